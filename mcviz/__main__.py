@@ -1,0 +1,5 @@
+"""``python -m mcviz``: the command-line interface."""
+
+from mcviz.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""The `mcviz metrics` command-line contract."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcviz.cli import main
+
+
+@pytest.fixture
+def prediction_file(tmp_path):
+    rng = np.random.default_rng(1)
+    score = rng.random(400)
+    df = pd.DataFrame(
+        {"prob": score, "y": (rng.random(400) < score).astype(int), "w": rng.random(400) + 0.5,
+         "age": rng.integers(20, 70, 400)}
+    )
+    path = tmp_path / "pred.csv"
+    df.to_csv(path, index=False)
+    return path, df
+
+
+def test_metrics_json_keys_and_values(prediction_file, capsys):
+    path, df = prediction_file
+    assert main(["metrics", str(path), "--score", "prob", "--label", "y", "--json"]) == 0
+    output = json.loads(capsys.readouterr().out)
+    assert set(output) == {"n", "weight_total", "calibration"}
+    assert set(output["calibration"]) == {"kuiper", "ks", "sigma", "kuiper_z", "p_value"}
+    assert output["n"] == 400
+    # "w" is inferred as the weight column by name.
+    assert output["weight_total"] == pytest.approx(df["w"].sum())
+    calibration = output["calibration"]
+    assert calibration["kuiper_z"] == pytest.approx(calibration["kuiper"] / calibration["sigma"])
+    assert 0 <= calibration["p_value"] <= 1
+
+
+def test_metrics_table(prediction_file, capsys):
+    path, _ = prediction_file
+    assert main(["metrics", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "kuiper" in text
+    assert "400" in text
+
+
+def test_bad_input_exits_2_with_message_and_no_traceback(tmp_path):
+    path = tmp_path / "bad.csv"
+    pd.DataFrame({"score": [0.2, 1.7], "label": [0, 1]}).to_csv(path, index=False)
+    completed = subprocess.run(
+        [sys.executable, "-m", "mcviz", "metrics", str(path), "--json"],
+        capture_output=True, text=True, check=False,
+    )
+    assert completed.returncode == 2
+    assert "column 'score': 1 of 2 rows (rows 1) lie outside [0, 1]" in completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert completed.stdout == ""
+
+
+def test_drop_invalid_flag(tmp_path, capsys):
+    path = tmp_path / "bad.csv"
+    pd.DataFrame({"score": [0.2, 1.7, 0.4], "label": [0, 1, 1]}).to_csv(path, index=False)
+    assert main(["metrics", str(path), "--drop-invalid", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 2
