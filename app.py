@@ -1,28 +1,58 @@
-"""mcviz dashboard entry point (the Data, Calibration, ... pages are added by the dashboard)."""
+"""mcviz dashboard: `streamlit run app.py` (binds to 127.0.0.1; see README to serve on a network)."""
 
 import streamlit as st
 
-from mcviz import cumulative_differences, load_demo
+from mcviz import __version__, ui
 
-st.set_page_config(page_title="mcviz", layout="wide")
-st.title("mcviz — where is this classifier miscalibrated?")
-st.caption(
-    "Demo: UCI Adult (Becker & Kohavi 1996, CC BY 4.0), out-of-fold gradient-boosting scores."
-)
+st.set_page_config(page_title="mcviz", page_icon="📈", layout="wide")
+ui.init_session()
+presenting = ui.presentation()
 
+PAGES = [
+    st.Page("pages/data.py", title="Data", icon="📄", url_path="data", default=True),
+    st.Page("pages/calibration.py", title="Calibration", icon="📈", url_path="calibration"),
+    st.Page("pages/variables.py", title="Variables", icon="🧭", url_path="variables"),
+    st.Page("pages/subpopulations.py", title="Subpopulations", icon="🎯",
+            url_path="subpopulations"),
+    st.Page("pages/groupings.py", title="Groupings", icon="🧩", url_path="groupings"),
+    st.Page("pages/report.py", title="Report", icon="📝", url_path="report"),
+]
+navigation = st.navigation(PAGES, position="top" if presenting else "sidebar")
 
-@st.cache_data
-def _demo_metrics():
-    result = cumulative_differences(load_demo("adult"))
-    return result
+requested = st.session_state.pop("requested_page", None)
+if requested and requested != navigation.url_path:
+    target = next((p for p in PAGES if p.url_path == requested), None)
+    if target is not None:
+        st.switch_page(target)
 
+link_message = ui.apply_pending()
 
-result = _demo_metrics()
-columns = st.columns(5)
-for column, (name, value) in zip(
-    columns,
-    [("Kuiper D", result.kuiper), ("KS G", result.ks), ("σ", result.sigma),
-     ("D/σ", result.kuiper_z), ("p-value", result.p_value)],
-    strict=True,
-):
-    column.metric(name, f"{value:.4g}")
+with st.sidebar:
+    st.toggle("Presentation mode", key=ui.W_PRESENTATION,
+              help="Larger fonts and lines, one chart per row, no sidebar clutter.")
+    if not presenting:
+        analysis = ui.current()
+        if analysis is not None:
+            pred = analysis.pred
+            source = analysis.source
+            st.caption(
+                f"**{source['name']}** · {pred.n:,} rows · score "
+                f"`{pred.score_column}` · label `{pred.label_column}`"
+                + (f" · weight `{pred.weight_column}`" if pred.weighted else "")
+            )
+        st.text_input("Reliability bin counts", key=ui.W_BINS,
+                      help="Three bin counts for the reliability diagrams, e.g. 10, 20, 40.")
+        st.caption("The page URL is a shareable link: it holds the data source (a demo or the "
+                   "uploaded file's hash), the column mapping and the settings.")
+        st.caption(f"mcviz {__version__}")
+
+if presenting:
+    st.html("<style>html, body, [class*='st-'] p, .stMarkdown, .stMetric {font-size: 1.3rem;}"
+            " [data-testid='stMetricValue'] {font-size: 2.6rem;}</style>")
+if link_message:
+    st.info(link_message)
+
+try:
+    navigation.run()
+finally:
+    ui.sync_query_params(st.session_state.get(ui.PAGE, navigation.url_path or "data"))
