@@ -1,0 +1,145 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcviz.cli import main
+
+
+def appendix_f_frame(q: int) -> pd.DataFrame:
+    n = q * (q + 1)
+    j = np.arange(1, n + 1)
+    frame = pd.DataFrame({
+        "score": (2 * j + q) / (2 * (q + 1) ** 2),  # eq. (7)
+        "label": np.concatenate([[1] * b + [0] * (q + 1 - b) for b in range(1, q + 1)]),
+    })
+    for k in range(1, (q - 1) // 2 + 1):
+        frame[f"block{k}"] = (j > k * (q + 1)) & (j <= n - k * (q + 1))  # eq. (18)
+    return frame
+
+
+def run(capsys, argv):
+    status = main(argv)
+    captured = capsys.readouterr()
+    return status, captured
+
+
+@pytest.fixture
+def appendix_f_file(tmp_path):
+    path = tmp_path / "appendix_f.csv"
+    appendix_f_frame(11).to_csv(path, index=False)
+    return path
+
+
+def test_no_multicalibration_options_no_block(capsys, appendix_f_file):
+    status, captured = run(capsys, ["metrics", str(appendix_f_file), "--json"])
+    assert status == 0
+    assert "multicalibration" not in json.loads(captured.out)
+
+
+def test_groups_only_give_appendix_f_closed_forms(capsys, appendix_f_file):
+    q = 11
+    groups = ",".join(f"block{k}" for k in range(1, 6))
+    status, captured = run(
+        capsys, ["metrics", str(appendix_f_file), "--score", "score", "--label", "label",
+                 "--groups", groups, "--json"])
+    assert status == 0, captured.err
+    block = json.loads(captured.out)["multicalibration"]
+    metric = (2 * q + 3) / (8 * (q + 1)) * np.sqrt(  # eq. (29)
+        (2 * q**5 + 12 * q**4 + 27 * q**3 + 29 * q**2 + 16 * q + 4)
+        / (3 * q**6 + 15 * q**5 + 29 * q**4 + 27 * q**3 + 13 * q**2 + 3 * q))
+    assert block["metric"] == pytest.approx(metric, rel=1e-12)
+    assert block["ablate"] == pytest.approx((2 * q + 3) / (8 * (q + 1)), rel=1e-12)  # eq. (30)
+    assert block["n_subpopulations"] == 5  # exactly the full population plus the groups
+    assert block["argmax"]["description"] == "block5 == True"
+    assert block["argmax"]["size"] == (q - 10) * (q + 1)
+    assert set(block) >= {"metric", "metric_z", "ablate", "expectation", "n_subpopulations",
+                          "argmax"}
+    assert set(block["argmax"]) == {"description", "size", "kuiper", "sigma"}
+
+
+@pytest.fixture
+def random_file(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 3000
+    score = rng.random(n)
+    frame = pd.DataFrame({
+        "score": score,
+        "label": (rng.random(n) < score**1.3).astype(int),
+        "age": rng.integers(18, 90, n),
+        "hours": rng.normal(40, 10, n).round(1),
+        "occupation": rng.choice(["Sales", "Tech-support", "Exec-managerial"], n),
+        "female": rng.random(n) < 0.4,
+    })
+    path = tmp_path / "random.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_generated_subpopulations(capsys, random_file):
+    argv = ["metrics", str(random_file), "--score", "score", "--label", "label",
+            "--covariates", "age,hours,occupation", "--subpopulations", "50", "--min-size", "20",
+            "--seed", "3", "--json"]
+    status, captured = run(capsys, argv)
+    assert status == 0, captured.err
+    block = json.loads(captured.out)["multicalibration"]
+    assert block["n_subpopulations"] == 50
+    assert block["metric"] >= json.loads(captured.out)["calibration"]["kuiper"]
+    assert block["argmax"]["size"] >= 20
+    assert block["metric_z"] == pytest.approx(
+        block["metric"] / json.loads(captured.out)["calibration"]["sigma"], rel=1e-12)
+    # same seed, same result
+    status, again = run(capsys, argv)
+    assert json.loads(again.out)["multicalibration"] == block
+
+
+def test_repeats_report_standard_errors(capsys, random_file):
+    status, captured = run(
+        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+                 "--covariates", "age,hours", "--subpopulations", "30", "--repeats", "3",
+                 "--groups", "female", "--json"])
+    assert status == 0, captured.err
+    block = json.loads(captured.out)["multicalibration"]
+    assert block["repeats"] == 3
+    assert block["seeds"] == [0, 1, 2]
+    assert block["metric_se"] >= 0
+    assert block["n_subpopulations"] == 31  # 30 generated plus the group
+
+
+def test_bad_group_column_exits_2(capsys, random_file):
+    status, captured = run(
+        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+                 "--groups", "nosuch", "--json"])
+    assert status == 2
+    assert "nosuch" in captured.err
+
+
+def test_bad_min_size_exits_2(capsys, random_file):
+    status, captured = run(
+        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+                 "--subpopulations", "10", "--min-size", "0", "--json"])
+    assert status == 2
+    assert "min_size" in captured.err
+
+
+def test_repeats_edge_cases(capsys, random_file, appendix_f_file):
+    status, captured = run(
+        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+                 "--covariates", "age", "--subpopulations", "5", "--repeats", "1", "--json"])
+    assert status == 0, captured.err
+    assert json.loads(captured.out)["multicalibration"]["metric_se"] is None  # one seed
+    status, captured = run(
+        capsys, ["metrics", str(appendix_f_file), "--groups", "block1", "--repeats", "3",
+                 "--json"])
+    assert status == 0, captured.err
+    assert json.loads(captured.out)["multicalibration"]["metric_se"] == 0.0  # nothing random
+
+
+def test_table_output(capsys, random_file):
+    status, captured = run(
+        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+                 "--covariates", "age,occupation", "--subpopulations", "5"])
+    assert status == 0, captured.err
+    assert "multicalibration:" in captured.out
+    assert "argmax:" in captured.out
