@@ -1,0 +1,737 @@
+r"""Reliability diagrams at several bin counts, and the classical binned calibration metrics.
+
+A reliability diagram partitions the scores into bins and plots, for each non-empty bin, the
+(weighted) average score against the (weighted) average response,
+
+.. math::
+    X_k = \frac{\sum_{j \in \text{bin } k} W_j S_j}{\sum_{j \in \text{bin } k} W_j}, \qquad
+    Y_k = \frac{\sum_{j \in \text{bin } k} W_j R_j}{\sum_{j \in \text{bin } k} W_j}
+
+(paper 003 eqs. (1)-(4), weighted (34)-(37)). Bins are right-closed,
+:math:`B_{k-1} < S \le B_k`, and never split tied scores. Three kinds of bins:
+
+``"equal_width"``
+    Edges :math:`0, 1/\ell, 2/\ell, \dots, 1` along the score (the first bin also holds 0).
+``"equal_count"``
+    About the same number of observations per bin (the same total weight when weighted): a run of
+    tied scores goes to the bin in which its last member's cumulative weight falls.
+``"similar_ratio"``
+    Paper 003 Remark 5: bins with a similar :math:`U_k = \|W\|_2/\|W\|_1` (eq. (38)). The target
+    :math:`U` is eq. (40), computed from the first :math:`\lfloor n/\bar\ell\rfloor` weights of a
+    seeded uniformly random permutation; each bin grows from the left, one run of tied scores at a
+    time, until :math:`U_k \le U`; the remainder forms the last bin, which is merged into the one
+    before when it holds fewer than half as many observations. Unweighted, this gives bins of
+    :math:`\lfloor n/\bar\ell\rfloor` observations. With tied scores the permutation is applied
+    to the weights in sorted order, so that no bin depends on the order of tied rows.
+
+Uncertainty. Each bin has a Wilson score interval for :math:`Y_k` computed with the effective
+sample size :math:`n_\text{eff} = (\sum W)^2/\sum W^2` (Kish), which is the count when unweighted;
+for non-binary responses a normal interval :math:`Y_k \pm z\,\hat s/\sqrt{n_\text{eff}}` with the
+weighted standard deviation :math:`\hat s`. Optionally, seeded bootstrap replicates (rows resampled
+with replacement, bins kept fixed) give the light-gray curves of the figures.
+
+Classical metrics (:func:`calibration_metrics`), with the signed group error
+:math:`c(I) = \sum_{i \in I} W_i (S_i - R_i) / \sum_{i\in I} W_i` (paper 002 eq. (6), weighted):
+
+.. math::
+    \mathrm{ECE} = \sum_k \frac{W(I_k)}{W} |c(I_k)|, \qquad
+    \mathrm{ACE} = \frac{1}{K'} \sum_{k} |c(I_k)|, \qquad
+    \mathrm{MCE} = \max_k |c(I_k)|
+
+(paper 002 Appendix A eqs. (14)-(16)), the sums and maximum running over the :math:`K'` non-empty
+bins; the Brier score :math:`\sum W (S-R)^2/W`; the log loss
+:math:`-\sum W [R \log S_c + (1-R)\log(1-S_c)]/W` with the score clipped to
+:math:`S_c \in [\varepsilon, 1-\varepsilon]`, :math:`\varepsilon = 10^{-15}`, so that a confident
+wrong score costs :math:`-\log 10^{-15} \approx 34.5` rather than infinity; calibration-in-the-large
+(mean score minus mean response); and Spiegelhalter's
+
+.. math:: Z = \frac{\sum_i W_i (R_i - S_i)(1 - 2S_i)}
+                   {\sqrt{\sum_i W_i^2 (1-2S_i)^2 S_i (1-S_i)}}
+
+with the two-sided normal p-value.
+
+References
+----------
+.. [1] M. Tygert, "Cumulative deviation of a subpopulation from the full population", Journal of
+   Big Data 10, 2023; eqs. (1)-(4), (34)-(40), Remarks 4-5.
+.. [2] S. Höltgen, R. C. Williamson, "On the richness of calibration", 2023; eq. (6) and
+   Appendix A eqs. (14)-(16).
+.. [3] D. J. Spiegelhalter, "Probabilistic prediction in patient management and clinical
+   trials", Statistics in Medicine 5, 1986.
+.. [4] E. B. Wilson, "Probable inference, the law of succession, and statistical inference",
+   JASA 22, 1927.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtr, ndtri
+
+from mcviz.deviation import _validate_index
+from mcviz.errors import ValidationError
+from mcviz.io import Predictions
+
+__all__ = [
+    "BIN_KINDS",
+    "LOG_LOSS_CLIP",
+    "CalibrationMetrics",
+    "ReliabilityBins",
+    "ReliabilityResult",
+    "calibration_metrics",
+    "reliability_bins",
+    "reliability_diagrams",
+]
+
+BinKind = Literal["equal_width", "equal_count", "similar_ratio"]
+BIN_KINDS = ("equal_width", "equal_count", "similar_ratio")
+LOG_LOSS_CLIP = 1e-15
+"""Scores are clipped to [1e-15, 1 - 1e-15] in the log loss."""
+
+_KIND_TITLES = {
+    "equal_width": "reliability diagram",
+    "equal_count": "reliability diagram (equal number of scores per bin)",
+    "similar_ratio": "reliability diagram (‖W‖₂/‖W‖₁ is similar for every bin)",
+}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ReliabilityBins:
+    r"""One reliability diagram: per-bin averages, intervals and bootstrap replicates.
+
+    Arrays hold one entry per bin, empty bins included (their averages are NaN and their count
+    0; figures never draw them).
+
+    Attributes
+    ----------
+    kind : str
+        ``"equal_width"``, ``"equal_count"`` or ``"similar_ratio"``.
+    n_bins : int
+        The requested number of bins :math:`\bar\ell` (the actual number is ``count.size``).
+    lower_edge, upper_edge : ndarray
+        Equal-width: the nominal edges; otherwise the smallest and largest score in the bin.
+    count : ndarray of int
+        Observations per bin.
+    weight : ndarray
+        Total weight per bin (the count when unweighted).
+    effective_size : ndarray
+        :math:`(\sum W)^2 / \sum W^2`.
+    mean_score, mean_response : ndarray
+        :math:`X_k` and :math:`Y_k` (eqs. (3)/(1), weighted (36)/(34)).
+    interval_low, interval_high : ndarray
+        The Wilson (binary) or normal (other responses) interval for :math:`Y_k`.
+    bootstrap_score, bootstrap_response : ndarray of shape (n_bootstrap, n_bins_actual)
+        :math:`X_k` and :math:`Y_k` of each bootstrap replicate (NaN where a bin is empty).
+    n : int
+    weight_total : float
+    """
+
+    kind: str
+    n_bins: int
+    lower_edge: np.ndarray
+    upper_edge: np.ndarray
+    count: np.ndarray
+    weight: np.ndarray
+    effective_size: np.ndarray
+    mean_score: np.ndarray
+    mean_response: np.ndarray
+    interval_low: np.ndarray
+    interval_high: np.ndarray
+    bootstrap_score: np.ndarray
+    bootstrap_response: np.ndarray
+    n: int
+    weight_total: float
+
+    @property
+    def nonempty(self) -> np.ndarray:
+        """Boolean mask of the bins that hold at least one observation."""
+        return self.count > 0
+
+    @property
+    def title(self) -> str:
+        """The paper's title for this kind of diagram."""
+        return _KIND_TITLES[self.kind]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per non-empty bin."""
+        keep = self.nonempty
+        return pd.DataFrame(
+            {
+                "bins": self.n_bins,
+                "bin": np.flatnonzero(keep),
+                "lower_edge": self.lower_edge[keep],
+                "upper_edge": self.upper_edge[keep],
+                "count": self.count[keep],
+                "weight": self.weight[keep],
+                "effective_size": self.effective_size[keep],
+                "mean_score": self.mean_score[keep],
+                "mean_response": self.mean_response[keep],
+                "interval_low": self.interval_low[keep],
+                "interval_high": self.interval_high[keep],
+            }
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ReliabilityResult:
+    """Reliability diagrams at several bin counts, for the full population and a subpopulation.
+
+    Attributes
+    ----------
+    kind : str
+    n_bins : tuple of int
+    full : tuple of ReliabilityBins
+        One diagram per bin count, for the full population.
+    subpopulation : tuple of ReliabilityBins
+        One diagram per bin count for the subpopulation (empty when none was given).
+    histogram_edges : ndarray
+        Equal-width edges over [0, 1] of the score histogram.
+    histogram_full, histogram_subpopulation : ndarray
+        Total weight (the count when unweighted) per histogram bin; the subpopulation's is empty
+        when none was given.
+    weighted : bool
+    response_kind : str
+    confidence : float
+    n_bootstrap : int
+        Bootstrap replicates (of the subpopulation when one is given, else of the full
+        population).
+    subpopulation_description : str or None
+    """
+
+    kind: str
+    n_bins: tuple[int, ...]
+    full: tuple[ReliabilityBins, ...]
+    subpopulation: tuple[ReliabilityBins, ...]
+    histogram_edges: np.ndarray
+    histogram_full: np.ndarray
+    histogram_subpopulation: np.ndarray
+    weighted: bool
+    response_kind: str
+    confidence: float
+    n_bootstrap: int
+    subpopulation_description: str | None
+
+    @property
+    def has_subpopulation(self) -> bool:
+        """True when a subpopulation was given."""
+        return bool(self.subpopulation)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per non-empty bin of every diagram, with a ``population`` column."""
+        frames = [d.to_frame().assign(population="full") for d in self.full]
+        frames += [d.to_frame().assign(population="subpopulation") for d in self.subpopulation]
+        frame = pd.concat(frames, ignore_index=True)
+        return frame[["population", *[c for c in frame.columns if c != "population"]]]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CalibrationMetrics:
+    """The classical calibration metrics (weighted where weights are given).
+
+    Attributes
+    ----------
+    ece_equal_width, ece_equal_count : float
+        Expected calibration error with ``n_bins`` equal-width / equal-count bins (eq. (14)).
+    mce, ace : float
+        Maximum and average calibration error over the non-empty equal-width bins
+        (eqs. (16), (15)).
+    brier : float
+    log_loss : float
+        Scores clipped to ``[clip, 1 - clip]``.
+    calibration_in_the_large : float
+        Mean score minus mean response.
+    spiegelhalter_z, spiegelhalter_p : float
+        Spiegelhalter's Z and its two-sided p-value.
+    n : int
+    weight_total : float
+    n_bins : int
+    clip : float
+    weighted : bool
+    """
+
+    ece_equal_width: float
+    ece_equal_count: float
+    mce: float
+    ace: float
+    brier: float
+    log_loss: float
+    calibration_in_the_large: float
+    spiegelhalter_z: float
+    spiegelhalter_p: float
+    n: int
+    weight_total: float
+    n_bins: int
+    clip: float
+    weighted: bool
+
+    def to_frame(self) -> pd.DataFrame:
+        """Return a table with one row per metric: ``metric``, ``value``, ``meaning``."""
+        k = self.n_bins
+        rows = [
+            ("ECE (equal-width)", self.ece_equal_width, f"{k} equal-width bins, weighted by size"),
+            ("ECE (equal-count)", self.ece_equal_count, f"{k} equal-count bins, weighted by size"),
+            ("MCE", self.mce, f"largest |score - response| over {k} equal-width bins"),
+            ("ACE", self.ace, f"average |score - response| over {k} equal-width bins"),
+            ("Brier score", self.brier, "mean (score - response)²"),
+            ("log loss", self.log_loss, f"scores clipped to [{self.clip:g}, 1 - {self.clip:g}]"),
+            ("calibration-in-the-large", self.calibration_in_the_large,
+             "mean score - mean response"),
+            ("Spiegelhalter Z", self.spiegelhalter_z, "≈ N(0, 1) under perfect calibration"),
+            ("Spiegelhalter p", self.spiegelhalter_p, "two-sided"),
+        ]
+        return pd.DataFrame(rows, columns=["metric", "value", "meaning"])
+
+
+# --------------------------------------------------------------------------------------------
+# Public functions
+
+
+def reliability_bins(
+    pred: Predictions,
+    *,
+    n_bins: int = 10,
+    kind: BinKind = "equal_width",
+    index: np.ndarray | None = None,
+    confidence: float = 0.95,
+    n_bootstrap: int = 0,
+    rng: int | np.random.Generator = 0,
+) -> ReliabilityBins:
+    """One reliability diagram of the full population (or of the rows ``index``).
+
+    Parameters
+    ----------
+    pred : Predictions
+    n_bins : int, default 10
+    kind : {"equal_width", "equal_count", "similar_ratio"}
+    index : array of int, optional
+        Sorted positions (score order) of a subpopulation; default the full population.
+    confidence : float, default 0.95
+        Coverage of the per-bin intervals.
+    n_bootstrap : int, default 0
+        Bootstrap replicates (rows resampled with replacement, bins fixed).
+    rng : int or numpy Generator, default 0
+        Seeds the permutation of eq. (40) and the bootstrap.
+
+    Returns
+    -------
+    ReliabilityBins
+
+    Examples
+    --------
+    >>> pred = Predictions.from_arrays([0.1, 0.2, 0.6, 0.7], [0, 1, 1, 1])
+    >>> bins = reliability_bins(pred, n_bins=2)
+    >>> bins.count.tolist(), bins.mean_score.round(6).tolist(), bins.mean_response.tolist()
+    ([2, 2], [0.15, 0.65], [0.5, 1.0])
+    """
+    _check_options(kind, confidence, n_bootstrap)
+    n_bins = _check_bin_count(n_bins)
+    generator = np.random.default_rng(rng)
+    members = None if index is None else _check_index(pred, index)
+    arrays = _population(pred, members)
+    bounds, low, high = _bounds(arrays, n_bins, kind, generator)
+    (diagram,) = _diagrams(
+        arrays, [(n_bins, bounds, low, high)], kind, confidence, n_bootstrap, generator,
+        binary=pred.response_kind == "binary",
+    )
+    return diagram
+
+
+def reliability_diagrams(
+    pred: Predictions,
+    *,
+    n_bins: Sequence[int] = (10, 20, 50),
+    kind: BinKind = "equal_width",
+    index: np.ndarray | None = None,
+    description: str | None = None,
+    confidence: float = 0.95,
+    n_bootstrap: int = 20,
+    rng: int | np.random.Generator = 0,
+    histogram_bins: int = 50,
+) -> ReliabilityResult:
+    """Reliability diagrams at several bin counts, optionally a subpopulation against the full one.
+
+    Parameters
+    ----------
+    pred : Predictions
+    n_bins : sequence of int, default (10, 20, 50)
+    kind : {"equal_width", "equal_count", "similar_ratio"}
+        The subpopulation and the full population each get their own bins of this kind
+        (the bins B and B~ of paper 003 Remark 4); equal-width bins coincide.
+    index : array of int, optional
+        Sorted positions (score order) of a subpopulation.
+    description : str, optional
+        The subpopulation in words.
+    confidence : float, default 0.95
+    n_bootstrap : int, default 20
+        Bootstrap replicates of the subpopulation when one is given, else of the full population
+        (0 for none).
+    rng : int or numpy Generator, default 0
+    histogram_bins : int, default 50
+        Equal-width bins of the score histogram drawn beneath the diagrams.
+
+    Returns
+    -------
+    ReliabilityResult
+
+    Raises
+    ------
+    ValidationError
+        Unknown kind, bin counts below 1, a bad confidence level or subpopulation index.
+    """
+    _check_options(kind, confidence, n_bootstrap)
+    counts = tuple(_check_bin_count(k) for k in n_bins)
+    if not counts:
+        raise ValidationError("n_bins: give at least one bin count.")
+    histogram_bins = _check_bin_count(histogram_bins)
+    generator = np.random.default_rng(rng)
+    binary = pred.response_kind == "binary"
+    full_arrays = _population(pred, None)
+    full_specs = [(k, *_bounds(full_arrays, k, kind, generator)) for k in counts]
+    edges = np.arange(histogram_bins + 1) / histogram_bins
+    histogram_full = _histogram(full_arrays, edges)
+    if index is None:
+        full = _diagrams(full_arrays, full_specs, kind, confidence, n_bootstrap, generator,
+                         binary=binary)
+        sub: tuple[ReliabilityBins, ...] = ()
+        histogram_sub = np.empty(0)
+    else:
+        members = _check_index(pred, index)
+        sub_arrays = _population(pred, members)
+        sub_specs = [(k, *_bounds(sub_arrays, k, kind, generator)) for k in counts]
+        full = _diagrams(full_arrays, full_specs, kind, confidence, 0, generator, binary=binary)
+        sub = _diagrams(sub_arrays, sub_specs, kind, confidence, n_bootstrap, generator,
+                        binary=binary)
+        histogram_sub = _histogram(sub_arrays, edges)
+    return ReliabilityResult(
+        kind=kind,
+        n_bins=counts,
+        full=full,
+        subpopulation=sub,
+        histogram_edges=_readonly(edges),
+        histogram_full=_readonly(histogram_full),
+        histogram_subpopulation=_readonly(histogram_sub),
+        weighted=pred.weighted,
+        response_kind=pred.response_kind,
+        confidence=confidence,
+        n_bootstrap=n_bootstrap,
+        subpopulation_description=description,
+    )
+
+
+def calibration_metrics(
+    pred: Predictions,
+    *,
+    index: np.ndarray | None = None,
+    n_bins: int = 10,
+    clip: float = LOG_LOSS_CLIP,
+) -> CalibrationMetrics:
+    r"""ECE (equal-width, equal-count), MCE, ACE, Brier, log loss, calibration-in-the-large, Z.
+
+    Parameters
+    ----------
+    pred : Predictions
+    index : array of int, optional
+        Sorted positions (score order) of a subpopulation; default the full population.
+    n_bins : int, default 10
+    clip : float, default 1e-15
+        The log loss uses scores clipped to ``[clip, 1 - clip]``.
+
+    Returns
+    -------
+    CalibrationMetrics
+
+    Notes
+    -----
+    See the module docstring; ECE, ACE and MCE are eqs. (14)-(16) of [2] with weighted group
+    errors, Spiegelhalter's Z is from [3].
+
+    Examples
+    --------
+    Bins (0, 0.5] and (0.5, 1] with scores {0.2, 0.4} / {0.6, 0.8} and responses {0, 1} /
+    {1, 1}: group errors -0.2 and -0.3, so ECE = (2·0.2 + 2·0.3)/4 = 0.25, MCE = 0.3,
+    ACE = 0.25; calibration-in-the-large = 0.5 - 0.75 = -0.25.
+
+    >>> pred = Predictions.from_arrays([0.2, 0.4, 0.6, 0.8], [0, 1, 1, 1])
+    >>> m = calibration_metrics(pred, n_bins=2)
+    >>> [round(v, 12) for v in (m.ece_equal_width, m.mce, m.ace, m.calibration_in_the_large)]
+    [0.25, 0.3, 0.25, -0.25]
+    """
+    n_bins = _check_bin_count(n_bins)
+    if not 0 <= clip < 0.5:
+        raise ValidationError(f"clip must lie in [0, 0.5), not {clip!r}.")
+    members = None if index is None else _check_index(pred, index)
+    arrays = _population(pred, members)
+    score, label, weight = arrays.score, arrays.label, arrays.weight
+    total = float(weight.sum())
+    generator = np.random.default_rng(0)  # unused by these two kinds
+
+    def group_errors(kind: str) -> tuple[np.ndarray, np.ndarray]:
+        bounds, _, _ = _bounds(arrays, n_bins, kind, generator)
+        bin_weight = arrays.sums("w", bounds)
+        error = arrays.sums("wd", bounds)
+        keep = bin_weight > 0
+        return bin_weight[keep], np.abs(error[keep] / bin_weight[keep])  # paper 002 eq. (6)
+
+    width_weight, width_error = group_errors("equal_width")
+    count_weight, count_error = group_errors("equal_count")
+    clipped = np.clip(score, clip, 1.0 - clip)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = -(label * np.log(clipped) + (1.0 - label) * np.log1p(-clipped))
+    slope = 1.0 - 2.0 * score
+    numerator = float(np.sum(weight * (label - score) * slope))
+    variance = float(np.sum(weight**2 * slope**2 * score * (1.0 - score)))
+    if variance > 0:
+        z = numerator / np.sqrt(variance)
+    else:
+        z = 0.0 if abs(numerator) <= 1e-15 else float(np.sign(numerator) * np.inf)
+    return CalibrationMetrics(
+        ece_equal_width=float(np.sum(width_weight * width_error) / total),  # eq. (14)
+        ece_equal_count=float(np.sum(count_weight * count_error) / total),  # eq. (14)
+        mce=float(width_error.max()),  # eq. (16)
+        ace=float(width_error.mean()),  # eq. (15)
+        brier=float(np.sum(weight * (score - label) ** 2) / total),
+        log_loss=float(np.sum(weight * loss) / total),
+        calibration_in_the_large=float(np.sum(weight * (score - label)) / total),
+        spiegelhalter_z=float(z),
+        spiegelhalter_p=float(2.0 * ndtr(-abs(z))),
+        n=int(score.size),
+        weight_total=total,
+        n_bins=n_bins,
+        clip=float(clip),
+        weighted=pred.weighted,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Private helpers (inputs are trusted)
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrays:
+    score: np.ndarray
+    label: np.ndarray
+    weight: np.ndarray
+    ends: np.ndarray  # last index of each run of tied scores
+    prefix: dict  # name -> prefix sums (leading 0), computed once and shared by every binning
+
+    def sums(self, name: str, bounds: np.ndarray) -> np.ndarray:
+        """Bin sums of the named quantity over ``bounds[k]:bounds[k+1]``."""
+        prefix = self.prefix.get(name)
+        if prefix is None:
+            values = {
+                "w": lambda: self.weight,
+                "ws": lambda: self.weight * self.score,
+                "wr": lambda: self.weight * self.label,
+                "wrr": lambda: self.weight * self.label**2,
+                "ww": lambda: self.weight**2,
+                "wd": lambda: self.weight * (self.score - self.label),
+            }[name]()
+            prefix = self.prefix[name] = np.concatenate(([0.0], np.cumsum(values)))
+        return prefix[bounds[1:]] - prefix[bounds[:-1]]
+
+    def at_run_ends(self, name: str) -> np.ndarray:
+        """Prefix sums of the named quantity at 0 and after each run of tied scores."""
+        key = name + "@ends"
+        if key not in self.prefix:
+            self.sums(name, np.array([0, 0]))
+            self.prefix[key] = self.prefix[name][np.concatenate(([0], self.ends + 1))]
+        return self.prefix[key]
+
+
+def _population(pred: Predictions, members: np.ndarray | None) -> _Arrays:
+    if members is None:
+        return _Arrays(pred.score, pred.label, pred.weight, np.flatnonzero(pred.run_end), {})
+    score = pred.score[members]
+    run_end = np.ones(score.size, dtype=bool)
+    run_end[:-1] = score[1:] != score[:-1]
+    return _Arrays(
+        score, pred.label[members], pred.weight[members], np.flatnonzero(run_end), {}
+    )
+
+
+def _bounds(
+    arrays: _Arrays, n_bins: int, kind: str, generator: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bin boundaries as positions into the sorted arrays, plus lower and upper edges."""
+    score = arrays.score
+    if kind == "equal_width":
+        edges = np.arange(n_bins + 1) / n_bins
+        inner = np.searchsorted(score, edges[1:-1], side="right")  # right-closed bins
+        bounds = np.concatenate(([0], inner, [score.size]))
+        return bounds, edges[:-1].copy(), edges[1:].copy()
+    if kind == "equal_count":
+        bounds = _equal_count_bounds(arrays, n_bins)
+    else:
+        bounds = _similar_ratio_bounds(arrays, n_bins, generator)
+    return bounds, *_data_edges(score, bounds)
+
+
+def _equal_count_bounds(arrays: _Arrays, n_bins: int) -> np.ndarray:
+    # A run goes to bin ceil(n_bins * cumulative / total) - 1 (with a 1e-9 tolerance for
+    # rounding): bin k ends after the last run whose cumulative weight is <= (k+1) total/n_bins.
+    cumulative = arrays.at_run_ends("w")[1:]
+    thresholds = (np.arange(1, n_bins + 1) + 1e-9) * (cumulative[-1] / n_bins)
+    runs_through = np.searchsorted(cumulative, thresholds, side="right")
+    runs_through[-1] = cumulative.size
+    ends_plus = np.concatenate(([0], arrays.ends + 1))
+    return np.concatenate(([0], ends_plus[runs_through]))
+
+
+def _similar_ratio_bounds(
+    arrays: _Arrays, n_bins: int, generator: np.random.Generator
+) -> np.ndarray:
+    """Paper 003 Remark 5 with U from eq. (40); returns boundary positions."""
+    weight = arrays.weight
+    n = weight.size
+    size = max(n // n_bins, 1)
+    # The first `size` entries of a uniformly random permutation: a sample without replacement.
+    # With tied scores the weights are permuted from a canonical (sorted) order, so that U does
+    # not depend on the order of tied rows.
+    pool = np.sort(weight) if arrays.ends.size < n else weight
+    sample = pool[generator.choice(n, size, replace=False)]
+    target = np.sqrt(np.sum(sample**2)) / np.sum(sample)  # eq. (40)
+    # Prefix sums at the ends of runs of tied scores: bins grow one run at a time.
+    first = arrays.at_run_ends("w")
+    second = arrays.at_run_ends("ww")
+    runs = arrays.ends.size
+    cuts = [0]
+    start = 0
+    chunk = size + size // 4 + 1  # bins hold about `size` observations
+    while start < runs:
+        stop = None
+        low = start + 1
+        while low <= runs:
+            high = min(low + chunk, runs + 1)
+            candidate = np.arange(low, high)
+            ratio = np.sqrt(second[candidate] - second[start]) / (first[candidate] - first[start])
+            hit = np.flatnonzero(ratio <= target * (1 + 1e-12))  # eq. (38): U_k <= U
+            if hit.size:
+                stop = int(candidate[hit[0]])
+                break
+            low = high
+        if stop is None:
+            stop = runs  # the remainder forms the last bin
+        cuts.append(stop)
+        start = stop
+    ends_plus = np.concatenate(([0], arrays.ends + 1))
+    bounds = ends_plus[np.array(cuts)]
+    counts = np.diff(bounds)
+    if counts.size >= 2 and counts[-1] < counts[-2] / 2:  # Remark 5: merge a small last bin
+        bounds = np.delete(bounds, -2)
+    return bounds
+
+
+def _data_edges(score: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    starts, stops = bounds[:-1], bounds[1:]
+    empty = stops <= starts
+    low = np.where(empty, np.nan, score[np.minimum(starts, score.size - 1)])
+    high = np.where(empty, np.nan, score[np.maximum(stops - 1, 0)])
+    return low, high
+
+
+def _diagrams(
+    arrays: _Arrays,
+    specs: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]],
+    kind: str,
+    confidence: float,
+    n_bootstrap: int,
+    generator: np.random.Generator,
+    *,
+    binary: bool,
+) -> tuple[ReliabilityBins, ...]:
+    score, label, weight = arrays.score, arrays.label, arrays.weight
+    n = score.size
+    z = float(ndtri(0.5 + confidence / 2.0))
+    boot_score = [np.full((n_bootstrap, b.size - 1), np.nan) for _, b, _, _ in specs]
+    boot_response = [np.full((n_bootstrap, b.size - 1), np.nan) for _, b, _, _ in specs]
+    for r in range(n_bootstrap):
+        times = np.bincount(generator.integers(0, n, n), minlength=n)
+        resampled = weight * times
+        replicate = _Arrays(score, label, resampled, arrays.ends, {})
+        for i, (_, bounds, _, _) in enumerate(specs):
+            total = replicate.sums("w", bounds)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                boot_score[i][r] = replicate.sums("ws", bounds) / total
+                boot_response[i][r] = replicate.sums("wr", bounds) / total
+    diagrams = []
+    for i, (n_bins, bounds, low, high) in enumerate(specs):
+        count = np.diff(bounds)
+        total = arrays.sums("w", bounds)
+        squares = arrays.sums("ww", bounds)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean_score = arrays.sums("ws", bounds) / total  # eq. (3) / (36)
+            mean_response = arrays.sums("wr", bounds) / total  # eq. (1) / (34)
+            size = total**2 / squares
+            if binary:
+                interval = _wilson(mean_response, size, z)
+            else:
+                second = arrays.sums("wrr", bounds) / total
+                spread = np.sqrt(np.maximum(second - mean_response**2, 0.0) / size)
+                interval = (mean_response - z * spread, mean_response + z * spread)
+        empty = count == 0
+        values = [mean_score, mean_response, size, *interval]
+        for value in values:
+            value[empty] = np.nan
+        diagrams.append(
+            ReliabilityBins(
+                kind=kind,
+                n_bins=n_bins,
+                lower_edge=_readonly(low),
+                upper_edge=_readonly(high),
+                count=_readonly(count),
+                weight=_readonly(total),
+                effective_size=_readonly(size),
+                mean_score=_readonly(mean_score),
+                mean_response=_readonly(mean_response),
+                interval_low=_readonly(interval[0]),
+                interval_high=_readonly(interval[1]),
+                bootstrap_score=_readonly(boot_score[i]),
+                bootstrap_response=_readonly(boot_response[i]),
+                n=int(n),
+                weight_total=float(weight.sum()),
+            )
+        )
+    return tuple(diagrams)
+
+
+def _wilson(p: np.ndarray, size: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Wilson score interval with the effective sample size :math:`n_\text{eff}` [4]."""
+    z2 = z * z
+    denominator = 1.0 + z2 / size
+    center = (p + z2 / (2.0 * size)) / denominator
+    half = z / denominator * np.sqrt(p * (1.0 - p) / size + z2 / (4.0 * size**2))
+    return np.clip(center - half, 0.0, 1.0), np.clip(center + half, 0.0, 1.0)
+
+
+def _histogram(arrays: _Arrays, edges: np.ndarray) -> np.ndarray:
+    inner = np.searchsorted(arrays.score, edges[1:-1], side="right")
+    bounds = np.concatenate(([0], inner, [arrays.score.size]))
+    return arrays.sums("w", bounds)
+
+
+def _check_options(kind: str, confidence: float, n_bootstrap: int) -> None:
+    if kind not in BIN_KINDS:
+        raise ValidationError(f"kind must be one of {', '.join(BIN_KINDS)}, not {kind!r}.")
+    if not 0 < confidence < 1:
+        raise ValidationError(f"confidence must lie strictly between 0 and 1, not {confidence!r}.")
+    if int(n_bootstrap) != n_bootstrap or n_bootstrap < 0:
+        raise ValidationError(f"n_bootstrap must be a non-negative integer, not {n_bootstrap!r}.")
+
+
+def _check_bin_count(n_bins: int) -> int:
+    if isinstance(n_bins, bool) or int(n_bins) != n_bins or n_bins < 1:
+        raise ValidationError(f"bin counts must be positive integers, not {n_bins!r}.")
+    return int(n_bins)
+
+
+def _check_index(pred: Predictions, index: np.ndarray) -> np.ndarray:
+    return _validate_index(pred, index)  # one validation rule for subpopulation indices
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array

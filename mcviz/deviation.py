@@ -1,0 +1,326 @@
+r"""Cumulative deviation of a subpopulation from the full population (Tygert, paper 003).
+
+A subpopulation with sorted scores :math:`S_{i_1} \le \dots \le S_{i_n}` is compared with the
+full population's average response :math:`\tilde R_{i_k}` in a bin around each of its scores,
+
+.. math::
+    F_k = \frac{\sum_{j\le k} W_{i_j} R_{i_j}}{\sum_{j\le n} W_{i_j}}, \qquad
+    \tilde F_k = \frac{\sum_{j\le k} W_{i_j} \tilde R_{i_j}}{\sum_{j\le n} W_{i_j}}, \qquad
+    \tilde R_{i_k} = \frac{\sum_{i: B_{k-1} < S_i \le B_k} W_i R_i}
+                         {\sum_{i: B_{k-1} < S_i \le B_k} W_i},
+
+with bin edges at the midpoints between consecutive subpopulation scores,
+:math:`B_k = (S_{i_k} + S_{i_{k+1}})/2`, :math:`B_0 = -\infty`, :math:`B_n = \infty` (eqs. (5)-(8);
+weighted eqs. (25)-(27)). The bins are right-closed and include the subpopulation's own rows.
+The path :math:`F_k - \tilde F_k` is plotted against :math:`k/n` (or the cumulative weight
+:math:`A_k` of eq. (28)); its slope is the deviation of the subpopulation from the full
+population. Its Kolmogorov–Smirnov and Kuiper statistics are
+
+.. math:: G = \max_k |F_k - \tilde F_k|, \qquad
+          D = \max_k (F_k - \tilde F_k) - \min_k (F_k - \tilde F_k) \quad (F_0 = \tilde F_0 = 0)
+
+(eqs. (12), (13)), scaled by
+
+.. math:: \sigma = \frac{\sqrt{\sum_k W_{i_k}^2\, \tilde R_{i_k}(1 - \tilde R_{i_k})}}
+                        {\sum_k W_{i_k}}
+
+for 0/1 responses (eq. (21); weighted eq. (31)), or with :math:`\tilde R (1-\tilde R)` replaced by
+the (weighted) empirical variance :math:`V_{i_k}` of the full population's responses in the bin
+for other responses (eqs. (22)-(23); weighted (32)-(33)).
+
+Ties. Tied subpopulation scores are merged into one bin: the edges are the midpoints between
+consecutive *distinct* subpopulation scores, every tied member gets the same :math:`\tilde R`, and
+the path is evaluated only at the last member of each run of ties. With no ties this is exactly
+the paper's construction (where tied scores would give empty bins, 0/0); with ties no result
+depends on the order of tied rows.
+
+References
+----------
+.. [1] M. Tygert, "Cumulative deviation of a subpopulation from the full population", Journal of
+   Big Data 10, 2023; eqs. (5)-(13), (21)-(23), (25)-(33).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from mcviz.cumulative import _ratio, brownian_range_sf, decimate_path
+from mcviz.errors import ValidationError
+from mcviz.io import Predictions
+
+__all__ = ["DeviationResult", "subpopulation_deviation"]
+
+SigmaMethod = Literal["auto", "bernoulli", "variance"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DeviationResult:
+    r"""The subpopulation-versus-full-population path and its statistics.
+
+    Path arrays have one entry for the origin and one per distinct subpopulation score (the end
+    of each run of tied subpopulation scores).
+
+    Attributes
+    ----------
+    x : ndarray
+        Abscissa: :math:`k/n`, or the cumulative weight :math:`A_k` (eq. (28)) when weighted.
+    fraction : ndarray
+        :math:`k/n` (the top axis).
+    position : ndarray
+        The subpopulation's score at each path point (the bottom axis); ``position[0]`` repeats
+        the first.
+    path : ndarray
+        :math:`F_k - \tilde F_k`, starting at 0.
+    subpopulation_cumulative : ndarray
+        :math:`F_k` (eq. (5) or (25)).
+    full_cumulative : ndarray
+        :math:`\tilde F_k` (eq. (8) or (27)).
+    bin_edges : ndarray
+        :math:`B_0 = -\infty, B_1, \dots, B_q = \infty` for the ``q`` distinct subpopulation
+        scores (eq. (7)).
+    full_mean : ndarray
+        :math:`\tilde R` in each bin (eq. (6) or (26)).
+    full_variance : ndarray
+        :math:`V` in each bin (eq. (23) or (33)).
+    full_count : ndarray of int
+        Full-population observations in each bin (the subpopulation's own included).
+    kuiper, ks : float
+        :math:`D` (eq. (13)) and :math:`G` (eq. (12)).
+    sigma : float
+        Eq. (21)/(31) or (22)/(32).
+    kuiper_z, ks_z : float
+        :math:`D/\sigma`, :math:`G/\sigma` (0 when both are 0, inf when only sigma is).
+    p_value : float
+        :math:`P(\text{range of Brownian motion on } [0,1] > D/\sigma)`.
+    n : int
+        Subpopulation size.
+    n_full : int
+        Full-population size.
+    weight_total : float
+        Subpopulation weight.
+    weighted : bool
+    sigma_method : str
+        ``"bernoulli"`` (eq. (21)/(31)) or ``"variance"`` (eqs. (22)-(23)/(32)-(33)).
+    description : str or None
+        The subpopulation in words, when known.
+    plot_index : ndarray
+        Indices into the path that keep every extreme (see :func:`~mcviz.decimate_path`).
+    """
+
+    x: np.ndarray
+    fraction: np.ndarray
+    position: np.ndarray
+    path: np.ndarray
+    subpopulation_cumulative: np.ndarray
+    full_cumulative: np.ndarray
+    bin_edges: np.ndarray
+    full_mean: np.ndarray
+    full_variance: np.ndarray
+    full_count: np.ndarray
+    kuiper: float
+    ks: float
+    sigma: float
+    kuiper_z: float
+    ks_z: float
+    p_value: float
+    n: int
+    n_full: int
+    weight_total: float
+    weighted: bool
+    sigma_method: str
+    description: str | None
+    plot_index: np.ndarray
+
+
+def subpopulation_deviation(
+    pred: Predictions,
+    index: np.ndarray,
+    *,
+    sigma_method: SigmaMethod = "auto",
+    description: str | None = None,
+) -> DeviationResult:
+    r"""Cumulative deviation of a subpopulation from the full population, with D, G, sigma, p.
+
+    Parameters
+    ----------
+    pred : Predictions
+        The full population.
+    index : array of int, or boolean mask of shape (n,)
+        Positions of the subpopulation's members in ``pred``'s score order (for example
+        ``Subpopulation.index`` or :func:`~mcviz.subpopulations.select_rows`); a boolean mask
+        over ``pred`` is accepted too. Unsorted positions are sorted; repeated ones are an
+        error.
+    sigma_method : {"auto", "bernoulli", "variance"}
+        ``"auto"`` uses eq. (21)/(31) for 0/1 responses and eqs. (22)-(23)/(32)-(33) otherwise.
+    description : str, optional
+        The subpopulation in words (carried to figure titles).
+
+    Returns
+    -------
+    DeviationResult
+
+    Raises
+    ------
+    ValidationError
+        An empty subpopulation, positions out of range or repeated, or an unknown sigma method.
+
+    Notes
+    -----
+    Implements eqs. (5)-(13) and (21)-(23) of [1] (weighted: (25)-(33)), with tied
+    subpopulation scores merged into one bin (see the module docstring). Everything is
+    vectorised over the score-sorted arrays: bin edges are located with ``searchsorted`` and bin
+    sums are differences of prefix sums.
+
+    Examples
+    --------
+    Full population scores 0.1, 0.2, 0.3, 0.4 with responses 0, 1, 1, 0 and the subpopulation
+    {0.2, 0.4}. The edge is B_1 = 0.3, so the bins are {0.1, 0.2, 0.3} (mean 2/3) and {0.4}
+    (mean 0): F = (0, 1/2, 1/2), F~ = (0, 1/3, 1/3), path = (0, 1/6, 1/6).
+
+    >>> pred = Predictions.from_arrays([0.1, 0.2, 0.3, 0.4], [0, 1, 1, 0])
+    >>> result = subpopulation_deviation(pred, np.array([1, 3]))
+    >>> np.round(result.path, 6).tolist(), round(result.kuiper, 6)
+    ([0.0, 0.166667, 0.166667], 0.166667)
+    """
+    method = _resolve_sigma_method(pred, sigma_method)
+    members = _validate_index(pred, index)
+    score, label, weight = pred.score, pred.label, pred.weight
+
+    sub_score = score[members]
+    sub_weight = weight[members]
+    sub_label = label[members]
+    n = members.size
+    # Runs of tied subpopulation scores: one bin per distinct score (the documented tie rule).
+    run_end = np.ones(n, dtype=bool)
+    run_end[:-1] = sub_score[1:] != sub_score[:-1]
+    ends = np.flatnonzero(run_end)
+    distinct = sub_score[ends]
+    q = distinct.size
+
+    # eq. (7): midpoints between consecutive distinct subpopulation scores, guarded so that
+    # every distinct score lies in its own right-closed bin (B_{k-1} < S <= B_k).
+    middle = 0.5 * (distinct[:-1] + distinct[1:])
+    middle = np.where(middle >= distinct[1:], distinct[:-1], middle)
+    bin_edges = np.concatenate(([-np.inf], middle, [np.inf]))
+    bounds = np.concatenate(([0], np.searchsorted(score, middle, side="right"), [score.size]))
+
+    # Bin sums over the full population as differences of prefix sums (every bin is non-empty:
+    # it holds its own subpopulation members).
+    full_count = np.diff(bounds)
+    if pred.weighted:
+        full_weight = _bin_sums(weight, bounds)
+        full_mean = _bin_sums(weight * label, bounds) / full_weight  # eq. (26)
+    else:
+        full_weight = full_count.astype(float)
+        full_mean = _bin_sums(label, bounds) / full_weight  # eq. (6)
+    if pred.response_kind == "binary":
+        full_variance = full_mean * (1.0 - full_mean)  # eq. (23) / (33) for 0/1 responses
+    else:  # eq. (23) / (33), two-pass (no cancellation)
+        centred = label - np.repeat(full_mean, full_count)
+        full_variance = _bin_sums(weight * centred**2, bounds) / full_weight
+
+    # Each subpopulation member's bin (the run it belongs to).
+    run_of = np.repeat(np.arange(q), np.diff(np.concatenate(([-1], ends))))
+    member_mean = full_mean[run_of]
+    weight_total = float(sub_weight.sum())
+    f_sub = np.cumsum(sub_weight * sub_label)[ends] / weight_total  # eq. (5) / (25)
+    f_full = np.cumsum(sub_weight * member_mean)[ends] / weight_total  # eq. (8) / (27)
+    f_sub = np.concatenate(([0.0], f_sub))
+    f_full = np.concatenate(([0.0], f_full))
+    path = f_sub - f_full
+    kuiper = float(path.max() - path.min())  # eq. (13)
+    ks = float(np.abs(path).max())  # eq. (12)
+    spread = (
+        member_mean * (1.0 - member_mean) if method == "bernoulli" else full_variance[run_of]
+    )
+    sigma = float(np.sqrt(np.sum(sub_weight**2 * spread)) / weight_total)  # eq. (21)/(22)/(31)/(32)
+
+    fraction = np.concatenate(([0.0], (ends + 1.0) / n))
+    if pred.weighted:
+        x = np.concatenate(([0.0], np.cumsum(sub_weight)[ends] / weight_total))  # eq. (28)
+    else:
+        x = fraction
+    kuiper_z = _ratio(kuiper, sigma)
+    return DeviationResult(
+        x=_readonly(x),
+        fraction=_readonly(fraction),
+        position=_readonly(np.concatenate((distinct[:1], distinct))),
+        path=_readonly(path),
+        subpopulation_cumulative=_readonly(f_sub),
+        full_cumulative=_readonly(f_full),
+        bin_edges=_readonly(bin_edges),
+        full_mean=_readonly(full_mean),
+        full_variance=_readonly(full_variance),
+        full_count=_readonly(full_count),
+        kuiper=kuiper,
+        ks=ks,
+        sigma=sigma,
+        kuiper_z=kuiper_z,
+        ks_z=_ratio(ks, sigma),
+        p_value=float(brownian_range_sf(kuiper_z)),
+        n=int(n),
+        n_full=pred.n,
+        weight_total=weight_total,
+        weighted=pred.weighted,
+        sigma_method=method,
+        description=description,
+        plot_index=_readonly(decimate_path(path)),
+    )
+
+
+def _bin_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Return the sums of ``values`` over the non-empty slices ``bounds[k]:bounds[k+1]``."""
+    at_ends = np.cumsum(values, dtype=float)[bounds[1:] - 1]
+    return np.diff(at_ends, prepend=0.0)
+
+
+def _resolve_sigma_method(pred: Predictions, sigma_method: str) -> str:
+    if sigma_method == "auto":
+        return "bernoulli" if pred.response_kind == "binary" else "variance"
+    if sigma_method not in ("bernoulli", "variance"):
+        raise ValidationError(
+            f"sigma_method must be auto, bernoulli or variance, not {sigma_method!r}."
+        )
+    return sigma_method
+
+
+def _validate_index(pred: Predictions, index: np.ndarray) -> np.ndarray:
+    """Return the subpopulation's positions as a sorted int64 array, or raise."""
+    array = np.asarray(index)
+    if array.dtype == bool:
+        if array.shape != (pred.n,):
+            raise ValidationError(
+                f"subpopulation mask has shape {array.shape}; expected ({pred.n},) "
+                "(one entry per observation)."
+            )
+        array = np.flatnonzero(array)
+    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
+        raise ValidationError(
+            "subpopulation index must be a 1-D array of integer positions or a boolean mask."
+        )
+    if array.size == 0:
+        raise ValidationError("the subpopulation is empty (0 rows); nothing to compare.")
+    array = array.astype(np.int64, copy=False)
+    outside = (array < 0) | (array >= pred.n)
+    if outside.any():
+        raise ValidationError(
+            f"subpopulation index: {int(outside.sum()):,} of {array.size:,} positions lie "
+            f"outside [0, {pred.n - 1}] (first {int(array[outside][0])})."
+        )
+    if np.any(array[1:] <= array[:-1]):
+        array = np.sort(array)
+        repeated = np.flatnonzero(array[1:] == array[:-1])
+        if repeated.size:
+            raise ValidationError(
+                f"subpopulation index: {repeated.size:,} positions are repeated "
+                f"(first {int(array[repeated[0]])})."
+            )
+    return array
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array

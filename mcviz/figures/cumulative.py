@@ -1,0 +1,223 @@
+"""Cumulative plots: the full population's calibration path and a subpopulation's deviation.
+
+Both draw the decimated path (``result.plot_index``, which keeps every extreme, so the drawn
+range equals D), a triangle at the origin with vertices (0, 0) and (x_tri, ±2σ) — tip-to-tip 4σ,
+the scale of pure noise (paper 003, section "Significance of stochastic fluctuations") — the
+abscissa k/n (or the cumulative weight A_k) on a top axis and the score (or the ordering
+variable) on the bottom axis, and D, D/σ and p in the subtitle. Nothing is computed here beyond
+placing ticks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from mcviz.cumulative import CumulativeResult
+from mcviz.deviation import DeviationResult
+from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, VERMILION, apply_style
+
+__all__ = ["cumulative_figure", "deviation_figure"]
+
+TICKS = 6
+
+
+def cumulative_figure(
+    result: CumulativeResult,
+    *,
+    title: str | None = None,
+    presentation: bool = False,
+    triangle_width: float = 0.1,
+    height: int | None = None,
+) -> go.Figure:
+    """Plot the cumulative differences between responses and scores.
+
+    Parameters
+    ----------
+    result : CumulativeResult
+        From :func:`mcviz.cumulative_differences` (ordered by score or by a variable).
+    title : str, optional
+        Replaces the default title (which says that the slope is the miscalibration).
+    presentation : bool, default False
+        Larger fonts and lines for a projector.
+    triangle_width : float, default 0.1
+        Horizontal extent of the triangle at the origin, in units of the abscissa.
+    height : int, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Traces: the path, the triangle, and an invisible helper that draws the top axis.
+    """
+    variable = result.order_by or "score"
+    along = f" along {result.order_by}" if result.order_by else ""
+    default_title = f"Cumulative differences{along} (slope = miscalibration)"
+    subtitle = _statistics_text(result.kuiper, result.kuiper_z, result.p_value, result.ks,
+                                result.ks_z, result.n)
+    if result.n_missing:
+        subtitle += f" · {result.n_missing:,} rows without {result.order_by} left off"
+    return _path_figure(
+        result,
+        path_name="response − score, cumulative",
+        y_title="cumulative (response − score)",
+        bottom_title=variable,
+        title=title or default_title,
+        subtitle=subtitle,
+        color=BLUE,
+        presentation=presentation,
+        triangle_width=triangle_width,
+        height=height,
+    )
+
+
+def deviation_figure(
+    result: DeviationResult,
+    *,
+    title: str | None = None,
+    presentation: bool = False,
+    triangle_width: float = 0.1,
+    height: int | None = None,
+) -> go.Figure:
+    """Plot the cumulative deviation of a subpopulation from the full population (paper 003).
+
+    Parameters
+    ----------
+    result : DeviationResult
+        From :func:`mcviz.deviation.subpopulation_deviation`.
+    title : str, optional
+    presentation : bool, default False
+    triangle_width : float, default 0.1
+    height : int, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Traces: the path, the triangle, and an invisible helper that draws the top axis.
+    """
+    name = result.description or "subpopulation"
+    default_title = f"Deviation of {name} from the full population (slope = deviation)"
+    subtitle = _statistics_text(result.kuiper, result.kuiper_z, result.p_value, result.ks,
+                                result.ks_z, result.n)
+    subtitle += f" of {result.n_full:,}"
+    return _path_figure(
+        result,
+        path_name="F_k − F̃_k",
+        y_title="F_k − F̃_k (subpopulation − full population)",
+        bottom_title="score in the subpopulation",
+        title=title or default_title,
+        subtitle=subtitle,
+        color=BLACK,
+        presentation=presentation,
+        triangle_width=triangle_width,
+        height=height,
+    )
+
+
+def _statistics_text(
+    kuiper: float, kuiper_z: float, p_value: float, ks: float, ks_z: float, n: int
+) -> str:
+    return (
+        f"D = {kuiper:.4g} (D/σ = {kuiper_z:.3g}, p = {p_value:.3g}) · "
+        f"G = {ks:.4g} (G/σ = {ks_z:.3g}) · n = {n:,}"
+    )
+
+
+def _path_figure(
+    result: CumulativeResult | DeviationResult,
+    *,
+    path_name: str,
+    y_title: str,
+    bottom_title: str,
+    title: str,
+    subtitle: str,
+    color: str,
+    presentation: bool,
+    triangle_width: float,
+    height: int | None,
+) -> go.Figure:
+    keep = result.plot_index  # decimated: at most about MAX_POINTS points, extremes kept
+    x = result.x[keep]
+    figure = go.Figure()
+    figure.add_trace(
+        go.Scatter(
+            x=x,
+            y=result.path[keep],
+            mode="lines",
+            name=path_name,
+            line={"color": color, "width": 2.5},
+            customdata=np.column_stack((result.fraction[keep], result.position[keep])),
+            hovertemplate=(
+                "k/n = %{customdata[0]:.4f}<br>"
+                + bottom_title
+                + " = %{customdata[1]:.4g}<br>cumulative = %{y:.4g}<extra></extra>"
+            ),
+        )
+    )
+    height_2sigma = 2.0 * result.sigma
+    figure.add_trace(
+        go.Scatter(
+            x=[0.0, triangle_width, triangle_width, 0.0],
+            y=[0.0, height_2sigma, -height_2sigma, 0.0],
+            mode="lines",
+            fill="toself",
+            fillcolor="rgba(213, 94, 0, 0.12)",
+            line={"color": VERMILION, "width": 1.5},
+            name=f"±2σ (σ = {result.sigma:.3g})",
+            hovertemplate="±2σ = ±%{y:.4g}<extra></extra>",
+        )
+    )
+    # An invisible trace on the top axis, so that plotly draws it.
+    figure.add_trace(
+        go.Scatter(
+            x=[0.0, 1.0], y=[0.0, 0.0], xaxis="x2", mode="markers", marker={"opacity": 0},
+            showlegend=False, hoverinfo="skip", name="k/n axis",
+        )
+    )
+    bottom_values, bottom_text, top_values, top_text = _ticks(result)
+    axis_range = [-0.02, 1.02]
+    top_title = "k/n (fraction of observations)"
+    if result.weighted:
+        top_title += "; abscissa: cumulative weight A_k"
+    figure.update_layout(
+        xaxis={
+            "title": {"text": bottom_title},
+            "range": axis_range,
+            "tickmode": "array",
+            "tickvals": bottom_values,
+            "ticktext": bottom_text,
+        },
+        xaxis2={
+            "title": {"text": top_title},
+            "overlaying": "x",
+            "side": "top",
+            "range": axis_range,
+            "tickmode": "array",
+            "tickvals": top_values,
+            "ticktext": top_text,
+            "showgrid": False,
+        },
+        yaxis={"title": {"text": y_title}},
+    )
+    apply_style(figure, title=title, subtitle=subtitle, presentation=presentation, height=height)
+    # Title and subtitle at the very top, the k/n axis under them, the legend below the plot.
+    figure.update_layout(
+        title={"yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 34}},
+        margin={"t": 190 if presentation else 150, "b": 160 if presentation else 110},
+        legend={"y": -0.3 if presentation else -0.2, "yanchor": "top"},
+    )
+    figure.add_hline(y=0, line={"color": LIGHT_GRAY, "width": 1})
+    return figure
+
+
+def _ticks(
+    result: CumulativeResult | DeviationResult,
+) -> tuple[list[float], list[str], list[float], list[str]]:
+    """Bottom ticks: the score (or variable) at evenly spaced abscissae; top ticks: k/n."""
+    targets = np.linspace(0.0, 1.0, TICKS)
+    at = np.minimum(np.searchsorted(result.x, targets), result.x.size - 1)
+    bottom_values = result.x[at].tolist()
+    bottom_text = [f"{value:.3g}" for value in result.position[at]]
+    at_fraction = np.minimum(np.searchsorted(result.fraction, targets), result.x.size - 1)
+    top_values = result.x[at_fraction].tolist()
+    top_text = [f"{value:.2g}" for value in targets]
+    return bottom_values, bottom_text, top_values, top_text

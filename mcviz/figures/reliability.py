@@ -1,0 +1,249 @@
+"""Reliability diagrams at several bin counts side by side, and the classical-metrics table.
+
+Each column is one bin count: the non-empty bins' (mean score, mean response) against the
+diagonal, with the per-bin interval as error bars, bootstrap replicates in light gray, and a
+histogram of the scores beneath. With a subpopulation, the subpopulation is drawn in black and the
+full population in gray (paper 003, Remark 4). Everything drawn comes from the result objects.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from mcviz.binning import CalibrationMetrics, ReliabilityBins, ReliabilityResult
+from mcviz.figures._style import BLACK, GRAY, LIGHT_GRAY, apply_style
+
+__all__ = ["metrics_table_figure", "reliability_figure"]
+
+_HOVER = (
+    "<b>%{meta}</b><br>"
+    "bin (%{customdata[0]:.3g}, %{customdata[1]:.3g}]<br>"
+    "mean score = %{x:.4f}<br>mean response = %{y:.4f}<br>"
+    "interval [%{customdata[2]:.4f}, %{customdata[3]:.4f}]<br>"
+    "count = %{customdata[4]:,}<br>total weight = %{customdata[5]:,.4g}<br>"
+    "effective size = %{customdata[6]:,.4g}<extra></extra>"
+)
+
+
+def reliability_figure(
+    result: ReliabilityResult,
+    *,
+    title: str | None = None,
+    presentation: bool = False,
+    show_bootstrap: bool = True,
+    height: int | None = None,
+) -> go.Figure:
+    """Reliability diagrams for every bin count of ``result``, side by side.
+
+    Parameters
+    ----------
+    result : ReliabilityResult
+        From :func:`mcviz.binning.reliability_diagrams`.
+    title : str, optional
+        Replaces the default (the paper's title for the kind of bins).
+    presentation : bool, default False
+        Larger fonts and lines.
+    show_bootstrap : bool, default True
+        Draw the bootstrap replicates (when the result has any) in light gray.
+    height : int, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Per column, in order: the diagonal; the bootstrap replicates (one trace, when drawn); the
+        full population; the subpopulation (when given); then the histogram bars of the full
+        population and of the subpopulation (when given). Empty bins are never drawn.
+    """
+    columns = len(result.n_bins)
+    figure = make_subplots(
+        rows=2,
+        cols=columns,
+        shared_xaxes=True,
+        row_heights=[0.78, 0.22],
+        vertical_spacing=0.05,
+        horizontal_spacing=0.05,
+        subplot_titles=[f"{k} bins" for k in result.n_bins],
+    )
+    sub = result.has_subpopulation
+    sub_name = result.subpopulation_description or "subpopulation"
+    main_color = BLACK
+    full_color = GRAY if sub else BLACK
+    centers = 0.5 * (result.histogram_edges[:-1] + result.histogram_edges[1:])
+    widths = np.diff(result.histogram_edges)
+    for c in range(columns):
+        col = c + 1
+        first = c == 0
+        figure.add_trace(
+            go.Scatter(
+                x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                line={"color": LIGHT_GRAY, "dash": "dash", "width": 1.5},
+                showlegend=first, legendgroup="diagonal", hoverinfo="skip",
+            ),
+            row=1, col=col,
+        )
+        boot_source = result.subpopulation[c] if sub else result.full[c]
+        if show_bootstrap and boot_source.bootstrap_response.shape[0]:
+            xs, ys = _replicate_lines(boot_source)
+            figure.add_trace(
+                go.Scatter(
+                    x=xs, y=ys, mode="lines", name=f"bootstrap ({result.n_bootstrap})",
+                    line={"color": LIGHT_GRAY, "width": 1}, opacity=0.8,
+                    showlegend=first, legendgroup="bootstrap", hoverinfo="skip",
+                ),
+                row=1, col=col,
+            )
+        figure.add_trace(
+            _points(result.full[c], "full population", full_color, first, "full"),
+            row=1, col=col,
+        )
+        if sub:
+            figure.add_trace(
+                _points(result.subpopulation[c], sub_name, main_color, first, "sub"),
+                row=1, col=col,
+            )
+        figure.add_trace(
+            go.Bar(
+                x=centers, y=result.histogram_full, width=widths, name="full population",
+                marker={"color": full_color if sub else GRAY}, opacity=0.6,
+                showlegend=False, legendgroup="full",
+                hovertemplate="scores in (%{customdata[0]:.3g}, %{customdata[1]:.3g}]<br>"
+                "weight = %{y:,.4g}<extra>full population</extra>",
+                customdata=np.column_stack(
+                    (result.histogram_edges[:-1], result.histogram_edges[1:])
+                ),
+            ),
+            row=2, col=col,
+        )
+        if sub:
+            figure.add_trace(
+                go.Bar(
+                    x=centers, y=result.histogram_subpopulation, width=widths, name=sub_name,
+                    marker={"color": main_color}, opacity=0.8,
+                    showlegend=False, legendgroup="sub",
+                    hovertemplate="weight = %{y:,.4g}<extra>" + sub_name + "</extra>",
+                ),
+                row=2, col=col,
+            )
+        figure.update_xaxes(range=[-0.02, 1.02], row=1, col=col)
+        figure.update_yaxes(range=[-0.02, 1.02], row=1, col=col)
+        figure.update_xaxes(title_text="mean score in bin", range=[-0.02, 1.02], row=2, col=col)
+    figure.update_yaxes(title_text="mean response in bin", row=1, col=1)
+    figure.update_yaxes(title_text="weight" if result.weighted else "count", row=2, col=1)
+    figure.update_layout(barmode="overlay", bargap=0)
+    kind_title = result.full[0].title
+    default_title = kind_title[0].upper() + kind_title[1:]
+    interval = "Wilson" if result.response_kind == "binary" else "normal"
+    subtitle = f"error bars: {result.confidence:.0%} {interval} intervals"
+    if result.weighted:
+        subtitle += " (effective sample size)"
+    if sub:
+        subtitle += f" · {sub_name} in black, full population in gray"
+    base_height = 560 if presentation else 470
+    apply_style(
+        figure, title=title or default_title, subtitle=subtitle, presentation=presentation,
+        height=height or base_height,
+    )
+    figure.update_traces(
+        selector=lambda t: t.legendgroup in ("bootstrap", "diagonal"), line_width=1.2
+    )
+    figure.update_yaxes(nticks=4, row=2)
+    figure.update_layout(
+        title={"yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 34}},
+        margin={"t": 110 if presentation else 95, "b": 140 if presentation else 110},
+        legend={"y": -0.2 if presentation else -0.17, "yanchor": "top"},
+    )
+    return figure
+
+
+def _points(bins: ReliabilityBins, name: str, color: str, legend: bool, group: str) -> go.Scatter:
+    keep = bins.nonempty
+    y = bins.mean_response[keep]
+    return go.Scatter(
+        x=bins.mean_score[keep],
+        y=y,
+        mode="lines+markers",
+        name=name,
+        meta=name,
+        legendgroup=group,
+        showlegend=legend,
+        line={"color": color, "width": 1.5},
+        marker={"color": color, "size": 8},
+        error_y={
+            "type": "data",
+            "array": bins.interval_high[keep] - y,
+            "arrayminus": y - bins.interval_low[keep],
+            "color": color,
+            "thickness": 1.2,
+            "width": 3,
+        },
+        customdata=np.column_stack(
+            (
+                bins.lower_edge[keep],
+                bins.upper_edge[keep],
+                bins.interval_low[keep],
+                bins.interval_high[keep],
+                bins.count[keep],
+                bins.weight[keep],
+                bins.effective_size[keep],
+            )
+        ),
+        hovertemplate=_HOVER,
+    )
+
+
+def _replicate_lines(bins: ReliabilityBins) -> tuple[list, list]:
+    """All bootstrap replicates as one line trace, separated by gaps (empty bins dropped)."""
+    xs: list = []
+    ys: list = []
+    for score, response in zip(bins.bootstrap_score, bins.bootstrap_response, strict=True):
+        keep = ~np.isnan(response)
+        xs.extend(score[keep].tolist())
+        ys.extend(response[keep].tolist())
+        xs.append(None)
+        ys.append(None)
+    return xs, ys
+
+
+def metrics_table_figure(
+    metrics: CalibrationMetrics, *, title: str | None = None, presentation: bool = False
+) -> go.Figure:
+    """Draw the classical calibration metrics as a table (the rows of ``metrics.to_frame()``).
+
+    Parameters
+    ----------
+    metrics : CalibrationMetrics
+    title : str, optional
+    presentation : bool, default False
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One ``go.Table`` trace.
+    """
+    frame = metrics.to_frame()
+    figure = go.Figure(
+        go.Table(
+            header={"values": ["metric", "value", "meaning"], "align": "left",
+                    "fill_color": "#EEEEEE"},
+            cells={
+                "values": [
+                    frame["metric"].tolist(),
+                    [f"{value:.4g}" for value in frame["value"]],
+                    frame["meaning"].tolist(),
+                ],
+                "align": "left",
+            },
+            columnwidth=[2, 1, 4],
+        )
+    )
+    weight_note = "weighted" if metrics.weighted else "unweighted"
+    apply_style(
+        figure,
+        title=title or "Classical calibration metrics",
+        subtitle=f"n = {metrics.n:,} ({weight_note})",
+        presentation=presentation,
+        height=420,
+    )
+    return figure

@@ -1,0 +1,103 @@
+"""Figure content of the cumulative plots (not pixels)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcviz.cumulative import cumulative_differences
+from mcviz.deviation import subpopulation_deviation
+from mcviz.figures import MAX_POINTS
+from mcviz.figures.cumulative import cumulative_figure, deviation_figure
+from mcviz.io import Predictions
+
+
+@pytest.fixture(scope="module")
+def pred():
+    rng = np.random.default_rng(2)
+    n = 50_000
+    score = rng.random(n)
+    return Predictions.from_arrays(
+        score, (rng.random(n) < score**1.3).astype(int),
+        covariates={"age": rng.integers(18, 90, n).astype(float)},
+    )
+
+
+def _traces(figure):
+    path = next(t for t in figure.data if t.name and "±2σ" not in t.name and t.xaxis != "x2")
+    triangle = next(t for t in figure.data if t.name and t.name.startswith("±2σ"))
+    return path, triangle
+
+
+def test_cumulative_figure_content(pred):
+    result = cumulative_differences(pred)
+    figure = cumulative_figure(result)
+    assert len(figure.data) == 3  # path, triangle, top-axis helper
+    path, triangle = _traces(figure)
+    # Decimated, but the drawn range is exactly D.
+    assert len(path.y) <= MAX_POINTS
+    assert max(path.y) - min(path.y) == result.kuiper
+    # Triangle vertices (0, 0), (x_tri, ±2σ): tip-to-tip 4σ.
+    assert list(triangle.x) == [0.0, 0.1, 0.1, 0.0]
+    assert triangle.y[0] == 0
+    assert triangle.y[1] == pytest.approx(2 * result.sigma)
+    assert triangle.y[2] == pytest.approx(-2 * result.sigma)
+    assert triangle.y[1] - triangle.y[2] == pytest.approx(4 * result.sigma)
+    title = figure.layout.title.text
+    assert "slope = miscalibration" in title
+    assert f"D = {result.kuiper:.4g}" in title
+    assert f"D/σ = {result.kuiper_z:.3g}" in title
+    assert f"p = {result.p_value:.3g}" in title
+    # Hover carries k/n and the score.
+    assert path.customdata.shape == (len(path.x), 2)
+    assert "k/n" in path.hovertemplate
+    # Top axis k/n, bottom axis scores.
+    assert figure.layout.xaxis2.side == "top"
+    assert "k/n" in figure.layout.xaxis2.title.text
+    assert figure.layout.xaxis.title.text == "score"
+    assert figure.layout.xaxis.ticktext[-1] == f"{result.position[-1]:.3g}"
+
+
+def test_cumulative_figure_order_by_variable(pred):
+    result = cumulative_differences(pred, order_by="age")
+    figure = cumulative_figure(result)
+    assert figure.layout.xaxis.title.text == "age"
+    assert "along age" in figure.layout.title.text
+    assert figure.layout.xaxis.ticktext[0] == "18"
+
+
+def test_presentation_is_bigger(pred):
+    result = cumulative_differences(pred)
+    small = cumulative_figure(result)
+    big = cumulative_figure(result, presentation=True)
+    assert big.layout.font.size > small.layout.font.size
+    assert _traces(big)[0].line.width > _traces(small)[0].line.width
+
+
+def test_deviation_figure_content(pred):
+    index = np.flatnonzero(pred.covariates["age"].to_numpy() >= 60)
+    result = subpopulation_deviation(pred, index, description="age ≥ 60")
+    figure = deviation_figure(result)
+    assert len(figure.data) == 3
+    path, triangle = _traces(figure)
+    assert len(path.y) <= MAX_POINTS
+    assert max(path.y) - min(path.y) == result.kuiper
+    assert triangle.y[1] == pytest.approx(2 * result.sigma)
+    assert triangle.y[2] == pytest.approx(-2 * result.sigma)
+    assert "age ≥ 60" in figure.layout.title.text
+    assert f"D/σ = {result.kuiper_z:.3g}" in figure.layout.title.text
+    assert "subpopulation" in figure.layout.xaxis.title.text
+
+
+def test_weighted_top_axis_ticks_follow_k_over_n():
+    # Weights 1, 1, 1, 7 unweighted fractions 1/4, 2/4, ... sit at A_k = 0.1, 0.2, 0.3, 1.
+    pred = Predictions.from_arrays([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], weight=[1, 1, 1, 7])
+    figure = cumulative_figure(cumulative_differences(pred))
+    ticks = figure.layout.xaxis2
+    assert list(ticks.ticktext) == ["0", "0.2", "0.4", "0.6", "0.8", "1"]
+    np.testing.assert_allclose(ticks.tickvals, [0, 0.1, 0.2, 0.3, 1, 1])
+    assert "cumulative weight" in ticks.title.text
+
+
+def test_figure_json_roundtrip(pred):
+    figure = cumulative_figure(cumulative_differences(pred))
+    assert pd.notna(figure.to_json())
