@@ -1,0 +1,79 @@
+"""The Local Calibration Score curve: ĝ with its band, the diagonal, the density of scores.
+
+Draws a :class:`~mcviz.smoothing.LocalCalibration` (paper 004, eq. (6)); nothing is computed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, apply_style
+from mcviz.smoothing import LocalCalibration
+
+__all__ = ["lcs_figure"]
+
+
+def lcs_figure(
+    result: LocalCalibration,
+    *,
+    title: str | None = None,
+    presentation: bool = False,
+    height: int | None = None,
+) -> go.Figure:
+    """Calibration curve by k-NN local regression with its 95% band and the score density.
+
+    Parameters
+    ----------
+    result : LocalCalibration
+    title : str, optional
+    presentation : bool, default False
+    height : int, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Top panel: band, ĝ, diagonal; bottom panel: density of the scores (reflected KDE).
+    """
+    grid = result.grid
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(
+        x=np.concatenate((grid, grid[::-1])),
+        y=np.concatenate((result.upper, result.lower[::-1])),
+        fill="toself", fillcolor="rgba(0,114,178,0.18)", line={"width": 0},
+        hoverinfo="skip", showlegend=False, name="95% band",
+    ))
+    figure.add_trace(go.Scatter(
+        x=[0, 1], y=[0, 1], mode="lines", line={"color": BLACK, "width": 1, "dash": "dash"},
+        name="perfect calibration", hoverinfo="skip",
+    ))
+    figure.add_trace(go.Scatter(
+        x=grid, y=result.fit, mode="lines+markers", marker={"size": 4},
+        line={"color": BLUE, "width": 2.5}, name=f"ĝ (k = {result.k:,})",
+        customdata=np.column_stack((result.lower, result.upper, result.count)),
+        hovertemplate=("score %{x:.2f}: ĝ %{y:.3f} [%{customdata[0]:.3f}, "
+                       "%{customdata[1]:.3f}], %{customdata[2]:,} rows<extra></extra>"),
+    ))
+    figure.add_trace(go.Scatter(
+        x=result.density_x, y=result.density_y, mode="lines", fill="tozeroy",
+        line={"color": LIGHT_GRAY, "width": 1}, fillcolor="rgba(204,204,204,0.6)",
+        yaxis="y2", name="density of scores", hoverinfo="skip", showlegend=False,
+    ))
+    figure.update_layout(
+        xaxis={"title": "score", "range": [0, 1], "anchor": "y2"},
+        yaxis={"title": "observed frequency", "range": [0, 1], "domain": [0.25, 1.0]},
+        yaxis2={"domain": [0.0, 0.18], "title": "density", "showgrid": False,
+                "rangemode": "tozero"},
+    )
+    subtitle = (
+        f"LCS {result.lcs:.3g} · span {result.span:g} (k = {result.k:,}) · "
+        f"{result.grid.size} grid points · n = {result.n:,}"
+    )
+    apply_style(
+        figure, title=title or "Local calibration curve", subtitle=subtitle,
+        presentation=presentation, height=height,
+    )
+    return figure.update_layout(legend={
+        "orientation": "v", "x": 0.01, "y": 0.99, "xanchor": "left", "yanchor": "top",
+        "bgcolor": "rgba(255,255,255,0.7)",
+    })

@@ -1,0 +1,194 @@
+"""Variable-based calibration figures: error curves, the gap curve and per-level bars.
+
+They draw :class:`~mcviz.variables.VariableCalibration` and
+:class:`~mcviz.variables.LevelCalibration` results in percent (the results are in probability
+units); nothing is computed here beyond scaling by 100 (Kelly & Smyth, Figures 1–5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from mcviz.figures._style import BLACK, BLUE, GRAY, LIGHT_GRAY, VERMILION, apply_style
+from mcviz.smoothing import LoessCurve
+from mcviz.variables import LevelCalibration, VariableCalibration
+
+__all__ = ["categorical_levels_figure", "gap_figure", "variable_curves_figure"]
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha})"
+
+
+def _band_traces(curve: LoessCurve, colour: str, name: str, scale: float = 100.0) -> list:
+    x = curve.x
+    return [
+        go.Scatter(
+            x=np.concatenate((x, x[::-1])),
+            y=np.concatenate((curve.upper, curve.lower[::-1])) * scale,
+            fill="toself", fillcolor=_rgba(colour, 0.18), line={"width": 0},
+            hoverinfo="skip", name=f"{name}: 95% band", showlegend=False,
+        ),
+        go.Scatter(
+            x=x, y=curve.fit * scale, mode="lines", line={"color": colour, "width": 2.5},
+            name=name, hovertemplate=f"{name}: %{{y:.2f}}%<extra>%{{x:.4g}}</extra>",
+        ),
+    ]
+
+
+def _rug(result: VariableCalibration) -> go.Bar:
+    edges = result.histogram_edges
+    return go.Bar(
+        x=0.5 * (edges[:-1] + edges[1:]), y=result.histogram_counts, width=np.diff(edges),
+        marker={"color": LIGHT_GRAY}, yaxis="y2", name=f"rows by {result.name}",
+        hovertemplate="%{y:,} rows<extra>%{x:.4g}</extra>", showlegend=False,
+    )
+
+
+INSIDE_LEGEND = {"orientation": "v", "x": 0.01, "y": 0.99, "xanchor": "left", "yanchor": "top",
+                 "bgcolor": "rgba(255,255,255,0.7)"}
+
+
+def _with_rug_axes(figure: go.Figure, result: VariableCalibration) -> None:
+    figure.update_layout(
+        yaxis={"domain": [0.22, 1.0]},
+        yaxis2={"domain": [0.0, 0.15], "showticklabels": False, "title": "rows",
+                "showgrid": False},
+        xaxis={"title": result.name, "anchor": "y2"},
+        bargap=0,
+    )
+
+
+def variable_curves_figure(
+    result: VariableCalibration,
+    *,
+    title: str | None = None,
+    presentation: bool = False,
+    height: int | None = None,
+) -> go.Figure:
+    """Error and predicted-error curves (percent) with 95% bands, and the rows along V.
+
+    Parameters
+    ----------
+    result : VariableCalibration
+    title : str, optional
+    presentation : bool, default False
+    height : int, optional
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    figure = go.Figure()
+    for trace in _band_traces(result.error, VERMILION, "error rate"):
+        figure.add_trace(trace)
+    for trace in _band_traces(result.predicted, BLUE, "predicted error"):
+        figure.add_trace(trace)
+    figure.add_trace(_rug(result))
+    _with_rug_axes(figure, result)
+    figure.update_layout(yaxis_title="error (%)")
+    subtitle = (
+        f"VECE {100 * result.vece:.2f}% · VCE(v*) {100 * result.vce:.2f}% at "
+        f"{result.name} = {result.vce_at:.4g} · span {result.span:g} · n = {result.n:,}"
+    )
+    if result.n_missing:
+        subtitle += f" · {result.n_missing:,} rows without {result.name} left off"
+    apply_style(
+        figure,
+        title=title or f"Error and predicted error along {result.name}",
+        subtitle=subtitle, presentation=presentation, height=height,
+    )
+    return figure.update_layout(legend=INSIDE_LEGEND)
+
+
+def gap_figure(
+    result: VariableCalibration,
+    *,
+    title: str | None = None,
+    presentation: bool = False,
+    height: int | None = None,
+) -> go.Figure:
+    """Plot the gap curve (error − predicted error, percent) with its own band and VCE(v*).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    figure = go.Figure()
+    for trace in _band_traces(result.gap, VERMILION, "error − predicted error"):
+        figure.add_trace(trace)
+    x = result.gap.x
+    figure.add_trace(go.Scatter(
+        x=[x[0], x[-1]], y=[0.0, 0.0], mode="lines",
+        line={"color": BLACK, "width": 1, "dash": "dash"}, hoverinfo="skip", showlegend=False,
+    ))
+    where = int(np.argmin(np.abs(x - result.vce_at)))
+    figure.add_trace(go.Scatter(
+        x=[result.vce_at], y=[100 * result.gap.fit[where]], mode="markers+text",
+        marker={"color": BLACK, "size": 10, "symbol": "diamond"},
+        text=[f"VCE(v*) {100 * result.vce:.2f}%"], textposition="top center",
+        name="VCE(v*)", hovertemplate="v* = %{x:.4g}<br>gap %{y:.2f}%<extra></extra>",
+    ))
+    figure.add_trace(_rug(result))
+    _with_rug_axes(figure, result)
+    figure.update_layout(yaxis_title="error − predicted (%)")
+    subtitle = (
+        f"above 0: more errors than predicted (overconfident) · VECE {100 * result.vece:.2f}%"
+    )
+    apply_style(
+        figure, title=title or f"Calibration gap along {result.name}", subtitle=subtitle,
+        presentation=presentation, height=height,
+    )
+    return figure.update_layout(legend=INSIDE_LEGEND)
+
+
+def categorical_levels_figure(
+    result: LevelCalibration,
+    *,
+    title: str | None = None,
+    presentation: bool = False,
+    height: int | None = None,
+    max_levels: int = 40,
+) -> go.Figure:
+    """Per-level error rate and mean predicted error (percent) with 95% intervals.
+
+    Parameters
+    ----------
+    result : LevelCalibration
+    max_levels : int, default 40
+        Only the first ``max_levels`` levels by row count are drawn (the subtitle says so).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    order = np.argsort(-result.count, kind="stable")[:max_levels]
+    levels = [result.levels[i] for i in order]
+    figure = go.Figure()
+    for name, mean, lower, upper, colour in (
+        ("error rate", result.error, result.error_lower, result.error_upper, VERMILION),
+        ("predicted error", result.predicted, result.predicted_lower, result.predicted_upper,
+         BLUE),
+    ):
+        figure.add_trace(go.Bar(
+            x=levels, y=100 * mean[order], name=name, marker={"color": colour},
+            error_y={"type": "data", "symmetric": False, "color": GRAY,
+                     "array": 100 * (upper - mean)[order],
+                     "arrayminus": 100 * (mean - lower)[order]},
+            customdata=result.count[order],
+            hovertemplate=f"{name}: %{{y:.2f}}%<br>%{{customdata:,}} rows<extra>%{{x}}</extra>",
+        ))
+    figure.update_layout(barmode="group", yaxis_title="error (%)", xaxis_title=result.name)
+    subtitle = (
+        f"largest gap {100 * result.vce:.2f}% at {result.vce_at} · VECE "
+        f"{100 * result.vece:.2f}% · n = {result.n:,}"
+    )
+    if len(result.levels) > max_levels:
+        subtitle += f" · {max_levels} of {len(result.levels)} levels shown"
+    apply_style(
+        figure, title=title or f"Error and predicted error by {result.name}",
+        subtitle=subtitle, presentation=presentation, height=height,
+    )
+    return figure.update_layout(legend=INSIDE_LEGEND)

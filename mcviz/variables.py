@@ -1,0 +1,531 @@
+r"""Variable-based calibration: error and predicted error along a variable, VCE, VECE, ranking.
+
+For each observation the error is :math:`e_i = \mathbb{1}[y_i \ne \hat y_i]` and the predicted
+error :math:`\hat e_i = 1 - s_i`, with :math:`s_i` the top-label probability (Kelly & Smyth [1],
+Section 6). For a binary score :math:`p` the predicted class is :math:`\mathbb{1}[p \ge 0.5]` and
+:math:`s = \max(p, 1 - p)`; for multi-class predictions ``Predictions.label`` is already
+:math:`\mathbb{1}[y = \hat y]` and ``Predictions.score`` the top-label probability, so
+:math:`e = 1 - \text{label}` and :math:`\hat e = 1 - \text{score}`.
+
+Curves of :math:`e` and :math:`\hat e` against a numeric variable :math:`V` are LOESS fits
+(:mod:`mcviz.smoothing`); the gap curve smooths :math:`r = e - \hat e` with the same weights
+(so it equals the difference of the two curves exactly) and has its own band from the
+residuals of :math:`r`. The variable-based calibration error at its worst point is
+
+.. math:: \mathrm{VCE}(v^*) = \max_{v} |\hat g_e(v) - \hat g_{\hat e}(v)|, \qquad
+          v^* = \arg\max_v \{\mathrm{VCE}(v)\} \qquad \text{(eq. (8) of [1])},
+
+taken over the 500-point grid. The binned estimate of its expectation is
+
+.. math:: \widehat{\mathrm{VECE}} = \sum_{b=1}^{B} \frac{W_b}{W}
+          \bigl|\overline{e}_b - \overline{\hat e}_b\bigr| \qquad \text{(eq. (7) of [1])}
+
+over B = 10 equal-support bins of V: decile edges by linear interpolation, duplicate edges
+dropped, bins right-closed with the first one including the minimum, empty bins skipped (the
+rule of ``pandas.qcut(v, 10, duplicates="drop")``). A binary or few-valued V therefore gets
+fewer bins. Rows where V is missing are left out (and counted).
+
+Nominal variables get one bin per level (a missing value is its own level): the error rate
+and mean predicted error of each level with 95% intervals, the largest per-level gap (reported
+as VCE, at that level) and VECE over the levels.
+
+References
+----------
+.. [1] M. Kelly, P. Smyth, "Variable-Based Calibration for Machine Learning Classifiers",
+   AAAI 2023; eqs. (7)-(8), Table 1, Section 6, Appendix B.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mcviz.errors import ValidationError
+from mcviz.io import Predictions
+from mcviz.smoothing import Z95, LoessCurve, _check_span, _grid, _loess_fits, sorted_quantile
+
+__all__ = [
+    "LevelCalibration",
+    "VariableCalibration",
+    "level_calibration",
+    "prediction_errors",
+    "rank_variables",
+    "variable_calibration",
+    "vece",
+]
+
+MISSING_LEVEL = "(missing)"
+HISTOGRAM_BINS = 60
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class VariableCalibration:
+    r"""Error and predicted error along a numeric variable, with VCE(v*) and VECE.
+
+    Attributes
+    ----------
+    name : str
+    kind : str
+        ``"numeric"``.
+    error, predicted, gap : LoessCurve
+        Curves of :math:`e`, :math:`\hat e` and :math:`r = e - \hat e` on the same grid (the
+        5%–95% quantiles of V), each with its own 95% band; ``gap.fit == error.fit -
+        predicted.fit``.
+    vce : float
+        :math:`\max_v |\mathrm{gap}(v)|` over the grid (eq. (8)).
+    vce_at : float
+        :math:`v^*`.
+    vece : float
+        Eq. (7) over the bins below.
+    bin_edges : ndarray
+        Unique decile edges of V.
+    bin_weight, bin_error, bin_predicted : ndarray
+        Per non-empty bin: weight share :math:`W_b/W`, mean error, mean predicted error.
+    histogram_edges, histogram_counts : ndarray
+        Counts of V over the grid range (for the rug/density under the curves).
+    n : int
+        Rows used (V present).
+    n_missing : int
+        Rows left out because V is missing.
+    span : float
+    """
+
+    name: str
+    kind: str
+    error: LoessCurve
+    predicted: LoessCurve
+    gap: LoessCurve
+    vce: float
+    vce_at: float
+    vece: float
+    bin_edges: np.ndarray
+    bin_weight: np.ndarray
+    bin_error: np.ndarray
+    bin_predicted: np.ndarray
+    histogram_edges: np.ndarray
+    histogram_counts: np.ndarray
+    n: int
+    n_missing: int
+    span: float
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LevelCalibration:
+    r"""Error rate and mean predicted error per level of a nominal variable.
+
+    Attributes
+    ----------
+    name : str
+    kind : str
+        ``"categorical"``.
+    levels : tuple of str
+        Levels in their category order (``"(missing)"`` last when present).
+    count : ndarray
+        Rows per level.
+    weight_share : ndarray
+        :math:`W_l / W`.
+    error, predicted, gap : ndarray
+        Per-level (weighted) mean of :math:`e`, :math:`\hat e` and :math:`e - \hat e`.
+    error_lower, error_upper, predicted_lower, predicted_upper, gap_lower, gap_upper : ndarray
+        95% normal intervals: mean ± 1.96 · sqrt(Σ W_i² (x_i − mean)²) / Σ W_i (the binomial
+        interval sqrt(p(1−p)/n) when unweighted); rates clipped to [0, 1].
+    vce : float
+        The largest per-level |gap|.
+    vce_at : str
+        Its level.
+    vece : float
+        Eq. (7) with one bin per level.
+    n : int
+    """
+
+    name: str
+    kind: str
+    levels: tuple[str, ...]
+    count: np.ndarray
+    weight_share: np.ndarray
+    error: np.ndarray
+    predicted: np.ndarray
+    gap: np.ndarray
+    error_lower: np.ndarray
+    error_upper: np.ndarray
+    predicted_lower: np.ndarray
+    predicted_upper: np.ndarray
+    gap_lower: np.ndarray
+    gap_upper: np.ndarray
+    vce: float
+    vce_at: str
+    vece: float
+    n: int
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array = np.ascontiguousarray(array)
+    array.flags.writeable = False
+    return array
+
+
+def prediction_errors(pred: Predictions) -> tuple[np.ndarray, np.ndarray]:
+    r"""Per-row error :math:`e` and predicted error :math:`\hat e` (score order).
+
+    Binary scores: predicted class :math:`\mathbb{1}[p \ge 0.5]`,
+    :math:`e = \mathbb{1}[\text{label} \ne \text{class}]`, :math:`\hat e = 1 - \max(p, 1-p)`.
+    Multi-class (top label): :math:`e = 1 - \text{label}`, :math:`\hat e = 1 - \text{score}`.
+
+    Raises
+    ------
+    ValidationError
+        For real-valued responses (there is no predicted class).
+
+    Examples
+    --------
+    >>> pred = Predictions.from_arrays([0.2, 0.7, 0.5], [1, 1, 0])
+    >>> e, e_hat = prediction_errors(pred)
+    >>> e.tolist(), np.round(e_hat, 10).tolist()
+    ([1.0, 1.0, 0.0], [0.2, 0.5, 0.3])
+    """
+    if pred.response_kind != "binary":
+        raise ValidationError(
+            f"column {pred.label_column!r}: variable-based calibration needs 0/1 labels or "
+            "classes; the response is real-valued.",
+            column=pred.label_column,
+        )
+    if pred.multiclass:
+        return 1.0 - pred.label, 1.0 - pred.score
+    predicted_class = (pred.score >= 0.5).astype(float)
+    error = (pred.label != predicted_class).astype(float)
+    predicted_error = 1.0 - np.maximum(pred.score, 1.0 - pred.score)
+    return error, predicted_error
+
+
+def vece(
+    variable: np.ndarray,
+    error: np.ndarray,
+    predicted: np.ndarray,
+    weight: np.ndarray | None = None,
+    *,
+    bins: int = 10,
+    sorted_variable: np.ndarray | None = None,
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""VECE over equal-support bins of a numeric variable (eq. (7) of [1]).
+
+    Parameters
+    ----------
+    variable, error, predicted : ndarray of shape (n,)
+        V (no missing values), :math:`e` and :math:`\hat e`.
+    weight : ndarray, optional
+    bins : int, default 10
+    sorted_variable : ndarray, optional
+        ``np.sort(variable)`` when the caller has it (saves a sort).
+
+    Returns
+    -------
+    value : float
+    edges : ndarray
+        Unique quantile edges.
+    share, error_mean, predicted_mean : ndarray
+        Per non-empty bin.
+
+    Examples
+    --------
+    V = 1..4 with 2 bins (edges 1, 2.5, 4): bin 1 holds e = (1, 0), ê = (0.1, 0.1) → gap 0.4;
+    bin 2 holds e = (0, 0), ê = (0.2, 0.4) → gap 0.3; VECE = 0.5·0.4 + 0.5·0.3 = 0.35.
+
+    >>> value, *_ = vece(np.array([1, 2, 3, 4.0]), np.array([1, 0, 0, 0.0]),
+    ...                  np.array([0.1, 0.1, 0.2, 0.4]), bins=2)
+    >>> round(value, 12)
+    0.35
+    """
+    v = np.asarray(variable, dtype=float)
+    ordered = np.sort(v) if sorted_variable is None else sorted_variable
+    edges = np.unique(sorted_quantile(ordered, np.linspace(0.0, 1.0, bins + 1)))
+    # Right-closed bins (e_{k-1}, e_k], the first one closed at the minimum: the bin of v is
+    # the number of inner edges below it.
+    index = np.zeros(v.size, dtype=np.int8 if edges.size < 120 else np.intp)
+    for edge in edges[1:-1]:
+        np.add(index, v > edge, out=index, casting="unsafe")
+    count = max(edges.size - 1, 1)
+    if weight is None:
+        total = np.bincount(index, minlength=count).astype(float)
+        sum_error = np.bincount(index, weights=error, minlength=count)
+        sum_predicted = np.bincount(index, weights=predicted, minlength=count)
+        weight_total = float(v.size)
+    else:
+        w = np.asarray(weight, dtype=float)
+        total = np.bincount(index, weights=w, minlength=count)
+        sum_error = np.bincount(index, weights=w * error, minlength=count)
+        sum_predicted = np.bincount(index, weights=w * predicted, minlength=count)
+        weight_total = float(w.sum())
+    keep = total > 0  # empty bins are skipped
+    share = total[keep] / weight_total
+    error_mean = sum_error[keep] / total[keep]
+    predicted_mean = sum_predicted[keep] / total[keep]
+    value = float(np.sum(share * np.abs(predicted_mean - error_mean)))  # eq. (7)
+    return value, edges, share, error_mean, predicted_mean
+
+
+def _numeric_values(pred: Predictions, name: str) -> np.ndarray:
+    series = pred.covariates[name]
+    if np.issubdtype(series.dtype, np.datetime64):
+        values = series.to_numpy().astype("datetime64[ns]").astype(np.int64).astype(float)
+        values[series.isna().to_numpy()] = np.nan
+        return values
+    return series.to_numpy(dtype=float, na_value=np.nan)
+
+
+def _require_covariate(pred: Predictions, name: str) -> None:
+    if name not in pred.covariates.columns:
+        listed = ", ".join(map(str, pred.covariates.columns[:20])) or "none"
+        raise ValidationError(f"no covariate {name!r}; covariates: {listed}.", column=name)
+
+
+def _is_nominal(pred: Predictions, name: str) -> bool:
+    return pred.covariate_kinds.get(name) == "nominal" or isinstance(
+        pred.covariates[name].dtype, pd.CategoricalDtype
+    )
+
+
+def variable_calibration(
+    pred: Predictions,
+    variable: str,
+    *,
+    span: float = 0.9,
+    degree: int = 2,
+    grid_points: int = 500,
+    exact: bool | None = None,
+) -> VariableCalibration:
+    r"""Error and predicted-error curves along a numeric covariate, with VCE(v*) and VECE.
+
+    Parameters
+    ----------
+    pred : Predictions
+    variable : str
+        A numeric (ordinal) covariate.
+    span : float, default 0.9
+        LOESS span, 0.3 to 1.
+    degree : int, default 2
+    grid_points : int, default 500
+        Grid from the 5% to the 95% quantile of V (from the minimum to the maximum when those
+        quantiles coincide, as for a variable that is 0 on most rows).
+    exact : bool or None
+        Passed to the LOESS evaluation (None: exact sums up to 2,048 distinct values, else
+        binned with deviation below 1e-6).
+
+    Returns
+    -------
+    VariableCalibration
+
+    Raises
+    ------
+    ValidationError
+        Unknown or nominal covariate, V missing everywhere or constant, span out of range,
+        real-valued response.
+
+    See Also
+    --------
+    mcviz.cumulative.cumulative_differences : with ``order_by=variable``, the cumulative view
+        along V (no smoothing parameter), shown beside these curves.
+
+    Notes
+    -----
+    Module notes: :math:`e`, :math:`\hat e`, eq. (8) for VCE(v*) and eq. (7) for VECE. Weights
+    multiply the LOESS kernel weights and weight the bin means.
+    """
+    _require_covariate(pred, variable)
+    _check_span(span, 0.3)
+    if _is_nominal(pred, variable):
+        raise ValidationError(
+            f"covariate {variable!r} is nominal; use level_calibration for per-level errors.",
+            column=variable,
+        )
+    error, predicted = prediction_errors(pred)
+    values = _numeric_values(pred, variable)
+    present = ~np.isnan(values)
+    n_missing = int((~present).sum())
+    if not present.any():
+        raise ValidationError(f"covariate {variable!r} is missing on every row.", column=variable)
+    if n_missing:
+        values, error, predicted = values[present], error[present], predicted[present]
+    weight = pred.weight[present] if pred.weighted else None
+    sorted_values = np.sort(values)
+    if sorted_values[0] == sorted_values[-1]:
+        raise ValidationError(
+            f"covariate {variable!r} takes a single value ({sorted_values[0]:g}) on the "
+            f"{values.size:,} rows where it is present; there is no curve to draw.",
+            column=variable,
+        )
+    grid = _grid(sorted_values, grid_points)
+    fits = _loess_fits(
+        values, [error, predicted], weight, grid,
+        span=span, degree=degree, exact=exact, sorted_x=sorted_values,
+    )
+    used = int(fits.degree.max(initial=0))
+    error_curve = fits.curve(np.array([1.0, 0.0]), span=span, degree=used)
+    predicted_curve = fits.curve(np.array([0.0, 1.0]), span=span, degree=used)
+    gap_curve = fits.curve(np.array([1.0, -1.0]), span=span, degree=used)
+    where = int(np.argmax(np.abs(gap_curve.fit)))  # eq. (8)
+    value, edges, share, error_mean, predicted_mean = vece(
+        values, error, predicted, weight, sorted_variable=sorted_values
+    )
+    hist_edges = np.linspace(grid[0], grid[-1], HISTOGRAM_BINS + 1)
+    cumulative = np.searchsorted(sorted_values, hist_edges, side="right")
+    cumulative[0] = np.searchsorted(sorted_values, hist_edges[0], side="left")
+    counts = np.diff(cumulative)
+    return VariableCalibration(
+        name=variable,
+        kind="numeric",
+        error=error_curve,
+        predicted=predicted_curve,
+        gap=gap_curve,
+        vce=float(abs(gap_curve.fit[where])),
+        vce_at=float(grid[where]),
+        vece=value,
+        bin_edges=_readonly(edges),
+        bin_weight=_readonly(share),
+        bin_error=_readonly(error_mean),
+        bin_predicted=_readonly(predicted_mean),
+        histogram_edges=_readonly(hist_edges),
+        histogram_counts=_readonly(counts),
+        n=int(values.size),
+        n_missing=n_missing,
+        span=span,
+    )
+
+
+def _level_codes(series: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
+    categorical = series.astype("category") if not isinstance(
+        series.dtype, pd.CategoricalDtype
+    ) else series
+    codes = categorical.cat.codes.to_numpy().astype(np.int64)
+    levels = [str(c) for c in categorical.cat.categories]
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(levels), codes)
+        levels.append(MISSING_LEVEL)
+    return codes, tuple(levels)
+
+
+def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
+    """Per-level error rate and mean predicted error of a covariate, with 95% intervals.
+
+    Parameters
+    ----------
+    pred : Predictions
+    variable : str
+        Any covariate (nominal ones are the intended use; numeric values become levels).
+
+    Returns
+    -------
+    LevelCalibration
+
+    Examples
+    --------
+    >>> pred = Predictions.from_arrays([0.9, 0.8, 0.2, 0.3], [1, 0, 0, 0],
+    ...                                covariates={"g": ["a", "a", "b", "b"]})
+    >>> result = level_calibration(pred, "g")
+    >>> result.levels, np.round(result.gap, 10).tolist(), result.vce_at
+    (('a', 'b'), [0.35, -0.25], 'a')
+    """
+    _require_covariate(pred, variable)
+    error, predicted = prediction_errors(pred)
+    codes, levels = _level_codes(pred.covariates[variable])
+    size = len(levels)
+    w = pred.weight
+    total = np.bincount(codes, weights=w, minlength=size)
+    present = total > 0
+    safe = np.where(present, total, 1.0)
+
+    def mean_and_interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean = np.bincount(codes, weights=w * values, minlength=size) / safe
+        deviation = values - mean[codes]
+        spread = np.sqrt(np.bincount(codes, weights=(w * deviation) ** 2, minlength=size))
+        return mean, spread / safe
+
+    error_mean, error_se = mean_and_interval(error)
+    predicted_mean, predicted_se = mean_and_interval(predicted)
+    gap, gap_se = mean_and_interval(error - predicted)
+    keep = np.flatnonzero(present)
+    share = total / total.sum()
+    where = int(keep[np.argmax(np.abs(gap[keep]))])
+
+    def pick(array: np.ndarray) -> np.ndarray:
+        return _readonly(array[keep])
+
+    return LevelCalibration(
+        name=variable,
+        kind="categorical",
+        levels=tuple(levels[i] for i in keep),
+        count=pick(np.bincount(codes, minlength=size)),
+        weight_share=pick(share),
+        error=pick(error_mean),
+        predicted=pick(predicted_mean),
+        gap=pick(gap),
+        error_lower=pick(np.clip(error_mean - Z95 * error_se, 0, 1)),
+        error_upper=pick(np.clip(error_mean + Z95 * error_se, 0, 1)),
+        predicted_lower=pick(np.clip(predicted_mean - Z95 * predicted_se, 0, 1)),
+        predicted_upper=pick(np.clip(predicted_mean + Z95 * predicted_se, 0, 1)),
+        gap_lower=pick(gap - Z95 * gap_se),
+        gap_upper=pick(gap + Z95 * gap_se),
+        vce=float(abs(gap[where])),
+        vce_at=levels[where],
+        vece=float(np.sum(share[keep] * np.abs(gap[keep]))),  # eq. (7), one bin per level
+        n=pred.n,
+    )
+
+
+_CACHE: dict[str, object] = {"pred": None, "results": {}}
+
+
+def _summary(pred: Predictions, name: str, span: float) -> dict:
+    """VECE, VCE and v* of one covariate, cached for the most recent Predictions."""
+    if _CACHE["pred"] is not pred:
+        _CACHE["pred"] = pred
+        _CACHE["results"] = {}
+    results: dict = _CACHE["results"]  # type: ignore[assignment]
+    key = (name, span)
+    if key not in results:
+        if _is_nominal(pred, name):
+            level = level_calibration(pred, name)
+            row = {"name": name, "kind": "categorical", "vece": level.vece,
+                   "vce": level.vce, "vce_at": level.vce_at}
+        else:
+            try:
+                result = variable_calibration(pred, name, span=span)
+                row = {"name": name, "kind": "numeric", "vece": result.vece,
+                       "vce": result.vce, "vce_at": result.vce_at}
+            except ValidationError:
+                # Constant (or all-missing) variable: no curve, and VECE over a single bin would
+                # only repeat the overall gap, so it is not ranked (NaN sorts last).
+                row = {"name": name, "kind": "numeric", "vece": float("nan"),
+                       "vce": float("nan"), "vce_at": None}
+            else:
+                if np.issubdtype(pred.covariates[name].dtype, np.datetime64):
+                    row["vce_at"] = str(pd.Timestamp(round(result.vce_at)))
+        results[key] = row
+    return results[key]
+
+
+def rank_variables(pred: Predictions, *, span: float = 0.9) -> pd.DataFrame:
+    """Rank every covariate by VECE (eq. (7)), with VCE(v*) and v* (eq. (8)) beside it.
+
+    Parameters
+    ----------
+    pred : Predictions
+    span : float, default 0.9
+        LOESS span for the VCE curves (0.3 to 1).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``name``, ``kind`` (``"numeric"`` or ``"categorical"``), ``vece``, ``vce``,
+        ``vce_at`` (v* for numeric variables — an ISO timestamp for dates — the level for
+        categorical ones), sorted by ``vece`` descending. Values are probabilities (0 to 1).
+        A variable that is constant where present has no curve: NaN, listed last. Results
+        are cached per variable for the most recent ``pred``.
+    """
+    _check_span(span, 0.3)
+    prediction_errors(pred)  # validates the response kind once
+    rows = [_summary(pred, name, span) for name in pred.covariates.columns]
+    frame = pd.DataFrame(rows, columns=["name", "kind", "vece", "vce", "vce_at"])
+    frame["vce_at"] = frame["vce_at"].astype(object)
+    return frame.sort_values("vece", ascending=False, kind="stable").reset_index(drop=True)

@@ -1,0 +1,82 @@
+"""The `mcviz variables` and `mcviz lcs` command-line contracts."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcviz.cli import main
+
+
+@pytest.fixture
+def prediction_file(tmp_path):
+    rng = np.random.default_rng(2)
+    n = 1500
+    score = rng.random(n)
+    age = rng.integers(20, 80, n)
+    truth = np.where(age > 60, 0.5, score)
+    frame = pd.DataFrame({
+        "prob": score, "y": (rng.random(n) < truth).astype(int), "age": age,
+        "hours": rng.normal(40, 8, n), "sector": rng.choice(["a", "b", "c"], n),
+    })
+    path = tmp_path / "pred.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def run_json(capsys, *argv):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_variables_json(prediction_file, capsys):
+    output = run_json(capsys, "variables", str(prediction_file), "--score", "prob",
+                      "--label", "y")
+    assert set(output) == {"variables"}
+    rows = output["variables"]
+    assert next(row["name"] for row in rows) == "age"
+    assert {row["name"] for row in rows} == {"age", "hours", "sector"}
+    for row in rows:
+        assert set(row) == {"name", "kind", "vece", "vce", "vce_at"}
+        assert 0 <= row["vece"] <= 1
+        assert 0 <= row["vce"] <= 1
+    assert [row["vece"] for row in rows] == sorted((row["vece"] for row in rows), reverse=True)
+    kinds = {row["name"]: row["kind"] for row in rows}
+    assert kinds == {"age": "numeric", "hours": "numeric", "sector": "categorical"}
+    assert next(r for r in rows if r["name"] == "sector")["vce_at"] in {"a", "b", "c"}
+
+
+def test_variables_span_option(prediction_file, capsys):
+    wide = run_json(capsys, "variables", str(prediction_file), "--score", "prob", "--label", "y")
+    narrow = run_json(capsys, "variables", str(prediction_file), "--score", "prob",
+                      "--label", "y", "--span", "0.3")
+    age = [next(r for r in o["variables"] if r["name"] == "age") for o in (wide, narrow)]
+    assert age[0]["vece"] == age[1]["vece"]  # VECE does not depend on the span
+    assert age[0]["vce"] != age[1]["vce"]
+
+
+def test_lcs_json(prediction_file, capsys):
+    output = run_json(capsys, "lcs", str(prediction_file), "--score", "prob", "--label", "y")
+    assert set(output) == {"lcs", "k", "grid_points"}
+    assert output["k"] == 225  # floor(0.15 * 1500)
+    assert 0 < output["grid_points"] <= 100
+    assert 0 <= output["lcs"] < 1
+
+
+def test_variables_table(prediction_file, capsys):
+    assert main(["variables", str(prediction_file), "--score", "prob", "--label", "y"]) == 0
+    assert "vece=" in capsys.readouterr().out
+
+
+def test_bad_span_exits_2_with_message(prediction_file):
+    completed = subprocess.run(
+        [sys.executable, "-m", "mcviz", "variables", str(prediction_file), "--score", "prob",
+         "--label", "y", "--span", "0.1", "--json"],
+        capture_output=True, text=True, check=False,
+    )
+    assert completed.returncode == 2
+    assert "span must lie in [0.3, 1]" in completed.stderr
+    assert "Traceback" not in completed.stderr
