@@ -1,0 +1,236 @@
+"""Multi-calibration screening beyond memory: numpy vs DuckDB (exact, histogram) vs Spark.
+
+Generates --rows rows of predictions to Parquet (written in row groups, so 10^8 rows never sit
+in memory), draws ℓ = --subpopulations subpopulations by Algorithm 1 on a 10^6-row sample, then
+screens the full data with every engine, each in its own process, and prints wall time and the
+peak resident memory of that process tree (polled from /proc every 0.1 s; Spark's JVM included).
+Finally DuckDB screens --limit-rows rows under SET memory_limit = --memory-limit and the table
+says whether it spilled to its temp_directory (largest size seen) and finished.
+
+Run: python benchmarks/bench_scale.py [--rows 10000000] [--limit-rows 100000000]
+     [--engines numpy,duckdb-exact,duckdb-hist,spark] [--bins 1000] [--dir /tmp/mcviz-scale]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from mcviz.engines.base import Columns, as_specs
+
+COLUMNS = Columns("score", "label", "weight")
+CHUNK = 1_000_000
+
+
+def write_data(directory: Path, rows: int, seed: int = 0) -> Path:
+    """Parquet file with score (4-decimal ties), label, weight and four covariates."""
+    path = directory / f"scale_{rows}.parquet"
+    if path.exists():
+        return path
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    writer = None
+    cats = np.array(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"])
+    for start in range(0, rows, CHUNK):
+        n = min(CHUNK, rows - start)
+        x1 = rng.normal(size=n)
+        x1[rng.random(n) < 0.05] = np.nan
+        x2 = rng.integers(0, 100, n)
+        cat = cats[rng.integers(0, 8, n)]
+        flag = rng.random(n) < 0.3
+        score = np.round(rng.random(n), 4)
+        p = np.clip(score + 0.05 * (x2 > 60) - 0.04 * (cat == "beta") * flag, 0, 1)
+        table = pa.table({
+            "score": score, "label": (rng.random(n) < p).astype(np.int8),
+            "weight": rng.random(n) + 0.5, "x1": x1, "x2": x2, "cat": cat, "flag": flag,
+        })
+        if writer is None:
+            writer = pq.ParquetWriter(path.with_suffix(".tmp"), table.schema)
+        writer.write_table(table, row_group_size=256_000)
+    writer.close()
+    path.with_suffix(".tmp").rename(path)
+    return path
+
+
+def make_specs(path: Path, n_subpopulations: int, seed: int) -> tuple:
+    from mcviz.engines.duckdb_engine import read_sample
+    from mcviz.io import load_predictions
+    from mcviz.subpopulations import generate_subpopulations
+
+    sample = read_sample([str(path)], 1_000_000, seed)
+    pred = load_predictions(sample, score="score", label="label", weight="weight",
+                            covariates=["x1", "x2", "cat", "flag"])
+    subpopulations = generate_subpopulations(pred, n_subpopulations=n_subpopulations, seed=seed)
+    return as_specs(subpopulations)
+
+
+# ------------------------------------------------------------------------------ child process
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its descendants."""
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        proc = Path("/proc") / str(p)
+        try:
+            for line in (proc / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+            for task in (proc / "task").iterdir():
+                stack.extend(int(c) for c in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return total
+
+
+def _dir_size(path: str) -> int:
+    size = 0
+    for file in Path(path).rglob("*"):
+        with contextlib.suppress(OSError):
+            size += file.stat().st_size if file.is_file() else 0
+    return size
+
+
+def child(args: argparse.Namespace) -> None:
+    specs = pickle.loads(Path(args.specs).read_bytes())
+    engine_name, _, mode = args.child.partition("-")
+    spill = {"max": 0}
+    stop = threading.Event()
+    temp = tempfile.mkdtemp(prefix="mcviz-spill-", dir=args.spill_dir)
+
+    def watch():
+        while not stop.is_set():
+            spill["max"] = max(spill["max"], _dir_size(temp))
+            time.sleep(0.2)
+
+    start = time.perf_counter()
+    if engine_name == "numpy":
+        from mcviz.engines.numpy_engine import NumpyEngine
+
+        engine = NumpyEngine(args.data, COLUMNS)
+    elif engine_name == "duckdb":
+        from mcviz.engines.duckdb_engine import DuckDBEngine
+
+        engine = DuckDBEngine(args.data, COLUMNS, memory_limit=args.memory_limit,
+                              temp_directory=temp)
+        threading.Thread(target=watch, daemon=True).start()
+    else:
+        from mcviz.engines.spark_engine import SparkEngine, local_session
+
+        session = local_session("local[2]")
+        session.sparkContext.setLogLevel("ERROR")
+        engine = SparkEngine(args.data, COLUMNS, spark=session)
+    loaded = time.perf_counter() - start
+    result = engine.screen(specs, exact=mode != "hist", bins=args.bins if mode == "hist" else None)
+    total = time.perf_counter() - start
+    stop.set()
+    engine.close()
+    shutil.rmtree(temp, ignore_errors=True)
+    if engine_name == "spark":
+        session.stop()
+    print(json.dumps({
+        "seconds": total, "load_seconds": loaded, "metric": result.metric,
+        "metric_bound": result.metric_bound, "n": result.n, "spill_bytes": spill["max"],
+    }))
+
+
+# ------------------------------------------------------------------------------ parent
+
+
+def run_child(name: str, data: Path, specs: Path, args, memory_limit: str | None = None) -> dict:
+    command = [sys.executable, __file__, "--child", name, "--data", str(data), "--specs",
+               str(specs), "--bins", str(args.bins), "--spill-dir", str(args.dir)]
+    if memory_limit:
+        command += ["--memory-limit", memory_limit]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    peak = 0
+    while process.poll() is None:
+        peak = max(peak, _tree_rss(process.pid))
+        time.sleep(0.1)
+    out, err = process.communicate()
+    wall = time.perf_counter() - start
+    if process.returncode != 0:
+        return {"name": name, "error": err.strip().splitlines()[-1] if err.strip() else "failed",
+                "wall": wall, "peak": peak}
+    result = json.loads(out.strip().splitlines()[-1])
+    result.update(name=name, wall=wall, peak=peak)
+    return result
+
+
+def row(result: dict, rows: int, limit: str | None = None) -> str:
+    if "error" in result:
+        return (f"| {result['name']:<13} | {rows:>11,} | {limit or '-':>5} | failed: "
+                f"{result['error'][:60]} |")
+    bound = result.get("metric_bound")
+    spill = result.get("spill_bytes", 0)
+    return (
+        f"| {result['name']:<13} | {rows:>11,} | {limit or '-':>5} | {result['wall']:>8.1f} | "
+        f"{result['seconds']:>8.1f} | {result['peak'] / 2**30:>7.2f} | {result['metric']:.10f} | "
+        f"{'-' if bound is None else f'{bound:.2e}':>8} | "
+        f"{(f'{spill / 2**20:,.0f} MiB' if spill else 'no'):>10} |"
+    )
+
+
+HEADER = (
+    "| engine        |        rows | limit |  wall s | screen s | peak GiB | M            | "
+    "M bound  |     spill  |\n|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--limit-rows", type=int, default=100_000_000,
+                        help="rows for the memory-limited DuckDB run (0 skips it)")
+    parser.add_argument("--memory-limit", default="1GB")
+    parser.add_argument("--subpopulations", type=int, default=1000)
+    parser.add_argument("--engines", default="numpy,duckdb-exact,duckdb-hist,spark-exact")
+    parser.add_argument("--bins", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dir", default=str(Path(tempfile.gettempdir()) / "mcviz-scale"))
+    parser.add_argument("--child")
+    parser.add_argument("--data")
+    parser.add_argument("--specs")
+    parser.add_argument("--spill-dir")
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    directory = Path(args.dir)
+    start = time.perf_counter()
+    data = write_data(directory, args.rows, args.seed)
+    print(f"data: {data} ({data.stat().st_size / 2**20:,.0f} MiB, "
+          f"{time.perf_counter() - start:.0f} s)", flush=True)
+    start = time.perf_counter()
+    specs = make_specs(data, args.subpopulations, args.seed)
+    specs_path = directory / f"specs_{args.rows}_{args.subpopulations}.pkl"
+    specs_path.write_bytes(pickle.dumps(specs))
+    print(f"{len(specs) - 1} subpopulations from a sample of at most 10^6 rows "
+          f"({time.perf_counter() - start:.0f} s)", flush=True)
+    print(HEADER, flush=True)
+    for name in [e.strip() for e in args.engines.split(",") if e.strip()]:
+        print(row(run_child(name, data, specs_path, args), args.rows), flush=True)
+    if args.limit_rows:
+        big = write_data(directory, args.limit_rows, args.seed)
+        result = run_child("duckdb-exact", big, specs_path, args, args.memory_limit)
+        print(row(result, args.limit_rows, args.memory_limit), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,484 @@
+r"""The screening-engine interface and the arithmetic every engine shares.
+
+The screening stage of the multi-calibration metric needs, per subpopulation :math:`k`, the
+Kuiper statistic :math:`D_k` of its cumulative differences (eqs. (1)-(2) of [1]) and the scale
+:math:`\sigma_k` of eq. (5), then :math:`M = \max_k D_k \sigma_0 / \sigma_k` (eq. (4)). Every
+quantity except :math:`D_k` is a sum over the members (:math:`\sum W`, :math:`\sum S(1-S)W^2`),
+and :math:`D_k` is a function of *ordered chunk summaries*: cutting the score axis into bins
+(a tie run never straddles two bins, since a bin is a score interval), each bin contributes its
+sum :math:`d_b = \sum W(R-S)`, and the running sum at the end of bin :math:`b` is
+:math:`C^{\mathrm{end}}_b = \sum_{b' \le b} d_{b'} / \sum W`.
+
+Histogram mode
+--------------
+.. math::
+    K_{\mathrm{hist}} = \max(0, \max_b C^{\mathrm{end}}_b) - \min(0, \min_b C^{\mathrm{end}}_b)
+
+is a lower bound of :math:`D_k` (bin ends are ends of tie runs, so they are points of the
+path). Inside bin :math:`b` the path never rises more than the positive parts
+:math:`p_b = \sum_{\mathrm{bin}} \max(W(R-S), 0)` above its start, nor falls more than the negative
+parts :math:`q_b`, hence the proven bound
+
+.. math::
+    K_{\mathrm{hist}} \le D_k \le \max(0, \max_b (C^{\mathrm{start}}_b + p_b/\textstyle\sum W))
+    - \min(0, \min_b (C^{\mathrm{start}}_b - q_b/\textstyle\sum W))
+    \le K_{\mathrm{hist}} + 2 \max_b \textstyle\sum_{\mathrm{bin}} |W(R-S)| / \sum W,
+
+reported beside every value as ``kuiper_bound`` (upper minus lower bound).
+
+Exact mode
+----------
+Only bins whose upper bound :math:`C^{\mathrm{start}}_b + p_b/\sum W` reaches the histogram
+maximum (or whose lower bound reaches the minimum) can hold the extremes of the path. For those
+*candidate* bins the engine computes the running sum inside the bin in score order, evaluated
+only at the last row of each run of tied scores (rows aggregated per (subpopulation, score) first,
+then a window running sum over the distinct scores), and the exact extremes follow by the
+ordered combination of chunk summaries :math:`(S_1 + S_2, \max(M_1, S_1 + M_2), \min(m_1, S_1 +
+m_2))`. The work of the second pass is proportional to the rows in candidate bins, a small
+fraction of the data.
+
+References
+----------
+.. [1] I. Guy, D. Haimovich, F. Linder, N. Okati, L. Perini, N. Tax, M. Tygert, "Measuring
+   multi-calibration", 2025; eqs. (1)-(5).
+.. [2] M. Tygert, "Cumulative deviation of a subpopulation from the full population", J. Big
+   Data 10, 2023; section "High-level strategy".
+"""
+
+from __future__ import annotations
+
+import glob
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mcviz.cumulative import _ratio
+from mcviz.errors import ValidationError
+from mcviz.subpopulations import Condition, Subpopulation
+
+__all__ = [
+    "DEFAULT_EXACT_BINS",
+    "BinSummaries",
+    "Columns",
+    "Engine",
+    "ScreenResult",
+    "SubpopulationSpec",
+    "as_specs",
+    "assemble_result",
+    "expand_paths",
+    "finish_screen",
+]
+
+DEFAULT_EXACT_BINS = 1024
+"""Bins of the first (histogram) pass of exact mode; any number gives the same exact result."""
+
+TOLERANCE = 1e-9
+"""Relative slack when choosing candidate bins (more candidates only cost time, never accuracy)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """Where the score, label and weight are in the data.
+
+    Attributes
+    ----------
+    score, label : str
+    weight : str or None
+        None: unweighted (every weight 1).
+    positive : str or None
+        None when the labels are 0/1 numbers or booleans; else the text of the positive label
+        (the response is 1 where the trimmed label text equals it).
+    negative : str or None
+        The other label text (rows with a third value are invalid), when ``positive`` is set.
+    """
+
+    score: str
+    label: str
+    weight: str | None = None
+    positive: str | None = None
+    negative: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubpopulationSpec:
+    """A subpopulation as a predicate: what an engine evaluates on the full data."""
+
+    id: int
+    depth: int
+    conditions: tuple[Condition, ...]
+    description: str
+
+
+def as_specs(
+    subpopulations: Sequence[Subpopulation | SubpopulationSpec | Sequence[Condition]],
+) -> tuple[SubpopulationSpec, ...]:
+    """Normalise subpopulations (objects, specs or bare condition lists) to specs.
+
+    Bare condition lists get ids in order (0, 1, ...); their descriptions come from
+    :func:`~mcviz.subpopulations.describe_conditions`.
+    """
+    from mcviz.subpopulations import describe_conditions
+
+    specs = []
+    for position, item in enumerate(subpopulations):
+        if isinstance(item, SubpopulationSpec):
+            specs.append(item)
+        elif isinstance(item, Subpopulation):
+            specs.append(SubpopulationSpec(item.id, item.depth, tuple(item.conditions),
+                                           item.description))
+        else:
+            conditions = tuple(item)
+            specs.append(SubpopulationSpec(position, len(conditions), conditions,
+                                           describe_conditions(conditions)))
+    ids = [s.id for s in specs]
+    if len(set(ids)) != len(ids):
+        raise ValidationError("subpopulation ids must be distinct.")
+    return tuple(specs)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BinSummaries:
+    """Sparse per-(subpopulation, bin) sums, sorted by position then bin.
+
+    ``position`` indexes the spec list; every array has one entry per non-empty cell.
+    """
+
+    position: np.ndarray
+    bin: np.ndarray
+    count: np.ndarray
+    weight: np.ndarray  # sum W
+    diff: np.ndarray  # sum W(R - S)
+    positive: np.ndarray  # sum max(W(R - S), 0)
+    negative: np.ndarray  # sum max(S - R, 0) W
+    variance: np.ndarray  # sum S(1 - S) W^2
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> BinSummaries:
+        """Build from a frame with columns k, b, n, w, d, p, q, v (any order of rows)."""
+        frame = frame.sort_values(["k", "b"], kind="stable")
+        return cls(
+            position=frame["k"].to_numpy(np.int64),
+            bin=frame["b"].to_numpy(np.int64),
+            count=frame["n"].to_numpy(np.int64),
+            weight=frame["w"].to_numpy(float),
+            diff=frame["d"].to_numpy(float),
+            positive=frame["p"].to_numpy(float),
+            negative=frame["q"].to_numpy(float),
+            variance=frame["v"].to_numpy(float),
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ScreenResult:
+    r"""Per-subpopulation statistics and the metric M from one engine.
+
+    Attributes
+    ----------
+    engine : str
+        ``"numpy"``, ``"duckdb"`` or ``"spark"``.
+    exact : bool
+        True: ``kuiper`` is :math:`D_k` exactly. False (histogram mode): ``kuiper`` is the lower
+        bound :math:`K_{\mathrm{hist}}` and ``kuiper + kuiper_bound`` an upper bound.
+    bins : int
+        Score bins of the histogram pass (of the first pass in exact mode).
+    n : int
+        Rows evaluated (after dropping invalid rows, if asked).
+    n_dropped : int
+    weight_total : float
+    metric : float
+        :math:`M` of eq. (4) (with histogram Kuiper values in histogram mode).
+    metric_bound : float or None
+        Histogram mode: :math:`M \le` ``metric + metric_bound``; None in exact mode.
+    sigma0 : float
+        Eq. (5) for the full population.
+    argmax : int
+        Row of ``table`` attaining ``metric`` (the first when tied).
+    table : DataFrame
+        One row per subpopulation: id, depth, description, size, weight_total, kuiper,
+        kuiper_bound, sigma, kuiper_z, normalized (:math:`D_k \sigma_0/\sigma_k`).
+    """
+
+    engine: str
+    exact: bool
+    bins: int
+    n: int
+    n_dropped: int
+    weight_total: float
+    metric: float
+    metric_bound: float | None
+    sigma0: float
+    argmax: int
+    table: pd.DataFrame
+
+    def summary(self) -> dict:
+        """Return the JSON object of ``mcviz screen --json`` (keys as in ``mcviz metrics``)."""
+        row = self.table.iloc[self.argmax]
+        return {
+            "engine": self.engine,
+            "exact": self.exact,
+            "metric": float(self.metric),
+            "metric_bound": None if self.metric_bound is None else float(self.metric_bound),
+            "n": int(self.n),
+            "n_subpopulations": len(self.table),
+            "argmax": {
+                "description": str(row["description"]),
+                "size": int(row["size"]),
+                "kuiper": float(row["kuiper"]),
+                "sigma": float(row["sigma"]),
+            },
+        }
+
+
+class Engine(ABC):
+    """One way of evaluating subpopulation predicates on the full data.
+
+    Subclasses provide the data's overall statistics, the histogram pass and the refinement of
+    candidate bins; :meth:`screen` (shared) combines them. The numpy engine overrides
+    :meth:`screen` in exact mode with the direct in-memory computation.
+    """
+
+    name: str = "engine"
+
+    @abstractmethod
+    def overview(self) -> tuple[int, int, float, float]:
+        """Validate the data once; return (rows kept, rows dropped, lowest, highest score)."""
+
+    @abstractmethod
+    def histogram(
+        self, specs: Sequence[SubpopulationSpec], lo: float, scale: float, bins: int
+    ) -> BinSummaries:
+        """Per-(subpopulation, bin) sums; bin = min(floor((S - lo) * scale), bins - 1)."""
+
+    @abstractmethod
+    def refine(
+        self,
+        specs: Sequence[SubpopulationSpec],
+        candidates: pd.DataFrame,
+        lo: float,
+        scale: float,
+        bins: int,
+    ) -> pd.DataFrame:
+        """Within-bin extremes of the running sum for candidate cells.
+
+        ``candidates`` has columns k (position in ``specs``) and b (bin). Returns columns k, b,
+        hi, lo: the largest and smallest running sum of W(R - S) inside the bin, in score order,
+        at the ends of runs of tied scores (the last one is the bin total).
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (connections, sessions)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def screen(
+        self,
+        subpopulations: Sequence[Subpopulation | SubpopulationSpec | Sequence[Condition]],
+        *,
+        exact: bool = True,
+        bins: int | None = None,
+    ) -> ScreenResult:
+        """Evaluate every subpopulation and the metric M.
+
+        Parameters
+        ----------
+        subpopulations : sequence
+            :class:`~mcviz.subpopulations.Subpopulation` objects (only their conditions are
+            used), specs, or bare condition lists.
+        exact : bool, default True
+            Exact Kuiper statistics (to rounding); False: histogram mode with its bound.
+        bins : int, optional
+            Score bins (default :data:`DEFAULT_EXACT_BINS`).
+        """
+        specs = as_specs(subpopulations)
+        bins = _check_bins(bins)
+        n, dropped, low, high = self.overview()
+        scale = bins / (high - low) if high > low else 0.0
+        summaries = self.histogram(specs, low, scale, bins)
+        refined = None
+        if exact:
+            candidates = candidate_cells(summaries, len(specs))
+            refined = self.refine(specs, candidates, low, scale, bins) if len(candidates) else (
+                pd.DataFrame({"k": [], "b": [], "hi": [], "lo": []}))
+        return finish_screen(self.name, specs, summaries, refined, bins=bins, n=n,
+                             n_dropped=dropped)
+
+
+def _check_bins(bins: int | None) -> int:
+    if bins is None:
+        return DEFAULT_EXACT_BINS
+    if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or not 1 <= bins <= 10**6:
+        raise ValidationError(f"bins must be an integer from 1 to 1,000,000, not {bins!r}.")
+    return int(bins)
+
+
+def _segments(position: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start offset of each position's cells and a mask of positions that have any."""
+    starts = np.searchsorted(position, np.arange(size), side="left")
+    ends = np.searchsorted(position, np.arange(size), side="right")
+    return starts, ends > starts
+
+
+def _path_bounds(s: BinSummaries, size: int) -> dict[str, np.ndarray]:
+    """Per-cell running sums and per-position totals (all unnormalised)."""
+    position = s.position
+    starts, present = _segments(position, size)
+    total_diff = np.cumsum(s.diff)
+    offset = np.zeros(size)
+    first = starts[present]
+    offset[present] = total_diff[first] - s.diff[first]
+    end = total_diff - offset[position]  # running sum at each bin end
+    start = end - s.diff
+    weight = np.bincount(position, weights=s.weight, minlength=size)
+    return {"end": end, "start": start, "weight": weight, "present": present}
+
+
+def candidate_cells(s: BinSummaries, size: int) -> pd.DataFrame:
+    """Cells whose bin could hold the highest or lowest point of the exact path."""
+    if s.position.size == 0:
+        return pd.DataFrame({"k": np.zeros(0, np.int64), "b": np.zeros(0, np.int64)})
+    p = _path_bounds(s, size)
+    position = s.position
+    high = np.maximum(_group_max(p["end"], position, size), 0.0)
+    low = np.minimum(_group_min(p["end"], position, size), 0.0)
+    slack = TOLERANCE * np.maximum(p["weight"], 1e-300)[position]
+    up = p["start"] + s.positive > high[position] - slack
+    down = p["start"] - s.negative < low[position] + slack
+    keep = up | down
+    return pd.DataFrame({"k": position[keep], "b": s.bin[keep]})
+
+
+def _group_max(values: np.ndarray, position: np.ndarray, size: int) -> np.ndarray:
+    out = np.full(size, -np.inf)
+    np.maximum.at(out, position, values)
+    return out
+
+
+def _group_min(values: np.ndarray, position: np.ndarray, size: int) -> np.ndarray:
+    out = np.full(size, np.inf)
+    np.minimum.at(out, position, values)
+    return out
+
+
+def finish_screen(
+    engine: str,
+    specs: Sequence[SubpopulationSpec],
+    summaries: BinSummaries,
+    refined: pd.DataFrame | None,
+    *,
+    bins: int,
+    n: int,
+    n_dropped: int,
+) -> ScreenResult:
+    """Turn bin summaries (and refined candidate cells, in exact mode) into a ScreenResult."""
+    size = len(specs)
+    p = _path_bounds(summaries, size)
+    position = summaries.position
+    weight = p["weight"]
+    count = np.bincount(position, weights=summaries.count, minlength=size).astype(np.int64)
+    variance = np.bincount(position, weights=summaries.variance, minlength=size)
+    high = np.maximum(_group_max(p["end"], position, size), 0.0)
+    low = np.minimum(_group_min(p["end"], position, size), 0.0)
+    high_upper = np.maximum(_group_max(p["start"] + summaries.positive, position, size), 0.0)
+    low_lower = np.minimum(_group_min(p["start"] - summaries.negative, position, size), 0.0)
+    if refined is not None and len(refined):
+        key = position * (bins + 1) + summaries.bin
+        cell_key = refined["k"].to_numpy(np.int64) * (bins + 1) + refined["b"].to_numpy(np.int64)
+        at = np.searchsorted(key, cell_key)
+        start = p["start"][at]
+        k = refined["k"].to_numpy(np.int64)
+        high = np.maximum(high, _group_max(start + refined["hi"].to_numpy(float), k, size))
+        low = np.minimum(low, _group_min(start + refined["lo"].to_numpy(float), k, size))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        safe = np.where(weight > 0, weight, 1.0)
+        kuiper = np.where(weight > 0, (high - low) / safe, 0.0)  # eq. (2)
+        upper = np.where(weight > 0, (high_upper - low_lower) / safe, 0.0)
+    exact = refined is not None
+    bound = None if exact else np.maximum(upper - kuiper, 0.0)
+    return assemble_result(engine, specs, count=count, weight=weight, variance=variance,
+                           kuiper=kuiper, bound=bound, bins=bins, n=n, n_dropped=n_dropped)
+
+
+def assemble_result(
+    engine: str,
+    specs: Sequence[SubpopulationSpec],
+    *,
+    count: np.ndarray,
+    weight: np.ndarray,
+    variance: np.ndarray,
+    kuiper: np.ndarray,
+    bound: np.ndarray | None,
+    bins: int,
+    n: int,
+    n_dropped: int,
+) -> ScreenResult:
+    """Sigma (eq. (5)), normalised Kuiper values and M (eq. (4)) from per-subpopulation sums.
+
+    ``bound`` is None in exact mode, else the additive bound of each Kuiper value.
+    """
+    size = len(specs)
+    exact = bound is None
+    bound = np.zeros(size) if bound is None else bound
+    with np.errstate(invalid="ignore", divide="ignore"):
+        safe = np.where(weight > 0, weight, 1.0)
+        sigma = np.where(weight > 0, np.sqrt(variance) / safe, 0.0)  # eq. (5)
+    sigma0 = float(sigma[0]) if size else 0.0
+    kuiper_z = np.array([_ratio(float(d), float(s)) for d, s in zip(kuiper, sigma, strict=True)])
+    # eq. (4) as D_k sigma_0 / sigma_k with 0/0 = 0 (so sigma_0 = 0 gives 0, never NaN)
+    normalized = np.array(
+        [_ratio(float(d) * sigma0, float(s)) for d, s in zip(kuiper, sigma, strict=True)])
+    normalized_upper = np.array(
+        [_ratio(float(d) * sigma0, float(s)) for d, s in zip(kuiper + bound, sigma, strict=True)])
+    if size and not specs[0].conditions and sigma0 > 0:  # the full population: exactly D_0
+        normalized[0] = kuiper[0]
+        normalized_upper[0] = kuiper[0] + bound[0]
+    argmax = int(np.argmax(normalized)) if size else 0
+    metric = float(normalized[argmax]) if size else 0.0
+    metric_bound = None if exact else float(max(normalized_upper.max(initial=0.0) - metric, 0.0))
+    table = pd.DataFrame({
+        "id": np.array([s.id for s in specs], dtype=np.int64),
+        "depth": np.array([s.depth for s in specs], dtype=np.int64),
+        "description": pd.array([s.description for s in specs], dtype=object),
+        "size": np.asarray(count, dtype=np.int64),
+        "weight_total": np.asarray(weight, dtype=float),
+        "kuiper": np.asarray(kuiper, dtype=float),
+        "kuiper_bound": bound,
+        "sigma": sigma,
+        "kuiper_z": kuiper_z,
+        "normalized": normalized,
+    })
+    return ScreenResult(
+        engine=engine, exact=exact, bins=bins, n=int(n), n_dropped=int(n_dropped),
+        weight_total=float(weight[0]) if size else 0.0, metric=metric,
+        metric_bound=metric_bound, sigma0=sigma0, argmax=argmax, table=table,
+    )
+
+
+def expand_paths(path_or_glob: str | Path | Sequence[str | Path]) -> tuple[str, ...]:
+    """Files named by a path, a glob or a list of them (sorted; error when none match)."""
+    items = [path_or_glob] if isinstance(path_or_glob, str | Path) else list(path_or_glob)
+    files: list[str] = []
+    for item in items:
+        text = str(item)
+        if any(ch in text for ch in "*?["):
+            matched = sorted(glob.glob(text))  # noqa: PTH207 - absolute patterns too
+            if not matched:
+                raise ValidationError(f"no file matches {text!r}.")
+            files.extend(matched)
+        elif Path(text).is_dir():
+            matched = sorted(str(p) for p in Path(text).glob("*.parquet"))
+            if not matched:
+                raise ValidationError(f"directory {text!r} holds no .parquet file.")
+            files.extend(matched)
+        else:
+            if not Path(text).exists():
+                raise ValidationError(f"file {text!r} does not exist.")
+            files.append(text)
+    return tuple(files)

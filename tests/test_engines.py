@@ -1,0 +1,426 @@
+"""Tests of mcviz.engines: numpy (reference), DuckDB exact and histogram, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcviz.cli import main
+from mcviz.cumulative import cumulative_differences
+from mcviz.engines import Columns, NumpyEngine
+from mcviz.engines.base import BinSummaries, candidate_cells, finish_screen
+from mcviz.engines.numpy_engine import subpopulation_kuiper
+from mcviz.engines.sql import DUCKDB, SPARK, Query, condition_sql
+from mcviz.errors import ValidationError
+from mcviz.io import Predictions
+from mcviz.subpopulations import Condition, generate_subpopulations, select_rows
+
+duckdb = pytest.importorskip("duckdb")
+from mcviz.engines.duckdb_engine import DuckDBEngine  # noqa: E402
+
+COLUMNS = Columns("score", "label", "weight")
+ODD = 'we"ird `col'
+
+
+def make_frame(n: int = 3000, seed: int = 0) -> pd.DataFrame:
+    """Synthetic predictions with ties, weights and missing covariates of every kind."""
+    rng = np.random.default_rng(seed)
+    x1 = rng.normal(size=n)
+    x1[rng.random(n) < 0.07] = np.nan
+    cat = rng.choice(["a", "b", "c", "O'Brien", "e"], n).astype(object)
+    cat[rng.random(n) < 0.05] = None
+    score = np.round(rng.random(n), 2)  # many ties
+    frame = pd.DataFrame({
+        "x1": x1,
+        "x2": rng.integers(0, 50, n),
+        "cat": cat,
+        "flag": rng.random(n) < 0.3,
+        ODD: rng.integers(0, 4, n).astype(float),
+        "when": pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 90, n), unit="D"),
+        "score": score,
+    })
+    p = np.clip(score + 0.15 * (frame["x2"] > 30) - 0.1 * (frame["cat"] == "b"), 0, 1)
+    frame["label"] = (rng.random(n) < p).astype(int)
+    frame["weight"] = rng.random(n) + 0.25
+    return frame
+
+
+HANDMADE = [
+    [],
+    [Condition("x2", ">", 1000)],  # empty
+    [Condition("x1", "<", 0.0)],
+    [Condition("x1", ">=", 0.0)],  # keeps the missing x1
+    [Condition("x1", "<=", 0.5), Condition("x1", ">", -0.5)],
+    [Condition("x1", "is missing")],
+    [Condition("x1", "is not missing"), Condition("flag", "==", True)],
+    [Condition("cat", "in", ("a", "O'Brien"))],
+    [Condition("cat", "not in", ("a", "O'Brien"))],  # keeps the missing cat
+    [Condition("cat", "!=", "b")],
+    [Condition("cat", "==", "O'Brien"), Condition("x2", "<", 25)],
+    [Condition("cat", "is missing")],
+    [Condition(ODD, "in", (1.0, 3.0))],
+    [Condition(ODD, "!=", 2.0), Condition("flag", "!=", False)],
+    [Condition("when", ">=", pd.Timestamp("2024-02-15"))],
+    [Condition("when", "<", pd.Timestamp("2024-01-10")), Condition("x2", ">=", 10)],
+]
+
+
+@pytest.fixture(scope="module")
+def parquet(tmp_path_factory):
+    path = tmp_path_factory.mktemp("engines") / "data.parquet"
+    make_frame().to_parquet(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def numpy_engine(parquet):
+    return NumpyEngine(parquet, COLUMNS)
+
+
+@pytest.fixture(scope="module")
+def subpopulations(numpy_engine):
+    generated = generate_subpopulations(numpy_engine.pred, n_subpopulations=60, seed=3)
+    return list(HANDMADE) + [list(s.conditions) for s in generated][1:]
+
+
+@pytest.fixture(scope="module")
+def duck(parquet):
+    with DuckDBEngine(parquet, COLUMNS, memory_limit="1GB") as engine:
+        yield engine
+
+
+def assert_same(a, b, *, tol=1e-12):
+    assert a.table["size"].tolist() == b.table["size"].tolist()
+    np.testing.assert_allclose(a.table["weight_total"], b.table["weight_total"], rtol=1e-12)
+    for column in ("kuiper", "kuiper_bound", "sigma", "normalized"):
+        np.testing.assert_allclose(a.table[column], b.table[column], rtol=0, atol=tol,
+                                   err_msg=column)
+    assert a.metric == b.metric or abs(a.metric - b.metric) <= tol  # inf == inf
+    # the argmax agrees up to exact ties (equal subpopulations may round differently)
+    at = a.table["normalized"].iloc[b.argmax]
+    assert at == a.metric or at >= a.metric - tol
+
+
+# ---------------------------------------------------------------------------- numpy reference
+
+
+def test_subpopulation_kuiper_hand_computed():
+    # scores 0.1, 0.2, 0.2 with W(R-S) = 0.5, -1, 0.25 and total weight 2: the tie at 0.2 is one
+    # step, so the path is 0, 0.25, -0.125: D = 0.25 - (-0.125) = 0.375 (not via -0.25).
+    assert subpopulation_kuiper(np.array([0.1, 0.2, 0.2]), np.array([0.5, -1.0, 0.25]),
+                                2.0) == pytest.approx(0.375, abs=1e-15)
+    assert subpopulation_kuiper(np.zeros(0), np.zeros(0), 0.0) == 0.0
+
+
+def test_numpy_engine_matches_cumulative_differences(numpy_engine, subpopulations):
+    pred = numpy_engine.pred
+    result = numpy_engine.screen(subpopulations)
+    for position, conditions in enumerate(subpopulations[:12]):
+        index = select_rows(pred, conditions)
+        row = result.table.iloc[position]
+        assert row["size"] == index.size
+        if index.size == 0:
+            assert row["kuiper"] == 0
+            assert row["sigma"] == 0
+            assert row["normalized"] == 0
+            continue
+        sub = Predictions.from_arrays(pred.score[index], pred.label[index], pred.weight[index])
+        expected = cumulative_differences(sub)
+        assert row["kuiper"] == pytest.approx(expected.kuiper, abs=1e-13)
+        assert row["sigma"] == pytest.approx(expected.sigma, abs=1e-15)
+    # eq. (4): M = max_k D_k sigma_0 / sigma_k, and the full population counts as D_0
+    table = result.table
+    assert result.metric == pytest.approx(table["normalized"].max())
+    assert table["normalized"].iloc[0] == pytest.approx(table["kuiper"].iloc[0])
+    assert result.metric >= table["kuiper"].iloc[0]
+
+
+def test_numpy_engine_matches_multicalibration(numpy_engine):
+    from mcviz.multical import multicalibration
+
+    generated = generate_subpopulations(numpy_engine.pred, n_subpopulations=40, seed=9)
+    expected = multicalibration(numpy_engine.pred, generated)
+    got = numpy_engine.screen(generated)
+    np.testing.assert_allclose(got.table["kuiper"], expected.kuiper, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(got.table["sigma"], expected.sigma, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(got.table["normalized"], expected.normalized, rtol=0, atol=1e-13)
+    assert got.metric == pytest.approx(expected.metric, abs=1e-13)
+    assert got.table["id"].iloc[got.argmax] == expected.argmax.id
+
+
+def test_constant_offset_closed_form():
+    # R - S = d for every row (continuous responses are not screened, so use ties of a binary
+    # response whose mean is the score plus d): half the rows at score 0.25 with R = 0.5 mean.
+    score = np.repeat([0.25, 0.5], 4)
+    label = np.array([1, 1, 0, 0, 1, 1, 1, 0])  # means 0.5 and 0.75: offset +0.25 in both runs
+    pred = Predictions.from_arrays(score, label)
+    result = NumpyEngine.from_predictions(pred).screen([[]])
+    # path 0, 0.125, 0.25 -> D = 0.25 = |d|
+    assert result.table["kuiper"].iloc[0] == pytest.approx(0.25, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------- DuckDB exact
+
+
+def test_duckdb_exact_agrees_with_numpy(numpy_engine, duck, subpopulations):
+    expected = numpy_engine.screen(subpopulations)
+    got = duck.screen(subpopulations)
+    assert got.exact
+    assert got.metric_bound is None
+    assert got.table["size"].iloc[1] == 0  # the empty subpopulation
+    assert_same(expected, got)
+
+
+@pytest.mark.parametrize("bins", [1, 7, 5000])
+def test_exact_does_not_depend_on_bins(numpy_engine, duck, subpopulations, bins):
+    assert_same(numpy_engine.screen(subpopulations), duck.screen(subpopulations, bins=bins))
+
+
+def test_refining_every_cell_is_the_plain_window(duck, subpopulations, numpy_engine):
+    # With every non-empty (subpopulation, bin) as a candidate the refinement is the plain
+    # window running sum over distinct scores; it must give the same exact values.
+    from mcviz.engines.base import as_specs
+
+    specs = as_specs(subpopulations)
+    n, dropped, lo, hi = duck.overview()
+    bins = 16
+    scale = bins / (hi - lo)
+    summaries = duck.histogram(specs, lo, scale, bins)
+    every = pd.DataFrame({"k": summaries.position, "b": summaries.bin})
+    refined = duck.refine(specs, every, lo, scale, bins)
+    result = finish_screen("duckdb", specs, summaries, refined, bins=bins, n=n, n_dropped=dropped)
+    assert_same(numpy_engine.screen(subpopulations), result)
+    assert len(candidate_cells(summaries, len(specs))) <= len(every)
+
+
+# ---------------------------------------------------------------------------- histogram mode
+
+
+@pytest.mark.parametrize("bins", [1, 10, 200])
+def test_histogram_mode_bound(numpy_engine, duck, subpopulations, bins):
+    exact = numpy_engine.screen(subpopulations).table
+    hist_numpy = numpy_engine.screen(subpopulations, exact=False, bins=bins)
+    hist_duck = duck.screen(subpopulations, exact=False, bins=bins)
+    assert not hist_duck.exact
+    assert hist_duck.metric_bound is not None
+    assert_same(hist_numpy, hist_duck)
+    table = hist_duck.table
+    assert (table["kuiper"] <= exact["kuiper"] + 1e-12).all()
+    assert (exact["kuiper"] <= table["kuiper"] + table["kuiper_bound"] + 1e-12).all()
+    exact_metric = numpy_engine.screen(subpopulations).metric
+    assert hist_duck.metric - 1e-12 <= exact_metric <= (
+        hist_duck.metric + hist_duck.metric_bound + 1e-12)
+
+
+def test_histogram_bound_is_within_the_issue_bound(numpy_engine, subpopulations):
+    # kuiper_bound <= 2 max_b sum_bin |W(R-S)| / sum W, computed here directly.
+    pred = numpy_engine.pred
+    bins = 10
+    result = numpy_engine.screen(subpopulations, exact=False, bins=bins)
+    lo, hi = pred.score[0], pred.score[-1]
+    binned = np.minimum(np.floor((pred.score - lo) * (bins / (hi - lo))).astype(int), bins - 1)
+    absolute = np.abs(pred.weight * (pred.label - pred.score))
+    for position, conditions in enumerate(subpopulations[:15]):
+        index = select_rows(pred, conditions)
+        if index.size == 0:
+            continue
+        per_bin = np.bincount(binned[index], weights=absolute[index], minlength=bins)
+        issue_bound = 2 * per_bin.max() / pred.weight[index].sum()
+        assert result.table["kuiper_bound"].iloc[position] <= issue_bound + 1e-12
+
+
+def test_one_bin_histogram_closed_form():
+    # One bin: K_hist = |C_n| and the upper bound is (sum of positive parts + negative parts)/W.
+    pred = Predictions.from_arrays([0.2, 0.4, 0.6, 0.8], [1, 0, 1, 0])
+    result = NumpyEngine.from_predictions(pred).screen([[]], exact=False, bins=1)
+    # W(R-S) = 0.8, -0.4, 0.4, -0.8: C_n = 0, positive parts 1.2, negative 1.2, W = 4
+    assert result.table["kuiper"].iloc[0] == pytest.approx(0.0, abs=1e-15)
+    assert result.table["kuiper_bound"].iloc[0] == pytest.approx(0.6)
+
+
+# ---------------------------------------------------------------------------- SQL translation
+
+
+def test_sql_quotes_names_and_binds_values():
+    q = Query(DUCKDB)
+    text = condition_sql(Condition(ODD, "==", "x'); DROP TABLE t; --"), {ODD: "string"}, q)
+    assert '"we""ird `col"' in text
+    assert "DROP" not in text
+    assert list(q.params.values()) == ["x'); DROP TABLE t; --"]
+    q = Query(SPARK)
+    text = condition_sql(Condition(ODD, "<", 3), {ODD: "float"}, q)
+    assert "`we\"ird ``col`" in text
+    assert ":p0" in text
+    assert "isnan" in text
+
+
+def test_sql_rejects_unknown_columns_and_bad_values():
+    with pytest.raises(ValidationError, match="no column 'nope'"):
+        condition_sql(Condition("nope", "<", 1), {"x": "float"}, Query(DUCKDB))
+    with pytest.raises(ValidationError, match="is not a number"):
+        condition_sql(Condition("x", "<", "abc"), {"x": "float"}, Query(DUCKDB))
+    with pytest.raises(ValidationError, match="not finite"):
+        condition_sql(Condition("x", "<", float("nan")), {"x": "float"}, Query(DUCKDB))
+
+
+def test_odd_column_names_evaluate_like_numpy(numpy_engine, duck):
+    subpopulations = [[], [Condition(ODD, ">=", 2.0)], [Condition("cat", "==", "O'Brien")]]
+    assert_same(numpy_engine.screen(subpopulations), duck.screen(subpopulations))
+
+
+def test_drill_down_loads_only_the_subpopulation(numpy_engine, duck, subpopulations):
+    for conditions in subpopulations[:16]:
+        rows = duck.subpopulation_rows(conditions)
+        assert len(rows) == select_rows(numpy_engine.pred, conditions).size
+    assert len(duck.subpopulation_rows([], limit=5)) == 5
+
+
+# ---------------------------------------------------------------------------- validation
+
+
+def test_invalid_rows_are_counted(tmp_path):
+    frame = make_frame(200)
+    frame.loc[[3, 9, 11], "score"] = 1.5
+    path = tmp_path / "bad.parquet"
+    frame.to_parquet(path)
+    with DuckDBEngine(path, COLUMNS) as engine, pytest.raises(
+        ValidationError, match=r"column 'score': 3 of 200 rows lie outside \[0, 1\]"
+    ):
+        engine.screen([[]])
+    with DuckDBEngine(path, COLUMNS, drop_invalid=True) as engine:
+        got = engine.screen([[], [Condition("x2", "<", 20)]])
+    expected = NumpyEngine(path, COLUMNS, drop_invalid=True).screen(
+        [[], [Condition("x2", "<", 20)]])
+    assert got.n == 197
+    assert got.n_dropped == 3
+    assert expected.n_dropped == 3
+    assert_same(expected, got)
+
+
+def test_text_labels_with_positive(tmp_path):
+    frame = make_frame(400)
+    frame["label"] = np.where(frame["label"] == 1, " yes", "no")
+    path = tmp_path / "text.parquet"
+    frame.to_parquet(path)
+    columns = Columns("score", "label", None, positive="yes", negative="no")
+    subpopulations = [[], [Condition("x1", "<", 0.0)], [Condition("cat", "in", ("a", "b"))]]
+    expected = NumpyEngine(path, columns).screen(subpopulations)
+    with DuckDBEngine(path, columns) as engine:
+        assert_same(expected, engine.screen(subpopulations))
+
+
+def test_bins_are_validated(duck):
+    with pytest.raises(ValidationError, match="bins must be an integer"):
+        duck.screen([[]], bins=0)
+
+
+def test_glob_without_match():
+    with pytest.raises(ValidationError, match="no file matches"):
+        DuckDBEngine("/nonexistent/dir/*.parquet", COLUMNS)
+
+
+def test_several_files_and_glob(tmp_path, subpopulations):
+    frame = make_frame(1500, seed=5)
+    frame.iloc[:700].to_parquet(tmp_path / "part-0.parquet")
+    frame.iloc[700:].to_parquet(tmp_path / "part-1.parquet")
+    expected = NumpyEngine(tmp_path / "part-*.parquet", COLUMNS).screen(subpopulations)
+    with DuckDBEngine(str(tmp_path / "part-*.parquet"), COLUMNS) as engine:
+        assert_same(expected, engine.screen(subpopulations))
+
+
+# ---------------------------------------------------------------------------- property test
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 60),
+    levels=st.integers(1, 6),
+    threshold=st.floats(-1.5, 1.5),
+    weighted=st.booleans(),
+)
+def test_duckdb_equals_numpy_on_random_data(tmp_path, seed, n, levels, threshold, weighted):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    x[rng.random(n) < 0.2] = np.nan
+    frame = pd.DataFrame({
+        "x": x,
+        "g": rng.integers(0, 3, n),
+        "score": rng.integers(0, levels + 1, n) / levels,  # heavy ties, 0 and 1 included
+        "label": rng.integers(0, 2, n),
+        "weight": rng.random(n) + 0.1 if weighted else np.ones(n),
+    })
+    path = tmp_path / f"p{seed}_{n}.parquet"
+    frame.to_parquet(path)
+    subpopulations = [[], [Condition("x", "<", threshold)], [Condition("x", ">=", threshold)],
+                      [Condition("g", "in", (0, 2)), Condition("x", "is not missing")],
+                      [Condition("g", "==", 5)]]
+    expected = NumpyEngine(path, COLUMNS).screen(subpopulations)
+    with DuckDBEngine(path, COLUMNS, threads=1) as engine:
+        assert_same(expected, engine.screen(subpopulations, bins=3))
+        hist = engine.screen(subpopulations, exact=False, bins=3)
+    assert (hist.table["kuiper"] <= expected.table["kuiper"] + 1e-12).all()
+    assert (expected.table["kuiper"]
+            <= hist.table["kuiper"] + hist.table["kuiper_bound"] + 1e-12).all()
+
+
+# ---------------------------------------------------------------------------- CLI
+
+
+@pytest.mark.parametrize("engine", ["numpy", "duckdb"])
+def test_cli_screen_json(parquet, tmp_path, capsys, engine):
+    out = tmp_path / f"{engine}.parquet"
+    status = main(["screen", str(parquet), "--engine", engine, "--subpopulations", "30",
+                   "--sample-rows", "2000", "--seed", "4", "--memory-limit", "1GB",
+                   "--out", str(out), "--json"])
+    assert status == 0
+    output = json.loads(capsys.readouterr().out)
+    assert set(output) == {"engine", "exact", "metric", "metric_bound", "n", "n_subpopulations",
+                           "argmax"}
+    assert set(output["argmax"]) == {"description", "size", "kuiper", "sigma"}
+    assert output["engine"] == engine
+    assert output["exact"] is True
+    assert output["metric_bound"] is None
+    assert output["n"] == 3000
+    table = pd.read_parquet(out)
+    assert len(table) == output["n_subpopulations"] == 31
+    assert output["metric"] == pytest.approx(table["normalized"].max())
+
+
+def test_cli_engines_agree_and_histogram(parquet, tmp_path, capsys):
+    results = {}
+    for engine in ("numpy", "duckdb"):
+        for mode in (["--exact"], ["--histogram", "50"]):
+            main(["screen", str(parquet), "--engine", engine, "--subpopulations", "20",
+                  "--sample-rows", "1500", "--out", str(tmp_path / "o.parquet"), "--json",
+                  *mode])
+            results[engine, mode[0]] = json.loads(capsys.readouterr().out)
+    assert results["numpy", "--exact"]["metric"] == pytest.approx(
+        results["duckdb", "--exact"]["metric"], abs=1e-12)
+    hist = results["duckdb", "--histogram"]
+    assert hist["exact"] is False
+    assert hist["metric_bound"] >= 0
+    exact = results["duckdb", "--exact"]["metric"]
+    assert hist["metric"] - 1e-12 <= exact <= hist["metric"] + hist["metric_bound"] + 1e-12
+
+
+def test_cli_reports_bad_input(tmp_path, capsys):
+    status = main(["screen", str(tmp_path / "missing.parquet"), "--out",
+                   str(tmp_path / "o.parquet")])
+    assert status == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_bin_summaries_sorted_from_frame():
+    frame = pd.DataFrame({"k": [1, 0, 0], "b": [0, 3, 1], "n": [1, 1, 1], "w": [1.0, 2.0, 3.0],
+                          "d": [0.1, 0.2, 0.3], "p": [0.1, 0.2, 0.3], "q": [0.0, 0.0, 0.0],
+                          "v": [0.0, 0.0, 0.0]})
+    s = BinSummaries.from_frame(frame)
+    assert s.position.tolist() == [0, 0, 1]
+    assert s.bin.tolist() == [1, 3, 0]

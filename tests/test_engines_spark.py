@@ -1,0 +1,101 @@
+"""Spark engine (PySpark local[2], bound to 127.0.0.1, UI off) against the numpy reference.
+
+Skipped with a reason when pyspark or Java is missing, except on CI (CI=true), where a missing
+Spark is a failure: .ci/run must install both.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from mcviz.engines import Columns, NumpyEngine
+from mcviz.subpopulations import Condition, generate_subpopulations
+
+
+def _spark_missing() -> str | None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "pyspark is not installed (pip install mcviz[spark])"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "no Java runtime (apt-get install default-jre-headless)"
+    return None
+
+
+_MISSING = _spark_missing()
+if _MISSING is not None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the Spark tests: {_MISSING}", pytrace=False)
+    pytest.skip(_MISSING, allow_module_level=True)
+
+from test_engines import COLUMNS, HANDMADE, assert_same, make_frame  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from mcviz.engines.spark_engine import local_session
+
+    session = local_session("local[2]")
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    path = tmp_path_factory.mktemp("spark") / "data.parquet"
+    frame = make_frame(400, seed=7)
+    frame.to_parquet(path)
+    numpy_engine = NumpyEngine(path, COLUMNS)
+    generated = generate_subpopulations(numpy_engine.pred, n_subpopulations=8, seed=1)
+    subpopulations = list(HANDMADE) + [list(s.conditions) for s in generated][1:]
+    return path, numpy_engine, subpopulations
+
+
+def test_spark_session_is_local(spark):
+    conf = spark.sparkContext.getConf()
+    assert spark.sparkContext.master == "local[2]"
+    assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
+    assert conf.get("spark.ui.enabled") == "false"
+
+
+def test_spark_exact_and_histogram_agree_with_numpy(spark, data):
+    from mcviz.engines.spark_engine import SparkEngine
+
+    path, numpy_engine, subpopulations = data
+    engine = SparkEngine(path, COLUMNS, spark=spark)
+    exact = engine.screen(subpopulations)
+    assert exact.engine == "spark"
+    assert exact.exact
+    assert_same(numpy_engine.screen(subpopulations), exact)
+    hist = engine.screen(subpopulations, exact=False, bins=8)
+    assert_same(numpy_engine.screen(subpopulations, exact=False, bins=8), hist)
+    reference = numpy_engine.screen(subpopulations).table["kuiper"]
+    assert (hist.table["kuiper"] <= reference + 1e-12).all()
+    assert (reference <= hist.table["kuiper"] + hist.table["kuiper_bound"] + 1e-12).all()
+
+
+def test_spark_invalid_rows_and_text_labels(spark, tmp_path):
+    from mcviz.engines.spark_engine import SparkEngine
+    from mcviz.errors import ValidationError
+
+    frame = make_frame(60, seed=2)
+    frame["label"] = np.where(frame["label"] == 1, "yes", "no")
+    frame.loc[[4, 5], "score"] = -0.5
+    path = tmp_path / "bad.parquet"
+    frame.to_parquet(path)
+    columns = Columns("score", "label", "weight", positive="yes", negative="no")
+    with pytest.raises(ValidationError, match=r"2 of 60 rows lie outside \[0, 1\]"):
+        SparkEngine(path, columns, spark=spark).screen([[]])
+    subpopulations = [[], [Condition("cat", "not in", ("a",))]]
+    got = SparkEngine(path, columns, spark=spark, drop_invalid=True).screen(subpopulations)
+    expected = NumpyEngine(path, columns, drop_invalid=True).screen(subpopulations)
+    assert got.n == 58
+    assert got.n_dropped == 2
+    assert_same(expected, got)
