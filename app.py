@@ -1,21 +1,26 @@
-"""mcviz dashboard: `streamlit run app.py` (binds to 127.0.0.1; see README to serve on a network)."""
+"""mcviz dashboard: `streamlit run app.py` (127.0.0.1 only; README: serving on a network)."""
 
 import streamlit as st
 
 from mcviz import __version__, ui
 
-st.set_page_config(page_title="mcviz", page_icon="📈", layout="wide")
+st.set_page_config(page_title="mcviz", page_icon=":material/show_chart:", layout="wide")
 ui.init_session()
+st.session_state[ui.APP_RAN] = True
 presenting = ui.presentation()
 
 PAGES = [
-    st.Page("pages/data.py", title="Data", icon="📄", url_path="data", default=True),
-    st.Page("pages/calibration.py", title="Calibration", icon="📈", url_path="calibration"),
-    st.Page("pages/variables.py", title="Variables", icon="🧭", url_path="variables"),
-    st.Page("pages/subpopulations.py", title="Subpopulations", icon="🎯",
+    st.Page("pages/data.py", title="Data", icon=":material/upload_file:", url_path="data",
+            default=True),
+    st.Page("pages/calibration.py", title="Calibration", icon=":material/show_chart:",
+            url_path="calibration"),
+    st.Page("pages/variables.py", title="Variables", icon=":material/tune:", url_path="variables"),
+    st.Page("pages/subpopulations.py", title="Subpopulations", icon=":material/filter_alt:",
             url_path="subpopulations"),
-    st.Page("pages/groupings.py", title="Groupings", icon="🧩", url_path="groupings"),
-    st.Page("pages/report.py", title="Report", icon="📝", url_path="report"),
+    st.Page("pages/groupings.py", title="Groupings", icon=":material/category:",
+            url_path="groupings"),
+    st.Page("pages/report.py", title="Report", icon=":material/description:",
+            url_path="report"),
 ]
 navigation = st.navigation(PAGES, position="top" if presenting else "sidebar")
 
@@ -27,32 +32,41 @@ if requested and requested != navigation.url_path:
 
 link_message = ui.apply_pending()
 
+TOGGLE_HELP = "Larger fonts and lines, one chart per row, no sidebar clutter."
+if presenting:  # no sidebar at all: the toggle sits at the top right of the page
+    st.columns([3, 1])[1].toggle("Presentation mode", key=ui.W_PRESENTATION, help=TOGGLE_HELP)
+    summary = st.empty()
 with st.sidebar:
-    st.toggle("Presentation mode", key=ui.W_PRESENTATION,
-              help="Larger fonts and lines, one chart per row, no sidebar clutter.")
     if not presenting:
-        analysis = ui.current()
-        if analysis is not None:
-            pred = analysis.pred
-            source = analysis.source
-            st.caption(
-                f"**{source['name']}** · {pred.n:,} rows · score "
-                f"`{pred.score_column}` · label `{pred.label_column}`"
-                + (f" · weight `{pred.weight_column}`" if pred.weighted else "")
-            )
+        st.toggle("Presentation mode", key=ui.W_PRESENTATION, help=TOGGLE_HELP)
+        summary = st.empty()  # filled after the page ran (an upload changes it)
         st.text_input("Reliability bin counts", key=ui.W_BINS,
                       help="Three bin counts for the reliability diagrams, e.g. 10, 20, 40.")
         st.caption("The page URL is a shareable link: it holds the data source (a demo or the "
                    "uploaded file's hash), the column mapping and the settings.")
         st.caption(f"mcviz {__version__}")
 
+
+def show_summary() -> None:
+    analysis = ui.current()
+    if presenting or analysis is None:
+        return
+    pred = analysis.pred
+    weight = f" · weight `{pred.weight_column}`" if pred.weighted else ""
+    summary.caption(f"**{analysis.source['name']}** · {pred.n:,} rows · score "
+                    f"`{pred.score_column}` · label `{pred.label_column}`{weight}")
+
+
 if presenting:
-    st.html("<style>html, body, [class*='st-'] p, .stMarkdown, .stMetric {font-size: 1.3rem;}"
-            " [data-testid='stMetricValue'] {font-size: 2.6rem;}</style>")
+    st.html("<style>.stMarkdown p, .stCaption p, label p {font-size: 1.3rem !important;}"
+            " [data-testid='stMetricValue'] div {font-size: 2.8rem !important;}"
+            " [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;}</style>")
 if link_message:
     st.info(link_message)
 
 try:
     navigation.run()
 finally:
+    st.session_state[ui.APP_RAN] = False
+    show_summary()
     ui.sync_query_params(st.session_state.get(ui.PAGE, navigation.url_path or "data"))

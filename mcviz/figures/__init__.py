@@ -8,3 +8,34 @@ from mcviz.figures._style import MAX_POINTS, apply_style
 
 __all__ = ["MAX_POINTS", "apply_style"]
 # Submodule re-exports (one import line and one __all__ extension per submodule) go below.
+from mcviz.figures.cumulative import cumulative_figure, deviation_figure
+
+__all__ += ["cumulative_figure", "deviation_figure"]
+from mcviz.figures.reliability import metrics_table_figure, reliability_figure  # noqa: E402
+
+__all__ += ["metrics_table_figure", "reliability_figure"]
+from mcviz.figures.variables import (  # noqa: E402
+    categorical_levels_figure,
+    gap_figure,
+    variable_curves_figure,
+)
+
+__all__ += ["categorical_levels_figure", "gap_figure", "variable_curves_figure"]
+from mcviz.figures.lcs import lcs_figure  # noqa: E402
+
+__all__ += ["lcs_figure"]
+from mcviz.figures.groupings import (  # noqa: E402
+    cvar_curve_figure,
+    group_errors_figure,
+    local_calibration_figure,
+    local_error_histogram_figure,
+    neighbourhood_tradeoff_figure,
+)
+
+__all__ += [
+    "cvar_curve_figure",
+    "group_errors_figure",
+    "local_calibration_figure",
+    "local_error_histogram_figure",
+    "neighbourhood_tradeoff_figure",
+]

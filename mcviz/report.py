@@ -1,0 +1,304 @@
+"""Exports: a self-contained HTML report, formula-safe CSV and PNG/SVG images of charts.
+
+* :func:`html_report` writes one HTML file that works offline: plotly.js is inlined once, every
+  chart is a ``Plotly.newPlot`` call on its JSON (with ``<``, ``>`` and ``&`` escaped so no data
+  can close the script), and every user-supplied string (file and column names, category
+  values, descriptions) goes through :func:`html.escape`.
+* :func:`safe_csv` neutralises spreadsheet formulas: a text cell (or header) beginning with
+  ``=``, ``+``, ``-``, ``−`` (U+2212), ``@``, a tab or a carriage return is prefixed with ``'``
+  (OWASP "CSV injection"). Numbers are written as numbers.
+* :func:`figure_image` renders PNG or SVG with kaleido, driving Debian's chromium
+  (``/usr/bin/chromium``, or ``$MCVIZ_CHROMIUM``) through one kept-alive kaleido server, with
+  MathJax disabled. It never downloads a browser: without chromium it raises
+  :class:`ExportUnavailableError` saying how to install one.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import shutil
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from queue import Empty, Queue
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+__all__ = [
+    "ExportUnavailableError",
+    "ReportSection",
+    "chromium_path",
+    "figure_image",
+    "html_report",
+    "neutralize_formula",
+    "safe_csv",
+]
+
+FORMULA_PREFIXES = ("=", "+", "-", "\u2212", "@", "\t", "\r")
+"""Text cells starting with one of these are prefixed with an apostrophe in CSV exports."""
+
+MAX_TABLE_ROWS = 200
+"""Tables in the HTML report show at most this many rows (the CSV exports hold them all)."""
+
+IMAGE_TIMEOUT = 120.0
+"""Seconds to wait for one image (the first one also starts chromium)."""
+
+
+class ExportUnavailableError(RuntimeError):
+    """Image export is not possible here (no chromium, or kaleido failed)."""
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """One section of the HTML report.
+
+    Attributes
+    ----------
+    title : str
+    text : tuple of str
+        Paragraphs (plain text; escaped).
+    metrics : tuple of (str, str)
+        Name and formatted value pairs, shown as a small table.
+    figures : tuple of plotly Figure
+    tables : tuple of (str, DataFrame)
+        Caption and table.
+    """
+
+    title: str
+    text: tuple[str, ...] = ()
+    metrics: tuple[tuple[str, str], ...] = ()
+    figures: tuple[go.Figure, ...] = ()
+    tables: tuple[tuple[str, pd.DataFrame], ...] = ()
+
+
+# --------------------------------------------------------------------------------------------
+# HTML
+
+
+_CSS = """
+body{font-family:Arial,Helvetica,sans-serif;margin:2rem auto;max-width:1200px;color:#222;
+line-height:1.45;padding:0 1rem}
+h1{font-size:1.8rem}h2{font-size:1.35rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;
+margin-top:2.2rem}table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
+td,th{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#f4f4f4}.chart{margin:1rem 0}.meta td:first-child{font-weight:bold}
+.caption{color:#555;font-size:.9rem}
+"""
+
+
+def _text(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float | np.floating):
+        if np.isnan(value):
+            return ""
+        return f"{value:.4g}"
+    return _text(value)
+
+
+def _table_html(frame: pd.DataFrame, *, max_rows: int = MAX_TABLE_ROWS) -> str:
+    head = "".join(f"<th>{_text(c)}</th>" for c in frame.columns)
+    rows = []
+    for values in frame.head(max_rows).itertuples(index=False, name=None):
+        rows.append("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in values) + "</tr>")
+    note = ""
+    if len(frame) > max_rows:
+        note = (f"<p class='caption'>First {max_rows:,} of {len(frame):,} rows; the CSV export "
+                "holds them all.</p>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{note}"
+
+
+def _pairs_html(pairs: Iterable[tuple[object, object]]) -> str:
+    rows = "".join(f"<tr><td>{_text(k)}</td><td>{_text(v)}</td></tr>" for k, v in pairs)
+    return f"<table class='meta'>{rows}</table>"
+
+
+def _figure_json(figure: go.Figure) -> str:
+    """Figure JSON safe inside a <script> element (no '<', '>' or '&' survive)."""
+    text = figure.to_json()
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def html_report(
+    sections: Sequence[ReportSection],
+    *,
+    title: str = "mcviz calibration report",
+    summary: Mapping[str, object] | None = None,
+    mapping: Mapping[str, object] | None = None,
+    settings: Mapping[str, object] | None = None,
+    version: str | None = None,
+    generated: datetime | None = None,
+) -> str:
+    """Write a self-contained HTML report (plotly.js inlined once; works offline).
+
+    Parameters
+    ----------
+    sections : sequence of ReportSection
+        Charts, tables, metrics and text, in order.
+    title : str
+    summary, mapping, settings : mapping, optional
+        Dataset summary, column mapping and analysis settings (shown as tables, escaped).
+    version : str, optional
+        The mcviz version (default: the installed one).
+    generated : datetime, optional
+        Timestamp (default: now, UTC).
+
+    Returns
+    -------
+    str
+        The HTML document.
+    """
+    from plotly.offline import get_plotlyjs
+
+    if version is None:
+        from mcviz import __version__ as version
+    generated = generated or datetime.now(UTC)
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{_text(title)}</title><style>{_CSS}</style>",
+        f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>",
+        f"<h1>{_text(title)}</h1>",
+        f"<p class='caption'>mcviz {_text(version)} · generated "
+        f"{_text(generated.strftime('%Y-%m-%d %H:%M:%S %Z'))}</p>",
+    ]
+    for heading, pairs in (("Dataset", summary), ("Column mapping", mapping),
+                           ("Settings", settings)):
+        if pairs:
+            parts.append(f"<h2>{_text(heading)}</h2>{_pairs_html(pairs.items())}")
+    chart = 0
+    for section in sections:
+        parts.append(f"<h2>{_text(section.title)}</h2>")
+        parts.extend(f"<p>{_text(paragraph)}</p>" for paragraph in section.text)
+        if section.metrics:
+            parts.append(_pairs_html(section.metrics))
+        for figure in section.figures:
+            chart += 1
+            parts.append(
+                f"<div class='chart' id='chart-{chart}'></div><script>"
+                f"(function(){{var f={_figure_json(figure)};"
+                f"Plotly.newPlot('chart-{chart}',f.data,f.layout,"
+                "{responsive:true,displaylogo:false});})();</script>"
+            )
+        for caption, frame in section.tables:
+            parts.append(f"<p class='caption'>{_text(caption)}</p>{_table_html(frame)}")
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# CSV
+
+
+def neutralize_formula(value: object) -> object:
+    """Prefix text that a spreadsheet would run as a formula with an apostrophe.
+
+    Examples
+    --------
+    >>> neutralize_formula("=HYPERLINK(1)"), neutralize_formula("-x"), neutralize_formula(-1.5)
+    ("'=HYPERLINK(1)", "'-x", -1.5)
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def safe_csv(frame: pd.DataFrame) -> bytes:
+    r"""Return CSV bytes (UTF-8) with formula-like text cells and headers neutralised.
+
+    Examples
+    --------
+    >>> safe_csv(pd.DataFrame({"@name": ["+1", "ok"], "x": [-1, 2]})).decode()
+    "'@name,x\n'+1,-1\nok,2\n"
+    """
+    out = frame.copy()
+    out.columns = [neutralize_formula(str(c)) for c in out.columns]
+    for column in out.columns:
+        series = out[column]
+        if not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
+            out[column] = series.map(neutralize_formula, na_action="ignore")
+    return out.to_csv(index=False, lineterminator="\n").encode("utf-8")
+
+
+# --------------------------------------------------------------------------------------------
+# Images
+
+
+_lock = threading.Lock()
+_server_path: str | None = None
+
+
+def chromium_path() -> str | None:
+    """Return the chromium executable kaleido should drive, or None (never downloaded)."""
+    for candidate in (os.environ.get("MCVIZ_CHROMIUM"), "/usr/bin/chromium",
+                      shutil.which("chromium"), shutil.which("chromium-browser")):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def figure_image(figure: go.Figure, fmt: str = "png", *, scale: float = 2.0) -> bytes:
+    """Render ``figure`` as PNG or SVG bytes with kaleido and the system's chromium.
+
+    One kaleido server (one browser) is started on first use and kept alive for every later
+    image. MathJax is disabled and plotly.js comes from the installed plotly, so nothing is
+    fetched from the network.
+
+    Raises
+    ------
+    ExportUnavailableError
+        When chromium is not installed (with the command to install it), or rendering fails.
+    """
+    if fmt not in ("png", "svg"):
+        raise ValueError(f"format must be 'png' or 'svg', not {fmt!r}.")
+    path = chromium_path()
+    if path is None:
+        raise ExportUnavailableError(
+            "PNG/SVG export needs the chromium browser, which is not installed here "
+            "(install it with `apt-get install chromium`, or set MCVIZ_CHROMIUM to its path). "
+            "The HTML report and the chart toolbar's camera button work without it."
+        )
+    try:
+        import kaleido
+    except ImportError:
+        raise ExportUnavailableError(
+            "PNG/SVG export needs kaleido (`pip install 'mcviz[export]'`)."
+        ) from None
+    global _server_path
+    with _lock:
+        if _server_path != path or not kaleido._global_server.is_running():
+            if kaleido._global_server.is_running():
+                kaleido.stop_sync_server(silence_warnings=True)
+            kaleido.start_sync_server(path=path, mathjax=False, silence_warnings=True)
+            _server_path = path
+        opts = {"format": fmt, "scale": scale if fmt == "png" else 1}
+        return _call_with_timeout(lambda: kaleido.calc_fig_sync(figure, opts=opts))
+
+
+def _call_with_timeout(function: Any, timeout: float = IMAGE_TIMEOUT) -> bytes:
+    """Run ``function`` in a thread; a browser that never answers becomes an error."""
+    answers: Queue = Queue(maxsize=1)
+
+    def target() -> None:
+        try:
+            answers.put((True, function()))
+        except Exception as error:  # re-raised in the caller's thread below
+            answers.put((False, error))
+
+    threading.Thread(target=target, daemon=True).start()
+    try:
+        ok, value = answers.get(timeout=timeout)
+    except Empty:
+        raise ExportUnavailableError(
+            f"chromium did not render the image within {timeout:.0f} s."
+        ) from None
+    if not ok:
+        raise value
+    return value

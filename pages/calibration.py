@@ -1,0 +1,84 @@
+"""Calibration page: cumulative plot, reliability diagrams, LCS and classical metrics per model."""
+
+import streamlit as st
+
+from mcviz import cumulative_differences, ui
+from mcviz.errors import ValidationError
+
+ui.page("calibration", "Calibration")
+analysis = ui.require_current()
+
+candidates = ui.compute("score_candidates", analysis.source_key, ui.score_candidates,
+                        analysis.frame)
+others = [c for c in candidates if c != analysis.mapping.score]
+compare_options = [ui.NO_SCORE, *others] if not analysis.pred.multiclass else [ui.NO_SCORE]
+ui.selectbox_state(ui.W_SCORE2, compare_options, ui.NO_SCORE)
+if len(compare_options) > 1:
+    st.selectbox("Compare with a second score column", compare_options, key=ui.W_SCORE2)
+
+analyses = [analysis]
+if st.session_state.get(ui.W_SCORE2, ui.NO_SCORE) != ui.NO_SCORE:
+    try:
+        analyses.append(analysis.with_score(st.session_state[ui.W_SCORE2]))
+    except ValidationError as error:
+        st.error(f"Second score column: {error}")
+
+
+def model_panel(item: ui.Current, slot_key: str) -> None:
+    pred = item.pred
+    st.subheader(f"`{pred.score_column}`")
+    result = ui.compute("cumulative", item.key, cumulative_differences, pred)
+    ui.cumulative_metrics(result)
+    ui.show_figure(ui.cumulative_fig(result, title="Cumulative differences",
+                                   cache=f"cum:{item.key}"),
+                   key=f"cum_{slot_key}")
+    reliability_section(item, slot_key)
+    lcs_section(item, slot_key)
+    metrics_section(item)
+
+
+def reliability_section(item: ui.Current, slot_key: str) -> None:
+    st.markdown("**Reliability diagrams** at bins " + ", ".join(map(str, ui.bin_counts()))
+                + (" (weighted bins)" if item.pred.weighted else ""))
+    # one kind at a time (tabs would draw the hidden diagram too)
+    kind = st.segmented_control("Bins", list(ui.BIN_KIND_TITLES), key=f"w_binkind_{slot_key}",
+                                default="equal_width", format_func=ui.BIN_KIND_TITLES.get,
+                                label_visibility="collapsed") or "equal_width"
+    result = ui.reliability_result(item, kind)
+    if result is None:
+        st.info("Reliability diagrams: not available yet (mcviz.binning).")
+        return
+    figure = ui.reliability_fig(result, f"rel:{kind}:{item.key}")
+    if figure is None:
+        st.info("Reliability figure: not available yet; the bins are in the table.")
+        st.dataframe(result.to_frame(), hide_index=True, height=240)
+    else:
+        ui.show_figure(figure, key=f"rel_{kind}_{slot_key}")
+
+
+def lcs_section(item: ui.Current, slot_key: str) -> None:
+    result = ui.lcs_result(item)
+    if result is None:
+        st.info("Local Calibration Score: not available for these data yet.")
+        return
+    st.metric("Local Calibration Score (LCS)", f"{result.lcs:.4g}",
+              help=f"k = {result.k:,} nearest scores (span {result.span:g})")
+    figure = ui.lcs_fig(result, f"lcs:{item.key}")
+    if figure is None:
+        st.info("LCS figure: not available yet.")
+    else:
+        ui.show_figure(figure, key=f"lcs_{slot_key}")
+
+
+def metrics_section(item: ui.Current) -> None:
+    table = ui.metrics_table(item)
+    if table is not None:
+        st.markdown("**Classical metrics**")
+        st.dataframe(table, hide_index=True)
+
+
+for slot, item, slot_key in zip(ui.chart_slots(len(analyses)), analyses, ["a", "b"],
+                                strict=False):
+    with slot:
+        model_panel(item, slot_key)
+ui.sync()

@@ -1,0 +1,93 @@
+"""Groupings page: group calibration errors of one grouping, agglomerated several ways."""
+
+import pandas as pd
+import streamlit as st
+
+from mcviz import ui
+from mcviz.errors import ValidationError
+from mcviz.report import safe_csv
+
+try:
+    from mcviz.agglomeration import calibration_score, cvar_curve
+    from mcviz.groupings import covariate_bins, local_calibration, score_bins
+except ImportError:
+    score_bins = None
+
+ui.page("groupings", "Groupings")
+analysis = ui.require_current()
+pred = analysis.pred
+if score_bins is None:
+    st.info("Groupings: not available yet (mcviz.groupings, mcviz.agglomeration).")
+    st.stop()
+
+st.caption("Every calibration score is a grouping (which observations are compared) and an "
+           "agglomeration of the groups' errors c(I) = mean(score − response) "
+           "(Höltgen & Williamson 2023).")
+kinds = dict(pred.covariate_kinds)
+options = ["score", "covariate", "local"] if kinds else ["score"]
+grouping = st.radio("Grouping", options, horizontal=True, key="grouping_kind", format_func={
+    "score": "Score bins", "covariate": "Covariate bins (one or two)",
+    "local": "k nearest neighbours in input space"}.get)
+try:
+    if grouping == "score":
+        cells = st.columns(2)
+        n_bins = cells[0].number_input("Bins", 2, 1000, 10, key="grouping_bins")
+        strategy = cells[1].radio("Strategy", ["width", "count"], horizontal=True,
+                                  key="grouping_strategy")
+        groups = ui.compute("score_bins", analysis.key, score_bins, pred, n_bins=int(n_bins),
+                            strategy=strategy)
+    elif grouping == "covariate":
+        cells = st.columns(3)
+        columns = cells[0].multiselect("Covariates (one or two)", list(kinds),
+                                       default=list(kinds)[:1], max_selections=2,
+                                       key="grouping_columns")
+        n_bins = cells[1].number_input("Bins per numeric covariate", 2, 50, 5,
+                                       key="grouping_cbins")
+        strategy = cells[2].radio("Strategy", ["count", "width"], horizontal=True,
+                                  key="grouping_cstrategy")
+        if not columns:
+            st.info("Choose one or two covariates.")
+            st.stop()
+        groups = ui.compute("covariate_bins", analysis.key, covariate_bins, pred, list(columns),
+                            n_bins=int(n_bins), strategy=strategy)
+    else:
+        cells = st.columns(2)
+        k = cells[0].number_input("k (group size)", 2, max(pred.n, 2), min(100, pred.n),
+                                  key="grouping_k")
+        centres = cells[1].number_input("Centres (a seeded sample; 0 = every row)", 0, pred.n,
+                                        min(2000, pred.n), key="grouping_centres")
+        local = ui.compute("local", analysis.key, local_calibration, pred, None,
+                           k=int(k), max_centres=int(centres) or None, seed=0)
+        groups = local.groups
+except ValidationError as error:
+    st.error(str(error))
+    st.stop()
+
+if groups.notice:
+    st.caption(groups.notice)
+rows = []
+for name in ("mean", "max", "cvar:0.9", "range", "std", "superquantile:0.5"):
+    score = calibration_score(groups, name)
+    rows.append({"agglomeration": name, "kind": score.kind, "value": score.value,
+                 "worst group": score.worst_group, "its error": score.worst_error})
+scores = pd.DataFrame(rows)
+st.markdown(f"**{groups.kind}**: {groups.description} — {groups.n_groups:,} groups")
+st.dataframe(scores, hide_index=True)
+
+table = groups.table()
+group_errors_figure = ui.builder("group_errors_figure")
+cvar_curve_figure = ui.builder("cvar_curve_figure")
+left, right = ui.chart_slots(2)
+with left:
+    if group_errors_figure is not None:
+        ui.show_figure(group_errors_figure(groups, sort=True, presentation=ui.presentation()),
+                       key="grouping_errors")
+with right:
+    if cvar_curve_figure is not None:
+        curve = cvar_curve(groups)
+        ui.show_figure(cvar_curve_figure(curve, alpha=0.9, presentation=ui.presentation()),
+                       key="grouping_cvar")
+st.dataframe(table.head(500), hide_index=True)
+st.download_button("Download the group table (CSV)", safe_csv(table), file_name="groups.csv",
+                   mime="text/csv")
+ui.sync()

@@ -1,0 +1,165 @@
+"""Report page: a self-contained HTML report, CSV tables and PNG/SVG charts."""
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from mcviz import __version__, cumulative_differences, ui
+from mcviz.errors import ValidationError
+from mcviz.report import (
+    ExportUnavailableError,
+    ReportSection,
+    chromium_path,
+    figure_image,
+    html_report,
+    safe_csv,
+)
+
+try:
+    from mcviz.multical import multicalibration
+    from mcviz.subpopulations import generate_subpopulations
+except ImportError:
+    multicalibration = None
+from mcviz.deviation import subpopulation_deviation
+
+deviation_figure = ui.builder("deviation_figure")
+
+ui.page("report", "Report")
+analysis = ui.require_current()
+pred = analysis.pred
+
+
+def _numbers(result) -> tuple[tuple[str, str], ...]:
+    return (("Kuiper D", f"{result.kuiper:.4g}"), ("KS G", f"{result.ks:.4g}"),
+            ("σ", f"{result.sigma:.4g}"), ("D/σ", f"{result.kuiper_z:.4g}"),
+            ("p-value", f"{result.p_value:.4g}"))
+
+
+def calibration_section(item: ui.Current) -> ReportSection:
+    result = ui.compute("cumulative", item.key, cumulative_differences, item.pred)
+    figures = [ui.cumulative_fig(
+        result, title=f"Cumulative differences: {item.pred.score_column}",
+        cache=f"cum:{item.key}")]
+    figures.extend(fig for _, fig in ui.extra_calibration_figures(item))
+    tables = tuple(ui.extra_calibration_tables(item))
+    return ReportSection(f"Calibration of {item.pred.score_column}", metrics=_numbers(result),
+                         figures=tuple(figures), tables=tables)
+
+
+def subpopulation_section() -> tuple[ReportSection | None, pd.DataFrame | None]:
+    settings = st.session_state.get(ui.SUBPOP)
+    if settings is None or multicalibration is None:
+        return None, None
+    subsets = ui.compute(
+        "subpopulations", analysis.key, generate_subpopulations, pred,
+        covariates=settings["covariates"], n_subpopulations=settings["n_subpopulations"],
+        min_size=settings["min_size"], seed=settings["seed"],
+    )
+    result = ui.compute(
+        "multicalibration", analysis.key, ui.measure_subpopulations, pred, subsets,
+        covariates=settings["covariates"], n_subpopulations=settings["n_subpopulations"],
+        min_size=settings["min_size"], seed=settings["seed"],
+    )
+    table = result.table
+    argmax = result.argmax
+    figures = []
+    if deviation_figure is not None:
+        deviation = ui.compute(f"deviation:{argmax.description}", analysis.key,
+                               subpopulation_deviation, pred, argmax.index)
+        figures.append(ui.figure(deviation_figure, deviation,
+                                 f"dev:{analysis.key}:{argmax.description}"))
+    own = ui.compute(f"own:{argmax.description}", analysis.key, ui.own_cumulative, pred,
+                     argmax.index)
+    figures.append(ui.cumulative_fig(own, title="The subpopulation's own calibration",
+                                     cache=f"own:{analysis.key}:{argmax.description}"))
+    top = table.sort_values("normalized", ascending=False).head(50)
+    section = ReportSection(
+        "Multi-calibration over random subpopulations",
+        text=(f"Worst subpopulation (argmax, #{argmax.id}): {argmax.description} "
+              f"({argmax.size:,} rows).",
+              "Path of splits: " + (" → ".join(str(c) for c in argmax.conditions) or "none")),
+        metrics=(("M", f"{result.metric:.4g}"), ("M/σ₀", f"{result.metric_z:.4g}"),
+                 ("Multi-ablate", f"{result.ablate:.4g}"),
+                 ("Expectation", f"{result.expectation:.4g}"),
+                 ("Subpopulations", f"{result.n_subpopulations:,}")),
+        figures=tuple(figures),
+        tables=(("Top 50 subpopulations by normalised value", top),),
+    )
+    return section, table
+
+
+sections = [calibration_section(analysis)]
+score2 = st.session_state.get(ui.W_SCORE2, ui.NO_SCORE)
+if score2 != ui.NO_SCORE:
+    try:
+        sections.append(calibration_section(analysis.with_score(score2)))
+    except ValidationError as error:
+        st.warning(f"Second score column left out: {error}")
+sections.extend(section for section in ui.extra_report_sections(analysis))
+subpop_section, subpop_table = subpopulation_section()
+if subpop_section is not None:
+    sections.append(subpop_section)
+else:
+    st.caption("Compute subpopulations on the Subpopulations page to add them to the report.")
+
+source = analysis.source
+summary = {
+    "source": source["name"] if source["kind"] == "demo" else f"upload: {source['name']}",
+    "SHA-256": source.get("digest") or "embedded demo",
+    "rows read": f"{pred.report.n_read:,}", "rows kept": f"{pred.report.n_kept:,}",
+    "rows dropped": f"{pred.report.n_dropped:,}",
+    "weighted": "yes" if pred.weighted else "no",
+}
+mapping = {k: (", ".join(map(str, v)) if isinstance(v, list | tuple) else v)
+           for k, v in json.loads(analysis.mapping.to_json()).items() if v not in (None, [], "")}
+settings = {"bin counts": ", ".join(map(str, ui.bin_counts()))}
+if st.session_state.get(ui.SUBPOP):
+    chosen = st.session_state[ui.SUBPOP]
+    settings.update({"ℓ": chosen["n_subpopulations"], "m": chosen["min_size"],
+                     "seed": chosen["seed"], "covariates": ", ".join(chosen["covariates"])})
+
+st.subheader("HTML report")
+st.caption("One self-contained file (plotly.js inlined once; works offline) with the dataset "
+           "summary, column mapping, settings, every chart and table above, and the argmax "
+           "drill-down.")
+if st.button("Build the report", type="primary"):
+    with st.spinner("Building the report…"):
+        st.session_state["report_html"] = html_report(
+            sections, summary=summary, mapping=mapping, settings=settings, version=__version__,
+        ).encode("utf-8")
+if st.session_state.get("report_html"):
+    st.download_button("Download report.html", st.session_state["report_html"],
+                       file_name="mcviz-report.html", mime="text/html", key="download_report")
+
+st.subheader("Tables (CSV)")
+if subpop_table is not None:
+    st.download_button("Subpopulations (CSV)", safe_csv(subpop_table),
+                       file_name="subpopulations.csv", mime="text/csv")
+for section in sections:
+    for caption, frame in section.tables:
+        st.download_button(f"{section.title}: {caption} (CSV)", safe_csv(frame),
+                           file_name=f"{caption[:40].replace(' ', '_')}.csv", mime="text/csv",
+                           key=f"csv_{section.title}_{caption}")
+
+st.subheader("Charts as PNG or SVG")
+charts = {f"{section.title} — {i + 1}: {fig.layout.title.text or 'chart'}"[:160]: fig
+          for section in sections for i, fig in enumerate(section.figures)}
+if chromium_path() is None:
+    st.info("PNG/SVG export needs the chromium browser, which is not installed on this server "
+            "(`apt-get install chromium`). Each chart's toolbar camera button still saves an "
+            "image from your browser.")
+else:
+    name = st.selectbox("Chart", list(charts), key="image_chart")
+    fmt = st.radio("Format", ["png", "svg"], horizontal=True, key="image_format")
+    if st.button("Render image"):
+        try:
+            with st.spinner("Rendering with chromium…"):
+                st.session_state["image"] = (name, fmt, figure_image(charts[name], fmt))
+        except ExportUnavailableError as error:
+            st.warning(str(error))
+    image = st.session_state.get("image")
+    if image is not None and image[0] == name and image[1] == fmt:
+        st.download_button(f"Download {fmt.upper()}", image[2], file_name=f"mcviz-chart.{fmt}",
+                           mime="image/png" if fmt == "png" else "image/svg+xml")
+ui.sync()

@@ -1,0 +1,266 @@
+"""Subpopulations page: multi-calibration over random subpopulations, with argmax drill-down."""
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from mcviz import ui
+from mcviz.errors import ValidationError
+from mcviz.figures import apply_style
+from mcviz.report import safe_csv
+from mcviz.subpopulations import (
+    filter_subpopulation,
+    generate_subpopulations,
+    group_subpopulations,
+)
+
+try:
+    from mcviz.multical import multicalibration
+except ImportError:
+    multicalibration = None
+from mcviz.deviation import subpopulation_deviation
+
+deviation_figure = ui.builder("deviation_figure")
+
+ui.page("subpopulations", "Subpopulations")
+analysis = ui.require_current()
+pred = analysis.pred
+kinds = dict(pred.covariate_kinds)
+if not kinds:
+    st.warning("The mapping has no covariates: choose some on the Data page.")
+    st.stop()
+
+with st.form("subpop_settings", border=False):
+    chosen = [c for c in st.session_state.get(ui.W_SUBCOVS) or [] if c in kinds] or list(kinds)
+    st.session_state[ui.W_SUBCOVS] = chosen
+    st.multiselect("Covariates to split on", list(kinds), key=ui.W_SUBCOVS)
+    cells = st.columns(4)
+    cells[0].number_input("ℓ (subpopulations)", min_value=1, max_value=20_000, step=100,
+                          key=ui.W_L)
+    cells[1].number_input("m (minimum size)", min_value=2, max_value=max(pred.n, 2), step=10,
+                          key=ui.W_M)
+    cells[2].number_input("Seed", min_value=0, max_value=2**31 - 1, key=ui.W_SEED)
+    cells[3].number_input("Repeats (seeds)", min_value=1, max_value=20, key=ui.W_REPEATS)
+    submitted = st.form_submit_button("Compute", type="primary")
+
+params = {
+    "covariates": list(st.session_state[ui.W_SUBCOVS] or kinds),
+    "n_subpopulations": int(st.session_state[ui.W_L]),
+    "min_size": int(st.session_state[ui.W_M]),
+    "seed": int(st.session_state[ui.W_SEED]),
+    "repeats": int(st.session_state[ui.W_REPEATS]),
+}
+previous = st.session_state.get(ui.SUBPOP)
+if previous is None and st.session_state.pop(ui.AUTO_SUBPOP, False):
+    st.session_state[ui.SUBPOP] = {"key": analysis.key, **params}
+if submitted or (previous is not None and previous.get("key") != analysis.key):
+    st.session_state[ui.SUBPOP] = {"key": analysis.key, **params}
+    if submitted:
+        st.session_state.pop(ui.W_SELECTED, None)
+
+
+def run(settings: dict, *, progress=None):
+    """Generate and measure the subpopulations of every repeat (cached per parameter set)."""
+    runs = []
+    repeats = settings["repeats"]
+    for repeat in range(repeats):
+        seed = settings["seed"] + repeat
+        if progress is not None:
+            progress.progress(repeat / repeats, text=f"Seed {seed}: generating subpopulations…")
+        subsets = ui.compute(
+            "subpopulations", analysis.key, generate_subpopulations, pred,
+            covariates=settings["covariates"], n_subpopulations=settings["n_subpopulations"],
+            min_size=settings["min_size"], seed=seed,
+        )
+        if progress is not None:
+            progress.progress((repeat + 0.5) / repeats, text=f"Seed {seed}: measuring…")
+        result = ui.compute(
+            "multicalibration", analysis.key, ui.measure_subpopulations, pred, subsets,
+            covariates=settings["covariates"], n_subpopulations=settings["n_subpopulations"],
+            min_size=settings["min_size"], seed=seed,
+        )
+        runs.append((seed, subsets, result))
+    if progress is not None:
+        progress.empty()
+    return runs
+
+
+settings = st.session_state.get(ui.SUBPOP)
+if multicalibration is None:
+    st.info("The multi-calibration metric is not available yet (mcviz.multical).")
+    runs = None
+elif settings is None:
+    st.info("Choose the settings and press **Compute**.")
+    runs = None
+else:
+    try:
+        runs = run(settings, progress=st.progress(0.0, text="Computing…"))
+    except ValidationError as error:
+        st.error(str(error))
+        runs = None
+
+
+def drill_down(sub, row: dict | None) -> None:
+    """Subpopulation versus full population, its own calibration, reliability and numbers."""
+    st.markdown(f"**{sub.description}**")
+    weight = float(pred.weight[sub.index].sum())
+    cells = st.columns(4)
+    cells[0].metric("Size", f"{sub.size:,}", help=f"{sub.size / pred.n:.1%} of the rows")
+    cells[1].metric("Weight", f"{weight:,.0f}" if weight >= 100 else f"{weight:.4g}",
+                    help=f"{weight / pred.weight_total:.1%} of the total weight")
+    if row is not None:
+        cells[2].metric("D/σ", f"{row['kuiper_z']:.3g}")
+        cells[3].metric("p-value", f"{row['p_value']:.3g}")
+    if sub.conditions:
+        st.markdown("Path of splits: " + " → ".join(f"`{c}`" for c in sub.conditions))
+    slots = [st.container(), st.container()]  # stacked: each chart gets the full width
+    with slots[0]:
+        if deviation_figure is None:
+            st.info("Subpopulation versus full population: not available yet (mcviz.deviation).")
+        else:
+            deviation = ui.compute(f"deviation:{sub.description}", analysis.key,
+                                   subpopulation_deviation, pred, sub.index)
+            ui.show_figure(ui.figure(deviation_figure, deviation,
+                                     f"dev:{analysis.key}:{sub.description}"),
+                           key=f"dev_{sub.id}_{sub.description}")
+    with slots[1]:
+        own = ui.compute(f"own:{sub.description}", analysis.key, ui.own_cumulative, pred, sub.index)
+        ui.cumulative_metrics(own)
+        ui.show_figure(ui.cumulative_fig(own, title="The subpopulation's own calibration",
+                                         cache=f"own:{analysis.key}:{sub.description}"),
+                       key=f"own_{sub.id}_{sub.description}")
+    result = ui.reliability_result(analysis, "equal_width", index=sub.index,
+                                   description=sub.description)
+    if result is None:
+        st.info("Reliability diagrams of the subpopulation: not available yet (mcviz.binning).")
+        return
+    figure = ui.reliability_fig(result, f"relsub:{analysis.key}:{sub.description}")
+    if figure is None:
+        with st.expander("Reliability bins: subpopulation and full population"):
+            st.dataframe(result.to_frame(), hide_index=True)
+    else:
+        ui.show_figure(figure, key=f"rel_{sub.id}_{sub.description}")
+
+
+if runs:
+    seed, subsets, result = runs[0]
+    table = result.table
+    cells = st.columns(4)
+    cells[0].metric("M", f"{result.metric:.4g}", help="largest D_k/σ_k-weighted deviation")
+    cells[1].metric("M/σ₀", f"{result.metric_z:.4g}")
+    cells[2].metric("Multi-ablate", f"{result.ablate:.4g}")
+    cells[3].metric("Expectation", f"{result.expectation:.4g}")
+    if len(runs) > 1:
+        st.dataframe(pd.DataFrame({
+            "seed": [r[0] for r in runs], "M": [r[2].metric for r in runs],
+            "M/σ₀": [r[2].metric_z for r in runs],
+            "argmax": [r[2].argmax.description for r in runs],
+        }), hide_index=True)
+    if subsets.notice:
+        st.caption(subsets.notice)
+    argmax = result.argmax
+    st.success(f"Worst subpopulation (argmax, #{argmax.id}): **{argmax.description}** — "
+               f"{argmax.size:,} rows")
+
+    by_id = {s.id: s for s in subsets.subpopulations}
+    ids = list(by_id)
+    ui.selectbox_state(ui.W_SELECTED, ids, argmax.id)
+    top = table.sort_values("normalized", ascending=False).head(50).reset_index(drop=True)
+
+    def _pick_row() -> None:
+        rows = st.session_state["sub_table"]["selection"]["rows"]
+        if rows:
+            st.session_state[ui.W_SELECTED] = int(top.loc[rows[0], "id"])
+
+    def _pick_point() -> None:
+        points = st.session_state["sub_scatter"]["selection"]["points"]
+        if points:
+            value = points[0].get("customdata")
+            value = value[0] if isinstance(value, list | tuple) else value
+            if value is not None:
+                st.session_state[ui.W_SELECTED] = int(value)
+
+    left, right = ui.chart_slots(2)
+    with left:
+        st.caption("Top 50 subpopulations by normalised value (click a row to open it)")
+        shown = top[["id", "description", "size", "kuiper_z", "p_value", "normalized"]].rename(
+            columns={"kuiper_z": "D/σ", "p_value": "p", "normalized": "normalised"})
+        st.dataframe(shown, hide_index=True, key="sub_table", on_select=_pick_row,
+                     column_config={
+                         "D/σ": st.column_config.NumberColumn(format="%.3f"),
+                         "p": st.column_config.NumberColumn(format="%.2e"),
+                         "normalised": st.column_config.NumberColumn(format="%.4f"),
+                     },
+                     selection_mode="single-row", height=420)
+        st.download_button("Download all subpopulations (CSV)", safe_csv(table),
+                           file_name="subpopulations.csv", mime="text/csv")
+    with right:
+        points = table.nlargest(10_000, "kuiper_z") if len(table) > 10_000 else table
+        scatter = go.Figure(go.Scattergl(
+            x=points["size"], y=points["kuiper_z"], mode="markers", customdata=points["id"],
+            text=points["description"], hovertemplate="%{text}<br>size %{x}<br>D/σ %{y:.3g}",
+            marker={"size": 7, "opacity": 0.7}, name="subpopulations",
+        ))
+        chosen_row = table[table["id"] == st.session_state[ui.W_SELECTED]]
+        if len(chosen_row):
+            scatter.add_scatter(x=chosen_row["size"], y=chosen_row["kuiper_z"], mode="markers",
+                                marker={"size": 16, "symbol": "circle-open", "line_width": 3},
+                                name="selected", hoverinfo="skip")
+        wide = table["size"].max() > 20 * max(table["size"].min(), 1)
+        scatter.update_xaxes(title="subpopulation size", type="log" if wide else "linear",
+                             dtick=1 if wide else None)
+        scatter.update_yaxes(title="D_k / σ_k")
+        apply_style(scatter, title="Subpopulations: click a point to open it",
+                    presentation=ui.presentation())
+        ui.show_figure(scatter, key="sub_scatter", on_select=_pick_point)
+        if len(points) < len(table):
+            st.caption(f"The {len(points):,} largest D/σ of {len(table):,} are drawn.")
+
+    st.selectbox(
+        "Drill down into", ids, key=ui.W_SELECTED,
+        format_func=lambda i: ("★ " if i == argmax.id else "") + f"#{i} · {by_id[i].description}",
+    )
+    selected = by_id[st.session_state[ui.W_SELECTED]]
+    match = table[table["id"] == selected.id]
+    with st.expander("Drill-down", expanded=True):
+        drill_down(selected, match.iloc[0].to_dict() if len(match) else None)
+
+st.divider()
+st.subheader("Your own subpopulation")
+mode = st.radio("Define it by", ["filter", "group"], horizontal=True, key="own_mode",
+                format_func={"filter": "a filter", "group": "a group column"}.get)
+if mode == "filter":
+    expression = st.text_input(
+        "Filter", key=ui.W_FILTER,
+        placeholder='e.g. age >= 40 and occupation in {"Sales", "Tech-support"}',
+    )
+    if expression.strip():
+        try:
+            own = filter_subpopulation(pred, expression)
+        except ValidationError as error:
+            st.error(str(error))
+        else:
+            drill_down(own, None)
+else:
+    group_columns = [c for c, k in kinds.items() if k == "nominal"
+                     or set(pd.unique(pred.covariates[c].dropna())[:3]) <= {0, 1}]
+    ui.selectbox_state(ui.W_GROUP, group_columns, group_columns[0] if group_columns else None)
+    if group_columns:
+        column = st.selectbox("Group column", group_columns, key=ui.W_GROUP)
+        try:
+            groups = group_subpopulations(pred, [column])
+        except ValidationError as error:
+            st.error(str(error))
+        else:
+            stats = pd.DataFrame([
+                {"group": g.description, "size": g.size,
+                 "D/σ": (r := ui.own_cumulative(pred, g.index)).kuiper_z, "p-value": r.p_value}
+                for g in groups
+            ])
+            st.dataframe(stats, hide_index=True)
+            names = [g.description for g in groups]
+            picked = st.selectbox("Open group", names, key="own_group")
+            drill_down(groups[names.index(picked)], None)
+    else:
+        st.info("No nominal or 0/1 covariates to group by.")
+ui.sync()

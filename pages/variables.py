@@ -1,0 +1,91 @@
+"""Variables page: VECE ranking, LOESS error curves, the gap curve and the cumulative view."""
+
+import pandas as pd
+import streamlit as st
+
+from mcviz import cumulative_differences, ui
+from mcviz.errors import ValidationError
+from mcviz.subpopulations import group_subpopulations
+
+try:
+    from mcviz import variables
+except ImportError:
+    variables = None
+
+ui.page("variables", "Variables")
+analysis = ui.require_current()
+pred = analysis.pred
+kinds = dict(pred.covariate_kinds)
+if not kinds:
+    st.warning("The mapping has no covariates: choose some on the Data page.")
+    st.stop()
+
+ranking = None
+if variables is None:
+    st.info("The VECE ranking and LOESS curves are not available yet (mcviz.variables); the "
+            "cumulative view along each variable is below.")
+else:
+    try:
+        ranking = ui.variable_ranking(analysis)
+    except ValidationError as error:
+        st.info(f"Variable-based calibration is not available for these data: {error}")
+        variables = None
+    if ranking is not None:
+        st.markdown("**Variables ranked by variable-based calibration error (VECE)**")
+        st.dataframe(
+            ranking.assign(vce_at=ranking["vce_at"].astype(str)), hide_index=True,
+            height=min(40 + 35 * len(ranking), 360),
+            column_config={c: st.column_config.NumberColumn(format="%.4f")
+                           for c in ("vece", "vce")},
+        )
+
+names = list(kinds)
+if ranking is not None:
+    ranked = [v for v in ranking["name"] if v in kinds]
+    names = ranked + [v for v in kinds if v not in set(ranked)]
+ui.selectbox_state(ui.W_VARIABLE, names, names[0])
+variable = st.selectbox("Variable", names, key=ui.W_VARIABLE,
+                        format_func=lambda v: f"{v} ({kinds[v]})")
+
+if variables is not None:
+    try:
+        drawn = ui.variable_figures(analysis, variable)
+    except ValidationError as error:
+        st.info(str(error))
+        drawn = []
+    for slot, (title, figure) in zip(ui.chart_slots(len(drawn)) if drawn else [], drawn,
+                                     strict=True):
+        with slot:
+            ui.show_figure(figure, key=f"var_{title}_{variable}")
+
+if kinds[variable] == "ordinal":
+    try:
+        result = ui.compute("cumulative_by", analysis.key, cumulative_differences, pred,
+                            order_by=variable)
+    except ValidationError as error:
+        st.error(str(error))
+    else:
+        ui.cumulative_metrics(result)
+        ui.show_figure(ui.cumulative_fig(
+            result, title=f"Cumulative differences along {variable}",
+            cache=f"cumvar:{analysis.key}:{variable}"),
+                       key=f"var_cum_{variable}")
+        if result.n_missing:
+            st.caption(f"{result.n_missing:,} rows with {variable} missing are left off the path.")
+else:
+    try:
+        groups = group_subpopulations(pred, [variable])
+    except ValidationError as error:
+        st.error(str(error))
+    else:
+        rows = []
+        for group in groups:
+            own = ui.compute(f"own:{group.description}", analysis.key, ui.own_cumulative, pred,
+                             group.index)
+            rows.append({"level": group.description, "size": group.size,
+                         "mean score": float(pred.score[group.index].mean()),
+                         "mean response": float(pred.label[group.index].mean()),
+                         "Kuiper D": own.kuiper, "D/σ": own.kuiper_z, "p-value": own.p_value})
+        st.markdown(f"**Calibration within each level of {variable}**")
+        st.dataframe(pd.DataFrame(rows).sort_values("D/σ", ascending=False), hide_index=True)
+ui.sync()

@@ -1,0 +1,224 @@
+"""AppTest tests of every dashboard page (app.py routes with st.navigation over pages/)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from mcviz_app_testdata import synthetic_csv
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+TIMEOUT = 120
+
+
+def new_app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    return at.run()
+
+
+def no_exceptions(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def upload(at: AppTest, raw: bytes, name: str = "predictions.csv") -> AppTest:
+    at.radio(key="w_source").set_value("upload").run()
+    at.file_uploader[0].set_value((name, raw, "text/csv"))
+    return at.run()
+
+
+def test_data_page_loads_the_adult_demo():
+    at = new_app()
+    no_exceptions(at)
+    assert metrics(at)["Rows read"] == "48,842"
+    assert at.query_params["demo"] == "adult"
+
+
+def test_letter_demo_is_multiclass():
+    at = new_app()
+    at.selectbox(key="w_demo").set_value("letter").run()
+    no_exceptions(at)
+    assert metrics(at)["Rows kept"] == "20,000"
+    at.switch_page("pages/calibration.py").run()
+    no_exceptions(at)
+    assert "Kuiper D" in metrics(at)
+
+
+def test_upload_and_column_mapping():
+    at = upload(new_app(), synthetic_csv())
+    no_exceptions(at)
+    assert metrics(at)["Rows read"] == "3,000"
+    assert at.query_params["sha"] == hashlib.sha256(synthetic_csv()).hexdigest()
+    # map "group" away from the covariates and look at the calibration page
+    key = next(w.key for w in at.multiselect if w.key and w.key.startswith("map_covs"))
+    at.multiselect(key=key).set_value(["x"]).run()
+    no_exceptions(at)
+    assert metrics(at)["Covariates"] == "1"
+    at.switch_page("pages/calibration.py").run()
+    no_exceptions(at)
+    assert float(metrics(at)["Kuiper D"]) > 0
+
+
+def test_bad_file_shows_a_message_next_to_the_score_widget():
+    at = upload(new_app(), synthetic_csv(bad_scores=3))
+    no_exceptions(at)
+    messages = [e.value for e in at.error]
+    assert any("lie outside [0, 1]" in m and "'score'" in m for m in messages), messages
+    # the drop-invalid checkbox fixes it and the summary reports the dropped rows
+    key = next(w.key for w in at.checkbox if w.key and w.key.startswith("map_drop"))
+    at.checkbox(key=key).check().run()
+    no_exceptions(at)
+    assert metrics(at)["Rows dropped"] == "3"
+
+
+def test_unreadable_file_shows_a_message():
+    at = upload(new_app(), b"\x00\x01 not a table", name="junk.csv")
+    no_exceptions(at)
+    assert at.error, "expected a readable error message"
+
+
+def test_calibration_page_compares_two_scores():
+    at = new_app()
+    at.switch_page("pages/calibration.py").run()
+    no_exceptions(at)
+    at.selectbox(key="w_score2").set_value("score_logistic").run()
+    no_exceptions(at)
+    assert sum(m.label == "Kuiper D" for m in at.metric) == 2
+    assert at.query_params["score2"] == "score_logistic"
+
+
+def test_subpopulations_compute_select_and_filter():
+    at = new_app()
+    at.switch_page("pages/subpopulations.py").run()
+    at.number_input(key="w_l").set_value(200)
+    at.button[0].click().run()
+    no_exceptions(at)
+    assert "M/σ₀" in metrics(at)
+    assert any("Worst subpopulation (argmax" in s.value for s in at.success)
+    argmax = at.session_state["w_selected"]
+    other = 5 if argmax != 5 else 6
+    at.selectbox(key="w_selected").set_value(other).run()
+    no_exceptions(at)
+    assert at.query_params["sub"] == str(other)
+    assert metrics(at)["Size"] != ""
+    at.text_input(key="w_filter").set_value('age >= 40 and sex == "Female"').run()
+    no_exceptions(at)
+    at.text_input(key="w_filter").set_value("age >>= 40").run()
+    assert any("filter" in e.value for e in at.error)
+
+
+def test_query_parameters_restore_the_view():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "subpopulations", "demo": "adult", "l": "150", "m": "100",
+                            "seed": "3", "sp": "1", "sub": "7", "bins": "5, 10, 15"})
+    at.run()
+    no_exceptions(at)
+    assert [h.value for h in at.header] == ["Subpopulations"]
+    assert at.session_state["w_selected"] == 7
+    assert at.session_state["w_l"] == 150
+    assert at.query_params["bins"] == "5, 10, 15"
+
+
+def test_shared_link_to_an_upload_waits_for_the_same_file():
+    raw = synthetic_csv()
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    mapping = ('{"covariates":["x"],"drop_invalid":false,"label":"label","nominal":[],'
+               '"positive":null,"probabilities":[],"score":"score","weight":null}')
+    at.query_params.update({"sha": hashlib.sha256(raw).hexdigest(), "map": mapping})
+    at.run()
+    no_exceptions(at)
+    assert any("Upload the same file" in i.value for i in at.info)
+    at.file_uploader[0].set_value(("again.csv", raw, "text/csv"))
+    at.run()
+    no_exceptions(at)
+    assert metrics(at)["Covariates"] == "1"
+
+
+def test_groupings_page():
+    at = new_app()
+    at.switch_page("pages/groupings.py").run()
+    no_exceptions(at)
+    at.radio(key="grouping_kind").set_value("covariate").run()
+    no_exceptions(at)
+
+
+def test_variables_page():
+    at = new_app()
+    at.switch_page("pages/variables.py").run()
+    no_exceptions(at)
+
+
+def test_report_download_content():
+    at = upload(new_app(), synthetic_csv(), name="<script>alert(1)</script>.csv")
+    at.switch_page("pages/subpopulations.py").run()
+    at.number_input(key="w_l").set_value(100)
+    at.button[0].click().run()
+    at.switch_page("pages/report.py").run()
+    no_exceptions(at)
+    next(b for b in at.button if b.label == "Build the report").click().run()
+    no_exceptions(at)
+    html = at.session_state["report_html"].decode()
+    assert html.count("Plotly.newPlot(") >= 2
+    assert html.count("<script type='text/javascript'>") == 1  # plotly.js inlined once
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;.csv" in html
+    assert "Worst subpopulation (argmax" in html
+    assert next(d.label for d in at.get("download_button")) == "Download report.html"
+
+
+@pytest.mark.parametrize("page", ["calibration", "variables", "subpopulations", "groupings",
+                                  "report"])
+def test_every_page_says_to_load_data_first_in_upload_mode(page):
+    at = new_app()
+    at.radio(key="w_source").set_value("upload").run()
+    no_exceptions(at)
+
+
+def test_presentation_mode_is_in_the_link_and_keeps_pages_working():
+    at = new_app()
+    at.toggle(key="w_presentation").set_value(True).run()
+    no_exceptions(at)
+    assert at.query_params["pm"] == "1"
+    at.switch_page("pages/calibration.py").run()
+    no_exceptions(at)
+    assert "Kuiper D" in metrics(at)
+
+
+def test_variables_page_switches_between_ordinal_and_nominal_variables():
+    at = new_app()
+    at.switch_page("pages/variables.py").run()
+    at.selectbox(key="w_variable").set_value("age").run()
+    no_exceptions(at)
+    assert at.query_params["var"] == "age"
+    at.selectbox(key="w_variable").set_value("occupation").run()
+    no_exceptions(at)
+    assert at.dataframe, "expected the per-level table"
+
+
+def test_no_chart_sends_more_than_250_kb():
+    at = new_app()
+    for page in ("calibration", "variables", "subpopulations"):
+        at.switch_page(f"pages/{page}.py").run()
+        if page == "subpopulations":
+            at.button[0].click().run()
+        no_exceptions(at)
+        charts = at.get("plotly_chart")
+        assert charts, page
+        for chart in charts:
+            assert len(chart.proto.spec) <= 250_000, (page, len(chart.proto.spec))
+
+
+def test_reweighting_flows_into_every_statistic():
+    at = new_app()
+    key = next(w.key for w in at.selectbox if w.key and w.key.startswith("map_weighting"))
+    at.selectbox(key=key).set_value("low-prevalence").run()
+    no_exceptions(at)
+    assert '"weighting":"low-prevalence"' in at.query_params["map"]
+    at.switch_page("pages/calibration.py").run()
+    no_exceptions(at)
+    assert "weighted bins" in " ".join(m.value for m in at.markdown)

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from mcviz import report
+from mcviz.report import (
+    ExportUnavailableError,
+    ReportSection,
+    figure_image,
+    html_report,
+    neutralize_formula,
+    safe_csv,
+)
+
+EVIL = "<script>alert('x')</script>"
+
+
+def small_figure(name: str = "path") -> go.Figure:
+    return go.Figure(go.Scatter(x=[0, 0.5, 1], y=[0, 0.1, 0.05], name=name))
+
+
+def build(**kwargs) -> str:
+    section = ReportSection(
+        title=f"Calibration of {EVIL}",
+        text=(f"Worst subpopulation: occupation == {EVIL}",),
+        metrics=(("Kuiper D", "0.01"),),
+        figures=(small_figure(EVIL), small_figure()),
+        tables=(("Top subpopulations", pd.DataFrame({EVIL: [EVIL, "a & b"], "D": [0.5, 1.0]})),),
+    )
+    return html_report(
+        [section], summary={"file": f"{EVIL}.csv"}, mapping={"score": EVIL},
+        settings={"ℓ": 1000}, version="9.9", generated=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        **kwargs,
+    )
+
+
+def test_report_inlines_plotly_once_and_draws_every_figure():
+    text = build()
+    assert text.count("<script type='text/javascript'>") == 1
+    assert text.count("Plotly.newPlot(") == 2
+    assert "cdn.plot.ly" not in text.split("</script>", 1)[1]  # nothing fetched at view time
+    assert "mcviz 9.9" in text
+    assert "2026-01-02 03:04:05 UTC" in text
+
+
+def test_report_escapes_every_user_string():
+    text = build()
+    # The only <script> tags are plotly.js and the newPlot calls; no user text opens one.
+    assert EVIL not in text
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in text
+    assert "a &amp; b" in text
+    # inside figure JSON the angle brackets are \u-escaped so they cannot close the script
+    scripts = re.findall(r"<script>(.*?)</script>", text, flags=re.DOTALL)
+    assert any("\\u003cscript\\u003e" in s for s in scripts)
+
+
+def test_report_tables_are_capped_with_a_note():
+    frame = pd.DataFrame({"x": range(report.MAX_TABLE_ROWS + 5)})
+    text = html_report([ReportSection("t", tables=(("big", frame),))], version="1")
+    assert text.count("<tr>") == report.MAX_TABLE_ROWS + 1  # header row + capped rows
+    assert f"First {report.MAX_TABLE_ROWS:,} of {report.MAX_TABLE_ROWS + 5:,} rows" in text
+
+
+@pytest.mark.parametrize("cell", ["=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx", "\u22121"])
+def test_formula_cells_are_neutralised(cell):
+    assert neutralize_formula(cell) == "'" + cell
+    text = safe_csv(pd.DataFrame({"description": [cell], "value": [-1.5]})).decode()
+    assert text.splitlines()[1].startswith("'")
+    assert text.rstrip().endswith(",-1.5")  # numbers stay numbers
+
+
+def test_safe_csv_keeps_plain_text_and_neutralises_headers():
+    frame = pd.DataFrame({"=cmd": ["age ≥ 40", None], "n": [1, 2]})
+    assert safe_csv(frame).decode() == "'=cmd,n\nage ≥ 40,1\n,2\n"
+
+
+def test_image_export_without_chromium_says_so(monkeypatch):
+    monkeypatch.setattr(report, "chromium_path", lambda: None)
+    with pytest.raises(ExportUnavailableError, match="apt-get install chromium"):
+        figure_image(small_figure())
+
+
+def test_image_export_rejects_unknown_formats():
+    with pytest.raises(ValueError, match="png' or 'svg"):
+        figure_image(small_figure(), "gif")
+
+
+def test_chromium_path_honours_the_environment(monkeypatch, tmp_path):
+    fake = tmp_path / "chromium"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("MCVIZ_CHROMIUM", str(fake))
+    assert report.chromium_path() == str(fake)
+
+
+@pytest.mark.skipif(report.chromium_path() is None, reason="chromium is not installed")
+def test_png_and_svg_through_one_kaleido_server():
+    import kaleido
+
+    png = figure_image(small_figure(), "png", scale=1)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert kaleido._global_server.is_running()
+    svg = figure_image(small_figure(), "svg")
+    assert svg.lstrip()[:4] == b"<svg"
