@@ -36,12 +36,12 @@ TOGGLE_HELP = "Larger fonts and lines, one chart per row, no sidebar clutter."
 if presenting:  # no sidebar at all: the toggle sits at the top right of the page
     st.columns([3, 1])[1].toggle("Presentation mode", key=ui.W_PRESENTATION, help=TOGGLE_HELP)
     summary = st.empty()
-with st.sidebar:
-    if not presenting:
+else:
+    with st.sidebar:
         st.toggle("Presentation mode", key=ui.W_PRESENTATION, help=TOGGLE_HELP)
         summary = st.empty()  # filled after the page ran (an upload changes it)
         st.text_input("Reliability bin counts", key=ui.W_BINS,
-                      help="Three bin counts for the reliability diagrams, e.g. 10, 20, 40.")
+                      help="Three bin counts for the reliability diagrams, e.g. 10, 20, 50.")
         st.caption("The page URL is a shareable link: it holds the data source (a demo or the "
                    "uploaded file's hash), the column mapping and the settings.")
         st.caption(f"mcviz {__version__}")
@@ -60,7 +60,10 @@ def show_summary() -> None:
 if presenting:
     st.html("<style>.stMarkdown p, .stCaption p, label p {font-size: 1.3rem !important;}"
             " [data-testid='stMetricValue'] div {font-size: 2.8rem !important;}"
-            " [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;}</style>")
+            " [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;}"
+            # a sidebar opened before the switch would otherwise stay on screen, empty
+            " [data-testid='stSidebar'], [data-testid='stSidebarCollapsedControl']"
+            " {display: none !important;}</style>")
 if link_message:
     st.info(link_message)
 

@@ -48,7 +48,7 @@ from typing import Literal
 import numpy as np
 
 from mcviz.cumulative import _ratio, brownian_range_sf, decimate_path
-from mcviz.errors import ValidationError
+from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import Predictions
 
 __all__ = ["DeviationResult", "subpopulation_deviation"]
@@ -165,7 +165,8 @@ def subpopulation_deviation(
     Raises
     ------
     ValidationError
-        An empty subpopulation, positions out of range or repeated, or an unknown sigma method.
+        An empty subpopulation, positions out of range or repeated, an unknown sigma method,
+        or ``sigma_method="bernoulli"`` with responses outside [0, 1].
 
     Notes
     -----
@@ -186,6 +187,18 @@ def subpopulation_deviation(
     ([0.0, 0.166667, 0.166667], 0.166667)
     """
     method = _resolve_sigma_method(pred, sigma_method)
+    if method == "bernoulli" and pred.response_kind != "binary":
+        # R~(1 - R~) is a variance only for responses in [0, 1]; outside, sigma would be NaN
+        # (and D/sigma silently infinite).
+        outside = np.flatnonzero((pred.label < 0) | (pred.label > 1))
+        if outside.size:
+            raise ValidationError(
+                f"column {pred.label_column!r}: "
+                f"{describe_rows(np.sort(pred.row[outside]), pred.n)} lie outside [0, 1], "
+                "so sigma_method='bernoulli' (eq. (21)/(31)) does not apply; use 'variance' "
+                "(eqs. (22)-(23)/(32)-(33)).",
+                column=pred.label_column,
+            )
     members = _validate_index(pred, index)
     score, label, weight = pred.score, pred.label, pred.weight
 

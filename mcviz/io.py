@@ -287,7 +287,11 @@ def read_table(source: Source, *, max_bytes: int = DEFAULT_MAX_BYTES) -> pd.Data
             f"file {name!r} is {size / 2**30:.2f} GiB; the limit is {max_bytes / 2**30:.2f} GiB. "
             "Sample it, or screen it out of core with `mcviz screen --engine duckdb`."
         )
-    raw = _read_bytes(source)
+    try:
+        raw = _read_bytes(source)
+    except OSError as error:
+        reason = error.strerror or error
+        raise ValidationError(f"file {name!r} could not be read: {reason}.") from None
     if len(raw) > max_bytes:
         raise ValidationError(
             f"file {name!r} is {len(raw) / 2**30:.2f} GiB; the limit is "
@@ -300,9 +304,9 @@ def read_table(source: Source, *, max_bytes: int = DEFAULT_MAX_BYTES) -> pd.Data
             frame = _read_parquet(raw)
         else:
             if raw[:2] == _GZIP_MAGIC:
-                raw = gzip.decompress(raw)
+                raw = _gunzip_limited(raw, name, max_bytes)
             elif raw[:4] == _ZIP_MAGIC:
-                raw = _unzip_single(raw, name)
+                raw = _unzip_single(raw, name, max_bytes)
             frame = _read_delimited(raw, name)
     except ValidationError:
         raise
@@ -346,13 +350,30 @@ def _read_parquet(raw: bytes) -> pd.DataFrame:
     return table.to_pandas()
 
 
-def _unzip_single(raw: bytes, name: str) -> bytes:
+def _too_large(name: str, max_bytes: int) -> ValidationError:
+    return ValidationError(
+        f"file {name!r} decompresses to more than {max_bytes / 2**30:.2f} GiB, the limit. "
+        "Sample it, or screen it out of core with `mcviz screen --engine duckdb`."
+    )
+
+
+def _gunzip_limited(raw: bytes, name: str, max_bytes: int) -> bytes:
+    with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
+        data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise _too_large(name, max_bytes)
+    return data
+
+
+def _unzip_single(raw: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     with zipfile.ZipFile(io.BytesIO(raw)) as archive:
         members = [m for m in archive.namelist() if not m.endswith("/")]
         if len(members) != 1:
             raise ValidationError(
                 f"zip file {name!r} holds {len(members)} files; it must hold exactly one."
             )
+        if archive.getinfo(members[0]).file_size > max_bytes:
+            raise _too_large(name, max_bytes)
         return archive.read(members[0])
 
 
@@ -366,15 +387,23 @@ def _read_delimited(raw: bytes, name: str) -> pd.DataFrame:
         delimiter = ";"
     header = next(csv.reader([first_line], delimiter=delimiter))
     _check_duplicate_names([h.strip() for h in header])
-    try:
-        table = pacsv.read_csv(
+
+    def parse(encoding: str) -> pa.Table:
+        return pacsv.read_csv(
             pa.py_buffer(raw),
+            read_options=pacsv.ReadOptions(encoding=encoding),
             parse_options=pacsv.ParseOptions(delimiter=delimiter),
             convert_options=pacsv.ConvertOptions(
                 null_values=["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None", "?"],
                 strings_can_be_null=True,
             ),
         )
+
+    try:
+        table = parse("utf8")
+        if any(pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)
+               for f in table.schema):
+            table = parse("latin-1")  # not UTF-8: read the bytes as Latin-1 text
     except pa.ArrowInvalid as error:
         raise ValidationError(f"file {name!r} is not a valid CSV/TSV file: {error}") from None
     frame = table.to_pandas()
@@ -477,6 +506,56 @@ def _class_names(probability_columns: Sequence[str]) -> list[str]:
     if any(not n for n in names) or len(set(names)) != len(names):
         return list(probability_columns)
     return names
+
+
+def _matching_class_names(probability_columns: Sequence[str], labels: np.ndarray) -> list[str]:
+    """Class names for the columns that match the most label values.
+
+    Tried in order: what follows the columns' common prefix (``prob_a`` -> ``a``), what follows
+    the prefix cut back to its last separator (``prob_a1``, ``prob_a2`` -> ``a1``, ``a2``),
+    the full column names.
+    """
+    first = _class_names(probability_columns)
+    options = [first]
+    prefix = _common_prefix(probability_columns)
+    cut = max(prefix.rfind(ch) for ch in "_-.: ") + 1
+    if 0 < cut < len(prefix):
+        options.append([c[cut:] for c in probability_columns])
+    options.append(list(probability_columns))
+    values = np.array(pd.unique(labels[:100_000]), dtype=object)
+    best, best_hits = first, -1
+    for names in options:
+        if len(set(names)) != len(names) or not all(names):
+            continue
+        known = set(_numeric_labels_as_classes(values, names))
+        hits = len(known & set(names))
+        if hits > best_hits:
+            best, best_hits = names, hits
+    return best
+
+
+def _numeric_labels_as_classes(labels: np.ndarray, class_names: Sequence[str]) -> np.ndarray:
+    """Map labels such as ``'1.0'`` to a class named ``'1'`` (float labels, numeric names)."""
+    numeric: dict[float, str] = {}
+    for name in class_names:
+        try:
+            numeric.setdefault(float(name), name)
+        except ValueError:
+            continue
+    if not numeric:
+        return labels
+    names = set(class_names)
+    out = labels.copy()
+    for value in pd.unique(labels):
+        if value in names:
+            continue
+        try:
+            match = numeric.get(float(value))
+        except (TypeError, ValueError):
+            continue
+        if match is not None:
+            out[labels == value] = match
+    return out
 
 
 def _common_prefix(names: Sequence[str]) -> str:
@@ -586,12 +665,19 @@ def load_predictions(
         if score is None and roles.probabilities:
             probability_columns = roles.probabilities
         if score is None and not probability_columns:
+            # A score-named column that is not numeric: check it, so the message names it.
+            score = next((c for c in frame.columns if _SCORE_NAME.match(c)), None)
+        if score is None and not probability_columns:
             raise ValidationError(
                 "no score column: name one (for example score='prob'), or give per-class "
                 f"probability columns. Columns: {', '.join(frame.columns[:20])}."
             )
     if weight is None:
-        weight = roles.weight
+        weight = roles.weight or next(
+            (c for c in frame.columns if _WEIGHT_NAME.match(c)
+             and not pd.api.types.is_bool_dtype(frame[c]) and frame[c].notna().any()),
+            None,
+        )  # a weight-named column holding text is checked (and named), never silently ignored
     weight = weight or None
     if label is None:
         label = roles.label
@@ -599,6 +685,16 @@ def load_predictions(
             raise ValidationError(
                 f"no label column: name one. Columns: {', '.join(frame.columns[:20])}."
             )
+    if probability_columns and len(set(probability_columns)) != len(probability_columns):
+        raise ValidationError(
+            f"probability columns are listed twice: {', '.join(probability_columns)}."
+        )
+    if len(probability_columns) == 1:
+        raise ValidationError(
+            f"one probability column ({probability_columns[0]!r}): give one column per class "
+            "(two or more), or pass it as the score.",
+            column=probability_columns[0],
+        )
     wanted = [*probability_columns, label, *filter(None, (score, weight))]
     for column in wanted:
         _require_column(frame, column)
@@ -632,8 +728,9 @@ def load_predictions(
     true_class = predicted_class = None
     classes: tuple[str, ...]
     if probability_columns:
-        class_names = _class_names(probability_columns)
         label_text = label_series.astype("string").str.strip().to_numpy(dtype=object, na_value="")
+        class_names = _matching_class_names(probability_columns, label_text)
+        label_text = _numeric_labels_as_classes(label_text, class_names)
         known = np.isin(label_text, np.array(class_names, dtype=object))
         unknown = ~known & rows.keep
         rows.reject(
@@ -797,6 +894,9 @@ def _binary_response(
         lowered = {str(v).lower() for v in observed}
         for negative_word, positive_word in (("false", "true"), ("no", "yes"), ("0", "1")):
             if lowered <= {negative_word, positive_word}:
+                if len(lowered) < len(observed):  # "yes" and "YES": one label, any case
+                    text = text.str.lower()
+                    observed = list(pd.unique(text.dropna()))
                 positive = next(v for v in observed if str(v).lower() == positive_word) if (
                     positive_word in lowered
                 ) else positive_word
@@ -813,6 +913,12 @@ def _binary_response(
                              positive_text)
     values_text = text.to_numpy(dtype=object, na_value=None)
     others = sorted({str(v) for v in observed} - {positive_text})
+    if positive_text not in {str(v) for v in observed} and len(others) > 1:
+        raise ValidationError(
+            f"column {column!r}: the positive value {positive_text!r} is not one of its labels "
+            f"({', '.join(map(repr, observed[:5]))}{', ...' if len(observed) > 5 else ''}).",
+            column=column,
+        )
     if len(others) > 1:
         counts = text.value_counts()
         negative_value = max(others, key=lambda v: counts.get(v, 0))
@@ -861,6 +967,13 @@ def _prepare_covariates(
     columns: dict[str, pd.Series] = {}
     for name in covariates:
         series = frame[name].iloc[kept_rows].reset_index(drop=True)
+        if series.dtype == object and series.map(
+            lambda v: isinstance(v, list | dict | set | tuple | np.ndarray)
+        ).any():
+            notices.append(
+                f"covariate {name!r} dropped: it holds lists or records, not single values."
+            )
+            continue
         if series.isna().all():
             notices.append(f"covariate {name!r} dropped: every value is missing.")
             continue

@@ -264,7 +264,7 @@ def multicalibration(
         weight_total[k] = total
     kuiper_z = _quotient(kuiper, sigma)
     normalized = _quotient(kuiper * sigma[0], sigma)  # eq. (4), 0/0 = 0
-    normalized[0] = kuiper[0] if sigma[0] > 0 else normalized[0]
+    normalized[0] = kuiper[0]  # "the argument to the max for k = 0 is simply D_0" (even if 0/0)
     best = int(np.argmax(normalized))
     metric = float(normalized[best])
     ablate_best = int(np.argmax(kuiper))
@@ -441,7 +441,19 @@ def metrics_block(args: argparse.Namespace, pred: Predictions) -> dict | None:
     groups = group_subpopulations(pred, group_columns) if group_columns else ()
     # with --groups and no --covariates: exactly the full population plus the groups
     generate = not group_columns or bool(covariate_names)
-    split_on = covariate_names or [c for c in pred.covariates.columns if c not in group_columns]
+    notes: list[str] = []
+    ignored = ("subpopulations", "min_size", "seed", "repeats")
+    if not generate and any(getattr(args, name, None) is not None for name in ignored):
+        notes.append("--groups without --covariates: the subpopulations are the full population "
+                     "and the groups alone (no Algorithm 1, so --subpopulations, --min-size, "
+                     "--seed and --repeats change nothing).")
+    # a covariate the loader dropped (constant or all missing) cannot split anything
+    dropped = [c for c in covariate_names if c not in pred.covariates.columns]
+    if dropped:
+        notes.append(f"not split on: {', '.join(map(repr, dropped))} (dropped when loading: "
+                     "constant or every value missing).")
+    split_on = [c for c in covariate_names if c not in dropped] if covariate_names else [
+        c for c in pred.covariates.columns if c not in group_columns]
     if generate:
         repeated = multicalibration_repeats(
             pred, seeds=range(seed, seed + repeats), covariates=split_on,
@@ -473,6 +485,8 @@ def metrics_block(args: argparse.Namespace, pred: Predictions) -> dict | None:
             # one seed: no spread to estimate (null); groups only: nothing random (0)
             block[f"{name}_se"] = repeated.se(name) if repeated is not None else 0.0
     if result.notice:
-        block["notice"] = result.notice
+        notes.append(result.notice)
+    if notes:
+        block["notice"] = " ".join(notes)
     return block
 

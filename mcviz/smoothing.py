@@ -57,7 +57,9 @@ whose scores are nearest to :math:`l` (every observation tied at the boundary di
 computed from prefix sums over the sorted scores;
 :math:`\mathrm{LCS} = \sum_j w_j (\hat g(l_j) - l_j)^2` (eq. (6) of [2]) with
 :math:`w_j \propto \hat f(l_j)`, a Gaussian kernel density of the scores reflected at 0 and 1,
-computed as R's ``density()`` does.
+computed as the authors' code does, R's ``density(c(-s, s, 2 - s), from = 0, to = 1, n = J)``
+(the 512-point binning grid then spans :math:`[-4\,\mathrm{bw}, 1 + 4\,\mathrm{bw}]`; reflected
+points beyond it are dropped, as R does).
 
 References
 ----------
@@ -817,36 +819,38 @@ def _r_density(
     bandwidth: float,
     points: int = 512,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Gaussian kernel density as R's ``density()`` computes it (cut = 3, n = 512).
+    """Gaussian kernel density as R's ``density(x, bw, from, to)`` computes it.
 
     ``copies`` are affine images ``a + b·s`` of one sample (the reflections), each binned
-    separately onto the same 2·512-point grid (R's ``BinDist``), then convolved by FFT.
+    separately (R's ``BinDist``: linear binning onto ``points`` cells spanning
+    [from - 4·bw, to + 4·bw]; values beyond that range are dropped, the edge cells keep their
+    share, the total mass is not renormalised), then convolved by FFT. Returns R's internal
+    grid ``xords`` and density ``kords``; R's ``approx(xords, kords, x)`` is ``np.interp``.
     """
-    start = low_value - 3.0 * bandwidth
-    stop = high_value + 3.0 * bandwidth
-    lo = start - 4.0 * bandwidth
-    up = stop + 4.0 * bandwidth
+    lo = low_value - 4.0 * bandwidth
+    up = high_value + 4.0 * bandwidth
     delta = (up - lo) / (points - 1)
-    binned = np.zeros(2 * points + 1)
+    binned = np.zeros(2 * points)
     for sample, shift, scale in copies:
         size = sample.size * len(copies)
         w = np.full(sample.size, 1.0 / size) if weight is None else (
             weight / (weight.sum() * len(copies))
         )
-        position = (shift + scale * sample - lo) / delta  # >= 4·bw/delta > 0
-        cell = position.astype(np.int64)
+        position = (shift + scale * sample - lo) / delta
+        cell = np.floor(position)
         upper_part = w * (position - cell)
-        binned += np.bincount(cell, weights=w - upper_part, minlength=2 * points + 1)
-        binned[1:] += np.bincount(cell, weights=upper_part, minlength=2 * points)[: 2 * points]
-    binned = binned[: 2 * points]
+        # Slots 0..points+3 stand for cells -2..points+1: cell c takes w(1 - f) and cell c + 1
+        # takes w f; whatever lands outside cells 0..points-1 is dropped (BinDist's edge rules).
+        slot = np.clip(cell, -2, points).astype(np.int64) + 2
+        spread = np.bincount(slot, weights=w - upper_part, minlength=points + 4)
+        spread[1:] += np.bincount(slot, weights=upper_part, minlength=points + 4)[:-1]
+        binned[:points] += spread[2 : points + 2]
     kords = np.linspace(0.0, 2.0 * (up - lo), 2 * points)
     kords[points + 1 :] = -kords[points - 1 : 0 : -1]
     kernel = np.exp(-0.5 * (kords / bandwidth) ** 2) / (bandwidth * np.sqrt(2.0 * np.pi))
     convolved = np.fft.ifft(np.fft.fft(binned) * np.conj(np.fft.fft(kernel))).real
     density = np.maximum(convolved[:points], 0.0)
-    grid = np.linspace(lo, up, points)
-    output = np.linspace(start, stop, points)
-    return output, np.interp(output, grid, density)
+    return np.linspace(lo, up, points), density
 
 
 def reflected_density(
@@ -855,10 +859,11 @@ def reflected_density(
     r"""Density of scores reflected at 0 and 1, evaluated at ``at`` (R's ``density()``).
 
     The sample is the 3n points :math:`-s, s, 2 - s`; the bandwidth is ``bw.nrd0`` of that
-    sample, :math:`0.9 \min(\mathrm{sd}, \mathrm{IQR}/1.34)(3n)^{-1/5}`; the density is computed
-    by linear binning onto 512 points and FFT convolution, then linearly interpolated at
-    ``at``. The returned values are those of the 3n-point density (integrating to 1/3 over
-    [0, 1]).
+    sample, :math:`0.9 \min(\mathrm{sd}, \mathrm{IQR}/1.34)(3n)^{-1/5}`; the density is
+    R's ``density(c(-s, s, 2 - s), from = 0, to = 1)`` (as in the authors' code [2]): linear
+    binning onto 512 points spanning :math:`[-4\,\mathrm{bw}, 1 + 4\,\mathrm{bw}]` and FFT
+    convolution, then linear interpolation at ``at``. The returned values are those of the
+    3n-point density (integrating to about 1/3 over [0, 1]).
 
     Returns
     -------
@@ -870,13 +875,13 @@ def reflected_density(
 
 
 def _reflected(
-    sorted_score: np.ndarray, weight: np.ndarray | None
+    sorted_score: np.ndarray, weight: np.ndarray | None, points: int = 512
 ) -> tuple[np.ndarray, np.ndarray, float]:
     s = np.asarray(sorted_score, dtype=float)
     w = None if weight is None else np.asarray(weight, dtype=float)
     bandwidth = _reflected_bandwidth(s)
     copies = [(s, 0.0, -1.0), (s, 0.0, 1.0), (s, 2.0, -1.0)]
-    grid, values = _r_density(copies, w, -float(s[-1]), 2.0 - float(s[0]), bandwidth)
+    grid, values = _r_density(copies, w, 0.0, 1.0, bandwidth, points)
     return grid, values, bandwidth
 
 
@@ -919,7 +924,8 @@ def local_calibration_score(
     span : float, default 0.15
         :math:`k = \lfloor \mathrm{span} \cdot n \rfloor` nearest neighbours per grid point.
     grid_points : int, default 100
-        :math:`l_j = (j-1)/(J-1)`, kept inside [min score, max score].
+        :math:`l_j = (j-1)/(J-1)`, kept inside [min score, max score] (when none is, the single
+        point halfway between the smallest and largest score).
     jitter : bool, default False
         Add N(0, 0.001²) noise to the scores (seeded by ``rng``) before everything else.
     rng : Generator or int, optional
@@ -963,6 +969,19 @@ def local_calibration_score(
             f"score: {int(outside.sum()):,} of {s.size:,} values are not in [0, 1].",
             column="score",
         )
+    bad_label = ~np.isfinite(y)
+    if bad_label.any():
+        raise ValidationError(
+            f"label: {int(bad_label.sum()):,} of {y.size:,} values are NaN or infinite.",
+            column="label",
+        )
+    if w is not None:
+        bad_weight = ~(np.isfinite(w) & (w > 0)) if w.shape == s.shape else np.ones(1, bool)
+        if bad_weight.any():
+            raise ValidationError(
+                f"weights: {int(bad_weight.sum()):,} of {s.size:,} are not positive finite "
+                f"numbers (or the shape {w.shape} differs from {s.shape}).", column="weight"
+            )
     if grid_points < 2:
         raise ValidationError(f"grid_points must be at least 2, not {grid_points!r}.")
     if jitter:
@@ -984,7 +1003,10 @@ def local_calibration_score(
         grid = np.array([0.5 * (s[0] + s[-1])])
     mean, count, events = knn_mean(s, y, grid, k, w)
     fit = np.clip(mean, 0.0, 1.0)
-    density_grid, density_values, bandwidth = _reflected(s, w)
+    # R's density(c(-s, s, 2 - s), from = 0, to = 1, n = grid_points), read at the l_j.
+    internal = max(grid_points, 512)
+    internal = internal if internal == 512 else int(2 ** np.ceil(np.log2(internal)))
+    density_grid, density_values, bandwidth = _reflected(s, w, internal)
     density = np.interp(grid, density_grid, density_values)
     weights = density / density.sum() if density.sum() > 0 else np.full(grid.size, 1 / grid.size)
     lcs = float(np.sum(weights * (fit - grid) ** 2))  # eq. (6)

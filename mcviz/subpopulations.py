@@ -42,10 +42,11 @@ A conjunction of clauses joined by ``and`` (or ``&``)::
     occupation in {"Sales", "Tech-support"} and `capital gain` > 0
     hours_per_week < 45 and workclass is not missing
 
-Columns are bare names (letters, digits, ``_``, ``.``, ``-``) or back-quoted; values are numbers,
-``true``/``false``, quoted strings or bare words; operators ``< <= > >= == = != <> ≤ ≥ ≠``,
-``in``, ``not in``, ``is missing``, ``is not missing``. The text is tokenised and parsed here;
-nothing is passed to ``eval`` or ``pandas.query``. Errors point at the offending token.
+Columns are bare names (letters, digits, ``_``, ``.``, ``-``) or back-quoted; values are numbers
+(``inf`` and ``-inf`` included), ``true``/``false``, quoted strings or bare words; operators
+``< <= > >= == = != <> ≤ ≥ ≠``, ``in``, ``not in``, ``is missing``, ``is not missing``. The
+text is tokenised and parsed here; nothing is passed to ``eval`` or ``pandas.query``. Errors
+point at the offending token.
 
 References
 ----------
@@ -416,7 +417,10 @@ def _sql_literal(value: object) -> str:
     if isinstance(value, int | np.integer):
         return str(int(value))
     if isinstance(value, float | np.floating):
-        return repr(float(value))
+        number = float(value)
+        if np.isinf(number):  # standard SQL has no literal for infinity
+            return f"CAST('{'-' if number < 0 else ''}Infinity' AS DOUBLE PRECISION)"
+        return repr(number)
     return "'" + str(value).replace("'", "''") + "'"
 
 
@@ -472,7 +476,11 @@ class _Token:
 
 
 _OPERATOR_TOKENS = ("<=", ">=", "==", "!=", "<>", "&&", "≤", "≥", "≠", "<", ">", "=", "&")
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(
+    r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]inf(?:inity)?(?![A-Za-z0-9_.\-])",
+    re.IGNORECASE,
+)
+_INFINITY = frozenset({"inf", "infinity"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _OP_CANONICAL = {"<": "<", "<=": "<=", "≤": "<=", ">": ">", ">=": ">=", "≥": ">=",
                  "==": "==", "=": "==", "!=": "!=", "<>": "!=", "≠": "!="}
@@ -711,6 +719,8 @@ class _Parser:
         if token.kind == "number":
             text = token.text
             return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+        if self.keyword(token, *_INFINITY):  # an infinite covariate value is a split point too
+            return float("inf")
         if self.keyword(token, "true", "false"):
             return token.text.lower() == "true"
         raise self.error(token, f"column {column!r} is numeric; expected a number, found "

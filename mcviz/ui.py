@@ -73,9 +73,9 @@ DEFAULTS: dict[str, Any] = {
     W_DEMO: "adult",
     W_PRESENTATION: False,
     W_SCORE2: "(none)",
-    W_BINS: "10, 20, 40",
+    W_BINS: "10, 20, 50",
     W_L: 1000,
-    W_M: 50,
+    W_M: 10,
     W_SEED: 0,
     W_REPEATS: 1,
     W_SELECTED: 0,
@@ -374,7 +374,7 @@ def bin_counts() -> tuple[int, ...]:
         part = part.strip()
         if part.isdigit() and 2 <= int(part) <= 1000:
             counts.append(int(part))
-    return tuple(counts[:3]) or (10, 20, 40)
+    return tuple(counts[:3]) or (10, 20, 50)
 
 
 # --------------------------------------------------------------------------------------------

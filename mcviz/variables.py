@@ -341,6 +341,15 @@ def variable_calibration(
         )
     error, predicted = prediction_errors(pred)
     values = _numeric_values(pred, variable)
+    infinite = np.isinf(values)
+    if infinite.any():
+        rows = ", ".join(str(r) for r in np.sort(pred.row[infinite])[:5])
+        more = ", ..." if infinite.sum() > 5 else ""
+        raise ValidationError(
+            f"column {variable!r}: {int(infinite.sum()):,} of {values.size:,} rows are infinite "
+            f"(rows {rows}{more}); a curve along it cannot be drawn.",
+            column=variable,
+        )
     present = ~np.isnan(values)
     n_missing = int((~present).sum())
     if not present.any():
@@ -489,16 +498,18 @@ def _summary(pred: Predictions, name: str, span: float) -> dict:
             row = {"name": name, "kind": "categorical", "vece": level.vece,
                    "vce": level.vce, "vce_at": level.vce_at}
         else:
-            try:
-                result = variable_calibration(pred, name, span=span)
-                row = {"name": name, "kind": "numeric", "vece": result.vece,
-                       "vce": result.vce, "vce_at": result.vce_at}
-            except ValidationError:
+            present = _numeric_values(pred, name)
+            present = present[~np.isnan(present)]
+            if present.size == 0 or present.min() == present.max():
                 # Constant (or all-missing) variable: no curve, and VECE over a single bin would
-                # only repeat the overall gap, so it is not ranked (NaN sorts last).
+                # only repeat the overall gap, so it is not ranked (NaN sorts last). Any other
+                # problem (infinite values) is raised, not hidden in the table.
                 row = {"name": name, "kind": "numeric", "vece": float("nan"),
                        "vce": float("nan"), "vce_at": None}
             else:
+                result = variable_calibration(pred, name, span=span)
+                row = {"name": name, "kind": "numeric", "vece": result.vece,
+                       "vce": result.vce, "vce_at": result.vce_at}
                 if np.issubdtype(pred.covariates[name].dtype, np.datetime64):
                     row["vce_at"] = str(pd.Timestamp(round(result.vce_at)))
         results[key] = row

@@ -289,6 +289,27 @@ def test_metrics_weighted_hand_computed():
     assert m.weighted
 
 
+def test_weighted_log_loss_hand_computed():
+    # Weights 1 and 3; scores 0.2 (response 0) and 0.6 (response 1):
+    # -(1 * log(0.8) + 3 * log(0.6)) / 4.
+    pred = Predictions.from_arrays([0.2, 0.6], [0, 1], weight=[1.0, 3.0])
+    m = calibration_metrics(pred, n_bins=2)
+    assert m.log_loss == pytest.approx(-(np.log(0.8) + 3 * np.log(0.6)) / 4)
+    # Brier (1 * 0.04 + 3 * 0.16)/4; calibration-in-the-large (0.2 + 1.8)/4 - 3/4.
+    assert m.brier == pytest.approx(0.52 / 4)
+    assert m.calibration_in_the_large == pytest.approx(0.5 - 0.75)
+
+
+def test_similar_ratio_keeps_ties_together_hand_computed():
+    # Unweighted, n = 6, 3 bins: U = sqrt(2)/2 (eq. (40)), so a bin closes once it holds two
+    # observations; the run of three tied 0.2 scores cannot be split, so the bins are
+    # {0.1, 0.2, 0.2, 0.2} (the first run end with U_k <= U) and {0.3, 0.4}.
+    pred = Predictions.from_arrays([0.1, 0.2, 0.2, 0.2, 0.3, 0.4], [0, 1, 0, 1, 1, 1])
+    bins = reliability_bins(pred, n_bins=3, kind="similar_ratio")
+    assert bins.count.tolist() == [4, 2]
+    np.testing.assert_allclose(bins.mean_response, [0.5, 1.0])
+
+
 def test_log_loss_clip():
     # A score of 0 with response 1 costs -log(1e-15) ~ 34.54, not infinity.
     m = calibration_metrics(Predictions.from_arrays([0.0, 0.5], [1, 1]))

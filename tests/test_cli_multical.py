@@ -143,3 +143,44 @@ def test_table_output(capsys, random_file):
     assert status == 0, captured.err
     assert "multicalibration:" in captured.out
     assert "argmax:" in captured.out
+
+
+def test_constant_covariate_is_skipped_with_a_notice(capsys, tmp_path, random_file):
+    frame = pd.read_csv(random_file)
+    frame["constant"] = 1  # dropped by the loader
+    path = tmp_path / "constant.csv"
+    frame.to_csv(path, index=False)
+    status, captured = run(
+        capsys, ["metrics", str(path), "--score", "score", "--label", "label",
+                 "--covariates", "age,constant", "--subpopulations", "10", "--json"])
+    assert status == 0, captured.err
+    block = json.loads(captured.out)["multicalibration"]
+    assert block["n_subpopulations"] == 10
+    assert "not split on: 'constant'" in block["notice"]
+
+
+def test_groups_only_say_that_generation_options_do_nothing(capsys, random_file):
+    status, captured = run(
+        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+                 "--groups", "occupation", "--subpopulations", "40", "--json"])
+    assert status == 0, captured.err
+    block = json.loads(captured.out)["multicalibration"]
+    assert block["n_subpopulations"] == 3  # one group per level of the categorical column
+    assert "--groups without --covariates" in block["notice"]
+
+
+def test_repeats_mean_and_standard_error_match_single_seeds(capsys, random_file):
+    base = ["metrics", str(random_file), "--score", "score", "--label", "label",
+            "--covariates", "age,hours", "--subpopulations", "20", "--json"]
+    metrics = []
+    for seed in (4, 5, 6):
+        status, captured = run(capsys, [*base, "--seed", str(seed)])
+        assert status == 0, captured.err
+        metrics.append(json.loads(captured.out)["multicalibration"]["metric"])
+    status, captured = run(capsys, [*base, "--seed", "4", "--repeats", "3"])
+    block = json.loads(captured.out)["multicalibration"]
+    assert block["seeds"] == [4, 5, 6]
+    assert block["metric"] == pytest.approx(np.mean(metrics), rel=1e-12)
+    # Bessel: sample variance over r - 1 = 2, standard error over sqrt(r)
+    se = np.sqrt(np.sum((np.array(metrics) - np.mean(metrics)) ** 2) / 2 / 3)
+    assert block["metric_se"] == pytest.approx(se, rel=1e-9)

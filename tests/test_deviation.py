@@ -98,6 +98,66 @@ def test_ties_merged_into_one_bin():
     assert result.kuiper_z == 0
 
 
+def test_weighted_ties_hand_computed():
+    # Scores 0.2, 0.2, 0.2, 0.6 with responses 0, 1, 1, 0 and weights 1, 2, 3, 4; the
+    # subpopulation is the first 0.2 (weight 1, response 0) and the 0.6 (weight 4).
+    # B_1 = 0.4; bin 1 = the three 0.2 rows: R~ = (0 + 2 + 3)/6 = 5/6 (eq. (26)); bin 2: R~ = 0.
+    # F = (0, 0, 0) (eq. (25)); F~ = (0, (1 * 5/6)/5, same) = (0, 1/6, 1/6) (eq. (27)).
+    # eq. (31): sigma = sqrt(1^2 * 5/6 * 1/6 + 4^2 * 0)/5 = sqrt(5)/30.
+    pred = Predictions.from_arrays([0.2, 0.2, 0.2, 0.6], [0, 1, 1, 0], weight=[1, 2, 3, 4])
+    result = subpopulation_deviation(pred, np.array([0, 3]))
+    np.testing.assert_allclose(result.bin_edges, [-np.inf, 0.4, np.inf])
+    np.testing.assert_allclose(result.full_mean, [5 / 6, 0])
+    np.testing.assert_allclose(result.path, [0, -1 / 6, -1 / 6])
+    np.testing.assert_allclose(result.x, [0, 1 / 5, 1])  # A_k, eq. (28)
+    assert result.kuiper == pytest.approx(1 / 6)
+    assert result.sigma == pytest.approx(np.sqrt(5) / 30)
+
+
+def test_subpopulation_of_one_row():
+    # One member: a single bin (-inf, inf) holding everyone, R~ = 2/4; F_1 = R = 1,
+    # F~_1 = 1/2, so D = G = 1/2; eq. (21): sigma = sqrt(1/2 * 1/2)/1 = 1/2.
+    result = subpopulation_deviation(small(), np.array([2]))
+    np.testing.assert_allclose(result.bin_edges, [-np.inf, np.inf])
+    assert result.full_count.tolist() == [4]
+    np.testing.assert_allclose(result.path, [0, 0.5])
+    assert result.kuiper == pytest.approx(0.5)
+    assert result.ks == pytest.approx(0.5)
+    assert result.sigma == pytest.approx(0.5)
+    assert result.kuiper_z == pytest.approx(1.0)
+
+
+def test_score_on_an_edge_falls_in_the_lower_bin():
+    # Subpopulation {0.2, 0.4}: B_1 = 0.3 exactly, and the full population's 0.3 lies in the
+    # right-closed bin (-inf, 0.3] (eq. (6): B_{k-1} < S <= B_k).
+    pred = Predictions.from_arrays([0.2, 0.3, 0.4], [0, 1, 1])
+    result = subpopulation_deviation(pred, np.array([0, 2]))
+    assert result.full_count.tolist() == [2, 1]
+    np.testing.assert_allclose(result.full_mean, [0.5, 1.0])
+
+
+def test_adjacent_floating_point_scores_keep_their_own_bins():
+    # The midpoint of two adjacent doubles rounds to one of them; each distinct subpopulation
+    # score must still lie in its own bin.
+    a = 0.3
+    b = np.nextafter(a, 1.0)
+    pred = Predictions.from_arrays([0.1, a, b, 0.9], [0, 1, 0, 1])
+    result = subpopulation_deviation(pred, np.array([1, 2]))
+    assert result.full_count.tolist() == [2, 2]
+    np.testing.assert_allclose(result.full_mean, [0.5, 0.5])
+
+
+def test_bernoulli_sigma_refuses_responses_outside_unit_interval():
+    pred = Predictions.from_arrays([0.1, 0.2, 0.3], [2.0, 3.0, 2.5], response="continuous")
+    with pytest.raises(ValidationError, match=r"3 of 3 rows .* lie outside \[0, 1\]"):
+        subpopulation_deviation(pred, np.array([1]), sigma_method="bernoulli")
+    # Real-valued responses inside [0, 1] may still use eq. (21) if asked.
+    inside = Predictions.from_arrays([0.1, 0.2, 0.3], [0.2, 0.4, 0.9], response="continuous")
+    result = subpopulation_deviation(inside, np.array([1]), sigma_method="bernoulli")
+    mean = 1.5 / 3
+    assert result.sigma == pytest.approx(np.sqrt(mean * (1 - mean)))
+
+
 def test_full_population_as_its_own_subpopulation_has_no_deviation():
     rng = np.random.default_rng(3)
     score = rng.random(500)

@@ -101,3 +101,16 @@ def test_weighted_top_axis_ticks_follow_k_over_n():
 def test_figure_json_roundtrip(pred):
     figure = cumulative_figure(cumulative_differences(pred))
     assert pd.notna(figure.to_json())
+
+
+def test_charts_state_which_sigma_they_use(pred):
+    """Paper 000 Appendix C: σ for real-valued responses is chosen automatically and stated."""
+    assert "non-binary" not in cumulative_figure(cumulative_differences(pred)).layout.title.text
+    rng = np.random.default_rng(3)
+    score = rng.random(400)
+    real = Predictions.from_arrays(score, score + rng.normal(0, 0.1, 400), response="continuous")
+    result = cumulative_differences(real)
+    assert result.sigma_method == "adjacent"
+    assert "σ for non-binary responses (paper 000 eq. (6))" in (
+        cumulative_figure(result).layout.title.text
+    )

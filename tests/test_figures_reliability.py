@@ -43,6 +43,7 @@ def test_full_population_figure(pred):
         np.testing.assert_allclose(trace.customdata[:, 5], diagram.weight[keep])
         assert "count" in trace.hovertemplate
         assert "total weight" in trace.hovertemplate
+        assert "bin (%{customdata[0]" in trace.hovertemplate  # equal width: (B_{k-1}, B_k]
         assert trace.marker.color == BLACK
     assert any((d.count == 0).any() for d in result.full)  # the fixture has empty bins
     boot = [t for t in figure.data if t.legendgroup == "bootstrap"]
@@ -72,6 +73,11 @@ def test_subpopulation_in_black_full_in_gray(pred):
     assert full[0].marker.color == GRAY
     np.testing.assert_allclose(sub[1].x, result.subpopulation[1].mean_score)
     assert "every third in black" in figure.layout.title.text
+    # Equal-count bins carry the smallest and largest score in the bin (both included), not
+    # nominal right-closed edges.
+    assert "scores %{customdata[0]" in sub[0].hovertemplate
+    np.testing.assert_allclose(sub[0].customdata[:, 0], result.subpopulation[0].lower_edge)
+    np.testing.assert_allclose(sub[0].customdata[:, 1], result.subpopulation[0].upper_edge)
     assert "Reliability diagram (equal number" in figure.layout.title.text
 
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcviz.cumulative import BROWNIAN_RANGE_MEAN, brownian_range_sf, cumulative_differences
+from mcviz.cumulative import brownian_range_sf, cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.multical import (
@@ -55,7 +55,9 @@ def test_appendix_f_closed_forms(q):
     assert result.metric == pytest.approx(metric, rel=1e-12)
     assert result.argmax.description == f"block{ell} == True"  # maximum at k = l (eq. (28))
     assert result.ablate == pytest.approx((2 * q + 3) / (8 * (q + 1)), rel=1e-12)  # eq. (30)
-    assert result.expectation == pytest.approx(BROWNIAN_RANGE_MEAN * sigma[ell], rel=1e-12)
+    # Appendix G: "expectation" = 2 sqrt(2/pi) sigma_k' for k' = argmax D_k (= l by eq. (30))
+    assert result.expectation == pytest.approx(2 * np.sqrt(2 / np.pi) * sigma[ell], rel=1e-12)
+    assert result.ablate_argmax is result.argmax
     assert result.metric_z == pytest.approx(metric / sigma[0], rel=1e-12)
     assert result.normalized[0] == result.kuiper[0]  # the weight of D_0 in (4) is 1
     np.testing.assert_allclose(result.p_value, brownian_range_sf(result.kuiper / sigma))
@@ -228,3 +230,54 @@ def test_accepts_plain_frame_groups():
     result = multicalibration(pred, group_subpopulations(pred, ["g"]))
     assert [s.description for s in result.subpopulations] == ["full population", "g == a",
                                                               "g == b"]
+
+
+def _brute_force(score, label, weight, rows):
+    """Eqs. (1), (2) and (5) of paper 000 written out for one subpopulation (the given rows),
+    reading C only at the last member of each run of tied scores."""
+    order = rows[np.argsort(score[rows], kind="stable")]
+    s, r, w = score[order], label[order], weight[order]
+    total = w.sum()
+    path, running = [0.0], 0.0  # C_0 = 0
+    for j in range(order.size):
+        running += (r[j] - s[j]) * w[j]
+        if j == order.size - 1 or s[j + 1] != s[j]:
+            path.append(running / total)  # eq. (1)
+    return max(path) - min(path), np.sqrt(np.sum(s * (1 - s) * w**2)) / total  # (2), (5)
+
+
+def test_weighted_ties_against_the_equations_written_out():
+    rng = np.random.default_rng(8)
+    n = 400
+    score = np.round(rng.random(n), 1)  # long runs of ties
+    label = (rng.random(n) < score**2).astype(int)
+    weight = rng.uniform(0.1, 5, n)
+    pred = Predictions.from_arrays(score, label, weight, covariates={
+        "x": rng.normal(size=n), "c": rng.choice(list("abcd"), n)})
+    result = multicalibration(pred, generate_subpopulations(pred, n_subpopulations=40,
+                                                            min_size=5, seed=9))
+    d, sigma = np.array([_brute_force(score, label, weight, pred.row[sub.index])
+                         for sub in result.subpopulations]).T
+    np.testing.assert_allclose(result.kuiper, d, rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(result.sigma, sigma, rtol=1e-12)
+    normalized = d * sigma[0] / sigma  # eq. (4)
+    assert result.metric == pytest.approx(normalized.max(), rel=1e-10)
+    assert result.metric_z == pytest.approx(normalized.max() / sigma[0], rel=1e-10)
+    assert result.ablate == pytest.approx(d.max(), rel=1e-10)
+    assert result.expectation == pytest.approx(2 * np.sqrt(2 / np.pi) * sigma[np.argmax(d)],
+                                               rel=1e-10)
+    np.testing.assert_allclose(result.kuiper_z, d / sigma, rtol=1e-10)
+
+
+def test_full_population_enters_with_weight_one_even_when_sigma_0_is_zero():
+    # Scores exactly 0 or 1 make every sigma_k zero; paper 000 after (4): "the argument to
+    # the max for k = 0 is simply D_0". Labels 1, 1, 0, 1 against 0, 0, 1, 1: the cumulative
+    # sums are 1, 2, 1, 1 over 4, so D_0 = 0.5; the group's term is 0/0 = 0.
+    pred = Predictions.from_arrays([0.0, 0.0, 1.0, 1.0], [1, 1, 0, 1],
+                                   covariates={"g": [True, True, False, False]})
+    result = multicalibration(pred, group_subpopulations(pred, ["g"]))
+    assert result.kuiper.tolist() == [0.5, 1.0]
+    assert result.sigma.tolist() == [0.0, 0.0]
+    assert result.normalized.tolist() == [0.5, 0.0]
+    assert result.metric == 0.5
+    assert result.argmax is result.subpopulations[0]

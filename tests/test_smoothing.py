@@ -355,3 +355,69 @@ def test_loess_is_invariant_to_row_order(seed, span):
     b = loess_curve(x[order], y[order], span=span, at=grid)
     np.testing.assert_allclose(a.fit, b.fit, atol=1e-12)
     np.testing.assert_allclose(a.se, b.se, atol=1e-12)
+
+
+def r_density_transcription(x, bw, start, stop, n_user, weights=None):
+    """R's density.default (gaussian kernel) and its C routine BinDist, line by line.
+
+    Transcribed from R's src/library/stats/R/density.R and src/library/stats/src/massdist.c
+    with plain loops (an independent oracle for the vectorised code).
+    """
+    weights = np.full(x.size, 1.0 / x.size) if weights is None else weights
+    n = max(n_user, 512)
+    if n > 512:
+        n = int(2 ** np.ceil(np.log2(n)))
+    lo, up = start - 4 * bw, stop + 4 * bw
+    y = np.zeros(2 * n)
+    xdelta = (up - lo) / (n - 1)
+    for xi, wi in zip(x, weights, strict=True):
+        xpos = (xi - lo) / xdelta
+        ix = int(np.floor(xpos))
+        fx = xpos - ix
+        if 0 <= ix <= n - 2:
+            y[ix] += wi * (1 - fx)
+            y[ix + 1] += wi * fx
+        elif ix == -1:
+            y[0] += wi * fx
+        elif ix == n - 1:
+            y[ix] += wi * (1 - fx)
+    kords = np.linspace(0, 2 * (up - lo), 2 * n)
+    kords[n + 1 :] = -kords[n - 1 : 0 : -1]  # kords[(n + 2):(2 * n)] <- -kords[n:2]
+    kords = norm.pdf(kords, scale=bw)
+    # fft(fft(y) * Conj(fft(kords)), inverse = TRUE) / length(y)
+    kords = np.maximum(0, np.fft.ifft(np.fft.fft(y) * np.conj(np.fft.fft(kords))).real[:n])
+    xords = np.linspace(lo, up, n)
+    out = np.linspace(start, stop, n_user)
+    return out, np.interp(out, xords, kords)  # approx(xords, kords, x)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_lcs_weights_match_the_authors_r_density_call(weighted):
+    # The authors' code: density(c(-s, s, 2 - s), from = 0, to = 1, n = 100), read on
+    # seq(0, 1, length.out = 100) restricted to [min s, max s], normalised.
+    rng = np.random.default_rng(12)
+    s = np.sort(rng.beta(0.6, 2.0, 1500))
+    y = (rng.random(s.size) < s).astype(float)
+    w = rng.random(s.size) + 0.5 if weighted else None
+    result = local_calibration_score(s, y, w)
+    reflected = np.concatenate((-s, s, 2 - s))
+    spread = min(np.std(reflected, ddof=1),
+                 (np.quantile(reflected, 0.75) - np.quantile(reflected, 0.25)) / 1.34)
+    bw = 0.9 * spread * reflected.size ** -0.2
+    r_weights = None if w is None else np.tile(w / (3 * w.sum()), 3)
+    grid, density = r_density_transcription(reflected, bw, 0.0, 1.0, 100, r_weights)
+    keep = (grid >= s[0]) & (grid <= s[-1])
+    np.testing.assert_allclose(result.grid, grid[keep], atol=1e-15)
+    np.testing.assert_allclose(result.weights, density[keep] / density[keep].sum(),
+                               rtol=1e-10, atol=1e-15)
+    expected = np.sum(density[keep] * (result.fit - grid[keep]) ** 2) / density[keep].sum()
+    assert result.lcs == pytest.approx(expected, rel=1e-10)
+
+
+def test_lcs_rejects_missing_labels_and_bad_weights():
+    s = np.linspace(0.05, 0.95, 40)
+    y = (np.arange(40) % 2).astype(float)
+    with pytest.raises(ValidationError, match="label: 1 of 40 values are NaN"):
+        local_calibration_score(s, np.where(np.arange(40) == 3, np.nan, y))
+    with pytest.raises(ValidationError, match="weights: 1 of 40 are not positive"):
+        local_calibration_score(s, y, np.where(np.arange(40) == 3, -1.0, 1.0))

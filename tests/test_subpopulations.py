@@ -435,3 +435,76 @@ def test_describe_then_parse_selects_the_same_rows(small, conditions):
     text = describe_conditions(conditions)
     assert np.array_equal(select_rows(small, parse_filter(text, small)),
                           select_rows(small, conditions)), text
+
+
+def test_infinite_covariate_values_round_trip():
+    # The split point v_{floor(u/2)} can be +inf (values {2, inf}: u = 2, split point inf), so
+    # descriptions such as "x < inf" must parse back to the same members.
+    rng = np.random.default_rng(0)
+    n = 40
+    x = np.where(rng.random(n) < 0.5, np.inf, rng.integers(0, 3, n).astype(float))
+    x[:3] = -np.inf
+    pred = Predictions.from_arrays(rng.random(n), rng.integers(0, 2, n), covariates={"x": x})
+    subpops = generate_subpopulations(pred, n_subpopulations=10, min_size=1, seed=0)
+    descriptions = [s.description for s in subpops]
+    assert any("inf" in d for d in descriptions), descriptions
+    for sub in subpops:
+        assert np.array_equal(select_rows(pred, parse_filter(sub.description, pred)), sub.index)
+    rows = lambda text: sorted(pred.row[select_rows(pred, parse_filter(text, pred))].tolist())  # noqa: E731
+    assert rows("x < inf") == sorted(np.flatnonzero(x < np.inf).tolist())
+    assert rows("x > -inf and x in {-inf, 1}") == sorted(np.flatnonzero(x == 1).tolist())
+    assert parse_filter("x >= -Infinity", {"x": "ordinal"}) == (Condition("x", ">=", -np.inf),)
+
+
+def test_timezone_aware_dates_round_trip():
+    rng = np.random.default_rng(1)
+    n = 300
+    when = pd.date_range("2024-03-01", periods=n, freq="7h", tz="US/Eastern")  # crosses DST
+    pred = Predictions.from_arrays(rng.random(n), rng.integers(0, 2, n),
+                                   covariates=pd.DataFrame({"when": when}))
+    subpops = generate_subpopulations(pred, n_subpopulations=30, min_size=3, seed=2)
+    assert len(subpops) == 31
+    for sub in subpops:
+        assert np.array_equal(select_rows(pred, parse_filter(sub.description, pred)), sub.index)
+
+
+def test_nominal_and_ordinal_missing_values_with_every_kind():
+    # NaN in an ordinal, None in a nominal and NA in a nullable boolean column (loaded as
+    # nominal): every description re-applied selects exactly the members.
+    rng = np.random.default_rng(4)
+    n = 400
+    x = rng.normal(size=n)
+    x[rng.random(n) < 0.3] = np.nan
+    c = rng.choice(["a", "b", "c"], n).astype(object)
+    c[rng.random(n) < 0.2] = None
+    b = pd.array(rng.random(n) < 0.5, dtype="boolean")
+    b[rng.random(n) < 0.2] = pd.NA
+    pred = Predictions.from_arrays(rng.random(n), rng.integers(0, 2, n),
+                                   covariates=pd.DataFrame({"x": x, "c": c, "b": b}))
+    subpops = generate_subpopulations(pred, n_subpopulations=150, min_size=3, seed=5)
+    assert len(subpops) == 151
+    text = " ".join(s.description for s in subpops)
+    assert "is missing" in text
+    by_id = {s.id: s for s in subpops}
+    for sub in subpops.subpopulations[1:]:
+        assert sub.size >= 3
+        assert np.isin(sub.index, by_id[sub.parent].index).all()
+        assert np.array_equal(select_rows(pred, parse_filter(sub.description, pred)), sub.index)
+
+
+def test_sql_translation_with_infinite_thresholds_in_duckdb():
+    duckdb = pytest.importorskip("duckdb")
+    from mcviz.subpopulations import conditions_sql
+
+    x = np.array([-np.inf, 1.0, 2.0, np.inf, np.nan, np.inf])
+    pred = Predictions.from_arrays(np.linspace(0.1, 0.6, 6), [0, 1, 0, 1, 0, 1],
+                                   covariates={"x": x})
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE t (row_number INTEGER, x DOUBLE)")
+    connection.executemany("INSERT INTO t VALUES (?, ?)",
+                           [(i, None if np.isnan(v) else float(v)) for i, v in enumerate(x)])
+    for text in ("x < inf", "x >= inf", "x > -inf", "x in {-inf, 2}", "x != inf"):
+        conditions = parse_filter(text, pred)
+        query = f"SELECT row_number FROM t WHERE {conditions_sql(conditions)}"
+        rows = sorted(r[0] for r in connection.execute(query).fetchall())
+        assert rows == sorted(pred.row[select_rows(pred, conditions)].tolist()), text

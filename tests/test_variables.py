@@ -265,3 +265,50 @@ def test_rank_lists_constant_variables_last_and_dates_as_timestamps():
     assert table.iloc[-1]["vce_at"] is None
     when = table.loc[table.name == "when", "vce_at"].item()
     assert pd.Timestamp(when).year in (2020, 2021)
+
+
+def test_gap_band_from_its_own_residuals_brute_force():
+    # Brute force: the full smoother matrix L (degree 2, tricube, q = floor(n·span + 1e-5)),
+    # residuals of r = e - ê, σ̂² = Σ r_res² / n · n / (n - tr L), se = σ̂ sqrt(Σ l_i(v)²).
+    rng = np.random.default_rng(21)
+    n = 400
+    v = rng.integers(0, 50, n).astype(float)  # 50 distinct values: exact residuals
+    score = rng.random(n)
+    label = (rng.random(n) < np.where(v > 30, 0.5, score)).astype(int)
+    pred = Predictions.from_arrays(score, label, covariates={"v": v})
+    result = variable_calibration(pred, "v", span=0.7)
+    error, predicted = prediction_errors(pred)
+    x = pred.covariates["v"].to_numpy(dtype=float)
+    q = int(np.floor(n * 0.7 + 1e-5))
+
+    def smoother(at):
+        distance = np.abs(x - at)
+        h = np.sort(distance)[q - 1]
+        k = np.clip(1 - (distance / h) ** 3, 0, None) ** 3
+        design = np.vander((x - at) / h, 3, increasing=True)
+        return k * (design @ np.linalg.solve(design.T @ (k[:, None] * design), np.eye(3)[0]))
+
+    full = np.array([smoother(at) for at in x])
+    on_grid = np.array([smoother(at) for at in result.gap.x[::50]])
+    for curve, y in ((result.gap, error - predicted), (result.error, error),
+                     (result.predicted, predicted)):
+        residual = y - full @ y
+        sigma = np.sqrt(residual @ residual / (n - np.trace(full)))
+        assert curve.sigma == pytest.approx(sigma, rel=1e-10)
+        np.testing.assert_allclose(curve.fit[::50], on_grid @ y, atol=1e-12)
+        np.testing.assert_allclose(curve.se[::50], sigma * np.sqrt((on_grid**2).sum(axis=1)),
+                                   rtol=1e-10)
+
+
+def test_infinite_variable_values_are_refused():
+    rng = np.random.default_rng(7)
+    n = 200
+    x = rng.random(n)
+    x[[4, 9]] = np.inf
+    score = rng.random(n)
+    pred = Predictions.from_arrays(score, (rng.random(n) < score).astype(int),
+                                   covariates={"x": x})
+    with pytest.raises(ValidationError, match=r"column 'x': 2 of 200 rows are infinite"):
+        variable_calibration(pred, "x")
+    with pytest.raises(ValidationError, match="rows are infinite"):
+        rank_variables(pred)

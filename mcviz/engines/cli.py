@@ -94,12 +94,17 @@ def run_screen(args: argparse.Namespace) -> dict:
     files = expand_paths(args.file)
     if args.sample_rows < 1:
         raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
+    out = Path(args.out)
+    if not out.parent.exists():  # say so before the work, not after it
+        raise ValidationError(f"directory {str(out.parent)!r} does not exist.")
     sample = read_sample(files, args.sample_rows, args.seed)
     covariates = None if args.covariates is None else [
         c.strip() for c in args.covariates.split(",") if c.strip()]
+    # Invalid rows of the sample are skipped here: the engine validates every row of the full
+    # data and reports counts of the file, not row numbers of a random sample.
     pred = load_predictions(
         sample, score=args.score, label=args.label, positive=args.positive,
-        weight=args.weight, covariates=covariates, drop_invalid=args.drop_invalid,
+        weight=args.weight, covariates=covariates, drop_invalid=True,
     )
     columns = sample_columns(pred, sample)
     subpopulations = generate_subpopulations(
@@ -113,8 +118,5 @@ def run_screen(args: argparse.Namespace) -> dict:
             result = engine.screen(subpopulations, exact=False, bins=args.histogram)
         else:
             result = engine.screen(subpopulations, exact=True)
-    out = Path(args.out)
-    if out.parent and not out.parent.exists():
-        raise ValidationError(f"directory {str(out.parent)!r} does not exist.")
     result.table.to_parquet(out, index=False)
     return result.summary()

@@ -81,6 +81,7 @@ class DuckDBEngine(Engine):
             self._tmp = tempfile.TemporaryDirectory(prefix="mcviz-duckdb-")
             temp_directory = self._tmp.name
         self.temp_directory = temp_directory
+        self.memory_limit = memory_limit
         self.con = duckdb.connect()
         self.con.execute("SET preserve_insertion_order = false")
         self.con.execute(f"SET temp_directory = '{_escape(temp_directory)}'")
@@ -109,7 +110,26 @@ class DuckDBEngine(Engine):
             self._tmp.cleanup()
 
     def _run(self, q: sql.Query, text: str) -> pd.DataFrame:
-        return self.con.execute(text, q.params).df()
+        return self._execute(text, q.params).df()
+
+    def _execute(self, text: str, params: dict | None = None):
+        """Run a statement; DuckDB's errors (out of memory, corrupt files) become messages."""
+        import duckdb
+
+        try:
+            return self.con.execute(text, params)
+        except duckdb.OutOfMemoryException as error:
+            raise ValidationError(
+                f"DuckDB ran out of memory{_limit_text(self)}: {str(error).splitlines()[0]} "
+                "Raise --memory-limit, screen fewer subpopulations, or free disk space for "
+                f"spilling in {self.temp_directory!r}."
+            ) from None
+        except duckdb.Error as error:
+            raise ValidationError(
+                f"DuckDB could not evaluate the screening on {self.files[0]!r}"
+                f"{' and other files' if len(self.files) > 1 else ''}: "
+                f"{str(error).splitlines()[0]}"
+            ) from None
 
     def overview(self) -> tuple[int, int, float, float]:
         """Validate once (one scan); return rows kept, dropped, lowest and highest score."""
@@ -144,7 +164,7 @@ class DuckDBEngine(Engine):
         q = sql.Query(sql.DUCKDB)
         keep = ", ".join([sql.DUCKDB.ident(c) for c in used] +
                          [sql.S, sql.W, sql.D, sql.P, sql.Q, sql.V])
-        self.con.execute(
+        self._execute(
             f"CREATE OR REPLACE TEMP TABLE __mcviz_data AS SELECT {keep} FROM {self._data_sql(q)}",
             q.params,
         )
@@ -222,6 +242,10 @@ def read_sample(files: Sequence[str], rows: int, seed: int, *, con=None) -> pd.D
     finally:
         if own:
             con.close()
+
+
+def _limit_text(engine: DuckDBEngine) -> str:
+    return "" if engine.memory_limit is None else f" under memory_limit {engine.memory_limit}"
 
 
 def _escape(text: str) -> str:

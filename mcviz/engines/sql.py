@@ -7,7 +7,9 @@ the quote character doubled inside) and every value is a bound parameter (``$p1`
 Missing values follow :data:`mcviz.subpopulations.MISSING_RULE` exactly: a value is missing when
 it is NULL or, in a floating-point column, NaN (pandas treats both as missing); a missing value
 satisfies ``>``, ``>=``, ``!=``, ``not in`` and ``is missing`` and fails every other comparison.
-Every clause is wrapped in ``COALESCE(..., FALSE)`` so SQL's three-valued logic never leaks.
+Every clause is combined with its missing test (``AND NOT missing`` or ``OR missing``), so it is
+never NULL and SQL's three-valued logic never leaks; comparisons are left bare (no ``COALESCE``)
+so that DuckDB can push them into the Parquet scan and skip row groups by their statistics.
 """
 
 from __future__ import annotations
@@ -144,14 +146,14 @@ def condition_sql(condition: Condition, kinds: Mapping[str, str], q: Query) -> s
         else:
             operand = _operand(column, kind, items[0], q)
             markers = ", ".join(q.bind(_python_value(v, kind, column)) for v in items)
-            member = f"COALESCE({operand} IN ({markers}), FALSE)"
+            member = f"{operand} IN ({markers})"
         if op == "in":
             return f"({member} AND NOT {missing})"
         return f"(NOT {member} OR {missing})"
     operand = _operand(column, kind, value, q)
     marker = q.bind(_python_value(value, kind, column))
     sql_op = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "=", "!=": "<>"}[op]
-    compare = f"COALESCE({operand} {sql_op} {marker}, FALSE)"
+    compare = f"{operand} {sql_op} {marker}"
     if op in (">", ">=", "!="):  # missing sorts last: it satisfies these
         return f"({compare} OR {missing})"
     return f"({compare} AND NOT {missing})"
@@ -181,12 +183,33 @@ def base_select(columns: Columns, kinds: Mapping[str, str], q: Query, source: st
     )
 
 
+def _as_number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _label_value(columns: Columns, kinds: Mapping[str, str], value: str,
+                 q: Query) -> tuple[str, str]:
+    """Return the label expression and the bound value, compared as numbers when both are.
+
+    A numeric label column holding 0.0/1.0 casts to the text '0.0' in SQL, so a declared
+    positive value '0' is compared numerically (as :func:`mcviz.io.load_predictions` does).
+    """
+    ident = q.dialect.ident(columns.label)
+    number = _as_number(value) if kinds.get(columns.label) in ("float", "int") else None
+    if number is not None:
+        return f"CAST({ident} AS DOUBLE)", q.bind(number)
+    return f"TRIM(CAST({ident} AS {q.dialect.string_type}))", q.bind(str(value).strip())
+
+
 def _response_sql(columns: Columns, kinds: Mapping[str, str], q: Query) -> str:
     ident = q.dialect.ident(columns.label)
     if columns.positive is None:
         return f"CAST({ident} AS DOUBLE)"
-    text = f"TRIM(CAST({ident} AS {q.dialect.string_type}))"
-    return f"CASE WHEN {text} = {q.bind(str(columns.positive))} THEN 1.0 ELSE 0.0 END"
+    label, marker = _label_value(columns, kinds, str(columns.positive), q)
+    return f"CASE WHEN {label} = {marker} THEN 1.0 ELSE 0.0 END"
 
 
 def _label_invalid(columns: Columns, kinds: Mapping[str, str], q: Query) -> str:
@@ -194,11 +217,17 @@ def _label_invalid(columns: Columns, kinds: Mapping[str, str], q: Query) -> str:
     if columns.positive is None:
         value = f"CAST({ident} AS DOUBLE)"
         return f"({ident} IS NULL OR NOT ({value} = 0.0 OR {value} = 1.0))"
-    text = f"TRIM(CAST({ident} AS {q.dialect.string_type}))"
-    allowed = [str(columns.positive)] + ([str(columns.negative)] if columns.negative else [])
-    markers = ", ".join(q.bind(v) for v in allowed)
     if columns.negative is None:
         return f"({ident} IS NULL)"
+    allowed = [str(columns.positive), str(columns.negative)]
+    if kinds.get(columns.label) in ("float", "int") and all(
+        _as_number(v) is not None for v in allowed
+    ):
+        text = f"CAST({ident} AS DOUBLE)"
+        markers = ", ".join(q.bind(_as_number(v)) for v in allowed)
+    else:
+        text = f"TRIM(CAST({ident} AS {q.dialect.string_type}))"
+        markers = ", ".join(q.bind(v.strip()) for v in allowed)
     return f"({ident} IS NULL OR {text} NOT IN ({markers}))"
 
 

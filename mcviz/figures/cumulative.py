@@ -53,7 +53,7 @@ def cumulative_figure(
     along = f" along {result.order_by}" if result.order_by else ""
     default_title = f"Cumulative differences{along} (slope = miscalibration)"
     subtitle = _statistics_text(result.kuiper, result.kuiper_z, result.p_value, result.ks,
-                                result.ks_z, result.n)
+                                result.ks_z, result.n) + _sigma_note(result.sigma_method)
     if result.n_missing:
         subtitle += f" · {result.n_missing:,} rows without {result.order_by} left off"
     return _path_figure(
@@ -98,7 +98,7 @@ def deviation_figure(
     default_title = f"Deviation of {name} from the full population (slope = deviation)"
     subtitle = _statistics_text(result.kuiper, result.kuiper_z, result.p_value, result.ks,
                                 result.ks_z, result.n)
-    subtitle += f" of {result.n_full:,}"
+    subtitle += f" of {result.n_full:,}" + _sigma_note(result.sigma_method)
     return _path_figure(
         result,
         path_name="F_k − F̃_k",
@@ -120,6 +120,15 @@ def _statistics_text(
         f"D = {kuiper:.4g} (D/σ = {kuiper_z:.3g}, p = {p_value:.3g}) · "
         f"G = {ks:.4g} (G/σ = {ks_z:.3g}) · n = {n:,}"
     )
+
+
+def _sigma_note(method: str) -> str:
+    # A chart whose σ is not the Bernoulli one says so (paper 000 Appendix C).
+    source = {
+        "adjacent": "paper 000 eq. (6)",
+        "variance": "paper 003 eqs. (22)-(23), weighted (32)-(33)",
+    }.get(method)
+    return f" · σ for non-binary responses ({source})" if source else ""
 
 
 def _path_figure(

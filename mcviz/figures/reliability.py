@@ -17,9 +17,15 @@ from mcviz.figures._style import BLACK, GRAY, LIGHT_GRAY, apply_style
 
 __all__ = ["metrics_table_figure", "reliability_figure"]
 
+# Equal-width bins carry their nominal edges (right-closed); the other kinds carry the smallest
+# and largest score in the bin, both included.
+_RANGE = {
+    True: "bin (%{customdata[0]:.3g}, %{customdata[1]:.3g}]<br>",
+    False: "scores %{customdata[0]:.4g} to %{customdata[1]:.4g}<br>",
+}
 _HOVER = (
     "<b>%{meta}</b><br>"
-    "bin (%{customdata[0]:.3g}, %{customdata[1]:.3g}]<br>"
+    "{range}"
     "mean score = %{x:.4f}<br>mean response = %{y:.4f}<br>"
     "interval [%{customdata[2]:.4f}, %{customdata[3]:.4f}]<br>"
     "count = %{customdata[4]:,}<br>total weight = %{customdata[5]:,.4g}<br>"
@@ -129,7 +135,7 @@ def reliability_figure(
         figure.update_xaxes(range=[-0.02, 1.02], row=1, col=col)
         figure.update_yaxes(range=[-0.02, 1.02], row=1, col=col)
         figure.update_xaxes(title_text="mean score in bin", range=[-0.02, 1.02], row=2, col=col)
-    figure.update_yaxes(title_text="mean response in bin", row=1, col=1)
+    figure.update_yaxes(title_text="mean response", row=1, col=1)
     figure.update_yaxes(title_text="weight" if result.weighted else "count", row=2, col=1)
     figure.update_layout(barmode="overlay", bargap=0)
     kind_title = result.full[0].title
@@ -151,8 +157,9 @@ def reliability_figure(
     figure.update_yaxes(nticks=4, row=2)
     figure.update_layout(
         title={"yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 34}},
-        margin={"t": 110 if presentation else 95, "b": 140 if presentation else 110},
-        legend={"y": -0.2 if presentation else -0.17, "yanchor": "top"},
+        margin={"t": 110 if presentation else 95, "b": 150 if presentation else 120},
+        # At the bottom edge of the whole figure, so it never runs into the axis titles.
+        legend={"yref": "container", "y": 0.0, "yanchor": "bottom"},
     )
     return figure
 
@@ -189,7 +196,7 @@ def _points(bins: ReliabilityBins, name: str, color: str, legend: bool, group: s
                 bins.effective_size[keep],
             )
         ),
-        hovertemplate=_HOVER,
+        hovertemplate=_HOVER.replace("{range}", _RANGE[bins.kind == "equal_width"]),
     )
 
 
