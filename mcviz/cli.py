@@ -45,6 +45,13 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rho", type=float, help="regularisation rho of the proportional weights")
     parser.add_argument(
+        "--response",
+        choices=("binary", "continuous"),
+        default="binary",
+        help="continuous: real-valued labels; sigma then comes from the variance estimate of "
+        "paper 000 Appendix C eq. (6)",
+    )
+    parser.add_argument(
         "--drop-invalid", action="store_true", help="drop invalid rows (and say how many)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -60,6 +67,7 @@ def load_from_arguments(args: argparse.Namespace, **options: object) -> Predicti
         positive=args.positive,
         weight=args.weight,
         drop_invalid=args.drop_invalid,
+        response=args.response,
         **options,
     )
     weighting, rho = getattr(args, "weighting", None), getattr(args, "rho", None)

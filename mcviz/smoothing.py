@@ -25,7 +25,10 @@ Degrees of freedom. :math:`\hat\sigma^2 = \frac{\sum_i W_i r_i^2}{\sum_i W_i}
 :math:`\operatorname{tr}(L^\top L) - \operatorname{tr} L = O(\nu_1)`, negligible for the
 spans 0.3–1 used here, where :math:`\nu_1` is a handful). The residuals use the fit at up to 128
 nodes (observations at equally spaced ranks), linearly interpolated in between (with the
-within-bin slope when binned).
+within-bin slope when binned); :math:`[M(x_i)^{-1}]_{11}` in :math:`\nu_1` is interpolated from
+the same nodes. Both are exact when the variable has at most 128 distinct values; otherwise
+:math:`\nu_1` is approximate in sparse tails (log-normal V, n = 3,000, span 0.3: 18.0 against
+14.2 exact), which moves :math:`\hat\sigma` by under 0.1%.
 
 Exact-statistics binning. Evaluation is a sum over observations, so observations are
 aggregated into bins :math:`b` with centre :math:`c_b` and power sums

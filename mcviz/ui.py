@@ -98,6 +98,7 @@ class ColumnMapping:
     drop_invalid: bool = False
     weighting: str | None = None  # a scheme of mcviz.weighting (Appendices A and B)
     rho: float | None = None
+    response: str = "binary"  # or "continuous": real-valued labels (paper 000 Appendix C)
 
     def to_json(self) -> str:
         """Canonical JSON (the cache key and the shareable-link payload)."""
@@ -126,6 +127,7 @@ class ColumnMapping:
             "nominal": [c for c in self.nominal if c in self.covariates],
             "ordinal": [],
             "drop_invalid": self.drop_invalid,
+            "response": self.response,
         }
         if self.probabilities:
             options["probabilities"] = list(self.probabilities)

@@ -82,7 +82,14 @@ with left:
         key=f"map_label|{key}",
     )
     positive = None
-    if not multiclass and label is not None:
+    continuous = not multiclass and st.checkbox(
+        "Real-valued labels (not 0/1)", value=mapping.response == "continuous",
+        key=f"map_response|{key}",
+        help="For responses such as rates or fractions: σ then comes from the variance "
+             "estimate of the multi-calibration paper (Appendix C, eq. (6)), and every chart "
+             "says so.",
+    )
+    if not continuous and not multiclass and label is not None:
         values = pd.unique(frame[label].dropna().iloc[:200_000])
         texts = sorted({str(v) for v in values})
         if len(texts) <= 20 and not set(texts) <= {"0", "1", "0.0", "1.0", "True", "False"}:
@@ -136,6 +143,7 @@ new_mapping = ui.ColumnMapping(
     score=score, probabilities=tuple(probabilities), label=label, positive=positive,
     weight=weight, covariates=tuple(covariates), nominal=tuple(nominal),
     drop_invalid=drop_invalid, weighting=weighting, rho=rho,
+    response="continuous" if continuous else "binary",
 )
 if new_mapping != mapping:
     st.session_state[ui.MAPPING] = new_mapping

@@ -64,3 +64,20 @@ def test_drop_invalid_flag(tmp_path, capsys):
     pd.DataFrame({"score": [0.2, 1.7, 0.4], "label": [0, 1, 1]}).to_csv(path, index=False)
     assert main(["metrics", str(path), "--drop-invalid", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n"] == 2
+
+
+def test_real_valued_responses_use_the_appendix_c_sigma(tmp_path, capsys):
+    # Residuals R - S alternate +0.05, -0.05 with unit weights (paper 000 Appendix C eq. (6)):
+    # numerator 3 · 0.1² · 2² = 0.12, denominator 4 · 4 · (1 + 1 + 2 · 2) = 96,
+    # sigma² = 0.00125; C_k = 0.0125, 0, 0.0125, 0, so D = 0.0125.
+    path = tmp_path / "rates.csv"
+    pd.DataFrame({"score": [0.1, 0.2, 0.3, 0.4], "rate": [0.15, 0.15, 0.35, 0.35]}).to_csv(
+        path, index=False
+    )
+    arguments = ["metrics", str(path), "--score", "score", "--label", "rate", "--json"]
+    assert main(arguments) == 2  # 0/1 labels expected unless told otherwise
+    assert "'rate'" in capsys.readouterr().err
+    assert main([*arguments, "--response", "continuous"]) == 0
+    calibration = json.loads(capsys.readouterr().out)["calibration"]
+    assert calibration["sigma"] == pytest.approx(np.sqrt(0.00125), rel=1e-12)
+    assert calibration["kuiper"] == pytest.approx(0.0125, rel=1e-12)

@@ -294,3 +294,76 @@ def test_ties_marked_by_run_end():
 def test_unknown_demo():
     with pytest.raises(ValidationError, match="unknown demo"):
         demo_path("iris")
+
+
+# ---------------------------------------------------------------------------- review additions
+
+
+def test_latin1_csv_is_read_not_crashed():
+    raw = "score,label,city\n0.1,0,München\n0.2,1,Zürich\n".encode("latin-1")
+    pred = load_predictions(io.BytesIO(raw))
+    assert sorted(pred.covariates["city"].astype(str)) == ["München", "Zürich"]
+
+
+def test_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(ValidationError, match="could not be read"):
+        load_predictions(tmp_path)
+
+
+def test_compressed_file_over_the_limit_is_refused(tmp_path):
+    raw = csv_bytes(pd.concat([frame()] * 200, ignore_index=True))
+    path = tmp_path / "p.csv.gz"
+    path.write_bytes(gzip.compress(raw))
+    limit = len(raw) - 1  # the compressed file is under it, the content is not
+    assert path.stat().st_size <= limit
+    with pytest.raises(ValidationError, match="decompresses to more than"):
+        load_predictions(path, max_bytes=limit)
+    zipped = tmp_path / "p.zip"
+    with zipfile.ZipFile(zipped, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("p.csv", raw)
+    with pytest.raises(ValidationError, match="decompresses to more than"):
+        load_predictions(zipped, max_bytes=limit)
+
+
+def test_score_and_weight_named_columns_holding_text_are_named():
+    with pytest.raises(ValidationError, match=r"column 'score': 2 of 5 rows .* not numbers"):
+        load_predictions(frame(score=["0.9", "0,1", "0.5", "0.3", "high"]))
+    # A weight column with text is checked, never silently ignored (weight=False opts out).
+    df = frame(weight=["1", "2", "x", "1", "1"])
+    with pytest.raises(ValidationError, match=r"column 'weight': 1 of 5 rows \(rows 2\)"):
+        load_predictions(df)
+    assert not load_predictions(df, weight=False).weighted
+
+
+def test_label_words_in_any_case_and_unknown_positive():
+    pred = load_predictions(frame(label=["yes", "no", "YES", "No", "yes"]))
+    assert pred.label.sum() == 3
+    with pytest.raises(ValidationError, match=r"positive value 'z' is not one of its labels"):
+        load_predictions(frame(label=["a", "b", "a", "b", "a"]), positive="z")
+    # A declared positive value absent from one-class labels is the one-class warning.
+    pred = load_predictions(frame(label=["no"] * 5), positive="yes")
+    assert pred.label.sum() == 0
+    assert any("same label" in w for w in pred.report.warnings)
+
+
+def test_covariate_of_lists_is_dropped_with_notice():
+    pred = load_predictions(frame(tags=[[1], [2, 3], [], [4], [5]]))
+    assert "tags" not in pred.covariates
+    assert any("'tags' dropped" in n for n in pred.report.notices)
+
+
+def test_multiclass_numeric_labels_and_class_names():
+    df = pd.DataFrame({"prob_0": [0.7, 0.2, 0.1], "prob_1": [0.2, 0.7, 0.3],
+                       "prob_2": [0.1, 0.1, 0.6], "y": [0.0, 2.0, np.nan]})
+    pred = load_predictions(df.iloc[:2], label="y")  # float labels 0.0, 2.0 -> classes 0, 2
+    # Both top-label probabilities are 0.7 (stable order): row 0 predicts 0 (right), row 1
+    # predicts 1 (label 2: wrong).
+    assert pred.label.tolist() == [1.0, 0.0]
+    df = pd.DataFrame({"prob_a1": [0.7, 0.2], "prob_a2": [0.3, 0.8], "y": ["a1", "a1"]})
+    pred = load_predictions(df, probabilities=["prob_a1", "prob_a2"], label="y")
+    assert pred.classes == ("a1", "a2")
+    assert pred.label.tolist() == [1.0, 0.0]  # scores 0.7 (a1: right), 0.8 (a2: wrong)
+    with pytest.raises(ValidationError, match="one probability column"):
+        load_predictions(df, probabilities=["prob_a1"], label="y")
+    with pytest.raises(ValidationError, match="listed twice"):
+        load_predictions(df, probabilities=["prob_a1", "prob_a1"], label="y")

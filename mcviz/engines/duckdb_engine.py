@@ -86,7 +86,14 @@ class DuckDBEngine(Engine):
         self.con.execute("SET preserve_insertion_order = false")
         self.con.execute(f"SET temp_directory = '{_escape(temp_directory)}'")
         if memory_limit is not None:
-            self.con.execute(f"SET memory_limit = '{_escape(str(memory_limit))}'")
+            try:
+                self.con.execute(f"SET memory_limit = '{_escape(str(memory_limit))}'")
+            except duckdb.Error as error:
+                self.close()
+                raise ValidationError(
+                    f"memory limit {memory_limit!r} is not understood (use e.g. 2GB or 500MB): "
+                    f"{str(error).splitlines()[0]}"
+                ) from None
         if threads is not None:
             self.con.execute(f"SET threads = {int(threads)}")
         listed = ", ".join(f"'{_escape(f)}'" for f in self.files)

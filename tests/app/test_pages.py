@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from mcviz_app_testdata import synthetic_csv
 from streamlit.testing.v1 import AppTest
@@ -222,3 +224,25 @@ def test_reweighting_flows_into_every_statistic():
     at.switch_page("pages/calibration.py").run()
     no_exceptions(at)
     assert "weighted bins" in " ".join(m.value for m in at.markdown)
+
+
+def test_real_valued_labels_use_the_appendix_c_sigma():
+    rng = np.random.default_rng(4)
+    score = rng.uniform(0.05, 0.95, 2000)
+    frame = pd.DataFrame({"score": score.round(4),
+                          "rate": np.clip(score + rng.normal(0, 0.1, 2000), 0, 1).round(4),
+                          "x": rng.uniform(size=2000).round(3)})
+    at = upload(new_app(), frame.to_csv(index=False).encode(), name="rates.csv")
+    no_exceptions(at)
+    assert any("'rate'" in e.value and "neither 0 nor 1" in e.value for e in at.error)
+    key = next(w.key for w in at.checkbox if w.key and w.key.startswith("map_response"))
+    at.checkbox(key=key).check().run()
+    no_exceptions(at)
+    assert not at.error
+    assert metrics(at)["Rows kept"] == "2,000"
+    for page in ("pages/calibration.py", "pages/variables.py", "pages/subpopulations.py"):
+        at.switch_page(page).run()
+        no_exceptions(at)
+    at.switch_page("pages/calibration.py").run()
+    assert float(metrics(at)["Kuiper D"]) > 0
+    assert '"response":"continuous"' in at.query_params["map"]
