@@ -81,3 +81,23 @@ def test_real_valued_responses_use_the_appendix_c_sigma(tmp_path, capsys):
     calibration = json.loads(capsys.readouterr().out)["calibration"]
     assert calibration["sigma"] == pytest.approx(np.sqrt(0.00125), rel=1e-12)
     assert calibration["kuiper"] == pytest.approx(0.0125, rel=1e-12)
+
+
+def test_metrics_values_match_a_direct_computation(prediction_file, capsys):
+    # Independent of mcviz: sort by score, C_k = cumsum(W(R - S)) / sum W with C_0 = 0.
+    path, df = prediction_file
+    assert main(["metrics", str(path), "--score", "prob", "--label", "y", "--weight", "w",
+                 "--json"]) == 0
+    calibration = json.loads(capsys.readouterr().out)["calibration"]
+    d = df.sort_values("prob")
+    s, r, w = d["prob"].to_numpy(), d["y"].to_numpy(float), d["w"].to_numpy()
+    path_c = np.concatenate(([0.0], np.cumsum(w * (r - s)) / w.sum()))
+    sigma = np.sqrt(np.sum(s * (1 - s) * w**2)) / w.sum()
+    assert calibration["kuiper"] == pytest.approx(path_c.max() - path_c.min(), rel=1e-12)
+    assert calibration["ks"] == pytest.approx(np.abs(path_c).max(), rel=1e-12)
+    assert calibration["sigma"] == pytest.approx(sigma, rel=1e-12)
+
+
+def test_metrics_directory_and_unreadable_input_exit_2(tmp_path, capsys):
+    assert main(["metrics", str(tmp_path)]) == 2
+    assert "could not be read" in capsys.readouterr().err

@@ -424,3 +424,66 @@ def test_bin_summaries_sorted_from_frame():
     s = BinSummaries.from_frame(frame)
     assert s.position.tolist() == [0, 0, 1]
     assert s.bin.tolist() == [1, 3, 0]
+
+
+# ---------------------------------------------------------------------------- review additions
+
+
+def test_memory_limit_is_set_and_bad_limits_are_messages(parquet):
+    with DuckDBEngine(parquet, COLUMNS, memory_limit="300MB") as engine:
+        limit = engine.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert limit.endswith("MiB")
+    assert 250 <= float(limit.split()[0]) <= 300  # DuckDB reports 300MB as 286.1 MiB
+    with pytest.raises(ValidationError, match="memory limit 'lots' is not understood"):
+        DuckDBEngine(parquet, COLUMNS, memory_limit="lots")
+
+
+def test_drill_down_skips_row_groups_by_statistics(tmp_path):
+    # Sorted by x2 in row groups of 200: a bare comparison lets DuckDB prune row groups.
+    frame = make_frame(4000).sort_values("x2", kind="stable")
+    path = tmp_path / "sorted.parquet"
+    frame.to_parquet(path, row_group_size=200)
+    conditions = [Condition("x2", "<", 5), Condition("cat", "!=", "b")]
+    with DuckDBEngine(path, COLUMNS) as engine:
+        rows = engine.subpopulation_rows(conditions)
+        q = Query(DUCKDB)
+        from mcviz.engines.sql import predicate_sql
+
+        where = predicate_sql(conditions, engine.kinds, q)
+        plan = engine.con.execute(
+            f"EXPLAIN ANALYZE SELECT * FROM {engine.source} WHERE {where}", q.params
+        ).fetchall()[0][1]
+    expected = frame[(frame["x2"] < 5) & (frame["cat"] != "b")]  # a missing cat satisfies !=
+    assert len(rows) == len(expected)
+    scanned = [line for line in plan.splitlines() if "Row Groups Scanned" in line]
+    assert scanned, plan
+    read, total = (int(v) for v in scanned[0].split(":")[1].strip(" │").split("/"))
+    assert total == 20
+    assert read <= 3
+
+
+def test_float_labels_with_a_declared_positive_value(tmp_path):
+    # 0.0/1.0 labels cast to the text '0.0' in SQL; positive '0' must still match numerically.
+    frame = make_frame(500)
+    frame["label"] = frame["label"].astype(float)
+    path = tmp_path / "float.parquet"
+    frame.to_parquet(path)
+    columns = Columns("score", "label", "weight", positive="0", negative="1.0")
+    subpopulations = [[], [Condition("x2", "<", 20)]]
+    expected = NumpyEngine(path, columns).screen(subpopulations)
+    assert expected.table["size"].iloc[0] == 500
+    with DuckDBEngine(path, columns) as engine:
+        assert_same(expected, engine.screen(subpopulations))
+
+
+def test_cli_screen_invalid_rows_counted_on_the_whole_file(tmp_path, capsys):
+    frame = make_frame(600)
+    frame.loc[[5, 50, 500], "weight"] = -1.0
+    path = tmp_path / "bad.parquet"
+    frame.to_parquet(path)
+    args = ["screen", str(path), "--engine", "duckdb", "--subpopulations", "5",
+            "--sample-rows", "100", "--out", str(tmp_path / "o.parquet"), "--json"]
+    assert main(args) == 2
+    assert "column 'weight': 3 of 600 rows" in capsys.readouterr().err
+    assert main([*args, "--drop-invalid"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 597
