@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.io import Predictions, load_predictions
+from mcviz.io import LoadReport, Predictions, load_predictions
 from mcviz.weighting import SCHEMES, reweight
 
 __all__ = ["build_parser", "main"]
@@ -70,12 +70,25 @@ def load_from_arguments(args: argparse.Namespace, **options: object) -> Predicti
         response=args.response,
         **options,
     )
+    _say_what_loading_did(pred.report)
     weighting, rho = getattr(args, "weighting", None), getattr(args, "rho", None)
     if weighting is not None:
         return reweight(pred, weighting, rho=rho)
     if rho is not None:
         raise ValidationError("--rho applies only with --weighting proportional[-shifted].")
     return pred
+
+
+def _say_what_loading_did(report: LoadReport) -> None:
+    # On stderr, so that --json output stays one parseable object on stdout.
+    if report.dropped:
+        reasons = "; ".join(f"{reason}: {count:,}" for reason, count in report.dropped)
+        print(f"mcviz: dropped {report.n_dropped:,} of {report.n_read:,} rows ({reasons})",
+              file=sys.stderr)
+    for warning in report.warnings:
+        print(f"mcviz: warning: {warning}", file=sys.stderr)
+    for notice in report.notices:
+        print(f"mcviz: note: {notice}", file=sys.stderr)
 
 
 def _metrics(args: argparse.Namespace) -> dict:

@@ -63,7 +63,22 @@ def test_drop_invalid_flag(tmp_path, capsys):
     path = tmp_path / "bad.csv"
     pd.DataFrame({"score": [0.2, 1.7, 0.4], "label": [0, 1, 1]}).to_csv(path, index=False)
     assert main(["metrics", str(path), "--drop-invalid", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["n"] == 2
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["n"] == 2
+    # never silently: how many rows went, and why, on stderr (stdout stays one JSON object)
+    assert "dropped 1 of 3 rows" in captured.err
+    assert "[0, 1]" in captured.err
+
+
+def test_warnings_and_notices_reach_stderr(tmp_path, capsys):
+    path = tmp_path / "one_class.csv"
+    pd.DataFrame({"score": [0.2, 0.7, 0.4], "label": [1, 1, 1], "constant": [5, 5, 5]}).to_csv(
+        path, index=False
+    )
+    assert main(["metrics", str(path), "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "mcviz: warning:" in err
+    assert "mcviz: note:" in err and "'constant'" in err
 
 
 def test_real_valued_responses_use_the_appendix_c_sigma(tmp_path, capsys):
