@@ -20,8 +20,22 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from mcviz.binning import calibration_metrics, reliability_diagrams
+from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
+from mcviz.figures import (
+    categorical_levels_figure,
+    cumulative_figure,
+    gap_figure,
+    lcs_figure,
+    reliability_figure,
+    variable_curves_figure,
+)
 from mcviz.io import Predictions, demo_path, infer_roles, load_predictions, read_table
+from mcviz.multical import multicalibration
+from mcviz.report import ReportSection
+from mcviz.smoothing import local_calibration_score
+from mcviz.variables import level_calibration, rank_variables, variable_calibration
 
 __all__ = [
     "DEMOS",
@@ -546,26 +560,6 @@ def cumulative_metrics(result: Any, *, container: Any = None) -> None:
         cell.metric(name, f"{value:.4g}", help=help_text)
 
 
-_BUILDER_MODULES = ("mcviz.figures", "mcviz.figures.cumulative", "mcviz.figures.reliability",
-                    "mcviz.figures.smoothing", "mcviz.figures.variables",
-                    "mcviz.figures.groupings", "mcviz.figures.lcs")
-
-
-def builder(name: str) -> Callable | None:
-    """Return the builder ``mcviz.figures.<name>`` (or its submodule's), None until it exists."""
-    import importlib
-
-    for module_name in _BUILDER_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        function = getattr(module, name, None)
-        if function is not None:
-            return function
-    return None
-
-
 def figure(build: Callable, result: Any, cache: str | None, **options: Any) -> Any:
     """Build ``build(result, presentation=..., **options)``, once per ``cache`` key when given.
 
@@ -579,27 +573,7 @@ def figure(build: Callable, result: Any, cache: str | None, **options: Any) -> A
 
 def cumulative_fig(result: Any, *, title: str | None = None, cache: str | None = None) -> Any:
     """Return the cumulative calibration plot of a result (via :mod:`mcviz.figures`)."""
-    cumulative_figure = builder("cumulative_figure")
-    if cumulative_figure is None:
-        return _cumulative_fallback(result, title=title)
     return figure(cumulative_figure, result, cache, title=title)
-
-
-def _cumulative_fallback(result: Any, *, title: str | None = None) -> Any:
-    """Temporary drawing of a decimated cumulative path until the figure builder lands."""
-    import plotly.graph_objects as go
-
-    from mcviz.figures import apply_style
-
-    index = result.plot_index
-    figure = go.Figure()
-    figure.add_scatter(x=result.x[index], y=result.path[index], mode="lines", name="cumulative")
-    sigma = result.sigma
-    figure.add_scatter(x=[0, 0, 0.02, 0], y=[-sigma, sigma, 0, -sigma], mode="lines",
-                       name="±σ triangle", fill="toself")
-    figure.update_xaxes(title="fraction of observations (ordered by score)")
-    figure.update_yaxes(title="cumulative difference")
-    return apply_style(figure, title=title, presentation=presentation())
 
 
 def subset_predictions(pred: Predictions, index: Any, *, covariates: bool = True) -> Predictions:
@@ -628,15 +602,11 @@ def subset_predictions(pred: Predictions, index: Any, *, covariates: bool = True
 
 def measure_subpopulations(pred: Predictions, subsets: Any, **_params: Any) -> Any:
     """Measure M over generated subpopulations (``_params`` only key the cache)."""
-    from mcviz.multical import multicalibration
-
     return multicalibration(pred, subsets.subpopulations)
 
 
 def own_cumulative(pred: Predictions, index: Any) -> Any:
     """Return a subpopulation's own cumulative calibration result."""
-    from mcviz.cumulative import cumulative_differences
-
     return cumulative_differences(subset_predictions(pred, index, covariates=False))
 
 
@@ -645,15 +615,11 @@ BIN_KIND_TITLES = {"equal_width": "Equal-width bins", "equal_count": "Equal-coun
 
 def reliability_result(item: Current, kind: str, index: Any = None,
                        description: str | None = None) -> Any:
-    """Reliability diagrams at the sidebar's three bin counts (cached), or None without binning.
+    """Reliability diagrams at the sidebar's three bin counts (cached).
 
     With ``index`` (a subpopulation, identified in the cache by ``description``) the diagrams
     compare it with the full population.
     """
-    try:
-        import mcviz.binning  # noqa: F401
-    except ImportError:
-        return None
     n_bootstrap = 20 if item.pred.n <= 200_000 else 0
     return compute(
         f"reliability:{description or ''}", item.key, _reliability, item.pred, index,
@@ -662,25 +628,16 @@ def reliability_result(item: Current, kind: str, index: Any = None,
 
 
 def _reliability(pred: Predictions, index: Any, **options: Any) -> Any:
-    from mcviz.binning import reliability_diagrams
-
     return reliability_diagrams(pred, index=index, **options)
 
 
 def reliability_fig(result: Any, cache: str | None = None) -> Any:
-    """Return the reliability figure of a result, or None until the builder exists."""
-    reliability_figure = builder("reliability_figure")
-    if reliability_figure is None:
-        return None
+    """Return the reliability figure of a result."""
     return figure(reliability_figure, result, cache and f"{cache}:{bin_counts()}")
 
 
 def lcs_result(item: Current) -> Any:
-    """Return the Local Calibration Score (cached), or None when unavailable here."""
-    try:
-        from mcviz.smoothing import local_calibration_score
-    except ImportError:
-        return None
+    """Return the Local Calibration Score (cached), or None for real-valued responses."""
     if item.pred.response_kind != "binary":
         return None
     pred = item.pred
@@ -689,60 +646,41 @@ def lcs_result(item: Current) -> Any:
 
 
 def lcs_fig(result: Any, cache: str | None = None) -> Any:
-    """Return the LCS figure, or None until the figure builder exists."""
-    lcs_figure = builder("lcs_figure")
-    if lcs_figure is None:
-        return None
+    """Return the LCS figure."""
     return figure(lcs_figure, result, cache)
 
 
-def metrics_table(item: Current, index: Any = None, name: str = "") -> pd.DataFrame | None:
-    """Return the classical metrics table (cached), or None without :mod:`mcviz.binning`."""
-    try:
-        import mcviz.binning  # noqa: F401
-    except ImportError:
-        return None
+def metrics_table(item: Current, index: Any = None, name: str = "") -> pd.DataFrame:
+    """Return the classical metrics table (cached)."""
     result = compute(f"metrics:{name}", item.key, _metrics, item.pred, index,
                      n_bins=bin_counts()[0])
     return result.to_frame()
 
 
 def _metrics(pred: Predictions, index: Any, *, n_bins: int) -> Any:
-    from mcviz.binning import calibration_metrics
-
     return calibration_metrics(pred, n_bins=n_bins, index=index)
 
 
 def extra_calibration_figures(item: Current) -> list[tuple[str, Any]]:
-    """Reliability diagrams and the LCS curve of one model, when those modules exist."""
-    figures = []
-    for kind, title in BIN_KIND_TITLES.items():
-        result = reliability_result(item, kind)
-        drawn = None if result is None else reliability_fig(result, f"rel:{kind}:{item.key}")
-        if drawn is not None:
-            figures.append((title, drawn))
+    """Reliability diagrams and (for 0/1 responses) the LCS curve of one model."""
+    figures = [(title, reliability_fig(reliability_result(item, kind), f"rel:{kind}:{item.key}"))
+               for kind, title in BIN_KIND_TITLES.items()]
     result = lcs_result(item)
-    drawn = None if result is None else lcs_fig(result, f"lcs:{item.key}")
-    if drawn is not None:
-        figures.append(("Local Calibration Score", drawn))
+    if result is not None:
+        figures.append(("Local Calibration Score", lcs_fig(result, f"lcs:{item.key}")))
     return figures
 
 
 def extra_calibration_tables(item: Current) -> list[tuple[str, pd.DataFrame]]:
-    """Return the classical metrics table of one model, when :mod:`mcviz.binning` exists."""
-    table = metrics_table(item)
-    return [] if table is None else [("Classical calibration metrics", table)]
+    """Return the classical metrics table of one model."""
+    return [("Classical calibration metrics", metrics_table(item))]
 
 
 def extra_report_sections(item: Current) -> list[Any]:
     """Return the Variables section of the report (ranking and the chosen variable's charts)."""
-    from mcviz.report import ReportSection
-
     try:
         ranking = variable_ranking(item)
     except ValidationError:
-        return []
-    if ranking is None:
         return []
     variable = st.session_state.get(W_VARIABLE)
     if variable not in item.pred.covariate_kinds:
@@ -756,31 +694,18 @@ def extra_report_sections(item: Current) -> list[Any]:
     )]
 
 
-def variable_ranking(item: Current) -> pd.DataFrame | None:
-    """Return the VECE ranking of the covariates, None until :mod:`mcviz.variables` exists."""
-    try:
-        from mcviz.variables import rank_variables
-    except ImportError:
-        return None
+def variable_ranking(item: Current) -> pd.DataFrame:
+    """Return the VECE ranking of the covariates (cached)."""
     return compute("rank_variables", item.key, rank_variables, item.pred)
 
 
 def variable_figures(item: Current, variable: str) -> list[tuple[str, Any]]:
-    """Return the LOESS, gap or per-level figures of one variable (empty until available)."""
-    try:
-        from mcviz.variables import level_calibration, variable_calibration
-    except ImportError:
-        return []
+    """Return the LOESS and gap figures of a numeric variable, or the per-level figure."""
     pred = item.pred
     if pred.covariate_kinds.get(variable) == "nominal":
-        build = builder("categorical_levels_figure")
         result = compute("levels", item.key, level_calibration, pred, variable)
-        return [] if build is None else [
-            ("levels", figure(build, result, f"levels:{item.key}:{variable}"))]
+        return [("levels", figure(categorical_levels_figure, result,
+                                  f"levels:{item.key}:{variable}"))]
     result = compute("variable", item.key, variable_calibration, pred, variable)
-    figures = []
-    for name in ("variable_curves_figure", "gap_figure"):
-        build = builder(name)
-        if build is not None:
-            figures.append((name, figure(build, result, f"{name}:{item.key}:{variable}")))
-    return figures
+    return [(build.__name__, figure(build, result, f"{build.__name__}:{item.key}:{variable}"))
+            for build in (variable_curves_figure, gap_figure)]

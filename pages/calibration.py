@@ -45,36 +45,23 @@ def reliability_section(item: ui.Current, slot_key: str) -> None:
                                 default="equal_width", format_func=ui.BIN_KIND_TITLES.get,
                                 label_visibility="collapsed") or "equal_width"
     result = ui.reliability_result(item, kind)
-    if result is None:
-        st.info("Reliability diagrams: not available yet (mcviz.binning).")
-        return
-    figure = ui.reliability_fig(result, f"rel:{kind}:{item.key}")
-    if figure is None:
-        st.info("Reliability figure: not available yet; the bins are in the table.")
-        st.dataframe(result.to_frame(), hide_index=True, height=240)
-    else:
-        ui.show_figure(figure, key=f"rel_{kind}_{slot_key}")
+    ui.show_figure(ui.reliability_fig(result, f"rel:{kind}:{item.key}"),
+                   key=f"rel_{kind}_{slot_key}")
 
 
 def lcs_section(item: ui.Current, slot_key: str) -> None:
     result = ui.lcs_result(item)
     if result is None:
-        st.info("Local Calibration Score: not available for these data yet.")
+        st.info("The Local Calibration Score needs 0/1 responses; these are real-valued.")
         return
     st.metric("Local Calibration Score (LCS)", f"{result.lcs:.4g}",
               help=f"k = {result.k:,} nearest scores (span {result.span:g})")
-    figure = ui.lcs_fig(result, f"lcs:{item.key}")
-    if figure is None:
-        st.info("LCS figure: not available yet.")
-    else:
-        ui.show_figure(figure, key=f"lcs_{slot_key}")
+    ui.show_figure(ui.lcs_fig(result, f"lcs:{item.key}"), key=f"lcs_{slot_key}")
 
 
 def metrics_section(item: ui.Current) -> None:
-    table = ui.metrics_table(item)
-    if table is not None:
-        st.markdown("**Classical metrics**")
-        st.dataframe(table, hide_index=True)
+    st.markdown("**Classical metrics**")
+    st.dataframe(ui.metrics_table(item), hide_index=True)
 
 
 for slot, item, slot_key in zip(ui.chart_slots(len(analyses)), analyses, ["a", "b"],

@@ -4,21 +4,15 @@ import pandas as pd
 import streamlit as st
 
 from mcviz import ui
+from mcviz.agglomeration import calibration_score, cvar_curve
 from mcviz.errors import ValidationError
+from mcviz.figures import cvar_curve_figure, group_errors_figure
+from mcviz.groupings import covariate_bins, local_calibration, score_bins
 from mcviz.report import safe_csv
-
-try:
-    from mcviz.agglomeration import calibration_score, cvar_curve
-    from mcviz.groupings import covariate_bins, local_calibration, score_bins
-except ImportError:
-    score_bins = None
 
 ui.page("groupings", "Groupings")
 analysis = ui.require_current()
 pred = analysis.pred
-if score_bins is None:
-    st.info("Groupings: not available yet (mcviz.groupings, mcviz.agglomeration).")
-    st.stop()
 
 st.caption("Every calibration score is a grouping (which observations are compared) and an "
            "agglomeration of the groups' errors c(I) = mean(score − response) "
@@ -75,8 +69,6 @@ st.markdown(f"**{groups.kind}**: {groups.description} — {groups.n_groups:,} gr
 st.dataframe(scores, hide_index=True)
 
 table = groups.table()
-group_errors_figure = ui.builder("group_errors_figure")
-cvar_curve_figure = ui.builder("cvar_curve_figure")
 left, right = ui.chart_slots(2)
 with left:
     if group_errors_figure is not None:

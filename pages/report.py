@@ -6,7 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from mcviz import __version__, cumulative_differences, ui
+from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
+from mcviz.figures import deviation_figure
 from mcviz.report import (
     ExportUnavailableError,
     ReportSection,
@@ -15,15 +17,7 @@ from mcviz.report import (
     html_report,
     safe_csv,
 )
-
-try:
-    from mcviz.multical import multicalibration
-    from mcviz.subpopulations import generate_subpopulations
-except ImportError:
-    multicalibration = None
-from mcviz.deviation import subpopulation_deviation
-
-deviation_figure = ui.builder("deviation_figure")
+from mcviz.subpopulations import generate_subpopulations
 
 ui.page("report", "Report")
 analysis = ui.require_current()
@@ -49,7 +43,7 @@ def calibration_section(item: ui.Current) -> ReportSection:
 
 def subpopulation_section() -> tuple[ReportSection | None, pd.DataFrame | None]:
     settings = st.session_state.get(ui.SUBPOP)
-    if settings is None or multicalibration is None:
+    if settings is None:
         return None, None
     subsets = ui.compute(
         "subpopulations", analysis.key, generate_subpopulations, pred,

@@ -1,26 +1,18 @@
 """Subpopulations page: multi-calibration over random subpopulations, with argmax drill-down."""
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from mcviz import ui
+from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
-from mcviz.figures import apply_style
+from mcviz.figures import deviation_figure, subpopulation_scatter_figure
 from mcviz.report import safe_csv
 from mcviz.subpopulations import (
     filter_subpopulation,
     generate_subpopulations,
     group_subpopulations,
 )
-
-try:
-    from mcviz.multical import multicalibration
-except ImportError:
-    multicalibration = None
-from mcviz.deviation import subpopulation_deviation
-
-deviation_figure = ui.builder("deviation_figure")
 
 ui.page("subpopulations", "Subpopulations")
 analysis = ui.require_current()
@@ -86,10 +78,7 @@ def run(settings: dict, *, progress=None):
 
 
 settings = st.session_state.get(ui.SUBPOP)
-if multicalibration is None:
-    st.info("The multi-calibration metric is not available yet (mcviz.multical).")
-    runs = None
-elif settings is None:
+if settings is None:
     st.info("Choose the settings and press **Compute**.")
     runs = None
 else:
@@ -115,14 +104,11 @@ def drill_down(sub, row: dict | None) -> None:
         st.markdown("Path of splits: " + " → ".join(f"`{c}`" for c in sub.conditions))
     slots = [st.container(), st.container()]  # stacked: each chart gets the full width
     with slots[0]:
-        if deviation_figure is None:
-            st.info("Subpopulation versus full population: not available yet (mcviz.deviation).")
-        else:
-            deviation = ui.compute(f"deviation:{sub.description}", analysis.key,
-                                   subpopulation_deviation, pred, sub.index)
-            ui.show_figure(ui.figure(deviation_figure, deviation,
-                                     f"dev:{analysis.key}:{sub.description}"),
-                           key=f"dev_{sub.id}_{sub.description}")
+        deviation = ui.compute(f"deviation:{sub.description}", analysis.key,
+                               subpopulation_deviation, pred, sub.index)
+        ui.show_figure(ui.figure(deviation_figure, deviation,
+                                 f"dev:{analysis.key}:{sub.description}"),
+                       key=f"dev_{sub.id}_{sub.description}")
     with slots[1]:
         own = ui.compute(f"own:{sub.description}", analysis.key, ui.own_cumulative, pred, sub.index)
         ui.cumulative_metrics(own)
@@ -131,15 +117,8 @@ def drill_down(sub, row: dict | None) -> None:
                        key=f"own_{sub.id}_{sub.description}")
     result = ui.reliability_result(analysis, "equal_width", index=sub.index,
                                    description=sub.description)
-    if result is None:
-        st.info("Reliability diagrams of the subpopulation: not available yet (mcviz.binning).")
-        return
-    figure = ui.reliability_fig(result, f"relsub:{analysis.key}:{sub.description}")
-    if figure is None:
-        with st.expander("Reliability bins: subpopulation and full population"):
-            st.dataframe(result.to_frame(), hide_index=True)
-    else:
-        ui.show_figure(figure, key=f"rel_{sub.id}_{sub.description}")
+    ui.show_figure(ui.reliability_fig(result, f"relsub:{analysis.key}:{sub.description}"),
+                   key=f"rel_{sub.id}_{sub.description}")
 
 
 if runs:
@@ -195,26 +174,12 @@ if runs:
         st.download_button("Download all subpopulations (CSV)", safe_csv(table),
                            file_name="subpopulations.csv", mime="text/csv")
     with right:
-        points = table.nlargest(10_000, "kuiper_z") if len(table) > 10_000 else table
-        scatter = go.Figure(go.Scattergl(
-            x=points["size"], y=points["kuiper_z"], mode="markers", customdata=points["id"],
-            text=points["description"], hovertemplate="%{text}<br>size %{x}<br>D/σ %{y:.3g}",
-            marker={"size": 7, "opacity": 0.7}, name="subpopulations",
-        ))
-        chosen_row = table[table["id"] == st.session_state[ui.W_SELECTED]]
-        if len(chosen_row):
-            scatter.add_scatter(x=chosen_row["size"], y=chosen_row["kuiper_z"], mode="markers",
-                                marker={"size": 16, "symbol": "circle-open", "line_width": 3},
-                                name="selected", hoverinfo="skip")
-        wide = table["size"].max() > 20 * max(table["size"].min(), 1)
-        scatter.update_xaxes(title="subpopulation size", type="log" if wide else "linear",
-                             dtick=1 if wide else None)
-        scatter.update_yaxes(title="D_k / σ_k")
-        apply_style(scatter, title="Subpopulations: click a point to open it",
-                    presentation=ui.presentation())
+        scatter = subpopulation_scatter_figure(result, selected=st.session_state[ui.W_SELECTED],
+                                               presentation=ui.presentation())
         ui.show_figure(scatter, key="sub_scatter", on_select=_pick_point)
-        if len(points) < len(table):
-            st.caption(f"The {len(points):,} largest D/σ of {len(table):,} are drawn.")
+        drawn = len(scatter.data[0].x)
+        if drawn < len(table):
+            st.caption(f"The {drawn:,} largest D/σ of {len(table):,} are drawn.")
 
     st.selectbox(
         "Drill down into", ids, key=ui.W_SELECTED,

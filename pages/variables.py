@@ -7,11 +7,6 @@ from mcviz import cumulative_differences, ui
 from mcviz.errors import ValidationError
 from mcviz.subpopulations import group_subpopulations
 
-try:
-    from mcviz import variables
-except ImportError:
-    variables = None
-
 ui.page("variables", "Variables")
 analysis = ui.require_current()
 pred = analysis.pred
@@ -20,24 +15,19 @@ if not kinds:
     st.warning("The mapping has no covariates: choose some on the Data page.")
     st.stop()
 
-ranking = None
-if variables is None:
-    st.info("The VECE ranking and LOESS curves are not available yet (mcviz.variables); the "
-            "cumulative view along each variable is below.")
+try:
+    ranking = ui.variable_ranking(analysis)
+except ValidationError as error:  # e.g. real-valued responses: no predicted class, no error
+    st.info(f"Variable-based calibration is not available for these data: {error} "
+            "The cumulative view along each variable is below.")
+    ranking = None
 else:
-    try:
-        ranking = ui.variable_ranking(analysis)
-    except ValidationError as error:
-        st.info(f"Variable-based calibration is not available for these data: {error}")
-        variables = None
-    if ranking is not None:
-        st.markdown("**Variables ranked by variable-based calibration error (VECE)**")
-        st.dataframe(
-            ranking.assign(vce_at=ranking["vce_at"].astype(str)), hide_index=True,
-            height=min(40 + 35 * len(ranking), 360),
-            column_config={c: st.column_config.NumberColumn(format="%.4f")
-                           for c in ("vece", "vce")},
-        )
+    st.markdown("**Variables ranked by variable-based calibration error (VECE)**")
+    st.dataframe(
+        ranking.assign(vce_at=ranking["vce_at"].astype(str)), hide_index=True,
+        height=min(40 + 35 * len(ranking), 360),
+        column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("vece", "vce")},
+    )
 
 names = list(kinds)
 if ranking is not None:
@@ -47,7 +37,7 @@ ui.selectbox_state(ui.W_VARIABLE, names, names[0])
 variable = st.selectbox("Variable", names, key=ui.W_VARIABLE,
                         format_func=lambda v: f"{v} ({kinds[v]})")
 
-if variables is not None:
+if ranking is not None:
     try:
         drawn = ui.variable_figures(analysis, variable)
     except ValidationError as error:

@@ -78,7 +78,8 @@ def test_warnings_and_notices_reach_stderr(tmp_path, capsys):
     assert main(["metrics", str(path), "--json"]) == 0
     err = capsys.readouterr().err
     assert "mcviz: warning:" in err
-    assert "mcviz: note:" in err and "'constant'" in err
+    assert "mcviz: note:" in err
+    assert "'constant'" in err
 
 
 def test_real_valued_responses_use_the_appendix_c_sigma(tmp_path, capsys):

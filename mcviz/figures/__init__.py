@@ -39,3 +39,6 @@ __all__ += [
     "local_error_histogram_figure",
     "neighbourhood_tradeoff_figure",
 ]
+from mcviz.figures.multical import subpopulation_scatter_figure  # noqa: E402
+
+__all__ += ["subpopulation_scatter_figure"]
