@@ -240,8 +240,7 @@ def cumulative_differences(
             pred.score, pred.label, pred.weight, pred.score, pred.run_end,
             weighted=pred.weighted, sigma_method=method, order_by=None, n_missing=0,
         )
-    if order_by not in pred.covariates.columns:
-        raise ValidationError(f"no covariate {order_by!r} to order by.", column=order_by)
+    pred.require_covariate(order_by, " to order by")
     variable = pred.covariates[order_by]
     if isinstance(variable.dtype, pd.CategoricalDtype):
         raise ValidationError(

@@ -621,13 +621,8 @@ def _fmt(value: float) -> str:
 
 def _check_columns(pred: Predictions, columns: Sequence[str]) -> list[str]:
     columns = [columns] if isinstance(columns, str) else list(columns)
-    unknown = [c for c in columns if c not in pred.covariates.columns]
-    if unknown:
-        raise ValidationError(
-            f"no covariate {unknown[0]!r}; covariates are "
-            f"{', '.join(map(repr, pred.covariates.columns)) or 'none'}.",
-            column=unknown[0],
-        )
+    for column in columns:
+        pred.require_covariate(column)
     return columns
 
 

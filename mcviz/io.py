@@ -191,6 +191,31 @@ class Predictions:
         """True when the score is a top-label probability from per-class columns."""
         return bool(self.probability_columns)
 
+    def require_covariate(self, name: str, purpose: str = "") -> None:
+        """Raise a :class:`ValidationError` unless ``name`` is a covariate.
+
+        The message says why a column is not one when loading dropped it (constant, all
+        missing), and otherwise lists the covariates there are.
+
+        Examples
+        --------
+        >>> pred = Predictions.from_arrays([0.2, 0.8], [0, 1], covariates={"c": [1, 1]})
+        >>> pred.require_covariate("c")
+        Traceback (most recent call last):
+        ...
+        mcviz.errors.ValidationError: covariate 'c' dropped: it takes a single value.
+        """
+        if name in self.covariates.columns:
+            return
+        dropped = next(
+            (n for n in self.report.notices if n.startswith(f"covariate {name!r} dropped")), None
+        )
+        if dropped is not None:
+            raise ValidationError(dropped, column=name)
+        listed = ", ".join(map(str, self.covariates.columns[:20])) or "none"
+        raise ValidationError(f"no covariate {name!r}{purpose}; covariates: {listed}.",
+                              column=name)
+
     @classmethod
     def from_arrays(
         cls,
@@ -786,6 +811,7 @@ def load_predictions(
         for column in covariates:
             _require_column(frame, column)
         covariates = [c for c in covariates if c not in excluded]
+    _check_declared_kinds(frame, covariates, nominal, ordinal)
 
     order = np.argsort(score_values[keep], kind="stable")
     kept_rows = np.flatnonzero(keep)[order]
@@ -829,6 +855,27 @@ def load_predictions(
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+def _check_declared_kinds(
+    frame: pd.DataFrame, covariates: Sequence[str], nominal: Sequence[str],
+    ordinal: Sequence[str],
+) -> None:
+    # A declaration that cannot apply is a typo or a mapping mistake: say so, never ignore it.
+    for column in (*nominal, *ordinal):
+        _require_column(frame, column)
+        if column not in covariates:
+            kind = "nominal" if column in nominal else "ordinal"
+            raise ValidationError(
+                f"column {column!r} is declared {kind} but is not one of the covariates "
+                f"({', '.join(map(str, covariates[:20])) or 'none'}).", column=column,
+            )
+    both = sorted(set(nominal) & set(ordinal), key=str)
+    if both:
+        raise ValidationError(
+            f"column {both[0]!r} is declared both nominal and ordinal; choose one.",
+            column=both[0],
+        )
 
 
 def _require_column(frame: pd.DataFrame, column: str) -> None:

@@ -284,8 +284,7 @@ def select_rows(pred: Predictions, conditions: Sequence[Condition]) -> np.ndarra
 
 def _condition_mask(pred: Predictions, condition: Condition) -> np.ndarray:
     column, op, value = condition.column, condition.op, condition.value
-    if column not in pred.covariates.columns:
-        raise ValidationError(f"no covariate {column!r} for condition {condition}.", column=column)
+    pred.require_covariate(column, " in the condition")
     if op not in OPERATORS:
         raise ValidationError(
             f"unknown operator {op!r} in a condition on {column!r}; use one of "

@@ -274,10 +274,6 @@ def _numeric_values(pred: Predictions, name: str) -> np.ndarray:
     return series.to_numpy(dtype=float, na_value=np.nan)
 
 
-def _require_covariate(pred: Predictions, name: str) -> None:
-    if name not in pred.covariates.columns:
-        listed = ", ".join(map(str, pred.covariates.columns[:20])) or "none"
-        raise ValidationError(f"no covariate {name!r}; covariates: {listed}.", column=name)
 
 
 def _is_nominal(pred: Predictions, name: str) -> bool:
@@ -332,7 +328,7 @@ def variable_calibration(
     Module notes: :math:`e`, :math:`\hat e`, eq. (8) for VCE(v*) and eq. (7) for VECE. Weights
     multiply the LOESS kernel weights and weight the bin means.
     """
-    _require_covariate(pred, variable)
+    pred.require_covariate(variable)
     _check_span(span, 0.3)
     if _is_nominal(pred, variable):
         raise ValidationError(
@@ -435,7 +431,7 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
     >>> result.levels, np.round(result.gap, 10).tolist(), result.vce_at
     (('a', 'b'), [0.35, -0.25], 'a')
     """
-    _require_covariate(pred, variable)
+    pred.require_covariate(variable)
     error, predicted = prediction_errors(pred)
     codes, levels = _level_codes(pred.covariates[variable])
     size = len(levels)

@@ -367,3 +367,17 @@ def test_multiclass_numeric_labels_and_class_names():
         load_predictions(df, probabilities=["prob_a1"], label="y")
     with pytest.raises(ValidationError, match="listed twice"):
         load_predictions(df, probabilities=["prob_a1", "prob_a1"], label="y")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"nominal": ["nonexistent"]}, "column 'nonexistent' is missing"),
+        ({"ordinal": ["score"]}, "'score' is declared ordinal but is not one of the covariates"),
+        ({"nominal": ["age"], "ordinal": ["age"]}, "'age' is declared both nominal and ordinal"),
+    ],
+)
+def test_declared_kinds_that_cannot_apply_are_errors(options, message):
+    frame = pd.DataFrame({"score": [0.2, 0.6, 0.9], "label": [0, 1, 1], "age": [30, 40, 50]})
+    with pytest.raises(ValidationError, match=message):
+        load_predictions(frame, score="score", label="label", **options)

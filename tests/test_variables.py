@@ -312,3 +312,9 @@ def test_infinite_variable_values_are_refused():
         variable_calibration(pred, "x")
     with pytest.raises(ValidationError, match="rows are infinite"):
         rank_variables(pred)
+
+
+def test_a_constant_variable_is_named_as_such():
+    pred = Predictions.from_arrays([0.2, 0.4, 0.8], [0, 1, 1], covariates={"c": [3, 3, 3]})
+    with pytest.raises(ValidationError, match="covariate 'c' dropped: it takes a single value"):
+        variable_calibration(pred, "c")
