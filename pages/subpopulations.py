@@ -1,5 +1,7 @@
 """Subpopulations page: multi-calibration over random subpopulations, with argmax drill-down."""
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
@@ -13,6 +15,7 @@ from mcviz.subpopulations import (
     generate_subpopulations,
     group_subpopulations,
 )
+from mcviz.weighting import SCHEMES
 
 ui.page("subpopulations", "Subpopulations")
 analysis = ui.require_current()
@@ -21,6 +24,27 @@ kinds = dict(pred.covariate_kinds)
 if not kinds:
     st.warning("The mapping has no covariates: choose some on the Data page.")
     st.stop()
+
+WEIGHTINGS = [ui.NO_SCORE, *SCHEMES]
+
+
+def _reweight() -> None:
+    chosen = st.session_state["sub_weighting"]
+    scheme = None if chosen == ui.NO_SCORE else chosen
+    rho = analysis.mapping.rho
+    if scheme in ("proportional", "proportional-shifted") and rho is None:
+        rho = 0.01  # the Data page's default: 1/S alone is unbounded near S = 0
+    st.session_state[ui.MAPPING] = replace(analysis.mapping, weighting=scheme,
+                                           rho=rho if scheme else None)
+
+
+st.selectbox(
+    "Reweighting (multi-calibration paper, Appendices A and B)", WEIGHTINGS,
+    index=WEIGHTINGS.index(analysis.mapping.weighting or ui.NO_SCORE), key="sub_weighting",
+    on_change=_reweight,
+    help="Multiplies the weights, then everything is recomputed: proportional 1/max(S, ρ), "
+         "shifted 1/(S + ρ), low prevalence 1/A for positive labels. ρ is set on the Data page.",
+)
 
 with st.form("subpop_settings", border=False):
     chosen = [c for c in st.session_state.get(ui.W_SUBCOVS) or [] if c in kinds] or list(kinds)

@@ -103,3 +103,15 @@ def test_metrics_table_figure(pred):
     assert list(names) == metrics.to_frame()["metric"].tolist()
     assert values[0] == f"{metrics.ece_equal_width:.4g}"
     assert "weighted" in figure.layout.title.text
+
+
+def test_real_valued_responses_are_not_cut_at_one():
+    rng = np.random.default_rng(6)
+    score = rng.random(2000)
+    real = Predictions.from_arrays(score, 2.0 * score, response="continuous")  # up to 2
+    figure = reliability_figure(reliability_diagrams(real, n_bins=(10,), n_bootstrap=0))
+    assert figure.layout.yaxis.range is None  # autorange: the points near 2 stay visible
+    binary = reliability_figure(reliability_diagrams(
+        Predictions.from_arrays(score, (rng.random(2000) < score).astype(int)), n_bins=(10,),
+        n_bootstrap=0))
+    assert tuple(binary.layout.yaxis.range) == (-0.02, 1.02)

@@ -133,7 +133,8 @@ def reliability_figure(
                 row=2, col=col,
             )
         figure.update_xaxes(range=[-0.02, 1.02], row=1, col=col)
-        figure.update_yaxes(range=[-0.02, 1.02], row=1, col=col)
+        if result.response_kind == "binary":  # real-valued responses may leave [0, 1]
+            figure.update_yaxes(range=[-0.02, 1.02], row=1, col=col)
         figure.update_xaxes(title_text="mean score in bin", range=[-0.02, 1.02], row=2, col=col)
     figure.update_yaxes(title_text="mean response", row=1, col=1)
     figure.update_yaxes(title_text="weight" if result.weighted else "count", row=2, col=1)

@@ -226,6 +226,23 @@ def test_reweighting_flows_into_every_statistic():
     assert "weighted bins" in " ".join(m.value for m in at.markdown)
 
 
+def test_reweighting_from_the_subpopulations_page_recomputes_m():
+    at = new_app()
+    at.switch_page("pages/subpopulations.py").run()
+    at.number_input(key="w_l").set_value(100)
+    at.button[0].click().run()
+    no_exceptions(at)
+    unweighted = metrics(at)["M"]
+    at.selectbox(key="sub_weighting").set_value("proportional").run()
+    no_exceptions(at)
+    assert '"weighting":"proportional"' in at.query_params["map"]
+    assert '"rho":0.01' in at.query_params["map"]
+    assert metrics(at)["M"] != unweighted  # recomputed on the new weights, not stale
+    at.switch_page("pages/data.py").run()
+    key = next(w.key for w in at.selectbox if w.key and w.key.startswith("map_weighting"))
+    assert at.selectbox(key=key).value == "proportional"
+
+
 def test_real_valued_labels_use_the_appendix_c_sigma():
     rng = np.random.default_rng(4)
     score = rng.uniform(0.05, 0.95, 2000)
