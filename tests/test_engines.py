@@ -153,6 +153,27 @@ def test_numpy_engine_matches_multicalibration(numpy_engine):
     assert got.table["id"].iloc[got.argmax] == expected.argmax.id
 
 
+def test_parents_from_a_sample_only_speed_up_the_full_data(numpy_engine):
+    # Subpopulations drawn on a sample, screened on all rows: testing a child's conditions on
+    # its parent's rows must select exactly what testing them on every row selects.
+    import dataclasses
+
+    from mcviz.engines.base import as_specs
+
+    sample = numpy_engine.pred.covariates.iloc[::3]
+    pred = Predictions.from_arrays(
+        numpy_engine.pred.score[::3], numpy_engine.pred.label[::3], covariates=sample
+    )
+    specs = as_specs(generate_subpopulations(pred, n_subpopulations=80, seed=4))
+    assert sum(s.parent not in (None, 0) for s in specs) > 20  # deep paths are exercised
+    with_parents = numpy_engine.screen(specs)
+    without = numpy_engine.screen([dataclasses.replace(s, parent=None) for s in specs])
+    assert with_parents.table["size"].tolist() == without.table["size"].tolist()
+    np.testing.assert_array_equal(with_parents.table["kuiper"], without.table["kuiper"])
+    for spec, size in zip(specs, with_parents.table["size"], strict=True):
+        assert size == select_rows(numpy_engine.pred, spec.conditions).size
+
+
 def test_constant_offset_closed_form():
     # R - S = d for every row (continuous responses are not screened, so use ties of a binary
     # response whose mean is the score plus d): half the rows at score 0.25 with R = 0.5 mean.

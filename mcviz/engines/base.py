@@ -111,6 +111,9 @@ class SubpopulationSpec:
     depth: int
     conditions: tuple[Condition, ...]
     description: str
+    parent: int | None = None
+    """Id of a subpopulation that contains this one (its parent on an Algorithm 1 path), when
+    known: the in-memory engine then evaluates the conditions on the parent's rows only."""
 
 
 def as_specs(
@@ -129,7 +132,7 @@ def as_specs(
             specs.append(item)
         elif isinstance(item, Subpopulation):
             specs.append(SubpopulationSpec(item.id, item.depth, tuple(item.conditions),
-                                           item.description))
+                                           item.description, item.parent))
         else:
             conditions = tuple(item)
             specs.append(SubpopulationSpec(position, len(conditions), conditions,

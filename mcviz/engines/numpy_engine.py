@@ -12,7 +12,7 @@ References
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -109,8 +109,31 @@ class NumpyEngine(Engine):
         p = self.pred
         return p.n, p.report.n_dropped, float(p.score[0]), float(p.score[-1])
 
-    def _index(self, spec: SubpopulationSpec) -> np.ndarray:
-        return select_rows(self.pred, spec.conditions)
+    def _indices(self, specs: Sequence[SubpopulationSpec]) -> Iterator[np.ndarray]:
+        """Each spec's members in turn, testing a child's conditions on its parent's rows only.
+
+        Algorithm 1 nests every subpopulation in its parent, so a path of depth d costs about
+        the parent's size per step instead of n. Parents are held only until their last child
+        in ``specs`` is done.
+        """
+        position_of = {spec.id: position for position, spec in enumerate(specs)}
+        children_left: dict[int, int] = {}
+        for position, spec in enumerate(specs):
+            parent = position_of.get(spec.parent) if spec.parent is not None else None
+            if parent is not None and parent < position:
+                children_left[parent] = children_left.get(parent, 0) + 1
+        held: dict[int, np.ndarray] = {}
+        for position, spec in enumerate(specs):
+            parent = position_of.get(spec.parent) if spec.parent is not None else None
+            within = held.get(parent) if parent is not None else None
+            index = select_rows(self.pred, spec.conditions, within=within)
+            if within is not None:
+                children_left[parent] -= 1
+                if children_left[parent] == 0:
+                    del held[parent]
+            if children_left.get(position):
+                held[position] = index
+            yield index
 
     def histogram(self, specs: Sequence[SubpopulationSpec], lo: float, scale: float,
                   bins: int) -> BinSummaries:
@@ -120,8 +143,7 @@ class NumpyEngine(Engine):
         positive = np.maximum(self.diff, 0.0)
         negative = np.maximum(-self.diff, 0.0)
         parts = []
-        for position, spec in enumerate(specs):
-            index = self._index(spec)
+        for position, index in enumerate(self._indices(specs)):
             if index.size == 0:
                 continue
             b = binned[index]
@@ -161,8 +183,7 @@ class NumpyEngine(Engine):
         weight = np.zeros(size)
         variance = np.zeros(size)
         kuiper = np.zeros(size)
-        for position, spec in enumerate(specs):
-            index = self._index(spec)
+        for position, index in enumerate(self._indices(specs)):
             count[position] = index.size
             if index.size == 0:
                 continue
