@@ -412,7 +412,8 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--seed", type=int, help="seed of Algorithm 1 (default 0)")
     group.add_argument(
         "--repeats", type=int, metavar="R",
-        help="run seeds s, s+1, ..., s+R-1 and report means with standard errors",
+        help="run seeds s, s+1, ..., s+R-1 and report the metrics as means with standard "
+        "errors (the argmax and the count are those of seed s)",
     )
     group.add_argument(
         "--groups", help="comma-separated boolean or categorical columns used as groups"

@@ -99,3 +99,21 @@ def test_spark_invalid_rows_and_text_labels(spark, tmp_path):
     assert got.n == 58
     assert got.n_dropped == 2
     assert_same(expected, got)
+
+
+def test_a_missing_java_is_a_message_not_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "small.parquet"
+    make_frame(200).to_parquet(path)
+    completed = subprocess.run(
+        [sys.executable, "-m", "mcviz", "screen", str(path), "--engine", "spark",
+         "--out", str(tmp_path / "out.parquet")],
+        env={**os.environ, "JAVA_HOME": str(tmp_path / "no-java")},
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert completed.returncode == 2
+    assert "could not start a local Spark" in completed.stderr
+    assert "Java 17+ runtime" in completed.stderr
+    assert "Traceback" not in completed.stderr

@@ -38,7 +38,7 @@ def local_session(master: str = "local[2]", *, app_name: str = "mcviz-screen"):
     """Start (or reuse) a local SparkSession bound to 127.0.0.1 with the web UI off."""
     from pyspark.sql import SparkSession
 
-    return (
+    builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.driver.host", "127.0.0.1")
@@ -48,8 +48,15 @@ def local_session(master: str = "local[2]", *, app_name: str = "mcviz-screen"):
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.codegen.wholeStage", "false")  # huge predicates: skip compiling
         .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
     )
+    try:
+        return builder.getOrCreate()
+    except RuntimeError as error:  # pyspark's JAVA_GATEWAY_EXITED and kin
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValidationError(
+            "the spark engine could not start a local Spark: it needs a Java 17+ runtime "
+            f"(Debian: apt-get install default-jre-headless) ({reason})."
+        ) from None
 
 
 class SparkEngine(Engine):
