@@ -19,6 +19,8 @@ PAGES = [
             url_path="subpopulations"),
     st.Page("pages/groupings.py", title="Groupings", icon=":material/category:",
             url_path="groupings"),
+    st.Page("pages/screening.py", title="Screening", icon=":material/storage:",
+            url_path="screening"),
     st.Page("pages/report.py", title="Report", icon=":material/description:",
             url_path="report"),
 ]

@@ -3,7 +3,9 @@
 The subpopulations come from Algorithm 1 run on an in-memory random sample of the rows (read
 with DuckDB's reservoir sampling, ``--sample-rows``, ``--seed``); the chosen engine then
 evaluates their predicates on every row. The per-subpopulation table is written to ``--out``
-(Parquet) and M with its argmax is printed (``--json``: the keys of ``mcviz metrics``).
+(Parquet, with the run's context in its metadata: :mod:`mcviz.engines.results`, which the
+dashboard's Screening page opens) and M with its argmax is printed (``--json``: the keys of
+``mcviz metrics``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from mcviz.engines.base import Columns, Engine, expand_paths
+from mcviz.engines.results import write_screen
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions, load_predictions
 from mcviz.subpopulations import generate_subpopulations
@@ -118,5 +121,5 @@ def run_screen(args: argparse.Namespace) -> dict:
             result = engine.screen(subpopulations, exact=False, bins=args.histogram)
         else:
             result = engine.screen(subpopulations, exact=True)
-    result.table.to_parquet(out, index=False)
+    write_screen(result, out, files=files, columns=columns, kinds=pred.covariate_kinds)
     return result.summary()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -263,3 +264,36 @@ def test_real_valued_labels_use_the_appendix_c_sigma():
     at.switch_page("pages/calibration.py").run()
     assert float(metrics(at)["Kuiper D"]) > 0
     assert '"response":"continuous"' in at.query_params["map"]
+
+
+def test_screening_table_opens_and_drills_down(tmp_path, capsys):
+    from mcviz.cli import main
+
+    rng = np.random.default_rng(8)
+    n = 5000
+    score = rng.uniform(0.05, 0.95, n).round(3)
+    x = rng.uniform(size=n).round(3)
+    truth = np.where(x > 0.8, np.minimum(score + 0.2, 1), score)
+    data = tmp_path / "logs.parquet"
+    pd.DataFrame({"score": score, "label": (rng.random(n) < truth).astype(int), "x": x,
+                  "g": rng.choice(["u", "v"], n)}).to_parquet(data, row_group_size=1000)
+    out = tmp_path / "screen.parquet"
+    assert main(["screen", str(data), "--engine", "duckdb", "--subpopulations", "60",
+                 "--out", str(out), "--json"]) == 0
+    argmax = json.loads(capsys.readouterr().out)["argmax"]
+    at = new_app()
+    at.switch_page("pages/screening.py").run()
+    no_exceptions(at)
+    at.file_uploader(key="screen_upload").set_value(
+        ("screen.parquet", out.read_bytes(), "application/octet-stream")).run()
+    no_exceptions(at)
+    assert metrics(at)["Rows screened"] == "5,000"
+    assert argmax["description"] in at.success[0].value
+    # the drill-down opens on the argmax and reads exactly its rows
+    assert f"{argmax['size']:,} rows read" in " ".join(m.value for m in at.markdown)
+    assert float(metrics(at)["Kuiper D"]) == pytest.approx(argmax["kuiper"], rel=1e-3)
+    # a plain Parquet file is a message, not a traceback
+    at.file_uploader(key="screen_upload").set_value(
+        ("plain.parquet", data.read_bytes(), "application/octet-stream")).run()
+    no_exceptions(at)
+    assert any("no mcviz screening context" in e.value for e in at.error)

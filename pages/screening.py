@@ -1,0 +1,82 @@
+"""Screening page: open a table written by `mcviz screen` and drill into any subpopulation."""
+
+import pandas as pd
+import streamlit as st
+
+from mcviz import cumulative_differences, ui
+from mcviz.binning import reliability_diagrams
+from mcviz.engines.results import load_subpopulation, read_screen
+from mcviz.errors import ValidationError
+
+ui.page("screening", "Screening")
+st.caption(
+    "For data larger than memory: `mcviz screen 'logs/*.parquet' --engine duckdb --out "
+    "screen.parquet` measures every subpopulation out of core and writes one row per "
+    "subpopulation. Open that table here; the drill-down then reads only the chosen "
+    "subpopulation's rows from the screened Parquet files (DuckDB pushes its conditions into "
+    "the scan), so those files must be on the machine that runs this app."
+)
+upload = st.file_uploader("Screening table written by `mcviz screen --out` (.parquet)",
+                          type=["parquet"], key="screen_upload")
+if upload is None:
+    st.info("Upload a screening table to see its subpopulations.")
+    st.stop()
+raw = upload.getvalue()
+table_key = ui.digest(raw)
+try:
+    screen = ui.compute("screen_table", table_key, read_screen, raw)
+except ValidationError as error:
+    st.error(str(error))
+    st.stop()
+
+table = screen.table
+cells = st.columns(4)
+cells[0].metric("M", f"{screen.metric:.4g}",
+                help="max over subpopulations of D_k σ_0 / σ_k (eq. (4))")
+cells[1].metric("Mode", "exact" if screen.exact else "histogram",
+                help=None if screen.exact else f"M may be up to {screen.metric_bound:.3g} higher")
+cells[2].metric("Rows screened", f"{screen.n:,}")
+cells[3].metric("Subpopulations", f"{len(table) - 1:,}")
+argmax = table.iloc[screen.argmax]
+st.success(f"Worst subpopulation (argmax, #{argmax['id']}): **{argmax['description']}** — "
+           f"{argmax['size']:,} rows")
+st.caption(f"Engine {screen.engine} · files: " + ", ".join(f"`{f}`" for f in screen.files[:5])
+           + (f" and {len(screen.files) - 5} more" if len(screen.files) > 5 else ""))
+
+top = table.sort_values("normalized", ascending=False).head(50)
+st.dataframe(top[["id", "description", "size", "kuiper", "sigma", "kuiper_z", "normalized"]],
+             hide_index=True, height=300,
+             column_config={c: st.column_config.NumberColumn(format="%.4g")
+                            for c in ("kuiper", "sigma", "kuiper_z", "normalized")})
+
+rows = [screen.argmax, *(int(r) for r in top.index if r != screen.argmax)]
+row = st.selectbox("Drill down into", rows, key=f"screen_row|{table_key}",
+                   format_func=lambda r: ("★ " if r == screen.argmax else "")
+                   + f"#{table['id'].iloc[r]} · {table['description'].iloc[r]}")
+with st.spinner("Reading the subpopulation's rows…"):
+    try:
+        pred = ui.compute("screen_rows", table_key, load_subpopulation, screen, row=int(row))
+    except ValidationError as error:
+        st.error(str(error))
+        st.stop()
+
+screened = table.iloc[row]
+own = ui.compute("screen_own", f"{table_key}:{row}", cumulative_differences, pred)
+st.markdown(f"**{screened['description']}** · {pred.n:,} rows read")
+if pred.report.n_dropped:
+    st.warning(f"{pred.report.n_dropped:,} invalid rows of this subpopulation were left out: "
+               + "; ".join(f"{reason} ({count:,})" for reason, count in pred.report.dropped))
+st.dataframe(pd.DataFrame({
+    "": ["screened", "recomputed from the rows read"],
+    "rows": [int(screened["size"]), pred.n],
+    "Kuiper D": [float(screened["kuiper"]), own.kuiper],
+    "σ": [float(screened["sigma"]), own.sigma],
+}), hide_index=True)
+ui.cumulative_metrics(own)
+ui.show_figure(ui.cumulative_fig(own, title="The subpopulation's own calibration",
+                                 cache=f"screen_cum:{table_key}:{row}"),
+               key=f"screen_cum_{row}")
+reliability = ui.compute("screen_reliability", f"{table_key}:{row}", reliability_diagrams, pred,
+                         n_bins=list(ui.bin_counts()), kind="equal_width", n_bootstrap=0)
+ui.show_figure(ui.reliability_fig(reliability, f"screen_rel:{table_key}:{row}"),
+               key=f"screen_rel_{row}")

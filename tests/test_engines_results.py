@@ -1,0 +1,79 @@
+"""Screening tables on disk (mcviz.engines.results): context round trip and drill-down."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("duckdb")
+
+from test_engines import make_frame
+
+from mcviz.cli import main
+from mcviz.cumulative import cumulative_differences
+from mcviz.engines.results import load_subpopulation, read_screen
+from mcviz.errors import ValidationError
+
+
+@pytest.fixture(scope="module")
+def screened(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("screen")
+    data = directory / "data.parquet"
+    make_frame(4000, seed=2).to_parquet(data, row_group_size=500)
+    out = directory / "screen.parquet"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status = main(["screen", str(data), "--score", "score", "--label", "label", "--weight",
+                 "weight", "--engine", "duckdb", "--subpopulations", "40", "--sample-rows",
+                 "3000", "--seed", "1", "--out", str(out), "--json"])
+    assert status == 0
+    return data, out, json.loads(printed.getvalue())
+
+
+def test_the_table_carries_its_context(screened):
+    data, out, summary = screened
+    screen = read_screen(out)
+    assert screen.files == (str(data.resolve()),)
+    assert (screen.columns.score, screen.columns.label, screen.columns.weight) == (
+        "score", "label", "weight")
+    assert screen.kinds["cat"] == "nominal"
+    assert screen.kinds["x2"] == "ordinal"
+    assert screen.metric == summary["metric"]
+    assert screen.table["description"].iloc[screen.argmax] == summary["argmax"]["description"]
+    assert read_screen(out.read_bytes()).metric == screen.metric  # an upload's bytes
+
+
+def test_drill_down_loads_exactly_the_screened_rows(screened):
+    _, out, _ = screened
+    screen = read_screen(out)
+    deep = int(screen.table["depth"].idxmax())
+    for row in (0, screen.argmax, deep):
+        pred = load_subpopulation(screen, row)
+        expected = screen.table.iloc[row]
+        assert pred.n == expected["size"]
+        assert pred.weight_total == pytest.approx(expected["weight_total"], rel=1e-12)
+        result = cumulative_differences(pred)  # exact mode: the same D_k and σ_k
+        assert result.kuiper == pytest.approx(expected["kuiper"], abs=1e-12)
+        assert result.sigma == pytest.approx(expected["sigma"], abs=1e-12)
+
+
+def test_plain_parquet_and_moved_data_are_messages(screened, tmp_path):
+    _, out, _ = screened
+    plain = tmp_path / "plain.parquet"
+    pd.DataFrame({"a": [1]}).to_parquet(plain)
+    with pytest.raises(ValidationError, match="no mcviz screening context"):
+        read_screen(plain)
+    with pytest.raises(ValidationError, match="not a screening table"):
+        read_screen(b"not parquet at all")
+    moved = tmp_path / "moved.parquet"
+    moved.write_bytes(out.read_bytes())
+    screen = read_screen(moved)
+    gone = tmp_path / "gone.parquet"
+    screen = type(screen)(**{**{f: getattr(screen, f) for f in screen.__slots__},
+                             "files": (str(gone),)})
+    with pytest.raises(ValidationError, match="not on this machine"):
+        load_subpopulation(screen, 1)
