@@ -8,7 +8,8 @@ Finally DuckDB screens --limit-rows rows under SET memory_limit = --memory-limit
 says whether it spilled to its temp_directory (largest size seen) and finished.
 
 Run: python benchmarks/bench_scale.py [--rows 10000000] [--limit-rows 100000000]
-     [--engines numpy,duckdb-exact,duckdb-hist,spark] [--bins 1000] [--dir /tmp/mcviz-scale]
+     [--limit-subpopulations L] [--limit-mode exact|hist]
+     [--engines numpy,duckdb-exact,duckdb-hist,spark-exact] [--bins 1000] [--dir /tmp/mcviz-scale]
 """
 
 from __future__ import annotations
@@ -199,6 +200,10 @@ def main() -> None:
     parser.add_argument("--limit-rows", type=int, default=100_000_000,
                         help="rows for the memory-limited DuckDB run (0 skips it)")
     parser.add_argument("--memory-limit", default="1GB")
+    parser.add_argument("--limit-subpopulations", type=int,
+                        help="subpopulations of the memory-limited run (default --subpopulations)")
+    parser.add_argument("--limit-mode", choices=("exact", "hist"), default="exact",
+                        help="mode of the memory-limited DuckDB run")
     parser.add_argument("--subpopulations", type=int, default=1000)
     parser.add_argument("--engines", default="numpy,duckdb-exact,duckdb-hist,spark-exact")
     parser.add_argument("--bins", type=int, default=1000)
@@ -228,7 +233,13 @@ def main() -> None:
         print(row(run_child(name, data, specs_path, args), args.rows), flush=True)
     if args.limit_rows:
         big = write_data(directory, args.limit_rows, args.seed)
-        result = run_child("duckdb-exact", big, specs_path, args, args.memory_limit)
+        limited = args.limit_subpopulations or args.subpopulations
+        if limited != args.subpopulations:
+            specs = make_specs(data, limited, args.seed)
+            specs_path = directory / f"specs_{args.rows}_{limited}.pkl"
+            specs_path.write_bytes(pickle.dumps(specs))
+            print(f"memory-limited run: {len(specs) - 1} subpopulations", flush=True)
+        result = run_child(f"duckdb-{args.limit_mode}", big, specs_path, args, args.memory_limit)
         print(row(result, args.limit_rows, args.memory_limit), flush=True)
 
 
