@@ -89,6 +89,25 @@ def switch(page, title: str, *, chart: bool = True) -> float:
     return time.perf_counter() - start
 
 
+def choose(page, label: str, text: str, chart_title: str | None = None) -> float:
+    """Type ``text`` into the selectbox labelled ``label`` and take the first match; seconds
+    from the choice until its result is on the page (a chart titled ``chart_title``, or else
+    the drill-down naming the chosen subpopulation) and the app is idle again."""
+    box = page.get_by_test_id("stSelectbox").filter(has_text=label).first
+    box.click()
+    page.keyboard.type(text)
+    start = time.perf_counter()
+    page.keyboard.press("Enter")
+    if chart_title is not None:
+        shown = page.locator(".js-plotly-plot", has_text=chart_title)
+    else:
+        description = box.inner_text().split("\n")[-1].split("· ", 1)[-1]
+        shown = page.get_by_test_id("stExpander").get_by_text(description, exact=True)
+    shown.first.wait_for(timeout=120_000)
+    idle(page)
+    return time.perf_counter() - start
+
+
 def measure(page, port: int, path: Path, n: int) -> list[tuple[str, float, float | None]]:
     rows = []
     size_mb = path.stat().st_size / 1e6
@@ -106,6 +125,13 @@ def measure(page, port: int, path: Path, n: int) -> list[tuple[str, float, float
     rows.append(("Calibration page, first visit (computes)", switch(page, "Calibration"), None))
     rows.append(("switch to Data (computed)", switch(page, "Data"), 1.0))
     rows.append(("switch to Calibration (computed)", switch(page, "Calibration"), 1.0))
+    rows.append(("Variables page, first visit (ranks every variable)", switch(page, "Variables"),
+                 None))
+    rows.append(("pick another variable (computes its curves)",
+                 choose(page, "Variable", "income", "Error and predicted error along income"),
+                 None))
+    rows.append(("pick the first variable again (computed)",
+                 choose(page, "Variable", "age (", "Error and predicted error along age"), 1.0))
     switch(page, "Subpopulations", chart=False)
     start = time.perf_counter()
     page.get_by_role("button", name="Compute").click()
@@ -114,6 +140,9 @@ def measure(page, port: int, path: Path, n: int) -> list[tuple[str, float, float
                  time.perf_counter() - start, 3.0))
     idle(page, 300_000)
     rows.append(("  ... plus rendering the drill-down", time.perf_counter() - start, None))
+    rows.append(("drill into another subpopulation (computes)",
+                 choose(page, "Drill down into", "#1 ·"), None))
+    rows.append(("back to the argmax (computed)", choose(page, "Drill down into", "★"), 1.0))
     rows.append(("switch to Calibration (computed)", switch(page, "Calibration"), 1.0))
     rows.append(("switch to Subpopulations (computed)", switch(page, "Subpopulations"), 1.0))
     return rows

@@ -267,8 +267,9 @@ _HEAVY = ("subpopulations", "multicalibration")
 def compute(name: str, key: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
     """Call ``fn(*args, **kwargs)`` once per (name, predictions key, keyword arguments).
 
-    Positional arguments (the predictions, index arrays) are not hashed: ``key`` must identify
-    them, and every keyword argument must be JSON-serialisable (it is part of the cache key).
+    Positional arguments (the predictions, index arrays) are not hashed: ``key`` (or ``name``)
+    must identify them. Pass every other choice -- a variable, columns, settings -- as a keyword
+    argument: keywords are JSON-serialised into the cache key.
     """
     params = json.dumps(kwargs, sort_keys=True, default=str)
     cache = _compute_heavy if name in _HEAVY else _compute
@@ -349,8 +350,22 @@ def sync() -> None:
     sync_query_params(st.session_state.get(PAGE, "data"))
 
 
+def use_demo(name: str) -> None:
+    """Make an embedded demo the current data (a no-op when it already is)."""
+    source = {"kind": "demo", "name": name, "digest": None}
+    if st.session_state.get(SOURCE) != source:
+        frame = read_demo(name)
+        set_source(source, frame, default_mapping(frame))
+
+
 def require_current() -> Current:
-    """Return the current analysis, or point to the Data page and ``st.stop()``."""
+    """Return the current analysis, or point to the Data page and ``st.stop()``.
+
+    With the demo chosen as the source (the default) and nothing loaded yet, as when a page's
+    address is opened directly, the demo is loaded here, as the Data page would.
+    """
+    if st.session_state.get(SOURCE) is None and st.session_state.get(W_SOURCE) == "demo":
+        use_demo(st.session_state.get(W_DEMO) or DEFAULTS[W_DEMO])
     analysis = current()
     if analysis is None:
         st.info("Load a file or a demo on the **Data** page first.")
@@ -703,9 +718,9 @@ def variable_figures(item: Current, variable: str) -> list[tuple[str, Any]]:
     """Return the LOESS and gap figures of a numeric variable, or the per-level figure."""
     pred = item.pred
     if pred.covariate_kinds.get(variable) == "nominal":
-        result = compute("levels", item.key, level_calibration, pred, variable)
+        result = compute("levels", item.key, level_calibration, pred, variable=variable)
         return [("levels", figure(categorical_levels_figure, result,
                                   f"levels:{item.key}:{variable}"))]
-    result = compute("variable", item.key, variable_calibration, pred, variable)
+    result = compute("variable", item.key, variable_calibration, pred, variable=variable)
     return [(build.__name__, figure(build, result, f"{build.__name__}:{item.key}:{variable}"))
             for build in (variable_curves_figure, gap_figure)]

@@ -14,10 +14,7 @@ source_kind = st.radio(
 
 if source_kind == "demo":
     name = st.selectbox("Demo", list(ui.DEMOS), key=ui.W_DEMO, format_func=ui.DEMOS.get)
-    frame = ui.read_demo(name)
-    source = {"kind": "demo", "name": name, "digest": None}
-    if st.session_state.get(ui.SOURCE) != source:
-        ui.set_source(source, frame, ui.default_mapping(frame))
+    ui.use_demo(name)
 else:
     upload = st.file_uploader(
         "Prediction file (CSV, TSV, Parquet; optionally .gz or .zip; up to 1 GB)",

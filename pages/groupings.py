@@ -42,8 +42,8 @@ try:
         if not columns:
             st.info("Choose one or two covariates.")
             st.stop()
-        groups = ui.compute("covariate_bins", analysis.key, covariate_bins, pred, list(columns),
-                            n_bins=int(n_bins), strategy=strategy)
+        groups = ui.compute("covariate_bins", analysis.key, covariate_bins, pred,
+                            columns=list(columns), n_bins=int(n_bins), strategy=strategy)
     else:
         cells = st.columns(2)
         k = cells[0].number_input("k (group size)", 2, max(pred.n, 2), min(100, pred.n),

@@ -154,7 +154,10 @@ def _path_figure(
             mode="lines",
             name=path_name,
             line={"color": color, "width": 2.5},
-            customdata=np.column_stack((result.fraction[keep], result.position[keep])),
+            # hover text only (4 significant digits): single precision halves its payload
+            customdata=np.column_stack(
+                (result.fraction[keep], result.position[keep])
+            ).astype(np.float32),
             hovertemplate=(
                 "k/n = %{customdata[0]:.4f}<br>"
                 + bottom_title

@@ -148,12 +148,47 @@ def test_groupings_page():
     no_exceptions(at)
     at.radio(key="grouping_kind").set_value("covariate").run()
     no_exceptions(at)
+    at.multiselect(key="grouping_columns").set_value(["sex"]).run()
+    no_exceptions(at)
+    groups = set(at.dataframe[-1].value["group"])
+    assert any("Male" in g for g in groups), groups
+    at.multiselect(key="grouping_columns").set_value(["race"]).run()
+    no_exceptions(at)
+    groups = set(at.dataframe[-1].value["group"])
+    assert any("White" in g for g in groups), groups  # recomputed for the new column
 
 
 def test_variables_page():
     at = new_app()
     at.switch_page("pages/variables.py").run()
     no_exceptions(at)
+
+
+def _chart_titles(at: AppTest) -> str:
+    return " ".join(json.loads(c.proto.spec)["layout"]["title"]["text"]
+                    for c in at.get("plotly_chart"))
+
+
+def test_switching_between_numeric_variables_redraws_their_curves():
+    at = new_app()
+    at.switch_page("pages/variables.py").run()
+    at.selectbox(key="w_variable").set_value("age").run()
+    no_exceptions(at)
+    assert "Error and predicted error along age" in _chart_titles(at)
+    at.selectbox(key="w_variable").set_value("hours_per_week").run()
+    no_exceptions(at)
+    titles = _chart_titles(at)
+    assert "Error and predicted error along hours_per_week" in titles
+    assert "Calibration gap along hours_per_week" in titles
+    assert "along age" not in titles
+
+
+def test_a_page_opened_directly_loads_the_demo():
+    at = AppTest.from_file(str(Path(APP).parent / "pages" / "variables.py"),
+                           default_timeout=TIMEOUT).run()
+    no_exceptions(at)
+    assert not [i.value for i in at.info if "Load a file" in i.value]
+    assert "Kuiper D" in metrics(at)
 
 
 def test_report_download_content():
