@@ -91,19 +91,21 @@ def switch(page, title: str, *, chart: bool = True) -> float:
 
 def choose(page, label: str, text: str, chart_title: str | None = None) -> float:
     """Type ``text`` into the selectbox labelled ``label`` and take the first match; seconds
-    from the choice until its result is on the page (a chart titled ``chart_title``, or else
-    the drill-down naming the chosen subpopulation) and the app is idle again."""
-    box = page.get_by_test_id("stSelectbox").filter(has_text=label).first
-    box.click()
+    from the choice until its result is on the page (a chart titled ``chart_title``, or else a
+    drill-down naming another subpopulation) and the app is idle again."""
+    heading = page.get_by_test_id("stExpander").locator("strong").first
+    before = None if chart_title is not None else heading.inner_text()
+    page.get_by_test_id("stSelectbox").filter(has_text=label).first.click()
     page.keyboard.type(text)
     start = time.perf_counter()
     page.keyboard.press("Enter")
     if chart_title is not None:
-        shown = page.locator(".js-plotly-plot", has_text=chart_title)
+        page.locator(".js-plotly-plot", has_text=chart_title).first.wait_for(timeout=120_000)
     else:
-        description = box.inner_text().split("\n")[-1].split("· ", 1)[-1]
-        shown = page.get_by_test_id("stExpander").get_by_text(description, exact=True)
-    shown.first.wait_for(timeout=120_000)
+        while heading.inner_text() == before:
+            if time.perf_counter() - start > 120:
+                raise TimeoutError("the drill-down did not change")
+            page.wait_for_timeout(10)
     idle(page)
     return time.perf_counter() - start
 

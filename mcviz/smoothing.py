@@ -34,19 +34,23 @@ Exact-statistics binning. Evaluation is a sum over observations, so observations
 aggregated into bins :math:`b` with centre :math:`c_b` and power sums
 :math:`S_{jb} = \sum_{i \in b} W_i (x_i - c_b)^j`, :math:`j = 0, 1, 2` (also with :math:`W_i y_i`
 and :math:`W_i^2`). When the variable has at most 2,048 distinct values the bins are the
-distinct values and every sum is exact. Otherwise the bins have equal width
-:math:`\delta = h_{(2\%)}/100`, with :math:`h_{(2\%)}` the 2% quantile of the radii at the
-evaluation points (points with a radius below :math:`100\,\delta` are fitted directly from
-the observations), values tied on many rows keep bins of their own, and each term
+distinct values and every sum is exact. Otherwise every bin inside an evaluation window of
+radius :math:`h` has width :math:`\delta \le h/100` (window ends are bin edges; between them the
+width is set by the narrowest window covering that stretch, so dense regions get fine bins and
+sparse tails coarse ones, and skewed variables need no direct fits), values tied on many rows
+keep bins of their own, and each term
 :math:`\varphi(z) = K(z) z^m` is expanded to second order about the bin centre,
 :math:`\sum_{i\in b} W_i \varphi(z_i) \approx \varphi(t_b) S_{0b} + \varphi'(t_b) S_{1b}/h
 + \tfrac12\varphi''(t_b) S_{2b}/h^2`, :math:`t_b = (c_b - v)/h`. The tricube is
 :math:`C^2`, so the error per observation is :math:`O((\delta/2h)^3) \le 1.25\cdot 10^{-7}`
-times a bounded derivative. Verified bound: for uniform, normal, exponential, log-normal and
-half-spike (50% of rows at one value) variables with n = 6,000–20,000 and spans 0.3 and 0.9,
-the binned fit deviates from the exact fit by at most :math:`3.2\cdot 10^{-7}` (typically
-:math:`10^{-8}`) and the band half-width by a relative :math:`10^{-7}`;
-``tests/test_smoothing.py`` asserts :math:`10^{-6}`.
+times a bounded derivative. A window whose q nearest rows lie mostly on its boundary (a value
+tied on many rows sitting exactly at the radius) holds only a few rows strictly inside; its local
+fit is ill-conditioned, so when fewer than min(q/2, 5,000) rows lie inside it is fitted directly
+from its rows. Verified bound: for uniform, normal, exponential, log-normal, Pareto and spiked
+(20% or 50% of rows at one value) variables with n = 6,000 to 1,000,000 and spans 0.3 and 0.9,
+the binned fit deviates from the exact fit by at most :math:`1.3\cdot 10^{-8}` and the band
+half-width by a relative :math:`2.5\cdot 10^{-6}`; ``tests/test_smoothing.py`` asserts
+:math:`10^{-6}`.
 
 Guards. A window whose observations are all tied at :math:`v` (:math:`h(v) = 0`) gives the
 weighted mean of those observations, and so does a window whose neighbours all sit exactly on
@@ -102,6 +106,9 @@ BIN_FRACTION = 1.0 / 100.0
 MAX_BINS = 1 << 18
 RESIDUAL_NODES = 128
 HEAVY_TIES = 20
+FEW_ROWS = 5_000
+"""Binned windows with fewer rows strictly inside (and half their q on the boundary) are fitted
+directly: their local fits are ill-conditioned."""
 _CHUNK_ELEMENTS = 1_500_000
 
 
@@ -424,6 +431,45 @@ def _exact_point(
     return smoother @ y, float(smoother @ smoother), float(v[0])
 
 
+def _window_edges(
+    low: float, high: float, points: np.ndarray, radius: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bin edges on [low, high] no wider than ``BIN_FRACTION`` of any window's radius.
+
+    Every evaluation window [v - h, v + h] needs bins of width at most ``BIN_FRACTION * h``
+    inside it (the bound of the module notes). Between consecutive window ends the required
+    width is the smallest ``BIN_FRACTION * h`` of the windows covering that stretch; outside
+    every window one bin suffices (the kernel is zero there). Window ends are edges, so no bin
+    straddles a window's boundary. Dense regions (small radii) thus get fine bins and sparse
+    tails coarse ones, and no point has to be fitted directly, unless more than ``MAX_BINS``
+    bins would be needed: then all widths grow by a common factor and the points whose
+    windows hold a bin too wide for them are flagged (second array) to be fitted directly.
+    """
+    live = radius > 0
+    centre, reach = points[live], radius[live]
+    breaks = np.unique(np.clip(np.concatenate(([low, high], centre - reach, centre + reach)),
+                               low, high))
+    if breaks.size < 2:
+        return np.array([low, high]), np.zeros(points.size, dtype=bool)
+    left, right = breaks[:-1], breaks[1:]
+    covering = np.abs(0.5 * (left + right)[:, None] - centre[None, :]) < reach[None, :]
+    need = np.where(covering, reach[None, :] * BIN_FRACTION, np.inf).min(axis=1)
+    counts = np.where(np.isfinite(need), np.ceil((right - left) / need - 1e-9), 1.0)
+    counts = np.maximum(counts, 1.0)
+    if counts.sum() > MAX_BINS:
+        counts = np.maximum(np.floor(counts * (MAX_BINS / counts.sum())), 1.0)
+    counts = counts.astype(np.int64)
+    width = (right - left) / counts
+    coarse = np.zeros(points.size, dtype=bool)
+    coarse[live] = (
+        np.where(covering, width[:, None], 0.0).max(axis=0) > reach * BIN_FRACTION * (1 + 1e-9)
+    )
+    segment = np.repeat(np.arange(left.size), counts)
+    step = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    edges = np.append(left[segment] + width[segment] * step, high)
+    return edges, coarse
+
+
 def _loess_fits(
     x: np.ndarray,
     responses: np.ndarray,
@@ -471,28 +517,27 @@ def _loess_fits(
         else:
             index = np.searchsorted(distinct, x)
     else:
-        positive = radius[radius > 0]
-        reference = (
-            sorted_quantile(np.sort(positive), [0.02])[0] if positive.size else xs[-1] - xs[0]
-        )
-        span_x = xs[-1] - xs[0]
-        bins = int(min(np.ceil(span_x / (reference * BIN_FRACTION)) + 1, MAX_BINS))
-        width = span_x / bins
-        # Points whose radius is too small for this bin width are evaluated directly.
-        direct |= radius * BIN_FRACTION < width * (1 - 1e-9)
-        position = (x - xs[0]) / width
-        index = np.minimum(position.astype(np.int64), bins - 1)
-        offset = (position - index - 0.5) * width
         # Heavily tied values get bins of their own (exact sums, no expansion): a large mass
         # sitting on a window's edge would otherwise dominate the expansion error.
         runs = np.diff(np.append(starts, n))
         heavy = distinct[runs >= max(HEAVY_TIES, n // 2000)]
+        edges, too_coarse = _window_edges(xs[0], xs[-1], points, radius)
+        direct |= too_coarse  # (only when MAX_BINS bins cannot be fine enough everywhere)
+        # A window whose q nearest rows are mostly tied on its boundary (kernel weight 0) may
+        # fit a handful of rows: ill-conditioned, so it is fitted from the observations.
+        inside = np.searchsorted(xs, points + radius, side="left") - np.searchsorted(
+            xs, points - radius, side="right")
+        direct |= inside < min(q // 2, FEW_ROWS)
+        bins = edges.size - 1
+        index = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
+        middles = 0.5 * (edges[:-1] + edges[1:])
+        offset = x - middles[index]
         if heavy.size:
             slot = np.clip(np.searchsorted(heavy, x), 0, heavy.size - 1)
             tied_rows = heavy[slot] == x
             index[tied_rows] = bins + slot[tied_rows]
             offset[tied_rows] = 0.0
-        bin_centres = np.concatenate((xs[0] + (np.arange(bins) + 0.5) * width, heavy))
+        bin_centres = np.concatenate((middles, heavy))
         bins += heavy.size
 
     def per_bin(values: np.ndarray | None) -> np.ndarray:
@@ -562,8 +607,23 @@ def _loess_fits(
         fit[todo], l2[todo], inverse11[todo] = _solve_points(
             moments[:, todo], squared[:, todo], local_degree[todo]
         )
-    for i in np.flatnonzero(direct):
-        fit[i], l2[i], inverse11[i] = _exact_point(x, ys, w, points[i], radius[i], degree)
+    direct_rows = np.flatnonzero(direct)
+    if direct_rows.size:
+        # Each direct fit reads only its window's rows: one sort, then a slice per point.
+        order = np.argsort(x, kind="stable")
+        low = np.searchsorted(xs, points - radius, side="left")
+        high = np.searchsorted(xs, points + radius, side="right")
+        # Rows on the boundary carry kernel weight 0: only needed when none lies inside.
+        inner_low = np.searchsorted(xs, points - radius, side="right")
+        inner_high = np.searchsorted(xs, points + radius, side="left")
+        use_inner = (radius > 0) & (inner_high > inner_low)
+        low = np.where(use_inner, inner_low, low)
+        high = np.where(use_inner, inner_high, high)
+    for i in direct_rows:
+        rows = order[low[i]:high[i]]
+        fit[i], l2[i], inverse11[i] = _exact_point(
+            x[rows], [column[rows] for column in ys], w[rows], points[i], radius[i], degree
+        )
         local_degree[i] = 0 if radius[i] <= 0 or hi_d[i] <= lo_d[i] else local_degree[i]
 
     # Residual cross-products and tr L from the fit at the nodes, interpolated to bin centres.
