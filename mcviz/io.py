@@ -677,6 +677,8 @@ def load_predictions(
     ValidationError
         With the column, the problem, the number of rows and the first row numbers.
     """
+    if response not in ("binary", "continuous"):
+        raise ValidationError(f"response must be 'binary' or 'continuous', not {response!r}.")
     frame = read_table(source, max_bytes=max_bytes)
     frame.columns = [str(c) for c in frame.columns]
     roles = infer_roles(frame)

@@ -381,3 +381,9 @@ def test_declared_kinds_that_cannot_apply_are_errors(options, message):
     frame = pd.DataFrame({"score": [0.2, 0.6, 0.9], "label": [0, 1, 1], "age": [30, 40, 50]})
     with pytest.raises(ValidationError, match=message):
         load_predictions(frame, score="score", label="label", **options)
+
+
+def test_unknown_response_kind_is_an_error():
+    frame = pd.DataFrame({"score": [0.2, 0.8], "label": [0, 1]})
+    with pytest.raises(ValidationError, match="response must be 'binary' or 'continuous'"):
+        load_predictions(frame, response="rates")
