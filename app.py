@@ -10,18 +10,18 @@ st.session_state[ui.APP_RAN] = True
 presenting = ui.presentation()
 
 PAGES = [
-    st.Page("pages/data.py", title="Data", icon=":material/upload_file:", url_path="data",
+    st.Page("views/data.py", title="Data", icon=":material/upload_file:", url_path="data",
             default=True),
-    st.Page("pages/calibration.py", title="Calibration", icon=":material/show_chart:",
+    st.Page("views/calibration.py", title="Calibration", icon=":material/show_chart:",
             url_path="calibration"),
-    st.Page("pages/variables.py", title="Variables", icon=":material/tune:", url_path="variables"),
-    st.Page("pages/subpopulations.py", title="Subpopulations", icon=":material/filter_alt:",
+    st.Page("views/variables.py", title="Variables", icon=":material/tune:", url_path="variables"),
+    st.Page("views/subpopulations.py", title="Subpopulations", icon=":material/filter_alt:",
             url_path="subpopulations"),
-    st.Page("pages/groupings.py", title="Groupings", icon=":material/category:",
+    st.Page("views/groupings.py", title="Groupings", icon=":material/category:",
             url_path="groupings"),
-    st.Page("pages/screening.py", title="Screening", icon=":material/storage:",
+    st.Page("views/screening.py", title="Screening", icon=":material/storage:",
             url_path="screening"),
-    st.Page("pages/report.py", title="Report", icon=":material/description:",
+    st.Page("views/report.py", title="Report", icon=":material/description:",
             url_path="report"),
 ]
 navigation = st.navigation(PAGES, position="top" if presenting else "sidebar")

@@ -335,8 +335,10 @@ def current() -> Current | None:
 def page(url_path: str, title: str) -> None:
     """Start a page: record it for the shareable link and draw its header.
 
-    ``app.py`` normally runs first; under AppTest a ``pages/`` directory makes Streamlit run a
-    switched-to page on its own, so the shared set-up is repeated here (it is idempotent).
+    ``app.py`` normally runs first; AppTest's ``switch_page`` runs a page script on its own, so
+    the shared set-up is repeated here (it is idempotent). The page scripts live in ``views/``,
+    not ``pages/``: Streamlit runs a script of a ``pages/`` folder directly when its address is
+    opened (a copied link), skipping ``app.py``, its navigation and its sidebar.
     """
     if not st.session_state.get(APP_RAN):
         init_session()
@@ -369,7 +371,7 @@ def require_current() -> Current:
     analysis = current()
     if analysis is None:
         st.info("Load a file or a demo on the **Data** page first.")
-        st.page_link("pages/data.py", label="Go to Data", icon=":material/upload_file:")
+        st.page_link("views/data.py", label="Go to Data", icon=":material/upload_file:")
         st.stop()
     return analysis
 

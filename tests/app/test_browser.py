@@ -181,6 +181,18 @@ def test_dashboard_in_a_real_browser(tmp_path):
             wait_charts(page, 2)
             assert "pm=1" in page.url
             page.screenshot(path=ARTIFACTS / "07-presentation.png", full_page=True)
+
+            # a copied address opens inside the app (its navigation and sidebar), on the demo
+            fresh = browser.new_context(viewport={"width": 1500, "height": 1400}).new_page()
+            fresh.goto(f"http://127.0.0.1:{port}/variables?demo=adult",
+                       wait_until="domcontentloaded")
+            fresh.get_by_role("heading", name="Variables").first.wait_for(timeout=60_000)
+            wait_idle(fresh)
+            navigation = fresh.get_by_test_id("stSidebarNav")
+            assert navigation.get_by_role("link", name="Subpopulations").count() == 1
+            assert fresh.get_by_text("Presentation mode").count() == 1
+            wait_charts(fresh, 2)
+            fresh.screenshot(path=ARTIFACTS / "08-opened-by-address.png", full_page=True)
             browser.close()
     finally:
         stop_app(process)

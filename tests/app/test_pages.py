@@ -1,4 +1,4 @@
-"""AppTest tests of every dashboard page (app.py routes with st.navigation over pages/)."""
+"""AppTest tests of every dashboard page (app.py routes with st.navigation over views/)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_letter_demo_is_multiclass():
     at.selectbox(key="w_demo").set_value("letter").run()
     no_exceptions(at)
     assert metrics(at)["Rows kept"] == "20,000"
-    at.switch_page("pages/calibration.py").run()
+    at.switch_page("views/calibration.py").run()
     no_exceptions(at)
     assert "Kuiper D" in metrics(at)
 
@@ -62,7 +62,7 @@ def test_upload_and_column_mapping():
     at.multiselect(key=key).set_value(["x"]).run()
     no_exceptions(at)
     assert metrics(at)["Covariates"] == "1"
-    at.switch_page("pages/calibration.py").run()
+    at.switch_page("views/calibration.py").run()
     no_exceptions(at)
     assert float(metrics(at)["Kuiper D"]) > 0
 
@@ -87,7 +87,7 @@ def test_unreadable_file_shows_a_message():
 
 def test_calibration_page_compares_two_scores():
     at = new_app()
-    at.switch_page("pages/calibration.py").run()
+    at.switch_page("views/calibration.py").run()
     no_exceptions(at)
     at.selectbox(key="w_score2").set_value("score_logistic").run()
     no_exceptions(at)
@@ -97,7 +97,7 @@ def test_calibration_page_compares_two_scores():
 
 def test_subpopulations_compute_select_and_filter():
     at = new_app()
-    at.switch_page("pages/subpopulations.py").run()
+    at.switch_page("views/subpopulations.py").run()
     at.number_input(key="w_l").set_value(200)
     at.button[0].click().run()
     no_exceptions(at)
@@ -144,7 +144,7 @@ def test_shared_link_to_an_upload_waits_for_the_same_file():
 
 def test_groupings_page():
     at = new_app()
-    at.switch_page("pages/groupings.py").run()
+    at.switch_page("views/groupings.py").run()
     no_exceptions(at)
     at.radio(key="grouping_kind").set_value("covariate").run()
     no_exceptions(at)
@@ -160,7 +160,7 @@ def test_groupings_page():
 
 def test_variables_page():
     at = new_app()
-    at.switch_page("pages/variables.py").run()
+    at.switch_page("views/variables.py").run()
     no_exceptions(at)
 
 
@@ -171,7 +171,7 @@ def _chart_titles(at: AppTest) -> str:
 
 def test_switching_between_numeric_variables_redraws_their_curves():
     at = new_app()
-    at.switch_page("pages/variables.py").run()
+    at.switch_page("views/variables.py").run()
     at.selectbox(key="w_variable").set_value("age").run()
     no_exceptions(at)
     assert "Error and predicted error along age" in _chart_titles(at)
@@ -184,7 +184,7 @@ def test_switching_between_numeric_variables_redraws_their_curves():
 
 
 def test_a_page_opened_directly_loads_the_demo():
-    at = AppTest.from_file(str(Path(APP).parent / "pages" / "variables.py"),
+    at = AppTest.from_file(str(Path(APP).parent / "views" / "variables.py"),
                            default_timeout=TIMEOUT).run()
     no_exceptions(at)
     assert not [i.value for i in at.info if "Load a file" in i.value]
@@ -193,10 +193,10 @@ def test_a_page_opened_directly_loads_the_demo():
 
 def test_report_download_content():
     at = upload(new_app(), synthetic_csv(), name="<script>alert(1)</script>.csv")
-    at.switch_page("pages/subpopulations.py").run()
+    at.switch_page("views/subpopulations.py").run()
     at.number_input(key="w_l").set_value(100)
     at.button[0].click().run()
-    at.switch_page("pages/report.py").run()
+    at.switch_page("views/report.py").run()
     no_exceptions(at)
     next(b for b in at.button if b.label == "Build the report").click().run()
     no_exceptions(at)
@@ -222,14 +222,14 @@ def test_presentation_mode_is_in_the_link_and_keeps_pages_working():
     at.toggle(key="w_presentation").set_value(True).run()
     no_exceptions(at)
     assert at.query_params["pm"] == "1"
-    at.switch_page("pages/calibration.py").run()
+    at.switch_page("views/calibration.py").run()
     no_exceptions(at)
     assert "Kuiper D" in metrics(at)
 
 
 def test_variables_page_switches_between_ordinal_and_nominal_variables():
     at = new_app()
-    at.switch_page("pages/variables.py").run()
+    at.switch_page("views/variables.py").run()
     at.selectbox(key="w_variable").set_value("age").run()
     no_exceptions(at)
     assert at.query_params["var"] == "age"
@@ -241,7 +241,7 @@ def test_variables_page_switches_between_ordinal_and_nominal_variables():
 def test_no_chart_sends_more_than_250_kb():
     at = new_app()
     for page in ("calibration", "variables", "subpopulations"):
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(f"views/{page}.py").run()
         if page == "subpopulations":
             at.button[0].click().run()
         no_exceptions(at)
@@ -257,14 +257,14 @@ def test_reweighting_flows_into_every_statistic():
     at.selectbox(key=key).set_value("low-prevalence").run()
     no_exceptions(at)
     assert '"weighting":"low-prevalence"' in at.query_params["map"]
-    at.switch_page("pages/calibration.py").run()
+    at.switch_page("views/calibration.py").run()
     no_exceptions(at)
     assert "weighted bins" in " ".join(m.value for m in at.markdown)
 
 
 def test_reweighting_from_the_subpopulations_page_recomputes_m():
     at = new_app()
-    at.switch_page("pages/subpopulations.py").run()
+    at.switch_page("views/subpopulations.py").run()
     at.number_input(key="w_l").set_value(100)
     at.button[0].click().run()
     no_exceptions(at)
@@ -274,7 +274,7 @@ def test_reweighting_from_the_subpopulations_page_recomputes_m():
     assert '"weighting":"proportional"' in at.query_params["map"]
     assert '"rho":0.01' in at.query_params["map"]
     assert metrics(at)["M"] != unweighted  # recomputed on the new weights, not stale
-    at.switch_page("pages/data.py").run()
+    at.switch_page("views/data.py").run()
     key = next(w.key for w in at.selectbox if w.key and w.key.startswith("map_weighting"))
     assert at.selectbox(key=key).value == "proportional"
 
@@ -293,10 +293,10 @@ def test_real_valued_labels_use_the_appendix_c_sigma():
     no_exceptions(at)
     assert not at.error
     assert metrics(at)["Rows kept"] == "2,000"
-    for page in ("pages/calibration.py", "pages/variables.py", "pages/subpopulations.py"):
+    for page in ("views/calibration.py", "views/variables.py", "views/subpopulations.py"):
         at.switch_page(page).run()
         no_exceptions(at)
-    at.switch_page("pages/calibration.py").run()
+    at.switch_page("views/calibration.py").run()
     assert float(metrics(at)["Kuiper D"]) > 0
     assert '"response":"continuous"' in at.query_params["map"]
 
@@ -317,7 +317,7 @@ def test_screening_table_opens_and_drills_down(tmp_path, capsys):
                  "--out", str(out), "--json"]) == 0
     argmax = json.loads(capsys.readouterr().out)["argmax"]
     at = new_app()
-    at.switch_page("pages/screening.py").run()
+    at.switch_page("views/screening.py").run()
     no_exceptions(at)
     at.file_uploader(key="screen_upload").set_value(
         ("screen.parquet", out.read_bytes(), "application/octet-stream")).run()
