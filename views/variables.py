@@ -24,7 +24,8 @@ except ValidationError as error:  # e.g. real-valued responses: no predicted cla
 else:
     st.markdown("**Variables ranked by variable-based calibration error (VECE)**")
     st.dataframe(
-        ranking.assign(vce_at=ranking["vce_at"].astype(str)), hide_index=True,
+        ranking.assign(vce_at=[f"{v:.4g}" if isinstance(v, float) else str(v)
+                               for v in ranking["vce_at"]]), hide_index=True,
         height=min(40 + 35 * len(ranking), 360),
         column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("vece", "vce")},
     )

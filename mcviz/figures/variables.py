@@ -128,7 +128,9 @@ def gap_figure(
     figure.add_trace(go.Scatter(
         x=[result.vce_at], y=[100 * result.gap.fit[where]], mode="markers+text",
         marker={"color": BLACK, "size": 10, "symbol": "diamond"},
-        text=[f"VCE(v*) {100 * result.vce:.2f}%"], textposition="top center",
+        text=[f"VCE(v*) {100 * result.vce:.2f}%"],
+        # v* is often at an end of the grid: put the label on the side with room for it
+        textposition="top left" if where > x.size / 2 else "top right",
         name="VCE(v*)", hovertemplate="v* = %{x:.4g}<br>gap %{y:.2f}%<extra></extra>",
     ))
     figure.add_trace(_rug(result))
