@@ -107,13 +107,7 @@ class SparkEngine(Engine):
         """Validate once; return rows kept, dropped, lowest and highest score."""
         q = sql.Query(sql.SPARK)
         row = self._run(q, sql.overview_sql(self.columns, self.kinds, q, self.source)).iloc[0]
-        total, valid = int(row["n"]), int(row["valid"] or 0)
-        counts = [int(row[f"bad{i}"] or 0) for i in range(len(row) - 4)]
-        if valid < total and not self.drop_invalid:
-            sql.raise_invalid(self.columns, self.kinds, counts, total)
-        if valid == 0:
-            raise ValidationError("no valid rows to screen.")
-        return valid, total - valid, float(row["lo"]), float(row["hi"])
+        return sql.read_overview(row, self.columns, self.kinds, drop_invalid=self.drop_invalid)
 
     def _data_sql(self, q: sql.Query) -> str:
         return "(" + sql.base_select(self.columns, self.kinds, q, self.source,

@@ -323,6 +323,22 @@ def refine_sql(specs, positions, kinds, q: Query, data: str, cells: str, lo: flo
     )
 
 
+def read_overview(row: pd.Series, columns: Columns, kinds: Mapping[str, str], *,
+                  drop_invalid: bool) -> tuple[int, int, float, float]:
+    """Check the one-row result of :func:`overview_sql`; return kept, dropped, lowest, highest.
+
+    Raises the ValidationError of :func:`raise_invalid` when rows are invalid and may not be
+    dropped, and one when no valid row is left.
+    """
+    total, valid = int(row["n"]), int(row["valid"] or 0)
+    counts = [int(row[f"bad{i}"] or 0) for i in range(len(row) - 4)]
+    if valid < total and not drop_invalid:
+        raise_invalid(columns, kinds, counts, total)
+    if valid == 0:
+        raise ValidationError("no valid rows to screen.")
+    return valid, total - valid, float(row["lo"]), float(row["hi"])
+
+
 def raise_invalid(columns: Columns, kinds: Mapping[str, str], counts: Sequence[int],
                   total: int) -> None:
     """Raise the ValidationError naming the first kind of invalid rows found."""
