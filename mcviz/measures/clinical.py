@@ -9,9 +9,12 @@ Logistic recalibration ([1], Section 3 "weak calibration"; [2]). With the linear
     \text{slope } b: \ \operatorname{logit} P(R_i = 1) = a' + b\,\eta_i ,
 
 each fitted by maximum likelihood with frequency weights :math:`W_i` (the log-likelihood
-:math:`\sum_i W_i [R_i \theta_i - \log(1 + e^{\theta_i})]`) by Newton's method, to a step below
-:math:`10^{-12}`. Perfect calibration gives :math:`a = 0` and :math:`b = 1`; :math:`a > 0` means the
-scores are too low on average, :math:`b < 1` that they are too extreme (overfitting). The 95% Wald
+:math:`\sum_i W_i [R_i \theta_i - \log(1 + e^{\theta_i})]`) by Newton's method until a step is
+below :math:`10^{-9}` (relative; Newton converges quadratically, so the estimate is then exact to
+rounding; the information is taken at the iterate before that last step, which moves it by
+:math:`O(10^{-9})` relative). The slope's iterations start from the intercept-only fit.
+Perfect calibration gives :math:`a = 0` and :math:`b = 1`; :math:`a > 0` means the scores are
+too low on average, :math:`b < 1` that they are too extreme (overfitting). The 95% Wald
 intervals are :math:`\hat a \pm z_{0.975} \sqrt{(\sum_i W_i p_i (1 - p_i))^{-1}}` and
 :math:`\hat b \pm z_{0.975} \sqrt{[I^{-1}]_{bb}}` with the Fisher information :math:`I` at the
 estimate (the GLM with ``freq_weights`` and unit scale). Since :math:`\eta` is constant on a run of
@@ -73,7 +76,7 @@ from scipy.stats import chi2
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.measures._data import _logit, _readonly, _Rows, _rows, _weighted_quantile
+from mcviz.measures._data import _dot, _logit, _readonly, _Rows, _rows, _weighted_quantile
 from mcviz.smoothing import loess_curve
 
 __all__ = [
@@ -89,7 +92,7 @@ Z975 = float(ndtri(0.975))
 LOESS_SPAN = 0.75
 LOESS_DEGREE = 2
 _NEWTON_STEPS = 100
-_NEWTON_TOLERANCE = 1e-12
+_NEWTON_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -304,7 +307,7 @@ def _recalibration(rows: _Rows) -> LogisticRecalibration:
     expected = float(np.sum(rows.weight * rows.score))
     oe = float(positive.sum() / expected) if expected > 0 else float("inf")
     intercept, info = _fit_offset(eta, weight, positive)
-    coefficients, covariance = _fit_slope(eta, weight, positive)
+    coefficients, covariance = _fit_slope(eta, weight, positive, intercept)
     converged = bool(np.isfinite(intercept) and np.isfinite(coefficients).all())
     se_a = float(1.0 / np.sqrt(info)) if np.isfinite(intercept) else np.nan
     se_b = float(np.sqrt(covariance[1, 1]))
@@ -330,52 +333,66 @@ def _recalibration(rows: _Rows) -> LogisticRecalibration:
 
 def _fit_offset(eta: np.ndarray, weight: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
     """Newton's method for a in logit p = a + eta (offset); returns (a, Fisher information)."""
-    events, total = positive.sum(), weight.sum()
+    events, total = float(positive.sum()), float(weight.sum())
     if events <= 0 or events >= total:
         return np.nan, np.nan
-    a = 0.0
+    p = np.empty_like(eta)
+    q = np.empty_like(eta)
+
+    def information(a: float) -> tuple[float, float]:
+        np.add(eta, a, out=p)
+        expit(p, out=p)
+        np.multiply(p, p, out=q)
+        np.subtract(p, q, out=q)  # p (1 - p)
+        return _dot(weight, q), events - _dot(weight, p)
+
+    a = float(np.log(events / (total - events)) - _dot(weight, eta) / total)  # start
     for _ in range(_NEWTON_STEPS):
-        p = expit(a + eta)
-        info = float(np.sum(weight * p * (1.0 - p)))
-        step = float(events - np.sum(weight * p)) / info  # score / information
+        info, score = information(a)
+        step = score / info
         a += step
         if abs(step) < _NEWTON_TOLERANCE * max(1.0, abs(a)):
-            p = expit(a + eta)
-            return a, float(np.sum(weight * p * (1.0 - p)))
+            return a, info  # the information moves by O(step) in the last step
     return np.nan, np.nan
 
 
 def _fit_slope(
-    eta: np.ndarray, weight: np.ndarray, positive: np.ndarray
+    eta: np.ndarray, weight: np.ndarray, positive: np.ndarray, start: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Newton's method (IRLS) for (a', b) in logit p = a' + b eta; returns (coef, covariance)."""
     nan = np.full(2, np.nan)
-    events, total = positive.sum(), weight.sum()
+    events, total = float(positive.sum()), float(weight.sum())
     if events <= 0 or events >= total or np.ptp(eta) == 0:
         return nan, np.full((2, 2), np.nan)
-    beta = np.array([0.0, 1.0])
+    weight_eta = weight * eta
+    weight_eta2 = weight_eta * eta
+    target = np.array([events, _dot(positive, eta)])  # Σ W R (1, η)
+    p = np.empty_like(eta)
+    q = np.empty_like(eta)
+
+    def information(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        np.multiply(eta, beta[1], out=p)
+        np.add(p, beta[0], out=p)
+        expit(p, out=p)
+        np.multiply(p, p, out=q)
+        np.subtract(p, q, out=q)  # p (1 - p)
+        off = _dot(weight_eta, q)
+        info = np.array([[_dot(weight, q), off], [off, _dot(weight_eta2, q)]])
+        fitted = np.array([_dot(weight, p), _dot(weight_eta, p)])
+        return info, target - fitted  # Fisher information, score
+
+    beta = np.array([start if np.isfinite(start) else 0.0, 1.0])  # the intercept-only fit
     for _ in range(_NEWTON_STEPS):
-        p = expit(beta[0] + beta[1] * eta)
-        v = weight * p * (1.0 - p)
-        info = np.array(
-            [[v.sum(), (v * eta).sum()], [(v * eta).sum(), (v * eta * eta).sum()]]
-        )
-        residual = positive - weight * p
-        gradient = np.array([residual.sum(), (residual * eta).sum()])
+        info, score = information(beta)
         try:
-            step = np.linalg.solve(info, gradient)
+            step = np.linalg.solve(info, score)
         except np.linalg.LinAlgError:
-            return nan, np.full((2, 2), np.nan)
+            break
         beta = beta + step
         if not np.isfinite(beta).all() or np.abs(beta).max() > 1e8:
             break  # separation: the likelihood has no finite maximum
         if np.abs(step).max() < _NEWTON_TOLERANCE * max(1.0, np.abs(beta).max()):
-            p = expit(beta[0] + beta[1] * eta)
-            v = weight * p * (1.0 - p)
-            info = np.array(
-                [[v.sum(), (v * eta).sum()], [(v * eta).sum(), (v * eta * eta).sum()]]
-            )
-            return beta, np.linalg.inv(info)
+            return beta, np.linalg.inv(info)  # the information moves by O(step)
     return nan, np.full((2, 2), np.nan)
 
 

@@ -179,7 +179,9 @@ def corp_reliability(
         )
     rows = _rows(pred, index, what="the CORP reliability curve")
     fitted = _pav(rows)
-    block_start = np.concatenate(([0], np.flatnonzero(np.diff(fitted)) + 1))
+    brier = _decomposition(rows, fitted, "brier")
+    log_loss = _decomposition(rows, fitted, "log_loss")
+    block_start, block_weight, _ = _blocks(rows, fitted)
     block_end = np.concatenate((block_start[1:], [fitted.size]))
     run_count = np.diff(np.concatenate((rows.starts, [rows.n])))
     band_x, lower, upper = _band(rows, int(n_resamples), confidence, int(band_points), rng)
@@ -187,15 +189,15 @@ def corp_reliability(
         block_low=_readonly(rows.run_score[block_start]),
         block_high=_readonly(rows.run_score[block_end - 1]),
         block_value=_readonly(fitted[block_start]),
-        block_weight=_readonly(np.add.reduceat(rows.run_sum("w"), block_start)),
+        block_weight=_readonly(block_weight),
         block_count=_readonly(np.add.reduceat(run_count, block_start)),
         band_x=_readonly(band_x),
         band_lower=_readonly(lower),
         band_upper=_readonly(upper),
         n_resamples=int(n_resamples),
         confidence=float(confidence),
-        brier=_decomposition(rows, fitted, "brier"),
-        log_loss=_decomposition(rows, fitted, "log_loss"),
+        brier=brier,
+        log_loss=log_loss,
         n=rows.n,
         weight_total=rows.total,
         weighted=rows.weighted,
@@ -243,39 +245,62 @@ def _pav(rows: _Rows) -> np.ndarray:
 
     def fit() -> np.ndarray:
         weight = rows.run_sum("w")
+        if rows.unit_weights and weight.size == rows.n:  # no ties, no weights
+            return isotonic_regression(rows.label).x
         return isotonic_regression(rows.run_sum("wy") / weight, weights=weight).x
 
     return rows.cached("pav", fit)
 
 
-def _decomposition(rows: _Rows, fitted: np.ndarray, name: str) -> ScoreDecomposition:
+def _blocks(rows: _Rows, fitted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """First run of each PAV block, and the block sums of W and WR (x̂_b = ΣWR / ΣW)."""
+
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        start = np.concatenate(([0], np.flatnonzero(np.diff(fitted)) + 1))
+        return (
+            start,
+            np.add.reduceat(rows.run_sum("w"), start),
+            np.add.reduceat(rows.run_sum("wy"), start),
+        )
+
+    return rows.cached("blocks", make)
+
+
+def _decomposition(
+    rows: _Rows, fitted: np.ndarray, name: str, observed: float | None = None
+) -> ScoreDecomposition:
+    """MCB, DSC, UNC from the run sums; ``observed`` is the mean score when already known."""
     weight, positive = rows.run_sum("w"), rows.run_sum("wy")
     total = rows.total
-    base_rate = float(positive.sum() / total)
-    score = rows.run_score
+    events = float(positive.sum())
+    base_rate = events / total
+    start, block_weight, block_positive = _blocks(rows, fitted)
+    value = fitted[start]
     if name == "brier":
-        square = rows.run_sum("wyy")
-
-        def mean_score(x: np.ndarray | float) -> float:
-            # Σ_i W_i (x - R_i)² per run = x² ΣW - 2x ΣWR + ΣWR²
-            return float(np.sum(x * x * weight - 2.0 * x * positive + square) / total)
-
-        observed = mean_score(score)
+        square = float(rows.run_sum("wyy").sum())
+        # Σ_i W_i (x - R_i)² over a set with constant x = x² ΣW - 2x ΣWR + ΣWR²
+        recalibrated = (square - float(np.sum(value * block_positive))) / total  # x̂ = ΣWR/ΣW
+        reference = base_rate * base_rate - 2.0 * base_rate * events / total + square / total
+        if observed is None:
+            score = rows.run_score
+            observed = float(
+                np.sum(score * score * weight - 2.0 * score * positive) + square
+            ) / total
     else:
-        negative = weight - positive
 
-        def mean_score(x: np.ndarray | float) -> float:
-            return float(-np.sum(xlogy(positive, x) + xlogy(negative, 1.0 - x)) / total)
+        def log_loss(x: np.ndarray | float, w: np.ndarray | float, wy: np.ndarray | float) -> float:
+            return float(-np.sum(xlogy(wy, x) + xlogy(w - wy, 1.0 - x)) / total)  # 0 log 0 = 0
 
-        observed = mean_score(np.clip(score, CLIP, 1.0 - CLIP))
-    recalibrated = mean_score(fitted)  # S̄_C
-    reference = mean_score(base_rate)  # S̄_R
+        recalibrated = log_loss(value, block_weight, block_positive)
+        reference = log_loss(base_rate, total, events)
+        if observed is None:
+            observed = log_loss(np.clip(rows.run_score, CLIP, 1.0 - CLIP), weight, positive)
     return ScoreDecomposition(
         name=name,
-        score=observed,
-        miscalibration=observed - recalibrated,  # MCB = S̄_X - S̄_C, eq. (3) of [1]
-        discrimination=reference - recalibrated,  # DSC = S̄_R - S̄_C
-        uncertainty=reference,  # UNC = S̄_R
+        score=float(observed),
+        miscalibration=float(observed - recalibrated),  # MCB = S̄_X - S̄_C, eq. (3) of [1]
+        discrimination=float(reference - recalibrated),  # DSC = S̄_R - S̄_C
+        uncertainty=float(reference),  # UNC = S̄_R
     )
 
 

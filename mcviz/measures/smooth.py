@@ -50,6 +50,7 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -204,8 +205,10 @@ def smooth_reliability(
     weight = rows.weight
 
     def curve(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        mass = _smoothed(rows, w, size, kernel, mesh)
-        return _smoothed(rows, w * rows.label, size, kernel, mesh) / (mass + DENSITY_GUARD), mass
+        key = "weight" if w is weight else None
+        mass = _smoothed(rows, w, size, kernel, mesh, key=key)
+        response = _smoothed(rows, w * rows.label, size, kernel, mesh, key=key and "response")
+        return response / (mass + DENSITY_GUARD), mass
 
     fit, mass = curve(weight)
     lower = upper = np.full(mesh.size, np.nan)
@@ -261,9 +264,11 @@ def _smece_at(rows: _Rows, sigma: float) -> float:
         mesh = np.linspace(0.0, 1.0, max(round(10.0 / sigma), 200))
         size = _grid_size(sigma)
         kernel = _kernel(size, sigma)
-        residual_weight = rows.cached("w_residual", lambda: rows.weight * (rows.score - rows.label))
-        residual = _smoothed(rows, residual_weight, size, kernel, mesh)
-        density = _smoothed(rows, rows.weight, size, kernel, mesh) + DENSITY_GUARD
+        residual = _smoothed(
+            rows, lambda: rows.weight * (rows.score - rows.label), size, kernel, mesh,
+            key="residual",
+        )
+        density = _smoothed(rows, rows.weight, size, kernel, mesh, key="weight") + DENSITY_GUARD
         # |r/δ|·δ summed over the mesh, over Σδ: the integrals of Definition 5 as sums
         rows._cache[key] = float(np.sum(np.abs(residual / density) * density) / np.sum(density))
     return rows._cache[key]
@@ -280,18 +285,33 @@ def _kernel(size: int, sigma: float) -> np.ndarray:
 
 
 def _smoothed(
-    rows: _Rows, mass: np.ndarray, size: int, kernel: np.ndarray, mesh: np.ndarray
+    rows: _Rows,
+    mass: np.ndarray | Callable[[], np.ndarray],
+    size: int,
+    kernel: np.ndarray,
+    mesh: np.ndarray,
+    key: str | None = None,
 ) -> np.ndarray:
-    r""":math:`\sum_i m_i K_\sigma(t, S_i)` on the mesh: grid rounding, reflection, convolution."""
+    r""":math:`\sum_i m_i K_\sigma(t, S_i)` on the mesh: grid rounding, reflection, convolution.
+
+    The rounded grid does not depend on sigma: with a ``key`` it is computed once per grid size
+    (and ``mass`` may then be a function, called only when the grid is not yet known).
+    """
 
     def rounding() -> tuple[np.ndarray, np.ndarray]:
         scaled = rows.score * (size - 1)
         node = scaled.astype(np.int64).clip(0, size - 2)
         return node, scaled - node
 
-    node, fraction = rows.cached(("grid", size), rounding)
-    grid = np.bincount(node, (1.0 - fraction) * mass, minlength=size)
-    grid += np.bincount(node + 1, fraction * mass, minlength=size)
+    def round_to_grid() -> np.ndarray:
+        node, fraction = rows.cached(("grid", size), rounding)
+        values = mass() if callable(mass) else mass
+        split = fraction * values
+        grid = np.bincount(node, values - split, minlength=size)
+        grid += np.bincount(node + 1, split, minlength=size)
+        return grid
+
+    grid = round_to_grid() if key is None else rows.cached(("mass", size, key), round_to_grid)
     reflected = np.concatenate((grid[::-1][:-1], grid, grid[::-1][1:]))
     convolved = fftconvolve(reflected, kernel, mode="valid")[size // 2 : size // 2 + size]
     # linear interpolation of node j/(size-1) -> convolved[j] at the mesh (relplot's interpolate)
