@@ -79,7 +79,8 @@ def test_known_miscalibration_is_recovered():
 def test_degenerate_fits_are_nan():
     # all responses 1: no finite maximum; constant scores: no slope
     all_ones = logistic_recalibration(Predictions.from_arrays([0.2, 0.5, 0.7], [1, 1, 1]))
-    assert np.isnan(all_ones.intercept) and np.isnan(all_ones.slope)
+    assert np.isnan(all_ones.intercept)
+    assert np.isnan(all_ones.slope)
     assert not all_ones.converged
     constant = logistic_recalibration(Predictions.from_arrays([0.5] * 4, [1, 1, 1, 0]))
     assert constant.intercept == pytest.approx(np.log(3), abs=1e-12)

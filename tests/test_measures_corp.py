@@ -60,7 +60,8 @@ def test_decomposition_adds_up_to_calibration_metrics(demo):
     pred = Predictions.from_arrays(demo.score, demo.label, weight)
     metrics = calibration_metrics(pred)
     result = corp_reliability(pred, n_resamples=0)
-    for decomposition, score in ((result.brier, metrics.brier), (result.log_loss, metrics.log_loss)):
+    pairs = ((result.brier, metrics.brier), (result.log_loss, metrics.log_loss))
+    for decomposition, score in pairs:
         total = decomposition.miscalibration - decomposition.discrimination
         assert total + decomposition.uncertainty == pytest.approx(score, abs=1e-12)
     # UNC of the Brier score is r(1 - r) with the weighted base rate r
