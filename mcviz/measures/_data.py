@@ -96,11 +96,6 @@ def _rows(pred: Predictions, index: np.ndarray | None, *, what: str) -> _Rows:
     return _Rows(score, label, weight, starts, pred.weighted, binary)
 
 
-def _logit(score: np.ndarray) -> np.ndarray:
-    clipped = np.clip(score, CLIP, 1.0 - CLIP)
-    return np.log(clipped) - np.log1p(-clipped)
-
-
 def _dot(x: np.ndarray, y: np.ndarray) -> float:
     """Inner product without BLAS threads (several times faster on a loaded machine)."""
     return float(np.einsum("i,i->", x, y))

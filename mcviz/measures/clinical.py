@@ -12,7 +12,7 @@ each fitted by maximum likelihood with frequency weights :math:`W_i` (the log-li
 :math:`\sum_i W_i [R_i \theta_i - \log(1 + e^{\theta_i})]`) by Newton's method until a step is
 below :math:`10^{-9}` (relative; Newton converges quadratically, so the estimate is then exact to
 rounding; the information is taken at the iterate before that last step, which moves it by
-:math:`O(10^{-9})` relative). The slope's iterations start from the intercept-only fit.
+:math:`O(10^{-9})` relative). Both start where the fitted probabilities are the scores.
 Perfect calibration gives :math:`a = 0` and :math:`b = 1`; :math:`a > 0` means the scores are
 too low on average, :math:`b < 1` that they are too extreme (overfitting). The 95% Wald
 intervals are :math:`\hat a \pm z_{0.975} \sqrt{(\sum_i W_i p_i (1 - p_i))^{-1}}` and
@@ -76,7 +76,7 @@ from scipy.stats import chi2
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.measures._data import _dot, _logit, _readonly, _Rows, _rows, _weighted_quantile
+from mcviz.measures._data import CLIP, _dot, _readonly, _Rows, _rows, _weighted_quantile
 from mcviz.smoothing import loess_curve
 
 __all__ = [
@@ -302,12 +302,13 @@ def hosmer_lemeshow(
 
 def _recalibration(rows: _Rows) -> LogisticRecalibration:
     weight, positive = rows.run_sum("w"), rows.run_sum("wy")
-    eta = _logit(rows.run_score)
+    clipped = np.clip(rows.run_score, CLIP, 1.0 - CLIP)
+    eta = np.log(clipped) - np.log1p(-clipped)  # logit
     total = rows.total
     expected = float(np.sum(rows.weight * rows.score))
     oe = float(positive.sum() / expected) if expected > 0 else float("inf")
-    intercept, info = _fit_offset(eta, weight, positive)
-    coefficients, covariance = _fit_slope(eta, weight, positive, intercept)
+    intercept, info = _fit_offset(clipped, weight, positive)
+    coefficients, covariance = _fit_slope(eta, clipped, weight, positive)
     converged = bool(np.isfinite(intercept) and np.isfinite(coefficients).all())
     se_a = float(1.0 / np.sqrt(info)) if np.isfinite(intercept) else np.nan
     se_b = float(np.sqrt(covariance[1, 1]))
@@ -331,25 +332,32 @@ def _recalibration(rows: _Rows) -> LogisticRecalibration:
     )
 
 
-def _fit_offset(eta: np.ndarray, weight: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
-    """Newton's method for a in logit p = a + eta (offset); returns (a, Fisher information)."""
+def _fit_offset(
+    clipped: np.ndarray, weight: np.ndarray, positive: np.ndarray
+) -> tuple[float, float]:
+    """Newton's method for a in logit p = a + logit S; returns (a, Fisher information).
+
+    With the odds against, :math:`u = (1 - S)/S`, :math:`p = 1/(1 + e^{-a} u)`: no exponential
+    per row and iteration.
+    """
     events, total = float(positive.sum()), float(weight.sum())
     if events <= 0 or events >= total:
         return np.nan, np.nan
-    p = np.empty_like(eta)
-    q = np.empty_like(eta)
-
-    def information(a: float) -> tuple[float, float]:
-        np.add(eta, a, out=p)
-        expit(p, out=p)
+    odds_against = (1.0 - clipped) / clipped
+    p = np.empty_like(clipped)
+    q = np.empty_like(clipped)
+    a = 0.0
+    for _ in range(_NEWTON_STEPS):
+        if a == 0.0:
+            p[:] = clipped  # expit(0 + logit S) = S
+        else:
+            np.multiply(odds_against, np.exp(-a), out=p)
+            p += 1.0
+            np.reciprocal(p, out=p)
         np.multiply(p, p, out=q)
         np.subtract(p, q, out=q)  # p (1 - p)
-        return _dot(weight, q), events - _dot(weight, p)
-
-    a = float(np.log(events / (total - events)) - _dot(weight, eta) / total)  # start
-    for _ in range(_NEWTON_STEPS):
-        info, score = information(a)
-        step = score / info
+        info = _dot(weight, q)
+        step = (events - _dot(weight, p)) / info  # score / information
         a += step
         if abs(step) < _NEWTON_TOLERANCE * max(1.0, abs(a)):
             return a, info  # the information moves by O(step) in the last step
@@ -357,9 +365,12 @@ def _fit_offset(eta: np.ndarray, weight: np.ndarray, positive: np.ndarray) -> tu
 
 
 def _fit_slope(
-    eta: np.ndarray, weight: np.ndarray, positive: np.ndarray, start: float
+    eta: np.ndarray, clipped: np.ndarray, weight: np.ndarray, positive: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Newton's method (IRLS) for (a', b) in logit p = a' + b eta; returns (coef, covariance)."""
+    """Newton's method (IRLS) for (a', b) in logit p = a' + b eta; returns (coef, covariance).
+
+    The iterations start at (0, 1), where p is the score itself (no exponential).
+    """
     nan = np.full(2, np.nan)
     events, total = float(positive.sum()), float(weight.sum())
     if events <= 0 or events >= total or np.ptp(eta) == 0:
@@ -371,9 +382,12 @@ def _fit_slope(
     q = np.empty_like(eta)
 
     def information(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        np.multiply(eta, beta[1], out=p)
-        np.add(p, beta[0], out=p)
-        expit(p, out=p)
+        if beta[0] == 0.0 and beta[1] == 1.0:
+            p[:] = clipped
+        else:
+            np.multiply(eta, beta[1], out=p)
+            np.add(p, beta[0], out=p)
+            expit(p, out=p)
         np.multiply(p, p, out=q)
         np.subtract(p, q, out=q)  # p (1 - p)
         off = _dot(weight_eta, q)
@@ -381,7 +395,7 @@ def _fit_slope(
         fitted = np.array([_dot(weight, p), _dot(weight_eta, p)])
         return info, target - fitted  # Fisher information, score
 
-    beta = np.array([start if np.isfinite(start) else 0.0, 1.0])  # the intercept-only fit
+    beta = np.array([0.0, 1.0])
     for _ in range(_NEWTON_STEPS):
         info, score = information(beta)
         try:
