@@ -1,6 +1,6 @@
 r"""Clinical calibration measures: intercept, slope, O/E, ICI/E50/E90, Hosmer-Lemeshow.
 
-Logistic recalibration ([1], Section 3 "weak calibration"; [2]). With the linear predictor
+Logistic recalibration ([1], "weak calibration"; [2]). With the linear predictor
 :math:`\eta_i = \operatorname{logit} S_i` (scores clipped to :math:`[10^{-15}, 1 - 10^{-15}]`),
 
 .. math::
@@ -22,7 +22,7 @@ tied scores, the fits use the run sums of :math:`W` and :math:`WR` (exact).
 
 The observed/expected ratio is :math:`O/E = \sum_i W_i R_i / \sum_i W_i S_i`.
 
-ICI, E50, E90 (Austin & Steyerberg [3], Section 2): a smoothed calibration curve
+ICI, E50, E90 (Austin & Steyerberg [3]): a smoothed calibration curve
 :math:`\hat g` is fitted by LOESS of the response on the score, as in their paper (R's
 ``loess(y ~ p)`` with its defaults: span 0.75, local quadratic, tricube weights, no robustness
 iterations); then with :math:`d_i = |\hat g(S_i) - S_i|`
@@ -30,7 +30,7 @@ iterations); then with :math:`d_i = |\hat g(S_i) - S_i|`
 .. math:: \mathrm{ICI} = \frac{\sum_i W_i d_i}{\sum_i W_i}, \qquad
           E50 = \operatorname{median}_i d_i, \qquad E90 = \operatorname{quantile}_{0.9}\, d_i
 
-(eq. (1) of [3] with the empirical distribution of the scores; R's type-7 quantiles unweighted,
+(the ICI of [3]: the mean over the empirical distribution of the scores; R's type-7 quantiles unweighted,
 the lower weighted quantile when weighted). The LOESS is mcviz's own
 (:func:`mcviz.smoothing.loess_curve`, exact direct fits at up to 2,048 distinct scores, else its
 Taylor-binned evaluation, within :math:`10^{-6}` of the direct fit); it is evaluated at every
@@ -61,7 +61,8 @@ References
    1958 (the recalibration model).
 .. [3] P. C. Austin, E. W. Steyerberg, "The Integrated Calibration Index (ICI) and related
    metrics for quantifying the calibration of logistic regression models", Statistics in
-   Medicine 38, 2019; Section 2, eq. (1).
+   Medicine 38, 2019 (definitions of ICI, E50, E90; the papers cited in this package are not
+   in shared/papers, so they are cited by the names of their definitions, not equation numbers).
 .. [4] D. W. Hosmer, S. Lemeshow, "Goodness of fit tests for the multiple logistic regression
    model", Communications in Statistics A 9, 1980.
 """
@@ -425,7 +426,7 @@ def _curve_summary(rows: _Rows, curve_points: int) -> CalibrationCurveSummary:
     run_fit = np.interp(distinct, at, fit) if interpolated else fit
     run_weight = rows.run_sum("w")
     gap = np.abs(run_fit - distinct)  # d_i, constant on a run of tied scores
-    ici = float(np.sum(run_weight * gap) / rows.total)  # eq. (1) of [3], empirical
+    ici = float(np.sum(run_weight * gap) / rows.total)  # ICI of [3], over the empirical distribution
     if rows.weighted:
         e50, e90 = _weighted_quantile(gap, run_weight, [0.5, 0.9], equal=False)
     else:

@@ -7,15 +7,15 @@ non-decreasing function of the score,
 
 .. math:: \hat x = \arg\min_{z_1 \le \dots \le z_n} \sum_i W_i (R_i - z_i)^2 ,
 
-computed by the pool-adjacent-violators (PAV) algorithm ([1], eq. (2) and Section 2). Tied scores
+computed by the pool-adjacent-violators (PAV) algorithm ([1], "the CORP approach"). Tied scores
 are pooled first (they must receive one value: the tie rule), so PAV runs on the runs of tied
 scores, with the run weights :math:`\sum W` and mean responses :math:`\sum WR / \sum W`; the rows
 of ``Predictions`` are already sorted by score, so the pooling is one pass and PAV is
 :math:`O(n)` (``scipy.optimize.isotonic_regression``, which does not sort). Every block of the
 PAV solution is a bin chosen by the data; the CORP curve joins the points
-:math:`(x_i, \hat x_i)` by straight lines ([1], Section 2).
+:math:`(x_i, \hat x_i)` by straight lines ([1]).
 
-Consistency bands ([1], Section 3, "uncertainty quantification"): under the hypothesis that the
+Consistency bands ([1], "uncertainty quantification"): under the hypothesis that the
 scores are calibrated, responses :math:`R^*_i \sim \mathrm{Bernoulli}(S_i)` are drawn at the
 observed scores, PAV is refitted, and the band at each score is the pointwise
 :math:`(1-c)/2` and :math:`(1+c)/2` quantiles of the refitted values over the resamples
@@ -23,7 +23,7 @@ observed scores, PAV is refitted, and the band at each score is the pointwise
 miscalibration there. The band is evaluated at up to ``band_points`` runs of tied scores at
 equally spaced cumulative weights (memory :math:`O(\text{resamples} \times \text{points})`).
 
-Score decomposition ([1], eq. (3); [2], Section 3): for a proper scoring rule :math:`S`, with the
+Score decomposition ([1], "CORP score decomposition"; [2]): for a proper scoring rule :math:`S`, with the
 mean scores :math:`\bar S_X` of the scores, :math:`\bar S_C` of the recalibrated
 :math:`\hat x` and :math:`\bar S_R` of the constant :math:`r = \sum W R / \sum W`,
 
@@ -41,7 +41,8 @@ the run sums of :math:`W`, :math:`WR` and :math:`WR^2`.
 References
 ----------
 .. [1] T. Dimitriadis, T. Gneiting, A. I. Jordan, "Stable reliability diagrams for probabilistic
-   classifiers", PNAS 118 (8), e2016191118, 2021; eqs. (2)-(3), Sections 2-3.
+   classifiers", PNAS 118 (8), e2016191118, 2021 (the CORP approach, uncertainty
+   quantification, the CORP score decomposition; cited by name, not equation number).
 .. [2] T. Gneiting, J. Resin, "Regression diagnostics meets forecast evaluation: conditional
    calibration, reliability diagrams, and coefficient of determination", EJS 17, 2023.
 .. [3] model-diagnostics 1.5 (Lorentzen, Mayer), ``scoring.decompose``: the reference the tests
@@ -241,7 +242,7 @@ def score_decomposition(
 
 
 def _pav(rows: _Rows) -> np.ndarray:
-    """Isotonic fit per run of tied scores (ties pooled first, eq. (2) of [1])."""
+    """Isotonic fit per run of tied scores (ties pooled first; the CORP approach of [1])."""
 
     def fit() -> np.ndarray:
         weight = rows.run_sum("w")
@@ -298,7 +299,7 @@ def _decomposition(
     return ScoreDecomposition(
         name=name,
         score=float(observed),
-        miscalibration=float(observed - recalibrated),  # MCB = S̄_X - S̄_C, eq. (3) of [1]
+        miscalibration=float(observed - recalibrated),  # MCB = S̄_X - S̄_C ([1], score decomposition)
         discrimination=float(reference - recalibrated),  # DSC = S̄_R - S̄_C
         uncertainty=float(reference),  # UNC = S̄_R
     )

@@ -7,14 +7,14 @@ the kernel-smoothed residual and the (unnormalised) density of the scores are
     \hat r_\sigma(t) = \frac{\sum_i W_i K_\sigma(t, S_i)\, r_i}{\hat\delta_\sigma(t)}, \qquad
     \hat\delta_\sigma(t) = \sum_i W_i K_\sigma(t, S_i),
 
-and the smooth ECE at width :math:`\sigma` is (paper Definition 5 / eq. (3))
+and the smooth ECE at width :math:`\sigma` is ([1], the definition of :math:`\mathrm{smECE}_\sigma`)
 
 .. math:: \mathrm{smECE}_\sigma = \int_0^1 |\hat r_\sigma(t)|\, \hat\delta_\sigma(t)\, dt
           \Big/ \int_0^1 \hat\delta_\sigma(t)\, dt .
 
 The width is chosen automatically as the fixed point :math:`\sigma^*` with
 :math:`\mathrm{smECE}_{\sigma^*} = \sigma^*` (which exists and is unique because
-:math:`\mathrm{smECE}_\sigma` does not increase with :math:`\sigma`; paper Section 4), and
+:math:`\mathrm{smECE}_\sigma` does not increase with :math:`\sigma`; [1]), and
 :math:`\mathrm{smECE} = \mathrm{smECE}_{\sigma^*}`.
 
 Computation, exactly as the authors' package ``relplot`` (1.0.3) does it, so that the numbers
@@ -32,7 +32,7 @@ same result as repeating the row). The grid rounding of the scores is computed o
 and shared by every :math:`\sigma` (at most a few sizes), so the search costs :math:`O(n)` plus
 ten convolutions of the grid.
 
-The smoothed reliability diagram (paper Section 5; relplot's ``prepare_rel_diagram``) draws
+The smoothed reliability diagram ([1]; relplot's ``prepare_rel_diagram``) draws
 :math:`\hat\mu(t) = \sum_i W_i K_{\sigma^*}(t, S_i) R_i / (\hat\delta_{\sigma^*}(t) + 10^{-4})` on
 200 points of :math:`[0, 1]` with a pointwise bootstrap band: rows are resampled with
 replacement (weights kept), the curve is recomputed at the same :math:`\sigma^*`, and the band is
@@ -43,7 +43,9 @@ the mean of the replicates as the main line; here the main line is the fit to th
 References
 ----------
 .. [1] J. Błasiok, P. Nakkiran, "Smooth ECE: Principled reliability diagrams via kernel
-   smoothing", ICLR 2024 (arXiv:2309.12236, 2023); Definitions 4-5, Sections 4-5.
+   smoothing", arXiv:2309.12236, 2023 (the equation numbers differ between versions, so
+   the definitions are cited by name: smECE at width sigma, the fixed point sigma*, the
+   smoothed reliability diagram).
 .. [2] relplot 1.0.3, ``relplot.metrics.smECE`` and ``relplot.diagrams.prepare_rel_diagram``
    (Apple, 2023), https://github.com/apple/ml-calibration.
 """
@@ -269,7 +271,7 @@ def _smece_at(rows: _Rows, sigma: float) -> float:
             key="residual",
         )
         density = _smoothed(rows, rows.weight, size, kernel, mesh, key="weight") + DENSITY_GUARD
-        # |r/δ|·δ summed over the mesh, over Σδ: the integrals of Definition 5 as sums
+        # |r/δ|·δ summed over the mesh, over Σδ: the integrals of smECE_sigma as sums
         rows._cache[key] = float(np.sum(np.abs(residual / density) * density) / np.sum(density))
     return rows._cache[key]
 
