@@ -30,8 +30,8 @@ iterations); then with :math:`d_i = |\hat g(S_i) - S_i|`
 .. math:: \mathrm{ICI} = \frac{\sum_i W_i d_i}{\sum_i W_i}, \qquad
           E50 = \operatorname{median}_i d_i, \qquad E90 = \operatorname{quantile}_{0.9}\, d_i
 
-(the ICI of [3]: the mean over the empirical distribution of the scores; R's type-7 quantiles unweighted,
-the lower weighted quantile when weighted). The LOESS is mcviz's own
+(the ICI of [3]: the mean over the empirical distribution of the scores; R's type-7
+quantiles unweighted, the lower weighted quantile when weighted). The LOESS is mcviz's own
 (:func:`mcviz.smoothing.loess_curve`, exact direct fits at up to 2,048 distinct scores, else its
 Taylor-binned evaluation, within :math:`10^{-6}` of the direct fit); it is evaluated at every
 distinct score when there are at most ``curve_points`` of them, else at ``curve_points`` equally
@@ -426,7 +426,7 @@ def _curve_summary(rows: _Rows, curve_points: int) -> CalibrationCurveSummary:
     run_fit = np.interp(distinct, at, fit) if interpolated else fit
     run_weight = rows.run_sum("w")
     gap = np.abs(run_fit - distinct)  # d_i, constant on a run of tied scores
-    ici = float(np.sum(run_weight * gap) / rows.total)  # ICI of [3], over the empirical distribution
+    ici = float(np.sum(run_weight * gap) / rows.total)  # the ICI of [3]
     if rows.weighted:
         e50, e90 = _weighted_quantile(gap, run_weight, [0.5, 0.9], equal=False)
     else:

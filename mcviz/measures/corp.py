@@ -23,8 +23,8 @@ observed scores, PAV is refitted, and the band at each score is the pointwise
 miscalibration there. The band is evaluated at up to ``band_points`` runs of tied scores at
 equally spaced cumulative weights (memory :math:`O(\text{resamples} \times \text{points})`).
 
-Score decomposition ([1], "CORP score decomposition"; [2]): for a proper scoring rule :math:`S`, with the
-mean scores :math:`\bar S_X` of the scores, :math:`\bar S_C` of the recalibrated
+Score decomposition ([1], "CORP score decomposition"; [2]): for a proper scoring rule
+:math:`S`, with the mean scores :math:`\bar S_X` of the scores, :math:`\bar S_C` of the recalibrated
 :math:`\hat x` and :math:`\bar S_R` of the constant :math:`r = \sum W R / \sum W`,
 
 .. math::
