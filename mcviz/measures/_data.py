@@ -107,10 +107,6 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _generator(rng: int | np.random.Generator) -> np.random.Generator:
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-
-
 def _weighted_quantile(
     values: np.ndarray, weight: np.ndarray, p: list[float], equal: bool
 ) -> np.ndarray:

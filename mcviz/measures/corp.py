@@ -60,7 +60,7 @@ from scipy.special import xlogy
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.measures._data import CLIP, _generator, _readonly, _Rows, _rows
+from mcviz.measures._data import CLIP, _readonly, _Rows, _rows
 
 __all__ = ["CorpResult", "ScoreDecomposition", "corp_reliability", "score_decomposition"]
 
@@ -318,7 +318,7 @@ def _band(
         np.searchsorted(cumulative, np.linspace(0.0, cumulative[-1], points), side="left")
     )
     at = at[at < run_weight.size]
-    generator = _generator(rng)
+    generator = np.random.default_rng(rng)
     refitted = np.empty((n_resamples, at.size))
     for m in range(n_resamples):
         draw = generator.random(rows.n) < rows.score  # R* ~ Bernoulli(S) under calibration

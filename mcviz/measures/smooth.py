@@ -60,7 +60,7 @@ from scipy.signal import fftconvolve
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.measures._data import _generator, _readonly, _Rows, _rows
+from mcviz.measures._data import _readonly, _Rows, _rows
 
 __all__ = ["SmoothEce", "SmoothReliability", "smooth_ece", "smooth_reliability"]
 
@@ -215,7 +215,7 @@ def smooth_reliability(
     fit, mass = curve(weight)
     lower = upper = np.full(mesh.size, np.nan)
     if n_bootstrap:
-        generator = _generator(rng)
+        generator = np.random.default_rng(rng)
         replicates = np.empty((int(n_bootstrap), mesh.size))
         for b in range(int(n_bootstrap)):
             counts = np.bincount(generator.integers(0, rows.n, rows.n), minlength=rows.n)
