@@ -148,6 +148,11 @@ def test_ici_interpolated_path_on_demo_subpopulation(demo):
     result = calibration_curve_summary(demo, index=index)
     assert result.interpolated
     _check_ici(result, _ici_reference(demo.score[index], demo.label[index]), 2e-5)
+    # weighted (measured difference 1.0e-5: linear interpolation between 200 points)
+    weight = np.random.default_rng(5).integers(1, 4, index.size).astype(float)
+    pred = Predictions.from_arrays(demo.score[index], demo.label[index], weight)
+    reference = _ici_reference(demo.score[index], demo.label[index], weight)
+    _check_ici(calibration_curve_summary(pred), reference, 5e-5)
 
 
 def test_ici_of_a_known_curve():
