@@ -106,6 +106,19 @@ def test_nan_becomes_null():
     json.dumps(values, allow_nan=False)
 
 
+def test_constant_scores_give_null_curve_summaries():
+    pred = Predictions.from_arrays([0.3] * 5, [0, 1, 0, 0, 1])
+    values = classical_measures(pred, hl_groups=3).as_json()
+    assert values["ici"] is None
+    assert values["e90"] is None
+    assert values["calibration_slope"] is None
+    # intercept with slope 1: logit(2/5) - logit(0.3)
+    assert values["calibration_intercept"] == pytest.approx(
+        np.log(2 / 3) - np.log(0.3 / 0.7), abs=1e-9
+    )
+    assert values["smece"] == pytest.approx(0.1, abs=1e-3)  # |0.3 - 0.4| at the one score
+
+
 def test_validation(demo):
     with pytest.raises(ValidationError, match="hl_groups"):
         classical_measures(demo, hl_groups=2)

@@ -411,11 +411,19 @@ def _fit_slope(
     return nan, np.full((2, 2), np.nan)
 
 
-def _curve_summary(rows: _Rows, curve_points: int) -> CalibrationCurveSummary:
+def _curve_summary(
+    rows: _Rows, curve_points: int, *, constant_ok: bool = False
+) -> CalibrationCurveSummary:
     distinct = rows.run_score
     if distinct.size < 2:
-        raise ValidationError(
-            "every score is the same; the ICI needs a calibration curve against the score."
+        if not constant_ok:
+            raise ValidationError(
+                "every score is the same; the ICI needs a calibration curve against the score."
+            )
+        empty = _readonly(np.empty(0))
+        return CalibrationCurveSummary(
+            np.nan, np.nan, np.nan, np.nan, empty, empty, LOESS_SPAN, LOESS_DEGREE, False,
+            rows.n, rows.weighted,
         )
     interpolated = distinct.size > curve_points
     at = np.linspace(distinct[0], distinct[-1], curve_points) if interpolated else distinct

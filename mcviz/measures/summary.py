@@ -211,11 +211,14 @@ def classical_measures(
     Raises
     ------
     ValidationError
-        For an invalid or empty subpopulation, responses outside [0, 1], or constant scores.
+        For an invalid or empty subpopulation, responses outside [0, 1], or bad options.
 
     Notes
     -----
-    Each measure's equations and references are in its module: :mod:`mcviz.measures.smooth`,
+    A subpopulation whose scores are all the same has no calibration curve: ICI, E50 and E90
+    are then NaN (``None`` in :meth:`ClassicalMeasures.as_json`), as are the intercept and slope
+    when their likelihood has no finite maximum. Each measure's equations and references are in
+    its module: :mod:`mcviz.measures.smooth`,
     :mod:`mcviz.measures.corp`, :mod:`mcviz.measures.clinical` and :mod:`mcviz.binning`.
     No bootstrap or resampling is done here (the smoothed and CORP diagrams have their own
     functions), so the result is deterministic.
@@ -240,7 +243,7 @@ def classical_measures(
         metrics=metrics,
         smooth=SmoothEce(smece, sigma, rows.n, rows.total, rows.weighted),
         recalibration=_recalibration(rows),
-        curve=_curve_summary(rows, int(curve_points)),
+        curve=_curve_summary(rows, int(curve_points), constant_ok=True),
         brier=_decomposition(rows, fitted, "brier", observed=metrics.brier),
         log_loss=_decomposition(rows, fitted, "log_loss", observed=metrics.log_loss),
         hosmer_lemeshow=_hosmer_lemeshow(rows, int(hl_groups)),
