@@ -179,7 +179,9 @@ def smooth_reliability(
     points : int, default 200
         Number of equally spaced points of [0, 1] (relplot's mesh).
     n_bootstrap : int, default 200
-        Bootstrap replicates for the band (0: no band). Each costs :math:`O(n)`.
+        Bootstrap replicates for the band (0: no band). Each costs :math:`O(n)`: about 50 ms
+        of CPU at :math:`10^6` rows (measured on a loaded machine), so pass fewer for large
+        data in an interactive view.
     confidence : float, default 0.95
     rng : int or Generator, default 0
 
