@@ -36,7 +36,8 @@ quantiles unweighted, the lower weighted quantile when weighted). The LOESS is m
 Taylor-binned evaluation, within :math:`10^{-6}` of the direct fit); it is evaluated at every
 distinct score when there are at most ``curve_points`` of them, else at ``curve_points`` equally
 spaced scores between the smallest and the largest, linearly interpolated in between (the curve
-has span 0.75, so the interpolation error is far below the statistical one). R's ``loess`` by
+has span 0.75: on the test sets ICI moves by about :math:`10^{-6}` and E50/E90 by up to
+:math:`10^{-5}`, far below their statistical error). R's ``loess`` by
 default interpolates its fit from a k-d tree (``surface = "interpolate"``); the direct fit here
 is the definition that interpolation approximates.
 
