@@ -51,29 +51,10 @@ def corp_figure(
         the result has a band); the CORP curve. The subtitle gives the Brier score's
         decomposition.
     """
-    figure = go.Figure()
-    figure.add_trace(
-        go.Scatter(
-            x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
-            line={"color": LIGHT_GRAY, "dash": "dash", "width": 1.5}, hoverinfo="skip",
-        )
-    )
+    figure = go.Figure(_diagonal())
     if result.band_x.size:
         band_name = f"{result.confidence:.0%} consistency band ({result.n_resamples} resamples)"
-        figure.add_trace(
-            go.Scatter(
-                x=result.band_x, y=result.band_lower, mode="lines", name=band_name,
-                line={"color": SKY_BLUE, "width": 0.5}, legendgroup="band", showlegend=False,
-                hoverinfo="skip",
-            )
-        )
-        figure.add_trace(
-            go.Scatter(
-                x=result.band_x, y=result.band_upper, mode="lines", name=band_name,
-                line={"color": SKY_BLUE, "width": 0.5}, fill="tonexty",
-                fillcolor="rgba(86, 180, 233, 0.3)", legendgroup="band", hoverinfo="skip",
-            )
-        )
+        figure.add_traces(_band(result.band_x, result.band_lower, result.band_upper, band_name))
     keep = _thin(result.block_value.size, MAX_POINTS // 2)
     x = np.column_stack((result.block_low[keep], result.block_high[keep])).ravel()
     y = np.repeat(result.block_value[keep], 2)
@@ -103,8 +84,7 @@ def corp_figure(
     )
     figure.update_xaxes(title_text="score", range=[-0.02, 1.02])
     figure.update_yaxes(title_text="recalibrated probability", range=[-0.02, 1.02])
-    figure.update_layout(legend={"yref": "container", "y": 0.0, "yanchor": "bottom"},
-                         margin={"b": 110 if presentation else 95})
+    _finish(figure, presentation)
     return figure
 
 
@@ -134,25 +114,11 @@ def smooth_reliability_figure(
     figure = make_subplots(
         rows=2, cols=1, shared_xaxes=True, row_heights=[0.78, 0.22], vertical_spacing=0.05
     )
-    figure.add_trace(
-        go.Scatter(
-            x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
-            line={"color": LIGHT_GRAY, "dash": "dash", "width": 1.5}, hoverinfo="skip",
-        ),
-        row=1, col=1,
-    )
+    figure.add_trace(_diagonal(), row=1, col=1)
     if np.isfinite(result.lower).any():
         band_name = f"{result.confidence:.0%} bootstrap band ({result.n_bootstrap})"
-        for edge, fill in ((result.lower, None), (result.upper, "tonexty")):
-            figure.add_trace(
-                go.Scatter(
-                    x=result.x, y=edge, mode="lines", name=band_name, fill=fill,
-                    line={"color": SKY_BLUE, "width": 0.5}, legendgroup="band",
-                    fillcolor="rgba(86, 180, 233, 0.3)", showlegend=fill is not None,
-                    hoverinfo="skip",
-                ),
-                row=1, col=1,
-            )
+        for trace in _band(result.x, result.lower, result.upper, band_name):
+            figure.add_trace(trace, row=1, col=1)
     figure.add_trace(
         go.Scatter(
             x=result.x, y=result.fit, mode="lines", name="smoothed mean response",
@@ -181,9 +147,38 @@ def smooth_reliability_figure(
     figure.update_xaxes(title_text="score", row=2, col=1)
     figure.update_yaxes(title_text="mean response", range=[-0.02, 1.02], row=1, col=1)
     figure.update_yaxes(title_text="density", nticks=4, row=2, col=1)
-    figure.update_layout(legend={"yref": "container", "y": 0.0, "yanchor": "bottom"},
-                         margin={"b": 120 if presentation else 100})
+    _finish(figure, presentation)
     return figure
+
+
+def _finish(figure: go.Figure, presentation: bool) -> None:
+    """Thin band edges and diagonal (apply_style widens every line), room for the subtitle."""
+    figure.update_traces(selector={"legendgroup": "band"}, line_width=0.5)
+    figure.update_traces(selector={"name": "perfect calibration"}, line_width=1.2)
+    figure.update_layout(
+        title={"yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 34}},
+        margin={"t": 110 if presentation else 95, "b": 150 if presentation else 110},
+        legend={"yref": "container", "y": 0.0, "yanchor": "bottom"},
+    )
+
+
+def _diagonal() -> go.Scatter:
+    return go.Scatter(
+        x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+        line={"color": LIGHT_GRAY, "dash": "dash", "width": 1.5}, hoverinfo="skip",
+    )
+
+
+def _band(x: np.ndarray, lower: np.ndarray, upper: np.ndarray, name: str) -> list[go.Scatter]:
+    """Draw the lower edge, then the upper edge filled down to it (one legend entry)."""
+    return [
+        go.Scatter(
+            x=x, y=edge, mode="lines", name=name, fill=fill, legendgroup="band",
+            line={"color": SKY_BLUE, "width": 0.5}, fillcolor="rgba(86, 180, 233, 0.3)",
+            showlegend=fill is not None, hoverinfo="skip",
+        )
+        for edge, fill in ((lower, None), (upper, "tonexty"))
+    ]
 
 
 def _thin(size: int, limit: int) -> np.ndarray:
