@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mcviz
 from mcviz.binning import calibration_metrics
@@ -154,3 +156,33 @@ def test_validation():
         corp_reliability(pred, n_resamples=-1)
     with pytest.raises(ValidationError, match="outside"):
         corp_reliability(pred, index=np.array([5]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95]),  # ties are likely
+            st.integers(0, 1),
+            st.floats(0.1, 5.0),
+        ),
+        min_size=2,
+        max_size=40,
+    )
+)
+def test_decomposition_properties(rows):
+    # PAV is optimal among non-decreasing functions of the score for every proper score, and
+    # both the score itself and the constant base rate are such functions: MCB >= 0, DSC >= 0.
+    score, label, weight = (np.array(column, dtype=float) for column in zip(*rows, strict=True))
+    pred = Predictions.from_arrays(score, label, weight)
+    order = np.random.default_rng(0).permutation(score.size)
+    shuffled = Predictions.from_arrays(score[order], label[order], weight[order])
+    for name in ("brier", "log_loss"):
+        d = score_decomposition(pred, score=name)
+        assert d.miscalibration >= -1e-12
+        assert d.discrimination >= -1e-12
+        assert d.miscalibration - d.discrimination + d.uncertainty == pytest.approx(
+            d.score, abs=1e-12
+        )
+        e = score_decomposition(shuffled, score=name)
+        assert e.miscalibration == pytest.approx(d.miscalibration, abs=1e-12)

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mcviz
 from mcviz.errors import ValidationError
@@ -113,3 +115,20 @@ def test_validation():
     continuous = Predictions.from_arrays([0.2, 0.4, 0.6], [0.5, 2.0, -1], response="continuous")
     with pytest.raises(ValidationError, match=r"2 of 3 rows .* lie outside"):
         smooth_ece(continuous)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.0, 1.0), st.integers(0, 1), st.floats(0.1, 5.0)),
+        min_size=2,
+        max_size=40,
+    )
+)
+def test_smece_is_an_average_of_smoothed_residuals(rows):
+    # r̂(t) is a weighted average of residuals S - R (the guard only shrinks it), so
+    # 0 <= smECE <= max |S - R|; and sigma* lies in (0, 1].
+    score, label, weight = (np.array(column, dtype=float) for column in zip(*rows, strict=True))
+    result = smooth_ece(Predictions.from_arrays(score, label, weight))
+    assert 0.0 <= result.smece <= np.abs(score - label).max() + 1e-12
+    assert 0.0 < result.sigma <= 1.0
