@@ -55,6 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (see the module docstring)."""
+    status = _main(argv)
+    if _common.work_abandoned():  # a cancelled query did not stop: do not wait for it at exit
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     with _common.signals_as_exceptions():
         try:
             args = build_parser().parse_args(argv)

@@ -14,6 +14,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +34,7 @@ __all__ = [
     "load_from_arguments",
     "print_table",
     "split",
+    "work_abandoned",
 ]
 
 T = TypeVar("T")
@@ -247,6 +249,14 @@ def signals_as_exceptions() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+_abandoned = threading.Event()
+
+
+def work_abandoned() -> bool:
+    """Return whether :func:`interruptible` gave up waiting for a cancelled worker."""
+    return _abandoned.is_set()
+
+
 def interruptible(work: Callable[[], T], cancel: Callable[[], object], *,
                   grace: float = 10.0) -> T:
     """Run ``work()`` in a worker thread so that a signal can cancel it.
@@ -254,27 +264,37 @@ def interruptible(work: Callable[[], T], cancel: Callable[[], object], *,
     A query engine blocked in native code (DuckDB, Spark's JVM) does not return to Python while
     it runs, so the main thread's signal handlers would wait for it. Here the main thread waits
     in short, interruptible slices; on KeyboardInterrupt or :class:`Terminated` it calls
-    ``cancel()`` (for example ``connection.interrupt()``), waits up to ``grace`` seconds for the
-    worker to return, and re-raises, so that ``finally`` blocks close the engine and remove its
-    spill directory.
+    ``cancel()`` (for example ``connection.interrupt()``) repeatedly until the worker returns
+    (at most ``grace`` seconds), and re-raises, so that ``finally`` blocks close the engine and
+    remove its spill directory. A worker still running after ``grace`` is abandoned
+    (:func:`work_abandoned`): its engine must not be closed, and :func:`mcviz.cli.main` ends
+    the process with ``os._exit`` instead of waiting for it.
     """
     outcome: dict[str, Any] = {}
+    done = threading.Event()  # not Thread.is_alive: a join interrupted by a signal corrupts it
 
     def target() -> None:
         try:
             outcome["value"] = work()
         except BaseException as error:  # handed to the main thread below
             outcome["error"] = error
+        finally:
+            done.set()
 
-    worker = threading.Thread(target=target, name="mcviz-work", daemon=True)
-    worker.start()
+    threading.Thread(target=target, name="mcviz-work", daemon=True).start()
     try:
-        while worker.is_alive():
-            worker.join(0.1)
+        while not done.wait(0.1):
+            pass
     except (KeyboardInterrupt, Terminated):
-        with contextlib.suppress(Exception):
-            cancel()
-        worker.join(grace)
+        # cancel() stops the query running now; the worker may start another before it sees
+        # the error, so cancel again until it returns.
+        deadline = time.monotonic() + grace
+        while not done.is_set() and time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                cancel()
+            done.wait(0.05)
+        if not done.is_set():
+            _abandoned.set()
         raise
     if "error" in outcome:
         raise outcome["error"]

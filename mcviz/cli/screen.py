@@ -15,7 +15,6 @@ table is written to a temporary file renamed over ``--out`` only when complete.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -132,7 +131,8 @@ def _read_sample(files: Sequence[str], rows: int, seed: int, temp_directory: str
         return _common.interruptible(lambda: read_sample(files, rows, seed, con=con),
                                      con.interrupt)
     finally:
-        con.close()
+        if not _common.work_abandoned():
+            con.close()
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -160,11 +160,14 @@ def run(args: argparse.Namespace) -> dict:
         del sample
         engine = make_engine(args.engine, files, columns, memory_limit=args.memory_limit,
                              drop_invalid=args.drop_invalid, temp_directory=spill)
-        with contextlib.closing(engine):
-            options = ({"exact": False, "bins": args.histogram} if args.histogram is not None
-                       else {"exact": True})
+        options = ({"exact": False, "bins": args.histogram} if args.histogram is not None
+                   else {"exact": True})
+        try:
             result = _common.interruptible(lambda: engine.screen(subpopulations, **options),
                                            lambda: cancel_engine(engine))
+        finally:
+            if not _common.work_abandoned():  # a query that ignored the cancel keeps its engine
+                engine.close()
     with _common.atomic_output(out) as temporary:
         write_screen(result, temporary, files=files, columns=columns, kinds=pred.covariate_kinds)
     return result.summary()
