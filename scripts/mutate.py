@@ -72,7 +72,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mcviz/ui.py",
         r"^([ \t]*)return tuple\(counts\[:3\]\) or \(10, 20, 50\)$",
         r"\1return tuple(counts[:1]) or (10,)",
-        ("tests/app/test_pages.py", "-k", "reliability or calibration"),
+        ("tests/app/test_reliability_bins.py",),
     ),
     Mutation(
         "no-loess-bands",  # the pointwise 95% band collapses onto the fit
