@@ -50,26 +50,25 @@ def random_frame() -> Callable[..., pd.DataFrame]:
     return _random_frame
 
 
-@pytest.fixture
-def write_csv(tmp_path: Path) -> Callable[..., Path]:
-    """Return ``write(frame, name="pred.csv") -> path`` writing a CSV under ``tmp_path``."""
-    def write(frame: pd.DataFrame, name: str = "pred.csv") -> Path:
-        path = tmp_path / name
-        frame.to_csv(path, index=False)
+def _writer(directory: Path, default_name: str, method: str) -> Callable[..., Path]:
+    def write(frame: pd.DataFrame, name: str = default_name) -> Path:
+        path = directory / name
+        getattr(frame, method)(path, index=False)
         return path
 
     return write
+
+
+@pytest.fixture
+def write_csv(tmp_path: Path) -> Callable[..., Path]:
+    """Return ``write(frame, name="pred.csv") -> path`` writing a CSV under ``tmp_path``."""
+    return _writer(tmp_path, "pred.csv", "to_csv")
 
 
 @pytest.fixture
 def write_parquet(tmp_path: Path) -> Callable[..., Path]:
     """Return ``write(frame, name="pred.parquet") -> path`` writing Parquet under ``tmp_path``."""
-    def write(frame: pd.DataFrame, name: str = "pred.parquet") -> Path:
-        path = tmp_path / name
-        frame.to_parquet(path, index=False)
-        return path
-
-    return write
+    return _writer(tmp_path, "pred.parquet", "to_parquet")
 
 
 class CliRun:

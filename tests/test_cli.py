@@ -184,3 +184,27 @@ def test_python_dash_m_mcviz_runs_the_cli():
     assert completed.returncode == 0
     assert "metrics" in completed.stdout
     assert "screen" in completed.stdout
+
+
+def test_csv_and_parquet_give_the_same_metrics(random_frame, write_csv, write_parquet, cli):
+    frame = random_frame(500, 5)
+    arguments = ("--score", "prob", "--label", "y", "--json")
+    from_csv = cli("metrics", write_csv(frame), *arguments)
+    from_parquet = cli("metrics", write_parquet(frame), *arguments)
+    assert from_csv.status == from_parquet.status == 0
+    assert from_csv.json["n"] == from_parquet.json["n"] == 500
+    assert from_csv.json["calibration"] == pytest.approx(from_parquet.json["calibration"],
+                                                         rel=1e-12)
+
+
+def test_metrics_of_the_embedded_demo(adult_demo_path, cli):
+    from mcviz.cumulative import cumulative_differences
+    from mcviz.io import load_demo
+
+    done = cli("metrics", adult_demo_path, "--score", "score_gbm", "--weight", "fnlwgt",
+               "--json")
+    assert done.status == 0, done.err
+    pred = load_demo("adult", weight="fnlwgt")
+    assert done.json["n"] == pred.n
+    assert done.json["calibration"]["kuiper"] == pytest.approx(
+        cumulative_differences(pred).kuiper, rel=1e-12)
