@@ -97,6 +97,34 @@ def test_signal_stops_duckdb_screen_cleanly(big_file, tmp_path, signum, status, 
     assert [p.name for p in out_dir.iterdir()] == ["table.parquet"]  # no temporary file left
 
 
+@pytest.mark.parametrize(("command", "signum", "status"), [
+    (["metrics", "--covariates", "a,b,c", "--subpopulations", "20000"], signal.SIGTERM, 143),
+    (["screen", "--engine", "numpy", "--sample-rows", "20000", "--out", "OUT"],
+     signal.SIGINT, 130),
+])
+def test_signal_stops_other_commands(big_file, tmp_path, command, signum, status):
+    # Every subcommand: main() turns the signal into one line and the exit status.
+    name, *options = command
+    options = [str(tmp_path / "t.parquet") if o == "OUT" else o for o in options]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcviz", name, str(big_file), *options],
+        env=_environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(5)
+        assert process.poll() is None, process.communicate()
+        sent = time.monotonic()
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=60)
+        elapsed = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == status, stderr
+    assert "Traceback" not in stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    assert elapsed < 15
+
+
 def test_closed_output_pipe_ends_quietly(tmp_path, random_frame, write_csv):
     # The reader closes the pipe before mcviz writes: print() meets EPIPE.
     path = write_csv(random_frame(5000, 3))

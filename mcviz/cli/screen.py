@@ -163,8 +163,11 @@ def run(args: argparse.Namespace) -> dict:
         options = ({"exact": False, "bins": args.histogram} if args.histogram is not None
                    else {"exact": True})
         try:
-            result = _common.interruptible(lambda: engine.screen(subpopulations, **options),
-                                           lambda: cancel_engine(engine))
+            if args.engine == "numpy":  # Python code: the main thread's signal handlers run
+                result = engine.screen(subpopulations, **options)
+            else:  # a query in native code: cancelled from the main thread on a signal
+                result = _common.interruptible(lambda: engine.screen(subpopulations, **options),
+                                               lambda: cancel_engine(engine))
         finally:
             if not _common.work_abandoned():  # a query that ignored the cancel keeps its engine
                 engine.close()
