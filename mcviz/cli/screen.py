@@ -8,13 +8,15 @@ dashboard's Screening page opens) and M with its argmax is printed (``--json``: 
 ``mcviz metrics``).
 
 Ctrl-C and SIGTERM cancel the running query (DuckDB ``interrupt``, Spark ``cancelAllJobs``);
-DuckDB spills into a temporary directory that is removed however the command ends, and the
+DuckDB (``temp_directory``) and a Spark started here (``SPARK_LOCAL_DIRS``) spill into a temporary
+directory that is removed however the command ends, and the
 table is written to a temporary file renamed over ``--out`` only when complete.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -158,6 +160,8 @@ def run(args: argparse.Namespace) -> dict:
             min_size=args.min_size, seed=args.seed,
         )
         del sample
+        if args.engine == "spark":  # the JVM's shuffle and spill files go there too
+            os.environ["SPARK_LOCAL_DIRS"] = spill
         engine = make_engine(args.engine, files, columns, memory_limit=args.memory_limit,
                              drop_invalid=args.drop_invalid, temp_directory=spill)
         options = ({"exact": False, "bins": args.histogram} if args.histogram is not None
