@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> dict:
     out = Path(args.out)
     if not out.parent.is_dir():  # say so before the work, not after it
         raise ValidationError(f"directory {str(out.parent)!r} does not exist.")
-    with tempfile.TemporaryDirectory(prefix="mcviz-screen-") as spill:
+    with tempfile.TemporaryDirectory(prefix="mcviz-screen-", ignore_cleanup_errors=True) as spill:
         sample = _read_sample(files, args.sample_rows, args.seed, spill)
         covariates = _common.split(args.covariates)
         # Invalid rows of the sample are skipped here: the engine validates every row of the
