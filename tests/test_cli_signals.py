@@ -66,6 +66,20 @@ def _wait_for_duckdb_phase(process: subprocess.Popen, tmp: Path) -> None:
     assert process.poll() is None, "the screening finished before the signal: use more rows"
 
 
+def _signal(process: subprocess.Popen, signum: int, wait) -> tuple[str, float]:
+    """Wait, check the process still runs, signal it; return its stderr and the seconds it took."""
+    try:
+        wait()
+        assert process.poll() is None, "finished before the signal: " + str(process.communicate())
+        sent = time.monotonic()
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=60)
+        return stderr, time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
 @pytest.mark.parametrize(("signum", "status", "message"), [
     (signal.SIGINT, 130, "mcviz: interrupted"),
     (signal.SIGTERM, 143, "mcviz: terminated"),
@@ -79,15 +93,7 @@ def test_signal_stops_duckdb_screen_cleanly(big_file, tmp_path, signum, status, 
     previous = b"the previous output table"
     out.write_bytes(previous)
     process = _start_screen(big_file, out, tmp)
-    try:
-        _wait_for_duckdb_phase(process, tmp)
-        sent = time.monotonic()
-        process.send_signal(signum)
-        _, stderr = process.communicate(timeout=60)
-        elapsed = time.monotonic() - sent
-    finally:
-        if process.poll() is None:
-            process.kill()
+    stderr, elapsed = _signal(process, signum, lambda: _wait_for_duckdb_phase(process, tmp))
     assert process.returncode == status, stderr
     assert "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1] == message
@@ -109,16 +115,7 @@ def test_signal_stops_other_commands(big_file, tmp_path, command, signum, status
     process = subprocess.Popen(
         [sys.executable, "-m", "mcviz", name, str(big_file), *options],
         env=_environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        time.sleep(5)
-        assert process.poll() is None, process.communicate()
-        sent = time.monotonic()
-        process.send_signal(signum)
-        _, stderr = process.communicate(timeout=60)
-        elapsed = time.monotonic() - sent
-    finally:
-        if process.poll() is None:
-            process.kill()
+    stderr, elapsed = _signal(process, signum, lambda: time.sleep(5))
     assert process.returncode == status, stderr
     assert "Traceback" not in stderr
     assert len(stderr.strip().splitlines()) == 1, stderr
