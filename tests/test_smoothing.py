@@ -1,4 +1,4 @@
-"""LOESS, k-NN means, reflected densities and the Local Calibration Score (mcviz/smoothing.py)."""
+"""LOESS, k-NN means, reflected densities and the Local Calibration Score (mcviz/smoothing/)."""
 
 import numpy as np
 import pytest

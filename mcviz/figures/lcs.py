@@ -1,6 +1,6 @@
 """The Local Calibration Score curve: ĝ with its band, the diagonal, the density of scores.
 
-Draws a :class:`~mcviz.smoothing.LocalCalibration` (paper 004, eq. (6)); nothing is computed.
+Draws a :class:`~mcviz.smoothing.LocalCalibrationScore` (paper 004, eq. (6)); nothing is computed.
 """
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, apply_style
-from mcviz.smoothing import LocalCalibration
+from mcviz.smoothing import LocalCalibrationScore
 
 __all__ = ["lcs_figure"]
 
 
 def lcs_figure(
-    result: LocalCalibration,
+    result: LocalCalibrationScore,
     *,
     title: str | None = None,
     presentation: bool = False,
@@ -25,7 +25,7 @@ def lcs_figure(
 
     Parameters
     ----------
-    result : LocalCalibration
+    result : LocalCalibrationScore
     title : str, optional
     presentation : bool, default False
     height : int, optional
