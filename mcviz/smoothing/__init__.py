@@ -10,9 +10,10 @@ The package is split along its seams; every name is importable from ``mcviz.smoo
 
 from mcviz.smoothing._common import Z95, _check_span, _readonly, sorted_quantile
 from mcviz.smoothing._kernel import _moments, _tricube_both
+from mcviz.smoothing.curves import _grid, _spiked_fits, loess_curve
 from mcviz.smoothing.density import reflected_density
 from mcviz.smoothing.lcs import LocalCalibrationScore, local_calibration_score
-from mcviz.smoothing.loess import LoessCurve, _grid, _loess_fits, loess_curve
+from mcviz.smoothing.loess import LoessCurve, _loess_fits
 from mcviz.smoothing.neighbours import knn_mean, neighbour_radius
 
 LocalCalibration = LocalCalibrationScore
@@ -31,4 +32,4 @@ __all__ = [
 ]
 
 # Private names used by mcviz.variables and the tests.
-_PRIVATE = (Z95, _check_span, _readonly, _moments, _tricube_both, _grid, _loess_fits)
+_PRIVATE = (Z95, _check_span, _readonly, _moments, _tricube_both, _grid, _loess_fits, _spiked_fits)

@@ -73,12 +73,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcviz.errors import ValidationError
-from mcviz.smoothing._common import Z95, _check_span, _readonly, sorted_quantile
+from mcviz.smoothing._common import Z95, _readonly
 from mcviz.smoothing._kernel import _moments, _tricube_both
 from mcviz.smoothing.neighbours import neighbour_radius
 
-__all__ = ["LoessCurve", "loess_curve"]
+__all__ = ["LoessCurve"]
 
 DISTINCT_LIMIT = 2048
 """Variables with at most this many distinct values are binned on their values (exact)."""
@@ -91,6 +90,15 @@ FEW_ROWS = 5_000
 """Binned windows with fewer rows strictly inside (and half their q on the boundary) are fitted
 directly: their local fits are ill-conditioned."""
 _CHUNK_ELEMENTS = 1_500_000
+MIN_EFFECTIVE_ROWS = 50.0
+"""Points with fewer effective rows (1 / sum of squared smoother weights) have thin support."""
+NEAR = 0.1
+"""Rows within ``NEAR`` times the window radius of a point are the rows *near* it."""
+SPARSE_RATIO = 0.1
+"""A LOESS point is sparse when the rows near it are fewer than this share of what the window's
+average density would put there."""
+ILL_CONDITIONED = 1e10
+"""Local designs with a larger condition number are reported as degenerate."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -116,6 +124,23 @@ class LoessCurve:
     n : int
     binned : bool
         True when the Taylor-binned evaluation was used (deviation below 1e-6).
+    support : ndarray of shape (G,)
+        Effective rows behind each point, :math:`1 / \sum_i l_i(x)^2` (with weights, Kish's
+        effective size of the smoother weights; the rows themselves for a plain mean).
+    thin : ndarray of bool, shape (G,)
+        Thin support: fewer than ``MIN_EFFECTIVE_ROWS`` (50) effective rows; or, for a LOESS
+        point :math:`v` with radius :math:`h`, fewer rows within :math:`h/10` of :math:`v`
+        than 10% of what the window's average density would put there,
+        :math:`q \cdot |[v \pm h/10] \cap R| / |[v \pm h] \cap R|` with :math:`R` the range
+        of x (the fit there is carried by rows far away: a tail or a hole in the data); or
+        a degenerate local fit.
+    spike : ndarray of bool, shape (G,)
+        Points estimated from their own rows (a value holding at least 5% of the weight;
+        see :func:`mcviz.smoothing.loess_curve`).
+    degenerate : ndarray of bool, shape (G,)
+        The local fit degenerated: fewer distinct values with positive kernel weight than
+        the degree needs (the degree was lowered), no row strictly inside the window (the
+        plain mean of the rows on its boundary), or an ill-conditioned design.
     """
 
     x: np.ndarray
@@ -129,6 +154,10 @@ class LoessCurve:
     degree: int
     n: int
     binned: bool
+    support: np.ndarray
+    thin: np.ndarray
+    spike: np.ndarray
+    degenerate: np.ndarray
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -144,6 +173,19 @@ class _Fits:
     weight_total: float
     degree: np.ndarray  # (G,) degree used at each point
     binned: bool
+    radius: np.ndarray  # (G,) window radius h(v) (0 at spikes)
+    degenerate: np.ndarray  # (G,) bool
+    sparse: np.ndarray  # (G,) bool: few rows near the point (the rule of LoessCurve)
+    spike: np.ndarray  # (G,) bool: estimated from the rows at that value
+
+    def support(self) -> np.ndarray:
+        """Effective rows behind each point, 1 / sum_i l_i^2."""
+        with np.errstate(divide="ignore"):
+            return np.where(self.l2 > 0, 1.0 / np.maximum(self.l2, 1e-300), np.inf)
+
+    def thin(self) -> np.ndarray:
+        """Thin support (the rule of :class:`LoessCurve`)."""
+        return self.degenerate | self.sparse | (self.support() < MIN_EFFECTIVE_ROWS)
 
     def sigma(self, combination: np.ndarray) -> float:
         """Residual scale of a linear combination of the responses."""
@@ -172,6 +214,10 @@ class _Fits:
             degree=degree,
             n=self.n,
             binned=self.binned,
+            support=_readonly(self.support()),
+            thin=_readonly(self.thin()),
+            spike=_readonly(self.spike.copy()),
+            degenerate=_readonly(self.degenerate.copy()),
         )
 
 
@@ -185,13 +231,18 @@ def _span_size(n: int, span: float) -> int:
 
 def _solve_points(
     moments: np.ndarray, squared: np.ndarray, degree: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Solve the local normal equations of each point with its own degree (batched)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Solve the local normal equations of each point with its own degree (batched).
+
+    Returns the fits, the sums of squared smoother weights, :math:`[M^{-1}]_{11}` and whether
+    each design is ill-conditioned (condition number above ``ILL_CONDITIONED``).
+    """
     g = moments.shape[1]
     m = moments.shape[2] - 1
     fit = np.zeros((g, m))
     l2 = np.zeros(g)
     inverse11 = np.zeros(g)
+    ill = np.zeros(g, dtype=bool)
     for d in np.unique(degree):
         rows = np.flatnonzero(degree == d)
         idx = np.add.outer(np.arange(d + 1), np.arange(d + 1))
@@ -205,10 +256,14 @@ def _solve_points(
         except np.linalg.LinAlgError:
             v = np.stack([np.linalg.lstsq(a, u, rcond=None)[0][:, 0] for a, u in zip(
                 matrix, unit, strict=True)])
+        if d > 0:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                singular = np.linalg.svd(matrix, compute_uv=False)
+            ill[rows] = ~(singular[:, -1] * ILL_CONDITIONED > singular[:, 0])
         fit[rows] = np.einsum("rd,rdm->rm", v, rhs)
         l2[rows] = np.einsum("rd,rde,re->r", v, q, v)
         inverse11[rows] = v[:, 0]
-    return fit, l2, inverse11
+    return fit, l2, inverse11, ill
 
 
 def _exact_point(
@@ -461,6 +516,20 @@ def _residual_sums(
     return rss, trace
 
 
+def _sparse(sorted_x: np.ndarray, points: np.ndarray, radius: np.ndarray, q: int) -> np.ndarray:
+    """Points with few rows near them (the thin-support rule of :class:`LoessCurve`)."""
+    low, high = sorted_x[0], sorted_x[-1]
+    near = (np.searchsorted(sorted_x, points + NEAR * radius, side="right")
+            - np.searchsorted(sorted_x, points - NEAR * radius, side="left"))
+
+    def covered(reach: np.ndarray) -> np.ndarray:
+        return np.minimum(points + reach, high) - np.maximum(points - reach, low)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = q * covered(NEAR * radius) / covered(radius)
+    return (radius > 0) & (near < SPARSE_RATIO * expected)
+
+
 def _loess_fits(
     x: np.ndarray,
     responses: np.ndarray,
@@ -507,8 +576,9 @@ def _loess_fits(
     fit = np.zeros((points.size, m))
     l2 = np.zeros(points.size)
     inverse11 = np.zeros(points.size)
+    ill = np.zeros(points.size, dtype=bool)
     if todo.size:
-        fit[todo], l2[todo], inverse11[todo] = _solve_points(
+        fit[todo], l2[todo], inverse11[todo], ill[todo] = _solve_points(
             moments[:, todo], squared[:, todo], local_degree[todo]
         )
     direct_rows = np.flatnonzero(direct)
@@ -516,6 +586,7 @@ def _loess_fits(
         x, ys, w, xs, points, radius, direct_rows, degree
     )
     flat = (radius <= 0) | (hi_d <= lo_d)  # plain means of tied or boundary rows
+    degenerate = ill | ((radius > 0) & ((local_degree < degree) | (hi_d <= lo_d)))
     local_degree[flat] = 0
 
     node_rows = slice(grid_count, points.size)
@@ -530,101 +601,8 @@ def _loess_fits(
         weight_total=float(w.sum()),
         degree=local_degree[:grid_count],
         binned=taylor,
+        radius=radius[:grid_count],
+        degenerate=degenerate[:grid_count],
+        sparse=_sparse(xs, points[:grid_count], radius[:grid_count], q),
+        spike=np.zeros(grid_count, dtype=bool),
     )
-
-
-def _grid(sorted_x: np.ndarray, points: int) -> np.ndarray:
-    """``points`` equally spaced values from the 5% to the 95% quantile (min–max if equal)."""
-    low, high = sorted_quantile(sorted_x, [0.05, 0.95])
-    if high <= low:
-        low, high = sorted_x[0], sorted_x[-1]
-    return np.linspace(low, high, points)
-
-
-def loess_curve(
-    x: np.ndarray,
-    y: np.ndarray,
-    weight: np.ndarray | None = None,
-    *,
-    span: float = 0.9,
-    degree: int = 2,
-    at: np.ndarray | None = None,
-    grid_points: int = 500,
-    exact: bool | None = None,
-    name: str = "x",
-) -> LoessCurve:
-    r"""LOESS curve of ``y`` against ``x`` with its pointwise 95% band.
-
-    Parameters
-    ----------
-    x, y : ndarray of shape (n,)
-        Finite values.
-    weight : ndarray of shape (n,), optional
-        Positive observation weights; they multiply the tricube weights.
-    span : float, default 0.9
-        Fraction of observations in each neighbourhood, :math:`q = \lfloor n\,\mathrm{span} +
-        10^{-5}\rfloor`.
-    degree : {0, 1, 2}, default 2
-        Local polynomial degree (lowered where fewer distinct values are available).
-    at : ndarray, optional
-        Evaluation points; default ``grid_points`` points from the 5% to the 95% quantile of x.
-    grid_points : int, default 500
-    exact : bool or None
-        True: sum over distinct values (exact, O(grid × distinct values)); False: force the
-        Taylor-binned evaluation; None: binned only when x has more than 2,048 distinct values.
-    name : str
-        Name of x for messages.
-
-    Returns
-    -------
-    LoessCurve
-
-    Raises
-    ------
-    ValidationError
-        When x is constant, values are not finite, or the span is out of range.
-
-    Notes
-    -----
-    See the module notes: fit, band (eq. (B.1)), degrees of freedom, binning and its bound.
-
-    Examples
-    --------
-    A straight line is returned unchanged:
-
-    >>> x = np.linspace(0, 1, 50)
-    >>> curve = loess_curve(x, 2 * x + 1, at=np.array([0.25, 0.5]))
-    >>> np.round(curve.fit, 10).tolist()
-    [1.5, 2.0]
-    """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    _check_span(span)
-    if degree not in (0, 1, 2):
-        raise ValidationError(f"degree must be 0, 1 or 2, not {degree!r}.")
-    if x.shape != y.shape or x.ndim != 1:
-        raise ValidationError(f"x and y must be 1-d of equal length ({x.shape} and {y.shape}).")
-    bad = ~(np.isfinite(x) & np.isfinite(y))
-    if bad.any():
-        raise ValidationError(
-            f"{name!r}: {int(bad.sum()):,} of {x.size:,} values are NaN or infinite.",
-            column=name,
-        )
-    if weight is not None:
-        w = np.asarray(weight, dtype=float)
-        bad_weight = ~(np.isfinite(w) & (w > 0)) if w.shape == x.shape else np.ones(1, bool)
-        if bad_weight.any():
-            raise ValidationError(
-                f"weights: {int(bad_weight.sum()):,} of {x.size:,} are not positive finite "
-                f"numbers (or the shape {w.shape} differs from {x.shape}).", column="weight"
-            )
-    xs = np.sort(x)
-    if xs.size == 0 or xs[0] == xs[-1]:
-        raise ValidationError(
-            f"{name!r} is constant; a curve against it cannot be drawn.", column=name
-        )
-    points = _grid(xs, grid_points) if at is None else np.asarray(at, dtype=float)
-    fits = _loess_fits(
-        x, [y], weight, points, span=span, degree=degree, exact=exact, sorted_x=xs
-    )
-    return fits.curve(np.ones(1), span=span, degree=int(fits.degree.max(initial=0)))
