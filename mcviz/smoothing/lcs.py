@@ -55,6 +55,19 @@ class LocalCalibrationScore:
         The reflected density of the scores on [0, 1] (integrates to 1 there), for drawing.
     bandwidth : float
         Bandwidth of the density (bw.nrd0 of the reflected sample).
+    boundary : ndarray of bool, shape (J,)
+        The window of :math:`l_j` holds the smallest or the largest score: it cannot extend
+        past the end of the score range, so it is one-sided and :math:`\hat g` is the mean of
+        the same :math:`k` extreme rows at every such point (flat). Flattening there is the
+        window reaching the end of the score range, not over- or under-prediction.
+    boundary_below, boundary_above : float
+        The windows of every :math:`l \le` ``boundary_below`` hold the smallest score and
+        those of every :math:`l \ge` ``boundary_above`` the largest (``boundary`` is
+        :math:`l_j \le` ``boundary_below`` or :math:`l_j \ge` ``boundary_above``):
+        :math:`(s_{(1)} + s_{(t + k)})/2` with :math:`t` the rows tied at the smallest score,
+        and symmetrically at the top.
+    jitter : bool
+        Whether the authors' jitter was added to the scores.
     """
 
     lcs: float
@@ -71,6 +84,10 @@ class LocalCalibrationScore:
     density_x: np.ndarray
     density_y: np.ndarray
     bandwidth: float
+    boundary: np.ndarray
+    boundary_below: float
+    boundary_above: float
+    jitter: bool
 
 
 def _probit_band(mean: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -89,59 +106,10 @@ def _probit_band(mean: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.nd
     return lower, upper
 
 
-def local_calibration_score(
-    score: np.ndarray,
-    label: np.ndarray,
-    weight: np.ndarray | None = None,
-    *,
-    span: float = 0.15,
-    grid_points: int = 100,
-    jitter: bool = False,
-    rng: np.random.Generator | int | None = None,
-) -> LocalCalibrationScore:
-    r"""Compute the Local Calibration Score and its curve (paper 004, eq. (6)).
-
-    Parameters
-    ----------
-    score : ndarray of shape (n,)
-        Scores in [0, 1], ascending (as in :class:`~mcviz.io.Predictions`; sorted here if not).
-    label : ndarray of shape (n,)
-        0/1 labels in the same order.
-    weight : ndarray, optional
-        Weights of the window means and of the density.
-    span : float, default 0.15
-        :math:`k = \lfloor \mathrm{span} \cdot n \rfloor` nearest neighbours per grid point.
-    grid_points : int, default 100
-        :math:`l_j = (j-1)/(J-1)`, kept inside [min score, max score] (when none is, the single
-        point halfway between the smallest and largest score).
-    jitter : bool, default False
-        Add N(0, 0.001²) noise to the scores (seeded by ``rng``) before everything else.
-    rng : Generator or int, optional
-
-    Returns
-    -------
-    LocalCalibrationScore
-
-    Notes
-    -----
-    .. math:: \mathrm{LCS} = \sum_j w_j \bigl(\hat g(l_j) - l_j\bigr)^2, \qquad
-              w_j = \hat f(l_j) / \textstyle\sum_j \hat f(l_j) \qquad \text{(eq. (6))}
-
-    Band: with :math:`k_j` observations and :math:`x_j` events in the window,
-    :math:`\hat p = x_j/k_j`, :math:`\eta = \Phi^{-1}(\hat p)`,
-    :math:`\mathrm{sd} = \sqrt{\hat p(1-\hat p)/k_j}/\varphi(\eta)`, band
-    :math:`[\Phi(\eta - 1.96\,\mathrm{sd}), \Phi(\eta + 1.96\,\mathrm{sd})]`; for
-    :math:`x_j = 0` it is :math:`[0, 1 - 0.025^{1/k_j}]` and for :math:`x_j = k_j`,
-    :math:`[0.025^{1/k_j}, 1]`.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> s = np.sort(rng.random(20_000))
-    >>> result = local_calibration_score(s, (rng.random(20_000) < s).astype(float))
-    >>> result.k, result.grid.size, result.lcs < 1e-3
-    (3000, 98, True)
-    """
+def _validated(
+    score: np.ndarray, label: np.ndarray, weight: np.ndarray | None, span: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Scores, labels and weights as float arrays, refused with a message when invalid."""
     s = np.asarray(score, dtype=float)
     y = np.asarray(label, dtype=float)
     w = None if weight is None else np.asarray(weight, dtype=float)
@@ -170,6 +138,88 @@ def local_calibration_score(
                 f"weights: {int(bad_weight.sum()):,} of {s.size:,} are not positive finite "
                 f"numbers (or the shape {w.shape} differs from {s.shape}).", column="weight"
             )
+    return s, y, w
+
+
+def _boundary(sorted_score: np.ndarray, k: int) -> tuple[float, float]:
+    """Scores below (above) which every window holds the smallest (largest) score.
+
+    The window of l >= s_(1) holds s_(1) when fewer than k rows lie strictly closer to l,
+    i.e. in the open interval (s_(1), 2l - s_(1)); with t rows tied at s_(1) that is
+    s_(t + k) >= 2l - s_(1) (1-based order statistics).
+    """
+    s = sorted_score
+    n = s.size
+    tied_low = int(np.searchsorted(s, s[0], side="right"))
+    tied_high = n - int(np.searchsorted(s, s[-1], side="left"))
+    below = 0.5 * (s[0] + s[tied_low + k - 1]) if tied_low + k - 1 < n else float(s[-1])
+    above = 0.5 * (s[-1] + s[n - tied_high - k]) if n - tied_high - k >= 0 else float(s[0])
+    return float(below), float(above)
+
+
+def local_calibration_score(
+    score: np.ndarray,
+    label: np.ndarray,
+    weight: np.ndarray | None = None,
+    *,
+    span: float = 0.15,
+    grid_points: int = 100,
+    jitter: bool = False,
+    rng: np.random.Generator | int | None = None,
+) -> LocalCalibrationScore:
+    r"""Compute the Local Calibration Score and its curve (paper 004, eq. (6)).
+
+    Parameters
+    ----------
+    score : ndarray of shape (n,)
+        Scores in [0, 1], ascending (as in :class:`~mcviz.io.Predictions`; sorted here if not).
+    label : ndarray of shape (n,)
+        0/1 labels in the same order.
+    weight : ndarray, optional
+        Weights of the window means and of the density.
+    span : float, default 0.15
+        :math:`k = \lfloor \mathrm{span} \cdot n \rfloor` nearest neighbours per grid point.
+    grid_points : int, default 100
+        :math:`l_j = (j-1)/(J-1)`, kept inside [min score, max score] (when none is, the single
+        point halfway between the smallest and largest score).
+    jitter : bool, default False
+        The authors' jitter: add N(0, 0.001²) noise to every score (seeded by ``rng``) before
+        everything else, as their R code does (``scores + rnorm(length(scores), 0, .001)`` in
+        ``local_calib_score``, "to avoid crashing R" on ties; the slides do not mention it).
+        As in R the jittered scores are not clipped (they may leave [0, 1] by a few
+        thousandths) and the grid is restricted to their range.
+    rng : Generator or int, optional
+
+    Returns
+    -------
+    LocalCalibrationScore
+
+    Notes
+    -----
+    .. math:: \mathrm{LCS} = \sum_j w_j \bigl(\hat g(l_j) - l_j\bigr)^2, \qquad
+              w_j = \hat f(l_j) / \textstyle\sum_j \hat f(l_j) \qquad \text{(eq. (6))}
+
+    Band: with :math:`k_j` observations and :math:`x_j` events in the window,
+    :math:`\hat p = x_j/k_j`, :math:`\eta = \Phi^{-1}(\hat p)`,
+    :math:`\mathrm{sd} = \sqrt{\hat p(1-\hat p)/k_j}/\varphi(\eta)`, band
+    :math:`[\Phi(\eta - 1.96\,\mathrm{sd}), \Phi(\eta + 1.96\,\mathrm{sd})]`; for
+    :math:`x_j = 0` it is :math:`[0, 1 - 0.025^{1/k_j}]` and for :math:`x_j = k_j`,
+    :math:`[0.025^{1/k_j}, 1]`.
+
+    Ends. With the slides' fixed span the window of a point near 0 or 1 cannot be centred:
+    it holds the :math:`k` lowest (highest) scores, so :math:`\hat g` is flat there and
+    above (below) the diagonal for a calibrated model. ``boundary`` marks those points;
+    the definition is kept, and figures say why the curve flattens.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> s = np.sort(rng.random(20_000))
+    >>> result = local_calibration_score(s, (rng.random(20_000) < s).astype(float))
+    >>> result.k, result.grid.size, result.lcs < 1e-3
+    (3000, 98, True)
+    """
+    s, y, w = _validated(score, label, weight, span)
     if grid_points < 2:
         raise ValidationError(f"grid_points must be at least 2, not {grid_points!r}.")
     if jitter:
@@ -199,6 +249,7 @@ def local_calibration_score(
     weights = density / density.sum() if density.sum() > 0 else np.full(grid.size, 1 / grid.size)
     lcs = float(np.sum(weights * (fit - grid) ** 2))  # eq. (6)
     lower, upper = _probit_band(fit, count)
+    below, above = _boundary(s, k)
     density_x = np.linspace(0.0, 1.0, 201)
     density_y = np.interp(density_x, density_grid, density_values)
     return LocalCalibrationScore(
@@ -216,4 +267,8 @@ def local_calibration_score(
         density_x=_readonly(density_x),
         density_y=_readonly(3.0 * density_y),
         bandwidth=bandwidth,
+        boundary=_readonly((grid <= below) | (grid >= above)),
+        boundary_below=below,
+        boundary_above=above,
+        jitter=jitter,
     )
