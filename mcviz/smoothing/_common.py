@@ -37,3 +37,18 @@ def sorted_quantile(sorted_x: np.ndarray, probabilities: np.ndarray | list[float
     fraction = position - below
     low, high = sorted_x[below], sorted_x[above]
     return np.where(fraction > 0, low + fraction * (high - low), low)
+
+
+def _checked_weight(weight: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    """Return the weights as floats, refused unless positive, finite and of ``shape``."""
+    if weight is None:
+        return None
+    w = np.asarray(weight, dtype=float)
+    bad = ~(np.isfinite(w) & (w > 0)) if w.shape == shape else np.ones(1, bool)
+    if bad.any():
+        size = int(np.prod(shape))
+        raise ValidationError(
+            f"weights: {int(bad.sum()):,} of {size:,} are not positive finite numbers (or the "
+            f"shape {w.shape} differs from {shape}).", column="weight"
+        )
+    return w

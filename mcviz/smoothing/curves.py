@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcviz.errors import ValidationError
-from mcviz.smoothing._common import _check_span, sorted_quantile
+from mcviz.smoothing._common import _check_span, _checked_weight, sorted_quantile
 from mcviz.smoothing.loess import LoessCurve, _Fits, _loess_fits
 
 __all__ = ["loess_curve"]
@@ -248,14 +248,7 @@ def loess_curve(
             f"{name!r}: {int(bad.sum()):,} of {x.size:,} values are NaN or infinite.",
             column=name,
         )
-    if weight is not None:
-        w = np.asarray(weight, dtype=float)
-        bad_weight = ~(np.isfinite(w) & (w > 0)) if w.shape == x.shape else np.ones(1, bool)
-        if bad_weight.any():
-            raise ValidationError(
-                f"weights: {int(bad_weight.sum()):,} of {x.size:,} are not positive finite "
-                f"numbers (or the shape {w.shape} differs from {x.shape}).", column="weight"
-            )
+    weight = _checked_weight(weight, x.shape)
     xs = np.sort(x)
     if xs.size == 0 or xs[0] == xs[-1]:
         raise ValidationError(
@@ -264,8 +257,8 @@ def loess_curve(
     if spike_share is not None and not 0 < spike_share < 1:
         raise ValidationError(f"spike_share must lie in (0, 1), not {spike_share!r}.")
     fits = _spiked_fits(
-        x, [y], None if weight is None else np.asarray(weight, dtype=float),
-        None if at is None else np.asarray(at, dtype=float), span=span, degree=degree,
-        exact=exact, sorted_x=xs, grid_points=grid_points, spike_share=spike_share,
+        x, [y], weight, None if at is None else np.asarray(at, dtype=float), span=span,
+        degree=degree, exact=exact, sorted_x=xs, grid_points=grid_points,
+        spike_share=spike_share,
     )
     return fits.curve(np.ones(1), span=span, degree=int(fits.degree.max(initial=0)))

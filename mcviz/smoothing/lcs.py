@@ -20,7 +20,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from mcviz.errors import ValidationError
-from mcviz.smoothing._common import Z95, _readonly
+from mcviz.smoothing._common import Z95, _checked_weight, _readonly
 from mcviz.smoothing.density import _reflected
 from mcviz.smoothing.neighbours import knn_mean
 
@@ -131,14 +131,7 @@ def _validated(
             f"label: {int(bad_label.sum()):,} of {y.size:,} values are NaN or infinite.",
             column="label",
         )
-    if w is not None:
-        bad_weight = ~(np.isfinite(w) & (w > 0)) if w.shape == s.shape else np.ones(1, bool)
-        if bad_weight.any():
-            raise ValidationError(
-                f"weights: {int(bad_weight.sum()):,} of {s.size:,} are not positive finite "
-                f"numbers (or the shape {w.shape} differs from {s.shape}).", column="weight"
-            )
-    return s, y, w
+    return s, y, _checked_weight(w, s.shape)
 
 
 def _boundary(sorted_score: np.ndarray, k: int) -> tuple[float, float]:
