@@ -15,7 +15,17 @@ residuals of :math:`r`. The variable-based calibration error at its worst point 
 .. math:: \mathrm{VCE}(v^*) = \max_{v} |\hat g_e(v) - \hat g_{\hat e}(v)|, \qquad
           v^* = \arg\max_v \{\mathrm{VCE}(v)\} \qquad \text{(eq. (8) of [1])},
 
-taken over the 500-point grid. The binned estimate of its expectation is
+taken over the grid (about 500 points over the whole observed range of V) restricted to the
+points with enough support. Honest edges (issue 14): a value holding at least 5% of the weight
+(a spike, such as the zeros of a zero-inflated covariate) is estimated from its own rows and left
+out of the other windows; a point has *thin support* when its fit rests on fewer than 50
+effective rows (:math:`1/\sum_i l_i(v)^2`) or when the rows within a tenth of its window radius
+are fewer than 10% of what the window's average density would put there (a tail or a hole in
+the data: the fit is carried by rows far away); a *degenerate* local fit (degree lowered for
+want of distinct values in the window, no row inside it, an ill-conditioned design) is never
+used to extrapolate. Such points stay on the curve, flagged (``thin``, ``degenerate``), are named
+in ``warnings`` and are left out of VCE(v*). Displayed rates and bands are clipped to [0, 1].
+The binned estimate of its expectation is
 
 .. math:: \widehat{\mathrm{VECE}} = \sum_{b=1}^{B} \frac{W_b}{W}
           \bigl|\overline{e}_b - \overline{\hat e}_b\bigr| \qquad \text{(eq. (7) of [1])}
@@ -26,8 +36,9 @@ rule of ``pandas.qcut(v, 10, duplicates="drop")``). A binary or few-valued V the
 fewer bins. Rows where V is missing are left out (and counted).
 
 Nominal variables get one bin per level (a missing value is its own level): the error rate
-and mean predicted error of each level with 95% intervals, the largest per-level gap (reported
-as VCE, at that level) and VECE over the levels.
+and mean predicted error of each level with 95% intervals, the largest per-level gap among the
+levels with enough rows to say something (at least 30 effective rows and a gap interval within
+±10 percentage points; reported as VCE, at that level) and VECE over all levels.
 
 References
 ----------
@@ -668,9 +679,10 @@ def _summary(pred: Predictions, name: str, span: float) -> dict:
                            f"{name}: constant where present; no curve, not ranked."]}
             else:
                 row = variable_calibration(pred, name, span=span).record()
-                if np.issubdtype(pred.covariates[name].dtype, np.datetime64) and (
-                        row["vce_at"] is not None):
-                    row["vce_at"] = str(pd.Timestamp(round(row["vce_at"])))
+                if np.issubdtype(pred.covariates[name].dtype, np.datetime64):
+                    if row["vce_at"] is not None:
+                        row["vce_at"] = str(pd.Timestamp(round(row["vce_at"])))
+                    row["spikes"] = [str(pd.Timestamp(round(v))) for v in row["spikes"]]
         results[key] = row
     return results[key]
 
