@@ -129,11 +129,12 @@ class LoessCurve:
         effective size of the smoother weights; the rows themselves for a plain mean).
     thin : ndarray of bool, shape (G,)
         Thin support: fewer than ``MIN_EFFECTIVE_ROWS`` (50) effective rows; or, for a LOESS
-        point :math:`v` with radius :math:`h`, fewer rows within :math:`h/10` of :math:`v`
-        than 10% of what the window's average density would put there,
-        :math:`q \cdot |[v \pm h/10] \cap R| / |[v \pm h] \cap R|` with :math:`R` the range
-        of x (the fit there is carried by rows far away: a tail or a hole in the data); or
-        a degenerate local fit.
+        point :math:`v` with radius :math:`h`, fewer rows within :math:`r = h/10` of
+        :math:`v` than 10% of what the window's average density would put there,
+        :math:`q \cdot |[v \pm r] \cap R| / |[v \pm h] \cap R|` with :math:`R` the range
+        of x (the fit there is carried by rows far away: a tail or a hole in the data;
+        between two neighbouring values less than :math:`0.4 h` apart, the spacing of a
+        discrete variable, :math:`r` reaches both); or a degenerate local fit.
     spike : ndarray of bool, shape (G,)
         Points estimated from their own rows (a value holding at least 5% of the weight;
         see :func:`mcviz.smoothing.loess_curve`).
@@ -519,14 +520,22 @@ def _residual_sums(
 def _sparse(sorted_x: np.ndarray, points: np.ndarray, radius: np.ndarray, q: int) -> np.ndarray:
     """Points with few rows near them (the thin-support rule of :class:`LoessCurve`)."""
     low, high = sorted_x[0], sorted_x[-1]
-    near = (np.searchsorted(sorted_x, points + NEAR * radius, side="right")
-            - np.searchsorted(sorted_x, points - NEAR * radius, side="left"))
+    n = sorted_x.size
+    # Between two neighbouring values closer than 4 NEAR h (the spacing of a discrete
+    # variable, not a hole), "near" reaches both of them.
+    below = sorted_x[np.clip(np.searchsorted(sorted_x, points, side="right") - 1, 0, n - 1)]
+    above = sorted_x[np.clip(np.searchsorted(sorted_x, points, side="left"), 0, n - 1)]
+    spacing = above - below
+    reach = np.where(spacing <= 4 * NEAR * radius,
+                     np.maximum(NEAR * radius, 0.5 * spacing * (1 + 1e-9)), NEAR * radius)
+    near = (np.searchsorted(sorted_x, points + reach, side="right")
+            - np.searchsorted(sorted_x, points - reach, side="left"))
 
     def covered(reach: np.ndarray) -> np.ndarray:
         return np.minimum(points + reach, high) - np.maximum(points - reach, low)
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        expected = q * covered(NEAR * radius) / covered(radius)
+        expected = q * covered(reach) / covered(radius)
     return (radius > 0) & (near < SPARSE_RATIO * expected)
 
 
