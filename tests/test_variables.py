@@ -511,3 +511,23 @@ def test_vce_support_counts_the_rows_inside_the_window_at_v_star():
     x = pred.covariates["income"].to_numpy()
     h = np.sort(np.abs(x - result.vce_at))[int(np.floor(x.size * 0.5 + 1e-5)) - 1]
     assert result.vce_support == np.sum(np.abs(x - result.vce_at) < h)
+
+
+def test_curves_and_vce_do_not_depend_on_row_order():
+    # Tied scores (rounded) and a spiked covariate: shuffling the rows changes no statistic.
+    rng = np.random.default_rng(12)
+    n = 3000
+    score = np.round(rng.random(n), 1)
+    label = (rng.random(n) < score).astype(int)
+    v = np.where(rng.random(n) < 0.2, 5.0, rng.normal(5, 2, n))
+    weight = rng.random(n) + 0.5
+    order = rng.permutation(n)
+    a = variable_calibration(Predictions.from_arrays(score, label, weight, covariates={"v": v}),
+                             "v")
+    b = variable_calibration(Predictions.from_arrays(
+        score[order], label[order], weight[order], covariates={"v": v[order]}), "v")
+    np.testing.assert_allclose(a.gap.fit, b.gap.fit, atol=1e-12)
+    np.testing.assert_allclose(a.gap.se, b.gap.se, atol=1e-12)
+    np.testing.assert_array_equal(a.gap.thin, b.gap.thin)
+    assert (a.vce, a.vce_at) == pytest.approx((b.vce, b.vce_at), abs=1e-12)
+    assert a.vce_support == pytest.approx(b.vce_support, rel=1e-12)
