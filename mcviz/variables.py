@@ -15,7 +15,17 @@ residuals of :math:`r`. The variable-based calibration error at its worst point 
 .. math:: \mathrm{VCE}(v^*) = \max_{v} |\hat g_e(v) - \hat g_{\hat e}(v)|, \qquad
           v^* = \arg\max_v \{\mathrm{VCE}(v)\} \qquad \text{(eq. (8) of [1])},
 
-taken over the 500-point grid. The binned estimate of its expectation is
+taken over the grid (about 500 points over the whole observed range of V) restricted to the
+points with enough support. Honest edges (issue 14): a value holding at least 5% of the weight
+(a spike, such as the zeros of a zero-inflated covariate) is estimated from its own rows and left
+out of the other windows; a point has *thin support* when its fit rests on fewer than 50
+effective rows (:math:`1/\sum_i l_i(v)^2`) or when the rows within a tenth of its window radius
+are fewer than 10% of what the window's average density would put there (a tail or a hole in
+the data: the fit is carried by rows far away); a *degenerate* local fit (degree lowered for
+want of distinct values in the window, no row inside it, an ill-conditioned design) is never
+used to extrapolate. Such points stay on the curve, flagged (``thin``, ``degenerate``), are named
+in ``warnings`` and are left out of VCE(v*). Displayed rates and bands are clipped to [0, 1].
+The binned estimate of its expectation is
 
 .. math:: \widehat{\mathrm{VECE}} = \sum_{b=1}^{B} \frac{W_b}{W}
           \bigl|\overline{e}_b - \overline{\hat e}_b\bigr| \qquad \text{(eq. (7) of [1])}
@@ -26,8 +36,9 @@ rule of ``pandas.qcut(v, 10, duplicates="drop")``). A binary or few-valued V the
 fewer bins. Rows where V is missing are left out (and counted).
 
 Nominal variables get one bin per level (a missing value is its own level): the error rate
-and mean predicted error of each level with 95% intervals, the largest per-level gap (reported
-as VCE, at that level) and VECE over the levels.
+and mean predicted error of each level with 95% intervals, the largest per-level gap among the
+levels with enough rows to say something (at least 30 effective rows and a gap interval within
+±10 percentage points; reported as VCE, at that level) and VECE over all levels.
 
 References
 ----------
@@ -37,14 +48,16 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.smoothing import Z95, LoessCurve, _check_span, _grid, _loess_fits, sorted_quantile
+from mcviz.smoothing import Z95, LoessCurve, _check_span, _spiked_fits, sorted_quantile
+from mcviz.smoothing.curves import SPIKE_SHARE
+from mcviz.smoothing.loess import MIN_EFFECTIVE_ROWS, NEAR, SPARSE_RATIO
 
 __all__ = [
     "LevelCalibration",
@@ -53,11 +66,16 @@ __all__ = [
     "prediction_errors",
     "rank_variables",
     "variable_calibration",
+    "variable_records",
     "vece",
 ]
 
 MISSING_LEVEL = "(missing)"
 HISTOGRAM_BINS = 60
+MIN_LEVEL_ROWS = 30
+"""Levels with fewer effective rows are left out of VCE(v*)."""
+MAX_LEVEL_HALF_WIDTH = 0.10
+"""Levels whose gap has a wider 95% interval (half-width, probability units) are left out."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -70,13 +88,21 @@ class VariableCalibration:
     kind : str
         ``"numeric"``.
     error, predicted, gap : LoessCurve
-        Curves of :math:`e`, :math:`\hat e` and :math:`r = e - \hat e` on the same grid (the
-        5%–95% quantiles of V), each with its own 95% band; ``gap.fit == error.fit -
-        predicted.fit``.
+        Curves of :math:`e`, :math:`\hat e` and :math:`r = e - \hat e` on the same grid over
+        the whole observed range of V (spikes, values holding at least 5% of the weight,
+        estimated from their own rows), each with its own 95% band and the masks ``thin``,
+        ``spike`` and ``degenerate`` (:class:`~mcviz.smoothing.LoessCurve`). Rates and
+        their bands are clipped to [0, 1] (the gap to [-1, 1]); where no clipping applies
+        ``gap.fit == error.fit - predicted.fit``.
     vce : float
-        :math:`\max_v |\mathrm{gap}(v)|` over the grid (eq. (8)).
+        :math:`\max_v |\mathrm{gap}(v)|` over the grid points with enough support (eq. (8));
+        NaN when no point has.
     vce_at : float
-        :math:`v^*`.
+        :math:`v^*` (NaN when ``vce`` is).
+    vce_support : float
+        Weight within the window at :math:`v^*`: of the rows with positive kernel weight
+        (:math:`|x_i - v^*| < h(v^*)`), or of the rows at :math:`v^*` when it is a spike (the
+        number of rows when unweighted). NaN when ``vce`` is.
     vece : float
         Eq. (7) over the bins below.
     bin_edges : ndarray
@@ -84,12 +110,14 @@ class VariableCalibration:
     bin_weight, bin_error, bin_predicted : ndarray
         Per non-empty bin: weight share :math:`W_b/W`, mean error, mean predicted error.
     histogram_edges, histogram_counts : ndarray
-        Counts of V over the grid range (for the rug/density under the curves).
+        Counts of V over its whole range (for the rug/density under the curves).
     n : int
         Rows used (V present).
     n_missing : int
         Rows left out because V is missing.
     span : float
+    warnings : tuple of str
+        Thin support, degenerate local fits and a VCE(v*) that cannot be reported, in words.
     """
 
     name: str
@@ -99,6 +127,7 @@ class VariableCalibration:
     gap: LoessCurve
     vce: float
     vce_at: float
+    vce_support: float
     vece: float
     bin_edges: np.ndarray
     bin_weight: np.ndarray
@@ -109,6 +138,17 @@ class VariableCalibration:
     n: int
     n_missing: int
     span: float
+    warnings: tuple[str, ...]
+
+    def record(self) -> dict:
+        """Return the JSON-ready summary (the fields of ``mcviz variables --json``)."""
+        spikes = self.gap.x[self.gap.spike]
+        return {
+            "name": self.name, "kind": self.kind, "vece": _number(self.vece),
+            "vce": _number(self.vce), "vce_at": _number(self.vce_at),
+            "vce_support": _number(self.vce_support), "n": self.n,
+            "spikes": [float(v) for v in spikes], "warnings": list(self.warnings),
+        }
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -124,6 +164,9 @@ class LevelCalibration:
         Levels in their category order (``"(missing)"`` last when present).
     count : ndarray
         Rows per level.
+    effective_size : ndarray
+        Kish's effective number of rows per level, :math:`(\sum W_i)^2 / \sum W_i^2` (the
+        count when unweighted).
     weight_share : ndarray
         :math:`W_l / W`.
     error, predicted, gap : ndarray
@@ -131,19 +174,28 @@ class LevelCalibration:
     error_lower, error_upper, predicted_lower, predicted_upper, gap_lower, gap_upper : ndarray
         95% normal intervals: mean ± 1.96 · sqrt(Σ W_i² (x_i − mean)²) / Σ W_i (the binomial
         interval sqrt(p(1−p)/n) when unweighted); rates clipped to [0, 1].
+    eligible : ndarray of bool
+        Levels with enough rows to say something: an effective size of at least
+        ``MIN_LEVEL_ROWS`` (30) and a 95% interval of the gap no wider than
+        ± ``MAX_LEVEL_HALF_WIDTH`` (10 percentage points).
     vce : float
-        The largest per-level |gap|.
-    vce_at : str
+        The largest |gap| among eligible levels (NaN when none is).
+    vce_at : str or None
         Its level.
+    vce_support : float
+        The weight of that level (its rows when unweighted).
     vece : float
-        Eq. (7) with one bin per level.
+        Eq. (7) with one bin per level (every level, weighted by its share).
     n : int
+    warnings : tuple of str
+        Levels left out of VCE, in words.
     """
 
     name: str
     kind: str
     levels: tuple[str, ...]
     count: np.ndarray
+    effective_size: np.ndarray
     weight_share: np.ndarray
     error: np.ndarray
     predicted: np.ndarray
@@ -154,10 +206,26 @@ class LevelCalibration:
     predicted_upper: np.ndarray
     gap_lower: np.ndarray
     gap_upper: np.ndarray
+    eligible: np.ndarray
     vce: float
-    vce_at: str
+    vce_at: str | None
+    vce_support: float
     vece: float
     n: int
+    warnings: tuple[str, ...]
+
+    def record(self) -> dict:
+        """Return the JSON-ready summary (the fields of ``mcviz variables --json``)."""
+        return {
+            "name": self.name, "kind": self.kind, "vece": _number(self.vece),
+            "vce": _number(self.vce), "vce_at": self.vce_at,
+            "vce_support": _number(self.vce_support), "n": self.n, "spikes": [],
+            "warnings": list(self.warnings),
+        }
+
+
+def _number(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -282,6 +350,97 @@ def _is_nominal(pred: Predictions, name: str) -> bool:
     )
 
 
+def _present_values(
+    pred: Predictions, variable: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, int]:
+    """V, e, ê and the weights on the rows where V is present; refuses infinite values."""
+    error, predicted = prediction_errors(pred)
+    values = _numeric_values(pred, variable)
+    infinite = np.isinf(values)
+    if infinite.any():
+        rows = ", ".join(str(r) for r in np.sort(pred.row[infinite])[:5])
+        more = ", ..." if infinite.sum() > 5 else ""
+        raise ValidationError(
+            f"column {variable!r}: {int(infinite.sum()):,} of {values.size:,} rows are infinite "
+            f"(rows {rows}{more}); a curve along it cannot be drawn.",
+            column=variable,
+        )
+    present = ~np.isnan(values)
+    n_missing = int((~present).sum())
+    if not present.any():
+        raise ValidationError(f"covariate {variable!r} is missing on every row.", column=variable)
+    if n_missing:
+        values, error, predicted = values[present], error[present], predicted[present]
+    weight = pred.weight[present] if pred.weighted else None
+    return values, error, predicted, weight, n_missing
+
+
+def _clipped(curve: LoessCurve, low: float) -> LoessCurve:
+    """Clip the fit and band of a curve to [low, 1] (displayed rates)."""
+    return replace(
+        curve, fit=_readonly(np.clip(curve.fit, low, 1.0)),
+        lower=_readonly(np.clip(curve.lower, low, 1.0)),
+        upper=_readonly(np.clip(curve.upper, low, 1.0)),
+    )
+
+
+def _intervals(x: np.ndarray, mask: np.ndarray) -> str:
+    """Describe the runs of ``mask`` over the grid ``x`` in words: "[0, 3.5], [98, 120]"."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
+    runs = [(x[a], x[b - 1]) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+    text = ", ".join(f"{lo:.4g}" if lo == hi else f"[{lo:.4g}, {hi:.4g}]" for lo, hi in runs[:4])
+    return text + (f" and {len(runs) - 4} more" if len(runs) > 4 else "")
+
+
+def _edge_warnings(name: str, gap: LoessCurve) -> list[str]:
+    """Thin support and degenerate fits, in words (the rules of LoessCurve)."""
+    notes = []
+    smooth = ~gap.spike
+    thin = gap.thin & smooth & ~gap.degenerate
+    if thin.any():
+        notes.append(
+            f"{name}: thin support at {int(thin.sum())} of {int(smooth.sum())} grid points "
+            f"({_intervals(gap.x, thin)}): fewer than {MIN_EFFECTIVE_ROWS:g} effective rows, or "
+            f"rows within {NEAR:g} of the window radius fewer than {SPARSE_RATIO:.0%} of what "
+            "the window's average density would put there; drawn lighter and left out of "
+            "VCE(v*)."
+        )
+    if gap.degenerate.any():
+        notes.append(
+            f"{name}: the local fit degenerates at {int(gap.degenerate.sum())} grid points "
+            f"({_intervals(gap.x, gap.degenerate)}): too few distinct values with weight in the "
+            "window for the local polynomial, or an ill-conditioned design; not extrapolated "
+            "from, left out of VCE(v*)."
+        )
+    thin_spikes = gap.thin & gap.spike
+    if thin_spikes.any():
+        notes.append(
+            f"{name}: value(s) {_intervals(gap.x, thin_spikes)} hold too few rows "
+            f"(under {MIN_EFFECTIVE_ROWS:g} effective rows); left out of VCE(v*)."
+        )
+    return notes
+
+
+def _worst_point(
+    gap: LoessCurve, radius: np.ndarray, values: np.ndarray, weight: np.ndarray | None
+) -> tuple[float, float, float]:
+    """VCE(v*), v* and the weight within the window at v*, over supported points (eq. (8))."""
+    supported = np.flatnonzero(~gap.thin)
+    if not supported.size:
+        return float("nan"), float("nan"), float("nan")
+    where = int(supported[np.argmax(np.abs(gap.fit[supported]))])  # eq. (8)
+    at = float(gap.x[where])
+    if gap.spike[where]:
+        inside = values == at
+    else:  # the window of the non-spike rows
+        spikes = gap.x[gap.spike]
+        inside = np.abs(values - at) < radius[where]
+        if spikes.size:
+            inside &= ~np.isin(values, spikes)
+    support = float(inside.sum() if weight is None else weight[inside].sum())
+    return float(abs(gap.fit[where])), at, support
+
+
 def variable_calibration(
     pred: Predictions,
     variable: str,
@@ -299,11 +458,11 @@ def variable_calibration(
     variable : str
         A numeric (ordinal) covariate.
     span : float, default 0.9
-        LOESS span, 0.3 to 1.
+        LOESS span, 0.3 to 1 (a fraction of the rows outside spikes).
     degree : int, default 2
     grid_points : int, default 500
-        Grid from the 5% to the 95% quantile of V (from the minimum to the maximum when those
-        quantiles coincide, as for a variable that is 0 on most rows).
+        About this many points over the whole observed range of V: half equally spaced, half
+        at equally spaced quantiles, plus the spikes (:mod:`mcviz.smoothing.curves`).
     exact : bool or None
         Passed to the LOESS evaluation (None: exact sums up to 2,048 distinct values, else
         binned with deviation below 1e-6).
@@ -326,7 +485,11 @@ def variable_calibration(
     Notes
     -----
     Module notes: :math:`e`, :math:`\hat e`, eq. (8) for VCE(v*) and eq. (7) for VECE. Weights
-    multiply the LOESS kernel weights and weight the bin means.
+    multiply the LOESS kernel weights and weight the bin means. Honest edges: a value holding
+    at least 5% of the weight is estimated from its own rows (never a window edge); points
+    with thin support or a degenerate local fit (the rules of
+    :class:`~mcviz.smoothing.LoessCurve`) are kept on the curve, flagged, named in
+    ``warnings`` and left out of VCE(v*).
     """
     pred.require_covariate(variable)
     _check_span(span, 0.3)
@@ -335,24 +498,7 @@ def variable_calibration(
             f"covariate {variable!r} is nominal; use level_calibration for per-level errors.",
             column=variable,
         )
-    error, predicted = prediction_errors(pred)
-    values = _numeric_values(pred, variable)
-    infinite = np.isinf(values)
-    if infinite.any():
-        rows = ", ".join(str(r) for r in np.sort(pred.row[infinite])[:5])
-        more = ", ..." if infinite.sum() > 5 else ""
-        raise ValidationError(
-            f"column {variable!r}: {int(infinite.sum()):,} of {values.size:,} rows are infinite "
-            f"(rows {rows}{more}); a curve along it cannot be drawn.",
-            column=variable,
-        )
-    present = ~np.isnan(values)
-    n_missing = int((~present).sum())
-    if not present.any():
-        raise ValidationError(f"covariate {variable!r} is missing on every row.", column=variable)
-    if n_missing:
-        values, error, predicted = values[present], error[present], predicted[present]
-    weight = pred.weight[present] if pred.weighted else None
+    values, error, predicted, weight, n_missing = _present_values(pred, variable)
     sorted_values = np.sort(values)
     if sorted_values[0] == sorted_values[-1]:
         raise ValidationError(
@@ -360,41 +506,32 @@ def variable_calibration(
             f"{values.size:,} rows where it is present; there is no curve to draw.",
             column=variable,
         )
-    grid = _grid(sorted_values, grid_points)
-    fits = _loess_fits(
-        values, [error, predicted], weight, grid,
-        span=span, degree=degree, exact=exact, sorted_x=sorted_values,
+    fits = _spiked_fits(
+        values, [error, predicted], weight, None, span=span, degree=degree, exact=exact,
+        sorted_x=sorted_values, grid_points=grid_points, spike_share=SPIKE_SHARE,
     )
     used = int(fits.degree.max(initial=0))
-    error_curve = fits.curve(np.array([1.0, 0.0]), span=span, degree=used)
-    predicted_curve = fits.curve(np.array([0.0, 1.0]), span=span, degree=used)
-    gap_curve = fits.curve(np.array([1.0, -1.0]), span=span, degree=used)
-    where = int(np.argmax(np.abs(gap_curve.fit)))  # eq. (8)
+    gap = _clipped(fits.curve(np.array([1.0, -1.0]), span=span, degree=used), -1.0)
+    vce, vce_at, vce_support = _worst_point(gap, fits.radius, values, weight)
+    warnings = _edge_warnings(variable, gap)
+    if not np.isfinite(vce):
+        warnings.append(f"{variable}: no point of the curve has enough support; VCE(v*) is not "
+                        "reported.")
     value, edges, share, error_mean, predicted_mean = vece(
         values, error, predicted, weight, sorted_variable=sorted_values
     )
-    hist_edges = np.linspace(grid[0], grid[-1], HISTOGRAM_BINS + 1)
+    hist_edges = np.linspace(sorted_values[0], sorted_values[-1], HISTOGRAM_BINS + 1)
     cumulative = np.searchsorted(sorted_values, hist_edges, side="right")
-    cumulative[0] = np.searchsorted(sorted_values, hist_edges[0], side="left")
-    counts = np.diff(cumulative)
+    cumulative[0] = 0
     return VariableCalibration(
-        name=variable,
-        kind="numeric",
-        error=error_curve,
-        predicted=predicted_curve,
-        gap=gap_curve,
-        vce=float(abs(gap_curve.fit[where])),
-        vce_at=float(grid[where]),
-        vece=value,
-        bin_edges=_readonly(edges),
-        bin_weight=_readonly(share),
-        bin_error=_readonly(error_mean),
-        bin_predicted=_readonly(predicted_mean),
-        histogram_edges=_readonly(hist_edges),
-        histogram_counts=_readonly(counts),
-        n=int(values.size),
-        n_missing=n_missing,
-        span=span,
+        name=variable, kind="numeric",
+        error=_clipped(fits.curve(np.array([1.0, 0.0]), span=span, degree=used), 0.0),
+        predicted=_clipped(fits.curve(np.array([0.0, 1.0]), span=span, degree=used), 0.0),
+        gap=gap, vce=vce, vce_at=vce_at, vce_support=vce_support, vece=value,
+        bin_edges=_readonly(edges), bin_weight=_readonly(share),
+        bin_error=_readonly(error_mean), bin_predicted=_readonly(predicted_mean),
+        histogram_edges=_readonly(hist_edges), histogram_counts=_readonly(np.diff(cumulative)),
+        n=int(values.size), n_missing=n_missing, span=span, warnings=tuple(warnings),
     )
 
 
@@ -411,7 +548,7 @@ def _level_codes(series: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
 
 
 def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
-    """Per-level error rate and mean predicted error of a covariate, with 95% intervals.
+    r"""Per-level error rate and mean predicted error of a covariate, with 95% intervals.
 
     Parameters
     ----------
@@ -423,13 +560,22 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
     -------
     LevelCalibration
 
+    Notes
+    -----
+    VCE(v*) is the largest |gap| among the levels with enough rows to say something: an
+    effective size :math:`(\sum W_i)^2 / \sum W_i^2` of at least 30 and a gap interval of at
+    most ±10 percentage points (1.96 times its standard error). Other levels keep their
+    estimates and intervals and count in VECE; ``warnings`` names them.
+
     Examples
     --------
+    Two rows per level are too few for VCE(v*), which is then not reported:
+
     >>> pred = Predictions.from_arrays([0.9, 0.8, 0.2, 0.3], [1, 0, 0, 0],
     ...                                covariates={"g": ["a", "a", "b", "b"]})
     >>> result = level_calibration(pred, "g")
     >>> result.levels, np.round(result.gap, 10).tolist(), result.vce_at
-    (('a', 'b'), [0.35, -0.25], 'a')
+    (('a', 'b'), [0.35, -0.25], None)
     """
     pred.require_covariate(variable)
     error, predicted = prediction_errors(pred)
@@ -451,7 +597,9 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
     gap, gap_se = mean_and_interval(error - predicted)
     keep = np.flatnonzero(present)
     share = total / total.sum()
-    where = int(keep[np.argmax(np.abs(gap[keep]))])
+    effective = total**2 / np.maximum(np.bincount(codes, weights=w * w, minlength=size), 1e-300)
+    eligible = (effective >= MIN_LEVEL_ROWS) & (Z95 * gap_se <= MAX_LEVEL_HALF_WIDTH) & present
+    vce, vce_at, vce_support, warnings = _level_vce(variable, levels, gap, eligible, total, keep)
 
     def pick(array: np.ndarray) -> np.ndarray:
         return _readonly(array[keep])
@@ -461,6 +609,7 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
         kind="categorical",
         levels=tuple(levels[i] for i in keep),
         count=pick(np.bincount(codes, minlength=size)),
+        effective_size=pick(effective),
         weight_share=pick(share),
         error=pick(error_mean),
         predicted=pick(predicted_mean),
@@ -469,20 +618,46 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
         error_upper=pick(np.clip(error_mean + Z95 * error_se, 0, 1)),
         predicted_lower=pick(np.clip(predicted_mean - Z95 * predicted_se, 0, 1)),
         predicted_upper=pick(np.clip(predicted_mean + Z95 * predicted_se, 0, 1)),
-        gap_lower=pick(gap - Z95 * gap_se),
-        gap_upper=pick(gap + Z95 * gap_se),
-        vce=float(abs(gap[where])),
-        vce_at=levels[where],
+        gap_lower=pick(np.clip(gap - Z95 * gap_se, -1, 1)),
+        gap_upper=pick(np.clip(gap + Z95 * gap_se, -1, 1)),
+        eligible=pick(eligible),
+        vce=vce,
+        vce_at=vce_at,
+        vce_support=vce_support,
         vece=float(np.sum(share[keep] * np.abs(gap[keep]))),  # eq. (7), one bin per level
         n=pred.n,
+        warnings=tuple(warnings),
     )
+
+
+def _level_vce(
+    variable: str, levels: tuple[str, ...], gap: np.ndarray, eligible: np.ndarray,
+    total: np.ndarray, keep: np.ndarray,
+) -> tuple[float, str | None, float, list[str]]:
+    """Largest |gap| among eligible levels, its level and weight, and what was left out."""
+    warnings = []
+    left_out = keep[~eligible[keep]]
+    if left_out.size:
+        names = ", ".join(repr(levels[i]) for i in left_out[:5])
+        more = f" and {left_out.size - 5} more" if left_out.size > 5 else ""
+        warnings.append(
+            f"{variable}: {left_out.size} of {keep.size} levels ({names}{more}) have fewer than "
+            f"{MIN_LEVEL_ROWS} effective rows or a gap interval wider than "
+            f"±{100 * MAX_LEVEL_HALF_WIDTH:g} pp; left out of VCE(v*)."
+        )
+    chosen = keep[eligible[keep]]
+    if not chosen.size:
+        warnings.append(f"{variable}: no level has enough rows; VCE(v*) is not reported.")
+        return float("nan"), None, float("nan"), warnings
+    where = int(chosen[np.argmax(np.abs(gap[chosen]))])
+    return float(abs(gap[where])), levels[where], float(total[where]), warnings
 
 
 _CACHE: dict[str, object] = {"pred": None, "results": {}}
 
 
 def _summary(pred: Predictions, name: str, span: float) -> dict:
-    """VECE, VCE and v* of one covariate, cached for the most recent Predictions."""
+    """Return the JSON-ready record of one covariate, cached for the most recent Predictions."""
     if _CACHE["pred"] is not pred:
         _CACHE["pred"] = pred
         _CACHE["results"] = {}
@@ -490,9 +665,7 @@ def _summary(pred: Predictions, name: str, span: float) -> dict:
     key = (name, span)
     if key not in results:
         if _is_nominal(pred, name):
-            level = level_calibration(pred, name)
-            row = {"name": name, "kind": "categorical", "vece": level.vece,
-                   "vce": level.vce, "vce_at": level.vce_at}
+            row = level_calibration(pred, name).record()
         else:
             present = _numeric_values(pred, name)
             present = present[~np.isnan(present)]
@@ -500,16 +673,40 @@ def _summary(pred: Predictions, name: str, span: float) -> dict:
                 # Constant (or all-missing) variable: no curve, and VECE over a single bin would
                 # only repeat the overall gap, so it is not ranked (NaN sorts last). Any other
                 # problem (infinite values) is raised, not hidden in the table.
-                row = {"name": name, "kind": "numeric", "vece": float("nan"),
-                       "vce": float("nan"), "vce_at": None}
+                row = {"name": name, "kind": "numeric", "vece": None, "vce": None,
+                       "vce_at": None, "vce_support": None, "n": int(present.size),
+                       "spikes": [], "warnings": [
+                           f"{name}: constant where present; no curve, not ranked."]}
             else:
-                result = variable_calibration(pred, name, span=span)
-                row = {"name": name, "kind": "numeric", "vece": result.vece,
-                       "vce": result.vce, "vce_at": result.vce_at}
+                row = variable_calibration(pred, name, span=span).record()
                 if np.issubdtype(pred.covariates[name].dtype, np.datetime64):
-                    row["vce_at"] = str(pd.Timestamp(round(result.vce_at)))
+                    if row["vce_at"] is not None:
+                        row["vce_at"] = str(pd.Timestamp(round(row["vce_at"])))
+                    row["spikes"] = [str(pd.Timestamp(round(v))) for v in row["spikes"]]
         results[key] = row
     return results[key]
+
+
+RANK_COLUMNS = ("name", "kind", "vece", "vce", "vce_at", "vce_support", "warnings")
+
+
+def variable_records(pred: Predictions, *, span: float = 0.9) -> list[dict]:
+    """One JSON-ready record per covariate, ranked by VECE (the rows of ``mcviz variables``).
+
+    Each record holds ``name``, ``kind`` (``"numeric"`` or ``"categorical"``), ``vece``,
+    ``vce``, ``vce_at`` (v*: a number, an ISO timestamp for dates, the level for nominal
+    variables), ``vce_support`` (weight within the window at v*, or of the level; rows when
+    unweighted), ``n`` (rows used), ``spikes`` (values estimated from their own rows) and
+    ``warnings`` (a list of sentences). Missing values are ``None``; every value is a plain
+    Python ``str``, ``float``, ``int``, ``list`` or ``None``.
+    """
+    _check_span(span, 0.3)
+    prediction_errors(pred)  # validates the response kind once
+    rows = [dict(_summary(pred, name, span)) for name in pred.covariates.columns]
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["vece"] is None,
+                                                    -(rows[i]["vece"] or 0.0)))
+    return [rows[i] | {"spikes": list(rows[i]["spikes"]),
+                       "warnings": list(rows[i]["warnings"])} for i in order]
 
 
 def rank_variables(pred: Predictions, *, span: float = 0.9) -> pd.DataFrame:
@@ -526,13 +723,19 @@ def rank_variables(pred: Predictions, *, span: float = 0.9) -> pd.DataFrame:
     DataFrame
         Columns ``name``, ``kind`` (``"numeric"`` or ``"categorical"``), ``vece``, ``vce``,
         ``vce_at`` (v* for numeric variables — an ISO timestamp for dates — the level for
-        categorical ones), sorted by ``vece`` descending. Values are probabilities (0 to 1).
-        A variable that is constant where present has no curve: NaN, listed last. Results
-        are cached per variable for the most recent ``pred``.
+        categorical ones), ``vce_support`` (weight within the window at v*) and ``warnings``
+        (a tuple of sentences), sorted by ``vece`` descending. Values are probabilities (0 to
+        1). VCE is NaN where no point or level has enough support; a variable that is
+        constant where present has no curve: NaN, listed last. Results are cached per
+        variable for the most recent ``pred``. :func:`variable_records` gives the same rows
+        ready for JSON.
     """
-    _check_span(span, 0.3)
-    prediction_errors(pred)  # validates the response kind once
-    rows = [_summary(pred, name, span) for name in pred.covariates.columns]
-    frame = pd.DataFrame(rows, columns=["name", "kind", "vece", "vce", "vce_at"])
+    records = variable_records(pred, span=span)
+    frame = pd.DataFrame(
+        [[record[c] for c in RANK_COLUMNS] for record in records], columns=list(RANK_COLUMNS)
+    )
+    for column in ("vece", "vce", "vce_support"):
+        frame[column] = frame[column].astype(float)
     frame["vce_at"] = frame["vce_at"].astype(object)
-    return frame.sort_values("vece", ascending=False, kind="stable").reset_index(drop=True)
+    frame["warnings"] = [tuple(record["warnings"]) for record in records]
+    return frame

@@ -37,6 +37,7 @@ def test_variable_curves_are_drawn_in_percent(pred):
     figure = variable_curves_figure(result)
     lines = [t for t in figure.data if isinstance(t, go.Scatter) and t.mode == "lines"]
     assert [t.name for t in lines] == ["error rate", "predicted error"]
+    assert not result.error.thin.any()  # 72 ages, none sparse: the whole curve is drawn
     np.testing.assert_allclose(lines[0].y, 100 * result.error.fit)
     np.testing.assert_allclose(lines[1].y, 100 * result.predicted.fit)
     bands = [t for t in figure.data if getattr(t, "fill", None) == "toself"]
@@ -93,3 +94,59 @@ def test_lcs_figure(pred):
     assert density.yaxis == "y2"
     assert f"LCS {result.lcs:.3g}" in figure.layout.title.text
     assert points(figure) <= MAX_POINTS
+
+
+def test_thin_support_spikes_and_clipping_are_drawn():
+    # 85% zeros (a spike drawn as a marker with its interval) and a log-normal tail (thin
+    # support: dotted, shaded, out of the solid line).
+    rng = np.random.default_rng(2)
+    n = 20_000
+    wage = np.where(rng.random(n) < 0.85, 0.0, rng.lognormal(3.0, 0.8, n))
+    score = rng.random(n)
+    pred = Predictions.from_arrays(score, (rng.random(n) < score).astype(int),
+                                   covariates={"wage": wage})
+    result = variable_calibration(pred, "wage")
+    for figure in (variable_curves_figure(result), gap_figure(result)):
+        name = "error rate" if "Error" in figure.layout.title.text else "error − predicted error"
+        curve = result.error if name == "error rate" else result.gap
+        smooth = ~curve.spike
+        solid = next(t for t in figure.data if t.name == name)
+        thin = curve.thin[smooth]
+        assert thin.any()
+        assert np.isnan(np.asarray(solid.y, dtype=float)[thin]).all()
+        np.testing.assert_allclose(np.asarray(solid.y, dtype=float)[~thin],
+                                   100 * curve.fit[smooth][~thin])
+        dotted = next(t for t in figure.data if t.name == f"{name} (thin support)")
+        assert dotted.line.dash == "dot"
+        spike = next(t for t in figure.data if t.name and t.name.startswith(f"{name} (own rows"))
+        assert list(spike.x) == [0.0]
+        assert spike.y[0] == pytest.approx(100 * curve.fit[curve.spike][0])
+        shaded = [shape for shape in figure.layout.shapes if shape.type == "rect"]
+        assert shaded
+        assert shaded[0].x1 == pytest.approx(curve.x[smooth][-1])
+        assert any(a.text == "thin support" for a in figure.layout.annotations)
+        assert points(figure) <= MAX_POINTS
+
+
+def test_lcs_figure_shades_where_the_window_reaches_the_end(pred):
+    result = local_calibration_score(pred.score, pred.label)
+    figure = lcs_figure(result)
+    rects = [shape for shape in figure.layout.shapes if shape.type == "rect"]
+    assert len(rects) == 2
+    assert rects[0].x0 == result.grid[0]
+    assert rects[0].x1 == pytest.approx(result.boundary_below)
+    assert rects[1].x0 == pytest.approx(result.boundary_above)
+    assert rects[1].x1 == result.grid[-1]
+    assert "flattening here is not over-prediction" in figure.layout.title.text
+
+
+def test_levels_without_enough_rows_are_lighter():
+    rng = np.random.default_rng(3)
+    level = np.repeat(["big", "small"], [2000, 10])
+    score = rng.random(level.size)
+    pred = Predictions.from_arrays(score, (rng.random(level.size) < score).astype(int),
+                                   covariates={"g": level})
+    result = level_calibration(pred, "g")
+    figure = categorical_levels_figure(result)
+    assert list(figure.data[0].marker.opacity) == [1.0, 0.4]
+    assert "too few rows" in figure.layout.title.text

@@ -1,4 +1,4 @@
-"""LOESS, k-NN means, reflected densities and the Local Calibration Score (mcviz/smoothing.py)."""
+"""LOESS, k-NN means, reflected densities and the Local Calibration Score (mcviz/smoothing/)."""
 
 import numpy as np
 import pytest
@@ -450,3 +450,113 @@ def test_lcs_rejects_missing_labels_and_bad_weights():
         local_calibration_score(s, np.where(np.arange(40) == 3, np.nan, y))
     with pytest.raises(ValidationError, match="weights: 1 of 40 are not positive"):
         local_calibration_score(s, y, np.where(np.arange(40) == 3, -1.0, 1.0))
+
+
+# ------------------------------------------------------------------------------------------
+# LCS ends: where the window reaches the end of the score range; the authors' jitter
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 40), min_size=5, max_size=80),
+    k_fraction=st.floats(0.01, 1.0),
+)
+def test_lcs_boundary_marks_windows_holding_an_extreme_score(values, k_fraction):
+    # Brute force: the window of l holds every score within the k-th smallest distance;
+    # it reaches the end of the range when it holds the smallest or the largest score.
+    score = np.sort(np.array(values, dtype=float) / 40.0)
+    label = (np.arange(score.size) % 2).astype(float)
+    span = max(k_fraction, 1.0 / score.size)
+    result = local_calibration_score(score, label, span=span)
+    k = result.k
+    expected = []
+    for v in result.grid:
+        distance = np.abs(score - v)
+        inside = distance <= np.sort(distance)[k - 1]
+        expected.append(bool(inside[score == score[0]].any() or inside[score == score[-1]].any()))
+    np.testing.assert_array_equal(result.boundary, expected)
+    np.testing.assert_array_equal(
+        result.boundary, (result.grid <= result.boundary_below)
+        | (result.grid >= result.boundary_above))
+
+
+def test_lcs_is_flat_where_the_window_reaches_the_end():
+    # Distinct scores: below boundary_below every window is the k lowest rows, so the curve
+    # is their mean label there, and (s_1 + s_{k+1}) / 2 is the threshold.
+    rng = np.random.default_rng(13)
+    s = np.sort(rng.random(5000))
+    y = (rng.random(s.size) < s).astype(float)
+    result = local_calibration_score(s, y)
+    k = result.k
+    assert result.boundary_below == pytest.approx(0.5 * (s[0] + s[k]))
+    assert result.boundary_above == pytest.approx(0.5 * (s[-1] + s[-1 - k]))
+    low = result.grid <= result.boundary_below
+    assert low.sum() >= 5  # span 0.15: about the lowest 0.075 of the score range
+    np.testing.assert_allclose(result.fit[low], y[:k].mean(), atol=1e-12)
+    np.testing.assert_allclose(result.fit[result.grid >= result.boundary_above],
+                               y[-k:].mean(), atol=1e-12)
+    assert not result.boundary[(result.grid > 0.2) & (result.grid < 0.8)].any()
+
+
+def test_lcs_jitter_is_the_authors_normal_noise():
+    # The authors' R code: scores + rnorm(n, 0, 0.001) before the fit, the grid and the density.
+    s, y = simulate(3000)
+    s = 0.1 + 0.8 * s  # away from 0 and 1, so the jittered scores stay valid inputs
+    jittered = s + np.random.default_rng(5).normal(0.0, 0.001, s.size)
+    a = local_calibration_score(s, y, jitter=True, rng=5)
+    b = local_calibration_score(jittered, y)
+    assert a.jitter
+    assert not b.jitter
+    assert a.lcs == pytest.approx(b.lcs, rel=1e-12)
+    np.testing.assert_allclose(a.fit, b.fit, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# Spikes (values holding >= 5% of the weight) as their own points
+
+
+def spiked(n, seed):
+    rng = np.random.default_rng(seed)
+    u = rng.random(n)
+    return np.select([u < 0.3, u < 0.4], [0.0, 2.5], rng.lognormal(0.0, 1.0, n)), rng
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_straight_line_is_unchanged_with_spikes(exact):
+    # A spike's estimate is the mean of y at one value (a + b s exactly); the other rows are
+    # a line, which LOESS reproduces.
+    x, rng = spiked(6000, 14)
+    weight = rng.random(x.size) + 0.5
+    curve = loess_curve(x, 0.3 - 2.0 * x, weight, span=0.4, exact=exact, spike_share=0.05)
+    np.testing.assert_allclose(curve.fit, 0.3 - 2.0 * curve.x, atol=1e-10 if exact else 1e-7)
+    np.testing.assert_array_equal(curve.x[curve.spike], [0.0, 2.5])
+
+
+@pytest.mark.parametrize("span", [0.3, 0.9])
+def test_binned_evaluation_matches_exact_with_spikes(span):
+    x, rng = spiked(20_000, 15)
+    y = (rng.random(x.size) < 1 / (1 + np.exp(-x))).astype(float)
+    weight = rng.random(x.size) + 0.5
+    exact = loess_curve(x, y, weight, span=span, exact=True, spike_share=0.05)
+    binned = loess_curve(x, y, weight, span=span, exact=False, spike_share=0.05)
+    assert binned.binned
+    assert np.abs(exact.fit - binned.fit).max() < 1e-6  # the verified bound
+    # the spikes: weighted means of their rows, sum of squared smoother weights W² / (ΣW)²
+    for value in (0.0, 2.5):
+        rows = x == value
+        at = binned.x == value
+        expected = np.sum(weight[rows] * y[rows]) / weight[rows].sum()
+        assert binned.fit[at][0] == pytest.approx(expected, abs=1e-12)
+        kish = weight[rows].sum() ** 2 / np.sum(weight[rows] ** 2)
+        assert binned.support[at][0] == pytest.approx(kish, rel=1e-12)
+
+
+def test_spikes_are_found_by_weight_share():
+    from mcviz.smoothing.curves import _find_spikes
+
+    x = np.array([0.0] * 4 + [1.0] * 2 + list(np.linspace(2, 3, 94)))
+    xs = np.sort(x)
+    np.testing.assert_array_equal(_find_spikes(x, None, xs, 0.05), [])  # 4% and 2%
+    weight = np.ones(x.size)
+    weight[4:6] = 3.0  # value 1.0 now holds 6 / 104 of the weight; 0.0 holds 4 / 104
+    np.testing.assert_array_equal(_find_spikes(x, weight, xs, 0.05), [1.0])

@@ -115,14 +115,25 @@ def test_gap_curve_is_the_difference_of_the_curves(name, weighted):
     assert np.all(gap_half < error_half + predicted_half)
 
 
-def test_grid_spans_the_5_to_95_percent_quantiles():
+def test_grid_spans_the_whole_observed_range():
     pred = synthetic()
     result = variable_calibration(pred, "income")
-    income = pred.covariates["income"].to_numpy()
-    assert result.error.x.size == 500
-    assert result.error.x[0] == pytest.approx(np.quantile(income, 0.05))
-    assert result.error.x[-1] == pytest.approx(np.quantile(income, 0.95))
+    income = np.sort(pred.covariates["income"].to_numpy())
+    x = result.error.x
+    assert x[0] == income[0]
+    assert x[-1] == income[-1]
+    # half equally spaced, half at equally spaced quantiles (duplicates dropped)
+    assert 400 < x.size <= 500
+    quantiles = np.quantile(income, np.linspace(0, 1, 250))
+    assert np.abs(x[np.searchsorted(x, quantiles).clip(0, x.size - 1)] - quantiles).max() < 1e-6
+    equal = np.linspace(income[0], income[-1], 250)
+    assert np.abs(x[np.searchsorted(x, equal).clip(0, x.size - 1)] - equal).max() < 1e-6
+    assert np.all(np.diff(x) > 0)
     assert result.error.binned  # 4,000 distinct values > 2,048
+    # the log-normal's right tail is thin and named in the warnings
+    assert result.gap.thin[-1]
+    assert not result.gap.thin[np.searchsorted(x, np.median(income))]
+    assert any("thin support" in w for w in result.warnings)
 
 
 def test_miscalibration_is_found_where_it_is():
@@ -186,8 +197,12 @@ def test_level_calibration_hand_computed_with_missing_level():
     # a: e = (0, 1) mean 0.5, ê = (0.1, 0.2) mean 0.15 -> gap 0.35
     # b: e = 0, ê = (0.2, 0.3) -> gap -0.25; missing: e = 1 (0.6 -> class 1, label 0), ê 0.4
     np.testing.assert_allclose(result.gap, [0.35, -0.25, 0.6])
-    assert result.vce == pytest.approx(0.6)
-    assert result.vce_at == "(missing)"
+    # one or two rows per level: none has enough rows for VCE(v*)
+    np.testing.assert_array_equal(result.effective_size, [2, 2, 1])
+    assert not result.eligible.any()
+    assert np.isnan(result.vce)
+    assert result.vce_at is None
+    assert any("no level has enough rows" in w for w in result.warnings)
     assert result.vece == pytest.approx(0.4 * 0.35 + 0.4 * 0.25 + 0.2 * 0.6)
     # binomial interval for level a: 0.5 ± 1.96 sqrt(0.25 / 2)
     assert result.error_upper[0] == pytest.approx(min(1, 0.5 + 1.959963984540054 * 0.25**0.5 /
@@ -197,7 +212,8 @@ def test_level_calibration_hand_computed_with_missing_level():
 def test_rank_variables_sorted_with_both_kinds():
     pred = synthetic()
     table = rank_variables(pred)
-    assert list(table.columns) == ["name", "kind", "vece", "vce", "vce_at"]
+    assert list(table.columns) == ["name", "kind", "vece", "vce", "vce_at", "vce_support",
+                                   "warnings"]
     assert set(table["name"]) == {"age", "income", "group", "flag"}
     assert table["vece"].is_monotonic_decreasing
     assert table.loc[table.name == "group", "kind"].item() == "categorical"
@@ -318,3 +334,200 @@ def test_a_constant_variable_is_named_as_such():
     pred = Predictions.from_arrays([0.2, 0.4, 0.8], [0, 1, 1], covariates={"c": [3, 3, 3]})
     with pytest.raises(ValidationError, match="covariate 'c' dropped: it takes a single value"):
         variable_calibration(pred, "c")
+
+
+# ------------------------------------------------------------------------------------------
+# Honest edges: whole range, spikes, thin support, degenerate fits, clipping, records
+
+
+def calibrated(n, covariates, seed=0, weighted=False):
+    """Labels drawn from the scores: perfectly calibrated, whatever the covariates."""
+    rng = np.random.default_rng(seed)
+    score = rng.random(n)
+    label = (rng.random(n) < score).astype(int)
+    weight = rng.random(n) + 0.5 if weighted else None
+    return Predictions.from_arrays(score, label, weight, covariates=covariates(rng))
+
+
+def test_zero_inflated_calibrated_covariate_has_a_small_vce():
+    # 96% zeros, the rest log-normal (a wage per hour): before, the zeros sat on the window
+    # edges, the fits extrapolated and VCE(v*) came out at 62-64%. Labels follow the scores,
+    # so the true gap is 0 everywhere; with 40,000 non-zero rows the curve's noise (band
+    # half-width about 1.5 pp where it is best supported) stays below 2 pp.
+    n = 1_000_000
+    pred = calibrated(n, lambda rng: {
+        "wage": np.where(rng.random(n) < 0.96, 0.0, rng.lognormal(3.0, 0.8, n))})
+    result = variable_calibration(pred, "wage")
+    assert result.vce < 0.02
+    gap = result.gap
+    np.testing.assert_array_equal(gap.x[gap.spike], [0.0])
+    # the spike's estimate is the mean gap of its own rows (closed form)
+    error, predicted = prediction_errors(pred)
+    zero = pred.covariates["wage"].to_numpy() == 0
+    assert gap.fit[gap.spike][0] == pytest.approx((error - predicted)[zero].mean(), abs=1e-12)
+    # the grid reaches the largest wage; the sparse right tail is flagged and named
+    assert gap.x[-1] == pred.covariates["wage"].max()
+    assert gap.thin[-1]
+    assert not gap.thin[gap.spike][0]
+    assert any("thin support" in w for w in result.warnings)
+    assert result.vce_at not in gap.x[gap.thin]
+
+
+@pytest.mark.parametrize("distribution", ["uniform", "normal", "lognormal"])
+def test_miscalibration_in_the_top_3_percent_is_found_there(distribution):
+    # Above the 97% quantile of V the label ignores the score (true error 0.5 against a
+    # predicted 0.25 on average); below, perfectly calibrated.
+    n = 100_000
+    rng = np.random.default_rng(5)
+    v = {"uniform": rng.random(n), "normal": rng.normal(size=n),
+         "lognormal": rng.lognormal(0.0, 1.0, n)}[distribution]
+    score = rng.random(n)
+    top = v > np.quantile(v, 0.97)
+    label = (rng.random(n) < np.where(top, 0.5, score)).astype(int)
+    result = variable_calibration(Predictions.from_arrays(score, label, covariates={"v": v}), "v")
+    assert result.vce_at > np.quantile(v, 0.97)
+    assert result.vce > 0.08
+
+
+def test_spike_in_the_middle_is_its_own_point_and_left_out_of_the_windows():
+    # Hours worked: 30% of rows at exactly 40. The spike's estimate is the mean of its rows;
+    # every other point is the LOESS of the other rows alone (brute force, q from their count).
+    n = 3000
+    rng = np.random.default_rng(8)
+    hours = np.where(rng.random(n) < 0.3, 40.0, np.round(rng.normal(38, 10, n), 1))
+    score = rng.random(n)
+    label = (rng.random(n) < np.where(hours == 40, 0.5, score)).astype(int)
+    pred = Predictions.from_arrays(score, label, covariates={"hours": hours})
+    result = variable_calibration(pred, "hours", span=0.5)
+    error, predicted = prediction_errors(pred)
+    x = pred.covariates["hours"].to_numpy()
+    r = error - predicted
+    spike = result.gap.spike
+    np.testing.assert_array_equal(result.gap.x[spike], [40.0])
+    assert result.gap.fit[spike][0] == pytest.approx(r[x == 40].mean(), abs=1e-12)
+    rest = x != 40
+    q = int(np.floor(rest.sum() * 0.5 + 1e-5))
+    for at in result.gap.x[~spike][::40]:
+        distance = np.abs(x[rest] - at)
+        h = np.sort(distance)[q - 1]
+        k = np.clip(1 - (distance / h) ** 3, 0, None) ** 3
+        design = np.vander((x[rest] - at) / h, 3, increasing=True)
+        beta = np.linalg.solve(design.T @ (k[:, None] * design), design.T @ (k * r[rest]))
+        fitted = result.gap.fit[result.gap.x == at][0]
+        assert fitted == pytest.approx(beta[0], abs=1e-9)
+    # the 0.5 error at 40 (about 0.25 above the predicted error) is VCE(v*), from 30% of rows
+    assert result.vce_at == 40.0
+    assert result.vce_support == (x == 40).sum()
+
+
+def test_degenerate_local_fits_are_reported_not_extrapolated():
+    # 94% zeros (a spike) and 2% each at 5, 7 and 9: at v = 5 the window of the 0.9 n' nearest
+    # non-spike rows reaches 9 exactly (tricube weight 0), so two values remain for a
+    # quadratic: the degree is lowered, the point flagged and left out of VCE(v*).
+    n = 5000
+    rng = np.random.default_rng(9)
+    u = rng.random(n)
+    v = np.select([u < 0.94, u < 0.96, u < 0.98], [0.0, 5.0, 7.0], 9.0)
+    score = rng.random(n)
+    label = (rng.random(n) < score).astype(int)
+    result = variable_calibration(Predictions.from_arrays(score, label, covariates={"v": v}),
+                                  "v")
+    gap = result.gap
+    at5 = np.flatnonzero(gap.x == 5.0)[0]
+    assert gap.degenerate[at5]
+    assert gap.thin[at5]
+    assert any("degenerates" in w for w in result.warnings)
+    assert result.vce_at not in gap.x[gap.degenerate]
+
+
+def test_displayed_rates_are_clipped_to_the_unit_interval():
+    # Error rate 0 below v = 0.8, 0.5 above: a quadratic local fit dips below 0 before the
+    # step (checked on the unclipped LOESS), the displayed curve and band do not.
+    n = 4000
+    rng = np.random.default_rng(10)
+    v = rng.random(n)
+    score = np.full(n, 0.99)
+    label = np.where(v > 0.8, rng.random(n) < 0.5, 1).astype(int)
+    pred = Predictions.from_arrays(score, label, covariates={"v": v})
+    result = variable_calibration(pred, "v", span=0.3)
+    error, _ = prediction_errors(pred)
+    from mcviz.smoothing import loess_curve
+
+    raw = loess_curve(pred.covariates["v"].to_numpy(), error, span=0.3, at=result.error.x)
+    assert raw.fit.min() < 0 or raw.lower.min() < 0  # the test can fail
+    for curve in (result.error, result.predicted):
+        assert curve.fit.min() >= 0
+        assert curve.lower.min() >= 0
+        assert curve.upper.max() <= 1
+    assert result.gap.lower.min() >= -1
+
+
+def test_levels_need_enough_rows_for_vce():
+    # Level "tiny" (12 rows) has the largest gap but too few rows; "big" (3,000 rows, gap
+    # about 0.25) is VCE(v*); "mid" (600 rows) is calibrated.
+    rng = np.random.default_rng(11)
+    sizes = {"big": 3000, "mid": 600, "tiny": 12}
+    level = np.repeat(list(sizes), list(sizes.values()))
+    n = level.size
+    score = rng.random(n)
+    truth = np.select([level == "big", level == "tiny"], [0.5, 1 - score], score)
+    label = (rng.random(n) < truth).astype(int)
+    weight = np.where(level == "mid", 2.0, 1.0)
+    pred = Predictions.from_arrays(score, label, weight, covariates={"g": level})
+    result = level_calibration(pred, "g")
+    index = {name: i for i, name in enumerate(result.levels)}
+    assert result.eligible.tolist() == [result.levels[i] != "tiny" for i in range(3)]
+    assert result.vce_at == "big"
+    assert abs(result.gap[index["tiny"]]) > result.vce
+    assert result.vce_support == 3000
+    # Kish's effective size: constant weights within a level give its row count
+    np.testing.assert_allclose(result.effective_size[index["mid"]], 600)
+    assert any("'tiny'" in w for w in result.warnings)
+
+
+def test_records_are_json_ready_with_the_cli_fields():
+    import json
+
+    from mcviz.variables import variable_records
+
+    pred = synthetic()
+    records = variable_records(pred)
+    json.dumps(records)  # plain Python values only
+    assert [r["name"] for r in records] == list(rank_variables(pred)["name"])
+    for record in records:
+        assert set(record) == {"name", "kind", "vece", "vce", "vce_at", "vce_support", "n",
+                               "spikes", "warnings"}
+    age = next(r for r in records if r["name"] == "age")
+    result = variable_calibration(pred, "age")
+    assert age["vce_at"] == result.vce_at
+    assert age["vce_support"] == result.vce_support
+    flag = next(r for r in records if r["name"] == "flag")
+    assert flag["spikes"] == [0.0, 1.0]  # a binary variable: two spikes, no LOESS part
+
+
+def test_vce_support_counts_the_rows_inside_the_window_at_v_star():
+    pred = synthetic(n=6000)
+    result = variable_calibration(pred, "income", span=0.5)
+    x = pred.covariates["income"].to_numpy()
+    h = np.sort(np.abs(x - result.vce_at))[int(np.floor(x.size * 0.5 + 1e-5)) - 1]
+    assert result.vce_support == np.sum(np.abs(x - result.vce_at) < h)
+
+
+def test_curves_and_vce_do_not_depend_on_row_order():
+    # Tied scores (rounded) and a spiked covariate: shuffling the rows changes no statistic.
+    rng = np.random.default_rng(12)
+    n = 3000
+    score = np.round(rng.random(n), 1)
+    label = (rng.random(n) < score).astype(int)
+    v = np.where(rng.random(n) < 0.2, 5.0, rng.normal(5, 2, n))
+    weight = rng.random(n) + 0.5
+    order = rng.permutation(n)
+    a = variable_calibration(Predictions.from_arrays(score, label, weight, covariates={"v": v}),
+                             "v")
+    b = variable_calibration(Predictions.from_arrays(
+        score[order], label[order], weight[order], covariates={"v": v[order]}), "v")
+    np.testing.assert_allclose(a.gap.fit, b.gap.fit, atol=1e-12)
+    np.testing.assert_allclose(a.gap.se, b.gap.se, atol=1e-12)
+    np.testing.assert_array_equal(a.gap.thin, b.gap.thin)
+    assert (a.vce, a.vce_at) == pytest.approx((b.vce, b.vce_at), abs=1e-12)
+    assert a.vce_support == pytest.approx(b.vce_support, rel=1e-12)

@@ -1,6 +1,6 @@
 """The Local Calibration Score curve: ĝ with its band, the diagonal, the density of scores.
 
-Draws a :class:`~mcviz.smoothing.LocalCalibration` (paper 004, eq. (6)); nothing is computed.
+Draws a :class:`~mcviz.smoothing.LocalCalibrationScore` (paper 004, eq. (6)); nothing is computed.
 """
 
 from __future__ import annotations
@@ -9,13 +9,32 @@ import numpy as np
 import plotly.graph_objects as go
 
 from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, apply_style
-from mcviz.smoothing import LocalCalibration
+from mcviz.smoothing import LocalCalibrationScore
 
 __all__ = ["lcs_figure"]
 
+BOUNDARY_NOTE = "window reaches the end of the score range: flattening here is not over-prediction"
+
+
+def _shade_boundary(figure: go.Figure, result: LocalCalibrationScore) -> None:
+    """Shade the score ranges where the k-NN window holds the smallest or largest score."""
+    grid = result.grid
+    stretches = []
+    if result.boundary_below >= grid[0]:
+        stretches.append((grid[0], min(result.boundary_below, grid[-1])))
+    if result.boundary_above <= grid[-1]:
+        stretches.append((max(result.boundary_above, grid[0]), grid[-1]))
+    for low, high in stretches:
+        figure.add_vrect(
+            x0=low, x1=high, fillcolor=LIGHT_GRAY, opacity=0.35, line_width=0, layer="below",
+            annotation_text="window at the range end",
+            annotation_position="top right" if low > 0.5 else "top left",
+            annotation_font_size=11, name=BOUNDARY_NOTE,
+        )
+
 
 def lcs_figure(
-    result: LocalCalibration,
+    result: LocalCalibrationScore,
     *,
     title: str | None = None,
     presentation: bool = False,
@@ -25,7 +44,7 @@ def lcs_figure(
 
     Parameters
     ----------
-    result : LocalCalibration
+    result : LocalCalibrationScore
     title : str, optional
     presentation : bool, default False
     height : int, optional
@@ -59,6 +78,7 @@ def lcs_figure(
         line={"color": LIGHT_GRAY, "width": 1}, fillcolor="rgba(204,204,204,0.6)",
         yaxis="y2", name="density of scores", hoverinfo="skip", showlegend=False,
     ))
+    _shade_boundary(figure, result)
     figure.update_layout(
         xaxis={"title": "score", "range": [0, 1], "anchor": "y2"},
         yaxis={"title": "observed frequency", "range": [0, 1], "domain": [0.25, 1.0]},
@@ -69,10 +89,16 @@ def lcs_figure(
         f"LCS {result.lcs:.3g} · span {result.span:g} (k = {result.k:,}) · "
         f"{result.grid.size} grid points · n = {result.n:,}"
     )
+    if result.boundary.any():
+        subtitle += f"<br>shaded: {BOUNDARY_NOTE}"
+    if result.jitter:
+        subtitle += " · scores jittered (N(0, 0.001²), as the authors)"
     apply_style(
         figure, title=title or "Local calibration curve", subtitle=subtitle,
         presentation=presentation, height=height,
     )
+    if result.boundary.any():  # room for the second subtitle line
+        figure.update_layout(margin_t=figure.layout.margin.t + 25)
     return figure.update_layout(legend={
         "orientation": "v", "x": 0.01, "y": 0.99, "xanchor": "left", "yanchor": "top",
         "bgcolor": "rgba(255,255,255,0.7)",

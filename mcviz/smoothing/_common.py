@@ -1,0 +1,54 @@
+"""Shared pieces of the smoothing package: the normal quantile, read-only arrays, checks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcviz.errors import ValidationError
+
+Z95 = 1.959963984540054
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array = np.ascontiguousarray(array)
+    array.flags.writeable = False
+    return array
+
+
+def _check_span(span: float, low: float = 0.0) -> None:
+    valid = np.isfinite(span) and (low <= span if low > 0 else span > 0) and span <= 1.0
+    if not valid:
+        bound = f"[{low:g}, 1]" if low > 0 else "(0, 1]"
+        raise ValidationError(f"span must lie in {bound}, not {span!r}.")
+
+
+def sorted_quantile(sorted_x: np.ndarray, probabilities: np.ndarray | list[float]) -> np.ndarray:
+    """Quantiles of an ascending array with linear interpolation (R type 7, numpy default).
+
+    Examples
+    --------
+    >>> sorted_quantile(np.array([1.0, 2.0, 4.0]), [0.25, 0.5]).tolist()
+    [1.5, 2.0]
+    """
+    p = np.asarray(probabilities, dtype=float)
+    position = p * (sorted_x.size - 1)
+    below = np.floor(position).astype(np.int64)
+    above = np.minimum(below + 1, sorted_x.size - 1)
+    fraction = position - below
+    low, high = sorted_x[below], sorted_x[above]
+    return np.where(fraction > 0, low + fraction * (high - low), low)
+
+
+def _checked_weight(weight: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    """Return the weights as floats, refused unless positive, finite and of ``shape``."""
+    if weight is None:
+        return None
+    w = np.asarray(weight, dtype=float)
+    bad = ~(np.isfinite(w) & (w > 0)) if w.shape == shape else np.ones(1, bool)
+    if bad.any():
+        size = int(np.prod(shape))
+        raise ValidationError(
+            f"weights: {int(bad.sum()):,} of {size:,} are not positive finite numbers (or the "
+            f"shape {w.shape} differs from {shape}).", column="weight"
+        )
+    return w

@@ -1,0 +1,112 @@
+"""Nearest-neighbour windows over sorted values: radii, index bounds, k-NN means."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["knn_mean", "neighbour_radius"]
+
+
+def neighbour_radius(sorted_x: np.ndarray, at: np.ndarray, q: int) -> np.ndarray:
+    """Distance from each point of ``at`` to its ``q``-th nearest value of ``sorted_x``.
+
+    The ``q`` nearest values form a contiguous block ``sorted_x[i:i+q]``; the block minimising
+    ``max(v - x_i, x_{i+q-1} - v)`` starts where ``x_i + x_{i+q-1}`` first reaches ``2v``.
+
+    Examples
+    --------
+    >>> neighbour_radius(np.array([0.0, 1.0, 2.0, 10.0]), np.array([1.0, 9.0]), 2).tolist()
+    [1.0, 7.0]
+    """
+    x = np.asarray(sorted_x, dtype=float)
+    at = np.asarray(at, dtype=float)
+    n = x.size
+    q = int(min(max(q, 1), n))
+    pair_sum = x[: n - q + 1] + x[q - 1 :]
+    start = np.searchsorted(pair_sum, 2.0 * at, side="left")
+    best = np.full(at.shape, np.inf)
+    for offset in (-2, -1, 0, 1):
+        i = np.clip(start + offset, 0, n - q)
+        radius = np.maximum(at - x[i], x[i + q - 1] - at)
+        best = np.minimum(best, radius)
+    return best
+
+
+def _window_bounds(
+    sorted_x: np.ndarray, at: np.ndarray, radius: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Index range [lo, hi) of the values with ``|x - v| <= radius`` (ties included)."""
+    x = sorted_x
+    n = x.size
+    lo = np.searchsorted(x, at - radius, side="left")
+    hi = np.searchsorted(x, at + radius, side="right")
+    for _ in range(2):
+        # Rounding of at ± radius can misplace the boundary by one distinct value: correct it
+        # with the distances themselves, moving over whole runs of ties.
+        prev = np.clip(lo - 1, 0, n - 1)
+        grow = (lo > 0) & (np.abs(x[prev] - at) <= radius)
+        lo = np.where(grow, np.searchsorted(x, x[prev], side="left"), lo)
+        cur = np.clip(lo, 0, n - 1)
+        shrink = (lo < n) & (np.abs(x[cur] - at) > radius) & (x[cur] < at)
+        lo = np.where(shrink, np.searchsorted(x, x[cur], side="right"), lo)
+        nxt = np.clip(hi, 0, n - 1)
+        grow = (hi < n) & (np.abs(x[nxt] - at) <= radius)
+        hi = np.where(grow, np.searchsorted(x, x[nxt], side="right"), hi)
+        last = np.clip(hi - 1, 0, n - 1)
+        shrink = (hi > 0) & (np.abs(x[last] - at) > radius) & (x[last] > at)
+        hi = np.where(shrink, np.searchsorted(x, x[last], side="left"), hi)
+    return lo, hi
+
+
+def knn_mean(
+    sorted_score: np.ndarray,
+    label: np.ndarray,
+    at: np.ndarray,
+    k: int,
+    weight: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean label of the ``k`` nearest scores to each point, ties at the boundary included.
+
+    Parameters
+    ----------
+    sorted_score : ndarray of shape (n,)
+        Ascending scores.
+    label : ndarray of shape (n,)
+        Labels in the same order.
+    at : ndarray of shape (J,)
+    k : int
+    weight : ndarray of shape (n,), optional
+        The mean is weighted; counts are not.
+
+    Returns
+    -------
+    mean, count, events : ndarray of shape (J,)
+        The (weighted) mean, the number of observations in the window and the (weighted)
+        count of labels equal to 1, scaled to the window size.
+
+    Examples
+    --------
+    Scores 0, 1, 1, 2 with labels 0, 1, 0, 1; the two nearest to 0.9 are both tied at 1:
+
+    >>> mean, count, _ = knn_mean(np.array([0.0, 1.0, 1.0, 2.0]), np.array([0, 1, 0, 1.0]),
+    ...                           np.array([0.9, 0.1]), 2)
+    >>> mean.tolist(), count.tolist()
+    ([0.5, 0.3333333333333333], [2, 3])
+    """
+    s = np.asarray(sorted_score, dtype=float)
+    at = np.asarray(at, dtype=float)
+    radius = neighbour_radius(s, at, k)  # the k-th smallest distance
+    lo, hi = _window_bounds(s, at, radius)
+    label = np.asarray(label, dtype=float)
+    count = hi - lo
+    if weight is None:
+        cum = np.concatenate(([0.0], np.cumsum(label)))
+        events = cum[hi] - cum[lo]
+        mean = events / count
+    else:
+        w = np.asarray(weight, dtype=float)
+        cum_w = np.concatenate(([0.0], np.cumsum(w)))
+        cum_y = np.concatenate(([0.0], np.cumsum(w * label)))
+        mean = (cum_y[hi] - cum_y[lo]) / (cum_w[hi] - cum_w[lo])
+        events = mean * count
+    return mean, count, events
