@@ -14,7 +14,6 @@ from mcviz.cli import main
 from mcviz.cumulative import cumulative_differences
 from mcviz.engines import Columns, NumpyEngine
 from mcviz.engines.base import BinSummaries, candidate_cells, finish_screen
-from mcviz.engines.numpy_engine import subpopulation_kuiper
 from mcviz.engines.sql import DUCKDB, SPARK, Query, condition_sql
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
@@ -107,14 +106,6 @@ def assert_same(a, b, *, tol=1e-12):
 
 
 # ---------------------------------------------------------------------------- numpy reference
-
-
-def test_subpopulation_kuiper_hand_computed():
-    # scores 0.1, 0.2, 0.2 with W(R-S) = 0.5, -1, 0.25 and total weight 2: the tie at 0.2 is one
-    # step, so the path is 0, 0.25, -0.125: D = 0.25 - (-0.125) = 0.375 (not via -0.25).
-    assert subpopulation_kuiper(np.array([0.1, 0.2, 0.2]), np.array([0.5, -1.0, 0.25]),
-                                2.0) == pytest.approx(0.375, abs=1e-15)
-    assert subpopulation_kuiper(np.zeros(0), np.zeros(0), 0.0) == 0.0
 
 
 def test_numpy_engine_matches_cumulative_differences(numpy_engine, subpopulations):
