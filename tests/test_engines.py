@@ -277,8 +277,12 @@ def test_sql_rejects_unknown_columns_and_bad_values():
         condition_sql(Condition("nope", "<", 1), {"x": "float"}, Query(DUCKDB))
     with pytest.raises(ValidationError, match="is not a number"):
         condition_sql(Condition("x", "<", "abc"), {"x": "float"}, Query(DUCKDB))
-    with pytest.raises(ValidationError, match="not finite"):
+    with pytest.raises(ValidationError, match="the value nan is not a number"):
         condition_sql(Condition("x", "<", float("nan")), {"x": "float"}, Query(DUCKDB))
+    # infinite thresholds are values like any other (as in the filter language)
+    q = Query(DUCKDB)
+    condition_sql(Condition("x", "<", float("inf")), {"x": "float"}, q)
+    assert q.params == {"p0": float("inf")}
 
 
 def test_odd_column_names_evaluate_like_numpy(numpy_engine, duck):
