@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -129,7 +131,7 @@ def test_chunks_combine_associatively_at_tie_run_ends(real, seed):
     ends = np.flatnonzero(np.r_[score[1:] != score[:-1], True]) + 1
     cuts = np.unique(np.r_[0, rng.choice(ends, 6, replace=False), score.size])
     chunks = []
-    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+    for a, b in itertools.pairwise(cuts):
         local = [m[(m >= a) & (m < b)] - a for m in members]
         chunks.append(Evaluator(score[a:b], weight[a:b]).summaries(label[a:b] - score[a:b], local))
     left = combine_all(chunks)

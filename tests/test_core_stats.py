@@ -78,7 +78,8 @@ def test_path_and_kuiper_ks_by_hand():
 def test_eq_4_and_sigma0_zero_rule():
     # D = (0.1, 0.3, 0.2), sigma = (0.05, 0.1, 0.0): 0.1, 0.3 * 0.05 / 0.1 = 0.15, 0.2*0.05/0 = inf
     value = multicalibration_metric(np.array([0.1, 0.3, 0.2]), np.array([0.05, 0.1, 0.0]))
-    assert value.metric == np.inf and value.argmax == 2
+    assert value.metric == np.inf
+    assert value.argmax == 2
     # sigma_0 = 0: the k = 0 argument is simply D_0, every other is 0 (0/0 = 0 included)
     np.testing.assert_array_equal(
         normalized_kuiper(np.array([0.1, 0.3, 0.2]), np.array([0.0, 0.1, 0.0])), [0.1, 0.0, 0.0])

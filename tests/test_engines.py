@@ -277,8 +277,12 @@ def test_sql_rejects_unknown_columns_and_bad_values():
         condition_sql(Condition("nope", "<", 1), {"x": "float"}, Query(DUCKDB))
     with pytest.raises(ValidationError, match="is not a number"):
         condition_sql(Condition("x", "<", "abc"), {"x": "float"}, Query(DUCKDB))
-    with pytest.raises(ValidationError, match="not finite"):
+    with pytest.raises(ValidationError, match="the value nan is not a number"):
         condition_sql(Condition("x", "<", float("nan")), {"x": "float"}, Query(DUCKDB))
+    # infinite thresholds are values like any other (as in the filter language)
+    q = Query(DUCKDB)
+    condition_sql(Condition("x", "<", float("inf")), {"x": "float"}, q)
+    assert q.params == {"p0": float("inf")}
 
 
 def test_odd_column_names_evaluate_like_numpy(numpy_engine, duck):
@@ -539,5 +543,6 @@ def test_library_and_engines_agree_on_m(tmp_path, engine_name, case):
     np.testing.assert_allclose(got.table["sigma"], expected.sigma, rtol=0, atol=1e-12)
     assert abs(got.metric - expected.metric) <= 1e-12
     if case == "sigma0_zero":
-        assert expected.sigma[0] == 0 and expected.kuiper[0] > 0
+        assert expected.sigma[0] == 0
+        assert expected.kuiper[0] > 0
         assert expected.metric == expected.kuiper[0]  # M = D_0

@@ -256,8 +256,10 @@ class Evaluator:
         self.weighted = weight is not None
         ends = run_ends(self.score) if run_end is None else np.asarray(run_end, dtype=bool)
         # tie-run id of each row: equal ids = tied scores
-        self.run_id = np.concatenate(([0], np.cumsum(ends[:-1], dtype=np.int64))) if self.n \
-            else np.zeros(0, dtype=np.int64)
+        id_type = np.int32 if self.n < 2**31 - 1 else np.int64  # half the bytes to gather
+        self.run_id = np.concatenate(([0], np.cumsum(ends[:-1], dtype=id_type))) if self.n \
+            else np.zeros(0, dtype=id_type)
+        self.has_ties = bool(self.n) and not bool(ends.all())
         self.variance = self.score * (1.0 - self.score) * self.weight**2  # eq. (5) terms
 
     @classmethod
@@ -271,7 +273,7 @@ class Evaluator:
         return label - (self.score if label.ndim == 1 else self.score[:, None])
 
     def summaries(
-        self, residual: np.ndarray, members: Sequence[np.ndarray]
+        self, residual: np.ndarray, members: Sequence[np.ndarray], *, adjacent: bool = True
     ) -> ChunkSummaries:
         """Chunk summaries of each subpopulation over these rows.
 
@@ -282,6 +284,10 @@ class Evaluator:
             of responses.
         members : sequence of ndarray
             Per subpopulation: sorted positions (int) or a boolean mask of shape (n,).
+        adjacent : bool, default True
+            Also compute the pieces of Appendix C eq. (6) (``adjacent``, ``first_mean``,
+            ``last_mean``, ``first_weight``, ``last_weight``); False leaves them 0 (faster, for
+            eq. (5) only).
 
         Returns
         -------
@@ -293,8 +299,9 @@ class Evaluator:
         out = ChunkSummaries.empty(len(indices), draws)
         sizes = np.fromiter((i.size for i in indices), dtype=np.int64, count=len(indices))
         columns = 1 if draws is None else draws
+        weighted = residual * (self.weight if draws is None else self.weight[:, None])
         for group in _groups(sizes, max(GROUP_ELEMENTS // columns, 1)):
-            self._summarise_group(residual, indices, group, out)
+            self._summarise_group(weighted, indices, group, out, adjacent=adjacent)
         return out
 
     def statistics(
@@ -304,56 +311,74 @@ class Evaluator:
         sigma_method: SigmaMethod | str = SigmaMethod.BERNOULLI,
     ) -> Statistics:
         r"""Return :func:`finish` of :meth:`summaries`: :math:`D_k`, :math:`\sigma_k`, z-scores."""
-        return finish(self.summaries(residual, members), sigma_method)
+        method = SigmaMethod(sigma_method)
+        summaries = self.summaries(residual, members, adjacent=method is SigmaMethod.ADJACENT)
+        return finish(summaries, method)
 
     def kuiper(self, residual: np.ndarray, members: Sequence[np.ndarray]) -> np.ndarray:
         """Return :math:`D_k` of each subpopulation, shape (l,) or (l, N)."""
         return self.statistics(residual, members).kuiper
 
-    def _summarise_group(self, residual, indices, group, out: ChunkSummaries) -> None:
+    def _summarise_group(self, weighted, indices, group, out: ChunkSummaries, *,
+                         adjacent: bool) -> None:
         """Fill ``out`` for the subpopulations ``group`` (all non-empty) in one gathered pass.
 
-        Long because it is one vectorised computation over the gathered members: run sums,
-        the segmented path, its extremes and eq. (6)'s terms, written once for 1-D and 2-D.
+        The members of the group are gathered into one array; one cumulative sum over it
+        serves every segment (a segment's path is the global one minus its value before the
+        segment, and since max(P - b) = max(P) - b the subtraction is applied to the extremes
+        only). The path is read at the last row of each tie run of each segment.
         """
         parts = [indices[k] for k in group]
-        lengths = np.fromiter((p.size for p in parts), dtype=np.int64, count=len(parts))
-        index = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        lengths = np.fromiter((q.size for q in parts), dtype=np.int64, count=len(parts))
+        # one conversion to intp: take() is fastest with native indices, every gather reuses it
+        index = np.concatenate(parts, dtype=np.intp, casting="safe") if len(parts) > 1 else (
+            parts[0].astype(np.intp, copy=False))
         seg_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        run = self.run_id[index]
-        # a row ends a run of the subpopulation at a score change or at its segment's end
-        end = np.ones(index.size, dtype=bool)
-        np.not_equal(run[1:], run[:-1], out=end[:-1])
-        end[seg_start[1:] - 1] = True
-        run_start = np.concatenate(([0], np.flatnonzero(end[:-1]) + 1))
-        weight = self.weight[index]
-        weighted = residual[index] * (weight if residual.ndim == 1 else weight[:, None])
-        run_weight = np.add.reduceat(weight, run_start)
-        run_sum = np.add.reduceat(weighted, run_start, axis=0)
-        # runs per segment and each segment's first run (in run numbering)
-        runs = np.add.reduceat(end, seg_start).astype(np.int64)
-        first_run = np.concatenate(([0], np.cumsum(runs)[:-1]))
-        last_run = first_run + runs - 1
-        # segmented cumulative sum: the global one minus the total before the segment
-        path = np.cumsum(run_sum, axis=0)
-        before = np.where(_col(first_run > 0, path), path[np.maximum(first_run - 1, 0)], 0.0)
-        path -= np.repeat(before, runs, axis=0)
-        high = np.maximum(np.maximum.reduceat(path, first_run, axis=0), 0.0)
-        low = np.minimum(np.minimum.reduceat(path, first_run, axis=0), 0.0)
-        # eq. (6) terms between consecutive runs of the same segment
+        seg_last = seg_start + lengths - 1
+        values = np.take(weighted, index, axis=0, mode="clip")
+        path = np.cumsum(values, axis=0)  # eq. (1), unnormalised, across the whole group
+        positions = np.asarray(group)
+        if self.has_ties:
+            run = np.take(self.run_id, index, mode="clip")
+            end = np.ones(index.size, dtype=bool)
+            np.not_equal(run[1:], run[:-1], out=end[:-1])
+            end[seg_last] = True
+            ends = np.flatnonzero(end)
+            at_ends = path[ends]
+            first = np.searchsorted(ends, seg_start)  # first end of each segment
+        else:
+            ends, at_ends, first = None, path, seg_start
+        before = np.zeros((len(parts), *path.shape[1:]))
+        before[1:] = path[seg_start[1:] - 1]
+        out.high[positions] = np.maximum(np.maximum.reduceat(at_ends, first, axis=0) - before, 0.0)
+        out.low[positions] = np.minimum(np.minimum.reduceat(at_ends, first, axis=0) - before, 0.0)
+        out.offset[positions] = path[seg_last] - before
+        out.count[positions] = lengths
+        weight = np.take(self.weight, index, mode="clip") if self.weighted else None
+        out.weight[positions] = (np.add.reduceat(weight, seg_start) if self.weighted
+                                 else lengths.astype(float))
+        out.variance[positions] = np.add.reduceat(
+            np.take(self.variance, index, mode="clip"), seg_start)
+        if adjacent:
+            self._adjacent(values, weight, ends, seg_start, lengths, positions, out)
+
+    def _adjacent(self, values, weight, ends, seg_start, lengths, positions, out) -> None:
+        """Eq. (6) pieces over the tie runs of each segment (see :func:`sigma_adjacent`)."""
+        weight = np.ones(values.shape[0]) if weight is None else weight
+        if ends is None:  # no ties: every row is a run
+            run_sum, run_weight, first_run = values, weight, seg_start
+        else:
+            run_start = np.concatenate(([0], ends[:-1] + 1))
+            run_sum = np.add.reduceat(values, run_start, axis=0)
+            run_weight = np.add.reduceat(weight, run_start)
+            first_run = np.searchsorted(run_start, seg_start)
+        last_run = np.concatenate((first_run[1:], [run_weight.size])) - 1
         terms = np.zeros_like(run_sum)
         terms[1:] = adjacent_terms(run_sum, run_weight)
-        terms[first_run] = 0.0
+        terms[first_run] = 0.0  # no term across two segments
         mean = safe_ratio_signed(run_sum, _col(run_weight, run_sum))
-        positions = np.asarray(group)
-        out.count[positions] = lengths
-        out.weight[positions] = np.add.reduceat(weight, seg_start)
-        out.variance[positions] = np.add.reduceat(self.variance[index], seg_start)
         out.first_weight[positions] = run_weight[first_run]
         out.last_weight[positions] = run_weight[last_run]
-        out.offset[positions] = path[last_run]
-        out.high[positions] = high
-        out.low[positions] = low
         out.adjacent[positions] = np.add.reduceat(terms, first_run, axis=0)
         out.first_mean[positions] = mean[first_run]
         out.last_mean[positions] = mean[last_run]

@@ -169,8 +169,8 @@ class NumpyEngine(Engine):
                 {k: v[start:stop] for k, v in codes.items()}, stop - start)
             evaluator = Evaluator(p.score[start:stop], p.weight[start:stop],
                                   run_end=p.run_end[start:stop])
-            chunks.append(evaluator.summaries(
-                p.label[start:stop] - p.score[start:stop], members))
+            chunks.append(evaluator.summaries(  # eq. (5) only: screening is binary
+                p.label[start:stop] - p.score[start:stop], members, adjacent=False))
         summaries = combine_all(chunks)
         stats = finish(summaries, SigmaMethod.BERNOULLI)
         count, weight, variance, kuiper = (

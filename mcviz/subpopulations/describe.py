@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 import re
 from collections.abc import Sequence
@@ -9,7 +10,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from mcviz.errors import ValidationError
 from mcviz.subpopulations.model import Condition
 
 # --------------------------------------------------------------------------------------------
@@ -85,6 +85,8 @@ def describe_conditions(conditions: Sequence[Condition]) -> str:
 
 
 def _sql_literal(value: object) -> str:
+    if isinstance(value, _dt.datetime) and not isinstance(value, pd.Timestamp):
+        value = pd.Timestamp(value)
     if isinstance(value, bool | np.bool_):
         return "TRUE" if value else "FALSE"
     if isinstance(value, pd.Timestamp):
@@ -103,37 +105,44 @@ def _sql_literal(value: object) -> str:
 def conditions_sql(conditions: Sequence[Condition]) -> str:
     """Translate a conjunction into a standard SQL boolean expression (with the missing rule).
 
-    Missing values must be SQL NULLs (not NaN). ``>``, ``>=``, ``!=`` and ``not in`` add
-    ``OR x IS NULL`` so that SQL's three-valued logic reproduces :data:`MISSING_RULE`.
+    The one translation of :mod:`mcviz.engines.sql` (:func:`~mcviz.engines.sql.predicate_sql`)
+    with its bound parameters written inline as literals, and column kinds taken from the
+    condition values (text, date/time, boolean, number). Missing values must be SQL NULLs (not
+    NaN): ``>``, ``>=``, ``!=`` and ``not in`` add ``OR x IS NULL`` so that SQL's three-valued
+    logic reproduces :data:`MISSING_RULE`.
 
     Examples
     --------
     >>> print(conditions_sql([Condition("age", ">=", 37), Condition("job", "in", ("A", "B"))]))
-    ("age" >= 37 OR "age" IS NULL) AND "job" IN ('A', 'B')
+    ((("age" >= 37.0 OR ("age" IS NULL))) AND (("job" IN ('A', 'B') AND NOT ("job" IS NULL))))
     >>> conditions_sql([])
     'TRUE'
     """
-    if not conditions:
-        return "TRUE"
-    parts = []
+    from mcviz.engines.sql import DUCKDB, Query, predicate_sql  # engines import this package
+
+    kinds: dict[str, str] = {}
     for c in conditions:
-        name = '"' + c.column.replace('"', '""') + '"'
-        if c.op == "is missing":
-            parts.append(f"{name} IS NULL")
-        elif c.op == "is not missing":
-            parts.append(f"{name} IS NOT NULL")
-        elif c.op in ("in", "not in"):
-            items = c.value if isinstance(c.value, tuple | list) else (c.value,)
-            listed = ", ".join(_sql_literal(v) for v in items)
-            if c.op == "in":
-                parts.append(f"{name} IN ({listed})")
-            else:
-                parts.append(f"({name} NOT IN ({listed}) OR {name} IS NULL)")
-        elif c.op in ("<", "<=", "=="):
-            parts.append(f"{name} {'=' if c.op == '==' else c.op} {_sql_literal(c.value)}")
-        elif c.op in (">", ">=", "!="):
-            sql_op = "<>" if c.op == "!=" else c.op
-            parts.append(f"({name} {sql_op} {_sql_literal(c.value)} OR {name} IS NULL)")
-        else:
-            raise ValidationError(f"unknown operator {c.op!r} on {c.column!r}.", column=c.column)
-    return " AND ".join(parts)
+        items = c.value if isinstance(c.value, tuple | list) else (c.value,)
+        for value in items:
+            if value is not None and c.column not in kinds:
+                kinds[c.column] = _literal_kind(value)
+        kinds.setdefault(c.column, "int")
+    query = Query(DUCKDB)
+    text = predicate_sql(conditions, kinds, query)
+
+    def inline(match: re.Match) -> str:
+        if match.group(1) is None:  # a quoted identifier: left as it is
+            return match.group(0)
+        return _sql_literal(query.params[f"p{match.group(1)}"])
+
+    return re.sub(r'"(?:[^"]|"")*"|\$p(\d+)', inline, text)
+
+
+def _literal_kind(value: object) -> str:
+    if isinstance(value, bool | np.bool_):
+        return "bool"
+    if isinstance(value, pd.Timestamp | _dt.datetime | _dt.date):
+        return "timestamp"
+    if isinstance(value, str):
+        return "string"
+    return "int"  # a number; NaN is not a missing value in standard SQL
