@@ -279,11 +279,11 @@ def _z(evaluator, pred, labels, members, method, low_prevalence) -> np.ndarray:
         raise ValidationError("a set of redrawn responses has no positive response, so the "
                               "low-prevalence weight 1/A is undefined.")
     factor = np.where(labels == 1, 1.0 / prevalence, 1.0)
-    kuiper_sums = evaluator.summaries(factor * residual, members)
+    kuiper_sums = evaluator.summaries(factor * residual, members, adjacent=False)
     high_low = kuiper_sums.high - kuiper_sums.low  # path range, in units of the weights
     # sum_k S(1-S) W^2 f*^2 = V_k + (1/A*^2 - 1) sum_k S(1-S) W^2 R*, via a second pass
     variance = pred.score * (1.0 - pred.score) * pred.weight
-    extra = evaluator.summaries(variance[:, None] * labels, members).offset
+    extra = evaluator.summaries(variance[:, None] * labels, members, adjacent=False).offset
     total = kuiper_sums.variance[:, None] + (1.0 / prevalence**2 - 1.0) * extra
     return np.asarray(safe_ratio(high_low, np.sqrt(np.maximum(total, 0.0))), dtype=float)
 
