@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mcviz.groupings.local as local_module
 from mcviz.errors import ValidationError
 from mcviz.groupings import (
     covariate_bins,
@@ -17,6 +18,7 @@ from mcviz.groupings import (
     local_calibration_map,
     local_error_distribution,
     neighbourhood_tradeoff,
+    neighbours,
     score_bins,
 )
 from mcviz.io import Predictions
@@ -212,9 +214,7 @@ def _brute_knn(pred, space, k):
 
 @pytest.mark.parametrize("max_cells", [64, 0])
 def test_local_knn_with_many_ties_matches_brute_force(monkeypatch, max_cells):
-    import mcviz.groupings as groupings
-
-    monkeypatch.setattr(groupings, "MAX_CELLS", max_cells)
+    monkeypatch.setattr(neighbours, "MAX_CELLS", max_cells)
     rng = np.random.default_rng(5)
     n = 300
     pred = Predictions.from_arrays(
@@ -367,11 +367,9 @@ def test_index_groups_of_generated_subpopulations():
 
 
 def test_chunked_search_gives_the_same_errors(monkeypatch):
-    import mcviz.groupings as groupings
-
     pred = _random_pred(n=150, seed=12, weighted=True)
     whole = local_calibration(pred, ["x0", "x1"], k=10)
-    monkeypatch.setattr(groupings, "CHUNK_NEIGHBOURS", 25)  # chunks of 2 centres
+    monkeypatch.setattr(local_module, "CHUNK_NEIGHBOURS", 25)  # chunks of 2 centres
     chunked = local_calibration(pred, ["x0", "x1"], k=10)
     np.testing.assert_allclose(chunked.groups.error, whole.groups.error)
     np.testing.assert_allclose(chunked.radius, whole.radius)
@@ -420,10 +418,8 @@ def test_ties_at_the_kth_distance_are_all_included_and_row_order_does_not_matter
 
 
 def test_pair_limits(monkeypatch):
-    import mcviz.groupings as groupings
-
     pred = _random_pred(n=200, seed=13)
-    monkeypatch.setattr(groupings, "MAX_PAIRS", 1_000)
+    monkeypatch.setattr(local_module, "MAX_PAIRS", 1_000)
     with pytest.raises(ValidationError, match="choose a smaller bandwidth"):
         kernel_calibration(pred, ["x0"], bandwidth=5.0, max_centres=None)
     with pytest.raises(ValidationError, match="exceed 1,000 pairs"):
@@ -432,11 +428,9 @@ def test_pair_limits(monkeypatch):
 
 @pytest.mark.parametrize("max_cells", [64, 0])
 def test_cell_search_with_nominal_covariates_matches_brute_force(monkeypatch, max_cells):
-    import mcviz.groupings as groupings
-
     # Two nominal covariates (3 x 2 = 6 cells, one tiny so groups must cross cells) and a
     # numeric covariate with missing values; max_cells = 0 forces the one-tree search.
-    monkeypatch.setattr(groupings, "MAX_CELLS", max_cells)
+    monkeypatch.setattr(neighbours, "MAX_CELLS", max_cells)
     rng = np.random.default_rng(21)
     n = 240
     g = rng.choice(["a", "b", "c"], n, p=[0.6, 0.38, 0.02])
@@ -458,8 +452,6 @@ def test_cell_search_with_nominal_covariates_matches_brute_force(monkeypatch, ma
 
 
 def test_cell_search_equals_one_tree_search():
-    import mcviz.groupings as groupings
-
     rng = np.random.default_rng(8)
     n = 400
     pred = Predictions.from_arrays(
@@ -469,7 +461,7 @@ def test_cell_search_equals_one_tree_search():
                     "h": rng.choice(["u", "v"], n)},
     )
     space = input_space(pred)
-    searcher = groupings._Searcher(space.matrix, space.nominal)
+    searcher = neighbours._Searcher(space.matrix, space.nominal)
     assert searcher.cells
     for k in (1, 7, 60):
         cell_d, cell_i = searcher._cell_query(space.matrix, k)
