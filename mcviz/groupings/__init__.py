@@ -3,13 +3,16 @@ r"""Groupings: which observations are compared when calibration is measured.
 Höltgen & Williamson [1] split every calibration score into a *grouping* (a family of groups
 :math:`\{I_j\}_{j \in J}`) and an *agglomeration* of the groups' errors (see
 :mod:`mcviz.agglomeration`). This module builds groupings as explicit objects and returns, for
-every group, the signed calibration error of eq. (6) of [1], weighted when the predictions are:
+every group, the signed calibration error, weighted when the predictions are:
 
-.. math:: c(I) = \frac{\sum_{i \in I} W_i (S_i - R_i)}{\sum_{i \in I} W_i},
+.. math:: e(I) = \frac{\sum_{i \in I} W_i (R_i - S_i)}{\sum_{i \in I} W_i} = -c(I),
 
-positive where the scores over-predict. (The cumulative statistics of :mod:`mcviz.cumulative`
-use the opposite sign, :math:`R - S`; eq. (6) of [1] is kept here so that the paper's
-fairness measures read as printed.)
+positive where the scores under-predict: one sign convention, response minus score, as in
+every cumulative plot of :mod:`mcviz.cumulative`. Eq. (6) of [1] defines
+:math:`c(I) = \text{mean}(S - R)`, the opposite sign; the paper's sign is kept only where the
+paper's own definition depends on it (the superquantile deviation of
+:mod:`mcviz.agglomeration`, labelled there). Absolute errors, the range and the standard
+deviation do not depend on the sign.
 
 Groupings
 ---------
@@ -40,9 +43,11 @@ Distances are Euclidean in a standardised copy of the chosen covariates (:func:`
   divided by the standard deviation (``scaling="standard"``). A scale of 0 falls back to the
   standard deviation, then to 1. Missing values are set to the centre (0) and flagged by an
   extra 0/1 column "<name> missing", so missing and observed values lie 1 apart;
-* nominal covariates are one-hot encoded, every level (a missing value is one more level) scaled
-  by :math:`1/\sqrt 2`, so two different levels lie exactly 1 apart - one standard deviation of
-  a numeric covariate.
+* nominal covariates contribute 0 to the squared distance where two observations share the
+  level and 1 where they differ (a missing value is one more level): the distance of a one-hot
+  encoding scaled by :math:`1/\sqrt 2`, so two different levels lie exactly 1 apart - one
+  standard deviation of a numeric covariate. The encoding is never built: each nominal
+  covariate is one integer code per row, so memory is O(n) whatever the number of levels.
 
 Standard errors (documented rule)
 ---------------------------------
@@ -50,7 +55,7 @@ For binary responses a group's standard error is its spread under perfect calibr
 group version of eq. (5) of [2] and of eq. (8) of [1] with :math:`p = S`:
 :math:`\sqrt{\sum_I W_i^2 S_i (1 - S_i)} / \sum_I W_i`. For real-valued responses it is the
 empirical :math:`\sqrt{m/(m-1)}\,\sqrt{\sum_I W_i^2 (d_i - c)^2} / \sum_I W_i` with
-:math:`d_i = S_i - R_i` (NaN for a single observation).
+:math:`d_i = R_i - S_i` (NaN for a single observation).
 
 References
 ----------
@@ -61,13 +66,8 @@ References
 """
 
 from mcviz.groupings.input_space import input_space
-from mcviz.groupings.local import (
-    kernel_calibration,
-    local_calibration,
-    local_calibration_map,
-    local_error_distribution,
-    neighbourhood_tradeoff,
-)
+from mcviz.groupings.local import kernel_calibration, local_calibration
+from mcviz.groupings.local_views import local_calibration_map, local_error_distribution
 from mcviz.groupings.partitions import covariate_bins, group_errors, index_groups, score_bins
 from mcviz.groupings.results import (
     GroupErrors,
@@ -77,6 +77,7 @@ from mcviz.groupings.results import (
     LocalMap,
     NeighbourhoodTradeoff,
 )
+from mcviz.groupings.tradeoff import neighbourhood_tradeoff
 
 __all__ = [
     "GroupErrors",

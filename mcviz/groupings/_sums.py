@@ -49,7 +49,7 @@ def _from_sums(
         mass=_readonly(mass / mass.sum()),
         standard_error=_readonly(standard_error),
         mean_score=_readonly(mean_score),
-        mean_label=_readonly(mean_score - error),
+        mean_label=_readonly(mean_score + error),
         centre=None if centre is None else _readonly(centre),
         overlapping=overlapping,
         n=pred.n,
@@ -68,8 +68,8 @@ def _error_and_se(
     vd2_sum: np.ndarray,
     var_sum: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Group errors (eq. (6) of [1]) and their standard errors from per-group sums."""
-    error = vd_sum / v_sum  # eq. (6) of [1]
+    """Group errors (eq. (6) of [1], sign reversed) and their standard errors from sums."""
+    error = vd_sum / v_sum  # -c(I), eq. (6) of [1]: weighted mean of R - S
     if response_kind == "binary":
         return error, np.sqrt(var_sum) / v_sum  # eq. (5) of [2] for the group
     # sum v² (d - c)² = sum v² d² - 2 c sum v² d + c² sum v²; var_sum holds sum v² d here.
@@ -82,7 +82,7 @@ def _error_and_se(
 def _per_point(pred: Predictions) -> dict[str, np.ndarray]:
     """Per-observation terms whose (weighted) sums give every group statistic."""
     w = pred.weight
-    d = pred.score - pred.label
+    d = pred.label - pred.score  # response minus score, the sign of mcviz.cumulative
     # Binary: S(1 - S) for the null standard error; otherwise d, to centre the empirical one.
     spread = pred.score * (1.0 - pred.score) if pred.response_kind == "binary" else d
     return {"w": w, "d": d, "spread": spread, "s": pred.score}

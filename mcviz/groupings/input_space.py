@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -15,13 +16,47 @@ from mcviz.io import Predictions
 ROBUST_SCALE = 1.349
 """IQR / 1.349 is the standard deviation of a normal distribution."""
 
+RULE_NOMINAL = (
+    "nominal covariates: distance 0 between equal levels and 1 between different ones (a "
+    "missing value is one more level), as one-hot columns scaled by 1/√2; Euclidean distance"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SpaceShape:
+    """Columns of an input space, known before it is built (for the resource model)."""
+
+    names: tuple[str, ...]
+    numeric: int  # numeric columns, missing flags included
+    nominal: int  # nominal covariates
+    levels: int  # levels of the nominal covariates, summed
+
+
+def space_shape(pred: Predictions, covariates: Sequence[str] | None) -> SpaceShape:
+    """Validate the covariates and count the columns of their input space (O(n), no copies)."""
+    names = list(pred.covariates.columns) if covariates is None else _check_columns(
+        pred, covariates
+    )
+    if not names:
+        raise ValidationError("no covariates to form an input space; choose at least one.")
+    numeric = nominal = levels = 0
+    for name in names:
+        series = pred.covariates[name]
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            nominal += 1
+            levels += len(series.cat.categories) + int(bool(series.isna().any()))
+        else:
+            numeric += 1 + int(bool(series.isna().any()))
+    return SpaceShape(tuple(names), numeric, nominal, levels)
+
+
 def input_space(
     pred: Predictions,
     covariates: Sequence[str] | None = None,
     *,
     scaling: Scaling = "robust",
 ) -> InputSpace:
-    r"""Standardise covariates into a matrix for nearest-neighbour and kernel groups.
+    r"""Standardise covariates for nearest-neighbour and kernel groups.
 
     Parameters
     ----------
@@ -30,91 +65,98 @@ def input_space(
         Default: every covariate.
     scaling : {"robust", "standard"}
         Numeric covariates: (x - median) / (IQR/1.349), or (x - mean) / sd. Nominal covariates
-        are one-hot encoded with every level scaled by :math:`1/\sqrt 2`. See the module notes.
+        are held as integer codes: two different levels lie 1 apart (the distance of a one-hot
+        encoding scaled by :math:`1/\sqrt 2`, never built). See the module notes.
 
     Returns
     -------
     InputSpace
+        Memory O(n · covariates), independent of the number of levels.
 
     Examples
     --------
     >>> pred = Predictions.from_arrays([0.1, 0.2, 0.3], [0, 1, 0],
     ...                                covariates={"c": ["a", "b", "a"]})
     >>> space = input_space(pred)
-    >>> space.columns, round(float(np.linalg.norm(space.matrix[0] - space.matrix[1])), 12)
-    (('c=a', 'c=b'), 1.0)
+    >>> space.levels, space.squared_distances([0], [1, 2]).tolist()
+    ((('a', 'b'),), [[1.0, 0.0]])
     """
-    names = list(pred.covariates.columns) if covariates is None else _check_columns(
-        pred, covariates
-    )
-    if not names:
-        raise ValidationError("no covariates to form an input space; choose at least one.")
     if scaling not in ("robust", "standard"):
         raise ValidationError(f"scaling must be 'robust' or 'standard', not {scaling!r}.")
-    blocks: list[np.ndarray] = []
+    shape = space_shape(pred, covariates)
+    numeric: list[np.ndarray] = []
     columns: list[str] = []
-    nominal: list[bool] = []
-    for name in names:
+    codes: list[np.ndarray] = []
+    nominal_columns: list[str] = []
+    levels: list[tuple[str, ...]] = []
+    for name in shape.names:
         series = pred.covariates[name]
         if isinstance(series.dtype, pd.CategoricalDtype):
-            codes = series.cat.codes.to_numpy().astype(np.int64)
-            levels = [str(level) for level in series.cat.categories]
-            if (codes < 0).any():
-                codes = np.where(codes < 0, len(levels), codes)
-                levels.append("missing")
-            block = np.zeros((pred.n, len(levels)))
-            block[np.arange(pred.n), codes] = 1.0 / np.sqrt(2.0)
-            blocks.append(block)
-            columns.extend(f"{name}={level}" for level in levels)
-            nominal.extend([True] * len(levels))
+            code = series.cat.codes.to_numpy().astype(np.int32)
+            names = [str(level) for level in series.cat.categories]
+            if (code < 0).any():
+                code = np.where(code < 0, len(names), code).astype(np.int32)
+                names.append("missing")
+            codes.append(code)
+            nominal_columns.append(name)
+            levels.append(tuple(names))
             continue
-        values = _numeric_values(series)
-        present = ~np.isnan(values)
-        observed = values[present]
-        if observed.size == 0:
-            raise ValidationError(f"covariate {name!r} is missing on every row.", column=name)
-        if scaling == "robust":
-            centre = float(np.median(observed))
-            q1, q3 = np.quantile(observed, [0.25, 0.75])
-            scale = float(q3 - q1) / ROBUST_SCALE
-        else:
-            centre = float(observed.mean())
-            scale = 0.0
-        if scale <= 0:
-            scale = float(observed.std())
-        if scale <= 0:
-            scale = 1.0
-        standardised = np.where(present, (values - centre) / scale, 0.0)
-        blocks.append(standardised[:, None])
+        values, present = _standardised(series, name, scaling)
+        numeric.append(values)
         columns.append(name)
-        nominal.append(False)
         if not present.all():
-            blocks.append((~present).astype(float)[:, None])
+            numeric.append((~present).astype(float))
             columns.append(f"{name} missing")
-            nominal.append(False)
     rule = (
         ("numeric covariates: (x − median)/(IQR/1.349)" if scaling == "robust"
          else "numeric covariates: (x − mean)/sd")
-        + "; missing numeric values at the centre plus a 0/1 missing flag; nominal covariates "
-        "one-hot with levels 1 apart (scaled 1/√2); Euclidean distance"
+        + "; missing numeric values at the centre plus a 0/1 missing flag; " + RULE_NOMINAL
     )
+    n = pred.n
     return InputSpace(
-        matrix=_readonly(np.ascontiguousarray(np.hstack(blocks))),
-        covariates=tuple(names),
+        numeric=_readonly(np.column_stack(numeric) if numeric else np.zeros((n, 0))),
+        codes=_readonly(np.column_stack(codes) if codes else np.zeros((n, 0), np.int32)),
+        covariates=shape.names,
         columns=tuple(columns),
+        nominal_columns=tuple(nominal_columns),
+        levels=tuple(levels),
         scaling=scaling,
         rule=rule,
-        nominal=_readonly(np.array(nominal, dtype=bool)),
     )
+
+
+def _standardised(series: pd.Series, name: str, scaling: str) -> tuple[np.ndarray, np.ndarray]:
+    """Return (x - centre) / scale with missing values at 0, and the mask of observed values."""
+    values = _numeric_values(series)
+    present = ~np.isnan(values)
+    observed = values[present]
+    if observed.size == 0:
+        raise ValidationError(f"covariate {name!r} is missing on every row.", column=name)
+    if scaling == "robust":
+        centre = float(np.median(observed))
+        q1, q3 = np.quantile(observed, [0.25, 0.75])
+        scale = float(q3 - q1) / ROBUST_SCALE
+    else:
+        centre = float(observed.mean())
+        scale = 0.0
+    if scale <= 0:
+        scale = float(observed.std())
+    if scale <= 0:
+        scale = 1.0
+    return np.where(present, (values - centre) / scale, 0.0) + 0.0, present
 
 
 def _centres(n: int, max_centres: int | None, seed: int) -> tuple[np.ndarray, bool]:
+    if max_centres is not None and max_centres < 1:
+        raise ValidationError(f"max_centres must be positive, not {max_centres}.")
     if max_centres is None or max_centres >= n:
         return np.arange(n), False
-    if max_centres < 1:
-        raise ValidationError(f"max_centres must be positive, not {max_centres}.")
     rng = np.random.default_rng(seed)
     return np.sort(rng.choice(n, size=max_centres, replace=False)), True
+
+
+def _n_centres(n: int, max_centres: int | None) -> int:
+    return n if max_centres is None else min(n, max(int(max_centres), 1))
 
 
 def _check_k(k: int, n: int) -> int:
@@ -123,4 +165,3 @@ def _check_k(k: int, n: int) -> int:
     if k > n:
         raise ValidationError(f"k = {k:,} exceeds the number of observations ({n:,}).")
     return int(k)
-

@@ -1,50 +1,89 @@
-"""Local calibration: k-NN and kernel groups around centres, the k trade-off."""
+"""Local calibration: k-NN and kernel groups around centres in input space."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 from scipy.spatial import cKDTree
 
+from mcviz.budget import Budget, Progress, check, knn_estimate, report_progress
 from mcviz.errors import ValidationError
-from mcviz.groupings._sums import _check_columns, _error_and_se, _from_sums, _per_point
-from mcviz.groupings.input_space import _centres, _check_k, input_space
+from mcviz.groupings._sums import _from_sums
+from mcviz.groupings.input_space import (
+    _centres,
+    _check_k,
+    _n_centres,
+    input_space,
+    space_shape,
+)
 from mcviz.groupings.neighbours import (
     _SUM_KEYS,
-    TIE_TOLERANCE,
-    _covering_query,
+    _cover,
     _distinct_inputs,
     _group_matrix,
+    _Inputs,
     _Searcher,
 )
-from mcviz.groupings.results import (
-    LocalCalibration,
-    LocalErrorDistribution,
-    LocalMap,
-    NeighbourhoodTradeoff,
-    Scaling,
-    _readonly,
-)
+from mcviz.groupings.results import InputSpace, LocalCalibration, Scaling, _readonly
 from mcviz.io import Predictions
 
-MAX_MAP_POINTS = 10_000
-"""The local-calibration map carries at most this many points (a seeded sample)."""
-
-MAX_CELLS = 64
-"""Nearest-neighbour search splits rows by nominal levels when there are at most this many
-combinations of levels (see ``_Searcher``)."""
-
-CHUNK_NEIGHBOURS = 5_000_000
-"""Neighbours searched per chunk by :func:`local_calibration` (bounds its memory)."""
+CHUNK_NEIGHBOURS = 2_000_000
+"""Neighbours searched per chunk of centres (bounds the search's memory)."""
 
 MAX_PAIRS = 30_000_000
 """Kernel groups and the k trade-off refuse to hold more (centre, neighbour) pairs than this."""
 
 GAUSSIAN_CUTOFF = 4.0
 """Gaussian kernels are truncated at this many bandwidths (the dropped mass is below 1e-3)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Prepared:
+    """An input space with its distinct inputs and the (distinct) inputs of the centres."""
+
+    space: InputSpace
+    centres: np.ndarray  # rows (score order) at which groups are formed
+    sampled: bool
+    inputs: _Inputs
+    queries: np.ndarray  # distinct inputs of the centres
+    inverse: np.ndarray  # position in ``queries`` of each centre
+    multiplicity: np.ndarray  # centres sharing each query
+
+
+def _prepare(
+    pred: Predictions,
+    covariates: Sequence[str] | None,
+    *,
+    scaling: Scaling,
+    max_centres: int | None,
+    seed: int,
+    k: int,
+    budget: Budget | int | str | None,
+    progress: Progress | None,
+) -> _Prepared:
+    """Check the cost against the budget, then standardise and merge identical inputs."""
+    if scaling not in ("robust", "standard"):
+        raise ValidationError(f"scaling must be 'robust' or 'standard', not {scaling!r}.")
+    shape = space_shape(pred, covariates)
+    check(
+        knn_estimate(
+            pred.n, numeric=shape.numeric, nominal=shape.nominal, levels=shape.levels,
+            centres=_n_centres(pred.n, max_centres), k=k, chunk=CHUNK_NEIGHBOURS,
+        ),
+        budget,
+    )
+    report_progress(progress, 0.0, "standardising the input space")
+    space = input_space(pred, shape.names, scaling=scaling)
+    centres, sampled = _centres(pred.n, max_centres, seed)
+    report_progress(progress, 0.03, "merging identical inputs")
+    inputs = _distinct_inputs(pred, space)
+    queries, inverse, multiplicity = np.unique(
+        inputs.of_row[centres], return_inverse=True, return_counts=True
+    )
+    return _Prepared(space, centres, sampled, inputs, queries, inverse.ravel(), multiplicity)
 
 
 def local_calibration(
@@ -55,6 +94,8 @@ def local_calibration(
     scaling: Scaling = "robust",
     max_centres: int | None = None,
     seed: int = 0,
+    budget: Budget | int | str | None = None,
+    progress: Progress | None = None,
 ) -> LocalCalibration:
     r"""Local calibration error of every point from its k nearest neighbours in input space.
 
@@ -72,31 +113,44 @@ def local_calibration(
         Estimate at a seeded random sample of this many centres (neighbours are always searched
         among all observations). Default: every observation.
     seed : int, default 0
+    budget : Budget, int, str or None
+        Memory (and time) budget; see :mod:`mcviz.budget`. Default: ``MCVIZ_MEMORY_BUDGET`` or a
+        share of the machine's memory.
+    progress : callable, optional
+        ``progress(fraction, text)``, called as the search advances; it may raise (e.g.
+        :class:`mcviz.budget.Cancelled`) to stop the computation, which leaves no state behind.
 
     Returns
     -------
     LocalCalibration
 
+    Raises
+    ------
+    ValidationError
+        For bad arguments, or before anything is computed when the estimated cost
+        (:func:`mcviz.budget.knn_estimate`) exceeds the budget.
+
     Notes
     -----
     For each centre :math:`x`, let :math:`r_k(x)` be the distance of its k-th nearest
-    observation (the centre included; Euclidean distance in the standardised space, found with
-    scipy's ``cKDTree``). The group is every observation within that distance,
+    observation (the centre included; Euclidean distance in the standardised space, found
+    exactly with k-d trees, :mod:`mcviz.groupings.neighbours`). The group is every observation
+    within that distance,
 
     .. math:: I_x = \{ i : \|x_i - x\| \le r_k(x) \}, \qquad |I_x| \ge k,
 
     so observations tied at the k-th distance - in particular all observations sharing an
     input - are all in or all out (footnotes 3 and 11 of [1]) and no result depends on the
-    order of the rows. The local error is :math:`c(I_x)` of eq. (6) of [1], the estimator of
-    :math:`\hat p(x) - \mathbb{E}[Y \mid X = x]` of Proposition 5. ``groups.size`` holds
-    :math:`|I_x|`; ``radius`` holds :math:`r_k(x)` (0 when k observations share the input).
+    order of the rows. The local error is :math:`c(I_x)` of eq. (6) of [1] with the sign of
+    this package, response minus score: the estimator of
+    :math:`\mathbb{E}[Y \mid X = x] - \hat p(x)` (Proposition 5 of [1] with the sign reversed).
+    ``groups.size`` holds :math:`|I_x|`; ``radius`` holds :math:`r_k(x)` (0 when k observations
+    share the input).
 
-    Cost: the k-d tree search grows quickly with the number of numeric dimensions; nominal
-    covariates with at most ``MAX_CELLS`` level combinations are searched cell by cell. With
-    k = 100 and 10^5 rows it takes about 2-3 CPU seconds with two or three numeric covariates
-    and about 17 with four numeric covariates and a 12-level nominal one
-    (``benchmarks/bench_groupings.py``); for wide spaces estimate at a sample of centres
-    (``max_centres``).
+    Cost: memory O(n) in the rows plus O(centres × k) for one chunk of the search, whatever
+    the number of category levels; time about centres × k tree steps (each centre searches its
+    own combination of nominal levels, and the other cells only when its k-th distance there is
+    at least 1). ``benchmarks/bench_groupings.py`` prints time and peak memory.
 
     Examples
     --------
@@ -105,48 +159,48 @@ def local_calibration(
     >>> pred = Predictions.from_arrays(np.full(200, 0.5), (x > 0).astype(int),
     ...                                covariates={"x": x})
     >>> local = local_calibration(pred, k=20)
-    >>> bool(local.groups.error[np.argmin(x[pred.row])] > 0.4)
+    >>> bool(local.groups.error[np.argmin(x[pred.row])] < -0.4)
     True
     """
     k = _check_k(k, pred.n)
-    space = input_space(pred, covariates, scaling=scaling)
-    centres, sampled = _centres(pred.n, max_centres, seed)
-    inputs = _distinct_inputs(pred, space)
-    queries, inverse, multiplicity = np.unique(
-        inputs.of_row[centres], return_inverse=True, return_counts=True
+    prep = _prepare(
+        pred, covariates, scaling=scaling, max_centres=max_centres, seed=seed, k=k,
+        budget=budget, progress=progress,
     )
-    searcher = _Searcher(inputs.matrix, space.nominal)
+    inputs, queries = prep.inputs, prep.queries
+    searcher = _Searcher(inputs)
     u = inputs.count.size
-    # Search in chunks of about CHUNK_NEIGHBOURS neighbours, so memory stays bounded for any k.
-    step = max(1, CHUNK_NEIGHBOURS // k)
+    # Chunks of about CHUNK_NEIGHBOURS neighbours bound the memory for any k; at least 20 chunks
+    # for progress reports when there are many centres.
+    step = max(1, min(CHUNK_NEIGHBOURS // k, max(256, -(-queries.size // 20))))
     totals, sizes, radii = [], [], []
     covered = np.zeros(u)  # groups containing each distinct input (Proposition 4)
     for start in range(0, queries.size, step):
-        chunk = queries[start : start + step]
-        distance, index, radius = _covering_query(searcher, inputs.matrix[chunk], k, inputs.count)
+        report_progress(
+            progress, 0.05 + 0.9 * start / queries.size,
+            f"searching the {k} nearest neighbours of {queries.size:,} centres",
+        )
+        distance, index, radius = _cover(searcher, queries[start : start + step], k)
         groups_of = _group_matrix(distance, index, radius, u)
         totals.append(groups_of @ inputs.terms)
         sizes.append(groups_of @ inputs.count)
         radii.append(radius)
-        covered += groups_of.T @ multiplicity[start : start + step].astype(float)
-    total = np.vstack(totals)[inverse.ravel()]
+        covered += groups_of.T @ prep.multiplicity[start : start + step].astype(float)
+    report_progress(progress, 0.95, "assembling the group errors")
+    total = np.vstack(totals)[prep.inverse]
     sums = {key: np.ascontiguousarray(total[:, j]) for j, key in enumerate(_SUM_KEYS)}
-    size = np.rint(np.concatenate(sizes)[inverse.ravel()]).astype(np.int64)
-    radius = np.concatenate(radii)[inverse.ravel()]
-    membership = np.rint(covered[inputs.of_row]).astype(np.int64)
-    labels = [f"row {r}" for r in pred.row[centres]]
-    note = f", {centres.size:,} sampled centres (seed {seed})" if sampled else ""
+    note = f", {prep.centres.size:,} sampled centres (seed {seed})" if prep.sampled else ""
     groups = _from_sums(
         pred=pred,
         kind="k-NN",
         description=(
             f"{k} nearest neighbours (ties at the k-th distance included) in "
-            f"({', '.join(space.covariates)}){note}"
+            f"({', '.join(prep.space.covariates)}){note}"
         ),
-        labels=labels,
-        size=size,
-        mass=pred.weight[centres].astype(float),
-        centre=centres,
+        labels=[f"row {r}" for r in pred.row[prep.centres]],
+        size=np.rint(np.concatenate(sizes)[prep.inverse]).astype(np.int64),
+        mass=pred.weight[prep.centres].astype(float),
+        centre=prep.centres,
         overlapping=True,
         notice=None,
         **sums,
@@ -157,11 +211,62 @@ def local_calibration(
         k=k,
         bandwidth=None,
         kernel=None,
-        radius=_readonly(radius),
-        membership=_readonly(membership),
-        space=space,
-        sampled=sampled,
+        radius=_readonly(np.concatenate(radii)[prep.inverse]),
+        membership=_readonly(np.rint(covered[inputs.of_row]).astype(np.int64)),
+        space=prep.space,
+        sampled=prep.sampled,
         seed=seed,
+    )
+
+
+def _pairs_within(
+    searcher: _Searcher, centres: np.ndarray, reach: float, limit: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (centre, distinct input) pair within ``reach``: rows, columns, distances.
+
+    Counts the pairs first (an upper bound when other cells can be in reach) and refuses more
+    than ``limit`` before allocating them.
+    """
+    inputs = searcher.inputs
+    cells = inputs.cell[centres] if searcher.nominal else np.zeros(centres.size, np.int64)
+    unique_cells = np.unique(cells)
+    own = [(np.flatnonzero(cells == c), int(c)) for c in unique_cells]
+    trees = [cKDTree(searcher.points[centres[rows]]) for rows, _ in own]
+    other = searcher.nominal and reach**2 > 1
+    other_reach = np.sqrt(max(reach**2 - 1.0, 0.0)) * (1 + 1e-12)
+    counted = sum(
+        int(tree.count_neighbors(searcher.cell_tree(c), reach))
+        for tree, (_, c) in zip(trees, own, strict=True)
+    )
+    all_centres = cKDTree(searcher.points[centres]) if other else None
+    if other:
+        counted += int(all_centres.count_neighbors(searcher.all_tree(), other_reach))
+    if counted > limit:
+        raise ValidationError(
+            f"the kernel groups would hold {counted:,} (centre, observation) pairs (limit "
+            f"{limit:,}); choose a smaller bandwidth or fewer centres (max_centres)."
+        )
+    rows, cols, dist = [], [], []
+    for tree, (members_of, c) in zip(trees, own, strict=True):
+        pairs = tree.sparse_distance_matrix(searcher.cell_tree(c), reach, output_type="ndarray")
+        rows.append(members_of[pairs["i"]])
+        cols.append(searcher.cell_members(c)[pairs["j"]])
+        dist.append(pairs["v"])
+    if other:
+        pairs = all_centres.sparse_distance_matrix(
+            searcher.all_tree(), other_reach, output_type="ndarray"
+        )
+        i, j = pairs["i"].astype(np.int64), pairs["j"].astype(np.int64)
+        gap = (inputs.codes[j] != inputs.codes[centres[i]]).sum(axis=1)
+        d2 = pairs["v"] ** 2 + gap
+        keep = (gap > 0) & (d2 <= reach**2)
+        rows.append(i[keep])
+        cols.append(j[keep])
+        dist.append(np.sqrt(d2[keep]))
+    return (
+        np.concatenate(rows).astype(np.int64),
+        np.concatenate(cols).astype(np.int64),
+        np.concatenate(dist),
     )
 
 
@@ -174,6 +279,8 @@ def kernel_calibration(
     scaling: Scaling = "robust",
     max_centres: int | None = 10_000,
     seed: int = 0,
+    budget: Budget | int | str | None = None,
+    progress: Progress | None = None,
 ) -> LocalCalibration:
     r"""Kernel-weighted local calibration errors around each centre (eq. (9), Prop. 6 of [1]).
 
@@ -190,8 +297,10 @@ def kernel_calibration(
     scaling : {"robust", "standard"}
     max_centres : int or None, default 10,000
         Estimate at a seeded sample of this many centres (None: every observation; the cost
-        grows with the number of pairs within reach).
+        grows with the number of pairs within reach, refused above ``MAX_PAIRS``).
     seed : int, default 0
+    budget, progress
+        As for :func:`local_calibration`.
 
     Returns
     -------
@@ -201,264 +310,69 @@ def kernel_calibration(
 
     Notes
     -----
-    .. math:: C(q_x) = \frac{\sum_i W_i K(\|x - x_i\|/\gamma)(S_i - R_i)}
+    .. math:: C(q_x) = \frac{\sum_i W_i K(\|x - x_i\|/\gamma)(R_i - S_i)}
                             {\sum_i W_i K(\|x - x_i\|/\gamma)}
 
-    is eq. (9) of [1] with the kernel distribution :math:`q_x` of Proposition 6. Every centre
-    lies in its own group, so no group is empty.
+    is eq. (9) of [1] with the kernel distribution :math:`q_x` of Proposition 6, in this
+    package's sign (response minus score). Every centre lies in its own group, so no group is
+    empty.
     """
     if not np.isfinite(bandwidth) or bandwidth <= 0:
         raise ValidationError(f"bandwidth must be a positive number, not {bandwidth!r}.")
     if kernel not in ("epanechnikov", "gaussian"):
         raise ValidationError(f"kernel must be 'epanechnikov' or 'gaussian', not {kernel!r}.")
-    space = input_space(pred, covariates, scaling=scaling)
-    centres, sampled = _centres(pred.n, max_centres, seed)
+    m = _n_centres(pred.n, max_centres)
+    prep = _prepare(
+        pred, covariates, scaling=scaling, max_centres=max_centres, seed=seed,
+        k=max(1, min(pred.n, MAX_PAIRS // m)), budget=budget, progress=progress,
+    )
+    inputs = prep.inputs
     reach = bandwidth * (1.0 if kernel == "epanechnikov" else GAUSSIAN_CUTOFF)
-    tree = cKDTree(space.matrix)
-    centre_tree = cKDTree(space.matrix[centres])
-    n_pairs = int(centre_tree.count_neighbors(tree, reach))
-    if n_pairs > MAX_PAIRS:
-        raise ValidationError(
-            f"bandwidth {bandwidth:g} puts {n_pairs:,} observations in the {centres.size:,} "
-            f"kernel groups (limit {MAX_PAIRS:,}); choose a smaller bandwidth or fewer centres "
-            "(max_centres)."
-        )
-    pairs = centre_tree.sparse_distance_matrix(tree, reach, output_type="ndarray")
-    rows = pairs["i"].astype(np.int64)
-    cols = pairs["j"].astype(np.int64)
-    u = pairs["v"] / bandwidth
-    # The 'ndarray' output keeps pairs at distance 0 (the centre itself, duplicates).
+    report_progress(progress, 0.1, f"finding the pairs within reach of {m:,} centres")
+    rows, cols, distance = _pairs_within(_Searcher(inputs), prep.queries, reach, MAX_PAIRS)
+    report_progress(progress, 0.8, "summing the kernel groups")
+    u = distance / bandwidth
     kernel_weight = 1.0 - u**2 if kernel == "epanechnikov" else np.exp(-0.5 * u**2)
     positive = kernel_weight > 0
     rows, cols, kernel_weight = rows[positive], cols[positive], kernel_weight[positive]
-    terms = _per_point(pred)
-    v = terms["w"][cols] * kernel_weight
-    d = terms["d"][cols]
-    m = centres.size
-
-    def total(values: np.ndarray) -> np.ndarray:
-        return np.bincount(rows, weights=values, minlength=m)
-
+    q = prep.queries.size
+    # Per distinct input the terms are sums of w, w², w d, w² d², w² spread, w s: the kernel
+    # multiplies the first kind once and the second (squared weights) twice.
+    power = (1, 2, 1, 2, 2, 1)
     sums = {
-        "v_sum": total(v),
-        "v2_sum": total(v * v),
-        "vd_sum": total(v * d),
-        "vd2_sum": total(v * v * d * d),
-        "var_sum": total(v * v * terms["spread"][cols]),
-        "vs_sum": total(v * terms["s"][cols]),
+        key: np.bincount(
+            rows, weights=inputs.terms[cols, j] * kernel_weight ** power[j], minlength=q
+        )[prep.inverse]
+        for j, key in enumerate(_SUM_KEYS)
     }
-    size = np.bincount(rows, minlength=m)
-    membership = np.bincount(cols, minlength=pred.n)
-    note = f", {m:,} sampled centres (seed {seed})" if sampled else ""
+    size = np.bincount(rows, weights=inputs.count[cols], minlength=q)[prep.inverse]
+    covered = np.bincount(cols, weights=prep.multiplicity[rows], minlength=inputs.count.size)
+    note = f", {m:,} sampled centres (seed {seed})" if prep.sampled else ""
     groups = _from_sums(
         pred=pred,
         kind="kernel",
         description=(
-            f"{kernel} kernel, bandwidth {bandwidth:g}, in ({', '.join(space.covariates)}){note}"
+            f"{kernel} kernel, bandwidth {bandwidth:g}, in ({', '.join(prep.space.covariates)})"
+            f"{note}"
         ),
-        labels=[f"row {r}" for r in pred.row[centres]],
-        size=size,
-        mass=pred.weight[centres].astype(float),
-        centre=centres,
+        labels=[f"row {r}" for r in pred.row[prep.centres]],
+        size=np.rint(size).astype(np.int64),
+        mass=pred.weight[prep.centres].astype(float),
+        centre=prep.centres,
         overlapping=True,
         notice=None,
         **sums,
     )
+    report_progress(progress, 1.0, "done")
     return LocalCalibration(
         groups=groups,
         method="kernel",
         k=None,
         bandwidth=float(bandwidth),
         kernel=kernel,
-        radius=_readonly(np.full(m, reach)),
-        membership=_readonly(membership),
-        space=space,
-        sampled=sampled,
+        radius=_readonly(np.full(prep.centres.size, reach)),
+        membership=_readonly(np.rint(covered[inputs.of_row]).astype(np.int64)),
+        space=prep.space,
+        sampled=prep.sampled,
         seed=seed,
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Views of local errors
-
-
-def local_calibration_map(
-    local: LocalCalibration,
-    pred: Predictions,
-    x: str,
-    y: str,
-    *,
-    max_points: int = MAX_MAP_POINTS,
-    seed: int = 0,
-) -> LocalMap:
-    """Points for a scatter of the local errors over two covariates (a seeded sample).
-
-    Parameters
-    ----------
-    local : LocalCalibration
-    pred : Predictions
-        The predictions ``local`` was computed from.
-    x, y : str
-        Covariates for the axes (any covariates, not only those spanning the input space).
-    max_points : int, default 10,000
-        At most this many centres are drawn, a seeded uniform sample when there are more.
-    seed : int, default 0
-
-    Returns
-    -------
-    LocalMap
-    """
-    _check_columns(pred, [x, y])
-    centres = local.groups.centre
-    total = centres.size
-    if total > max_points:
-        pick = np.sort(np.random.default_rng(seed).choice(total, size=max_points, replace=False))
-    else:
-        pick = np.arange(total)
-
-    def values(name: str) -> np.ndarray:
-        series = pred.covariates[name].iloc[centres[pick]]
-        if isinstance(series.dtype, pd.CategoricalDtype):
-            return series.astype(object).where(series.notna(), "missing").to_numpy()
-        return series.to_numpy()
-
-    what = (
-        f"k-NN, k = {local.k}" if local.method == "k-NN"
-        else f"{local.kernel} kernel, bandwidth {local.bandwidth:g}"
-    )
-    shown = (
-        f"a seeded sample (seed {seed}) of {pick.size:,} of {total:,} points"
-        if pick.size < total else f"all {total:,} points"
-    )
-    return LocalMap(
-        x=_readonly(values(x)),
-        y=_readonly(values(y)),
-        error=_readonly(local.groups.error[pick].copy()),
-        x_name=x,
-        y_name=y,
-        n_total=total,
-        n_shown=int(pick.size),
-        note=f"local error c(I) = mean(score − label), {what}; {shown}",
-    )
-
-
-def _weighted_quantiles(values: np.ndarray, mass: np.ndarray, q: Sequence[float]) -> np.ndarray:
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(mass[order])
-    cumulative /= cumulative[-1]
-    position = np.searchsorted(cumulative, np.asarray(q) - 1e-12, side="left")
-    return values[order][np.minimum(position, values.size - 1)]
-
-
-def local_error_distribution(local: LocalCalibration, *, bins: int = 60) -> LocalErrorDistribution:
-    """Histogram by probability mass and quantiles of the local errors.
-
-    Examples
-    --------
-    >>> pred = Predictions.from_arrays([0.5] * 4, [0, 1, 0, 1], covariates={"x": [0, 1, 2, 3]})
-    >>> dist = local_error_distribution(local_calibration(pred, k=4), bins=3)
-    >>> float(dist.mass.sum()), dist.mean
-    (1.0, 0.0)
-    """
-    groups = local.groups
-    error, mass = groups.error, groups.mass
-    low, high = float(error.min()), float(error.max())
-    if high <= low:
-        low, high = low - 0.005, high + 0.005
-    edges = np.linspace(low, high, bins + 1)
-    histogram, _ = np.histogram(error, bins=edges, weights=mass)
-    levels = (0.05, 0.25, 0.5, 0.75, 0.95)
-    quantiles = dict(zip(levels, _weighted_quantiles(error, mass, levels).tolist(), strict=True))
-    return LocalErrorDistribution(
-        edges=_readonly(edges),
-        mass=_readonly(histogram / histogram.sum()),
-        quantiles=quantiles,
-        mean=float(np.sum(error * mass)),
-        note=groups.description,
-    )
-
-
-def neighbourhood_tradeoff(
-    pred: Predictions,
-    covariates: Sequence[str] | None = None,
-    *,
-    ks: Sequence[int] = (10, 30, 100, 300, 1000),
-    scaling: Scaling = "robust",
-    max_centres: int | None = 2_000,
-    seed: int = 0,
-) -> NeighbourhoodTradeoff:
-    """Tabulate the group-size trade-off of k-NN groups over several k (Props. 2-3 of [1]).
-
-    One neighbour search with the largest k serves every k (the k-NN of a point are the first k
-    of its ``max(ks)`` nearest neighbours).
-
-    Parameters
-    ----------
-    pred : Predictions
-    covariates : sequence of str, optional
-    ks : sequence of int
-        Values of k (those above the number of observations are dropped).
-    scaling : {"robust", "standard"}
-    max_centres : int or None, default 2,000
-        Seeded sample of centres (time and memory grow as centres × max(ks)).
-    seed : int, default 0
-
-    Returns
-    -------
-    NeighbourhoodTradeoff
-    """
-    ks_array = np.unique(np.asarray([k for k in ks if 1 <= k <= pred.n], dtype=np.int64))
-    if ks_array.size == 0:
-        raise ValidationError(f"no k in {list(ks)} lies between 1 and n = {pred.n:,}.")
-    space = input_space(pred, covariates, scaling=scaling)
-    centres, sampled = _centres(pred.n, max_centres, seed)
-    if centres.size * int(ks_array[-1]) > MAX_PAIRS:
-        raise ValidationError(
-            f"{centres.size:,} centres × k = {int(ks_array[-1]):,} neighbours exceed "
-            f"{MAX_PAIRS:,} pairs; lower max_centres or the largest k."
-        )
-    kmax = int(ks_array[-1])
-    inputs = _distinct_inputs(pred, space)
-    queries, inverse = np.unique(inputs.of_row[centres], return_inverse=True)
-    inverse = inverse.ravel()
-    searcher = _Searcher(inputs.matrix, space.nominal)
-    distance, index, _ = _covering_query(searcher, inputs.matrix[queries], kmax, inputs.count)
-    distance, index = distance[inverse], index[inverse]
-    present = np.isfinite(distance)
-    rows = np.arange(centres.size)[:, None]
-    cumulative_count = np.cumsum(np.where(present, inputs.count[index], 0), axis=1)
-    # For each k: the radius r_k and the last column within it (ties included).
-    reach = np.stack([np.argmax(cumulative_count >= k, axis=1) for k in ks_array], axis=1)
-    radius = distance[rows, reach]
-    last = np.stack(
-        [(distance <= radius[:, [j]] * (1 + TIE_TOLERANCE)).sum(axis=1) - 1
-         for j in range(ks_array.size)],
-        axis=1,
-    )
-
-    def at_k(column: int) -> np.ndarray:
-        values = np.where(present, inputs.terms[index, column], 0.0)
-        return np.take_along_axis(np.cumsum(values, axis=1), last, axis=1)
-
-    size = np.take_along_axis(cumulative_count, last, axis=1)
-    v_sum = at_k(0)
-    error, se = _error_and_se(
-        pred.response_kind, size, v_sum, at_k(1), at_k(2), at_k(3), at_k(4)
-    )
-    mass = pred.weight[centres] / pred.weight[centres].sum()
-    mean_error = mass @ error
-    sd = np.sqrt(np.maximum(mass @ (error - mean_error) ** 2, 0.0))
-    note = (
-        f"{centres.size:,} {'sampled ' if sampled else ''}centres"
-        f"{f' (seed {seed})' if sampled else ''}; input space ({', '.join(space.covariates)})"
-    )
-    return NeighbourhoodTradeoff(
-        k=_readonly(ks_array),
-        median_radius=_readonly(np.median(radius, axis=0)),
-        mean_standard_error=_readonly(mass @ se),
-        mean_absolute_error=_readonly(mass @ np.abs(error)),
-        max_absolute_error=_readonly(np.abs(error).max(axis=0)),
-        error_sd=_readonly(sd),
-        n_centres=int(centres.size),
-        note=note,
     )

@@ -85,11 +85,12 @@ def group_errors(
 
     Examples
     --------
-    Two groups of two: errors (0.2 - 0 + 0.4 - 1)/2 = -0.2 and (0.6 - 0 + 0.8 - 1)/2 = 0.2.
+    Two groups of two, errors mean(label - score): (0 - 0.2 + 1 - 0.4)/2 = 0.2 and
+    (0 - 0.6 + 1 - 0.8)/2 = -0.2.
 
     >>> pred = Predictions.from_arrays([0.2, 0.4, 0.6, 0.8], [0, 1, 0, 1])
     >>> group_errors(pred, [0, 0, 1, 1]).error.round(12).tolist()
-    [-0.2, 0.2]
+    [0.2, -0.2]
     """
     assignment = np.asarray(assignment)
     if assignment.shape != (pred.n,) or not np.issubdtype(assignment.dtype, np.integer):
@@ -135,7 +136,7 @@ def score_bins(pred: Predictions, *, n_bins: int = 10, strategy: Strategy = "wid
     >>> pred = Predictions.from_arrays([0.05, 0.15, 0.55, 0.65], [0, 1, 1, 1])
     >>> result = score_bins(pred, n_bins=2)
     >>> result.labels, result.error.round(12).tolist()
-    (('[0, 0.5]', '(0.5, 1]'), [-0.4, -0.4])
+    (('[0, 0.5]', '(0.5, 1]'), [0.4, 0.4])
     """
     if not isinstance(n_bins, int | np.integer) or n_bins < 1:
         raise ValidationError(f"n_bins must be a positive integer, not {n_bins!r}.")
@@ -240,7 +241,7 @@ def covariate_bins(
     >>> pred = Predictions.from_arrays([0.5] * 4, [0, 0, 1, 1],
     ...                                covariates={"sex": ["f", "f", "m", "m"]})
     >>> covariate_bins(pred, "sex").error.tolist()
-    [0.5, -0.5]
+    [-0.5, 0.5]
     """
     columns = _check_columns(pred, columns)
     if not 1 <= len(columns) <= 2:
@@ -287,8 +288,9 @@ def index_groups(
     Examples
     --------
     >>> pred = Predictions.from_arrays([0.2, 0.4, 0.6, 0.8], [0, 1, 0, 1])
-    >>> index_groups(pred, [np.array([0, 1, 2, 3]), np.array([2, 3])]).error.round(12).tolist()
-    [0.0, 0.2]
+    >>> result = index_groups(pred, [np.array([0, 1, 2, 3]), np.array([2, 3])])
+    >>> (result.error.round(12) + 0.0).tolist()
+    [0.0, -0.2]
     """
     if len(groups) == 0:
         raise ValidationError("no groups given.")

@@ -28,7 +28,8 @@ class GroupErrors:
     labels : tuple of str
         One label per group.
     error : ndarray of shape (m,)
-        :math:`c(I_j)`, eq. (6) of [1]: weighted mean of score minus response.
+        :math:`e(I_j) = -c(I_j)`, eq. (6) of [1] with the sign reversed: weighted mean of
+        response minus score (positive where the scores under-predict).
     size : ndarray of int, shape (m,)
         Observations in each group (with positive kernel weight for kernel groups; at least k
         for k-NN groups, which keep every observation tied at the k-th distance).
@@ -103,29 +104,61 @@ class GroupErrors:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class InputSpace:
-    """Standardised covariates: the space in which local groups are formed.
+    r"""Standardised covariates: the space in which local groups are formed.
+
+    Held in O(n) memory whatever the number of category levels: numeric columns as floats and
+    each nominal covariate as one integer code per row (never a one-hot matrix).
 
     Attributes
     ----------
-    matrix : ndarray of shape (n, d)
-        One row per observation (score order), read-only.
+    numeric : ndarray of shape (n, p)
+        Standardised numeric covariates and their 0/1 missing flags, one row per observation
+        (score order), read-only.
+    codes : ndarray of int32, shape (n, q)
+        Level code of each nominal covariate (a missing value is one more level), read-only.
     covariates : tuple of str
         The covariates used.
     columns : tuple of str
-        Name of each matrix column ("age", "sex=Male", "age missing").
+        Name of each numeric column ("age", "age missing").
+    nominal_columns : tuple of str
+        Name of each nominal covariate (one per column of ``codes``).
+    levels : tuple of tuple of str
+        The levels of each nominal covariate, in code order ("missing" last when present).
     scaling : str
     rule : str
         The standardisation in words (shown next to every local chart).
-    nominal : ndarray of bool, shape (d,)
-        True for the one-hot columns of nominal covariates.
+
+    Notes
+    -----
+    The squared distance between observations i and j is
+
+    .. math:: \|u_i - u_j\|^2 + \#\{l : c_{il} \ne c_{jl}\},
+
+    with :math:`u` the numeric columns and :math:`c` the nominal codes: exactly the squared
+    Euclidean distance of a one-hot encoding whose entries are :math:`1/\sqrt 2` (two different
+    levels lie 1 apart), without building it.
     """
 
-    matrix: np.ndarray
+    numeric: np.ndarray
+    codes: np.ndarray
     covariates: tuple[str, ...]
     columns: tuple[str, ...]
+    nominal_columns: tuple[str, ...]
+    levels: tuple[tuple[str, ...], ...]
     scaling: str
     rule: str
-    nominal: np.ndarray | None = None
+
+    def squared_distances(self, rows: np.ndarray, others: np.ndarray) -> np.ndarray:
+        """Squared distances between two small sets of observations, shape (len(rows), len(others)).
+
+        For checks and small examples: it allocates ``len(rows) * len(others)`` floats.
+        """
+        rows, others = np.asarray(rows), np.asarray(others)
+        a, b = self.numeric[rows], self.numeric[others]
+        d2 = ((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2)
+        if self.codes.shape[1]:
+            d2 += (self.codes[rows][:, None, :] != self.codes[others][None, :, :]).sum(axis=2)
+        return d2
 
 
 @dataclass(frozen=True, slots=True, eq=False)
