@@ -51,18 +51,19 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from mcviz.budget import Budget, Estimate, Progress, check, report_progress
 from mcviz.core import Evaluator, resolve_sigma_method, safe_ratio
 from mcviz.core.sigma import SigmaMethod
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.subpopulations import Subpopulation, SubpopulationSet
 
-__all__ = ["NULL_KINDS", "NullDistribution", "null_distribution"]
+__all__ = ["NULL_KINDS", "NullDistribution", "null_distribution", "null_draws_estimate"]
 
 NULL_KINDS = ("bernoulli", "wild-rademacher")
 """How responses are redrawn: Bernoulli(score) for 0/1 responses, sign flips otherwise."""
@@ -70,7 +71,36 @@ NULL_KINDS = ("bernoulli", "wild-rademacher")
 DRAW_COLUMNS = 32
 """Sets of responses evaluated together (a (rows x 32) block of residuals at a time)."""
 
-Progress = Callable[[float, str], None]
+_SECONDS_PER_MEMBER_DRAW = 6e-9
+"""Measured cost of one member of one subpopulation in one draw (2-core machine)."""
+
+
+def null_draws_estimate(rows: int, members: int, draws: int) -> Estimate:
+    """State the cost of :func:`null_distribution` before it runs.
+
+    Parameters
+    ----------
+    rows : int
+        Rows of the predictions.
+    members : int
+        Members summed over the subpopulations (the full population included).
+    draws : int
+
+    Returns
+    -------
+    Estimate
+        Memory: a block of :data:`DRAW_COLUMNS` redrawn responses, their residuals and the
+        evaluator's weighted copy (float64), plus its gathered work arrays; time: proportional
+        to members x draws.
+    """
+    block = rows * DRAW_COLUMNS * 8 * 4 + (1 << 18) * 8 * 6
+    return Estimate(
+        what=(f"null distribution of M: {draws:,} draws over {rows:,} rows and "
+              f"{members:,} subpopulation members"),
+        bytes=int(block),
+        seconds=float(members) * draws * _SECONDS_PER_MEMBER_DRAW,
+        advice="use fewer draws, fewer subpopulations, or a sample of rows",
+    )
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -115,7 +145,7 @@ class NullDistribution:
     p_adjusted: np.ndarray
 
     def as_json(self) -> dict:
-        """The ``"null"`` object of ``mcviz metrics --json``."""
+        """Return the ``"null"`` object of ``mcviz metrics --json``."""
         return {
             "draws": self.draws,
             "kind": self.kind,
@@ -134,6 +164,7 @@ def null_distribution(
     draws: int = 200,
     seed: int | np.random.Generator | None = 0,
     low_prevalence: bool = False,
+    budget: Budget | int | str | None = None,
     progress: Progress | None = None,
 ) -> NullDistribution:
     r"""Simulate :math:`M/\sigma_0` under perfect calibration and adjust every p-value.
@@ -153,8 +184,12 @@ def null_distribution(
     low_prevalence : bool
         Apply Appendix B's weights :math:`W_j/A` for :math:`R_j = 1` (:math:`A` the weighted
         prevalence), recomputed from each draw's responses.
+    budget : Budget, int or str, optional
+        Refuse before starting when :func:`null_draws_estimate` exceeds it
+        (:func:`mcviz.budget.check`; default: :func:`mcviz.budget.default_budget`).
     progress : callable, optional
-        ``progress(fraction, text)`` after each block of draws; raising from it stops the work.
+        ``progress(fraction, text)`` after each block of draws; raising from it (e.g.
+        :class:`mcviz.budget.Cancelled`) stops the work and leaves nothing behind.
 
     Returns
     -------
@@ -163,7 +198,8 @@ def null_distribution(
     Raises
     ------
     ValidationError
-        Too few draws; low-prevalence weights on real-valued responses; empty subpopulations.
+        Too few draws; low-prevalence weights on real-valued responses; empty subpopulations;
+        a cost above the budget.
 
     Notes
     -----
@@ -195,6 +231,7 @@ def null_distribution(
             f"column {pred.label_column!r}: low-prevalence weights need 0/1 responses, and the "
             "responses are real-valued.", column=pred.label_column)
     members = _members(pred, subpopulations)
+    check(null_draws_estimate(pred.n, sum(m.size for m in members), int(draws)), budget)
     rng = np.random.default_rng(seed)
     evaluator = Evaluator.from_predictions(pred)
     z_observed = _z(evaluator, pred, pred.label[:, None], members, method, low_prevalence)[:, 0]
@@ -208,8 +245,7 @@ def null_distribution(
         statistic[done:done + size] = _max_z(
             evaluator, pred, labels, members, method, low_prevalence)
         done += size
-        if progress is not None:
-            progress(done / draws, f"null draws: {done:,} of {draws:,}")
+        report_progress(progress, done / draws, f"null draws: {done:,} of {draws:,}")
     exceed = np.sort(statistic)
     # (1 + #{T* >= t}) / (B + 1) for every t at once, by a search in the sorted draws
     count = draws - np.searchsorted(exceed, z_observed, side="left")

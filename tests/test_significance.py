@@ -141,3 +141,25 @@ def test_planted_region_is_a_finding():
     sizes = np.array([s.size for s in subs.subpopulations])
     jaccard = overlap / (sizes + inside.sum() - overlap)
     assert null.p_adjusted[int(np.argmax(jaccard))] < 0.05
+
+
+def test_cost_above_the_budget_is_refused_before_starting():
+    pred, _ = _calibrated(2000, seed=1)
+    with pytest.raises(ValidationError, match="refused before starting: null distribution"):
+        null_distribution(pred, [], draws=99, budget="1MB")
+
+
+def test_progress_reports_and_can_stop_the_work():
+    from mcviz.budget import Cancelled
+
+    pred, _ = _calibrated(2000, seed=1)
+    seen = []
+    null_distribution(pred, [], draws=70, seed=0, progress=lambda f, t: seen.append((f, t)))
+    assert [f for f, _ in seen] == pytest.approx([32 / 70, 64 / 70, 1.0])
+    assert seen[-1][1] == "null draws: 70 of 70"
+
+    def stop(fraction, text):
+        raise Cancelled
+
+    with pytest.raises(Cancelled):
+        null_distribution(pred, [], draws=70, seed=0, progress=stop)
