@@ -12,6 +12,7 @@ Targets (2-core machine): N = 200 at 10^5 rows in <= 10 s, at 10^6 rows in <= 60
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import subprocess
@@ -23,10 +24,8 @@ import numpy as np
 
 
 def _reset_peak() -> None:
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
 def _peak_mb() -> float:
