@@ -51,7 +51,10 @@ References
 
 from __future__ import annotations
 
+import os
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -236,16 +239,8 @@ def null_distribution(
     evaluator = Evaluator.from_predictions(pred)
     z_observed = _z(evaluator, pred, pred.label[:, None], members, method, low_prevalence)[:, 0]
     observed = float(z_observed.max())
-    statistic = np.empty(draws)
-    file_rank = _file_rank(pred.row)
-    done = 0
-    while done < draws:
-        size = min(DRAW_COLUMNS, draws - done)
-        labels = _redraw(pred, rng, size, method, file_rank)
-        statistic[done:done + size] = _max_z(
-            evaluator, pred, labels, members, method, low_prevalence)
-        done += size
-        report_progress(progress, done / draws, f"null draws: {done:,} of {draws:,}")
+    statistic = _simulate(evaluator, pred, members, method, low_prevalence,
+                          rng=rng, draws=int(draws), progress=progress)
     exceed = np.sort(statistic)
     # (1 + #{T* >= t}) / (B + 1) for every t at once, by a search in the sorted draws
     count = draws - np.searchsorted(exceed, z_observed, side="left")
@@ -266,6 +261,42 @@ def null_distribution(
         metric_z_q95=float(np.quantile(statistic, 0.95)),
         p_adjusted=p_adjusted,
     )
+
+
+def _simulate(evaluator, pred, members, method, low_prevalence, *, rng, draws,
+              progress) -> np.ndarray:
+    """:math:`T^*_b` for ``draws`` sets of responses, blocks evaluated on every core.
+
+    Responses are drawn in the calling thread, block after block from one generator, so the
+    result depends on the seed only, never on the number of threads; the numpy work of the
+    evaluator releases the GIL, so blocks run in parallel. At most one block per worker waits
+    ahead, which bounds memory; a progress callback that raises stops the work after the
+    blocks already running.
+    """
+    statistic = np.empty(draws)
+    file_rank = _file_rank(pred.row)
+    starts = range(0, draws, DRAW_COLUMNS)
+    workers = max(1, min(os.cpu_count() or 1, len(starts)))
+
+    def evaluate(labels: np.ndarray) -> np.ndarray:
+        return _max_z(evaluator, pred, labels, members, method, low_prevalence)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending = deque()
+        try:
+            for start in starts:
+                size = min(DRAW_COLUMNS, draws - start)
+                labels = _redraw(pred, rng, size, method, file_rank)
+                pending.append((start, size, pool.submit(evaluate, labels)))
+                while len(pending) > workers or (pending and start + size == draws):
+                    first, count, future = pending.popleft()
+                    statistic[first:first + count] = future.result()
+                    done = first + count
+                    report_progress(progress, done / draws, f"null draws: {done:,} of {draws:,}")
+        finally:
+            for *_, future in pending:
+                future.cancel()
+    return statistic
 
 
 def _members(pred: Predictions, subpopulations) -> list[np.ndarray]:
