@@ -212,9 +212,12 @@ def test_report_download_content():
 @pytest.mark.parametrize("page", ["calibration", "variables", "subpopulations", "groupings",
                                   "report"])
 def test_every_page_says_to_load_data_first_in_upload_mode(page):
-    at = new_app()
-    at.radio(key="w_source").set_value("upload").run()
+    # a page opened first (a copied link) in a session whose source is "upload", nothing loaded
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["w_source"] = "upload"
+    at.switch_page(f"views/{page}.py").run()
     no_exceptions(at)
+    assert any("Data** page first" in i.value for i in at.info), [i.value for i in at.info]
 
 
 def test_presentation_mode_is_in_the_link_and_keeps_pages_working():
