@@ -27,10 +27,12 @@ __all__ = [
     "Terminated",
     "add_input_arguments",
     "add_json_argument",
+    "apply_weighting",
     "atomic_output",
     "default",
     "interruptible",
     "json_safe",
+    "load_file",
     "load_from_arguments",
     "print_table",
     "split",
@@ -117,7 +119,12 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_from_arguments(args: argparse.Namespace, **options: object) -> Predictions:
-    """Load the file named on the command line with the mapping given there."""
+    """Load the file named on the command line with the mapping and weighting given there."""
+    return apply_weighting(args, load_file(args, **options))
+
+
+def load_file(args: argparse.Namespace, **options: object) -> Predictions:
+    """Load the file with the mapping given on the command line, before any ``--weighting``."""
     pred = load_predictions(
         args.file,
         score=args.score,
@@ -130,6 +137,11 @@ def load_from_arguments(args: argparse.Namespace, **options: object) -> Predicti
         **options,
     )
     say_what_loading_did(pred.report)
+    return pred
+
+
+def apply_weighting(args: argparse.Namespace, pred: Predictions) -> Predictions:
+    """Apply ``--weighting``/``--rho`` (paper 000 Appendices A and B) to loaded predictions."""
     weighting, rho = getattr(args, "weighting", None), getattr(args, "rho", None)
     if weighting is not None:
         return reweight(pred, weighting, rho=rho)

@@ -1,26 +1,35 @@
 """``mcviz metrics``: the calibration metrics of the full population, and multi-calibration.
 
-The ``"calibration"`` block is the cumulative statistics of paper 000 (eqs. 2-5); with any
+The ``"calibration"`` block is the cumulative statistics of paper 000 (eqs. 2-5) and the
+``"classical"`` block the measures of :func:`mcviz.measures.classical_measures`; with any
 multi-calibration option (``--covariates``, ``--subpopulations``, ``--groups``, ...) the
-``"multicalibration"`` block adds the metric of eq. (4) over Algorithm 1's subpopulations.
+``"multicalibration"`` block adds the metric of eq. (4) over Algorithm 1's subpopulations, and
+with ``--null-draws N`` its null distribution and every subpopulation's family-wise adjusted
+p-value (:func:`mcviz.significance.null_distribution`). ``--table FILE`` writes one row per
+subpopulation (CSV, formulas neutralised, or Parquet, by the file's extension).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from mcviz.cli import _common
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.multical import multicalibration, multicalibration_repeats
+from mcviz.measures import classical_measures
+from mcviz.multical import MulticalResult, multicalibration, multicalibration_repeats
+from mcviz.report import safe_csv
+from mcviz.significance import NullDistribution, null_distribution
 from mcviz.subpopulations import generate_subpopulations, group_subpopulations
 
 __all__ = ["metrics_block", "register", "run"]
 
 HELP = "calibration metrics of the full population"
 # The options of the multi-calibration block (any of them, or --covariates, asks for it).
-OPTIONS = ("subpopulations", "min_size", "seed", "repeats", "groups")
+OPTIONS = ("subpopulations", "min_size", "seed", "repeats", "groups", "null_draws", "table")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,6 +64,16 @@ def add_multicalibration_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--groups", help="comma-separated boolean or categorical columns used as groups"
     )
+    group.add_argument(
+        "--null-draws", type=int, metavar="N",
+        help="simulate M under perfect calibration N times (responses redrawn from the scores, "
+        "seeded by --seed) for its Monte-Carlo p-value and every subpopulation's family-wise "
+        "adjusted p-value",
+    )
+    group.add_argument(
+        "--table", metavar="FILE",
+        help="write one row per subpopulation to FILE (.csv or .parquet)",
+    )
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -63,7 +82,8 @@ def run(args: argparse.Namespace) -> dict:
     groups = _common.split(args.groups)
     if covariates is not None and groups:  # group columns must be loaded too
         covariates = list(dict.fromkeys([*covariates, *groups]))
-    pred = _common.load_from_arguments(args, covariates=covariates)
+    loaded = _common.load_file(args, covariates=covariates)
+    pred = _common.apply_weighting(args, loaded)
     result = cumulative_differences(pred)
     output: dict = {
         "n": pred.n,
@@ -75,11 +95,23 @@ def run(args: argparse.Namespace) -> dict:
             "kuiper_z": result.kuiper_z,
             "p_value": result.p_value,
         },
+        "classical": _classical(pred),
     }
-    block = metrics_block(args, pred)
+    block = metrics_block(args, pred, unweighted=loaded)
     if block is not None:
         output["multicalibration"] = block
     return output
+
+
+def _classical(pred: Predictions) -> dict | None:
+    """Return the ``"classical"`` block; None (and a note) for responses outside [0, 1]."""
+    if pred.response_kind != "binary":
+        try:
+            return classical_measures(pred).as_json()
+        except ValidationError as error:  # the measures need responses in [0, 1]
+            print(f"mcviz: note: classical measures not computed: {error}", file=sys.stderr)
+            return None
+    return classical_measures(pred).as_json()
 
 
 def _settings(args: argparse.Namespace) -> tuple[int, int, int, int]:
@@ -96,8 +128,14 @@ def _settings(args: argparse.Namespace) -> tuple[int, int, int, int]:
             given("seed", _common.default(generate_subpopulations, "seed")), repeats)
 
 
-def metrics_block(args: argparse.Namespace, pred: Predictions) -> dict | None:
-    """Compute the ``"multicalibration"`` block of ``mcviz metrics`` (None when not asked)."""
+def metrics_block(
+    args: argparse.Namespace, pred: Predictions, *, unweighted: Predictions | None = None
+) -> dict | None:
+    """Compute the ``"multicalibration"`` block of ``mcviz metrics`` (None when not asked).
+
+    ``unweighted`` is ``pred`` before ``--weighting``: the null draws recompute the
+    low-prevalence weights from each draw's responses (Appendix B weights depend on them).
+    """
     asked = args.covariates is not None or any(getattr(args, n) is not None for n in OPTIONS)
     if not asked:
         return None
@@ -148,8 +186,46 @@ def metrics_block(args: argparse.Namespace, pred: Predictions) -> dict | None:
         for name in names:
             # one seed: no spread to estimate (null); groups only: nothing random (0)
             block[f"{name}_se"] = repeated.se(name) if repeated is not None else 0.0
+    null = _null(args, pred, unweighted, result, seed)
+    if null is not None:
+        block["null"] = null.as_json()
+        block["argmax"]["p_adjusted"] = float(null.p_adjusted[position])
+    if args.table is not None:
+        _write_table(args.table, result, null)
+        if null is None:
+            notes.append("--table: the p_adjusted column is empty without --null-draws (the "
+                         "p_value column is not adjusted for the number of subpopulations).")
     if result.notice:
         notes.append(result.notice)
     if notes:
         block["notice"] = " ".join(notes)
     return block
+
+
+def _null(args, pred: Predictions, unweighted: Predictions | None, result: MulticalResult,
+          seed: int) -> NullDistribution | None:
+    """Simulate M under perfect calibration when ``--null-draws`` is given."""
+    if args.null_draws is None:
+        return None
+    low_prevalence = getattr(args, "weighting", None) == "low-prevalence"
+    if low_prevalence and unweighted is None:
+        raise ValidationError("--null-draws with low-prevalence weights needs the unweighted "
+                              "predictions.")
+    return null_distribution(
+        unweighted if low_prevalence else pred, result.subpopulations,
+        draws=args.null_draws, seed=seed, low_prevalence=low_prevalence,
+    )
+
+
+def _write_table(path: str, result: MulticalResult, null: NullDistribution | None) -> None:
+    """Write one row per subpopulation to ``path`` (.csv or .parquet), atomically."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise ValidationError(f"--table {path!r}: the file name must end in .csv or .parquet.")
+    table = result.table
+    table["p_adjusted"] = null.p_adjusted if null is not None else float("nan")
+    with _common.atomic_output(path) as temporary:
+        if suffix == ".csv":
+            temporary.write_bytes(safe_csv(table))
+        else:
+            table.to_parquet(temporary, index=False)
