@@ -40,9 +40,12 @@ def test_variables_json(prediction_file, capsys):
     assert next(row["name"] for row in rows) == "age"
     assert {row["name"] for row in rows} == {"age", "hours", "sector"}
     for row in rows:
-        assert set(row) == {"name", "kind", "vece", "vce", "vce_at"}
+        assert set(row) == {"name", "kind", "vece", "vce", "vce_at", "vce_support", "n",
+                            "spikes", "warnings"}
         assert 0 <= row["vece"] <= 1
         assert 0 <= row["vce"] <= 1
+        assert isinstance(row["warnings"], list)
+        assert 0 < row["vce_support"] <= row["n"]  # unweighted: rows within the window at v*
     assert [row["vece"] for row in rows] == sorted((row["vece"] for row in rows), reverse=True)
     kinds = {row["name"]: row["kind"] for row in rows}
     assert kinds == {"age": "numeric", "hours": "numeric", "sector": "categorical"}

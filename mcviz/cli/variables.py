@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from mcviz.cli import _common
-from mcviz.variables import rank_variables
+from mcviz.variables import rank_variables, variable_records
 
 __all__ = ["register", "run"]
 
@@ -23,10 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    """Return the ranking (values are probabilities, 0 to 1)."""
-    table = rank_variables(_common.load_from_arguments(args), span=args.span)
-    return {"variables": [
-        {"name": str(row.name), "kind": row.kind, "vece": float(row.vece),
-         "vce": float(row.vce), "vce_at": row.vce_at}
-        for row in table.itertuples(index=False)
-    ]}
+    """Return the ranking (values are probabilities, 0 to 1).
+
+    Each row: ``name``, ``kind``, ``vece``, ``vce``, ``vce_at`` (v*), ``vce_support`` (weight
+    within the window at v*), ``n``, ``spikes`` and ``warnings`` (a list of sentences: thin
+    support, degenerate fits, levels too small to say anything).
+    """
+    return {"variables": variable_records(_common.load_from_arguments(args), span=args.span)}
