@@ -10,7 +10,8 @@ gives them (the missing rule of :data:`~mcviz.subpopulations.MISSING_RULE`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,8 @@ from mcviz.subpopulations import Condition
 
 NUMERIC_BINS = 64
 """Candidate cut points per numeric covariate (quantiles of the search rows; refined later)."""
+DISTINCT_BINS = 128
+"""A numeric covariate with at most this many distinct values is cut at every one of them."""
 
 MAX_LEVELS = 1000
 """Nominal covariates with more levels are left out of the search (with a notice)."""
@@ -119,7 +122,7 @@ def _numeric(name: str, series: pd.Series, search_rows: np.ndarray) -> Column:
         edges = np.empty(0)
     else:
         uniques = observed[np.concatenate(([True], observed[1:] != observed[:-1]))]
-        if uniques.size <= NUMERIC_BINS:
+        if uniques.size <= DISTINCT_BINS:
             edges = uniques[1:]
         else:  # quantiles of the search rows, each an observed value
             at = (np.arange(1, NUMERIC_BINS) * observed.size) // NUMERIC_BINS
@@ -193,3 +196,33 @@ class Cut:
         lo = None if np.isnan(self.lo) else float(self.lo)
         hi = None if np.isnan(self.hi) else float(self.hi)
         return (self.column, self.op, lo, hi, self.levels)
+
+
+def round_cut(column: Column, cut: Cut) -> Cut:
+    """The same cut with each cut point written with the fewest digits (same rows on all rows).
+
+    A point ``c`` may move to any ``c'`` with ``prev < c' <= c``, where ``prev`` is the largest
+    value below ``c`` among all rows: ``x < c'`` and ``x >= c'`` then select the same rows.
+    """
+    if column.kind != "numeric" or column.is_datetime or cut.op not in ("lt", "ge", "band"):
+        return cut
+    points = {}
+    for side in ("lo", "hi"):
+        value = getattr(cut, side)
+        if not np.isnan(value):
+            points[side] = _shortest(column.keys, value)
+    return replace(cut, **points)
+
+
+def _shortest(keys: np.ndarray, value: float) -> float:
+    with np.errstate(invalid="ignore"):
+        below = keys[keys < value]
+    previous = float(below.max()) if below.size else -math.inf
+    for digits in range(-6, 18):
+        if digits >= 0:
+            candidate = math.floor(value * 10**digits) / 10**digits
+        else:
+            candidate = float(math.floor(value / 10**-digits) * 10**-digits)
+        if previous < candidate <= value:
+            return candidate
+    return value

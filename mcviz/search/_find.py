@@ -13,7 +13,7 @@ from mcviz.cumulative import brownian_range_sf
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.search._beam import Beam
-from mcviz.search._columns import MAX_LEVELS, prepare_columns
+from mcviz.search._columns import MAX_LEVELS, prepare_columns, round_cut
 from mcviz.search._confirm import effect, holm, minimum_detectable_effect, sentence, split_rows
 from mcviz.search._screen import Data, _score_candidates
 from mcviz.subpopulations import (
@@ -126,6 +126,8 @@ class SearchResult:
     covariates : tuple of str
         The covariates searched.
     notice : str or None
+    holdout_index : ndarray
+        Positions (score order) of the held-out rows (read-only).
     """
 
     findings: tuple[Finding, ...]
@@ -141,6 +143,7 @@ class SearchResult:
     seconds: float
     covariates: tuple[str, ...]
     notice: str | None
+    holdout_index: np.ndarray
 
     @property
     def table(self) -> pd.DataFrame:
@@ -270,6 +273,7 @@ def search_subpopulations(
     names = _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed)
     rng = np.random.default_rng(int(seed))
     search_rows, holdout_rows = split_rows(pred, holdout, rng, max_search=MAX_SEARCH_ROWS)
+    holdout_rows.flags.writeable = False
     notes = []
     if search_rows.size + holdout_rows.size < pred.n:
         notes.append(f"searched a random {search_rows.size:,} of the "
@@ -310,7 +314,7 @@ def search_subpopulations(
     return SearchResult(
         tuple(findings), sub_set, mde, pred.n, search_rows.size, holdout_rows.size,
         int(max_conditions), float(holdout), int(seed), beam.screened,
-        time.perf_counter() - started, tuple(c.name for c in columns), notice,
+        time.perf_counter() - started, tuple(c.name for c in columns), notice, holdout_rows,
     )
 
 
@@ -318,7 +322,8 @@ def _confirm(pred, data, columns, found, holdout_rows):
     """Held-out statistics, Holm's adjustment, effects and sentences of the findings."""
     subs, all_members, held_members = [], [], []
     for rank, (node, _) in enumerate(found, start=1):
-        conditions = tuple(c for cut in node.cuts for c in cut.conditions(columns[cut.column]))
+        cuts = [round_cut(columns[cut.column], cut) for cut in node.cuts]
+        conditions = tuple(c for cut in cuts for c in cut.conditions(columns[cut.column]))
         members = select_rows(pred, conditions)
         subs.append(Subpopulation(rank, len(node.cuts), conditions,
                                   describe_conditions(conditions), members))
