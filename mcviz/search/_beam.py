@@ -28,7 +28,7 @@ REFINE_STEPS = 16
 MATERIAL_ABSOLUTE = 1.0
 MATERIAL_RELATIVE = 0.05
 JACCARD_FOLD = 0.5
-EXAMINE_PER_FINDING = 6
+EXAMINE_PER_FINDING = 3
 """Pool entries examined per finding wanted (bounds the finishing work)."""
 
 
@@ -66,6 +66,7 @@ class Beam:
         self.progress = progress
         self.screened = 0
         self.pool: dict[frozenset, Node] = {}
+        self._cache: dict[tuple, np.ndarray] = {}
 
     def _tell(self, fraction: float, text: str) -> None:
         if self.progress is not None:
@@ -77,6 +78,15 @@ class Beam:
         for cut in cuts:
             rows = rows[cut.mask(self.columns[cut.column], rows)]
         return rows
+
+    def _first(self, cut: Cut) -> np.ndarray:
+        """Search rows satisfying one cut (the last few are cached: pool entries share them)."""
+        key = cut.key()
+        if key not in self._cache:
+            if len(self._cache) >= 8:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = self.members((cut,))
+        return self._cache[key]
 
     def expand(self, node: Node) -> list[Node]:
         """Children of a node: the best cuts of each unused covariate, scored exactly."""
@@ -223,9 +233,21 @@ class Beam:
         pool = sorted(self.pool.values(), key=lambda node: -node.z)
         accepted: list[tuple[Node, np.ndarray]] = []
         seen: set[frozenset] = set()
-        budget = EXAMINE_PER_FINDING * n_findings + 10
-        for k, entry in enumerate(pool[:budget]):
-            self._tell(0.8 + 0.2 * k / budget, f"checking candidate {k + 1}")
+        examined: set[tuple] = set()
+        refinements = 0
+        budget = EXAMINE_PER_FINDING * n_findings + 5
+        for entry in pool:
+            shape = (frozenset(cut.column for cut in entry.cuts), entry.mean >= 0)
+            if shape in examined:  # refinement re-chooses the cuts: the same shape converges
+                continue
+            examined.add(shape)
+            raw = self.members(entry.cuts[1:], self._first(entry.cuts[0]))
+            if any(_inside(raw, other) > JACCARD_FOLD for _, other in accepted):
+                continue  # mostly a part of a better finding
+            refinements += 1
+            if refinements > budget:
+                break
+            self._tell(0.8 + 0.2 * refinements / budget, f"checking candidate {refinements}")
             refined = self.refine(entry.cuts)
             cuts = self.prune(refined)
             if len(cuts) < len(refined):  # re-choose the cuts left without the dropped ones
@@ -283,6 +305,11 @@ def _neighbourhood(column: Column, rows: np.ndarray, current: float) -> np.ndarr
 def _moved(cut: Cut, side: str, value: float) -> Cut:
     return Cut(cut.column, cut.op, value if side == "lo" else cut.lo,
                value if side == "hi" else cut.hi, cut.levels)
+
+
+def _inside(a: np.ndarray, b: np.ndarray) -> float:
+    """Share of the rows of ``a`` that are also in ``b`` (sorted position arrays)."""
+    return np.intersect1d(a, b, assume_unique=True).size / a.size if a.size else 1.0
 
 
 def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
