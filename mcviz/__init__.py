@@ -59,6 +59,7 @@ __all__ = [
     "reliability_diagrams",
     "reweight",
     "score_bins",
+    "search_subpopulations",
     "subpopulation_deviation",
     "variable_calibration",
 ]
@@ -85,6 +86,7 @@ _LAZY = {
     "generate_subpopulations": "mcviz.subpopulations",
     "group_subpopulations": "mcviz.subpopulations",
     "parse_filter": "mcviz.subpopulations",
+    "search_subpopulations": "mcviz.search",
     "rank_variables": "mcviz.variables",
     "variable_calibration": "mcviz.variables",
     "reweight": "mcviz.weighting",

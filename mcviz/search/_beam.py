@@ -8,7 +8,8 @@ covariate coarsely (:func:`~mcviz.search._screen.screen_column`) and re-scores t
 (conditions and numbers only, no members), from which the findings are drawn: cut points of
 numeric conditions are refined to the best observed value between the neighbouring candidate
 cuts, conditions that do not raise D/sigma materially are dropped (:func:`material`), and a
-candidate whose members overlap an accepted finding's with Jaccard > 1/2 folds into it.
+candidate whose members overlap an accepted finding's with Jaccard > 1/2 folds into it (so does
+one whose D/sigma without the accepted findings' rows falls below half its own).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ REFINE_STEPS = 16
 MATERIAL_ABSOLUTE = 1.0
 MATERIAL_RELATIVE = 0.05
 JACCARD_FOLD = 0.5
+EXPLAINED = 0.5
+"""A candidate whose D/sigma without the rows of better findings falls below this share of its
+own folds into them (its deviation is theirs)."""
 EXAMINE_PER_FINDING = 3
 """Pool entries examined per finding wanted (bounds the finishing work)."""
 
@@ -196,7 +200,8 @@ class Beam:
     def _set_gain(self, cut: Cut, base: np.ndarray) -> float:
         r"""Out-of-fold gain in D/sigma of a level set added to the rows ``base``.
 
-        ``base`` is split into alternate rows in score order (two folds stratified by score).
+        ``base`` is split into two folds stratified by score (alternate rows in the score order
+        of :func:`~mcviz.search._confirm.split_rows`, free of the order of tied rows).
         On each fold the levels are ordered by weighted mean residual and the first
         ``len(cut.levels)`` in the set's direction are taken; the gain
         :math:`z(	ext{fold}' \cap 	ext{set}) - z(	ext{fold}')` is measured on the other fold.
@@ -209,7 +214,8 @@ class Beam:
         mean_in = residual[inside].sum() / max(weight[inside].sum(), 1e-300)
         mean_out = residual[~inside].sum() / max(weight[~inside].sum(), 1e-300)
         descending = mean_in >= mean_out
-        folds = (base[0::2], base[1::2])
+        odd = self.data.parity[base]
+        folds = (base[~odd], base[odd])
         total = 0.0
         for fit, test in (folds, folds[::-1]):
             codes = column.codes[fit]
@@ -235,6 +241,7 @@ class Beam:
         seen: set[frozenset] = set()
         examined: set[tuple] = set()
         refinements = 0
+        taken = np.zeros(self.data.weight.size, dtype=bool)  # rows of accepted findings
         budget = EXAMINE_PER_FINDING * n_findings + 5
         for entry in pool:
             shape = (frozenset(cut.column for cut in entry.cuts), entry.mean >= 0)
@@ -262,6 +269,12 @@ class Beam:
             if any(_jaccard(members, other) > JACCARD_FOLD for _, other in accepted):
                 continue  # folds into a better finding
             z, _, _, mean = _score_candidates(self.data, [members])[0]
+            if accepted:  # most of its deviation lies in better findings' rows: folds too
+                rest = members[~taken[members]]
+                if rest.size < self.min_rows or _score_candidates(
+                        self.data, [rest])[0, 0] < EXPLAINED * z:
+                    continue
+            taken[members] = True
             accepted.append((Node(cuts, float(z), float(mean), members.size), members))
             if len(accepted) == n_findings:
                 break

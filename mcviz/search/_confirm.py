@@ -26,14 +26,17 @@ Z_95 = 1.959963984540054
 
 def split_rows(
     pred: Predictions, holdout: float, rng: np.random.Generator, *, max_search: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Search and held-out rows (sorted positions): a random share per stratum of the score.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Search and held-out rows (sorted positions), and the parity of each row's rank.
+
+    The held-out rows are a random share of every stratum of the score.
 
     Strata are :data:`STRATUM` consecutive rows in score order. Within a run of tied scores the
     rows are first put in an order fixed by their content (a hash of label, weight and
     covariates), so the split does not depend on the input order of tied rows. At most
     ``max_search`` rows of the search half are searched (a random subset of it); the held-out
-    rows are always the held-out share of all rows.
+    rows are always the held-out share of all rows. The parity (0/1 per position) of the rank
+    in that content order splits any set of rows into two folds stratified by score.
     """
     n = pred.n
     if pred.run_end.all():
@@ -55,7 +58,9 @@ def split_rows(
     search = np.flatnonzero(~held)
     if search.size > max_search:
         search = np.sort(rng.choice(search, size=max_search, replace=False))
-    return np.sort(canonical[search]), np.sort(canonical[held])
+    parity = np.empty(n, dtype=bool)
+    parity[canonical] = (np.arange(n) % 2).astype(bool)
+    return np.sort(canonical[search]), np.sort(canonical[held]), parity
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:

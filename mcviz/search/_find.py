@@ -153,7 +153,7 @@ class SearchResult:
         return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
-def _data(pred: Predictions) -> Data:
+def _data(pred: Predictions, parity: np.ndarray) -> Data:
     residual = pred.label - pred.score
     weight = pred.weight
     bernoulli = pred.response_kind == "binary"
@@ -163,7 +163,7 @@ def _data(pred: Predictions) -> Data:
         step = np.diff(residual) ** 2 * (weight[:-1] + weight[1:]) ** 2 / 8.0
         variance = np.concatenate((step, step[-1:])) if step.size else np.zeros(1)
     tie_group = np.cumsum(np.concatenate(([0], pred.run_end[:-1])))
-    return Data(weight * residual, variance, residual, weight, tie_group, bernoulli)
+    return Data(weight * residual, variance, residual, weight, tie_group, bernoulli, parity)
 
 
 def _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed) -> list[str]:
@@ -272,7 +272,8 @@ def search_subpopulations(
     started = time.perf_counter()
     names = _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed)
     rng = np.random.default_rng(int(seed))
-    search_rows, holdout_rows = split_rows(pred, holdout, rng, max_search=MAX_SEARCH_ROWS)
+    search_rows, holdout_rows, parity = split_rows(pred, holdout, rng,
+                                                   max_search=MAX_SEARCH_ROWS)
     holdout_rows.flags.writeable = False
     notes = []
     if search_rows.size + holdout_rows.size < pred.n:
@@ -284,7 +285,7 @@ def search_subpopulations(
                      f"{MAX_LEVELS:,} levels).")
     if not columns:
         raise ValidationError("search: no covariate can be searched (" + " ".join(notes) + ")")
-    data = _data(pred)
+    data = _data(pred, parity)
     min_rows = max(MIN_ROWS, int(np.ceil(min_share * search_rows.size)))
 
     def report(fraction: float, text: str) -> None:

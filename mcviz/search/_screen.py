@@ -45,6 +45,7 @@ class Data:
     weight: np.ndarray
     tie_group: np.ndarray          # run number of tied scores
     bernoulli: bool                # eq. (5); False: Appendix C eq. (6)
+    parity: np.ndarray             # two folds stratified by score, free of the order of ties
 
 
 def _ranges(paths: np.ndarray) -> np.ndarray:
