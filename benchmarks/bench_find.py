@@ -17,9 +17,10 @@ inside one planted group (minus delta for the over-predicted one):
 - ``over``: age >= 62 and sex == F (19%), over-predicted
 
 pysubgroup 0.9 pins numpy < 2, so it runs in its own virtual environment
-(``/tmp/mcviz-psg``, created on first use) through a subprocess, on the same rows as a Parquet
-file: beam search, depth 2, quality ``StandardQTM(a=0.5)`` on the residual (mean residual times
-the square root of the size), both directions.
+(``/tmp/mcviz-psg``, created on first use) through a subprocess, on the same rows as a CSV
+file (pyarrow does not install beside numpy < 2 here): beam search (width 20), depth 2,
+selectors from ``create_selectors(nbins=10)``, quality ``StandardQFNumeric(a=0.5)`` on the
+residual (mean residual times the square root of the size), both directions.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mcviz import Predictions, generate_subpopulations, multicalibration  # noqa: E402
-from mcviz.search import search_subpopulations  # noqa: E402
-from mcviz.subpopulations import parse_filter, select_rows  # noqa: E402
+from mcviz import Predictions, generate_subpopulations, multicalibration
+from mcviz.search import search_subpopulations
+from mcviz.subpopulations import parse_filter, select_rows
 
 GROUPS = ("level", "set", "band", "over")
 GROUP_TEXT = {
@@ -135,3 +136,165 @@ def held_out_z(pred: Predictions, description: str, holdout_rows: np.ndarray) ->
         return float("nan")
     sub = Subpopulation(1, 0, (), "x", np.asarray(rows, dtype=np.int64))
     return float(multicalibration(pred, [sub]).kuiper_z[1])
+
+
+# --------------------------------------------------------------------------------------------
+# The methods compared (each searches the search half of the rows; Jaccard is over all rows)
+
+PYSUBGROUP_SCRIPT = r'''
+import json, sys, time
+import numpy as np, pandas as pd, pysubgroup as ps
+search = pd.read_csv(sys.argv[1]); everything = pd.read_csv(sys.argv[2])
+started = time.perf_counter()
+best = None
+for sign in (1.0, -1.0):  # under- and over-prediction
+    frame = search.copy()
+    frame["residual"] = sign * frame["residual"]
+    space = ps.create_selectors(frame, nbins=10, ignore=["residual"])
+    task = ps.SubgroupDiscoveryTask(frame, ps.NumericTarget("residual"), space,
+                                    result_set_size=5, depth=2, qf=ps.StandardQFNumeric(0.5))
+    quality, subgroup, *_ = ps.BeamSearch(beam_width=20).execute(task).results[0]
+    if best is None or quality > best[0]:
+        best = (quality, subgroup)
+seconds = time.perf_counter() - started
+rows = np.flatnonzero(best[1].covers(everything)).tolist()
+print(json.dumps({"description": str(best[1]), "rows": rows, "seconds": seconds}))
+'''
+
+
+def ensure_pysubgroup() -> str | None:
+    """Create the virtual environment for pysubgroup 0.9 once; None when it works."""
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        made = subprocess.run([sys.executable, "-m", "venv", str(VENV)], capture_output=True)
+        if made.returncode:
+            return "venv failed"
+    check = subprocess.run([str(python), "-c", "import pysubgroup"], capture_output=True)
+    if check.returncode == 0:
+        return None
+    install = subprocess.run(
+        [str(VENV / "bin" / "pip"), "install", "-q", "pysubgroup==0.9", "numpy<2", "pandas"],
+        capture_output=True, text=True)
+    return None if install.returncode == 0 else "pip install failed: " + install.stderr[-200:]
+
+
+def run_pysubgroup(frame: pd.DataFrame, search_rows: np.ndarray) -> dict:
+    """pysubgroup's best subgroup on the search rows (frame order), covering all rows."""
+    data = frame.drop(columns=["score", "label"]).copy()
+    data["residual"] = frame["label"] - frame["score"]
+    with tempfile.TemporaryDirectory() as tmp:
+        search_path, all_path = Path(tmp) / "search.csv", Path(tmp) / "all.csv"
+        data.iloc[search_rows].reset_index(drop=True).to_csv(search_path, index=False)
+        data.drop(columns=["residual"]).to_csv(all_path, index=False)
+        done = subprocess.run([str(VENV / "bin" / "python"), "-c", PYSUBGROUP_SCRIPT,
+                               str(search_path), str(all_path)], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(done.stderr[-500:])
+    return json.loads(done.stdout)
+
+
+def worst_algorithm1(pred: Predictions, search: np.ndarray) -> tuple[str, float]:
+    """The argmax of M over 1000 Algorithm-1 subpopulations of the search rows, and seconds."""
+    started = time.perf_counter()
+    sub = Predictions.from_arrays(pred.score[search], pred.label[search],
+                                  covariates=pred.covariates.iloc[search].reset_index(drop=True))
+    generated = generate_subpopulations(sub, n_subpopulations=1000, seed=0)
+    result = multicalibration(sub, generated)
+    return result.argmax.description, time.perf_counter() - started
+
+
+def compare(n: int, delta: float, group: str, *, with_pysubgroup: bool) -> dict:
+    """One row of the table."""
+    frame, mask = planted(n, group, delta, seed=1)
+    pred = predictions(frame)
+    rows = planted_rows(pred, mask)
+    started = time.perf_counter()
+    result = search_subpopulations(pred)
+    seconds = time.perf_counter() - started
+    first = result.findings[0]
+    held = result.holdout_index
+    search = np.setdiff1d(np.arange(pred.n), held)
+    row = {"group": group, "share": mask.mean(), "delta": delta, "own_z": own_z(pred, rows),
+           "search_j": jaccard(rows, np.asarray(first.subpopulation.index)),
+           "search_hz": first.holdout_kuiper_z, "search_p": first.p_adjusted,
+           "search_s": seconds, "search_desc": first.description}
+    description, seconds = worst_algorithm1(pred, search)
+    members = select_rows(pred, parse_filter(description, pred))
+    row.update(alg1_j=jaccard(rows, np.asarray(members)),
+               alg1_hz=held_out_z(pred, description, held), alg1_s=seconds)
+    if with_pysubgroup:
+        found = run_pysubgroup(frame, pred.row[search])
+        in_frame = np.zeros(pred.n, dtype=bool)
+        in_frame[found["rows"]] = True
+        covered = np.flatnonzero(in_frame[pred.row])  # frame order -> score order
+        row.update(psg_j=jaccard(rows, covered), psg_hz=own_z(pred, np.intersect1d(covered, held))
+                   if np.intersect1d(covered, held).size else float("nan"),
+                   psg_s=found["seconds"], psg_desc=found["description"])
+    return row
+
+
+def null_share(n: int, draws: int) -> tuple[float, int]:
+    """Share of perfectly calibrated draws with any finding at p_adjusted < 0.05."""
+    positives = 0
+    for seed in range(draws):
+        frame, _ = planted(n, None, 0.0, seed=1000 + seed, calibrated=True)
+        result = search_subpopulations(predictions(frame), seed=seed)
+        positives += any(f.p_adjusted < 0.05 for f in result.findings)
+    return positives / draws, positives
+
+
+def speed(n: int, extra: int) -> tuple[float, float, int]:
+    """Wall and CPU seconds of one search on n rows with 7 + extra covariates."""
+    frame, _ = planted(n, "level", 0.1, seed=2, extra=extra)
+    pred = predictions(frame)
+    wall, cpu = time.perf_counter(), time.process_time()
+    search_subpopulations(pred)
+    return time.perf_counter() - wall, time.process_time() - cpu, pred.covariates.shape[1]
+
+
+def main() -> None:
+    """Print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--null-draws", type=int, default=100)
+    parser.add_argument("--null-n", type=int, default=20_000)
+    parser.add_argument("--no-pysubgroup", action="store_true")
+    parser.add_argument("--no-speed", action="store_true")
+    args = parser.parse_args()
+    problem = None if args.no_pysubgroup else ensure_pysubgroup()
+    with_psg = not args.no_pysubgroup and problem is None
+    print(f"planted groups, n = {args.n:,}; Jaccard of each method's first finding with the "
+          "group (over all rows), its D/sigma on the held-out half, seconds")
+    if problem:
+        print(f"pysubgroup 0.9 could not be installed ({problem}): its columns are left out")
+    head = ("| group (share) | delta | D/sigma of the group | search: Jaccard | held-out D/sigma "
+            "| adj. p | s | Algorithm 1 worst of 1000: Jaccard | held-out D/sigma | s |")
+    if with_psg:
+        head += " pysubgroup 0.9 beam depth 2: Jaccard | held-out D/sigma | s |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for delta in (0.05, 0.10):
+        for group in GROUPS:
+            r = compare(args.n, delta, group, with_pysubgroup=with_psg)
+            line = (f"| {GROUP_TEXT[group]} ({r['share']:.1%}) | {delta:.2f} | {r['own_z']:.1f} "
+                    f"| {r['search_j']:.2f} | {r['search_hz']:.1f} | {r['search_p']:.1g} "
+                    f"| {r['search_s']:.1f} | {r['alg1_j']:.2f} | {r['alg1_hz']:.1f} "
+                    f"| {r['alg1_s']:.1f} |")
+            if with_psg:
+                line += f" {r['psg_j']:.2f} | {r['psg_hz']:.1f} | {r['psg_s']:.1f} |"
+            print(line, flush=True)
+            print(f"|   search found: {r['search_desc']}"
+                  + (f"; pysubgroup: {r['psg_desc']}" if with_psg else ""), flush=True)
+    if args.null_draws:
+        share, count = null_share(args.null_n, args.null_draws)
+        print(f"\nperfectly calibrated draws (n = {args.null_n:,}, {args.null_draws} draws): "
+              f"{count} with any finding at p_adjusted < 0.05 ({share:.1%})")
+    if not args.no_speed:
+        print("\n| rows | covariates | wall s | CPU s |\n|---|---|---|---|")
+        for n, extra in ((100_000, 1), (1_000_000, 3)):
+            wall, cpu, p = speed(n, extra)
+            print(f"| {n:,} | {p} | {wall:.1f} | {cpu:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -26,7 +26,7 @@ from mcviz.search._confirm import holm, minimum_detectable_effect
 from mcviz.subpopulations import describe_conditions, select_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_find import GROUPS, own_z, planted, planted_rows, predictions  # noqa: E402
+from bench_find import GROUPS, own_z, planted, planted_rows, predictions
 
 
 def _jaccard(a, b) -> float:
@@ -84,7 +84,6 @@ def test_cuts_select_what_their_descriptions_select():
     # rule) equal the rows the filter language selects from its description (MISSING_RULE).
     pred = _data_with_missing()
     columns, _ = prepare_columns(pred, ["x", "level", "flag"], np.arange(pred.n))
-    x, level, flag = columns
     cuts = [Cut(0, "lt", hi=0.25), Cut(0, "ge", lo=-0.5), Cut(0, "band", lo=-0.5, hi=0.25),
             Cut(0, "missing"), Cut(0, "present"), Cut(1, "in", levels=(0,)),
             Cut(1, "in", levels=(0, 2)), Cut(1, "in", levels=(0, 1, 3)), Cut(1, "missing"),
@@ -213,7 +212,9 @@ def test_progress_and_cancel():
     seen = []
     search_subpopulations(pred, progress=lambda f, t: seen.append((f, t)))
     fractions = [f for f, _ in seen]
-    assert fractions[-1] == 1.0 and all(0 <= f <= 1 for f in fractions) and len(seen) > 5
+    assert fractions[-1] == 1.0
+    assert all(0 <= f <= 1 for f in fractions)
+    assert len(seen) > 5
 
     class Stop(Exception):
         pass

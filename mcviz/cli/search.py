@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def result_json(result: SearchResult) -> dict:
-    """The JSON object of a search (the contract of ``mcviz search --json``)."""
+    """Return the JSON object of a search (the contract of ``mcviz search --json``)."""
     return {
         "n": result.n,
         "search": {

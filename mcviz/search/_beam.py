@@ -37,7 +37,7 @@ EXAMINE_PER_FINDING = 3
 
 
 def material(z: float) -> float:
-    r"""The gain in D/sigma a condition must bring to stay: :math:`\max(1, 0.05\, D/\sigma)`.
+    r"""Return the gain in D/sigma a condition must bring to stay: :math:`\max(1, 0.05\, D/\sigma)`.
 
     A condition stays in a finding only when dropping it lowers the finding's D/sigma on the
     search rows by at least this much (one unit is the scale of the noise of D/sigma itself).
@@ -169,7 +169,7 @@ class Beam:
         return tuple(cuts)
 
     def _best(self, options: list[Cut], column: Column, rows: np.ndarray) -> Cut:
-        """The option with the largest exact D/sigma within ``rows`` (first if none is big)."""
+        """Return the option with the largest exact D/sigma within ``rows`` (or the first)."""
         sets = [rows[option.mask(column, rows)] for option in options]
         scores = _score_candidates(self.data, sets)[:, 0]
         sizes = np.array([members.size for members in sets])
@@ -283,7 +283,7 @@ class Beam:
 
 
 def _next_beam(children: list[Node]) -> list[Node]:
-    """The best nodes, half under- and half over-predicted, one per covariates and direction."""
+    """Choose the best nodes, half under-, half over-predicted, one per covariates and side."""
     unique: dict[tuple, Node] = {}
     for child in children:  # one node per set of covariates and direction: a diverse beam
         key = (frozenset(cut.column for cut in child.cuts), child.mean >= 0)
@@ -326,7 +326,7 @@ def _inside(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    """|a & b| / |a | b| of two sorted position arrays."""
+    """Return |a & b| / |a | b| of two sorted position arrays."""
     common = np.intersect1d(a, b, assume_unique=True).size
     union = a.size + b.size - common
     return common / union if union else 0.0

@@ -64,7 +64,7 @@ class Column:
     datetime_tz: object = None
 
     def value(self, key: float) -> object:
-        """The condition value of a numeric key (a Timestamp for datetimes)."""
+        """Return the condition value of a numeric key (a Timestamp for datetimes)."""
         if self.is_datetime:
             stamp = pd.Timestamp(int(key), unit="ns")
             return stamp.tz_localize("UTC").tz_convert(self.datetime_tz) if self.datetime_tz \
@@ -168,7 +168,7 @@ class Cut:
             return (keys >= self.lo) & (keys < self.hi)
 
     def conditions(self, column: Column) -> tuple[Condition, ...]:
-        """The same rows as filter-language conditions."""
+        """Return the same rows as filter-language conditions."""
         name = column.name
         if self.op == "missing":
             return (Condition(name, "is missing"),)
@@ -199,7 +199,7 @@ class Cut:
 
 
 def round_cut(column: Column, cut: Cut) -> Cut:
-    """The same cut with each cut point written with the fewest digits (same rows on all rows).
+    """Write each cut point with the fewest digits that keep the same rows (on all rows).
 
     A point ``c`` may move to any ``c'`` with ``prev < c' <= c``, where ``prev`` is the largest
     value below ``c`` among all rows: ``x < c'`` and ``x >= c'`` then select the same rows.

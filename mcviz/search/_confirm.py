@@ -105,12 +105,12 @@ def effect(pred: Predictions, rows: np.ndarray) -> tuple[float, float, float, fl
 
 
 def critical_z(alpha: float) -> float:
-    """The D/sigma whose Brownian-range tail probability is ``alpha``."""
+    """Return the D/sigma whose Brownian-range tail probability is ``alpha``."""
     return float(brentq(lambda z: brownian_range_sf(z) - alpha, 0.3, 40.0, xtol=1e-12))
 
 
 def detectable_drift(alpha: float, power: float) -> float:
-    r"""The drift :math:`\mu` with :math:`\mu + 1/\mu - z_{\text{power}} = z_\alpha` (see MDE)."""
+    r"""Return the drift :math:`\mu` solving :math:`\mu + 1/\mu - z_{\text{power}} = z_\alpha`."""
     target = critical_z(alpha) + float(ndtri(power))
     return (target + np.sqrt(max(target**2 - 4.0, 0.0))) / 2.0
 
@@ -119,7 +119,7 @@ def minimum_detectable_effect(
     sigma: float, n: int, n_holdout: int, shares: tuple[float, ...], *, n_tests: int,
     alpha: float = 0.05, power: float = 0.8,
 ) -> np.ndarray:
-    r"""The mean shift a subpopulation of each share needs to be confirmed at ``power``.
+    r"""Return the mean shift a subpopulation of each share needs to be confirmed at ``power``.
 
     Parameters
     ----------

@@ -94,8 +94,11 @@ class Finding:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class MinimumDetectableEffect:
-    """The mean shift of R - S a subpopulation of each share needs (80% power, see Notes of
-    :func:`~mcviz.search._confirm.minimum_detectable_effect`)."""
+    """The mean shift of R - S a subpopulation of each share needs (80% power).
+
+    See the Notes of :func:`~mcviz.search._confirm.minimum_detectable_effect`; ``shift[i]`` is
+    for ``shares[i]``.
+    """
 
     shares: tuple[float, ...]
     shift: np.ndarray
@@ -187,8 +190,9 @@ def _check(pred, covariates, max_conditions, n_findings, min_share, holdout, see
     if not names:
         raise ValidationError("search: there are no covariates to describe subpopulations by.")
     if pred.n * (1 - holdout) < 2 * MIN_ROWS:
+        need = 2 * MIN_ROWS / (1 - holdout)
         raise ValidationError(f"search: {pred.n:,} rows are too few to search on "
-                              f"{1 - holdout:.0%} of them (need {2 * MIN_ROWS / (1 - holdout):,.0f}).")
+                              f"{1 - holdout:.0%} of them (need {need:,.0f}).")
     return names
 
 

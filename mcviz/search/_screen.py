@@ -74,10 +74,7 @@ def _score_candidates(data: Data, members: list[np.ndarray]) -> np.ndarray:
             sigma = float(np.sqrt(data.variance[rows].sum())) / total  # eq. (5)
         else:
             sigma = sigma_adjacent(data.residual[rows], weight)  # Appendix C eq. (6)
-        if sigma > 0:
-            z = kuiper / sigma
-        else:
-            z = 0.0 if kuiper <= 1e-15 else np.inf
+        z = kuiper / sigma if sigma > 0 else 0.0 if kuiper <= 1e-15 else np.inf
         out[k] = (z, kuiper, sigma, steps[-1] / total)
     return out
 
@@ -105,7 +102,7 @@ def screen_column(
     data: Data, rows: np.ndarray, block: np.ndarray, n_blocks: int, column: Column, j: int,
     *, min_rows: int, keep: int,
 ) -> tuple[list[Screened], int]:
-    """The best ``keep`` cuts of one covariate within a node, and how many were screened."""
+    """Return the best ``keep`` cuts of one covariate in a node, and how many were screened."""
     codes = column.codes[rows]
     n_codes = column.n_codes
     table = np.bincount(
