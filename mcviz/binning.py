@@ -72,6 +72,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
+from mcviz.core.ratio import safe_ratio
 from mcviz.deviation import _validate_index
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
@@ -85,6 +86,7 @@ __all__ = [
     "calibration_metrics",
     "reliability_bins",
     "reliability_diagrams",
+    "score_bin_bounds",
 ]
 
 BinKind = Literal["equal_width", "equal_count", "similar_ratio"]
@@ -484,10 +486,7 @@ def calibration_metrics(
     slope = 1.0 - 2.0 * score
     numerator = float(np.sum(weight * (label - score) * slope))
     variance = float(np.sum(weight**2 * slope**2 * score * (1.0 - score)))
-    if variance > 0:
-        z = numerator / np.sqrt(variance)
-    else:
-        z = 0.0 if abs(numerator) <= 1e-15 else float(np.sign(numerator) * np.inf)
+    z = float(np.sign(numerator)) * safe_ratio(abs(numerator), np.sqrt(variance))  # 0/0 = 0
     return CalibrationMetrics(
         ece_equal_width=float(np.sum(width_weight * width_error) / total),  # eq. (14)
         ece_equal_count=float(np.sum(count_weight * count_error) / total),  # eq. (14)
@@ -504,6 +503,34 @@ def calibration_metrics(
         clip=float(clip),
         weighted=pred.weighted,
     )
+
+
+def score_bin_bounds(
+    pred: Predictions, *, n_bins: int = 10, kind: BinKind = "equal_width",
+    rng: np.random.Generator | int | None = 0,
+) -> np.ndarray:
+    r"""Bin boundaries as positions into ``pred``'s score order: bin k is rows ``b[k]:b[k+1]``.
+
+    The one rule for score bins (reliability diagrams, ECE/ACE/MCE, and the score-bin
+    groupings): ``"equal_width"`` bins are right-closed :math:`[0, 1/K], (1/K, 2/K], \ldots`;
+    ``"equal_count"`` bins hold about :math:`1/K` of the weight each, a run of tied scores going
+    to bin :math:`\lceil K \cdot \text{cumulative weight}/\text{total} \rceil - 1` (so tied
+    scores share a bin and bins may be empty); ``"similar_ratio"`` is paper 003's Remark 5.
+
+    Returns
+    -------
+    ndarray of int, shape (n_bins + 1,) for the first two kinds (non-decreasing, from 0 to n)
+
+    Examples
+    --------
+    >>> pred = Predictions.from_arrays([0.05, 0.15, 0.55, 0.65], [0, 1, 1, 1])
+    >>> score_bin_bounds(pred, n_bins=2).tolist()
+    [0, 2, 4]
+    """
+    n_bins = _check_bin_count(n_bins)
+    _check_options(kind, 0.95, 0)
+    bounds, _, _ = _bounds(_population(pred, None), n_bins, kind, np.random.default_rng(rng))
+    return _readonly(bounds)
 
 
 # --------------------------------------------------------------------------------------------

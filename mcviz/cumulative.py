@@ -28,12 +28,19 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr
 
+from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
+from mcviz.core.path import cumulative_path, path_kuiper_ks
+from mcviz.core.ratio import safe_ratio
+from mcviz.core.sigma import (
+    SigmaMethod,
+    resolve_sigma_method,
+    sigma_adjacent,
+    sigma_bernoulli,
+)
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 
@@ -47,13 +54,7 @@ __all__ = [
     "sigma_bernoulli",
 ]
 
-BROWNIAN_RANGE_MEAN = 2.0 * np.sqrt(2.0 / np.pi)
-"""Mean range of standard Brownian motion on [0, 1]: the "about 1.6 sigma" of paper 000."""
-
 DECIMATION_TARGET = 4000
-
-SigmaMethod = Literal["auto", "bernoulli", "adjacent"]
-
 
 @dataclass(frozen=True, slots=True, eq=False)
 class CumulativeResult:
@@ -73,7 +74,8 @@ class CumulativeResult:
     kuiper, ks : float
         :math:`D` (eq. (2)) and :math:`G`.
     sigma : float
-        Eq. (5) of [2] (or Appendix C eq. (6) for non-binary responses).
+        Eq. (5) of [2] (or Appendix C eq. (6) over tie runs for non-binary responses; see
+        :func:`~mcviz.core.sigma.sigma_adjacent`).
     kuiper_z, ks_z : float
         :math:`D/\sigma` and :math:`G/\sigma` (0 when both are 0, inf when only sigma is).
     p_value : float
@@ -111,97 +113,11 @@ class CumulativeResult:
     plot_index: np.ndarray
 
 
-def sigma_bernoulli(score: np.ndarray, weight: np.ndarray) -> float:
-    r"""Return the standard deviation of :math:`C_n` under perfect calibration, eq. (5) of [2].
-
-    .. math:: \sigma = \sqrt{\textstyle\sum_j S_j(1-S_j)W_j^2} \,/\, \textstyle\sum_j W_j
-
-    Examples
-    --------
-    >>> round(sigma_bernoulli(np.array([0.5, 0.5, 0.5, 0.5]), np.ones(4)), 12)
-    0.25
-    """
-    return float(np.sqrt(np.sum(score * (1.0 - score) * weight**2)) / np.sum(weight))
-
-
-def sigma_adjacent(residual: np.ndarray, weight: np.ndarray) -> float:
-    r"""Variance estimate for real-valued responses, Appendix C eq. (6) of [2].
-
-    .. math::
-        \sigma^2 = \frac{\sum_{j=1}^{n-1} (d_j - d_{j+1})^2 (W_j + W_{j+1})^2}
-        {4 \left(\sum_j W_j\right)\left(W_1 + W_n + 2\sum_{j=2}^{n-1} W_j\right)},
-        \qquad d_j = R_j - S_j,
-
-    in score order. Differences of adjacent residuals cancel any slowly varying miscalibration.
-
-    Examples
-    --------
-    Residuals alternating +1, -1 with unit weights: numerator (n-1)·4·4, denominator
-    4·n·(2n-2), so sigma**2 = 2/n.
-
-    >>> round(sigma_adjacent(np.array([1.0, -1.0, 1.0, -1.0]), np.ones(4)) ** 2, 12)
-    0.5
-    """
-    n = residual.size
-    if n < 2:
-        return 0.0
-    numerator = np.sum(np.diff(residual) ** 2 * (weight[:-1] + weight[1:]) ** 2)
-    denominator = 4.0 * weight.sum() * (weight[0] + weight[-1] + 2.0 * weight[1:-1].sum())
-    return float(np.sqrt(numerator / denominator))
-
-
-def brownian_range_sf(r: float | np.ndarray) -> float | np.ndarray:
-    r"""Survival function of the range of standard Brownian motion on [0, 1].
-
-    For large :math:`r` (:math:`r \ge 1.5`) the series
-
-    .. math:: P(\text{range} > r) = 8 \sum_{k \ge 1} (-1)^{k-1} k \,(1 - \Phi(k r))
-
-    converges fast; for small :math:`r` its Poisson-summation dual (derived by summing the
-    density :math:`8\sum_k (-1)^{k-1} k^2 \phi(kr)` over half-integers and integrating),
-
-    .. math::
-        P(\text{range} \le r) = \sum_{j \ge 0} \left(\frac{8}{r^2} + \frac{8}{\pi^2 (2j+1)^2}
-        \right) \exp\!\left(-\frac{\pi^2 (2j+1)^2}{2 r^2}\right),
-
-    does. Both are summed to machine precision.
-
-    Examples
-    --------
-    >>> float(np.round(brownian_range_sf(2.0), 12))
-    0.181494339394
-    """
-    values = np.asarray(r, dtype=float)
-    result = np.empty_like(values)
-    flat = values.reshape(-1)
-    out = result.reshape(-1)
-    for i, value in enumerate(flat):
-        out[i] = _range_sf_scalar(value)
-    return float(result) if np.ndim(r) == 0 else result
-
-
-def _range_sf_scalar(r: float) -> float:
-    if np.isnan(r):
-        return np.nan
-    if r <= 0:
-        return 1.0
-    if np.isinf(r):
-        return 0.0
-    if r >= 1.5:
-        k = np.arange(1, 60)
-        terms = (-1.0) ** (k - 1) * k * ndtr(-k * r)
-        return float(8.0 * terms.sum())
-    j = np.arange(0, 60)
-    odd2 = (2 * j + 1) ** 2
-    cdf = np.sum((8.0 / r**2 + 8.0 / (np.pi**2 * odd2)) * np.exp(-(np.pi**2) * odd2 / (2 * r**2)))
-    return float(1.0 - cdf)
-
-
 def cumulative_differences(
     pred: Predictions,
     *,
     order_by: str | None = None,
-    sigma_method: SigmaMethod = "auto",
+    sigma_method: str = "auto",
 ) -> CumulativeResult:
     r"""Cumulative differences between responses and scores, with D, G, sigma and p.
 
@@ -212,7 +128,9 @@ def cumulative_differences(
         Order the observations by this numeric covariate instead of the score (the cumulative
         view along a variable). Rows where it is missing are left off and counted.
     sigma_method : {"auto", "bernoulli", "adjacent"}
-        ``"auto"`` uses eq. (5) for binary responses and eq. (6) otherwise.
+        ``"auto"`` uses eq. (5) for binary responses and eq. (6) otherwise
+        (:data:`~mcviz.core.sigma.SIGMA_METHODS`; ``"variance"`` is refused: it belongs to
+        :func:`~mcviz.subpopulation_deviation`).
 
     Returns
     -------
@@ -234,7 +152,7 @@ def cumulative_differences(
     >>> round(result.kuiper, 12), round(result.ks, 12)
     (0.1, 0.1)
     """
-    method = _resolve_sigma_method(pred, sigma_method)
+    method = resolve_sigma_method(sigma_method, pred.response_kind).value
     if order_by is None:
         return _cumulative(
             pred.score, pred.label, pred.weight, pred.score, pred.run_end,
@@ -264,16 +182,6 @@ def cumulative_differences(
     )
 
 
-def _resolve_sigma_method(pred: Predictions, sigma_method: SigmaMethod) -> str:
-    if sigma_method == "auto":
-        return "bernoulli" if pred.response_kind == "binary" else "adjacent"
-    if sigma_method not in ("bernoulli", "adjacent"):
-        raise ValidationError(
-            f"sigma_method must be auto, bernoulli or adjacent, not {sigma_method!r}."
-        )
-    return sigma_method
-
-
 def _cumulative(
     score: np.ndarray,
     label: np.ndarray,
@@ -289,16 +197,13 @@ def _cumulative(
     n = score.size
     weight_total = float(weight.sum())
     residual = label - score
-    steps = np.cumsum(weight * residual) / weight_total  # eq. (1)
-    ends = np.flatnonzero(run_end)
-    path = np.concatenate(([0.0], steps[ends]))
-    kuiper = float(path.max() - path.min())  # eq. (2)
-    ks = float(np.abs(path).max())
+    path, ends = cumulative_path(weight * residual, weight_total, run_end)  # eq. (1)
+    kuiper, ks = path_kuiper_ks(path)  # eq. (2)
     sigma = (
-        sigma_bernoulli(score, weight) if sigma_method == "bernoulli"
-        else sigma_adjacent(residual, weight)
-    )  # eq. (5) or Appendix C eq. (6)
-    kuiper_z = _ratio(kuiper, sigma)
+        sigma_bernoulli(score, weight) if sigma_method == SigmaMethod.BERNOULLI
+        else sigma_adjacent(residual, weight, run_end)
+    )  # eq. (5) or Appendix C eq. (6) over tie runs
+    kuiper_z = safe_ratio(kuiper, sigma)
     count = ends + 1.0
     fraction = np.concatenate(([0.0], count / n))
     x = np.concatenate(([0.0], np.cumsum(weight)[ends] / weight_total)) if weighted else fraction
@@ -312,7 +217,7 @@ def _cumulative(
         ks=ks,
         sigma=sigma,
         kuiper_z=kuiper_z,
-        ks_z=_ratio(ks, sigma),
+        ks_z=safe_ratio(ks, sigma),
         p_value=float(brownian_range_sf(kuiper_z)),
         n=n,
         weight_total=weight_total,
@@ -322,13 +227,6 @@ def _cumulative(
         n_missing=n_missing,
         plot_index=_readonly(decimate_path(path)),
     )
-
-
-def _ratio(numerator: float, denominator: float) -> float:
-    """Numerator / denominator with 0/0 = 0 (paper 000 after eq. (4)) and d/0 = inf."""
-    if denominator > 0:
-        return numerator / denominator
-    return 0.0 if numerator <= 1e-15 else float("inf")
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

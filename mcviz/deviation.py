@@ -43,18 +43,18 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-from mcviz.cumulative import _ratio, brownian_range_sf, decimate_path
+from mcviz.core.brownian import brownian_range_sf
+from mcviz.core.path import path_kuiper_ks
+from mcviz.core.ratio import safe_ratio
+from mcviz.core.sigma import SigmaMethod, resolve_sigma_method, sigma_from_variance
+from mcviz.cumulative import decimate_path
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import Predictions
 
 __all__ = ["DeviationResult", "subpopulation_deviation"]
-
-SigmaMethod = Literal["auto", "bernoulli", "variance"]
-
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DeviationResult:
@@ -139,7 +139,7 @@ def subpopulation_deviation(
     pred: Predictions,
     index: np.ndarray,
     *,
-    sigma_method: SigmaMethod = "auto",
+    sigma_method: str = "auto",
     description: str | None = None,
 ) -> DeviationResult:
     r"""Cumulative deviation of a subpopulation from the full population, with D, G, sigma, p.
@@ -154,7 +154,9 @@ def subpopulation_deviation(
         over ``pred`` is accepted too. Unsorted positions are sorted; repeated ones are an
         error.
     sigma_method : {"auto", "bernoulli", "variance"}
-        ``"auto"`` uses eq. (21)/(31) for 0/1 responses and eqs. (22)-(23)/(32)-(33) otherwise.
+        ``"auto"`` uses eq. (21)/(31) for 0/1 responses and eqs. (22)-(23)/(32)-(33) otherwise
+        (:data:`~mcviz.core.sigma.SIGMA_METHODS`; ``"adjacent"`` is refused: Appendix C of
+        paper 000 is a calibration estimate).
     description : str, optional
         The subpopulation in words (carried to figure titles).
 
@@ -186,8 +188,10 @@ def subpopulation_deviation(
     >>> np.round(result.path, 6).tolist(), round(result.kuiper, 6)
     ([0.0, 0.166667, 0.166667], 0.166667)
     """
-    method = _resolve_sigma_method(pred, sigma_method)
-    if method == "bernoulli" and pred.response_kind != "binary":
+    # One function of ~95 lines on purpose: a single vectorised pass (bins -> path -> sigma)
+    # whose intermediate arrays would otherwise travel between helpers a dozen at a time.
+    method = resolve_sigma_method(sigma_method, pred.response_kind, statistic="deviation")
+    if method is SigmaMethod.BERNOULLI and pred.response_kind != "binary":
         # R~(1 - R~) is a variance only for responses in [0, 1]; outside, sigma would be NaN
         # (and D/sigma silently infinite).
         outside = np.flatnonzero((pred.label < 0) | (pred.label > 1))
@@ -244,19 +248,19 @@ def subpopulation_deviation(
     f_sub = np.concatenate(([0.0], f_sub))
     f_full = np.concatenate(([0.0], f_full))
     path = f_sub - f_full
-    kuiper = float(path.max() - path.min())  # eq. (13)
-    ks = float(np.abs(path).max())  # eq. (12)
+    kuiper, ks = path_kuiper_ks(path)  # eqs. (13), (12)
     spread = (
-        member_mean * (1.0 - member_mean) if method == "bernoulli" else full_variance[run_of]
+        member_mean * (1.0 - member_mean) if method is SigmaMethod.BERNOULLI
+        else full_variance[run_of]
     )
-    sigma = float(np.sqrt(np.sum(sub_weight**2 * spread)) / weight_total)  # eq. (21)/(22)/(31)/(32)
+    sigma = float(sigma_from_variance(np.sum(sub_weight**2 * spread), weight_total))  # (21)-(22)
 
     fraction = np.concatenate(([0.0], (ends + 1.0) / n))
     if pred.weighted:
         x = np.concatenate(([0.0], np.cumsum(sub_weight)[ends] / weight_total))  # eq. (28)
     else:
         x = fraction
-    kuiper_z = _ratio(kuiper, sigma)
+    kuiper_z = safe_ratio(kuiper, sigma)
     return DeviationResult(
         x=_readonly(x),
         fraction=_readonly(fraction),
@@ -272,13 +276,13 @@ def subpopulation_deviation(
         ks=ks,
         sigma=sigma,
         kuiper_z=kuiper_z,
-        ks_z=_ratio(ks, sigma),
+        ks_z=safe_ratio(ks, sigma),
         p_value=float(brownian_range_sf(kuiper_z)),
         n=int(n),
         n_full=pred.n,
         weight_total=weight_total,
         weighted=pred.weighted,
-        sigma_method=method,
+        sigma_method=method.value,
         description=description,
         plot_index=_readonly(decimate_path(path)),
     )
@@ -288,16 +292,6 @@ def _bin_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """Return the sums of ``values`` over the non-empty slices ``bounds[k]:bounds[k+1]``."""
     at_ends = np.cumsum(values, dtype=float)[bounds[1:] - 1]
     return np.diff(at_ends, prepend=0.0)
-
-
-def _resolve_sigma_method(pred: Predictions, sigma_method: str) -> str:
-    if sigma_method == "auto":
-        return "bernoulli" if pred.response_kind == "binary" else "variance"
-    if sigma_method not in ("bernoulli", "variance"):
-        raise ValidationError(
-            f"sigma_method must be auto, bernoulli or variance, not {sigma_method!r}."
-        )
-    return sigma_method
 
 
 def _validate_index(pred: Predictions, index: np.ndarray) -> np.ndarray:

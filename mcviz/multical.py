@@ -18,7 +18,8 @@ with :math:`0/0 = 0`. As everywhere in mcviz, :math:`C^k` is evaluated only at t
 of each run of tied scores within the subpopulation. Appendix G's companions are reported too:
 "multi-ablate" :math:`\max_k D_k` and "expectation" :math:`2\sqrt{2/\pi}\,\sigma_{k'}` for the
 :math:`k'` attaining the multi-ablate maximum. For real-valued responses :math:`\sigma_k` is
-Appendix C's eq. (6) over the subpopulation's members.
+Appendix C's eq. (6) over the subpopulation's tie runs
+(:func:`mcviz.core.sigma.sigma_adjacent`).
 
 References
 ----------
@@ -35,7 +36,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mcviz.cumulative import BROWNIAN_RANGE_MEAN, brownian_range_sf, sigma_adjacent
+from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
+from mcviz.core.evaluator import Evaluator
+from mcviz.core.metric import multicalibration_metric
+from mcviz.core.ratio import safe_ratio
+from mcviz.core.sigma import resolve_sigma_method
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.subpopulations import (
@@ -142,15 +147,6 @@ class MulticalResult:
         }, columns=list(TABLE_COLUMNS))
 
 
-def _quotient(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """Divide elementwise with 0/0 = 0 and d/0 = inf (paper 000 after (4))."""
-    positive = denominator > 0
-    safe = np.where(positive, denominator, 1.0)
-    return np.where(
-        positive, numerator / safe, np.where(numerator <= 1e-15, 0.0, np.inf)
-    )
-
-
 def multicalibration(
     pred: Predictions,
     subpopulations: SubpopulationSet | Sequence[Subpopulation] | None = None,
@@ -180,9 +176,10 @@ def multicalibration(
 
     Notes
     -----
-    :math:`D_k` is computed by a cumulative sum over the members (already in score order) and
-    read at the ends of runs of tied scores; :math:`\sigma_k` from sums over the members
-    (eqs. (1), (2), (4), (5) of [1]).
+    :math:`D_k` and :math:`\sigma_k` come from the shared block evaluator
+    (:class:`~mcviz.core.evaluator.Evaluator`: eqs. (1), (2), (5) at the ends of runs of tied
+    scores, Appendix C eq. (6) over tie runs) and :math:`M` from the one eq. (4)
+    (:func:`~mcviz.core.metric.multicalibration_metric`).
 
     Examples
     --------
@@ -206,12 +203,7 @@ def multicalibration(
     subpopulations = tuple(subpopulations or ())
     if not subpopulations or subpopulations[0].conditions or subpopulations[0].size != pred.n:
         subpopulations = (full_population(pred), *subpopulations)
-    if sigma_method == "auto":
-        sigma_method = "bernoulli" if pred.response_kind == "binary" else "adjacent"
-    if sigma_method not in ("bernoulli", "adjacent"):
-        raise ValidationError(
-            f"sigma_method must be auto, bernoulli or adjacent, not {sigma_method!r}."
-        )
+    method = resolve_sigma_method(sigma_method, pred.response_kind)
     for sub in subpopulations:
         if sub.size == 0:
             raise ValidationError(f"subpopulation {sub.id} ({sub.description}) has no members.")
@@ -221,64 +213,25 @@ def multicalibration(
                 f"{pred.n:,} predictions."
             )
 
-    count = len(subpopulations)
-    kuiper = np.empty(count)
-    sigma = np.empty(count)
-    weight_total = np.empty(count)
-    size = np.array([sub.size for sub in subpopulations], dtype=np.int64)
-    weighted = pred.weighted
-    residual = pred.label - pred.score
-    weighted_residual = residual * pred.weight if weighted else residual
-    variance = pred.score * (1.0 - pred.score) * pred.weight**2
-    tie_group = None if pred.run_end.all() else np.cumsum(
-        np.concatenate(([True], pred.run_end[:-1]))
-    )
-    buffer = np.empty(max(size.max(), 1))  # work buffers: no fresh pages per subpopulation
-    index_buffer = np.empty(buffer.size, dtype=np.intp)  # take() is fastest with intp indices
-    group_buffer = None if tie_group is None else np.empty(buffer.size, dtype=tie_group.dtype)
-    ends_buffer = None if tie_group is None else np.empty(buffer.size, dtype=bool)
-    for k, sub in enumerate(subpopulations):
-        m = sub.index.size
-        full = m == pred.n  # the full population: nothing to gather
-        index = index_buffer[:m]
-        np.copyto(index, sub.index, casting="safe")
-        total = float(pred.weight[index].sum()) if weighted else float(m)
-        if full:
-            steps = np.cumsum(weighted_residual, out=buffer[:m])  # eq. (1), times the total
-        else:
-            steps = np.take(weighted_residual, index, out=buffer[:m], mode="clip")
-            np.cumsum(steps, out=steps)  # eq. (1), times the total weight
-        if tie_group is not None:
-            groups = tie_group if full else np.take(
-                tie_group, index, out=group_buffer[:m], mode="clip")
-            ends = ends_buffer[:m]
-            np.not_equal(groups[1:], groups[:-1], out=ends[:-1])
-            ends[-1] = True
-            steps = steps[ends]
-        kuiper[k] = (max(steps.max(), 0.0) - min(steps.min(), 0.0)) / total  # eq. (2)
-        if sigma_method == "bernoulli":
-            terms = variance if full else np.take(variance, index, out=buffer[:m], mode="clip")
-            sigma[k] = np.sqrt(terms.sum()) / total  # eq. (5)
-        else:
-            sigma[k] = sigma_adjacent(residual[index], pred.weight[index])  # Appendix C (6)
-        weight_total[k] = total
-    kuiper_z = _quotient(kuiper, sigma)
-    normalized = _quotient(kuiper * sigma[0], sigma)  # eq. (4), 0/0 = 0
-    normalized[0] = kuiper[0]  # "the argument to the max for k = 0 is simply D_0" (even if 0/0)
-    best = int(np.argmax(normalized))
-    metric = float(normalized[best])
+    evaluator = Evaluator.from_predictions(pred)
+    stats = evaluator.statistics(
+        pred.label - pred.score, [sub.index for sub in subpopulations], method)
+    value = multicalibration_metric(stats.kuiper, stats.sigma)  # eq. (4), sigma_0 = 0 rule
+    kuiper, sigma, kuiper_z = stats.kuiper, stats.sigma, stats.kuiper_z
+    best = value.argmax
+    metric = value.metric
     ablate_best = int(np.argmax(kuiper))
     return MulticalResult(
         subpopulations=subpopulations,
-        size=_readonly(size),
-        weight_total=_readonly(weight_total),
-        kuiper=_readonly(kuiper),
-        sigma=_readonly(sigma),
-        kuiper_z=_readonly(kuiper_z),
+        size=stats.size,
+        weight_total=stats.weight_total,
+        kuiper=kuiper,
+        sigma=sigma,
+        kuiper_z=kuiper_z,
         p_value=_readonly(np.asarray(brownian_range_sf(kuiper_z), dtype=float).reshape(-1)),
-        normalized=_readonly(normalized),
+        normalized=value.normalized,
         metric=metric,
-        metric_z=float(_quotient(np.array(metric), np.array(sigma[0]))),
+        metric_z=safe_ratio(metric, float(sigma[0])),
         ablate=float(kuiper[ablate_best]),
         expectation=float(BROWNIAN_RANGE_MEAN * sigma[ablate_best]),
         argmax=subpopulations[best],

@@ -14,10 +14,10 @@ from mcviz.cli import main
 from mcviz.cumulative import cumulative_differences
 from mcviz.engines import Columns, NumpyEngine
 from mcviz.engines.base import BinSummaries, candidate_cells, finish_screen
-from mcviz.engines.numpy_engine import subpopulation_kuiper
 from mcviz.engines.sql import DUCKDB, SPARK, Query, condition_sql
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.multical import multicalibration
 from mcviz.subpopulations import Condition, generate_subpopulations, select_rows
 
 duckdb = pytest.importorskip("duckdb")
@@ -107,14 +107,6 @@ def assert_same(a, b, *, tol=1e-12):
 
 
 # ---------------------------------------------------------------------------- numpy reference
-
-
-def test_subpopulation_kuiper_hand_computed():
-    # scores 0.1, 0.2, 0.2 with W(R-S) = 0.5, -1, 0.25 and total weight 2: the tie at 0.2 is one
-    # step, so the path is 0, 0.25, -0.125: D = 0.25 - (-0.125) = 0.375 (not via -0.25).
-    assert subpopulation_kuiper(np.array([0.1, 0.2, 0.2]), np.array([0.5, -1.0, 0.25]),
-                                2.0) == pytest.approx(0.375, abs=1e-15)
-    assert subpopulation_kuiper(np.zeros(0), np.zeros(0), 0.0) == 0.0
 
 
 def test_numpy_engine_matches_cumulative_differences(numpy_engine, subpopulations):
@@ -285,8 +277,12 @@ def test_sql_rejects_unknown_columns_and_bad_values():
         condition_sql(Condition("nope", "<", 1), {"x": "float"}, Query(DUCKDB))
     with pytest.raises(ValidationError, match="is not a number"):
         condition_sql(Condition("x", "<", "abc"), {"x": "float"}, Query(DUCKDB))
-    with pytest.raises(ValidationError, match="not finite"):
+    with pytest.raises(ValidationError, match="the value nan is not a number"):
         condition_sql(Condition("x", "<", float("nan")), {"x": "float"}, Query(DUCKDB))
+    # infinite thresholds are values like any other (as in the filter language)
+    q = Query(DUCKDB)
+    condition_sql(Condition("x", "<", float("inf")), {"x": "float"}, q)
+    assert q.params == {"p0": float("inf")}
 
 
 def test_odd_column_names_evaluate_like_numpy(numpy_engine, duck):
@@ -508,3 +504,45 @@ def test_cli_screen_invalid_rows_counted_on_the_whole_file(tmp_path, capsys):
     assert "column 'weight': 3 of 600 rows" in capsys.readouterr().err
     assert main([*args, "--drop-invalid"]) == 0
     assert json.loads(capsys.readouterr().out)["n"] == 597
+
+
+# ------------------------------------------------- library and engines: one eq. (4) (issue 12)
+
+
+def _sigma0_zero_frame() -> pd.DataFrame:
+    # Scores 0 or 1 only: sigma_k = 0 for every subpopulation (eq. (5)), while labels disagree
+    # with the scores on some rows, so D_0 > 0. Paper 000 after eq. (4): the k = 0 argument is
+    # simply D_0 and the others are D_k * 0 / 0 = 0, so M = D_0.
+    rng = np.random.default_rng(5)
+    n = 400
+    score = (rng.random(n) < 0.5).astype(float)
+    label = np.where(rng.random(n) < 0.8, score, 1 - score).astype(int)
+    return pd.DataFrame({"score": score, "label": label, "x": rng.integers(0, 8, n),
+                         "weight": rng.random(n) + 0.5})
+
+
+@pytest.mark.parametrize("engine_name", ["numpy", "duckdb"])
+@pytest.mark.parametrize("case", ["sigma0_zero", "ordinary"])
+def test_library_and_engines_agree_on_m(tmp_path, engine_name, case):
+    frame = _sigma0_zero_frame() if case == "sigma0_zero" else make_frame(1500, seed=4)
+    path = tmp_path / "data.parquet"
+    frame.to_parquet(path)
+    engine = (NumpyEngine(path, COLUMNS) if engine_name == "numpy"
+              else DuckDBEngine(path, COLUMNS, memory_limit="1GB"))
+    with engine:
+        pred = NumpyEngine(path, COLUMNS).pred
+        generated = generate_subpopulations(pred, covariates=["x"] if case == "sigma0_zero"
+                                            else ["x1", "x2", "cat"], n_subpopulations=25,
+                                            seed=1)
+        subpopulations = list(generated)[1:]  # without the full population: both add it first
+        expected = multicalibration(pred, subpopulations)
+        got = engine.screen(subpopulations)
+    assert got.table["description"].iloc[0] == "full population"
+    assert len(got.table) == len(expected.subpopulations)
+    np.testing.assert_allclose(got.table["kuiper"], expected.kuiper, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.table["sigma"], expected.sigma, rtol=0, atol=1e-12)
+    assert abs(got.metric - expected.metric) <= 1e-12
+    if case == "sigma0_zero":
+        assert expected.sigma[0] == 0
+        assert expected.kuiper[0] > 0
+        assert expected.metric == expected.kuiper[0]  # M = D_0

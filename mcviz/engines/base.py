@@ -56,7 +56,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mcviz.cumulative import _ratio
+from mcviz.core.metric import multicalibration_metric, normalized_kuiper
+from mcviz.core.ratio import safe_ratio
+from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
 from mcviz.subpopulations import Condition, Subpopulation
 
@@ -122,7 +124,9 @@ def as_specs(
     """Normalise subpopulations (objects, specs or bare condition lists) to specs.
 
     Bare condition lists get ids in order (0, 1, ...); their descriptions come from
-    :func:`~mcviz.subpopulations.describe_conditions`.
+    :func:`~mcviz.subpopulations.describe_conditions`. The first spec is always the full
+    population (subpopulation 0 of eq. (4)): it is put first when the first given one has
+    conditions (with id 0, or one below the smallest id when 0 is taken).
     """
     from mcviz.subpopulations import describe_conditions
 
@@ -140,6 +144,9 @@ def as_specs(
     ids = [s.id for s in specs]
     if len(set(ids)) != len(ids):
         raise ValidationError("subpopulation ids must be distinct.")
+    if not specs or specs[0].conditions:  # subpopulation 0 is always the full population
+        free = 0 if 0 not in ids else min(ids) - 1
+        specs.insert(0, SubpopulationSpec(free, 0, (), "full population"))
     return tuple(specs)
 
 
@@ -399,10 +406,8 @@ def finish_screen(
         k = refined["k"].to_numpy(np.int64)
         high = np.maximum(high, _group_max(start + refined["hi"].to_numpy(float), k, size))
         low = np.minimum(low, _group_min(start + refined["lo"].to_numpy(float), k, size))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        safe = np.where(weight > 0, weight, 1.0)
-        kuiper = np.where(weight > 0, (high - low) / safe, 0.0)  # eq. (2)
-        upper = np.where(weight > 0, (high_upper - low_lower) / safe, 0.0)
+    kuiper = np.asarray(safe_ratio(high - low, weight), dtype=float)  # eq. (2)
+    upper = np.asarray(safe_ratio(high_upper - low_lower, weight), dtype=float)
     exact = refined is not None
     bound = None if exact else np.maximum(upper - kuiper, 0.0)
     return assemble_result(engine, specs, count=count, weight=weight, variance=variance,
@@ -429,22 +434,14 @@ def assemble_result(
     size = len(specs)
     exact = bound is None
     bound = np.zeros(size) if bound is None else bound
-    with np.errstate(invalid="ignore", divide="ignore"):
-        safe = np.where(weight > 0, weight, 1.0)
-        sigma = np.where(weight > 0, np.sqrt(variance) / safe, 0.0)  # eq. (5)
-    sigma0 = float(sigma[0]) if size else 0.0
-    kuiper_z = np.array([_ratio(float(d), float(s)) for d, s in zip(kuiper, sigma, strict=True)])
-    # eq. (4) as D_k sigma_0 / sigma_k with 0/0 = 0 (so sigma_0 = 0 gives 0, never NaN)
-    normalized = np.array(
-        [_ratio(float(d) * sigma0, float(s)) for d, s in zip(kuiper, sigma, strict=True)])
-    normalized_upper = np.array(
-        [_ratio(float(d) * sigma0, float(s)) for d, s in zip(kuiper + bound, sigma, strict=True)])
-    if size and not specs[0].conditions and sigma0 > 0:  # the full population: exactly D_0
-        normalized[0] = kuiper[0]
-        normalized_upper[0] = kuiper[0] + bound[0]
-    argmax = int(np.argmax(normalized)) if size else 0
-    metric = float(normalized[argmax]) if size else 0.0
-    metric_bound = None if exact else float(max(normalized_upper.max(initial=0.0) - metric, 0.0))
+    sigma = np.asarray(sigma_from_variance(variance, weight), dtype=float)  # eq. (5)
+    kuiper = np.asarray(kuiper, dtype=float)
+    kuiper_z = np.asarray(safe_ratio(kuiper, sigma), dtype=float)
+    value = multicalibration_metric(kuiper, sigma)  # eq. (4); row 0 is the full population
+    normalized, argmax, metric = value.normalized, value.argmax, value.metric
+    sigma0 = float(sigma[0])
+    metric_bound = None if exact else float(max(
+        normalized_kuiper(kuiper + bound, sigma).max() - metric, 0.0))
     table = pd.DataFrame({
         "id": np.array([s.id for s in specs], dtype=np.int64),
         "depth": np.array([s.depth for s in specs], dtype=np.int64),
@@ -459,7 +456,7 @@ def assemble_result(
     })
     return ScreenResult(
         engine=engine, exact=exact, bins=bins, n=int(n), n_dropped=int(n_dropped),
-        weight_total=float(weight[0]) if size else 0.0, metric=metric,
+        weight_total=float(weight[0]), metric=metric,
         metric_bound=metric_bound, sigma0=sigma0, argmax=argmax, table=table,
     )
 

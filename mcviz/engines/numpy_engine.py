@@ -1,8 +1,12 @@
 """The in-memory numpy engine: the reference every other engine is tested against.
 
-Exact mode evaluates each subpopulation's path directly (eq. (1) of [1] at the ends of runs of
-tied scores, over the score-sorted arrays of :class:`~mcviz.io.Predictions`); histogram mode
-computes the same bin summaries as the SQL engines, so all engines share one bound.
+Exact mode cuts the score-sorted rows of :class:`~mcviz.io.Predictions` into blocks at tie-run
+ends, finds each subpopulation's members in a block from integer codes prepared once per
+covariate (:class:`~mcviz.core.membership.MembershipPlan`: a child is tested only for the
+conditions it adds to its parent), summarises each block with the shared evaluator
+(:class:`~mcviz.core.evaluator.Evaluator`) and combines the summaries in score order;
+histogram mode computes the same bin summaries as the SQL engines, so all engines share one
+bound.
 
 References
 ----------
@@ -17,6 +21,9 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from mcviz.core.evaluator import Evaluator, combine_all, finish
+from mcviz.core.membership import MembershipPlan
+from mcviz.core.sigma import SigmaMethod
 from mcviz.engines.base import (
     BinSummaries,
     Columns,
@@ -30,27 +37,12 @@ from mcviz.engines.base import (
 )
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions, load_predictions
-from mcviz.subpopulations import Condition, Subpopulation, select_rows
+from mcviz.subpopulations import Condition, Subpopulation
 
-__all__ = ["NumpyEngine", "subpopulation_kuiper"]
+__all__ = ["NumpyEngine"]
 
-
-def subpopulation_kuiper(score: np.ndarray, diff: np.ndarray, weight_total: float) -> float:
-    r"""Kuiper statistic of one subpopulation from its score-sorted members, eqs. (1)-(2).
-
-    ``diff`` holds :math:`W(R - S)` in score order; the path is evaluated at the last member of
-    each run of tied scores, and :math:`D = \max(0, \max C) - \min(0, \min C)`.
-
-    Examples
-    --------
-    >>> subpopulation_kuiper(np.array([0.1, 0.2, 0.2]), np.array([0.5, -1.0, 0.25]), 2.0)
-    0.375
-    """
-    if score.size == 0 or weight_total <= 0:
-        return 0.0
-    ends = np.flatnonzero(np.r_[score[1:] != score[:-1], True])
-    path = np.cumsum(diff)[ends] / weight_total  # eq. (1)
-    return float(max(path.max(), 0.0) - min(path.min(), 0.0))  # eq. (2)
+BLOCK_ROWS = 1 << 18
+"""Rows per block of exact mode (cut at tie-run ends): membership and paths stay in cache."""
 
 
 class NumpyEngine(Engine):
@@ -104,36 +96,27 @@ class NumpyEngine(Engine):
         self.diff = pred.weight * (pred.label - pred.score)
         self.variance = pred.score * (1.0 - pred.score) * pred.weight**2
 
+    def _members(self, plan: MembershipPlan, start: int = 0, stop: int | None = None):
+        """Members of every spec among rows ``start:stop`` (positions relative to ``start``)."""
+        stop = self.pred.n if stop is None else stop
+        codes = self._codes(plan)
+        return plan.members_from_codes({k: v[start:stop] for k, v in codes.items()},
+                                       stop - start)
+
+    def _codes(self, plan: MembershipPlan) -> dict[str, np.ndarray]:
+        covariates = self.pred.covariates
+        for name in plan.columns:
+            self.pred.require_covariate(name, " in the condition")
+        return plan.encode({name: covariates[name] for name in plan.columns})
+
     def overview(self) -> tuple[int, int, float, float]:
         """Rows, rows dropped at load time, lowest and highest score."""
         p = self.pred
         return p.n, p.report.n_dropped, float(p.score[0]), float(p.score[-1])
 
     def _indices(self, specs: Sequence[SubpopulationSpec]) -> Iterator[np.ndarray]:
-        """Each spec's members in turn, testing a child's conditions on its parent's rows only.
-
-        Algorithm 1 nests every subpopulation in its parent, so a path of depth d costs about
-        the parent's size per step instead of n. Parents are held only until their last child
-        in ``specs`` is done.
-        """
-        position_of = {spec.id: position for position, spec in enumerate(specs)}
-        children_left: dict[int, int] = {}
-        for position, spec in enumerate(specs):
-            parent = position_of.get(spec.parent) if spec.parent is not None else None
-            if parent is not None and parent < position:
-                children_left[parent] = children_left.get(parent, 0) + 1
-        held: dict[int, np.ndarray] = {}
-        for position, spec in enumerate(specs):
-            parent = position_of.get(spec.parent) if spec.parent is not None else None
-            within = held.get(parent) if parent is not None else None
-            index = select_rows(self.pred, spec.conditions, within=within)
-            if within is not None:
-                children_left[parent] -= 1
-                if children_left[parent] == 0:
-                    del held[parent]
-            if children_left.get(position):
-                held[position] = index
-            yield index
+        """Each spec's members over all rows (parents' rows reused, see MembershipPlan)."""
+        yield from self._members(MembershipPlan(specs))
 
     def histogram(self, specs: Sequence[SubpopulationSpec], lo: float, scale: float,
                   bins: int) -> BinSummaries:
@@ -178,18 +161,32 @@ class NumpyEngine(Engine):
         specs = as_specs(subpopulations)
         bins = _check_bins(bins)
         p = self.pred
-        size = len(specs)
-        count = np.zeros(size, dtype=np.int64)
-        weight = np.zeros(size)
-        variance = np.zeros(size)
-        kuiper = np.zeros(size)
-        for position, index in enumerate(self._indices(specs)):
-            count[position] = index.size
-            if index.size == 0:
-                continue
-            weight[position] = total = float(p.weight[index].sum())
-            variance[position] = float(self.variance[index].sum())
-            kuiper[position] = subpopulation_kuiper(p.score[index], self.diff[index], total)
+        plan = MembershipPlan(specs)
+        codes = self._codes(plan)
+        chunks = []
+        for start, stop in _blocks(p.run_end, BLOCK_ROWS):
+            members = plan.members_from_codes(
+                {k: v[start:stop] for k, v in codes.items()}, stop - start)
+            evaluator = Evaluator(p.score[start:stop], p.weight[start:stop],
+                                  run_end=p.run_end[start:stop])
+            chunks.append(evaluator.summaries(  # eq. (5) only: screening is binary
+                p.label[start:stop] - p.score[start:stop], members, adjacent=False))
+        summaries = combine_all(chunks)
+        stats = finish(summaries, SigmaMethod.BERNOULLI)
+        count, weight, variance, kuiper = (
+            stats.size, stats.weight_total, summaries.variance, stats.kuiper)
         return assemble_result(self.name, specs, count=count, weight=weight, variance=variance,
                                kuiper=kuiper, bound=None, bins=bins, n=p.n,
                                n_dropped=p.report.n_dropped)
+
+
+def _blocks(run_end: np.ndarray, rows: int) -> Iterator[tuple[int, int]]:
+    """Consecutive (start, stop) of about ``rows`` rows each, cut at the ends of tie runs."""
+    n = run_end.size
+    ends = np.flatnonzero(run_end) + 1  # possible stops
+    start = 0
+    while start < n:
+        at = int(np.searchsorted(ends, min(start + rows, n), side="left"))
+        stop = int(ends[min(at, ends.size - 1)])
+        yield start, stop
+        start = stop

@@ -101,9 +101,9 @@ def _python_value(value: object, kind: str, column: str) -> object:
         return float(value)
     if isinstance(value, int | float):
         number = float(value)
-        if not np.isfinite(number):
-            raise ValidationError(f"condition on {column!r}: the value {value!r} is not finite.",
-                                  column=column)
+        if np.isnan(number):  # +-inf are thresholds like any other (the filter language's too)
+            raise ValidationError(f"condition on {column!r}: the value {value!r} is not a "
+                                  "number.", column=column)
         return number
     try:
         return float(value)

@@ -1,0 +1,83 @@
+r"""The distribution of the range of standard Brownian motion on [0, 1] (p-values of D/sigma).
+
+Under perfect calibration the cumulative path divided by its scale :math:`\sigma` behaves like
+standard Brownian motion, so :math:`P(D/\sigma > r)` is the survival function of its range.
+
+References
+----------
+.. [1] I. Guy, D. Haimovich, F. Linder, N. Okati, L. Perini, N. Tax, M. Tygert, "Measuring
+   multi-calibration", 2025; Section 2 ("about 1.6 sigma").
+.. [2] W. Feller, "The asymptotic distribution of the range of sums of independent random
+   variables", Ann. Math. Statist. 22, 1951.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ndtr
+
+__all__ = ["BROWNIAN_RANGE_MEAN", "brownian_range_sf"]
+
+BROWNIAN_RANGE_MEAN = 2.0 * np.sqrt(2.0 / np.pi)
+"""Mean range of standard Brownian motion on [0, 1]: the "about 1.6 sigma" of paper 000."""
+
+_TERMS = 60
+_BLOCK = 1 << 15  # values per vectorised block: _BLOCK x _TERMS doubles (16 MB)
+_K = np.arange(1, _TERMS, dtype=float)
+_SIGN_K = (-1.0) ** (_K - 1) * _K
+_ODD2 = (2.0 * np.arange(0, _TERMS) + 1.0) ** 2
+
+
+def brownian_range_sf(r):
+    r"""Survival function of the range of standard Brownian motion on [0, 1].
+
+    For :math:`r \ge 1.5` the series
+
+    .. math:: P(\text{range} > r) = 8 \sum_{k \ge 1} (-1)^{k-1} k \,(1 - \Phi(k r))
+
+    converges fast; for small :math:`r` its Poisson-summation dual (derived by summing the
+    density :math:`8\sum_k (-1)^{k-1} k^2 \phi(kr)` over half-integers and integrating),
+
+    .. math::
+        P(\text{range} \le r) = \sum_{j \ge 0} \left(\frac{8}{r^2} + \frac{8}{\pi^2 (2j+1)^2}
+        \right) \exp\!\left(-\frac{\pi^2 (2j+1)^2}{2 r^2}\right),
+
+    does. Both are summed to machine precision, vectorised over blocks of values.
+
+    Parameters
+    ----------
+    r : float or ndarray
+        NaN gives NaN, :math:`r \le 0` gives 1 and :math:`\infty` gives 0.
+
+    Returns
+    -------
+    float or ndarray of the shape of ``r``
+
+    Examples
+    --------
+    >>> float(np.round(brownian_range_sf(2.0), 12))
+    0.181494339394
+    >>> brownian_range_sf(np.array([0.0, np.inf])).tolist()
+    [1.0, 0.0]
+    """
+    values = np.asarray(r, dtype=float)
+    flat = values.reshape(-1)
+    out = np.empty(flat.size)
+    for start in range(0, flat.size, _BLOCK):
+        out[start:start + _BLOCK] = _range_sf(flat[start:start + _BLOCK])
+    result = out.reshape(values.shape)
+    return float(result) if values.ndim == 0 else result
+
+
+def _range_sf(x: np.ndarray) -> np.ndarray:
+    out = np.where(np.isnan(x), np.nan, np.where(x <= 0, 1.0, 0.0))
+    large = np.isfinite(x) & (x >= 1.5)
+    if large.any():
+        r = x[large][:, None]
+        out[large] = 8.0 * (_SIGN_K * ndtr(-_K * r)).sum(axis=1)
+    small = (x > 0) & (x < 1.5)
+    if small.any():
+        r2 = x[small][:, None] ** 2
+        terms = (8.0 / r2 + 8.0 / (np.pi**2 * _ODD2)) * np.exp(-(np.pi**2) * _ODD2 / (2.0 * r2))
+        out[small] = 1.0 - terms.sum(axis=1)
+    return out

@@ -1,0 +1,405 @@
+r"""The block evaluator: per-subpopulation ordered chunk summaries of the cumulative path.
+
+One code path serves the in-memory library (:func:`~mcviz.multicalibration`), the screening
+engines (numpy in memory; DuckDB and Spark on score-sorted batches), the null draws (responses
+redrawn N times: a residual matrix) and the guided search (many candidate subpopulations).
+
+For a subpopulation :math:`k` and a contiguous stretch of the score-sorted rows (a *chunk*, cut
+at the end of a tie run), the :class:`ChunkSummaries` hold
+
+* ``count``, ``weight`` :math:`\sum W`, ``variance`` :math:`\sum S(1-S)W^2` (eq. (5));
+* ``offset`` :math:`\sum W(R-S)`: the rise of the (unnormalised) path over the chunk;
+* ``high``, ``low``: the highest and lowest point of the unnormalised path at tie-run ends,
+  relative to the chunk start, with the start itself included (so ``high >= 0 >= low``);
+* for Appendix C eq. (6): ``adjacent`` (the sum of its numerator terms over consecutive tie
+  runs inside the chunk) and the first and last run's weight and weighted mean residual, so the
+  term across a chunk edge can be added when chunks are joined.
+
+Chunks combine associatively in score order (:func:`combine`):
+
+.. math::
+    (o, h, l) \oplus (o', h', l') = (o + o', \max(h, o + h'), \min(l, o + l')),
+
+and :func:`finish` turns the summaries into :math:`D_k = (h - l)/\sum W` (eqs. (1)-(2), the
+origin and every tie-run end being points of the path) and :math:`\sigma_k` (eq. (5) or
+Appendix C eq. (6)). Responses can be a matrix (one column per set of responses, e.g. null
+draws); every residual-dependent summary then has a trailing axis of length N.
+
+Inside a chunk the subpopulations are processed in groups whose members are gathered into one
+array: a segmented cumulative sum over the group replaces a Python loop per subpopulation.
+
+References
+----------
+.. [1] I. Guy, D. Haimovich, F. Linder, N. Okati, L. Perini, N. Tax, M. Tygert, "Measuring
+   multi-calibration", 2025; eqs. (1)-(5), Appendix C eq. (6).
+.. [2] M. Tygert, "Cumulative deviation of a subpopulation from the full population", J. Big
+   Data 10, 2023; section "High-level strategy" (ordered chunk summaries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from mcviz.core.path import run_ends
+from mcviz.core.ratio import safe_ratio
+from mcviz.core.sigma import (
+    SigmaMethod,
+    adjacent_terms,
+    safe_ratio_signed,
+    sigma_adjacent_from_terms,
+    sigma_from_variance,
+)
+
+__all__ = [
+    "ChunkSummaries",
+    "Evaluator",
+    "Statistics",
+    "combine",
+    "combine_all",
+    "finish",
+]
+
+GROUP_ELEMENTS = 1 << 18
+"""Members x response columns gathered at once (a few MB per work array)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ChunkSummaries:
+    r"""Ordered chunk summaries of ``l`` subpopulations over one stretch of score-sorted rows.
+
+    Arrays of shape (l,) do not depend on the responses; those of shape (l,) or (l, N) do
+    (N sets of responses). All sums are unnormalised (not divided by :math:`\sum W`).
+
+    Attributes
+    ----------
+    count : ndarray of int64, (l,)
+    weight : ndarray, (l,)
+        :math:`\sum W`.
+    variance : ndarray, (l,)
+        :math:`\sum S(1-S) W^2` (eq. (5)).
+    first_weight, last_weight : ndarray, (l,)
+        :math:`V` of the first and last tie run of the subpopulation in the chunk (0 if empty).
+    offset : ndarray, (l,) or (l, N)
+        :math:`\sum W(R-S)`.
+    high, low : ndarray, (l,) or (l, N)
+        Highest and lowest point of the path (start included) relative to the chunk start.
+    adjacent : ndarray, (l,) or (l, N)
+        Sum of eq. (6)'s numerator terms over consecutive tie runs inside the chunk.
+    first_mean, last_mean : ndarray, (l,) or (l, N)
+        Weighted mean residual :math:`e` of the first and last tie run.
+    """
+
+    count: np.ndarray
+    weight: np.ndarray
+    variance: np.ndarray
+    first_weight: np.ndarray
+    last_weight: np.ndarray
+    offset: np.ndarray
+    high: np.ndarray
+    low: np.ndarray
+    adjacent: np.ndarray
+    first_mean: np.ndarray
+    last_mean: np.ndarray
+
+    @property
+    def size(self) -> int:
+        """Number of subpopulations l."""
+        return int(self.count.size)
+
+    @classmethod
+    def empty(cls, size: int, draws: int | None = None) -> ChunkSummaries:
+        """Summaries of ``size`` subpopulations with no members (the identity of combine)."""
+        shape = (size,) if draws is None else (size, draws)
+        return cls(
+            count=np.zeros(size, dtype=np.int64), weight=np.zeros(size),
+            variance=np.zeros(size), first_weight=np.zeros(size), last_weight=np.zeros(size),
+            offset=np.zeros(shape), high=np.zeros(shape), low=np.zeros(shape),
+            adjacent=np.zeros(shape), first_mean=np.zeros(shape), last_mean=np.zeros(shape),
+        )
+
+    def take(self, positions: np.ndarray) -> ChunkSummaries:
+        """Summaries of the subpopulations at ``positions`` (in that order)."""
+        return ChunkSummaries(**{f.name: getattr(self, f.name)[positions] for f in fields(self)})
+
+
+def combine(first: ChunkSummaries, second: ChunkSummaries) -> ChunkSummaries:
+    """Join the summaries of two adjacent chunks, ``first`` before ``second`` in score order.
+
+    Associative (up to rounding), with :meth:`ChunkSummaries.empty` as identity: Spark
+    partitions or DuckDB batches can be combined in any grouping as long as the order is kept.
+    """
+    a, b = first, second
+    has_a = a.count > 0
+    has_b = b.count > 0
+    both = _col(has_a & has_b, a.offset)
+    bridge = np.where(  # the eq. (6) term between the last run of a and the first of b
+        both, (a.last_mean - b.first_mean) ** 2 * _col(a.last_weight + b.first_weight,
+                                                       a.offset) ** 2, 0.0)
+    return ChunkSummaries(
+        count=a.count + b.count,
+        weight=a.weight + b.weight,
+        variance=a.variance + b.variance,
+        first_weight=np.where(has_a, a.first_weight, b.first_weight),
+        last_weight=np.where(has_b, b.last_weight, a.last_weight),
+        offset=a.offset + b.offset,
+        high=np.maximum(a.high, a.offset + b.high),
+        low=np.minimum(a.low, a.offset + b.low),
+        adjacent=a.adjacent + b.adjacent + bridge,
+        first_mean=np.where(_col(has_a, a.offset), a.first_mean, b.first_mean),
+        last_mean=np.where(_col(has_b, a.offset), b.last_mean, a.last_mean),
+    )
+
+
+def combine_all(chunks: Iterable[ChunkSummaries]) -> ChunkSummaries:
+    """Combine summaries of consecutive chunks given in score order (at least one)."""
+    iterator = iter(chunks)
+    total = next(iterator)
+    for chunk in iterator:
+        total = combine(total, chunk)
+    return total
+
+
+def _col(values: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """View a per-subpopulation array (l,) as (l, 1) when ``like`` has a draws axis."""
+    return values.reshape(values.shape + (1,) * (like.ndim - values.ndim))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Statistics:
+    r"""Per-subpopulation statistics from finished summaries.
+
+    Attributes
+    ----------
+    size : ndarray of int64, (l,)
+    weight_total : ndarray, (l,)
+    kuiper : ndarray, (l,) or (l, N)
+        :math:`D_k` (eq. (2), tie rule).
+    sigma : ndarray, (l,) or (l, N)
+        :math:`\sigma_k` (eq. (5), or Appendix C eq. (6) over tie runs). Shape (l,) for
+        ``"bernoulli"`` (it does not depend on the responses), else that of ``kuiper``.
+    kuiper_z : ndarray, shape of ``kuiper``
+        :math:`D_k/\sigma_k` (0/0 = 0, d/0 = inf).
+    sigma_method : SigmaMethod
+    """
+
+    size: np.ndarray
+    weight_total: np.ndarray
+    kuiper: np.ndarray
+    sigma: np.ndarray
+    kuiper_z: np.ndarray
+    sigma_method: SigmaMethod
+
+
+def finish(summaries: ChunkSummaries, sigma_method: SigmaMethod | str) -> Statistics:
+    r"""Turn summaries of the whole score range into :math:`D_k`, :math:`\sigma_k`, z-scores.
+
+    ``sigma_method`` is ``"bernoulli"`` (eq. (5)) or ``"adjacent"`` (Appendix C eq. (6)), already
+    resolved (:func:`~mcviz.core.sigma.resolve_sigma_method`).
+    """
+    method = SigmaMethod(sigma_method)
+    s = summaries
+    weight = _col(s.weight, s.offset)
+    kuiper = safe_ratio(s.high - s.low, np.broadcast_to(weight, s.high.shape))  # eq. (2)
+    kuiper = np.asarray(kuiper, dtype=float)
+    if method is SigmaMethod.BERNOULLI:
+        sigma = np.asarray(sigma_from_variance(s.variance, s.weight), dtype=float)  # eq. (5)
+    elif method is SigmaMethod.ADJACENT:
+        sigma = sigma_adjacent_from_terms(  # Appendix C eq. (6) over tie runs
+            s.adjacent, s.weight, s.first_weight, s.last_weight)
+    else:
+        raise ValueError(f"finish takes 'bernoulli' or 'adjacent', not {method.value!r}")
+    z = safe_ratio(kuiper, _col(sigma, kuiper) if sigma.ndim < kuiper.ndim else sigma)
+    return Statistics(
+        size=_readonly(s.count.copy()), weight_total=_readonly(s.weight.copy()),
+        kuiper=_readonly(kuiper), sigma=_readonly(np.asarray(sigma, dtype=float)),
+        kuiper_z=_readonly(np.asarray(z, dtype=float)), sigma_method=method,
+    )
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+class Evaluator:
+    r"""Score-sorted rows prepared once; evaluates any number of subpopulations on them.
+
+    Parameters
+    ----------
+    score : ndarray, shape (n,)
+        Sorted ascending (ties in any order). A batch of an engine is cut at a tie-run end.
+    weight : ndarray, shape (n,), optional
+        Default: every weight 1.
+    run_end : ndarray of bool, shape (n,), optional
+        True at the last row of each run of tied scores (computed from ``score`` when omitted).
+
+    Notes
+    -----
+    Members are given as sorted positions (int arrays, e.g. ``Subpopulation.index``) or as
+    boolean masks of shape (n,). Positions must be sorted ascending and distinct (members in
+    score order); the evaluator trusts them.
+    """
+
+    def __init__(
+        self,
+        score: np.ndarray,
+        weight: np.ndarray | None = None,
+        *,
+        run_end: np.ndarray | None = None,
+    ) -> None:
+        self.score = np.asarray(score, dtype=float)
+        self.n = self.score.size
+        self.weight = np.ones(self.n) if weight is None else np.asarray(weight, dtype=float)
+        self.weighted = weight is not None
+        ends = run_ends(self.score) if run_end is None else np.asarray(run_end, dtype=bool)
+        # tie-run id of each row: equal ids = tied scores
+        id_type = np.int32 if self.n < 2**31 - 1 else np.int64  # half the bytes to gather
+        self.run_id = np.concatenate(([0], np.cumsum(ends[:-1], dtype=id_type))) if self.n \
+            else np.zeros(0, dtype=id_type)
+        self.has_ties = bool(self.n) and not bool(ends.all())
+        self.variance = self.score * (1.0 - self.score) * self.weight**2  # eq. (5) terms
+
+    @classmethod
+    def from_predictions(cls, pred) -> Evaluator:
+        """Build from :class:`~mcviz.io.Predictions` (already score-sorted)."""
+        return cls(pred.score, pred.weight if pred.weighted else None, run_end=pred.run_end)
+
+    def residual(self, label: np.ndarray) -> np.ndarray:
+        """Return :math:`R - S` for responses of shape (n,) or (n, N)."""
+        label = np.asarray(label, dtype=float)
+        return label - (self.score if label.ndim == 1 else self.score[:, None])
+
+    def summaries(
+        self, residual: np.ndarray, members: Sequence[np.ndarray], *, adjacent: bool = True
+    ) -> ChunkSummaries:
+        """Chunk summaries of each subpopulation over these rows.
+
+        Parameters
+        ----------
+        residual : ndarray, shape (n,) or (n, N)
+            :math:`R - S` (unweighted; the evaluator applies the weights), one column per set
+            of responses.
+        members : sequence of ndarray
+            Per subpopulation: sorted positions (int) or a boolean mask of shape (n,).
+        adjacent : bool, default True
+            Also compute the pieces of Appendix C eq. (6) (``adjacent``, ``first_mean``,
+            ``last_mean``, ``first_weight``, ``last_weight``); False leaves them 0 (faster, for
+            eq. (5) only).
+
+        Returns
+        -------
+        ChunkSummaries
+        """
+        residual = np.asarray(residual, dtype=float)
+        draws = None if residual.ndim == 1 else residual.shape[1]
+        indices = [_positions(m) for m in members]
+        out = ChunkSummaries.empty(len(indices), draws)
+        sizes = np.fromiter((i.size for i in indices), dtype=np.int64, count=len(indices))
+        columns = 1 if draws is None else draws
+        weighted = residual * (self.weight if draws is None else self.weight[:, None])
+        for group in _groups(sizes, max(GROUP_ELEMENTS // columns, 1)):
+            self._summarise_group(weighted, indices, group, out, adjacent=adjacent)
+        return out
+
+    def statistics(
+        self,
+        residual: np.ndarray,
+        members: Sequence[np.ndarray],
+        sigma_method: SigmaMethod | str = SigmaMethod.BERNOULLI,
+    ) -> Statistics:
+        r"""Return :func:`finish` of :meth:`summaries`: :math:`D_k`, :math:`\sigma_k`, z-scores."""
+        method = SigmaMethod(sigma_method)
+        summaries = self.summaries(residual, members, adjacent=method is SigmaMethod.ADJACENT)
+        return finish(summaries, method)
+
+    def kuiper(self, residual: np.ndarray, members: Sequence[np.ndarray]) -> np.ndarray:
+        """Return :math:`D_k` of each subpopulation, shape (l,) or (l, N)."""
+        return self.statistics(residual, members).kuiper
+
+    def _summarise_group(self, weighted, indices, group, out: ChunkSummaries, *,
+                         adjacent: bool) -> None:
+        """Fill ``out`` for the subpopulations ``group`` (all non-empty) in one gathered pass.
+
+        The members of the group are gathered into one array; one cumulative sum over it
+        serves every segment (a segment's path is the global one minus its value before the
+        segment, and since max(P - b) = max(P) - b the subtraction is applied to the extremes
+        only). The path is read at the last row of each tie run of each segment.
+        """
+        parts = [indices[k] for k in group]
+        lengths = np.fromiter((q.size for q in parts), dtype=np.int64, count=len(parts))
+        # one conversion to intp: take() is fastest with native indices, every gather reuses it
+        index = np.concatenate(parts, dtype=np.intp, casting="safe") if len(parts) > 1 else (
+            parts[0].astype(np.intp, copy=False))
+        seg_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        seg_last = seg_start + lengths - 1
+        values = np.take(weighted, index, axis=0, mode="clip")
+        path = np.cumsum(values, axis=0)  # eq. (1), unnormalised, across the whole group
+        positions = np.asarray(group)
+        if self.has_ties:
+            run = np.take(self.run_id, index, mode="clip")
+            end = np.ones(index.size, dtype=bool)
+            np.not_equal(run[1:], run[:-1], out=end[:-1])
+            end[seg_last] = True
+            ends = np.flatnonzero(end)
+            at_ends = path[ends]
+            first = np.searchsorted(ends, seg_start)  # first end of each segment
+        else:
+            ends, at_ends, first = None, path, seg_start
+        before = np.zeros((len(parts), *path.shape[1:]))
+        before[1:] = path[seg_start[1:] - 1]
+        out.high[positions] = np.maximum(np.maximum.reduceat(at_ends, first, axis=0) - before, 0.0)
+        out.low[positions] = np.minimum(np.minimum.reduceat(at_ends, first, axis=0) - before, 0.0)
+        out.offset[positions] = path[seg_last] - before
+        out.count[positions] = lengths
+        weight = np.take(self.weight, index, mode="clip") if self.weighted else None
+        out.weight[positions] = (np.add.reduceat(weight, seg_start) if self.weighted
+                                 else lengths.astype(float))
+        out.variance[positions] = np.add.reduceat(
+            np.take(self.variance, index, mode="clip"), seg_start)
+        if adjacent:
+            self._adjacent(values, weight, ends, seg_start, lengths, positions, out)
+
+    def _adjacent(self, values, weight, ends, seg_start, lengths, positions, out) -> None:
+        """Eq. (6) pieces over the tie runs of each segment (see :func:`sigma_adjacent`)."""
+        weight = np.ones(values.shape[0]) if weight is None else weight
+        if ends is None:  # no ties: every row is a run
+            run_sum, run_weight, first_run = values, weight, seg_start
+        else:
+            run_start = np.concatenate(([0], ends[:-1] + 1))
+            run_sum = np.add.reduceat(values, run_start, axis=0)
+            run_weight = np.add.reduceat(weight, run_start)
+            first_run = np.searchsorted(run_start, seg_start)
+        last_run = np.concatenate((first_run[1:], [run_weight.size])) - 1
+        terms = np.zeros_like(run_sum)
+        terms[1:] = adjacent_terms(run_sum, run_weight)
+        terms[first_run] = 0.0  # no term across two segments
+        mean = safe_ratio_signed(run_sum, _col(run_weight, run_sum))
+        out.first_weight[positions] = run_weight[first_run]
+        out.last_weight[positions] = run_weight[last_run]
+        out.adjacent[positions] = np.add.reduceat(terms, first_run, axis=0)
+        out.first_mean[positions] = mean[first_run]
+        out.last_mean[positions] = mean[last_run]
+
+
+def _positions(member: np.ndarray) -> np.ndarray:
+    array = np.asarray(member)
+    return np.flatnonzero(array) if array.dtype == bool else array
+
+
+def _groups(sizes: np.ndarray, budget: int) -> Iterable[list[int]]:
+    """Consecutive non-empty subpopulations with at most ``budget`` members in all (or one)."""
+    group: list[int] = []
+    total = 0
+    for k, size in enumerate(sizes.tolist()):
+        if size == 0:
+            continue
+        if group and total + size > budget:
+            yield group
+            group, total = [], 0
+        group.append(k)
+        total += size
+    if group:
+        yield group

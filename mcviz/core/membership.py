@@ -1,0 +1,247 @@
+r"""Subpopulation membership on integer codes, for engines that see the rows in batches.
+
+Each covariate named in any condition is encoded once per batch into small integer *codes*
+relative to the values the conditions mention (:class:`MembershipPlan`), so that every
+condition becomes one integer comparison or one table lookup per row. A subpopulation whose
+parent (``spec.parent``) comes earlier in the list is tested only for the conditions it adds to
+its parent, on its parent's rows.
+
+Ordinal columns (numbers, booleans, datetimes): with :math:`B_0 < \dots < B_{L-1}` the distinct
+values in conditions, a value :math:`x` gets code :math:`2i` when :math:`B_{i-1} < x < B_i` and
+:math:`2i + 1` when :math:`x = B_i`; a missing value gets :math:`2L + 1`, above every other
+code. So ``x < B_i`` is ``code <= 2i``, ``x >= B_i`` is ``code > 2i`` (missing included, as
+:data:`~mcviz.subpopulations.MISSING_RULE` says), and so on. Nominal columns: the index of the
+category among the categories in conditions, :math:`L` for any other category and
+:math:`L + 1` for missing. The codes mean the same in every batch, and the result is exactly
+:func:`~mcviz.subpopulations.select_rows`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mcviz.errors import ValidationError
+from mcviz.subpopulations.model import OPERATORS
+from mcviz.subpopulations.selection import _ordinal_keys, _value_key
+
+__all__ = ["MembershipPlan", "last_run_start"]
+
+
+def last_run_start(score: np.ndarray) -> int:
+    """Index of the first row of the trailing tie run of a sorted batch (hold it back).
+
+    Examples
+    --------
+    >>> last_run_start(np.array([0.1, 0.2, 0.3, 0.3]))
+    2
+    """
+    if score.size == 0:
+        return 0
+    return int(np.searchsorted(score, score[-1], side="left"))
+
+
+@dataclass(slots=True)
+class _Test:
+    column: str
+    kind: str  # "lt", "ge", "eq", "ne", "in", "not in"
+    value: object  # threshold code or lookup table
+    condition: object
+
+
+def _is_nominal(series: pd.Series) -> bool:
+    return isinstance(series.dtype, pd.CategoricalDtype) or not (
+        pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
+        or pd.api.types.is_datetime64_any_dtype(series))
+
+
+class MembershipPlan:
+    """Compiled membership tests of a list of subpopulation specs.
+
+    Parameters
+    ----------
+    specs : sequence
+        Objects with ``id``, ``conditions`` (a tuple of
+        :class:`~mcviz.subpopulations.Condition`) and ``parent`` (an id or None), e.g.
+        :class:`~mcviz.engines.base.SubpopulationSpec` or
+        :class:`~mcviz.subpopulations.Subpopulation`.
+    """
+
+    def __init__(self, specs: Sequence) -> None:
+        self.specs = tuple(specs)
+        position_of = {spec.id: k for k, spec in enumerate(self.specs)}
+        self.parent: list[int | None] = []
+        self.added: list[tuple] = []
+        for k, spec in enumerate(self.specs):
+            parent = position_of.get(getattr(spec, "parent", None))
+            if parent is not None and parent < k:
+                inherited = set(self.specs[parent].conditions)
+                self.parent.append(parent)
+                self.added.append(tuple(c for c in spec.conditions if c not in inherited))
+            else:
+                self.parent.append(None)
+                self.added.append(tuple(spec.conditions))
+            for condition in spec.conditions:
+                if condition.op not in OPERATORS:
+                    raise ValidationError(
+                        f"unknown operator {condition.op!r} in a condition on "
+                        f"{condition.column!r}; use one of {', '.join(OPERATORS)}.",
+                        column=condition.column)
+        self.columns = tuple(sorted({c.column for spec in self.specs for c in spec.conditions}))
+        self._compiled: dict[str, tuple[str, np.ndarray, dict]] | None = None
+        last_child: dict[int, int] = {}
+        for k, parent in enumerate(self.parent):
+            if parent is not None:
+                last_child[parent] = k
+        self._last_child = last_child
+        self._samples: dict[str, pd.Series] = {}  # an empty series of each column's dtype
+
+    def encode(self, columns: Mapping[str, object]) -> dict[str, np.ndarray]:
+        """Codes of every column the conditions name, for one batch (see the module docstring).
+
+        ``columns`` maps names to pandas Series, numpy arrays or pyarrow arrays of equal length.
+        """
+        codes = {}
+        for name in self.columns:
+            if name not in columns:
+                raise ValidationError(f"a condition names column {name!r}, which the data "
+                                      "do not have.", column=name)
+            series = _as_series(columns[name])
+            codes[name] = self._encode(name, series)
+        return codes
+
+    def members(self, columns: Mapping[str, object], n: int) -> list[np.ndarray]:
+        """Sorted positions (within the batch of ``n`` rows) of each spec's members."""
+        return self.members_from_codes(self.encode(columns), n)
+
+    def members_from_codes(self, codes: Mapping[str, np.ndarray], n: int) -> list[np.ndarray]:
+        """As :meth:`members`, from codes of :meth:`encode` (e.g. a slice of the whole data's).
+
+        A spec is tested only for the conditions it adds to its parent, on its parent's rows;
+        a parent's rows are held only until its last child is done.
+        """
+        everyone = np.arange(n, dtype=np.int64)
+        out: list[np.ndarray] = []
+        held: dict[int, np.ndarray] = {}
+        for k in range(len(self.specs)):
+            parent = self.parent[k]
+            rows = everyone if parent is None else held[parent]
+            for condition in self.added[k]:
+                if rows.size == 0:
+                    break
+                rows = rows[self._test(condition, codes[condition.column][rows])]
+            out.append(rows)
+            if k in self._last_child:
+                held[k] = rows
+            if parent is not None and self._last_child.get(parent) == k:
+                del held[parent]
+        return out
+
+    # -- compilation ------------------------------------------------------------------------
+
+    def _encode(self, name: str, series: pd.Series) -> np.ndarray:
+        if self._compiled is None:
+            self._compiled = {}
+        nominal = _is_nominal(series)
+        if name not in self._compiled:
+            self._samples[name] = series.iloc[:0]
+            self._compiled[name] = self._compile(name, series, nominal)
+        kind, cuts, _ = self._compiled[name]
+        if kind == "nominal":
+            if not isinstance(series.dtype, pd.CategoricalDtype):
+                series = series.astype("string").astype("category")
+            lookup = {value: i for i, value in enumerate(cuts.tolist())}
+            categories = [str(c) for c in series.cat.categories]
+            table = np.array([lookup.get(c, len(cuts)) for c in categories] + [len(cuts) + 1],
+                             dtype=np.int32)
+            return table[series.cat.codes.to_numpy()]  # code -1 (missing) -> last entry
+        if nominal:
+            raise ValidationError(f"column {name!r} holds text in one batch and numbers in "
+                                  "another.", column=name)
+        keys, missing = _ordinal_keys(series)
+        position = np.searchsorted(cuts, keys, side="left")
+        equal = np.zeros(keys.size, dtype=bool)
+        inside = position < cuts.size
+        equal[inside] = cuts[position[inside]] == keys[inside]
+        codes = (2 * position + equal).astype(np.int32)
+        codes[missing] = 2 * cuts.size + 1
+        return codes
+
+    def _compile(self, name: str, series: pd.Series, nominal: bool):
+        conditions = [c for spec in self.specs for c in spec.conditions if c.column == name]
+        values = [v for c in conditions if c.op not in ("is missing", "is not missing")
+                  for v in (c.value if isinstance(c.value, tuple | list) else (c.value,))]
+        if nominal:
+            cuts = np.array(sorted({str(v) for v in values}), dtype=object)
+            return "nominal", cuts, {}
+        for c in conditions:
+            if c.op in ("in", "not in", "==", "!=", "<", "<=", ">", ">=") and any(
+                    isinstance(v, str) for v in (c.value if isinstance(c.value, tuple | list)
+                                                 else (c.value,))):
+                raise ValidationError(
+                    f"condition {c.column} {c.op} {c.value!r}: column {c.column!r} is numeric.",
+                    column=c.column)
+        keys = np.unique(np.array([_value_key(series, v) for v in values]))
+        return "ordinal", keys, {}
+
+    def _test(self, condition, codes: np.ndarray) -> np.ndarray:
+        kind, cuts, cache = self._compiled[condition.column]
+        op = condition.op
+        if kind == "nominal":
+            top = cuts.size + 1  # missing
+            if op in ("is missing", "is not missing"):
+                return (codes == top) if op == "is missing" else (codes != top)
+            items = condition.value if op in ("in", "not in") else (condition.value,)
+            if not isinstance(items, tuple | list):
+                items = (items,)
+            table = np.zeros(cuts.size + 2, dtype=bool)
+            table[np.searchsorted(cuts, [str(v) for v in items])] = True
+            if op in ("in", "=="):
+                return table[codes]
+            if op in ("not in", "!="):
+                return ~table[codes]
+            raise ValidationError(
+                f"column {condition.column!r} is nominal; {op!r} needs an ordered covariate "
+                "(use ==, !=, in, not in).", column=condition.column)
+        top = 2 * cuts.size + 1
+        if op == "is missing":
+            return codes == top
+        if op == "is not missing":
+            return codes != top
+        if op in ("in", "not in"):
+            table = cache.get(condition)
+            if table is None:
+                items = condition.value if isinstance(condition.value, tuple | list) else (
+                    condition.value,)
+                table = np.zeros(top + 1, dtype=bool)
+                table[2 * np.searchsorted(cuts, [self._key(condition.column, v) for v in items])
+                      + 1] = True
+                cache[condition] = table
+            return table[codes] if op == "in" else ~table[codes]
+        i = int(np.searchsorted(cuts, self._key(condition.column, condition.value)))
+        if op == "<":
+            return codes <= 2 * i
+        if op == "<=":
+            return codes < 2 * i + 2
+        if op == ">":
+            return codes >= 2 * i + 2
+        if op == ">=":
+            return codes > 2 * i
+        if op == "==":
+            return codes == 2 * i + 1
+        return codes != 2 * i + 1  # "!="
+
+    def _key(self, column: str, value: object):
+        sample = self._samples[column]
+        return _value_key(sample, value)
+
+
+def _as_series(values: object) -> pd.Series:
+    if isinstance(values, pd.Series):
+        return values.reset_index(drop=True)
+    if hasattr(values, "to_pandas"):  # pyarrow
+        return values.to_pandas().reset_index(drop=True)
+    return pd.Series(values)

@@ -1,0 +1,98 @@
+r"""The tie-aware cumulative path and its range (Kuiper) and largest excursion (KS).
+
+With observations sorted by score (or by any variable),
+
+.. math:: C_k = \frac{\sum_{j \le k} W_j (R_j - S_j)}{\sum_j W_j}, \qquad C_0 = 0
+   \qquad \text{(eq. (1) of [1])},
+
+.. math:: D = \max_k C_k - \min_k C_k \quad \text{(eq. (2))}, \qquad G = \max_k |C_k|.
+
+Tie rule (everywhere in mcviz): the path is evaluated only at :math:`C_0` and at the last row
+of each run of tied scores, so no statistic depends on the order of tied rows; with distinct
+scores this is exactly the paper's path.
+
+References
+----------
+.. [1] I. Guy, D. Haimovich, F. Linder, N. Okati, L. Perini, N. Tax, M. Tygert, "Measuring
+   multi-calibration", 2025; eqs. (1)-(3).
+.. [2] M. Tygert, "Cumulative deviation of a subpopulation from the full population", J. Big
+   Data 10, 2023; Appendix A, eqs. (44)-(50).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcviz.core.ratio import safe_ratio
+
+__all__ = ["cumulative_path", "kuiper_z", "path_kuiper_ks", "run_ends"]
+
+
+def run_ends(values: np.ndarray) -> np.ndarray:
+    """Mark the last element of each run of equal values of a sorted array.
+
+    Examples
+    --------
+    >>> run_ends(np.array([0.1, 0.2, 0.2, 0.3])).tolist()
+    [True, False, True, True]
+    """
+    ends = np.ones(values.size, dtype=bool)
+    np.not_equal(values[1:], values[:-1], out=ends[:-1])
+    return ends
+
+
+def cumulative_path(
+    weighted_residual: np.ndarray, weight_total: float, run_end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Return :math:`C_0 = 0, C_{k_1}, C_{k_2}, \dots` at the ends of tie runs, and those ends.
+
+    Parameters
+    ----------
+    weighted_residual : ndarray, shape (n,)
+        :math:`W_j (R_j - S_j)` (or :math:`W_j (R_j - \tilde R_j)`) in sorted order.
+    weight_total : float
+        :math:`\sum_j W_j` (the path is divided by it; 0 gives a zero path).
+    run_end : ndarray of bool, shape (n,)
+        True at the last row of each run of tied values.
+
+    Returns
+    -------
+    path : ndarray, shape (q + 1,)
+        The path at the origin and at the q run ends.
+    ends : ndarray of int, shape (q,)
+        Row of each run end.
+
+    Examples
+    --------
+    >>> path, ends = cumulative_path(np.array([0.5, -1.0, 0.25]), 2.0,
+    ...                              np.array([True, False, True]))
+    >>> path.tolist(), ends.tolist()
+    ([0.0, 0.25, -0.125], [0, 2])
+    """
+    ends = np.flatnonzero(run_end)
+    steps = np.cumsum(weighted_residual)[ends]  # eq. (1), times the total weight
+    path = np.concatenate(([0.0], safe_ratio_path(steps, weight_total)))
+    return path, ends
+
+
+def safe_ratio_path(steps: np.ndarray, weight_total: float) -> np.ndarray:
+    """Divide path points by the total weight (a zero total gives a zero path)."""
+    return steps / weight_total if weight_total > 0 else np.zeros_like(steps)
+
+
+def path_kuiper_ks(path: np.ndarray) -> tuple[float, float]:
+    r"""Return the Kuiper range :math:`D` (eq. (2)) and :math:`G = \max |C|` of a path.
+
+    The path must contain its origin (0), as :func:`cumulative_path` returns it.
+
+    Examples
+    --------
+    >>> path_kuiper_ks(np.array([0.0, 0.25, -0.125]))
+    (0.375, 0.25)
+    """
+    return float(path.max() - path.min()), float(np.abs(path).max())  # eq. (2)
+
+
+def kuiper_z(kuiper, sigma):
+    r"""Return :math:`D/\sigma` by the one safe-ratio rule."""
+    return safe_ratio(kuiper, sigma)

@@ -1,0 +1,148 @@
+"""Subpopulations in words (re-parseable by the filter language) and in SQL."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from mcviz.subpopulations.model import Condition
+
+# --------------------------------------------------------------------------------------------
+# Descriptions in words
+
+_BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+_KEYWORDS = frozenset(
+    {"and", "or", "not", "in", "is", "missing", "null", "none", "na", "true", "false"}
+)
+_SYMBOL = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "==", "!=": "≠"}
+
+
+def _name_text(name: str) -> str:
+    if _BARE.match(name) and name.lower() not in _KEYWORDS:
+        return name
+    return "`" + name.replace("`", "``") + "`"
+
+
+@functools.lru_cache(maxsize=65536)
+def _string_text(text: str, *, bare: bool) -> str:
+    if bare and _BARE.match(text) and text.lower() not in _KEYWORDS:
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _value_text(value: object, *, bare: bool = True) -> str:
+    if type(value) is str:  # the common cases first (descriptions of 1,000s of splits)
+        return _string_text(value, bare=bare)
+    if type(value) is float:
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    if isinstance(value, bool | np.bool_):
+        return "True" if value else "False"
+    if isinstance(value, pd.Timestamp):
+        if value.tzinfo is None and value == value.normalize():
+            return f'"{value.date().isoformat()}"'
+        return f'"{value}"'
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        number = float(value)
+        if number.is_integer() and abs(number) < 1e15:
+            return str(int(number))
+        return repr(number)
+    return _string_text(str(value), bare=bare)
+
+
+def describe_conditions(conditions: Sequence[Condition]) -> str:
+    """Describe a conjunction in words, with the original column names and values.
+
+    The text is valid input to :func:`parse_filter` (which selects the same rows).
+
+    Examples
+    --------
+    >>> describe_conditions([Condition("age", ">=", 37.0),
+    ...                      Condition("occupation", "in", ("Sales", "Tech support"))])
+    'age ≥ 37 and occupation in {Sales, "Tech support"}'
+    >>> describe_conditions([])
+    'full population'
+    """
+    if not conditions:
+        return "full population"
+    parts = []
+    for c in conditions:
+        name = _name_text(c.column)
+        if c.op in ("is missing", "is not missing"):
+            parts.append(f"{name} {c.op}")
+        elif c.op in ("in", "not in"):
+            items = c.value if isinstance(c.value, tuple | list) else (c.value,)
+            parts.append(f"{name} {c.op} {{{', '.join(_value_text(v) for v in items)}}}")
+        else:
+            parts.append(f"{name} {_SYMBOL[c.op]} {_value_text(c.value)}")
+    return " and ".join(parts)
+
+
+def _sql_literal(value: object) -> str:
+    if isinstance(value, _dt.datetime) and not isinstance(value, pd.Timestamp):
+        value = pd.Timestamp(value)
+    if isinstance(value, bool | np.bool_):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, pd.Timestamp):
+        kind = "TIMESTAMPTZ" if value.tzinfo is not None else "TIMESTAMP"
+        return f"{kind} '{value.isoformat(sep=' ')}'"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        number = float(value)
+        if np.isinf(number):  # standard SQL has no literal for infinity
+            return f"CAST('{'-' if number < 0 else ''}Infinity' AS DOUBLE PRECISION)"
+        return repr(number)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def conditions_sql(conditions: Sequence[Condition]) -> str:
+    """Translate a conjunction into a standard SQL boolean expression (with the missing rule).
+
+    The one translation of :mod:`mcviz.engines.sql` (:func:`~mcviz.engines.sql.predicate_sql`)
+    with its bound parameters written inline as literals, and column kinds taken from the
+    condition values (text, date/time, boolean, number). Missing values must be SQL NULLs (not
+    NaN): ``>``, ``>=``, ``!=`` and ``not in`` add ``OR x IS NULL`` so that SQL's three-valued
+    logic reproduces :data:`MISSING_RULE`.
+
+    Examples
+    --------
+    >>> print(conditions_sql([Condition("age", ">=", 37), Condition("job", "in", ("A", "B"))]))
+    ((("age" >= 37.0 OR ("age" IS NULL))) AND (("job" IN ('A', 'B') AND NOT ("job" IS NULL))))
+    >>> conditions_sql([])
+    'TRUE'
+    """
+    from mcviz.engines.sql import DUCKDB, Query, predicate_sql  # engines import this package
+
+    kinds: dict[str, str] = {}
+    for c in conditions:
+        items = c.value if isinstance(c.value, tuple | list) else (c.value,)
+        for value in items:
+            if value is not None and c.column not in kinds:
+                kinds[c.column] = _literal_kind(value)
+        kinds.setdefault(c.column, "int")
+    query = Query(DUCKDB)
+    text = predicate_sql(conditions, kinds, query)
+
+    def inline(match: re.Match) -> str:
+        if match.group(1) is None:  # a quoted identifier: left as it is
+            return match.group(0)
+        return _sql_literal(query.params[f"p{match.group(1)}"])
+
+    return re.sub(r'"(?:[^"]|"")*"|\$p(\d+)', inline, text)
+
+
+def _literal_kind(value: object) -> str:
+    if isinstance(value, bool | np.bool_):
+        return "bool"
+    if isinstance(value, pd.Timestamp | _dt.datetime | _dt.date):
+        return "timestamp"
+    if isinstance(value, str):
+        return "string"
+    return "int"  # a number; NaN is not a missing value in standard SQL

@@ -1,0 +1,138 @@
+"""Subpopulations as predicates: conditions, subpopulations, sets and the missing-value rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mcviz.io import Predictions
+
+MISSING_RULE = (
+    "A missing covariate value is a value of its own that sorts after every observed value "
+    "(NULLS LAST): it satisfies '>', '>=', '!=', 'not in' and 'is missing', and fails '<', '<=', "
+    "'==', 'in' and 'is not missing'. In SQL: x >= v -> (x >= v OR x IS NULL); x != v -> "
+    "(x <> v OR x IS NULL); x NOT IN (...) -> (x NOT IN (...) OR x IS NULL)."
+)
+"""The one documented rule for missing covariate values (engines must reproduce it exactly)."""
+
+OPERATORS = ("<", "<=", ">", ">=", "==", "!=", "in", "not in", "is missing", "is not missing")
+
+MAX_IDLE_PATHS = 1000
+"""Generation gives up after this many consecutive paths that add no new subpopulation."""
+
+MAX_PATHS_PER_SUBPOPULATION = 50
+MAX_NOMINAL_CATEGORIES = 1000
+"""Nominal covariates with more categories are left out of Algorithm 1 (with a notice)."""
+MAX_STALLED_STEPS = 64
+"""A path ends after this many consecutive splits that do not shrink the set."""
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One split or filter clause: ``column op value``.
+
+    Attributes
+    ----------
+    column : str
+    op : str
+        One of :data:`OPERATORS`.
+    value : float, int, bool, str, pandas.Timestamp, tuple or None
+        A number (ordinal), a category string (nominal ``==``/``!=``), a tuple of values for
+        ``in``/``not in``, a Timestamp for datetime covariates, None for the missing tests.
+    """
+
+    column: str
+    op: str
+    value: float | int | str | tuple | None = None
+
+    def __str__(self) -> str:
+        from mcviz.subpopulations.describe import describe_conditions  # describe imports model
+
+        return describe_conditions((self,))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Subpopulation:
+    """A subpopulation: its path (a conjunction of conditions), description and members.
+
+    Attributes
+    ----------
+    id : int
+        0 for the full population.
+    depth : int
+        Number of splits of Algorithm 1 (0 for the full population, user groups and filters).
+    conditions : tuple of Condition
+        Conjunction; empty for the full population.
+    description : str
+        The conditions in words, re-parseable by :func:`parse_filter`.
+    index : ndarray of int32 (int64 beyond 2**31 rows)
+        Sorted positions of the members in the score order of the predictions (read-only).
+    parent : int or None
+        Id of the subpopulation this one was split from (Algorithm 1 only).
+    """
+
+    id: int
+    depth: int
+    conditions: tuple[Condition, ...]
+    description: str
+    index: np.ndarray
+    parent: int | None = None
+
+    @property
+    def size(self) -> int:
+        """Number of members."""
+        return int(self.index.size)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SubpopulationSet:
+    """Generated subpopulations: ``subpopulations[0]`` is the full population.
+
+    Attributes
+    ----------
+    subpopulations : tuple of Subpopulation
+    notice : str or None
+        Why fewer than the requested number were generated (None when all were).
+    seed : int
+    min_size : int
+    n_requested : int
+    covariates : tuple of str
+    n_paths : int
+        Random paths drawn.
+    """
+
+    subpopulations: tuple[Subpopulation, ...]
+    notice: str | None
+    seed: int
+    min_size: int
+    n_requested: int
+    covariates: tuple[str, ...]
+    n_paths: int
+
+    def __len__(self) -> int:
+        return len(self.subpopulations)
+
+    def __iter__(self):
+        return iter(self.subpopulations)
+
+    def __getitem__(self, item: int) -> Subpopulation:
+        return self.subpopulations[item]
+
+
+
+def _index_dtype(n: int) -> type:
+    """Member positions are int32 when they fit (half the memory of int64), else int64."""
+    return np.int32 if n < 2**31 - 1 else np.int64
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+
+def full_population(pred: Predictions) -> Subpopulation:
+    """Subpopulation 0: every row."""
+    index = np.arange(pred.n, dtype=_index_dtype(pred.n))
+    return Subpopulation(0, 0, (), "full population", _readonly(index))
