@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mcviz.cumulative import brownian_range_sf
+from mcviz.core import Evaluator, brownian_range_sf
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.search._beam import Beam
@@ -165,8 +165,8 @@ def _data(pred: Predictions, parity: np.ndarray) -> Data:
     else:  # per-row share of Appendix C eq. (6): (d_j - d_j+1)^2 (W_j + W_j+1)^2 / 8
         step = np.diff(residual) ** 2 * (weight[:-1] + weight[1:]) ** 2 / 8.0
         variance = np.concatenate((step, step[-1:])) if step.size else np.zeros(1)
-    tie_group = np.cumsum(np.concatenate(([0], pred.run_end[:-1])))
-    return Data(weight * residual, variance, residual, weight, tie_group, bernoulli, parity)
+    return Data(Evaluator.from_predictions(pred), weight * residual, variance, residual, weight,
+                bernoulli, parity)
 
 
 def _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed) -> list[str]:

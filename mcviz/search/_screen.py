@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcviz.cumulative import sigma_adjacent
+from mcviz.core import Evaluator, SigmaMethod, finish, safe_ratio
 from mcviz.search._columns import Column, Cut
 
 BLOCKS = 256
@@ -39,11 +39,11 @@ BLOCKS = 256
 class Data:
     """Per-row arrays of the predictions, in score order, computed once."""
 
+    evaluator: Evaluator           # the core's: exact D and sigma of member sets
     weighted_residual: np.ndarray  # W (R - S)
     variance: np.ndarray           # S (1 - S) W^2 (binary); a screening proxy otherwise
     residual: np.ndarray           # R - S
     weight: np.ndarray
-    tie_group: np.ndarray          # run number of tied scores
     bernoulli: bool                # eq. (5); False: Appendix C eq. (6)
     parity: np.ndarray             # two folds stratified by score, free of the order of ties
 
@@ -56,32 +56,20 @@ def _ranges(paths: np.ndarray) -> np.ndarray:
 def _score_candidates(data: Data, members: list[np.ndarray]) -> np.ndarray:
     """Exact D/sigma, D, sigma and mean residual of each member set (rows ``(k, 4)``).
 
-    Members are sorted positions in score order. 0/0 = 0 and d/0 = inf (paper 000 after eq. (4)).
+    Members are sorted positions in score order; the core's evaluator computes eqs. (1), (2)
+    and (5) (Appendix C eq. (6) for real-valued responses) with the tie rule, 0/0 = 0.
     """
-    out = np.zeros((len(members), 4))
-    for k, rows in enumerate(members):
-        if rows.size == 0:
-            continue
-        weight = data.weight[rows]
-        total = float(weight.sum())
-        steps = np.cumsum(data.weighted_residual[rows])  # eq. (1) times the total weight
-        groups = data.tie_group[rows]
-        ends = np.empty(rows.size, dtype=bool)
-        np.not_equal(groups[1:], groups[:-1], out=ends[:-1])
-        ends[-1] = True
-        kuiper = float(_ranges(steps[ends])) / total  # eq. (2), tie rule
-        if data.bernoulli:
-            sigma = float(np.sqrt(data.variance[rows].sum())) / total  # eq. (5)
-        else:
-            sigma = sigma_adjacent(data.residual[rows], weight)  # Appendix C eq. (6)
-        z = kuiper / sigma if sigma > 0 else 0.0 if kuiper <= 1e-15 else np.inf
-        out[k] = (z, kuiper, sigma, steps[-1] / total)
-    return out
+    if not members:
+        return np.zeros((0, 4))
+    summaries = data.evaluator.summaries(data.residual, members, adjacent=not data.bernoulli)
+    stats = finish(summaries, SigmaMethod.BERNOULLI if data.bernoulli else SigmaMethod.ADJACENT)
+    mean = safe_ratio(summaries.offset, summaries.weight)
+    return np.column_stack((stats.kuiper_z, stats.kuiper, stats.sigma, mean))
 
 
 def block_ids(data: Data, rows: np.ndarray) -> tuple[np.ndarray, int]:
     """Block of each row of a node (blocks end at tie-run ends) and the number of blocks."""
-    groups = data.tie_group[rows]
+    groups = data.evaluator.run_id[rows]
     ends = np.flatnonzero(np.concatenate((groups[1:] != groups[:-1], [True])))
     n_blocks = min(BLOCKS, ends.size)
     last = ends[(np.arange(1, n_blocks + 1) * ends.size) // n_blocks - 1]
