@@ -260,7 +260,23 @@ def main() -> None:
     parser.add_argument("--null-n", type=int, default=20_000)
     parser.add_argument("--no-pysubgroup", action="store_true")
     parser.add_argument("--no-speed", action="store_true")
+    parser.add_argument("--no-planted", action="store_true")
     args = parser.parse_args()
+    if not args.no_planted:
+        planted_table(args)
+    if args.null_draws:
+        share, count = null_share(args.null_n, args.null_draws)
+        print(f"\nperfectly calibrated draws (n = {args.null_n:,}, {args.null_draws} draws): "
+              f"{count} with any finding at p_adjusted < 0.05 ({share:.1%})", flush=True)
+    if not args.no_speed:
+        print("\n| rows | covariates | wall s | CPU s |\n|---|---|---|---|")
+        for n, extra in ((100_000, 1), (1_000_000, 3)):
+            wall, cpu, p = speed(n, extra)
+            print(f"| {n:,} | {p} | {wall:.1f} | {cpu:.1f} |", flush=True)
+
+
+def planted_table(args: argparse.Namespace) -> None:
+    """Print the table of planted groups."""
     problem = None if args.no_pysubgroup else ensure_pysubgroup()
     with_psg = not args.no_pysubgroup and problem is None
     print(f"planted groups, n = {args.n:,}; Jaccard of each method's first finding with the "
@@ -285,15 +301,6 @@ def main() -> None:
             print(line, flush=True)
             print(f"|   search found: {r['search_desc']}"
                   + (f"; pysubgroup: {r['psg_desc']}" if with_psg else ""), flush=True)
-    if args.null_draws:
-        share, count = null_share(args.null_n, args.null_draws)
-        print(f"\nperfectly calibrated draws (n = {args.null_n:,}, {args.null_draws} draws): "
-              f"{count} with any finding at p_adjusted < 0.05 ({share:.1%})")
-    if not args.no_speed:
-        print("\n| rows | covariates | wall s | CPU s |\n|---|---|---|---|")
-        for n, extra in ((100_000, 1), (1_000_000, 3)):
-            wall, cpu, p = speed(n, extra)
-            print(f"| {n:,} | {p} | {wall:.1f} | {cpu:.1f} |", flush=True)
 
 
 if __name__ == "__main__":
