@@ -246,8 +246,18 @@ def search_subpopulations(
     and ``is not missing``. A beam of width 8 (half under-, half over-predicted) over up to
     ``max_conditions`` conditions; memory :math:`O(n + \text{candidates})`. A condition stays
     only when removing it would lower :math:`D/\sigma` on the search rows by at least
-    :math:`\max(1, 0.05\,D/\sigma)`; a finding whose members overlap a better one's with
-    Jaccard > 1/2 folds into it.
+    :math:`\max(1, 0.05\,D/\sigma)` (a lone condition is compared with all the search rows;
+    the gain of a level set is measured out of fold: levels chosen on one half of the rows,
+    scored on the other); a finding whose members overlap a better one's with Jaccard > 1/2
+    folds into it, and so does one whose :math:`D/\sigma` without the better findings' rows
+    falls below half its own. Candidates are scored by the core's block evaluator
+    (:class:`mcviz.core.Evaluator`); a coarse screen over 256 score blocks ranks every cut of a
+    covariate first (see :mod:`mcviz.search._screen`).
+
+    The p-values are valid because the held-out rows play no part in the search; they are
+    adjusted for the findings reported, not for the candidates searched (the held-out test
+    needs no such adjustment). No search-aware null (the search re-run on responses drawn
+    from the scores) is computed.
 
     Confirmation: each finding's :math:`D/\sigma` on the held-out rows, its p-value
     P(range of standard Brownian motion > :math:`D/\sigma`) and Holm's adjustment over the
