@@ -24,7 +24,7 @@ from mcviz.search._screen import Data, _score_candidates, block_ids, screen_colu
 
 BEAM_WIDTH = 8
 KEEP_PER_COLUMN = 3
-REFINE_STEPS = 16
+REFINE_STEPS = 8
 """Observed values tried for each cut point between its neighbouring candidate cuts."""
 MATERIAL_ABSOLUTE = 1.0
 MATERIAL_RELATIVE = 0.05
@@ -157,20 +157,21 @@ class Beam:
                                             cut.column, min_rows=self.min_rows, keep=2)
             self.screened += count
             options = [cut] + [s.cut for s in screened if s.cut.op in ("lt", "ge", "band")]
-            cuts[i] = self._best(options, column, others)
+            keys = column.keys[others]  # gathered once for every option and variant
+            cuts[i] = self._best(options, keys, others)
             for side in ("lo", "hi"):
                 current = getattr(cuts[i], side)
                 if np.isnan(current):
                     continue
-                values = _neighbourhood(column, others, current)
+                values = _neighbourhood(column, keys, current)
                 variants = [_moved(cuts[i], side, v) for v in values]
                 variants = [v for v in variants if v.op != "band" or v.lo < v.hi]
-                cuts[i] = self._best([cuts[i], *variants], column, others)
+                cuts[i] = self._best([cuts[i], *variants], keys, others)
         return tuple(cuts)
 
-    def _best(self, options: list[Cut], column: Column, rows: np.ndarray) -> Cut:
-        """Return the option with the largest exact D/sigma within ``rows`` (or the first)."""
-        sets = [rows[option.mask(column, rows)] for option in options]
+    def _best(self, options: list[Cut], keys: np.ndarray, rows: np.ndarray) -> Cut:
+        """Return the numeric option with the largest exact D/sigma in ``rows`` (or the first)."""
+        sets = [rows[option.mask_keys(keys)] for option in options]
         scores = _score_candidates(self.data, sets)[:, 0]
         sizes = np.array([members.size for members in sets])
         scores = np.where(sizes >= self.min_rows, scores, -np.inf)
@@ -298,13 +299,12 @@ def _next_beam(children: list[Node]) -> list[Node]:
     return sorted(beam, key=lambda node: -node.z)
 
 
-def _neighbourhood(column: Column, rows: np.ndarray, current: float) -> np.ndarray:
-    """Observed values between the candidate cuts either side of ``current`` (at most 17)."""
+def _neighbourhood(column: Column, keys: np.ndarray, current: float) -> np.ndarray:
+    """Observed values (among ``keys``) between the candidate cuts either side of ``current``."""
     edges = column.edges
     k = int(np.searchsorted(edges, current))
     low = edges[k - 1] if k >= 1 else -np.inf
     high = edges[k + 1] if k + 1 < edges.size else np.inf
-    keys = column.keys[rows]
     with np.errstate(invalid="ignore"):
         inside = keys[(keys > low) & (keys <= high)]
     if inside.size == 0:

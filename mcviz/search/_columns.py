@@ -159,7 +159,10 @@ class Cut:
         if self.op in ("missing", "present"):
             missing = column.codes[rows] == column.n_codes - 1
             return missing if self.op == "missing" else ~missing
-        keys = column.keys[rows]
+        return self.mask_keys(column.keys[rows])
+
+    def mask_keys(self, keys: np.ndarray) -> np.ndarray:
+        """Which numeric keys (NaN: missing) satisfy a threshold or band."""
         with np.errstate(invalid="ignore"):
             if self.op == "lt":
                 return keys < self.hi
