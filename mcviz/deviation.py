@@ -188,6 +188,8 @@ def subpopulation_deviation(
     >>> np.round(result.path, 6).tolist(), round(result.kuiper, 6)
     ([0.0, 0.166667, 0.166667], 0.166667)
     """
+    # One function of ~95 lines on purpose: a single vectorised pass (bins -> path -> sigma)
+    # whose intermediate arrays would otherwise travel between helpers a dozen at a time.
     method = resolve_sigma_method(sigma_method, pred.response_kind, statistic="deviation")
     if method is SigmaMethod.BERNOULLI and pred.response_kind != "binary":
         # R~(1 - R~) is a variance only for responses in [0, 1]; outside, sigma would be NaN

@@ -16,7 +16,7 @@ combination (e.g. ``"fnlwgt × proportional(ρ=0.01)"``), so every downstream st
 weighted (``pred.weighted`` is True) and says so.
 
 Appendix C (responses other than 0/1) needs no weights: the variance estimate of its eq. (6) is
-:func:`mcviz.cumulative.sigma_adjacent`, chosen automatically by
+:func:`mcviz.core.sigma.sigma_adjacent` (over runs of tied scores), chosen automatically by
 :func:`mcviz.cumulative.cumulative_differences` when ``pred.response_kind == "continuous"``.
 
 References

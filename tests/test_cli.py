@@ -31,7 +31,7 @@ def test_metrics_json_keys_and_values(prediction_file, capsys):
     path, df = prediction_file
     assert main(["metrics", str(path), "--score", "prob", "--label", "y", "--json"]) == 0
     output = json.loads(capsys.readouterr().out)
-    assert set(output) == {"n", "weight_total", "calibration"}
+    assert set(output) == {"n", "weight_total", "calibration", "classical"}
     assert set(output["calibration"]) == {"kuiper", "ks", "sigma", "kuiper_z", "p_value"}
     assert output["n"] == 400
     # "w" is inferred as the weight column by name.

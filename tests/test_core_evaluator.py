@@ -176,3 +176,32 @@ def test_properties_row_order_within_ties_and_g_le_d_le_2g(n, seed):
     path = np.r_[0.0, np.cumsum(weight * (label - score))[ends] / total]
     g = np.abs(path).max()
     assert g - 1e-12 <= base.kuiper[0] <= 2 * g + 1e-12
+
+
+def test_batches_with_held_back_tie_runs_equal_one_pass():
+    import pandas as pd
+
+    from mcviz.core import BatchAccumulator, MembershipPlan
+    from mcviz.engines.base import as_specs
+    from mcviz.subpopulations import Condition
+
+    rng = np.random.default_rng(7)
+    n = 3000
+    score = np.sort(np.round(rng.random(n), 2))
+    label = (rng.random(n) < score).astype(float)
+    weight = rng.random(n) + 0.5
+    x = rng.integers(0, 10, n).astype(float)
+    c = pd.Series(rng.choice(["a", "b", "c"], n))
+    specs = as_specs([[], [Condition("x", ">=", 4.0)], [Condition("c", "in", ("a", "b"))],
+                      [Condition("x", "<", 7.0), Condition("c", "!=", "a")]])
+    plan = MembershipPlan(specs)
+    members = plan.members({"x": x, "c": c}, n)
+    expected = finish(Evaluator(score, weight).summaries(label - score, members), "adjacent")
+    acc = BatchAccumulator(specs, adjacent=True)
+    cuts = np.unique(np.r_[0, rng.integers(0, n, 9), n])  # anywhere, ties split on purpose
+    for a, b in itertools.pairwise(cuts):
+        acc.add(score[a:b], label[a:b], weight[a:b], {"x": x[a:b], "c": c.iloc[a:b]})
+    got = finish(acc.finish(), "adjacent")
+    np.testing.assert_array_equal(got.size, expected.size)
+    np.testing.assert_allclose(got.kuiper, expected.kuiper, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(got.sigma, expected.sigma, rtol=0, atol=1e-13)

@@ -39,7 +39,9 @@ from mcviz.errors import ValidationError
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
 #: Subcommand modules of :mod:`mcviz.cli`, in the order ``mcviz --help`` lists them.
-SUBCOMMANDS: tuple[str, ...] = ("metrics", "screen", "deviation", "variables", "lcs", "groupings")
+SUBCOMMANDS: tuple[str, ...] = (
+    "metrics", "search", "screen", "deviation", "variables", "lcs", "groupings",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,12 +13,14 @@ Brownian-range tail (p-values)            :mod:`mcviz.core.brownian`
 eq. (4), the metric M (sigma_0 = 0 rule)  :mod:`mcviz.core.metric`
 block evaluator, chunk summaries          :mod:`mcviz.core.evaluator`
 membership on integer codes (engines)     :mod:`mcviz.core.membership`
+score-sorted batches -> summaries         :mod:`mcviz.core.batches`
 ========================================  ==================================================
 
 Everything else (cumulative differences, deviation, multi-calibration, the screening engines,
 null draws, the guided search) calls these. See ``CORE_API.md`` of the branch for usage.
 """
 
+from mcviz.core.batches import BatchAccumulator, summarise_rows
 from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
 from mcviz.core.evaluator import (
     ChunkSummaries,
@@ -44,6 +46,7 @@ from mcviz.core.sigma import (
 __all__ = [
     "BROWNIAN_RANGE_MEAN",
     "SIGMA_METHODS",
+    "BatchAccumulator",
     "ChunkSummaries",
     "Evaluator",
     "MembershipPlan",
@@ -65,4 +68,5 @@ __all__ = [
     "sigma_adjacent",
     "sigma_bernoulli",
     "sigma_from_variance",
+    "summarise_rows",
 ]

@@ -482,6 +482,8 @@ def generate_subpopulations(
     >>> len(subpops), subpops[0].description
     (6, 'full population')
     """
+    # ~90 lines: public-boundary validation with its messages (each a few lines), then the
+    # generator loop; the loop itself lives in _Generator.
     names = list(pred.covariates.columns) if covariates is None else list(covariates)
     for name in names:
         if name not in pred.covariates.columns:

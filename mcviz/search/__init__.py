@@ -1,0 +1,17 @@
+r"""The guided search: where is the model most miscalibrated, confirmed on held-out rows.
+
+:func:`search_subpopulations` looks for the subpopulations (conjunctions of up to three
+conditions on covariates) with the largest cumulative deviation :math:`D/\sigma` (eqs. (2) and
+(5) of paper 000) on a random half of the rows, and confirms each on the other half with a
+Brownian-range p-value adjusted by Holm's procedure. The findings form a
+:class:`~mcviz.subpopulations.SubpopulationSet`, so every view of subpopulations works on them.
+"""
+
+from mcviz.search._find import (
+    Finding,
+    MinimumDetectableEffect,
+    SearchResult,
+    search_subpopulations,
+)
+
+__all__ = ["Finding", "MinimumDetectableEffect", "SearchResult", "search_subpopulations"]

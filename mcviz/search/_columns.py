@@ -1,0 +1,231 @@
+"""Covariates prepared once for the guided search: codes for screening, keys for exact masks.
+
+A numeric (ordinal or datetime) covariate gets comparable keys (float64, NaN where missing) and
+codes of up to :data:`NUMERIC_BINS` bins cut at quantiles of the search rows (the candidate cut
+points); the missing rows get a code of their own. A nominal or boolean covariate gets its level
+codes (missing last). Every candidate condition is a :class:`Cut` that turns into
+:class:`~mcviz.subpopulations.Condition` objects with exactly the members the filter language
+gives them (the missing rule of :data:`~mcviz.subpopulations.MISSING_RULE`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from mcviz.io import Predictions
+from mcviz.subpopulations import Condition
+
+NUMERIC_BINS = 64
+"""Candidate cut points per numeric covariate (quantiles of the search rows; refined later)."""
+DISTINCT_BINS = 128
+"""A numeric covariate with at most this many distinct values is cut at every one of them."""
+
+MAX_LEVELS = 1000
+"""Nominal covariates with more levels are left out of the search (with a notice)."""
+
+
+@dataclass(slots=True, eq=False)
+class Column:
+    """One covariate prepared for the search.
+
+    Attributes
+    ----------
+    name : str
+    kind : {"numeric", "nominal"}
+    codes : ndarray of int32, shape (n,)
+        Bin (numeric) or level (nominal) code of every row; ``n_codes - 1`` means missing.
+    n_codes : int
+        Observed bins or levels, plus one for missing.
+    keys : ndarray of float64 or None
+        Numeric only: comparable values (NaN where missing).
+    edges : ndarray or None
+        Numeric only: the lower edge of bins 1..B-1 (bin j holds edges[j-1] <= x < edges[j]).
+    levels : tuple
+        Nominal only: the level of each code (strings, or False/True for booleans).
+    has_missing : bool
+        Missing anywhere in the data (decides the form of set conditions).
+    datetime_tz : object
+        For datetime covariates: the time zone (``is_datetime`` True).
+    """
+
+    name: str
+    kind: str
+    codes: np.ndarray
+    n_codes: int
+    keys: np.ndarray | None
+    edges: np.ndarray | None
+    levels: tuple
+    has_missing: bool
+    is_datetime: bool = False
+    datetime_tz: object = None
+
+    def value(self, key: float) -> object:
+        """Return the condition value of a numeric key (a Timestamp for datetimes)."""
+        if self.is_datetime:
+            stamp = pd.Timestamp(int(key), unit="ns")
+            return stamp.tz_localize("UTC").tz_convert(self.datetime_tz) if self.datetime_tz \
+                else stamp
+        return float(key)
+
+
+def prepare_columns(
+    pred: Predictions, names: list[str], search_rows: np.ndarray
+) -> tuple[list[Column], list[str]]:
+    """Prepare each covariate; return the columns and the names left out (too many levels)."""
+    columns, left_out = [], []
+    for name in names:
+        series = pred.covariates[name]
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            if len(series.cat.categories) > MAX_LEVELS:
+                left_out.append(name)
+                continue
+            columns.append(_nominal(name, series))
+        elif pd.api.types.is_bool_dtype(series):
+            columns.append(_boolean(name, series))
+        else:
+            columns.append(_numeric(name, series, search_rows))
+    return columns, left_out
+
+
+def _nominal(name: str, series: pd.Series) -> Column:
+    levels = tuple(str(c) for c in series.cat.categories)
+    raw = series.cat.codes.to_numpy()
+    codes = np.where(raw < 0, len(levels), raw).astype(np.int32)
+    return Column(name, "nominal", codes, len(levels) + 1, None, None, levels,
+                  bool((raw < 0).any()))
+
+
+def _boolean(name: str, series: pd.Series) -> Column:
+    missing = series.isna().to_numpy()
+    values = series.to_numpy(dtype=float, na_value=0.0)
+    codes = np.where(missing, 2, values).astype(np.int32)
+    return Column(name, "nominal", codes, 3, None, None, (False, True), bool(missing.any()))
+
+
+def _numeric(name: str, series: pd.Series, search_rows: np.ndarray) -> Column:
+    is_datetime = pd.api.types.is_datetime64_any_dtype(series)
+    missing = series.isna().to_numpy()
+    if is_datetime:
+        keys = pd.DatetimeIndex(series).as_unit("ns").asi8.astype(float)
+        keys[missing] = np.nan
+        tz = series.dt.tz
+    else:
+        keys = series.to_numpy(dtype=float, na_value=np.nan)
+        tz = None
+    observed = keys[search_rows]
+    observed = np.sort(observed[~np.isnan(observed)])
+    if observed.size == 0:
+        edges = np.empty(0)
+    else:
+        uniques = observed[np.concatenate(([True], observed[1:] != observed[:-1]))]
+        if uniques.size <= DISTINCT_BINS:
+            edges = uniques[1:]
+        else:  # quantiles of the search rows, each an observed value
+            at = (np.arange(1, NUMERIC_BINS) * observed.size) // NUMERIC_BINS
+            edges = np.unique(observed[at])
+            edges = edges[edges > observed[0]]
+    bins = edges.size + 1
+    codes = np.searchsorted(edges, keys, side="right").astype(np.int32)
+    codes[missing] = bins
+    return Column(name, "numeric", codes, bins + 1, keys, edges, (), bool(missing.any()),
+                  is_datetime=is_datetime, datetime_tz=tz)
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """One candidate condition on one covariate.
+
+    ``op`` is ``"lt"`` (x < hi), ``"ge"`` (x >= lo, missing included as the filter language
+    has it), ``"band"`` (lo <= x < hi), ``"missing"``, ``"present"`` or ``"in"`` (the levels
+    of codes ``levels``; missing excluded).
+    """
+
+    column: int
+    op: str
+    lo: float = np.nan
+    hi: float = np.nan
+    levels: tuple[int, ...] = ()
+
+    def mask(self, column: Column, rows: np.ndarray) -> np.ndarray:
+        """Which of ``rows`` satisfy the condition (the filter language's missing rule)."""
+        if self.op == "in":
+            table = np.zeros(column.n_codes, dtype=bool)
+            table[list(self.levels)] = True
+            return table[column.codes[rows]]
+        if self.op in ("missing", "present"):
+            missing = column.codes[rows] == column.n_codes - 1
+            return missing if self.op == "missing" else ~missing
+        return self.mask_keys(column.keys[rows])
+
+    def mask_keys(self, keys: np.ndarray) -> np.ndarray:
+        """Which numeric keys (NaN: missing) satisfy a threshold or band."""
+        with np.errstate(invalid="ignore"):
+            if self.op == "lt":
+                return keys < self.hi
+            if self.op == "ge":
+                return ~(keys < self.lo)  # NaN (missing) satisfies >=
+            return (keys >= self.lo) & (keys < self.hi)
+
+    def conditions(self, column: Column) -> tuple[Condition, ...]:
+        """Return the same rows as filter-language conditions."""
+        name = column.name
+        if self.op == "missing":
+            return (Condition(name, "is missing"),)
+        if self.op == "present":
+            return (Condition(name, "is not missing"),)
+        if self.op == "lt":
+            return (Condition(name, "<", column.value(self.hi)),)
+        if self.op == "ge":
+            return (Condition(name, ">=", column.value(self.lo)),)
+        if self.op == "band":
+            return (Condition(name, ">=", column.value(self.lo)),
+                    Condition(name, "<", column.value(self.hi)))
+        chosen = [column.levels[c] for c in sorted(self.levels)]
+        if len(chosen) == 1:
+            return (Condition(name, "==", chosen[0]),)
+        others = [v for c, v in enumerate(column.levels) if c not in set(self.levels)]
+        if not column.has_missing and len(others) < len(chosen):  # "not in" would add missing
+            if len(others) == 1:
+                return (Condition(name, "!=", others[0]),)
+            return (Condition(name, "not in", tuple(others)),)
+        return (Condition(name, "in", tuple(chosen)),)
+
+    def key(self) -> tuple:
+        """Identity of the condition (for de-duplication)."""
+        lo = None if np.isnan(self.lo) else float(self.lo)
+        hi = None if np.isnan(self.hi) else float(self.hi)
+        return (self.column, self.op, lo, hi, self.levels)
+
+
+def round_cut(column: Column, cut: Cut) -> Cut:
+    """Write each cut point with the fewest digits that keep the same rows (on all rows).
+
+    A point ``c`` may move to any ``c'`` with ``prev < c' <= c``, where ``prev`` is the largest
+    value below ``c`` among all rows: ``x < c'`` and ``x >= c'`` then select the same rows.
+    """
+    if column.kind != "numeric" or column.is_datetime or cut.op not in ("lt", "ge", "band"):
+        return cut
+    points = {}
+    for side in ("lo", "hi"):
+        value = getattr(cut, side)
+        if not np.isnan(value):
+            points[side] = _shortest(column.keys, value)
+    return replace(cut, **points)
+
+
+def _shortest(keys: np.ndarray, value: float) -> float:
+    with np.errstate(invalid="ignore"):
+        below = keys[keys < value]
+    previous = float(below.max()) if below.size else -math.inf
+    for digits in range(-6, 18):
+        if digits >= 0:
+            candidate = math.floor(value * 10**digits) / 10**digits
+        else:
+            candidate = float(math.floor(value / 10**-digits) * 10**-digits)
+        if previous < candidate <= value:
+            return candidate
+    return value

@@ -1,0 +1,364 @@
+r"""The guided search for the worst subpopulations, confirmed on held-out rows."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mcviz.core import Evaluator, brownian_range_sf
+from mcviz.errors import ValidationError
+from mcviz.io import Predictions
+from mcviz.search._beam import Beam
+from mcviz.search._columns import MAX_LEVELS, prepare_columns, round_cut
+from mcviz.search._confirm import effect, holm, minimum_detectable_effect, sentence, split_rows
+from mcviz.search._screen import Data, _score_candidates
+from mcviz.subpopulations import (
+    Subpopulation,
+    SubpopulationSet,
+    describe_conditions,
+    full_population,
+    select_rows,
+)
+
+MAX_SEARCH_ROWS = 1_000_000
+"""At most this many rows are searched (a random subset of the search half)."""
+MIN_ROWS = 20
+"""No finding has fewer search rows (whatever ``min_share``)."""
+MDE_SHARES = (0.01, 0.05, 0.2)
+ALPHA = 0.05
+
+TABLE_COLUMNS = (
+    "rank", "description", "size", "share", "kuiper_z", "search_kuiper_z", "holdout_size",
+    "holdout_kuiper_z", "p_value", "p_adjusted", "mean_residual", "ci_low", "ci_high",
+    "observed_expected",
+)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Finding:
+    r"""One subpopulation found by the search, with its held-out confirmation.
+
+    Attributes
+    ----------
+    rank : int
+        1 for the largest D/sigma on the search rows.
+    subpopulation : Subpopulation
+        Its conditions, description (re-parseable by the filter language) and members among
+        all rows.
+    size, share : int, float
+        Members among all rows, and their share of the rows.
+    kuiper_z : float
+        :math:`D/\sigma` over all its rows (eqs. (2), (5) of paper 000), as the Subpopulations
+        table shows it.
+    search_kuiper_z : float
+        :math:`D/\sigma` on the search rows (selected for being large: not a test).
+    holdout_size : int
+    holdout_kuiper_z : float
+        :math:`D/\sigma` on the held-out rows.
+    p_value, p_adjusted : float
+        P(range of Brownian motion on [0, 1] > ``holdout_kuiper_z``), and Holm's adjustment
+        over the findings reported.
+    mean_residual, ci_low, ci_high : float
+        Weighted mean of observed - predicted on the held-out rows and its 95% interval.
+    observed_expected : float
+        :math:`\sum W R / \sum W S` on the held-out rows.
+    sentence : str
+        The finding in one plain sentence.
+    """
+
+    rank: int
+    subpopulation: Subpopulation
+    size: int
+    share: float
+    kuiper_z: float
+    search_kuiper_z: float
+    holdout_size: int
+    holdout_kuiper_z: float
+    p_value: float
+    p_adjusted: float
+    mean_residual: float
+    ci_low: float
+    ci_high: float
+    observed_expected: float
+    sentence: str
+
+    @property
+    def description(self) -> str:
+        """The conditions in words (valid input to :func:`~mcviz.parse_filter`)."""
+        return self.subpopulation.description
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MinimumDetectableEffect:
+    """The mean shift of R - S a subpopulation of each share needs (80% power).
+
+    See the Notes of :func:`~mcviz.search._confirm.minimum_detectable_effect`; ``shift[i]`` is
+    for ``shares[i]``.
+    """
+
+    shares: tuple[float, ...]
+    shift: np.ndarray
+    alpha: float
+    power: float
+    n_tests: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SearchResult:
+    """The findings of :func:`search_subpopulations` and how they were found.
+
+    Attributes
+    ----------
+    findings : tuple of Finding
+        In rank order.
+    subpopulations : SubpopulationSet
+        The full population (id 0) and the findings (ids = ranks), for the table, the
+        drill-down and the report.
+    mde : MinimumDetectableEffect
+    n, n_search, n_holdout : int
+        Rows in all, searched, held out.
+    max_conditions, seed : int
+    holdout : float
+    candidates_scored : int
+        Candidate subpopulations screened.
+    seconds : float
+    covariates : tuple of str
+        The covariates searched.
+    notice : str or None
+    holdout_index : ndarray
+        Positions (score order) of the held-out rows (read-only).
+    """
+
+    findings: tuple[Finding, ...]
+    subpopulations: SubpopulationSet
+    mde: MinimumDetectableEffect
+    n: int
+    n_search: int
+    n_holdout: int
+    max_conditions: int
+    holdout: float
+    seed: int
+    candidates_scored: int
+    seconds: float
+    covariates: tuple[str, ...]
+    notice: str | None
+    holdout_index: np.ndarray
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """One row per finding (columns :data:`TABLE_COLUMNS`)."""
+        rows = [{name: (f.description if name == "description" else getattr(f, name))
+                 for name in TABLE_COLUMNS} for f in self.findings]
+        return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def _data(pred: Predictions, parity: np.ndarray) -> Data:
+    residual = pred.label - pred.score
+    weight = pred.weight
+    bernoulli = pred.response_kind == "binary"
+    if bernoulli:
+        variance = pred.score * (1.0 - pred.score) * weight**2  # eq. (5)
+    else:  # per-row share of Appendix C eq. (6): (d_j - d_j+1)^2 (W_j + W_j+1)^2 / 8
+        step = np.diff(residual) ** 2 * (weight[:-1] + weight[1:]) ** 2 / 8.0
+        variance = np.concatenate((step, step[-1:])) if step.size else np.zeros(1)
+    return Data(Evaluator.from_predictions(pred), weight * residual, variance, residual, weight,
+                bernoulli, parity)
+
+
+def _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed) -> list[str]:
+    if not isinstance(pred, Predictions):
+        raise ValidationError(f"search needs Predictions, not {type(pred).__name__}.")
+    for name, value, low, high in (("max_conditions", max_conditions, 1, 5),
+                                   ("n_findings", n_findings, 1, 50),
+                                   ("seed", seed, 0, 2**63 - 1)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not (
+                low <= value <= high):
+            raise ValidationError(f"{name} must be an integer from {low} to {high}, "
+                                  f"not {value!r}.")
+    for name, value, low, high in (("min_share", min_share, 0.0, 0.5),
+                                   ("holdout", holdout, 0.1, 0.9)):
+        if not isinstance(value, int | float | np.floating) or not (low < value <= high):
+            raise ValidationError(f"{name} must be a number in ({low}, {high}], not {value!r}.")
+    names = list(pred.covariates.columns) if covariates is None else list(
+        dict.fromkeys(covariates))
+    for name in names:
+        pred.require_covariate(name, " to search")
+    if not names:
+        raise ValidationError("search: there are no covariates to describe subpopulations by.")
+    if pred.n * (1 - holdout) < 2 * MIN_ROWS:
+        need = 2 * MIN_ROWS / (1 - holdout)
+        raise ValidationError(f"search: {pred.n:,} rows are too few to search on "
+                              f"{1 - holdout:.0%} of them (need {need:,.0f}).")
+    return names
+
+
+def search_subpopulations(
+    pred: Predictions,
+    *,
+    covariates: Sequence[str] | None = None,
+    max_conditions: int = 3,
+    n_findings: int = 5,
+    min_share: float = 0.005,
+    holdout: float = 0.5,
+    seed: int = 0,
+    progress: Callable[[float, str], None] | None = None,
+) -> SearchResult:
+    r"""Find the subpopulations with the largest cumulative deviation D/sigma, then confirm them.
+
+    Parameters
+    ----------
+    pred : Predictions
+    covariates : sequence of str, optional
+        Covariates to describe subpopulations by (default: all).
+    max_conditions : int, default 3
+        Conditions per finding at most (a band ``a <= x < b`` counts as one).
+    n_findings : int, default 5
+    min_share : float, default 0.005
+        Smallest share of the searched rows a finding may hold (and at least 20 rows).
+    holdout : float, default 0.5
+        Share of the rows held out (a random share of every 20 consecutive rows in score
+        order); the search sees the rest.
+    seed : int, default 0
+    progress : callable(fraction, text), optional
+        Called as the search advances; raising from it cancels the search.
+
+    Returns
+    -------
+    SearchResult
+
+    Raises
+    ------
+    ValidationError
+        Unknown covariates, invalid parameters, too few rows.
+
+    Notes
+    -----
+    Score: :math:`D/\sigma` of each candidate over its members in score order, eq. (2) over
+    eq. (5) of [1] (Appendix C eq. (6) for real-valued responses), paths read at the last row of
+    each tie run. Conditions: numeric thresholds ``x < c``, ``x >= c`` and bands
+    ``a <= x < b`` at 63 quantile cut points of the search rows, refined to the best observed
+    value between neighbouring cuts; nominal single levels and the prefix sets of the levels
+    ordered by their weighted mean residual within the current rows (both ends); ``is missing``
+    and ``is not missing``. A beam of width 8 (half under-, half over-predicted) over up to
+    ``max_conditions`` conditions; memory :math:`O(n + \text{candidates})`. A condition stays
+    only when removing it would lower :math:`D/\sigma` on the search rows by at least
+    :math:`\max(1, 0.05\,D/\sigma)` (a lone condition is compared with all the search rows;
+    the gain of a level set is measured out of fold: levels chosen on one half of the rows,
+    scored on the other); a finding whose members overlap a better one's with Jaccard > 1/2
+    folds into it, and so does one whose :math:`D/\sigma` without the better findings' rows
+    falls below half its own. Candidates are scored by the core's block evaluator
+    (:class:`mcviz.core.Evaluator`); a coarse screen over 256 score blocks ranks every cut of a
+    covariate first (see :mod:`mcviz.search._screen`).
+
+    The p-values are valid because the held-out rows play no part in the search; they are
+    adjusted for the findings reported, not for the candidates searched (the held-out test
+    needs no such adjustment). No search-aware null (the search re-run on responses drawn
+    from the scores) is computed.
+
+    Confirmation: each finding's :math:`D/\sigma` on the held-out rows, its p-value
+    P(range of standard Brownian motion > :math:`D/\sigma`) and Holm's adjustment over the
+    findings reported; effects are held-out weighted means of R - S with 95% intervals. The
+    minimum detectable effect is explained in
+    :func:`~mcviz.search._confirm.minimum_detectable_effect`.
+
+    References
+    ----------
+    .. [1] I. Guy, D. Haimovich, F. Linder, N. Okati, L. Perini, N. Tax, M. Tygert, "Measuring
+       multi-calibration", 2025; eqs. (1), (2), (5), Appendix C eq. (6).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> n = 4000
+    >>> group = rng.integers(0, 10, n)
+    >>> score = rng.uniform(0.2, 0.8, n)
+    >>> label = rng.random(n) < score + 0.25 * (group == 3)
+    >>> pred = Predictions.from_arrays(score, label, covariates={
+    ...     "group": pd.Categorical([f"g{g}" for g in group]), "x": rng.normal(size=n)})
+    >>> result = search_subpopulations(pred, n_findings=2)
+    >>> result.findings[0].description
+    'group == g3'
+    """
+    started = time.perf_counter()
+    names = _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed)
+    rng = np.random.default_rng(int(seed))
+    search_rows, holdout_rows, parity = split_rows(pred, holdout, rng,
+                                                   max_search=MAX_SEARCH_ROWS)
+    holdout_rows.flags.writeable = False
+    notes = []
+    if search_rows.size + holdout_rows.size < pred.n:
+        notes.append(f"searched a random {search_rows.size:,} of the "
+                     f"{pred.n - holdout_rows.size:,} rows of the search half.")
+    columns, left_out = prepare_columns(pred, names, search_rows)
+    if left_out:
+        notes.append(f"not searched: {', '.join(map(repr, left_out))} (nominal with more than "
+                     f"{MAX_LEVELS:,} levels).")
+    if not columns:
+        raise ValidationError("search: no covariate can be searched (" + " ".join(notes) + ")")
+    data = _data(pred, parity)
+    min_rows = max(MIN_ROWS, int(np.ceil(min_share * search_rows.size)))
+
+    def report(fraction: float, text: str) -> None:
+        if progress is not None:
+            progress(0.9 * fraction, text)
+
+    beam = Beam(data, columns, search_rows, min_rows, report)
+    beam.run(int(max_conditions))
+    found = beam.findings(int(n_findings))
+    if progress is not None:
+        progress(0.9, "confirming on held-out rows")
+    findings, subpopulations = _confirm(pred, data, columns, found, holdout_rows)
+    if not findings:
+        notes.append("no subpopulation met the size limit.")
+    sigma_all = _score_candidates(data, [np.arange(pred.n)])[0, 2]
+    mde = MinimumDetectableEffect(
+        MDE_SHARES,
+        minimum_detectable_effect(sigma_all, pred.n, holdout_rows.size, MDE_SHARES,
+                                  n_tests=int(n_findings), alpha=ALPHA),
+        ALPHA, 0.8, int(n_findings),
+    )
+    notice = " ".join(notes) or None
+    sub_set = SubpopulationSet((full_population(pred), *subpopulations), notice, int(seed),
+                               min_rows, int(n_findings), tuple(c.name for c in columns), 0)
+    if progress is not None:
+        progress(1.0, "done")
+    return SearchResult(
+        tuple(findings), sub_set, mde, pred.n, search_rows.size, holdout_rows.size,
+        int(max_conditions), float(holdout), int(seed), beam.screened,
+        time.perf_counter() - started, tuple(c.name for c in columns), notice, holdout_rows,
+    )
+
+
+def _confirm(pred, data, columns, found, holdout_rows):
+    """Held-out statistics, Holm's adjustment, effects and sentences of the findings."""
+    subs, all_members, held_members = [], [], []
+    for rank, (node, _) in enumerate(found, start=1):
+        cuts = [round_cut(columns[cut.column], cut) for cut in node.cuts]
+        conditions = tuple(c for cut in cuts for c in cut.conditions(columns[cut.column]))
+        members = select_rows(pred, conditions)
+        subs.append(Subpopulation(rank, len(node.cuts), conditions,
+                                  describe_conditions(conditions), members))
+        all_members.append(np.asarray(members))
+        held_members.append(np.asarray(select_rows(pred, conditions, within=holdout_rows)))
+    everywhere = _score_candidates(data, all_members)
+    held = _score_candidates(data, held_members)
+    p_values = np.array([float(brownian_range_sf(z)) for z in held[:, 0]])
+    adjusted = holm(p_values)
+    binary = pred.response_kind == "binary"
+    findings = []
+    for k, sub in enumerate(subs):
+        mean, low, high, ratio = (effect(pred, held_members[k]) if held_members[k].size
+                                  else (np.nan,) * 4)
+        share = sub.size / pred.n
+        findings.append(Finding(
+            sub.id, sub, sub.size, share, float(everywhere[k, 0]), found[k][0].z,
+            int(held_members[k].size), float(held[k, 0]), float(p_values[k]),
+            float(adjusted[k]), mean, low, high, ratio,
+            sentence(sub.description, share, mean, low, high, float(adjusted[k]),
+                     binary=binary),
+        ))
+    return findings, subs
