@@ -48,7 +48,6 @@ from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import (
     SigmaMethod,
     adjacent_terms,
-    safe_ratio_signed,
     sigma_adjacent_from_terms,
     sigma_from_variance,
 )
@@ -376,7 +375,7 @@ class Evaluator:
         terms = np.zeros_like(run_sum)
         terms[1:] = adjacent_terms(run_sum, run_weight)
         terms[first_run] = 0.0  # no term across two segments
-        mean = safe_ratio_signed(run_sum, _col(run_weight, run_sum))
+        mean = safe_ratio(run_sum, _col(run_weight, run_sum))
         out.first_weight[positions] = run_weight[first_run]
         out.last_weight[positions] = run_weight[last_run]
         out.adjacent[positions] = np.add.reduceat(terms, first_run, axis=0)

@@ -114,7 +114,7 @@ def conditions_sql(conditions: Sequence[Condition]) -> str:
     Examples
     --------
     >>> print(conditions_sql([Condition("age", ">=", 37), Condition("job", "in", ("A", "B"))]))
-    ((("age" >= 37.0 OR ("age" IS NULL))) AND (("job" IN ('A', 'B') AND NOT ("job" IS NULL))))
+    (("age" >= 37.0 OR ("age" IS NULL)) AND ("job" IN ('A', 'B') AND NOT ("job" IS NULL)))
     >>> conditions_sql([])
     'TRUE'
     """
