@@ -31,6 +31,7 @@ from mcviz.subpopulations.selection import (
     _is_datetime,
     _is_nominal,
     _ordinal_keys,
+    _require_covariates,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -486,13 +487,7 @@ def generate_subpopulations(
     # ~90 lines: public-boundary validation with its messages (each a few lines), then the
     # generator loop; the loop itself lives in _Generator.
     names = list(pred.covariates.columns) if covariates is None else list(covariates)
-    for name in names:
-        if name not in pred.covariates.columns:
-            raise ValidationError(
-                f"covariate {name!r} is not among the loaded covariates "
-                f"({', '.join(map(repr, pred.covariates.columns[:12]))}).",
-                column=name,
-            )
+    _require_covariates(pred, names, "column")
     for label, value, lowest in (("n_subpopulations", n_subpopulations, 0),
                                  ("min_size", min_size, 1)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lowest:
