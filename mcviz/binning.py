@@ -486,7 +486,7 @@ def calibration_metrics(
     slope = 1.0 - 2.0 * score
     numerator = float(np.sum(weight * (label - score) * slope))
     variance = float(np.sum(weight**2 * slope**2 * score * (1.0 - score)))
-    z = float(np.sign(numerator)) * safe_ratio(abs(numerator), np.sqrt(variance))  # 0/0 = 0
+    z = safe_ratio(numerator, np.sqrt(variance))  # 0/0 = 0, d/0 = +-inf
     return CalibrationMetrics(
         ece_equal_width=float(np.sum(width_weight * width_error) / total),  # eq. (14)
         ece_equal_count=float(np.sum(count_weight * count_error) / total),  # eq. (14)

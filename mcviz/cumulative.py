@@ -171,7 +171,8 @@ def cumulative_differences(
     present = ~np.isnan(values)
     if present.sum() == 0:
         raise ValidationError(f"covariate {order_by!r} is missing on every row.", column=order_by)
-    order = np.flatnonzero(present)[np.argsort(values[present], kind="stable")]
+    # the default (unstable) sort: under the tie rule the order inside ties is irrelevant
+    order = np.flatnonzero(present)[np.argsort(values[present])]
     sorted_values = values[order]
     run_end = np.ones(order.size, dtype=bool)
     run_end[:-1] = sorted_values[1:] != sorted_values[:-1]

@@ -24,6 +24,7 @@ def test_safe_ratio_rule():
     assert safe_ratio(0.0, 0.0) == 0.0
     assert safe_ratio(2.0, 0.0) == np.inf
     assert safe_ratio(1.0, 4.0) == 0.25
+    assert safe_ratio(-2.0, 0.0) == -np.inf  # a signed statistic (Spiegelhalter's z)
     np.testing.assert_array_equal(safe_ratio(np.array([0.0, 1.0, 3.0]), np.array([0.0, 0.0, 2.0])),
                                   [0.0, np.inf, 1.5])
 

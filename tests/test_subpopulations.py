@@ -190,7 +190,7 @@ def test_tiny_or_constant_data_give_a_notice_and_stop():
 
 def test_generation_validation():
     pred = Predictions.from_arrays([0.2, 0.4], [0, 1], covariates={"x": [1.0, 2.0]})
-    with pytest.raises(ValidationError, match="covariate 'y' is not among"):
+    with pytest.raises(ValidationError, match="column 'y' is not a covariate; covariates are 'x'"):
         generate_subpopulations(pred, covariates=["y"])
     with pytest.raises(ValidationError, match="min_size must be an integer >= 1"):
         generate_subpopulations(pred, min_size=0)

@@ -48,7 +48,6 @@ from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import (
     SigmaMethod,
     adjacent_terms,
-    safe_ratio_signed,
     sigma_adjacent_from_terms,
     sigma_from_variance,
 )
@@ -299,7 +298,8 @@ class Evaluator:
         out = ChunkSummaries.empty(len(indices), draws)
         sizes = np.fromiter((i.size for i in indices), dtype=np.int64, count=len(indices))
         columns = 1 if draws is None else draws
-        weighted = residual * (self.weight if draws is None else self.weight[:, None])
+        # 1-D: weight once (n values); 2-D: weight after the gather (no second n x N array)
+        weighted = residual * self.weight if draws is None and self.weighted else residual
         for group in _groups(sizes, max(GROUP_ELEMENTS // columns, 1)):
             self._summarise_group(weighted, indices, group, out, adjacent=adjacent)
         return out
@@ -336,6 +336,9 @@ class Evaluator:
         seg_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         seg_last = seg_start + lengths - 1
         values = np.take(weighted, index, axis=0, mode="clip")
+        weight = np.take(self.weight, index, mode="clip") if self.weighted else None
+        if values.ndim == 2 and weight is not None:
+            values *= weight[:, None]
         path = np.cumsum(values, axis=0)  # eq. (1), unnormalised, across the whole group
         positions = np.asarray(group)
         if self.has_ties:
@@ -354,7 +357,6 @@ class Evaluator:
         out.low[positions] = np.minimum(np.minimum.reduceat(at_ends, first, axis=0) - before, 0.0)
         out.offset[positions] = path[seg_last] - before
         out.count[positions] = lengths
-        weight = np.take(self.weight, index, mode="clip") if self.weighted else None
         out.weight[positions] = (np.add.reduceat(weight, seg_start) if self.weighted
                                  else lengths.astype(float))
         out.variance[positions] = np.add.reduceat(
@@ -376,7 +378,7 @@ class Evaluator:
         terms = np.zeros_like(run_sum)
         terms[1:] = adjacent_terms(run_sum, run_weight)
         terms[first_run] = 0.0  # no term across two segments
-        mean = safe_ratio_signed(run_sum, _col(run_weight, run_sum))
+        mean = safe_ratio(run_sum, _col(run_weight, run_sum))
         out.first_weight[positions] = run_weight[first_run]
         out.last_weight[positions] = run_weight[last_run]
         out.adjacent[positions] = np.add.reduceat(terms, first_run, axis=0)

@@ -25,7 +25,7 @@ import numpy as np
 
 from mcviz.core.ratio import safe_ratio
 
-__all__ = ["cumulative_path", "kuiper_z", "path_kuiper_ks", "run_ends"]
+__all__ = ["cumulative_path", "path_kuiper_ks", "run_ends"]
 
 
 def run_ends(values: np.ndarray) -> np.ndarray:
@@ -71,13 +71,8 @@ def cumulative_path(
     """
     ends = np.flatnonzero(run_end)
     steps = np.cumsum(weighted_residual)[ends]  # eq. (1), times the total weight
-    path = np.concatenate(([0.0], safe_ratio_path(steps, weight_total)))
+    path = np.concatenate(([0.0], safe_ratio(steps, weight_total)))  # total 0: steps are 0
     return path, ends
-
-
-def safe_ratio_path(steps: np.ndarray, weight_total: float) -> np.ndarray:
-    """Divide path points by the total weight (a zero total gives a zero path)."""
-    return steps / weight_total if weight_total > 0 else np.zeros_like(steps)
 
 
 def path_kuiper_ks(path: np.ndarray) -> tuple[float, float]:
@@ -91,8 +86,3 @@ def path_kuiper_ks(path: np.ndarray) -> tuple[float, float]:
     (0.375, 0.25)
     """
     return float(path.max() - path.min()), float(np.abs(path).max())  # eq. (2)
-
-
-def kuiper_z(kuiper, sigma):
-    r"""Return :math:`D/\sigma` by the one safe-ratio rule."""
-    return safe_ratio(kuiper, sigma)

@@ -24,7 +24,8 @@ def safe_ratio(numerator, denominator):
     Parameters
     ----------
     numerator, denominator : float or ndarray
-        Non-negative (statistics and scales); broadcast together.
+        Broadcast together; the denominator is non-negative (a scale or a total weight). A
+        negative numerator over 0 gives :math:`-\infty`.
 
     Returns
     -------
@@ -41,5 +42,5 @@ def safe_ratio(numerator, denominator):
     positive = den > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(positive, num / np.where(positive, den, 1.0),
-                       np.where(num > 0, np.inf, 0.0))
+                       np.sign(num) * np.where(num != 0, np.inf, 0.0))
     return float(out) if out.ndim == 0 else out

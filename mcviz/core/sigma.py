@@ -159,16 +159,9 @@ def adjacent_terms(residual_sum: np.ndarray, weight: np.ndarray) -> np.ndarray:
     ndarray, shape (q - 1,) or (q - 1, N)
     """
     shape = (-1,) + (1,) * (residual_sum.ndim - 1)
-    mean = safe_ratio_signed(residual_sum, weight.reshape(shape))
+    mean = safe_ratio(residual_sum, weight.reshape(shape))  # an empty run has no residual
     pair = (weight[1:] + weight[:-1]).reshape(shape)
     return np.diff(mean, axis=0) ** 2 * pair**2
-
-
-def safe_ratio_signed(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """Signed numerator over a non-negative denominator, 0 where the denominator is 0."""
-    positive = denominator > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(positive, numerator / np.where(positive, denominator, 1.0), 0.0)
 
 
 def sigma_adjacent_from_terms(term_sum, weight_total, first_weight, last_weight):

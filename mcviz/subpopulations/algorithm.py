@@ -31,6 +31,7 @@ from mcviz.subpopulations.selection import (
     _is_datetime,
     _is_nominal,
     _ordinal_keys,
+    _require_covariates,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -240,13 +241,8 @@ class _Generator:
             node.splits[j] = (threshold, n_lower)
         else:
             threshold, n_lower = info
-        n = node.index.size
-        n_child = n_lower if side == 0 else n - n_lower
-        if n_child < self.min_size:
-            result = ("small", None)
-        elif n_child == n:
-            result = ("same", node)
-        else:
+        result = self.trivial(node, n_lower, side)
+        if result is None:
             if sub is None:
                 sub = self.take(column, node.index)
             mask = self.mask_buffer[: sub.size]
@@ -262,6 +258,16 @@ class _Generator:
             result = self.child(node, index, condition)
         node.children[cache_key] = ("old", result[1]) if result[0] == "new" else result
         return result
+
+    def trivial(self, node: _Node, n_lower: int, side: int) -> tuple | None:
+        """("small", None) or ("same", node) when the split adds nothing, else None."""
+        n = node.index.size
+        n_child = n_lower if side == 0 else n - n_lower
+        if n_child < self.min_size:
+            return ("small", None)
+        if n_child == n:
+            return ("same", node)
+        return None
 
     def split_point(self, node: _Node, column: _Column) -> tuple:
         sub = self.take(column, node.index)
@@ -318,12 +324,8 @@ class _Generator:
             return node.children[cache_key]
         n_lower = int(counts[lower].sum())
         n = node.index.size
-        n_child = n_lower if side == 0 else n - n_lower
-        if n_child < self.min_size:
-            result = ("small", None)
-        elif n_child == n:
-            result = ("same", node)
-        else:
+        result = self.trivial(node, n_lower, side)
+        if result is None:
             table = np.zeros(column.levels + 1, dtype=bool)
             table[lower] = True
             if side == 1:
@@ -485,13 +487,7 @@ def generate_subpopulations(
     # ~90 lines: public-boundary validation with its messages (each a few lines), then the
     # generator loop; the loop itself lives in _Generator.
     names = list(pred.covariates.columns) if covariates is None else list(covariates)
-    for name in names:
-        if name not in pred.covariates.columns:
-            raise ValidationError(
-                f"covariate {name!r} is not among the loaded covariates "
-                f"({', '.join(map(repr, pred.covariates.columns[:12]))}).",
-                column=name,
-            )
+    _require_covariates(pred, names, "column")
     for label, value, lowest in (("n_subpopulations", n_subpopulations, 0),
                                  ("min_size", min_size, 1)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lowest:

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from mcviz.subpopulations.model import Condition
+from mcviz.errors import ValidationError
+from mcviz.subpopulations.model import OPERATORS, Condition
 
 # --------------------------------------------------------------------------------------------
 # Descriptions in words
@@ -79,8 +80,12 @@ def describe_conditions(conditions: Sequence[Condition]) -> str:
         elif c.op in ("in", "not in"):
             items = c.value if isinstance(c.value, tuple | list) else (c.value,)
             parts.append(f"{name} {c.op} {{{', '.join(_value_text(v) for v in items)}}}")
-        else:
+        elif c.op in _SYMBOL:
             parts.append(f"{name} {_SYMBOL[c.op]} {_value_text(c.value)}")
+        else:
+            raise ValidationError(
+                f"unknown operator {c.op!r} in a condition on {c.column!r}; use one of "
+                f"{', '.join(OPERATORS)}.", column=c.column)
     return " and ".join(parts)
 
 
@@ -114,7 +119,7 @@ def conditions_sql(conditions: Sequence[Condition]) -> str:
     Examples
     --------
     >>> print(conditions_sql([Condition("age", ">=", 37), Condition("job", "in", ("A", "B"))]))
-    ((("age" >= 37.0 OR ("age" IS NULL))) AND (("job" IN ('A', 'B') AND NOT ("job" IS NULL))))
+    (("age" >= 37.0 OR ("age" IS NULL)) AND ("job" IN ('A', 'B') AND NOT ("job" IS NULL)))
     >>> conditions_sql([])
     'TRUE'
     """

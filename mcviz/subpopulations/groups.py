@@ -11,7 +11,13 @@ from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.subpopulations.describe import describe_conditions
 from mcviz.subpopulations.model import Condition, Subpopulation
-from mcviz.subpopulations.selection import _categories, _is_bool, _is_nominal, select_rows
+from mcviz.subpopulations.selection import (
+    _categories,
+    _is_bool,
+    _is_nominal,
+    _require_covariates,
+    select_rows,
+)
 
 # --------------------------------------------------------------------------------------------
 # User groups
@@ -32,13 +38,8 @@ def group_subpopulations(
         ``age >= 40`` instead).
     """
     groups: list[Subpopulation] = []
+    _require_covariates(pred, columns, "group column")
     for column in columns:
-        if column not in pred.covariates.columns:
-            raise ValidationError(
-                f"group column {column!r} is not a covariate; covariates are "
-                f"{', '.join(map(repr, pred.covariates.columns[:12]))}.",
-                column=column,
-            )
         series = pred.covariates[column]
         if _is_nominal(series):
             condition_sets = [(Condition(column, "==", name),) for name in _categories(series)]

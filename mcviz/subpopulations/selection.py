@@ -54,6 +54,17 @@ def _value_key(series: pd.Series, value: object) -> float | int:
     return float(value)
 
 
+def _require_covariates(pred: Predictions, names: Sequence[str], role: str) -> None:
+    """Raise a ValidationError naming the first of ``names`` that is not a covariate."""
+    for name in names:
+        if name not in pred.covariates.columns:
+            raise ValidationError(
+                f"{role} {name!r} is not a covariate; covariates are "
+                f"{', '.join(map(repr, pred.covariates.columns[:12]))}.",
+                column=name,
+            )
+
+
 def select_rows(
     pred: Predictions, conditions: Sequence[Condition], *, within: np.ndarray | None = None
 ) -> np.ndarray:
