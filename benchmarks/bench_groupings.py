@@ -66,7 +66,7 @@ def _child(case: int, k: int) -> None:
     from mcviz.errors import ValidationError
     from mcviz.groupings import local_calibration
 
-    name, n, spec, centres = CASES[case]
+    _, n, spec, centres = CASES[case]
     pred = _make(n, spec)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     start = time.perf_counter()

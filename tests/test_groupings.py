@@ -18,7 +18,6 @@ from mcviz.groupings import (
     local_calibration_map,
     local_error_distribution,
     neighbourhood_tradeoff,
-    neighbours,
     score_bins,
 )
 from mcviz.io import Predictions
@@ -550,7 +549,8 @@ def test_progress_is_reported_and_a_raising_callback_cancels():
     local_calibration(pred, k=10, progress=lambda f, text: seen.append((f, text)))
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions)
-    assert 0 <= fractions[0] and fractions[-1] <= 1
+    assert fractions[0] >= 0
+    assert fractions[-1] <= 1
     assert any("nearest neighbours" in text for _, text in seen)
 
     def stop(fraction, text):
