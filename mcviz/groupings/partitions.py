@@ -9,7 +9,7 @@ import pandas as pd
 
 from mcviz.budget import Budget, check, partition_estimate
 from mcviz.errors import ValidationError
-from mcviz.groupings._sums import _check_columns, _from_sums, _numeric_values, _per_point
+from mcviz.groupings._sums import _check_columns, _from_sums, _observed, _per_point
 from mcviz.groupings.results import GroupErrors, Strategy
 from mcviz.io import Predictions
 
@@ -197,11 +197,7 @@ def _bin_column(
         codes = series.cat.codes.to_numpy().astype(np.int64)
         labels = [f"{name} = {level}" for level in series.cat.categories]
     else:
-        values = _numeric_values(series)
-        present = ~np.isnan(values)
-        observed = values[present]
-        if observed.size == 0:
-            raise ValidationError(f"covariate {name!r} is missing on every row.", column=name)
+        values, present, observed = _observed(series, name)
         if strategy == "count":
             edges = np.unique(np.quantile(observed, np.linspace(0, 1, n_bins + 1)))
         elif strategy == "width":
