@@ -4,8 +4,10 @@ Run: python benchmarks/bench_groupings.py [--cases 1 2 3] [--limit 4GB] [--quick
 
 Each case runs in its own Python subprocess (under ``prlimit --as`` when ``--limit`` is given,
 so a case that would exhaust memory fails alone) and prints: the input space, rows, centres,
-wall seconds of ``local_calibration`` and the process's peak resident memory before and after
-it (``ru_maxrss``; "before" includes building the predictions). A refusal by the resource
+wall seconds of ``local_calibration``, its CPU seconds (all threads; less sensitive to a
+loaded machine than wall time; the k-d tree searches use both cores) and the process's peak
+resident memory before and after it (``ru_maxrss``; "before" includes building the
+predictions). A refusal by the resource
 model (:mod:`mcviz.budget`) is printed as such. The load average is printed because the machine
 may be shared.
 
@@ -66,10 +68,10 @@ def _child(case: int, k: int) -> None:
     from mcviz.errors import ValidationError
     from mcviz.groupings import local_calibration
 
-    name, n, spec, centres = CASES[case]
+    _, n, spec, centres = CASES[case]
     pred = _make(n, spec)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         local = local_calibration(pred, None, k=k, max_centres=centres)
         outcome = f"{local.groups.n_groups:,} groups"
@@ -77,9 +79,10 @@ def _child(case: int, k: int) -> None:
         outcome = f"refused: {str(error)[:160]}"
     except MemoryError:
         outcome = "MemoryError"
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": seconds, "before": before, "peak": peak, "outcome": outcome}))
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "before": before, "peak": peak,
+                      "outcome": outcome}))
 
 
 def _run(case: int, k: int, limit: str | None) -> dict:
@@ -90,7 +93,8 @@ def _run(case: int, k: int, limit: str | None) -> dict:
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"seconds": float("nan"), "before": 0, "peak": 0, "outcome": f"died: {tail[:120]}"}
+        return {"seconds": float("nan"), "cpu": float("nan"), "before": 0, "peak": 0,
+                "outcome": f"died: {tail[:120]}"}
     return json.loads(lines[-1])
 
 
@@ -111,15 +115,15 @@ def main() -> None:
         _child(args.child, args.k)
         return
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    header = f"{'case':<28} {'rows':>10} {'centres':>8} {'seconds':>8} {'RSS before':>10} " \
-             f"{'peak RSS':>9}  outcome"
+    header = f"{'case':<28} {'rows':>10} {'centres':>8} {'seconds':>8} {'cpu s':>7} " \
+             f"{'RSS before':>10} {'peak RSS':>9}  outcome"
     print(header)
     print("-" * len(header))
     for case in args.cases:
         name, n, _, centres = CASES[case]
         r = _run(case, args.k, args.limit)
         print(
-            f"{name:<28} {n:>10,} {centres or n:>8,} {r['seconds']:>8.2f} "
+            f"{name:<28} {n:>10,} {centres or n:>8,} {r['seconds']:>8.2f} {r['cpu']:>7.2f} "
             f"{r['before'] / 1e9:>9.2f}G {r['peak'] / 1e9:>8.2f}G  {r['outcome']}",
             flush=True,
         )

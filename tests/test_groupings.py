@@ -18,7 +18,6 @@ from mcviz.groupings import (
     local_calibration_map,
     local_error_distribution,
     neighbourhood_tradeoff,
-    neighbours,
     score_bins,
 )
 from mcviz.io import Predictions
@@ -550,7 +549,8 @@ def test_progress_is_reported_and_a_raising_callback_cancels():
     local_calibration(pred, k=10, progress=lambda f, text: seen.append((f, text)))
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions)
-    assert 0 <= fractions[0] and fractions[-1] <= 1
+    assert fractions[0] >= 0
+    assert fractions[-1] <= 1
     assert any("nearest neighbours" in text for _, text in seen)
 
     def stop(fraction, text):
@@ -562,3 +562,15 @@ def test_progress_is_reported_and_a_raising_callback_cancels():
     # Nothing was left behind: the same call gives the same result as before.
     again = local_calibration(pred, k=10)
     np.testing.assert_allclose(again.groups.error, local_calibration(pred, k=10).groups.error)
+
+
+def test_partitions_refuse_before_starting_when_over_budget():
+    pred = _random_pred(n=5_000)
+    with pytest.raises(ValidationError, match=r"refused before starting: group errors of 10 "
+                       r"groups over 5,000 rows"):
+        score_bins(pred, budget="10kB")
+    with pytest.raises(ValidationError, match="refused before starting"):
+        covariate_bins(pred, "c", budget="10kB")
+    with pytest.raises(ValidationError, match="refused before starting"):
+        index_groups(pred, [np.arange(5_000)], budget="10kB")
+    assert score_bins(pred, budget="1GB").n_groups == 10

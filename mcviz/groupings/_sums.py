@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mcviz.errors import ValidationError
 from mcviz.groupings.results import GroupErrors, _readonly
 from mcviz.io import Predictions
 
@@ -93,6 +94,16 @@ def _check_columns(pred: Predictions, columns: Sequence[str]) -> list[str]:
     for column in columns:
         pred.require_covariate(column)
     return columns
+
+
+def _observed(series: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Numeric values (NaN where missing), the mask of observed ones, and those values."""
+    values = _numeric_values(series)
+    present = ~np.isnan(values)
+    observed = values[present]
+    if observed.size == 0:
+        raise ValidationError(f"covariate {name!r} is missing on every row.", column=name)
+    return values, present, observed
 
 
 def _numeric_values(series: pd.Series) -> np.ndarray:

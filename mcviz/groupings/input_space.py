@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from mcviz.errors import ValidationError
-from mcviz.groupings._sums import _check_columns, _numeric_values
+from mcviz.groupings._sums import _check_columns, _observed
 from mcviz.groupings.results import InputSpace, Scaling, _readonly
 from mcviz.io import Predictions
 
@@ -127,11 +127,7 @@ def input_space(
 
 def _standardised(series: pd.Series, name: str, scaling: str) -> tuple[np.ndarray, np.ndarray]:
     """Return (x - centre) / scale with missing values at 0, and the mask of observed values."""
-    values = _numeric_values(series)
-    present = ~np.isnan(values)
-    observed = values[present]
-    if observed.size == 0:
-        raise ValidationError(f"covariate {name!r} is missing on every row.", column=name)
+    values, present, observed = _observed(series, name)
     if scaling == "robust":
         centre = float(np.median(observed))
         q1, q3 = np.quantile(observed, [0.25, 0.75])

@@ -219,51 +219,63 @@ def _cover(
     weighted by their counts). Returns ``distance`` and ``index`` of shape (m, width), sorted
     by distance and padded with inf (index 0), and the radius of each centre. Every distinct
     input within the radius (ties included, up to ``TIE_TOLERANCE``) is among the columns.
+
+    First each centre's own cell is searched until every unseen input of the cell is farther
+    than the radius found there; then, for centres whose radius is at least 1 (the nearest an
+    input of another cell can be), the other cells are searched, widening until every unseen
+    input is farther than the (shrinking) radius of the merged candidates.
     """
     inputs = searcher.inputs
     if inputs.numeric.shape[1] == 0:
-        return _cover_nominal(inputs, centres, k)
+        d2, index, radius = _cover_nominal(inputs, centres, k)
+        return np.sqrt(d2), index, radius
     m, u = centres.size, inputs.count.size
     size = np.diff(inputs.start)[inputs.cell[centres]] if searcher.nominal else np.full(m, u)
     k_own = np.minimum(k + 1, size)
-    k_all = np.zeros(m, np.int64)
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    parts: list[tuple[np.ndarray, ...]] = []
     rows = np.arange(m)
-    while rows.size:
+    while rows.size:  # own cell: widen while ties may continue past the radius
         d2, index, unseen = _own_cell(searcher, centres[rows], k_own[rows])
-        if searcher.nominal:
-            other_d2, other_index, other_unseen = _other_cells(searcher, centres[rows], k_all[rows])
-            d2, index = np.hstack((d2, other_d2)), np.hstack((index, other_index))
-        else:
-            other_unseen = np.full(rows.size, np.inf)
+        radius = _radius(d2, index, inputs.count, k)
+        short = np.isfinite(unseen) & (unseen <= (radius * (1 + TIE_TOLERANCE)) ** 2)
+        parts.append((rows[~short], d2[~short], index[~short], radius[~short]))
+        k_own[rows[short]] = np.minimum(2 * k_own[rows[short]], size[rows[short]])
+        rows = rows[short]
+    own_d2, own_index, radius = _assemble(parts, m)
+    rows = np.flatnonzero((radius * (1 + TIE_TOLERANCE)) ** 2 >= 1.0) if searcher.nominal else []
+    if len(rows) == 0:
+        return np.sqrt(own_d2), own_index, radius
+    rest = np.setdiff1d(np.arange(m), rows)
+    parts = [(rest, own_d2[rest], own_index[rest], radius[rest])]
+    k_all = np.full(m, min(k + 1, u))
+    while rows.size:  # other cells: widen until every unseen input lies beyond the radius
+        other_d2, other_index, unseen = _other_cells(searcher, centres[rows], k_all[rows])
+        d2 = np.hstack((own_d2[rows], other_d2))
+        index = np.hstack((own_index[rows], other_index))
         order = np.argsort(d2, axis=1)
         d2, index = np.take_along_axis(d2, order, axis=1), np.take_along_axis(index, order, axis=1)
-        radius = _radius(d2, index, inputs.count, k)
-        reach2 = (radius * (1 + TIE_TOLERANCE)) ** 2
-        own_short = unseen <= reach2
-        other_short = other_unseen <= reach2
-        done = ~(own_short | other_short)
-        parts.append((rows[done], np.sqrt(d2[done]), index[done], radius[done]))
-        k_own[rows[own_short]] = np.minimum(2 * k_own[rows[own_short]], size[rows[own_short]])
-        grow = rows[other_short]
-        k_all[grow] = np.minimum(np.maximum(2 * k_all[grow], k + 1), u)
-        rows = rows[~done]
-    return _assemble(parts, m)
+        merged = _radius(d2, index, inputs.count, k)
+        short = np.isfinite(unseen) & (unseen <= (merged * (1 + TIE_TOLERANCE)) ** 2)
+        parts.append((rows[~short], d2[~short], index[~short], merged[~short]))
+        k_all[rows[short]] = np.minimum(2 * k_all[rows[short]], u)
+        rows = rows[short]
+    d2, index, radius = _assemble(parts, m)
+    return np.sqrt(d2), index, radius
 
 
 def _assemble(parts: list, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Stack per-round results (rows, distance, index, radius) into padded (m, width) arrays."""
+    """Stack per-round results (rows, squared distance, index, radius) into (m, width) arrays."""
     width = max(1, max(part[1].shape[1] for part in parts))
-    distance = np.full((m, width), np.inf)
+    d2 = np.full((m, width), np.inf)
     index = np.zeros((m, width), dtype=np.int64)
     radius = np.empty(m)
     for rows, d, i, r in parts:
-        distance[rows, : d.shape[1]] = d
+        d2[rows, : d.shape[1]] = d
         index[rows, : i.shape[1]] = i
         radius[rows] = r
-    finite = np.isfinite(distance).any(axis=0)
-    keep = max(1, int(np.flatnonzero(finite)[-1]) + 1) if finite.any() else 1
-    return distance[:, :keep], index[:, :keep], radius
+    finite = np.flatnonzero(np.isfinite(d2).any(axis=0))
+    keep = int(finite[-1]) + 1 if finite.size else 1
+    return d2[:, :keep], index[:, :keep], radius
 
 
 def _cover_nominal(
@@ -284,7 +296,7 @@ def _cover_nominal(
         d2 = np.take_along_axis(gap, order, axis=1).astype(np.float64)
         radius = _radius(d2, order, inputs.count, k)
         width = int((d2 <= (radius**2)[:, None] + 0.5).sum(axis=1).max())
-        parts.append((rows, np.sqrt(d2[:, :width]), order[:, :width], radius))
+        parts.append((rows, d2[:, :width], order[:, :width], radius))
     return _assemble(parts, centres.size)
 
 

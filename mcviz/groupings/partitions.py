@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mcviz.budget import Budget, check, partition_estimate
 from mcviz.errors import ValidationError
-from mcviz.groupings._sums import _check_columns, _from_sums, _numeric_values, _per_point
+from mcviz.groupings._sums import _check_columns, _from_sums, _observed, _per_point
 from mcviz.groupings.results import GroupErrors, Strategy
 from mcviz.io import Predictions
 
@@ -21,8 +22,10 @@ def _partition(
     kind: str,
     description: str,
     notice: str | None = None,
+    budget: Budget | int | str | None = None,
 ) -> GroupErrors:
     """Group errors of a partition given each observation's group id (-1: in no group)."""
+    check(partition_estimate(pred.n, len(labels)), budget)
     terms = _per_point(pred)
     keep = assignment >= 0
     groups = assignment[keep]
@@ -67,6 +70,7 @@ def group_errors(
     labels: Sequence[str] | None = None,
     *,
     description: str = "user partition",
+    budget: Budget | int | str | None = None,
 ) -> GroupErrors:
     """Group errors of a partition given each observation's group number.
 
@@ -78,6 +82,8 @@ def group_errors(
     labels : sequence of str, optional
         Label of each group (default "group 0", "group 1", ...).
     description : str
+    budget : Budget, int, str or None
+        Memory budget (:mod:`mcviz.budget`); refused before starting when exceeded.
 
     Returns
     -------
@@ -105,7 +111,7 @@ def group_errors(
         raise ValidationError(f"{m} groups but only {len(labels)} labels.")
     return _partition(
         pred, assignment.astype(np.int64), list(labels), kind="index groups",
-        description=description,
+        description=description, budget=budget,
     )
 
 
@@ -113,7 +119,13 @@ def group_errors(
 # Prediction-based bins
 
 
-def score_bins(pred: Predictions, *, n_bins: int = 10, strategy: Strategy = "width") -> GroupErrors:
+def score_bins(
+    pred: Predictions,
+    *,
+    n_bins: int = 10,
+    strategy: Strategy = "width",
+    budget: Budget | int | str | None = None,
+) -> GroupErrors:
     r"""Prediction-based bins: the groups of the ECE, ACE and MCE (eqs. (14)-(16) of [1]).
 
     Parameters
@@ -125,6 +137,8 @@ def score_bins(pred: Predictions, *, n_bins: int = 10, strategy: Strategy = "wid
         :math:`1/K` of the weight each, in score order; a run of tied scores goes to the bin
         where its cumulative weight ends, so tied scores share a bin (and bins may empty).
         Both follow :mod:`mcviz.binning`, so the ECE, ACE and MCE agree with it.
+    budget : Budget, int, str or None
+        Memory budget (:mod:`mcviz.budget`); refused before starting when exceeded.
 
     Returns
     -------
@@ -167,7 +181,7 @@ def score_bins(pred: Predictions, *, n_bins: int = 10, strategy: Strategy = "wid
         raise ValidationError(f"strategy must be 'width' or 'count', not {strategy!r}.")
     return _partition(
         pred, assignment, labels, kind="score bins",
-        description=f"{n_bins} equal-{strategy} score bins",
+        description=f"{n_bins} equal-{strategy} score bins", budget=budget,
     )
 
 
@@ -183,11 +197,7 @@ def _bin_column(
         codes = series.cat.codes.to_numpy().astype(np.int64)
         labels = [f"{name} = {level}" for level in series.cat.categories]
     else:
-        values = _numeric_values(series)
-        present = ~np.isnan(values)
-        observed = values[present]
-        if observed.size == 0:
-            raise ValidationError(f"covariate {name!r} is missing on every row.", column=name)
+        values, present, observed = _observed(series, name)
         if strategy == "count":
             edges = np.unique(np.quantile(observed, np.linspace(0, 1, n_bins + 1)))
         elif strategy == "width":
@@ -218,6 +228,7 @@ def covariate_bins(
     *,
     n_bins: int = 5,
     strategy: Strategy = "count",
+    budget: Budget | int | str | None = None,
 ) -> GroupErrors:
     """Input-based partition: bins of one covariate or the grid of two.
 
@@ -230,6 +241,8 @@ def covariate_bins(
         group per level. A missing value is its own group ("<name> missing").
     n_bins : int, default 5
     strategy : {"count", "width"}
+    budget : Budget, int, str or None
+        Memory budget (:mod:`mcviz.budget`); refused before starting when exceeded.
 
     Returns
     -------
@@ -257,6 +270,7 @@ def covariate_bins(
         pred, codes, labels, kind="covariate bins",
         description=f"bins of {' × '.join(columns)} ({n_bins} equal-{strategy} bins per "
         "numeric covariate, one group per level of a nominal one)",
+        budget=budget,
     )
 
 
@@ -266,6 +280,7 @@ def index_groups(
     labels: Sequence[str] | None = None,
     *,
     description: str = "user groups",
+    budget: Budget | int | str | None = None,
 ) -> GroupErrors:
     """Group errors of any list of groups (index arrays, or subpopulations).
 
@@ -278,6 +293,8 @@ def index_groups(
     labels : sequence of str, optional
         Default: each group's ``description``, else "group j".
     description : str
+    budget : Budget, int, str or None
+        Memory budget (:mod:`mcviz.budget`); refused before starting when exceeded.
 
     Returns
     -------
@@ -312,6 +329,7 @@ def index_groups(
         if len(labels) != len(indices):
             raise ValidationError(f"{len(indices)} groups but {len(labels)} labels.")
         names = [str(label) for label in labels]
+    check(partition_estimate(sum(i.size for i in indices), len(indices)), budget)
     terms = _per_point(pred)
     w, d = terms["w"], terms["d"]
     per_point = {
