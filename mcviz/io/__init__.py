@@ -4,7 +4,7 @@ A prediction file holds one row per observation: a score (the predicted probabil
 positive class) or several per-class probability columns, a label, an optional weight, and any
 number of covariates. :func:`load_predictions` reads CSV/TSV (optionally gzip- or zip-compressed)
 and Parquet from a path, a file-like object (a browser upload) or a DataFrame, checks every
-column once, sorts by score once (a stable sort, so tied scores keep their file order), and
+column once, sorts by score once (the order inside a run of tied scores is arbitrary), and
 returns a :class:`Predictions` whose arrays every other module reuses in that order.
 
 Rules that every module relies on

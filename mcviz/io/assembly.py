@@ -9,29 +9,24 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from mcviz.errors import ValidationError, describe_rows
-from mcviz.io.covariates import _prepare_covariates
-from mcviz.io.model import LoadReport, Predictions
-from mcviz.io.readers import DEFAULT_MAX_BYTES, Source, read_table
-from mcviz.io.roles import (
-    _SCORE_NAME,
-    _WEIGHT_NAME,
-    _matching_class_names,
-    _numeric_labels_as_classes,
-    infer_roles,
-)
+from mcviz.errors import ValidationError
+from mcviz.io.covariates import plan_covariates
+from mcviz.io.model import LoadReport, Predictions, Roles
+from mcviz.io.readers import Source, read_table
+from mcviz.io.roles import _SCORE_NAME, _WEIGHT_NAME, infer_roles
 from mcviz.io.validation import (
-    _binary_response,
+    PROBABILITY_SUM_TOLERANCE,
     _check_declared_kinds,
-    _examples,
-    _numeric_column,
+    _label_response,
     _require_column,
+    _Response,
     _RowFilter,
+    _top_label_response,
+    _validated_scores,
+    _validated_weights,
 )
 
 __all__ = ["PROBABILITY_SUM_TOLERANCE", "demo_path", "load_demo", "load_predictions"]
-
-PROBABILITY_SUM_TOLERANCE = 1e-6
 
 
 def load_predictions(
@@ -48,7 +43,7 @@ def load_predictions(
     id_columns: Sequence[str] | None = None,
     response: Literal["binary", "continuous"] = "binary",
     drop_invalid: bool = False,
-    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_bytes: int | None = None,
 ) -> Predictions:
     """Read, validate and sort predictions.
 
@@ -79,8 +74,10 @@ def load_predictions(
         ``"continuous"`` accepts real-valued responses (paper 000 Appendix C).
     drop_invalid : bool
         Drop invalid rows (and report them) instead of raising.
-    max_bytes : int
-        Refuse larger files.
+    max_bytes : int, optional
+        Refuse larger input, before or after decompression (default
+        :func:`~mcviz.io.readers.default_max_bytes`: 1 GiB, or a quarter of the
+        ``MCVIZ_MEMORY_BUDGET`` environment variable).
 
     Returns
     -------
@@ -96,10 +93,43 @@ def load_predictions(
     frame = read_table(source, max_bytes=max_bytes)
     frame.columns = [str(c) for c in frame.columns]
     roles = infer_roles(frame)
-    n = len(frame)
+    score, probability_columns, label, weight = _resolve_columns(
+        frame, roles, score=score, probabilities=probabilities, label=label, weight=weight
+    )
+    rows = _RowFilter(len(frame), drop_invalid)
     warnings: list[str] = []
-    notices: list[str] = []
+    scores = _validated_scores(frame, probability_columns or (score,), rows)
+    weight_values = _validated_weights(frame, weight, rows)
+    rows.reject(frame[label].isna().to_numpy(), column=label, problem="are missing (NaN)")
+    if probability_columns:
+        answer = _top_label_response(
+            frame[label], label, probability_columns, scores, rows, warnings
+        )
+    else:
+        answer = _label_response(
+            frame[label], label, score, scores, positive, rows, response, warnings
+        )
+    if not rows.keep.any():
+        raise ValidationError(f"no valid rows left: all {rows.n:,} rows were dropped as invalid.")
+    excluded = {answer.score_column, label, weight, *probability_columns}
+    names = _covariate_names(frame, roles, covariates, id_columns, excluded)
+    _check_declared_kinds(frame, names, nominal, ordinal)
+    return _assemble(
+        frame, rows, answer, weight_values, names, nominal, ordinal, warnings,
+        label=label, weight=weight, probability_columns=probability_columns, response=response,
+    )
 
+
+def _resolve_columns(
+    frame: pd.DataFrame,
+    roles: Roles,
+    *,
+    score: str | None,
+    probabilities: Sequence[str] | None,
+    label: str | None,
+    weight: str | Literal[False] | None,
+) -> tuple[str | None, tuple[str, ...], str, str | None]:
+    """Return the score (or per-class probability), label and weight columns, given or inferred."""
     probability_columns = tuple(probabilities or ())
     if not probability_columns and score is None:
         score = roles.score
@@ -119,7 +149,6 @@ def load_predictions(
              and not pd.api.types.is_bool_dtype(frame[c]) and frame[c].notna().any()),
             None,
         )  # a weight-named column holding text is checked (and named), never silently ignored
-    weight = weight or None
     if label is None:
         label = roles.label
         if label is None:
@@ -136,133 +165,84 @@ def load_predictions(
             "(two or more), or pass it as the score.",
             column=probability_columns[0],
         )
-    wanted = [*probability_columns, label, *filter(None, (score, weight))]
-    for column in wanted:
+    for column in [*probability_columns, label, *filter(None, (score, weight))]:
         _require_column(frame, column)
+    return score, probability_columns, label, weight or None
 
-    rows = _RowFilter(n, drop_invalid)
-    score_columns = probability_columns or (score,)
-    numeric_scores = {}
-    for column in score_columns:
-        values = _numeric_column(frame, column, rows, what="scores")
-        rows.reject(~np.isfinite(values), column=column, problem="are NaN or infinite")
-        outside = np.isfinite(values) & ((values < 0) | (values > 1))
-        rows.reject(
-            outside, column=column, problem="lie outside [0, 1]",
-            example=_examples(values[outside & rows.keep]),
-        )
-        numeric_scores[column] = values
 
-    weight_values = np.ones(n)
-    if weight:
-        weight_values = _numeric_column(frame, weight, rows, what="weights")
-        rows.reject(~np.isfinite(weight_values), column=weight, problem="are NaN or infinite")
-        non_positive = np.isfinite(weight_values) & (weight_values <= 0)
-        rows.reject(
-            non_positive, column=weight, problem="are zero or negative",
-            example=_examples(weight_values[non_positive & rows.keep]),
-        )
-
-    label_series = frame[label]
-    rows.reject(label_series.isna().to_numpy(), column=label, problem="are missing (NaN)")
-
-    true_class = predicted_class = None
-    classes: tuple[str, ...]
-    if probability_columns:
-        label_text = label_series.astype("string").str.strip().to_numpy(dtype=object, na_value="")
-        class_names = _matching_class_names(probability_columns, label_text)
-        label_text = _numeric_labels_as_classes(label_text, class_names)
-        known = np.isin(label_text, np.array(class_names, dtype=object))
-        unknown = ~known & rows.keep
-        rows.reject(
-            ~known, column=label, problem="are not a known class",
-            example=f" (values {', '.join(map(repr, pd.unique(label_text[unknown])[:5]))}; "
-            f"classes are {', '.join(class_names[:10])}{'...' if len(class_names) > 10 else ''})",
-        )
-        matrix = np.column_stack([numeric_scores[c] for c in probability_columns])
-        keep = rows.keep
-        sums = matrix[keep].sum(axis=1)
-        off = np.abs(sums - 1) > PROBABILITY_SUM_TOLERANCE
-        if off.any():
-            warnings.append(
-                f"probability columns: {describe_rows(np.flatnonzero(keep)[off], n)} do not sum "
-                f"to 1 within {PROBABILITY_SUM_TOLERANCE:g} (largest deviation "
-                f"{np.abs(sums - 1).max():.3g}); the top-label probability is used as given."
-            )
-        argmax = np.argmax(np.where(np.isfinite(matrix), matrix, -np.inf), axis=1)
-        score_values = matrix[np.arange(n), argmax]
-        predicted_class = np.array(class_names, dtype=object)[argmax]
-        true_class = label_text
-        response_values = (true_class == predicted_class).astype(float)
-        classes = tuple(class_names)
-        score_name = "top-label probability"
-        positive_value: object = None
-    else:
-        score_values = numeric_scores[score]
-        score_name = score
-        response_values, classes, positive_value = _binary_response(
-            label_series, label, positive, rows, response, n
-        )
-
-    keep = rows.keep
-    n_kept = int(keep.sum())
-    if n_kept == 0:
-        raise ValidationError(f"no valid rows left: all {n:,} rows were dropped as invalid.")
-
-    if response != "continuous" and not probability_columns:
-        kept_labels = response_values[keep]
-        if kept_labels.min() == kept_labels.max():
-            warnings.append(
-                f"column {label!r}: every kept row has the same label "
-                f"({'positive' if kept_labels[0] == 1 else 'negative'}); calibration can still be "
-                "measured but reliability is limited."
-            )
-
-    excluded = {score_name, label, weight, *probability_columns}
+def _covariate_names(
+    frame: pd.DataFrame,
+    roles: Roles,
+    covariates: Sequence[str] | None,
+    id_columns: Sequence[str] | None,
+    excluded: set[str | None],
+) -> list[str]:
+    """Return the covariates asked for, or every other column not score-like nor an id."""
     if covariates is None:
         ids = set(roles.id_columns if id_columns is None else id_columns)
         score_like = set(roles.score_candidates) | set(roles.probabilities)
-        covariates = [c for c in frame.columns if c not in excluded | ids | score_like]
-    else:
-        for column in covariates:
-            _require_column(frame, column)
-        covariates = [c for c in covariates if c not in excluded]
-    _check_declared_kinds(frame, covariates, nominal, ordinal)
+        return [c for c in frame.columns if c not in excluded | ids | score_like]
+    for column in covariates:
+        _require_column(frame, column)
+    return [c for c in covariates if c not in excluded]
 
-    order = np.argsort(score_values[keep], kind="stable")
-    kept_rows = np.flatnonzero(keep)[order]
-    sorted_scores = np.ascontiguousarray(score_values[kept_rows], dtype=float)
-    run_end = np.ones(n_kept, dtype=bool)
+
+def _assemble(
+    frame: pd.DataFrame,
+    rows: _RowFilter,
+    answer: _Response,
+    weight_values: np.ndarray,
+    covariates: Sequence[str],
+    nominal: Sequence[str],
+    ordinal: Sequence[str],
+    warnings: list[str],
+    *,
+    label: str,
+    weight: str | None,
+    probability_columns: tuple[str, ...],
+    response: Literal["binary", "continuous"],
+) -> Predictions:
+    """Sort the kept rows by score once and build the :class:`Predictions`.
+
+    The default (unstable) sort suffices: every statistic is evaluated at the ends of runs of
+    tied scores (``run_end``), so the order inside a run cannot change a result, and ``row``
+    still names each observation's input row.
+    """
+    pending, kinds, notices = plan_covariates(frame, covariates, rows.keep, nominal, ordinal)
+    kept_rows = np.flatnonzero(rows.keep)
+    kept_rows = kept_rows[np.argsort(answer.score[kept_rows])]
+    sorted_scores = np.ascontiguousarray(answer.score[kept_rows], dtype=float)
+    run_end = np.ones(kept_rows.size, dtype=bool)
     run_end[:-1] = sorted_scores[1:] != sorted_scores[:-1]
-
-    covariate_frame, kinds, covariate_notices = _prepare_covariates(
-        frame, covariates, kept_rows, nominal, ordinal
-    )
-    notices.extend(covariate_notices)
-
     report = LoadReport(
-        n_read=n,
-        n_kept=n_kept,
+        n_read=rows.n,
+        n_kept=int(kept_rows.size),
         dropped=tuple(rows.dropped),
         warnings=tuple(warnings),
         notices=tuple(notices),
     )
+
+    def in_order(values: np.ndarray | None, dtype: type | None = float) -> np.ndarray | None:
+        if values is None:
+            return None
+        return _readonly(np.ascontiguousarray(values[kept_rows], dtype=dtype))
+
     return Predictions(
         score=_readonly(sorted_scores),
-        label=_readonly(np.ascontiguousarray(response_values[kept_rows], dtype=float)),
-        weight=_readonly(np.ascontiguousarray(weight_values[kept_rows], dtype=float)),
+        label=in_order(answer.response),
+        weight=in_order(weight_values),
         row=_readonly(kept_rows.astype(np.int64)),
         run_end=_readonly(run_end),
-        covariates=covariate_frame,
+        covariates=pending,  # type: ignore[arg-type]  # put in score order on first access
         covariate_kinds=kinds,
-        score_column=score_name,
+        score_column=answer.score_column,
         label_column=label,
         weight_column=weight,
         probability_columns=probability_columns,
-        classes=classes,
-        predicted_class=None if predicted_class is None else _readonly(predicted_class[kept_rows]),
-        true_class=None if true_class is None else _readonly(true_class[kept_rows]),
-        positive=positive_value,
+        classes=answer.classes,
+        predicted_class=in_order(answer.predicted_class, None),
+        true_class=in_order(answer.true_class, None),
+        positive=answer.positive,
         response_kind=response,
         report=report,
     )
@@ -271,7 +251,6 @@ def load_predictions(
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
-
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,70 +1,133 @@
-"""Covariates: kinds (ordinal or nominal), constant or empty ones dropped, score order."""
+"""Covariates: kinds (ordinal or nominal), constant or empty ones dropped, score order.
+
+Loading decides at once, with vectorised checks over the input rows, which covariates are kept and
+of which kind (:func:`plan_covariates`); putting the kept columns in score order and building the
+nominal categories (:func:`covariates_in_order`) waits until a statistic first reads
+``Predictions.covariates``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from mcviz.errors import ValidationError, describe_rows
+from mcviz.io.model import PendingCovariates
+
+__all__ = ["covariates_in_order", "plan_covariates"]
 
 
-def _prepare_covariates(
+def plan_covariates(
     frame: pd.DataFrame,
     covariates: Sequence[str],
-    kept_rows: np.ndarray,
+    keep: np.ndarray,
     nominal: Sequence[str],
     ordinal: Sequence[str],
-) -> tuple[pd.DataFrame, dict[str, str], list[str]]:
-    """Covariates in score order, with kinds; constant or all-missing ones dropped."""
+) -> tuple[PendingCovariates, dict[str, str], list[str]]:
+    """Decide each covariate's kind and drop the unusable ones, in input row order.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The input table.
+    covariates : sequence of str
+        Candidate covariate columns.
+    keep : ndarray of bool, shape (n,)
+        Rows kept after validation (at least one).
+    nominal, ordinal : sequence of str
+        Kinds declared by the caller.
+
+    Returns
+    -------
+    pending : PendingCovariates
+        The kept columns (a snapshot in input order) and their kinds.
+    kinds : dict
+        ``"ordinal"`` or ``"nominal"`` per kept covariate.
+    notices : list of str
+        One per dropped covariate (lists or records, all missing, a single value).
+
+    Raises
+    ------
+    ValidationError
+        A covariate declared ordinal holds values that are not numbers.
+    """
     kinds: dict[str, str] = {}
     notices: list[str] = []
-    columns: dict[str, pd.Series] = {}
+    first = int(np.argmax(keep))
     for name in covariates:
-        series = frame[name].iloc[kept_rows].reset_index(drop=True)
-        if series.dtype == object and series.map(
-            lambda v: isinstance(v, list | dict | set | tuple | np.ndarray)
-        ).any():
-            notices.append(
-                f"covariate {name!r} dropped: it holds lists or records, not single values."
-            )
+        series = frame[name]
+        reason = _unusable(series, keep, first)
+        if reason:
+            notices.append(f"covariate {name!r} dropped: {reason}.")
             continue
-        if series.isna().all():
-            notices.append(f"covariate {name!r} dropped: every value is missing.")
-            continue
-        if series.nunique(dropna=True) <= 1 and not series.isna().any():
-            notices.append(f"covariate {name!r} dropped: it takes a single value.")
-            continue
-        if name in ordinal:
-            kind = "ordinal"
-        elif name in nominal:
-            kind = "nominal"
-        elif pd.api.types.is_bool_dtype(series) or pd.api.types.is_numeric_dtype(series) or (
-            pd.api.types.is_datetime64_any_dtype(series)
-        ):
-            kind = "ordinal"
-        else:
-            kind = "nominal"
-        if kind == "ordinal" and not (
-            pd.api.types.is_numeric_dtype(series) or pd.api.types.is_datetime64_any_dtype(series)
-            or pd.api.types.is_bool_dtype(series)
-        ):
-            converted = pd.to_numeric(series, errors="coerce")
-            bad = converted.isna() & series.notna()
-            if bad.any():
-                raise ValidationError(
-                    f"covariate {name!r} was declared ordinal but "
-                    f"{describe_rows(np.flatnonzero(bad.to_numpy()), len(series))} are not "
-                    "numbers; declare it nominal instead.",
-                    column=name,
-                )
-            series = converted
-        if kind == "nominal" and not isinstance(series.dtype, pd.CategoricalDtype):
-            series = series.astype("string").astype("category")
+        kind = _kind(series, name, nominal, ordinal)
+        if kind == "ordinal" and not _is_orderable(series):
+            _check_numbers(series, name, keep)
         kinds[name] = kind
-        columns[name] = series
-    covariate_frame = pd.DataFrame(columns, index=pd.RangeIndex(len(kept_rows)))
-    return covariate_frame, kinds, notices
+    snapshot = frame[list(kinds)]  # copy-on-write: later edits of a caller's frame do not leak
+    return PendingCovariates(snapshot, dict(kinds)), kinds, notices
 
 
+def covariates_in_order(
+    columns: pd.DataFrame, kinds: Mapping[str, str], rows: np.ndarray
+) -> pd.DataFrame:
+    """Covariates at input rows ``rows`` (score order), with a RangeIndex.
+
+    Ordinal text columns become numbers (checked by :func:`plan_covariates`); nominal columns
+    become categoricals whose missing values stay missing.
+    """
+    ordered: dict[str, pd.Series] = {}
+    for name, kind in kinds.items():
+        series = columns[name].iloc[rows].reset_index(drop=True)
+        if kind == "ordinal" and not _is_orderable(series):
+            series = pd.to_numeric(series, errors="coerce")
+        elif kind == "nominal" and not isinstance(series.dtype, pd.CategoricalDtype):
+            series = series.astype("string").astype("category")
+        ordered[name] = series
+    return pd.DataFrame(ordered, index=pd.RangeIndex(len(rows)))
+
+
+def _unusable(series: pd.Series, keep: np.ndarray, first: int) -> str:
+    """Why a covariate cannot be used ('' when it can), over the kept rows only."""
+    if series.dtype == object and pd.api.types.infer_dtype(series, skipna=True) == "mixed" and (
+        series.map(lambda v: isinstance(v, list | dict | set | tuple | np.ndarray)).any()
+    ):
+        return "it holds lists or records, not single values"
+    missing = series.isna().to_numpy()[keep]
+    if missing.all():
+        return "every value is missing"
+    if missing.any():
+        return ""  # "missing" is one more value: two values at least
+    value = series.iloc[first]
+    differs = series.ne(value).to_numpy(dtype=bool, na_value=True)[keep]
+    return "" if differs.any() else "it takes a single value"
+
+
+def _kind(series: pd.Series, name: str, nominal: Sequence[str], ordinal: Sequence[str]) -> str:
+    if name in ordinal:
+        return "ordinal"
+    if name in nominal:
+        return "nominal"
+    return "ordinal" if _is_orderable(series) else "nominal"
+
+
+def _is_orderable(series: pd.Series) -> bool:
+    return (
+        pd.api.types.is_bool_dtype(series)
+        or pd.api.types.is_numeric_dtype(series)
+        or pd.api.types.is_datetime64_any_dtype(series)
+    )
+
+
+def _check_numbers(series: pd.Series, name: str, keep: np.ndarray) -> None:
+    converted = pd.to_numeric(series, errors="coerce")
+    bad = (converted.isna() & series.notna()).to_numpy() & keep
+    if bad.any():
+        raise ValidationError(
+            f"covariate {name!r} was declared ordinal but "
+            f"{describe_rows(np.flatnonzero(bad), len(series))} are not numbers; declare it "
+            "nominal instead.",
+            column=name,
+        )

@@ -11,7 +11,7 @@ import pandas as pd
 
 from mcviz.errors import ValidationError
 
-__all__ = ["LoadReport", "Predictions", "Roles"]
+__all__ = ["LoadReport", "PendingCovariates", "Predictions", "Roles"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -45,7 +45,59 @@ class LoadReport:
         return sum(count for _, count in self.dropped)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+class PendingCovariates:
+    """Covariate columns read but not yet put in score order (see :class:`_LazyCovariates`).
+
+    Parameters
+    ----------
+    columns : DataFrame
+        The kept covariate columns, in input row order (a copy-on-write snapshot).
+    kinds : Mapping[str, str]
+        ``"ordinal"`` or ``"nominal"`` per column, decided at load time.
+    """
+
+    __slots__ = ("columns", "kinds")
+
+    def __init__(self, columns: pd.DataFrame, kinds: Mapping[str, str]) -> None:
+        self.columns = columns
+        self.kinds = kinds
+
+    def in_order(self, rows: np.ndarray) -> pd.DataFrame:
+        """Return the covariates at input rows ``rows`` (score order)."""
+        from mcviz.io.covariates import covariates_in_order
+
+        return covariates_in_order(self.columns, self.kinds, rows)
+
+
+class _LazyCovariates:
+    """The ``covariates`` attribute: prepared (reordered, categories built) on first access.
+
+    Loading decides each covariate's kind and which are dropped at once (so messages and notices
+    come from the loader), but reordering every column by score is left until a statistic asks
+    for it: ``mcviz metrics FILE`` never does.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    def __get__(self, obj: object, owner: type | None = None) -> pd.DataFrame:
+        if obj is None:  # no class-level default: the dataclass field stays required
+            raise AttributeError(self.slot[1:])
+        value = obj.__dict__[self.slot]
+        if isinstance(value, PendingCovariates):
+            value = value.in_order(obj.row)  # type: ignore[attr-defined]
+            obj.__dict__[self.slot] = value
+        return value
+
+    def __set__(self, obj: object, value: pd.DataFrame | PendingCovariates) -> None:
+        if self.slot in obj.__dict__:
+            from dataclasses import FrozenInstanceError
+
+            raise FrozenInstanceError(f"cannot assign to field {self.slot[1:]!r}")
+        obj.__dict__[self.slot] = value
+
+
+@dataclass(frozen=True, eq=False)
 class Predictions:
     """Validated predictions, sorted once by ascending score.
 
@@ -63,7 +115,9 @@ class Predictions:
     run_end : ndarray of bool, shape (n,)
         True at the last index of each run of tied scores.
     covariates : DataFrame
-        Covariates in the same (score) order, with a RangeIndex.
+        Covariates in the same (score) order, with a RangeIndex. Prepared on first access
+        (loading passes a :class:`PendingCovariates`); the kinds and the dropped columns are
+        decided at load time.
     covariate_kinds : Mapping[str, str]
         ``"ordinal"`` or ``"nominal"`` per covariate.
     score_column, label_column : str
@@ -88,7 +142,7 @@ class Predictions:
     weight: np.ndarray
     row: np.ndarray
     run_end: np.ndarray
-    covariates: pd.DataFrame
+    covariates: pd.DataFrame = _LazyCovariates()  # type: ignore[assignment]
     covariate_kinds: Mapping[str, str]
     score_column: str
     label_column: str

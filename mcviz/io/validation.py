@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from mcviz.errors import ValidationError, describe_rows
+from mcviz.io.roles import _matching_class_names, _numeric_labels_as_classes
+
+PROBABILITY_SUM_TOLERANCE = 1e-6
+"""Per-class probabilities summing to 1 within this are taken as a distribution (else a warning)."""
 
 
 class _RowFilter:
@@ -33,6 +38,120 @@ class _RowFilter:
             )
         self.keep &= ~bad
         self.dropped.append((f"column {column!r}: {problem}", count))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Response:
+    """Score and response per input row (before sorting), and what they mean."""
+
+    score: np.ndarray
+    response: np.ndarray
+    score_column: str
+    classes: tuple[str, ...]
+    positive: object = None
+    predicted_class: np.ndarray | None = None
+    true_class: np.ndarray | None = None
+
+
+def _validated_scores(
+    frame: pd.DataFrame, columns: Sequence[str], rows: _RowFilter
+) -> dict[str, np.ndarray]:
+    """Each score column as floats; non-numbers, NaN, inf and values outside [0, 1] rejected."""
+    scores = {}
+    for column in columns:
+        values = _numeric_column(frame, column, rows, what="scores")
+        rows.reject(~np.isfinite(values), column=column, problem="are NaN or infinite")
+        outside = np.isfinite(values) & ((values < 0) | (values > 1))
+        rows.reject(
+            outside, column=column, problem="lie outside [0, 1]",
+            example=_examples(values[outside & rows.keep]),
+        )
+        scores[column] = values
+    return scores
+
+
+def _validated_weights(frame: pd.DataFrame, weight: str | None, rows: _RowFilter) -> np.ndarray:
+    """Return the weight column as positive floats (all ones without one)."""
+    if not weight:
+        return np.ones(rows.n)
+    values = _numeric_column(frame, weight, rows, what="weights")
+    rows.reject(~np.isfinite(values), column=weight, problem="are NaN or infinite")
+    non_positive = np.isfinite(values) & (values <= 0)
+    rows.reject(
+        non_positive, column=weight, problem="are zero or negative",
+        example=_examples(values[non_positive & rows.keep]),
+    )
+    return values
+
+
+def _top_label_response(
+    label_series: pd.Series,
+    label: str,
+    probability_columns: Sequence[str],
+    scores: dict[str, np.ndarray],
+    rows: _RowFilter,
+    warnings: list[str],
+) -> _Response:
+    """Multi-class reduction: score = largest probability, response = label is its class.
+
+    Kelly & Smyth, Section 6 (top-label calibration); class names follow the one rule of
+    :func:`mcviz.io.roles._matching_class_names`.
+    """
+    n = rows.n
+    label_text = label_series.astype("string").str.strip().to_numpy(dtype=object, na_value="")
+    class_names = _matching_class_names(probability_columns, label_text)
+    label_text = _numeric_labels_as_classes(label_text, class_names)
+    known = np.isin(label_text, np.array(class_names, dtype=object))
+    unknown = ~known & rows.keep
+    rows.reject(
+        ~known, column=label, problem="are not a known class",
+        example=f" (values {', '.join(map(repr, pd.unique(label_text[unknown])[:5]))}; "
+        f"classes are {', '.join(class_names[:10])}{'...' if len(class_names) > 10 else ''})",
+    )
+    matrix = np.column_stack([scores[c] for c in probability_columns])
+    keep = rows.keep
+    sums = matrix[keep].sum(axis=1)
+    off = np.abs(sums - 1) > PROBABILITY_SUM_TOLERANCE
+    if off.any():
+        warnings.append(
+            f"probability columns: {describe_rows(np.flatnonzero(keep)[off], n)} do not sum "
+            f"to 1 within {PROBABILITY_SUM_TOLERANCE:g} (largest deviation "
+            f"{np.abs(sums - 1).max():.3g}); the top-label probability is used as given."
+        )
+    argmax = np.argmax(np.where(np.isfinite(matrix), matrix, -np.inf), axis=1)
+    predicted_class = np.array(class_names, dtype=object)[argmax]
+    return _Response(
+        score=matrix[np.arange(n), argmax],
+        response=(label_text == predicted_class).astype(float),
+        score_column="top-label probability",
+        classes=tuple(class_names),
+        predicted_class=predicted_class,
+        true_class=label_text,
+    )
+
+
+def _label_response(
+    label_series: pd.Series,
+    label: str,
+    score: str,
+    scores: dict[str, np.ndarray],
+    positive: object,
+    rows: _RowFilter,
+    response: str,
+    warnings: list[str],
+) -> _Response:
+    """Binary (or real-valued) response from the label column; warns on a single class."""
+    values, classes, positive_value = _binary_response(
+        label_series, label, positive, rows, response, rows.n
+    )
+    kept = values[rows.keep]
+    if response != "continuous" and kept.size and kept.min() == kept.max():
+        warnings.append(
+            f"column {label!r}: every kept row has the same label "
+            f"({'positive' if kept[0] == 1 else 'negative'}); calibration can still be "
+            "measured but reliability is limited."
+        )
+    return _Response(scores[score], values, score, classes, positive_value)
 
 
 
