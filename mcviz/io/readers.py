@@ -311,24 +311,22 @@ def _read_delimited(raw: bytes, name: str) -> pd.DataFrame:
     first_line = re.split(rb"\r\n|\r|\n", raw[:_CHUNK], maxsplit=1)[0]
     delimiter = _delimiter(first_line)
 
-    def parse(encoding: str, careful: bool) -> pa.Table:
-        # careful: quoted line breaks allowed, one block as large as the file (no line too long)
-        block = min(max(len(raw) + 1, 1 << 20), (1 << 31) - 1) if careful else None
+    # Decide the parser options up front: a failed multi-threaded parse can leave pyarrow's
+    # worker threads busy when the process exits. Quoted fields may hold line breaks; a block
+    # as large as the file takes lines of any length.
+    options = pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=b'"' in raw)
+    block = min(len(raw) + 1, (1 << 31) - 1) if _has_long_line(raw) else None
+
+    def parse_any(encoding: str) -> pa.Table:
         return pacsv.read_csv(
             pa.py_buffer(raw),
             read_options=pacsv.ReadOptions(encoding=encoding, block_size=block),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=careful),
+            parse_options=options,
             convert_options=pacsv.ConvertOptions(
                 null_values=["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None", "?"],
                 strings_can_be_null=True,
             ),
         )
-
-    def parse_any(encoding: str) -> pa.Table:
-        try:
-            return parse(encoding, careful=False)
-        except pa.ArrowInvalid:
-            return parse(encoding, careful=True)
 
     try:
         table = parse_any("utf8")
@@ -344,6 +342,18 @@ def _read_delimited(raw: bytes, name: str) -> pd.DataFrame:
     frame = table.to_pandas()
     frame.columns = names
     return frame
+
+
+def _has_long_line(raw: bytes, window: int = _CHUNK // 2) -> bool:
+    """Tell whether a line may exceed the reader's 1 MiB block.
+
+    True when some aligned ``window`` of bytes holds no line break (any line of two windows or
+    more covers one): one ``find`` per window, never a pass per line.
+    """
+    return any(
+        raw.find(b"\n", start, start + window) < 0 and raw.find(b"\r", start, start + window) < 0
+        for start in range(0, len(raw) - window + 1, window)
+    )
 
 
 def _check_duplicate_names(names: Sequence[str]) -> None:
