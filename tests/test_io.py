@@ -126,7 +126,7 @@ def test_unreadable_and_nonexistent(tmp_path):
         load_predictions(tmp_path / "nope.csv")
     garbage = tmp_path / "garbage.parquet"
     garbage.write_bytes(b"PAR1" + bytes(range(256)) * 3)
-    with pytest.raises(ValidationError, match="'garbage.parquet' could not be read as Parquet"):
+    with pytest.raises(ValidationError, match=r"'garbage\.parquet' could not be read as Parquet"):
         load_predictions(garbage)
     ragged = tmp_path / "ragged.csv"
     ragged.write_bytes(b"score,label\n0.1,0\n0.2,1,5,6\n")
@@ -390,3 +390,22 @@ def test_unknown_response_kind_is_an_error():
     frame = pd.DataFrame({"score": [0.2, 0.8], "label": [0, 1]})
     with pytest.raises(ValidationError, match="response must be 'binary' or 'continuous'"):
         load_predictions(frame, response="rates")
+
+
+def test_one_class_name_rule_for_loader_and_mapping():
+    from mcviz.io import class_names, labels_are_classes
+
+    columns = ["prob_a1", "prob_a2", "prob_b3"]
+    labels = pd.Series(["a1", "b3", None, " a2 "])
+    # The common prefix "prob_" leaves a1, a2, b3, which the labels name (stripped).
+    assert class_names(columns, labels) == ["a1", "a2", "b3"]
+    assert labels_are_classes(columns, labels)
+    two = ["prob_a1", "prob_a2"]  # prefix "prob_a" leaves 1, 2; cut back to "prob_": a1, a2
+    assert class_names(two) == ["1", "2"]
+    assert class_names(two, ["a2", "a1"]) == ["a1", "a2"]
+    assert labels_are_classes(two, ["a2", "a1"])
+    assert labels_are_classes(["p_0", "p_1", "p_2"], [0.0, 2.0])  # float labels, numeric names
+    assert not labels_are_classes(["score_a", "score_b", "score_c"], [0, 1])
+    pred = load_predictions(pd.DataFrame({"prob_a1": [0.6, 0.3], "prob_a2": [0.4, 0.7],
+                                          "y": ["a2", "a2"]}), probabilities=two, label="y")
+    assert pred.classes == tuple(class_names(two, ["a2", "a2"]))

@@ -32,8 +32,8 @@ DataFrame), :mod:`~mcviz.io.roles` (which column plays which role), :mod:`~mcviz
 
 from mcviz.io.assembly import PROBABILITY_SUM_TOLERANCE, demo_path, load_demo, load_predictions
 from mcviz.io.model import LoadReport, Predictions, Roles
-from mcviz.io.readers import DEFAULT_MAX_BYTES, Source, read_table
-from mcviz.io.roles import infer_roles
+from mcviz.io.readers import DEFAULT_MAX_BYTES, Source, default_max_bytes, read_table
+from mcviz.io.roles import class_names, infer_roles, labels_are_classes
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -42,8 +42,11 @@ __all__ = [
     "Predictions",
     "Roles",
     "Source",
+    "class_names",
+    "default_max_bytes",
     "demo_path",
     "infer_roles",
+    "labels_are_classes",
     "load_demo",
     "load_predictions",
     "read_table",

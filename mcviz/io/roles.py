@@ -14,7 +14,7 @@ import pandas as pd
 
 from mcviz.io.model import Roles
 
-__all__ = ["infer_roles"]
+__all__ = ["class_names", "infer_roles", "labels_are_classes"]
 
 _SCORE_NAME = re.compile(
     r"^(score|scores|prob|probs|probability|proba|pred|prediction|predicted|y_prob|y_proba|"
@@ -103,6 +103,50 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
 
 def _is_numeric(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+
+
+def class_names(probability_columns: Sequence[str], labels: object = None) -> list[str]:
+    """Return the class name of each per-class probability column: the one rule mcviz uses.
+
+    Without labels: what follows the columns' common prefix (``prob_A`` -> ``A``), or the full
+    names when that leaves an empty or repeated name. With labels: of that, the prefix cut back
+    to its last separator, and the full names, the choice that matches the most label values
+    (labels such as ``1.0`` match a class named ``1``).
+
+    Examples
+    --------
+    >>> class_names(["prob_a1", "prob_a2"])
+    ['1', '2']
+    >>> class_names(["prob_a1", "prob_a2"], ["a1", "a2", "a1"])
+    ['a1', 'a2']
+    """
+    if labels is None:
+        return _class_names(probability_columns)
+    return _matching_class_names(probability_columns, _label_text(labels))
+
+
+def labels_are_classes(probability_columns: Sequence[str], labels: object) -> bool:
+    """Tell whether every present label names a class (per-class columns, not binary models).
+
+    Examples
+    --------
+    >>> labels_are_classes(["p_a", "p_b", "p_c"], ["a", "c", None])
+    True
+    >>> labels_are_classes(["score_a", "score_b", "score_c"], [0, 1, 1])
+    False
+    """
+    text = _label_text(labels)
+    values = np.array(pd.unique(text[text != ""]), dtype=object)
+    if values.size == 0:
+        return False
+    names = _matching_class_names(probability_columns, values)
+    return set(_numeric_labels_as_classes(values, names)) <= set(names)
+
+
+def _label_text(labels: object) -> np.ndarray:
+    """Labels as stripped text, missing ones as ``""`` (as the loader compares them)."""
+    series = pd.Series(labels) if not isinstance(labels, pd.Series) else labels
+    return series.astype("string").str.strip().to_numpy(dtype=object, na_value="")
 
 
 def _class_names(probability_columns: Sequence[str]) -> list[str]:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from mcviz.errors import ValidationError, describe_rows
-from mcviz.io.roles import _matching_class_names, _numeric_labels_as_classes
+from mcviz.io.roles import _label_text, _matching_class_names, _numeric_labels_as_classes
 
 PROBABILITY_SUM_TOLERANCE = 1e-6
 """Per-class probabilities summing to 1 within this are taken as a distribution (else a warning)."""
@@ -98,7 +98,7 @@ def _top_label_response(
     :func:`mcviz.io.roles._matching_class_names`.
     """
     n = rows.n
-    label_text = label_series.astype("string").str.strip().to_numpy(dtype=object, na_value="")
+    label_text = _label_text(label_series)
     class_names = _matching_class_names(probability_columns, label_text)
     label_text = _numeric_labels_as_classes(label_text, class_names)
     known = np.isin(label_text, np.array(class_names, dtype=object))
