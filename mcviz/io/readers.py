@@ -144,7 +144,9 @@ def _source_name_and_size(source: str | Path | IO[bytes]) -> tuple[str, int | No
             if not path.exists():
                 raise ValidationError(f"file {str(path)!r} does not exist.")
             if path.is_dir():
-                raise ValidationError(f"{path.name!r} is a directory, not a file.")
+                raise ValidationError(
+                    f"file {path.name!r} could not be read: it is a directory, not a file."
+                )
             return path.name, path.stat().st_size
         except OSError as error:  # a name too long, a path through a file
             raise ValidationError(
