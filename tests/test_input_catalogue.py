@@ -163,6 +163,11 @@ CASES = [
     Case("parquet_dictionary_scores", _bytes("d.parquet", lambda: _parquet(pa.table({
         "score": pa.array(["0.2", "0.7", "0.2"]).dictionary_encode(), "label": [0, 1, 1]}))),
          n=3),
+    Case("parquet_dictionary_float_scores", _bytes("f.parquet", lambda: _parquet(pa.table({
+        "score": pa.array([0.2, 0.7, 0.2]).dictionary_encode(), "label": [0, 1, 1]}))), n=3),
+    Case("parquet_lists_beside_class_columns", _bytes("l.parquet", lambda: _parquet(pa.table({
+        "prob_a": [0.2, 0.5, 0.3], "prob_b": [0.3, 0.2, 0.3], "prob_c": [0.5, 0.3, 0.4],
+        "tags": pa.array([[1], [2], [3]]), "letter": ["c", "a", "b"]}))), n=3),
     Case("parquet_decimal_and_time", _bytes("t.parquet", lambda: _parquet(pa.table({
         "score": pa.array([0.2, 0.7, 0.4]).cast(pa.decimal128(5, 3)), "label": [0, 1, 1],
         "when": pa.array([1, 2, 3], pa.time32("s"))}))), n=3),
@@ -388,4 +393,38 @@ def test_fuzz_random_small_csv(header, rows, delimiter, newline):
     if isinstance(outcome, Predictions):
         assert outcome.n >= 1
         assert np.all(np.diff(outcome.score) >= 0)
+        assert len(outcome.covariates) == outcome.n
+
+
+_VALUES = {
+    "float": st.floats(allow_nan=True, allow_infinity=True, width=64),
+    "unit": st.floats(0, 1),
+    "int": st.integers(-3, 3),
+    "bool": st.booleans(),
+    "text": st.sampled_from(["a", "b", "yes", "no", "0", "1", "", " a "]),
+    "mixed": st.one_of(st.none(), st.integers(0, 1), st.text(max_size=3), st.just([1, 2]),
+                       st.just({"k": 1})),
+}
+
+
+@_FUZZ
+@given(st.data())
+def test_fuzz_random_frames(data):
+    n = data.draw(st.integers(1, 6))
+    names = data.draw(st.lists(st.sampled_from(["score", "label", "weight", "prob_a", "prob_b",
+                                                "prob_c", "y", "x", "id", "w", "p"]),
+                               min_size=1, max_size=5, unique=True))
+    columns = {}
+    for name in names:
+        kind = data.draw(st.sampled_from(sorted(_VALUES)))
+        columns[name] = pd.Series(data.draw(st.lists(_VALUES[kind], min_size=n, max_size=n)),
+                                  dtype=object if kind == "mixed" else None)
+    drop = data.draw(st.booleans())
+    try:
+        outcome = load_predictions(pd.DataFrame(columns), drop_invalid=drop)
+    except ValidationError as error:
+        outcome = error
+    assert str(outcome)
+    if isinstance(outcome, Predictions):
+        assert 1 <= outcome.n <= n
         assert len(outcome.covariates) == outcome.n

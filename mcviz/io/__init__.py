@@ -23,6 +23,12 @@ Rules that every module relies on
 * **Invalid rows** (NaN or infinite scores, labels or weights; scores outside [0, 1]; unknown
   labels; non-positive weights) raise :class:`~mcviz.errors.ValidationError` unless the caller
   passes ``drop_invalid=True``; then they are dropped and :class:`LoadReport` says how many and why.
+* **Covariates** are chosen, typed and checked at load time, but put in score order only when
+  ``Predictions.covariates`` is first read (``mcviz metrics`` never reads them).
+* **Unreadable input** (corrupt, truncated or hostile files of any supported format) raises
+  :class:`~mcviz.errors.ValidationError` naming the file and the problem, never another error.
+  Input over the budget (1 GiB, or a quarter of ``MCVIZ_MEMORY_BUDGET``), before or after
+  decompression, is refused before it is materialised.
 
 The package is split along the seams of that work: :mod:`~mcviz.io.readers` (bytes to a
 DataFrame), :mod:`~mcviz.io.roles` (which column plays which role), :mod:`~mcviz.io.validation`

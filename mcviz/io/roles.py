@@ -81,7 +81,7 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
         for column in columns:
             if column in probabilities:
                 continue
-            values = {str(v) for v in pd.unique(frame[column].dropna())}
+            values = set(pd.unique(_label_text(frame[column]))) - {""}  # lists become text
             if values and values <= class_names:
                 label = column
                 break

@@ -192,6 +192,8 @@ def _examples(values: np.ndarray, shown: int = 3) -> str:
 
 def _numeric_column(frame: pd.DataFrame, column: str, rows: _RowFilter, *, what: str) -> np.ndarray:
     series = frame[column]
+    if isinstance(series.dtype, pd.CategoricalDtype):  # Parquet dictionary columns
+        series = series.astype(object)
     if pd.api.types.is_bool_dtype(series):
         return series.to_numpy(dtype=float)
     if pd.api.types.is_numeric_dtype(series):
