@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcviz import Predictions, ValidationError, load_predictions
+from mcviz import Predictions, ValidationError, load_predictions, read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = "score,label,age,city\n0.1,0,30,a\n0.4,1,40,b\n0.35,0,50,a\n0.8,1,60,c\n"  # 4 rows
@@ -296,6 +296,30 @@ def test_library(case, tmp_path):
         assert isinstance(outcome, Predictions), str(outcome)
         assert outcome.n == case.n
         assert len(outcome.covariates) == outcome.n  # the lazy preparation works too
+    else:
+        assert isinstance(outcome, ValidationError), "loaded, but should have been refused"
+        assert re.search(case.pattern, str(outcome)), str(outcome)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "path" not in c.kind and
+                                  c.kind != "directory"], ids=lambda c: c.kind)
+def test_upload(case, tmp_path, monkeypatch):
+    """The dashboard's path: the uploaded bytes (with their name) read, then loaded."""
+    for key, value in case.env.items():
+        monkeypatch.setenv(key, value)
+    path = case.build(tmp_path)
+    buffer = io.BytesIO(path.read_bytes())
+    buffer.name = path.name
+    options = dict(case.options)
+    if "probabilities" in options:
+        options["probabilities"] = options["probabilities"].split(",")
+    try:
+        outcome = load_predictions(read_table(buffer), **options)
+    except ValidationError as error:
+        outcome = error
+    if case.pattern is None:
+        assert isinstance(outcome, Predictions), str(outcome)
+        assert outcome.n == case.n
     else:
         assert isinstance(outcome, ValidationError), "loaded, but should have been refused"
         assert re.search(case.pattern, str(outcome)), str(outcome)
