@@ -56,9 +56,9 @@ def plan_covariates(
     kinds: dict[str, str] = {}
     notices: list[str] = []
     first = int(np.argmax(keep))
-    for name in covariates:
-        series = frame[name]
-        reason = _unusable(series, keep, first)
+    every = bool(keep.all())
+    for name, series in frame[list(covariates)].items():  # one Series per column, no lookups
+        reason = _unusable(series, None if every else keep, first)
         if reason:
             notices.append(f"covariate {name!r} dropped: {reason}.")
             continue
@@ -78,19 +78,29 @@ def covariates_in_order(
     Ordinal text columns become numbers (checked by :func:`plan_covariates`); nominal columns
     become categoricals whose missing values stay missing.
     """
-    ordered: dict[str, pd.Series] = {}
+    ordered = columns.take(rows).reset_index(drop=True)  # one take for all columns
+    dtypes = ordered.dtypes
     for name, kind in kinds.items():
-        series = columns[name].iloc[rows].reset_index(drop=True)
-        if kind == "ordinal" and not _is_orderable(series):
-            series = pd.to_numeric(series, errors="coerce")
-        elif kind == "nominal" and not isinstance(series.dtype, pd.CategoricalDtype):
-            series = series.astype("string").astype("category")
-        ordered[name] = series
-    return pd.DataFrame(ordered, index=pd.RangeIndex(len(rows)))
+        dtype = dtypes[name]
+        if kind == "ordinal" and not _is_orderable_dtype(dtype):
+            ordered[name] = pd.to_numeric(ordered[name], errors="coerce")
+        elif kind == "nominal" and not isinstance(dtype, pd.CategoricalDtype):
+            ordered[name] = ordered[name].astype("string").astype("category")
+    return ordered
 
 
-def _unusable(series: pd.Series, keep: np.ndarray, first: int) -> str:
-    """Why a covariate cannot be used ('' when it can), over the kept rows only."""
+def _unusable(series: pd.Series, keep: np.ndarray | None, first: int) -> str:
+    """Why a covariate cannot be used ('' when it can), over the kept rows (None: all) only."""
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind in "biuf":  # plain numpy: fast
+        values = series.to_numpy() if keep is None else series.to_numpy()[keep]
+        if series.dtype.kind == "f":
+            missing = np.isnan(values)
+            if missing.all():
+                return "every value is missing"
+            if missing.any():
+                return ""
+        return "" if values.min() != values.max() else "it takes a single value"
+    keep = np.ones(len(series), dtype=bool) if keep is None else keep
     if series.dtype == object and pd.api.types.infer_dtype(series, skipna=True) == "mixed" and (
         series.map(lambda v: isinstance(v, list | dict | set | tuple | np.ndarray)).any()
     ):
@@ -114,10 +124,14 @@ def _kind(series: pd.Series, name: str, nominal: Sequence[str], ordinal: Sequenc
 
 
 def _is_orderable(series: pd.Series) -> bool:
+    return _is_orderable_dtype(series.dtype)
+
+
+def _is_orderable_dtype(dtype: object) -> bool:
     return (
-        pd.api.types.is_bool_dtype(series)
-        or pd.api.types.is_numeric_dtype(series)
-        or pd.api.types.is_datetime64_any_dtype(series)
+        pd.api.types.is_bool_dtype(dtype)
+        or pd.api.types.is_numeric_dtype(dtype)
+        or pd.api.types.is_datetime64_any_dtype(dtype)
     )
 
 
