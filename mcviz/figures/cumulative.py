@@ -101,8 +101,8 @@ def deviation_figure(
     subtitle += f" of {result.n_full:,}" + _sigma_note(result.sigma_method)
     return _path_figure(
         result,
-        path_name="F_k − F̃_k",
-        y_title="F_k − F̃_k (subpopulation − full population)",
+        path_name="Fₖ − F̃ₖ",
+        y_title="Fₖ − F̃ₖ (subpopulation − full)",
         bottom_title="score in the subpopulation",
         title=title or default_title,
         subtitle=subtitle,
@@ -189,7 +189,7 @@ def _path_figure(
     axis_range = [-0.02, 1.02]
     top_title = "k/n (fraction of observations)"
     if result.weighted:
-        top_title += "; abscissa: cumulative weight A_k"
+        top_title += "; abscissa: cumulative weight Aₖ"
     figure.update_layout(
         xaxis={
             "title": {"text": bottom_title},

@@ -3,14 +3,14 @@
 import pandas as pd
 import streamlit as st
 
-from mcviz import ui
+from dashboard import ui
 from mcviz.agglomeration import calibration_score, cvar_curve
 from mcviz.errors import ValidationError
 from mcviz.figures import cvar_curve_figure, group_errors_figure
 from mcviz.groupings import covariate_bins, local_calibration, score_bins
 from mcviz.report import safe_csv
 
-ui.page("groupings", "Groupings")
+ui.setup_page("groupings", "Groupings")
 analysis = ui.require_current()
 pred = analysis.pred
 

@@ -3,11 +3,13 @@
 import pandas as pd
 import streamlit as st
 
-from mcviz import cumulative_differences, ui
+from dashboard import charts, runs, ui
+from dashboard import state as s
+from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.subpopulations import group_subpopulations
 
-ui.page("variables", "Variables")
+ui.setup_page("variables", "Variables")
 analysis = ui.require_current()
 pred = analysis.pred
 kinds = dict(pred.covariate_kinds)
@@ -16,7 +18,7 @@ if not kinds:
     st.stop()
 
 try:
-    ranking = ui.variable_ranking(analysis)
+    ranking = charts.variable_ranking(analysis)
 except ValidationError as error:  # e.g. real-valued responses: no predicted class, no error
     st.info(f"Variable-based calibration is not available for these data: {error} "
             "The cumulative view along each variable is below.")
@@ -34,13 +36,13 @@ names = list(kinds)
 if ranking is not None:
     ranked = [v for v in ranking["name"] if v in kinds]
     names = ranked + [v for v in kinds if v not in set(ranked)]
-ui.selectbox_state(ui.W_VARIABLE, names, names[0])
-variable = st.selectbox("Variable", names, key=ui.W_VARIABLE,
+ui.selectbox_state(s.W_VARIABLE, names, names[0])
+variable = st.selectbox("Variable", names, key=s.W_VARIABLE,
                         format_func=lambda v: f"{v} ({kinds[v]})")
 
 if ranking is not None:
     try:
-        drawn = ui.variable_figures(analysis, variable)
+        drawn = charts.variable_figures(analysis, variable)
     except ValidationError as error:
         st.info(str(error))
         drawn = []
@@ -71,7 +73,7 @@ else:
     else:
         rows = []
         for group in groups:
-            own = ui.compute(f"own:{group.description}", analysis.key, ui.own_cumulative, pred,
+            own = ui.compute(f"own:{group.description}", analysis.key, runs.own_cumulative, pred,
                              group.index)
             rows.append({"level": group.description, "size": group.size,
                          "mean score": float(pred.score[group.index].mean()),
