@@ -117,7 +117,7 @@ with right:
     )
     numeric_covariates = [c for c in covariates if pd.api.types.is_numeric_dtype(frame[c])]
     nominal = st.multiselect(
-        "Treat these numeric covariates as nominal (categories)", numeric_covariates,
+        "Treat these ordinal covariates as nominal (unordered levels)", numeric_covariates,
         default=[c for c in mapping.nominal if c in numeric_covariates],
         key=f"map_nominal|{key}",
     )

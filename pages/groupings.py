@@ -15,7 +15,9 @@ analysis = ui.require_current()
 pred = analysis.pred
 
 st.caption("Every calibration score is a grouping (which observations are compared) and an "
-           "agglomeration of the groups' errors c(I) = mean(score − response) "
+           "agglomeration of the groups' errors c(I) = mean(score − response) — the sign "
+           "Höltgen & Williamson define (> 0: over-prediction); the cumulative plots on the other "
+           "pages show response − score "
            "(Höltgen & Williamson 2023).")
 kinds = dict(pred.covariate_kinds)
 options = ["score", "covariate", "local"] if kinds else ["score"]
@@ -35,7 +37,7 @@ try:
         columns = cells[0].multiselect("Covariates (one or two)", list(kinds),
                                        default=list(kinds)[:1], max_selections=2,
                                        key="grouping_columns")
-        n_bins = cells[1].number_input("Bins per numeric covariate", 2, 50, 5,
+        n_bins = cells[1].number_input("Bins per ordinal covariate", 2, 50, 5,
                                        key="grouping_cbins")
         strategy = cells[2].radio("Strategy", ["count", "width"], horizontal=True,
                                   key="grouping_cstrategy")

@@ -8,7 +8,7 @@ from datetime import date, datetime
 import numpy as np
 import pandas as pd
 
-__all__ = ["format_number", "subscript"]
+__all__ = ["format_number", "format_ticks", "subscript"]
 
 P_FLOOR = 1e-300
 _SUBSCRIPTS = str.maketrans("0123456789aehijklmnoprstuvx+-=()",
@@ -78,3 +78,32 @@ def _scientific(number: float, digits: int) -> str:
     if "." in mantissa:
         mantissa = mantissa.rstrip("0").rstrip(".")
     return f"{mantissa}e{int(exponent):+03d}"
+
+
+def format_ticks(values: object) -> list[str]:
+    """Format tick labels at the resolution of their range (plain notation, no stacking).
+
+    Values are rounded to a thousandth of the range they span, so a score axis from 4e-06 to
+    1 reads "0, 0.2, ..., 1" and a mileage axis "4,960"; dates are written as dates.
+
+    >>> format_ticks([4.04e-06, 0.25, 1.0])
+    ['0', '0.25', '1']
+    >>> format_ticks([1000.0, 4960.2])
+    ['1,000', '4,960']
+    """
+    array = np.asarray(values)
+    if array.size == 0:
+        return []
+    if np.issubdtype(array.dtype, np.datetime64):
+        return [format_number(v) for v in pd.to_datetime(array)]
+    array = array.astype(float)
+    finite = array[np.isfinite(array)]
+    span = float(np.ptp(finite)) if finite.size > 1 else 0.0
+    if span == 0:
+        return [format_number(v) for v in array]
+    decimals = max(0, 3 - math.floor(math.log10(span)))
+    out = []
+    for value in array:
+        rounded = round(float(value), decimals)
+        out.append(format_number(0.0 if rounded == 0 else rounded, digits=max(decimals + 1, 4)))
+    return out

@@ -71,9 +71,6 @@ def lcs_figure(
     )
     apply_style(
         figure, title=title or "Local calibration curve", subtitle=subtitle,
-        presentation=presentation, height=height,
+        presentation=presentation, height=height, legend="inside",
     )
-    return figure.update_layout(legend={
-        "orientation": "v", "x": 0.01, "y": 0.99, "xanchor": "left", "yanchor": "top",
-        "bgcolor": "rgba(255,255,255,0.7)",
-    })
+    return figure
