@@ -42,8 +42,9 @@ if requested and requested != navigation.url_path:
 link_message = ui.apply_pending()
 
 TOGGLE_HELP = "Larger fonts and tables, the review grid on one 1920×1080 screen."
-if presenting:  # no sidebar at all: the toggle sits at the top right of the page
-    st.columns([3, 1])[1].toggle("Presentation mode", key=s.W_PRESENTATION, help=TOGGLE_HELP)
+if presenting:  # no sidebar at all: the toggle sits in the top bar, beside the navigation
+    st.container(key="presentation_toggle").toggle("Presentation mode", key=s.W_PRESENTATION,
+                                                   help=TOGGLE_HELP)
     summary = st.empty()
 else:
     with st.sidebar:
@@ -72,7 +73,11 @@ if presenting:
             " [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;}"
             " [data-testid='stTable'] td, [data-testid='stTable'] th"
             " {font-size: 1.3rem !important; padding: 0.4rem 0.8rem !important;}"
-            " .block-container {padding-top: 1rem !important;}"
+            " [data-testid='stMainBlockContainer'] {padding-top: 3.2rem !important;"
+            " padding-bottom: 1rem !important;}"
+            " h1 {font-size: 1.8rem !important; padding: 0 !important;}"
+            " .st-key-presentation_toggle {position: fixed; top: 0.7rem; right: 4rem;"
+            " width: auto !important; z-index: 999991;}"
             # a sidebar opened before the switch would otherwise stay on screen, empty
             " [data-testid='stSidebar'], [data-testid='stSidebarCollapsedControl']"
             " {display: none !important;}</style>")

@@ -165,10 +165,10 @@ def scope_levels(pred: Predictions, variable: str, *, bins: int = 5) -> list[str
         raise ValidationError(f"column {variable!r}: no finite values to split into ranges.")
     edges = np.unique(np.quantile(values, np.linspace(0, 1, bins + 1)))
     if edges.size == 1:
-        return [f"{name} == {edges[0]!r}"]
-    levels = [f"{name} >= {lo!r} and {name} < {hi!r}"
+        return [f"{name} == {float(edges[0])!r}"]
+    levels = [f"{name} >= {float(lo)!r} and {name} < {float(hi)!r}"
               for lo, hi in itertools.pairwise(edges[:-1])]
-    levels.append(f"{name} >= {edges[-2]!r}")
+    levels.append(f"{name} >= {float(edges[-2])!r}")
     return levels
 
 

@@ -328,7 +328,8 @@ def show_table(frame: pd.DataFrame, **options: Any) -> Any:
     shown = frame.copy()
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
-            shown[column] = [format_number(v) for v in shown[column]]
+            kind = "p" if str(column) in ("p", "p-value") else None
+            shown[column] = [format_number(v, kind=kind) for v in shown[column]]
     if presentation() and not options.get("on_select"):
         return st.table(shown.set_index(shown.columns[0]) if len(shown.columns) else shown)
     options.setdefault("hide_index", True)

@@ -63,7 +63,7 @@ def lcs_section(item: ui.Current, slot_key: str) -> None:
 
 def metrics_section(item: ui.Current) -> None:
     st.markdown("**Classical metrics**")
-    st.dataframe(charts.metrics_table(item), hide_index=True)
+    ui.show_table(charts.metrics_table(item))
 
 
 for slot, item, slot_key in zip(ui.chart_slots(len(analyses)), analyses, ["a", "b"],

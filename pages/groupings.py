@@ -68,7 +68,7 @@ for name in ("mean", "max", "cvar:0.9", "range", "std", "superquantile:0.5"):
                  "worst group": score.worst_group, "its error": score.worst_error})
 scores = pd.DataFrame(rows)
 st.markdown(f"**{groups.kind}**: {groups.description} — {groups.n_groups:,} groups")
-st.dataframe(scores, hide_index=True)
+ui.show_table(scores)
 
 table = groups.table()
 left, right = ui.chart_slots(2)

@@ -22,8 +22,8 @@ runs_ = ui.subpopulation_runs(analysis)
 
 SCOPE_NAMES = {"full": "Full population", "argmax": "Worst subpopulation (argmax)",
                "sub": "Generated subpopulation", "filter": "Filter", "level": "Level of a variable"}
-pick_scope, pick_detail, pick_variable, pick_export = st.columns([2, 3, 2, 1.3],
-                                                                 vertical_alignment="bottom")
+pick_scope, pick_detail, pick_variable, pick_own, pick_export = st.columns(
+    [2, 3, 2, 1.4, 1], vertical_alignment="bottom")
 ui.selectbox_state(s.W_SCOPE, list(SCOPE_NAMES), "full")
 scope_kind = pick_scope.selectbox("Scope", list(SCOPE_NAMES), key=s.W_SCOPE,
                                   format_func=SCOPE_NAMES.get)
@@ -63,11 +63,11 @@ except ValidationError as error:
 
 own_calibration = False
 if not scope.is_full:
-    cells_top = st.columns([3, 1])
-    cells_top[0].caption(f"**{scope.description}** · {scope.subpopulation.size:,} of "
-                         f"{pred.n:,} rows")
-    own_calibration = cells_top[1].toggle(
-        "Its own calibration", key="w_review_own",
+    if scope.kind == "argmax":
+        pick_detail.caption(f"**{scope.description}** · {scope.subpopulation.size:,} of "
+                            f"{pred.n:,} rows")
+    own_calibration = pick_own.toggle(
+        "Own calibration", key="w_review_own",
         help="Top left: the subpopulation's own calibration instead of its deviation from the "
              "full population.")
 
@@ -84,12 +84,13 @@ for row in (0, 1):
             else:
                 ui.show_figure(cell, key=f"review_{names_of_cells[position]}")
 
-with pick_export:
+with pick_export.popover("Slide", icon=":material/download:",
+                         help="The four charts as one 1920×1080 PNG or SVG slide"):
     if chromium_path() is None:
-        st.caption("Slide export needs chromium.")
+        st.caption("Slide export needs chromium on the server (`apt-get install chromium`).")
     else:
-        fmt = st.segmented_control("Slide", ["png", "svg"], default="png", key="w_slide_fmt")
-        if st.button("Export slide", help="The four charts as one 1920×1080 image"):
+        fmt = st.segmented_control("Format", ["png", "svg"], default="png", key="w_slide_fmt")
+        if st.button("Render the slide"):
             try:
                 with st.spinner("Rendering the slide…"):
                     figures = [c for c in cells if not isinstance(c, str)]

@@ -216,7 +216,7 @@ else:
                  "D/σ": (r := runs.own_cumulative(pred, g.index)).kuiper_z, "p-value": r.p_value}
                 for g in groups
             ])
-            st.dataframe(stats, hide_index=True)
+            ui.show_table(stats)
             names = [g.description for g in groups]
             picked = st.selectbox("Open group", names, key="own_group")
             drill_down(groups[names.index(picked)], None)

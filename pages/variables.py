@@ -1,5 +1,6 @@
 """Variables page: VECE ranking, LOESS error curves, the gap curve and the cumulative view."""
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -72,13 +73,16 @@ else:
         st.error(str(error))
     else:
         rows = []
+        prefix = "weighted mean" if pred.weighted else "mean"  # as weighted as D/σ beside them
         for group in groups:
             own = ui.compute(f"own:{group.description}", analysis.key, runs.own_cumulative, pred,
                              group.index)
             rows.append({"level": group.description, "size": group.size,
-                         "mean score": float(pred.score[group.index].mean()),
-                         "mean response": float(pred.label[group.index].mean()),
+                         f"{prefix} score": float(np.average(pred.score[group.index],
+                                                             weights=pred.weight[group.index])),
+                         f"{prefix} response": float(np.average(
+                             pred.label[group.index], weights=pred.weight[group.index])),
                          "Kuiper D": own.kuiper, "D/σ": own.kuiper_z, "p-value": own.p_value})
         st.markdown(f"**Calibration within each level of {variable}**")
-        st.dataframe(pd.DataFrame(rows).sort_values("D/σ", ascending=False), hide_index=True)
+        ui.show_table(pd.DataFrame(rows).sort_values("D/σ", ascending=False))
 ui.sync()

@@ -101,7 +101,7 @@ def format_ticks(values: object) -> list[str]:
     span = float(np.ptp(finite)) if finite.size > 1 else 0.0
     if span == 0:
         return [format_number(v) for v in array]
-    decimals = max(0, 3 - math.floor(math.log10(span)))
+    decimals = max(0, 3 - round(math.log10(span)))
     out = []
     for value in array:
         rounded = round(float(value), decimals)

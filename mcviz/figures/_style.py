@@ -57,7 +57,8 @@ def apply_style(
     text = title or ""
     if subtitle:
         text += f"<br><span style='font-size:{int(size * 0.8)}px'>{subtitle}</span>"
-    top = 12 + (line if title else 0) + (0.85 * line if subtitle else 0)
+    # plotly anchors a two-line title by its first line: the pad makes room for the second
+    top = 12 + (line if title else 0) + (1.7 * line if subtitle else 0)
     top += 2 * line + 6 if top_axis else 8
     bottom = 1.5 * line + (line if x_title else 0)
     legend_layout: dict = {"visible": False}
@@ -74,7 +75,8 @@ def apply_style(
         template="simple_white",
         font={"size": size, "family": "Arial, Helvetica, sans-serif"},
         title={"text": text, "x": 0.0, "xanchor": "left", "yref": "container", "y": 1.0,
-               "yanchor": "top", "pad": {"t": 10, "l": 4}} if text else None,
+               "yanchor": "top", "pad": {"t": round(10 + (0.85 * line if subtitle else 0)), "l": 4}}
+        if text else None,
         margin={"l": 70, "r": 30, "t": round(top), "b": round(bottom)},
         legend=legend_layout,
         showlegend=legend != "none",
@@ -83,7 +85,8 @@ def apply_style(
     )
     figure.update_xaxes(showgrid=True, gridcolor="#EEEEEE", zeroline=False,
                         title_standoff=4, automargin=True)
-    figure.update_yaxes(showgrid=True, gridcolor="#EEEEEE", zeroline=False, automargin=True)
+    figure.update_yaxes(showgrid=True, gridcolor="#EEEEEE", zeroline=False, automargin=True,
+                        title_standoff=6)
     if presentation:  # thicker data lines; never band outlines (fills) or reference lines
         figure.update_traces(selector=_thickened, line_width=PRESENTATION_LINE_WIDTH)
     return figure

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from mcviz.cumulative import CumulativeResult
 from mcviz.deviation import DeviationResult
-from mcviz.figures._format import format_ticks
+from mcviz.figures._format import format_number, format_ticks
 from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, VERMILION, apply_style
 
 __all__ = ["cumulative_figure", "deviation_figure"]
@@ -117,9 +117,11 @@ def deviation_figure(
 def _statistics_text(
     kuiper: float, kuiper_z: float, p_value: float, ks: float, ks_z: float, n: int
 ) -> str:
+    p_text = format_number(p_value, digits=3, kind="p")
+    p_text = f"p {p_text}" if p_text.startswith("<") else f"p = {p_text}"
     return (
-        f"D = {kuiper:.4g} (D/σ = {kuiper_z:.3g}, p = {p_value:.3g}) · "
-        f"G = {ks:.4g} (G/σ = {ks_z:.3g}) · n = {n:,}"
+        f"D = {format_number(kuiper)} (D/σ = {format_number(kuiper_z, digits=3)}, {p_text}) · "
+        f"G = {format_number(ks)} (G/σ = {format_number(ks_z, digits=3)}) · n = {n:,}"
     )
 
 
@@ -175,7 +177,7 @@ def _path_figure(
             fill="toself",
             fillcolor="rgba(213, 94, 0, 0.12)",
             line={"color": VERMILION, "width": 1.5},
-            name=f"±2σ (σ = {result.sigma:.3g})",
+            name=f"±2σ (σ = {format_number(result.sigma, digits=3)})",
             hovertemplate="±2σ = ±%{y:.4g}<extra></extra>",
         )
     )

@@ -61,9 +61,9 @@ def lcs_figure(
     ))
     figure.update_layout(
         xaxis={"title": "score", "range": [0, 1], "anchor": "y2"},
-        yaxis={"title": "observed frequency", "range": [0, 1], "domain": [0.25, 1.0]},
+        yaxis={"title": "observed rate", "range": [0, 1], "domain": [0.25, 1.0]},
         yaxis2={"domain": [0.0, 0.18], "title": "density", "showgrid": False,
-                "rangemode": "tozero"},
+                "rangemode": "tozero", "showticklabels": False},
     )
     subtitle = (
         f"LCS {result.lcs:.3g} · span {result.span:g} (k = {result.k:,}) · "

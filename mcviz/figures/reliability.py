@@ -141,14 +141,14 @@ def reliability_figure(
             figure.update_yaxes(showticklabels=False, row=2, col=col)
     # one x title under the middle panel, not one per panel (they would run together)
     figure.update_xaxes(title_text="mean score in bin", row=2, col=(columns + 1) // 2)
-    figure.update_yaxes(title_text="mean response", row=1, col=1)
-    figure.update_yaxes(title_text="weight" if result.weighted else "count", row=2, col=1,
-                        title_font_size=11 if not presentation else 15)
+    figure.update_yaxes(title_text="response", row=1, col=1)  # the mean in each bin
+
     figure.update_layout(barmode="overlay", bargap=0)
     kind_title = result.full[0].title
     default_title = kind_title[0].upper() + kind_title[1:]
     interval = "Wilson" if result.response_kind == "binary" else "normal"
-    subtitle = f"error bars: {result.confidence:.0%} {interval} intervals"
+    subtitle = (f"error bars: {result.confidence:.0%} {interval} intervals · bars: "
+                f"{'weight' if result.weighted else 'rows'} per score bin")
     if result.weighted:
         subtitle += " (effective sample size)"
     if sub:
