@@ -105,9 +105,9 @@ def _legend_rows(figure: go.Figure, size: int) -> int:
     """Rows a horizontal legend needs at the figure's width (entries wrap like plotly's)."""
     seen, entries = set(), []
     for trace in figure.data:
-        if trace.showlegend is False or not trace.name:
+        if getattr(trace, "showlegend", False) is False or not getattr(trace, "name", None):
             continue
-        key = trace.legendgroup or trace.name
+        key = getattr(trace, "legendgroup", None) or trace.name
         if key not in seen:
             seen.add(key)
             entries.append(str(trace.name))

@@ -225,11 +225,17 @@ rows puts several evenly spaced targets at one abscissa, and their labels would 
 
 
 def _spread(at: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Keep the first of any ticks closer than MIN_TICK_GAP to the previous kept one."""
+    """Drop ticks closer than MIN_TICK_GAP to the previous kept one; the last tick stays."""
     kept: list[int] = []
     for index in at:
         if not kept or x[index] - x[kept[-1]] >= MIN_TICK_GAP:
             kept.append(int(index))
+    last = int(at[-1])
+    if kept[-1] != last:
+        if len(kept) > 1 and x[last] - x[kept[-1]] < MIN_TICK_GAP:
+            kept[-1] = last
+        else:
+            kept.append(last)
     return np.asarray(kept, dtype=int)
 
 
