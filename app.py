@@ -4,6 +4,8 @@ The router: st.navigation over pages/ and the shared sidebar. A page script open
 ran (a fresh server, AppTest's switch_page) runs this file itself (dashboard.ui.setup_page).
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from dashboard import state as s
@@ -12,29 +14,29 @@ from mcviz import __version__
 
 st.set_page_config(page_title="mcviz", page_icon=":material/show_chart:", layout="wide")
 ui.init_session()
-st.session_state[s.APP_RAN] = True
 presenting = ui.presentation()
 
-PAGES = [
-    st.Page("pages/data.py", title="Data", icon=":material/upload_file:", url_path="data",
-            default=True),
-    st.Page("pages/review.py", title="Review", icon=":material/dashboard:", url_path="review"),
-    st.Page("pages/calibration.py", title="Calibration", icon=":material/show_chart:",
-            url_path="calibration"),
-    st.Page("pages/variables.py", title="Variables", icon=":material/tune:", url_path="variables"),
-    st.Page("pages/subpopulations.py", title="Subpopulations", icon=":material/filter_alt:",
-            url_path="subpopulations"),
-    st.Page("pages/groupings.py", title="Groupings", icon=":material/category:",
-            url_path="groupings"),
-    st.Page("pages/screening.py", title="Screening", icon=":material/storage:",
-            url_path="screening"),
-    st.Page("pages/report.py", title="Report", icon=":material/description:",
-            url_path="report"),
+HERE = Path(__file__).resolve().parent  # also when a page script runs this file (runpy)
+PAGE_LIST = [  # file and url path, title, icon
+    ("data", "Data", ":material/upload_file:"),
+    ("review", "Review", ":material/dashboard:"),
+    ("calibration", "Calibration", ":material/show_chart:"),
+    ("variables", "Variables", ":material/tune:"),
+    ("subpopulations", "Subpopulations", ":material/filter_alt:"),
+    ("groupings", "Groupings", ":material/category:"),
+    ("screening", "Screening", ":material/storage:"),
+    ("report", "Report", ":material/description:"),
 ]
+PAGES = [st.Page(HERE / "pages" / f"{name}.py", title=title, icon=icon, url_path=name,
+                 default=name == "data")
+         for name, title, icon in PAGE_LIST]
 navigation = st.navigation(PAGES, position="top" if presenting else "sidebar")
 
-requested = st.session_state.pop("requested_page", None)
-if requested and requested != navigation.url_path:
+# A page script that ran first (dashboard.ui.setup_page) asks for itself: Streamlit matched the
+# address to it (a fresh server), or not (AppTest), and then it is switched to.
+in_place = st.session_state.pop(s.RUN_IN_PLACE, None)
+requested = in_place or st.session_state.pop("requested_page", None)
+if requested and requested != (navigation.url_path or "data"):
     target = next((p for p in PAGES if p.url_path == requested), None)
     if target is not None:
         st.switch_page(target)
@@ -86,6 +88,7 @@ if link_message:
 for message in st.session_state.pop(s.LINK_MESSAGES, ()):
     st.warning(f"Shared link: {message}")
 
+st.session_state[s.APP_RAN] = True  # the page script sees that this file ran
 try:
     navigation.run()
 finally:

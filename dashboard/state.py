@@ -31,6 +31,7 @@ PAGE = "page"  # url path of the page shown by this run (set by the page itself)
 SUBPOP = "subpop_result"  # settings of the computed subpopulations (results are cached)
 AUTO_SUBPOP = "auto_subpop"  # a shared link asks for the subpopulations to be computed
 APP_RAN = "app_ran"  # app.py ran before the page in this script run
+RUN_IN_PLACE = "run_in_place"  # a page script ran first: app.py runs that page in place
 LINK_MESSAGES = "link_messages"  # what a malformed shared link could not restore
 W_DEMO = "w_demo"
 W_PRESENTATION = "w_presentation"

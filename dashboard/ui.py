@@ -156,7 +156,7 @@ def require_current() -> Current:
     analysis = current()
     if analysis is None:
         st.info("Load a file or a demo on the **Data** page first.")
-        st.page_link("pages/data.py", label="Go to Data", icon=":material/upload_file:")
+        st.page_link(page_path("data"), label="Go to Data", icon=":material/upload_file:")
         st.stop()
     return analysis
 
@@ -242,11 +242,17 @@ def setup_page(url_path: str, title: str) -> None:
     runs this page through them, and stops: every page address shows the whole app.
     """
     if not st.session_state.get(s.APP_RAN):
+        st.session_state[s.RUN_IN_PLACE] = url_path
         runpy.run_path(str(APP), run_name="__main__")
         st.stop()
     st.session_state[s.PAGE] = url_path
     sync_query_params(url_path)
     st.header(title)
+
+
+def page_path(name: str) -> str:
+    """Absolute path of ``pages/<name>.py`` (for st.page_link / st.switch_page from any script)."""
+    return str(APP.parent / "pages" / f"{name}.py")
 
 
 def sync_query_params(page: str) -> None:

@@ -6,6 +6,7 @@ from dashboard import charts, ui
 from dashboard import state as s
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
+from mcviz.figures import format_number
 
 ui.setup_page("calibration", "Calibration")
 analysis = ui.require_current()
@@ -56,7 +57,7 @@ def lcs_section(item: ui.Current, slot_key: str) -> None:
     if result is None:
         st.info("The Local Calibration Score needs 0/1 responses; these are real-valued.")
         return
-    st.metric("Local Calibration Score (LCS)", f"{result.lcs:.4g}",
+    st.metric("Local Calibration Score (LCS)", format_number(result.lcs),
               help=f"k = {result.k:,} nearest scores (span {result.span:g})")
     ui.show_figure(charts.lcs_fig(result, f"lcs:{item.key}"), key=f"lcs_{slot_key}")
 

@@ -186,7 +186,8 @@ with st.container():  # full width: the figure's legend needs it
     ui.show_figure(ui.cumulative_fig(result, title=f"First look: {pred.score_column}",
                                    cache=f"first:{s.analysis_key(source, mapping)}"),
                    key="data_first_look")
-    st.page_link("pages/calibration.py", label="Go to Calibration", icon=":material/show_chart:")
+    st.page_link(ui.page_path("review"), label="Review: the four charts side by side",
+                 icon=":material/dashboard:")
 kinds_slot, preview_slot = st.columns([1, 2])
 with kinds_slot:
     st.caption("Covariate kinds")

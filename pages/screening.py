@@ -9,6 +9,7 @@ from mcviz import cumulative_differences
 from mcviz.binning import reliability_diagrams
 from mcviz.engines.results import load_subpopulation, read_screen
 from mcviz.errors import ValidationError
+from mcviz.figures import format_number
 
 ui.setup_page("screening", "Screening")
 st.caption(
@@ -33,7 +34,7 @@ except ValidationError as error:
 
 table = screen.table
 cells = st.columns(4)
-cells[0].metric("M", f"{screen.metric:.4g}",
+cells[0].metric("M", format_number(screen.metric),
                 help="max over subpopulations of Dₖ σ₀ / σₖ (eq. (4))")
 cells[1].metric("Mode", "exact" if screen.exact else "histogram",
                 help=None if screen.exact else f"M may be up to {screen.metric_bound:.3g} higher")

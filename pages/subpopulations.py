@@ -123,10 +123,10 @@ if runs_:
     subsets, result = runs_[0].subsets, runs_[0].result
     table = result.table
     cells = st.columns(4)
-    cells[0].metric("M", f"{result.metric:.4g}", help="largest Dₖ/σₖ-weighted deviation")
-    cells[1].metric("M/σ₀", f"{result.metric_z:.4g}")
-    cells[2].metric("Multi-ablate", f"{result.ablate:.4g}")
-    cells[3].metric("Expectation", f"{result.expectation:.4g}")
+    cells[0].metric("M", format_number(result.metric), help="largest Dₖ/σₖ-weighted deviation")
+    cells[1].metric("M/σ₀", format_number(result.metric_z))
+    cells[2].metric("Multi-ablate", format_number(result.ablate))
+    cells[3].metric("Expectation", format_number(result.expectation))
     if len(runs_) > 1:
         ui.show_table(runs.repeats_table(runs_))
     if subsets.notice:
@@ -180,6 +180,14 @@ if runs_:
         format_func=lambda i: ("★ " if i == argmax.id else "") + f"#{i} · {by_id[i].description}",
     )
     selected = by_id[st.session_state[s.W_SELECTED]]
+
+    def _open_in_review() -> None:
+        st.session_state[s.W_SCOPE] = "argmax" if selected.id == argmax.id else "sub"
+        st.session_state[s.W_SCOPE_SUB] = selected.id
+
+    if st.button("Open in Review (four charts side by side)", icon=":material/dashboard:",
+                 on_click=_open_in_review):
+        st.switch_page(ui.page_path("review"))
     match = table[table["id"] == selected.id]
     with st.expander("Drill-down", expanded=True):
         drill_down(selected, match.iloc[0].to_dict() if len(match) else None)

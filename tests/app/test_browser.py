@@ -130,6 +130,7 @@ def check_page(page, name: str) -> None:
     wait_idle(page)
     exceptions = page.get_by_test_id("stException")
     assert exceptions.count() == 0, f"{name}: {exceptions.first.inner_text()[:500]}"
+    assert page.get_by_text("Page not found").count() == 0, name
     overlaps = page.evaluate(OVERLAPS_JS)
     page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=True)
     assert not overlaps, f"{name}: {overlaps}"
@@ -159,6 +160,14 @@ def test_page_address_on_a_fresh_server():
             wait_charts(page, 4)
             check_page(page, "00-fresh-server-review")
             assert "page=review" in page.url
+            # the next run (a widget changed) stays on the page, inside the app
+            page.get_by_test_id("stSidebar").get_by_test_id("stTextInputField").fill("5, 8")
+            page.keyboard.press("Enter")
+            wait_idle(page)
+            page.get_by_text("Reliability (5, 8 bins)").first.wait_for(timeout=60_000)
+            assert page.get_by_role("heading", name="Review").count() == 1
+            assert navigation.get_by_role("link", name="Data", exact=True).count() == 1
+            check_page(page, "00-fresh-server-review-rerun")
             browser.close()
     finally:
         stop_app(process)

@@ -427,8 +427,9 @@ def test_review_link_restores_the_scope():
     at.run()
     assert [h.value for h in at.header] == ["Review"]
     drawn = assert_review_grid(at)
-    assert "age ≥ 50" in at.caption[0].value or "age >= 50" in at.caption[0].value
+    assert at.text_input(key="w_filter").value == "age >= 50"
     assert "along age" in _title(drawn[2])
+    assert "n = 10,674" in _title(drawn[2])  # the rows with age >= 50 only
 
 
 @pytest.mark.parametrize("query", [
