@@ -161,6 +161,15 @@ def require_current() -> Current:
     return analysis
 
 
+def require_covariates(analysis: Current) -> dict[str, str]:
+    """Return the covariates' kinds, or say that the mapping has none and ``st.stop()``."""
+    kinds = dict(analysis.pred.covariate_kinds)
+    if not kinds:
+        st.warning("The mapping has no covariates: choose some on the Data page.")
+        st.stop()
+    return kinds
+
+
 def use_demo(name: str) -> None:
     """Make an embedded demo the current data (a no-op when it already is)."""
     source = {"kind": "demo", "name": name, "digest": None}
@@ -342,18 +351,22 @@ def show_table(frame: pd.DataFrame, **options: Any) -> Any:
     return st.dataframe(shown, **options)
 
 
-def cumulative_metrics(result: Any, *, container: Any = None) -> None:
-    """Show the five headline numbers of a cumulative result: D, G, σ, D/σ and p."""
-    target = container or st
-    cells = target.columns(5)
-    for cell, (name, value, kind, help_text) in zip(cells, [
+def cumulative_metrics(result: Any, *, per_row: int = 5) -> None:
+    """Show the five headline numbers of a cumulative result: D, G, σ, D/σ and p.
+
+    ``per_row`` below 5 wraps them onto rows (half-width columns would cut the numbers).
+    """
+    items = [
         ("Kuiper D", result.kuiper, None, "range of the cumulative differences (eq. 2)"),
         ("KS G", result.ks, None, "largest absolute cumulative difference"),
         ("σ", result.sigma, None, "standard deviation under perfect calibration (eq. 5)"),
         ("D/σ", result.kuiper_z, None, "Kuiper statistic in units of σ"),
         ("p-value", result.p_value, "p", "asymptotic p-value of D/σ (range of Brownian motion)"),
-    ], strict=True):
-        cell.metric(name, format_number(value, kind=kind), help=help_text)
+    ]
+    for start in range(0, len(items), per_row):
+        row = items[start : start + per_row]
+        for cell, (name, value, kind, help_text) in zip(st.columns(per_row), row, strict=False):
+            cell.metric(name, format_number(value, kind=kind), help=help_text)
 
 
 def figure(build: Callable, result: Any, cache: str | None, **options: Any) -> Any:

@@ -31,7 +31,7 @@ def model_panel(item: ui.Current, slot_key: str) -> None:
     pred = item.pred
     st.subheader(f"`{pred.score_column}`")
     result = ui.compute("cumulative", item.key, cumulative_differences, pred)
-    ui.cumulative_metrics(result)
+    ui.cumulative_metrics(result, per_row=5 if len(analyses) == 1 or ui.presentation() else 3)
     ui.show_figure(ui.cumulative_fig(result, title="Cumulative differences",
                                    cache=f"cum:{item.key}"),
                    key=f"cum_{slot_key}")

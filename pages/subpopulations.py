@@ -21,10 +21,7 @@ from mcviz.weighting import SCHEMES
 ui.setup_page("subpopulations", "Subpopulations")
 analysis = ui.require_current()
 pred = analysis.pred
-kinds = dict(pred.covariate_kinds)
-if not kinds:
-    st.warning("The mapping has no covariates: choose some on the Data page.")
-    st.stop()
+kinds = ui.require_covariates(analysis)
 
 WEIGHTINGS = [ui.NO_SCORE, *SCHEMES]
 

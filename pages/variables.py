@@ -13,10 +13,7 @@ from mcviz.subpopulations import group_subpopulations
 ui.setup_page("variables", "Variables")
 analysis = ui.require_current()
 pred = analysis.pred
-kinds = dict(pred.covariate_kinds)
-if not kinds:
-    st.warning("The mapping has no covariates: choose some on the Data page.")
-    st.stop()
+kinds = ui.require_covariates(analysis)
 
 try:
     ranking = charts.variable_ranking(analysis)

@@ -168,6 +168,18 @@ def test_page_address_on_a_fresh_server():
             assert page.get_by_role("heading", name="Review").count() == 1
             assert navigation.get_by_role("link", name="Data", exact=True).count() == 1
             check_page(page, "00-fresh-server-review-rerun")
+
+            # two score columns side by side at 1440 px: no headline number cut
+            open_page(page, "Calibration")
+            page.get_by_test_id("stSelectbox").first.click()
+            page.get_by_role("option", name="score_logistic").click()
+            wait_idle(page)
+            wait_charts(page, 6)
+            cut = page.evaluate("""() => [...document.querySelectorAll(
+                '[data-testid=stMetricValue] div')].filter(e => e.scrollWidth > e.clientWidth + 1)
+                .map(e => e.textContent)""")
+            assert not cut, f"headline numbers cut: {cut}"
+            check_page(page, "00-compare-two-scores")
             browser.close()
     finally:
         stop_app(process)
@@ -176,6 +188,18 @@ def test_page_address_on_a_fresh_server():
 PAGES = ("Data", "Review", "Calibration", "Variables", "Subpopulations", "Groupings",
          "Screening", "Report")
 CHARTS = {"Data": 1, "Review": 4, "Calibration": 3, "Variables": 2, "Groupings": 2}
+
+
+def visit_pages(page, *, start: int, prefix: str = "", skip: tuple[str, ...] = ()) -> None:
+    """Open every page in turn; check and screenshot each (named NN-<prefix><page>.png)."""
+    for number, title in enumerate(PAGES, start=start):
+        if title in skip:
+            continue
+        open_page(page, title)
+        wait_idle(page)
+        if title in CHARTS:
+            wait_charts(page, CHARTS[title])
+        check_page(page, f"{number:02d}-{prefix}{title.lower()}")
 
 
 def test_dashboard_in_a_real_browser(tmp_path):
@@ -220,14 +244,7 @@ def test_dashboard_in_a_real_browser(tmp_path):
             wait_charts(page, 4)
             check_page(page, "03-subpopulations")
 
-            for number, title in enumerate(PAGES, start=4):
-                if title in ("Subpopulations", "Data"):
-                    continue
-                open_page(page, title)
-                wait_idle(page)
-                if title in CHARTS:
-                    wait_charts(page, CHARTS[title])
-                check_page(page, f"{number:02d}-{title.lower()}")
+            visit_pages(page, start=4, skip=("Subpopulations", "Data"))
 
             # the review grid of the argmax subpopulation
             open_page(page, "Review")
@@ -258,12 +275,7 @@ def test_dashboard_in_a_real_browser(tmp_path):
             page.get_by_text("Presentation mode").click()
             wait_idle(page)
             assert "pm=1" in page.url
-            for number, title in enumerate(PAGES, start=20):
-                open_page(page, title)
-                wait_idle(page)
-                if title in CHARTS:
-                    wait_charts(page, CHARTS[title])
-                check_page(page, f"{number:02d}-presentation-{title.lower()}")
+            visit_pages(page, start=20, prefix="presentation-")
             open_page(page, "Review")
             wait_charts(page, 4)
             height = page.evaluate("() => document.querySelector("
