@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from mcviz.io import infer_roles
+from mcviz.errors import ValidationError
+from mcviz.io import infer_roles, load_predictions
 
 __all__ = ["DEFAULTS", "DEMOS", "ColumnMapping", "default_mapping", "parse_bin_counts"]
 
@@ -154,16 +154,17 @@ def default_mapping(frame: pd.DataFrame) -> ColumnMapping:
 
 
 def _labels_are_classes(frame: pd.DataFrame, roles: Any) -> bool:
-    # The loader's own matching (mcviz.io), not a second copy of it.
-    from mcviz.io import _matching_class_names, _numeric_labels_as_classes
-
+    # The loader decides (its own class-name rule, not a second copy of it): the per-class
+    # columns are classes when a sample of rows loads as multi-class.
     if roles.label is None:
         return False
-    labels = np.array([str(v) for v in pd.unique(frame[roles.label].dropna())[:1000]],
-                      dtype=object)
-    names = _matching_class_names(roles.probabilities, labels)
-    known = set(_numeric_labels_as_classes(labels, names))
-    return bool(len(labels)) and known <= set(names)
+    sample = frame.head(2_000)
+    try:
+        load_predictions(sample, probabilities=list(roles.probabilities), label=roles.label,
+                         covariates=[], weight=False)
+    except ValidationError:
+        return False
+    return True
 
 
 def score_candidates(frame: pd.DataFrame) -> tuple[str, ...]:
