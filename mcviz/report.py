@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import html
+import io
 import os
 import shutil
 import threading
@@ -39,6 +40,7 @@ __all__ = [
     "html_report",
     "neutralize_formula",
     "safe_csv",
+    "slide_image",
 ]
 
 FORMULA_PREFIXES = ("=", "+", "-", "\u2212", "@", "\t", "\r")
@@ -69,6 +71,8 @@ class ReportSection:
     figures : tuple of plotly Figure
     tables : tuple of (str, DataFrame)
         Caption and table.
+    columns : int, default 1
+        Figures per row (2 lays four figures out as the review view's 2x2 grid).
     """
 
     title: str
@@ -76,6 +80,7 @@ class ReportSection:
     metrics: tuple[tuple[str, str], ...] = ()
     figures: tuple[go.Figure, ...] = ()
     tables: tuple[tuple[str, pd.DataFrame], ...] = ()
+    columns: int = 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,6 +95,7 @@ margin-top:2.2rem}table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
 td,th{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top}
 th{background:#f4f4f4}.chart{margin:1rem 0}.meta td:first-child{font-weight:bold}
 .caption{color:#555;font-size:.9rem}
+.grid{display:grid;gap:.5rem}.grid .chart{margin:0;min-width:0}
 """
 
 
@@ -180,6 +186,9 @@ def html_report(
         parts.extend(f"<p>{_text(paragraph)}</p>" for paragraph in section.text)
         if section.metrics:
             parts.append(_pairs_html(section.metrics))
+        columns = max(int(section.columns), 1)
+        if columns > 1:
+            parts.append(f"<div class='grid' style='grid-template-columns:repeat({columns},1fr)'>")
         for figure in section.figures:
             chart += 1
             parts.append(
@@ -188,6 +197,8 @@ def html_report(
                 f"Plotly.newPlot('chart-{chart}',f.data,f.layout,"
                 "{responsive:true,displaylogo:false});})();</script>"
             )
+        if columns > 1:
+            parts.append("</div>")
         for caption, frame in section.tables:
             parts.append(f"<p class='caption'>{_text(caption)}</p>{_table_html(frame)}")
     parts.append("</body></html>")
@@ -297,6 +308,56 @@ def figure_image(figure: go.Figure, fmt: str = "png", *, scale: float = 2.0) -> 
             _server_path = path
         opts = {"format": fmt, "scale": scale if fmt == "png" else 1}
         return _call_with_timeout(lambda: kaleido.calc_fig_sync(figure, opts=opts))
+
+
+def slide_image(
+    figures: Sequence[go.Figure],
+    fmt: str = "png",
+    *,
+    columns: int = 2,
+    width: int = 1920,
+    height: int = 1080,
+    scale: float = 1.0,
+) -> bytes:
+    """Render figures as one slide: a grid of ``columns`` per row filling ``width`` x ``height``.
+
+    Each figure is rendered at its cell's size (by :func:`figure_image`); SVG cells are nested
+    ``<svg>`` elements of one document, PNG cells are pasted into one image.
+
+    Raises
+    ------
+    ExportUnavailableError
+        As :func:`figure_image`.
+    """
+    if not figures:
+        raise ValueError("a slide needs at least one figure.")
+    rows = -(-len(figures) // columns)
+    cell_w, cell_h = width // columns, height // rows
+    images = []
+    for figure in figures:
+        sized = go.Figure(figure).update_layout(width=cell_w, height=cell_h)
+        images.append(figure_image(sized, fmt, scale=scale))
+    places = [((i % columns) * cell_w, (i // columns) * cell_h) for i in range(len(images))]
+    if fmt == "svg":
+        cells = "".join(
+            f"<svg x='{x}' y='{y}' width='{cell_w}' height='{cell_h}'"
+            + image.decode("utf-8").split("<svg", 1)[1].split(">", 1)[0].replace(
+                " width=", " data-w=").replace(" height=", " data-h=")
+            + ">" + image.decode("utf-8").split(">", 1)[1].rsplit("</svg>", 1)[0] + "</svg>"
+            for image, (x, y) in zip(images, places, strict=True)
+        )
+        return (f"<svg xmlns='http://www.w3.org/2000/svg' xmlns:xlink='http://www.w3.org/1999/"
+                f"xlink' width='{width}' height='{height}' viewBox='0 0 {width} {height}'>"
+                f"<rect width='100%' height='100%' fill='white'/>{cells}</svg>").encode()
+    from PIL import Image
+
+    canvas = Image.new("RGB", (int(width * scale), int(height * scale)), "white")
+    for image, (x, y) in zip(images, places, strict=True):
+        canvas.paste(Image.open(io.BytesIO(image)).convert("RGB"),
+                     (int(x * scale), int(y * scale)))
+    out = io.BytesIO()
+    canvas.save(out, format="PNG")
+    return out.getvalue()
 
 
 def _call_with_timeout(function: Any, timeout: float = IMAGE_TIMEOUT) -> bytes:

@@ -8,7 +8,7 @@ from mcviz.cumulative import cumulative_differences
 from mcviz.deviation import subpopulation_deviation
 from mcviz.figures import MAX_POINTS
 from mcviz.figures.cumulative import cumulative_figure, deviation_figure
-from mcviz.io import Predictions
+from mcviz.io import Predictions, load_predictions
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +93,10 @@ def test_weighted_top_axis_ticks_follow_k_over_n():
     pred = Predictions.from_arrays([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], weight=[1, 1, 1, 7])
     figure = cumulative_figure(cumulative_differences(pred))
     ticks = figure.layout.xaxis2
-    assert list(ticks.ticktext) == ["0", "0.2", "0.4", "0.6", "0.8", "1"]
-    np.testing.assert_allclose(ticks.tickvals, [0, 0.1, 0.2, 0.3, 1, 1])
+    # targets 0, 0.2, ..., 1 of k/n land (searchsorted) on k/n = 0, 1/4, 2/4, 3/4, 1, 1 at
+    # A_k = 0, 0.1, 0.2, 0.3, 1, 1; the duplicate is merged and each tick reads its own k/n
+    assert list(ticks.ticktext) == ["0", "0.25", "0.5", "0.75", "1"]
+    np.testing.assert_allclose(ticks.tickvals, [0, 0.1, 0.2, 0.3, 1])
     assert "cumulative weight" in ticks.title.text
 
 
@@ -114,3 +116,20 @@ def test_charts_state_which_sigma_they_use(pred):
     assert "σ for non-binary responses (paper 000 eq. (6))" in (
         cumulative_figure(result).layout.title.text
     )
+
+
+def test_ticks_do_not_stack_on_a_long_tie_run():
+    # 96 of 100 rows share the value 0: the path is evaluated at the run's last row, so the
+    # abscissa jumps from 0 to 0.96 and the targets 0.2, ..., 0.8 all fall on that point, only
+    # 0.04 from the end (closer than 0.07): the ticks left are the two ends, x = 0 and 1.
+    rng = np.random.default_rng(0)
+    values = np.r_[np.zeros(96), [1e5, 2e5, 3e5, 4e5]]
+    frame = pd.DataFrame({"score": rng.uniform(0.1, 0.9, 100), "label": rng.integers(0, 2, 100),
+                          "v": values})
+    pred = load_predictions(frame, score="score", label="label")
+    figure = cumulative_figure(cumulative_differences(pred, order_by="v"))
+    for axis in (figure.layout.xaxis, figure.layout.xaxis2):
+        gaps = np.diff(axis.tickvals)
+        assert (gaps >= 0.07).all(), axis.tickvals
+    assert list(figure.layout.xaxis.ticktext) == ["0", "400,000"]
+    assert list(figure.layout.xaxis2.ticktext) == ["0", "1"]

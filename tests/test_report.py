@@ -125,3 +125,37 @@ def test_png_and_svg_through_one_kaleido_server():
     assert kaleido._global_server.is_running()
     svg = figure_image(small_figure(), "svg")
     assert svg.lstrip()[:4] == b"<svg"
+
+
+def test_grid_sections_lay_figures_out_in_columns():
+    section = ReportSection("Review: full population",
+                            figures=tuple(small_figure(str(i)) for i in range(4)), columns=2)
+    text = html_report([section], version="9.9")
+    grid = text.index("grid-template-columns:repeat(2,1fr)")
+    assert text.count("Plotly.newPlot(") == 4
+    assert all(text.index(f"id='chart-{i}'") > grid for i in range(1, 5))
+    assert text.index("</div>", text.index("id='chart-4'") + 20) > text.index("id='chart-4'")
+
+
+def test_slide_needs_figures():
+    with pytest.raises(ValueError, match="at least one figure"):
+        report.slide_image([], "png")
+
+
+@pytest.mark.skipif(report.chromium_path() is None, reason="chromium is not installed")
+def test_slide_is_one_image_of_the_four_figures():
+    from io import BytesIO
+
+    from PIL import Image
+
+    figures = [small_figure(str(i)) for i in range(4)]
+    png = report.slide_image(figures, "png", width=800, height=600)
+    image = Image.open(BytesIO(png))
+    assert image.size == (800, 600)
+    # each quadrant holds a chart: not blank white
+    for box in ((0, 0, 400, 300), (400, 0, 800, 300), (0, 300, 400, 600), (400, 300, 800, 600)):
+        assert image.crop(box).convert("L").getextrema()[0] < 200
+    svg = report.slide_image(figures, "svg", width=800, height=600).decode()
+    assert svg.startswith("<svg")
+    assert svg.count("<svg") == 5
+    assert "x='400' y='300' width='400' height='300'" in svg

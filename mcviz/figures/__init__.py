@@ -42,3 +42,6 @@ __all__ += [
 from mcviz.figures.multical import subpopulation_scatter_figure  # noqa: E402
 
 __all__ += ["subpopulation_scatter_figure"]
+from mcviz.figures._format import format_number, subscript  # noqa: E402
+
+__all__ += ["format_number", "subscript"]

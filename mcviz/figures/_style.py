@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import plotly.graph_objects as go
 
 # Okabe–Ito palette (colour-blind safe).
@@ -25,6 +27,11 @@ MAX_POINTS = 10_000
 """No figure carries more points than this (paths are decimated before they reach a figure)."""
 
 
+LegendPlace = Literal["bottom", "inside", "none"]
+ASSUMED_WIDTH = 560
+"""Width (px) legends are laid out for when a figure has none: a half-screen grid cell."""
+
+
 def apply_style(
     figure: go.Figure,
     *,
@@ -32,26 +39,86 @@ def apply_style(
     subtitle: str | None = None,
     presentation: bool = False,
     height: int | None = None,
+    legend: LegendPlace = "bottom",
+    top_axis: bool = False,
+    x_title: bool = True,
 ) -> go.Figure:
-    """Apply the house layout: fonts, margins, white background, title with a subtitle line."""
+    """Apply the house layout; the one place that places titles, axes and legends.
+
+    The title (and its subtitle line) sits at the top of the figure; below it a top axis when
+    ``top_axis``; the plot; the bottom axis's ticks and title; then, with ``legend="bottom"``,
+    the legend at the bottom edge of the figure. The margins reserve the height of each band,
+    the legend's rows estimated from its entries' text at the figure's width, so no legend
+    lies over an axis title (on screen and in exported images alike). ``legend="inside"``
+    puts it at the plot's top left on a translucent background.
+    """
     size = PRESENTATION_FONT_SIZE if presentation else FONT_SIZE
+    line = 1.35 * size
     text = title or ""
     if subtitle:
         text += f"<br><span style='font-size:{int(size * 0.8)}px'>{subtitle}</span>"
+    # plotly anchors a two-line title by its first line: the pad makes room for the second
+    top = 12 + (line if title else 0) + (1.7 * line if subtitle else 0)
+    top += 2 * line + 6 if top_axis else 8
+    bottom = 1.5 * line + (line if x_title else 0)
+    legend_layout: dict = {"visible": False}
+    if legend == "bottom":
+        rows = _legend_rows(figure, size)
+        bottom += rows * line + 6 if rows else 0
+        legend_layout = {"orientation": "h", "yref": "container", "y": 0.0,
+                         "yanchor": "bottom", "x": 0.0, "xanchor": "left",
+                         "bgcolor": "rgba(0,0,0,0)"}
+    elif legend == "inside":
+        legend_layout = {"orientation": "v", "x": 0.01, "y": 0.99, "xanchor": "left",
+                         "yanchor": "top", "bgcolor": "rgba(255,255,255,0.75)"}
     figure.update_layout(
         template="simple_white",
         font={"size": size, "family": "Arial, Helvetica, sans-serif"},
-        title={"text": text, "x": 0.0, "xanchor": "left"} if text else None,
-        margin={"l": 70, "r": 30, "t": 90 if subtitle else 60, "b": 60},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0.0},
+        title={"text": text, "x": 0.0, "xanchor": "left", "yref": "container", "y": 1.0,
+               "yanchor": "top", "pad": {"t": round(10 + (0.85 * line if subtitle else 0)), "l": 4}}
+        if text else None,
+        margin={"l": 70, "r": 30, "t": round(top), "b": round(bottom)},
+        legend=legend_layout,
+        showlegend=legend != "none",
         height=height or (560 if presentation else 430),
         hoverlabel={"font_size": size - 2},
     )
-    figure.update_xaxes(showgrid=True, gridcolor="#EEEEEE", zeroline=False)
-    figure.update_yaxes(showgrid=True, gridcolor="#EEEEEE", zeroline=False)
-    if presentation:
-        figure.update_traces(
-            selector=lambda t: getattr(t, "line", None) is not None and t.mode != "markers",
-            line_width=PRESENTATION_LINE_WIDTH,
-        )
+    figure.update_xaxes(showgrid=True, gridcolor="#EEEEEE", zeroline=False,
+                        title_standoff=4, automargin=True)
+    figure.update_yaxes(showgrid=True, gridcolor="#EEEEEE", zeroline=False, automargin=True,
+                        title_standoff=6)
+    figure.update_annotations(font_size=round(0.9 * size))  # subplot titles, point labels
+    if presentation:  # thicker data lines; never band outlines (fills) or reference lines
+        figure.update_traces(selector=_thickened, line_width=PRESENTATION_LINE_WIDTH)
     return figure
+
+
+def _thickened(trace: object) -> bool:
+    line = getattr(trace, "line", None)
+    if line is None or getattr(trace, "mode", None) == "markers":
+        return False
+    if getattr(trace, "fill", None) not in (None, "none"):
+        return False
+    return line.width is None or line.width >= LINE_WIDTH - 0.01
+
+
+def _legend_rows(figure: go.Figure, size: int) -> int:
+    """Rows a horizontal legend needs at the figure's width (entries wrap like plotly's)."""
+    seen, entries = set(), []
+    for trace in figure.data:
+        if getattr(trace, "showlegend", False) is False or not getattr(trace, "name", None):
+            continue
+        key = getattr(trace, "legendgroup", None) or trace.name
+        if key not in seen:
+            seen.add(key)
+            entries.append(str(trace.name))
+    if not entries:
+        return 0
+    width = (figure.layout.width or ASSUMED_WIDTH) - 20
+    rows, used = 1, 0.0
+    for name in entries:
+        entry = 45 + 0.58 * size * len(name)
+        if used and used + entry > width:
+            rows, used = rows + 1, 0.0
+        used += entry
+    return rows

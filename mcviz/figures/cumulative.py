@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from mcviz.cumulative import CumulativeResult
 from mcviz.deviation import DeviationResult
+from mcviz.figures._format import format_number, format_ticks
 from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, VERMILION, apply_style
 
 __all__ = ["cumulative_figure", "deviation_figure"]
@@ -101,8 +102,8 @@ def deviation_figure(
     subtitle += f" of {result.n_full:,}" + _sigma_note(result.sigma_method)
     return _path_figure(
         result,
-        path_name="F_k − F̃_k",
-        y_title="F_k − F̃_k (subpopulation − full population)",
+        path_name="Fₖ − F̃ₖ (subpopulation − full population)",
+        y_title="Fₖ − F̃ₖ",
         bottom_title="score in the subpopulation",
         title=title or default_title,
         subtitle=subtitle,
@@ -116,9 +117,11 @@ def deviation_figure(
 def _statistics_text(
     kuiper: float, kuiper_z: float, p_value: float, ks: float, ks_z: float, n: int
 ) -> str:
+    p_text = format_number(p_value, digits=3, kind="p")
+    p_text = f"p {p_text}" if p_text.startswith("<") else f"p = {p_text}"
     return (
-        f"D = {kuiper:.4g} (D/σ = {kuiper_z:.3g}, p = {p_value:.3g}) · "
-        f"G = {ks:.4g} (G/σ = {ks_z:.3g}) · n = {n:,}"
+        f"D = {format_number(kuiper)} (D/σ = {format_number(kuiper_z, digits=3)}, {p_text}) · "
+        f"G = {format_number(ks)} (G/σ = {format_number(ks_z, digits=3)}) · n = {n:,}"
     )
 
 
@@ -174,7 +177,7 @@ def _path_figure(
             fill="toself",
             fillcolor="rgba(213, 94, 0, 0.12)",
             line={"color": VERMILION, "width": 1.5},
-            name=f"±2σ (σ = {result.sigma:.3g})",
+            name=f"±2σ (σ = {format_number(result.sigma, digits=3)})",
             hovertemplate="±2σ = ±%{y:.4g}<extra></extra>",
         )
     )
@@ -189,7 +192,7 @@ def _path_figure(
     axis_range = [-0.02, 1.02]
     top_title = "k/n (fraction of observations)"
     if result.weighted:
-        top_title += "; abscissa: cumulative weight A_k"
+        top_title += "; abscissa: cumulative weight Aₖ"
     figure.update_layout(
         xaxis={
             "title": {"text": bottom_title},
@@ -210,26 +213,47 @@ def _path_figure(
         },
         yaxis={"title": {"text": y_title}},
     )
-    apply_style(figure, title=title, subtitle=subtitle, presentation=presentation, height=height)
-    # Title and subtitle at the very top, the k/n axis under them, the legend below the plot.
-    figure.update_layout(
-        title={"yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 34}},
-        margin={"t": 190 if presentation else 150, "b": 160 if presentation else 110},
-        legend={"y": -0.3 if presentation else -0.2, "yanchor": "top"},
-    )
+    apply_style(figure, title=title, subtitle=subtitle, presentation=presentation, height=height,
+                top_axis=True)
     figure.add_hline(y=0, line={"color": LIGHT_GRAY, "width": 1})
     return figure
+
+
+MIN_TICK_GAP = 0.07
+"""Ticks closer than this (in abscissa units) are dropped: a run of tied scores covering most
+rows puts several evenly spaced targets at one abscissa, and their labels would stack."""
+
+
+def _spread(at: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Drop ticks closer than MIN_TICK_GAP to the previous kept one; the last tick stays."""
+    kept: list[int] = []
+    for index in at:
+        if not kept or x[index] - x[kept[-1]] >= MIN_TICK_GAP:
+            kept.append(int(index))
+    last = int(at[-1])
+    if kept[-1] != last:
+        if len(kept) > 1 and x[last] - x[kept[-1]] < MIN_TICK_GAP:
+            kept[-1] = last
+        else:
+            kept.append(last)
+    return np.asarray(kept, dtype=int)
 
 
 def _ticks(
     result: CumulativeResult | DeviationResult,
 ) -> tuple[list[float], list[str], list[float], list[str]]:
-    """Bottom ticks: the score (or variable) at evenly spaced abscissae; top ticks: k/n."""
+    """Bottom ticks: the score (or variable) at evenly spaced abscissae; top ticks: k/n.
+
+    The path is evaluated at the last row of each run of tied scores, so a tick is placed at
+    such a point and labelled with its own value; ticks that would fall on one point of a long
+    tie run are merged (:func:`_spread`).
+    """
     targets = np.linspace(0.0, 1.0, TICKS)
-    at = np.minimum(np.searchsorted(result.x, targets), result.x.size - 1)
+    at = _spread(np.minimum(np.searchsorted(result.x, targets), result.x.size - 1), result.x)
     bottom_values = result.x[at].tolist()
-    bottom_text = [f"{value:.3g}" for value in result.position[at]]
-    at_fraction = np.minimum(np.searchsorted(result.fraction, targets), result.x.size - 1)
+    bottom_text = format_ticks(result.position[at])
+    at_fraction = _spread(
+        np.minimum(np.searchsorted(result.fraction, targets), result.x.size - 1), result.x)
     top_values = result.x[at_fraction].tolist()
-    top_text = [f"{value:.2g}" for value in targets]
+    top_text = format_ticks(result.fraction[at_fraction])
     return bottom_values, bottom_text, top_values, top_text

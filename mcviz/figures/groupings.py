@@ -112,7 +112,7 @@ def group_errors_figure(
     """
     error = groups.error
     two_se = 2 * np.nan_to_num(groups.standard_error, nan=0.0)
-    subtitle = f"{groups.kind}: {groups.description}; error = weighted mean(label − score)"
+    subtitle = f"{groups.kind}: {groups.description}; error = weighted mean(response − score)"
     if groups.n_groups <= MAX_BARS:
         order = np.argsort(error, kind="stable") if sort else np.arange(groups.n_groups)
         labels = [groups.labels[i] for i in order]
@@ -274,7 +274,5 @@ def neighbourhood_tradeoff_figure(
         yaxis={"title": "calibration error", "rangemode": "tozero"},
         yaxis2={"overlaying": "y", "side": "right", "title": "median radius", "showgrid": False,
                 "rangemode": "tozero"},
-        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0.0},
-        margin={"b": 110},
     )
     return figure

@@ -81,9 +81,9 @@ def lcs_figure(
     _shade_boundary(figure, result)
     figure.update_layout(
         xaxis={"title": "score", "range": [0, 1], "anchor": "y2"},
-        yaxis={"title": "observed frequency", "range": [0, 1], "domain": [0.25, 1.0]},
+        yaxis={"title": "observed rate", "range": [0, 1], "domain": [0.25, 1.0]},
         yaxis2={"domain": [0.0, 0.18], "title": "density", "showgrid": False,
-                "rangemode": "tozero"},
+                "rangemode": "tozero", "showticklabels": False},
     )
     subtitle = (
         f"LCS {result.lcs:.3g} · span {result.span:g} (k = {result.k:,}) · "
@@ -95,11 +95,8 @@ def lcs_figure(
         subtitle += " · scores jittered (N(0, 0.001²), as the authors)"
     apply_style(
         figure, title=title or "Local calibration curve", subtitle=subtitle,
-        presentation=presentation, height=height,
+        presentation=presentation, height=height, legend="inside",
     )
     if result.boundary.any():  # room for the second subtitle line
         figure.update_layout(margin_t=figure.layout.margin.t + 25)
-    return figure.update_layout(legend={
-        "orientation": "v", "x": 0.01, "y": 0.99, "xanchor": "left", "yanchor": "top",
-        "bgcolor": "rgba(255,255,255,0.7)",
-    })
+    return figure

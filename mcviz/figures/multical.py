@@ -72,7 +72,7 @@ def subpopulation_scatter_figure(
     wide = sizes.max() > 20 * max(sizes.min(), 1)
     figure.update_xaxes(title="subpopulation size (rows)", type="log" if wide else "linear",
                         dtick=1 if wide else None)
-    figure.update_yaxes(title="D_k / σ_k")
+    figure.update_yaxes(title="Dₖ / σₖ")
     return apply_style(figure, title=title or "Subpopulations: click a point to open it",
                        presentation=presentation, height=height)
 

@@ -135,33 +135,30 @@ def reliability_figure(
         figure.update_xaxes(range=[-0.02, 1.02], row=1, col=col)
         if result.response_kind == "binary":  # real-valued responses may leave [0, 1]
             figure.update_yaxes(range=[-0.02, 1.02], row=1, col=col)
-        figure.update_xaxes(title_text="mean score in bin", range=[-0.02, 1.02], row=2, col=col)
-    figure.update_yaxes(title_text="mean response", row=1, col=1)
-    figure.update_yaxes(title_text="weight" if result.weighted else "count", row=2, col=1)
+        figure.update_xaxes(range=[-0.02, 1.02], row=2, col=col)
+        if col > 1:  # the panels share their scales: labels on the first panel only
+            figure.update_yaxes(showticklabels=False, row=1, col=col)
+            figure.update_yaxes(showticklabels=False, row=2, col=col)
+    # one x title under the middle panel, not one per panel (they would run together)
+    figure.update_xaxes(title_text="mean score in bin", row=2, col=(columns + 1) // 2)
+    figure.update_yaxes(title_text="response", row=1, col=1)  # the mean in each bin
+
     figure.update_layout(barmode="overlay", bargap=0)
     kind_title = result.full[0].title
     default_title = kind_title[0].upper() + kind_title[1:]
     interval = "Wilson" if result.response_kind == "binary" else "normal"
-    subtitle = f"error bars: {result.confidence:.0%} {interval} intervals"
+    subtitle = (f"error bars: {result.confidence:.0%} {interval} intervals · bars: "
+                f"{'weight' if result.weighted else 'rows'} per score bin")
     if result.weighted:
         subtitle += " (effective sample size)"
-    if sub:
-        subtitle += f" · {sub_name} in black, full population in gray"
+    if sub:  # the legend names the subpopulation; a long name would run off the subtitle
+        subtitle += " · subpopulation in black, full population in gray"
     base_height = 560 if presentation else 470
     apply_style(
         figure, title=title or default_title, subtitle=subtitle, presentation=presentation,
         height=height or base_height,
     )
-    figure.update_traces(
-        selector=lambda t: t.legendgroup in ("bootstrap", "diagonal"), line_width=1.2
-    )
-    figure.update_yaxes(nticks=4, row=2)
-    figure.update_layout(
-        title={"yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 34}},
-        margin={"t": 110 if presentation else 95, "b": 150 if presentation else 120},
-        # At the bottom edge of the whole figure, so it never runs into the axis titles.
-        legend={"yref": "container", "y": 0.0, "yanchor": "bottom"},
-    )
+    figure.update_yaxes(nticks=3, tickformat="~s", row=2)
     return figure
 
 

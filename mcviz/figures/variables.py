@@ -102,9 +102,6 @@ def _rug(result: VariableCalibration) -> go.Bar:
     )
 
 
-INSIDE_LEGEND = {"orientation": "v", "x": 0.01, "y": 0.99, "xanchor": "left", "yanchor": "top",
-                 "bgcolor": "rgba(255,255,255,0.7)"}
-
 
 def _with_rug_axes(figure: go.Figure, result: VariableCalibration) -> None:
     figure.update_layout(
@@ -154,9 +151,9 @@ def variable_curves_figure(
     apply_style(
         figure,
         title=title or f"Error and predicted error along {result.name}",
-        subtitle=subtitle, presentation=presentation, height=height,
+        subtitle=subtitle, presentation=presentation, height=height, legend="inside",
     )
-    return figure.update_layout(legend=INSIDE_LEGEND)
+    return figure
 
 
 def gap_figure(
@@ -201,9 +198,9 @@ def gap_figure(
         subtitle += f" · {_vce_text(result)}"
     apply_style(
         figure, title=title or f"Calibration gap along {result.name}", subtitle=subtitle,
-        presentation=presentation, height=height,
+        presentation=presentation, height=height, legend="inside",
     )
-    return figure.update_layout(legend=INSIDE_LEGEND)
+    return figure
 
 
 def categorical_levels_figure(
@@ -253,6 +250,6 @@ def categorical_levels_figure(
         subtitle += f" · {max_levels} of {len(result.levels)} levels shown"
     apply_style(
         figure, title=title or f"Error and predicted error by {result.name}",
-        subtitle=subtitle, presentation=presentation, height=height,
+        subtitle=subtitle, presentation=presentation, height=height, legend="inside",
     )
-    return figure.update_layout(legend=INSIDE_LEGEND)
+    return figure

@@ -81,7 +81,8 @@ def stop_app(process: subprocess.Popen) -> None:
 
 
 def open_page(page, title: str) -> None:
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
+    """Click a page in the navigation (sidebar, or the top bar in presentation mode)."""
+    page.get_by_role("link", name=title, exact=True).first.click()
     page.get_by_role("heading", name=title).first.wait_for(timeout=120_000)
 
 
@@ -102,6 +103,114 @@ def wait_charts(page, count: int = 1, timeout: float = 120_000) -> None:
     page.locator(".js-plotly-plot >> visible=true").nth(count - 1).wait_for(timeout=timeout)
 
 
+
+OVERLAPS_JS = """
+() => {
+  const box = e => e.getBoundingClientRect();
+  const hit = (a, b) => a.width > 0 && b.width > 0 && a.left < b.right && b.left < a.right
+                        && a.top < b.bottom && b.top < a.bottom;
+  const found = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, i) => {
+    const legends = [...plot.querySelectorAll('g.legend rect.bg')].map(box);
+    const titles = [...plot.querySelectorAll('text[class$="title"]')]
+        .filter(t => /^[xy][0-9]*title$/.test(t.getAttribute('class')) && t.textContent);
+    for (const legend of legends) {
+      for (const title of titles) {
+        if (hit(legend, box(title))) found.push(`chart ${i}: legend over ${title.textContent}`);
+      }
+    }
+  });
+  return found;
+}
+"""
+
+
+def check_page(page, name: str) -> None:
+    """No exception element; no legend box over an axis-title box; save a screenshot."""
+    wait_idle(page)
+    exceptions = page.get_by_test_id("stException")
+    assert exceptions.count() == 0, f"{name}: {exceptions.first.inner_text()[:500]}"
+    assert page.get_by_text("Page not found").count() == 0, name
+    overlaps = page.evaluate(OVERLAPS_JS)
+    page.screenshot(path=ARTIFACTS / f"{name}.png")  # what one screen shows
+    # the whole page: Streamlit scrolls inside its main element, so grow the viewport to it
+    viewport = page.viewport_size
+    height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    if height > viewport["height"]:
+        page.set_viewport_size({"width": viewport["width"], "height": min(height, 8000)})
+        page.wait_for_timeout(500)
+        page.screenshot(path=ARTIFACTS / f"{name}-full.png")
+        page.set_viewport_size(viewport)
+        page.wait_for_timeout(300)
+    assert not overlaps, f"{name}: {overlaps}"
+
+
+def test_page_address_on_a_fresh_server():
+    """/review opened first on a server no session has used: the whole app, not the page alone."""
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    port = _free_port()
+    process = start_app(port)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+            page.goto(f"http://127.0.0.1:{port}/review?demo=adult&var=age",
+                      wait_until="domcontentloaded")
+            page.get_by_role("heading", name="Review").first.wait_for(timeout=120_000)
+            wait_idle(page)
+            navigation = page.get_by_test_id("stSidebarNav")
+            for title in ("Data", "Review", "Calibration", "Subpopulations", "Report"):
+                assert navigation.get_by_role("link", name=title, exact=True).count() == 1
+            assert page.get_by_text("Presentation mode").count() == 1
+            assert page.get_by_text("Reliability bin counts").count() == 1
+            wait_charts(page, 4)
+            check_page(page, "00-fresh-server-review")
+            assert "page=review" in page.url
+            # the next run (a widget changed) stays on the page, inside the app
+            page.get_by_test_id("stSidebar").get_by_test_id("stTextInputField").fill("5, 8")
+            page.keyboard.press("Enter")
+            wait_idle(page)
+            page.get_by_text("Reliability (5, 8 bins)").first.wait_for(timeout=60_000)
+            assert page.get_by_role("heading", name="Review").count() == 1
+            assert navigation.get_by_role("link", name="Data", exact=True).count() == 1
+            check_page(page, "00-fresh-server-review-rerun")
+
+            # two score columns side by side at 1440 px: no headline number cut
+            open_page(page, "Calibration")
+            page.get_by_test_id("stSelectbox").first.click()
+            page.get_by_role("option", name="score_logistic").click()
+            wait_idle(page)
+            wait_charts(page, 6)
+            cut = page.evaluate("""() => [...document.querySelectorAll(
+                '[data-testid=stMetricValue] div')].filter(e => e.scrollWidth > e.clientWidth + 1)
+                .map(e => e.textContent)""")
+            assert not cut, f"headline numbers cut: {cut}"
+            check_page(page, "00-compare-two-scores")
+            browser.close()
+    finally:
+        stop_app(process)
+
+
+PAGES = ("Data", "Review", "Calibration", "Variables", "Subpopulations", "Groupings",
+         "Screening", "Report")
+CHARTS = {"Data": 1, "Review": 4, "Calibration": 3, "Variables": 2, "Groupings": 2}
+
+
+def visit_pages(page, *, start: int, prefix: str = "", skip: tuple[str, ...] = ()) -> None:
+    """Open every page in turn; check and screenshot each (named NN-<prefix><page>.png)."""
+    for number, title in enumerate(PAGES, start=start):
+        if title in skip:
+            continue
+        open_page(page, title)
+        wait_idle(page)
+        if title in CHARTS:
+            wait_charts(page, CHARTS[title])
+        check_page(page, f"{number:02d}-{prefix}{title.lower()}")
+
+
 def test_dashboard_in_a_real_browser(tmp_path):
     _require_browser()
     from playwright.sync_api import sync_playwright
@@ -114,85 +223,74 @@ def test_dashboard_in_a_real_browser(tmp_path):
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport={"width": 1500, "height": 2400},
+            context = browser.new_context(viewport={"width": 1440, "height": 900},
                                           accept_downloads=True)
             page = context.new_page()
             page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
             page.get_by_role("heading", name="Data").first.wait_for(timeout=60_000)
+            wait_idle(page)
+            # the demo is analysed at once; no Deploy button or developer menu
+            assert page.get_by_text("Validation summary").count() == 1
+            assert page.get_by_test_id("stAppDeployButton").count() == 0
+            menu = page.get_by_test_id("stMainMenu")
+            if menu.count():  # the viewer menu has no developer entries
+                menu.click()
+                assert page.get_by_text("Clear cache").count() == 0
+                page.keyboard.press("Escape")
+            check_page(page, "01-data-demo")
 
-            # upload a CSV through the file input
-            page.get_by_text("Upload a file").click()
+            # upload in one action: the uploader is on screen; dropping a file analyses it
             page.locator("input[type=file]").set_input_files(str(csv_path))
-            page.get_by_text("Validation summary").wait_for(timeout=120_000)
+            page.get_by_text("Analysing the uploaded file").wait_for(timeout=120_000)
             wait_idle(page)
             wait_charts(page, 1)
-            page.screenshot(path=ARTIFACTS / "01-data.png", full_page=True)
-
-            open_page(page, "Calibration")
-            wait_idle(page)
-            wait_charts(page, 3)
-            page.screenshot(path=ARTIFACTS / "02-calibration.png", full_page=True)
-
-            open_page(page, "Variables")
-            wait_idle(page)
-            wait_charts(page, 2)
-            page.screenshot(path=ARTIFACTS / "03-variables.png", full_page=True)
+            check_page(page, "02-data-upload")
 
             open_page(page, "Subpopulations")
             page.get_by_role("button", name="Compute").click()
             argmax = page.get_by_text("Worst subpopulation (argmax").first
             argmax.wait_for(timeout=120_000)
-            wait_idle(page)
-            description = argmax.inner_text()
-            assert "rows" in description
-            # the drill-down opens on the argmax by default
-            drill = page.get_by_text("Drill-down").first
-            assert drill.is_visible()
             wait_charts(page, 4)
-            page.screenshot(path=ARTIFACTS / "04-subpopulations.png", full_page=True)
+            check_page(page, "03-subpopulations")
 
-            open_page(page, "Groupings")
+            visit_pages(page, start=4, skip=("Subpopulations", "Data"))
+
+            # the review grid of the argmax subpopulation
+            open_page(page, "Review")
+            page.get_by_test_id("stSelectbox").first.click()
+            page.get_by_role("option", name="Worst subpopulation (argmax)").click()
             wait_idle(page)
-            wait_charts(page, 2)
-            page.screenshot(path=ARTIFACTS / "05-groupings.png", full_page=True)
+            wait_charts(page, 4)
+            check_page(page, "12-review-argmax")
 
             open_page(page, "Report")
             page.get_by_role("button", name="Build the report").click()
             download_button = page.get_by_role("button", name="Download report.html")
-            download_button.wait_for(timeout=120_000)
+            download_button.wait_for(timeout=180_000)
             with page.expect_download(timeout=60_000) as info:
                 download_button.click()
             report = Path(info.value.path()).read_text(encoding="utf-8")
-            assert report.count("Plotly.newPlot(") >= 2
+            assert report.count("Plotly.newPlot(") >= 6
+            assert "Review: " in report
+            assert "class='grid'" in report
             assert "Worst subpopulation (argmax" in report
-            assert "predictions.csv" in report
             (ARTIFACTS / "report.html").write_text(report, encoding="utf-8")
-            page.screenshot(path=ARTIFACTS / "06-report.png", full_page=True)
-
-            # the URL is a shareable link holding the file's hash and the settings
             assert "sha=" in page.url
             assert "sp=1" in page.url
 
-            # presentation mode: navigation on top, larger fonts, one chart per row
-            open_page(page, "Calibration")
-            wait_idle(page)
+            # presentation mode at 1920x1080: every page again; the review grid fits one screen
+            page.set_viewport_size({"width": 1920, "height": 1080})
+            open_page(page, "Review")
             page.get_by_text("Presentation mode").click()
             wait_idle(page)
-            wait_charts(page, 2)
             assert "pm=1" in page.url
-            page.screenshot(path=ARTIFACTS / "07-presentation.png", full_page=True)
-
-            # a copied address opens inside the app (its navigation and sidebar), on the demo
-            fresh = browser.new_context(viewport={"width": 1500, "height": 1400}).new_page()
-            fresh.goto(f"http://127.0.0.1:{port}/variables?demo=adult",
-                       wait_until="domcontentloaded")
-            fresh.get_by_role("heading", name="Variables").first.wait_for(timeout=60_000)
-            wait_idle(fresh)
-            navigation = fresh.get_by_test_id("stSidebarNav")
-            assert navigation.get_by_role("link", name="Subpopulations").count() == 1
-            assert fresh.get_by_text("Presentation mode").count() == 1
-            wait_charts(fresh, 2)
-            fresh.screenshot(path=ARTIFACTS / "08-opened-by-address.png", full_page=True)
+            visit_pages(page, start=20, prefix="presentation-")
+            open_page(page, "Review")
+            wait_charts(page, 4)
+            height = page.evaluate("() => document.querySelector("
+                                   "'[data-testid=stMain]').scrollHeight")
+            page.screenshot(path=ARTIFACTS / "30-presentation-review-screen.png")
+            assert height <= 1080 + 40, f"the review grid needs {height} px at 1920x1080"
             browser.close()
     finally:
         stop_app(process)

@@ -1,4 +1,4 @@
-"""AppTest tests of every dashboard page (app.py routes with st.navigation over views/)."""
+"""AppTest tests of every dashboard page (app.py routes with st.navigation over pages/)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 def upload(at: AppTest, raw: bytes, name: str = "predictions.csv") -> AppTest:
-    at.radio(key="w_source").set_value("upload").run()
-    at.file_uploader[0].set_value((name, raw, "text/csv"))
+    """Drop a file on the Data page's uploader (shown at once: one action)."""
+    at.file_uploader(key="w_upload").set_value((name, raw, "text/csv"))
     return at.run()
 
 
@@ -47,7 +47,7 @@ def test_letter_demo_is_multiclass():
     at.selectbox(key="w_demo").set_value("letter").run()
     no_exceptions(at)
     assert metrics(at)["Rows kept"] == "20,000"
-    at.switch_page("views/calibration.py").run()
+    at.switch_page("pages/calibration.py").run()
     no_exceptions(at)
     assert "Kuiper D" in metrics(at)
 
@@ -62,7 +62,7 @@ def test_upload_and_column_mapping():
     at.multiselect(key=key).set_value(["x"]).run()
     no_exceptions(at)
     assert metrics(at)["Covariates"] == "1"
-    at.switch_page("views/calibration.py").run()
+    at.switch_page("pages/calibration.py").run()
     no_exceptions(at)
     assert float(metrics(at)["Kuiper D"]) > 0
 
@@ -87,7 +87,7 @@ def test_unreadable_file_shows_a_message():
 
 def test_calibration_page_compares_two_scores():
     at = new_app()
-    at.switch_page("views/calibration.py").run()
+    at.switch_page("pages/calibration.py").run()
     no_exceptions(at)
     at.selectbox(key="w_score2").set_value("score_logistic").run()
     no_exceptions(at)
@@ -97,7 +97,7 @@ def test_calibration_page_compares_two_scores():
 
 def test_subpopulations_compute_select_and_filter():
     at = new_app()
-    at.switch_page("views/subpopulations.py").run()
+    at.switch_page("pages/subpopulations.py").run()
     at.number_input(key="w_l").set_value(200)
     at.button[0].click().run()
     no_exceptions(at)
@@ -108,7 +108,7 @@ def test_subpopulations_compute_select_and_filter():
     at.selectbox(key="w_selected").set_value(other).run()
     no_exceptions(at)
     assert at.query_params["sub"] == str(other)
-    assert metrics(at)["Size"] != ""
+    assert any(" rows (" in m.value for m in at.markdown)
     at.text_input(key="w_filter").set_value('age >= 40 and sex == "Female"').run()
     no_exceptions(at)
     at.text_input(key="w_filter").set_value("age >>= 40").run()
@@ -135,7 +135,7 @@ def test_shared_link_to_an_upload_waits_for_the_same_file():
     at.query_params.update({"sha": hashlib.sha256(raw).hexdigest(), "map": mapping})
     at.run()
     no_exceptions(at)
-    assert any("Upload the same file" in i.value for i in at.info)
+    assert any("Drop the same file" in i.value for i in at.info)
     at.file_uploader[0].set_value(("again.csv", raw, "text/csv"))
     at.run()
     no_exceptions(at)
@@ -144,7 +144,7 @@ def test_shared_link_to_an_upload_waits_for_the_same_file():
 
 def test_groupings_page():
     at = new_app()
-    at.switch_page("views/groupings.py").run()
+    at.switch_page("pages/groupings.py").run()
     no_exceptions(at)
     at.radio(key="grouping_kind").set_value("covariate").run()
     no_exceptions(at)
@@ -160,8 +160,10 @@ def test_groupings_page():
 
 def test_variables_page():
     at = new_app()
-    at.switch_page("views/variables.py").run()
+    at.switch_page("pages/variables.py").run()
     no_exceptions(at)
+    kinds = set(at.dataframe[0].value["kind"])
+    assert kinds == {"ordinal", "nominal"}  # one naming of covariate kinds everywhere
 
 
 def _chart_titles(at: AppTest) -> str:
@@ -171,7 +173,7 @@ def _chart_titles(at: AppTest) -> str:
 
 def test_switching_between_numeric_variables_redraws_their_curves():
     at = new_app()
-    at.switch_page("views/variables.py").run()
+    at.switch_page("pages/variables.py").run()
     at.selectbox(key="w_variable").set_value("age").run()
     no_exceptions(at)
     assert "Error and predicted error along age" in _chart_titles(at)
@@ -184,19 +186,23 @@ def test_switching_between_numeric_variables_redraws_their_curves():
 
 
 def test_a_page_opened_directly_loads_the_demo():
-    at = AppTest.from_file(str(Path(APP).parent / "views" / "variables.py"),
+    """A page script run on its own (as on a fresh server) draws the whole app."""
+    at = AppTest.from_file(str(Path(APP).parent / "pages" / "variables.py"),
                            default_timeout=TIMEOUT).run()
     no_exceptions(at)
+    assert [h.value for h in at.header] == ["Variables"]
+    assert at.sidebar.toggle(key="w_presentation") is not None  # app.py's sidebar
+    assert at.sidebar.text_input(key="w_bins").value == "10, 20, 50"
     assert not [i.value for i in at.info if "Load a file" in i.value]
     assert "Kuiper D" in metrics(at)
 
 
 def test_report_download_content():
     at = upload(new_app(), synthetic_csv(), name="<script>alert(1)</script>.csv")
-    at.switch_page("views/subpopulations.py").run()
+    at.switch_page("pages/subpopulations.py").run()
     at.number_input(key="w_l").set_value(100)
     at.button[0].click().run()
-    at.switch_page("views/report.py").run()
+    at.switch_page("pages/report.py").run()
     no_exceptions(at)
     next(b for b in at.button if b.label == "Build the report").click().run()
     no_exceptions(at)
@@ -209,30 +215,19 @@ def test_report_download_content():
     assert next(d.label for d in at.get("download_button")) == "Download report.html"
 
 
-@pytest.mark.parametrize("page", ["calibration", "variables", "subpopulations", "groupings",
-                                  "report"])
-def test_every_page_says_to_load_data_first_in_upload_mode(page):
-    # a page opened first (a copied link) in a session whose source is "upload", nothing loaded
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.session_state["w_source"] = "upload"
-    at.switch_page(f"views/{page}.py").run()
-    no_exceptions(at)
-    assert any("Data** page first" in i.value for i in at.info), [i.value for i in at.info]
-
-
 def test_presentation_mode_is_in_the_link_and_keeps_pages_working():
     at = new_app()
     at.toggle(key="w_presentation").set_value(True).run()
     no_exceptions(at)
     assert at.query_params["pm"] == "1"
-    at.switch_page("views/calibration.py").run()
+    at.switch_page("pages/calibration.py").run()
     no_exceptions(at)
     assert "Kuiper D" in metrics(at)
 
 
 def test_variables_page_switches_between_ordinal_and_nominal_variables():
     at = new_app()
-    at.switch_page("views/variables.py").run()
+    at.switch_page("pages/variables.py").run()
     at.selectbox(key="w_variable").set_value("age").run()
     no_exceptions(at)
     assert at.query_params["var"] == "age"
@@ -244,7 +239,7 @@ def test_variables_page_switches_between_ordinal_and_nominal_variables():
 def test_no_chart_sends_more_than_250_kb():
     at = new_app()
     for page in ("calibration", "variables", "subpopulations"):
-        at.switch_page(f"views/{page}.py").run()
+        at.switch_page(f"pages/{page}.py").run()
         if page == "subpopulations":
             at.button[0].click().run()
         no_exceptions(at)
@@ -260,14 +255,14 @@ def test_reweighting_flows_into_every_statistic():
     at.selectbox(key=key).set_value("low-prevalence").run()
     no_exceptions(at)
     assert '"weighting":"low-prevalence"' in at.query_params["map"]
-    at.switch_page("views/calibration.py").run()
+    at.switch_page("pages/calibration.py").run()
     no_exceptions(at)
     assert "weighted bins" in " ".join(m.value for m in at.markdown)
 
 
 def test_reweighting_from_the_subpopulations_page_recomputes_m():
     at = new_app()
-    at.switch_page("views/subpopulations.py").run()
+    at.switch_page("pages/subpopulations.py").run()
     at.number_input(key="w_l").set_value(100)
     at.button[0].click().run()
     no_exceptions(at)
@@ -277,7 +272,7 @@ def test_reweighting_from_the_subpopulations_page_recomputes_m():
     assert '"weighting":"proportional"' in at.query_params["map"]
     assert '"rho":0.01' in at.query_params["map"]
     assert metrics(at)["M"] != unweighted  # recomputed on the new weights, not stale
-    at.switch_page("views/data.py").run()
+    at.switch_page("pages/data.py").run()
     key = next(w.key for w in at.selectbox if w.key and w.key.startswith("map_weighting"))
     assert at.selectbox(key=key).value == "proportional"
 
@@ -296,10 +291,10 @@ def test_real_valued_labels_use_the_appendix_c_sigma():
     no_exceptions(at)
     assert not at.error
     assert metrics(at)["Rows kept"] == "2,000"
-    for page in ("views/calibration.py", "views/variables.py", "views/subpopulations.py"):
+    for page in ("pages/calibration.py", "pages/variables.py", "pages/subpopulations.py"):
         at.switch_page(page).run()
         no_exceptions(at)
-    at.switch_page("views/calibration.py").run()
+    at.switch_page("pages/calibration.py").run()
     assert float(metrics(at)["Kuiper D"]) > 0
     assert '"response":"continuous"' in at.query_params["map"]
 
@@ -320,7 +315,7 @@ def test_screening_table_opens_and_drills_down(tmp_path, capsys):
                  "--out", str(out), "--json"]) == 0
     argmax = json.loads(capsys.readouterr().out)["argmax"]
     at = new_app()
-    at.switch_page("views/screening.py").run()
+    at.switch_page("pages/screening.py").run()
     no_exceptions(at)
     at.file_uploader(key="screen_upload").set_value(
         ("screen.parquet", out.read_bytes(), "application/octet-stream")).run()
@@ -335,3 +330,172 @@ def test_screening_table_opens_and_drills_down(tmp_path, capsys):
         ("plain.parquet", data.read_bytes(), "application/octet-stream")).run()
     no_exceptions(at)
     assert any("no mcviz screening context" in e.value for e in at.error)
+
+
+# --------------------------------------------------------------------------------------------
+# What the pages draw
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def _title(figure: dict) -> str:
+    return figure["layout"].get("title", {}).get("text", "")
+
+
+def assert_review_grid(at: AppTest, bins: tuple[int, ...] = (10, 20, 50)) -> list[dict]:
+    """The four charts: triangle, one reliability panel per bin count, LOESS bands, LCS curve."""
+    no_exceptions(at)
+    drawn = figures(at)
+    assert len(drawn) == 4, [_title(f) for f in drawn]
+    cumulative, reliability, curves, lcs = drawn
+    assert any(t.get("name", "").startswith("±2σ") and t.get("fill") == "toself"
+               for t in cumulative["data"]), "the triangle"
+    assert "D/σ" in _title(cumulative)  # headline numbers in the chart's own title
+    panels = [a["text"] for a in reliability["layout"]["annotations"] if "bins" in a["text"]]
+    assert panels == [f"{k} bins" for k in bins]
+    diagonals = [t for t in reliability["data"] if t.get("name") == "perfect calibration"]
+    assert len(diagonals) == len(bins)
+    bands = [t for t in curves["data"] if t.get("fill") == "toself"]
+    assert {t["name"] for t in bands} == {"error rate: 95% band",
+                                          "predicted error: 95% band"}
+    assert "VECE" in _title(curves)
+    assert any(t.get("name", "").startswith("ĝ") for t in lcs["data"]), "the LCS curve"
+    assert "LCS" in _title(lcs)
+    return drawn
+
+
+def test_review_page_draws_the_four_charts_of_the_full_population():
+    at = new_app()
+    at.switch_page("pages/review.py").run()
+    assert [h.value for h in at.header] == ["Review"]
+    drawn = assert_review_grid(at)
+    assert "Cumulative differences" in _title(drawn[0])
+    # no metric row floats between the charts: every number is in a title
+    assert not at.metric
+
+
+def test_review_page_follows_the_bin_counts_and_the_variable():
+    at = new_app()
+    at.switch_page("pages/review.py").run()
+    at.sidebar.text_input(key="w_bins").set_value("5, 8").run()
+    at.selectbox(key="w_variable").set_value("hours_per_week").run()
+    drawn = assert_review_grid(at, bins=(5, 8))
+    assert "along hours_per_week" in _title(drawn[2])
+    assert at.query_params["var"] == "hours_per_week"
+
+
+def test_review_of_the_argmax_subpopulation_and_its_own_calibration():
+    at = new_app()
+    at.switch_page("pages/subpopulations.py").run()
+    at.number_input(key="w_l").set_value(100)
+    at.button[0].click().run()
+    argmax = next(s.value for s in at.success if "argmax" in s.value)
+    at.switch_page("pages/review.py").run()
+    at.selectbox(key="w_scope").set_value("argmax").run()
+    drawn = assert_review_grid(at)
+    assert "Deviation from the full population" in _title(drawn[0])
+    assert drawn[0]["data"][0]["name"].startswith("Fₖ − F̃ₖ")
+    assert any(t.get("legendgroup") == "sub" for t in drawn[1]["data"])  # against the full
+    description = argmax.split("**")[1]
+    assert any(description in c.value for c in at.caption)
+    at.toggle(key="w_review_own").set_value(True).run()
+    drawn = assert_review_grid(at)
+    assert "Own calibration" in _title(drawn[0])
+    assert at.query_params["scope"] == "argmax"
+
+
+def test_review_of_a_filter_a_level_and_a_generated_id():
+    at = new_app()
+    at.switch_page("pages/review.py").run()
+    at.selectbox(key="w_scope").set_value("filter").run()
+    at.text_input(key="w_filter").set_value('sex == "Female"').run()
+    drawn = assert_review_grid(at)
+    assert "n = 16,192" in _title(drawn[2])  # the LOESS curves use the scope's rows only
+    at.selectbox(key="w_scope").set_value("level").run()
+    at.selectbox(key="w_variable").set_value("sex").run()
+    no_exceptions(at)
+    assert len(figures(at)) == 4
+    at.selectbox(key="w_scope").set_value("sub").run()  # nothing computed yet: a message
+    no_exceptions(at)
+    assert any("Subpopulations" in i.value for i in at.info)
+
+
+def test_review_link_restores_the_scope():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "review", "demo": "adult", "scope": "filter",
+                            "filter": "age >= 50", "var": "age"})
+    at.run()
+    assert [h.value for h in at.header] == ["Review"]
+    drawn = assert_review_grid(at)
+    assert at.text_input(key="w_filter").value == "age >= 50"
+    assert "along age" in _title(drawn[2])
+    assert "n = 10,674" in _title(drawn[2])  # the rows with age >= 50 only
+
+
+@pytest.mark.parametrize("query", [
+    {"demo": "adult", "map": "[1,2]"},
+    {"demo": "adult", "map": '{"rho":"x","score":"score_gbm"}'},
+    {"demo": "adult", "l": "9" * 300, "page": "subpopulations"},
+    {"demo": "adult", "zzz": "1", "scope": "nonsense", "page": "review"},
+    {"sha": "not-a-digest", "page": "report"},
+])
+def test_a_malformed_link_is_a_message_not_a_traceback(query):
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update(query)
+    at.run()
+    no_exceptions(at)
+    assert any(w.value.startswith("Shared link:") for w in at.warning)
+
+
+def test_report_uses_the_shared_runs_with_every_repeat_and_the_review_grid():
+    at = new_app()
+    at.switch_page("pages/subpopulations.py").run()
+    at.number_input(key="w_l").set_value(100)
+    at.number_input(key="w_repeats").set_value(2)
+    at.button[0].click().run()
+    no_exceptions(at)
+    shown = at.dataframe[0].value
+    assert list(shown["seed"]) == ["0", "1"] or list(shown["seed"]) == [0, 1]
+    at.switch_page("pages/report.py").run()
+    no_exceptions(at)
+    next(b for b in at.button if b.label == "Build the report").click().run()
+    html = at.session_state["report_html"].decode()
+    assert "M of every repeat (seeds)" in html
+    assert "Review: full population" in html
+    assert "class='grid'" in html
+    assert all("<" not in option for option in at.selectbox(key="image_chart").options)
+
+
+def test_upload_is_one_action_and_the_demo_until_then():
+    at = new_app()
+    assert at.file_uploader(key="w_upload") is not None  # on screen at once
+    assert metrics(at)["Rows read"] == "48,842"  # the demo is analysed meanwhile
+    at = upload(at, synthetic_csv())
+    no_exceptions(at)
+    assert metrics(at)["Rows read"] == "3,000"  # no further click
+    at.selectbox(key="w_demo").set_value("letter").run()
+    assert metrics(at)["Rows read"] == "20,000"
+
+
+def test_variables_page_shows_weighted_means_beside_weighted_statistics():
+    at = new_app()
+    key = next(w.key for w in at.selectbox if w.key and w.key.startswith("map_weighting"))
+    at.selectbox(key=key).set_value("low-prevalence").run()
+    at.switch_page("pages/variables.py").run()
+    at.selectbox(key="w_variable").set_value("sex").run()
+    no_exceptions(at)
+    table = at.dataframe[-1].value
+    assert "weighted mean score" in table.columns
+    assert "weighted mean response" in table.columns
+    from mcviz import load_predictions, read_table
+    from mcviz.io import demo_path
+    from mcviz.weighting import reweight
+
+    pred = reweight(load_predictions(read_table(demo_path("adult")), score="score_gbm",
+                                     label="income_gt_50k"), "low-prevalence")
+    female = (pred.covariates["sex"] == "Female").to_numpy()
+    expected = np.average(pred.label[female], weights=pred.weight[female])
+    row = table[table["level"].str.contains("Female")].iloc[0]
+    assert float(row["weighted mean response"]) == pytest.approx(expected, rel=1e-3)

@@ -1,11 +1,14 @@
 """Report page: a self-contained HTML report, CSV tables and PNG/SVG charts."""
 
 import json
+import re
 
 import pandas as pd
 import streamlit as st
 
-from mcviz import __version__, cumulative_differences, ui
+from dashboard import charts, runs, ui
+from dashboard import state as s
+from mcviz import __version__, cumulative_differences
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
 from mcviz.figures import deviation_figure
@@ -17,11 +20,17 @@ from mcviz.report import (
     html_report,
     safe_csv,
 )
-from mcviz.subpopulations import generate_subpopulations
 
-ui.page("report", "Report")
+ui.setup_page("report", "Report")
 analysis = ui.require_current()
 pred = analysis.pred
+runs_ = ui.subpopulation_runs(analysis)  # the Subpopulations page's runs, every repeat
+
+
+def _chart_name(section: str, number: int, figure) -> str:
+    """Plain text for the chart picker: the title without its subtitle or markup."""
+    title = re.sub(r"<[^>]*>", " ", (figure.layout.title.text or "chart").split("<br>")[0])
+    return f"{section} — {number + 1}: {' '.join(title.split())}"[:120]
 
 
 def _numbers(result) -> tuple[tuple[str, str], ...]:
@@ -35,26 +44,16 @@ def calibration_section(item: ui.Current) -> ReportSection:
     figures = [ui.cumulative_fig(
         result, title=f"Cumulative differences: {item.pred.score_column}",
         cache=f"cum:{item.key}")]
-    figures.extend(fig for _, fig in ui.extra_calibration_figures(item))
-    tables = tuple(ui.extra_calibration_tables(item))
+    figures.extend(fig for _, fig in charts.extra_calibration_figures(item))
+    tables = (("Classical calibration metrics", charts.metrics_table(item)),)
     return ReportSection(f"Calibration of {item.pred.score_column}", metrics=_numbers(result),
                          figures=tuple(figures), tables=tables)
 
 
 def subpopulation_section() -> tuple[ReportSection | None, pd.DataFrame | None]:
-    settings = st.session_state.get(ui.SUBPOP)
-    if settings is None:
+    if not runs_:
         return None, None
-    subsets = ui.compute(
-        "subpopulations", analysis.key, generate_subpopulations, pred,
-        covariates=settings["covariates"], n_subpopulations=settings["n_subpopulations"],
-        min_size=settings["min_size"], seed=settings["seed"],
-    )
-    result = ui.compute(
-        "multicalibration", analysis.key, ui.measure_subpopulations, pred, subsets,
-        covariates=settings["covariates"], n_subpopulations=settings["n_subpopulations"],
-        min_size=settings["min_size"], seed=settings["seed"],
-    )
+    result = runs_[0].result
     table = result.table
     argmax = result.argmax
     figures = []
@@ -63,7 +62,7 @@ def subpopulation_section() -> tuple[ReportSection | None, pd.DataFrame | None]:
                                subpopulation_deviation, pred, argmax.index)
         figures.append(ui.figure(deviation_figure, deviation,
                                  f"dev:{analysis.key}:{argmax.description}"))
-    own = ui.compute(f"own:{argmax.description}", analysis.key, ui.own_cumulative, pred,
+    own = ui.compute(f"own:{argmax.description}", analysis.key, runs.own_cumulative, pred,
                      argmax.index)
     figures.append(ui.cumulative_fig(own, title="The subpopulation's own calibration",
                                      cache=f"own:{analysis.key}:{argmax.description}"))
@@ -78,19 +77,22 @@ def subpopulation_section() -> tuple[ReportSection | None, pd.DataFrame | None]:
                  ("Expectation", f"{result.expectation:.4g}"),
                  ("Subpopulations", f"{result.n_subpopulations:,}")),
         figures=tuple(figures),
-        tables=(("Top 50 subpopulations by normalised value", top),),
+        tables=(("Top 50 subpopulations by normalised value", top),
+                *((("M of every repeat (seeds)", runs.repeats_table(runs_)),)
+                  if len(runs_) > 1 else ())),
     )
     return section, table
 
 
 sections = [calibration_section(analysis)]
-score2 = st.session_state.get(ui.W_SCORE2, ui.NO_SCORE)
+score2 = st.session_state.get(s.W_SCORE2, ui.NO_SCORE)
 if score2 != ui.NO_SCORE:
     try:
         sections.append(calibration_section(analysis.with_score(score2)))
     except ValidationError as error:
         st.warning(f"Second score column left out: {error}")
-sections.extend(section for section in ui.extra_report_sections(analysis))
+sections.extend(charts.variables_section(analysis))
+sections.insert(0, charts.review_section(analysis, runs_))
 subpop_section, subpop_table = subpopulation_section()
 if subpop_section is not None:
     sections.append(subpop_section)
@@ -108,10 +110,11 @@ summary = {
 mapping = {k: (", ".join(map(str, v)) if isinstance(v, list | tuple) else v)
            for k, v in json.loads(analysis.mapping.to_json()).items() if v not in (None, [], "")}
 settings = {"bin counts": ", ".join(map(str, ui.bin_counts()))}
-if st.session_state.get(ui.SUBPOP):
-    chosen = st.session_state[ui.SUBPOP]
+if st.session_state.get(s.SUBPOP):
+    chosen = st.session_state[s.SUBPOP]
     settings.update({"ℓ": chosen["n_subpopulations"], "m": chosen["min_size"],
-                     "seed": chosen["seed"], "covariates": ", ".join(chosen["covariates"])})
+                     "seed": chosen["seed"], "repeats": chosen.get("repeats", 1),
+                     "covariates": ", ".join(chosen["covariates"])})
 
 st.subheader("HTML report")
 st.caption("One self-contained file (plotly.js inlined once; works offline) with the dataset "
@@ -137,19 +140,19 @@ for section in sections:
                            key=f"csv_{section.title}_{caption}")
 
 st.subheader("Charts as PNG or SVG")
-charts = {f"{section.title} — {i + 1}: {fig.layout.title.text or 'chart'}"[:160]: fig
+images = {_chart_name(section.title, i, fig): fig
           for section in sections for i, fig in enumerate(section.figures)}
 if chromium_path() is None:
     st.info("PNG/SVG export needs the chromium browser, which is not installed on this server "
             "(`apt-get install chromium`). Each chart's toolbar camera button still saves an "
             "image from your browser.")
 else:
-    name = st.selectbox("Chart", list(charts), key="image_chart")
+    name = st.selectbox("Chart", list(images), key="image_chart")
     fmt = st.radio("Format", ["png", "svg"], horizontal=True, key="image_format")
     if st.button("Render image"):
         try:
             with st.spinner("Rendering with chromium…"):
-                st.session_state["image"] = (name, fmt, figure_image(charts[name], fmt))
+                st.session_state["image"] = (name, fmt, figure_image(images[name], fmt))
         except ExportUnavailableError as error:
             st.warning(str(error))
     image = st.session_state.get("image")

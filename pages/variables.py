@@ -1,46 +1,47 @@
 """Variables page: VECE ranking, LOESS error curves, the gap curve and the cumulative view."""
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
-from mcviz import cumulative_differences, ui
+from dashboard import charts, runs, ui
+from dashboard import state as s
+from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
+from mcviz.figures import format_number
 from mcviz.subpopulations import group_subpopulations
 
-ui.page("variables", "Variables")
+ui.setup_page("variables", "Variables")
 analysis = ui.require_current()
 pred = analysis.pred
-kinds = dict(pred.covariate_kinds)
-if not kinds:
-    st.warning("The mapping has no covariates: choose some on the Data page.")
-    st.stop()
+kinds = ui.require_covariates(analysis)
 
 try:
-    ranking = ui.variable_ranking(analysis)
+    ranking = charts.variable_ranking(analysis)
 except ValidationError as error:  # e.g. real-valued responses: no predicted class, no error
     st.info(f"Variable-based calibration is not available for these data: {error} "
             "The cumulative view along each variable is below.")
     ranking = None
 else:
     st.markdown("**Variables ranked by variable-based calibration error (VECE)**")
-    st.dataframe(
-        ranking.assign(vce_at=[f"{v:.4g}" if isinstance(v, float) else str(v)
-                               for v in ranking["vce_at"]]), hide_index=True,
+    ui.show_table(  # the covariate kinds in the words used everywhere: ordinal / nominal
+        ranking.assign(kind=ranking["kind"].replace(charts.KIND_NAMES),
+                       vce_at=[format_number(v) if isinstance(v, float) else str(v)
+                               for v in ranking["vce_at"]]),
         height=min(40 + 35 * len(ranking), 360),
-        column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("vece", "vce")},
     )
 
 names = list(kinds)
 if ranking is not None:
     ranked = [v for v in ranking["name"] if v in kinds]
     names = ranked + [v for v in kinds if v not in set(ranked)]
-ui.selectbox_state(ui.W_VARIABLE, names, names[0])
-variable = st.selectbox("Variable", names, key=ui.W_VARIABLE,
+ui.selectbox_state(s.W_VARIABLE, names, names[0])
+variable = st.selectbox("Variable", names, key=s.W_VARIABLE,
                         format_func=lambda v: f"{v} ({kinds[v]})")
 
 if ranking is not None:
     try:
-        drawn = ui.variable_figures(analysis, variable)
+        drawn = charts.variable_figures(analysis, variable)
     except ValidationError as error:
         st.info(str(error))
         drawn = []
@@ -70,13 +71,16 @@ else:
         st.error(str(error))
     else:
         rows = []
+        prefix = "weighted mean" if pred.weighted else "mean"  # as weighted as D/σ beside them
         for group in groups:
-            own = ui.compute(f"own:{group.description}", analysis.key, ui.own_cumulative, pred,
+            own = ui.compute(f"own:{group.description}", analysis.key, runs.own_cumulative, pred,
                              group.index)
             rows.append({"level": group.description, "size": group.size,
-                         "mean score": float(pred.score[group.index].mean()),
-                         "mean response": float(pred.label[group.index].mean()),
+                         f"{prefix} score": float(np.average(pred.score[group.index],
+                                                             weights=pred.weight[group.index])),
+                         f"{prefix} response": float(np.average(
+                             pred.label[group.index], weights=pred.weight[group.index])),
                          "Kuiper D": own.kuiper, "D/σ": own.kuiper_z, "p-value": own.p_value})
         st.markdown(f"**Calibration within each level of {variable}**")
-        st.dataframe(pd.DataFrame(rows).sort_values("D/σ", ascending=False), hide_index=True)
+        ui.show_table(pd.DataFrame(rows).sort_values("D/σ", ascending=False))
 ui.sync()

@@ -3,12 +3,15 @@
 import pandas as pd
 import streamlit as st
 
-from mcviz import cumulative_differences, ui
+from dashboard import charts, ui
+from dashboard import state as s
+from mcviz import cumulative_differences
 from mcviz.binning import reliability_diagrams
 from mcviz.engines.results import load_subpopulation, read_screen
 from mcviz.errors import ValidationError
+from mcviz.figures import format_number
 
-ui.page("screening", "Screening")
+ui.setup_page("screening", "Screening")
 st.caption(
     "For data larger than memory: `mcviz screen 'logs/*.parquet' --engine duckdb --out "
     "screen.parquet` measures every subpopulation out of core and writes one row per "
@@ -22,7 +25,7 @@ if upload is None:
     st.info("Upload a screening table to see its subpopulations.")
     st.stop()
 raw = upload.getvalue()
-table_key = ui.digest(raw)
+table_key = s.digest(raw)
 try:
     screen = ui.compute("screen_table", table_key, read_screen, raw)
 except ValidationError as error:
@@ -31,8 +34,8 @@ except ValidationError as error:
 
 table = screen.table
 cells = st.columns(4)
-cells[0].metric("M", f"{screen.metric:.4g}",
-                help="max over subpopulations of D_k σ_0 / σ_k (eq. (4))")
+cells[0].metric("M", format_number(screen.metric),
+                help="max over subpopulations of Dₖ σ₀ / σₖ (eq. (4))")
 cells[1].metric("Mode", "exact" if screen.exact else "histogram",
                 help=None if screen.exact else f"M may be up to {screen.metric_bound:.3g} higher")
 cells[2].metric("Rows screened", f"{screen.n:,}")
@@ -78,5 +81,5 @@ ui.show_figure(ui.cumulative_fig(own, title="The subpopulation's own calibration
                key=f"screen_cum_{row}")
 reliability = ui.compute("screen_reliability", f"{table_key}:{row}", reliability_diagrams, pred,
                          n_bins=list(ui.bin_counts()), kind="equal_width", n_bootstrap=0)
-ui.show_figure(ui.reliability_fig(reliability, f"screen_rel:{table_key}:{row}"),
+ui.show_figure(charts.reliability_fig(reliability, f"screen_rel:{table_key}:{row}"),
                key=f"screen_rel_{row}")

@@ -3,20 +3,21 @@
 import pandas as pd
 import streamlit as st
 
-from mcviz import ui
+from dashboard import ui
 from mcviz.agglomeration import calibration_score, cvar_curve
 from mcviz.errors import ValidationError
 from mcviz.figures import cvar_curve_figure, group_errors_figure
 from mcviz.groupings import covariate_bins, local_calibration, score_bins
 from mcviz.report import safe_csv
 
-ui.page("groupings", "Groupings")
+ui.setup_page("groupings", "Groupings")
 analysis = ui.require_current()
 pred = analysis.pred
 
 st.caption("Every calibration score is a grouping (which observations are compared) and an "
-           "agglomeration of the groups' errors c(I) = mean(score − response) "
-           "(Höltgen & Williamson 2023).")
+           "agglomeration of the groups' errors, here mean(response − score) as on every other "
+           "page (> 0: under-prediction); Höltgen & Williamson (2023) write c(I) with the "
+           "opposite sign.")
 kinds = dict(pred.covariate_kinds)
 options = ["score", "covariate", "local"] if kinds else ["score"]
 grouping = st.radio("Grouping", options, horizontal=True, key="grouping_kind", format_func={
@@ -35,7 +36,7 @@ try:
         columns = cells[0].multiselect("Covariates (one or two)", list(kinds),
                                        default=list(kinds)[:1], max_selections=2,
                                        key="grouping_columns")
-        n_bins = cells[1].number_input("Bins per numeric covariate", 2, 50, 5,
+        n_bins = cells[1].number_input("Bins per ordinal covariate", 2, 50, 5,
                                        key="grouping_cbins")
         strategy = cells[2].radio("Strategy", ["count", "width"], horizontal=True,
                                   key="grouping_cstrategy")
@@ -66,7 +67,7 @@ for name in ("mean", "max", "cvar:0.9", "range", "std", "superquantile:0.5"):
                  "worst group": score.worst_group, "its error": score.worst_error})
 scores = pd.DataFrame(rows)
 st.markdown(f"**{groups.kind}**: {groups.description} — {groups.n_groups:,} groups")
-st.dataframe(scores, hide_index=True)
+ui.show_table(scores)
 
 table = groups.table()
 left, right = ui.chart_slots(2)

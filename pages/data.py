@@ -3,45 +3,48 @@
 import pandas as pd
 import streamlit as st
 
-from mcviz import cumulative_differences, ui
+from dashboard import state as s
+from dashboard import ui
+from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
 
-ui.page("data", "Data")
-source_kind = st.radio(
-    "Data source", ["demo", "upload"], key=ui.W_SOURCE, horizontal=True,
-    format_func={"demo": "Embedded demo", "upload": "Upload a file"}.get,
-)
-
-if source_kind == "demo":
-    name = st.selectbox("Demo", list(ui.DEMOS), key=ui.W_DEMO, format_func=ui.DEMOS.get)
-    ui.use_demo(name)
-else:
+ui.setup_page("data", "Data")
+drop, demo_slot = st.columns([2, 1])
+with drop:  # the uploader is there at once: a dropped file is analysed without another click
     upload = st.file_uploader(
-        "Prediction file (CSV, TSV, Parquet; optionally .gz or .zip; up to 1 GB)",
-        type=["csv", "tsv", "txt", "parquet", "pq", "gz", "zip"],
+        "Drop a prediction file (CSV, TSV, Parquet; optionally .gz or .zip; up to 1 GB)",
+        type=["csv", "tsv", "txt", "parquet", "pq", "gz", "zip"], key="w_upload",
     )
-    current_source = st.session_state.get(ui.SOURCE)
-    if upload is not None:
-        try:
-            file_digest, frame = ui.read_upload(upload.name, upload.getvalue())
-        except ValidationError as error:
-            st.error(str(error))
-            st.stop()
-        ui.adopt_upload(upload.name, file_digest, frame)
-    elif current_source is not None and current_source["kind"] == "upload":
-        st.caption(f"Using the uploaded file **{current_source['name']}** "
-                   f"(SHA-256 `{current_source['digest'][:12]}…`).")
-    else:
-        pending = st.session_state.get(ui.PENDING) or {}
-        if "sha" in pending:
-            st.info(f"Upload the file with SHA-256 `{pending['sha'][:12]}…` to restore the "
-                    "shared view.")
+with demo_slot:
+    name = st.selectbox("Or analyse an embedded demo", list(ui.DEMOS), key=s.W_DEMO,
+                        format_func=ui.DEMOS.get,
+                        on_change=lambda: st.session_state.update(demo_picked=True))
+current_source = st.session_state.get(s.SOURCE)
+if upload is not None and st.session_state.get("adopted_upload") != upload.file_id:
+    try:
+        file_digest, frame = ui.read_upload(upload.name, upload.getvalue())
+    except ValidationError as error:
+        st.error(str(error))
         st.stop()
+    st.session_state["adopted_upload"] = upload.file_id
+    ui.adopt_upload(upload.name, file_digest, frame)
+elif st.session_state.pop("demo_picked", False) or current_source is None or \
+        current_source["kind"] == "demo":
+    if st.session_state.get(s.PENDING, {}).get("sha") and current_source is None:
+        pending = st.session_state[s.PENDING]
+        st.info(f"Drop the file with SHA-256 `{pending['sha'][:12]}…` to restore the shared "
+                "view.")
+        st.stop()
+    ui.use_demo(name)
+current_source = st.session_state[s.SOURCE]
+if current_source["kind"] == "upload":
+    demo_slot.caption(f"Analysing the uploaded file **{current_source['name']}** "
+                      f"(SHA-256 `{current_source['digest'][:12]}…`); pick a demo to switch.")
 
-source = st.session_state[ui.SOURCE]
-frame = st.session_state[ui.FRAME]
-mapping: ui.ColumnMapping = st.session_state[ui.MAPPING]
-key = ui.source_key(source)
+source = st.session_state[s.SOURCE]
+frame = st.session_state[s.FRAME]
+mapping: ui.ColumnMapping = st.session_state[s.MAPPING]
+key = s.source_key(source)
 columns = [str(c) for c in frame.columns]
 
 st.subheader("Column mapping")
@@ -114,7 +117,7 @@ with right:
     )
     numeric_covariates = [c for c in covariates if pd.api.types.is_numeric_dtype(frame[c])]
     nominal = st.multiselect(
-        "Treat these numeric covariates as nominal (categories)", numeric_covariates,
+        "Treat these ordinal covariates as nominal (unordered levels)", numeric_covariates,
         default=[c for c in mapping.nominal if c in numeric_covariates],
         key=f"map_nominal|{key}",
     )
@@ -143,8 +146,8 @@ new_mapping = ui.ColumnMapping(
     response="continuous" if continuous else "binary",
 )
 if new_mapping != mapping:
-    st.session_state[ui.MAPPING] = new_mapping
-    st.session_state.pop(ui.SUBPOP, None)
+    st.session_state[s.MAPPING] = new_mapping
+    st.session_state.pop(s.SUBPOP, None)
     mapping = new_mapping
 ui.sync()
 
@@ -179,11 +182,12 @@ if pred.multiclass:
     st.caption(f"Multi-class: {len(pred.classes)} classes; the score is the top-label "
                "probability and the response is 1 when the predicted class is right.")
 with st.container():  # full width: the figure's legend needs it
-    result = ui.compute("cumulative", ui.current_key(source, mapping), cumulative_differences, pred)
+    result = ui.compute("cumulative", s.analysis_key(source, mapping), cumulative_differences, pred)
     ui.show_figure(ui.cumulative_fig(result, title=f"First look: {pred.score_column}",
-                                   cache=f"first:{ui.current_key(source, mapping)}"),
+                                   cache=f"first:{s.analysis_key(source, mapping)}"),
                    key="data_first_look")
-    st.page_link("views/calibration.py", label="Go to Calibration", icon=":material/show_chart:")
+    st.page_link(ui.page_path("review"), label="Review: the four charts side by side",
+                 icon=":material/dashboard:")
 kinds_slot, preview_slot = st.columns([1, 2])
 with kinds_slot:
     st.caption("Covariate kinds")

@@ -1,0 +1,160 @@
+"""Cached results and figures the Calibration, Variables and Report pages share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import review, runs
+from dashboard import state as s
+from dashboard.ui import Current, bin_counts, compute, figure
+from mcviz.binning import calibration_metrics, reliability_diagrams
+from mcviz.errors import ValidationError
+from mcviz.figures import (
+    categorical_levels_figure,
+    gap_figure,
+    lcs_figure,
+    reliability_figure,
+    variable_curves_figure,
+)
+from mcviz.report import ReportSection
+from mcviz.smoothing import local_calibration_score
+from mcviz.variables import level_calibration, rank_variables, variable_calibration
+
+KIND_NAMES = {"numeric": "ordinal", "categorical": "nominal"}
+"""The library's ranking says numeric/categorical; the dashboard says ordinal/nominal."""
+BIN_KIND_TITLES = {"equal_width": "Equal-width bins", "equal_count": "Equal-count bins"}
+
+
+def reliability_result(item: Current, kind: str) -> Any:
+    """Reliability diagrams of the full population at the sidebar's bin counts (cached)."""
+    n_bootstrap = 20 if item.pred.n <= 200_000 else 0
+    return item.compute("reliability", reliability_diagrams, item.pred, n_bins=list(bin_counts()),
+                        kind=kind, n_bootstrap=n_bootstrap)
+
+
+def reliability_fig(result: Any, cache: str | None = None) -> Any:
+    """Return the reliability figure of a result."""
+    return figure(reliability_figure, result, cache and f"{cache}:{bin_counts()}")
+
+
+def lcs_result(item: Current) -> Any:
+    """Return the Local Calibration Score (cached), or None for real-valued responses."""
+    if item.pred.response_kind != "binary":
+        return None
+    pred = item.pred
+    return item.compute("lcs", local_calibration_score, pred.score, pred.label,
+                        pred.weight if pred.weighted else None)
+
+
+def lcs_fig(result: Any, cache: str | None = None) -> Any:
+    """Return the LCS figure."""
+    return figure(lcs_figure, result, cache)
+
+
+def metrics_table(item: Current) -> pd.DataFrame:
+    """Return the classical metrics table (cached)."""
+    result = item.compute("metrics", calibration_metrics, item.pred, n_bins=bin_counts()[0])
+    return result.to_frame()
+
+
+def extra_calibration_figures(item: Current) -> list[tuple[str, Any]]:
+    """Reliability diagrams and (for 0/1 responses) the LCS curve of one model."""
+    figures = [(title, reliability_fig(reliability_result(item, kind), f"rel:{kind}:{item.key}"))
+               for kind, title in BIN_KIND_TITLES.items()]
+    result = lcs_result(item)
+    if result is not None:
+        figures.append(("Local Calibration Score", lcs_fig(result, f"lcs:{item.key}")))
+    return figures
+
+
+def variable_ranking(item: Current) -> pd.DataFrame:
+    """Return the VECE ranking of the covariates (cached)."""
+    return item.compute("rank_variables", rank_variables, item.pred)
+
+
+def chosen_variable(item: Current, ranking: pd.DataFrame | None = None) -> str | None:
+    """Return the variable chosen on the Variables or Review page, else the top-ranked one."""
+    kinds = item.pred.covariate_kinds
+    variable = st.session_state.get(s.W_VARIABLE)
+    if variable in kinds:
+        return variable
+    if ranking is not None and len(ranking):
+        return str(ranking["name"].iloc[0])
+    return next(iter(kinds), None)
+
+
+def variable_figures(item: Current, variable: str) -> list[tuple[str, Any]]:
+    """Return the LOESS and gap figures of an ordinal variable, or the per-level figure."""
+    pred = item.pred
+    if pred.covariate_kinds.get(variable) == "nominal":
+        result = item.compute("levels", level_calibration, pred, variable=variable)
+        return [("levels", figure(categorical_levels_figure, result,
+                                  f"levels:{item.key}:{variable}"))]
+    result = item.compute("variable", variable_calibration, pred, variable=variable)
+    return [(build.__name__, figure(build, result, f"{build.__name__}:{item.key}:{variable}"))
+            for build in (variable_curves_figure, gap_figure)]
+
+
+def variables_section(item: Current) -> list[ReportSection]:
+    """Return the Variables section of the report (ranking and the chosen variable's charts)."""
+    try:
+        ranking = variable_ranking(item)
+    except ValidationError:
+        return []
+    variable = chosen_variable(item, ranking)
+    figures = [] if variable is None else [f for _, f in variable_figures(item, variable)]
+    ranking = ranking.assign(kind=ranking["kind"].replace(KIND_NAMES))
+    return [ReportSection(
+        "Variables",
+        text=(f"Variables ranked by VECE; curves for {variable}." if variable else "",),
+        figures=tuple(figures),
+        tables=(("Variables ranked by variable-based calibration error (VECE)", ranking),),
+    )]
+
+
+# --------------------------------------------------------------------------------------------
+# The review view (shared by the Review and Report pages)
+
+REVIEW_HEIGHT = {False: 400, True: 400}
+"""Chart height of the 2x2 grid: two rows fit 1440x900 with one scroll, 1920x1080 with none."""
+
+
+def review_scope(item: Current, runs_: tuple) -> runs.Scope:
+    """Return the scope chosen in the session (raises ValidationError with the reason)."""
+    kind = st.session_state.get(s.W_SCOPE) or "full"
+    expression = (st.session_state.get(s.W_FILTER) if kind == "filter"
+                  else st.session_state.get(s.W_SCOPE_LEVEL)) or ""
+    return runs.resolve_scope(item.pred, kind, runs=runs_,
+                              sub_id=st.session_state.get(s.W_SCOPE_SUB),
+                              expression=str(expression))
+
+
+def review_cells(item: Current, scope: runs.Scope, variable: str | None, *,
+                 own_calibration: bool = False, presentation: bool = False) -> list:
+    """Return the four cells of the review grid for a scope (figures, or text saying why not)."""
+    results = review.review_results(item.pred, scope, variable=variable, bins=bin_counts(),
+                                     compute=item.compute)
+    return compute(f"review:{scope.cache_key}:{variable}:{own_calibration}", item.key,
+                   review.review_figures, results, presentation=presentation,
+                   height=REVIEW_HEIGHT[presentation], own_calibration=own_calibration,
+                   bins=list(bin_counts()))
+
+
+def review_section(item: Current, runs_: tuple) -> ReportSection | None:
+    """Return the report's review section: the 2x2 grid of the chosen scope and variable."""
+    try:
+        scope = review_scope(item, runs_)
+    except ValidationError:
+        scope = runs.resolve_scope(item.pred, "full")
+    variable = chosen_variable(item)
+    cells = review_cells(item, scope, variable)
+    notes = tuple(cell for cell in cells if isinstance(cell, str) and cell)
+    return ReportSection(
+        f"Review: {scope.description}",
+        text=(f"Scope: {scope.description} ({scope.subpopulation.size:,} rows); variable: "
+              f"{variable or 'none'}.", *notes),
+        figures=tuple(cell for cell in cells if not isinstance(cell, str)), columns=2,
+    )

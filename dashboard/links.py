@@ -1,0 +1,207 @@
+"""Shareable links: the session state as query parameters and back, as pure functions.
+
+:func:`encode_state` writes the view into query parameters; :func:`decode_params` reads them back
+into session-state entries and answers every malformed part (bad JSON, a mapping of the wrong
+shape, unknown keys, out-of-range or non-numeric numbers) with a message instead of an error:
+a link is user text and must never produce a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dashboard import state as s
+
+__all__ = ["DecodedLink", "decode_params", "encode_state", "mapping_from_json"]
+
+_SIMPLE = {  # query parameter -> widget key
+    "l": s.W_L, "m": s.W_M, "seed": s.W_SEED, "reps": s.W_REPEATS, "bins": s.W_BINS,
+    "var": s.W_VARIABLE, "score2": s.W_SCORE2, "sub": s.W_SELECTED, "group": s.W_GROUP,
+    "filter": s.W_FILTER, "scope": s.W_SCOPE, "ssub": s.W_SCOPE_SUB, "slevel": s.W_SCOPE_LEVEL,
+}
+_INT_RANGES = {  # widget key -> inclusive range accepted from a link
+    s.W_L: (1, 20_000), s.W_M: (2, 10**9), s.W_SEED: (0, 2**31 - 1), s.W_REPEATS: (1, 20),
+    s.W_SELECTED: (0, 10**9), s.W_SCOPE_SUB: (0, 10**9),
+}
+_KNOWN = {*_SIMPLE, "page", "demo", "sha", "map", "subcov", "pm", "sp"}
+_MAX_TEXT = 2_000
+_SHA = re.compile(r"[0-9a-f]{64}")
+_WEIGHTINGS = (None, "proportional", "proportional-shifted", "low-prevalence")
+
+
+@dataclass(frozen=True)
+class DecodedLink:
+    """Session-state entries restored from a link, the page it names, and what was refused."""
+
+    restored: dict[str, Any]
+    page: str | None
+    messages: tuple[str, ...]
+
+
+def encode_state(state: Mapping[str, Any], page: str | None = None) -> dict[str, str]:
+    """Return the query parameters of a shareable link for this session state."""
+    params: dict[str, str] = {}
+    if page:
+        params["page"] = page
+    source = state.get(s.SOURCE)
+    if source is not None:
+        if source["kind"] == "demo":
+            params["demo"] = str(source["name"])
+        else:
+            params["sha"] = str(source["digest"])
+    mapping = state.get(s.MAPPING)
+    if mapping is not None:
+        params["map"] = mapping.to_json()
+    for name, key in _SIMPLE.items():
+        value = state.get(key)
+        if value is not None and value != "" and value != s.DEFAULTS.get(key):
+            params[name] = str(value)
+    covariates = state.get(s.W_SUBCOVS)
+    if covariates:
+        params["subcov"] = json.dumps(list(covariates), separators=(",", ":"))
+    if state.get(s.W_PRESENTATION):
+        params["pm"] = "1"
+    if state.get(s.SUBPOP) is not None:
+        params["sp"] = "1"
+    return params
+
+
+def _text(value: Any) -> str:
+    return str(value)[:_MAX_TEXT]
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    text = repr(str(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _integer(name: str, value: str, key: str) -> tuple[int | None, str | None]:
+    low, high = _INT_RANGES[key]
+    text = value.strip()
+    if not re.fullmatch(r"-?\d{1,12}", text):
+        return None, f"link parameter {name}={_shown(value)} is not a whole number; ignored."
+    number = int(text)
+    if not low <= number <= high:
+        return None, (f"link parameter {name}={number} lies outside [{low:,}, {high:,}]; "
+                      "ignored.")
+    return number, None
+
+
+def decode_params(params: Mapping[str, Any]) -> DecodedLink:
+    """Return the session-state entries restored from query parameters.
+
+    Every value is checked; what cannot be used is left out and named in ``messages``.
+
+    >>> link = decode_params({"demo": "adult", "map": "[1,2]", "l": "9" * 40})
+    >>> link.restored["w_demo"], len(link.messages)
+    ('adult', 2)
+    """
+    restored: dict[str, Any] = {}
+    messages: list[str] = []
+    unknown = sorted(k for k in map(str, params) if k not in _KNOWN)
+    if unknown:
+        messages.append("unknown link parameters ignored: "
+                        + ", ".join(_shown(k, 24) for k in unknown[:10]) + ".")
+    for name, key in _SIMPLE.items():
+        if name not in params or params[name] is None:
+            continue
+        value: Any = _text(params[name])
+        if key in _INT_RANGES:
+            value, message = _integer(name, value, key)
+            if message:
+                messages.append(message)
+                continue
+        elif key == s.W_SCOPE and value not in s.SCOPES:
+            messages.append(f"link parameter scope={_shown(value)} is not one of "
+                            f"{', '.join(s.SCOPES)}; ignored.")
+            continue
+        restored[key] = value
+    if "subcov" in params:
+        try:
+            covariates = json.loads(_text(params["subcov"]))
+            if not isinstance(covariates, list) or not all(isinstance(c, str)
+                                                           for c in covariates):
+                raise TypeError
+            restored[s.W_SUBCOVS] = covariates
+        except (ValueError, TypeError):
+            messages.append("link parameter subcov is not a list of column names; ignored.")
+    if params.get("pm") == "1":
+        restored[s.W_PRESENTATION] = True
+    if params.get("sp") == "1":
+        restored[s.AUTO_SUBPOP] = True
+    mapping = None
+    if "map" in params:
+        mapping, problems = mapping_from_json(_text(params["map"]))
+        messages.extend(problems)
+    if "demo" in params:
+        if params["demo"] in s.DEMOS:
+            restored[s.W_DEMO] = params["demo"]
+            restored[s.PENDING] = {"demo": params["demo"], "mapping": mapping}
+        else:
+            messages.append(f"link names an unknown demo {_shown(params['demo'])} (known: "
+                            f"{', '.join(s.DEMOS)}); the default demo is shown.")
+    elif "sha" in params:
+        digest = str(params["sha"]).strip().lower()
+        if _SHA.fullmatch(digest):
+            restored[s.PENDING] = {"sha": digest, "mapping": mapping}
+        else:
+            messages.append(f"link parameter sha={_shown(params['sha'])} is not a SHA-256 "
+                            "digest (64 hexadecimal digits); ignored.")
+    page = params.get("page")
+    page = str(page) if page is not None and re.fullmatch(r"[a-z_]{1,32}", str(page)) else None
+    return DecodedLink(restored, page, tuple(messages))
+
+
+def mapping_from_json(text: str) -> tuple[s.ColumnMapping | None, list[str]]:
+    """Parse a column mapping from a link: ``(mapping or None, messages)``.
+
+    A value of the wrong type is dropped (the field keeps its default) and named; unknown keys
+    are named; text that is not a JSON object gives ``None`` (the inferred mapping is used).
+    """
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None, ["link parameter map is not valid JSON; the inferred mapping is used."]
+    if not isinstance(data, dict):
+        return None, ["link parameter map is not a JSON object of column roles; the inferred "
+                      "mapping is used."]
+    messages: list[str] = []
+    unknown = sorted(str(k) for k in data if k not in s.MAPPING_FIELDS)
+    if unknown:
+        messages.append("unknown keys in link parameter map ignored: "
+                        + ", ".join(_shown(k, 24) for k in unknown[:10]) + ".")
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in s.MAPPING_FIELDS:
+            continue
+        checked, ok = _mapping_value(key, value)
+        if ok:
+            values[key] = checked
+        else:
+            messages.append(f"link parameter map: {key} = {_shown(json.dumps(value))} is not "
+                            "valid; the default is used.")
+    return s.ColumnMapping(**values), messages
+
+
+def _mapping_value(key: str, value: Any) -> tuple[Any, bool]:
+    if key in ("probabilities", "covariates", "nominal"):
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        return (tuple(value) if ok else None), ok
+    if key == "drop_invalid":
+        return value, isinstance(value, bool)
+    if key == "rho":
+        if value is None:
+            return None, True
+        ok = (isinstance(value, int | float) and not isinstance(value, bool)
+              and math.isfinite(value) and 0 <= value <= 1)
+        return (float(value) if ok else None), ok
+    if key == "response":
+        return value, value in ("binary", "continuous")
+    if key == "weighting":
+        return value, value in _WEIGHTINGS
+    return value, value is None or (isinstance(value, str) and len(value) <= 1_000)

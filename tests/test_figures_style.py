@@ -1,0 +1,86 @@
+"""The one layout helper and the one number formatter of mcviz.figures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from mcviz.figures import apply_style, format_number, subscript
+from mcviz.figures._format import format_ticks
+from mcviz.figures._style import LINE_WIDTH, PRESENTATION_LINE_WIDTH
+
+
+def _band_and_line() -> go.Figure:
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=[0, 1, 1, 0], y=[0, 0, 1, 1], fill="toself", line={"width": 0},
+                                name="band", showlegend=False))
+    figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="fit",
+                                line={"width": LINE_WIDTH}))
+    figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="diagonal",
+                                line={"width": 1, "dash": "dash"}))
+    return figure
+
+
+def test_presentation_thickens_data_lines_but_never_band_outlines_or_reference_lines():
+    figure = apply_style(_band_and_line(), title="t", presentation=True)
+    band, fit, diagonal = figure.data
+    assert band.line.width == 0  # an outline would show the band's colour outside the legend
+    assert fit.line.width == PRESENTATION_LINE_WIDTH
+    assert diagonal.line.width == 1
+
+
+def test_bottom_legend_sits_below_the_axis_title_with_room_reserved():
+    figure = go.Figure([go.Scatter(x=[0, 1], y=[0, 1], name=f"entry number {i}")
+                        for i in range(12)])
+    one = apply_style(go.Figure([go.Scatter(x=[0, 1], y=[0, 1], name="a")]), title="t")
+    many = apply_style(figure, title="t")
+    assert many.layout.legend.yref == "container"
+    assert many.layout.legend.y == 0
+    assert many.layout.legend.yanchor == "bottom"
+    # 12 entries of about 15 characters at 15 px need several rows at 560 px: more margin
+    assert many.layout.margin.b > one.layout.margin.b + 2 * 15
+
+
+def test_top_axis_and_subtitle_get_room_at_the_top():
+    plain = apply_style(go.Figure(), title="t")
+    both = apply_style(go.Figure(), title="t", subtitle="s", top_axis=True)
+    assert both.layout.margin.t > plain.layout.margin.t + 2 * 15
+
+
+@pytest.mark.parametrize(("value", "kind", "expected"), [
+    (0.02458, None, "0.02458"),
+    (3.316e-14, "p", "3.316e-14"),
+    (0.0, "p", "< 1e-300"),
+    (1e-320, "p", "< 1e-300"),
+    (4960.0, None, "4,960"),
+    (999_999.4, None, "999,999"),
+    (0.001, None, "0.001"),
+    (0.000999, None, "9.99e-04"),
+    (12, None, "12"),
+    (np.int64(48_842), None, "48,842"),
+    (pd.Timestamp("2001-02-03"), None, "2001-02-03"),
+    (np.datetime64("2001-02-03T04:05"), None, "2001-02-03 04:05:00"),
+    (float("nan"), None, "–"),
+    (None, None, "–"),
+    (float("inf"), None, "∞"),
+])
+def test_format_number(value, kind, expected):
+    assert format_number(value, kind=kind) == expected
+
+
+def test_no_scientific_notation_between_1e_3_and_1e6():
+    for value in np.geomspace(1e-3, 9.99e5, 200):
+        assert "e" not in format_number(value), value
+
+
+def test_ticks_follow_their_range_and_dates_stay_dates():
+    assert format_ticks([4.04e-06, 0.2, 0.4, 1.0]) == ["0", "0.2", "0.4", "1"]
+    assert format_ticks(np.array(["2020-01-01", "2021-06-01"], dtype="datetime64[ns]")) == [
+        "2020-01-01", "2021-06-01"]
+
+
+def test_subscripts():
+    assert "D" + subscript("k") + " / σ" + subscript("k") == "Dₖ / σₖ"
+    assert subscript("0") == "₀"
