@@ -58,7 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (see the module docstring)."""
     status = _main(argv)
-    if _common.work_abandoned():  # a cancelled query did not stop: do not wait for it at exit
+    signalled = status in (_common.EXIT_SIGINT, _common.EXIT_SIGTERM)
+    if signalled or _common.work_abandoned():
+        # A cancelled query may still run, and native thread pools (pyarrow, DuckDB) torn down
+        # mid-task by the interpreter's exit can abort the process ("terminate called without
+        # an active exception", status -6): leave at once with the status already decided.
+        # Clean-up has run (every resource is released in try/finally blocks inside _main).
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
