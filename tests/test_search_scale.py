@@ -183,18 +183,10 @@ def test_sample_options_are_checked(planted_file, capsys):
         capsys.readouterr().err)
 
 
-def _spark_missing() -> str | None:
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        return "pyspark is not installed"
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "no Java runtime"
-    return None
-
-
 @pytest.mark.spark
-@pytest.mark.skipif(_spark_missing() is not None, reason=str(_spark_missing()))
 def test_spark_measures_findings_on_every_row(planted_file, capsys):
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java runtime")
     output = _run(capsys, planted_file, "--engine", "spark", "--sample-rows", "25000")
     _assert_measured_on_all_rows(output, planted_file, "spark")

@@ -40,6 +40,7 @@ _BYTES_PER_ROW = 200
 _BYTES_PER_ROW_COVARIATE = 24
 _BYTES_FIXED = 20_000_000
 _SECONDS_PER_ROW_COVARIATE = 3.0e-6
+_SECONDS_FIXED = 1.0
 
 TABLE_COLUMNS = (
     "rank", "description", "size", "share", "kuiper_z", "search_kuiper_z", "holdout_size",
@@ -184,7 +185,7 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
     rows, covariates = int(rows), max(int(covariates), 1)
     searched = min(rows * (1.0 - holdout), MAX_SEARCH_ROWS) / 0.5  # the constants' half
     memory = _BYTES_FIXED + rows * (_BYTES_PER_ROW + _BYTES_PER_ROW_COVARIATE * covariates)
-    seconds = searched * covariates * _SECONDS_PER_ROW_COVARIATE * (1 + max_conditions) / 4
+    seconds = _SECONDS_FIXED + searched * covariates * _SECONDS_PER_ROW_COVARIATE * (1 + max_conditions) / 4
     return Estimate(
         what=(f"guided search: {rows:,} rows × {covariates} covariates, up to "
               f"{max_conditions} conditions"),
