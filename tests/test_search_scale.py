@@ -50,8 +50,9 @@ def test_tiny_budget_refuses_and_says_what_to_change():
     pred = predictions(frame)
     with pytest.raises(ValidationError, match=(
             r"refused before starting: guided search: 5,000 rows × 7 covariates, up to 3 "
-            r"conditions would need about .* \(memory .* > budget 1 MB\)\. To run it: search a "
-            r"random sample of the rows \(mcviz search FILE --engine duckdb --sample-rows N")):
+            r"conditions would need about .* \(memory .* > budget 1(\.0)? MB\)\. "
+            r"To run it: search a random sample of the rows "
+            r"\(mcviz search FILE --engine duckdb --sample-rows N")):
         search_subpopulations(pred, budget="1MB")
 
 

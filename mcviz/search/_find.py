@@ -183,9 +183,11 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
     (True, True)
     """
     rows, covariates = int(rows), max(int(covariates), 1)
-    searched = min(rows * (1.0 - holdout), MAX_SEARCH_ROWS) / 0.5  # the constants' half
+    # the time constant is per row of data searched on half of its rows
+    searched = min(rows * (1.0 - holdout), MAX_SEARCH_ROWS) / 0.5
     memory = _BYTES_FIXED + rows * (_BYTES_PER_ROW + _BYTES_PER_ROW_COVARIATE * covariates)
-    seconds = _SECONDS_FIXED + searched * covariates * _SECONDS_PER_ROW_COVARIATE * (1 + max_conditions) / 4
+    depth = (1 + max_conditions) / 4  # measured at max_conditions = 3
+    seconds = _SECONDS_FIXED + searched * covariates * _SECONDS_PER_ROW_COVARIATE * depth
     return Estimate(
         what=(f"guided search: {rows:,} rows × {covariates} covariates, up to "
               f"{max_conditions} conditions"),
