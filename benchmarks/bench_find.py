@@ -5,6 +5,11 @@ Run: ``python benchmarks/bench_find.py [--n 100000] [--null-draws 100] [--null-n
 rows; for each method the Jaccard index of its first finding with the group, the finding's
 D/sigma on the held-out rows, and the time; then the share of perfectly calibrated draws in
 which any finding has a Holm-adjusted p below 0.05, and the speed at 10^5 x 8 and 10^6 x 10.
+``--scale N [--sample-rows M] [--engine duckdb]`` also writes N planted rows to a Parquet file
+and runs ``mcviz search --engine ... --sample-rows M`` on it (search on the sample, findings
+measured on every row by the engine): seconds of the search and of the rest (sample read and
+all-rows measurement), and the first finding's held-out and all-rows D/sigma beside the planted
+group's own; then :func:`mcviz.search.search_estimate` beside the measured peak memory.
 
 Planted data (:func:`planted`): age (integers 18-89), income (log-normal), x1 and x2 (standard
 normal noise, not in the model), sex (2 levels), occupation (12), region (50); the score is a
@@ -252,6 +257,65 @@ def speed(n: int, extra: int) -> tuple[float, float, int]:
     return time.perf_counter() - wall, time.process_time() - cpu, pred.covariates.shape[1]
 
 
+def scale(n: int, sample_rows: int, engine: str) -> None:
+    """Print the search-at-scale table (``mcviz search --engine ... --sample-rows ...``)."""
+    from mcviz.cli import main as cli_main
+
+    frame, mask = planted(n, "level", 0.05, seed=5, extra=3)
+    with tempfile.TemporaryDirectory(prefix="bench-find-") as tmp:
+        path = Path(tmp) / "planted.parquet"
+        frame.to_parquet(path)
+        own = own_z(predictions(frame), planted_rows(predictions(frame), mask))
+        del frame
+        out = Path(tmp) / "out.json"
+        with out.open("w") as handle:
+            saved, sys.stdout = sys.stdout, handle
+            started = time.perf_counter()
+            try:
+                status = cli_main(["search", str(path), "--score", "score", "--label", "label",
+                                   "--engine", engine, "--sample-rows", str(sample_rows),
+                                   "--json"])
+            finally:
+                sys.stdout = saved
+            total = time.perf_counter() - started
+        if status:
+            print(f"mcviz search failed with status {status}")
+            return
+        result = json.loads(out.read_text())
+    first = result["findings"][0]
+    searching = result["search"]["seconds"]
+    print(f"\nsearch at scale: {n:,} rows x 10 covariates, region == r7 (2%) delta 0.05, own "
+          f"D/sigma {own:.1f}; --engine {engine} --sample-rows {sample_rows:,}")
+    print("| rows searched | search s | sample read + all-rows measurement s | first finding "
+          "| held-out D/sigma (sample) | all-rows D/sigma | all-rows rows |\n|---|---|---|---|"
+          "---|---|---|")
+    print(f"| {result['sample']['searched']:,} | {searching:.1f} | {total - searching:.1f} "
+          f"| {first['description']} | {first['holdout_kuiper_z']:.1f} "
+          f"| {first['all_rows_kuiper_z']:.1f} | {first['all_rows_size']:,} |", flush=True)
+
+
+def estimate_table() -> None:
+    """Print search_estimate beside the peak memory tracemalloc measures."""
+    import tracemalloc
+
+    from mcviz.search import search_estimate
+
+    print("\n| rows | covariates | estimated MB | measured peak MB | estimated s | wall s |"
+          "\n|---|---|---|---|---|---|")
+    for n, extra in ((30_000, 0), (100_000, 5), (300_000, 3)):
+        frame, _ = planted(n, "level", 0.1, seed=2, extra=extra)
+        pred = predictions(frame)
+        estimate = search_estimate(pred.n, pred.covariates.shape[1])
+        tracemalloc.start()
+        started = time.perf_counter()
+        search_subpopulations(pred)
+        wall = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(f"| {n:,} | {pred.covariates.shape[1]} | {estimate.bytes / 1e6:.0f} "
+              f"| {peak / 1e6:.0f} | {estimate.seconds:.1f} | {wall:.1f} |", flush=True)
+
+
 def main() -> None:
     """Print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -261,7 +325,16 @@ def main() -> None:
     parser.add_argument("--no-pysubgroup", action="store_true")
     parser.add_argument("--no-speed", action="store_true")
     parser.add_argument("--no-planted", action="store_true")
+    parser.add_argument("--scale", type=int, default=0, metavar="N",
+                        help="also search N planted rows of a Parquet file at scale")
+    parser.add_argument("--sample-rows", type=int, default=1_000_000)
+    parser.add_argument("--engine", choices=("duckdb", "spark", "numpy"), default="duckdb")
+    parser.add_argument("--no-estimate", action="store_true")
     args = parser.parse_args()
+    if args.scale:
+        scale(args.scale, args.sample_rows, args.engine)
+    if not args.no_estimate:
+        estimate_table()
     if not args.no_planted:
         planted_table(args)
     if args.null_draws:

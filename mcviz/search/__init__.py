@@ -11,7 +11,9 @@ from mcviz.search._find import (
     Finding,
     MinimumDetectableEffect,
     SearchResult,
+    search_estimate,
     search_subpopulations,
 )
 
-__all__ = ["Finding", "MinimumDetectableEffect", "SearchResult", "search_subpopulations"]
+__all__ = ["Finding", "MinimumDetectableEffect", "SearchResult", "search_estimate",
+           "search_subpopulations"]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mcviz.budget import Budget, Estimate, check
 from mcviz.core import Evaluator, brownian_range_sf
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
@@ -30,6 +31,16 @@ MIN_ROWS = 20
 """No finding has fewer search rows (whatever ``min_share``)."""
 MDE_SHARES = (0.01, 0.05, 0.2)
 ALPHA = 0.05
+
+# Measured with tracemalloc and wall time on the 2-core reference machine (planted data of
+# benchmarks/bench_find.py, max_conditions 3): peak 136-194 B per row at 7-12 covariates,
+# 10^5-10^6 rows; 3.5-5 us per row and covariate under load. The constants err high: ties add a
+# content hash of the covariates (split_rows), counted in the per-covariate term.
+_BYTES_PER_ROW = 200
+_BYTES_PER_ROW_COVARIATE = 24
+_BYTES_FIXED = 20_000_000
+_SECONDS_PER_ROW_COVARIATE = 3.0e-6
+_SECONDS_FIXED = 1.0
 
 TABLE_COLUMNS = (
     "rank", "description", "size", "share", "kuiper_z", "search_kuiper_z", "holdout_size",
@@ -156,6 +167,38 @@ class SearchResult:
         return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
+def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
+                    holdout: float = 0.5) -> Estimate:
+    r"""Cost of :func:`search_subpopulations` on ``rows`` rows and ``covariates`` covariates.
+
+    Memory is :math:`O(n + \text{candidates})`: the split, per-row arrays of the residuals,
+    covariate codes and the beam's member positions (measured constants, upper estimates);
+    time grows with the rows searched (at most :data:`MAX_SEARCH_ROWS`), the covariates and
+    the depth.
+
+    Examples
+    --------
+    >>> e = search_estimate(1_000_000, 10)
+    >>> e.bytes < 10**9, e.seconds < 60
+    (True, True)
+    """
+    rows, covariates = int(rows), max(int(covariates), 1)
+    # the time constant is per row of data searched on half of its rows
+    searched = min(rows * (1.0 - holdout), MAX_SEARCH_ROWS) / 0.5
+    memory = _BYTES_FIXED + rows * (_BYTES_PER_ROW + _BYTES_PER_ROW_COVARIATE * covariates)
+    depth = (1 + max_conditions) / 4  # measured at max_conditions = 3
+    seconds = _SECONDS_FIXED + searched * covariates * _SECONDS_PER_ROW_COVARIATE * depth
+    return Estimate(
+        what=(f"guided search: {rows:,} rows × {covariates} covariates, up to "
+              f"{max_conditions} conditions"),
+        bytes=int(memory),
+        seconds=float(seconds),
+        advice=("search a random sample of the rows (mcviz search FILE --engine duckdb "
+                "--sample-rows N searches a sample and measures the findings on every row), "
+                "fewer covariates, or fewer conditions (max_conditions)"),
+    )
+
+
 def _data(pred: Predictions, parity: np.ndarray) -> Data:
     residual = pred.label - pred.score
     weight = pred.weight
@@ -206,6 +249,7 @@ def search_subpopulations(
     holdout: float = 0.5,
     seed: int = 0,
     progress: Callable[[float, str], None] | None = None,
+    budget: Budget | int | str | None = None,
 ) -> SearchResult:
     r"""Find the subpopulations with the largest cumulative deviation D/sigma, then confirm them.
 
@@ -225,6 +269,10 @@ def search_subpopulations(
     seed : int, default 0
     progress : callable(fraction, text), optional
         Called as the search advances; raising from it cancels the search.
+    budget : Budget, int, str or None
+        Memory (and time) the search may use (:func:`mcviz.budget.check`; None: the default
+        budget). The search is refused before it starts when :func:`search_estimate` exceeds
+        it.
 
     Returns
     -------
@@ -233,7 +281,8 @@ def search_subpopulations(
     Raises
     ------
     ValidationError
-        Unknown covariates, invalid parameters, too few rows.
+        Unknown covariates, invalid parameters, too few rows, or an estimate above the
+        budget (the message says what to change).
 
     Notes
     -----
@@ -285,6 +334,8 @@ def search_subpopulations(
     """
     started = time.perf_counter()
     names = _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed)
+    check(search_estimate(pred.n, len(names), max_conditions=int(max_conditions),
+                          holdout=float(holdout)), budget)
     rng = np.random.default_rng(int(seed))
     search_rows, holdout_rows, parity = split_rows(pred, holdout, rng,
                                                    max_search=MAX_SEARCH_ROWS)
@@ -323,7 +374,8 @@ def search_subpopulations(
     )
     notice = " ".join(notes) or None
     sub_set = SubpopulationSet((full_population(pred), *subpopulations), notice, int(seed),
-                               min_rows, int(n_findings), tuple(c.name for c in columns), 0)
+                               min_rows, int(n_findings), tuple(c.name for c in columns), 0,
+                               source="searched")
     if progress is not None:
         progress(1.0, "done")
     return SearchResult(

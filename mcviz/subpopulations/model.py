@@ -87,7 +87,7 @@ class Subpopulation:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SubpopulationSet:
-    """Generated subpopulations: ``subpopulations[0]`` is the full population.
+    """Subpopulations to measure: ``subpopulations[0]`` is the full population.
 
     Attributes
     ----------
@@ -99,7 +99,13 @@ class SubpopulationSet:
     n_requested : int
     covariates : tuple of str
     n_paths : int
-        Random paths drawn.
+        Random paths drawn (0 unless ``source`` is ``"generated"``).
+    source : {"generated", "groups", "searched"}, default "generated"
+        Where the subpopulations came from: ``"generated"`` by Algorithm 1 of paper 000
+        (random median splits), ``"groups"`` given by the user (levels or filters),
+        ``"searched"`` found by the guided search (:func:`mcviz.search_subpopulations`; then
+        ``min_size`` is the search's smallest finding and ``n_requested`` the findings asked
+        for). Pages and reports say which.
     """
 
     subpopulations: tuple[Subpopulation, ...]
@@ -109,6 +115,7 @@ class SubpopulationSet:
     n_requested: int
     covariates: tuple[str, ...]
     n_paths: int
+    source: str = "generated"
 
     def __len__(self) -> int:
         return len(self.subpopulations)
