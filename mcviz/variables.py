@@ -86,7 +86,7 @@ class VariableCalibration:
     ----------
     name : str
     kind : str
-        ``"numeric"``.
+        ``"ordinal"`` (the covariate kind of :attr:`Predictions.covariate_kinds`).
     error, predicted, gap : LoessCurve
         Curves of :math:`e`, :math:`\hat e` and :math:`r = e - \hat e` on the same grid over
         the whole observed range of V (spikes, values holding at least 5% of the weight,
@@ -159,7 +159,7 @@ class LevelCalibration:
     ----------
     name : str
     kind : str
-        ``"categorical"``.
+        ``"nominal"`` (the covariate kind of :attr:`Predictions.covariate_kinds`).
     levels : tuple of str
         Levels in their category order (``"(missing)"`` last when present).
     count : ndarray
@@ -524,7 +524,7 @@ def variable_calibration(
     cumulative = np.searchsorted(sorted_values, hist_edges, side="right")
     cumulative[0] = 0
     return VariableCalibration(
-        name=variable, kind="numeric",
+        name=variable, kind="ordinal",
         error=_clipped(fits.curve(np.array([1.0, 0.0]), span=span, degree=used), 0.0),
         predicted=_clipped(fits.curve(np.array([0.0, 1.0]), span=span, degree=used), 0.0),
         gap=gap, vce=vce, vce_at=vce_at, vce_support=vce_support, vece=value,
@@ -606,7 +606,7 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
 
     return LevelCalibration(
         name=variable,
-        kind="categorical",
+        kind="nominal",
         levels=tuple(levels[i] for i in keep),
         count=pick(np.bincount(codes, minlength=size)),
         effective_size=pick(effective),
@@ -673,7 +673,7 @@ def _summary(pred: Predictions, name: str, span: float) -> dict:
                 # Constant (or all-missing) variable: no curve, and VECE over a single bin would
                 # only repeat the overall gap, so it is not ranked (NaN sorts last). Any other
                 # problem (infinite values) is raised, not hidden in the table.
-                row = {"name": name, "kind": "numeric", "vece": None, "vce": None,
+                row = {"name": name, "kind": "ordinal", "vece": None, "vce": None,
                        "vce_at": None, "vce_support": None, "n": int(present.size),
                        "spikes": [], "warnings": [
                            f"{name}: constant where present; no curve, not ranked."]}
@@ -693,7 +693,8 @@ RANK_COLUMNS = ("name", "kind", "vece", "vce", "vce_at", "vce_support", "warning
 def variable_records(pred: Predictions, *, span: float = 0.9) -> list[dict]:
     """One JSON-ready record per covariate, ranked by VECE (the rows of ``mcviz variables``).
 
-    Each record holds ``name``, ``kind`` (``"numeric"`` or ``"categorical"``), ``vece``,
+    Each record holds ``name``, ``kind`` (``"ordinal"`` or ``"nominal"``, the words of
+    :attr:`Predictions.covariate_kinds`), ``vece``,
     ``vce``, ``vce_at`` (v*: a number, an ISO timestamp for dates, the level for nominal
     variables), ``vce_support`` (weight within the window at v*, or of the level; rows when
     unweighted), ``n`` (rows used), ``spikes`` (values estimated from their own rows) and
@@ -721,9 +722,10 @@ def rank_variables(pred: Predictions, *, span: float = 0.9) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Columns ``name``, ``kind`` (``"numeric"`` or ``"categorical"``), ``vece``, ``vce``,
+        Columns ``name``, ``kind`` (``"ordinal"`` or ``"nominal"``, the words of
+        :attr:`Predictions.covariate_kinds`), ``vece``, ``vce``,
         ``vce_at`` (v* for numeric variables — an ISO timestamp for dates — the level for
-        categorical ones), ``vce_support`` (weight within the window at v*) and ``warnings``
+        nominal ones), ``vce_support`` (weight within the window at v*) and ``warnings``
         (a tuple of sentences), sorted by ``vece`` descending. Values are probabilities (0 to
         1). VCE is NaN where no point or level has enough support; a variable that is
         constant where present has no curve: NaN, listed last. Results are cached per
