@@ -118,6 +118,9 @@ class VariableCalibration:
     span : float
     warnings : tuple of str
         Thin support, degenerate local fits and a VCE(v*) that cannot be reported, in words.
+    dates : bool
+        V is a datetime covariate: the abscissae above (``x``, edges, ``vce_at``) are
+        nanoseconds since 1970-01-01 UTC; :meth:`record` and the figures write them as dates.
     """
 
     name: str
@@ -139,15 +142,18 @@ class VariableCalibration:
     n_missing: int
     span: float
     warnings: tuple[str, ...]
+    dates: bool = False
 
     def record(self) -> dict:
         """Return the JSON-ready summary (the fields of ``mcviz variables --json``)."""
         spikes = self.gap.x[self.gap.spike]
+        value = (lambda v: str(pd.Timestamp(round(v)))) if self.dates else float
         return {
             "name": self.name, "kind": self.kind, "vece": _number(self.vece),
-            "vce": _number(self.vce), "vce_at": _number(self.vce_at),
+            "vce": _number(self.vce),
+            "vce_at": value(self.vce_at) if np.isfinite(self.vce_at) else None,
             "vce_support": _number(self.vce_support), "n": self.n,
-            "spikes": [float(v) for v in spikes], "warnings": list(self.warnings),
+            "spikes": [value(v) for v in spikes], "warnings": list(self.warnings),
         }
 
 
@@ -335,8 +341,8 @@ def vece(
 
 def _numeric_values(pred: Predictions, name: str) -> np.ndarray:
     series = pred.covariates[name]
-    if np.issubdtype(series.dtype, np.datetime64):
-        values = series.to_numpy().astype("datetime64[ns]").astype(np.int64).astype(float)
+    if pd.api.types.is_datetime64_any_dtype(series):  # time-zone aware ones too (UTC)
+        values = pd.DatetimeIndex(series).as_unit("ns").asi8.astype(float)
         values[series.isna().to_numpy()] = np.nan
         return values
     return series.to_numpy(dtype=float, na_value=np.nan)
@@ -532,6 +538,7 @@ def variable_calibration(
         bin_error=_readonly(error_mean), bin_predicted=_readonly(predicted_mean),
         histogram_edges=_readonly(hist_edges), histogram_counts=_readonly(np.diff(cumulative)),
         n=int(values.size), n_missing=n_missing, span=span, warnings=tuple(warnings),
+        dates=pd.api.types.is_datetime64_any_dtype(pred.covariates[variable]),
     )
 
 
@@ -679,10 +686,6 @@ def _summary(pred: Predictions, name: str, span: float) -> dict:
                            f"{name}: constant where present; no curve, not ranked."]}
             else:
                 row = variable_calibration(pred, name, span=span).record()
-                if np.issubdtype(pred.covariates[name].dtype, np.datetime64):
-                    if row["vce_at"] is not None:
-                        row["vce_at"] = str(pd.Timestamp(round(row["vce_at"])))
-                    row["spikes"] = [str(pd.Timestamp(round(v))) for v in row["spikes"]]
         results[key] = row
     return results[key]
 
