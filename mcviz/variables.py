@@ -507,8 +507,10 @@ def variable_calibration(
     values, error, predicted, weight, n_missing = _present_values(pred, variable)
     sorted_values = np.sort(values)
     if sorted_values[0] == sorted_values[-1]:
+        single = (pd.Timestamp(round(sorted_values[0])) if pd.api.types.is_datetime64_any_dtype(
+            pred.covariates[variable]) else f"{sorted_values[0]:g}")
         raise ValidationError(
-            f"covariate {variable!r} takes a single value ({sorted_values[0]:g}) on the "
+            f"covariate {variable!r} takes a single value ({single}) on the "
             f"{values.size:,} rows where it is present; there is no curve to draw.",
             column=variable,
         )

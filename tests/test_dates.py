@@ -233,3 +233,11 @@ def test_variable_calibration_along_a_date_writes_dates():
         assert all(re.fullmatch(ISO, t) for t in figure.layout.xaxis.ticktext)
     assert format_number(pd.Timestamp(record["vce_at"])) in variable_curves_figure(
         by_date).layout.title.text
+
+
+def test_a_single_date_is_named_as_a_date():
+    when = pd.to_datetime(["2021-01-01", "2021-01-01", None, "2021-01-01"])
+    pred = Predictions.from_arrays([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1],
+                                   covariates=pd.DataFrame({"when": when, "x": [1, 2, 3, 4]}))
+    with pytest.raises(ValidationError, match=r"single value \(2021-01-01 00:00:00\) on the 3 rows"):
+        variable_calibration(pred, "when")
