@@ -239,5 +239,5 @@ def test_a_single_date_is_named_as_a_date():
     when = pd.to_datetime(["2021-01-01", "2021-01-01", None, "2021-01-01"])
     pred = Predictions.from_arrays([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1],
                                    covariates=pd.DataFrame({"when": when, "x": [1, 2, 3, 4]}))
-    with pytest.raises(ValidationError, match=r"single value \(2021-01-01 00:00:00\) on the 3 rows"):
+    with pytest.raises(ValidationError, match=r"single value \(2021-01-01 00:00:00\) on the 3"):
         variable_calibration(pred, "when")
