@@ -157,13 +157,15 @@ def test_search_descriptions_are_dates_and_round_trip():
 # Bins, review levels and cumulative positions
 
 
-def test_covariate_bins_labels_are_dates():
+@pytest.mark.parametrize(("tz", "suffix"), [(None, ""), ("Europe/Paris", " 00:00:00+01:00")])
+def test_covariate_bins_labels_are_dates(tz, suffix):
     # equal width between 2021-01-01 and 2021-01-05: edges 01-01, 01-03, 01-05
-    when = pd.date_range("2021-01-01", periods=5, freq="D")
+    when = pd.date_range("2021-01-01", periods=5, freq="D", tz=tz)
     pred = Predictions.from_arrays([0.2, 0.4, 0.5, 0.6, 0.8], [0, 1, 0, 1, 1],
                                    covariates=pd.DataFrame({"d": when}))
     groups = covariate_bins(pred, "d", n_bins=2, strategy="width")
-    assert groups.labels == ("d ∈ [2021-01-01, 2021-01-03)", "d ∈ [2021-01-03, 2021-01-05]")
+    first, middle, last = (f"2021-01-0{day}{suffix}" for day in (1, 3, 5))
+    assert groups.labels == (f"d ∈ [{first}, {middle})", f"d ∈ [{middle}, {last}]")
 
 
 def test_review_levels_of_a_datetime_are_dates_and_partition_the_rows():

@@ -211,7 +211,7 @@ def _bin_column(
         codes[present] = np.clip(
             np.searchsorted(edges, observed, side="right") - 1, 0, edges.size - 2
         )
-        if np.issubdtype(series.dtype, np.datetime64):  # edges are nanoseconds: write dates
+        if pd.api.types.is_datetime64_any_dtype(series):  # edges are nanoseconds: write dates
             tz = series.dt.tz
             text = [timestamp_text(pd.Timestamp(round(e), tz=tz)) for e in edges]
         else:
