@@ -20,7 +20,9 @@ from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.multical import multicalibration
 from mcviz.subpopulations import (
+    Condition,
     Subpopulation,
+    describe_conditions,
     filter_subpopulation,
     full_population,
     generate_subpopulations,
@@ -156,19 +158,24 @@ def scope_levels(pred: Predictions, variable: str, *, bins: int = 5) -> list[str
     kind = pred.covariate_kinds.get(variable)
     if kind is None:
         raise ValidationError(f"column {variable!r} is not a covariate of the mapping.")
-    name = f"`{variable}`"
     if kind == "nominal":
         return [group.description for group in group_subpopulations(pred, [variable])]
-    values = pd.to_numeric(pred.covariates[variable], errors="coerce").to_numpy(dtype=float)
+    series = pred.covariates[variable]
+    dates = pd.api.types.is_datetime64_any_dtype(series)
+    values = (pd.DatetimeIndex(series).as_unit("ns").asi8[series.notna().to_numpy()] if dates
+              else pd.to_numeric(series, errors="coerce").to_numpy(dtype=float))
     values = values[np.isfinite(values)]
     if values.size == 0:
         raise ValidationError(f"column {variable!r}: no finite values to split into ranges.")
     edges = np.unique(np.quantile(values, np.linspace(0, 1, bins + 1)))
-    if edges.size == 1:
-        return [f"{name} == {float(edges[0])!r}"]
-    levels = [f"{name} >= {float(lo)!r} and {name} < {float(hi)!r}"
+    # dates are written as dates (the edges of datetime covariates are nanoseconds)
+    edges = ([pd.Timestamp(round(e), tz=series.dt.tz) for e in edges] if dates
+             else [float(e) for e in edges])
+    if len(edges) == 1:
+        return [describe_conditions([Condition(variable, "==", edges[0])])]
+    levels = [describe_conditions([Condition(variable, ">=", lo), Condition(variable, "<", hi)])
               for lo, hi in itertools.pairwise(edges[:-1])]
-    levels.append(f"{name} >= {float(edges[-2])!r}")
+    levels.append(describe_conditions([Condition(variable, ">=", edges[-2])]))
     return levels
 
 

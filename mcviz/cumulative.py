@@ -69,6 +69,7 @@ class CumulativeResult:
         :math:`k/n` at each path point (the top axis).
     position : ndarray
         The score (or the ordering variable) at each path point; ``position[0]`` repeats the first.
+        ``datetime64[ns]`` when ordered by a datetime covariate (UTC for time-zone aware ones).
     path : ndarray
         :math:`C_k` at the origin and at the end of each run of tied values (eq. (1) of [2]).
     kuiper, ks : float
@@ -165,10 +166,13 @@ def cumulative_differences(
             f"covariate {order_by!r} is nominal; the cumulative view needs a numeric variable.",
             column=order_by,
         )
-    values = variable.to_numpy(dtype=float, na_value=np.nan) if not np.issubdtype(
-        variable.dtype, np.datetime64
-    ) else variable.to_numpy().astype("datetime64[ns]").astype(np.int64).astype(float)
-    present = ~np.isnan(values)
+    dates = pd.api.types.is_datetime64_any_dtype(variable)
+    if dates:  # exact int64 nanoseconds (UTC for time-zone aware columns); NaT is missing
+        values = pd.DatetimeIndex(variable).as_unit("ns").asi8
+        present = variable.notna().to_numpy()
+    else:
+        values = variable.to_numpy(dtype=float, na_value=np.nan)
+        present = ~np.isnan(values)
     if present.sum() == 0:
         raise ValidationError(f"covariate {order_by!r} is missing on every row.", column=order_by)
     # the default (unstable) sort: under the tie rule the order inside ties is irrelevant
@@ -176,6 +180,8 @@ def cumulative_differences(
     sorted_values = values[order]
     run_end = np.ones(order.size, dtype=bool)
     run_end[:-1] = sorted_values[1:] != sorted_values[:-1]
+    if dates:  # positions as datetime64[ns], so figures and tables write dates
+        sorted_values = sorted_values.view("datetime64[ns]")
     return _cumulative(
         pred.score[order], pred.label[order], pred.weight[order], sorted_values, run_end,
         weighted=pred.weighted, sigma_method=method, order_by=order_by,

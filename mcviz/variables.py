@@ -86,7 +86,7 @@ class VariableCalibration:
     ----------
     name : str
     kind : str
-        ``"numeric"``.
+        ``"ordinal"`` (the covariate kind of :attr:`Predictions.covariate_kinds`).
     error, predicted, gap : LoessCurve
         Curves of :math:`e`, :math:`\hat e` and :math:`r = e - \hat e` on the same grid over
         the whole observed range of V (spikes, values holding at least 5% of the weight,
@@ -118,6 +118,9 @@ class VariableCalibration:
     span : float
     warnings : tuple of str
         Thin support, degenerate local fits and a VCE(v*) that cannot be reported, in words.
+    dates : bool
+        V is a datetime covariate: the abscissae above (``x``, edges, ``vce_at``) are
+        nanoseconds since 1970-01-01 UTC; :meth:`record` and the figures write them as dates.
     """
 
     name: str
@@ -139,15 +142,18 @@ class VariableCalibration:
     n_missing: int
     span: float
     warnings: tuple[str, ...]
+    dates: bool = False
 
     def record(self) -> dict:
         """Return the JSON-ready summary (the fields of ``mcviz variables --json``)."""
         spikes = self.gap.x[self.gap.spike]
+        value = (lambda v: str(pd.Timestamp(round(v)))) if self.dates else float
         return {
             "name": self.name, "kind": self.kind, "vece": _number(self.vece),
-            "vce": _number(self.vce), "vce_at": _number(self.vce_at),
+            "vce": _number(self.vce),
+            "vce_at": value(self.vce_at) if np.isfinite(self.vce_at) else None,
             "vce_support": _number(self.vce_support), "n": self.n,
-            "spikes": [float(v) for v in spikes], "warnings": list(self.warnings),
+            "spikes": [value(v) for v in spikes], "warnings": list(self.warnings),
         }
 
 
@@ -159,7 +165,7 @@ class LevelCalibration:
     ----------
     name : str
     kind : str
-        ``"categorical"``.
+        ``"nominal"`` (the covariate kind of :attr:`Predictions.covariate_kinds`).
     levels : tuple of str
         Levels in their category order (``"(missing)"`` last when present).
     count : ndarray
@@ -335,8 +341,8 @@ def vece(
 
 def _numeric_values(pred: Predictions, name: str) -> np.ndarray:
     series = pred.covariates[name]
-    if np.issubdtype(series.dtype, np.datetime64):
-        values = series.to_numpy().astype("datetime64[ns]").astype(np.int64).astype(float)
+    if pd.api.types.is_datetime64_any_dtype(series):  # time-zone aware ones too (UTC)
+        values = pd.DatetimeIndex(series).as_unit("ns").asi8.astype(float)
         values[series.isna().to_numpy()] = np.nan
         return values
     return series.to_numpy(dtype=float, na_value=np.nan)
@@ -501,8 +507,10 @@ def variable_calibration(
     values, error, predicted, weight, n_missing = _present_values(pred, variable)
     sorted_values = np.sort(values)
     if sorted_values[0] == sorted_values[-1]:
+        single = (pd.Timestamp(round(sorted_values[0])) if pd.api.types.is_datetime64_any_dtype(
+            pred.covariates[variable]) else f"{sorted_values[0]:g}")
         raise ValidationError(
-            f"covariate {variable!r} takes a single value ({sorted_values[0]:g}) on the "
+            f"covariate {variable!r} takes a single value ({single}) on the "
             f"{values.size:,} rows where it is present; there is no curve to draw.",
             column=variable,
         )
@@ -524,7 +532,7 @@ def variable_calibration(
     cumulative = np.searchsorted(sorted_values, hist_edges, side="right")
     cumulative[0] = 0
     return VariableCalibration(
-        name=variable, kind="numeric",
+        name=variable, kind="ordinal",
         error=_clipped(fits.curve(np.array([1.0, 0.0]), span=span, degree=used), 0.0),
         predicted=_clipped(fits.curve(np.array([0.0, 1.0]), span=span, degree=used), 0.0),
         gap=gap, vce=vce, vce_at=vce_at, vce_support=vce_support, vece=value,
@@ -532,6 +540,7 @@ def variable_calibration(
         bin_error=_readonly(error_mean), bin_predicted=_readonly(predicted_mean),
         histogram_edges=_readonly(hist_edges), histogram_counts=_readonly(np.diff(cumulative)),
         n=int(values.size), n_missing=n_missing, span=span, warnings=tuple(warnings),
+        dates=pd.api.types.is_datetime64_any_dtype(pred.covariates[variable]),
     )
 
 
@@ -606,7 +615,7 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
 
     return LevelCalibration(
         name=variable,
-        kind="categorical",
+        kind="nominal",
         levels=tuple(levels[i] for i in keep),
         count=pick(np.bincount(codes, minlength=size)),
         effective_size=pick(effective),
@@ -673,16 +682,12 @@ def _summary(pred: Predictions, name: str, span: float) -> dict:
                 # Constant (or all-missing) variable: no curve, and VECE over a single bin would
                 # only repeat the overall gap, so it is not ranked (NaN sorts last). Any other
                 # problem (infinite values) is raised, not hidden in the table.
-                row = {"name": name, "kind": "numeric", "vece": None, "vce": None,
+                row = {"name": name, "kind": "ordinal", "vece": None, "vce": None,
                        "vce_at": None, "vce_support": None, "n": int(present.size),
                        "spikes": [], "warnings": [
                            f"{name}: constant where present; no curve, not ranked."]}
             else:
                 row = variable_calibration(pred, name, span=span).record()
-                if np.issubdtype(pred.covariates[name].dtype, np.datetime64):
-                    if row["vce_at"] is not None:
-                        row["vce_at"] = str(pd.Timestamp(round(row["vce_at"])))
-                    row["spikes"] = [str(pd.Timestamp(round(v))) for v in row["spikes"]]
         results[key] = row
     return results[key]
 
@@ -693,7 +698,8 @@ RANK_COLUMNS = ("name", "kind", "vece", "vce", "vce_at", "vce_support", "warning
 def variable_records(pred: Predictions, *, span: float = 0.9) -> list[dict]:
     """One JSON-ready record per covariate, ranked by VECE (the rows of ``mcviz variables``).
 
-    Each record holds ``name``, ``kind`` (``"numeric"`` or ``"categorical"``), ``vece``,
+    Each record holds ``name``, ``kind`` (``"ordinal"`` or ``"nominal"``, the words of
+    :attr:`Predictions.covariate_kinds`), ``vece``,
     ``vce``, ``vce_at`` (v*: a number, an ISO timestamp for dates, the level for nominal
     variables), ``vce_support`` (weight within the window at v*, or of the level; rows when
     unweighted), ``n`` (rows used), ``spikes`` (values estimated from their own rows) and
@@ -721,9 +727,10 @@ def rank_variables(pred: Predictions, *, span: float = 0.9) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Columns ``name``, ``kind`` (``"numeric"`` or ``"categorical"``), ``vece``, ``vce``,
+        Columns ``name``, ``kind`` (``"ordinal"`` or ``"nominal"``, the words of
+        :attr:`Predictions.covariate_kinds`), ``vece``, ``vce``,
         ``vce_at`` (v* for numeric variables — an ISO timestamp for dates — the level for
-        categorical ones), ``vce_support`` (weight within the window at v*) and ``warnings``
+        nominal ones), ``vce_support`` (weight within the window at v*) and ``warnings``
         (a tuple of sentences), sorted by ``vece`` descending. Values are probabilities (0 to
         1). VCE is NaN where no point or level has enough support; a variable that is
         constant where present has no curve: NaN, listed last. Results are cached per

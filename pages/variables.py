@@ -24,9 +24,8 @@ except ValidationError as error:  # e.g. real-valued responses: no predicted cla
     ranking = None
 else:
     st.markdown("**Variables ranked by variable-based calibration error (VECE)**")
-    ui.show_table(  # the covariate kinds in the words used everywhere: ordinal / nominal
-        ranking.assign(kind=ranking["kind"].replace(charts.KIND_NAMES),
-                       vce_at=[format_number(v) if isinstance(v, float) else str(v)
+    ui.show_table(
+        ranking.assign(vce_at=[format_number(v) if isinstance(v, float) else str(v)
                                for v in ranking["vce_at"]]),
         height=min(40 + 35 * len(ranking), 360),
     )

@@ -48,7 +48,7 @@ def test_variables_json(prediction_file, capsys):
         assert 0 < row["vce_support"] <= row["n"]  # unweighted: rows within the window at v*
     assert [row["vece"] for row in rows] == sorted((row["vece"] for row in rows), reverse=True)
     kinds = {row["name"]: row["kind"] for row in rows}
-    assert kinds == {"age": "numeric", "hours": "numeric", "sector": "categorical"}
+    assert kinds == {"age": "ordinal", "hours": "ordinal", "sector": "nominal"}
     assert next(r for r in rows if r["name"] == "sector")["vce_at"] in {"a", "b", "c"}
 
 

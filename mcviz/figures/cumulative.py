@@ -149,6 +149,15 @@ def _path_figure(
 ) -> go.Figure:
     keep = result.plot_index  # decimated: at most about MAX_POINTS points, extremes kept
     x = result.x[keep]
+    position = result.position[keep]
+    if np.issubdtype(position.dtype, np.datetime64):  # a datetime covariate: hover shows dates
+        customdata = np.empty((keep.size, 2), dtype=object)
+        customdata[:, 0] = result.fraction[keep].astype(np.float32)
+        customdata[:, 1] = format_ticks(position)
+        position_hover = "%{customdata[1]}"
+    else:  # hover text only (4 significant digits): single precision halves its payload
+        customdata = np.column_stack((result.fraction[keep], position)).astype(np.float32)
+        position_hover = "%{customdata[1]:.4g}"
     figure = go.Figure()
     figure.add_trace(
         go.Scatter(
@@ -157,14 +166,11 @@ def _path_figure(
             mode="lines",
             name=path_name,
             line={"color": color, "width": 2.5},
-            # hover text only (4 significant digits): single precision halves its payload
-            customdata=np.column_stack(
-                (result.fraction[keep], result.position[keep])
-            ).astype(np.float32),
+            customdata=customdata,
             hovertemplate=(
                 "k/n = %{customdata[0]:.4f}<br>"
                 + bottom_title
-                + " = %{customdata[1]:.4g}<br>cumulative = %{y:.4g}<extra></extra>"
+                + f" = {position_hover}<br>cumulative = %{{y:.4g}}<extra></extra>"
             ),
         )
     )

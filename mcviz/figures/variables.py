@@ -8,8 +8,10 @@ units); nothing is computed here beyond scaling by 100 (Kelly & Smyth, Figures 1
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
+from mcviz.figures._format import format_number, format_ticks
 from mcviz.figures._style import BLACK, BLUE, GRAY, LIGHT_GRAY, VERMILION, apply_style
 from mcviz.smoothing import LoessCurve
 from mcviz.variables import LevelCalibration, VariableCalibration
@@ -90,7 +92,8 @@ def _shade_thin(figure: go.Figure, curve: LoessCurve) -> None:
 def _vce_text(result: VariableCalibration) -> str:
     if not np.isfinite(result.vce):
         return "VCE(v*) not reported (no point with enough support)"
-    return f"VCE(v*) {100 * result.vce:.2f}% at {result.name} = {result.vce_at:.4g}"
+    at = pd.Timestamp(round(result.vce_at)) if result.dates else result.vce_at
+    return f"VCE(v*) {100 * result.vce:.2f}% at {result.name} = {format_number(at)}"
 
 
 def _rug(result: VariableCalibration) -> go.Bar:
@@ -111,6 +114,13 @@ def _with_rug_axes(figure: go.Figure, result: VariableCalibration) -> None:
         xaxis={"title": result.name, "anchor": "y2"},
         bargap=0,
     )
+    if result.dates:  # the abscissae are nanoseconds: ticks written as dates
+        low, high = (pd.Timestamp(round(e)) for e in result.histogram_edges[[0, -1]])
+        ticks = pd.date_range(low, high, periods=6)
+        if high - low >= pd.Timedelta(days=10):
+            ticks = ticks.round("D")
+        figure.update_xaxes(tickvals=ticks.as_unit("ns").asi8.astype(float),
+                            ticktext=format_ticks(ticks.to_numpy()))
 
 
 def variable_curves_figure(

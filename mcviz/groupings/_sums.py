@@ -107,10 +107,9 @@ def _observed(series: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def _numeric_values(series: pd.Series) -> np.ndarray:
-    if np.issubdtype(series.dtype, np.datetime64):
-        values = series.to_numpy().astype("datetime64[ns]")
-        out = values.astype(np.int64).astype(float)
-        out[np.isnat(values)] = np.nan
+    if pd.api.types.is_datetime64_any_dtype(series):  # time-zone aware ones too (UTC)
+        out = pd.DatetimeIndex(series).as_unit("ns").asi8.astype(float)
+        out[series.isna().to_numpy()] = np.nan
         return out
     return series.to_numpy(dtype=float, na_value=np.nan)
 

@@ -12,6 +12,7 @@ from mcviz.errors import ValidationError
 from mcviz.groupings._sums import _check_columns, _from_sums, _observed, _per_point
 from mcviz.groupings.results import GroupErrors, Strategy
 from mcviz.io import Predictions
+from mcviz.subpopulations.describe import timestamp_text
 
 
 def _partition(
@@ -210,9 +211,13 @@ def _bin_column(
         codes[present] = np.clip(
             np.searchsorted(edges, observed, side="right") - 1, 0, edges.size - 2
         )
+        if pd.api.types.is_datetime64_any_dtype(series):  # edges are nanoseconds: write dates
+            tz = series.dt.tz
+            text = [timestamp_text(pd.Timestamp(round(e), tz=tz)) for e in edges]
+        else:
+            text = [_fmt(e) for e in edges]
         labels = [
-            f"{name} ∈ [{_fmt(edges[j])}, {_fmt(edges[j + 1])}"
-            f"{']' if j == edges.size - 2 else ')'}"
+            f"{name} ∈ [{text[j]}, {text[j + 1]}{']' if j == edges.size - 2 else ')'}"
             for j in range(edges.size - 1)
         ]
     missing = codes < 0

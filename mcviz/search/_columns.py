@@ -18,6 +18,7 @@ import pandas as pd
 
 from mcviz.io import Predictions
 from mcviz.subpopulations import Condition
+from mcviz.subpopulations.describe import shortest_timestamp
 
 NUMERIC_BINS = 64
 """Candidate cut points per numeric covariate (quantiles of the search rows; refined later)."""
@@ -207,19 +208,28 @@ def round_cut(column: Column, cut: Cut) -> Cut:
     A point ``c`` may move to any ``c'`` with ``prev < c' <= c``, where ``prev`` is the largest
     value below ``c`` among all rows: ``x < c'`` and ``x >= c'`` then select the same rows.
     """
-    if column.kind != "numeric" or column.is_datetime or cut.op not in ("lt", "ge", "band"):
+    if column.kind != "numeric" or cut.op not in ("lt", "ge", "band"):
         return cut
     points = {}
     for side in ("lo", "hi"):
         value = getattr(cut, side)
         if not np.isnan(value):
-            points[side] = _shortest(column.keys, value)
+            shortest = _shortest_time if column.is_datetime else _shortest
+            points[side] = shortest(column, value)
     return replace(cut, **points)
 
 
-def _shortest(keys: np.ndarray, value: float) -> float:
+def _shortest_time(column: Column, value: float) -> float:
+    """Dates: the coarsest instant (day, hour, ...) above the previous value of all rows."""
     with np.errstate(invalid="ignore"):
-        below = keys[keys < value]
+        below = column.keys[column.keys < value]
+    previous = column.value(float(below.max())) if below.size else None
+    return float(shortest_timestamp(column.value(value), previous).value)
+
+
+def _shortest(column: Column, value: float) -> float:
+    with np.errstate(invalid="ignore"):
+        below = column.keys[column.keys < value]
     previous = float(below.max()) if below.size else -math.inf
     for digits in range(-6, 18):
         if digits >= 0:

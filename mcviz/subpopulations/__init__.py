@@ -43,7 +43,9 @@ A conjunction of clauses joined by ``and`` (or ``&``)::
     hours_per_week < 45 and workclass is not missing
 
 Columns are bare names (letters, digits, ``_``, ``.``, ``-``) or back-quoted; values are numbers
-(``inf`` and ``-inf`` included), ``true``/``false``, quoted strings or bare words; operators
+(``inf`` and ``-inf`` included), ``true``/``false``, dates and times in ISO form, bare or
+quoted (``date >= 2021-03-04``, ``date < 2021-03-04 12:30:00``, ``2021-03-04T12:30:00+01:00``),
+quoted strings or bare words; operators
 ``< <= > >= == = != <> ≤ ≥ ≠``, ``in``, ``not in``, ``is missing``, ``is not missing``. The
 text is tokenised and parsed here; nothing is passed to ``eval`` or ``pandas.query``. Errors
 point at the offending token.

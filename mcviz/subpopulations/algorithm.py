@@ -13,7 +13,7 @@ import pandas as pd
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.subpopulations.describe import describe_conditions
+from mcviz.subpopulations.describe import describe_conditions, shortest_timestamp
 from mcviz.subpopulations.model import (
     MAX_IDLE_PATHS,
     MAX_NOMINAL_CATEGORIES,
@@ -303,8 +303,12 @@ class _Generator:
         if column.kind == "bool":  # split point True: below is False
             return Condition(name, "==" if side == 0 else "!=", False)
         value = column.values[threshold]
-        if column.is_datetime:
-            value = pd.Timestamp(int(value), tz=column.datetime_tz)
+        if column.is_datetime:  # written as the coarsest instant that keeps the same rows
+            previous = column.values[threshold - 1] if threshold else None
+            value = shortest_timestamp(
+                pd.Timestamp(int(value), tz=column.datetime_tz),
+                None if previous is None else pd.Timestamp(int(previous), tz=column.datetime_tz),
+            )
         elif isinstance(value, np.floating):
             value = float(value)
         return Condition(name, "<" if side == 0 else ">=", value)

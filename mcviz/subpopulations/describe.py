@@ -44,9 +44,7 @@ def _value_text(value: object, *, bare: bool = True) -> str:
     if isinstance(value, bool | np.bool_):
         return "True" if value else "False"
     if isinstance(value, pd.Timestamp):
-        if value.tzinfo is None and value == value.normalize():
-            return f'"{value.date().isoformat()}"'
-        return f'"{value}"'
+        return timestamp_text(value)
     if isinstance(value, int | np.integer):
         return str(int(value))
     if isinstance(value, float | np.floating):
@@ -55,6 +53,55 @@ def _value_text(value: object, *, bare: bool = True) -> str:
             return str(int(number))
         return repr(number)
     return _string_text(str(value), bare=bare)
+
+
+def timestamp_text(stamp: pd.Timestamp) -> str:
+    """Write a date/time as the filter language reads it: ISO, as short as exact.
+
+    A tz-naive midnight is a date; otherwise date and time (seconds always, fractions only
+    when present, the UTC offset when time-zone aware). :func:`parse_filter` reads the text
+    back to the same instant.
+
+    Examples
+    --------
+    >>> timestamp_text(pd.Timestamp("2021-03-04")), timestamp_text(pd.Timestamp("2021-03-04 12:00"))
+    ('2021-03-04', '2021-03-04 12:00:00')
+    >>> timestamp_text(pd.Timestamp("2021-03-04 12:00:00.000000001", tz="UTC"))
+    '2021-03-04 12:00:00.000000001+00:00'
+    """
+    if stamp.tzinfo is None and stamp == stamp.normalize():
+        return stamp.date().isoformat()
+    return stamp.isoformat(sep=" ")
+
+
+_TIME_UNITS = ("D", "h", "min", "s", "ms", "us")
+
+
+def shortest_timestamp(value: pd.Timestamp, previous: pd.Timestamp | None) -> pd.Timestamp:
+    """Return the coarsest instant ``c`` with ``previous < c <= value`` (day, hour, ... ns).
+
+    A split ``x < value`` / ``x >= value`` whose largest value below is ``previous`` selects
+    the same rows at any such ``c``, so the shortest one is written (``date ≥ 2021-03-04``
+    rather than the first observed instant of that day). Time-zone aware values are rounded
+    in their own wall time.
+
+    Examples
+    --------
+    >>> shortest_timestamp(pd.Timestamp("2021-03-04 05:00:00.5"),
+    ...                    pd.Timestamp("2021-03-03 15:00"))
+    Timestamp('2021-03-04 00:00:00')
+    >>> shortest_timestamp(pd.Timestamp("2021-03-04 05:00:00.5"),
+    ...                    pd.Timestamp("2021-03-04 05:00"))
+    Timestamp('2021-03-04 05:00:00.500000')
+    """
+    for unit in _TIME_UNITS:
+        try:
+            candidate = value.floor(unit)
+        except (ValueError, OverflowError):  # a wall time that DST makes ambiguous or absent
+            continue
+        if previous is None or candidate > previous:
+            return candidate
+    return value
 
 
 def describe_conditions(conditions: Sequence[Condition]) -> str:

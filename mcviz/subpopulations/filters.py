@@ -37,6 +37,10 @@ _NUMBER = re.compile(
     r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]inf(?:inity)?(?![A-Za-z0-9_.\-])",
     re.IGNORECASE,
 )
+_DATE = re.compile(  # an ISO date or timestamp, unquoted as descriptions write it
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)?"
+    r"(?:Z|[+-]\d{2}:?\d{2})?(?![A-Za-z0-9_.:\-])"
+)
 _INFINITY = frozenset({"inf", "infinity"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _OP_CANONICAL = {"<": "<", "<=": "<=", "≤": "<=", ">": ">", ">=": ">=", "≥": ">=",
@@ -90,6 +94,11 @@ def _tokenize(expression: str) -> list[_Token]:
         if ch in "{}()[],":
             tokens.append(_Token("punct", ch, i, i + 1))
             i += 1
+            continue
+        date = _DATE.match(expression, i) if ch.isdigit() else None
+        if date:
+            tokens.append(_Token("date", date.group(), i, date.end()))
+            i = date.end()
             continue
         number = _NUMBER.match(expression, i)
         if number and (ch.isdigit() or ch == "." or (
@@ -242,7 +251,7 @@ class _Parser:
     def value(self, token: _Token, column: str):
         kind = self.kinds[column]
         series = None if self.pred is None else self.pred.covariates[column]
-        if token.kind not in ("number", "string", "name"):
+        if token.kind not in ("number", "string", "name", "date"):
             found = token.text or "the end of the filter"
             raise self.error(token, f"expected a value for {column!r}, found {found!r}", column)
         if kind == "nominal":
@@ -266,7 +275,7 @@ class _Parser:
             raise self.error(token, f"column {column!r} is boolean; expected true or false, "
                                     f"found {token.text!r}", column)
         if (series is not None and _is_datetime(series)) or (
-            series is None and token.kind == "string"
+            series is None and token.kind in ("string", "date")
         ):
             try:
                 return pd.Timestamp(token.text)
