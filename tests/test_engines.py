@@ -578,3 +578,16 @@ def test_library_and_engines_agree_on_m(tmp_path, engine_name, case):
         assert expected.sigma[0] == 0
         assert expected.kuiper[0] > 0
         assert expected.metric == expected.kuiper[0]  # M = D_0
+
+
+def test_interrupt_and_close_remove_the_spill_directory(parquet):
+    from pathlib import Path
+
+    engine = DuckDBEngine(parquet, COLUMNS)
+    spill = Path(engine.temp_directory)
+    assert spill.is_dir()
+    engine.interrupt()  # nothing running: a no-op, never an error
+    result = engine.screen([[], [Condition("x2", "<", 20)]])  # the connection still works
+    assert result.n == 3000
+    engine.close()
+    assert not spill.exists()

@@ -3,9 +3,12 @@ in, one ℓ-wide summary row out, combined in score order (compared with the num
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 import pytest
+from test_engines import assert_same
 
 from mcviz.engines import NumpyEngine
 from mcviz.engines.base import as_specs
@@ -15,9 +18,8 @@ from mcviz.engines.spark_engine import (
     pack_summaries,
     unpack_summaries,
 )
-from mcviz.engines.sql import R, S, W
+from mcviz.engines.sql import R, S, W, covariate_aliases
 from mcviz.subpopulations import Condition
-from test_engines import assert_same
 
 
 class _Broadcast:  # what the executors read: .value
@@ -27,10 +29,11 @@ class _Broadcast:  # what the executors read: .value
 
 def _arrow_batches(pred, columns, start, stop, size):
     frame = pred.covariates.iloc[start:stop].reset_index(drop=True)
+    aliases = covariate_aliases(columns)
     table = pa.table({S: pred.score[start:stop], R: pred.label[start:stop],
                       W: pred.weight[start:stop],
-                      **{c: pa.array(frame[c].astype(object).where(frame[c].notna(), None)
-                                     .tolist()) for c in columns}})
+                      **{aliases[c]: pa.array(frame[c].astype(object).where(frame[c].notna(), None)
+                                              .tolist()) for c in columns}})
     return table.to_batches(max_chunksize=size)
 
 
@@ -54,7 +57,7 @@ def test_partitions_cut_at_score_changes_combine_to_the_exact_result():
     ends = np.flatnonzero(pred.run_end) + 1
     bounds = [0, int(ends[2]), int(ends[3]), n]
     rows = []
-    for start, stop in zip(bounds, bounds[1:], strict=False):
+    for start, stop in itertools.pairwise(bounds):
         out = list(_summarise_partition(_Broadcast(specs), True,
                                         iter(_arrow_batches(pred, ["g", "x"], start, stop, 37))))
         assert len(out) == 1

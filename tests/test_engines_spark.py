@@ -6,6 +6,7 @@ Spark is a failure: .ci/run must install both.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 
@@ -119,7 +120,7 @@ def test_a_missing_java_is_a_message_not_a_traceback(tmp_path):
     assert "Traceback" not in completed.stderr
 
 
-def _heavy_ties_frame(n: int, seed: int) -> "pd.DataFrame":
+def _heavy_ties_frame(n: int, seed: int):
     # 40% of the rows share score 0.5 and the rest take 9 other values: equal-count cuts into
     # 8 partitions would split the run at 0.5 (and others) - range partitions must not.
     import pandas as pd
@@ -152,7 +153,7 @@ def test_spark_m_equals_the_library_with_ties_across_partitions(spark, tmp_path,
     parts = engine.partitions
     assert len(parts) >= 3  # several non-empty partitions, each a whole tie run or more
     assert sum(rows for _, _, rows in parts) == len(frame)
-    assert all(hi < lo for (_, hi, _), (lo, _, _) in zip(parts, parts[1:], strict=False))
+    assert all(hi < lo for (_, hi, _), (lo, _, _) in itertools.pairwise(parts))
     # each partition holds every row of each of its scores
     for low, high, rows in parts:
         assert rows == int(((frame["score"] >= low) & (frame["score"] <= high)).sum())

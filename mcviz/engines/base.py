@@ -397,8 +397,10 @@ class HistogramAccumulator:
                             positive=s[3], negative=s[4], variance=s[5])
 
 
-def arrow_columns(table, names: Sequence[str]) -> dict[str, pd.Series]:
+def arrow_columns(table, names: dict[str, str]) -> dict[str, pd.Series]:
     """Covariate columns of a pyarrow batch or table as Series whose kind is stable by batch.
+
+    ``names`` maps each covariate to its column in ``table`` (e.g. an alias of the query).
 
     Text becomes categorical (one dictionary per batch), booleans the nullable ``boolean`` dtype
     and integers float (a batch with a null would otherwise turn an int column into float or a
@@ -408,8 +410,8 @@ def arrow_columns(table, names: Sequence[str]) -> dict[str, pd.Series]:
     import pyarrow.compute as pc
 
     out = {}
-    for name in names:
-        column = table.column(name)
+    for name, alias in names.items():
+        column = table.column(alias)
         kind = column.type
         if pa.types.is_string(kind) or pa.types.is_large_string(kind):
             series = pc.dictionary_encode(column).to_pandas()

@@ -204,7 +204,7 @@ class DuckDBEngine(Engine):
             yield (batch.column(sql.S).to_numpy(zero_copy_only=False),
                    batch.column(sql.R).to_numpy(zero_copy_only=False),
                    batch.column(sql.W).to_numpy(zero_copy_only=False) if weighted else None,
-                   arrow_columns(batch, plan.columns))
+                   arrow_columns(batch, sql.covariate_aliases(plan.columns)))
 
     def exact_summaries(self, specs: Sequence[SubpopulationSpec]) -> ChunkSummaries:
         """One pass over the rows sorted by score (out of core), measured batch by batch."""

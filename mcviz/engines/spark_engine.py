@@ -277,7 +277,7 @@ def _batches(batches: Iterator, weighted: bool, names: Sequence[str]) -> Iterato
             yield (batch.column(sql.S).to_numpy(zero_copy_only=False),
                    batch.column(sql.R).to_numpy(zero_copy_only=False),
                    batch.column(sql.W).to_numpy(zero_copy_only=False) if weighted else None,
-                   arrow_columns(batch, names))
+                   arrow_columns(batch, sql.covariate_aliases(names)))
 
 
 def _summarise_partition(specs_broadcast, weighted: bool, batches: Iterator) -> Iterator:

@@ -186,11 +186,16 @@ def rows_sql(columns: Columns, kinds: Mapping[str, str], q: Query, source: str,
              f"{_response_sql(columns, kinds, q)} AS {R}"]
     if columns.weight is not None:
         parts.append(f"CAST({ident(columns.weight)} AS DOUBLE) AS {W}")
-    parts += [ident(name) for name in covariates]
+    parts += [f"{ident(name)} AS {alias}" for name, alias in covariate_aliases(covariates).items()]
     text = f"SELECT {', '.join(parts)} FROM {source}"
     if drop_invalid:
         text += f" WHERE {_valid_sql(columns, kinds, q)}"
     return text + (f" ORDER BY {S}" if order else "")
+
+
+def covariate_aliases(covariates: Sequence[str]) -> dict[str, str]:
+    """Map covariate names to the plain output names of :func:`rows_sql`."""
+    return {name: f"__mcviz_c{i}" for i, name in enumerate(covariates)}
 
 
 def _as_number(text: str) -> float | None:
