@@ -74,6 +74,7 @@ __all__ = [
     "HistogramAccumulator",
     "ScreenResult",
     "SubpopulationSpec",
+    "arrow_blocks",
     "arrow_columns",
     "as_specs",
     "assemble_result",
@@ -395,6 +396,27 @@ class HistogramAccumulator:
         return BinSummaries(position=present // self.bins, bin=present % self.bins,
                             count=np.rint(s[0]).astype(np.int64), weight=s[1], diff=s[2],
                             positive=s[3], negative=s[4], variance=s[5])
+
+
+def arrow_blocks(batches, rows: int):
+    """Regroup an iterator of pyarrow record batches into tables of at least ``rows`` rows.
+
+    Readers hand out batches of their own size (DuckDB about 122,880 rows, Spark 10,000 by
+    default); the evaluator's per-subpopulation work per batch is fixed, so fewer, larger
+    blocks cost less. The last table may be shorter; empty batches are skipped.
+    """
+    import pyarrow as pa
+
+    pending, count = [], 0
+    for batch in batches:
+        if batch.num_rows:
+            pending.append(batch)
+            count += batch.num_rows
+        if count >= rows:
+            yield pa.Table.from_batches(pending).combine_chunks()
+            pending, count = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending).combine_chunks()
 
 
 def arrow_columns(table, names: dict[str, str]) -> dict[str, pd.Series]:

@@ -39,6 +39,7 @@ from mcviz.engines.base import (
     Engine,
     HistogramAccumulator,
     SubpopulationSpec,
+    arrow_blocks,
     arrow_columns,
     expand_paths,
 )
@@ -114,6 +115,7 @@ class DuckDBEngine(Engine):
         self.memory_limit = memory_limit
         self.con = duckdb.connect()
         self.con.execute("SET preserve_insertion_order = false")
+        self.con.execute("SET enable_progress_bar = false")  # never on stdout (--json)
         self.con.execute(f"SET temp_directory = '{_escape(temp_directory)}'")
         if memory_limit is not None:
             try:
@@ -188,23 +190,18 @@ class DuckDBEngine(Engine):
         text = sql.rows_sql(self.columns, self.kinds, q, self.source, plan.columns,
                             drop_invalid=self.drop_invalid, order=ordered)
         weighted = self.columns.weight is not None
-        reader = None
-        while True:
-            try:
-                if reader is None:  # a relation streams; a DB-API result would copy the rows
-                    reader = self.con.sql(text, params=q.params).to_arrow_reader(self.batch_rows)
-                batch = reader.read_next_batch()
-            except StopIteration:
-                return
-            except (duckdb.Error, pa.ArrowException) as error:  # e.g. out of memory mid-sort
-                raise ValidationError(
-                    f"DuckDB could not stream the rows{_limit_text(self)}: "
-                    f"{str(error).splitlines()[0]} Raise --memory-limit or free disk space "
-                    f"for spilling in {self.temp_directory!r}.") from None
-            yield (batch.column(sql.S).to_numpy(zero_copy_only=False),
-                   batch.column(sql.R).to_numpy(zero_copy_only=False),
-                   batch.column(sql.W).to_numpy(zero_copy_only=False) if weighted else None,
-                   arrow_columns(batch, sql.covariate_aliases(plan.columns)))
+        try:  # a relation streams; a DB-API result would copy the rows first
+            reader = self.con.sql(text, params=q.params).to_arrow_reader(self.batch_rows)
+            for table in arrow_blocks(reader, self.batch_rows):
+                yield (table.column(sql.S).to_numpy(),
+                       table.column(sql.R).to_numpy(),
+                       table.column(sql.W).to_numpy() if weighted else None,
+                       arrow_columns(table, sql.covariate_aliases(plan.columns)))
+        except (duckdb.Error, pa.ArrowException) as error:  # e.g. out of memory mid-sort
+            raise ValidationError(
+                f"DuckDB could not stream the rows{_limit_text(self)}: "
+                f"{str(error).splitlines()[0]} Raise --memory-limit or free disk space "
+                f"for spilling in {self.temp_directory!r}.") from None
 
     def exact_summaries(self, specs: Sequence[SubpopulationSpec]) -> ChunkSummaries:
         """One pass over the rows sorted by score (out of core), measured batch by batch."""

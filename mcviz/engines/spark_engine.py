@@ -66,6 +66,7 @@ from mcviz.engines.base import (
     Engine,
     HistogramAccumulator,
     SubpopulationSpec,
+    arrow_blocks,
     arrow_columns,
     expand_paths,
 )
@@ -272,12 +273,10 @@ def unpack_summaries(payload: bytes) -> ChunkSummaries:
 
 def _batches(batches: Iterator, weighted: bool, names: Sequence[str]) -> Iterator[tuple]:
     """(score, label, weight or None, covariates) of each Arrow batch of a partition."""
-    for batch in batches:
-        if batch.num_rows:
-            yield (batch.column(sql.S).to_numpy(zero_copy_only=False),
-                   batch.column(sql.R).to_numpy(zero_copy_only=False),
-                   batch.column(sql.W).to_numpy(zero_copy_only=False) if weighted else None,
-                   arrow_columns(batch, sql.covariate_aliases(names)))
+    for table in arrow_blocks(batches, BATCH_ROWS):
+        yield (table.column(sql.S).to_numpy(), table.column(sql.R).to_numpy(),
+               table.column(sql.W).to_numpy() if weighted else None,
+               arrow_columns(table, sql.covariate_aliases(names)))
 
 
 def _summarise_partition(specs_broadcast, weighted: bool, batches: Iterator) -> Iterator:
