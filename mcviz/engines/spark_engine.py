@@ -75,8 +75,9 @@ from mcviz.errors import ValidationError
 __all__ = ["PARTITION_ROWS", "SparkEngine", "local_session", "spark_kind", "spark_session"]
 
 PARTITION_ROWS = 1 << 21
-"""Rows per range partition (at least one partition per core): what one Python worker holds
-in flight is one Arrow batch, so this only sets the tasks' granularity."""
+"""Rows per range partition (at least one partition per core). A Python worker holds one
+block of :data:`BATCH_ROWS` rows at a time (the partition is streamed), so this only sets the
+tasks' granularity."""
 
 BATCH_ROWS = 1 << 18
 """Rows per Arrow batch handed to the evaluator on an executor."""
