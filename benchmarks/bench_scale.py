@@ -1,15 +1,21 @@
-"""Multi-calibration screening beyond memory: numpy vs DuckDB (exact, histogram) vs Spark.
+"""Multi-calibration screening at scale: the library vs numpy vs DuckDB (exact, histogram) vs Spark.
 
 Generates --rows rows of predictions to Parquet (written in row groups, so 10^8 rows never sit
 in memory), draws ℓ = --subpopulations subpopulations by Algorithm 1 on a 10^6-row sample, then
-screens the full data with every engine, each in its own process, and prints wall time and the
-peak resident memory of that process tree (polled from /proc every 0.1 s; Spark's JVM included).
-Finally DuckDB screens --limit-rows rows under SET memory_limit = --memory-limit and the table
-says whether it spilled to its temp_directory (largest size seen) and finished.
+screens the full data with every engine, each in its own process, and prints the wall time, the
+CPU time and the peak resident memory of that process tree (polled from /proc every 0.1 s;
+DuckDB's threads, Spark's JVM and Python workers included). "library" loads the file into
+:class:`~mcviz.io.Predictions`, selects each subpopulation's rows (``select_rows`` within its
+parent) and runs :func:`mcviz.multicalibration`; every M is printed to compare (the engines
+must agree with the library to 1e-12). DuckDB runs under SET memory_limit = --memory-limit.
+With --limit-rows N (off by default; 10^8 is the issue's case), DuckDB also screens N rows
+under that limit, and the table says whether it spilled to its temp_directory (largest size
+seen) and finished. Under load from other processes CPU time is the more robust number.
 
-Run: python benchmarks/bench_scale.py [--rows 10000000] [--limit-rows 100000000]
-     [--limit-subpopulations L] [--limit-mode exact|hist]
-     [--engines numpy,duckdb-exact,duckdb-hist,spark-exact] [--bins 1000] [--dir /tmp/mcviz-scale]
+Run: python benchmarks/bench_scale.py [--rows 1000000,10000000] [--limit-rows 100000000]
+     [--limit-subpopulations L] [--limit-mode exact|hist] [--spark-master local[2]]
+     [--engines library,numpy,duckdb-exact,duckdb-hist,spark-exact] [--bins 1000]
+     [--dir /tmp/mcviz-scale]
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -81,9 +88,10 @@ def make_specs(path: Path, n_subpopulations: int, seed: int) -> tuple:
 # ------------------------------------------------------------------------------ child process
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants."""
+def _tree_stats(pid: int, cpu: dict[int, float]) -> int:
+    """Resident bytes of a process and all its descendants; CPU seconds per pid into ``cpu``."""
     total, stack = 0, [pid]
+    tick = os.sysconf("SC_CLK_TCK")
     while stack:
         p = stack.pop()
         proc = Path("/proc") / str(p)
@@ -91,9 +99,11 @@ def _tree_rss(pid: int) -> int:
             for line in (proc / "status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     total += int(line.split()[1]) * 1024
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            cpu[p] = max(cpu.get(p, 0.0), (int(stat[11]) + int(stat[12])) / tick)  # utime+stime
             for task in (proc / "task").iterdir():
                 stack.extend(int(c) for c in (task / "children").read_text().split())
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
+        except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError):
             continue
     return total
 
@@ -104,6 +114,30 @@ def _dir_size(path: str) -> int:
         with contextlib.suppress(OSError):
             size += file.stat().st_size if file.is_file() else 0
     return size
+
+
+def _library(data: str, specs):
+    """The in-memory library path: Predictions, rows of each subpopulation, eq. (4)."""
+    import pyarrow.parquet as parquet
+
+    from mcviz.io import load_predictions
+    from mcviz.multical import multicalibration
+    from mcviz.subpopulations import Subpopulation, select_rows
+
+    used = sorted({c.column for spec in specs for c in spec.conditions})
+    frame = parquet.read_table(data, columns=["score", "label", "weight", *used]).to_pandas()
+    pred = load_predictions(frame, score="score", label="label", weight="weight",
+                            covariates=used, id_columns=[])
+    del frame
+    rows: dict[int, np.ndarray] = {}
+    subpopulations = []
+    for spec in specs[1:]:
+        within = rows.get(spec.parent)
+        index = select_rows(pred, spec.conditions, within=within)
+        rows[spec.id] = index
+        subpopulations.append(Subpopulation(spec.id, spec.depth, spec.conditions,
+                                            spec.description, index, spec.parent))
+    return multicalibration(pred, subpopulations, sigma_method="bernoulli"), pred.n
 
 
 def child(args: argparse.Namespace) -> None:
@@ -119,6 +153,12 @@ def child(args: argparse.Namespace) -> None:
             time.sleep(0.2)
 
     start = time.perf_counter()
+    if engine_name == "library":
+        result, n = _library(args.data, specs)
+        print(json.dumps({"seconds": time.perf_counter() - start, "load_seconds": 0.0,
+                          "metric": result.metric, "metric_bound": None, "n": n,
+                          "spill_bytes": 0}))
+        return
     if engine_name == "numpy":
         from mcviz.engines.numpy_engine import NumpyEngine
 
@@ -132,7 +172,7 @@ def child(args: argparse.Namespace) -> None:
     else:
         from mcviz.engines.spark_engine import SparkEngine, local_session
 
-        session = local_session("local[2]")
+        session = local_session(args.spark_master)
         session.sparkContext.setLogLevel("ERROR")
         engine = SparkEngine(args.data, COLUMNS, spark=session)
     loaded = time.perf_counter() - start
@@ -154,23 +194,24 @@ def child(args: argparse.Namespace) -> None:
 
 def run_child(name: str, data: Path, specs: Path, args, memory_limit: str | None = None) -> dict:
     command = [sys.executable, __file__, "--child", name, "--data", str(data), "--specs",
-               str(specs), "--bins", str(args.bins), "--spill-dir", str(args.dir)]
+               str(specs), "--bins", str(args.bins), "--spill-dir", str(args.dir),
+               "--spark-master", args.spark_master]
     if memory_limit:
         command += ["--memory-limit", memory_limit]
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
-    peak = 0
+    peak, cpu = 0, {}
     while process.poll() is None:
-        peak = max(peak, _tree_rss(process.pid))
+        peak = max(peak, _tree_stats(process.pid, cpu))
         time.sleep(0.1)
     out, err = process.communicate()
     wall = time.perf_counter() - start
     if process.returncode != 0:
         return {"name": name, "error": err.strip().splitlines()[-1] if err.strip() else "failed",
-                "wall": wall, "peak": peak}
+                "wall": wall, "peak": peak, "cpu": sum(cpu.values())}
     result = json.loads(out.strip().splitlines()[-1])
-    result.update(name=name, wall=wall, peak=peak)
+    result.update(name=name, wall=wall, peak=peak, cpu=sum(cpu.values()))
     return result
 
 
@@ -182,30 +223,35 @@ def row(result: dict, rows: int, limit: str | None = None) -> str:
     spill = result.get("spill_bytes", 0)
     return (
         f"| {result['name']:<13} | {rows:>11,} | {limit or '-':>5} | {result['wall']:>8.1f} | "
-        f"{result['seconds']:>8.1f} | {result['peak'] / 2**30:>7.2f} | {result['metric']:.10f} | "
+        f"{result['cpu']:>8.1f} | {result['seconds']:>8.1f} | {result['peak'] / 2**30:>7.2f} | "
+        f"{result['metric']:.14f} | "
         f"{'-' if bound is None else f'{bound:.2e}':>8} | "
         f"{(f'{spill / 2**20:,.0f} MiB' if spill else 'no'):>10} |"
     )
 
 
 HEADER = (
-    "| engine        |        rows | limit |  wall s | screen s | peak GiB | M            | "
-    "M bound  |     spill  |\n|---|---|---|---|---|---|---|---|---|"
+    "| engine        |        rows | limit |  wall s |   CPU s | in-child s | peak GiB | M "
+    "               | M bound  |     spill  |\n|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--limit-rows", type=int, default=100_000_000,
-                        help="rows for the memory-limited DuckDB run (0 skips it)")
-    parser.add_argument("--memory-limit", default="1GB")
+    parser.add_argument("--rows", default="1000000,10000000",
+                        help="comma-separated row counts (each gets its own data and specs)")
+    parser.add_argument("--limit-rows", type=int, default=0,
+                        help="rows for the extra memory-limited DuckDB run (default 0: skip; "
+                             "the issue's case is 100000000)")
+    parser.add_argument("--memory-limit", default="1GB", help="DuckDB memory_limit of every run")
     parser.add_argument("--limit-subpopulations", type=int,
                         help="subpopulations of the memory-limited run (default --subpopulations)")
     parser.add_argument("--limit-mode", choices=("exact", "hist"), default="exact",
                         help="mode of the memory-limited DuckDB run")
     parser.add_argument("--subpopulations", type=int, default=1000)
-    parser.add_argument("--engines", default="numpy,duckdb-exact,duckdb-hist,spark-exact")
+    parser.add_argument("--engines",
+                        default="library,numpy,duckdb-exact,duckdb-hist,spark-exact")
+    parser.add_argument("--spark-master", default="local[2]")
     parser.add_argument("--bins", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dir", default=str(Path(tempfile.gettempdir()) / "mcviz-scale"))
@@ -218,29 +264,36 @@ def main() -> None:
         child(args)
         return
     directory = Path(args.dir)
-    start = time.perf_counter()
-    data = write_data(directory, args.rows, args.seed)
-    print(f"data: {data} ({data.stat().st_size / 2**20:,.0f} MiB, "
-          f"{time.perf_counter() - start:.0f} s)", flush=True)
-    start = time.perf_counter()
-    specs = make_specs(data, args.subpopulations, args.seed)
-    specs_path = directory / f"specs_{args.rows}_{args.subpopulations}.pkl"
-    specs_path.write_bytes(pickle.dumps(specs))
-    print(f"{len(specs) - 1} subpopulations from a sample of at most 10^6 rows "
-          f"({time.perf_counter() - start:.0f} s)", flush=True)
-    print(HEADER, flush=True)
-    for name in [e.strip() for e in args.engines.split(",") if e.strip()]:
-        print(row(run_child(name, data, specs_path, args), args.rows), flush=True)
+    specs_path = None
+    for rows in [int(r) for r in args.rows.split(",") if r.strip()]:
+        data, specs_path = _prepare(directory, rows, args.subpopulations, args.seed)
+        print(HEADER, flush=True)
+        for name in [e.strip() for e in args.engines.split(",") if e.strip()]:
+            limit = args.memory_limit if name.startswith("duckdb") else None
+            print(row(run_child(name, data, specs_path, args, limit), rows, limit), flush=True)
     if args.limit_rows:
         big = write_data(directory, args.limit_rows, args.seed)
         limited = args.limit_subpopulations or args.subpopulations
-        if limited != args.subpopulations:
-            specs = make_specs(data, limited, args.seed)
-            specs_path = directory / f"specs_{args.rows}_{limited}.pkl"
-            specs_path.write_bytes(pickle.dumps(specs))
-            print(f"memory-limited run: {len(specs) - 1} subpopulations", flush=True)
+        _, specs_path = _prepare(directory, args.limit_rows, limited, args.seed, data=big)
         result = run_child(f"duckdb-{args.limit_mode}", big, specs_path, args, args.memory_limit)
+        print(HEADER, flush=True)
         print(row(result, args.limit_rows, args.memory_limit), flush=True)
+
+
+def _prepare(directory: Path, rows: int, subpopulations: int, seed: int,
+             data: Path | None = None) -> tuple[Path, Path]:
+    """Write (or reuse) the data and draw the specs on a sample of at most 10^6 rows."""
+    start = time.perf_counter()
+    data = write_data(directory, rows, seed) if data is None else data
+    print(f"data: {data} ({data.stat().st_size / 2**20:,.0f} MiB, "
+          f"{time.perf_counter() - start:.0f} s)", flush=True)
+    start = time.perf_counter()
+    specs = make_specs(data, subpopulations, seed)
+    specs_path = directory / f"specs_{rows}_{subpopulations}.pkl"
+    specs_path.write_bytes(pickle.dumps(specs))
+    print(f"{len(specs) - 1} subpopulations from a sample of at most 10^6 rows "
+          f"({time.perf_counter() - start:.0f} s)", flush=True)
+    return data, specs_path
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from mcviz.cli import main
 from mcviz.cumulative import cumulative_differences
 from mcviz.engines import Columns, NumpyEngine
-from mcviz.engines.base import BinSummaries, candidate_cells, finish_screen
+from mcviz.engines.base import BinSummaries, HistogramAccumulator, as_specs
 from mcviz.engines.duckdb_engine import DuckDBEngine
 from mcviz.engines.sql import DUCKDB, SPARK, Query, condition_sql
 from mcviz.errors import ValidationError
@@ -187,26 +187,58 @@ def test_duckdb_exact_agrees_with_numpy(numpy_engine, duck, subpopulations):
     assert_same(expected, got)
 
 
-@pytest.mark.parametrize("bins", [1, 7, 5000])
-def test_exact_does_not_depend_on_bins(numpy_engine, duck, subpopulations, bins):
-    assert_same(numpy_engine.screen(subpopulations), duck.screen(subpopulations, bins=bins))
+@pytest.mark.parametrize("batch_rows", [7, 100, 5000])
+def test_exact_does_not_depend_on_batch_cuts(parquet, numpy_engine, subpopulations, batch_rows):
+    # Batches of 7 rows cut the many tie runs (scores have two decimals) everywhere: the
+    # trailing tie run is held back, so every cut gives the same exact values.
+    with DuckDBEngine(parquet, COLUMNS, batch_rows=batch_rows) as engine:
+        assert_same(numpy_engine.screen(subpopulations), engine.screen(subpopulations))
 
 
-def test_refining_every_cell_is_the_plain_window(duck, subpopulations, numpy_engine):
-    # With every non-empty (subpopulation, bin) as a candidate the refinement is the plain
-    # window running sum over distinct scores; it must give the same exact values.
-    from mcviz.engines.base import as_specs
+def test_duckdb_exact_sorts_once_and_never_tests_predicates_in_sql(duck, subpopulations):
+    # The statement streamed in exact mode: one ORDER BY, no CASE list per row, only the
+    # columns the screening needs.
+    from mcviz.core.membership import MembershipPlan
+    from mcviz.engines import sql
 
+    plan = MembershipPlan(as_specs(subpopulations))
+    q = Query(DUCKDB)
+    text = sql.rows_sql(duck.columns, duck.kinds, q, duck.source, plan.columns,
+                        drop_invalid=False, order=True)
+    assert text.count("ORDER BY") == 1
+    assert "CASE" not in text  # labels are 0/1 numbers here: no CASE at all
+    assert "SELECT *" not in text
+    assert set(plan.columns) < set(duck.kinds)
+
+
+def test_histogram_sums_match_direct_bincounts(numpy_engine, subpopulations):
+    # Independent: per subpopulation, np.bincount of each sum over its selected rows.
+    pred = numpy_engine.pred
     specs = as_specs(subpopulations)
-    n, dropped, lo, hi = duck.overview()
-    bins = 16
-    scale = bins / (hi - lo)
-    summaries = duck.histogram(specs, lo, scale, bins)
-    every = pd.DataFrame({"k": summaries.position, "b": summaries.bin})
-    refined = duck.refine(specs, every, lo, scale, bins)
-    result = finish_screen("duckdb", specs, summaries, refined, bins=bins, n=n, n_dropped=dropped)
-    assert_same(numpy_engine.screen(subpopulations), result)
-    assert len(candidate_cells(summaries, len(specs))) <= len(every)
+    bins, lo = 13, pred.score[0]
+    scale = bins / (pred.score[-1] - lo)
+    got = numpy_engine.histogram(specs, lo, scale, bins)
+    binned = np.minimum(np.floor((pred.score - lo) * scale).astype(int), bins - 1)
+    diff = pred.weight * (pred.label - pred.score)
+    for position, spec in enumerate(specs[:20]):
+        index = select_rows(pred, spec.conditions)
+        cells = got.position == position
+        present = np.flatnonzero(np.bincount(binned[index], minlength=bins))
+        assert got.bin[cells].tolist() == present.tolist()
+        for values, name in ((pred.weight, "weight"), (diff, "diff"),
+                             (np.maximum(diff, 0), "positive"), (np.maximum(-diff, 0), "negative")):
+            expected = np.bincount(binned[index], weights=values[index], minlength=bins)[present]
+            np.testing.assert_allclose(getattr(got, name)[cells], expected, rtol=1e-12,
+                                       atol=1e-12)
+
+
+def test_histogram_cells_are_bounded(numpy_engine, subpopulations):
+    from mcviz.core.membership import MembershipPlan
+
+    with pytest.raises(ValidationError, match=r"exceeds the budget .* use at most"):
+        numpy_engine.screen(subpopulations, exact=False, bins=10**6)
+    with pytest.raises(ValidationError, match="cells exceeds the budget"):
+        HistogramAccumulator(MembershipPlan(as_specs([[]])), 0.0, 1.0, 5 * 10**6)
 
 
 # ---------------------------------------------------------------------------- histogram mode
@@ -544,3 +576,16 @@ def test_library_and_engines_agree_on_m(tmp_path, engine_name, case):
         assert expected.sigma[0] == 0
         assert expected.kuiper[0] > 0
         assert expected.metric == expected.kuiper[0]  # M = D_0
+
+
+def test_interrupt_and_close_remove_the_spill_directory(parquet):
+    from pathlib import Path
+
+    engine = DuckDBEngine(parquet, COLUMNS)
+    spill = Path(engine.temp_directory)
+    assert spill.is_dir()
+    engine.interrupt()  # nothing running: a no-op, never an error
+    result = engine.screen([[], [Condition("x2", "<", 20)]])  # the connection still works
+    assert result.n == 3000
+    engine.close()
+    assert not spill.exists()

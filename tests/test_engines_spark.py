@@ -6,6 +6,7 @@ Spark is a failure: .ci/run must install both.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 
@@ -117,3 +118,50 @@ def test_a_missing_java_is_a_message_not_a_traceback(tmp_path):
     assert "could not start a local Spark" in completed.stderr
     assert "Java 17+ runtime" in completed.stderr
     assert "Traceback" not in completed.stderr
+
+
+def _heavy_ties_frame(n: int, seed: int):
+    # 40% of the rows share score 0.5 and the rest take 9 other values: equal-count cuts into
+    # 8 partitions would split the run at 0.5 (and others) - range partitions must not.
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    score = np.where(rng.random(n) < 0.4, 0.5, rng.integers(0, 9, n) / 8)
+    frame = pd.DataFrame({"score": score, "x": rng.normal(size=n),
+                          "g": rng.choice(["u", "v", "w"], n),
+                          "weight": rng.random(n) + 0.5})
+    frame["label"] = (rng.random(n) < np.clip(score + 0.1 * (frame["g"] == "v"), 0, 1)).astype(int)
+    return frame
+
+
+@pytest.mark.parametrize("case", ["ordinary", "sigma0_zero"])
+def test_spark_m_equals_the_library_with_ties_across_partitions(spark, tmp_path, case):
+    from test_engines import _sigma0_zero_frame
+
+    from mcviz.engines.spark_engine import SparkEngine
+    from mcviz.multical import multicalibration
+
+    frame = _heavy_ties_frame(4000, 3) if case == "ordinary" else _sigma0_zero_frame()
+    path = tmp_path / "ties.parquet"
+    frame.to_parquet(path)
+    pred = NumpyEngine(path, COLUMNS).pred
+    generated = generate_subpopulations(pred, covariates=["x", "g"] if case == "ordinary"
+                                        else ["x"], n_subpopulations=30, seed=2)
+    expected = multicalibration(pred, list(generated)[1:])
+    engine = SparkEngine(path, COLUMNS, spark=spark, partition_rows=250)  # 16 partitions asked
+    got = engine.screen(list(generated)[1:])
+    parts = engine.partitions
+    # several non-empty partitions (sigma0_zero has only the scores 0 and 1), each whole runs
+    assert len(parts) >= (3 if case == "ordinary" else 1)
+    assert sum(rows for _, _, rows in parts) == len(frame)
+    assert all(hi < lo for (_, hi, _), (lo, _, _) in itertools.pairwise(parts))
+    # each partition holds every row of each of its scores
+    for low, high, rows in parts:
+        assert rows == int(((frame["score"] >= low) & (frame["score"] <= high)).sum())
+    np.testing.assert_allclose(got.table["kuiper"], expected.kuiper, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.table["sigma"], expected.sigma, rtol=0, atol=1e-12)
+    assert abs(got.metric - expected.metric) <= 1e-12
+    if case == "sigma0_zero":
+        assert expected.sigma[0] == 0
+        assert expected.kuiper[0] > 0
+        assert got.metric == got.table["kuiper"].iloc[0]  # M = D_0 (paper 000 after eq. (4))

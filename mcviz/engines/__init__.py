@@ -1,12 +1,16 @@
 """Multi-calibration screening beyond memory: one engine interface, three implementations.
 
 * :class:`NumpyEngine` — in memory, exact (the reference).
-* :class:`DuckDBEngine` — Parquet files larger than memory, exact or histogram mode.
-* :class:`SparkEngine` — the same SQL through PySpark.
+* :class:`DuckDBEngine` — Parquet files larger than memory: DuckDB sorts by score out of core
+  and streams Arrow batches; exact or histogram mode.
+* :class:`SparkEngine` — a distributed job: range partitions by score summarised on the
+  executors, combined in score order on the driver (local or a cluster).
 
-Subpopulations are predicates (lists of :class:`~mcviz.subpopulations.Condition`), typically
-generated on an in-memory sample and evaluated on the full data; see :mod:`mcviz.engines.base`
-for the statistics and the histogram bound.
+Every engine only reads, sorts and partitions; the shared evaluator of :mod:`mcviz.core`
+measures (one pass over score-sorted rows, the one eq. (4)). Subpopulations are predicates
+(lists of :class:`~mcviz.subpopulations.Condition`), typically generated on an in-memory sample
+and evaluated on the full data; see :mod:`mcviz.engines.base` for the statistics and the
+histogram bound.
 """
 
 from mcviz.engines.base import (

@@ -28,14 +28,16 @@ reported beside every value as ``kuiper_bound`` (upper minus lower bound).
 
 Exact mode
 ----------
-Only bins whose upper bound :math:`C^{\mathrm{start}}_b + p_b/\sum W` reaches the histogram
-maximum (or whose lower bound reaches the minimum) can hold the extremes of the path. For those
-*candidate* bins the engine computes the running sum inside the bin in score order, evaluated
-only at the last row of each run of tied scores (rows aggregated per (subpopulation, score) first,
-then a window running sum over the distinct scores), and the exact extremes follow by the
-ordered combination of chunk summaries :math:`(S_1 + S_2, \max(M_1, S_1 + M_2), \min(m_1, S_1 +
-m_2))`. The work of the second pass is proportional to the rows in candidate bins, a small
-fraction of the data.
+The engine (numpy in memory, DuckDB ``ORDER BY score`` out of core, Spark range partitions)
+hands score-sorted rows to the shared evaluator (:mod:`mcviz.core.batches`): per
+subpopulation the ordered chunk summaries (offset, highest and lowest point of the path at
+tie-run ends, :math:`\sum W`, :math:`\sum S(1-S)W^2`, count) of each batch, combined in score
+order by :math:`(S_1 + S_2, \max(M_1, S_1 + M_2), \min(m_1, S_1 + m_2))`. One sorted pass; no
+predicate is evaluated per (row, subpopulation) in SQL.
+
+Histogram mode needs no sort: the bin sums above are order-free, so the engines stream the
+rows in any order through :class:`HistogramAccumulator` (memory :math:`\ell \times` bins,
+never rows).
 
 References
 ----------
@@ -56,9 +58,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mcviz.core.evaluator import ChunkSummaries, finish
+from mcviz.core.membership import MembershipPlan
 from mcviz.core.metric import multicalibration_metric, normalized_kuiper
 from mcviz.core.ratio import safe_ratio
-from mcviz.core.sigma import sigma_from_variance
+from mcviz.core.sigma import SigmaMethod, sigma_from_variance
 from mcviz.errors import ValidationError
 from mcviz.subpopulations import Condition, Subpopulation
 
@@ -67,8 +71,11 @@ __all__ = [
     "BinSummaries",
     "Columns",
     "Engine",
+    "HistogramAccumulator",
     "ScreenResult",
     "SubpopulationSpec",
+    "arrow_blocks",
+    "arrow_columns",
     "as_specs",
     "assemble_result",
     "expand_paths",
@@ -76,10 +83,10 @@ __all__ = [
 ]
 
 DEFAULT_EXACT_BINS = 1024
-"""Bins of the first (histogram) pass of exact mode; any number gives the same exact result."""
+"""Score bins of histogram mode when none are given (exact mode uses no bins)."""
 
-TOLERANCE = 1e-9
-"""Relative slack when choosing candidate bins (more candidates only cost time, never accuracy)."""
+HISTOGRAM_CELLS = 1 << 22
+"""Most (subpopulation, bin) cells histogram mode holds (six float sums each: 192 MiB)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,9 +253,9 @@ class ScreenResult:
 class Engine(ABC):
     """One way of evaluating subpopulation predicates on the full data.
 
-    Subclasses provide the data's overall statistics, the histogram pass and the refinement of
-    candidate bins; :meth:`screen` (shared) combines them. The numpy engine overrides
-    :meth:`screen` in exact mode with the direct in-memory computation.
+    Subclasses provide the data's overall statistics (:meth:`overview`), the chunk summaries of
+    one pass over the score-sorted rows (:meth:`exact_summaries`) and the order-free bin sums of
+    histogram mode (:meth:`histogram`); :meth:`screen` (shared) turns them into M.
     """
 
     name: str = "engine"
@@ -258,26 +265,14 @@ class Engine(ABC):
         """Validate the data once; return (rows kept, rows dropped, lowest, highest score)."""
 
     @abstractmethod
+    def exact_summaries(self, specs: Sequence[SubpopulationSpec]) -> ChunkSummaries:
+        """Ordered chunk summaries of every spec over all rows (one score-sorted pass)."""
+
+    @abstractmethod
     def histogram(
         self, specs: Sequence[SubpopulationSpec], lo: float, scale: float, bins: int
     ) -> BinSummaries:
         """Per-(subpopulation, bin) sums; bin = min(floor((S - lo) * scale), bins - 1)."""
-
-    @abstractmethod
-    def refine(
-        self,
-        specs: Sequence[SubpopulationSpec],
-        candidates: pd.DataFrame,
-        lo: float,
-        scale: float,
-        bins: int,
-    ) -> pd.DataFrame:
-        """Within-bin extremes of the running sum for candidate cells.
-
-        ``candidates`` has columns k (position in ``specs``) and b (bin). Returns columns k, b,
-        hi, lo: the largest and smallest running sum of W(R - S) inside the bin, in score order,
-        at the ends of runs of tied scores (the last one is the bin total).
-        """
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (connections, sessions)."""
@@ -305,20 +300,22 @@ class Engine(ABC):
         exact : bool, default True
             Exact Kuiper statistics (to rounding); False: histogram mode with its bound.
         bins : int, optional
-            Score bins (default :data:`DEFAULT_EXACT_BINS`).
+            Score bins of histogram mode (default :data:`DEFAULT_EXACT_BINS`).
         """
         specs = as_specs(subpopulations)
         bins = _check_bins(bins)
         n, dropped, low, high = self.overview()
+        if exact:
+            summaries = self.exact_summaries(specs)
+            stats = finish(summaries, SigmaMethod.BERNOULLI)  # eqs. (1), (2), (5)
+            return assemble_result(self.name, specs, count=stats.size,
+                                   weight=stats.weight_total, variance=summaries.variance,
+                                   kuiper=stats.kuiper, bound=None, bins=0, n=n,
+                                   n_dropped=dropped)
+        _check_cells(len(specs), bins)
         scale = bins / (high - low) if high > low else 0.0
         summaries = self.histogram(specs, low, scale, bins)
-        refined = None
-        if exact:
-            candidates = candidate_cells(summaries, len(specs))
-            refined = self.refine(specs, candidates, low, scale, bins) if len(candidates) else (
-                pd.DataFrame({"k": [], "b": [], "hi": [], "lo": []}))
-        return finish_screen(self.name, specs, summaries, refined, bins=bins, n=n,
-                             n_dropped=dropped)
+        return finish_screen(self.name, specs, summaries, bins=bins, n=n, n_dropped=dropped)
 
 
 def _check_bins(bins: int | None) -> int:
@@ -329,40 +326,126 @@ def _check_bins(bins: int | None) -> int:
     return int(bins)
 
 
-def _segments(position: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Start offset of each position's cells and a mask of positions that have any."""
-    starts = np.searchsorted(position, np.arange(size), side="left")
-    ends = np.searchsorted(position, np.arange(size), side="right")
-    return starts, ends > starts
+def _check_cells(size: int, bins: int) -> None:
+    if size * bins > HISTOGRAM_CELLS:
+        raise ValidationError(
+            f"histogram mode with {size:,} subpopulations x {bins:,} bins = {size * bins:,} "
+            f"cells exceeds the budget of {HISTOGRAM_CELLS:,}: use at most "
+            f"{max(HISTOGRAM_CELLS // size, 1):,} bins, fewer subpopulations, or exact mode.")
 
 
-def _path_bounds(s: BinSummaries, size: int) -> dict[str, np.ndarray]:
-    """Per-cell running sums and per-position totals (all unnormalised)."""
-    position = s.position
-    starts, present = _segments(position, size)
-    total_diff = np.cumsum(s.diff)
-    offset = np.zeros(size)
-    first = starts[present]
-    offset[present] = total_diff[first] - s.diff[first]
-    end = total_diff - offset[position]  # running sum at each bin end
-    start = end - s.diff
-    weight = np.bincount(position, weights=s.weight, minlength=size)
-    return {"end": end, "start": start, "weight": weight, "present": present}
+class HistogramAccumulator:
+    r"""Per-(subpopulation, bin) sums of histogram mode, from batches of rows in any order.
+
+    Parameters
+    ----------
+    plan : MembershipPlan
+    lo, scale : float
+        Bin of a score: ``min(floor((S - lo) * scale), bins - 1)``.
+    bins : int
+
+    Notes
+    -----
+    Sums are dense arrays of shape (6, l * bins) (count, :math:`\sum W`, :math:`\sum W(R-S)`,
+    its positive and negative parts, :math:`\sum S(1-S)W^2`); each batch adds one bincount per
+    group of gathered members, so a row costs one gather per subpopulation it belongs to.
+    Partial accumulators (e.g. Spark partitions) add up: :meth:`merge`.
+    """
+
+    def __init__(self, plan: MembershipPlan, lo: float, scale: float, bins: int) -> None:
+        _check_cells(len(plan.specs), bins)
+        self.plan, self.lo, self.scale, self.bins = plan, float(lo), float(scale), int(bins)
+        self.sums = np.zeros((6, len(plan.specs) * self.bins))
+
+    def add(self, score, label, weight, columns) -> None:
+        """Add a batch (score, 0/1 label, weight or None, the plan's covariate columns)."""
+        score = np.asarray(score, dtype=float)
+        if score.size:
+            self.add_members(self.plan.members(columns, score.size), score, label, weight)
+
+    def add_members(self, members: Sequence[np.ndarray], score, label, weight) -> None:
+        """Add a batch whose members per spec are already known (positions in the batch)."""
+        score = np.asarray(score, dtype=float)
+        weight = np.ones(score.size) if weight is None else np.asarray(weight, dtype=float)
+        diff = weight * (np.asarray(label, dtype=float) - score)
+        values = np.stack([np.ones(score.size), weight, diff, np.maximum(diff, 0.0),
+                           np.maximum(-diff, 0.0), score * (1.0 - score) * weight**2])
+        binned = np.minimum(np.floor((score - self.lo) * self.scale).astype(np.int64),
+                            self.bins - 1)
+        sizes = np.array([m.size for m in members], dtype=np.int64)
+        first = 0
+        while first < len(members):  # groups of about 2^20 gathered members
+            last = first + max(int(np.searchsorted(np.cumsum(sizes[first:]), 1 << 20)), 1)
+            last = min(last, len(members))
+            rows = np.concatenate(members[first:last]).astype(np.intp, copy=False)
+            key = np.repeat(np.arange(last - first) * self.bins, sizes[first:last]) + binned[rows]
+            span = (last - first) * self.bins
+            target = self.sums[:, first * self.bins:last * self.bins]
+            for j in range(6):
+                target[j] += np.bincount(key, weights=values[j, rows], minlength=span)
+            first = last
+
+    def merge(self, sums: np.ndarray) -> None:
+        """Add the sums of another accumulator over other rows (same plan and bins)."""
+        self.sums += sums
+
+    def summaries(self) -> BinSummaries:
+        """Return the non-empty cells, sorted by position then bin."""
+        present = np.flatnonzero(self.sums[0] > 0)
+        s = self.sums[:, present]
+        return BinSummaries(position=present // self.bins, bin=present % self.bins,
+                            count=np.rint(s[0]).astype(np.int64), weight=s[1], diff=s[2],
+                            positive=s[3], negative=s[4], variance=s[5])
 
 
-def candidate_cells(s: BinSummaries, size: int) -> pd.DataFrame:
-    """Cells whose bin could hold the highest or lowest point of the exact path."""
-    if s.position.size == 0:
-        return pd.DataFrame({"k": np.zeros(0, np.int64), "b": np.zeros(0, np.int64)})
-    p = _path_bounds(s, size)
-    position = s.position
-    high = np.maximum(_group_max(p["end"], position, size), 0.0)
-    low = np.minimum(_group_min(p["end"], position, size), 0.0)
-    slack = TOLERANCE * np.maximum(p["weight"], 1e-300)[position]
-    up = p["start"] + s.positive > high[position] - slack
-    down = p["start"] - s.negative < low[position] + slack
-    keep = up | down
-    return pd.DataFrame({"k": position[keep], "b": s.bin[keep]})
+def arrow_blocks(batches, rows: int):
+    """Regroup an iterator of pyarrow record batches into tables of at least ``rows`` rows.
+
+    Readers hand out batches of their own size (DuckDB about 122,880 rows, Spark 10,000 by
+    default); the evaluator's per-subpopulation work per batch is fixed, so fewer, larger
+    blocks cost less. The last table may be shorter; empty batches are skipped.
+    """
+    import pyarrow as pa
+
+    pending, count = [], 0
+    for batch in batches:
+        if batch.num_rows:
+            pending.append(batch)
+            count += batch.num_rows
+        if count >= rows:
+            yield pa.Table.from_batches(pending).combine_chunks()
+            pending, count = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending).combine_chunks()
+
+
+def arrow_columns(table, names: dict[str, str]) -> dict[str, pd.Series]:
+    """Covariate columns of a pyarrow batch or table as Series whose kind is stable by batch.
+
+    ``names`` maps each covariate to its column in ``table`` (e.g. an alias of the query).
+
+    Text becomes categorical (one dictionary per batch), booleans the nullable ``boolean`` dtype
+    and integers float (a batch with a null would otherwise turn an int column into float or a
+    bool column into objects, and the membership plan into another kind of comparison).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = {}
+    for name, alias in names.items():
+        column = table.column(alias)
+        kind = column.type
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            series = pc.dictionary_encode(column).to_pandas()
+        elif pa.types.is_boolean(kind):
+            series = column.to_pandas(types_mapper={pa.bool_(): pd.BooleanDtype()}.get)
+        elif pa.types.is_integer(kind):
+            series = pc.cast(column, pa.float64()).to_pandas()
+        else:
+            series = column.to_pandas()
+        out[name] = series.reset_index(drop=True) if isinstance(series, pd.Series) else (
+            pd.Series(series))
+    return out
 
 
 def _group_max(values: np.ndarray, position: np.ndarray, size: int) -> np.ndarray:
@@ -377,17 +460,30 @@ def _group_min(values: np.ndarray, position: np.ndarray, size: int) -> np.ndarra
     return out
 
 
+def _path_bounds(s: BinSummaries, size: int) -> dict[str, np.ndarray]:
+    """Per-cell running sums at bin starts and ends and per-position totals (unnormalised)."""
+    position = s.position
+    starts = np.searchsorted(position, np.arange(size), side="left")
+    present = np.searchsorted(position, np.arange(size), side="right") > starts
+    total_diff = np.cumsum(s.diff)
+    offset = np.zeros(size)
+    first = starts[present]
+    offset[present] = total_diff[first] - s.diff[first]
+    end = total_diff - offset[position]  # running sum at each bin end
+    weight = np.bincount(position, weights=s.weight, minlength=size)
+    return {"end": end, "start": end - s.diff, "weight": weight}
+
+
 def finish_screen(
     engine: str,
     specs: Sequence[SubpopulationSpec],
     summaries: BinSummaries,
-    refined: pd.DataFrame | None,
     *,
     bins: int,
     n: int,
     n_dropped: int,
 ) -> ScreenResult:
-    """Turn bin summaries (and refined candidate cells, in exact mode) into a ScreenResult."""
+    """Turn histogram-mode bin summaries into a ScreenResult (K_hist and its bound)."""
     size = len(specs)
     p = _path_bounds(summaries, size)
     position = summaries.position
@@ -398,20 +494,11 @@ def finish_screen(
     low = np.minimum(_group_min(p["end"], position, size), 0.0)
     high_upper = np.maximum(_group_max(p["start"] + summaries.positive, position, size), 0.0)
     low_lower = np.minimum(_group_min(p["start"] - summaries.negative, position, size), 0.0)
-    if refined is not None and len(refined):
-        key = position * (bins + 1) + summaries.bin
-        cell_key = refined["k"].to_numpy(np.int64) * (bins + 1) + refined["b"].to_numpy(np.int64)
-        at = np.searchsorted(key, cell_key)
-        start = p["start"][at]
-        k = refined["k"].to_numpy(np.int64)
-        high = np.maximum(high, _group_max(start + refined["hi"].to_numpy(float), k, size))
-        low = np.minimum(low, _group_min(start + refined["lo"].to_numpy(float), k, size))
-    kuiper = np.asarray(safe_ratio(high - low, weight), dtype=float)  # eq. (2)
+    kuiper = np.asarray(safe_ratio(high - low, weight), dtype=float)  # eq. (2) at bin ends
     upper = np.asarray(safe_ratio(high_upper - low_lower, weight), dtype=float)
-    exact = refined is not None
-    bound = None if exact else np.maximum(upper - kuiper, 0.0)
     return assemble_result(engine, specs, count=count, weight=weight, variance=variance,
-                           kuiper=kuiper, bound=bound, bins=bins, n=n, n_dropped=n_dropped)
+                           kuiper=kuiper, bound=np.maximum(upper - kuiper, 0.0), bins=bins, n=n,
+                           n_dropped=n_dropped)
 
 
 def assemble_result(

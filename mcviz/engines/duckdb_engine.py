@@ -1,23 +1,54 @@
-"""The DuckDB engine: exact or histogram screening of Parquet files larger than memory.
+r"""The DuckDB engine: exact or histogram screening of Parquet files larger than memory.
 
-DuckDB scans the files in parallel, evaluates every subpopulation predicate as a boolean
-expression per row, explodes each row into the subpopulations it belongs to and aggregates per
-(subpopulation, score bin). With ``memory_limit`` set, the aggregation and the window of the
-exact pass spill to ``temp_directory``. See :mod:`mcviz.engines.base` for the two passes.
+DuckDB reads the files in parallel, checks every row once (:meth:`DuckDBEngine.overview`:
+invalid rows are an error with their counts, or dropped and counted), and then only *reads*:
+
+* **exact mode** — ``ORDER BY score`` (out of core under ``memory_limit``, spilling to
+  ``temp_directory``), streamed as Arrow record batches of ``batch_rows`` rows with only the
+  score, response, weight and the covariates some condition names. The shared evaluator
+  (:class:`~mcviz.core.batches.BatchAccumulator`) measures each batch: membership from integer
+  codes (a child tested only for the conditions it adds to its parent), the ordered chunk
+  summaries of eqs. (1)-(2) and (5) of [1], the trailing tie run of a batch held back to the
+  next one. Cost: one sort and one pass; memory: one batch plus :math:`\ell`-wide summaries.
+* **histogram mode** — the same stream *without* the sort (bin sums do not depend on the order
+  of rows), through :class:`~mcviz.engines.base.HistogramAccumulator`. It is kept as the
+  bounded-error option because it needs no sort: no spill to disk and memory
+  :math:`\ell \times` bins at any number of rows. Its per-row cost is the same membership
+  test as exact mode (never :math:`n \times \ell` SQL predicates), so on data whose sort fits
+  in memory exact mode costs about the same and is the better choice.
+
+References
+----------
+.. [1] I. Guy et al., "Measuring multi-calibration", 2025; eqs. (1), (2), (4), (5).
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
+from mcviz.core.batches import BatchAccumulator
+from mcviz.core.evaluator import ChunkSummaries
+from mcviz.core.membership import MembershipPlan
 from mcviz.engines import sql
-from mcviz.engines.base import BinSummaries, Columns, Engine, SubpopulationSpec, expand_paths
+from mcviz.engines.base import (
+    BinSummaries,
+    Columns,
+    Engine,
+    HistogramAccumulator,
+    SubpopulationSpec,
+    arrow_blocks,
+    arrow_columns,
+    expand_paths,
+)
 from mcviz.errors import ValidationError
 
-__all__ = ["DuckDBEngine", "duckdb_kind"]
+__all__ = ["BATCH_ROWS", "DuckDBEngine", "duckdb_kind"]
+
+BATCH_ROWS = 1 << 18
+"""Rows per streamed Arrow batch (cache-sized work for the evaluator)."""
 
 
 def duckdb_kind(type_name: str) -> str:
@@ -53,8 +84,8 @@ class DuckDBEngine(Engine):
     threads : int, optional
     drop_invalid : bool, default False
         Drop invalid rows (and count them) instead of raising.
-    chunk_size : int, default 1000
-        Subpopulations evaluated per scan of the data.
+    batch_rows : int, default :data:`BATCH_ROWS`
+        Rows per streamed batch.
     """
 
     name = "duckdb"
@@ -68,14 +99,14 @@ class DuckDBEngine(Engine):
         temp_directory: str | None = None,
         threads: int | None = None,
         drop_invalid: bool = False,
-        chunk_size: int = 1000,
+        batch_rows: int = BATCH_ROWS,
     ) -> None:
         import duckdb
 
         self.files = expand_paths(paths)
         self.columns = columns
         self.drop_invalid = drop_invalid
-        self.chunk_size = int(chunk_size)
+        self.batch_rows = int(batch_rows)
         self._tmp = None
         if temp_directory is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="mcviz-duckdb-")
@@ -84,6 +115,7 @@ class DuckDBEngine(Engine):
         self.memory_limit = memory_limit
         self.con = duckdb.connect()
         self.con.execute("SET preserve_insertion_order = false")
+        self.con.execute("SET enable_progress_bar = false")  # never on stdout (--json)
         self.con.execute(f"SET temp_directory = '{_escape(temp_directory)}'")
         if memory_limit is not None:
             try:
@@ -106,15 +138,18 @@ class DuckDBEngine(Engine):
         for role in (columns.score, columns.label, columns.weight):
             if role is not None and role not in self.kinds:
                 raise ValidationError(f"no column {role!r} in {self.files[0]!r}.", column=role)
-        self._data: str | None = None
-        self._data_columns: set[str] = set()
         self.n_dropped = 0
+
+    def interrupt(self) -> None:
+        """Stop the running query (e.g. on Ctrl-C, from another thread)."""
+        self.con.interrupt()
 
     def close(self) -> None:
         """Close the connection and remove the spill directory."""
         self.con.close()
         if self._tmp is not None:
             self._tmp.cleanup()
+            self._tmp = None
 
     def _run(self, q: sql.Query, text: str) -> pd.DataFrame:
         return self._execute(text, q.params).df()
@@ -146,62 +181,42 @@ class DuckDBEngine(Engine):
         self.n_dropped = overview[1]
         return overview
 
-    def _data_sql(self, q: sql.Query) -> str:
-        return "(" + sql.base_select(self.columns, self.kinds, q, self.source,
-                                     drop_invalid=self.drop_invalid) + ") AS data"
+    def _batches(self, plan: MembershipPlan, *, ordered: bool) -> Iterator[tuple]:
+        """Stream (score, label, weight or None, covariates) batches of the valid rows."""
+        import duckdb
+        import pyarrow as pa
 
-    def _materialise(self, specs: Sequence[SubpopulationSpec]) -> str:
-        """Copy the derived columns and the covariates the predicates use into a temp table.
-
-        Both passes and every chunk then scan this table instead of re-deriving the columns
-        from Parquet (about twice as fast); under ``memory_limit`` DuckDB spills it to
-        ``temp_directory``.
-        """
-        used = sorted({c.column for spec in specs for c in spec.conditions})
-        for name in used:
-            if name not in self.kinds:
-                raise ValidationError(f"no column {name!r} in the data.", column=name)
-        if self._data is not None and set(used) <= self._data_columns:
-            return self._data
         q = sql.Query(sql.DUCKDB)
-        keep = ", ".join([sql.DUCKDB.ident(c) for c in used] +
-                         [sql.S, sql.W, sql.D, sql.P, sql.Q, sql.V])
-        self._execute(
-            f"CREATE OR REPLACE TEMP TABLE __mcviz_data AS SELECT {keep} FROM {self._data_sql(q)}",
-            q.params,
-        )
-        self._data, self._data_columns = "__mcviz_data", set(used)
-        return self._data
+        text = sql.rows_sql(self.columns, self.kinds, q, self.source, plan.columns,
+                            drop_invalid=self.drop_invalid, order=ordered)
+        weighted = self.columns.weight is not None
+        try:  # a relation streams; a DB-API result would copy the rows first
+            reader = self.con.sql(text, params=q.params).to_arrow_reader(self.batch_rows)
+            for table in arrow_blocks(reader, self.batch_rows):
+                yield (table.column(sql.S).to_numpy(),
+                       table.column(sql.R).to_numpy(),
+                       table.column(sql.W).to_numpy() if weighted else None,
+                       arrow_columns(table, sql.covariate_aliases(plan.columns)))
+        except (duckdb.Error, pa.ArrowException) as error:  # e.g. out of memory mid-sort
+            raise ValidationError(
+                f"DuckDB could not stream the rows{_limit_text(self)}: "
+                f"{str(error).splitlines()[0]} Raise --memory-limit or free disk space "
+                f"for spilling in {self.temp_directory!r}.") from None
+
+    def exact_summaries(self, specs: Sequence[SubpopulationSpec]) -> ChunkSummaries:
+        """One pass over the rows sorted by score (out of core), measured batch by batch."""
+        accumulator = BatchAccumulator(MembershipPlan(specs))
+        for score, label, weight, columns in self._batches(accumulator.plan, ordered=True):
+            accumulator.add(score, label, weight, columns)
+        return accumulator.finish()
 
     def histogram(self, specs: Sequence[SubpopulationSpec], lo: float, scale: float,
                   bins: int) -> BinSummaries:
-        """Per-(subpopulation, bin) sums, one scan per chunk of subpopulations."""
-        frames = []
-        for start in range(0, len(specs), self.chunk_size):
-            positions = range(start, min(start + self.chunk_size, len(specs)))
-            q = sql.Query(sql.DUCKDB)
-            text = sql.histogram_sql(specs, positions, self.kinds, q, self._materialise(specs),
-                                     lo, scale, bins)
-            frames.append(self._run(q, text))
-        return BinSummaries.from_frame(pd.concat(frames, ignore_index=True))
-
-    def refine(self, specs: Sequence[SubpopulationSpec], candidates: pd.DataFrame, lo: float,
-               scale: float, bins: int) -> pd.DataFrame:
-        """Exact within-bin extremes for the candidate cells (window over distinct scores)."""
-        frames = []
-        wanted = sorted(set(candidates["k"].tolist()))
-        for start in range(0, len(wanted), self.chunk_size):
-            positions = wanted[start:start + self.chunk_size]
-            cells = candidates[candidates["k"].isin(positions)].reset_index(drop=True)
-            self.con.register("__mcviz_cells", cells)
-            try:
-                q = sql.Query(sql.DUCKDB)
-                text = sql.refine_sql(specs, positions, self.kinds, q,
-                                      self._materialise(specs), "__mcviz_cells", lo, scale, bins)
-                frames.append(self._run(q, text))
-            finally:
-                self.con.unregister("__mcviz_cells")
-        return pd.concat(frames, ignore_index=True)
+        """Per-(subpopulation, bin) sums from one unsorted pass."""
+        accumulator = HistogramAccumulator(MembershipPlan(specs), lo, scale, bins)
+        for score, label, weight, columns in self._batches(accumulator.plan, ordered=False):
+            accumulator.add(score, label, weight, columns)
+        return accumulator.summaries()
 
     def subpopulation_rows(self, conditions, *, limit: int | None = None) -> pd.DataFrame:
         """Load only the rows of one subpopulation (the predicate is pushed into the scan).

@@ -5,8 +5,9 @@ ends, finds each subpopulation's members in a block from integer codes prepared 
 covariate (:class:`~mcviz.core.membership.MembershipPlan`: a child is tested only for the
 conditions it adds to its parent), summarises each block with the shared evaluator
 (:class:`~mcviz.core.evaluator.Evaluator`) and combines the summaries in score order;
-histogram mode computes the same bin summaries as the SQL engines, so all engines share one
-bound.
+histogram mode feeds the same blocks to the
+:class:`~mcviz.engines.base.HistogramAccumulator` of the other engines, so all engines share
+one bound.
 
 References
 ----------
@@ -21,23 +22,18 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from mcviz.core.evaluator import Evaluator, combine_all, finish
+from mcviz.core.evaluator import ChunkSummaries, Evaluator, combine_all
 from mcviz.core.membership import MembershipPlan
-from mcviz.core.sigma import SigmaMethod
 from mcviz.engines.base import (
     BinSummaries,
     Columns,
     Engine,
-    ScreenResult,
+    HistogramAccumulator,
     SubpopulationSpec,
-    _check_bins,
-    as_specs,
-    assemble_result,
     expand_paths,
 )
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions, load_predictions
-from mcviz.subpopulations import Condition, Subpopulation
 
 __all__ = ["NumpyEngine"]
 
@@ -93,91 +89,43 @@ class NumpyEngine(Engine):
         if pred.response_kind != "binary":
             raise ValidationError("screening needs binary responses (eq. (5) of the sigma).")
         self.pred = pred
-        self.diff = pred.weight * (pred.label - pred.score)
-        self.variance = pred.score * (1.0 - pred.score) * pred.weight**2
 
-    def _members(self, plan: MembershipPlan, start: int = 0, stop: int | None = None):
-        """Members of every spec among rows ``start:stop`` (positions relative to ``start``)."""
-        stop = self.pred.n if stop is None else stop
-        codes = self._codes(plan)
-        return plan.members_from_codes({k: v[start:stop] for k, v in codes.items()},
-                                       stop - start)
-
-    def _codes(self, plan: MembershipPlan) -> dict[str, np.ndarray]:
+    def _blocks(self, specs: Sequence[SubpopulationSpec]) -> Iterator[tuple]:
+        """(start, stop, members of every spec in rows start:stop) per block of rows."""
+        plan = MembershipPlan(specs)
         covariates = self.pred.covariates
         for name in plan.columns:
             self.pred.require_covariate(name, " in the condition")
-        return plan.encode({name: covariates[name] for name in plan.columns})
+        codes = plan.encode({name: covariates[name] for name in plan.columns})
+        for start, stop in _blocks(self.pred.run_end, BLOCK_ROWS):
+            yield start, stop, plan.members_from_codes(
+                {k: v[start:stop] for k, v in codes.items()}, stop - start)
 
     def overview(self) -> tuple[int, int, float, float]:
         """Rows, rows dropped at load time, lowest and highest score."""
         p = self.pred
         return p.n, p.report.n_dropped, float(p.score[0]), float(p.score[-1])
 
-    def _indices(self, specs: Sequence[SubpopulationSpec]) -> Iterator[np.ndarray]:
-        """Each spec's members over all rows (parents' rows reused, see MembershipPlan)."""
-        yield from self._members(MembershipPlan(specs))
-
     def histogram(self, specs: Sequence[SubpopulationSpec], lo: float, scale: float,
                   bins: int) -> BinSummaries:
-        """Per-(subpopulation, bin) sums with the same bin rule as the SQL engines."""
+        """Per-(subpopulation, bin) sums with the same bin rule as the other engines."""
         p = self.pred
-        binned = np.minimum(np.floor((p.score - lo) * scale).astype(np.int64), bins - 1)
-        positive = np.maximum(self.diff, 0.0)
-        negative = np.maximum(-self.diff, 0.0)
-        parts = []
-        for position, index in enumerate(self._indices(specs)):
-            if index.size == 0:
-                continue
-            b = binned[index]
-            present = np.flatnonzero(np.bincount(b, minlength=bins))
-            sums = {
-                name: np.bincount(b, weights=values[index], minlength=bins)[present]
-                for name, values in (("w", p.weight), ("d", self.diff), ("p", positive),
-                                     ("q", negative), ("v", self.variance))
-            }
-            parts.append(pd.DataFrame({
-                "k": position, "b": present,
-                "n": np.bincount(b, minlength=bins)[present], **sums,
-            }))
-        if not parts:
-            parts = [pd.DataFrame({c: np.zeros(0) for c in "kbnwdpqv"})]
-        return BinSummaries.from_frame(pd.concat(parts, ignore_index=True))
+        accumulator = HistogramAccumulator(MembershipPlan(specs), lo, scale, bins)
+        for start, stop, members in self._blocks(specs):
+            accumulator.add_members(members, p.score[start:stop], p.label[start:stop],
+                                    p.weight[start:stop])
+        return accumulator.summaries()
 
-    def refine(self, specs, candidates, lo, scale, bins) -> pd.DataFrame:
-        """Not needed: exact mode computes each path directly."""
-        raise NotImplementedError
-
-    def screen(
-        self,
-        subpopulations: Sequence[Subpopulation | SubpopulationSpec | Sequence[Condition]],
-        *,
-        exact: bool = True,
-        bins: int | None = None,
-    ) -> ScreenResult:
-        """Evaluate every subpopulation; exact mode computes each path directly."""
-        if not exact:
-            return super().screen(subpopulations, exact=False, bins=bins)
-        specs = as_specs(subpopulations)
-        bins = _check_bins(bins)
+    def exact_summaries(self, specs: Sequence[SubpopulationSpec]) -> ChunkSummaries:
+        """Blocks of the score-sorted rows, cut at tie-run ends, summarised and combined."""
         p = self.pred
-        plan = MembershipPlan(specs)
-        codes = self._codes(plan)
         chunks = []
-        for start, stop in _blocks(p.run_end, BLOCK_ROWS):
-            members = plan.members_from_codes(
-                {k: v[start:stop] for k, v in codes.items()}, stop - start)
+        for start, stop, members in self._blocks(specs):
             evaluator = Evaluator(p.score[start:stop], p.weight[start:stop],
                                   run_end=p.run_end[start:stop])
             chunks.append(evaluator.summaries(  # eq. (5) only: screening is binary
                 p.label[start:stop] - p.score[start:stop], members, adjacent=False))
-        summaries = combine_all(chunks)
-        stats = finish(summaries, SigmaMethod.BERNOULLI)
-        count, weight, variance, kuiper = (
-            stats.size, stats.weight_total, summaries.variance, stats.kuiper)
-        return assemble_result(self.name, specs, count=count, weight=weight, variance=variance,
-                               kuiper=kuiper, bound=None, bins=bins, n=p.n,
-                               n_dropped=p.report.n_dropped)
+        return combine_all(chunks)
 
 
 def _blocks(run_end: np.ndarray, rows: int) -> Iterator[tuple[int, int]]:

@@ -1,21 +1,88 @@
-"""The Spark engine: the same two SQL passes through PySpark (a cluster, or ``local[2]``).
+r"""The Spark engine: exact screening as one distributed pass over range partitions of the score.
 
-The statements are those of :mod:`mcviz.engines.sql` in Spark's dialect (back-quoted names,
-``:name`` parameters bound by ``SparkSession.sql(..., args=...)``). Needs ``pyspark`` and a Java
-17 runtime.
+How the job runs (exact mode, eqs. (1), (2), (4), (5) of [1]):
+
+1. Spark reads the Parquet files and checks every row once (the invalid-row counts of
+   :mod:`mcviz.engines.sql`, one aggregate job).
+2. The valid rows, projected to score, response, weight and the covariates the conditions name,
+   are **range-partitioned by score** (``repartitionByRange``) and sorted within each
+   partition. Spark's range partitioner assigns a row's partition as a function of its score
+   alone, so a run of tied scores never straddles two partitions; the driver verifies it (the
+   partitions' score ranges must be disjoint) before combining.
+3. On the executors, ``mapInArrow`` streams each partition's Arrow batches through the shared
+   evaluator (:class:`~mcviz.core.batches.BatchAccumulator` with the
+   :class:`~mcviz.core.membership.MembershipPlan` built from the broadcast specs) and returns
+   **one row per partition**: its lowest and highest score and its :math:`\ell`-wide
+   :class:`~mcviz.core.evaluator.ChunkSummaries`, serialised as ``.npz`` bytes.
+4. The driver orders the partitions by score and combines their summaries
+   (:func:`~mcviz.core.evaluator.combine_all`, associative), then
+   :func:`~mcviz.core.evaluator.finish` and the one eq. (4) give :math:`D_k`, :math:`\sigma_k`
+   and :math:`M` — exactly, after one pass over the data, with :math:`\ell \times` partitions
+   numbers sent back to the driver.
+
+Histogram mode streams the partitions as they are (no shuffle, no sort) through
+:class:`~mcviz.engines.base.HistogramAccumulator` and adds the per-partition bin sums on the
+driver.
+
+Running on a cluster
+--------------------
+Pass a master URL (``--spark-master`` on the command line; ``spark_master`` here), for example
+``spark://host:7077``, ``yarn`` or ``k8s://https://host:443``, or pass a ready session
+(``spark=SparkSession.builder.getOrCreate()`` inside ``spark-submit`` or a notebook). Then:
+
+* the files must be readable by every executor: give ``hdfs://``, ``s3a://`` or ``abfss://``
+  URIs (they are passed to Spark unchanged) or a path on a shared file system;
+* every executor needs Python with ``mcviz`` (and numpy, pandas, pyarrow) importable: install
+  it on the nodes, or ship an environment with ``spark.archives`` / ``--py-files``;
+* :func:`spark_session` binds the driver to 127.0.0.1 and turns the web UI off only for
+  ``local[...]`` masters; for a cluster it leaves the network settings to Spark's defaults and
+  ``spark-defaults.conf``.
+
+Needs ``pyspark`` (3.3 or later, for ``mapInArrow``) and a Java 17 runtime.
+
+References
+----------
+.. [1] I. Guy et al., "Measuring multi-calibration", 2025; eqs. (1), (2), (4), (5).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import io
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import fields
+from functools import partial
 
-import pandas as pd
+import numpy as np
 
+from mcviz.core.batches import BatchAccumulator
+from mcviz.core.evaluator import ChunkSummaries, combine_all
+from mcviz.core.membership import MembershipPlan
 from mcviz.engines import sql
-from mcviz.engines.base import BinSummaries, Columns, Engine, SubpopulationSpec, expand_paths
+from mcviz.engines.base import (
+    BinSummaries,
+    Columns,
+    Engine,
+    HistogramAccumulator,
+    SubpopulationSpec,
+    arrow_blocks,
+    arrow_columns,
+    expand_paths,
+)
 from mcviz.errors import ValidationError
 
-__all__ = ["SparkEngine", "local_session", "spark_kind"]
+__all__ = ["PARTITION_ROWS", "SparkEngine", "local_session", "spark_kind", "spark_session"]
+
+PARTITION_ROWS = 1 << 21
+"""Rows per range partition (at least one partition per core). A Python worker holds one
+block of :data:`BATCH_ROWS` rows at a time (the partition is streamed), so this only sets the
+tasks' granularity."""
+
+BATCH_ROWS = 1 << 18
+"""Rows per Arrow batch handed to the evaluator on an executor."""
+
+_RESULT_SCHEMA = "lo DOUBLE, hi DOUBLE, rows LONG, payload BINARY"
 
 
 def spark_kind(data_type: object) -> str:
@@ -36,53 +103,75 @@ def spark_kind(data_type: object) -> str:
 
 def local_session(master: str = "local[2]", *, app_name: str = "mcviz-screen"):
     """Start (or reuse) a local SparkSession bound to 127.0.0.1 with the web UI off."""
+    return spark_session(master, app_name=app_name)
+
+
+def spark_session(master: str = "local[2]", *, app_name: str = "mcviz-screen"):
+    """Start (or reuse) a SparkSession for ``master``.
+
+    ``local[...]`` masters are bound to 127.0.0.1 with the web UI off; any other master URL
+    (``spark://host:7077``, ``yarn``, ``k8s://...``) keeps Spark's network defaults.
+    """
     from pyspark.sql import SparkSession
 
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.codegen.wholeStage", "false")  # huge predicates: skip compiling
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS))
+        .config("spark.ui.showConsoleProgress", "false")
     )
+    if master.startswith("local"):
+        builder = (builder.config("spark.driver.host", "127.0.0.1")
+                   .config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.sql.shuffle.partitions", "4"))
     try:
         return builder.getOrCreate()
     except RuntimeError as error:  # pyspark's JAVA_GATEWAY_EXITED and kin
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValidationError(
-            "the spark engine could not start a local Spark: it needs a Java 17+ runtime "
-            f"(Debian: apt-get install default-jre-headless) ({reason})."
+            f"the spark engine could not start a local Spark for master {master!r}: it needs a "
+            "Java 17+ runtime (Debian: apt-get install default-jre-headless) "
+            f"({reason})."
         ) from None
 
 
+def _spark_paths(paths) -> tuple[str, ...]:
+    """URIs (``scheme://...``) go to Spark unchanged; local paths and globs are expanded."""
+    items = [paths] if isinstance(paths, str) or not hasattr(paths, "__iter__") else list(paths)
+    remote = tuple(str(p) for p in items if "://" in str(p))
+    local = [p for p in items if "://" not in str(p)]
+    return remote + (expand_paths(local) if local else ())
+
+
 class SparkEngine(Engine):
-    """Screen Parquet files with Spark SQL.
+    """Screen Parquet files with Spark (local or a cluster): see the module docstring.
 
     Parameters
     ----------
-    paths : path, glob or sequence of them
+    paths : path, glob, URI or sequence of them
     columns : Columns
     spark : SparkSession, optional
-        Default: :func:`local_session` (stopped by :meth:`close`).
+        A session to use (not stopped by :meth:`close`). Default: :func:`spark_session` for
+        ``spark_master`` (stopped by :meth:`close`).
+    spark_master : str, default ``"local[2]"``
+        Master URL when no session is given, e.g. ``"spark://host:7077"`` or ``"yarn"``.
     drop_invalid : bool, default False
-    chunk_size : int, default 200
-        Subpopulations per statement (keeps generated code within the JVM's method size).
+    partition_rows : int, default :data:`PARTITION_ROWS`
+        Rows per range partition of exact mode.
     """
 
     name = "spark"
 
-    def __init__(self, paths, columns: Columns, *, spark=None, drop_invalid: bool = False,
-                 chunk_size: int = 200) -> None:
-        self.files = expand_paths(paths)
+    def __init__(self, paths, columns: Columns, *, spark=None, spark_master: str = "local[2]",
+                 drop_invalid: bool = False, partition_rows: int = PARTITION_ROWS) -> None:
+        self.files = _spark_paths(paths)
         self.columns = columns
         self.drop_invalid = drop_invalid
-        self.chunk_size = int(chunk_size)
+        self.partition_rows = int(partition_rows)
         self._own = spark is None
-        self.spark = local_session() if spark is None else spark
+        self.spark = spark_session(spark_master) if spark is None else spark
         frame = self.spark.read.parquet(*self.files)
         self.view = "__mcviz_data"
         frame.createOrReplaceTempView(self.view)
@@ -91,57 +180,139 @@ class SparkEngine(Engine):
             if role is not None and role not in self.kinds:
                 raise ValidationError(f"no column {role!r} in {self.files[0]!r}.", column=role)
         self.source = self.view
+        self.n = 0
+        self.partitions: list[tuple[float, float, int]] = []
+        """(lowest score, highest score, rows) of each partition of the last exact pass."""
 
     def close(self) -> None:
         """Stop the session if this engine started it."""
         if self._own:
             self.spark.stop()
 
-    def _run(self, q: sql.Query, text: str) -> pd.DataFrame:
-        rows = self.spark.sql(text, args=q.params).collect()
-        if not rows:
-            return pd.DataFrame()
-        return pd.DataFrame([r.asDict() for r in rows])
-
     def overview(self) -> tuple[int, int, float, float]:
         """Validate once; return rows kept, dropped, lowest and highest score."""
         q = sql.Query(sql.SPARK)
-        row = self._run(q, sql.overview_sql(self.columns, self.kinds, q, self.source)).iloc[0]
-        return sql.read_overview(row, self.columns, self.kinds, drop_invalid=self.drop_invalid)
+        rows = self.spark.sql(sql.overview_sql(self.columns, self.kinds, q, self.source),
+                              args=q.params).collect()
+        import pandas as pd
 
-    def _data_sql(self, q: sql.Query) -> str:
-        return "(" + sql.base_select(self.columns, self.kinds, q, self.source,
-                                     drop_invalid=self.drop_invalid) + ") AS data"
+        row = pd.Series(rows[0].asDict())
+        overview = sql.read_overview(row, self.columns, self.kinds,
+                                     drop_invalid=self.drop_invalid)
+        self.n = overview[0]
+        return overview
+
+    def _rows(self, plan: MembershipPlan):
+        q = sql.Query(sql.SPARK)
+        text = sql.rows_sql(self.columns, self.kinds, q, self.source, plan.columns,
+                            drop_invalid=self.drop_invalid, order=False)
+        return self.spark.sql(text, args=q.params)
+
+    def _partition_count(self) -> int:
+        cores = max(int(self.spark.sparkContext.defaultParallelism), 1)
+        return cores * max(math.ceil(self.n / (cores * self.partition_rows)), 1)
+
+    def exact_summaries(self, specs: Sequence[SubpopulationSpec]) -> ChunkSummaries:
+        """Range partitions by score, summarised on the executors, combined in score order."""
+        plan = MembershipPlan(specs)
+        frame = self._rows(plan)
+        if not self.n:
+            self.overview()
+        ranged = frame.repartitionByRange(self._partition_count(), sql.S)
+        ranged = ranged.sortWithinPartitions(sql.S)
+        specs_broadcast = self.spark.sparkContext.broadcast(tuple(specs))
+        task = partial(_summarise_partition, specs_broadcast, self.columns.weight is not None)
+        try:
+            rows = ranged.mapInArrow(task, _RESULT_SCHEMA).collect()
+        finally:
+            specs_broadcast.unpersist()
+        rows = sorted(rows, key=lambda r: r["lo"])
+        self.partitions = [(r["lo"], r["hi"], r["rows"]) for r in rows]
+        check_partitions(self.partitions)
+        if not rows:
+            return ChunkSummaries.empty(len(specs))
+        return combine_all(unpack_summaries(r["payload"]) for r in rows)
 
     def histogram(self, specs: Sequence[SubpopulationSpec], lo: float, scale: float,
                   bins: int) -> BinSummaries:
-        """Per-(subpopulation, bin) sums, one job per chunk of subpopulations."""
-        frames = []
-        for start in range(0, len(specs), self.chunk_size):
-            positions = range(start, min(start + self.chunk_size, len(specs)))
-            q = sql.Query(sql.SPARK)
-            text = sql.histogram_sql(specs, positions, self.kinds, q, self._data_sql(q), lo,
-                                     scale, bins)
-            frames.append(self._run(q, text))
-        frames = [f for f in frames if len(f)] or [pd.DataFrame({c: [] for c in "kbnwdpqv"})]
-        return BinSummaries.from_frame(pd.concat(frames, ignore_index=True))
+        """Per-(subpopulation, bin) sums per partition (no shuffle), added on the driver."""
+        plan = MembershipPlan(specs)
+        accumulator = HistogramAccumulator(plan, lo, scale, bins)
+        specs_broadcast = self.spark.sparkContext.broadcast(tuple(specs))
+        task = partial(_histogram_partition, specs_broadcast, self.columns.weight is not None,
+                       (lo, scale, bins))
+        try:
+            rows = self._rows(plan).mapInArrow(task, _RESULT_SCHEMA).collect()
+        finally:
+            specs_broadcast.unpersist()
+        for row in rows:
+            accumulator.merge(np.load(io.BytesIO(row["payload"]), allow_pickle=False))
+        return accumulator.summaries()
 
-    def refine(self, specs: Sequence[SubpopulationSpec], candidates: pd.DataFrame, lo: float,
-               scale: float, bins: int) -> pd.DataFrame:
-        """Exact within-bin extremes for the candidate cells."""
-        frames = []
-        wanted = sorted(set(candidates["k"].tolist()))
-        for start in range(0, len(wanted), self.chunk_size):
-            positions = wanted[start:start + self.chunk_size]
-            cells = candidates[candidates["k"].isin(positions)]
-            self.spark.createDataFrame(
-                [(int(k), int(b)) for k, b in zip(cells["k"], cells["b"], strict=True)],
-                "k LONG, b LONG",
-            ).createOrReplaceTempView("__mcviz_cells")
-            q = sql.Query(sql.SPARK)
-            text = sql.refine_sql(specs, positions, self.kinds, q, self._data_sql(q),
-                                  "__mcviz_cells", lo, scale, bins)
-            frames.append(self._run(q, text))
-        frames = [f for f in frames if len(f)] or [pd.DataFrame({c: [] for c in ("k", "b", "hi",
-                                                                                "lo")})]
-        return pd.concat(frames, ignore_index=True)
+
+def check_partitions(partitions: Sequence[tuple[float, float, int]]) -> None:
+    """Raise unless the partitions' score ranges are ordered and disjoint (no split tie run)."""
+    for (_, high, _), (low, _, _) in itertools.pairwise(partitions):
+        if not high < low:
+            raise RuntimeError(
+                f"Spark put score {low!r} into two range partitions: a tie run was split; the "
+                "exact combination needs every tie run inside one partition.")
+
+
+def pack_summaries(summaries: ChunkSummaries) -> bytes:
+    """Serialise chunk summaries as ``.npz`` bytes (no pickle)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **{f.name: getattr(summaries, f.name) for f in fields(summaries)})
+    return buffer.getvalue()
+
+
+def unpack_summaries(payload: bytes) -> ChunkSummaries:
+    """Inverse of :func:`pack_summaries`."""
+    with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
+        return ChunkSummaries(**{f.name: arrays[f.name] for f in fields(ChunkSummaries)})
+
+
+def _batches(batches: Iterator, weighted: bool, names: Sequence[str]) -> Iterator[tuple]:
+    """(score, label, weight or None, covariates) of each Arrow batch of a partition."""
+    for table in arrow_blocks(batches, BATCH_ROWS):
+        yield (table.column(sql.S).to_numpy(), table.column(sql.R).to_numpy(),
+               table.column(sql.W).to_numpy() if weighted else None,
+               arrow_columns(table, sql.covariate_aliases(names)))
+
+
+def _summarise_partition(specs_broadcast, weighted: bool, batches: Iterator) -> Iterator:
+    """Executor side of exact mode: one partition's sorted batches -> one summary row."""
+    import pyarrow as pa
+
+    accumulator = BatchAccumulator(MembershipPlan(specs_broadcast.value))
+    low, high, rows = math.inf, -math.inf, 0
+    for score, label, weight, columns in _batches(batches, weighted, accumulator.plan.columns):
+        if score[0] < high or np.any(score[1:] < score[:-1]):
+            raise RuntimeError("a Spark partition arrived unsorted by score.")
+        low, high, rows = min(low, float(score[0])), float(score[-1]), rows + score.size
+        accumulator.add(score, label, weight, columns)
+    if rows:
+        yield pa.RecordBatch.from_pydict(
+            {"lo": [low], "hi": [high], "rows": [rows],
+             "payload": [pack_summaries(accumulator.finish())]},
+            schema=pa.schema([("lo", pa.float64()), ("hi", pa.float64()), ("rows", pa.int64()),
+                              ("payload", pa.binary())]))
+
+
+def _histogram_partition(specs_broadcast, weighted: bool, binning: tuple,
+                         batches: Iterator) -> Iterator:
+    """Executor side of histogram mode: one partition's rows (any order) -> its bin sums."""
+    import pyarrow as pa
+
+    accumulator = HistogramAccumulator(MembershipPlan(specs_broadcast.value), *binning)
+    rows = 0
+    for score, label, weight, columns in _batches(batches, weighted, accumulator.plan.columns):
+        rows += score.size
+        accumulator.add(score, label, weight, columns)
+    if rows:
+        buffer = io.BytesIO()
+        np.save(buffer, accumulator.sums, allow_pickle=False)
+        yield pa.RecordBatch.from_pydict(
+            {"lo": [math.nan], "hi": [math.nan], "rows": [rows], "payload": [buffer.getvalue()]},
+            schema=pa.schema([("lo", pa.float64()), ("hi", pa.float64()), ("rows", pa.int64()),
+                              ("payload", pa.binary())]))

@@ -1,4 +1,9 @@
-"""Translate subpopulation predicates and the screening passes to SQL (DuckDB and Spark).
+"""Translate subpopulation predicates and the screening scan to SQL (DuckDB and Spark).
+
+The screening itself never evaluates a predicate in SQL: the engines select the rows
+(:func:`rows_sql`, sorted by score in exact mode) and the shared evaluator measures them.
+Predicates are translated for drilling down into one subpopulation
+(:meth:`~mcviz.engines.duckdb_engine.DuckDBEngine.subpopulation_rows`).
 
 Column names are always quoted identifiers (double quotes for DuckDB, back quotes for Spark,
 the quote character doubled inside) and every value is a bound parameter (``$p1`` for DuckDB,
@@ -21,15 +26,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from mcviz.engines.base import Columns, SubpopulationSpec
+from mcviz.engines.base import Columns
 from mcviz.errors import ValidationError
 from mcviz.subpopulations import OPERATORS, Condition
 
-__all__ = ["Dialect", "Query", "condition_sql", "predicate_sql"]
+__all__ = ["Dialect", "Query", "condition_sql", "predicate_sql", "rows_sql"]
 
 # Reserved names of the derived columns (unlikely to clash with user columns).
-S, R, W, D, P, Q, V, B = ("__mcviz_s", "__mcviz_r", "__mcviz_w", "__mcviz_d", "__mcviz_p",
-                          "__mcviz_q", "__mcviz_v", "__mcviz_b")
+S, R, W = "__mcviz_s", "__mcviz_r", "__mcviz_w"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +44,6 @@ class Dialect:
     quote: str  # identifier quote character
     marker: str  # parameter marker prefix
     string_type: str
-    filter_nulls: str  # template turning an array of nullable ints into its non-null items
 
     def ident(self, name: str) -> str:
         """Quote a column name (the quote character doubled inside)."""
@@ -49,8 +52,8 @@ class Dialect:
         return self.quote + name.replace(self.quote, self.quote * 2) + self.quote
 
 
-DUCKDB = Dialect("duckdb", '"', "$", "VARCHAR", "list_filter([{items}], lambda x: x IS NOT NULL)")
-SPARK = Dialect("spark", "`", ":", "STRING", "filter(array({items}), x -> x IS NOT NULL)")
+DUCKDB = Dialect("duckdb", '"', "$", "VARCHAR")
+SPARK = Dialect("spark", "`", ":", "STRING")
 
 
 @dataclass(slots=True)
@@ -166,21 +169,33 @@ def predicate_sql(conditions: Sequence[Condition], kinds: Mapping[str, str], q: 
     return "(" + " AND ".join(condition_sql(c, kinds, q) for c in conditions) + ")"
 
 
-def base_select(columns: Columns, kinds: Mapping[str, str], q: Query, source: str,
-                *, drop_invalid: bool) -> str:
-    """Select the data with derived columns S, R, W, D, P, Q, V (and only valid rows if asked)."""
+def rows_sql(columns: Columns, kinds: Mapping[str, str], q: Query, source: str,
+             covariates: Sequence[str], *, drop_invalid: bool, order: bool) -> str:
+    """Select score S, response R, weight W (when weighted) and the named covariates.
+
+    Only the columns the screening uses leave the scan (a wide file is not carried through the
+    sort). ``order``: ``ORDER BY`` S (exact mode). ``S + 0.0`` turns a score of -0.0 into 0.0,
+    so that a tie run is one key for every sort and range partitioner.
+    """
     ident = q.dialect.ident
-    score = f"CAST({ident(columns.score)} AS DOUBLE)"
-    weight = "CAST(1.0 AS DOUBLE)" if columns.weight is None else (
-        f"CAST({ident(columns.weight)} AS DOUBLE)")
-    response = _response_sql(columns, kinds, q)
-    inner = (f"SELECT *, {score} AS {S}, {response} AS {R}, {weight} AS {W} FROM {source}")
-    where = f" WHERE {_valid_sql(columns, kinds, q)}" if drop_invalid else ""
-    return (
-        f"SELECT *, {W} * ({R} - {S}) AS {D}, "
-        f"GREATEST({W} * ({R} - {S}), 0.0) AS {P}, GREATEST({W} * ({S} - {R}), 0.0) AS {Q}, "
-        f"{S} * (1.0 - {S}) * {W} * {W} AS {V} FROM ({inner}) AS __mcviz_raw{where}"
-    )
+    for name in covariates:
+        if name not in kinds:
+            raise ValidationError(f"a condition names column {name!r}, which the data do not "
+                                  "have.", column=name)
+    parts = [f"CAST({ident(columns.score)} AS DOUBLE) + 0.0 AS {S}",
+             f"{_response_sql(columns, kinds, q)} AS {R}"]
+    if columns.weight is not None:
+        parts.append(f"CAST({ident(columns.weight)} AS DOUBLE) AS {W}")
+    parts += [f"{ident(name)} AS {alias}" for name, alias in covariate_aliases(covariates).items()]
+    text = f"SELECT {', '.join(parts)} FROM {source}"
+    if drop_invalid:
+        text += f" WHERE {_valid_sql(columns, kinds, q)}"
+    return text + (f" ORDER BY {S}" if order else "")
+
+
+def covariate_aliases(covariates: Sequence[str]) -> dict[str, str]:
+    """Map covariate names to the plain output names of :func:`rows_sql`."""
+    return {name: f"__mcviz_c{i}" for i, name in enumerate(covariates)}
 
 
 def _as_number(text: str) -> float | None:
@@ -267,59 +282,6 @@ def overview_sql(columns: Columns, kinds: Mapping[str, str], q: Query, source: s
         f"SELECT COUNT(*) AS n, {counts}, SUM(CASE WHEN {valid} THEN 1 ELSE 0 END) AS valid, "
         f"MIN(CASE WHEN {valid} THEN {score} END) AS lo, "
         f"MAX(CASE WHEN {valid} THEN {score} END) AS hi FROM {source}"
-    )
-
-
-def _bin_sql(q: Query, lo: float, scale: float, bins: int) -> str:
-    # Same IEEE operations as numpy: (S - lo) * scale, floored, clipped to the last bin.
-    return (f"LEAST(CAST(FLOOR(({S} - {q.bind(float(lo))}) * {q.bind(float(scale))}) AS BIGINT), "
-            f"{q.bind(int(bins - 1))})")
-
-
-def membership_sql(specs: Sequence[SubpopulationSpec], positions: Sequence[int],
-                   kinds: Mapping[str, str], q: Query) -> str:
-    """Return the array of positions (in ``specs``) of the subpopulations a row belongs to."""
-    items = ", ".join(
-        f"CASE WHEN {predicate_sql(specs[k].conditions, kinds, q)} THEN "
-        f"CAST({q.bind(int(k))} AS BIGINT) END"
-        for k in positions
-    )
-    return q.dialect.filter_nulls.format(items=items)
-
-
-def histogram_sql(specs, positions, kinds, q: Query, data: str, lo: float, scale: float,
-                  bins: int) -> str:
-    """Per-(subpopulation, bin) sums over the exploded membership (one scan of the data)."""
-    explode = "unnest" if q.dialect.name == "duckdb" else "explode"
-    member = membership_sql(specs, positions, kinds, q)
-    binned = _bin_sql(q, lo, scale, bins)
-    return (
-        f"SELECT k, b, COUNT(*) AS n, SUM({W}) AS w, SUM({D}) AS d, SUM({P}) AS p, "
-        f"SUM({Q}) AS q, SUM({V}) AS v FROM (SELECT {explode}({member}) AS k, {binned} AS b, "
-        f"{W}, {D}, {P}, {Q}, {V} FROM {data}) AS m GROUP BY k, b"
-    )
-
-
-def refine_sql(specs, positions, kinds, q: Query, data: str, cells: str, lo: float,
-               scale: float, bins: int) -> str:
-    """Exact within-bin extremes of the running sum for the candidate cells.
-
-    Rows are aggregated per (subpopulation, bin, score) first, so a run of tied scores is one
-    step, then a window running sum over the distinct scores inside the bin (eq. (1) evaluated
-    at the ends of tie runs).
-    """
-    explode = "unnest" if q.dialect.name == "duckdb" else "explode"
-    member = membership_sql(specs, positions, kinds, q)
-    binned = _bin_sql(q, lo, scale, bins)
-    return (
-        f"WITH rows_in AS (SELECT *, {binned} AS {B} FROM {data}), "
-        f"m AS (SELECT {explode}({member}) AS k, {B} AS b, {S} AS s, {D} AS d FROM rows_in "
-        f"WHERE {B} IN (SELECT DISTINCT b FROM {cells})), "
-        f"t AS (SELECT m.k AS k, m.b AS b, m.s AS s, SUM(m.d) AS d FROM m "
-        f"JOIN {cells} AS c ON m.k = c.k AND m.b = c.b GROUP BY m.k, m.b, m.s), "
-        f"r AS (SELECT k, b, SUM(d) OVER (PARTITION BY k, b ORDER BY s "
-        f"ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS run FROM t) "
-        f"SELECT k, b, MAX(run) AS hi, MIN(run) AS lo FROM r GROUP BY k, b"
     )
 
 
