@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
 from mcviz.groupings.results import GroupErrors, _readonly
 from mcviz.io import Predictions
@@ -72,12 +73,12 @@ def _error_and_se(
     """Group errors (eq. (6) of [1], sign reversed) and their standard errors from sums."""
     error = vd_sum / v_sum  # -c(I), eq. (6) of [1]: weighted mean of R - S
     if response_kind == "binary":
-        return error, np.sqrt(var_sum) / v_sum  # eq. (5) of [2] for the group
+        return error, sigma_from_variance(var_sum, v_sum)  # eq. (5) of [2] for the group
     # sum v² (d - c)² = sum v² d² - 2 c sum v² d + c² sum v²; var_sum holds sum v² d here.
     centred = np.maximum(vd2_sum - 2.0 * error * var_sum + error**2 * v2_sum, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         correction = np.where(size > 1, np.sqrt(size / np.maximum(size - 1, 1)), np.nan)
-    return error, correction * np.sqrt(centred) / v_sum
+    return error, correction * sigma_from_variance(centred, v_sum)  # empirical v in eq. (5)
 
 
 def _per_point(pred: Predictions) -> dict[str, np.ndarray]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mcviz.binning import score_bin_bounds
 from mcviz.budget import Budget, check, partition_estimate
 from mcviz.errors import ValidationError
 from mcviz.groupings._sums import _check_columns, _from_sums, _observed, _per_point
@@ -154,31 +155,23 @@ def score_bins(
     """
     if not isinstance(n_bins, int | np.integer) or n_bins < 1:
         raise ValidationError(f"n_bins must be a positive integer, not {n_bins!r}.")
+    if strategy not in ("width", "count"):
+        raise ValidationError(f"strategy must be 'width' or 'count', not {strategy!r}.")
+    # The one score-bin rule (mcviz.binning): bin j is the score-sorted rows bounds[j]:bounds[j+1].
+    bounds = score_bin_bounds(pred, n_bins=int(n_bins), kind=f"equal_{strategy}")
+    assignment = np.repeat(np.arange(n_bins), np.diff(bounds))
     if strategy == "width":
         edges = np.arange(n_bins + 1) / n_bins
-        assignment = np.searchsorted(edges[1:-1], pred.score, side="left")  # right-closed
         labels = [
             f"{'[' if j == 0 else '('}{_fmt(edges[j])}, {_fmt(edges[j + 1])}]"
             for j in range(n_bins)
         ]
-    elif strategy == "count":
-        # A run of tied scores goes to bin ceil(K * cumulative weight / total) - 1 (with a 1e-9
-        # tolerance), the rule of mcviz.binning, so tied scores always share a bin.
-        ends = np.flatnonzero(pred.run_end)
-        cumulative = np.cumsum(pred.weight)[ends]
-        thresholds = (np.arange(1, n_bins + 1) + 1e-9) * (cumulative[-1] / n_bins)
-        runs_through = np.searchsorted(cumulative, thresholds, side="right")
-        runs_through[-1] = ends.size
-        run_bin = np.searchsorted(runs_through, np.arange(ends.size), side="right")
-        assignment = run_bin[np.searchsorted(ends, np.arange(pred.n), side="left")]
-        first = np.searchsorted(assignment, np.arange(n_bins), side="left")
-        last = np.searchsorted(assignment, np.arange(n_bins), side="right") - 1
+    else:
+        first, last = bounds[:-1], bounds[1:] - 1
         labels = [
             f"[{_fmt(pred.score[a])}, {_fmt(pred.score[b])}]" if b >= a else "empty"
             for a, b in zip(first, last, strict=True)
         ]
-    else:
-        raise ValidationError(f"strategy must be 'width' or 'count', not {strategy!r}.")
     return _partition(
         pred, assignment, labels, kind="score bins",
         description=f"{n_bins} equal-{strategy} score bins", budget=budget,
