@@ -72,6 +72,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
+from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.path import run_ends
 from mcviz.core.ratio import safe_ratio
 from mcviz.deviation import _validate_index
 from mcviz.errors import ValidationError
@@ -573,10 +575,8 @@ def _population(pred: Predictions, members: np.ndarray | None) -> _Arrays:
     if members is None:
         return _Arrays(pred.score, pred.label, pred.weight, np.flatnonzero(pred.run_end), {})
     score = pred.score[members]
-    run_end = np.ones(score.size, dtype=bool)
-    run_end[:-1] = score[1:] != score[:-1]
     return _Arrays(
-        score, pred.label[members], pred.weight[members], np.flatnonzero(run_end), {}
+        score, pred.label[members], pred.weight[members], np.flatnonzero(run_ends(score)), {}
     )
 
 
@@ -757,8 +757,3 @@ def _check_bin_count(n_bins: int) -> int:
 
 def _check_index(pred: Predictions, index: np.ndarray) -> np.ndarray:
     return _validate_index(pred, index)  # one validation rule for subpopulation indices
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array

@@ -46,11 +46,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcviz.core.brownian import brownian_range_sf
-from mcviz.core.path import path_kuiper_ks
-from mcviz.core.ratio import safe_ratio
+from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.path import path_axes, path_kuiper_ks, run_ends
 from mcviz.core.sigma import SigmaMethod, resolve_sigma_method, sigma_from_variance
-from mcviz.cumulative import decimate_path
+from mcviz.cumulative import _path_statistics
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import Predictions
 
@@ -211,9 +210,7 @@ def subpopulation_deviation(
     sub_label = label[members]
     n = members.size
     # Runs of tied subpopulation scores: one bin per distinct score (the documented tie rule).
-    run_end = np.ones(n, dtype=bool)
-    run_end[:-1] = sub_score[1:] != sub_score[:-1]
-    ends = np.flatnonzero(run_end)
+    ends = np.flatnonzero(run_ends(sub_score))
     distinct = sub_score[ends]
     q = distinct.size
 
@@ -255,36 +252,24 @@ def subpopulation_deviation(
     )
     sigma = float(sigma_from_variance(np.sum(sub_weight**2 * spread), weight_total))  # (21)-(22)
 
-    fraction = np.concatenate(([0.0], (ends + 1.0) / n))
-    if pred.weighted:
-        x = np.concatenate(([0.0], np.cumsum(sub_weight)[ends] / weight_total))  # eq. (28)
-    else:
-        x = fraction
-    kuiper_z = safe_ratio(kuiper, sigma)
+    x, fraction = path_axes(sub_weight, ends, weighted=pred.weighted)  # eq. (28)
     return DeviationResult(
         x=_readonly(x),
         fraction=_readonly(fraction),
         position=_readonly(np.concatenate((distinct[:1], distinct))),
-        path=_readonly(path),
         subpopulation_cumulative=_readonly(f_sub),
         full_cumulative=_readonly(f_full),
         bin_edges=_readonly(bin_edges),
         full_mean=_readonly(full_mean),
         full_variance=_readonly(full_variance),
         full_count=_readonly(full_count),
-        kuiper=kuiper,
-        ks=ks,
-        sigma=sigma,
-        kuiper_z=kuiper_z,
-        ks_z=safe_ratio(ks, sigma),
-        p_value=float(brownian_range_sf(kuiper_z)),
+        **_path_statistics(path, kuiper, ks, sigma),
         n=int(n),
         n_full=pred.n,
         weight_total=weight_total,
         weighted=pred.weighted,
         sigma_method=method.value,
         description=description,
-        plot_index=_readonly(decimate_path(path)),
     )
 
 
@@ -325,9 +310,4 @@ def _validate_index(pred: Predictions, index: np.ndarray) -> np.ndarray:
                 f"subpopulation index: {repeated.size:,} positions are repeated "
                 f"(first {int(array[repeated[0]])})."
             )
-    return array
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
     return array

@@ -53,6 +53,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.smoothing import Z95, LoessCurve, _check_span, _spiked_fits, sorted_quantile
@@ -228,12 +229,6 @@ def _number(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array = np.ascontiguousarray(array)
-    array.flags.writeable = False
-    return array
-
-
 def prediction_errors(pred: Predictions) -> tuple[np.ndarray, np.ndarray]:
     r"""Per-row error :math:`e` and predicted error :math:`\hat e` (score order).
 
@@ -340,8 +335,6 @@ def _numeric_values(pred: Predictions, name: str) -> np.ndarray:
         values[series.isna().to_numpy()] = np.nan
         return values
     return series.to_numpy(dtype=float, na_value=np.nan)
-
-
 
 
 def _is_nominal(pred: Predictions, name: str) -> bool:

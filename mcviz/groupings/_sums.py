@@ -7,9 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
-from mcviz.groupings.results import GroupErrors, _readonly
+from mcviz.groupings.results import GroupErrors
 from mcviz.io import Predictions
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from mcviz.budget import Budget, Progress, check, knn_estimate, report_progress
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.groupings._sums import _from_sums
 from mcviz.groupings.input_space import (
@@ -27,7 +28,7 @@ from mcviz.groupings.neighbours import (
     _Inputs,
     _Searcher,
 )
-from mcviz.groupings.results import InputSpace, LocalCalibration, Scaling, _readonly
+from mcviz.groupings.results import InputSpace, LocalCalibration, Scaling
 from mcviz.io import Predictions
 
 CHUNK_NEIGHBOURS = 2_000_000

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.groupings._sums import _check_columns
-from mcviz.groupings.results import LocalCalibration, LocalErrorDistribution, LocalMap, _readonly
+from mcviz.groupings.results import LocalCalibration, LocalErrorDistribution, LocalMap
 from mcviz.io import Predictions
 
 MAX_MAP_POINTS = 10_000

@@ -305,10 +305,3 @@ class NeighbourhoodTradeoff:
 
 # --------------------------------------------------------------------------------------------
 # Group errors from memberships
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array = np.asarray(array)
-    array.flags.writeable = False
-    return array
-

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mcviz.core.path import run_ends
 from mcviz.deviation import _validate_index  # the one validation rule for subpopulation indices
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import Predictions
@@ -81,8 +82,7 @@ def _rows(pred: Predictions, index: np.ndarray | None, *, what: str) -> _Rows:
     else:
         members = _validate_index(pred, index)
         score, label, weight = pred.score[members], pred.label[members], pred.weight[members]
-        run_end = np.ones(score.size, dtype=bool)
-        run_end[:-1] = score[1:] != score[:-1]
+        run_end = run_ends(score)
     outside = (label < 0) | (label > 1)
     if outside.any():
         rows = pred.row if index is None else pred.row[members]
@@ -99,12 +99,6 @@ def _rows(pred: Predictions, index: np.ndarray | None, *, what: str) -> _Rows:
 def _dot(x: np.ndarray, y: np.ndarray) -> float:
     """Inner product without BLAS threads (several times faster on a loaded machine)."""
     return float(np.einsum("i,i->", x, y))
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array = np.asarray(array)
-    array.flags.writeable = False
-    return array
 
 
 def _weighted_quantile(

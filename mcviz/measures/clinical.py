@@ -76,9 +76,10 @@ import numpy as np
 from scipy.special import expit, ndtri
 from scipy.stats import chi2
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.measures._data import CLIP, _dot, _readonly, _Rows, _rows, _weighted_quantile
+from mcviz.measures._data import CLIP, _dot, _Rows, _rows, _weighted_quantile
 from mcviz.smoothing import loess_curve
 
 __all__ = [

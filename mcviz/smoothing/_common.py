@@ -9,12 +9,6 @@ from mcviz.errors import ValidationError
 Z95 = 1.959963984540054
 
 
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array = np.ascontiguousarray(array)
-    array.flags.writeable = False
-    return array
-
-
 def _check_span(span: float, low: float = 0.0) -> None:
     valid = np.isfinite(span) and (low <= span if low > 0 else span > 0) and span <= 1.0
     if not valid:

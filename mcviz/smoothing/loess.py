@@ -73,7 +73,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcviz.smoothing._common import Z95, _readonly
+from mcviz.core._arrays import readonly as _readonly
+from mcviz.smoothing._common import Z95
 from mcviz.smoothing._kernel import _moments, _tricube_both
 from mcviz.smoothing.neighbours import neighbour_radius
 

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.subpopulations.model import OPERATORS, Condition, _index_dtype, _readonly
+from mcviz.subpopulations.model import OPERATORS, Condition, _index_dtype
 
 # --------------------------------------------------------------------------------------------
 # Column access shared by selection and generation (one rule for values and missingness)
