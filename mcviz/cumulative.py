@@ -44,6 +44,7 @@ from mcviz.core.sigma import (
 )
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.subpopulations.selection import _ordinal_values
 
 __all__ = [
     "BROWNIAN_RANGE_MEAN",
@@ -166,9 +167,7 @@ def cumulative_differences(
             f"covariate {order_by!r} is nominal; the cumulative view needs a numeric variable.",
             column=order_by,
         )
-    values = variable.to_numpy(dtype=float, na_value=np.nan) if not np.issubdtype(
-        variable.dtype, np.datetime64
-    ) else variable.to_numpy().astype("datetime64[ns]").astype(np.int64).astype(float)
+    values = _ordinal_values(variable)  # datetimes as ns, NaN where missing (NaT included)
     present = ~np.isnan(values)
     if present.sum() == 0:
         raise ValidationError(f"covariate {order_by!r} is missing on every row.", column=order_by)

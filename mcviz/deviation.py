@@ -52,6 +52,7 @@ from mcviz.core.sigma import SigmaMethod, resolve_sigma_method, sigma_from_varia
 from mcviz.cumulative import _path_statistics
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import Predictions
+from mcviz.subpopulations.selection import _validate_index
 
 __all__ = ["DeviationResult", "subpopulation_deviation"]
 
@@ -277,37 +278,3 @@ def _bin_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """Return the sums of ``values`` over the non-empty slices ``bounds[k]:bounds[k+1]``."""
     at_ends = np.cumsum(values, dtype=float)[bounds[1:] - 1]
     return np.diff(at_ends, prepend=0.0)
-
-
-def _validate_index(pred: Predictions, index: np.ndarray) -> np.ndarray:
-    """Return the subpopulation's positions as a sorted int64 array, or raise."""
-    array = np.asarray(index)
-    if array.dtype == bool:
-        if array.shape != (pred.n,):
-            raise ValidationError(
-                f"subpopulation mask has shape {array.shape}; expected ({pred.n},) "
-                "(one entry per observation)."
-            )
-        array = np.flatnonzero(array)
-    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
-        raise ValidationError(
-            "subpopulation index must be a 1-D array of integer positions or a boolean mask."
-        )
-    if array.size == 0:
-        raise ValidationError("the subpopulation is empty (0 rows); nothing to compare.")
-    array = array.astype(np.int64, copy=False)
-    outside = (array < 0) | (array >= pred.n)
-    if outside.any():
-        raise ValidationError(
-            f"subpopulation index: {int(outside.sum()):,} of {array.size:,} positions lie "
-            f"outside [0, {pred.n - 1}] (first {int(array[outside][0])})."
-        )
-    if np.any(array[1:] <= array[:-1]):
-        array = np.sort(array)
-        repeated = np.flatnonzero(array[1:] == array[:-1])
-        if repeated.size:
-            raise ValidationError(
-                f"subpopulation index: {repeated.size:,} positions are repeated "
-                f"(first {int(array[repeated[0]])})."
-            )
-    return array

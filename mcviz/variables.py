@@ -59,6 +59,7 @@ from mcviz.io import Predictions
 from mcviz.smoothing import Z95, LoessCurve, _check_span, _spiked_fits, sorted_quantile
 from mcviz.smoothing.curves import SPIKE_SHARE
 from mcviz.smoothing.loess import MIN_EFFECTIVE_ROWS, NEAR, SPARSE_RATIO
+from mcviz.subpopulations.selection import _ordinal_values
 
 __all__ = [
     "LevelCalibration",
@@ -329,12 +330,7 @@ def vece(
 
 
 def _numeric_values(pred: Predictions, name: str) -> np.ndarray:
-    series = pred.covariates[name]
-    if np.issubdtype(series.dtype, np.datetime64):
-        values = series.to_numpy().astype("datetime64[ns]").astype(np.int64).astype(float)
-        values[series.isna().to_numpy()] = np.nan
-        return values
-    return series.to_numpy(dtype=float, na_value=np.nan)
+    return _ordinal_values(pred.covariates[name])  # one numeric view of a covariate
 
 
 def _is_nominal(pred: Predictions, name: str) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -12,6 +12,10 @@ from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
 from mcviz.groupings.results import GroupErrors
 from mcviz.io import Predictions
+from mcviz.subpopulations.selection import _ordinal_values
+
+SUM_KEYS = ("v_sum", "v2_sum", "vd_sum", "vd2_sum", "var_sum", "vs_sum")
+"""The per-group sums every grouping computes (see :func:`_per_point`)."""
 
 
 def _se_method(pred: Predictions) -> str:
@@ -25,22 +29,18 @@ def _from_sums(
     description: str,
     labels: Sequence[str],
     size: np.ndarray,
-    v_sum: np.ndarray,
-    v2_sum: np.ndarray,
-    vd_sum: np.ndarray,
-    vd2_sum: np.ndarray,
-    var_sum: np.ndarray,
-    vs_sum: np.ndarray,
+    sums: Mapping[str, np.ndarray],
     mass: np.ndarray,
     centre: np.ndarray | None,
     overlapping: bool,
     notice: str | None,
 ) -> GroupErrors:
-    """Assemble :class:`GroupErrors` from per-group sums of v, v², v·d, v²·d², v²·S(1-S), v·S."""
+    """Assemble :class:`GroupErrors` from per-group sums (``sums``: :data:`SUM_KEYS`)."""
+    v_sum, v2_sum = sums["v_sum"], sums["v2_sum"]
     error, standard_error = _error_and_se(
-        pred.response_kind, size, v_sum, v2_sum, vd_sum, vd2_sum, var_sum
+        pred.response_kind, size, *(sums[key] for key in SUM_KEYS[:5])
     )
-    mean_score = vs_sum / v_sum
+    mean_score = sums["vs_sum"] / v_sum
     return GroupErrors(
         kind=kind,
         description=description,
@@ -83,12 +83,17 @@ def _error_and_se(
 
 
 def _per_point(pred: Predictions) -> dict[str, np.ndarray]:
-    """Per-observation terms whose (weighted) sums give every group statistic."""
+    """Per-observation terms (keyed by :data:`SUM_KEYS`) whose group sums give every statistic.
+
+    v, v², v·d, v²·d², v²·spread and v·S, with v the weight and d = R - S (the sign of
+    mcviz.cumulative); spread is S(1 - S) for binary responses (the null standard error) and
+    otherwise d (to centre the empirical one).
+    """
     w = pred.weight
-    d = pred.label - pred.score  # response minus score, the sign of mcviz.cumulative
-    # Binary: S(1 - S) for the null standard error; otherwise d, to centre the empirical one.
+    d = pred.label - pred.score
     spread = pred.score * (1.0 - pred.score) if pred.response_kind == "binary" else d
-    return {"w": w, "d": d, "spread": spread, "s": pred.score}
+    values = (w, w**2, w * d, w**2 * d**2, w**2 * spread, w * pred.score)
+    return dict(zip(SUM_KEYS, values, strict=True))
 
 
 def _check_columns(pred: Predictions, columns: Sequence[str]) -> list[str]:
@@ -100,7 +105,7 @@ def _check_columns(pred: Predictions, columns: Sequence[str]) -> list[str]:
 
 def _observed(series: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Numeric values (NaN where missing), the mask of observed ones, and those values."""
-    values = _numeric_values(series)
+    values = _ordinal_values(series)
     present = ~np.isnan(values)
     observed = values[present]
     if observed.size == 0:
@@ -108,11 +113,4 @@ def _observed(series: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray, np.
     return values, present, observed
 
 
-def _numeric_values(series: pd.Series) -> np.ndarray:
-    if np.issubdtype(series.dtype, np.datetime64):
-        values = series.to_numpy().astype("datetime64[ns]")
-        out = values.astype(np.int64).astype(float)
-        out[np.isnat(values)] = np.nan
-        return out
-    return series.to_numpy(dtype=float, na_value=np.nan)
 

@@ -27,7 +27,6 @@ def _partition(
 ) -> GroupErrors:
     """Group errors of a partition given each observation's group id (-1: in no group)."""
     check(partition_estimate(pred.n, len(labels)), budget)
-    terms = _per_point(pred)
     keep = assignment >= 0
     groups = assignment[keep]
     m = len(labels)
@@ -35,22 +34,13 @@ def _partition(
     def total(values: np.ndarray) -> np.ndarray:
         return np.bincount(groups, weights=values[keep], minlength=m)
 
-    w, d = terms["w"], terms["d"]
     size = np.bincount(groups, minlength=m)
     nonempty = size > 0
     dropped = int((~nonempty).sum())
     if dropped:
         extra = f"{dropped} empty group{'s' if dropped > 1 else ''} dropped."
         notice = f"{notice} {extra}" if notice else extra
-    sums = {
-        "v_sum": total(w),
-        "v2_sum": total(w**2),
-        "vd_sum": total(w * d),
-        "vd2_sum": total(w**2 * d**2),
-        "var_sum": total(w**2 * terms["spread"]),
-        "vs_sum": total(w * terms["s"]),
-    }
-    sums = {key: value[nonempty] for key, value in sums.items()}
+    sums = {key: total(values)[nonempty] for key, values in _per_point(pred).items()}
     return _from_sums(
         pred=pred,
         kind=kind,
@@ -61,7 +51,7 @@ def _partition(
         centre=None,
         overlapping=False,
         notice=notice,
-        **sums,
+        sums=sums,
     )
 
 
@@ -323,12 +313,7 @@ def index_groups(
             raise ValidationError(f"{len(indices)} groups but {len(labels)} labels.")
         names = [str(label) for label in labels]
     check(partition_estimate(sum(i.size for i in indices), len(indices)), budget)
-    terms = _per_point(pred)
-    w, d = terms["w"], terms["d"]
-    per_point = {
-        "v_sum": w, "v2_sum": w**2, "vd_sum": w * d, "vd2_sum": w**2 * d**2,
-        "var_sum": w**2 * terms["spread"], "vs_sum": w * terms["s"],
-    }
+    per_point = _per_point(pred)
     # One pass per statistic over the concatenated memberships.
     flat = np.concatenate(indices)
     owner = np.repeat(np.arange(len(indices)), [i.size for i in indices])
@@ -347,6 +332,6 @@ def index_groups(
         centre=None,
         overlapping=bool(counts.max() > 1),
         notice=None,
-        **sums,
+        sums=sums,
     )
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mcviz.core.path import run_ends
-from mcviz.deviation import _validate_index  # the one validation rule for subpopulation indices
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import Predictions
+from mcviz.subpopulations.selection import _validate_index  # one rule for indices
 
 CLIP = 1e-15
 """Scores are clipped to [CLIP, 1 - CLIP] wherever their logit or logarithm is taken."""
