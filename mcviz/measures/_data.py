@@ -14,6 +14,7 @@ import numpy as np
 from mcviz.core.path import run_ends
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import Predictions
+from mcviz.smoothing._common import weighted_quantile
 from mcviz.subpopulations.selection import _validate_index  # one rule for indices
 
 CLIP = 1e-15
@@ -112,7 +113,4 @@ def _weighted_quantile(
     """
     if equal:
         return np.quantile(values, p)  # type 7, by partial sorting
-    order = np.argsort(values)
-    cumulative = np.cumsum(weight[order])
-    at = np.searchsorted(cumulative, np.asarray(p) * cumulative[-1], side="left")
-    return values[order[np.minimum(at, values.size - 1)]]
+    return weighted_quantile(values, weight, p)
