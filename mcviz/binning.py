@@ -86,6 +86,7 @@ __all__ = [
     "ReliabilityBins",
     "ReliabilityResult",
     "calibration_metrics",
+    "equal_count_runs",
     "reliability_bins",
     "reliability_diagrams",
     "score_bin_bounds",
@@ -598,14 +599,35 @@ def _bounds(
 
 
 def _equal_count_bounds(arrays: _Arrays, n_bins: int) -> np.ndarray:
-    # A run goes to bin ceil(n_bins * cumulative / total) - 1 (with a 1e-9 tolerance for
-    # rounding): bin k ends after the last run whose cumulative weight is <= (k+1) total/n_bins.
-    cumulative = arrays.at_run_ends("w")[1:]
+    runs_through = equal_count_runs(arrays.at_run_ends("w")[1:], n_bins)
+    ends_plus = np.concatenate(([0], arrays.ends + 1))
+    return np.concatenate(([0], ends_plus[runs_through]))
+
+
+def equal_count_runs(cumulative: np.ndarray, n_bins: int) -> np.ndarray:
+    r"""Return, for each equal-count bin, the number of tie runs up to its end.
+
+    The one equal-count rule (reliability diagrams, ECE, score-bin groupings, the
+    Hosmer-Lemeshow groups): a run of tied scores goes to bin
+    :math:`\lceil K \cdot \text{cumulative weight} / \text{total} \rceil - 1` (with a 1e-9
+    tolerance for rounding), so bin k holds runs ``runs[k-1]:runs[k]`` (``runs[-1]`` = 0) and
+    may be empty.
+
+    Parameters
+    ----------
+    cumulative : ndarray, shape (q,)
+        Cumulative weight at the end of each tie run, in score order.
+    n_bins : int
+
+    Examples
+    --------
+    >>> equal_count_runs(np.array([1.0, 2.0, 3.0, 4.0]), 2).tolist()
+    [2, 4]
+    """
     thresholds = (np.arange(1, n_bins + 1) + 1e-9) * (cumulative[-1] / n_bins)
     runs_through = np.searchsorted(cumulative, thresholds, side="right")
     runs_through[-1] = cumulative.size
-    ends_plus = np.concatenate(([0], arrays.ends + 1))
-    return np.concatenate(([0], ends_plus[runs_through]))
+    return runs_through
 
 
 def _similar_ratio_bounds(
