@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.smoothing import Z95, LoessCurve, _check_span, _spiked_fits, sorted_quantile
@@ -578,8 +579,8 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
     def mean_and_interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mean = np.bincount(codes, weights=w * values, minlength=size) / safe
         deviation = values - mean[codes]
-        spread = np.sqrt(np.bincount(codes, weights=(w * deviation) ** 2, minlength=size))
-        return mean, spread / safe
+        variance = np.bincount(codes, weights=(w * deviation) ** 2, minlength=size)
+        return mean, sigma_from_variance(variance, total)  # sqrt(sum W^2 (x - mean)^2) / sum W
 
     error_mean, error_se = mean_and_interval(error)
     predicted_mean, predicted_se = mean_and_interval(predicted)
