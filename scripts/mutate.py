@@ -64,7 +64,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mcviz/smoothing.py",
         r"^([ \t]*)w = None if weight is None else np\.asarray\(weight, dtype=float\)$",
         r"\1w = None",
-        ("tests/test_smoothing.py", "-k", "lcs"),
+        ("tests/smoothing/test_smoothing.py", "-k", "lcs"),
         within=r"^def local_calibration_score\(",
     ),
     Mutation(
@@ -79,7 +79,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mcviz/smoothing.py",
         r"^([ \t]*)se = sigma \* np\.sqrt\(np\.maximum\(self\.l2, 0\.0\)\)$",
         r"\1se = 0.0 * sigma * np.sqrt(np.maximum(self.l2, 0.0))",
-        ("tests/test_smoothing.py", "-k", "band"),
+        ("tests/smoothing/test_smoothing.py", "-k", "band"),
     ),
 )
 # ---------------------------------------------------------------------------------------------
