@@ -72,10 +72,12 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
+from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.path import run_ends
 from mcviz.core.ratio import safe_ratio
-from mcviz.deviation import _validate_index
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.subpopulations.selection import _validate_index  # one rule for indices
 
 __all__ = [
     "BIN_KINDS",
@@ -84,6 +86,7 @@ __all__ = [
     "ReliabilityBins",
     "ReliabilityResult",
     "calibration_metrics",
+    "equal_count_runs",
     "reliability_bins",
     "reliability_diagrams",
     "score_bin_bounds",
@@ -332,7 +335,7 @@ def reliability_bins(
     _check_options(kind, confidence, n_bootstrap)
     n_bins = _check_bin_count(n_bins)
     generator = np.random.default_rng(rng)
-    members = None if index is None else _check_index(pred, index)
+    members = None if index is None else _validate_index(pred, index)
     arrays = _population(pred, members)
     bounds, low, high = _bounds(arrays, n_bins, kind, generator)
     (diagram,) = _diagrams(
@@ -401,7 +404,7 @@ def reliability_diagrams(
         sub: tuple[ReliabilityBins, ...] = ()
         histogram_sub = np.empty(0)
     else:
-        members = _check_index(pred, index)
+        members = _validate_index(pred, index)
         sub_arrays = _population(pred, members)
         sub_specs = [(k, *_bounds(sub_arrays, k, kind, generator)) for k in counts]
         full = _diagrams(full_arrays, full_specs, kind, confidence, 0, generator, binary=binary)
@@ -465,7 +468,7 @@ def calibration_metrics(
     n_bins = _check_bin_count(n_bins)
     if not 0 <= clip < 0.5:
         raise ValidationError(f"clip must lie in [0, 0.5), not {clip!r}.")
-    members = None if index is None else _check_index(pred, index)
+    members = None if index is None else _validate_index(pred, index)
     arrays = _population(pred, members)
     score, label, weight = arrays.score, arrays.label, arrays.weight
     total = float(weight.sum())
@@ -573,10 +576,8 @@ def _population(pred: Predictions, members: np.ndarray | None) -> _Arrays:
     if members is None:
         return _Arrays(pred.score, pred.label, pred.weight, np.flatnonzero(pred.run_end), {})
     score = pred.score[members]
-    run_end = np.ones(score.size, dtype=bool)
-    run_end[:-1] = score[1:] != score[:-1]
     return _Arrays(
-        score, pred.label[members], pred.weight[members], np.flatnonzero(run_end), {}
+        score, pred.label[members], pred.weight[members], np.flatnonzero(run_ends(score)), {}
     )
 
 
@@ -598,14 +599,35 @@ def _bounds(
 
 
 def _equal_count_bounds(arrays: _Arrays, n_bins: int) -> np.ndarray:
-    # A run goes to bin ceil(n_bins * cumulative / total) - 1 (with a 1e-9 tolerance for
-    # rounding): bin k ends after the last run whose cumulative weight is <= (k+1) total/n_bins.
-    cumulative = arrays.at_run_ends("w")[1:]
+    runs_through = equal_count_runs(arrays.at_run_ends("w")[1:], n_bins)
+    ends_plus = np.concatenate(([0], arrays.ends + 1))
+    return np.concatenate(([0], ends_plus[runs_through]))
+
+
+def equal_count_runs(cumulative: np.ndarray, n_bins: int) -> np.ndarray:
+    r"""Return, for each equal-count bin, the number of tie runs up to its end.
+
+    The one equal-count rule (reliability diagrams, ECE, score-bin groupings, the
+    Hosmer-Lemeshow groups): a run of tied scores goes to bin
+    :math:`\lceil K \cdot \text{cumulative weight} / \text{total} \rceil - 1` (with a 1e-9
+    tolerance for rounding), so bin k holds runs ``runs[k-1]:runs[k]`` (``runs[-1]`` = 0) and
+    may be empty.
+
+    Parameters
+    ----------
+    cumulative : ndarray, shape (q,)
+        Cumulative weight at the end of each tie run, in score order.
+    n_bins : int
+
+    Examples
+    --------
+    >>> equal_count_runs(np.array([1.0, 2.0, 3.0, 4.0]), 2).tolist()
+    [2, 4]
+    """
     thresholds = (np.arange(1, n_bins + 1) + 1e-9) * (cumulative[-1] / n_bins)
     runs_through = np.searchsorted(cumulative, thresholds, side="right")
     runs_through[-1] = cumulative.size
-    ends_plus = np.concatenate(([0], arrays.ends + 1))
-    return np.concatenate(([0], ends_plus[runs_through]))
+    return runs_through
 
 
 def _similar_ratio_bounds(
@@ -753,12 +775,3 @@ def _check_bin_count(n_bins: int) -> int:
     if isinstance(n_bins, bool) or int(n_bins) != n_bins or n_bins < 1:
         raise ValidationError(f"bin counts must be positive integers, not {n_bins!r}.")
     return int(n_bins)
-
-
-def _check_index(pred: Predictions, index: np.ndarray) -> np.ndarray:
-    return _validate_index(pred, index)  # one validation rule for subpopulation indices
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array

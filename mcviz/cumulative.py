@@ -32,8 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
-from mcviz.core.path import cumulative_path, path_kuiper_ks
+from mcviz.core.path import cumulative_path, path_axes, path_kuiper_ks, run_ends
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import (
     SigmaMethod,
@@ -43,6 +44,7 @@ from mcviz.core.sigma import (
 )
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.subpopulations.selection import _ordinal_values
 
 __all__ = [
     "BROWNIAN_RANGE_MEAN",
@@ -171,19 +173,19 @@ def cumulative_differences(
         values = pd.DatetimeIndex(variable).as_unit("ns").asi8
         present = variable.notna().to_numpy()
     else:
-        values = variable.to_numpy(dtype=float, na_value=np.nan)
+        values = _ordinal_values(variable)  # NaN where missing
         present = ~np.isnan(values)
     if present.sum() == 0:
         raise ValidationError(f"covariate {order_by!r} is missing on every row.", column=order_by)
     # the default (unstable) sort: under the tie rule the order inside ties is irrelevant
     order = np.flatnonzero(present)[np.argsort(values[present])]
     sorted_values = values[order]
-    run_end = np.ones(order.size, dtype=bool)
-    run_end[:-1] = sorted_values[1:] != sorted_values[:-1]
+    run_end = run_ends(sorted_values)
     if dates:  # positions as datetime64[ns], so figures and tables write dates
         sorted_values = sorted_values.view("datetime64[ns]")
     return _cumulative(
-        pred.score[order], pred.label[order], pred.weight[order], sorted_values, run_end,
+        pred.score[order], pred.label[order], pred.weight[order], sorted_values,
+        run_end,
         weighted=pred.weighted, sigma_method=method, order_by=order_by,
         n_missing=int((~present).sum()),
     )
@@ -210,35 +212,39 @@ def _cumulative(
         sigma_bernoulli(score, weight) if sigma_method == SigmaMethod.BERNOULLI
         else sigma_adjacent(residual, weight, run_end)
     )  # eq. (5) or Appendix C eq. (6) over tie runs
-    kuiper_z = safe_ratio(kuiper, sigma)
-    count = ends + 1.0
-    fraction = np.concatenate(([0.0], count / n))
-    x = np.concatenate(([0.0], np.cumsum(weight)[ends] / weight_total)) if weighted else fraction
+    x, fraction = path_axes(weight, ends, weighted=weighted)
     position_at = np.concatenate((position[:1], position[ends]))
     return CumulativeResult(
         x=_readonly(x),
         fraction=_readonly(fraction),
         position=_readonly(position_at),
-        path=_readonly(path),
-        kuiper=kuiper,
-        ks=ks,
-        sigma=sigma,
-        kuiper_z=kuiper_z,
-        ks_z=safe_ratio(ks, sigma),
-        p_value=float(brownian_range_sf(kuiper_z)),
+        **_path_statistics(path, kuiper, ks, sigma),
         n=n,
         weight_total=weight_total,
         weighted=weighted,
         sigma_method=sigma_method,
         order_by=order_by,
         n_missing=n_missing,
-        plot_index=_readonly(decimate_path(path)),
     )
 
 
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
+def _path_statistics(path: np.ndarray, kuiper: float, ks: float, sigma: float) -> dict:
+    r"""Return the fields every cumulative-path result shares (here and in the deviation).
+
+    :math:`D/\sigma` and :math:`G/\sigma` by the safe-ratio rule, the Brownian-range p-value of
+    :math:`D/\sigma`, and the decimation kept for plotting.
+    """
+    kuiper_z = safe_ratio(kuiper, sigma)
+    return {
+        "path": _readonly(path),
+        "kuiper": kuiper,
+        "ks": ks,
+        "sigma": sigma,
+        "kuiper_z": kuiper_z,
+        "ks_z": safe_ratio(ks, sigma),
+        "p_value": float(brownian_range_sf(kuiper_z)),
+        "plot_index": _readonly(decimate_path(path)),
+    }
 
 
 def decimate_path(path: np.ndarray, *, target: int = DECIMATION_TARGET) -> np.ndarray:

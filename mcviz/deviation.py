@@ -46,13 +46,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcviz.core.brownian import brownian_range_sf
-from mcviz.core.path import path_kuiper_ks
-from mcviz.core.ratio import safe_ratio
+from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.path import path_axes, path_kuiper_ks, run_ends
 from mcviz.core.sigma import SigmaMethod, resolve_sigma_method, sigma_from_variance
-from mcviz.cumulative import decimate_path
+from mcviz.cumulative import _path_statistics
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import Predictions
+from mcviz.subpopulations.selection import _validate_index
 
 __all__ = ["DeviationResult", "subpopulation_deviation"]
 
@@ -211,9 +211,7 @@ def subpopulation_deviation(
     sub_label = label[members]
     n = members.size
     # Runs of tied subpopulation scores: one bin per distinct score (the documented tie rule).
-    run_end = np.ones(n, dtype=bool)
-    run_end[:-1] = sub_score[1:] != sub_score[:-1]
-    ends = np.flatnonzero(run_end)
+    ends = np.flatnonzero(run_ends(sub_score))
     distinct = sub_score[ends]
     q = distinct.size
 
@@ -255,36 +253,24 @@ def subpopulation_deviation(
     )
     sigma = float(sigma_from_variance(np.sum(sub_weight**2 * spread), weight_total))  # (21)-(22)
 
-    fraction = np.concatenate(([0.0], (ends + 1.0) / n))
-    if pred.weighted:
-        x = np.concatenate(([0.0], np.cumsum(sub_weight)[ends] / weight_total))  # eq. (28)
-    else:
-        x = fraction
-    kuiper_z = safe_ratio(kuiper, sigma)
+    x, fraction = path_axes(sub_weight, ends, weighted=pred.weighted)  # eq. (28)
     return DeviationResult(
         x=_readonly(x),
         fraction=_readonly(fraction),
         position=_readonly(np.concatenate((distinct[:1], distinct))),
-        path=_readonly(path),
         subpopulation_cumulative=_readonly(f_sub),
         full_cumulative=_readonly(f_full),
         bin_edges=_readonly(bin_edges),
         full_mean=_readonly(full_mean),
         full_variance=_readonly(full_variance),
         full_count=_readonly(full_count),
-        kuiper=kuiper,
-        ks=ks,
-        sigma=sigma,
-        kuiper_z=kuiper_z,
-        ks_z=safe_ratio(ks, sigma),
-        p_value=float(brownian_range_sf(kuiper_z)),
+        **_path_statistics(path, kuiper, ks, sigma),
         n=int(n),
         n_full=pred.n,
         weight_total=weight_total,
         weighted=pred.weighted,
         sigma_method=method.value,
         description=description,
-        plot_index=_readonly(decimate_path(path)),
     )
 
 
@@ -292,42 +278,3 @@ def _bin_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """Return the sums of ``values`` over the non-empty slices ``bounds[k]:bounds[k+1]``."""
     at_ends = np.cumsum(values, dtype=float)[bounds[1:] - 1]
     return np.diff(at_ends, prepend=0.0)
-
-
-def _validate_index(pred: Predictions, index: np.ndarray) -> np.ndarray:
-    """Return the subpopulation's positions as a sorted int64 array, or raise."""
-    array = np.asarray(index)
-    if array.dtype == bool:
-        if array.shape != (pred.n,):
-            raise ValidationError(
-                f"subpopulation mask has shape {array.shape}; expected ({pred.n},) "
-                "(one entry per observation)."
-            )
-        array = np.flatnonzero(array)
-    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
-        raise ValidationError(
-            "subpopulation index must be a 1-D array of integer positions or a boolean mask."
-        )
-    if array.size == 0:
-        raise ValidationError("the subpopulation is empty (0 rows); nothing to compare.")
-    array = array.astype(np.int64, copy=False)
-    outside = (array < 0) | (array >= pred.n)
-    if outside.any():
-        raise ValidationError(
-            f"subpopulation index: {int(outside.sum()):,} of {array.size:,} positions lie "
-            f"outside [0, {pred.n - 1}] (first {int(array[outside][0])})."
-        )
-    if np.any(array[1:] <= array[:-1]):
-        array = np.sort(array)
-        repeated = np.flatnonzero(array[1:] == array[:-1])
-        if repeated.size:
-            raise ValidationError(
-                f"subpopulation index: {repeated.size:,} positions are repeated "
-                f"(first {int(array[repeated[0]])})."
-            )
-    return array
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array

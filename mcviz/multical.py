@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
 from mcviz.core.evaluator import Evaluator
 from mcviz.core.metric import multicalibration_metric
@@ -60,11 +61,6 @@ TABLE_COLUMNS = (
     "id", "depth", "description", "size", "weight_total", "kuiper", "sigma", "kuiper_z",
     "p_value", "normalized",
 )
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -53,11 +53,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.smoothing import Z95, LoessCurve, _check_span, _spiked_fits, sorted_quantile
 from mcviz.smoothing.curves import SPIKE_SHARE
 from mcviz.smoothing.loess import MIN_EFFECTIVE_ROWS, NEAR, SPARSE_RATIO
+from mcviz.subpopulations.selection import _ordinal_values
 
 __all__ = [
     "LevelCalibration",
@@ -234,12 +237,6 @@ def _number(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array = np.ascontiguousarray(array)
-    array.flags.writeable = False
-    return array
-
-
 def prediction_errors(pred: Predictions) -> tuple[np.ndarray, np.ndarray]:
     r"""Per-row error :math:`e` and predicted error :math:`\hat e` (score order).
 
@@ -340,14 +337,7 @@ def vece(
 
 
 def _numeric_values(pred: Predictions, name: str) -> np.ndarray:
-    series = pred.covariates[name]
-    if pd.api.types.is_datetime64_any_dtype(series):  # time-zone aware ones too (UTC)
-        values = pd.DatetimeIndex(series).as_unit("ns").asi8.astype(float)
-        values[series.isna().to_numpy()] = np.nan
-        return values
-    return series.to_numpy(dtype=float, na_value=np.nan)
-
-
+    return _ordinal_values(pred.covariates[name])  # one numeric view of a covariate
 
 
 def _is_nominal(pred: Predictions, name: str) -> bool:
@@ -598,8 +588,8 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
     def mean_and_interval(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mean = np.bincount(codes, weights=w * values, minlength=size) / safe
         deviation = values - mean[codes]
-        spread = np.sqrt(np.bincount(codes, weights=(w * deviation) ** 2, minlength=size))
-        return mean, spread / safe
+        variance = np.bincount(codes, weights=(w * deviation) ** 2, minlength=size)
+        return mean, sigma_from_variance(variance, total)  # sqrt(sum W^2 (x - mean)^2) / sum W
 
     error_mean, error_se = mean_and_interval(error)
     predicted_mean, predicted_se = mean_and_interval(predicted)

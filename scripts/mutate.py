@@ -54,18 +54,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "tie-rule",  # evaluate the path after every row instead of at the ends of tie runs
-        "mcviz/cumulative.py",
+        "mcviz/core/path.py",
         r"^([ \t]*)ends = np\.flatnonzero\(run_end\)$",
         r"\1ends = np.arange(run_end.size)",
         ("tests/test_cumulative.py",),
     ),
     Mutation(
         "lcs-ignores-weights",
-        "mcviz/smoothing.py",
+        "mcviz/smoothing/lcs.py",
         r"^([ \t]*)w = None if weight is None else np\.asarray\(weight, dtype=float\)$",
         r"\1w = None",
-        ("tests/test_smoothing.py", "-k", "lcs"),
-        within=r"^def local_calibration_score\(",
+        ("tests/smoothing/test_smoothing.py", "-k", "lcs"),
+        within=r"^def _validated\(",
     ),
     Mutation(
         "one-bin-count",  # the dashboard's reliability diagrams at one bin count, not three
@@ -76,10 +76,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "no-loess-bands",  # the pointwise 95% band collapses onto the fit
-        "mcviz/smoothing.py",
+        "mcviz/smoothing/loess.py",
         r"^([ \t]*)se = sigma \* np\.sqrt\(np\.maximum\(self\.l2, 0\.0\)\)$",
         r"\1se = 0.0 * sigma * np.sqrt(np.maximum(self.l2, 0.0))",
-        ("tests/test_smoothing.py", "-k", "band"),
+        ("tests/smoothing/test_smoothing.py", "-k", "band"),
     ),
 )
 # ---------------------------------------------------------------------------------------------

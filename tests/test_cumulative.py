@@ -166,6 +166,23 @@ def test_order_by_variable_and_missing_values():
         cumulative_differences(pred, order_by="height")
 
 
+def test_order_by_datetime_leaves_missing_times_off():
+    # The same data as above with ages as days after 2020-01-01 and the missing age as NaT:
+    # NaT must be left off and counted (not ordered first as the smallest int64).
+    import pandas as pd
+
+    score = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    label = np.array([1, 0, 1, 0, 1, 0])
+    days = pd.to_timedelta([50, 20, 0, 30, 40, 20], unit="D")
+    when = pd.Series(pd.Timestamp("2020-01-01") + days)
+    when[2] = pd.NaT
+    pred = Predictions.from_arrays(score, label, covariates={"when": when})
+    result = cumulative_differences(pred, order_by="when")
+    assert (result.n, result.n_missing) == (5, 1)
+    np.testing.assert_allclose(result.path, np.array([0, -0.8, -1.2, -0.7, 0.2]) / 5, atol=1e-15)
+    assert result.kuiper == pytest.approx(1.4 / 5)
+
+
 def test_order_by_nominal_is_refused():
     pred = Predictions.from_arrays([0.1, 0.5, 0.7], [0, 1, 1], covariates={"city": ["a", "b", "a"]})
     with pytest.raises(ValidationError, match="'city' is nominal"):

@@ -43,6 +43,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.core.path import run_ends
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import (
@@ -216,11 +217,6 @@ def finish(summaries: ChunkSummaries, sigma_method: SigmaMethod | str) -> Statis
         kuiper=_readonly(kuiper), sigma=_readonly(np.asarray(sigma, dtype=float)),
         kuiper_z=_readonly(np.asarray(z, dtype=float)), sigma_method=method,
     )
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
 
 
 class Evaluator:

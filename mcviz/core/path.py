@@ -25,7 +25,7 @@ import numpy as np
 
 from mcviz.core.ratio import safe_ratio
 
-__all__ = ["cumulative_path", "path_kuiper_ks", "run_ends"]
+__all__ = ["cumulative_path", "path_axes", "path_kuiper_ks", "run_ends"]
 
 
 def run_ends(values: np.ndarray) -> np.ndarray:
@@ -86,3 +86,32 @@ def path_kuiper_ks(path: np.ndarray) -> tuple[float, float]:
     (0.375, 0.25)
     """
     return float(path.max() - path.min()), float(np.abs(path).max())  # eq. (2)
+
+
+def path_axes(
+    weight: np.ndarray, ends: np.ndarray, *, weighted: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Return the abscissae of a path's points: ``x`` and ``fraction`` (origin first).
+
+    ``fraction`` is :math:`k/n` at the origin and at the end of each tie run; ``x`` is the
+    cumulative weight :math:`A_k = \sum_{j \le k} W_j / \sum_j W_j` (eq. (28) of [2]) when
+    ``weighted``, else ``fraction`` itself.
+
+    Parameters
+    ----------
+    weight : ndarray, shape (n,)
+        Weights in the path's order.
+    ends : ndarray of int, shape (q,)
+        The last position of each tie run (as :func:`cumulative_path` returns them).
+    weighted : bool
+
+    Examples
+    --------
+    >>> x, fraction = path_axes(np.array([1.0, 1.0, 2.0]), np.array([1, 2]), weighted=True)
+    >>> x.tolist(), fraction.round(6).tolist()
+    ([0.0, 0.5, 1.0], [0.0, 0.666667, 1.0])
+    """
+    fraction = np.concatenate(([0.0], (ends + 1.0) / weight.size))
+    if not weighted:
+        return fraction, fraction
+    return np.concatenate(([0.0], np.cumsum(weight)[ends] / weight.sum())), fraction

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
-from mcviz.groupings.results import GroupErrors, _readonly
+from mcviz.groupings.results import GroupErrors
 from mcviz.io import Predictions
+from mcviz.subpopulations.selection import _ordinal_values
+
+SUM_KEYS = ("v_sum", "v2_sum", "vd_sum", "vd2_sum", "var_sum", "vs_sum")
+"""The per-group sums every grouping computes (see :func:`_per_point`)."""
 
 
 def _se_method(pred: Predictions) -> str:
@@ -23,22 +29,18 @@ def _from_sums(
     description: str,
     labels: Sequence[str],
     size: np.ndarray,
-    v_sum: np.ndarray,
-    v2_sum: np.ndarray,
-    vd_sum: np.ndarray,
-    vd2_sum: np.ndarray,
-    var_sum: np.ndarray,
-    vs_sum: np.ndarray,
+    sums: Mapping[str, np.ndarray],
     mass: np.ndarray,
     centre: np.ndarray | None,
     overlapping: bool,
     notice: str | None,
 ) -> GroupErrors:
-    """Assemble :class:`GroupErrors` from per-group sums of v, v², v·d, v²·d², v²·S(1-S), v·S."""
+    """Assemble :class:`GroupErrors` from per-group sums (``sums``: :data:`SUM_KEYS`)."""
+    v_sum, v2_sum = sums["v_sum"], sums["v2_sum"]
     error, standard_error = _error_and_se(
-        pred.response_kind, size, v_sum, v2_sum, vd_sum, vd2_sum, var_sum
+        pred.response_kind, size, *(sums[key] for key in SUM_KEYS[:5])
     )
-    mean_score = vs_sum / v_sum
+    mean_score = sums["vs_sum"] / v_sum
     return GroupErrors(
         kind=kind,
         description=description,
@@ -72,21 +74,26 @@ def _error_and_se(
     """Group errors (eq. (6) of [1], sign reversed) and their standard errors from sums."""
     error = vd_sum / v_sum  # -c(I), eq. (6) of [1]: weighted mean of R - S
     if response_kind == "binary":
-        return error, np.sqrt(var_sum) / v_sum  # eq. (5) of [2] for the group
+        return error, sigma_from_variance(var_sum, v_sum)  # eq. (5) of [2] for the group
     # sum v² (d - c)² = sum v² d² - 2 c sum v² d + c² sum v²; var_sum holds sum v² d here.
     centred = np.maximum(vd2_sum - 2.0 * error * var_sum + error**2 * v2_sum, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         correction = np.where(size > 1, np.sqrt(size / np.maximum(size - 1, 1)), np.nan)
-    return error, correction * np.sqrt(centred) / v_sum
+    return error, correction * sigma_from_variance(centred, v_sum)  # empirical v in eq. (5)
 
 
 def _per_point(pred: Predictions) -> dict[str, np.ndarray]:
-    """Per-observation terms whose (weighted) sums give every group statistic."""
+    """Per-observation terms (keyed by :data:`SUM_KEYS`) whose group sums give every statistic.
+
+    v, v², v·d, v²·d², v²·spread and v·S, with v the weight and d = R - S (the sign of
+    mcviz.cumulative); spread is S(1 - S) for binary responses (the null standard error) and
+    otherwise d (to centre the empirical one).
+    """
     w = pred.weight
-    d = pred.label - pred.score  # response minus score, the sign of mcviz.cumulative
-    # Binary: S(1 - S) for the null standard error; otherwise d, to centre the empirical one.
+    d = pred.label - pred.score
     spread = pred.score * (1.0 - pred.score) if pred.response_kind == "binary" else d
-    return {"w": w, "d": d, "spread": spread, "s": pred.score}
+    values = (w, w**2, w * d, w**2 * d**2, w**2 * spread, w * pred.score)
+    return dict(zip(SUM_KEYS, values, strict=True))
 
 
 def _check_columns(pred: Predictions, columns: Sequence[str]) -> list[str]:
@@ -98,18 +105,9 @@ def _check_columns(pred: Predictions, columns: Sequence[str]) -> list[str]:
 
 def _observed(series: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Numeric values (NaN where missing), the mask of observed ones, and those values."""
-    values = _numeric_values(series)
+    values = _ordinal_values(series)
     present = ~np.isnan(values)
     observed = values[present]
     if observed.size == 0:
         raise ValidationError(f"covariate {name!r} is missing on every row.", column=name)
     return values, present, observed
-
-
-def _numeric_values(series: pd.Series) -> np.ndarray:
-    if pd.api.types.is_datetime64_any_dtype(series):  # time-zone aware ones too (UTC)
-        out = pd.DatetimeIndex(series).as_unit("ns").asi8.astype(float)
-        out[series.isna().to_numpy()] = np.nan
-        return out
-    return series.to_numpy(dtype=float, na_value=np.nan)
-

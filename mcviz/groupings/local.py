@@ -10,8 +10,9 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from mcviz.budget import Budget, Progress, check, knn_estimate, report_progress
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.errors import ValidationError
-from mcviz.groupings._sums import _from_sums
+from mcviz.groupings._sums import SUM_KEYS, _from_sums
 from mcviz.groupings.input_space import (
     _centres,
     _check_k,
@@ -20,14 +21,13 @@ from mcviz.groupings.input_space import (
     space_shape,
 )
 from mcviz.groupings.neighbours import (
-    _SUM_KEYS,
     _cover,
     _distinct_inputs,
     _group_matrix,
     _Inputs,
     _Searcher,
 )
-from mcviz.groupings.results import InputSpace, LocalCalibration, Scaling, _readonly
+from mcviz.groupings.results import InputSpace, LocalCalibration, Scaling
 from mcviz.io import Predictions
 
 CHUNK_NEIGHBOURS = 2_000_000
@@ -190,7 +190,7 @@ def local_calibration(
         covered += groups_of.T @ prep.multiplicity[start : start + step].astype(float)
     report_progress(progress, 0.95, "assembling the group errors")
     total = np.vstack(totals)[prep.inverse]
-    sums = {key: np.ascontiguousarray(total[:, j]) for j, key in enumerate(_SUM_KEYS)}
+    sums = {key: np.ascontiguousarray(total[:, j]) for j, key in enumerate(SUM_KEYS)}
     note = f", {prep.centres.size:,} sampled centres (seed {seed})" if prep.sampled else ""
     groups = _from_sums(
         pred=pred,
@@ -205,7 +205,7 @@ def local_calibration(
         centre=prep.centres,
         overlapping=True,
         notice=None,
-        **sums,
+        sums=sums,
     )
     return LocalCalibration(
         groups=groups,
@@ -345,7 +345,7 @@ def kernel_calibration(
         key: np.bincount(
             rows, weights=inputs.terms[cols, j] * kernel_weight ** power[j], minlength=q
         )[prep.inverse]
-        for j, key in enumerate(_SUM_KEYS)
+        for j, key in enumerate(SUM_KEYS)
     }
     size = np.bincount(rows, weights=inputs.count[cols], minlength=q)[prep.inverse]
     covered = np.bincount(cols, weights=prep.multiplicity[rows], minlength=inputs.count.size)
@@ -363,7 +363,7 @@ def kernel_calibration(
         centre=prep.centres,
         overlapping=True,
         notice=None,
-        **sums,
+        sums=sums,
     )
     report_progress(progress, 1.0, "done")
     return LocalCalibration(

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pandas as pd
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.groupings._sums import _check_columns
-from mcviz.groupings.results import LocalCalibration, LocalErrorDistribution, LocalMap, _readonly
+from mcviz.groupings.results import LocalCalibration, LocalErrorDistribution, LocalMap
 from mcviz.io import Predictions
+from mcviz.smoothing._common import weighted_quantile
 
 MAX_MAP_POINTS = 10_000
 """The local-calibration map carries at most this many points (a seeded sample)."""
@@ -75,14 +75,6 @@ def local_calibration_map(
     )
 
 
-def _weighted_quantiles(values: np.ndarray, mass: np.ndarray, q: Sequence[float]) -> np.ndarray:
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(mass[order])
-    cumulative /= cumulative[-1]
-    position = np.searchsorted(cumulative, np.asarray(q) - 1e-12, side="left")
-    return values[order][np.minimum(position, values.size - 1)]
-
-
 def local_error_distribution(local: LocalCalibration, *, bins: int = 60) -> LocalErrorDistribution:
     """Histogram by probability mass and quantiles of the local errors.
 
@@ -102,7 +94,7 @@ def local_error_distribution(local: LocalCalibration, *, bins: int = 60) -> Loca
     edges = np.linspace(low, high, bins + 1)
     histogram, _ = np.histogram(error, bins=edges, weights=mass)
     levels = (0.05, 0.25, 0.5, 0.75, 0.95)
-    quantiles = dict(zip(levels, _weighted_quantiles(error, mass, levels).tolist(), strict=True))
+    quantiles = dict(zip(levels, weighted_quantile(error, mass, levels).tolist(), strict=True))
     return LocalErrorDistribution(
         edges=_readonly(edges),
         mass=_readonly(histogram / histogram.sum()),

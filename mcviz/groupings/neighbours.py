@@ -38,7 +38,6 @@ TIE_TOLERANCE = 1e-12
 NOMINAL_BLOCK = 4_000_000
 """Pure-nominal search: centre cells × cells compared at once (bounds its memory)."""
 
-_SUM_KEYS = ("v_sum", "v2_sum", "vd_sum", "vd2_sum", "var_sum", "vs_sum")
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -50,7 +49,7 @@ class _Inputs:
     codes: np.ndarray  # (u, q) nominal codes of each distinct input
     of_row: np.ndarray  # (n,) distinct input of each observation
     count: np.ndarray  # (u,) observations per distinct input
-    terms: np.ndarray  # (u, 6) sums of w, w², w d, w² d², w² spread, w s
+    terms: np.ndarray  # (u, 6) sums of w, w², w d, w² d², w² spread, w s (SUM_KEYS)
     cell: np.ndarray  # (u,) cell (combination of nominal levels) of each distinct input
     order: np.ndarray  # (u,) distinct inputs sorted by cell
     start: np.ndarray  # (cells + 1,) where each cell's inputs begin in ``order``
@@ -88,9 +87,7 @@ def _distinct_inputs(pred: Predictions, space: InputSpace) -> _Inputs:
     joined = np.hstack((numeric, codes.astype(np.float64)))  # n × (p + q), not n × levels
     of_row, representative = _row_groups(joined)
     del joined
-    terms = _per_point(pred)
-    w, d = terms["w"], terms["d"]
-    per_point = (w, w**2, w * d, w**2 * d**2, w**2 * terms["spread"], w * terms["s"])
+    per_point = _per_point(pred).values()  # in the order of SUM_KEYS
     u = representative.size
     summed = np.column_stack([np.bincount(of_row, weights=t, minlength=u) for t in per_point])
     unique_codes = codes[representative]

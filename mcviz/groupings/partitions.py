@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mcviz.binning import score_bin_bounds
 from mcviz.budget import Budget, check, partition_estimate
 from mcviz.errors import ValidationError
 from mcviz.groupings._sums import _check_columns, _from_sums, _observed, _per_point
@@ -27,7 +28,6 @@ def _partition(
 ) -> GroupErrors:
     """Group errors of a partition given each observation's group id (-1: in no group)."""
     check(partition_estimate(pred.n, len(labels)), budget)
-    terms = _per_point(pred)
     keep = assignment >= 0
     groups = assignment[keep]
     m = len(labels)
@@ -35,22 +35,13 @@ def _partition(
     def total(values: np.ndarray) -> np.ndarray:
         return np.bincount(groups, weights=values[keep], minlength=m)
 
-    w, d = terms["w"], terms["d"]
     size = np.bincount(groups, minlength=m)
     nonempty = size > 0
     dropped = int((~nonempty).sum())
     if dropped:
         extra = f"{dropped} empty group{'s' if dropped > 1 else ''} dropped."
         notice = f"{notice} {extra}" if notice else extra
-    sums = {
-        "v_sum": total(w),
-        "v2_sum": total(w**2),
-        "vd_sum": total(w * d),
-        "vd2_sum": total(w**2 * d**2),
-        "var_sum": total(w**2 * terms["spread"]),
-        "vs_sum": total(w * terms["s"]),
-    }
-    sums = {key: value[nonempty] for key, value in sums.items()}
+    sums = {key: total(values)[nonempty] for key, values in _per_point(pred).items()}
     return _from_sums(
         pred=pred,
         kind=kind,
@@ -61,7 +52,7 @@ def _partition(
         centre=None,
         overlapping=False,
         notice=notice,
-        **sums,
+        sums=sums,
     )
 
 
@@ -155,31 +146,23 @@ def score_bins(
     """
     if not isinstance(n_bins, int | np.integer) or n_bins < 1:
         raise ValidationError(f"n_bins must be a positive integer, not {n_bins!r}.")
+    if strategy not in ("width", "count"):
+        raise ValidationError(f"strategy must be 'width' or 'count', not {strategy!r}.")
+    # The one score-bin rule (mcviz.binning): bin j is the score-sorted rows bounds[j]:bounds[j+1].
+    bounds = score_bin_bounds(pred, n_bins=int(n_bins), kind=f"equal_{strategy}")
+    assignment = np.repeat(np.arange(n_bins), np.diff(bounds))
     if strategy == "width":
         edges = np.arange(n_bins + 1) / n_bins
-        assignment = np.searchsorted(edges[1:-1], pred.score, side="left")  # right-closed
         labels = [
             f"{'[' if j == 0 else '('}{_fmt(edges[j])}, {_fmt(edges[j + 1])}]"
             for j in range(n_bins)
         ]
-    elif strategy == "count":
-        # A run of tied scores goes to bin ceil(K * cumulative weight / total) - 1 (with a 1e-9
-        # tolerance), the rule of mcviz.binning, so tied scores always share a bin.
-        ends = np.flatnonzero(pred.run_end)
-        cumulative = np.cumsum(pred.weight)[ends]
-        thresholds = (np.arange(1, n_bins + 1) + 1e-9) * (cumulative[-1] / n_bins)
-        runs_through = np.searchsorted(cumulative, thresholds, side="right")
-        runs_through[-1] = ends.size
-        run_bin = np.searchsorted(runs_through, np.arange(ends.size), side="right")
-        assignment = run_bin[np.searchsorted(ends, np.arange(pred.n), side="left")]
-        first = np.searchsorted(assignment, np.arange(n_bins), side="left")
-        last = np.searchsorted(assignment, np.arange(n_bins), side="right") - 1
+    else:
+        first, last = bounds[:-1], bounds[1:] - 1
         labels = [
             f"[{_fmt(pred.score[a])}, {_fmt(pred.score[b])}]" if b >= a else "empty"
             for a, b in zip(first, last, strict=True)
         ]
-    else:
-        raise ValidationError(f"strategy must be 'width' or 'count', not {strategy!r}.")
     return _partition(
         pred, assignment, labels, kind="score bins",
         description=f"{n_bins} equal-{strategy} score bins", budget=budget,
@@ -335,12 +318,7 @@ def index_groups(
             raise ValidationError(f"{len(indices)} groups but {len(labels)} labels.")
         names = [str(label) for label in labels]
     check(partition_estimate(sum(i.size for i in indices), len(indices)), budget)
-    terms = _per_point(pred)
-    w, d = terms["w"], terms["d"]
-    per_point = {
-        "v_sum": w, "v2_sum": w**2, "vd_sum": w * d, "vd2_sum": w**2 * d**2,
-        "var_sum": w**2 * terms["spread"], "vs_sum": w * terms["s"],
-    }
+    per_point = _per_point(pred)
     # One pass per statistic over the concatenated memberships.
     flat = np.concatenate(indices)
     owner = np.repeat(np.arange(len(indices)), [i.size for i in indices])
@@ -359,6 +337,6 @@ def index_groups(
         centre=None,
         overlapping=bool(counts.max() > 1),
         notice=None,
-        **sums,
+        sums=sums,
     )
 

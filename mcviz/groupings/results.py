@@ -8,6 +8,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from mcviz.core.ratio import safe_ratio
+
 Scaling = Literal["robust", "standard"]
 Strategy = Literal["width", "count"]
 
@@ -83,9 +85,16 @@ class GroupErrors:
         return int(self.error.size)
 
     def table(self) -> pd.DataFrame:
-        """One row per group: label, size, weight, mass, error, standard error, z, means."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(self.standard_error > 0, self.error / self.standard_error, np.nan)
+        r"""One row per group: label, size, weight, mass, error, standard error, z, means.
+
+        ``z`` is error / standard error by the one safe-ratio rule (:func:`mcviz.core.safe_ratio`,
+        the rule after eq. (4) of paper 000): 0 when both are 0 (the responses agree with the
+        scores exactly: scores 0 or 1 only), :math:`\pm\infty` when only the standard error is
+        0 (an outcome impossible under perfect calibration). It is NaN only where the standard
+        error itself is undefined (NaN: a one-observation group of a real-valued response).
+        """
+        z = np.where(np.isnan(self.standard_error), np.nan,
+                     safe_ratio(self.error, np.nan_to_num(self.standard_error)))
         return pd.DataFrame(
             {
                 "group": list(self.labels),
@@ -296,10 +305,3 @@ class NeighbourhoodTradeoff:
 
 # --------------------------------------------------------------------------------------------
 # Group errors from memberships
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array = np.asarray(array)
-    array.flags.writeable = False
-    return array
-

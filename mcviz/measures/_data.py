@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mcviz.deviation import _validate_index  # the one validation rule for subpopulation indices
+from mcviz.core.path import run_ends
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import Predictions
+from mcviz.smoothing._common import weighted_quantile
+from mcviz.subpopulations.selection import _validate_index  # one rule for indices
 
 CLIP = 1e-15
 """Scores are clipped to [CLIP, 1 - CLIP] wherever their logit or logarithm is taken."""
@@ -81,8 +83,7 @@ def _rows(pred: Predictions, index: np.ndarray | None, *, what: str) -> _Rows:
     else:
         members = _validate_index(pred, index)
         score, label, weight = pred.score[members], pred.label[members], pred.weight[members]
-        run_end = np.ones(score.size, dtype=bool)
-        run_end[:-1] = score[1:] != score[:-1]
+        run_end = run_ends(score)
     outside = (label < 0) | (label > 1)
     if outside.any():
         rows = pred.row if index is None else pred.row[members]
@@ -101,12 +102,6 @@ def _dot(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.einsum("i,i->", x, y))
 
 
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array = np.asarray(array)
-    array.flags.writeable = False
-    return array
-
-
 def _weighted_quantile(
     values: np.ndarray, weight: np.ndarray, p: list[float], equal: bool
 ) -> np.ndarray:
@@ -118,7 +113,4 @@ def _weighted_quantile(
     """
     if equal:
         return np.quantile(values, p)  # type 7, by partial sorting
-    order = np.argsort(values)
-    cumulative = np.cumsum(weight[order])
-    at = np.searchsorted(cumulative, np.asarray(p) * cumulative[-1], side="left")
-    return values[order[np.minimum(at, values.size - 1)]]
+    return weighted_quantile(values, weight, p)

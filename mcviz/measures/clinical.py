@@ -73,13 +73,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, ndtri
+from scipy.special import expit
 from scipy.stats import chi2
 
+from mcviz.binning import equal_count_runs
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.measures._data import CLIP, _dot, _readonly, _Rows, _rows, _weighted_quantile
+from mcviz.measures._data import CLIP, _dot, _Rows, _rows, _weighted_quantile
 from mcviz.smoothing import loess_curve
+from mcviz.smoothing._common import Z95  # the one 97.5% normal quantile
 
 __all__ = [
     "CalibrationCurveSummary",
@@ -90,7 +93,6 @@ __all__ = [
     "logistic_recalibration",
 ]
 
-Z975 = float(ndtri(0.975))
 LOESS_SPAN = 0.75
 LOESS_DEGREE = 2
 _NEWTON_STEPS = 100
@@ -319,12 +321,12 @@ def _recalibration(rows: _Rows) -> LogisticRecalibration:
     return LogisticRecalibration(
         intercept=float(a),
         intercept_se=se_a,
-        intercept_low=float(a - Z975 * se_a),
-        intercept_high=float(a + Z975 * se_a),
+        intercept_low=float(a - Z95 * se_a),
+        intercept_high=float(a + Z95 * se_a),
         slope=float(b),
         slope_se=se_b,
-        slope_low=float(b - Z975 * se_b),
-        slope_high=float(b + Z975 * se_b),
+        slope_low=float(b - Z95 * se_b),
+        slope_high=float(b + Z95 * se_b),
         slope_model_intercept=float(a2),
         oe_ratio=oe,
         converged=bool(converged),
@@ -458,14 +460,10 @@ def _curve_summary(
 
 def _hosmer_lemeshow(rows: _Rows, groups: int) -> HosmerLemeshow:
     run_weight = rows.run_sum("w")
-    cumulative = np.cumsum(run_weight)
-    # the group in which each run's last row's cumulative weight falls: ((g-1)W/G, gW/G]
-    group = np.minimum(
-        np.searchsorted(np.linspace(0.0, cumulative[-1], groups + 1)[1:-1], cumulative,
-                        side="left"),
-        groups - 1,
-    )
-    first = np.concatenate(([0], np.flatnonzero(np.diff(group)) + 1))
+    # the group in which each run's last row's cumulative weight falls, ((g-1)W/G, gW/G]: the
+    # equal-count rule of mcviz.binning; empty groups are dropped
+    bounds = np.unique(np.concatenate(([0], equal_count_runs(np.cumsum(run_weight), groups))))
+    first = bounds[:-1]
     n_g = np.add.reduceat(run_weight, first)
     observed = np.add.reduceat(rows.run_sum("wy"), first)
     expected_run = np.add.reduceat(rows.weight * rows.score, rows.starts)
@@ -476,7 +474,7 @@ def _hosmer_lemeshow(rows: _Rows, groups: int) -> HosmerLemeshow:
     statistic = float(terms.sum())
     df = int(first.size - 2)
     p_value = float(chi2.sf(statistic, df)) if df >= 1 else float("nan")
-    last = np.concatenate((first[1:], [group.size])) - 1
+    last = bounds[1:] - 1
     return HosmerLemeshow(
         statistic=statistic,
         df=df,

@@ -58,9 +58,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.signal import fftconvolve
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.measures._data import _readonly, _Rows, _rows
+from mcviz.measures._data import _Rows, _rows
 
 __all__ = ["SmoothEce", "SmoothReliability", "smooth_ece", "smooth_reliability"]
 

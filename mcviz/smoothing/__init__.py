@@ -8,7 +8,8 @@ The package is split along its seams; every name is importable from ``mcviz.smoo
 - :mod:`mcviz.smoothing.lcs`: the Local Calibration Score and its curve (paper 004, eq. (6)).
 """
 
-from mcviz.smoothing._common import Z95, _check_span, _readonly, sorted_quantile
+from mcviz.core._arrays import readonly as _readonly
+from mcviz.smoothing._common import Z95, _check_span, sorted_quantile
 from mcviz.smoothing._kernel import _moments, _tricube_both
 from mcviz.smoothing.curves import _grid, _spiked_fits, loess_curve
 from mcviz.smoothing.density import reflected_density

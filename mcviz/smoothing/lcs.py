@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.errors import ValidationError
-from mcviz.smoothing._common import Z95, _checked_weight, _readonly
+from mcviz.smoothing._common import Z95, _checked_weight
 from mcviz.smoothing.density import _reflected
 from mcviz.smoothing.neighbours import knn_mean
 

@@ -49,7 +49,7 @@ fit is ill-conditioned, so when fewer than min(q/2, 5,000) rows lie inside it is
 from its rows. Verified bound: for uniform, normal, exponential, log-normal, Pareto and spiked
 (20% or 50% of rows at one value) variables with n = 6,000 to 1,000,000 and spans 0.3 and 0.9,
 the binned fit deviates from the exact fit by at most :math:`1.3\cdot 10^{-8}` and the band
-half-width by a relative :math:`2.5\cdot 10^{-6}`; ``tests/test_smoothing.py`` asserts
+half-width by a relative :math:`2.5\cdot 10^{-6}`; ``tests/smoothing/test_smoothing.py`` asserts
 :math:`10^{-6}`.
 
 Guards. A window whose observations are all tied at :math:`v` (:math:`h(v) = 0`) gives the
@@ -73,7 +73,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcviz.smoothing._common import Z95, _readonly
+from mcviz.core._arrays import readonly as _readonly
+from mcviz.smoothing._common import Z95
 from mcviz.smoothing._kernel import _moments, _tricube_both
 from mcviz.smoothing.neighbours import neighbour_radius
 

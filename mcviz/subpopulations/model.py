@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.io import Predictions
 
 MISSING_RULE = (
@@ -127,16 +128,9 @@ class SubpopulationSet:
         return self.subpopulations[item]
 
 
-
 def _index_dtype(n: int) -> type:
     """Member positions are int32 when they fit (half the memory of int64), else int64."""
     return np.int32 if n < 2**31 - 1 else np.int64
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
-
 
 
 def full_population(pred: Predictions) -> Subpopulation:

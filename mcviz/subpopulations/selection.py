@@ -7,9 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mcviz.core._arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.subpopulations.model import OPERATORS, Condition, _index_dtype, _readonly
+from mcviz.subpopulations.model import OPERATORS, Condition, _index_dtype
 
 # --------------------------------------------------------------------------------------------
 # Column access shared by selection and generation (one rule for values and missingness)
@@ -41,6 +42,20 @@ def _ordinal_keys(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return keys, missing
 
 
+def _ordinal_values(series: pd.Series) -> np.ndarray:
+    """Return an ordinal column as float64 (datetimes as ns since the epoch), NaN where missing.
+
+    The one numeric view of a covariate (ordering variables, covariate bins, curves along a
+    variable), from the keys of :func:`_ordinal_keys`.
+    """
+    keys, missing = _ordinal_keys(series)
+    if not _is_datetime(series):
+        return keys  # already NaN where missing
+    values = keys.astype(float)
+    values[missing] = np.nan
+    return values
+
+
 def _value_key(series: pd.Series, value: object) -> float | int:
     """Return the key of a condition value on an ordinal column (see :func:`_ordinal_keys`)."""
     if _is_datetime(series):
@@ -52,6 +67,45 @@ def _value_key(series: pd.Series, value: object) -> float | int:
             stamp = stamp.tz_convert(None)
         return int(stamp.as_unit("ns").value)
     return float(value)
+
+
+def _validate_index(pred: Predictions, index: np.ndarray) -> np.ndarray:
+    """Return the subpopulation's positions as a sorted int64 array, or raise.
+
+    The one validation rule for a subpopulation given by index (sorted or not, distinct
+    positions in score order, or a boolean mask over the rows), shared by the deviation, the
+    reliability diagrams and the measures.
+    """
+    array = np.asarray(index)
+    if array.dtype == bool:
+        if array.shape != (pred.n,):
+            raise ValidationError(
+                f"subpopulation mask has shape {array.shape}; expected ({pred.n},) "
+                "(one entry per observation)."
+            )
+        array = np.flatnonzero(array)
+    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
+        raise ValidationError(
+            "subpopulation index must be a 1-D array of integer positions or a boolean mask."
+        )
+    if array.size == 0:
+        raise ValidationError("the subpopulation is empty (0 rows); nothing to compare.")
+    array = array.astype(np.int64, copy=False)
+    outside = (array < 0) | (array >= pred.n)
+    if outside.any():
+        raise ValidationError(
+            f"subpopulation index: {int(outside.sum()):,} of {array.size:,} positions lie "
+            f"outside [0, {pred.n - 1}] (first {int(array[outside][0])})."
+        )
+    if np.any(array[1:] <= array[:-1]):
+        array = np.sort(array)
+        repeated = np.flatnonzero(array[1:] == array[:-1])
+        if repeated.size:
+            raise ValidationError(
+                f"subpopulation index: {repeated.size:,} positions are repeated "
+                f"(first {int(array[repeated[0]])})."
+            )
+    return array
 
 
 def _require_covariates(pred: Predictions, names: Sequence[str], role: str) -> None:

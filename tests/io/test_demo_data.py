@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-DATA = Path(__file__).parent.parent / "mcviz" / "data"
+DATA = Path(__file__).resolve().parents[2] / "mcviz" / "data"
 SCORES = ["score_gbm", "score_logistic", "score_uncalibrated"]
 LETTERS = list(string.ascii_uppercase)
 PROBS = [f"prob_{c}" for c in LETTERS]

@@ -25,7 +25,7 @@ from mcviz.search._columns import Cut, prepare_columns
 from mcviz.search._confirm import holm, minimum_detectable_effect
 from mcviz.subpopulations import describe_conditions, select_rows
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_find import GROUPS, own_z, planted, planted_rows, predictions
 
 

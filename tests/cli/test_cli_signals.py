@@ -23,7 +23,7 @@ import pytest
 
 from mcviz.cli import _common
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ROWS = 2_000_000  # DuckDB screens 200 subpopulations of it in ~30 s quiet, minutes under load
 
 

@@ -17,7 +17,7 @@ if "search" not in getattr(cli, "SUBCOMMANDS", ()):
     pytest.skip("mcviz search is not registered in mcviz.cli.SUBCOMMANDS yet",
                 allow_module_level=True)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_find import planted  # noqa: E402
 
 
