@@ -69,9 +69,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "one-bin-count",  # the dashboard's reliability diagrams at one bin count, not three
-        "mcviz/ui.py",
-        r"^([ \t]*)return tuple\(counts\[:3\]\) or \(10, 20, 50\)$",
-        r"\1return tuple(counts[:1]) or (10,)",
+        "dashboard/state.py",
+        r"^([ \t]*)return tuple\(counts\[:3\]\) or DEFAULT_BINS$",
+        r"\1return tuple(counts[:1]) or DEFAULT_BINS[:1]",
         ("tests/app/test_reliability_bins.py",),
     ),
     Mutation(

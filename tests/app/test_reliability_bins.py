@@ -23,7 +23,7 @@ def _reliability_figure(at: AppTest) -> dict:
 
 def test_three_bin_counts_by_default():
     at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page("views/calibration.py").run()
+    at.switch_page("pages/calibration.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert "**Reliability diagrams** at bins 10, 20, 50" in [m.value for m in at.markdown]
     spec = _reliability_figure(at)

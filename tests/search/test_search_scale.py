@@ -30,7 +30,7 @@ from mcviz.budget import check, default_budget
 from mcviz.search import search_estimate, search_subpopulations
 from mcviz.subpopulations import Subpopulation, SubpopulationSet, select_rows
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_find import planted, predictions
 
 cli = pytest.importorskip("mcviz.cli")

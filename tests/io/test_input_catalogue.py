@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from mcviz import Predictions, ValidationError, load_predictions, read_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASE = "score,label,age,city\n0.1,0,30,a\n0.4,1,40,b\n0.35,0,50,a\n0.8,1,60,c\n"  # 4 rows
 
 
