@@ -1,11 +1,12 @@
-"""``mcviz screen``: generate subpopulations on a sample, evaluate them on the full data.
+"""``mcviz screen``: generate subpopulations, evaluate them on the full data.
 
-The subpopulations come from Algorithm 1 run on an in-memory random sample of the rows (read
-with DuckDB's reservoir sampling, ``--sample-rows``, ``--seed``); the chosen engine then
-evaluates their predicates on every row. The per-subpopulation table is written to ``--out``
-(Parquet, with the run's context in its metadata: :mod:`mcviz.engines.results`, which the
-dashboard's Screening page opens) and M with its argmax is printed (``--json``: the keys of
-``mcviz metrics``).
+With ``--engine numpy`` (data that fits in memory) the subpopulations come from Algorithm 1 run on
+every row; with DuckDB or Spark, on an in-memory random sample of the rows (read with DuckDB's
+reservoir sampling, ``--sample-rows``, ``--seed``), and the engine then evaluates their
+predicates on every row (one pass over the score-sorted rows). The per-subpopulation table is
+written to ``--out`` (Parquet, with the run's context in its metadata:
+:mod:`mcviz.engines.results`, which the dashboard's Screening page opens) and M with its
+argmax is printed (``--json``: the keys of ``mcviz metrics``).
 
 Ctrl-C and SIGTERM cancel the running query (DuckDB ``interrupt``, Spark ``cancelAllJobs``);
 DuckDB (``temp_directory``) and a Spark started here (``SPARK_LOCAL_DIRS``) spill into a temporary
@@ -49,6 +50,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="drop invalid rows (and say how many)")
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy")
     parser.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 2GB (spills beyond)")
+    master = _spark_master_default()
+    parser.add_argument(
+        "--spark-master", default=master, metavar="URL",
+        help=f"Spark master (default {master}), e.g. spark://host:7077 or yarn; the files must "
+        "then be URIs the executors can read and mcviz must be installed on them")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--exact", action="store_true", help="exact Kuiper statistics (default)")
     mode.add_argument("--histogram", type=int, metavar="BINS",
@@ -61,12 +67,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="smallest subpopulation (default "
                         f"{d(generate_subpopulations, 'min_size')})")
     parser.add_argument("--sample-rows", type=int, default=DEFAULT_SAMPLE_ROWS, metavar="N",
-                        help="rows sampled to generate the subpopulations "
-                        f"(default {DEFAULT_SAMPLE_ROWS:,})")
+                        help="rows sampled to generate the subpopulations with duckdb or spark "
+                        f"(default {DEFAULT_SAMPLE_ROWS:,}; numpy uses every row)")
     parser.add_argument("--seed", type=int, default=d(generate_subpopulations, "seed"))
     parser.add_argument("--out", required=True, help="Parquet file for the per-subpopulation table")
     _common.add_json_argument(parser)
     parser.set_defaults(run=run)
+
+
+def _spark_master_default() -> str:
+    """Return the Spark engine's default master, read from its signature."""
+    import inspect
+
+    from mcviz.engines import spark_engine
+
+    return inspect.signature(spark_engine.SparkEngine).parameters["spark_master"].default
 
 
 def sample_columns(pred: Predictions, sample: pd.DataFrame) -> Columns:
@@ -85,7 +100,8 @@ def sample_columns(pred: Predictions, sample: pd.DataFrame) -> Columns:
 
 
 def make_engine(name: str, files, columns: Columns, *, memory_limit: str | None = None,
-                drop_invalid: bool = False, temp_directory: str | None = None) -> Engine:
+                drop_invalid: bool = False, temp_directory: str | None = None,
+                spark_master: str | None = None) -> Engine:
     """Build the named engine over the files (DuckDB spills into ``temp_directory``)."""
     if name == "numpy":
         from mcviz.engines.numpy_engine import NumpyEngine
@@ -104,7 +120,9 @@ def make_engine(name: str, files, columns: Columns, *, memory_limit: str | None 
         except ImportError:  # pragma: no cover
             raise ValidationError("the spark engine needs `pip install mcviz[spark]` and Java "
                                   "17.") from None
-        return SparkEngine(files, columns, drop_invalid=drop_invalid)
+        if spark_master is None:
+            return SparkEngine(files, columns, drop_invalid=drop_invalid)
+        return SparkEngine(files, columns, drop_invalid=drop_invalid, spark_master=spark_master)
     raise ValidationError(f"unknown engine {name!r}; use numpy, duckdb or spark.")
 
 
@@ -155,18 +173,22 @@ def run(args: argparse.Namespace) -> dict:
             weight=args.weight, covariates=covariates, drop_invalid=True,
         )
         columns = sample_columns(pred, sample)
-        subpopulations = generate_subpopulations(
-            pred, covariates=covariates, n_subpopulations=args.subpopulations,
-            min_size=args.min_size, seed=args.seed,
-        )
         del sample
         if args.engine == "spark":  # the JVM's shuffle and spill files go there too
             os.environ["SPARK_LOCAL_DIRS"] = spill
         engine = make_engine(args.engine, files, columns, memory_limit=args.memory_limit,
-                             drop_invalid=args.drop_invalid, temp_directory=spill)
+                             drop_invalid=args.drop_invalid, temp_directory=spill,
+                             spark_master=args.spark_master)
         options = ({"exact": False, "bins": args.histogram} if args.histogram is not None
                    else {"exact": True})
         try:
+            # In memory, Algorithm 1 runs on every row (on the sample's choice of covariates);
+            # out of core, on the sample.
+            subpopulations = generate_subpopulations(
+                engine.pred if args.engine == "numpy" else pred,
+                covariates=covariates or list(pred.covariates.columns),
+                n_subpopulations=args.subpopulations, min_size=args.min_size, seed=args.seed,
+            )
             if args.engine == "numpy":  # Python code: the main thread's signal handlers run
                 result = engine.screen(subpopulations, **options)
             else:  # a query in native code: cancelled from the main thread on a signal
