@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
 import mcviz
@@ -68,15 +68,22 @@ class Spec:
 
 
 @st.composite
-def datasets(draw, *, response=None, weighted=None, max_n=300):
-    """A :class:`Spec`: hypothesis shrinks the size and the seed, NumPy makes the values."""
-    weights = draw(st.sampled_from([None, "ones", "spread", "tiny_huge"]))
+def datasets(draw, *, response=None, weighted=None, min_n=1, max_n=300, tiny_huge=True,
+             spread=True, ties=None):
+    """A :class:`Spec`: hypothesis shrinks the size and the seed, NumPy makes the values.
+
+    ``tiny_huge=False`` leaves out weights 1e-9 and 1e9 side by side, ``spread=False`` all
+    unequal weights, for the functions whose known bugs (pinned as xfail tests at the end of this
+    file) they trigger.
+    """
+    kinds = [None, "ones", "spread", "tiny_huge"][: 2 + spread + (spread and tiny_huge)]
+    weights = draw(st.sampled_from(kinds))
     if weighted is not None:
         weights = weighted if isinstance(weighted, str) else ("spread" if weighted else None)
     return Spec(
-        n=draw(st.integers(1, max_n)),
+        n=draw(st.integers(min_n, max_n)),
         seed=draw(st.integers(0, 2**32 - 1)),
-        ties=draw(st.sampled_from(["none", "grid", "few", "extreme"])),
+        ties=ties or draw(st.sampled_from(["none", "grid", "few", "extreme"])),
         response=response or draw(st.sampled_from(["binary", "binary", "continuous"])),
         weights=weights,
         missing=draw(st.sampled_from([0.0, 0.2, 0.9])),
@@ -111,6 +118,13 @@ def make_arrays(spec: Spec) -> dict:
     covariates = {"x": x, "k": rng.integers(0, 3, n), "g": group}
     return {"score": score, "label": label, "weight": weight, "covariates": covariates,
             "response": spec.response, "n": n}
+
+
+def refused(error: ValidationError):
+    """Count a refusal and discard the example: every input drawn here is valid, so hypothesis
+    fails the test (Unsatisfiable, filter_too_much) if refusals crowd out the checks."""
+    event(f"ValidationError: {str(error)[:60]}")
+    reject()
 
 
 def build(data, order=None, weight_scale=1.0):
@@ -207,8 +221,8 @@ def test_cumulative_differences(data, seed):
     try:
         pred = build(data)
         result = mcviz.cumulative_differences(pred)
-    except ValidationError:
-        return
+    except ValidationError as error:
+        refused(error)
     tol = noise(pred.label - pred.score, pred.weight)
     path, d, g = bf_path(pred.score, pred.label, pred.weight)
     assert g <= d + tol  # bf: G <= D <= 2G
@@ -240,16 +254,15 @@ def test_cumulative_differences(data, seed):
 
 
 @settings(max_examples=25, deadline=None)
-@given(data=datasets(response="continuous", weighted=False))
+@given(data=datasets(response="continuous", weighted=False, ties="none", min_n=2))
 def test_cumulative_continuous_sigma_without_ties(data):
     """Appendix C eq. (6) by a loop, in score order, when no scores tie (the order is unique)."""
     try:
         pred = build(data)
         result = mcviz.cumulative_differences(pred)
-    except ValidationError:
-        return
-    if not pred.run_end.all() or pred.n < 2:
-        return
+    except ValidationError as error:
+        refused(error)
+    assert pred.run_end.all()  # the strategy draws distinct scores
     d = pred.label - pred.score
     w = pred.weight
     numerator = sum((d[j] - d[j + 1]) ** 2 * (w[j] + w[j + 1]) ** 2 for j in range(pred.n - 1))
@@ -292,8 +305,8 @@ def test_multicalibration(data, seed, min_size, count):
         subs = mcviz.generate_subpopulations(
             pred, n_subpopulations=count, min_size=min_size, seed=seed)
         result = mcviz.multicalibration(pred, subs)
-    except ValidationError:
-        return
+    except ValidationError as error:
+        refused(error)
     subpopulations = result.subpopulations
     assert subpopulations[0].size == pred.n
     for sub in subpopulations[1:]:
@@ -328,8 +341,8 @@ def test_multicalibration_row_order_and_weight_scale(data, seed, shuffle):
         pred = build(data)
         subs = mcviz.generate_subpopulations(pred, n_subpopulations=20, min_size=3, seed=seed)
         result = mcviz.multicalibration(pred, subs)
-    except ValidationError:
-        return
+    except ValidationError as error:
+        refused(error)
     order = permutation(data, shuffle)
     permuted = build(data, order)
     permuted_subs = mcviz.generate_subpopulations(
@@ -385,19 +398,20 @@ def bf_deviation(pred, members):
 
 
 @settings(max_examples=30, deadline=None)
-@given(data=datasets(max_n=120), pick=st.floats(0.05, 1.0), shuffle=st.integers(0, 2**16))
+@given(data=datasets(max_n=120, spread=False), pick=st.floats(0.05, 1.0),
+       shuffle=st.integers(0, 2**16))
 def test_subpopulation_deviation(data, pick, shuffle):
     try:
         pred = build(data)
-    except ValidationError:
-        return
+    except ValidationError as error:
+        refused(error)
     chosen = np.random.default_rng(shuffle).random(data["n"]) < pick  # over original rows
     members = np.flatnonzero(chosen[pred.row])
     try:
         result = mcviz.subpopulation_deviation(pred, members)
     except ValidationError:
         assert members.size == 0
-        return
+        reject()
     d, g, sigma = bf_deviation(pred, members)
     tol = noise(pred.label, None)
     assert result.ks <= result.kuiper + tol
@@ -435,13 +449,14 @@ def bf_equal_width(score, label, weight, bins):
 
 
 @FUZZ
-@given(data=datasets(response="binary"), bins=st.integers(1, 25), shuffle=st.integers(0, 2**16))
+@given(data=datasets(response="binary", tiny_huge=False), bins=st.integers(1, 25),
+       shuffle=st.integers(0, 2**16))
 def test_calibration_metrics(data, bins, shuffle):
     try:
         pred = build(data)
         metrics = mcviz.calibration_metrics(pred, n_bins=bins)
-    except ValidationError:
-        return
+    except ValidationError as error:
+        refused(error)
     weights, errors = bf_equal_width(pred.score, pred.label, pred.weight, bins)
     total = sum(weights)
     groups = [abs(e) / w for w, e in zip(weights, errors, strict=True) if w > 0]
@@ -454,7 +469,7 @@ def test_calibration_metrics(data, bins, shuffle):
         pred.score, pred.label, pred.weight, strict=True)) / total
     assert_close(metrics.brier, brier, tol, "Brier")
     for name in ("ece_equal_width", "ece_equal_count", "mce", "ace", "brier"):
-        assert 0.0 <= getattr(metrics, name) <= 1.0, name
+        assert 0.0 <= getattr(metrics, name) <= 1.0 + tol, name
     assert metrics.ece_equal_width <= metrics.mce + tol
     assert 0.0 <= metrics.spiegelhalter_p <= 1.0
 
@@ -469,15 +484,15 @@ def test_calibration_metrics(data, bins, shuffle):
 
 
 @FUZZ
-@given(data=datasets(), bins=st.integers(1, 25),
+@given(data=datasets(tiny_huge=False), bins=st.integers(1, 25),
        kind=st.sampled_from(["equal_width", "equal_count", "similar_ratio"]),
        shuffle=st.integers(0, 2**16))
 def test_reliability_bins(data, bins, kind, shuffle):
     try:
         pred = build(data)
         result = mcviz.reliability_bins(pred, n_bins=bins, kind=kind)
-    except ValidationError:
-        return
+    except ValidationError as error:
+        refused(error)
     assert result.count.sum() == pred.n
     assert math.isclose(result.weight.sum(), pred.weight_total, rel_tol=1e-12)
     keep = result.nonempty
@@ -511,13 +526,14 @@ def test_reliability_bins(data, bins, kind, shuffle):
 
 
 @settings(max_examples=25, deadline=None)
-@given(data=datasets(response="binary", max_n=150), shuffle=st.integers(0, 2**16))
+@given(data=datasets(response="binary", max_n=150, spread=False),
+       shuffle=st.integers(0, 2**16))
 def test_classical_measures(data, shuffle):
     try:
         pred = build(data)
         measures = mcviz.classical_measures(pred, hl_groups=3)
-    except ValidationError:
-        return
+    except ValidationError as error:
+        refused(error)
     brier = measures.brier
     total = pred.weight_total
     rate = float(np.sum(pred.weight * pred.label)) / total
@@ -536,9 +552,10 @@ def test_classical_measures(data, shuffle):
     other = mcviz.classical_measures(build(data, permutation(data, shuffle)), hl_groups=3)
     first, second = measures.as_json(), other.as_json()
     for key, value in first.items():
-        if isinstance(value, float):
-            assert second[key] is not None, key
-            assert math.isclose(second[key], value, rel_tol=1e-7, abs_tol=1e-9), key
+        if isinstance(value, float | list):
+            np.testing.assert_allclose(np.array(second[key], dtype=float),
+                                       np.array(value, dtype=float), rtol=1e-7, atol=1e-9,
+                                       err_msg=key)
         else:
             assert second[key] == value, key
 
@@ -548,9 +565,15 @@ def test_classical_measures(data, shuffle):
 
 
 def bf_knn(score, label, weight, at, k):
-    """Weighted mean label of the k nearest scores to ``at``, ties at the k-th distance included."""
+    """Weighted mean label of the k nearest scores to ``at``, ties at the k-th distance included.
+
+    None when a distance differs from the k-th one only by rounding (0.3 and 0.7 around 0.5):
+    which of them is "nearer" is then a matter of the last bit (see the neighbour_radius xfail).
+    """
     distance = [abs(s - at) for s in score]
     radius = sorted(distance)[k - 1]
+    if any(d != radius and abs(d - radius) <= 1e-12 for d in distance):
+        return None
     inside = [i for i, d in enumerate(distance) if d <= radius]
     w = [1.0 if weight is None else weight[i] for i in inside]
     return sum(wi * label[i] for wi, i in zip(w, inside, strict=True)) / sum(w)
@@ -565,13 +588,15 @@ def test_local_calibration_score(data, span, shuffle):
         result = mcviz.local_calibration_score(score, label, weight, span=span, grid_points=25)
     except ValidationError:
         assert math.floor(span * data["n"]) < 1
-        return
+        reject()
     assert 0.0 <= result.lcs <= 1.0
     assert math.isclose(result.weights.sum(), 1.0, rel_tol=1e-9)
-    fit = [min(max(bf_knn(score, label, weight, at, result.k), 0.0), 1.0) for at in result.grid]
-    np.testing.assert_allclose(result.fit, fit, rtol=0, atol=1e-9)
-    lcs = float(np.sum(result.weights * (np.array(fit) - result.grid) ** 2))
-    assert_close(result.lcs, lcs, 1e-9, "LCS eq. (6)")
+    fit = [bf_knn(score, label, weight, at, result.k) for at in result.grid]
+    if None not in fit:
+        fit = np.clip(fit, 0.0, 1.0)
+        np.testing.assert_allclose(result.fit, fit, rtol=0, atol=1e-9)
+        lcs = float(np.sum(result.weights * (fit - result.grid) ** 2))
+        assert_close(result.lcs, lcs, 1e-9, "LCS eq. (6)")
 
     order = permutation(data, shuffle)
     variants = [mcviz.local_calibration_score(
@@ -595,8 +620,8 @@ def test_rank_variables(data, shuffle):
     try:
         pred = build(data)
         table = mcviz.rank_variables(pred)
-    except ValidationError:
-        return
+    except ValidationError as error:
+        refused(error)
     assert set(table["name"]) == set(pred.covariates.columns)
     ranked = table["vece"].dropna()
     assert ((ranked >= 0) & (ranked <= 1 + 1e-12)).all()
@@ -615,7 +640,9 @@ def test_rank_variables(data, shuffle):
 
     other = mcviz.rank_variables(build(data, permutation(data, shuffle)))
     merged = table.merge(other, on="name", suffixes=("", "_permuted"))
-    np.testing.assert_allclose(merged["vece_permuted"], merged["vece"], rtol=1e-9, atol=1e-12)
+    assert len(merged) == len(table) == len(other)
+    np.testing.assert_allclose(merged["vece_permuted"].to_numpy(float),
+                               merged["vece"].to_numpy(float), rtol=1e-9, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -638,3 +665,76 @@ def test_bug_sigma_adjacent_depends_on_order_of_tied_rows():
         sigma_a = a.sigma if np.ndim(a.sigma) == 0 else a.sigma[0]
         sigma_b = b.sigma if np.ndim(b.sigma) == 0 else b.sigma[0]
         assert sigma_a == pytest.approx(sigma_b, rel=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bug: bin sums as differences of prefix sums (mcviz/deviation.py _bin_sums) lose a light "
+    "bin after a heavy one: with weights 1e9 then 1e-9 the second bin's weight is 0, so its "
+    "mean is inf and D, sigma are inf/NaN"))
+def test_bug_deviation_light_bin_after_heavy_one():
+    # Two bins {0.1} and {0.2} with responses 0, 1: bin means 0 and 1, so F~ = F, D = 0, and
+    # sigma = 0 (both means are 0 or 1).
+    pred = Predictions.from_arrays([0.1, 0.2], [0, 1], [1e9, 1e-9])
+    with np.errstate(all="ignore"):
+        result = mcviz.subpopulation_deviation(pred, np.array([0, 1]))
+    assert result.full_mean.tolist() == [0.0, 1.0]
+    assert result.kuiper == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bug: binned sums as differences of prefix sums (mcviz/binning.py _Arrays.sums) lose a "
+    "light bin after a heavy one: its weight becomes 0, the bin is dropped from MCE/ACE and "
+    "its mean response is inf"))
+def test_bug_binning_light_bin_after_heavy_one():
+    # Equal-width bins (0, 0.1] and (0.1, 0.2] hold score 0.1 (label 0) and 0.2 (label 1): group
+    # errors |0.1 - 0| = 0.1 and |0.2 - 1| = 0.8, so MCE = 0.8 and ACE = 0.45 whatever the
+    # weights, and the second bin's mean score is 0.2 and its mean response 1.
+    pred = Predictions.from_arrays([0.1, 0.2], [0, 1], [1e9, 1e-9])
+    with np.errstate(all="ignore"):
+        metrics = mcviz.calibration_metrics(pred, n_bins=10)
+        bins = mcviz.reliability_bins(pred, n_bins=10)
+    assert bins.mean_response[bins.nonempty].tolist() == [0.0, 1.0]
+    assert metrics.mce == pytest.approx(0.8, abs=1e-12)
+    assert metrics.ace == pytest.approx(0.45, abs=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bug (rounding level): mcviz/smoothing.py neighbour_radius searches the blocks around the "
+    "first rounded pair sum x_i + x_{i+q-1} >= 2v, and ties in the scores make equal rounded "
+    "pair sums, so the best block is missed and the radius is 1 ulp too large: the window then "
+    "takes in rows farther than the q-th nearest"))
+def test_bug_neighbour_radius_misses_the_best_block():
+    from mcviz.smoothing import neighbour_radius
+
+    # Around v = 0.5 the float 0.7 lies at 0.19999999999999996 and 0.3 at 0.2: the 5 nearest of
+    # (0.2, 0.3, 0.3, 0.6, 0.7, 0.7, 0.7, 0.7) are 0.6 and the four 0.7, so the 5th distance is
+    # 0.7 - 0.5 (computed in floating point as the library does).
+    x = np.array([0.2, 0.3, 0.3, 0.6, 0.7, 0.7, 0.7, 0.7])
+    assert neighbour_radius(x, np.array([0.5]), 5)[0] == 0.7 - 0.5
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bug: mcviz/deviation.py _bin_sums (prefix-sum differences) gives bin means 1 - 4e-16 "
+    "instead of 1 with weights spread over 1e-3..1e3, so sigma is 1e-9 instead of 0 and "
+    "D/sigma = 2.4e-8 instead of 0 (0/0)"))
+def test_bug_deviation_sigma_not_zero_for_single_row_bins():
+    # Every bin holds one row with a 0/1 response, so every bin mean is 0 or 1 and
+    # sigma = sqrt(sum W^2 R~(1 - R~)) / W = 0 (eq. (31)).
+    pred = Predictions.from_arrays(
+        [0.04097352393619469, 0.2697867137638703, 0.6369616873214543], [0, 0, 1],
+        [407.78809493343704, 1.8270479644692192, 23.822062838521834])
+    result = mcviz.subpopulation_deviation(pred, np.arange(3))
+    assert result.full_mean.tolist() == [0.0, 0.0, 1.0]
+    assert result.sigma == 0.0
+
+
+@pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason=(
+    "bug: mcviz/measures/clinical.py _fit_offset (line 362) runs Newton's method without step "
+    "control; from a = 0 it overshoots until every p(1 - p) underflows to 0 and divides by the "
+    "zero Fisher information: a traceback from valid input"))
+def test_bug_calibration_intercept_newton_divides_by_zero():
+    # One event at score 0.5 (weight 0.1) and a heavy non-event at 0.95 (weight 50): the
+    # intercept solves 0.1 = 0.1 p(0.5) + 50 p(0.95), a finite negative number.
+    pred = Predictions.from_arrays([0.5, 0.95], [1, 0], [0.1, 50])
+    result = mcviz.logistic_recalibration(pred)
+    assert np.isfinite(result.intercept)
