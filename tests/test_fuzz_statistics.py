@@ -449,7 +449,7 @@ def bf_equal_width(score, label, weight, bins):
 
 
 @FUZZ
-@given(data=datasets(response="binary", tiny_huge=False), bins=st.integers(1, 25),
+@given(data=datasets(response="binary", spread=False), bins=st.integers(1, 25),
        shuffle=st.integers(0, 2**16))
 def test_calibration_metrics(data, bins, shuffle):
     try:
