@@ -746,3 +746,21 @@ def test_bug_calibration_intercept_newton_divides_by_zero(case):
         pred = Predictions.from_arrays(score, label)
     result = mcviz.logistic_recalibration(pred)
     assert np.isfinite(result.intercept)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bug: mcviz/measures/corp.py _decomposition takes the base rate as a sum of per-run event "
+    "weights over the total weight summed in another order; with every label 1 and unequal "
+    "weights it rounds above 1, and the log-loss reference xlogy(W - WR, 1 - r) is NaN"))
+def test_bug_log_loss_decomposition_nan_when_every_label_is_one():
+    # Every response is 1: the base rate is 1, the recalibrated scores are 1, so the log-loss
+    # UNC and DSC are both 0 (0 log 0 = 0).
+    score = [0.16024283037476805] * 4 + [0.25] * 6 + [1.0] * 5
+    weight = [0.009272301679842445, 1.6368854566370892, 838.7848331114832, 0.385016309257242,
+              0.0025118521030293326, 0.0019038206984269379, 352.51778558936115,
+              0.06190238414056199, 31.15299483301745, 71.25573818334485, 0.007867444602752228,
+              0.09142634296400054, 0.1558281825576362, 3.5370753863492874, 9.620181057363887]
+    pred = Predictions.from_arrays(score, [1] * 15, weight)
+    result = mcviz.score_decomposition(pred, score="log_loss")
+    assert result.uncertainty == pytest.approx(0.0, abs=1e-12)
+    assert result.discrimination == pytest.approx(0.0, abs=1e-12)
