@@ -330,16 +330,17 @@ def _redraw(pred: Predictions, rng: np.random.Generator, size: int, method,
     shape = (pred.n, size)
     if method is SigmaMethod.BERNOULLI:
         uniform = rng.random(shape)[file_rank]
-        return (uniform < pred.score[:, None]).astype(float)  # R* ~ Bernoulli(S)
+        return uniform < pred.score[:, None]  # R* ~ Bernoulli(S), as bool
     signs = (rng.integers(0, 2, size=shape, dtype=np.int8) * 2 - 1)[file_rank]  # Rademacher
     return pred.score[:, None] + signs * (pred.label - pred.score)[:, None]
 
 
 def _z(evaluator, pred, labels, members, method, low_prevalence) -> np.ndarray:
     r""":math:`D_k/\sigma_k` for each column of responses, shape (l + 1, N)."""
+    if not low_prevalence:  # 0/1 responses take the evaluator's integer path
+        return np.asarray(evaluator.label_statistics(labels, members, method).kuiper_z)
+    labels = labels.astype(float)
     residual = labels - pred.score[:, None]
-    if not low_prevalence:
-        return np.asarray(evaluator.statistics(residual, members, method).kuiper_z)
     # Appendix B weights W f*, f* = 1/A* on R* = 1, recomputed per column of responses
     prevalence = (pred.weight @ labels) / pred.weight.sum()
     if np.any(prevalence <= 0):

@@ -293,16 +293,42 @@ class Evaluator:
         ChunkSummaries
         """
         residual = np.asarray(residual, dtype=float)
-        draws = None if residual.ndim == 1 else residual.shape[1]
-        indices = [_positions(m) for m in members]
-        out = ChunkSummaries.empty(len(indices), draws)
-        sizes = np.fromiter((i.size for i in indices), dtype=np.int64, count=len(indices))
-        columns = 1 if draws is None else draws
-        # 1-D: weight once (n values); 2-D: weight after the gather (no second n x N array)
-        weighted = residual * self.weight if draws is None and self.weighted else residual
-        for group in _groups(sizes, max(GROUP_ELEMENTS // columns, 1)):
-            self._summarise_group(weighted, indices, group, out, adjacent=adjacent)
-        return out
+        if residual.ndim == 1:  # weighted once (n values); 2-D: after the gather
+            columns = (residual * self.weight if self.weighted else residual)[None, :]
+        else:  # one contiguous row per set of responses: gathers and sums run along memory
+            columns = np.ascontiguousarray(residual.T)
+        return self._summarise(columns, None, residual.ndim == 1, members, adjacent=adjacent)
+
+    def label_summaries(
+        self, label: np.ndarray, members: Sequence[np.ndarray], *, adjacent: bool = True
+    ) -> ChunkSummaries:
+        r"""Chunk summaries from responses :math:`R` rather than residuals :math:`R - S`.
+
+        Equal to ``summaries(residual(label), ...)`` (to rounding). Unweighted 0/1 responses
+        (bool, or numbers that are all 0 or 1) without ``adjacent`` take an exact integer path:
+        the path is :math:`\sum_{j \le k} R_j - \sum_{j \le k} S_j`, the first sum counted
+        in integers over one byte per response, the second, which does not depend on the
+        responses, once per subpopulation; the null draws of
+        :func:`~mcviz.significance.null_distribution` are this case.
+
+        Parameters
+        ----------
+        label : ndarray, shape (n,) or (n, N)
+            Responses, one column per set of responses.
+        members, adjacent
+            As in :meth:`summaries`.
+
+        Returns
+        -------
+        ChunkSummaries
+        """
+        label = np.asarray(label)
+        binary = label.dtype == bool or bool(np.all((label == 0) | (label == 1)))
+        if self.weighted or adjacent or not binary:
+            return self.summaries(self.residual(label), members, adjacent=adjacent)
+        counts = label.astype(np.uint8)  # every value is 0 or 1
+        columns = counts[None, :] if label.ndim == 1 else np.ascontiguousarray(counts.T)
+        return self._summarise(columns, self.score, label.ndim == 1, members, adjacent=False)
 
     def statistics(
         self,
@@ -315,18 +341,46 @@ class Evaluator:
         summaries = self.summaries(residual, members, adjacent=method is SigmaMethod.ADJACENT)
         return finish(summaries, method)
 
+    def label_statistics(
+        self,
+        label: np.ndarray,
+        members: Sequence[np.ndarray],
+        sigma_method: SigmaMethod | str = SigmaMethod.BERNOULLI,
+    ) -> Statistics:
+        """Return :func:`finish` of :meth:`label_summaries` (responses, not residuals)."""
+        method = SigmaMethod(sigma_method)
+        summaries = self.label_summaries(label, members,
+                                         adjacent=method is SigmaMethod.ADJACENT)
+        return finish(summaries, method)
+
     def kuiper(self, residual: np.ndarray, members: Sequence[np.ndarray]) -> np.ndarray:
         """Return :math:`D_k` of each subpopulation, shape (l,) or (l, N)."""
         return self.statistics(residual, members).kuiper
 
-    def _summarise_group(self, weighted, indices, group, out: ChunkSummaries, *,
+    def _summarise(self, columns, base, one_d, members, *, adjacent) -> ChunkSummaries:
+        """Summaries of every subpopulation, group by group (see :meth:`_summarise_group`)."""
+        indices = [_positions(m) for m in members]
+        draws = None if one_d else columns.shape[0]
+        out = ChunkSummaries.empty(len(indices), draws)
+        sizes = np.fromiter((i.size for i in indices), dtype=np.int64, count=len(indices))
+        budget = max(GROUP_ELEMENTS // columns.shape[0], 1)
+        for group in _groups(sizes, budget):
+            self._summarise_group(columns, base, indices, group, out, adjacent=adjacent)
+        return out
+
+    def _summarise_group(self, columns, base, indices, group, out: ChunkSummaries, *,
                          adjacent: bool) -> None:
         """Fill ``out`` for the subpopulations ``group`` (all non-empty) in one gathered pass.
 
-        The members of the group are gathered into one array; one cumulative sum over it
-        serves every segment (a segment's path is the global one minus its value before the
-        segment, and since max(P - b) = max(P) - b the subtraction is applied to the extremes
-        only). The path is read at the last row of each tie run of each segment.
+        ``columns`` (N, n) holds one set of responses per row: residuals (``base`` None;
+        weighted already when N = 1 and the rows are one set) or 0/1 counts (``base`` the
+        scores, unweighted), and the path is their cumulative sum minus that of ``base``.
+        The members of the group are gathered into one array. Residuals: one cumulative sum
+        over it serves every segment (a segment's path is the global one minus its value
+        before the segment, and since max(P - b) = max(P) - b the subtraction is applied to
+        the extremes only). Counts: an integer cumulative sum, made exact per segment by
+        subtracting the (integer) count before it, minus the per-segment cumulative sum of
+        ``base``. The path is read at the last row of each tie run of each segment.
         """
         parts = [indices[k] for k in group]
         lengths = np.fromiter((q.size for q in parts), dtype=np.int64, count=len(parts))
@@ -335,34 +389,63 @@ class Evaluator:
             parts[0].astype(np.intp, copy=False))
         seg_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         seg_last = seg_start + lengths - 1
-        values = np.take(weighted, index, axis=0, mode="clip")
+        values = np.take(columns, index, axis=1, mode="clip")  # (N, members)
         weight = np.take(self.weight, index, mode="clip") if self.weighted else None
-        if values.ndim == 2 and weight is not None:
-            values *= weight[:, None]
-        path = np.cumsum(values, axis=0)  # eq. (1), unnormalised, across the whole group
-        positions = np.asarray(group)
+        if base is None:
+            if columns.shape[0] > 1 and weight is not None:
+                values *= weight
+            path = np.cumsum(values, axis=1)  # eq. (1), unnormalised, across the whole group
+            before = np.zeros((path.shape[0], len(parts)))
+            before[:, 1:] = path[:, seg_start[1:] - 1]
+        else:
+            path = self._count_path(values, np.take(base, index, mode="clip"), seg_start,
+                                    lengths)
+            before = np.zeros((path.shape[0], 1))
         if self.has_ties:
             run = np.take(self.run_id, index, mode="clip")
             end = np.ones(index.size, dtype=bool)
             np.not_equal(run[1:], run[:-1], out=end[:-1])
             end[seg_last] = True
             ends = np.flatnonzero(end)
-            at_ends = path[ends]
+            at_ends = path[:, ends]
             first = np.searchsorted(ends, seg_start)  # first end of each segment
         else:
             ends, at_ends, first = None, path, seg_start
-        before = np.zeros((len(parts), *path.shape[1:]))
-        before[1:] = path[seg_start[1:] - 1]
-        out.high[positions] = np.maximum(np.maximum.reduceat(at_ends, first, axis=0) - before, 0.0)
-        out.low[positions] = np.minimum(np.minimum.reduceat(at_ends, first, axis=0) - before, 0.0)
-        out.offset[positions] = path[seg_last] - before
+        high = np.maximum(np.maximum.reduceat(at_ends, first, axis=1) - before, 0.0)
+        low = np.minimum(np.minimum.reduceat(at_ends, first, axis=1) - before, 0.0)
+        positions = np.asarray(group)
+        one_d = out.offset.ndim == 1
+        for name, value in (("high", high), ("low", low),
+                            ("offset", path[:, seg_last] - before)):
+            getattr(out, name)[positions] = value[0] if one_d else value.T
         out.count[positions] = lengths
         out.weight[positions] = (np.add.reduceat(weight, seg_start) if self.weighted
                                  else lengths.astype(float))
         out.variance[positions] = np.add.reduceat(
             np.take(self.variance, index, mode="clip"), seg_start)
         if adjacent:
-            self._adjacent(values, weight, ends, seg_start, lengths, positions, out)
+            self._adjacent(values[0] if one_d else values.T, weight, ends, seg_start, lengths,
+                           positions, out)
+
+    @staticmethod
+    def _count_path(counts, base, seg_start, lengths) -> np.ndarray:
+        """Per-segment path of 0/1 counts minus ``base``, shape (N, members), float64.
+
+        The integer cumulative sum is exact, and so is subtracting the count before each
+        segment; the cumulative sum of ``base`` restarts at each segment (one 1-D sum per
+        segment), so rounding is relative to the segment's own sums, as for one subpopulation
+        evaluated alone.
+        """
+        total = counts.shape[1]
+        path = np.cumsum(counts, axis=1, dtype=np.int32 if total < 2**31 else np.int64)
+        if lengths.size > 1:
+            before = np.zeros((path.shape[0], lengths.size), dtype=path.dtype)
+            before[:, 1:] = path[:, seg_start[1:] - 1]
+            path -= np.repeat(before, lengths, axis=1)
+        base_path = np.empty(total)
+        for start, stop in zip(seg_start.tolist(), (seg_start + lengths).tolist(), strict=True):
+            np.cumsum(base[start:stop], out=base_path[start:stop])
+        return np.subtract(path, base_path)
 
     def _adjacent(self, values, weight, ends, seg_start, lengths, positions, out) -> None:
         """Eq. (6) pieces over the tie runs of each segment (see :func:`sigma_adjacent`)."""
