@@ -373,7 +373,7 @@ class Evaluator:
         """Fill ``out`` for the subpopulations ``group`` (all non-empty) in one gathered pass.
 
         ``columns`` (N, n) holds one set of responses per row: residuals (``base`` None;
-        weighted already when N = 1 and the rows are one set) or 0/1 counts (``base`` the
+        weighted already when they came from a 1-D residual) or 0/1 counts (``base`` the
         scores, unweighted), and the path is their cumulative sum minus that of ``base``.
         The members of the group are gathered into one array. Residuals: one cumulative sum
         over it serves every segment (a segment's path is the global one minus its value
@@ -391,8 +391,9 @@ class Evaluator:
         seg_last = seg_start + lengths - 1
         values = np.take(columns, index, axis=1, mode="clip")  # (N, members)
         weight = np.take(self.weight, index, mode="clip") if self.weighted else None
+        one_d = out.offset.ndim == 1  # a 1-D residual was weighted before the gather
         if base is None:
-            if columns.shape[0] > 1 and weight is not None:
+            if not one_d and weight is not None:
                 values *= weight
             path = np.cumsum(values, axis=1)  # eq. (1), unnormalised, across the whole group
             before = np.zeros((path.shape[0], len(parts)))
@@ -414,7 +415,6 @@ class Evaluator:
         high = np.maximum(np.maximum.reduceat(at_ends, first, axis=1) - before, 0.0)
         low = np.minimum(np.minimum.reduceat(at_ends, first, axis=1) - before, 0.0)
         positions = np.asarray(group)
-        one_d = out.offset.ndim == 1
         for name, value in (("high", high), ("low", low),
                             ("offset", path[:, seg_last] - before)):
             getattr(out, name)[positions] = value[0] if one_d else value.T
