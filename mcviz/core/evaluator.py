@@ -326,7 +326,7 @@ class Evaluator:
         binary = label.dtype == bool or bool(np.all((label == 0) | (label == 1)))
         if self.weighted or adjacent or not binary:
             return self.summaries(self.residual(label), members, adjacent=adjacent)
-        counts = label.astype(np.uint8)  # every value is 0 or 1
+        counts = label.view(np.uint8) if label.dtype == bool else label.astype(np.uint8)
         columns = counts[None, :] if label.ndim == 1 else np.ascontiguousarray(counts.T)
         return self._summarise(columns, self.score, label.ndim == 1, members, adjacent=False)
 
@@ -431,19 +431,15 @@ class Evaluator:
     def _count_path(counts, base, seg_start, lengths) -> np.ndarray:
         """Per-segment path of 0/1 counts minus ``base``, shape (N, members), float64.
 
-        The integer cumulative sum is exact, and so is subtracting the count before each
-        segment; the cumulative sum of ``base`` restarts at each segment (one 1-D sum per
-        segment), so rounding is relative to the segment's own sums, as for one subpopulation
-        evaluated alone.
+        Each segment's integer cumulative sum is exact and its cumulative sum of ``base``
+        starts at the segment, so rounding is that of one subpopulation evaluated alone (one
+        numpy call per segment and sum: no pass over the group to subtract what came before).
         """
         total = counts.shape[1]
-        path = np.cumsum(counts, axis=1, dtype=np.int32 if total < 2**31 else np.int64)
-        if lengths.size > 1:
-            before = np.zeros((path.shape[0], lengths.size), dtype=path.dtype)
-            before[:, 1:] = path[:, seg_start[1:] - 1]
-            path -= np.repeat(before, lengths, axis=1)
+        path = np.empty(counts.shape, dtype=np.int32 if total < 2**31 else np.int64)
         base_path = np.empty(total)
         for start, stop in zip(seg_start.tolist(), (seg_start + lengths).tolist(), strict=True):
+            np.cumsum(counts[:, start:stop], axis=1, out=path[:, start:stop])
             np.cumsum(base[start:stop], out=base_path[start:stop])
         return np.subtract(path, base_path)
 
