@@ -210,7 +210,7 @@ def test_batches_with_held_back_tie_runs_equal_one_pass():
 @pytest.mark.parametrize("ties", [True, False])
 @pytest.mark.parametrize("weighted", [True, False])
 @pytest.mark.parametrize("method", ["bernoulli", "adjacent"])
-@pytest.mark.parametrize("group_elements", [5, 1 << 18])  # one group per subpopulation, or few
+@pytest.mark.parametrize("group_elements", [64, 1 << 18])  # pieces of 16 members, or whole
 def test_label_statistics_match_brute_force_loop(ties, weighted, method, group_elements,
                                                  monkeypatch):
     # label_statistics takes 0/1 responses (the integer path when unweighted and eq. (5)) and

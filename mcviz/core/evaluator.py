@@ -358,15 +358,36 @@ class Evaluator:
         return self.statistics(residual, members).kuiper
 
     def _summarise(self, columns, base, one_d, members, *, adjacent) -> ChunkSummaries:
-        """Summaries of every subpopulation, group by group (see :meth:`_summarise_group`)."""
-        indices = [_positions(m) for m in members]
+        """Summaries of every subpopulation, group by group (see :meth:`_summarise_group`).
+
+        A subpopulation with more members than a group holds is cut into pieces at tie-run
+        ends, summarised as pieces and joined with :func:`combine` (work arrays stay in cache
+        whatever the size of the subpopulation).
+        """
+        budget = max(GROUP_ELEMENTS // columns.shape[0], 1)
+        indices, owner = [], []
+        for k, member in enumerate(members):
+            positions = _positions(member)
+            pieces = [positions] if positions.size <= budget else np.split(
+                positions, self._cuts(positions, budget))
+            indices.extend(pieces)
+            owner.extend([k] * len(pieces))
         draws = None if one_d else columns.shape[0]
         out = ChunkSummaries.empty(len(indices), draws)
         sizes = np.fromiter((i.size for i in indices), dtype=np.int64, count=len(indices))
-        budget = max(GROUP_ELEMENTS // columns.shape[0], 1)
         for group in _groups(sizes, budget):
             self._summarise_group(columns, base, indices, group, out, adjacent=adjacent)
-        return out
+        return out if len(indices) == len(members) else _join_pieces(out, np.asarray(owner))
+
+    def _cuts(self, positions: np.ndarray, budget: int) -> np.ndarray:
+        """Where to cut sorted ``positions`` into pieces of about ``budget``: at tie-run starts."""
+        wanted = np.arange(budget, positions.size, budget)
+        if not self.has_ties:
+            return wanted
+        run = self.run_id[positions]
+        starts = np.flatnonzero(run[1:] != run[:-1]) + 1
+        return np.unique(starts[np.minimum(np.searchsorted(starts, wanted), starts.size - 1)]) \
+            if starts.size else np.zeros(0, dtype=np.int64)
 
     def _summarise_group(self, columns, base, indices, group, out: ChunkSummaries, *,
                          adjacent: bool) -> None:
@@ -463,6 +484,23 @@ class Evaluator:
         out.adjacent[positions] = np.add.reduceat(terms, first_run, axis=0)
         out.first_mean[positions] = mean[first_run]
         out.last_mean[positions] = mean[last_run]
+
+
+def _join_pieces(pieces: ChunkSummaries, owner: np.ndarray) -> ChunkSummaries:
+    """Combine consecutive pieces with the same ``owner`` (non-decreasing, from 0) in order.
+
+    Round r joins every owner's (r+1)-th piece at once, so the loop runs as many times as the
+    largest subpopulation has pieces, never once per subpopulation.
+    """
+    first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    count = np.diff(np.r_[first, owner.size])
+    out = pieces.take(first)
+    for r in range(1, int(count.max())):
+        rows = np.flatnonzero(count > r)
+        joined = combine(out.take(rows), pieces.take(first[rows] + r))
+        for f in fields(out):
+            getattr(out, f.name)[rows] = getattr(joined, f.name)
+    return out
 
 
 def _positions(member: np.ndarray) -> np.ndarray:
