@@ -294,9 +294,9 @@ class Evaluator:
         """
         residual = np.asarray(residual, dtype=float)
         if residual.ndim == 1:  # weighted once (n values); 2-D: after the gather
-            columns = (residual * self.weight if self.weighted else residual)[None, :]
-        else:  # one contiguous row per set of responses: gathers and sums run along memory
-            columns = np.ascontiguousarray(residual.T)
+            columns = (residual * self.weight if self.weighted else residual)[:, None]
+        else:  # a member's N values are contiguous: one gather of a row per member
+            columns = np.ascontiguousarray(residual)
         return self._summarise(columns, None, residual.ndim == 1, members, adjacent=adjacent)
 
     def label_summaries(
@@ -327,7 +327,7 @@ class Evaluator:
         if self.weighted or adjacent or not binary:
             return self.summaries(self.residual(label), members, adjacent=adjacent)
         counts = label.view(np.uint8) if label.dtype == bool else label.astype(np.uint8)
-        columns = counts[None, :] if label.ndim == 1 else np.ascontiguousarray(counts.T)
+        columns = counts[:, None] if label.ndim == 1 else np.ascontiguousarray(counts)
         return self._summarise(columns, self.score, label.ndim == 1, members, adjacent=False)
 
     def statistics(
@@ -364,7 +364,7 @@ class Evaluator:
         ends, summarised as pieces and joined with :func:`combine` (work arrays stay in cache
         whatever the size of the subpopulation).
         """
-        budget = max(GROUP_ELEMENTS // columns.shape[0], 1)
+        budget = max(GROUP_ELEMENTS // columns.shape[1], 1)
         indices, owner = [], []
         for k, member in enumerate(members):
             positions = _positions(member)
@@ -372,7 +372,7 @@ class Evaluator:
                 positions, self._cuts(positions, budget))
             indices.extend(pieces)
             owner.extend([k] * len(pieces))
-        draws = None if one_d else columns.shape[0]
+        draws = None if one_d else columns.shape[1]
         out = ChunkSummaries.empty(len(indices), draws)
         sizes = np.fromiter((i.size for i in indices), dtype=np.int64, count=len(indices))
         for group in _groups(sizes, budget):
@@ -393,15 +393,17 @@ class Evaluator:
                          adjacent: bool) -> None:
         """Fill ``out`` for the subpopulations ``group`` (all non-empty) in one gathered pass.
 
-        ``columns`` (N, n) holds one set of responses per row: residuals (``base`` None;
+        ``columns`` (n, N) holds one set of responses per column: residuals (``base`` None;
         weighted already when they came from a 1-D residual) or 0/1 counts (``base`` the
         scores, unweighted), and the path is their cumulative sum minus that of ``base``.
-        The members of the group are gathered into one array. Residuals: one cumulative sum
-        over it serves every segment (a segment's path is the global one minus its value
-        before the segment, and since max(P - b) = max(P) - b the subtraction is applied to
-        the extremes only). Counts: an integer cumulative sum, made exact per segment by
-        subtracting the (integer) count before it, minus the per-segment cumulative sum of
-        ``base``. The path is read at the last row of each tie run of each segment.
+        The members' rows of ``columns`` are gathered and transposed to (N, members), so the
+        sums run along contiguous memory (numpy's sums along axis 0 are several times slower,
+        and a gather along axis 1 misses the cache once per value). Residuals: one cumulative
+        sum over the group serves every segment (a segment's path is the global one minus its
+        value before the segment, and since max(P - b) = max(P) - b the subtraction is applied
+        to the extremes only). Counts: exact integer sums per segment minus the per-segment
+        cumulative sum of ``base`` (:meth:`_count_path`). The path is read at the last row of
+        each tie run of each segment.
         """
         parts = [indices[k] for k in group]
         lengths = np.fromiter((q.size for q in parts), dtype=np.int64, count=len(parts))
@@ -410,7 +412,7 @@ class Evaluator:
             parts[0].astype(np.intp, copy=False))
         seg_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         seg_last = seg_start + lengths - 1
-        values = np.take(columns, index, axis=1, mode="clip")  # (N, members)
+        values = np.ascontiguousarray(np.take(columns, index, axis=0, mode="clip").T)
         weight = np.take(self.weight, index, mode="clip") if self.weighted else None
         one_d = out.offset.ndim == 1  # a 1-D residual was weighted before the gather
         if base is None:
