@@ -329,8 +329,10 @@ def _redraw(pred: Predictions, rng: np.random.Generator, size: int, method,
     """
     shape = (pred.n, size)
     if method is SigmaMethod.BERNOULLI:
-        uniform = rng.random(shape)[file_rank]
-        return uniform < pred.score[:, None]  # R* ~ Bernoulli(S), as bool
+        score_in_file_order = np.empty(pred.n)
+        score_in_file_order[file_rank] = pred.score
+        # R* ~ Bernoulli(S) as bool, compared in file order and then moved (1 byte, not 8)
+        return (rng.random(shape) < score_in_file_order[:, None])[file_rank]
     signs = (rng.integers(0, 2, size=shape, dtype=np.int8) * 2 - 1)[file_rank]  # Rademacher
     return pred.score[:, None] + signs * (pred.label - pred.score)[:, None]
 
