@@ -304,12 +304,11 @@ class Evaluator:
     ) -> ChunkSummaries:
         r"""Chunk summaries from responses :math:`R` rather than residuals :math:`R - S`.
 
-        Equal to ``summaries(residual(label), ...)`` (to rounding). Unweighted 0/1 responses
-        (bool, or numbers that are all 0 or 1) without ``adjacent`` take an exact integer path:
-        the path is :math:`\sum_{j \le k} R_j - \sum_{j \le k} S_j`, the first sum counted
-        in integers over one byte per response, the second, which does not depend on the
-        responses, once per subpopulation; the null draws of
-        :func:`~mcviz.significance.null_distribution` are this case.
+        Equal to ``summaries(residual(label), ...)`` (to rounding). 0/1 responses (bool, or
+        numbers that are all 0 or 1) without ``adjacent`` are gathered as one byte each and
+        the path is :math:`\sum_{j \le k} W_j R_j - \sum_{j \le k} W_j S_j`, both sums
+        started at each subpopulation (unweighted, the first is counted exactly in integers);
+        the null draws of :func:`~mcviz.significance.null_distribution` are this case.
 
         Parameters
         ----------
@@ -324,7 +323,7 @@ class Evaluator:
         """
         label = np.asarray(label)
         binary = label.dtype == bool or bool(np.all((label == 0) | (label == 1)))
-        if self.weighted or adjacent or not binary:
+        if adjacent or not binary:
             return self.summaries(self.residual(label), members, adjacent=adjacent)
         counts = label.view(np.uint8) if label.dtype == bool else label.astype(np.uint8)
         columns = counts[:, None] if label.ndim == 1 else np.ascontiguousarray(counts)
@@ -422,8 +421,8 @@ class Evaluator:
             before = np.zeros((path.shape[0], len(parts)))
             before[:, 1:] = path[:, seg_start[1:] - 1]
         else:
-            path = self._count_path(values, np.take(base, index, mode="clip"), seg_start,
-                                    lengths)
+            path = self._count_path(values, np.take(base, index, mode="clip"), weight,
+                                    seg_start, lengths)
             before = np.zeros((path.shape[0], 1))
         if self.has_ties:
             run = np.take(self.run_id, index, mode="clip")
@@ -451,20 +450,26 @@ class Evaluator:
                            positions, out)
 
     @staticmethod
-    def _count_path(counts, base, seg_start, lengths) -> np.ndarray:
+    def _count_path(counts, base, weight, seg_start, lengths) -> np.ndarray:
         """Per-segment path of 0/1 counts minus ``base``, shape (N, members), float64.
 
-        Each segment's integer cumulative sum is exact and its cumulative sum of ``base``
-        starts at the segment, so rounding is that of one subpopulation evaluated alone (one
-        numpy call per segment and sum: no pass over the group to subtract what came before).
+        Unweighted: each segment's integer cumulative sum is exact. Weighted: the sums of
+        :math:`W R` and :math:`W S` are float, each starting at its segment. Either way the
+        rounding is that of one subpopulation evaluated alone (one numpy call per segment and
+        sum: no pass over the group to subtract what came before).
         """
         total = counts.shape[1]
-        path = np.empty(counts.shape, dtype=np.int32 if total < 2**31 else np.int64)
+        if weight is None:
+            path = np.empty(counts.shape, dtype=np.int32 if total < 2**31 else np.int64)
+        else:
+            counts = counts * weight  # W R, float64
+            base = base * weight
+            path = counts
         base_path = np.empty(total)
         for start, stop in zip(seg_start.tolist(), (seg_start + lengths).tolist(), strict=True):
             np.cumsum(counts[:, start:stop], axis=1, out=path[:, start:stop])
             np.cumsum(base[start:stop], out=base_path[start:stop])
-        return np.subtract(path, base_path)
+        return np.subtract(path, base_path, out=path if weight is not None else None)
 
     def _adjacent(self, values, weight, ends, seg_start, lengths, positions, out) -> None:
         """Eq. (6) pieces over the tie runs of each segment (see :func:`sigma_adjacent`)."""
