@@ -74,8 +74,9 @@ NULL_KINDS = ("bernoulli", "wild-rademacher")
 DRAW_COLUMNS = 32
 """Sets of responses evaluated together (a (rows x 32) block of residuals at a time)."""
 
-_SECONDS_PER_MEMBER_DRAW = 6e-9
-"""Measured cost of one member of one subpopulation in one draw (2-core machine)."""
+_SECONDS_PER_MEMBER_DRAW = 3e-9
+"""Measured cost of one member of one subpopulation in one draw (2-core machine, two threads:
+about 5e-9 s of CPU, benchmarks/bench_null.py at 10^6 rows)."""
 
 
 def null_draws_estimate(rows: int, members: int, draws: int) -> Estimate:

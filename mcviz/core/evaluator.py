@@ -336,9 +336,7 @@ class Evaluator:
         sigma_method: SigmaMethod | str = SigmaMethod.BERNOULLI,
     ) -> Statistics:
         r"""Return :func:`finish` of :meth:`summaries`: :math:`D_k`, :math:`\sigma_k`, z-scores."""
-        method = SigmaMethod(sigma_method)
-        summaries = self.summaries(residual, members, adjacent=method is SigmaMethod.ADJACENT)
-        return finish(summaries, method)
+        return _finished(self.summaries, residual, members, sigma_method)
 
     def label_statistics(
         self,
@@ -347,10 +345,7 @@ class Evaluator:
         sigma_method: SigmaMethod | str = SigmaMethod.BERNOULLI,
     ) -> Statistics:
         """Return :func:`finish` of :meth:`label_summaries` (responses, not residuals)."""
-        method = SigmaMethod(sigma_method)
-        summaries = self.label_summaries(label, members,
-                                         adjacent=method is SigmaMethod.ADJACENT)
-        return finish(summaries, method)
+        return _finished(self.label_summaries, label, members, sigma_method)
 
     def kuiper(self, residual: np.ndarray, members: Sequence[np.ndarray]) -> np.ndarray:
         """Return :math:`D_k` of each subpopulation, shape (l,) or (l, N)."""
@@ -491,6 +486,12 @@ class Evaluator:
         out.adjacent[positions] = np.add.reduceat(terms, first_run, axis=0)
         out.first_mean[positions] = mean[first_run]
         out.last_mean[positions] = mean[last_run]
+
+
+def _finished(summarise, data, members, sigma_method) -> Statistics:
+    """:func:`finish` of ``summarise(data, members, adjacent=...)`` for ``sigma_method``."""
+    method = SigmaMethod(sigma_method)
+    return finish(summarise(data, members, adjacent=method is SigmaMethod.ADJACENT), method)
 
 
 def _join_pieces(pieces: ChunkSummaries, owner: np.ndarray) -> ChunkSummaries:
