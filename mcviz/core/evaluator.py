@@ -289,16 +289,41 @@ class Evaluator:
         ChunkSummaries
         """
         residual = np.asarray(residual, dtype=float)
-        draws = None if residual.ndim == 1 else residual.shape[1]
-        indices = [_positions(m) for m in members]
-        out = ChunkSummaries.empty(len(indices), draws)
-        sizes = np.fromiter((i.size for i in indices), dtype=np.int64, count=len(indices))
-        columns = 1 if draws is None else draws
-        # 1-D: weight once (n values); 2-D: weight after the gather (no second n x N array)
-        weighted = residual * self.weight if draws is None and self.weighted else residual
-        for group in _groups(sizes, max(GROUP_ELEMENTS // columns, 1)):
-            self._summarise_group(weighted, indices, group, out, adjacent=adjacent)
-        return out
+        if residual.ndim == 1:  # weighted once (n values); 2-D: after the gather
+            columns = (residual * self.weight if self.weighted else residual)[:, None]
+        else:  # a member's N values are contiguous: one gather of a row per member
+            columns = np.ascontiguousarray(residual)
+        return self._summarise(columns, None, residual.ndim == 1, members, adjacent=adjacent)
+
+    def label_summaries(
+        self, label: np.ndarray, members: Sequence[np.ndarray], *, adjacent: bool = True
+    ) -> ChunkSummaries:
+        r"""Chunk summaries from responses :math:`R` rather than residuals :math:`R - S`.
+
+        Equal to ``summaries(residual(label), ...)`` (to rounding). 0/1 responses (bool, or
+        numbers that are all 0 or 1) without ``adjacent`` are gathered as one byte each and
+        the path is :math:`\sum_{j \le k} W_j R_j - \sum_{j \le k} W_j S_j`, both sums
+        started at each subpopulation (unweighted, the first is counted exactly in integers);
+        the null draws of :func:`~mcviz.significance.null_distribution` are this case.
+
+        Parameters
+        ----------
+        label : ndarray, shape (n,) or (n, N)
+            Responses, one column per set of responses.
+        members, adjacent
+            As in :meth:`summaries`.
+
+        Returns
+        -------
+        ChunkSummaries
+        """
+        label = np.asarray(label)
+        binary = label.dtype == bool or bool(np.all((label == 0) | (label == 1)))
+        if adjacent or not binary:
+            return self.summaries(self.residual(label), members, adjacent=adjacent)
+        counts = label.view(np.uint8) if label.dtype == bool else label.astype(np.uint8)
+        columns = counts[:, None] if label.ndim == 1 else np.ascontiguousarray(counts)
+        return self._summarise(columns, self.score, label.ndim == 1, members, adjacent=False)
 
     def statistics(
         self,
@@ -307,22 +332,68 @@ class Evaluator:
         sigma_method: SigmaMethod | str = SigmaMethod.BERNOULLI,
     ) -> Statistics:
         r"""Return :func:`finish` of :meth:`summaries`: :math:`D_k`, :math:`\sigma_k`, z-scores."""
-        method = SigmaMethod(sigma_method)
-        summaries = self.summaries(residual, members, adjacent=method is SigmaMethod.ADJACENT)
-        return finish(summaries, method)
+        return _finished(self.summaries, residual, members, sigma_method)
+
+    def label_statistics(
+        self,
+        label: np.ndarray,
+        members: Sequence[np.ndarray],
+        sigma_method: SigmaMethod | str = SigmaMethod.BERNOULLI,
+    ) -> Statistics:
+        """Return :func:`finish` of :meth:`label_summaries` (responses, not residuals)."""
+        return _finished(self.label_summaries, label, members, sigma_method)
 
     def kuiper(self, residual: np.ndarray, members: Sequence[np.ndarray]) -> np.ndarray:
         """Return :math:`D_k` of each subpopulation, shape (l,) or (l, N)."""
         return self.statistics(residual, members).kuiper
 
-    def _summarise_group(self, weighted, indices, group, out: ChunkSummaries, *,
+    def _summarise(self, columns, base, one_d, members, *, adjacent) -> ChunkSummaries:
+        """Summaries of every subpopulation, group by group (see :meth:`_summarise_group`).
+
+        A subpopulation with more members than a group holds is cut into pieces at tie-run
+        ends, summarised as pieces and joined with :func:`combine` (work arrays stay in cache
+        whatever the size of the subpopulation).
+        """
+        budget = max(GROUP_ELEMENTS // columns.shape[1], 1)
+        indices, owner = [], []
+        for k, member in enumerate(members):
+            positions = _positions(member)
+            pieces = [positions] if positions.size <= budget else np.split(
+                positions, self._cuts(positions, budget))
+            indices.extend(pieces)
+            owner.extend([k] * len(pieces))
+        draws = None if one_d else columns.shape[1]
+        out = ChunkSummaries.empty(len(indices), draws)
+        sizes = np.fromiter((i.size for i in indices), dtype=np.int64, count=len(indices))
+        for group in _groups(sizes, budget):
+            self._summarise_group(columns, base, indices, group, out, adjacent=adjacent)
+        return out if len(indices) == len(members) else _join_pieces(out, np.asarray(owner))
+
+    def _cuts(self, positions: np.ndarray, budget: int) -> np.ndarray:
+        """Where to cut sorted ``positions`` into pieces of about ``budget``: at tie-run starts."""
+        wanted = np.arange(budget, positions.size, budget)
+        if not self.has_ties:
+            return wanted
+        run = self.run_id[positions]
+        starts = np.flatnonzero(run[1:] != run[:-1]) + 1
+        return np.unique(starts[np.minimum(np.searchsorted(starts, wanted), starts.size - 1)]) \
+            if starts.size else np.zeros(0, dtype=np.int64)
+
+    def _summarise_group(self, columns, base, indices, group, out: ChunkSummaries, *,
                          adjacent: bool) -> None:
         """Fill ``out`` for the subpopulations ``group`` (all non-empty) in one gathered pass.
 
-        The members of the group are gathered into one array; one cumulative sum over it
-        serves every segment (a segment's path is the global one minus its value before the
-        segment, and since max(P - b) = max(P) - b the subtraction is applied to the extremes
-        only). The path is read at the last row of each tie run of each segment.
+        ``columns`` (n, N) holds one set of responses per column: residuals (``base`` None;
+        weighted already when they came from a 1-D residual) or 0/1 counts (``base`` the
+        scores, unweighted), and the path is their cumulative sum minus that of ``base``.
+        The members' rows of ``columns`` are gathered and transposed to (N, members), so the
+        sums run along contiguous memory (numpy's sums along axis 0 are several times slower,
+        and a gather along axis 1 misses the cache once per value). Residuals: one cumulative
+        sum over the group serves every segment (a segment's path is the global one minus its
+        value before the segment, and since max(P - b) = max(P) - b the subtraction is applied
+        to the extremes only). Counts: exact integer sums per segment minus the per-segment
+        cumulative sum of ``base`` (:meth:`_count_path`). The path is read at the last row of
+        each tie run of each segment.
         """
         parts = [indices[k] for k in group]
         lengths = np.fromiter((q.size for q in parts), dtype=np.int64, count=len(parts))
@@ -331,34 +402,65 @@ class Evaluator:
             parts[0].astype(np.intp, copy=False))
         seg_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         seg_last = seg_start + lengths - 1
-        values = np.take(weighted, index, axis=0, mode="clip")
+        values = np.ascontiguousarray(np.take(columns, index, axis=0, mode="clip").T)
         weight = np.take(self.weight, index, mode="clip") if self.weighted else None
-        if values.ndim == 2 and weight is not None:
-            values *= weight[:, None]
-        path = np.cumsum(values, axis=0)  # eq. (1), unnormalised, across the whole group
-        positions = np.asarray(group)
+        one_d = out.offset.ndim == 1  # a 1-D residual was weighted before the gather
+        if base is None:
+            if not one_d and weight is not None:
+                values *= weight
+            path = np.cumsum(values, axis=1)  # eq. (1), unnormalised, across the whole group
+            before = np.zeros((path.shape[0], len(parts)))
+            before[:, 1:] = path[:, seg_start[1:] - 1]
+        else:
+            path = self._count_path(values, np.take(base, index, mode="clip"), weight,
+                                    seg_start, lengths)
+            before = np.zeros((path.shape[0], 1))
         if self.has_ties:
             run = np.take(self.run_id, index, mode="clip")
             end = np.ones(index.size, dtype=bool)
             np.not_equal(run[1:], run[:-1], out=end[:-1])
             end[seg_last] = True
             ends = np.flatnonzero(end)
-            at_ends = path[ends]
+            at_ends = path[:, ends]
             first = np.searchsorted(ends, seg_start)  # first end of each segment
         else:
             ends, at_ends, first = None, path, seg_start
-        before = np.zeros((len(parts), *path.shape[1:]))
-        before[1:] = path[seg_start[1:] - 1]
-        out.high[positions] = np.maximum(np.maximum.reduceat(at_ends, first, axis=0) - before, 0.0)
-        out.low[positions] = np.minimum(np.minimum.reduceat(at_ends, first, axis=0) - before, 0.0)
-        out.offset[positions] = path[seg_last] - before
+        high = np.maximum(np.maximum.reduceat(at_ends, first, axis=1) - before, 0.0)
+        low = np.minimum(np.minimum.reduceat(at_ends, first, axis=1) - before, 0.0)
+        positions = np.asarray(group)
+        for name, value in (("high", high), ("low", low),
+                            ("offset", path[:, seg_last] - before)):
+            getattr(out, name)[positions] = value[0] if one_d else value.T
         out.count[positions] = lengths
         out.weight[positions] = (np.add.reduceat(weight, seg_start) if self.weighted
                                  else lengths.astype(float))
         out.variance[positions] = np.add.reduceat(
             np.take(self.variance, index, mode="clip"), seg_start)
         if adjacent:
-            self._adjacent(values, weight, ends, seg_start, lengths, positions, out)
+            self._adjacent(values[0] if one_d else values.T, weight, ends, seg_start, lengths,
+                           positions, out)
+
+    @staticmethod
+    def _count_path(counts, base, weight, seg_start, lengths) -> np.ndarray:
+        """Per-segment path of 0/1 counts minus ``base``, shape (N, members), float64.
+
+        Unweighted: each segment's integer cumulative sum is exact. Weighted: the sums of
+        :math:`W R` and :math:`W S` are float, each starting at its segment. Either way the
+        rounding is that of one subpopulation evaluated alone (one numpy call per segment and
+        sum: no pass over the group to subtract what came before).
+        """
+        total = counts.shape[1]
+        if weight is None:
+            path = np.empty(counts.shape, dtype=np.int32 if total < 2**31 else np.int64)
+        else:
+            counts = counts * weight  # W R, float64
+            base = base * weight
+            path = counts
+        base_path = np.empty(total)
+        for start, stop in zip(seg_start.tolist(), (seg_start + lengths).tolist(), strict=True):
+            np.cumsum(counts[:, start:stop], axis=1, out=path[:, start:stop])
+            np.cumsum(base[start:stop], out=base_path[start:stop])
+        return np.subtract(path, base_path, out=path if weight is not None else None)
 
     def _adjacent(self, values, weight, ends, seg_start, lengths, positions, out) -> None:
         """Eq. (6) pieces over the tie runs of each segment (see :func:`sigma_adjacent`)."""
@@ -380,6 +482,29 @@ class Evaluator:
         out.adjacent[positions] = np.add.reduceat(terms, first_run, axis=0)
         out.first_mean[positions] = mean[first_run]
         out.last_mean[positions] = mean[last_run]
+
+
+def _finished(summarise, data, members, sigma_method) -> Statistics:
+    """:func:`finish` of ``summarise(data, members, adjacent=...)`` for ``sigma_method``."""
+    method = SigmaMethod(sigma_method)
+    return finish(summarise(data, members, adjacent=method is SigmaMethod.ADJACENT), method)
+
+
+def _join_pieces(pieces: ChunkSummaries, owner: np.ndarray) -> ChunkSummaries:
+    """Combine consecutive pieces with the same ``owner`` (non-decreasing, from 0) in order.
+
+    Round r joins every owner's (r+1)-th piece at once, so the loop runs as many times as the
+    largest subpopulation has pieces, never once per subpopulation.
+    """
+    first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    count = np.diff(np.r_[first, owner.size])
+    out = pieces.take(first)
+    for r in range(1, int(count.max())):
+        rows = np.flatnonzero(count > r)
+        joined = combine(out.take(rows), pieces.take(first[rows] + r))
+        for f in fields(out):
+            getattr(out, f.name)[rows] = getattr(joined, f.name)
+    return out
 
 
 def _positions(member: np.ndarray) -> np.ndarray:

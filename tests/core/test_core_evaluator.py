@@ -205,3 +205,51 @@ def test_batches_with_held_back_tie_runs_equal_one_pass():
     np.testing.assert_array_equal(got.size, expected.size)
     np.testing.assert_allclose(got.kuiper, expected.kuiper, rtol=0, atol=1e-13)
     np.testing.assert_allclose(got.sigma, expected.sigma, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("ties", [True, False])
+@pytest.mark.parametrize("weighted", [True, False])
+@pytest.mark.parametrize("method", ["bernoulli", "adjacent"])
+@pytest.mark.parametrize("group_elements", [64, 1 << 18])  # pieces of 16 members, or whole
+def test_label_statistics_match_brute_force_loop(ties, weighted, method, group_elements,
+                                                 monkeypatch):
+    # label_statistics takes 0/1 responses (the integer path when unweighted and eq. (5)) and
+    # must give what the plain loop gives, for 1-D responses and for every column of 2-D ones
+    import mcviz.core.evaluator as module
+
+    monkeypatch.setattr(module, "GROUP_ELEMENTS", group_elements)
+    score, _, weight, members = data(700, 5, ties=ties)
+    rng = np.random.default_rng(4)
+    draws = rng.random((score.size, 4)) < score[:, None]
+    ev = Evaluator(score, weight if weighted else None)
+    w = weight if weighted else np.ones(score.size)
+    both = ev.label_statistics(draws, members, method)
+    assert both.kuiper.shape == (len(members), 4)
+    for j in range(4):
+        for label in (draws[:, j], draws[:, j].astype(np.int8), draws[:, j].astype(float)):
+            one = ev.label_statistics(label, members, method)
+            for k, index in enumerate(members):
+                kuiper, sigma = brute(score, w, draws[:, j].astype(float), index, method)
+                assert one.kuiper[k] == pytest.approx(kuiper, abs=1e-13)
+                assert both.kuiper[k, j] == pytest.approx(kuiper, abs=1e-13)
+                assert one.sigma[k] == pytest.approx(sigma, abs=1e-13)
+
+
+def test_label_statistics_of_real_valued_responses_match_brute_force_loop():
+    score, label, _, members = data(500, 6, real=True)
+    ev = Evaluator(score)
+    st_ = ev.label_statistics(label[:, None], members, "adjacent")
+    for k, index in enumerate(members):
+        kuiper, sigma = brute(score, np.ones(score.size), label, index, "adjacent")
+        assert st_.kuiper[k, 0] == pytest.approx(kuiper, abs=1e-13)
+        assert st_.sigma[k, 0] == pytest.approx(sigma, abs=1e-13)
+
+
+@pytest.mark.parametrize("weighted", [True, False])
+def test_one_column_matrix_equals_one_dimensional_residual(weighted):
+    # a (n, 1) residual is weighted after the gather, a (n,) one before: same statistics
+    score, label, weight, members = data(400, 8)
+    ev = Evaluator(score, weight if weighted else None)
+    one = ev.statistics(label - score, members)
+    matrix = ev.statistics((label - score)[:, None], members)
+    np.testing.assert_allclose(matrix.kuiper[:, 0], one.kuiper, rtol=0, atol=1e-14)
