@@ -652,13 +652,8 @@ def test_rank_variables(data, shuffle):
 # Library bugs found by the fuzz, pinned (strict: each turns into a failure once fixed)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: Appendix C eq. (6) (mcviz/cumulative.py sigma_adjacent, also used by "
-    "mcviz/multical.py) differences adjacent residuals in score order, and tied rows keep "
-    "their input order (stable sort in mcviz/io.py), so sigma for real-valued responses "
-    "depends on the order of tied rows"))
-def test_bug_sigma_adjacent_depends_on_order_of_tied_rows():
-    # Scores 0.25, 1, 1 with responses 0.3, 0.8, 1.1: swapping the two rows tied at 1 gives
+def test_sigma_adjacent_does_not_depend_on_order_of_tied_rows():
+    # Fixed by the tie rule beside eq. (6) (tie runs aggregated first). Scores 0.25, 1, 1 with responses 0.3, 0.8, 1.1: swapping the two rows tied at 1 gives
     # residuals (0.05, -0.2, 0.1) or (0.05, 0.1, -0.2); eq. (6) gives sigma^2 = (0.0625 + 0.09)
     # / 12 or (0.0025 + 0.09) / 12 (4·3·(1 + 1 + 2)/4 = 12 after the 2^2 weight factors).
     first = Predictions.from_arrays([0.25, 1, 1], [0.3, 0.8, 1.1], response="continuous")

@@ -389,11 +389,11 @@ class Evaluator:
         The members' rows of ``columns`` are gathered and transposed to (N, members), so the
         sums run along contiguous memory (numpy's sums along axis 0 are several times slower,
         and a gather along axis 1 misses the cache once per value). Residuals: one cumulative
-        sum over the group serves every segment (a segment's path is the global one minus its
-        value before the segment, and since max(P - b) = max(P) - b the subtraction is applied
-        to the extremes only). Counts: exact integer sums per segment minus the per-segment
-        cumulative sum of ``base`` (:meth:`_count_path`). The path is read at the last row of
-        each tie run of each segment.
+        sum per segment (a sum across the group minus its value before each segment would cost
+        fewer calls but loses precision when a heavy subpopulation precedes a light one).
+        Counts: exact integer sums per segment minus the per-segment cumulative sum of
+        ``base`` (:meth:`_count_path`). The path is read at the last row of each tie run of
+        each segment.
         """
         parts = [indices[k] for k in group]
         lengths = np.fromiter((q.size for q in parts), dtype=np.int64, count=len(parts))
@@ -408,9 +408,11 @@ class Evaluator:
         if base is None:
             if not one_d and weight is not None:
                 values *= weight
-            path = np.cumsum(values, axis=1)  # eq. (1), unnormalised, across the whole group
-            before = np.zeros((path.shape[0], len(parts)))
-            before[:, 1:] = path[:, seg_start[1:] - 1]
+            path = np.empty_like(values)
+            for start, stop in zip(seg_start.tolist(), (seg_start + lengths).tolist(),
+                                   strict=True):  # eq. (1), unnormalised, per subpopulation
+                np.cumsum(values[:, start:stop], axis=1, out=path[:, start:stop])
+            before = np.zeros((path.shape[0], 1))
         else:
             path = self._count_path(values, np.take(base, index, mode="clip"), weight,
                                     seg_start, lengths)
