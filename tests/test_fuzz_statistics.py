@@ -726,12 +726,9 @@ def test_bug_deviation_sigma_not_zero_for_single_row_bins():
     assert result.sigma == 0.0
 
 
-@pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason=(
-    "bug: mcviz/measures/clinical.py _fit_offset (line 362) runs Newton's method without step "
-    "control; from a = 0 it overshoots until every p(1 - p) underflows to 0 and divides by the "
-    "zero Fisher information: a traceback from valid input"))
 @pytest.mark.parametrize("case", ["weighted", "unweighted"])
-def test_bug_calibration_intercept_newton_divides_by_zero(case):
+def test_calibration_intercept_newton_is_safeguarded(case):
+    # Was a ZeroDivisionError: Newton's method overshot until p(1 - p) underflowed to 0.
     if case == "weighted":
         # One event at score 0.5 (weight 0.1) and a heavy non-event at 0.95 (weight 50): the
         # intercept solves 0.1 = 0.1 p(0.5) + 50 p(0.95), a finite negative number.
@@ -746,11 +743,8 @@ def test_bug_calibration_intercept_newton_divides_by_zero(case):
     assert np.isfinite(result.intercept)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: mcviz/measures/corp.py _decomposition takes the base rate as a sum of per-run event "
-    "weights over the total weight summed in another order; with every label 1 and unequal "
-    "weights it rounds above 1, and the log-loss reference xlogy(W - WR, 1 - r) is NaN"))
-def test_bug_log_loss_decomposition_nan_when_every_label_is_one():
+def test_log_loss_decomposition_when_every_label_is_one():
+    # Was NaN: the base rate rounded above 1 (sums in two orders).
     # Every response is 1: the base rate is 1, the recalibrated scores are 1, so the log-loss
     # UNC and DSC are both 0 (0 log 0 = 0).
     score = [0.16024283037476805] * 4 + [0.25] * 6 + [1.0] * 5

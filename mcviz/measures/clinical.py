@@ -70,6 +70,7 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,6 +98,7 @@ LOESS_SPAN = 0.75
 LOESS_DEGREE = 2
 _NEWTON_STEPS = 100
 _NEWTON_TOLERANCE = 1e-9
+_MAX_STEP = 4.0  # logits: the intercept's Newton steps are bounded (safeguarded Newton)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -361,7 +363,12 @@ def _fit_offset(
         np.multiply(p, p, out=q)
         np.subtract(p, q, out=q)  # p (1 - p)
         info = _dot(weight, q)
-        step = (events - _dot(weight, p)) / info  # score / information
+        score = events - _dot(weight, p)
+        # the score is decreasing in a (concave log-likelihood): a Newton step, bounded so it
+        # cannot jump to where every p(1 - p) underflows, or the bound itself when the
+        # information has underflowed already
+        step = score / info if info > 0 else math.copysign(_MAX_STEP, score)
+        step = min(max(step, -_MAX_STEP), _MAX_STEP)
         a += step
         if abs(step) < _NEWTON_TOLERANCE * max(1.0, abs(a)):
             return a, info  # the information moves by O(step) in the last step

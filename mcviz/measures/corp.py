@@ -275,7 +275,8 @@ def _decomposition(
     """MCB, DSC, UNC from the run sums; ``observed`` is the mean score when already known."""
     weight, positive = rows.run_sum("w"), rows.run_sum("wy")
     total = rows.total
-    events = float(positive.sum())
+    # the two sums run in different orders: clip the rounding (every label 1 gave 1 + 1e-16)
+    events = min(float(positive.sum()), total)
     base_rate = events / total
     start, block_weight, block_positive = _blocks(rows, fitted)
     value = fitted[start]
@@ -295,7 +296,7 @@ def _decomposition(
             return float(-np.sum(xlogy(wy, x) + xlogy(w - wy, 1.0 - x)) / total)  # 0 log 0 = 0
 
         recalibrated = log_loss(value, block_weight, block_positive)
-        reference = log_loss(base_rate, total, events)
+        reference = log_loss(base_rate, total, events)  # events <= total: no log of < 0
         if observed is None:
             observed = log_loss(np.clip(rows.run_score, CLIP, 1.0 - CLIP), weight, positive)
     return ScoreDecomposition(
