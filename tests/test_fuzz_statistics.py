@@ -653,7 +653,8 @@ def test_rank_variables(data, shuffle):
 
 
 def test_sigma_adjacent_does_not_depend_on_order_of_tied_rows():
-    # Fixed by the tie rule beside eq. (6) (tie runs aggregated first). Scores 0.25, 1, 1 with responses 0.3, 0.8, 1.1: swapping the two rows tied at 1 gives
+    # Fixed by the tie rule beside eq. (6) (tie runs aggregated first).
+    # Scores 0.25, 1, 1 with responses 0.3, 0.8, 1.1: swapping the two rows tied at 1 gives
     # residuals (0.05, -0.2, 0.1) or (0.05, 0.1, -0.2); eq. (6) gives sigma^2 = (0.0625 + 0.09)
     # / 12 or (0.0025 + 0.09) / 12 (4·3·(1 + 1 + 2)/4 = 12 after the 2^2 weight factors).
     first = Predictions.from_arrays([0.25, 1, 1], [0.3, 0.8, 1.1], response="continuous")
