@@ -28,7 +28,6 @@ References
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,7 +42,6 @@ from mcviz.subpopulations import (
     SubpopulationSet,
     full_population,
     generate_subpopulations,
-    group_subpopulations,
 )
 
 __all__ = [
@@ -390,104 +388,3 @@ def _with_notice(result: MulticalResult, notice: str | None) -> MulticalResult:
     fields = {name: getattr(result, name) for name in MulticalResult.__slots__}
     fields["notice"] = notice
     return MulticalResult(**fields)
-
-
-# --------------------------------------------------------------------------------------------
-# Command line (registered in mcviz.cli as the "multicalibration" block of `mcviz metrics`)
-
-CLI_OPTIONS = ("subpopulations", "min_size", "seed", "repeats", "groups")
-
-
-def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the multi-calibration options of ``mcviz metrics``."""
-    group = parser.add_argument_group("multi-calibration (paper 000)")
-    group.add_argument(
-        "--covariates", help="comma-separated covariates (also those Algorithm 1 splits on)"
-    )
-    group.add_argument(
-        "--subpopulations", type=int, metavar="L",
-        help="number of random subpopulations of Algorithm 1 (default 1000)",
-    )
-    group.add_argument("--min-size", type=int, metavar="M", help="minimum members (default 10)")
-    group.add_argument("--seed", type=int, help="seed of Algorithm 1 (default 0)")
-    group.add_argument(
-        "--repeats", type=int, metavar="R",
-        help="run seeds s, s+1, ..., s+R-1 and report the metrics as means with standard "
-        "errors (the argmax and the count are those of seed s)",
-    )
-    group.add_argument(
-        "--groups", help="comma-separated boolean or categorical columns used as groups"
-    )
-
-
-def _split(text: str | None) -> list[str]:
-    return [] if text is None else [part.strip() for part in text.split(",") if part.strip()]
-
-
-def metrics_block(args: argparse.Namespace, pred: Predictions) -> dict | None:
-    """Compute the ``"multicalibration"`` block of ``mcviz metrics`` (None when not asked)."""
-    asked = getattr(args, "covariates", None) is not None or any(
-        getattr(args, name, None) is not None for name in CLI_OPTIONS
-    )
-    if not asked:
-        return None
-    n_subpopulations = 1000 if args.subpopulations is None else args.subpopulations
-    min_size = 10 if args.min_size is None else args.min_size
-    seed = 0 if args.seed is None else args.seed
-    repeats = 1 if args.repeats is None else args.repeats
-    if repeats < 1:
-        raise ValidationError(f"--repeats must be at least 1, not {repeats}.")
-    group_columns = _split(args.groups)
-    covariate_names = _split(getattr(args, "covariates", None))
-    groups = group_subpopulations(pred, group_columns) if group_columns else ()
-    # with --groups and no --covariates: exactly the full population plus the groups
-    generate = not group_columns or bool(covariate_names)
-    notes: list[str] = []
-    ignored = ("subpopulations", "min_size", "seed", "repeats")
-    if not generate and any(getattr(args, name, None) is not None for name in ignored):
-        notes.append("--groups without --covariates: the subpopulations are the full population "
-                     "and the groups alone (no Algorithm 1, so --subpopulations, --min-size, "
-                     "--seed and --repeats change nothing).")
-    # a covariate the loader dropped (constant or all missing) cannot split anything
-    dropped = [c for c in covariate_names if c not in pred.covariates.columns]
-    if dropped:
-        notes.append(f"not split on: {', '.join(map(repr, dropped))} (dropped when loading: "
-                     "constant or every value missing).")
-    split_on = [c for c in covariate_names if c not in dropped] if covariate_names else [
-        c for c in pred.covariates.columns if c not in group_columns]
-    if generate:
-        repeated = multicalibration_repeats(
-            pred, seeds=range(seed, seed + repeats), covariates=split_on,
-            n_subpopulations=n_subpopulations, min_size=min_size, groups=groups,
-        )
-        result = repeated.results[0]
-    else:
-        repeated = None
-        result = multicalibration(pred, groups)
-    argmax = result.argmax
-    position = next(i for i, s in enumerate(result.subpopulations) if s is argmax)
-    block: dict = {
-        "metric": result.metric if repeated is None else repeated.mean("metric"),
-        "metric_z": result.metric_z if repeated is None else repeated.mean("metric_z"),
-        "ablate": result.ablate if repeated is None else repeated.mean("ablate"),
-        "expectation": result.expectation if repeated is None else repeated.mean("expectation"),
-        "n_subpopulations": result.n_subpopulations,
-        "argmax": {
-            "description": argmax.description,
-            "size": argmax.size,
-            "kuiper": float(result.kuiper[position]),
-            "sigma": float(result.sigma[position]),
-        },
-    }
-    if args.repeats is not None:  # standard errors of the means (Bessel); "±" is 2 se
-        block["repeats"] = repeats
-        block["seeds"] = list(repeated.seeds) if repeated is not None else []
-        for name in ("metric", "metric_z", "ablate", "expectation"):
-            # one seed: no spread to estimate (null); groups only: nothing random (0)
-            block[f"{name}_se"] = repeated.se(name) if repeated is not None else 0.0
-    if result.notice:
-        notes.append(result.notice)
-    if notes:
-        block["notice"] = " ".join(notes)
-    return block
-

@@ -20,6 +20,7 @@ import io
 import os
 import shutil
 import threading
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -211,12 +212,28 @@ def html_report(
 def neutralize_formula(value: object) -> object:
     """Prefix text that a spreadsheet would run as a formula with an apostrophe.
 
+    A cell is neutralised when it begins with ``= + - − @``, a tab, a carriage return or a
+    line feed, also after leading whitespace, control or invisible format characters, and also
+    in full-width or other compatibility forms (``＝ ＋ － ＠``: the text is normalised with
+    Unicode NFKC before the test; the cell itself is kept as it was).
+
     Examples
     --------
     >>> neutralize_formula("=HYPERLINK(1)"), neutralize_formula("-x"), neutralize_formula(-1.5)
     ("'=HYPERLINK(1)", "'-x", -1.5)
+    >>> neutralize_formula(" =1+1"), neutralize_formula("\uff1d1+1"), neutralize_formula(" ok")
+    ("' =1+1", "'＝1+1", ' ok')
     """
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+    if not isinstance(value, str):
+        return value
+    if value.startswith((*FORMULA_PREFIXES, "\n")):
+        return "'" + value
+    normal = unicodedata.normalize("NFKC", value)
+    start = 0  # skip whitespace (Z*), controls (Cc) and invisible format characters (Cf)
+    while start < len(normal) and (normal[start].isspace()
+                                   or unicodedata.category(normal[start]) in ("Cc", "Cf")):
+        start += 1
+    if normal[start:].startswith(FORMULA_PREFIXES):
         return "'" + value
     return value
 

@@ -3,12 +3,15 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from mcviz.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -117,3 +120,91 @@ def test_metrics_values_match_a_direct_computation(prediction_file, capsys):
 def test_metrics_directory_and_unreadable_input_exit_2(tmp_path, capsys):
     assert main(["metrics", str(tmp_path)]) == 2
     assert "could not be read" in capsys.readouterr().err
+
+
+def test_lcs_refuses_real_valued_responses_like_the_dashboard(tmp_path, cli):
+    # Paper 004 defines the LCS for binary outcomes; the rule lives in mcviz.rules.
+    path = tmp_path / "rates.csv"
+    pd.DataFrame({"score": [0.1, 0.2, 0.3, 0.4], "rate": [0.15, 0.15, 0.35, 0.35]}).to_csv(
+        path, index=False
+    )
+    done = cli("lcs", path, "--score", "score", "--label", "rate", "--response", "continuous")
+    assert done.status == 2
+    assert "Local Calibration Score needs 0/1 responses" in done.err
+    assert "Traceback" not in done.err
+    assert done.out == ""
+
+
+def test_lcs_on_binary_responses(prediction_file, cli):
+    path, _ = prediction_file
+    done = cli("lcs", path, "--score", "prob", "--label", "y", "--json")
+    assert done.status == 0, done.err
+    assert set(done.json) == {"lcs", "k", "grid_points"}
+    assert done.json["lcs"] >= 0
+
+
+def test_the_lcs_rule():
+    from mcviz.errors import ValidationError
+    from mcviz.rules import check_lcs_response, lcs_applies
+
+    assert lcs_applies("binary")
+    assert not lcs_applies("continuous")
+    check_lcs_response("binary")
+    with pytest.raises(ValidationError, match="needs 0/1 responses"):
+        check_lcs_response("continuous")
+
+
+def test_every_subcommand_module_follows_the_interface():
+    import importlib
+
+    from mcviz.cli import SUBCOMMANDS, build_parser
+
+    parser = build_parser()
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(f"mcviz.cli.{name}")
+        assert callable(module.register), name
+        assert callable(module.run), name
+        extra = ["--out", "x.parquet"] if name == "screen" else (
+            ["--subpopulation", "a"] if name == "deviation" else [])
+        args = parser.parse_args([name, "file.csv", *extra])
+        assert args.run is module.run, name
+        assert args.json is False, name  # every subcommand takes --json
+
+
+def test_no_argparse_outside_the_cli_package():
+    root = ROOT / "mcviz"
+    users = [str(p.relative_to(root)) for p in root.rglob("*.py")
+             if "argparse" in p.read_text() and p.parent.name != "cli"]
+    assert users == []
+
+
+def test_python_dash_m_mcviz_runs_the_cli():
+    completed = subprocess.run([sys.executable, "-m", "mcviz", "--help"], capture_output=True,
+                               text=True, check=False, cwd=ROOT)
+    assert completed.returncode == 0
+    assert "metrics" in completed.stdout
+    assert "screen" in completed.stdout
+
+
+def test_csv_and_parquet_give_the_same_metrics(random_frame, write_csv, write_parquet, cli):
+    frame = random_frame(500, 5)
+    arguments = ("--score", "prob", "--label", "y", "--json")
+    from_csv = cli("metrics", write_csv(frame), *arguments)
+    from_parquet = cli("metrics", write_parquet(frame), *arguments)
+    assert from_csv.status == from_parquet.status == 0
+    assert from_csv.json["n"] == from_parquet.json["n"] == 500
+    assert from_csv.json["calibration"] == pytest.approx(from_parquet.json["calibration"],
+                                                         rel=1e-12)
+
+
+def test_metrics_of_the_embedded_demo(adult_demo_path, cli):
+    from mcviz.cumulative import cumulative_differences
+    from mcviz.io import load_demo
+
+    done = cli("metrics", adult_demo_path, "--score", "score_gbm", "--weight", "fnlwgt",
+               "--json")
+    assert done.status == 0, done.err
+    pred = load_demo("adult", weight="fnlwgt")
+    assert done.json["n"] == pred.n
+    assert done.json["calibration"]["kuiper"] == pytest.approx(
+        cumulative_differences(pred).kuiper, rel=1e-12)

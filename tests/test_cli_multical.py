@@ -4,8 +4,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcviz.cli import main
-
 
 def appendix_f_frame(q: int) -> pd.DataFrame:
     n = q * (q + 1)
@@ -19,12 +17,6 @@ def appendix_f_frame(q: int) -> pd.DataFrame:
     return frame
 
 
-def run(capsys, argv):
-    status = main(argv)
-    captured = capsys.readouterr()
-    return status, captured
-
-
 @pytest.fixture
 def appendix_f_file(tmp_path):
     path = tmp_path / "appendix_f.csv"
@@ -32,20 +24,19 @@ def appendix_f_file(tmp_path):
     return path
 
 
-def test_no_multicalibration_options_no_block(capsys, appendix_f_file):
-    status, captured = run(capsys, ["metrics", str(appendix_f_file), "--json"])
-    assert status == 0
-    assert "multicalibration" not in json.loads(captured.out)
+def test_no_multicalibration_options_no_block(cli, appendix_f_file):
+    done = cli(*["metrics", str(appendix_f_file), "--json"])
+    assert done.status == 0
+    assert "multicalibration" not in json.loads(done.out)
 
 
-def test_groups_only_give_appendix_f_closed_forms(capsys, appendix_f_file):
+def test_groups_only_give_appendix_f_closed_forms(cli, appendix_f_file):
     q = 11
     groups = ",".join(f"block{k}" for k in range(1, 6))
-    status, captured = run(
-        capsys, ["metrics", str(appendix_f_file), "--score", "score", "--label", "label",
+    done = cli(*["metrics", str(appendix_f_file), "--score", "score", "--label", "label",
                  "--groups", groups, "--json"])
-    assert status == 0, captured.err
-    block = json.loads(captured.out)["multicalibration"]
+    assert done.status == 0, done.err
+    block = json.loads(done.out)["multicalibration"]
     metric = (2 * q + 3) / (8 * (q + 1)) * np.sqrt(  # eq. (29)
         (2 * q**5 + 12 * q**4 + 27 * q**3 + 29 * q**2 + 16 * q + 4)
         / (3 * q**6 + 15 * q**5 + 29 * q**4 + 27 * q**3 + 13 * q**2 + 3 * q))
@@ -77,108 +68,100 @@ def random_file(tmp_path):
     return path
 
 
-def test_generated_subpopulations(capsys, random_file):
+def test_generated_subpopulations(cli, random_file):
     argv = ["metrics", str(random_file), "--score", "score", "--label", "label",
             "--covariates", "age,hours,occupation", "--subpopulations", "50", "--min-size", "20",
             "--seed", "3", "--json"]
-    status, captured = run(capsys, argv)
-    assert status == 0, captured.err
-    block = json.loads(captured.out)["multicalibration"]
+    done = cli(*argv)
+    assert done.status == 0, done.err
+    block = json.loads(done.out)["multicalibration"]
     assert block["n_subpopulations"] == 50
-    assert block["metric"] >= json.loads(captured.out)["calibration"]["kuiper"]
+    assert block["metric"] >= json.loads(done.out)["calibration"]["kuiper"]
     assert block["argmax"]["size"] >= 20
     assert block["metric_z"] == pytest.approx(
-        block["metric"] / json.loads(captured.out)["calibration"]["sigma"], rel=1e-12)
+        block["metric"] / json.loads(done.out)["calibration"]["sigma"], rel=1e-12)
     # same seed, same result
-    status, again = run(capsys, argv)
+    again = cli(*argv)
     assert json.loads(again.out)["multicalibration"] == block
 
 
-def test_repeats_report_standard_errors(capsys, random_file):
-    status, captured = run(
-        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+def test_repeats_report_standard_errors(cli, random_file):
+    done = cli(*["metrics", str(random_file), "--score", "score", "--label", "label",
                  "--covariates", "age,hours", "--subpopulations", "30", "--repeats", "3",
                  "--groups", "female", "--json"])
-    assert status == 0, captured.err
-    block = json.loads(captured.out)["multicalibration"]
+    assert done.status == 0, done.err
+    block = json.loads(done.out)["multicalibration"]
     assert block["repeats"] == 3
     assert block["seeds"] == [0, 1, 2]
     assert block["metric_se"] >= 0
     assert block["n_subpopulations"] == 31  # 30 generated plus the group
 
 
-def test_bad_group_column_exits_2(capsys, random_file):
-    status, captured = run(
-        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+def test_bad_group_column_exits_2(cli, random_file):
+    done = cli(*["metrics", str(random_file), "--score", "score", "--label", "label",
                  "--groups", "nosuch", "--json"])
-    assert status == 2
-    assert "nosuch" in captured.err
+    assert done.status == 2
+    assert "nosuch" in done.err
 
 
-def test_bad_min_size_exits_2(capsys, random_file):
-    status, captured = run(
-        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+def test_bad_min_size_exits_2(cli, random_file):
+    done = cli(*["metrics", str(random_file), "--score", "score", "--label", "label",
                  "--subpopulations", "10", "--min-size", "0", "--json"])
-    assert status == 2
-    assert "min_size" in captured.err
+    assert done.status == 2
+    assert "min_size" in done.err
 
 
-def test_repeats_edge_cases(capsys, random_file, appendix_f_file):
-    status, captured = run(
-        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+def test_repeats_edge_cases(cli, random_file, appendix_f_file):
+    done = cli(*["metrics", str(random_file), "--score", "score", "--label", "label",
                  "--covariates", "age", "--subpopulations", "5", "--repeats", "1", "--json"])
-    assert status == 0, captured.err
-    assert json.loads(captured.out)["multicalibration"]["metric_se"] is None  # one seed
-    status, captured = run(
-        capsys, ["metrics", str(appendix_f_file), "--groups", "block1", "--repeats", "3",
+    assert done.status == 0, done.err
+    assert json.loads(done.out)["multicalibration"]["metric_se"] is None  # one seed
+    done = cli(*["metrics", str(appendix_f_file), "--groups", "block1", "--repeats", "3",
                  "--json"])
-    assert status == 0, captured.err
-    assert json.loads(captured.out)["multicalibration"]["metric_se"] == 0.0  # nothing random
+    assert done.status == 0, done.err
+    assert json.loads(done.out)["multicalibration"]["metric_se"] == 0.0  # nothing random
 
 
-def test_table_output(capsys, random_file):
-    status, captured = run(
-        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+def test_table_output(cli, random_file):
+    done = cli(*["metrics", str(random_file), "--score", "score", "--label", "label",
                  "--covariates", "age,occupation", "--subpopulations", "5"])
-    assert status == 0, captured.err
-    assert "multicalibration:" in captured.out
-    assert "argmax:" in captured.out
+    assert done.status == 0, done.err
+    assert "multicalibration:" in done.out
+    assert "argmax:" in done.out
 
 
-def test_constant_covariate_is_skipped_with_a_notice(capsys, tmp_path, random_file):
+def test_constant_covariate_is_skipped_with_a_notice(cli, tmp_path, random_file):
     frame = pd.read_csv(random_file)
     frame["constant"] = 1  # dropped by the loader
     path = tmp_path / "constant.csv"
     frame.to_csv(path, index=False)
-    status, captured = run(
-        capsys, ["metrics", str(path), "--score", "score", "--label", "label",
+    done = cli(*["metrics", str(path), "--score", "score", "--label", "label",
                  "--covariates", "age,constant", "--subpopulations", "10", "--json"])
-    assert status == 0, captured.err
-    block = json.loads(captured.out)["multicalibration"]
+    assert done.status == 0, done.err
+    block = json.loads(done.out)["multicalibration"]
     assert block["n_subpopulations"] == 10
     assert "not split on: 'constant'" in block["notice"]
 
 
-def test_groups_only_say_that_generation_options_do_nothing(capsys, random_file):
-    status, captured = run(
-        capsys, ["metrics", str(random_file), "--score", "score", "--label", "label",
+def test_groups_only_say_that_generation_options_do_nothing(cli, random_file):
+    done = cli(*["metrics", str(random_file), "--score", "score", "--label", "label",
                  "--groups", "occupation", "--subpopulations", "40", "--json"])
-    assert status == 0, captured.err
-    block = json.loads(captured.out)["multicalibration"]
+    assert done.status == 0, done.err
+    block = json.loads(done.out)["multicalibration"]
     assert block["n_subpopulations"] == 3  # one group per level of the categorical column
     assert "--groups without --covariates" in block["notice"]
 
 
-def test_repeats_mean_and_standard_error_match_single_seeds(capsys, random_file):
+def test_repeats_mean_and_standard_error_match_single_seeds(cli, random_file):
     base = ["metrics", str(random_file), "--score", "score", "--label", "label",
             "--covariates", "age,hours", "--subpopulations", "20", "--json"]
     metrics = []
     for seed in (4, 5, 6):
-        status, captured = run(capsys, [*base, "--seed", str(seed)])
-        assert status == 0, captured.err
-        metrics.append(json.loads(captured.out)["multicalibration"]["metric"])
-    status, captured = run(capsys, [*base, "--seed", "4", "--repeats", "3"])
-    block = json.loads(captured.out)["multicalibration"]
+        done = cli(*[*base, "--seed", str(seed)])
+        assert done.status == 0, done.err
+        metrics.append(json.loads(done.out)["multicalibration"]["metric"])
+    done = cli(*[*base, "--seed", "4", "--repeats", "3"])
+    block = json.loads(done.out)["multicalibration"]
     assert block["seeds"] == [4, 5, 6]
     assert block["metric"] == pytest.approx(np.mean(metrics), rel=1e-12)
     # Bessel: sample variance over r - 1 = 2, standard error over sqrt(r)

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcviz.cli import build_parser, load_from_arguments, main
+from mcviz.cli import build_parser, main
+from mcviz.cli._common import load_from_arguments
 
 
 @pytest.fixture

@@ -14,14 +14,12 @@ from mcviz.cli import main
 from mcviz.cumulative import cumulative_differences
 from mcviz.engines import Columns, NumpyEngine
 from mcviz.engines.base import BinSummaries, candidate_cells, finish_screen
+from mcviz.engines.duckdb_engine import DuckDBEngine
 from mcviz.engines.numpy_engine import subpopulation_kuiper
 from mcviz.engines.sql import DUCKDB, SPARK, Query, condition_sql
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.subpopulations import Condition, generate_subpopulations, select_rows
-
-duckdb = pytest.importorskip("duckdb")
-from mcviz.engines.duckdb_engine import DuckDBEngine  # noqa: E402
 
 COLUMNS = Columns("score", "label", "weight")
 ODD = 'we"ird `col'

@@ -6,11 +6,9 @@ import contextlib
 import io
 import json
 
+import duckdb  # noqa: F401 - a test requirement (the engines read Parquet with it)
 import pandas as pd
 import pytest
-
-pytest.importorskip("duckdb")
-
 from test_engines import make_frame
 
 from mcviz.cli import main

@@ -349,7 +349,7 @@ def test_local_error_distribution():
 
 
 def test_index_groups_of_generated_subpopulations():
-    subpopulations = pytest.importorskip("mcviz.subpopulations")
+    import mcviz.subpopulations as subpopulations
     pred = _random_pred(n=400, seed=11)
     generated = subpopulations.generate_subpopulations(pred, n_subpopulations=20, min_size=10,
                                                        seed=0)

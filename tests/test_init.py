@@ -20,3 +20,16 @@ def test_one_call_from_the_top_level():
 def test_unknown_attribute():
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         _ = mcviz.nonexistent
+
+
+def test_the_library_does_not_import_streamlit():
+    # Streamlit is the dashboard's extra (mcviz[dashboard]); the library and the CLI never need it.
+    import subprocess
+    import sys
+
+    code = ("import sys, mcviz; mcviz.multicalibration; import mcviz.cli, mcviz.report, "
+            "mcviz.figures, mcviz.engines, mcviz.cli.screen; "
+            "assert 'streamlit' not in sys.modules, 'streamlit was imported'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr

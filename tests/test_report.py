@@ -74,6 +74,24 @@ def test_formula_cells_are_neutralised(cell):
     assert text.rstrip().endswith(",-1.5")  # numbers stay numbers
 
 
+@pytest.mark.parametrize("cell", [
+    " =1+1", "   +1", "\u00a0@SUM(A1)",  # leading spaces (also no-break)
+    "\n=1+1", "\nx", "\t =1", "\r\n-1", "\x0b=1", "\x1f@x",  # control characters first
+    "\u200b=1+1", "\ufeff=1+1",  # invisible format characters (zero-width space, BOM)
+    "\uff1d1+1", "\uff0b1", "\uff0d1", "\uff20SUM(A1)",  # full-width ＝ ＋ － ＠
+    " \uff1d1", "\ufe661",  # full-width after a space; small form ﹦
+])
+def test_disguised_formula_cells_are_neutralised(cell):
+    assert neutralize_formula(cell) == "'" + cell  # the cell itself is kept as written
+    text = safe_csv(pd.DataFrame({"description": [cell], "value": [1]})).decode()
+    assert text.split("\n", 1)[1].startswith(("'", '"\''))  # quoted when it holds a newline
+
+
+@pytest.mark.parametrize("cell", [" age ≥ 40", "x = 1", "\uff41ge", "a-b", "  ", ""])
+def test_plain_text_is_kept(cell):
+    assert neutralize_formula(cell) == cell
+
+
 def test_safe_csv_keeps_plain_text_and_neutralises_headers():
     frame = pd.DataFrame({"=cmd": ["age ≥ 40", None], "n": [1, 2]})
     assert safe_csv(frame).decode() == "'=cmd,n\nage ≥ 40,1\n,2\n"

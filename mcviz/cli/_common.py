@@ -1,0 +1,301 @@
+"""What every subcommand shares: input arguments, loading, output, signals and atomic writes.
+
+Nothing here computes a statistic; the subcommand modules call the library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import math
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mcviz.errors import ValidationError
+from mcviz.io import LoadReport, Predictions, load_predictions
+from mcviz.weighting import SCHEMES, reweight
+
+__all__ = [
+    "Terminated",
+    "add_input_arguments",
+    "add_json_argument",
+    "atomic_output",
+    "default",
+    "interruptible",
+    "json_safe",
+    "load_from_arguments",
+    "print_table",
+    "split",
+    "work_abandoned",
+]
+
+T = TypeVar("T")
+
+# Exit statuses: 2 for bad input (argparse's own), 128 + signal number for a signal.
+EXIT_BAD_INPUT = 2
+EXIT_SIGINT = 128 + signal.SIGINT  # 130
+EXIT_SIGTERM = 128 + signal.SIGTERM  # 143
+EXIT_SIGPIPE = 128 + 13  # 141, a closed output pipe (SIGPIPE is 13 on every POSIX system)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (a BaseException like KeyboardInterrupt: ``except Exception`` passes it)."""
+
+
+def default(function: Callable[..., Any], parameter: str) -> Any:
+    """Return the default value of ``parameter`` in ``function``'s signature.
+
+    Subcommands take their defaults from the library this way instead of repeating literals.
+
+    Examples
+    --------
+    >>> def f(x, *, span=0.9): ...
+    >>> default(f, "span")
+    0.9
+    """
+    value = inspect.signature(function).parameters[parameter].default
+    if value is inspect.Parameter.empty:
+        raise TypeError(f"{function.__name__}() has no default for {parameter!r}")
+    return value
+
+
+def split(text: str | None) -> list[str] | None:
+    """Split a comma-separated option into names (None when the option was not given).
+
+    Examples
+    --------
+    >>> split(" a, b ,,c")
+    ['a', 'b', 'c']
+    >>> split(None) is None
+    True
+    """
+    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
+
+
+def add_json_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--json`` (print one JSON object instead of a table)."""
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments that say how to read the prediction file, and ``--json``."""
+    parser.add_argument("file", help="CSV/TSV (optionally .gz/.zip) or Parquet prediction file")
+    parser.add_argument("--score", help="score column (probability of the positive class)")
+    parser.add_argument(
+        "--probabilities", help="comma-separated per-class probability columns (multi-class)"
+    )
+    parser.add_argument("--label", help="label column")
+    parser.add_argument("--positive", help="the label value of the positive class")
+    parser.add_argument("--weight", help="weight column")
+    parser.add_argument(
+        "--weighting",
+        choices=SCHEMES,
+        help="multiply the weights by 1/S (proportional; 1/max(S, rho) with --rho), "
+        "1/(S + rho) (proportional-shifted) or 1/prevalence for positives (low-prevalence); "
+        "paper 000 Appendices A and B",
+    )
+    parser.add_argument("--rho", type=float, help="regularisation rho of the proportional weights")
+    parser.add_argument(
+        "--response",
+        choices=("binary", "continuous"),
+        default=default(load_predictions, "response"),
+        help="continuous: real-valued labels; sigma then comes from the variance estimate of "
+        "paper 000 Appendix C eq. (6)",
+    )
+    parser.add_argument(
+        "--drop-invalid", action="store_true", help="drop invalid rows (and say how many)"
+    )
+    add_json_argument(parser)
+
+
+def load_from_arguments(args: argparse.Namespace, **options: object) -> Predictions:
+    """Load the file named on the command line with the mapping given there."""
+    pred = load_predictions(
+        args.file,
+        score=args.score,
+        probabilities=split(args.probabilities),
+        label=args.label,
+        positive=args.positive,
+        weight=args.weight,
+        drop_invalid=args.drop_invalid,
+        response=args.response,
+        **options,
+    )
+    say_what_loading_did(pred.report)
+    weighting, rho = getattr(args, "weighting", None), getattr(args, "rho", None)
+    if weighting is not None:
+        return reweight(pred, weighting, rho=rho)
+    if rho is not None:
+        raise ValidationError("--rho applies only with --weighting proportional[-shifted].")
+    return pred
+
+
+def say_what_loading_did(report: LoadReport) -> None:
+    """Print the loader's counts, warnings and notes on stderr (stdout keeps the result)."""
+    if report.dropped:
+        reasons = "; ".join(f"{reason}: {count:,}" for reason, count in report.dropped)
+        print(f"mcviz: dropped {report.n_dropped:,} of {report.n_read:,} rows ({reasons})",
+              file=sys.stderr)
+    for warning in report.warnings:
+        print(f"mcviz: warning: {warning}", file=sys.stderr)
+    for notice in report.notices:
+        print(f"mcviz: note: {notice}", file=sys.stderr)
+
+
+# ------------------------------------------------------------------------------------------
+# Output
+
+
+def json_safe(value: object) -> object:
+    """Return ``value`` with NaN as None, infinities as "inf"/"-inf" and numpy scalars as Python.
+
+    Examples
+    --------
+    >>> json_safe({"a": float("nan"), "b": [float("-inf"), 1.5]})
+    {'a': None, 'b': ['-inf', 1.5]}
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item"):
+        return json_safe(value.item())
+    return value
+
+
+def print_table(output: dict, indent: str = "") -> None:
+    """Print a result as an indented table (nested blocks indented, lists as bullets)."""
+    for key, value in output.items():
+        if isinstance(value, dict):
+            print(f"{indent}{key}:")
+            print_table(value, indent + "  ")
+        elif isinstance(value, list):
+            print(f"{indent}{key}:")
+            for item in value:
+                if isinstance(item, dict):
+                    print(indent + "  - " + ", ".join(f"{k}={_format(v)}" for k, v in item.items()))
+                else:
+                    print(f"{indent}  - {_format(item)}")
+        else:
+            print(f"{indent}{key:<16} {_format(value)}")
+
+
+def _format(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path in ``path``'s directory; rename it over ``path`` on success.
+
+    A failure, Ctrl-C or SIGTERM during the write removes the temporary file and leaves any
+    previous ``path`` untouched (``os.replace`` is atomic within one file system).
+
+    Raises
+    ------
+    ValidationError
+        When the destination directory does not exist.
+    """
+    path = Path(path)
+    directory = path.parent
+    if not directory.is_dir():
+        raise ValidationError(f"directory {str(directory)!r} does not exist.")
+    descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    os.close(descriptor)
+    temporary = Path(name)
+    try:
+        yield temporary
+        temporary.replace(path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------------------------------
+# Signals
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def signals_as_exceptions() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt and SIGTERM :class:`Terminated` inside the block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+    previous = {
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+        signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_terminated),
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+_abandoned = threading.Event()
+
+
+def work_abandoned() -> bool:
+    """Return whether :func:`interruptible` gave up waiting for a cancelled worker."""
+    return _abandoned.is_set()
+
+
+def interruptible(work: Callable[[], T], cancel: Callable[[], object], *,
+                  grace: float = 10.0) -> T:
+    """Run ``work()`` in a worker thread so that a signal can cancel it.
+
+    A query engine blocked in native code (DuckDB, Spark's JVM) does not return to Python while
+    it runs, so the main thread's signal handlers would wait for it. Here the main thread waits
+    in short, interruptible slices; on KeyboardInterrupt or :class:`Terminated` it calls
+    ``cancel()`` (for example ``connection.interrupt()``) repeatedly until the worker returns
+    (at most ``grace`` seconds), and re-raises, so that ``finally`` blocks close the engine and
+    remove its spill directory. A worker still running after ``grace`` is abandoned
+    (:func:`work_abandoned`): its engine must not be closed, and :func:`mcviz.cli.main` ends
+    the process with ``os._exit`` instead of waiting for it.
+    """
+    outcome: dict[str, Any] = {}
+    done = threading.Event()  # not Thread.is_alive: a join interrupted by a signal corrupts it
+
+    def target() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as error:  # handed to the main thread below
+            outcome["error"] = error
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="mcviz-work", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except (KeyboardInterrupt, Terminated):
+        # cancel() stops the query running now; the worker may start another before it sees
+        # the error, so cancel again until it returns.
+        deadline = time.monotonic() + grace
+        while not done.is_set() and time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                cancel()
+            done.wait(0.05)
+        if not done.is_set():
+            _abandoned.set()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

@@ -1,0 +1,155 @@
+"""``mcviz metrics``: the calibration metrics of the full population, and multi-calibration.
+
+The ``"calibration"`` block is the cumulative statistics of paper 000 (eqs. 2-5); with any
+multi-calibration option (``--covariates``, ``--subpopulations``, ``--groups``, ...) the
+``"multicalibration"`` block adds the metric of eq. (4) over Algorithm 1's subpopulations.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mcviz.cli import _common
+from mcviz.cumulative import cumulative_differences
+from mcviz.errors import ValidationError
+from mcviz.io import Predictions
+from mcviz.multical import multicalibration, multicalibration_repeats
+from mcviz.subpopulations import generate_subpopulations, group_subpopulations
+
+__all__ = ["metrics_block", "register", "run"]
+
+HELP = "calibration metrics of the full population"
+# The options of the multi-calibration block (any of them, or --covariates, asks for it).
+OPTIONS = ("subpopulations", "min_size", "seed", "repeats", "groups")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``mcviz metrics``."""
+    parser = subparsers.add_parser("metrics", help=HELP, description=HELP)
+    _common.add_input_arguments(parser)
+    add_multicalibration_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def add_multicalibration_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the multi-calibration options of ``mcviz metrics`` (defaults: None = not asked)."""
+    n_subpopulations = _common.default(multicalibration_repeats, "n_subpopulations")
+    min_size = _common.default(multicalibration_repeats, "min_size")
+    group = parser.add_argument_group("multi-calibration (paper 000)")
+    group.add_argument(
+        "--covariates", help="comma-separated covariates (also those Algorithm 1 splits on)"
+    )
+    group.add_argument(
+        "--subpopulations", type=int, metavar="L",
+        help=f"number of random subpopulations of Algorithm 1 (default {n_subpopulations})",
+    )
+    group.add_argument("--min-size", type=int, metavar="M",
+                       help=f"minimum members (default {min_size})")
+    group.add_argument("--seed", type=int, help="seed of Algorithm 1 (default "
+                       f"{_common.default(generate_subpopulations, 'seed')})")
+    group.add_argument(
+        "--repeats", type=int, metavar="R",
+        help="run seeds s, s+1, ..., s+R-1 and report the metrics as means with standard "
+        "errors (the argmax and the count are those of seed s)",
+    )
+    group.add_argument(
+        "--groups", help="comma-separated boolean or categorical columns used as groups"
+    )
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Return the metrics of the file (and the multi-calibration block when asked)."""
+    covariates = _common.split(args.covariates)
+    groups = _common.split(args.groups)
+    if covariates is not None and groups:  # group columns must be loaded too
+        covariates = list(dict.fromkeys([*covariates, *groups]))
+    pred = _common.load_from_arguments(args, covariates=covariates)
+    result = cumulative_differences(pred)
+    output: dict = {
+        "n": pred.n,
+        "weight_total": pred.weight_total,
+        "calibration": {
+            "kuiper": result.kuiper,
+            "ks": result.ks,
+            "sigma": result.sigma,
+            "kuiper_z": result.kuiper_z,
+            "p_value": result.p_value,
+        },
+    }
+    block = metrics_block(args, pred)
+    if block is not None:
+        output["multicalibration"] = block
+    return output
+
+
+def _settings(args: argparse.Namespace) -> tuple[int, int, int, int]:
+    """Return n_subpopulations, min_size, seed, repeats (the library's defaults if not given)."""
+    def given(name: str, fallback: int) -> int:
+        value = getattr(args, name)
+        return fallback if value is None else value
+
+    repeats = given("repeats", 1)
+    if repeats < 1:
+        raise ValidationError(f"--repeats must be at least 1, not {repeats}.")
+    return (given("subpopulations", _common.default(multicalibration_repeats, "n_subpopulations")),
+            given("min_size", _common.default(multicalibration_repeats, "min_size")),
+            given("seed", _common.default(generate_subpopulations, "seed")), repeats)
+
+
+def metrics_block(args: argparse.Namespace, pred: Predictions) -> dict | None:
+    """Compute the ``"multicalibration"`` block of ``mcviz metrics`` (None when not asked)."""
+    asked = args.covariates is not None or any(getattr(args, n) is not None for n in OPTIONS)
+    if not asked:
+        return None
+    n_subpopulations, min_size, seed, repeats = _settings(args)
+    group_columns = _common.split(args.groups) or []
+    covariate_names = _common.split(args.covariates) or []
+    groups = group_subpopulations(pred, group_columns) if group_columns else ()
+    # with --groups and no --covariates: exactly the full population plus the groups
+    generate = not group_columns or bool(covariate_names)
+    notes: list[str] = []
+    ignored = ("subpopulations", "min_size", "seed", "repeats")
+    if not generate and any(getattr(args, name) is not None for name in ignored):
+        notes.append("--groups without --covariates: the subpopulations are the full population "
+                     "and the groups alone (no Algorithm 1, so --subpopulations, --min-size, "
+                     "--seed and --repeats change nothing).")
+    # a covariate the loader dropped (constant or all missing) cannot split anything
+    dropped = [c for c in covariate_names if c not in pred.covariates.columns]
+    if dropped:
+        notes.append(f"not split on: {', '.join(map(repr, dropped))} (dropped when loading: "
+                     "constant or every value missing).")
+    split_on = [c for c in covariate_names if c not in dropped] if covariate_names else [
+        c for c in pred.covariates.columns if c not in group_columns]
+    if generate:
+        repeated = multicalibration_repeats(
+            pred, seeds=range(seed, seed + repeats), covariates=split_on,
+            n_subpopulations=n_subpopulations, min_size=min_size, groups=groups,
+        )
+        result = repeated.results[0]
+    else:
+        repeated = None
+        result = multicalibration(pred, groups)
+    names = ("metric", "metric_z", "ablate", "expectation")
+    block: dict = {
+        name: getattr(result, name) if repeated is None else repeated.mean(name) for name in names
+    }
+    argmax = result.argmax
+    position = next(i for i, s in enumerate(result.subpopulations) if s is argmax)
+    block["n_subpopulations"] = result.n_subpopulations
+    block["argmax"] = {
+        "description": argmax.description,
+        "size": argmax.size,
+        "kuiper": float(result.kuiper[position]),
+        "sigma": float(result.sigma[position]),
+    }
+    if args.repeats is not None:  # standard errors of the means (Bessel); "±" is 2 se
+        block["repeats"] = repeats
+        block["seeds"] = list(repeated.seeds) if repeated is not None else []
+        for name in names:
+            # one seed: no spread to estimate (null); groups only: nothing random (0)
+            block[f"{name}_se"] = repeated.se(name) if repeated is not None else 0.0
+    if result.notice:
+        notes.append(result.notice)
+    if notes:
+        block["notice"] = " ".join(notes)
+    return block

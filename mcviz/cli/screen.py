@@ -1,0 +1,180 @@
+"""``mcviz screen``: generate subpopulations on a sample, evaluate them on the full data.
+
+The subpopulations come from Algorithm 1 run on an in-memory random sample of the rows (read
+with DuckDB's reservoir sampling, ``--sample-rows``, ``--seed``); the chosen engine then
+evaluates their predicates on every row. The per-subpopulation table is written to ``--out``
+(Parquet, with the run's context in its metadata: :mod:`mcviz.engines.results`, which the
+dashboard's Screening page opens) and M with its argmax is printed (``--json``: the keys of
+``mcviz metrics``).
+
+Ctrl-C and SIGTERM cancel the running query (DuckDB ``interrupt``, Spark ``cancelAllJobs``);
+DuckDB (``temp_directory``) and a Spark started here (``SPARK_LOCAL_DIRS``) spill into a temporary
+directory that is removed however the command ends, and the
+table is written to a temporary file renamed over ``--out`` only when complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from mcviz.cli import _common
+from mcviz.engines.base import Columns, Engine, expand_paths
+from mcviz.engines.results import write_screen
+from mcviz.errors import ValidationError
+from mcviz.io import Predictions, load_predictions
+from mcviz.subpopulations import generate_subpopulations
+
+__all__ = ["make_engine", "register", "run", "sample_columns"]
+
+HELP = "multi-calibration screening of Parquet data in memory, with DuckDB or with Spark"
+DEFAULT_SAMPLE_ROWS = 1_000_000
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``mcviz screen``."""
+    d = _common.default
+    parser = subparsers.add_parser("screen", help=HELP, description=HELP)
+    parser.add_argument("file", help="Parquet file, directory or glob (quote it)")
+    parser.add_argument("--score", help="score column (probability of the positive class)")
+    parser.add_argument("--label", help="label column")
+    parser.add_argument("--positive", help="the label value of the positive class")
+    parser.add_argument("--weight", help="weight column")
+    parser.add_argument("--drop-invalid", action="store_true",
+                        help="drop invalid rows (and say how many)")
+    parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy")
+    parser.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 2GB (spills beyond)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--exact", action="store_true", help="exact Kuiper statistics (default)")
+    mode.add_argument("--histogram", type=int, metavar="BINS",
+                      help="histogram mode with BINS score bins (reports the bound)")
+    parser.add_argument("--covariates", help="comma-separated covariates to split on")
+    n_subpopulations = d(generate_subpopulations, "n_subpopulations")
+    parser.add_argument("--subpopulations", type=int, default=n_subpopulations, metavar="L",
+                        help=f"number of random subpopulations (default {n_subpopulations})")
+    parser.add_argument("--min-size", type=int, default=d(generate_subpopulations, "min_size"),
+                        help="smallest subpopulation (default "
+                        f"{d(generate_subpopulations, 'min_size')})")
+    parser.add_argument("--sample-rows", type=int, default=DEFAULT_SAMPLE_ROWS, metavar="N",
+                        help="rows sampled to generate the subpopulations "
+                        f"(default {DEFAULT_SAMPLE_ROWS:,})")
+    parser.add_argument("--seed", type=int, default=d(generate_subpopulations, "seed"))
+    parser.add_argument("--out", required=True, help="Parquet file for the per-subpopulation table")
+    _common.add_json_argument(parser)
+    parser.set_defaults(run=run)
+
+
+def sample_columns(pred: Predictions, sample: pd.DataFrame) -> Columns:
+    """Return the score/label/weight mapping a sample was loaded with, for the engines."""
+    if pred.multiclass:
+        raise ValidationError("mcviz screen needs one score column; multi-class files are not "
+                              "supported out of core.")
+    if pred.response_kind != "binary":
+        raise ValidationError("mcviz screen needs binary labels.")
+    label = sample[pred.label_column]
+    numeric = pd.api.types.is_bool_dtype(label) or pd.api.types.is_numeric_dtype(label)
+    if numeric and str(pred.positive) in ("1", "True", "1.0"):
+        return Columns(pred.score_column, pred.label_column, pred.weight_column)
+    return Columns(pred.score_column, pred.label_column, pred.weight_column,
+                   positive=str(pred.positive).strip(), negative=pred.classes[0])
+
+
+def make_engine(name: str, files, columns: Columns, *, memory_limit: str | None = None,
+                drop_invalid: bool = False, temp_directory: str | None = None) -> Engine:
+    """Build the named engine over the files (DuckDB spills into ``temp_directory``)."""
+    if name == "numpy":
+        from mcviz.engines.numpy_engine import NumpyEngine
+
+        return NumpyEngine(files, columns, drop_invalid=drop_invalid)
+    if name == "duckdb":
+        try:
+            from mcviz.engines.duckdb_engine import DuckDBEngine
+        except ImportError:  # pragma: no cover
+            raise ValidationError("the duckdb engine needs `pip install mcviz[duckdb]`.") from None
+        return DuckDBEngine(files, columns, memory_limit=memory_limit, drop_invalid=drop_invalid,
+                            temp_directory=temp_directory)
+    if name == "spark":
+        try:
+            from mcviz.engines.spark_engine import SparkEngine
+        except ImportError:  # pragma: no cover
+            raise ValidationError("the spark engine needs `pip install mcviz[spark]` and Java "
+                                  "17.") from None
+        return SparkEngine(files, columns, drop_invalid=drop_invalid)
+    raise ValidationError(f"unknown engine {name!r}; use numpy, duckdb or spark.")
+
+
+def cancel_engine(engine: Engine) -> None:
+    """Cancel the engine's running query, if it has one to cancel (called on a signal)."""
+    con = getattr(engine, "con", None)  # DuckDB
+    if con is not None:
+        con.interrupt()
+    spark = getattr(engine, "spark", None)  # Spark
+    if spark is not None:
+        spark.sparkContext.cancelAllJobs()
+
+
+def _read_sample(files: Sequence[str], rows: int, seed: int, temp_directory: str) -> pd.DataFrame:
+    """Reservoir-sample the rows on a connection that a signal can interrupt."""
+    try:
+        import duckdb
+    except ImportError:  # pragma: no cover - the pyarrow fallback of read_sample
+        from mcviz.engines.duckdb_engine import read_sample
+
+        return read_sample(files, rows, seed)
+    from mcviz.engines.duckdb_engine import read_sample
+
+    con = duckdb.connect(config={"temp_directory": temp_directory})
+    try:
+        return _common.interruptible(lambda: read_sample(files, rows, seed, con=con),
+                                     con.interrupt)
+    finally:
+        if not _common.work_abandoned():
+            con.close()
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Run ``mcviz screen``; return the summary (the table goes to ``--out``)."""
+    files = expand_paths(args.file)
+    if args.sample_rows < 1:
+        raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
+    out = Path(args.out)
+    if not out.parent.is_dir():  # say so before the work, not after it
+        raise ValidationError(f"directory {str(out.parent)!r} does not exist.")
+    with tempfile.TemporaryDirectory(prefix="mcviz-screen-", ignore_cleanup_errors=True) as spill:
+        sample = _read_sample(files, args.sample_rows, args.seed, spill)
+        covariates = _common.split(args.covariates)
+        # Invalid rows of the sample are skipped here: the engine validates every row of the
+        # full data and reports counts of the file, not row numbers of a random sample.
+        pred = load_predictions(
+            sample, score=args.score, label=args.label, positive=args.positive,
+            weight=args.weight, covariates=covariates, drop_invalid=True,
+        )
+        columns = sample_columns(pred, sample)
+        subpopulations = generate_subpopulations(
+            pred, covariates=covariates, n_subpopulations=args.subpopulations,
+            min_size=args.min_size, seed=args.seed,
+        )
+        del sample
+        if args.engine == "spark":  # the JVM's shuffle and spill files go there too
+            os.environ["SPARK_LOCAL_DIRS"] = spill
+        engine = make_engine(args.engine, files, columns, memory_limit=args.memory_limit,
+                             drop_invalid=args.drop_invalid, temp_directory=spill)
+        options = ({"exact": False, "bins": args.histogram} if args.histogram is not None
+                   else {"exact": True})
+        try:
+            if args.engine == "numpy":  # Python code: the main thread's signal handlers run
+                result = engine.screen(subpopulations, **options)
+            else:  # a query in native code: cancelled from the main thread on a signal
+                result = _common.interruptible(lambda: engine.screen(subpopulations, **options),
+                                               lambda: cancel_engine(engine))
+        finally:
+            if not _common.work_abandoned():  # a query that ignored the cancel keeps its engine
+                engine.close()
+    with _common.atomic_output(out) as temporary:
+        write_screen(result, temporary, files=files, columns=columns, kinds=pred.covariate_kinds)
+    return result.summary()

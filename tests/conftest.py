@@ -1,0 +1,102 @@
+"""Fixtures shared by the test modules: small predictions, file writers, the CLI, demo data."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcviz.io import Predictions, demo_path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def small_predictions() -> Predictions:
+    """Four rows whose cumulative path is known by hand.
+
+    C_k = (-0.1, -0.5, -0.1, 0) / 4 with C_0 = 0, so Kuiper D = 0.125 and KS G = 0.125.
+    """
+    return Predictions.from_arrays([0.1, 0.4, 0.6, 0.9], [0, 0, 1, 1])
+
+
+def _random_frame(n: int, seed: int, *, power: float = 1.0) -> pd.DataFrame:
+    """Scores ~ U(0, 1), labels ~ Bernoulli(score**power) (calibrated when power = 1), covariates.
+
+    Columns ``prob``, ``y``, ``age`` (integers 20-69), ``hours`` (normal), ``sex`` (f/m).
+    """
+    rng = np.random.default_rng(seed)
+    score = rng.random(n)
+    return pd.DataFrame({
+        "prob": score,
+        "y": (rng.random(n) < score**power).astype(int),
+        "age": rng.integers(20, 70, n),
+        "hours": rng.normal(40, 10, n),
+        "sex": rng.choice(["f", "m"], n),
+    })
+
+
+@pytest.fixture
+def random_frame() -> Callable[..., pd.DataFrame]:
+    """Return ``make(n, seed, *, power=1.0)``: a seeded random prediction frame.
+
+    Scores ~ U(0, 1), labels ~ Bernoulli(score**power) (calibrated when power = 1); columns
+    ``prob``, ``y``, ``age`` (integers 20-69), ``hours`` (normal), ``sex`` (f/m).
+    """
+    return _random_frame
+
+
+def _writer(directory: Path, default_name: str, method: str) -> Callable[..., Path]:
+    def write(frame: pd.DataFrame, name: str = default_name) -> Path:
+        path = directory / name
+        getattr(frame, method)(path, index=False)
+        return path
+
+    return write
+
+
+@pytest.fixture
+def write_csv(tmp_path: Path) -> Callable[..., Path]:
+    """Return ``write(frame, name="pred.csv") -> path`` writing a CSV under ``tmp_path``."""
+    return _writer(tmp_path, "pred.csv", "to_csv")
+
+
+@pytest.fixture
+def write_parquet(tmp_path: Path) -> Callable[..., Path]:
+    """Return ``write(frame, name="pred.parquet") -> path`` writing Parquet under ``tmp_path``."""
+    return _writer(tmp_path, "pred.parquet", "to_parquet")
+
+
+class CliRun:
+    """The outcome of one in-process ``mcviz`` call: status, stdout, stderr."""
+
+    def __init__(self, status: int, out: str, err: str) -> None:
+        self.status, self.out, self.err = status, out, err
+
+    @property
+    def json(self) -> dict:
+        """Stdout parsed as the one JSON object of ``--json``."""
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys) -> Callable[..., CliRun]:
+    """Return ``run(*argv) -> CliRun`` calling :func:`mcviz.cli.main` in process."""
+    from mcviz.cli import main
+
+    def run(*argv: object) -> CliRun:
+        status = main([str(a) for a in argv])
+        captured = capsys.readouterr()
+        return CliRun(status, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def adult_demo_path() -> Path:
+    """The embedded Adult demo (Parquet)."""
+    return demo_path("adult")
