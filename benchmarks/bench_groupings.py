@@ -1,117 +1,129 @@
-"""Groupings timings: local k-NN calibration (target: 10^5 rows, k = 100 in a few seconds).
+"""Groupings timings and peak memory: k-NN local calibration, one case per subprocess.
 
-Run: python benchmarks/bench_groupings.py [--sizes 10000 100000] [--k 100] [--repeats 3]
-Prints one row per (n, input space); times are the best of --repeats runs (seconds). The load
-average is printed because the machine may be shared.
+Run: python benchmarks/bench_groupings.py [--cases 1 2 3] [--limit 4GB] [--quick]
 
-Input spaces: "2 num" (two continuous covariates, no ties), "4 num + cat" (four continuous and
-one 12-level nominal covariate, 16 dimensions), "3 int" (three integer covariates with many
-tied inputs, as in census data).
+Each case runs in its own Python subprocess (under ``prlimit --as`` when ``--limit`` is given,
+so a case that would exhaust memory fails alone) and prints: the input space, rows, centres,
+wall seconds of ``local_calibration`` and the process's peak resident memory before and after
+it (``ru_maxrss``; "before" includes building the predictions). A refusal by the resource
+model (:mod:`mcviz.budget`) is printed as such. The load average is printed because the machine
+may be shared.
+
+Cases (k = 100):
+1. "2 num": two continuous covariates, 10^5 rows, every row a centre;
+2. "3 int": three integer covariates with many tied inputs (census-like), 10^5, every row;
+3. "4 num + 12-level": four continuous and one 12-level nominal covariate, 10^5, every row;
+4. "4 num + 1 nominal": four continuous and one 100-level nominal, 10^5, 2,000 centres (the
+   dashboard's default);
+5. 10^6 rows, four continuous and one 500-level nominal, 2,000 centres;
+6. 3 x 10^6 rows, three continuous, two integer and one 471-level nominal (the shape of the
+   upload of issue 16), 2,000 centres.
 """
 
 import argparse
+import json
 import os
+import resource
+import subprocess
+import sys
 import time
 
-import numpy as np
-import pandas as pd
-
-from mcviz.agglomeration import calibration_score, cvar_curve
-from mcviz.groupings import (
-    covariate_bins,
-    kernel_calibration,
-    local_calibration,
-    neighbourhood_tradeoff,
-    score_bins,
-)
-from mcviz.io import Predictions
+CASES = {
+    1: ("2 num", 100_000, {"num": 2}, None),
+    2: ("3 int", 100_000, {"int": 3}, None),
+    3: ("4 num + 12-level", 100_000, {"num": 4, "levels": 12}, None),
+    4: ("4 num + 1 nominal (100)", 100_000, {"num": 4, "levels": 100}, 2_000),
+    5: ("4 num + 500-level", 1_000_000, {"num": 4, "levels": 500}, 2_000),
+    6: ("3 num + 2 int + 471-level", 3_000_000, {"num": 3, "int": 2, "levels": 471}, 2_000),
+}
 
 
-def make_predictions(n: int, seed: int = 0) -> Predictions:
+def _make(n: int, spec: dict, seed: int = 0):
+    import numpy as np
+    import pandas as pd
+
+    from mcviz.io import Predictions
+
     rng = np.random.default_rng(seed)
     score = rng.random(n)
-    covariates = {f"x{i}": rng.normal(size=n) for i in range(4)}
-    covariates["c"] = pd.Categorical(rng.integers(0, 12, n).astype(str))
-    covariates["age"] = rng.integers(17, 90, n)
-    covariates["hours"] = rng.integers(1, 99, n)
-    covariates["years"] = rng.integers(1, 16, n)
+    covariates = {}
+    for i in range(spec.get("num", 0)):
+        covariates[f"x{i}"] = rng.normal(size=n)
+    for i, high in zip(range(spec.get("int", 0)), (90, 99, 16), strict=False):
+        covariates[f"i{i}"] = rng.integers(1, high, n)
+    if spec.get("levels"):
+        levels = spec["levels"]
+        # Zipf-like level frequencies, as in real category columns.
+        p = 1.0 / np.arange(1, levels + 1)
+        covariates["c"] = pd.Categorical.from_codes(
+            rng.choice(levels, size=n, p=p / p.sum()), [f"L{j}" for j in range(levels)]
+        )
     label = (rng.random(n) < score**1.1).astype(np.int8)
     return Predictions.from_arrays(score, label, covariates=covariates)
 
 
-SPACES = {
-    "2 num": ["x0", "x1"],
-    "4 num + cat": ["x0", "x1", "x2", "x3", "c"],
-    "3 int": ["age", "hours", "years"],
-}
+def _child(case: int, k: int) -> None:
+    from mcviz.errors import ValidationError
+    from mcviz.groupings import local_calibration
+
+    _, n, spec, centres = CASES[case]
+    pred = _make(n, spec)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    start = time.perf_counter()
+    try:
+        local = local_calibration(pred, None, k=k, max_centres=centres)
+        outcome = f"{local.groups.n_groups:,} groups"
+    except ValidationError as error:
+        outcome = f"refused: {str(error)[:160]}"
+    except MemoryError:
+        outcome = "MemoryError"
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"seconds": seconds, "before": before, "peak": peak, "outcome": outcome}))
 
 
-def best(function, repeats: int) -> float:
-    return best_with_cpu(function, repeats)[0]
+def _run(case: int, k: int, limit: str | None) -> dict:
+    command = [sys.executable, __file__, "--child", str(case), "--k", str(k)]
+    if limit:
+        command = ["prlimit", f"--as={_bytes(limit)}", *command]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"seconds": float("nan"), "before": 0, "peak": 0, "outcome": f"died: {tail[:120]}"}
+    return json.loads(lines[-1])
 
 
-def best_with_cpu(function, repeats: int) -> tuple[float, float]:
-    """Best wall time and the CPU time of that run (all threads of this process)."""
-    runs = []
-    for _ in range(repeats):
-        start, cpu = time.perf_counter(), time.process_time()
-        function()
-        runs.append((time.perf_counter() - start, time.process_time() - cpu))
-    return min(runs)
+def _bytes(text: str) -> int:
+    from mcviz.budget import parse_bytes
 
-
-def row(pred: Predictions, name: str, covariates: list[str], k: int, repeats: int) -> str:
-    holder = {}
-
-    def run_local():
-        holder["local"] = local_calibration(pred, covariates, k=k)
-
-    t_local, cpu_local = best_with_cpu(run_local, repeats)
-    local = holder["local"]
-    t_cvar = best(
-        lambda: (cvar_curve(local.groups), calibration_score(local.groups, "cvar:0.9")), repeats
-    )
-    t_kernel = best(
-        lambda: kernel_calibration(pred, covariates, bandwidth=0.3, max_centres=10_000), 1
-    )
-    t_tradeoff = best(lambda: neighbourhood_tradeoff(pred, covariates), 1)
-    t_bins = best(
-        lambda: (score_bins(pred, n_bins=20, strategy="count"),
-                 covariate_bins(pred, ["age", "c"], n_bins=10)),
-        repeats,
-    )
-    dims = local.space.matrix.shape[1]
-    return (
-        f"{pred.n:>8,} {name:>12} {dims:>5} {t_local:>8.2f} {cpu_local:>8.2f} {t_cvar:>8.3f} "
-        f"{t_kernel:>8.2f} {t_tradeoff:>10.2f} {t_bins:>8.3f}"
-    )
+    return parse_bytes(text)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--cases", type=int, nargs="+", default=sorted(CASES))
     parser.add_argument("--k", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--limit", default=None, help="address-space limit, e.g. 4GB")
+    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child is not None:
+        _child(args.child, args.k)
+        return
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    header = (
-        f"{'n':>8} {'space':>12} {'dims':>5} {'k-NN':>8} {'k-NN cpu':>8} {'CVaR':>8} "
-        f"{'kernel*':>8} {'tradeoff*':>10} {'bins':>8}"
-    )
+    header = f"{'case':<28} {'rows':>10} {'centres':>8} {'seconds':>8} {'RSS before':>10} " \
+             f"{'peak RSS':>9}  outcome"
     print(header)
     print("-" * len(header))
-    for n in args.sizes:
-        pred = make_predictions(n)
-        for name, covariates in SPACES.items():
-            print(row(pred, name, covariates, args.k, args.repeats))
+    for case in args.cases:
+        name, n, _, centres = CASES[case]
+        r = _run(case, args.k, args.limit)
+        print(
+            f"{name:<28} {n:>10,} {centres or n:>8,} {r['seconds']:>8.2f} "
+            f"{r['before'] / 1e9:>9.2f}G {r['peak'] / 1e9:>8.2f}G  {r['outcome']}",
+            flush=True,
+        )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
-    print(
-        f"k-NN: local_calibration with k = {args.k} at every point (tree build, search, sums); "
-        "k-NN cpu: CPU seconds of that run (all threads); "
-        "CVaR: curve of 201 alphas plus one score; kernel*: bandwidth 0.3 at 10,000 sampled "
-        "centres; tradeoff*: k in 10..1000 at 2,000 sampled centres; bins: 20 score bins and "
-        "an age x c grid."
-    )
 
 
 if __name__ == "__main__":

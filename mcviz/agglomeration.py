@@ -20,6 +20,12 @@ and satisfy A3-A6 (normalisation: :math:`D(C) \ge 0`, zero exactly for constant 
 :math:`\sup C - \inf C`, the standard deviation :math:`\sigma(C)`, and the superquantile
 deviation :math:`\mathrm{CVaR}_\alpha(C - \mathbb{E}[C])` for :math:`\alpha > 0`.
 
+Sign: group errors in mcviz are response minus score, :math:`e = -c` with the paper's
+:math:`c = \text{mean}(S - R)` of eq. (6). Absolute errors, the range and the standard deviation
+do not depend on the sign. The superquantile deviation does (it weighs the upper tail), so it is
+computed as the paper defines it, on :math:`c = -e` (the tail of over-prediction), and labelled
+"c = score − label (paper 002's sign)".
+
 The ECE, ACE and MCE are special cases (Appendix A eqs. (14)-(16) of [1]): equal-width score
 bins with the mean weighted by the bins' mass, the mean with uniform mass, and the maximum.
 
@@ -71,7 +77,9 @@ _TEXT = {
     "cvar": "CVaR_{alpha} of |c|",
     "range": "range of c (max − min)",
     "std": "standard deviation of c",
-    "superquantile": "superquantile deviation CVaR_{alpha}(c − E c)",
+    "superquantile": (
+        "superquantile deviation CVaR_{alpha}(c − E c), c = score − label (paper 002's sign)"
+    ),
 }
 
 
@@ -323,7 +331,11 @@ class Agglomeration:
 
     def __call__(self, values: np.ndarray | Sequence[float],
                  mass: np.ndarray | Sequence[float] | None = None) -> float:
-        """Agglomerate signed group errors (made absolute first for quality scores)."""
+        """Agglomerate signed group errors, response minus score (absolute for quality scores).
+
+        The superquantile deviation is taken of the paper's :math:`c = -e` (see the module
+        notes); every other measure is the same for either sign.
+        """
         values, mass = _check(values, mass)
         if self.name == "mean":
             return float(np.sum(np.abs(values) * mass))
@@ -335,7 +347,7 @@ class Agglomeration:
             return range_deviation(values, mass)
         if self.name == "std":
             return standard_deviation(values, mass)
-        return superquantile_deviation(values, self.alpha, mass)
+        return superquantile_deviation(-values, self.alpha, mass)  # paper 002's c = S - R
 
 
 def parse_agglomeration(text: str) -> Agglomeration:
@@ -423,7 +435,8 @@ def calibration_score(
 
     Examples
     --------
-    Bins [0, 0.5] and (0.5, 1] have errors (0.2 + 0.4 - 1)/2 = -0.2 and (0.6 + 0.8)/2 = 0.7.
+    Bins [0, 0.5] and (0.5, 1] have errors mean(label - score) (1 - 0.2 - 0.4)/2 = 0.2 and
+    -(0.6 + 0.8)/2 = -0.7.
 
     >>> pred = Predictions.from_arrays([0.2, 0.4, 0.6, 0.8], [0, 1, 0, 0])
     >>> score = calibration_score(score_bins(pred, n_bins=2), "max")
@@ -465,13 +478,24 @@ def expected_calibration_error(
 
     Examples
     --------
-    Bins [0, 0.5] and (0.5, 1] with errors -0.4 and -0.4: ECE = 0.4.
+    Bins [0, 0.5] and (0.5, 1] with errors 0.4 and 0.4: ECE = 0.4.
 
     >>> pred = Predictions.from_arrays([0.05, 0.15, 0.55, 0.65], [0, 1, 1, 1])
     >>> round(expected_calibration_error(pred, n_bins=2), 12)
     0.4
+
+    Notes
+    -----
+    The value is :func:`mcviz.binning.calibration_metrics`' (the one ECE implementation);
+    :func:`calibration_score` of :func:`mcviz.groupings.score_bins` with ``"mean"`` gives the
+    same number as grouping × agglomeration (Appendix A of [1]).
     """
-    return calibration_score(score_bins(pred, n_bins=n_bins, strategy=strategy), "mean").value
+    from mcviz.binning import calibration_metrics
+
+    if strategy not in ("width", "count"):
+        raise ValidationError(f"strategy must be 'width' or 'count', not {strategy!r}.")
+    metrics = calibration_metrics(pred, n_bins=n_bins)
+    return metrics.ece_equal_width if strategy == "width" else metrics.ece_equal_count
 
 
 def average_calibration_error(

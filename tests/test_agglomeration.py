@@ -4,6 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from mcviz import binning
 from mcviz.agglomeration import (
     Agglomeration,
     average_calibration_error,
@@ -218,20 +219,36 @@ def test_ece_ace_mce_recovered(n_bins, seed):
 @settings(max_examples=20, deadline=None)
 @given(st.integers(1, 15), st.integers(0, 10_000), st.booleans())
 def test_ece_ace_mce_agree_with_the_binning_module(n_bins, seed, weighted):
-    import mcviz.binning as binning
+    # Grouping x agglomeration (score bins, mean / uniform mean / max of |e|) against the
+    # binning module's ECE, ACE and MCE, computed from its own bins.
     rng = np.random.default_rng(seed)
     score = np.round(rng.random(300), 2)  # ties and scores on bin edges
     weight = rng.uniform(0.5, 2, 300) if weighted else None
     pred = Predictions.from_arrays(score, (rng.random(300) < score**2).astype(int), weight)
     metrics = binning.calibration_metrics(pred, n_bins=n_bins)
-    assert expected_calibration_error(pred, n_bins=n_bins) == pytest.approx(
-        metrics.ece_equal_width
-    )
+    width = score_bins(pred, n_bins=n_bins)
+    count = score_bins(pred, n_bins=n_bins, strategy="count")
+    assert calibration_score(width, "mean").value == pytest.approx(metrics.ece_equal_width)
+    assert calibration_score(count, "mean").value == pytest.approx(metrics.ece_equal_count)
+    assert calibration_score(width, "mean", uniform=True).value == pytest.approx(metrics.ace)
+    assert calibration_score(width, "max").value == pytest.approx(metrics.mce)
     assert expected_calibration_error(pred, n_bins=n_bins, strategy="count") == pytest.approx(
         metrics.ece_equal_count
     )
-    assert average_calibration_error(pred, n_bins=n_bins) == pytest.approx(metrics.ace)
-    assert maximum_calibration_error(pred, n_bins=n_bins) == pytest.approx(metrics.mce)
+
+
+def test_superquantile_deviation_keeps_the_papers_sign():
+    # Errors e = label - score = 0.5, -0.1, -0.1 (equal mass); the paper's c = -e = -0.5, 0.1,
+    # 0.1 with mean -0.1, so c - E c = -0.4, 0.2, 0.2 and CVaR_0.9 (top 10% of the mass) = 0.2.
+    # With the other sign (e - E e = 0.4, -0.2, -0.2) it would be 0.4.
+    pred = Predictions.from_arrays(
+        [0.5, 0.6, 0.6], [1, 0.5, 0.5], response="continuous", covariates={"g": ["a", "b", "c"]}
+    )
+    groups = covariate_bins(pred, "g")
+    np.testing.assert_allclose(groups.error, [0.5, -0.1, -0.1])
+    score = calibration_score(groups, "superquantile:0.9")
+    assert score.value == pytest.approx(0.2)
+    assert "paper 002's sign" in score.agglomeration.description
 
 
 def test_calibration_score_fairness_and_worst_group():

@@ -1,8 +1,9 @@
 """Figures for groupings and agglomerations: CVaR curves, group errors, local calibration maps.
 
 Every builder takes a result from :mod:`mcviz.groupings` or :mod:`mcviz.agglomeration` and
-draws it; none computes a statistic. Errors follow eq. (6) of Höltgen & Williamson: positive
-where the scores over-predict.
+draws it; none computes a statistic. Errors are response minus score, the sign of every
+cumulative plot (Höltgen & Williamson's eq. (6) with the sign reversed): positive where the scores
+under-predict (blue), negative where they over-predict (vermilion).
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ __all__ = [
 MAX_BARS = 60
 """Above this many groups the group-error chart is a scatter instead of bars."""
 
-# Diverging scale through white, blue (under-prediction) to vermilion (over-prediction).
-_DIVERGING = [[0.0, BLUE], [0.5, "#F7F7F7"], [1.0, VERMILION]]
+# Diverging scale through white: vermilion (negative: over-prediction) to blue (positive:
+# under-prediction), errors being response minus score.
+_DIVERGING = [[0.0, VERMILION], [0.5, "#F7F7F7"], [1.0, BLUE]]
 
 
 def cvar_curve_figure(
@@ -110,12 +112,11 @@ def group_errors_figure(
     """
     error = groups.error
     two_se = 2 * np.nan_to_num(groups.standard_error, nan=0.0)
-    subtitle = (f"{groups.kind}: {groups.description}; c(I) = weighted mean(score − response), "
-                "the sign of Höltgen & Williamson (cumulative plots: response − score)")
+    subtitle = f"{groups.kind}: {groups.description}; error = weighted mean(label − score)"
     if groups.n_groups <= MAX_BARS:
         order = np.argsort(error, kind="stable") if sort else np.arange(groups.n_groups)
         labels = [groups.labels[i] for i in order]
-        colours = [VERMILION if e > 0 else BLUE for e in error[order]]
+        colours = [VERMILION if e < 0 else BLUE for e in error[order]]
         figure = go.Figure(
             go.Bar(
                 x=error[order],
@@ -124,13 +125,15 @@ def group_errors_figure(
                 marker_color=colours,
                 error_x={"type": "data", "array": two_se[order], "color": GRAY},
                 customdata=np.stack([groups.size[order], groups.standard_error[order]], axis=1),
-                hovertemplate="%{y}<br>c = %{x:.4g}<br>size %{customdata[0]:,}"
+                hovertemplate="%{y}<br>e = %{x:.4g}<br>size %{customdata[0]:,}"
                 "<br>se %{customdata[1]:.3g}<extra></extra>",
                 name="c(I)",
             )
         )
         figure.update_yaxes(autorange="reversed", type="category")
-        figure.update_xaxes(title="calibration error c(I) (> 0: over-prediction), ±2 se")
+        figure.update_xaxes(
+            title="calibration error e(I) = mean(label − score) (< 0: over-prediction), ±2 se"
+        )
         figure.add_vline(x=0, line={"color": GRAY})
         height = max(430, 22 * len(labels) + 160)
     else:
@@ -146,13 +149,13 @@ def group_errors_figure(
                 marker={"color": error[index], "colorscale": _DIVERGING, "cmid": 0,
                         "size": 5, "opacity": 0.7},
                 text=[groups.labels[i] for i in index],
-                hovertemplate="%{text}<br>mean score %{x:.3f}<br>c = %{y:.4g}<extra></extra>",
+                hovertemplate="%{text}<br>mean score %{x:.3f}<br>e = %{y:.4g}<extra></extra>",
                 name="c(I)",
             )
         )
         figure.add_hline(y=0, line={"color": GRAY})
         figure.update_xaxes(title="mean score of the group")
-        figure.update_yaxes(title="calibration error c(I)")
+        figure.update_yaxes(title="calibration error e(I) = mean(label − score)")
         height = None
     return apply_style(
         figure,
@@ -203,7 +206,7 @@ def local_calibration_figure(
     figure.update_yaxes(title=local_map.y_name)
     return apply_style(
         figure,
-        title=title or "Local calibration error (vermilion: over-prediction)",
+        title=title or "Local calibration error, label − score (vermilion: over-prediction)",
         subtitle=local_map.note,
         presentation=presentation,
     )
@@ -218,18 +221,18 @@ def local_error_histogram_figure(
     """Distribution of the local calibration errors (mass per bin), with the median marked."""
     edges = distribution.edges
     centres = (edges[:-1] + edges[1:]) / 2
-    colours = [VERMILION if c > 0 else BLUE for c in centres]
+    colours = [VERMILION if c < 0 else BLUE for c in centres]
     figure = go.Figure(
         go.Bar(
             x=centres, y=distribution.mass, width=np.diff(edges), marker_color=colours,
-            hovertemplate="c ≈ %{x:.4g}<br>share %{y:.3%}<extra></extra>", name="share",
+            hovertemplate="e ≈ %{x:.4g}<br>share %{y:.3%}<extra></extra>", name="share",
         )
     )
     figure.add_vline(x=0, line={"color": GRAY})
     median = distribution.quantiles[0.5]
     figure.add_vline(x=median, line={"color": ORANGE, "dash": "dash"},
                      annotation_text=f"median {median:.3g}")
-    figure.update_xaxes(title="local calibration error c(I_x)")
+    figure.update_xaxes(title="local calibration error e(I_x) = mean(label − score)")
     figure.update_yaxes(title="share of points", tickformat=".0%")
     return apply_style(
         figure,

@@ -1,0 +1,345 @@
+r"""The resource model: what a computation will cost, and refusing it before it starts.
+
+Every computation a user can start from the dashboard or the CLI states its cost before it
+runs - an :class:`Estimate` of bytes and seconds from rows, columns, centres, levels - and
+:func:`check` refuses it, with a message that says what to change, when the estimate exceeds
+the :class:`Budget`. Refusing happens *before* anything large is allocated.
+
+The budget
+----------
+Memory: the ``memory`` argument, else the environment variable ``MCVIZ_MEMORY_BUDGET``
+(``"4GB"``, ``"512MiB"``, ``"2e9"``), else :data:`DEFAULT_SHARE` of the machine's physical
+memory. Time: the ``seconds`` argument, else ``MCVIZ_TIME_BUDGET`` (seconds), else no limit.
+
+Adding an estimate
+------------------
+One plain function per computation kind returning an :class:`Estimate`; no registry. For
+example, subpopulations would add ``subpopulations_estimate(rows, subpopulations)`` with
+``bytes`` about ``rows * 8 * ...`` and the advice "fewer subpopulations (l) or a sample of
+rows". The constants below are measured on the 2-core reference machine
+(``benchmarks/bench_groupings.py``); an estimate errs on the high side.
+
+Progress and cancel
+-------------------
+Long computations accept ``progress: Callable[[float, str], None] | None`` and call it with
+the fraction done (0 to 1) and what is being done. To stop a computation, the callback raises
+(the dashboard raises :class:`Cancelled`); the exception propagates out of the computation,
+which holds no state outside its own frame, so nothing is left half-done.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mcviz.errors import ValidationError
+
+__all__ = [
+    "DEFAULT_SHARE",
+    "Budget",
+    "Cancelled",
+    "Estimate",
+    "Progress",
+    "check",
+    "default_budget",
+    "format_bytes",
+    "format_seconds",
+    "knn_estimate",
+    "memory_budget",
+    "parse_bytes",
+    "partition_estimate",
+    "report_progress",
+    "time_budget",
+]
+
+DEFAULT_SHARE = 0.25
+"""Share of the machine's physical memory one computation may use by default."""
+
+Progress = Callable[[float, str], None]
+"""A progress callback: ``progress(fraction_done, what_is_being_done)``; it may raise."""
+
+
+class Cancelled(Exception):
+    """Raised by a progress callback to stop a computation (the dashboard's stop button)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """The cost of one computation, stated before it runs.
+
+    Attributes
+    ----------
+    what : str
+        The computation and its size in words ("k-NN local calibration: 1,000,000 rows, ...").
+    bytes : int
+        Peak memory it will allocate beyond its inputs (an upper estimate).
+    seconds : float
+        Wall time on the 2-core reference machine (an estimate, not a promise).
+    advice : str
+        What to change to make it cheaper ("sample rows", "fewer centres (max_centres)", ...).
+    """
+
+    what: str
+    bytes: int
+    seconds: float
+    advice: str
+
+    def __str__(self) -> str:
+        """Word the estimate: "<what>: about 1.2 GB and 14 s"."""
+        return f"{self.what}: about {format_bytes(self.bytes)} and {format_seconds(self.seconds)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """What one computation may use.
+
+    Attributes
+    ----------
+    bytes : int
+        Memory budget.
+    seconds : float or None
+        Time budget (None: no limit).
+    """
+
+    bytes: int
+    seconds: float | None = None
+
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+    "t": 10**12, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+
+
+_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*")
+
+
+def parse_bytes(text: str | int | float) -> int:
+    """Read a memory size such as ``"4GB"``, ``"512 MiB"``, ``"2e9"`` or ``2_000_000_000``.
+
+    Examples
+    --------
+    >>> parse_bytes("4GB"), parse_bytes("512 MiB"), parse_bytes("2e9")
+    (4000000000, 536870912, 2000000000)
+    """
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        value, unit = float(text), ""
+    else:
+        match = _SIZE.fullmatch(str(text))
+        if match is None or match.group(2).lower() not in _UNITS:
+            raise ValidationError(
+                f"memory budget {text!r} is not a size such as '4GB', '512MiB' or '2e9'."
+            )
+        value, unit = float(match.group(1)), match.group(2).lower()
+    result = value * _UNITS[unit]
+    if not math.isfinite(result) or result <= 0:
+        raise ValidationError(f"memory budget {text!r} must be a positive size.")
+    return int(result)
+
+
+def _physical_memory() -> int:
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # not POSIX: assume 8 GB
+        return 8 * 10**9
+
+
+def memory_budget(value: int | str | None = None) -> int:
+    """Memory budget in bytes: ``value``, else ``MCVIZ_MEMORY_BUDGET``, else a share of RAM.
+
+    Examples
+    --------
+    >>> memory_budget("2GB")
+    2000000000
+    """
+    if value is not None:
+        return parse_bytes(value)
+    env = os.environ.get("MCVIZ_MEMORY_BUDGET", "").strip()
+    if env:
+        return parse_bytes(env)
+    return int(DEFAULT_SHARE * _physical_memory())
+
+
+def time_budget(value: float | None = None) -> float | None:
+    """Time budget in seconds: ``value``, else ``MCVIZ_TIME_BUDGET``, else None (no limit)."""
+    if value is None:
+        env = os.environ.get("MCVIZ_TIME_BUDGET", "").strip()
+        if not env:
+            return None
+        try:
+            value = float(env)
+        except ValueError:
+            raise ValidationError(
+                f"MCVIZ_TIME_BUDGET={env!r} is not a number of seconds."
+            ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValidationError(f"time budget {value!r} must be a positive number of seconds.")
+    return float(value)
+
+
+def default_budget(memory: int | str | None = None, seconds: float | None = None) -> Budget:
+    """Return the budget from the arguments, else the environment, else the defaults."""
+    return Budget(bytes=memory_budget(memory), seconds=time_budget(seconds))
+
+
+def format_bytes(n: float) -> str:
+    """Word a size: ``1.2 GB``, ``340 MB``, ``12 kB``.
+
+    Examples
+    --------
+    >>> format_bytes(1_234_000_000), format_bytes(340e6), format_bytes(999)
+    ('1.2 GB', '340 MB', '999 B')
+    """
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}" if n / size < 10 else f"{n / size:,.0f} {unit}"
+    return f"{n:.0f} B"
+
+
+def format_seconds(seconds: float) -> str:
+    """Word a duration: ``0.4 s``, ``14 s``, ``3.5 min``, ``2.1 h``."""
+    if seconds < 10:
+        return f"{seconds:.2g} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def check(estimate: Estimate, budget: Budget | int | str | None = None) -> Estimate:
+    """Refuse a computation whose estimate exceeds the budget; return the estimate otherwise.
+
+    Parameters
+    ----------
+    estimate : Estimate
+    budget : Budget, int, str or None
+        A :class:`Budget`, a memory size (bytes or text such as ``"4GB"``), or None for
+        :func:`default_budget`.
+
+    Raises
+    ------
+    ValidationError
+        Stating the computation, its estimated cost, the budget and what to change.
+
+    Examples
+    --------
+    >>> cheap = Estimate("sorting", 10**6, 0.1, "sample rows")
+    >>> check(cheap, "1GB").bytes
+    1000000
+    """
+    if not isinstance(budget, Budget):
+        budget = Budget(bytes=memory_budget(budget), seconds=time_budget())
+    over = []
+    if estimate.bytes > budget.bytes:
+        over.append(f"memory {format_bytes(estimate.bytes)} > budget {format_bytes(budget.bytes)}")
+    if budget.seconds is not None and estimate.seconds > budget.seconds:
+        over.append(
+            f"time {format_seconds(estimate.seconds)} > budget {format_seconds(budget.seconds)}"
+        )
+    if over:
+        raise ValidationError(
+            f"refused before starting: {estimate.what} would need about "
+            f"{format_bytes(estimate.bytes)} and {format_seconds(estimate.seconds)} "
+            f"({'; '.join(over)}). To run it: {estimate.advice}. The memory budget is set by "
+            "MCVIZ_MEMORY_BUDGET (e.g. '8GB')."
+        )
+    return estimate
+
+
+def report_progress(progress: Progress | None, fraction: float, what: str) -> None:
+    """Call ``progress(fraction, what)`` when a callback is given (it may raise to cancel)."""
+    if progress is not None:
+        progress(min(max(float(fraction), 0.0), 1.0), what)
+
+
+# --------------------------------------------------------------------------------------------
+# Estimates of the computations of mcviz.groupings. Measured (tracemalloc plus k-d trees): 10^6
+# rows, 4 numeric + 1 500-level nominal, 2,000 centres, k = 100: 223 MB traced; the constants
+# below give 370 MB (they err on the high side).
+
+_PARTITION_BYTES_PER_ROW = 120  # per-point terms (6 float64), group ids, masks
+_PARTITION_SECONDS_PER_ROW = 1.5e-7
+_KNN_BYTES_PER_ROW = 200  # input space, distinct inputs (hash keys, inverse), per-input sums, trees
+_KNN_BYTES_PER_COLUMN_ROW = 24  # numeric columns and nominal codes, with one joined copy
+_KNN_BYTES_PER_NEIGHBOUR = 120  # candidate distances, indices, gathered sums (one chunk)
+_KNN_SECONDS_PER_ROW = 1.0e-6  # standardising, sorting distinct inputs, building trees
+_KNN_SECONDS_PER_NEIGHBOUR = 2.5e-7  # tree search, merging, sums, per dimension factor
+
+
+def partition_estimate(rows: int, groups: int) -> Estimate:
+    """Cost of the group errors of a partition (score bins, covariate bins, index groups).
+
+    Examples
+    --------
+    >>> partition_estimate(1_000_000, 10).bytes > 0
+    True
+    """
+    return Estimate(
+        what=f"group errors of {groups:,} groups over {rows:,} rows",
+        bytes=int(rows * _PARTITION_BYTES_PER_ROW + groups * 200),
+        seconds=rows * _PARTITION_SECONDS_PER_ROW,
+        advice="analyse a sample of rows, or fewer groups (fewer bins or levels)",
+    )
+
+
+def knn_estimate(
+    rows: int,
+    *,
+    numeric: int,
+    nominal: int,
+    levels: int,
+    centres: int,
+    k: int,
+    chunk: int = 2_000_000,
+) -> Estimate:
+    """Cost of k-NN (or kernel) local calibration in an input space.
+
+    Parameters
+    ----------
+    rows : int
+        Observations (every one is a candidate neighbour).
+    numeric : int
+        Numeric columns of the input space (missing flags included).
+    nominal : int
+        Nominal covariates (each held as one integer code per row, whatever its levels).
+    levels : int
+        Total number of levels of the nominal covariates (cells are searched one by one).
+    centres : int
+        Groups formed (``max_centres``, or ``rows``).
+    k : int
+        Neighbours per group (or the pairs per centre for kernel groups).
+    chunk : int
+        Neighbours held at once (bounds the search's memory).
+
+    Examples
+    --------
+    >>> e = knn_estimate(10**6, numeric=4, nominal=1, levels=500, centres=2000, k=100)
+    >>> e.bytes < 2 * 10**9
+    True
+    """
+    columns = numeric + nominal
+    held = min(centres * k * 2, chunk)
+    dims = max(numeric, 1)
+    memory = rows * (_KNN_BYTES_PER_ROW + _KNN_BYTES_PER_COLUMN_ROW * columns)
+    memory += held * _KNN_BYTES_PER_NEIGHBOUR + 100 * min(levels, rows)
+    seconds = rows * _KNN_SECONDS_PER_ROW * (1 + columns / 4)
+    seconds += centres * k * _KNN_SECONDS_PER_NEIGHBOUR * (1 + dims / 2) * math.log2(rows + 2) / 10
+    return Estimate(
+        what=(
+            f"k-NN local calibration: {rows:,} rows × {columns} covariate columns "
+            f"({numeric} numeric, {nominal} nominal with {levels:,} levels), "
+            f"{centres:,} centres, k = {k:,}"
+        ),
+        bytes=int(memory),
+        seconds=float(seconds),
+        advice=(
+            "analyse a sample of rows, choose fewer centres (max_centres) or a smaller k, "
+            "or fewer covariates in the input space"
+        ),
+    )

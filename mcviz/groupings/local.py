@@ -1,0 +1,378 @@
+"""Local calibration: k-NN and kernel groups around centres in input space."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from mcviz.budget import Budget, Progress, check, knn_estimate, report_progress
+from mcviz.errors import ValidationError
+from mcviz.groupings._sums import _from_sums
+from mcviz.groupings.input_space import (
+    _centres,
+    _check_k,
+    _n_centres,
+    input_space,
+    space_shape,
+)
+from mcviz.groupings.neighbours import (
+    _SUM_KEYS,
+    _cover,
+    _distinct_inputs,
+    _group_matrix,
+    _Inputs,
+    _Searcher,
+)
+from mcviz.groupings.results import InputSpace, LocalCalibration, Scaling, _readonly
+from mcviz.io import Predictions
+
+CHUNK_NEIGHBOURS = 2_000_000
+"""Neighbours searched per chunk of centres (bounds the search's memory)."""
+
+MAX_PAIRS = 30_000_000
+"""Kernel groups and the k trade-off refuse to hold more (centre, neighbour) pairs than this."""
+
+GAUSSIAN_CUTOFF = 4.0
+"""Gaussian kernels are truncated at this many bandwidths (the dropped mass is below 1e-3)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Prepared:
+    """An input space with its distinct inputs and the (distinct) inputs of the centres."""
+
+    space: InputSpace
+    centres: np.ndarray  # rows (score order) at which groups are formed
+    sampled: bool
+    inputs: _Inputs
+    queries: np.ndarray  # distinct inputs of the centres
+    inverse: np.ndarray  # position in ``queries`` of each centre
+    multiplicity: np.ndarray  # centres sharing each query
+
+
+def _prepare(
+    pred: Predictions,
+    covariates: Sequence[str] | None,
+    *,
+    scaling: Scaling,
+    max_centres: int | None,
+    seed: int,
+    k: int,
+    budget: Budget | int | str | None,
+    progress: Progress | None,
+) -> _Prepared:
+    """Check the cost against the budget, then standardise and merge identical inputs."""
+    if scaling not in ("robust", "standard"):
+        raise ValidationError(f"scaling must be 'robust' or 'standard', not {scaling!r}.")
+    shape = space_shape(pred, covariates)
+    check(
+        knn_estimate(
+            pred.n, numeric=shape.numeric, nominal=shape.nominal, levels=shape.levels,
+            centres=_n_centres(pred.n, max_centres), k=k, chunk=CHUNK_NEIGHBOURS,
+        ),
+        budget,
+    )
+    report_progress(progress, 0.0, "standardising the input space")
+    space = input_space(pred, shape.names, scaling=scaling)
+    centres, sampled = _centres(pred.n, max_centres, seed)
+    report_progress(progress, 0.03, "merging identical inputs")
+    inputs = _distinct_inputs(pred, space)
+    queries, inverse, multiplicity = np.unique(
+        inputs.of_row[centres], return_inverse=True, return_counts=True
+    )
+    return _Prepared(space, centres, sampled, inputs, queries, inverse.ravel(), multiplicity)
+
+
+def local_calibration(
+    pred: Predictions,
+    covariates: Sequence[str] | None = None,
+    *,
+    k: int = 100,
+    scaling: Scaling = "robust",
+    max_centres: int | None = None,
+    seed: int = 0,
+    budget: Budget | int | str | None = None,
+    progress: Progress | None = None,
+) -> LocalCalibration:
+    r"""Local calibration error of every point from its k nearest neighbours in input space.
+
+    Parameters
+    ----------
+    pred : Predictions
+    covariates : sequence of str, optional
+        Covariates spanning the input space (default: all); see :func:`input_space`.
+    k : int, default 100
+        Group size. Larger k: smaller variance (Proposition 3 of [1], standard error about
+        :math:`\sqrt{\bar S(1-\bar S)/k}`) but groups reaching further (Proposition 2: local
+        miscalibration of opposite signs averages away). See :func:`neighbourhood_tradeoff`.
+    scaling : {"robust", "standard"}
+    max_centres : int, optional
+        Estimate at a seeded random sample of this many centres (neighbours are always searched
+        among all observations). Default: every observation.
+    seed : int, default 0
+    budget : Budget, int, str or None
+        Memory (and time) budget; see :mod:`mcviz.budget`. Default: ``MCVIZ_MEMORY_BUDGET`` or a
+        share of the machine's memory.
+    progress : callable, optional
+        ``progress(fraction, text)``, called as the search advances; it may raise (e.g.
+        :class:`mcviz.budget.Cancelled`) to stop the computation, which leaves no state behind.
+
+    Returns
+    -------
+    LocalCalibration
+
+    Raises
+    ------
+    ValidationError
+        For bad arguments, or before anything is computed when the estimated cost
+        (:func:`mcviz.budget.knn_estimate`) exceeds the budget.
+
+    Notes
+    -----
+    For each centre :math:`x`, let :math:`r_k(x)` be the distance of its k-th nearest
+    observation (the centre included; Euclidean distance in the standardised space, found
+    exactly with k-d trees, :mod:`mcviz.groupings.neighbours`). The group is every observation
+    within that distance,
+
+    .. math:: I_x = \{ i : \|x_i - x\| \le r_k(x) \}, \qquad |I_x| \ge k,
+
+    so observations tied at the k-th distance - in particular all observations sharing an
+    input - are all in or all out (footnotes 3 and 11 of [1]) and no result depends on the
+    order of the rows. The local error is :math:`c(I_x)` of eq. (6) of [1] with the sign of
+    this package, response minus score: the estimator of
+    :math:`\mathbb{E}[Y \mid X = x] - \hat p(x)` (Proposition 5 of [1] with the sign reversed).
+    ``groups.size`` holds :math:`|I_x|`; ``radius`` holds :math:`r_k(x)` (0 when k observations
+    share the input).
+
+    Cost: memory O(n) in the rows plus O(centres × k) for one chunk of the search, whatever
+    the number of category levels; time about centres × k tree steps (each centre searches its
+    own combination of nominal levels, and the other cells only when its k-th distance there is
+    at least 1). ``benchmarks/bench_groupings.py`` prints time and peak memory.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=200)
+    >>> pred = Predictions.from_arrays(np.full(200, 0.5), (x > 0).astype(int),
+    ...                                covariates={"x": x})
+    >>> local = local_calibration(pred, k=20)
+    >>> bool(local.groups.error[np.argmin(x[pred.row])] < -0.4)
+    True
+    """
+    k = _check_k(k, pred.n)
+    prep = _prepare(
+        pred, covariates, scaling=scaling, max_centres=max_centres, seed=seed, k=k,
+        budget=budget, progress=progress,
+    )
+    inputs, queries = prep.inputs, prep.queries
+    searcher = _Searcher(inputs)
+    u = inputs.count.size
+    # Chunks of about CHUNK_NEIGHBOURS neighbours bound the memory for any k; at least 20 chunks
+    # for progress reports when there are many centres.
+    step = max(1, min(CHUNK_NEIGHBOURS // k, max(256, -(-queries.size // 20))))
+    totals, sizes, radii = [], [], []
+    covered = np.zeros(u)  # groups containing each distinct input (Proposition 4)
+    for start in range(0, queries.size, step):
+        report_progress(
+            progress, 0.05 + 0.9 * start / queries.size,
+            f"searching the {k} nearest neighbours of {queries.size:,} centres",
+        )
+        distance, index, radius = _cover(searcher, queries[start : start + step], k)
+        groups_of = _group_matrix(distance, index, radius, u)
+        totals.append(groups_of @ inputs.terms)
+        sizes.append(groups_of @ inputs.count)
+        radii.append(radius)
+        covered += groups_of.T @ prep.multiplicity[start : start + step].astype(float)
+    report_progress(progress, 0.95, "assembling the group errors")
+    total = np.vstack(totals)[prep.inverse]
+    sums = {key: np.ascontiguousarray(total[:, j]) for j, key in enumerate(_SUM_KEYS)}
+    note = f", {prep.centres.size:,} sampled centres (seed {seed})" if prep.sampled else ""
+    groups = _from_sums(
+        pred=pred,
+        kind="k-NN",
+        description=(
+            f"{k} nearest neighbours (ties at the k-th distance included) in "
+            f"({', '.join(prep.space.covariates)}){note}"
+        ),
+        labels=[f"row {r}" for r in pred.row[prep.centres]],
+        size=np.rint(np.concatenate(sizes)[prep.inverse]).astype(np.int64),
+        mass=pred.weight[prep.centres].astype(float),
+        centre=prep.centres,
+        overlapping=True,
+        notice=None,
+        **sums,
+    )
+    return LocalCalibration(
+        groups=groups,
+        method="k-NN",
+        k=k,
+        bandwidth=None,
+        kernel=None,
+        radius=_readonly(np.concatenate(radii)[prep.inverse]),
+        membership=_readonly(np.rint(covered[inputs.of_row]).astype(np.int64)),
+        space=prep.space,
+        sampled=prep.sampled,
+        seed=seed,
+    )
+
+
+def _pairs_within(
+    searcher: _Searcher, centres: np.ndarray, reach: float, limit: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (centre, distinct input) pair within ``reach``: rows, columns, distances.
+
+    Counts the pairs first (an upper bound when other cells can be in reach) and refuses more
+    than ``limit`` before allocating them.
+    """
+    inputs = searcher.inputs
+    cells = inputs.cell[centres] if searcher.nominal else np.zeros(centres.size, np.int64)
+    unique_cells = np.unique(cells)
+    own = [(np.flatnonzero(cells == c), int(c)) for c in unique_cells]
+    trees = [cKDTree(searcher.points[centres[rows]]) for rows, _ in own]
+    other = searcher.nominal and reach**2 > 1
+    other_reach = np.sqrt(max(reach**2 - 1.0, 0.0)) * (1 + 1e-12)
+    counted = sum(
+        int(tree.count_neighbors(searcher.cell_tree(c), reach))
+        for tree, (_, c) in zip(trees, own, strict=True)
+    )
+    all_centres = cKDTree(searcher.points[centres]) if other else None
+    if other:
+        counted += int(all_centres.count_neighbors(searcher.all_tree(), other_reach))
+    if counted > limit:
+        raise ValidationError(
+            f"the kernel groups would hold {counted:,} (centre, observation) pairs (limit "
+            f"{limit:,}); choose a smaller bandwidth or fewer centres (max_centres)."
+        )
+    rows, cols, dist = [], [], []
+    for tree, (members_of, c) in zip(trees, own, strict=True):
+        pairs = tree.sparse_distance_matrix(searcher.cell_tree(c), reach, output_type="ndarray")
+        rows.append(members_of[pairs["i"]])
+        cols.append(searcher.cell_members(c)[pairs["j"]])
+        dist.append(pairs["v"])
+    if other:
+        pairs = all_centres.sparse_distance_matrix(
+            searcher.all_tree(), other_reach, output_type="ndarray"
+        )
+        i, j = pairs["i"].astype(np.int64), pairs["j"].astype(np.int64)
+        gap = (inputs.codes[j] != inputs.codes[centres[i]]).sum(axis=1)
+        d2 = pairs["v"] ** 2 + gap
+        keep = (gap > 0) & (d2 <= reach**2)
+        rows.append(i[keep])
+        cols.append(j[keep])
+        dist.append(np.sqrt(d2[keep]))
+    return (
+        np.concatenate(rows).astype(np.int64),
+        np.concatenate(cols).astype(np.int64),
+        np.concatenate(dist),
+    )
+
+
+def kernel_calibration(
+    pred: Predictions,
+    covariates: Sequence[str] | None = None,
+    *,
+    bandwidth: float = 0.5,
+    kernel: Literal["epanechnikov", "gaussian"] = "epanechnikov",
+    scaling: Scaling = "robust",
+    max_centres: int | None = 10_000,
+    seed: int = 0,
+    budget: Budget | int | str | None = None,
+    progress: Progress | None = None,
+) -> LocalCalibration:
+    r"""Kernel-weighted local calibration errors around each centre (eq. (9), Prop. 6 of [1]).
+
+    Parameters
+    ----------
+    pred : Predictions
+    covariates : sequence of str, optional
+    bandwidth : float, default 0.5
+        :math:`\gamma` in standardised units (1 = one robust standard deviation of a numeric
+        covariate, or the distance between two levels of a nominal one).
+    kernel : {"epanechnikov", "gaussian"}
+        :math:`K(u) = 1 - u^2` for :math:`u < 1`, or :math:`e^{-u^2/2}` truncated at
+        :math:`u = 4`; :math:`u = \|x - x'\| / \gamma`.
+    scaling : {"robust", "standard"}
+    max_centres : int or None, default 10,000
+        Estimate at a seeded sample of this many centres (None: every observation; the cost
+        grows with the number of pairs within reach, refused above ``MAX_PAIRS``).
+    seed : int, default 0
+    budget, progress
+        As for :func:`local_calibration`.
+
+    Returns
+    -------
+    LocalCalibration
+        ``groups.size`` counts observations with positive kernel weight, ``effective_size``
+        Kish's effective number; ``radius`` is the kernel's reach.
+
+    Notes
+    -----
+    .. math:: C(q_x) = \frac{\sum_i W_i K(\|x - x_i\|/\gamma)(R_i - S_i)}
+                            {\sum_i W_i K(\|x - x_i\|/\gamma)}
+
+    is eq. (9) of [1] with the kernel distribution :math:`q_x` of Proposition 6, in this
+    package's sign (response minus score). Every centre lies in its own group, so no group is
+    empty.
+    """
+    if not np.isfinite(bandwidth) or bandwidth <= 0:
+        raise ValidationError(f"bandwidth must be a positive number, not {bandwidth!r}.")
+    if kernel not in ("epanechnikov", "gaussian"):
+        raise ValidationError(f"kernel must be 'epanechnikov' or 'gaussian', not {kernel!r}.")
+    m = _n_centres(pred.n, max_centres)
+    prep = _prepare(
+        pred, covariates, scaling=scaling, max_centres=max_centres, seed=seed,
+        k=max(1, min(pred.n, MAX_PAIRS // m)), budget=budget, progress=progress,
+    )
+    inputs = prep.inputs
+    reach = bandwidth * (1.0 if kernel == "epanechnikov" else GAUSSIAN_CUTOFF)
+    report_progress(progress, 0.1, f"finding the pairs within reach of {m:,} centres")
+    rows, cols, distance = _pairs_within(_Searcher(inputs), prep.queries, reach, MAX_PAIRS)
+    report_progress(progress, 0.8, "summing the kernel groups")
+    u = distance / bandwidth
+    kernel_weight = 1.0 - u**2 if kernel == "epanechnikov" else np.exp(-0.5 * u**2)
+    positive = kernel_weight > 0
+    rows, cols, kernel_weight = rows[positive], cols[positive], kernel_weight[positive]
+    q = prep.queries.size
+    # Per distinct input the terms are sums of w, w², w d, w² d², w² spread, w s: the kernel
+    # multiplies the first kind once and the second (squared weights) twice.
+    power = (1, 2, 1, 2, 2, 1)
+    sums = {
+        key: np.bincount(
+            rows, weights=inputs.terms[cols, j] * kernel_weight ** power[j], minlength=q
+        )[prep.inverse]
+        for j, key in enumerate(_SUM_KEYS)
+    }
+    size = np.bincount(rows, weights=inputs.count[cols], minlength=q)[prep.inverse]
+    covered = np.bincount(cols, weights=prep.multiplicity[rows], minlength=inputs.count.size)
+    note = f", {m:,} sampled centres (seed {seed})" if prep.sampled else ""
+    groups = _from_sums(
+        pred=pred,
+        kind="kernel",
+        description=(
+            f"{kernel} kernel, bandwidth {bandwidth:g}, in ({', '.join(prep.space.covariates)})"
+            f"{note}"
+        ),
+        labels=[f"row {r}" for r in pred.row[prep.centres]],
+        size=np.rint(size).astype(np.int64),
+        mass=pred.weight[prep.centres].astype(float),
+        centre=prep.centres,
+        overlapping=True,
+        notice=None,
+        **sums,
+    )
+    report_progress(progress, 1.0, "done")
+    return LocalCalibration(
+        groups=groups,
+        method="kernel",
+        k=None,
+        bandwidth=float(bandwidth),
+        kernel=kernel,
+        radius=_readonly(np.full(prep.centres.size, reach)),
+        membership=_readonly(np.rint(covered[inputs.of_row]).astype(np.int64)),
+        space=prep.space,
+        sampled=prep.sampled,
+        seed=seed,
+    )
