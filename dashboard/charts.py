@@ -23,6 +23,8 @@ from mcviz.report import ReportSection
 from mcviz.smoothing import local_calibration_score
 from mcviz.variables import level_calibration, rank_variables, variable_calibration
 
+KIND_NAMES = {"numeric": "ordinal", "categorical": "nominal"}
+"""The library's ranking says numeric/categorical; the dashboard says ordinal/nominal."""
 BIN_KIND_TITLES = {"equal_width": "Equal-width bins", "equal_count": "Equal-count bins"}
 
 
@@ -104,6 +106,7 @@ def variables_section(item: Current) -> list[ReportSection]:
         return []
     variable = chosen_variable(item, ranking)
     figures = [] if variable is None else [f for _, f in variable_figures(item, variable)]
+    ranking = ranking.assign(kind=ranking["kind"].replace(KIND_NAMES))
     return [ReportSection(
         "Variables",
         text=(f"Variables ranked by VECE; curves for {variable}." if variable else "",),

@@ -23,7 +23,7 @@ runs_ = ui.subpopulation_runs(analysis)
 SCOPE_NAMES = {"full": "Full population", "argmax": "Worst subpopulation (argmax)",
                "sub": "Generated subpopulation", "filter": "Filter", "level": "Level of a variable"}
 pick_scope, pick_detail, pick_variable, pick_own, pick_export = st.columns(
-    [2, 3, 2, 1.4, 1], vertical_alignment="bottom")
+    [2.4, 2.6, 2, 1.8, 1.2], vertical_alignment="bottom")
 ui.selectbox_state(s.W_SCOPE, list(SCOPE_NAMES), "full")
 scope_kind = pick_scope.selectbox("Scope", list(SCOPE_NAMES), key=s.W_SCOPE,
                                   format_func=SCOPE_NAMES.get)

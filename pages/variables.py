@@ -8,6 +8,7 @@ from dashboard import charts, runs, ui
 from dashboard import state as s
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
+from mcviz.figures import format_number
 from mcviz.subpopulations import group_subpopulations
 
 ui.setup_page("variables", "Variables")
@@ -23,11 +24,11 @@ except ValidationError as error:  # e.g. real-valued responses: no predicted cla
     ranking = None
 else:
     st.markdown("**Variables ranked by variable-based calibration error (VECE)**")
-    st.dataframe(
-        ranking.assign(vce_at=[f"{v:.4g}" if isinstance(v, float) else str(v)
-                               for v in ranking["vce_at"]]), hide_index=True,
+    ui.show_table(  # the covariate kinds in the words used everywhere: ordinal / nominal
+        ranking.assign(kind=ranking["kind"].replace(charts.KIND_NAMES),
+                       vce_at=[format_number(v) if isinstance(v, float) else str(v)
+                               for v in ranking["vce_at"]]),
         height=min(40 + 35 * len(ranking), 360),
-        column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("vece", "vce")},
     )
 
 names = list(kinds)

@@ -72,7 +72,7 @@ def test_subpopulation_in_black_full_in_gray(pred):
     assert sub[0].marker.color == BLACK
     assert full[0].marker.color == GRAY
     np.testing.assert_allclose(sub[1].x, result.subpopulation[1].mean_score)
-    assert "every third in black" in figure.layout.title.text
+    assert "subpopulation in black" in figure.layout.title.text  # the legend names it
     # Equal-count bins carry the smallest and largest score in the bin (both included), not
     # nominal right-closed edges.
     assert "scores %{customdata[0]" in sub[0].hovertemplate

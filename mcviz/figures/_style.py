@@ -87,6 +87,7 @@ def apply_style(
                         title_standoff=4, automargin=True)
     figure.update_yaxes(showgrid=True, gridcolor="#EEEEEE", zeroline=False, automargin=True,
                         title_standoff=6)
+    figure.update_annotations(font_size=round(0.9 * size))  # subplot titles, point labels
     if presentation:  # thicker data lines; never band outlines (fills) or reference lines
         figure.update_traces(selector=_thickened, line_width=PRESENTATION_LINE_WIDTH)
     return figure

@@ -151,8 +151,8 @@ def reliability_figure(
                 f"{'weight' if result.weighted else 'rows'} per score bin")
     if result.weighted:
         subtitle += " (effective sample size)"
-    if sub:
-        subtitle += f" · {sub_name} in black, full population in gray"
+    if sub:  # the legend names the subpopulation; a long name would run off the subtitle
+        subtitle += " · subpopulation in black, full population in gray"
     base_height = 560 if presentation else 470
     apply_style(
         figure, title=title or default_title, subtitle=subtitle, presentation=presentation,

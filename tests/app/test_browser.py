@@ -132,7 +132,16 @@ def check_page(page, name: str) -> None:
     assert exceptions.count() == 0, f"{name}: {exceptions.first.inner_text()[:500]}"
     assert page.get_by_text("Page not found").count() == 0, name
     overlaps = page.evaluate(OVERLAPS_JS)
-    page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=True)
+    page.screenshot(path=ARTIFACTS / f"{name}.png")  # what one screen shows
+    # the whole page: Streamlit scrolls inside its main element, so grow the viewport to it
+    viewport = page.viewport_size
+    height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    if height > viewport["height"]:
+        page.set_viewport_size({"width": viewport["width"], "height": min(height, 8000)})
+        page.wait_for_timeout(500)
+        page.screenshot(path=ARTIFACTS / f"{name}-full.png")
+        page.set_viewport_size(viewport)
+        page.wait_for_timeout(300)
     assert not overlaps, f"{name}: {overlaps}"
 
 

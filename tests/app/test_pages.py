@@ -162,6 +162,8 @@ def test_variables_page():
     at = new_app()
     at.switch_page("pages/variables.py").run()
     no_exceptions(at)
+    kinds = set(at.dataframe[0].value["kind"])
+    assert kinds == {"ordinal", "nominal"}  # one naming of covariate kinds everywhere
 
 
 def _chart_titles(at: AppTest) -> str:
