@@ -50,6 +50,7 @@ APP = Path(__file__).resolve().parents[1] / "app.py"
 STOPPED_RUNS = "stopped_runs"  # run keys the user stopped (session state)
 LINK_SUBPOP = "link_subpop_pending"  # a link's sp=1, not yet checked against the budget
 LINK_NOTICE = "link_subpop_notice"  # why a link's computation waits for a click
+RUNS_HELD = "subpop_runs_held"  # (run key, runs) of this session's subpopulations
 
 
 # --------------------------------------------------------------------------------------------
@@ -271,6 +272,7 @@ def set_source(source: dict[str, Any], frame: pd.DataFrame, mapping: ColumnMappi
     previous = st.session_state.get(s.SOURCE)
     if previous is not None and previous != source:
         st.session_state.pop(s.SUBPOP, None)
+        st.session_state.pop(RUNS_HELD, None)
         st.session_state[s.W_SELECTED] = 0
     st.session_state[s.SOURCE] = source
     st.session_state[s.FRAME] = frame
@@ -308,12 +310,21 @@ def subpopulation_runs(analysis: Current, *, progress: bool = False) -> tuple[ru
         show_error(error)
         return ()
     run_key = f"subpopulations|{analysis.key}|{_params(settings)}"
+    held = st.session_state.get(RUNS_HELD)
+    if held is not None and held[0] == run_key:
+        return held[1]
     if not progress:
         if run_key in st.session_state.get(STOPPED_RUNS, ()):
             return ()
-        return runs.run_subpopulations(analysis.pred, chosen, compute=analysis.compute)
-    return run_with_progress(run_key, "Subpopulations", lambda report: runs.run_subpopulations(
-        analysis.pred, chosen, compute=analysis.compute, progress=report))
+        result = runs.run_subpopulations(analysis.pred, chosen, compute=analysis.compute)
+    else:
+        result = run_with_progress(run_key, "Subpopulations", lambda report: (
+            runs.run_subpopulations(analysis.pred, chosen, compute=analysis.compute,
+                                    progress=report)))
+    # the session keeps its own runs (freed with the session): a run larger than the shared
+    # cache's byte cap is not recomputed on every page
+    st.session_state[RUNS_HELD] = (run_key, result)
+    return result
 
 
 # --------------------------------------------------------------------------------------------
