@@ -48,7 +48,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     header = (
-        f"{'n':>10} {'csv read':>9} {'pq read':>9} {'pq load':>9} {'build':>9} "
+        f"{'n':>10} {'csv read':>9} {'pq read':>9} {'csv load':>9} {'pq load':>9} {'build':>9} "
+        f"{'+covs':>9} "
         f"{'D/G/σ/p':>9} {'decimate':>9}"
     )
     print(header)
@@ -62,21 +63,27 @@ def main() -> None:
             frame.to_parquet(parquet_path)
             csv_read = best(lambda p=csv_path: read_table(p), args.repeats)
             parquet_read = best(lambda p=parquet_path: read_table(p), args.repeats)
+            csv_load = best(lambda p=csv_path: load_predictions(p, weight="weight"), args.repeats)
             parquet_load = best(
                 lambda p=parquet_path: load_predictions(p, weight="weight"), args.repeats
             )
             table = read_table(parquet_path)
             build = best(lambda t=table: load_predictions(t, weight="weight"), args.repeats)
+            covariates = best(
+                lambda t=table: load_predictions(t, weight="weight").covariates, args.repeats
+            )
             pred = load_predictions(table, weight="weight")
             statistics = best(lambda p=pred: cumulative_differences(p), args.repeats)
             path = cumulative_differences(pred).path
             decimation = best(lambda p=path: decimate_path(p), args.repeats)
             print(
-                f"{n:>10,} {csv_read:>9.3f} {parquet_read:>9.3f} {parquet_load:>9.3f} "
-                f"{build:>9.3f} {statistics:>9.3f} {decimation:>9.4f}"
+                f"{n:>10,} {csv_read:>9.3f} {parquet_read:>9.3f} {csv_load:>9.3f} "
+                f"{parquet_load:>9.3f} {build:>9.3f} {covariates:>9.3f} {statistics:>9.3f} "
+                f"{decimation:>9.4f}"
             )
-    print("\ncsv/pq read: file to DataFrame; pq load: file to validated, sorted Predictions;")
-    print("build: DataFrame to Predictions; D/G/σ/p: cumulative_differences on Predictions.")
+    print("\ncsv/pq read: file to DataFrame; csv/pq load: file to validated, sorted Predictions")
+    print("(what `mcviz metrics FILE` loads); build: DataFrame to Predictions; +covs: build and")
+    print("read .covariates (all 9 in score order); D/G/σ/p: cumulative_differences.")
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ def test_unreadable_and_nonexistent(tmp_path):
         load_predictions(tmp_path / "nope.csv")
     garbage = tmp_path / "garbage.parquet"
     garbage.write_bytes(b"PAR1" + bytes(range(256)) * 3)
-    with pytest.raises(ValidationError, match="could not be read as CSV, TSV or Parquet"):
+    with pytest.raises(ValidationError, match=r"'garbage\.parquet' could not be read as Parquet"):
         load_predictions(garbage)
     ragged = tmp_path / "ragged.csv"
     ragged.write_bytes(b"score,label\n0.1,0\n0.2,1,5,6\n")
@@ -136,9 +136,12 @@ def test_unreadable_and_nonexistent(tmp_path):
 
 def test_oversized_file_is_refused(tmp_path):
     path = tmp_path / "big.csv"
-    path.write_bytes(csv_bytes(frame()))
-    with pytest.raises(ValidationError, match=r"big.csv' is .* GiB; the limit is"):
+    data = csv_bytes(frame())
+    path.write_bytes(data)
+    with pytest.raises(ValidationError, match=rf"big.csv' is {len(data)} bytes; the limit is 10 b"):
         load_predictions(path, max_bytes=10)
+    with pytest.raises(ValidationError, match="upload' is more than 10 bytes; the limit is 10 b"):
+        load_predictions(io.BufferedReader(io.BytesIO(data)), max_bytes=10)  # no size known
 
 
 def test_non_numeric_scores():
@@ -306,7 +309,7 @@ def test_latin1_csv_is_read_not_crashed():
 
 
 def test_directory_is_a_clear_error(tmp_path):
-    with pytest.raises(ValidationError, match="could not be read"):
+    with pytest.raises(ValidationError, match="is a directory, not a file"):
         load_predictions(tmp_path)
 
 
@@ -321,7 +324,7 @@ def test_compressed_file_over_the_limit_is_refused(tmp_path):
     zipped = tmp_path / "p.zip"
     with zipfile.ZipFile(zipped, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("p.csv", raw)
-    with pytest.raises(ValidationError, match="decompresses to more than"):
+    with pytest.raises(ValidationError, match=rf"decompresses to {len(raw) / 1024:.2f} KiB"):
         load_predictions(zipped, max_bytes=limit)
 
 
@@ -356,9 +359,9 @@ def test_multiclass_numeric_labels_and_class_names():
     df = pd.DataFrame({"prob_0": [0.7, 0.2, 0.1], "prob_1": [0.2, 0.7, 0.3],
                        "prob_2": [0.1, 0.1, 0.6], "y": [0.0, 2.0, np.nan]})
     pred = load_predictions(df.iloc[:2], label="y")  # float labels 0.0, 2.0 -> classes 0, 2
-    # Both top-label probabilities are 0.7 (stable order): row 0 predicts 0 (right), row 1
-    # predicts 1 (label 2: wrong).
-    assert pred.label.tolist() == [1.0, 0.0]
+    # Both top-label probabilities are 0.7 (a tie, so read the response by input row): row 0
+    # predicts 0 (right), row 1 predicts 1 (label 2: wrong).
+    assert dict(zip(pred.row.tolist(), pred.label.tolist(), strict=True)) == {0: 1.0, 1: 0.0}
     df = pd.DataFrame({"prob_a1": [0.7, 0.2], "prob_a2": [0.3, 0.8], "y": ["a1", "a1"]})
     pred = load_predictions(df, probabilities=["prob_a1", "prob_a2"], label="y")
     assert pred.classes == ("a1", "a2")
@@ -387,3 +390,22 @@ def test_unknown_response_kind_is_an_error():
     frame = pd.DataFrame({"score": [0.2, 0.8], "label": [0, 1]})
     with pytest.raises(ValidationError, match="response must be 'binary' or 'continuous'"):
         load_predictions(frame, response="rates")
+
+
+def test_one_class_name_rule_for_loader_and_mapping():
+    from mcviz.io import class_names, labels_are_classes
+
+    columns = ["prob_a1", "prob_a2", "prob_b3"]
+    labels = pd.Series(["a1", "b3", None, " a2 "])
+    # The common prefix "prob_" leaves a1, a2, b3, which the labels name (stripped).
+    assert class_names(columns, labels) == ["a1", "a2", "b3"]
+    assert labels_are_classes(columns, labels)
+    two = ["prob_a1", "prob_a2"]  # prefix "prob_a" leaves 1, 2; cut back to "prob_": a1, a2
+    assert class_names(two) == ["1", "2"]
+    assert class_names(two, ["a2", "a1"]) == ["a1", "a2"]
+    assert labels_are_classes(two, ["a2", "a1"])
+    assert labels_are_classes(["p_0", "p_1", "p_2"], [0.0, 2.0])  # float labels, numeric names
+    assert not labels_are_classes(["score_a", "score_b", "score_c"], [0, 1])
+    pred = load_predictions(pd.DataFrame({"prob_a1": [0.6, 0.3], "prob_a2": [0.4, 0.7],
+                                          "y": ["a2", "a2"]}), probabilities=two, label="y")
+    assert pred.classes == tuple(class_names(two, ["a2", "a2"]))

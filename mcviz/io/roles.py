@@ -1,0 +1,217 @@
+"""Role inference: which column is the score, the label, the weight, an id, a covariate.
+
+Holds the one class-name rule for per-class probability columns (:func:`_class_names`,
+:func:`_matching_class_names`): the class name is what follows the columns' common prefix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from mcviz.io.model import Roles
+
+__all__ = ["class_names", "infer_roles", "labels_are_classes"]
+
+_SCORE_NAME = re.compile(
+    r"^(score|scores|prob|probs|probability|proba|pred|prediction|predicted|y_prob|y_proba|"
+    r"y_score|y_pred_proba|y_pred|p|p_hat|phat)([_\-\s.].*)?$|.*[_\-\s.](score|prob|proba|pred)$",
+    re.IGNORECASE,
+)
+_LABEL_NAME = re.compile(
+    r"^(label|labels|y|y_true|target|outcome|class|truth|response|actual)$", re.IGNORECASE
+)
+_WEIGHT_NAME = re.compile(r"^(weight|weights|w|sample_weight|wt)$", re.IGNORECASE)
+_ID_NAME = re.compile(r"^(id|row_id|rowid|index|unnamed: ?0|record_id|uid)$", re.IGNORECASE)
+_PROBABILITY_PREFIX = re.compile(
+    r"^(prob|proba|probability|p|score|pred)[_\-.:](.+)$", re.IGNORECASE
+)
+
+
+
+def infer_roles(frame: pd.DataFrame) -> Roles:
+    """Guess column roles from common names and contents.
+
+    Score: a numeric column named like ``score``, ``prob``, ``pred``, ``y_prob``, ``p`` (or
+    ending in ``_score``/``_prob``). Probabilities: three or more numeric columns sharing a prefix
+    such as ``prob_``. Label: ``label``/``y``/``target``/``outcome``..., else the last column
+    holding only 0 and 1. Weight: ``weight``/``w``. Id: ``id``/``row_id``/``index``.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"id": [1, 2], "age": [30, 40], "score": [0.2, 0.7],
+    ...                       "label": [0, 1]})
+    >>> roles = infer_roles(frame)
+    >>> roles.score, roles.label, roles.id_columns, roles.covariates
+    ('score', 'label', ('id',), ('age',))
+    """
+    columns = [str(c) for c in frame.columns]
+    numeric = {c for c in columns if _is_numeric(frame[c])}
+
+    groups: dict[str, list[str]] = {}
+    for column in columns:
+        match = _PROBABILITY_PREFIX.match(column)
+        if match and column in numeric:
+            groups.setdefault(match.group(1).lower(), []).append(column)
+    probabilities: tuple[str, ...] = ()
+    for members in groups.values():
+        if len(members) >= 3 and len(members) > len(probabilities):
+            probabilities = tuple(members)
+
+    candidates = tuple(
+        c for c in columns if c in numeric and _SCORE_NAME.match(c) and c not in probabilities
+    )
+    score = candidates[0] if candidates and not probabilities else None
+
+    label = next((c for c in columns if _LABEL_NAME.match(c)), None)
+    if label is None:
+        taken = set(candidates) | set(probabilities)
+        binary = [
+            c
+            for c in columns
+            if c in numeric and c not in taken and set(pd.unique(frame[c].dropna())) <= {0, 1}
+            and frame[c].nunique() == 2
+        ]
+        label = binary[-1] if binary else None
+    if label is None and probabilities:
+        class_names = set(_class_names(probabilities))
+        for column in columns:
+            if column in probabilities:
+                continue
+            values = set(pd.unique(_label_text(frame[column]))) - {""}  # lists become text
+            if values and values <= class_names:
+                label = column
+                break
+
+    weight = next((c for c in columns if _WEIGHT_NAME.match(c) and c in numeric), None)
+    id_columns = tuple(c for c in columns if _ID_NAME.match(c))
+    used = {score, label, weight, *candidates, *probabilities, *id_columns}
+    covariates = tuple(c for c in columns if c not in used)
+    return Roles(
+        score=score,
+        score_candidates=candidates,
+        probabilities=probabilities,
+        label=label,
+        weight=weight,
+        id_columns=id_columns,
+        covariates=covariates,
+    )
+
+
+def _is_numeric(series: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+
+
+def class_names(probability_columns: Sequence[str], labels: object = None) -> list[str]:
+    """Return the class name of each per-class probability column: the one rule mcviz uses.
+
+    Without labels: what follows the columns' common prefix (``prob_A`` -> ``A``), or the full
+    names when that leaves an empty or repeated name. With labels: of that, the prefix cut back
+    to its last separator, and the full names, the choice that matches the most label values
+    (labels such as ``1.0`` match a class named ``1``).
+
+    Examples
+    --------
+    >>> class_names(["prob_a1", "prob_a2"])
+    ['1', '2']
+    >>> class_names(["prob_a1", "prob_a2"], ["a1", "a2", "a1"])
+    ['a1', 'a2']
+    """
+    if labels is None:
+        return _class_names(probability_columns)
+    return _matching_class_names(probability_columns, _label_text(labels))
+
+
+def labels_are_classes(probability_columns: Sequence[str], labels: object) -> bool:
+    """Tell whether every present label names a class (per-class columns, not binary models).
+
+    Examples
+    --------
+    >>> labels_are_classes(["p_a", "p_b", "p_c"], ["a", "c", None])
+    True
+    >>> labels_are_classes(["score_a", "score_b", "score_c"], [0, 1, 1])
+    False
+    """
+    text = _label_text(labels)
+    values = np.array(pd.unique(text[text != ""]), dtype=object)
+    if values.size == 0:
+        return False
+    names = _matching_class_names(probability_columns, values)
+    return set(_numeric_labels_as_classes(values, names)) <= set(names)
+
+
+def _label_text(labels: object) -> np.ndarray:
+    """Labels as stripped text, missing ones as ``""`` (as the loader compares them)."""
+    series = pd.Series(labels) if not isinstance(labels, pd.Series) else labels
+    return series.astype("string").str.strip().to_numpy(dtype=object, na_value="")
+
+
+def _class_names(probability_columns: Sequence[str]) -> list[str]:
+    """Class names from per-class column names: what follows their common prefix."""
+    prefix = _common_prefix(probability_columns)
+    names = [c[len(prefix) :] for c in probability_columns]
+    if any(not n for n in names) or len(set(names)) != len(names):
+        return list(probability_columns)
+    return names
+
+
+def _matching_class_names(probability_columns: Sequence[str], labels: np.ndarray) -> list[str]:
+    """Class names for the columns that match the most label values.
+
+    Tried in order: what follows the columns' common prefix (``prob_a`` -> ``a``), what follows
+    the prefix cut back to its last separator (``prob_a1``, ``prob_a2`` -> ``a1``, ``a2``),
+    the full column names.
+    """
+    first = _class_names(probability_columns)
+    options = [first]
+    prefix = _common_prefix(probability_columns)
+    cut = max(prefix.rfind(ch) for ch in "_-.: ") + 1
+    if 0 < cut < len(prefix):
+        options.append([c[cut:] for c in probability_columns])
+    options.append(list(probability_columns))
+    values = np.array(pd.unique(labels[:100_000]), dtype=object)
+    best, best_hits = first, -1
+    for names in options:
+        if len(set(names)) != len(names) or not all(names):
+            continue
+        known = set(_numeric_labels_as_classes(values, names))
+        hits = len(known & set(names))
+        if hits > best_hits:
+            best, best_hits = names, hits
+    return best
+
+
+def _numeric_labels_as_classes(labels: np.ndarray, class_names: Sequence[str]) -> np.ndarray:
+    """Map labels such as ``'1.0'`` to a class named ``'1'`` (float labels, numeric names)."""
+    numeric: dict[float, str] = {}
+    for name in class_names:
+        try:
+            numeric.setdefault(float(name), name)
+        except ValueError:
+            continue
+    if not numeric:
+        return labels
+    names = set(class_names)
+    out = labels.copy()
+    for value in pd.unique(labels):
+        if value in names:
+            continue
+        try:
+            match = numeric.get(float(value))
+        except (TypeError, ValueError):
+            continue
+        if match is not None:
+            out[labels == value] = match
+    return out
+
+
+def _common_prefix(names: Sequence[str]) -> str:
+    first, last = min(names), max(names)
+    length = 0
+    while length < min(len(first), len(last)) and first[length] == last[length]:
+        length += 1
+    return first[:length]
+

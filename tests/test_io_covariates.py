@@ -1,0 +1,100 @@
+"""Covariates: decided at load time, put in score order on first access; the unstable sort."""
+
+import dataclasses
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcviz import ValidationError, load_predictions
+from mcviz.io import Predictions
+from mcviz.io.model import PendingCovariates
+
+
+def _frame():
+    return pd.DataFrame({
+        "score": [0.9, 0.1, 0.5, 0.3],
+        "label": [1, 0, 1, 0],
+        "age": [40, 20, 35, 50],
+        "city": ["a", "b", "a", None],
+        "const": [7, 7, 7, 7],
+    })
+
+
+def test_covariates_wait_until_read_and_then_match_score_order():
+    pred = load_predictions(_frame())
+    assert isinstance(pred.__dict__["_covariates"], PendingCovariates)
+    # Kinds and the dropped constant are known at once, before any reordering.
+    assert pred.covariate_kinds == {"age": "ordinal", "city": "nominal"}
+    assert any("'const' dropped: it takes a single value" in n for n in pred.report.notices)
+    # Score order 0.1, 0.3, 0.5, 0.9 is input rows 1, 3, 2, 0.
+    assert pred.covariates["age"].tolist() == [20, 50, 35, 40]
+    assert pred.covariates["city"].astype(object).where(pred.covariates["city"].notna(),
+                                                        None).tolist() == ["b", None, "a", "a"]
+    assert isinstance(pred.covariates["city"].dtype, pd.CategoricalDtype)
+    assert pred.covariates is pred.covariates  # prepared once
+
+
+def test_later_edits_of_the_callers_frame_do_not_leak():
+    frame = _frame()
+    pred = load_predictions(frame)
+    frame.loc[1, "age"] = 99
+    frame["age"] = frame["age"] * 0
+    assert pred.covariates["age"].tolist() == [20, 50, 35, 40]
+
+
+def test_pickle_and_replace_keep_pending_covariates_working():
+    pred = load_predictions(_frame())
+    again = pickle.loads(pickle.dumps(pred))
+    assert again.covariates["age"].tolist() == [20, 50, 35, 40]
+    heavier = dataclasses.replace(pred, weight=np.full(4, 2.0))
+    assert heavier.covariates["age"].tolist() == [20, 50, 35, 40]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        pred.covariates = pd.DataFrame()
+
+
+def test_declared_ordinal_text_is_refused_at_load_time_with_input_rows():
+    frame = _frame().assign(grade=["1", "2", "x", "3"])
+    with pytest.raises(ValidationError, match=r"'grade' was declared ordinal but 1 of 4 rows "
+                                              r"\(rows 2\) are not numbers"):
+        load_predictions(frame, ordinal=["grade"])
+    pred = load_predictions(frame.assign(grade=["1", "2", "4", "3"]), ordinal=["grade"])
+    assert pred.covariates["grade"].tolist() == [2.0, 3.0, 4.0, 1.0]
+
+
+def test_constant_among_kept_rows_only_is_dropped():
+    frame = _frame().assign(score=[0.9, 0.1, 1.5, 0.3], flag=[1, 1, 2, 1])
+    pred = load_predictions(frame, drop_invalid=True)  # row 2 (the only flag 2) is dropped
+    assert "flag" not in pred.covariate_kinds
+    assert any("'flag' dropped: it takes a single value" in n for n in pred.report.notices)
+
+
+def test_lists_among_values_are_dropped_with_notice():
+    frame = _frame().assign(tags=[[1], "a", [2, 3], None])
+    pred = load_predictions(frame)
+    assert "tags" not in pred.covariate_kinds
+    assert any("'tags' dropped: it holds lists" in n for n in pred.report.notices)
+
+
+def test_direct_construction_takes_a_frame():
+    covariates = pd.DataFrame({"x": [1.0, 2.0]})
+    pred = Predictions(
+        score=np.array([0.2, 0.4]), label=np.array([0.0, 1.0]), weight=np.ones(2),
+        row=np.arange(2), run_end=np.ones(2, bool), covariates=covariates,
+        covariate_kinds={"x": "ordinal"}, score_column="score", label_column="label",
+    )
+    assert pred.covariates is covariates
+
+
+def test_tied_scores_any_order_inside_a_run_same_rows():
+    # 2,000 rows with 10 distinct scores: the default sort may order each tie run as it likes,
+    # but the runs, their members and run_end are fixed by the scores.
+    rng = np.random.default_rng(3)
+    score = rng.integers(0, 10, 2000) / 10
+    pred = load_predictions(pd.DataFrame({"score": score, "label": rng.integers(0, 2, 2000)}))
+    assert np.all(np.diff(pred.score) >= 0)
+    assert sorted(pred.row.tolist()) == list(range(2000))
+    assert np.array_equal(pred.score, score[pred.row])
+    ends = np.flatnonzero(pred.run_end)
+    assert np.array_equal(ends, np.searchsorted(pred.score, np.unique(score), side="right") - 1)
