@@ -117,3 +117,19 @@ def test_groupings_show_hostile_groups_as_text(uploaded, grouping):
     uploaded.switch_page("pages/groupings.py").run()
     uploaded.radio(key="grouping_kind").set_value(grouping).run()
     check(uploaded, f"groupings {grouping}")
+
+
+def test_an_upload_that_decompresses_past_the_budget_is_refused(monkeypatch):
+    # 0.35 MB of gzip that decompresses to 240 MB, under a 400 MB memory budget (input budget
+    # a quarter of it): refused before it is materialised, pointing at `mcviz screen`.
+    import gzip
+
+    monkeypatch.setenv("MCVIZ_MEMORY_BUDGET", "400MB")
+    bomb = gzip.compress(b"score,label\n" + b"0.5,1\n" * 40_000_000, compresslevel=9)
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    at.file_uploader(key="w_upload").set_value(("bomb.csv.gz", bomb, "application/gzip"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    messages = " ".join(e.value for e in at.error)
+    assert "decompresses to more than" in messages
+    assert "mcviz screen" in messages
