@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from mcviz.io import infer_roles
@@ -154,16 +153,13 @@ def default_mapping(frame: pd.DataFrame) -> ColumnMapping:
 
 
 def _labels_are_classes(frame: pd.DataFrame, roles: Any) -> bool:
-    # The loader's own matching (mcviz.io), not a second copy of it.
-    from mcviz.io import _matching_class_names, _numeric_labels_as_classes
+    # The loader's own rule (mcviz.io.labels_are_classes), not a second copy of it.
+    from mcviz.io import labels_are_classes
 
     if roles.label is None:
         return False
-    labels = np.array([str(v) for v in pd.unique(frame[roles.label].dropna())[:1000]],
-                      dtype=object)
-    names = _matching_class_names(roles.probabilities, labels)
-    known = set(_numeric_labels_as_classes(labels, names))
-    return bool(len(labels)) and known <= set(names)
+    return labels_are_classes(roles.probabilities,
+                              pd.unique(frame[roles.label].dropna())[:1000])
 
 
 def score_candidates(frame: pd.DataFrame) -> tuple[str, ...]:
