@@ -299,8 +299,10 @@ def test_real_valued_labels_use_the_appendix_c_sigma():
     assert '"response":"continuous"' in at.query_params["map"]
 
 
-def test_screening_table_opens_and_drills_down(tmp_path, capsys):
+def test_screening_table_opens_and_drills_down(tmp_path, capsys, monkeypatch):
     from mcviz.cli import main
+
+    monkeypatch.setenv("MCVIZ_DATA_ROOTS", str(tmp_path))  # the server reads only its data roots
 
     rng = np.random.default_rng(8)
     n = 5000
