@@ -70,6 +70,21 @@ def extra_calibration_figures(item: Current) -> list[tuple[str, Any]]:
     return figures
 
 
+def argmax_verdict(item: Current, runs_: Any) -> runs.Verdict:
+    """Say what the worst subpopulation of the computed runs is (Review, Report).
+
+    Generated subpopulations: against the null distribution the Subpopulations page computed
+    (held in the session), "untested" without one; searched: the first finding's Holm-adjusted
+    held-out p-value.
+    """
+    run = runs_[0]
+    if run.search is not None:
+        return runs.search_verdict(run.search)
+    held = runs.held_null(st.session_state,
+                          runs.run_id(item.key, st.session_state.get(s.SUBPOP) or {}))
+    return runs.argmax_verdict(run.result, held)
+
+
 def variable_ranking(item: Current) -> pd.DataFrame:
     """Return the VECE ranking of the covariates (cached)."""
     return item.compute("rank_variables", rank_variables, item.pred)

@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import charts, runs, ui
 from dashboard import state as s
+from dashboard.text import escape_markdown as md
 from mcviz.errors import ValidationError
 from mcviz.report import ExportUnavailableError, chromium_path, slide_image
 
@@ -64,8 +65,10 @@ except ValidationError as error:
 own_calibration = False
 if not scope.is_full:
     if scope.kind == "argmax":
-        pick_detail.caption(f"**{scope.description}** · {scope.subpopulation.size:,} of "
+        pick_detail.caption(f"**{md(scope.description)}** · {scope.subpopulation.size:,} of "
                             f"{pred.n:,} rows")
+        with pick_detail:
+            ui.caption(charts.argmax_verdict(analysis, runs_).text)
     own_calibration = pick_own.toggle(
         "Own calibration", key="w_review_own",
         help="Top left: the subpopulation's own calibration instead of its deviation from the "

@@ -102,7 +102,8 @@ def test_subpopulations_compute_select_and_filter():
     at.button[0].click().run()
     no_exceptions(at)
     assert "M/σ₀" in metrics(at)
-    assert any("Worst subpopulation (argmax" in s.value for s in at.success)
+    # before its null distribution the argmax is stated as untested, never in a success box
+    assert any("Worst subpopulation \\(argmax" in s.value for s in at.info)
     argmax = at.session_state["w_selected"]
     other = 5 if argmax != 5 else 6
     at.selectbox(key="w_selected").set_value(other).run()
@@ -393,15 +394,16 @@ def test_review_of_the_argmax_subpopulation_and_its_own_calibration():
     at.switch_page("pages/subpopulations.py").run()
     at.number_input(key="w_l").set_value(100)
     at.button[0].click().run()
-    argmax = next(s.value for s in at.success if "argmax" in s.value)
+    argmax = next(s.value for s in at.info if "argmax" in s.value)  # untested: not a success
     at.switch_page("pages/review.py").run()
     at.selectbox(key="w_scope").set_value("argmax").run()
     drawn = assert_review_grid(at)
     assert "Deviation from the full population" in _title(drawn[0])
     assert drawn[0]["data"][0]["name"].startswith("Fₖ − F̃ₖ")
     assert any(t.get("legendgroup") == "sub" for t in drawn[1]["data"])  # against the full
-    description = argmax.split("**")[1]
+    description = argmax.split("\\: ", 1)[1].split(" — ")[0]  # escaped, as the caption shows it
     assert any(description in c.value for c in at.caption)
+    assert any("Not yet tested against chance" in c.value for c in at.caption)
     at.toggle(key="w_review_own").set_value(True).run()
     drawn = assert_review_grid(at)
     assert "Own calibration" in _title(drawn[0])
