@@ -30,7 +30,8 @@ from mcviz.subpopulations import (
 )
 
 __all__ = ["MODES", "Run", "RunSettings", "Scope", "Verdict", "argmax_verdict", "resolve_scope",
-           "run_subpopulations", "scope_levels", "search_verdict", "with_adjusted"]
+           "run_subpopulations", "scope_levels", "search_verdict", "with_adjusted",
+           "with_holm"]
 
 MODES = {"generated": "generated (Algorithm 1 of paper 000)", "searched": "searched"}
 """How the Subpopulations page finds its subpopulations: random median splits or the search."""
@@ -209,6 +210,12 @@ def held_null(state: Mapping[str, Any], run: str) -> Any:
     """Return the null distribution held for run ``run``, or None (none, or another run's)."""
     held = state.get(NULL_HELD)
     return held[1] if held is not None and held[0] == run else None
+
+
+def with_holm(table: pd.DataFrame, search: Any) -> pd.DataFrame:
+    """Add the findings' Holm-adjusted held-out p-values as ``p_adjusted`` (id = rank)."""
+    adjusted = {finding.rank: finding.p_adjusted for finding in search.findings}
+    return table.assign(p_adjusted=[adjusted.get(int(i), np.nan) for i in table["id"]])
 
 
 def repeats_table(runs: Sequence[Run]) -> pd.DataFrame:

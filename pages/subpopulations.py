@@ -271,7 +271,8 @@ if runs_:
         show_verdict(runs.argmax_verdict(result, null))
     if subsets.notice:
         ui.caption(subsets.notice)
-    table = runs.with_adjusted(result.table, null)
+    table = (runs.with_adjusted(result.table, null) if search is None
+             else runs.with_holm(result.table, search))
     argmax = result.argmax
 
     by_id = {s.id: s for s in subsets.subpopulations}
@@ -295,7 +296,8 @@ if runs_:
     left, right = ui.chart_slots(2)
     with left:
         st.caption("Top 50 subpopulations by normalised value (click a row to open it)")
-        p_name = "p (void)" if LOW_PREVALENCE else "p"
+        p_name = ("p (void)" if LOW_PREVALENCE
+                  else "p (all rows, unadjusted)" if search is not None else "p")
         shown = top[["id", "description", "size", "kuiper_z", "p_value", "p_adjusted",
                      "normalized"]].rename(columns={"kuiper_z": "D/σ", "p_value": p_name,
                                                     "normalized": "normalised"})
@@ -304,8 +306,9 @@ if runs_:
                          "D/σ": st.column_config.NumberColumn(format="%.3f"),
                          p_name: st.column_config.NumberColumn(format="%.2e"),
                          "p_adjusted": st.column_config.NumberColumn(
-                             format="%.3f", help="family-wise adjusted (null distribution); "
-                                                 "empty until it is computed"),
+                             format="%.3f", help="generated: family-wise adjusted (null "
+                                                 "distribution; empty until it is computed); "
+                                                 "searched: Holm, on the held-out rows"),
                          "normalised": st.column_config.NumberColumn(format="%.4f"),
                      },
                      selection_mode="single-row", height=420)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 from wiring_testdata import PLANTED, planted_csv
 
@@ -125,6 +126,13 @@ def test_searched_findings_read_as_sentences_with_held_out_p_values():
     success = texts(at, "success")
     assert len(success) == 1
     assert success[0].startswith(f"Among rows with {PLANTED}")
+    table = at.dataframe[1].value  # the table of every view: Holm p of the finding (id = rank)
+    assert "p (all rows, unadjusted)" in table.columns
+    first_row = table[table["id"] == 1].iloc[0]
+    # the findings table shows 4 significant digits (the one number formatter)
+    assert first_row["p_adjusted"] == pytest.approx(float(findings["p adjusted (Holm)"].iloc[0]),
+                                                    rel=1e-3)
+    assert np.isnan(table[table["id"] == 0]["p_adjusted"].iloc[0])  # the full population
     # the findings feed the same table, drill-down and review: id 1 is the first finding
     assert at.selectbox(key="w_selected").value == 1
     next(b for b in at.button if b.label.startswith("Open in Review")).click().run()
