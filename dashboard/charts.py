@@ -19,6 +19,8 @@ from mcviz.figures import (
     reliability_figure,
     variable_curves_figure,
 )
+from mcviz.figures.corp import corp_figure  # not exported by mcviz.figures yet
+from mcviz.measures import classical_measures
 from mcviz.report import ReportSection
 from mcviz.smoothing import local_calibration_score
 from mcviz.variables import level_calibration, rank_variables, variable_calibration
@@ -26,6 +28,9 @@ from mcviz.variables import level_calibration, rank_variables, variable_calibrat
 KIND_NAMES = {"numeric": "ordinal", "categorical": "nominal"}
 """The library's ranking says numeric/categorical; the dashboard says ordinal/nominal."""
 BIN_KIND_TITLES = {"equal_width": "Equal-width bins", "equal_count": "Equal-count bins"}
+CORP = "corp"
+RELIABILITY_KINDS = {**BIN_KIND_TITLES, CORP: "CORP (isotonic, no bins)"}
+"""The reliability diagrams the Calibration page offers: binned, and CORP (bin-free)."""
 
 
 def reliability_result(item: Current, kind: str) -> Any:
@@ -38,6 +43,37 @@ def reliability_result(item: Current, kind: str) -> Any:
 def reliability_fig(result: Any, cache: str | None = None) -> Any:
     """Return the reliability figure of a result."""
     return figure(reliability_figure, result, cache and f"{cache}:{bin_counts()}")
+
+
+def corp_result(item: Current, sub: Any = None) -> Any:
+    """CORP reliability curve and consistency band of the full population or ``sub`` (cached).
+
+    ``sub`` is a :class:`~mcviz.subpopulations.Subpopulation` of ``item.pred``; its index is
+    passed positionally (never hashed), its description keys the cache.
+    """
+    size = item.pred.n if sub is None else sub.size
+    return item.compute("corp" if sub is None else f"corp:{sub.description}", review.corp_of,
+                        item.pred, None if sub is None else sub.index,
+                        n_resamples=review.corp_resamples(size))
+
+
+def corp_fig(result: Any, cache: str | None = None) -> Any:
+    """Return the CORP reliability figure."""
+    return figure(corp_figure, result, cache, title="CORP reliability diagram (no bins)")
+
+
+def _classical(pred: Any, index: Any, **options: Any) -> pd.DataFrame:
+    return classical_measures(pred, index=index, **options).to_frame()
+
+
+def classical_table(item: Current, sub: Any = None) -> pd.DataFrame:
+    """Return the grouped classical measures (``group``, ``name``, ``value``, ``help``), cached.
+
+    Of the full population, or of ``sub`` (a subpopulation of ``item.pred``).
+    """
+    name = "classical" if sub is None else f"classical:{sub.description}"
+    return item.compute(name, _classical, item.pred, None if sub is None else sub.index,
+                        n_bins=bin_counts()[0])
 
 
 def lcs_result(item: Current) -> Any:
@@ -148,11 +184,15 @@ def review_scope(item: Current, runs_: tuple) -> runs.Scope:
 
 
 def review_cells(item: Current, scope: runs.Scope, variable: str | None, *,
-                 own_calibration: bool = False, presentation: bool = False) -> list:
-    """Return the four cells of the review grid for a scope (figures, or text saying why not)."""
+                 own_calibration: bool = False, presentation: bool = False,
+                 corp: bool = False) -> list:
+    """Return the four cells of the review grid for a scope (figures, or text saying why not).
+
+    ``corp``: the CORP diagram (no bins) in place of the binned reliability diagrams.
+    """
     results = review.review_results(item.pred, scope, variable=variable, bins=bin_counts(),
-                                     compute=item.compute)
-    return compute(f"review:{scope.cache_key}:{variable}:{own_calibration}", item.key,
+                                     compute=item.compute, corp=corp)
+    return compute(f"review:{scope.cache_key}:{variable}:{own_calibration}:{corp}", item.key,
                    review.review_figures, results, presentation=presentation,
                    height=REVIEW_HEIGHT[presentation], own_calibration=own_calibration,
                    bins=list(bin_counts()))

@@ -74,9 +74,13 @@ if not scope.is_full:
         help="Top left: the subpopulation's own calibration instead of its deviation from the "
              "full population.")
 
+corp = pick_own.toggle(
+    "CORP diagram", key="w_review_corp",
+    help="Top right: the CORP reliability diagram (isotonic regression, no bins, with its "
+         "consistency band) in place of the binned diagrams.")
 with st.spinner("Computing the review grid…"):
     cells = charts.review_cells(analysis, scope, variable, own_calibration=own_calibration,
-                                presentation=ui.presentation())
+                                presentation=ui.presentation(), corp=corp)
 names_of_cells = ("cumulative", "reliability", "curves", "lcs")
 for row in (0, 1):
     for slot, position in zip(st.columns(2, gap="small"), (2 * row, 2 * row + 1), strict=True):
