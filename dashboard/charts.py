@@ -137,16 +137,41 @@ def chosen_variable(item: Current, ranking: pd.DataFrame | None = None) -> str |
     return next(iter(kinds), None)
 
 
-def variable_figures(item: Current, variable: str) -> list[tuple[str, Any]]:
-    """Return the LOESS and gap figures of an ordinal variable, or the per-level figure."""
+def variable_result(item: Current, variable: str) -> Any:
+    """Return the LevelCalibration (nominal) or VariableCalibration (ordinal) of a variable."""
     pred = item.pred
     if pred.covariate_kinds.get(variable) == "nominal":
-        result = item.compute("levels", level_calibration, pred, variable=variable)
+        return item.compute("levels", level_calibration, pred, variable=variable)
+    return item.compute("variable", variable_calibration, pred, variable=variable)
+
+
+def variable_figures(item: Current, variable: str) -> list[tuple[str, Any]]:
+    """Return the LOESS and gap figures of an ordinal variable, or the per-level figure."""
+    result = variable_result(item, variable)
+    if hasattr(result, "levels"):
         return [("levels", figure(categorical_levels_figure, result,
                                   f"levels:{item.key}:{variable}"))]
-    result = item.compute("variable", variable_calibration, pred, variable=variable)
     return [(build.__name__, figure(build, result, f"{build.__name__}:{item.key}:{variable}"))
             for build in (variable_curves_figure, gap_figure)]
+
+
+def level_table(result: Any) -> pd.DataFrame:
+    """Each level's size, effective size, rates and 95% intervals (percent), and eligibility.
+
+    From a :class:`mcviz.variables.LevelCalibration`; nothing is recomputed.
+    """
+    def interval(low: Any, high: Any) -> list[str]:
+        return [f"{100 * a:.1f} to {100 * b:.1f}" for a, b in zip(low, high, strict=True)]
+
+    return pd.DataFrame({
+        "level": list(result.levels), "rows": result.count,
+        "effective rows": result.effective_size, "share of weight": result.weight_share,
+        "error %": 100 * result.error,
+        "error 95% CI": interval(result.error_lower, result.error_upper),
+        "predicted error %": 100 * result.predicted,
+        "gap %": 100 * result.gap, "gap 95% CI": interval(result.gap_lower, result.gap_upper),
+        "in VCE(v*)": ["yes" if e else "no: too few rows" for e in result.eligible],
+    })
 
 
 def variables_section(item: Current) -> list[ReportSection]:

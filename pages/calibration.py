@@ -74,6 +74,11 @@ def lcs_section(item: ui.Current, slot_key: str) -> None:
     st.metric("Local Calibration Score (LCS)", format_number(result.lcs),
               help=f"k = {result.k:,} nearest scores (span {result.span:g})")
     ui.show_figure(charts.lcs_fig(result, f"lcs:{item.key}"), key=f"lcs_{slot_key}")
+    if result.boundary.any():
+        ui.caption(f"Shaded ends (scores up to {result.boundary_below:.3g} and from "
+                   f"{result.boundary_above:.3g}): each window of k = {result.k:,} nearest "
+                   "scores reaches the end of the score range, so the curve flattens there by "
+                   "construction; read it as the boundary, not as over- or under-prediction.")
 
 
 SCOPES = {"full": "Full population", "sub": "A subpopulation (Subpopulations page)",
