@@ -158,8 +158,8 @@ def _labels_are_classes(frame: pd.DataFrame, roles: Any) -> bool:
 
     if roles.label is None:
         return False
-    return labels_are_classes(roles.probabilities,
-                              pd.unique(frame[roles.label].dropna())[:1000])
+    # every distinct label, as the loader sees them: a cut-off list could disagree with it
+    return labels_are_classes(roles.probabilities, pd.unique(frame[roles.label].dropna()))
 
 
 def score_candidates(frame: pd.DataFrame) -> tuple[str, ...]:
