@@ -121,6 +121,13 @@ def test_a_heavy_link_waits_for_a_click_and_stays_small(server, browser):
     page.context.close()
 
 
+def upload(page, name: str, raw: bytes, mime: str = "text/csv") -> None:
+    """Drop a file on the Data page's uploader (waits for it: pages load slowly under load)."""
+    field = page.locator("input[type=file]").first
+    field.wait_for(state="attached", timeout=120_000)
+    field.set_input_files(files=[{"name": name, "mimeType": mime, "buffer": raw}])
+
+
 def hostile_csv(n: int = 3000) -> bytes:
     rng = np.random.default_rng(5)
     score = np.clip(rng.beta(2, 3, n), 0.01, 0.99)
@@ -140,9 +147,7 @@ def test_hostile_names_and_values_fetch_nothing_from_outside(server, browser):
     page.on("request", lambda request: requests.append(request.url))
     page.goto(base + "/")
     wait_idle(page)
-    page.locator("input[type=file]").first.set_input_files(files=[{
-        "name": "![t](http://127.0.0.9/name.png).csv", "mimeType": "text/csv",
-        "buffer": hostile_csv()}])
+    upload(page, "![t](http://127.0.0.9/name.png).csv", hostile_csv())
     wait_text(page, "Rows read")
     wait_idle(page)
     for title in ("Review", "Calibration", "Variables", "Subpopulations", "Groupings",
@@ -195,8 +200,7 @@ def test_sessions_see_only_their_data_and_memory_comes_back(server, browser):
             page.goto(base + "/")
         for page, tag in zip(pages, tags, strict=True):
             wait_idle(page)
-            page.locator("input[type=file]").first.set_input_files(files=[{
-                "name": f"{tag}.csv", "mimeType": "text/csv", "buffer": session_file(tag)}])
+            upload(page, f"{tag}.csv", session_file(tag))
         for page, tag in zip(pages, tags, strict=True):
             wait_text(page, f"col_{tag}", timeout=120_000)
             wait_idle(page)
