@@ -4,6 +4,7 @@ import streamlit as st
 
 from dashboard import charts, ui
 from dashboard import state as s
+from dashboard.text import code
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.figures import format_number
@@ -24,12 +25,12 @@ if st.session_state.get(s.W_SCORE2, ui.NO_SCORE) != ui.NO_SCORE:
     try:
         analyses.append(analysis.with_score(st.session_state[s.W_SCORE2]))
     except ValidationError as error:
-        st.error(f"Second score column: {error}")
+        ui.show_error(f"Second score column: {error}")
 
 
 def model_panel(item: ui.Current, slot_key: str) -> None:
     pred = item.pred
-    st.subheader(f"`{pred.score_column}`")
+    st.subheader(code(pred.score_column))
     result = ui.compute("cumulative", item.key, cumulative_differences, pred)
     ui.cumulative_metrics(result, per_row=5 if len(analyses) == 1 or ui.presentation() else 3)
     ui.show_figure(ui.cumulative_fig(result, title="Cumulative differences",

@@ -7,6 +7,8 @@ import streamlit as st
 
 from dashboard import charts, runs, ui
 from dashboard import state as s
+from dashboard.text import code
+from dashboard.text import escape_markdown as md
 from mcviz.binning import reliability_diagrams
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
@@ -76,7 +78,7 @@ if submitted or (previous is not None and previous.get("key") != analysis.key):
 try:
     runs_ = ui.subpopulation_runs(analysis, progress=True)
 except ValidationError as error:
-    st.error(str(error))
+    ui.show_error(error)
     runs_ = ()
 if st.session_state.get(s.SUBPOP) is None:
     st.info("Choose the settings and press **Compute**.")
@@ -90,10 +92,10 @@ def drill_down(sub, row: dict | None) -> None:
     between charts.
     """
     weight = float(pred.weight[sub.index].sum())
-    st.markdown(f"**{sub.description}** · {sub.size:,} rows ({sub.size / pred.n:.1%}) · weight "
+    st.markdown(f"**{md(sub.description)}** · {sub.size:,} rows ({sub.size / pred.n:.1%}) · weight "
                 f"{format_number(weight)} ({weight / pred.weight_total:.1%} of the total)")
     if sub.conditions:
-        st.markdown("Path of splits: " + " → ".join(f"`{c}`" for c in sub.conditions))
+        st.markdown("Path of splits: " + " → ".join(code(c) for c in sub.conditions))
     left, right = ui.chart_slots(2)
     with left:
         deviation = ui.compute(f"deviation:{sub.description}", analysis.key,
@@ -127,9 +129,9 @@ if runs_:
     if len(runs_) > 1:
         ui.show_table(runs.repeats_table(runs_))
     if subsets.notice:
-        st.caption(subsets.notice)
+        ui.caption(subsets.notice)
     argmax = result.argmax
-    st.success(f"Worst subpopulation (argmax, #{argmax.id}): **{argmax.description}** — "
+    st.success(f"Worst subpopulation (argmax, #{argmax.id}): **{md(argmax.description)}** — "
                f"{argmax.size:,} rows")
 
     by_id = {s.id: s for s in subsets.subpopulations}
@@ -202,7 +204,7 @@ if mode == "filter":
         try:
             own = filter_subpopulation(pred, expression)
         except ValidationError as error:
-            st.error(str(error))
+            ui.show_error(error)
         else:
             drill_down(own, None)
 else:
@@ -214,7 +216,7 @@ else:
         try:
             groups = group_subpopulations(pred, [column])
         except ValidationError as error:
-            st.error(str(error))
+            ui.show_error(error)
         else:
             stats = pd.DataFrame([
                 {"group": g.description, "size": g.size,

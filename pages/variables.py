@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import charts, runs, ui
 from dashboard import state as s
+from dashboard.text import escape_markdown as md
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.figures import format_number
@@ -19,7 +20,7 @@ kinds = ui.require_covariates(analysis)
 try:
     ranking = charts.variable_ranking(analysis)
 except ValidationError as error:  # e.g. real-valued responses: no predicted class, no error
-    st.info(f"Variable-based calibration is not available for these data: {error} "
+    ui.show_info(f"Variable-based calibration is not available for these data: {error} "
             "The cumulative view along each variable is below.")
     ranking = None
 else:
@@ -43,7 +44,7 @@ if ranking is not None:
     try:
         drawn = charts.variable_figures(analysis, variable)
     except ValidationError as error:
-        st.info(str(error))
+        ui.show_info(error)
         drawn = []
     for slot, (title, figure) in zip(ui.chart_slots(len(drawn)) if drawn else [], drawn,
                                      strict=True):
@@ -55,7 +56,7 @@ if kinds[variable] == "ordinal":
         result = ui.compute("cumulative_by", analysis.key, cumulative_differences, pred,
                             order_by=variable)
     except ValidationError as error:
-        st.error(str(error))
+        ui.show_error(error)
     else:
         ui.cumulative_metrics(result)
         ui.show_figure(ui.cumulative_fig(
@@ -63,12 +64,13 @@ if kinds[variable] == "ordinal":
             cache=f"cumvar:{analysis.key}:{variable}"),
                        key=f"var_cum_{variable}")
         if result.n_missing:
-            st.caption(f"{result.n_missing:,} rows with {variable} missing are left off the path.")
+            st.caption(f"{result.n_missing:,} rows with {md(variable)} missing are left off the "
+                       "path.")
 else:
     try:
         groups = group_subpopulations(pred, [variable])
     except ValidationError as error:
-        st.error(str(error))
+        ui.show_error(error)
     else:
         rows = []
         prefix = "weighted mean" if pred.weighted else "mean"  # as weighted as D/σ beside them
@@ -81,6 +83,6 @@ else:
                          f"{prefix} response": float(np.average(
                              pred.label[group.index], weights=pred.weight[group.index])),
                          "Kuiper D": own.kuiper, "D/σ": own.kuiper_z, "p-value": own.p_value})
-        st.markdown(f"**Calibration within each level of {variable}**")
+        st.markdown(f"**Calibration within each level of {md(variable)}**")
         ui.show_table(pd.DataFrame(rows).sort_values("D/σ", ascending=False))
 ui.sync()
