@@ -13,7 +13,8 @@ from dashboard import ui
 from dashboard.text import code, escape_markdown
 from mcviz import __version__
 
-st.set_page_config(page_title="mcviz", page_icon=":material/show_chart:", layout="wide")
+# An emoji icon: Streamlit draws it as a data: URL (a :material/ icon is fetched from Google).
+st.set_page_config(page_title="mcviz", page_icon="📈", layout="wide")
 ui.init_session()
 presenting = ui.presentation()
 

@@ -133,14 +133,15 @@ class ByteCache:
 
         An exception from ``compute`` (a refusal, a cancel) propagates and nothing is kept.
         """
-        found, value = self._get(key)
+        found, value = self.lookup(key)
         if found:
             return value
         value = compute()
         self.put(key, value)
         return value
 
-    def _get(self, key: Hashable) -> tuple[bool, Any]:
+    def lookup(self, key: Hashable) -> tuple[bool, Any]:
+        """Return ``(True, value)`` for a kept entry (marking it used), else ``(False, None)``."""
         with self._lock:
             self._expire(self._clock())
             entry = self._entries.get(key)

@@ -18,23 +18,29 @@ __all__ = ["code", "escape_markdown"]
 
 _PUNCTUATION = frozenset(string.punctuation)  # CommonMark escapes every ASCII punctuation mark
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_AUTOLINK = re.compile(r"(?i)(?:\b(?:https?|ftp|mailto|xmpp)(?=:)|\bwww(?=\.)|(?=@))")
+"""Where GitHub-flavoured Markdown would start a link from bare text (``http:``, ``www.``, an
+e-mail's ``@``), which backslash escapes do not stop: an invisible word joiner goes there."""
+_WORD_JOINER = "\u2060"
 
 
 def escape_markdown(text: object) -> str:
     r"""Return ``text`` as Markdown that shows exactly these characters.
 
     Every ASCII punctuation character gets a backslash (CommonMark's escape: no emphasis, link,
-    image, HTML tag, heading, list, table, directive or LaTeX can start), and line breaks and
-    other control characters become one space (no block can start on a new line).
+    image, HTML tag, heading, list, table, directive or LaTeX can start), line breaks and other
+    control characters become one space (no block can start on a new line), and an invisible
+    word joiner (U+2060) breaks the bare-URL and e-mail autolinks of GitHub-flavoured Markdown,
+    which escapes alone do not stop (``http://host`` would otherwise become a link).
 
     Examples
     --------
     >>> escape_markdown("![t](http://h/x.png)")
-    '\\!\\[t\\]\\(http\\:\\/\\/h\\/x\\.png\\)'
+    '\\!\\[t\\]\\(http\u2060\\:\\/\\/h\\/x\\.png\\)'
     >>> escape_markdown("a\nb  **c**")
     'a b  \\*\\*c\\*\\*'
     """
-    flat = _CONTROL.sub(" ", str(text))
+    flat = _AUTOLINK.sub(lambda m: m.group() + _WORD_JOINER, _CONTROL.sub(" ", str(text)))
     return "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in flat)
 
 

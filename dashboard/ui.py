@@ -127,8 +127,9 @@ def compute_with_progress(name: str, key: str, fn: Callable, *args: Any, label: 
     :func:`run_with_progress` for what Stop does.
     """
     cache_key = ("compute", name, key, _params(kwargs))
-    if cache_key in CACHE:
-        return CACHE.get_or_compute(cache_key, lambda: None)
+    found, value = CACHE.lookup(cache_key)
+    if found:
+        return value
     return run_with_progress(
         f"{name}|{key}|{cache_key[3]}", label,
         lambda report: CACHE.get_or_compute(cache_key,

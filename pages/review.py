@@ -50,16 +50,16 @@ with pick_detail:
             levels = (analysis.compute(f"levels:{variable}", runs.scope_levels, pred, variable)
                       if variable else [])
         except ValidationError as error:
-            st.error(str(error))
+            ui.show_error(error)
             levels = []
         ui.selectbox_state(s.W_SCOPE_LEVEL, levels, levels[0] if levels else None)
         if levels:
-            st.selectbox(f"Level or range of {variable}", levels, key=s.W_SCOPE_LEVEL)
+            st.selectbox(f"Level or range of {md(variable)}", levels, key=s.W_SCOPE_LEVEL)
 
 try:
     scope = charts.review_scope(analysis, runs_)
 except ValidationError as error:
-    st.warning(f"{error} Showing the full population.")
+    ui.show_warning(f"{error} Showing the full population.")
     scope = runs.resolve_scope(pred, "full")
 
 own_calibration = False
@@ -87,7 +87,7 @@ for row in (0, 1):
         with slot:
             cell = cells[position]
             if isinstance(cell, str):
-                st.info(cell or "Nothing to show.")
+                ui.show_info(cell or "Nothing to show.")
             else:
                 ui.show_figure(cell, key=f"review_{names_of_cells[position]}")
 

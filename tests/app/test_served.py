@@ -121,6 +121,20 @@ def test_a_heavy_link_waits_for_a_click_and_stays_small(server, browser):
     page.context.close()
 
 
+PLANTED_JS = """() => [...document.querySelectorAll("a[href*='127.0.0.9'], img[src*='127.0.0.9']")]
+  .map(e => { let p = e, ids = [];
+    while (p) { if (p.dataset && p.dataset.testid) ids.push(p.dataset.testid);
+                p = p.parentElement; }
+    return e.outerHTML.slice(0, 200) + " in " + ids.join(" < "); })"""
+
+
+def upload(page, name: str, raw: bytes, mime: str = "text/csv") -> None:
+    """Drop a file on the Data page's uploader (waits for it: pages load slowly under load)."""
+    field = page.locator("input[type=file]").first
+    field.wait_for(state="attached", timeout=120_000)
+    field.set_input_files(files=[{"name": name, "mimeType": mime, "buffer": raw}])
+
+
 def hostile_csv(n: int = 3000) -> bytes:
     rng = np.random.default_rng(5)
     score = np.clip(rng.beta(2, 3, n), 0.01, 0.99)
@@ -140,9 +154,7 @@ def test_hostile_names_and_values_fetch_nothing_from_outside(server, browser):
     page.on("request", lambda request: requests.append(request.url))
     page.goto(base + "/")
     wait_idle(page)
-    page.locator("input[type=file]").first.set_input_files(files=[{
-        "name": "![t](http://127.0.0.9/name.png).csv", "mimeType": "text/csv",
-        "buffer": hostile_csv()}])
+    upload(page, "![t](http://127.0.0.9/name.png).csv", hostile_csv())
     wait_text(page, "Rows read")
     wait_idle(page)
     for title in ("Review", "Calibration", "Variables", "Subpopulations", "Groupings",
@@ -154,7 +166,8 @@ def test_hostile_names_and_values_fetch_nothing_from_outside(server, browser):
             wait_text(page, "Worst subpopulation")
             wait_idle(page)
         no_exception(page)
-        assert page.locator("a[href*='127.0.0.9'], img[src*='127.0.0.9']").count() == 0, title
+        planted = page.evaluate(PLANTED_JS)
+        assert not planted, (title, planted)
         assert not page.evaluate("() => window.HACKED === 1"), title
     # a filter from a link, echoing a category in its error
     expression = 'group == "![t](http://127.0.0.9/f.png)"'
@@ -195,8 +208,7 @@ def test_sessions_see_only_their_data_and_memory_comes_back(server, browser):
             page.goto(base + "/")
         for page, tag in zip(pages, tags, strict=True):
             wait_idle(page)
-            page.locator("input[type=file]").first.set_input_files(files=[{
-                "name": f"{tag}.csv", "mimeType": "text/csv", "buffer": session_file(tag)}])
+            upload(page, f"{tag}.csv", session_file(tag))
         for page, tag in zip(pages, tags, strict=True):
             wait_text(page, f"col_{tag}", timeout=120_000)
             wait_idle(page)
@@ -217,7 +229,7 @@ def test_sessions_see_only_their_data_and_memory_comes_back(server, browser):
 def test_stop_ends_a_long_computation_and_leaves_the_page_usable(server, browser):
     _, base = server
     page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
-    page.goto(base + "/subpopulations?demo=adult&l=8000&reps=2&m=10&sp=1")
+    page.goto(base + "/subpopulations?demo=adult&l=4000&reps=4&m=10&sp=1")
     wait_text(page, "Press Compute", timeout=90_000)
     wait_idle(page)
     page.get_by_role("button", name="Compute", exact=True).first.click()
@@ -225,7 +237,7 @@ def test_stop_ends_a_long_computation_and_leaves_the_page_usable(server, browser
     stop.wait_for(timeout=30_000)
     started = time.monotonic()
     stop.click()
-    wait_text(page, "Stopped", timeout=30_000)
+    wait_text(page, "Stopped", timeout=90_000)
     wait_idle(page)
     MEMORY["stop_seconds"] = time.monotonic() - started
     no_exception(page)

@@ -133,3 +133,21 @@ def test_an_upload_that_decompresses_past_the_budget_is_refused(monkeypatch):
     messages = " ".join(e.value for e in at.error)
     assert "decompresses to more than" in messages
     assert "mcviz screen" in messages
+
+
+def test_a_heavy_link_is_clamped_and_waits_for_a_click(monkeypatch):
+    # The link that grew a served app by ~7 GB: under a 2 GB budget ℓ is reduced to fit, the
+    # estimate is shown, and nothing runs until Compute is pressed.
+    monkeypatch.setenv("MCVIZ_MEMORY_BUDGET", "2GB")
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params.update({"page": "subpopulations", "demo": "adult", "l": "20000",
+                            "reps": "20", "m": "10", "sp": "1"})
+    at.run()
+    if not any(b.label == "Compute" for b in at.button):  # AppTest opens the default page
+        at.switch_page("pages/subpopulations.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    notices = " ".join(i.value for i in at.info)
+    assert "20,000 random subpopulations × 20 repeats" in notices
+    assert "Press Compute" in notices
+    assert at.number_input(key="w_l").value < 20_000  # clamped to the budget
+    assert not any(m.label == "M" for m in at.metric)  # nothing was computed
