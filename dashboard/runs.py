@@ -143,6 +143,13 @@ class Verdict:
         """True only when an adjusted p-value is below the level."""
         return self.kind == "finding"
 
+    @property
+    def short(self) -> str:
+        """The verdict in a few words (for a caption beside the subpopulation)."""
+        return {"finding": "a finding (adjusted p < 0.05)",
+                "chance": "within what chance produces",
+                "untested": "not yet tested against chance"}[self.kind]
+
 
 def argmax_verdict(result: Any, null: Any = None, *, level: float = 0.05) -> Verdict:
     """State the worst subpopulation honestly: a finding only when its adjusted p < ``level``.

@@ -66,9 +66,7 @@ own_calibration = False
 if not scope.is_full:
     if scope.kind == "argmax":
         pick_detail.caption(f"**{md(scope.description)}** · {scope.subpopulation.size:,} of "
-                            f"{pred.n:,} rows")
-        with pick_detail:
-            ui.caption(charts.argmax_verdict(analysis, runs_).text)
+                            f"{pred.n:,} rows · {charts.argmax_verdict(analysis, runs_).short}")
     own_calibration = pick_own.toggle(
         "Own calibration", key="w_review_own",
         help="Top left: the subpopulation's own calibration instead of its deviation from the "

@@ -32,6 +32,7 @@ def test_no_null_means_untested_never_a_finding(generated):
     assert not verdict.is_finding
     assert "Not yet tested against chance: compute the null distribution" in verdict.text
     assert f"with {generated.result.n_subpopulations:,} subpopulations" in verdict.text
+    assert verdict.short == "not yet tested against chance"
 
 
 class _Null:
