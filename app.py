@@ -1,4 +1,4 @@
-"""mcviz dashboard: `streamlit run app.py` (127.0.0.1 only; README: serving on a network).
+"""mcviz dashboard: `streamlit run app.py` (127.0.0.1 only; README: Serving mcviz to others).
 
 The router: st.navigation over pages/ and the shared sidebar. A page script opened before this
 ran (a fresh server, AppTest's switch_page) runs this file itself (dashboard.ui.setup_page).
@@ -10,9 +10,11 @@ import streamlit as st
 
 from dashboard import state as s
 from dashboard import ui
+from dashboard.text import code, escape_markdown
 from mcviz import __version__
 
-st.set_page_config(page_title="mcviz", page_icon=":material/show_chart:", layout="wide")
+# An emoji icon: Streamlit draws it as a data: URL (a :material/ icon is fetched from Google).
+st.set_page_config(page_title="mcviz", page_icon="📈", layout="wide")
 ui.init_session()
 presenting = ui.presentation()
 
@@ -64,9 +66,9 @@ def show_summary() -> None:
     if presenting or analysis is None:
         return
     pred = analysis.pred
-    weight = f" · weight `{pred.weight_column}`" if pred.weighted else ""
-    summary.caption(f"**{analysis.source['name']}** · {pred.n:,} rows · score "
-                    f"`{pred.score_column}` · label `{pred.label_column}`{weight}")
+    weight = f" · weight {code(pred.weight_column)}" if pred.weighted else ""
+    summary.caption(f"**{escape_markdown(analysis.source['name'])}** · {pred.n:,} rows · score "
+                    f"{code(pred.score_column)} · label {code(pred.label_column)}{weight}")
 
 
 if presenting:
@@ -86,7 +88,7 @@ if presenting:
 if link_message:
     st.info(link_message)
 for message in st.session_state.pop(s.LINK_MESSAGES, ()):
-    st.warning(f"Shared link: {message}")
+    ui.show_warning(f"Shared link: {message}")
 
 st.session_state[s.APP_RAN] = True  # the page script sees that this file ran
 try:

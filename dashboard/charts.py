@@ -19,11 +19,16 @@ from mcviz.figures import (
     reliability_figure,
     variable_curves_figure,
 )
+from mcviz.figures.corp import corp_figure  # not exported by mcviz.figures yet
+from mcviz.measures import classical_measures
 from mcviz.report import ReportSection
 from mcviz.smoothing import local_calibration_score
 from mcviz.variables import level_calibration, rank_variables, variable_calibration
 
 BIN_KIND_TITLES = {"equal_width": "Equal-width bins", "equal_count": "Equal-count bins"}
+CORP = "corp"
+RELIABILITY_KINDS = {**BIN_KIND_TITLES, CORP: "CORP (isotonic, no bins)"}
+"""The reliability diagrams the Calibration page offers: binned, and CORP (bin-free)."""
 
 
 def reliability_result(item: Current, kind: str) -> Any:
@@ -36,6 +41,37 @@ def reliability_result(item: Current, kind: str) -> Any:
 def reliability_fig(result: Any, cache: str | None = None) -> Any:
     """Return the reliability figure of a result."""
     return figure(reliability_figure, result, cache and f"{cache}:{bin_counts()}")
+
+
+def corp_result(item: Current, sub: Any = None) -> Any:
+    """CORP reliability curve and consistency band of the full population or ``sub`` (cached).
+
+    ``sub`` is a :class:`~mcviz.subpopulations.Subpopulation` of ``item.pred``; its index is
+    passed positionally (never hashed), its description keys the cache.
+    """
+    size = item.pred.n if sub is None else sub.size
+    return item.compute("corp" if sub is None else f"corp:{sub.description}", review.corp_of,
+                        item.pred, None if sub is None else sub.index,
+                        n_resamples=review.corp_resamples(size))
+
+
+def corp_fig(result: Any, cache: str | None = None) -> Any:
+    """Return the CORP reliability figure."""
+    return figure(corp_figure, result, cache, title="CORP reliability diagram (no bins)")
+
+
+def _classical(pred: Any, index: Any, **options: Any) -> pd.DataFrame:
+    return classical_measures(pred, index=index, **options).to_frame()
+
+
+def classical_table(item: Current, sub: Any = None) -> pd.DataFrame:
+    """Return the grouped classical measures (``group``, ``name``, ``value``, ``help``), cached.
+
+    Of the full population, or of ``sub`` (a subpopulation of ``item.pred``).
+    """
+    name = "classical" if sub is None else f"classical:{sub.description}"
+    return item.compute(name, _classical, item.pred, None if sub is None else sub.index,
+                        n_bins=bin_counts()[0])
 
 
 def lcs_result(item: Current) -> Any:
@@ -68,6 +104,21 @@ def extra_calibration_figures(item: Current) -> list[tuple[str, Any]]:
     return figures
 
 
+def argmax_verdict(item: Current, runs_: Any) -> runs.Verdict:
+    """Say what the worst subpopulation of the computed runs is (Review, Report).
+
+    Generated subpopulations: against the null distribution the Subpopulations page computed
+    (held in the session), "untested" without one; searched: the first finding's Holm-adjusted
+    held-out p-value.
+    """
+    run = runs_[0]
+    if run.search is not None:
+        return runs.search_verdict(run.search)
+    held = runs.held_null(st.session_state,
+                          runs.run_id(item.key, st.session_state.get(s.SUBPOP) or {}))
+    return runs.argmax_verdict(run.result, held)
+
+
 def variable_ranking(item: Current) -> pd.DataFrame:
     """Return the VECE ranking of the covariates (cached)."""
     return item.compute("rank_variables", rank_variables, item.pred)
@@ -84,16 +135,41 @@ def chosen_variable(item: Current, ranking: pd.DataFrame | None = None) -> str |
     return next(iter(kinds), None)
 
 
-def variable_figures(item: Current, variable: str) -> list[tuple[str, Any]]:
-    """Return the LOESS and gap figures of an ordinal variable, or the per-level figure."""
+def variable_result(item: Current, variable: str) -> Any:
+    """Return the LevelCalibration (nominal) or VariableCalibration (ordinal) of a variable."""
     pred = item.pred
     if pred.covariate_kinds.get(variable) == "nominal":
-        result = item.compute("levels", level_calibration, pred, variable=variable)
+        return item.compute("levels", level_calibration, pred, variable=variable)
+    return item.compute("variable", variable_calibration, pred, variable=variable)
+
+
+def variable_figures(item: Current, variable: str) -> list[tuple[str, Any]]:
+    """Return the LOESS and gap figures of an ordinal variable, or the per-level figure."""
+    result = variable_result(item, variable)
+    if hasattr(result, "levels"):
         return [("levels", figure(categorical_levels_figure, result,
                                   f"levels:{item.key}:{variable}"))]
-    result = item.compute("variable", variable_calibration, pred, variable=variable)
     return [(build.__name__, figure(build, result, f"{build.__name__}:{item.key}:{variable}"))
             for build in (variable_curves_figure, gap_figure)]
+
+
+def level_table(result: Any) -> pd.DataFrame:
+    """Each level's size, effective size, rates and 95% intervals (percent), and eligibility.
+
+    From a :class:`mcviz.variables.LevelCalibration`; nothing is recomputed.
+    """
+    def interval(low: Any, high: Any) -> list[str]:
+        return [f"{100 * a:.1f} to {100 * b:.1f}" for a, b in zip(low, high, strict=True)]
+
+    return pd.DataFrame({
+        "level": list(result.levels), "rows": result.count,
+        "effective rows": result.effective_size, "share of weight": result.weight_share,
+        "error %": 100 * result.error,
+        "error 95% CI": interval(result.error_lower, result.error_upper),
+        "predicted error %": 100 * result.predicted,
+        "gap %": 100 * result.gap, "gap 95% CI": interval(result.gap_lower, result.gap_upper),
+        "in VCE(v*)": ["yes" if e else "no: too few rows" for e in result.eligible],
+    })
 
 
 def variables_section(item: Current) -> list[ReportSection]:
@@ -130,11 +206,15 @@ def review_scope(item: Current, runs_: tuple) -> runs.Scope:
 
 
 def review_cells(item: Current, scope: runs.Scope, variable: str | None, *,
-                 own_calibration: bool = False, presentation: bool = False) -> list:
-    """Return the four cells of the review grid for a scope (figures, or text saying why not)."""
+                 own_calibration: bool = False, presentation: bool = False,
+                 corp: bool = False) -> list:
+    """Return the four cells of the review grid for a scope (figures, or text saying why not).
+
+    ``corp``: the CORP diagram (no bins) in place of the binned reliability diagrams.
+    """
     results = review.review_results(item.pred, scope, variable=variable, bins=bin_counts(),
-                                     compute=item.compute)
-    return compute(f"review:{scope.cache_key}:{variable}:{own_calibration}", item.key,
+                                     compute=item.compute, corp=corp)
+    return compute(f"review:{scope.cache_key}:{variable}:{own_calibration}:{corp}", item.key,
                    review.review_figures, results, presentation=presentation,
                    height=REVIEW_HEIGHT[presentation], own_calibration=own_calibration,
                    bins=list(bin_counts()))

@@ -8,7 +8,8 @@ whichever page asks first.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -19,6 +20,7 @@ from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.multical import multicalibration
+from mcviz.search import search_subpopulations
 from mcviz.subpopulations import (
     Condition,
     Subpopulation,
@@ -29,7 +31,12 @@ from mcviz.subpopulations import (
     group_subpopulations,
 )
 
-__all__ = ["Run", "RunSettings", "Scope", "resolve_scope", "run_subpopulations", "scope_levels"]
+__all__ = ["MODES", "Run", "RunSettings", "Scope", "Verdict", "argmax_verdict", "resolve_scope",
+           "run_subpopulations", "scope_levels", "search_verdict", "with_adjusted",
+           "with_holm"]
+
+MODES = {"generated": "generated (Algorithm 1 of paper 000)", "searched": "searched"}
+"""How the Subpopulations page finds its subpopulations: random median splits or the search."""
 
 Compute = Callable[..., Any]
 """``compute(name, fn, *args, **kwargs)``: calls ``fn``; a page's version caches the call."""
@@ -41,19 +48,29 @@ def _direct(_name: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """Settings of Algorithm 1 chosen on the Subpopulations page (with the repeats)."""
+    """Settings chosen on the Subpopulations page.
+
+    ``mode`` "generated": Algorithm 1 (ℓ, m, seed, repeats); "searched": the guided search
+    (:func:`mcviz.search_subpopulations` with ``max_conditions`` and ``n_findings``; one run).
+    """
 
     covariates: tuple[str, ...]
     n_subpopulations: int
     min_size: int
     seed: int
     repeats: int = 1
+    mode: str = "generated"
+    max_conditions: int = 3
+    n_findings: int = 5
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> RunSettings:
         """Build from the page's settings dictionary (extra keys such as ``key`` ignored)."""
+        mode = data.get("mode", "generated")
         return cls(tuple(data["covariates"]), int(data["n_subpopulations"]),
-                   int(data["min_size"]), int(data["seed"]), int(data.get("repeats", 1)))
+                   int(data["min_size"]), int(data["seed"]), int(data.get("repeats", 1)),
+                   mode if mode in MODES else "generated", int(data.get("max_conditions", 3)),
+                   int(data.get("n_findings", 5)))
 
 
 @dataclass(frozen=True)
@@ -63,6 +80,7 @@ class Run:
     seed: int
     subsets: Any  # mcviz.subpopulations.SubpopulationSet
     result: Any  # mcviz.multical.MulticalibrationResult
+    search: Any = None  # mcviz.search.SearchResult of a searched run, else None
 
 
 def measure_subpopulations(pred: Predictions, subsets: Any, **_params: Any) -> Any:
@@ -77,7 +95,19 @@ def run_subpopulations(
     compute: Compute = _direct,
     progress: Callable[[float, str], None] | None = None,
 ) -> tuple[Run, ...]:
-    """Generate and measure the subpopulations of every repeat (seeds seed, seed + 1, ...)."""
+    """Generate and measure the subpopulations of every repeat (seeds seed, seed + 1, ...).
+
+    A searched run is one run: the findings of the guided search, measured like generated
+    subpopulations so that the table, the scatter and the drill-down work on them unchanged.
+    """
+    if settings.mode == "searched":
+        options = {"covariates": list(settings.covariates),
+                   "max_conditions": settings.max_conditions,
+                   "n_findings": settings.n_findings, "seed": settings.seed}
+        found = compute("search", _search, pred, progress, **options)  # progress: not a key
+        result = compute("multicalibration", measure_subpopulations, pred, found.subpopulations,
+                         mode="searched", **options)
+        return (Run(settings.seed, found.subpopulations, result, found),)
     runs = []
     for repeat in range(settings.repeats):
         seed = settings.seed + repeat
@@ -92,6 +122,109 @@ def run_subpopulations(
         result = compute("multicalibration", measure_subpopulations, pred, subsets, **options)
         runs.append(Run(seed, subsets, result))
     return tuple(runs)
+
+
+def _search(pred: Predictions, progress: Callable | None, **options: Any) -> Any:
+    """:func:`mcviz.search_subpopulations`; ``progress`` positional, so no cache key holds it."""
+    return search_subpopulations(pred, progress=progress, **options)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the page may say about the worst subpopulation.
+
+    ``kind``: "finding" (adjusted p below the level: shown as a finding), "chance" (within
+    what chance produces with this many subpopulations) or "untested" (no null computed yet).
+    """
+
+    kind: str
+    text: str
+
+    @property
+    def is_finding(self) -> bool:
+        """True only when an adjusted p-value is below the level."""
+        return self.kind == "finding"
+
+    @property
+    def short(self) -> str:
+        """The verdict in a few words (for a caption beside the subpopulation)."""
+        return {"finding": "a finding (adjusted p < 0.05)",
+                "chance": "within what chance produces",
+                "untested": "not yet tested against chance"}[self.kind]
+
+
+def argmax_verdict(result: Any, null: Any = None, *, level: float = 0.05) -> Verdict:
+    """State the worst subpopulation honestly: a finding only when its adjusted p < ``level``.
+
+    ``null`` is the :class:`mcviz.significance.NullDistribution` of ``result``'s
+    subpopulations (its ``p_adjusted`` in the order of ``result.subpopulations``), or None.
+    The argmax's own (unadjusted) p-value is never the evidence: with ℓ subpopulations,
+    chance alone makes the smallest of ℓ p-values tiny.
+    """
+    argmax = result.argmax
+    count = result.n_subpopulations
+    head = (f"Worst subpopulation (argmax, #{argmax.id}): {argmax.description} — "
+            f"{argmax.size:,} rows")
+    if null is None:
+        return Verdict("untested", f"{head}. Not yet tested against chance: compute the null "
+                                   f"distribution (with {count:,} subpopulations, chance alone "
+                                   "makes the largest deviation look large).")
+    position = [sub.id for sub in result.subpopulations].index(argmax.id)
+    p_adjusted = float(null.p_adjusted[position])
+    if p_adjusted < level:
+        return Verdict("finding", f"{head}. Adjusted p = {p_adjusted:.3g} (max-statistic over "
+                                  f"{count:,} subpopulations, {null.draws:,} null draws).")
+    return Verdict("chance", f"{head}. The largest deviation is within what chance produces "
+                             f"with {count:,} subpopulations: adjusted p = {p_adjusted:.3g} "
+                             f"({null.draws:,} draws of perfectly calibrated responses).")
+
+
+def search_verdict(search: Any, *, level: float = 0.05) -> Verdict:
+    """State the first finding: a finding only when its Holm-adjusted held-out p < ``level``."""
+    if search.findings and search.findings[0].p_adjusted < level:
+        return Verdict("finding", search.findings[0].sentence)
+    return Verdict("chance", "No finding is confirmed on the held-out rows (every Holm-adjusted "
+                             f"p ≥ {level:g}): what the search found is within what chance "
+                             "produces.")
+
+
+def with_adjusted(table: pd.DataFrame, null: Any) -> pd.DataFrame:
+    """Add the null's ``p_adjusted`` column to the table (NaN without a null).
+
+    The table's rows are in the order of the result's subpopulations, as ``p_adjusted`` is.
+    """
+    adjusted = (np.full(len(table), np.nan) if null is None
+                else np.asarray(null.p_adjusted, dtype=float))
+    if adjusted.size != len(table):
+        raise ValidationError(f"the null distribution has {adjusted.size:,} adjusted p-values "
+                              f"for {len(table):,} subpopulations: compute it again.")
+    return table.assign(p_adjusted=adjusted)
+
+
+NULL_HELD = "null_held"
+"""Session-state key of the null distribution computed on the Subpopulations page."""
+
+
+def run_id(analysis_key: str, settings: Mapping[str, Any]) -> str:
+    """Identify one computed set of subpopulations (the analysis and the page's settings)."""
+    return f"{analysis_key}|{json.dumps(dict(settings), sort_keys=True, default=str)}"
+
+
+def hold_null(state: MutableMapping[str, Any], run: str, null: Any) -> None:
+    """Keep the null distribution of run ``run`` for the Review and Report pages."""
+    state[NULL_HELD] = (run, null)
+
+
+def held_null(state: Mapping[str, Any], run: str) -> Any:
+    """Return the null distribution held for run ``run``, or None (none, or another run's)."""
+    held = state.get(NULL_HELD)
+    return held[1] if held is not None and held[0] == run else None
+
+
+def with_holm(table: pd.DataFrame, search: Any) -> pd.DataFrame:
+    """Add the findings' Holm-adjusted held-out p-values as ``p_adjusted`` (id = rank)."""
+    adjusted = {finding.rank: finding.p_adjusted for finding in search.findings}
+    return table.assign(p_adjusted=[adjusted.get(int(i), np.nan) for i in table["id"]])
 
 
 def repeats_table(runs: Sequence[Run]) -> pd.DataFrame:

@@ -10,8 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from mcviz.errors import ValidationError
-from mcviz.io import infer_roles, load_predictions
+from mcviz.io import infer_roles
 
 __all__ = ["DEFAULTS", "DEMOS", "ColumnMapping", "default_mapping", "parse_bin_counts"]
 
@@ -154,17 +153,13 @@ def default_mapping(frame: pd.DataFrame) -> ColumnMapping:
 
 
 def _labels_are_classes(frame: pd.DataFrame, roles: Any) -> bool:
-    # The loader decides (its own class-name rule, not a second copy of it): the per-class
-    # columns are classes when a sample of rows loads as multi-class.
+    # The loader's own rule (mcviz.io.labels_are_classes), not a second copy of it.
+    from mcviz.io import labels_are_classes
+
     if roles.label is None:
         return False
-    sample = frame.head(2_000)
-    try:
-        load_predictions(sample, probabilities=list(roles.probabilities), label=roles.label,
-                         covariates=[], weight=False)
-    except ValidationError:
-        return False
-    return True
+    # every distinct label, as the loader sees them: a cut-off list could disagree with it
+    return labels_are_classes(roles.probabilities, pd.unique(frame[roles.label].dropna()))
 
 
 def score_candidates(frame: pd.DataFrame) -> tuple[str, ...]:

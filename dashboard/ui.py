@@ -1,9 +1,17 @@
 """The one thin Streamlit plumbing module of the dashboard.
 
-It holds the cache wrappers (keyed on the uploaded bytes' SHA-256 and the column mapping; frames
-and predictions are passed as underscore-prefixed arguments so Streamlit never hashes them -- its
-sampled hashing of large frames can return stale results), the page set-up that makes every page
-address work on a fresh server, and the widgets the pages share. The link codec, the mapping and
+It holds the cache wrappers (keyed on the uploaded bytes' SHA-256, the column mapping and the
+parameters; frames and predictions are never hashed -- Streamlit's sampled hashing of large frames
+can return stale results), the page set-up that makes every page address work on a fresh server,
+and the widgets the pages share.
+
+Served to others: uploads, predictions and results live in one per-process
+:class:`~dashboard.cache.ByteCache` bounded in entries (256), bytes (1 GiB, or a quarter of
+``MCVIZ_MEMORY_BUDGET`` if lower) and idle time (30 min), swept with closed sessions' uploads by
+:mod:`dashboard.janitor`; data-derived text goes through :func:`show_error` and the other
+wrappers (escaped Markdown) and every chart through :func:`show_figure` (escaped plotly text);
+long work runs through :func:`compute_with_progress` (a progress bar and a Stop button); a link
+never starts work above the budget (:mod:`dashboard.limits`). The link codec, the mapping and
 the subpopulation runs are plain Python in :mod:`dashboard.links`, :mod:`dashboard.state` and
 :mod:`dashboard.runs`.
 """
@@ -12,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import runpy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,71 +30,81 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import links, runs
+from dashboard import janitor, limits, links, runs
 from dashboard import state as s
+from dashboard.cache import ByteCache
 from dashboard.state import DEMOS, NO_SCORE, ColumnMapping, default_mapping, score_candidates
+from dashboard.text import escape_markdown
+from mcviz.budget import Cancelled, check, default_budget
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.figures import cumulative_figure, format_number
+from mcviz.figures._text import escape_figure
 from mcviz.io import Predictions, demo_path, load_predictions, read_table
 
-__all__ = ["DEMOS", "NO_SCORE", "ColumnMapping", "compute", "current", "default_mapping",
-           "score_candidates", "setup_page"]
+__all__ = ["DEMOS", "NO_SCORE", "ColumnMapping", "caption", "compute", "compute_with_progress",
+           "current", "default_mapping", "run_with_progress", "score_candidates", "setup_page",
+           "show_error", "show_info", "show_success", "show_text", "show_warning"]
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
+STOPPED_RUNS = "stopped_runs"  # run keys the user stopped (session state)
+LINK_SUBPOP = "link_subpop_pending"  # a link's sp=1, not yet checked against the budget
+LINK_NOTICE = "link_subpop_notice"  # why a link's computation waits for a click
+RUNS_HELD = "subpop_runs_held"  # (run key, runs) of this session's subpopulations
 
 
 # --------------------------------------------------------------------------------------------
 # Caches
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
-def _read_upload(file_digest: str, name: str, _raw: bytes) -> pd.DataFrame:
-    buffer = io.BytesIO(_raw)
+CACHE = ByteCache(max_entries=256)
+"""Uploads' frames, predictions, results and figures: bounded in entries, bytes and idle time."""
+
+
+def _runtime() -> Any:
+    from streamlit.runtime import Runtime
+
+    return Runtime.instance() if Runtime.exists() else None
+
+
+janitor.start(_runtime, CACHE, interval=float(os.environ.get("MCVIZ_SWEEP_SECONDS", "15")))
+
+
+def _read(name: str, raw: bytes) -> pd.DataFrame:
+    buffer = io.BytesIO(raw)
     buffer.name = name
-    return read_table(buffer)
+    return read_table(buffer)  # refuses input over the loader's budget before materialising
 
 
 def read_upload(name: str, raw: bytes) -> tuple[str, pd.DataFrame]:
     """Read an uploaded file once per content hash; returns ``(digest, frame)``."""
     file_digest = s.digest(raw)
-    return file_digest, _read_upload(file_digest, name, raw)
+    return file_digest, CACHE.get_or_compute(("upload", file_digest), lambda: _read(name, raw))
 
 
-@st.cache_resource(max_entries=2, show_spinner=False)
+@st.cache_resource(max_entries=2, ttl=3600, show_spinner=False)
 def read_demo(name: str) -> pd.DataFrame:
     """Return the raw frame of an embedded demo."""
     return read_table(demo_path(name))
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _predictions(source_key: str, mapping_json: str, _mapping: ColumnMapping,
-                 _frame: pd.DataFrame) -> Predictions:
-    pred = load_predictions(_frame, **_mapping.load_options())
-    if _mapping.weighting:
+def _predictions(mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:
+    pred = load_predictions(frame, **mapping.load_options())
+    if mapping.weighting:
         from mcviz.weighting import reweight
 
-        pred = reweight(pred, _mapping.weighting, rho=_mapping.rho)
+        pred = reweight(pred, mapping.weighting, rho=mapping.rho)
     return pred
 
 
 def predictions_for(source_key: str, mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:
     """Build the predictions once per (source, mapping); raises ValidationError."""
-    return _predictions(source_key, mapping.to_json(), mapping, frame)
+    return CACHE.get_or_compute(("predictions", source_key, mapping.to_json()),
+                                lambda: _predictions(mapping, frame))
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
-def _compute(name: str, key: str, params: str, _fn: Callable, _args: tuple, _kwargs: dict):
-    return _fn(*_args, **_kwargs)
-
-
-@st.cache_resource(max_entries=6, show_spinner=False)
-def _compute_heavy(name: str, key: str, params: str, _fn: Callable, _args: tuple, _kwargs: dict):
-    return _fn(*_args, **_kwargs)
-
-
-_HEAVY = ("subpopulations", "multicalibration")
-"""Results holding one index array per subpopulation: only a few parameter sets are kept."""
+def _params(kwargs: Mapping[str, Any]) -> str:
+    return json.dumps(kwargs, sort_keys=True, default=str)
 
 
 def compute(name: str, key: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -95,9 +114,61 @@ def compute(name: str, key: str, fn: Callable, *args: Any, **kwargs: Any) -> Any
     must identify them. Pass every other choice as a keyword argument: keywords are
     JSON-serialised into the cache key.
     """
-    params = json.dumps(kwargs, sort_keys=True, default=str)
-    cache = _compute_heavy if name in _HEAVY else _compute
-    return cache(name, key, params, fn, args, kwargs)
+    return CACHE.get_or_compute(("compute", name, key, _params(kwargs)),
+                                lambda: fn(*args, **kwargs))
+
+
+def compute_with_progress(name: str, key: str, fn: Callable, *args: Any, label: str,
+                          **kwargs: Any) -> Any:
+    """:func:`compute` of a long computation: a progress bar and a Stop button while it runs.
+
+    ``fn`` must accept ``progress=`` (``progress(fraction, text)``, the library's convention);
+    the callback is not part of the cache key. A cached result returns at once. See
+    :func:`run_with_progress` for what Stop does.
+    """
+    cache_key = ("compute", name, key, _params(kwargs))
+    found, value = CACHE.lookup(cache_key)
+    if found:
+        return value
+    return run_with_progress(
+        f"{name}|{key}|{cache_key[3]}", label,
+        lambda report: CACHE.get_or_compute(cache_key,
+                                            lambda: fn(*args, progress=report, **kwargs)),
+    )
+
+
+def run_with_progress(run_key: str, label: str, work: Callable[[Callable], Any]) -> Any:
+    """Run ``work(progress)`` under a progress bar with a Stop button; returns its result.
+
+    Stop (or :class:`mcviz.budget.Cancelled` from the work) ends the run at its next progress
+    report -- Streamlit reruns the page and nothing is cached -- and the page then shows
+    "Stopped" with a "Run again" button and stops there (``st.stop()``): the widgets drawn
+    above stay usable, and other settings (another ``run_key``) run at once.
+    """
+    stopped = st.session_state.setdefault(STOPPED_RUNS, set())
+    if run_key in stopped:
+        st.info(f"Stopped: {escape_markdown(label)}. Change the settings, or run it again.")
+        st.button("Run again", key=f"again|{run_key}", on_click=stopped.discard,
+                  args=(run_key,))
+        st.stop()
+    slot = st.empty()
+    with slot.container():
+        bar = st.progress(0.0, text=f"{escape_markdown(label)}…")
+        st.button("Stop", key=f"stop|{run_key}", on_click=stopped.add, args=(run_key,),
+                  icon=":material/stop_circle:")
+
+    def report(fraction: float, text: str) -> None:
+        bar.progress(min(max(float(fraction), 0.0), 1.0),
+                     text=escape_markdown(f"{label}: {text}"))
+
+    try:
+        result = work(report)
+    except Cancelled:
+        stopped.add(run_key)
+        slot.empty()
+        st.rerun()
+    slot.empty()
+    return result
 
 
 # --------------------------------------------------------------------------------------------
@@ -158,7 +229,26 @@ def require_current() -> Current:
         st.info("Load a file or a demo on the **Data** page first.")
         st.page_link(page_path("data"), label="Go to Data", icon=":material/upload_file:")
         st.stop()
+    _gate_link_subpopulations(analysis)
     return analysis
+
+
+def _gate_link_subpopulations(analysis: Current) -> None:
+    """Check a link's ``sp=1``: ℓ clamped to the budget, only cheap work starts unasked."""
+    state = st.session_state
+    if state.pop(LINK_SUBPOP, False):
+        start = limits.link_start(analysis.pred.n, int(state.get(s.W_L) or 1),
+                                  int(state.get(s.W_REPEATS) or 1), default_budget())
+        state[s.W_L] = start.subpopulations
+        if start.auto:
+            state[s.AUTO_SUBPOP] = True
+        else:
+            state[LINK_NOTICE] = start.message
+    if state.get(LINK_NOTICE):
+        if state.get(s.SUBPOP) is not None:
+            state.pop(LINK_NOTICE)
+        else:
+            st.info(state[LINK_NOTICE])
 
 
 def require_covariates(analysis: Current) -> dict[str, str]:
@@ -183,6 +273,7 @@ def set_source(source: dict[str, Any], frame: pd.DataFrame, mapping: ColumnMappi
     previous = st.session_state.get(s.SOURCE)
     if previous is not None and previous != source:
         st.session_state.pop(s.SUBPOP, None)
+        st.session_state.pop(RUNS_HELD, None)
         st.session_state[s.W_SELECTED] = 0
     st.session_state[s.SOURCE] = source
     st.session_state[s.FRAME] = frame
@@ -206,16 +297,34 @@ def subpopulation_runs(analysis: Current, *, progress: bool = False) -> tuple[ru
     """Return the runs of the settings chosen on the Subpopulations page (empty before Compute).
 
     Computed once per settings and analysis (every repeat) for every page that shows them.
+    With ``progress`` the run shows a progress bar and a Stop button. Settings whose estimate
+    exceeds the memory budget are refused with a message (nothing runs).
     """
     settings = st.session_state.get(s.SUBPOP)
     if settings is None or settings.get("key") != analysis.key:
         return ()
-    bar = st.progress(0.0, text="Computing…") if progress else None
-    report = None if bar is None else (lambda f, text: bar.progress(f, text=text))
-    result = runs.run_subpopulations(analysis.pred, runs.RunSettings.from_mapping(settings),
-                                     compute=analysis.compute, progress=report)
-    if bar is not None:
-        bar.empty()
+    chosen = runs.RunSettings.from_mapping(settings)
+    try:
+        check(limits.subpopulations_estimate(analysis.pred.n, chosen.n_subpopulations,
+                                             chosen.repeats), default_budget())
+    except ValidationError as error:
+        show_error(error)
+        return ()
+    run_key = f"subpopulations|{analysis.key}|{_params(settings)}"
+    held = st.session_state.get(RUNS_HELD)
+    if held is not None and held[0] == run_key:
+        return held[1]
+    if not progress:
+        if run_key in st.session_state.get(STOPPED_RUNS, ()):
+            return ()
+        result = runs.run_subpopulations(analysis.pred, chosen, compute=analysis.compute)
+    else:
+        result = run_with_progress(run_key, "Subpopulations", lambda report: (
+            runs.run_subpopulations(analysis.pred, chosen, compute=analysis.compute,
+                                    progress=report)))
+    # the session keeps its own runs (freed with the session): a run larger than the shared
+    # cache's byte cap is not recomputed on every page
+    st.session_state[RUNS_HELD] = (run_key, result)
     return result
 
 
@@ -232,6 +341,8 @@ def init_session() -> None:
         decoded = links.decode_params(params)
         for key, value in decoded.restored.items():
             state[key] = value
+        if state.pop(s.AUTO_SUBPOP, False):  # checked against the budget once data is loaded
+            state[LINK_SUBPOP] = True
         state[s.LINK_MESSAGES] = decoded.messages
         if decoded.page:
             state["requested_page"] = decoded.page
@@ -328,9 +439,12 @@ def chart_slots(count: int) -> list:
 
 
 def show_figure(figure: Any, *, key: str | None = None, on_select: str = "ignore") -> Any:
-    """Draw a plotly figure at full container width (the one place pages draw charts)."""
+    """Draw a plotly figure at full container width (the one place pages draw charts).
+
+    Every data-derived string in it is escaped first (:func:`mcviz.figures._text.escape_figure`).
+    """
     return st.plotly_chart(
-        figure, width="stretch", key=key, on_select=on_select, theme=None,
+        escape_figure(figure), width="stretch", key=key, on_select=on_select, theme=None,
         config={"displaylogo": False, "toImageButtonOptions": {"format": "svg"}},
     )
 
@@ -345,7 +459,11 @@ def show_table(frame: pd.DataFrame, **options: Any) -> Any:
         if pd.api.types.is_float_dtype(shown[column]):
             kind = "p" if str(column) in ("p", "p-value") else None
             shown[column] = [format_number(v, kind=kind) for v in shown[column]]
-    if presentation() and not options.get("on_select"):
+    if presentation() and not options.get("on_select"):  # st.table renders Markdown: escape
+        shown = shown.rename(columns=escape_markdown)
+        for column in shown.columns:
+            if not pd.api.types.is_numeric_dtype(shown[column]):
+                shown[column] = [escape_markdown(v) for v in shown[column]]
         return st.table(shown.set_index(shown.columns[0]) if len(shown.columns) else shown)
     options.setdefault("hide_index", True)
     return st.dataframe(shown, **options)
@@ -388,3 +506,37 @@ def cumulative_fig(result: Any, *, title: str | None = None, cache: str | None =
 def full_cumulative(analysis: Current) -> Any:
     """Return the full population's cumulative differences (cached)."""
     return analysis.compute("cumulative", cumulative_differences, analysis.pred)
+
+
+# --------------------------------------------------------------------------------------------
+# Data-derived text: shown literally (escaped Markdown), never rendered as Markdown
+
+
+def show_error(message: object) -> Any:
+    """``st.error`` of a message or exception, escaped (column names, values, file names)."""
+    return st.error(escape_markdown(message))
+
+
+def show_warning(message: object) -> Any:
+    """``st.warning`` of data-derived text, escaped."""
+    return st.warning(escape_markdown(message))
+
+
+def show_info(message: object) -> Any:
+    """``st.info`` of data-derived text, escaped."""
+    return st.info(escape_markdown(message))
+
+
+def show_success(message: object) -> Any:
+    """``st.success`` of data-derived text, escaped."""
+    return st.success(escape_markdown(message))
+
+
+def caption(message: object) -> Any:
+    """``st.caption`` of data-derived text, escaped."""
+    return st.caption(escape_markdown(message))
+
+
+def show_text(message: object) -> Any:
+    """``st.markdown`` of data-derived text, escaped (shown exactly as written)."""
+    return st.markdown(escape_markdown(message))

@@ -5,6 +5,7 @@ import streamlit as st
 
 from dashboard import state as s
 from dashboard import ui
+from dashboard.text import code, escape_markdown
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
 
@@ -24,7 +25,7 @@ if upload is not None and st.session_state.get("adopted_upload") != upload.file_
     try:
         file_digest, frame = ui.read_upload(upload.name, upload.getvalue())
     except ValidationError as error:
-        st.error(str(error))
+        ui.show_error(error)
         st.stop()
     st.session_state["adopted_upload"] = upload.file_id
     ui.adopt_upload(upload.name, file_digest, frame)
@@ -38,8 +39,9 @@ elif st.session_state.pop("demo_picked", False) or current_source is None or \
     ui.use_demo(name)
 current_source = st.session_state[s.SOURCE]
 if current_source["kind"] == "upload":
-    demo_slot.caption(f"Analysing the uploaded file **{current_source['name']}** "
-                      f"(SHA-256 `{current_source['digest'][:12]}…`); pick a demo to switch.")
+    demo_slot.caption(f"Analysing the uploaded file **{escape_markdown(current_source['name'])}"
+                      f"** (SHA-256 {code(current_source['digest'][:12])}…); pick a demo to "
+                      "switch.")
 
 source = st.session_state[s.SOURCE]
 frame = st.session_state[s.FRAME]
@@ -159,9 +161,9 @@ except ValidationError as error:
             else "label" if column == label else "weight" if column == weight
             else "covariates" if column in covariates else None)
     if role is not None and role in slots:
-        slots[role].error(str(error))
+        slots[role].error(escape_markdown(error))
     else:
-        st.error(f"The file cannot be analysed with this mapping: {error}")
+        ui.show_error(f"The file cannot be analysed with this mapping: {error}")
     ui.sync()
     st.stop()
 
@@ -175,9 +177,9 @@ cells[3].metric("Covariates", f"{len(pred.covariate_kinds)}")
 if report.dropped:
     st.dataframe(pd.DataFrame(report.dropped, columns=["reason", "rows"]), hide_index=True)
 for warning in report.warnings:
-    st.warning(warning)
+    ui.show_warning(warning)
 for notice in report.notices:
-    st.caption(notice)
+    ui.caption(notice)
 if pred.multiclass:
     st.caption(f"Multi-class: {len(pred.classes)} classes; the score is the top-label "
                "probability and the response is 1 when the predicted class is right.")

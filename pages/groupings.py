@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import ui
+from dashboard.text import escape_markdown
 from mcviz.agglomeration import calibration_score, cvar_curve
 from mcviz.errors import ValidationError
 from mcviz.figures import cvar_curve_figure, group_errors_figure
@@ -51,22 +52,24 @@ try:
                                   key="grouping_k")
         centres = cells[1].number_input("Centres (a seeded sample; 0 = every row)", 0, pred.n,
                                         min(2000, pred.n), key="grouping_centres")
-        local = ui.compute("local", analysis.key, local_calibration, pred, None,
-                           k=int(k), max_centres=int(centres) or None, seed=0)
+        local = ui.compute_with_progress(
+            "local", analysis.key, local_calibration, pred, None,
+            label="k nearest neighbours", k=int(k), max_centres=int(centres) or None, seed=0)
         groups = local.groups
 except ValidationError as error:
-    st.error(str(error))
+    ui.show_error(error)
     st.stop()
 
 if groups.notice:
-    st.caption(groups.notice)
+    ui.caption(groups.notice)
 rows = []
 for name in ("mean", "max", "cvar:0.9", "range", "std", "superquantile:0.5"):
     score = calibration_score(groups, name)
     rows.append({"agglomeration": name, "kind": score.kind, "value": score.value,
                  "worst group": score.worst_group, "its error": score.worst_error})
 scores = pd.DataFrame(rows)
-st.markdown(f"**{groups.kind}**: {groups.description} — {groups.n_groups:,} groups")
+st.markdown(f"**{escape_markdown(groups.kind)}**: {escape_markdown(groups.description)} — "
+            f"{groups.n_groups:,} groups")
 ui.show_table(scores)
 
 table = groups.table()

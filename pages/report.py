@@ -12,6 +12,7 @@ from mcviz import __version__, cumulative_differences
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
 from mcviz.figures import deviation_figure
+from mcviz.figures._text import escape_figure
 from mcviz.report import (
     ExportUnavailableError,
     ReportSection,
@@ -84,19 +85,38 @@ def subpopulation_section() -> tuple[ReportSection | None, pd.DataFrame | None]:
     return section, table
 
 
-sections = [calibration_section(analysis)]
-score2 = st.session_state.get(s.W_SCORE2, ui.NO_SCORE)
-if score2 != ui.NO_SCORE:
-    try:
-        sections.append(calibration_section(analysis.with_score(score2)))
-    except ValidationError as error:
-        st.warning(f"Second score column left out: {error}")
-sections.extend(charts.variables_section(analysis))
-sections.insert(0, charts.review_section(analysis, runs_))
-subpop_section, subpop_table = subpopulation_section()
-if subpop_section is not None:
-    sections.append(subpop_section)
-else:
+def build_sections(report) -> tuple[list[ReportSection], pd.DataFrame | None, list[str]]:
+    """Every section of the report (the computations are cached), reporting progress."""
+    notes = []
+    report(0.0, "calibration")
+    sections = [calibration_section(analysis)]
+    score2 = st.session_state.get(s.W_SCORE2, ui.NO_SCORE)
+    if score2 != ui.NO_SCORE:
+        report(0.2, f"calibration of {score2}")
+        try:
+            sections.append(calibration_section(analysis.with_score(score2)))
+        except ValidationError as error:
+            notes.append(f"Second score column left out: {error}")
+    report(0.4, "variables")
+    sections.extend(charts.variables_section(analysis))
+    report(0.7, "review grid")
+    sections.insert(0, charts.review_section(analysis, runs_))
+    report(0.9, "subpopulations")
+    subpop_section, subpop_table = subpopulation_section()
+    if subpop_section is not None:
+        sections.append(subpop_section)
+    for section in sections:  # plotly renders HTML in its text: data must stay text
+        for figure in section.figures:
+            escape_figure(figure)
+    return sections, subpop_table, notes
+
+
+sections, subpop_table, notes = ui.run_with_progress(
+    f"report|{analysis.key}|{st.session_state.get(s.W_SCORE2)}|{ui.bin_counts()}|"
+    f"{st.session_state.get(s.SUBPOP)}", "Preparing the report", build_sections)
+for note in notes:
+    ui.show_warning(note)
+if subpop_table is None:
     st.caption("Compute subpopulations on the Subpopulations page to add them to the report.")
 
 source = analysis.source
@@ -154,7 +174,7 @@ else:
             with st.spinner("Rendering with chromium…"):
                 st.session_state["image"] = (name, fmt, figure_image(images[name], fmt))
         except ExportUnavailableError as error:
-            st.warning(str(error))
+            ui.show_warning(error)
     image = st.session_state.get("image")
     if image is not None and image[0] == name and image[1] == fmt:
         st.download_button(f"Download {fmt.upper()}", image[2], file_name=f"mcviz-chart.{fmt}",

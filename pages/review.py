@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import charts, runs, ui
 from dashboard import state as s
+from dashboard.text import escape_markdown as md
 from mcviz.errors import ValidationError
 from mcviz.report import ExportUnavailableError, chromium_path, slide_image
 
@@ -49,38 +50,42 @@ with pick_detail:
             levels = (analysis.compute(f"levels:{variable}", runs.scope_levels, pred, variable)
                       if variable else [])
         except ValidationError as error:
-            st.error(str(error))
+            ui.show_error(error)
             levels = []
         ui.selectbox_state(s.W_SCOPE_LEVEL, levels, levels[0] if levels else None)
         if levels:
-            st.selectbox(f"Level or range of {variable}", levels, key=s.W_SCOPE_LEVEL)
+            st.selectbox(f"Level or range of {md(variable)}", levels, key=s.W_SCOPE_LEVEL)
 
 try:
     scope = charts.review_scope(analysis, runs_)
 except ValidationError as error:
-    st.warning(f"{error} Showing the full population.")
+    ui.show_warning(f"{error} Showing the full population.")
     scope = runs.resolve_scope(pred, "full")
 
 own_calibration = False
 if not scope.is_full:
     if scope.kind == "argmax":
-        pick_detail.caption(f"**{scope.description}** · {scope.subpopulation.size:,} of "
-                            f"{pred.n:,} rows")
+        pick_detail.caption(f"**{md(scope.description)}** · {scope.subpopulation.size:,} of "
+                            f"{pred.n:,} rows · {charts.argmax_verdict(analysis, runs_).short}")
     own_calibration = pick_own.toggle(
         "Own calibration", key="w_review_own",
         help="Top left: the subpopulation's own calibration instead of its deviation from the "
              "full population.")
 
+corp = pick_own.toggle(
+    "CORP diagram", key="w_review_corp",
+    help="Top right: the CORP reliability diagram (isotonic regression, no bins, with its "
+         "consistency band) in place of the binned diagrams.")
 with st.spinner("Computing the review grid…"):
     cells = charts.review_cells(analysis, scope, variable, own_calibration=own_calibration,
-                                presentation=ui.presentation())
+                                presentation=ui.presentation(), corp=corp)
 names_of_cells = ("cumulative", "reliability", "curves", "lcs")
 for row in (0, 1):
     for slot, position in zip(st.columns(2, gap="small"), (2 * row, 2 * row + 1), strict=True):
         with slot:
             cell = cells[position]
             if isinstance(cell, str):
-                st.info(cell or "Nothing to show.")
+                ui.show_info(cell or "Nothing to show.")
             else:
                 ui.show_figure(cell, key=f"review_{names_of_cells[position]}")
 

@@ -5,6 +5,7 @@ import streamlit as st
 
 from dashboard import charts, ui
 from dashboard import state as s
+from dashboard.text import code, escape_markdown
 from mcviz import cumulative_differences
 from mcviz.binning import reliability_diagrams
 from mcviz.engines.results import load_subpopulation, read_screen
@@ -29,7 +30,7 @@ table_key = s.digest(raw)
 try:
     screen = ui.compute("screen_table", table_key, read_screen, raw)
 except ValidationError as error:
-    st.error(str(error))
+    ui.show_error(error)
     st.stop()
 
 table = screen.table
@@ -41,9 +42,10 @@ cells[1].metric("Mode", "exact" if screen.exact else "histogram",
 cells[2].metric("Rows screened", f"{screen.n:,}")
 cells[3].metric("Subpopulations", f"{len(table) - 1:,}")
 argmax = table.iloc[screen.argmax]
-st.success(f"Worst subpopulation (argmax, #{argmax['id']}): **{argmax['description']}** — "
-           f"{argmax['size']:,} rows")
-st.caption(f"Engine {screen.engine} · files: " + ", ".join(f"`{f}`" for f in screen.files[:5])
+st.success(f"Worst subpopulation (argmax, #{argmax['id']}): "
+           f"**{escape_markdown(argmax['description'])}** — {argmax['size']:,} rows")
+st.caption(f"Engine {escape_markdown(screen.engine)} · files: "
+           + ", ".join(code(f) for f in screen.files[:5])
            + (f" and {len(screen.files) - 5} more" if len(screen.files) > 5 else ""))
 
 top = table.sort_values("normalized", ascending=False).head(50)
@@ -60,15 +62,15 @@ with st.spinner("Reading the subpopulation's rows…"):
     try:
         pred = ui.compute("screen_rows", table_key, load_subpopulation, screen, row=int(row))
     except ValidationError as error:
-        st.error(str(error))
+        ui.show_error(error)
         st.stop()
 
 screened = table.iloc[row]
 own = ui.compute("screen_own", f"{table_key}:{row}", cumulative_differences, pred)
-st.markdown(f"**{screened['description']}** · {pred.n:,} rows read")
+st.markdown(f"**{escape_markdown(screened['description'])}** · {pred.n:,} rows read")
 if pred.report.n_dropped:
-    st.warning(f"{pred.report.n_dropped:,} invalid rows of this subpopulation were left out: "
-               + "; ".join(f"{reason} ({count:,})" for reason, count in pred.report.dropped))
+    ui.show_warning(f"{pred.report.n_dropped:,} invalid rows of this subpopulation were left out: "
+                    + "; ".join(f"{reason} ({count:,})" for reason, count in pred.report.dropped))
 st.dataframe(pd.DataFrame({
     "": ["screened", "recomputed from the rows read"],
     "rows": [int(screened["size"]), pred.n],

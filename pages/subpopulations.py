@@ -1,4 +1,10 @@
-"""Subpopulations page: multi-calibration over random subpopulations, with argmax drill-down."""
+"""Subpopulations page: generated (Algorithm 1) or searched subpopulations, tested honestly.
+
+Generated: M over ℓ random median splits, its null distribution (parametric bootstrap) and a
+family-wise adjusted p-value per subpopulation; the worst one is a finding only when its
+adjusted p is below 0.05. Searched: the guided search's findings, confirmed on held-out rows
+(Holm-adjusted). Both feed the same table, scatter, drill-down and review view.
+"""
 
 from dataclasses import replace
 
@@ -7,11 +13,14 @@ import streamlit as st
 
 from dashboard import charts, runs, ui
 from dashboard import state as s
+from dashboard.text import code
+from dashboard.text import escape_markdown as md
 from mcviz.binning import reliability_diagrams
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
 from mcviz.figures import deviation_figure, format_number, subpopulation_scatter_figure
 from mcviz.report import safe_csv
+from mcviz.significance import null_distribution, null_draws_estimate
 from mcviz.subpopulations import (
     filter_subpopulation,
     group_subpopulations,
@@ -44,17 +53,38 @@ st.selectbox(
          "shifted 1/(S + ρ), low prevalence 1/A for positive labels. ρ is set on the Data page.",
 )
 
+LOW_PREVALENCE = analysis.mapping.weighting == "low-prevalence"
+W_MODE, W_CONDITIONS, W_FINDINGS = "w_sub_mode", "w_sub_conditions", "w_sub_findings"
+NULL_REQUEST = "null_request"  # the run id whose null distribution the user asked for
+settled = st.session_state.get(s.SUBPOP) or {}
+for widget, setting, default in ((W_MODE, "mode", "generated"),
+                                 (W_CONDITIONS, "max_conditions", 3),
+                                 (W_FINDINGS, "n_findings", 5)):
+    if widget not in st.session_state:  # widgets forget their value on another page
+        st.session_state[widget] = settled.get(setting, default)
+mode = st.radio("Subpopulations", list(runs.MODES), key=W_MODE, horizontal=True,
+                format_func=runs.MODES.get,
+                help="Generated: ℓ random median splits of the covariates (Algorithm 1 of paper "
+                     "000). Searched: a guided search for the largest D/σ on half of the rows, "
+                     "confirmed on the other half.")
+
 with st.form("subpop_settings", border=False):
     chosen = [c for c in st.session_state.get(s.W_SUBCOVS) or [] if c in kinds] or list(kinds)
     st.session_state[s.W_SUBCOVS] = chosen
-    st.multiselect("Covariates to split on", list(kinds), key=s.W_SUBCOVS)
+    st.multiselect("Covariates to split on" if mode == "generated" else "Covariates to search",
+                   list(kinds), key=s.W_SUBCOVS)
     cells = st.columns(4)
-    cells[0].number_input("ℓ (subpopulations)", min_value=1, max_value=20_000, step=100,
-                          key=s.W_L)
-    cells[1].number_input("m (minimum size)", min_value=2, max_value=max(pred.n, 2), step=10,
-                          key=s.W_M)
+    if mode == "generated":
+        cells[0].number_input("ℓ (subpopulations)", min_value=1, max_value=20_000, step=100,
+                              key=s.W_L)
+        cells[1].number_input("m (minimum size)", min_value=2, max_value=max(pred.n, 2),
+                              step=10, key=s.W_M)
+        cells[3].number_input("Repeats (seeds)", min_value=1, max_value=20, key=s.W_REPEATS)
+    else:
+        cells[0].number_input("Conditions per finding (at most)", min_value=1, max_value=3,
+                              key=W_CONDITIONS)
+        cells[1].number_input("Findings", min_value=1, max_value=20, key=W_FINDINGS)
     cells[2].number_input("Seed", min_value=0, max_value=2**31 - 1, key=s.W_SEED)
-    cells[3].number_input("Repeats (seeds)", min_value=1, max_value=20, key=s.W_REPEATS)
     submitted = st.form_submit_button("Compute", type="primary")
 
 params = {
@@ -62,7 +92,10 @@ params = {
     "n_subpopulations": int(st.session_state[s.W_L]),
     "min_size": int(st.session_state[s.W_M]),
     "seed": int(st.session_state[s.W_SEED]),
-    "repeats": int(st.session_state[s.W_REPEATS]),
+    "repeats": int(st.session_state[s.W_REPEATS]) if mode == "generated" else 1,
+    "mode": mode,
+    "max_conditions": int(st.session_state[W_CONDITIONS]),
+    "n_findings": int(st.session_state[W_FINDINGS]),
 }
 previous = st.session_state.get(s.SUBPOP)
 if previous is None and st.session_state.pop(s.AUTO_SUBPOP, False):
@@ -76,10 +109,12 @@ if submitted or (previous is not None and previous.get("key") != analysis.key):
 try:
     runs_ = ui.subpopulation_runs(analysis, progress=True)
 except ValidationError as error:
-    st.error(str(error))
+    ui.show_error(error)
     runs_ = ()
 if st.session_state.get(s.SUBPOP) is None:
     st.info("Choose the settings and press **Compute**.")
+elif runs_ and (st.session_state[s.SUBPOP].get("mode", "generated") != mode):
+    st.caption("Showing the subpopulations last computed; press **Compute** for the other kind.")
 
 
 def drill_down(sub, row: dict | None) -> None:
@@ -90,10 +125,10 @@ def drill_down(sub, row: dict | None) -> None:
     between charts.
     """
     weight = float(pred.weight[sub.index].sum())
-    st.markdown(f"**{sub.description}** · {sub.size:,} rows ({sub.size / pred.n:.1%}) · weight "
-                f"{format_number(weight)} ({weight / pred.weight_total:.1%} of the total)")
+    st.markdown(f"**{md(sub.description)}** · {sub.size:,} rows ({sub.size / pred.n:.1%}) · "
+                f"weight {format_number(weight)} ({weight / pred.weight_total:.1%} of the total)")
     if sub.conditions:
-        st.markdown("Path of splits: " + " → ".join(f"`{c}`" for c in sub.conditions))
+        st.markdown("Path of splits: " + " → ".join(code(c) for c in sub.conditions))
     left, right = ui.chart_slots(2)
     with left:
         deviation = ui.compute(f"deviation:{sub.description}", analysis.key,
@@ -116,21 +151,129 @@ def drill_down(sub, row: dict | None) -> None:
                    key=f"rel_{sub.id}_{sub.description}")
 
 
+def null_section(result, run: str, seed: int):
+    """Offer the null distribution of M (cost stated first), compute it with progress."""
+    members = sum(sub.size for sub in result.subpopulations)
+    draws = int(st.number_input("Null draws", min_value=19, max_value=5_000, value=200, step=50,
+                                key="w_null_draws",
+                                help="Sets of responses drawn from the scores (perfect "
+                                     "calibration) to learn how large M/σ₀ gets by chance."))
+    estimate = null_draws_estimate(pred.n, members, draws)
+    st.caption(f"Cost estimate: about {estimate.seconds:,.1f} s and "
+               f"{estimate.bytes / 2**20:,.0f} MB ({md(estimate.what)}).")
+    if st.button("Compute the null distribution", icon=":material/casino:"):
+        st.session_state[NULL_REQUEST] = (run, draws)
+    held = runs.held_null(st.session_state, run)
+    request = st.session_state.get(NULL_REQUEST)
+    if request is None or request[0] != run or (held is not None and held.draws == request[1]):
+        return held
+    base = pred
+    if LOW_PREVALENCE:  # the null redraws responses, then recomputes Appendix B's weights
+        base = ui.predictions_for(analysis.source_key,
+                                  replace(analysis.mapping, weighting=None, rho=None),
+                                  analysis.frame)
+    try:
+        null = ui.compute_with_progress(
+            "null_draws", run, null_distribution, base, result.subpopulations,
+            label="Null draws", draws=request[1], seed=seed,
+            low_prevalence=LOW_PREVALENCE)
+    except ValidationError as error:
+        ui.show_error(error)
+        return held
+    runs.hold_null(st.session_state, run, null)
+    return null
+
+
+def show_null(null) -> None:
+    """M's Monte-Carlo p-value with its standard error, and the null's M/σ₀ quantiles."""
+    cells = st.columns(3)
+    cells[0].metric("p-value of M (null draws)",
+                    f"{format_number(null.p_value, kind='p')} ± {null.p_value_se:.2g}",
+                    help="(1 + #draws with M*/σ₀* ≥ M/σ₀) / (B + 1), ± its Monte-Carlo "
+                         "standard error")
+    cells[1].metric("Null median of M/σ₀", format_number(null.metric_z_median))
+    cells[2].metric("Null 95% quantile of M/σ₀", format_number(null.metric_z_q95))
+    redrawn = " (low-prevalence weights recomputed per draw)" if null.weights_redrawn else ""
+    st.caption(f"{null.draws:,} draws of {null.kind} responses{redrawn}, seed {null.seed}. "
+               "p_adjusted: single-step max-statistic adjustment over every subpopulation.")
+
+
+def show_verdict(verdict: runs.Verdict) -> None:
+    """A green box only for a finding (adjusted p < 0.05); otherwise words, not a success."""
+    if verdict.is_finding:
+        ui.show_success(verdict.text)
+    else:
+        ui.show_info(verdict.text)
+
+
+def search_section(search) -> None:
+    """The findings in sentences, their held-out table and the minimum detectable effect."""
+    st.markdown(f"**Findings** of the guided search ({search.candidates_scored:,} candidates "
+                f"scored on {search.n_search:,} rows; {search.n_holdout:,} rows held out)")
+    if not search.findings:
+        st.info("The search found no subpopulation to report.")
+    for finding in search.findings:
+        st.markdown(f"{finding.rank}\\. {md(finding.sentence)}")
+    st.caption("p shown: the Brownian p-value of each finding's D/σ on the held-out rows (the "
+               "search never saw them), Holm-adjusted over the findings reported.")
+    binary = pred.response_kind == "binary"
+    scale, unit = (100.0, " points") if binary else (1.0, "")
+    table = search.table
+    if len(table):
+        ui.show_table(pd.DataFrame({
+            "rank": table["rank"], "description": table["description"],
+            "share": [f"{v:.1%}" for v in table["share"]], "size": table["size"],
+            "held-out D/σ": table["holdout_kuiper_z"], "p (held-out)": table["p_value"],
+            "p adjusted (Holm)": table["p_adjusted"],
+            f"effect{unit}": table["mean_residual"] * scale,
+            "95% CI": [f"{lo * scale:.3g} to {hi * scale:.3g}"
+                       for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)],
+            "O/E": table["observed_expected"],
+        }))
+    mde = search.mde
+    parts = [f"{share:.0%} of the rows: {shift * scale:.3g}{unit}"
+             for share, shift in zip(mde.shares, mde.shift, strict=True)]
+    st.markdown(f"Minimum detectable effect ({mde.power:.0%} power, α = {mde.alpha:g} after "
+                f"adjustment for {mde.n_tests:,} tests): nothing larger than "
+                + "; ".join(parts) + " would have been missed.")
+    if search.notice:
+        ui.caption(search.notice)
+
+
+if LOW_PREVALENCE:
+    st.warning("Low-prevalence weighting (Appendix B) makes the weights depend on the labels: "
+               "σ and the Brownian p-values (column p, the drill-down's p-value) are void. Read "
+               "the null distribution's adjusted p-values: it redraws the responses and "
+               "recomputes the weights for every draw.")
+
+null = None
 if runs_:
     subsets, result = runs_[0].subsets, runs_[0].result
-    table = result.table
-    cells = st.columns(4)
-    cells[0].metric("M", format_number(result.metric), help="largest Dₖ/σₖ-weighted deviation")
-    cells[1].metric("M/σ₀", format_number(result.metric_z))
-    cells[2].metric("Multi-ablate", format_number(result.ablate))
-    cells[3].metric("Expectation", format_number(result.expectation))
-    if len(runs_) > 1:
-        ui.show_table(runs.repeats_table(runs_))
+    search = runs_[0].search
+    run = runs.run_id(analysis.key, st.session_state.get(s.SUBPOP) or {})
+    if search is not None:
+        search_section(search)
+        show_verdict(runs.search_verdict(search))
+    else:
+        cells = st.columns(4)
+        cells[0].metric("M", format_number(result.metric),
+                        help="largest Dₖ/σₖ-weighted deviation")
+        cells[1].metric("M/σ₀", format_number(result.metric_z))
+        cells[2].metric("Multi-ablate", format_number(result.ablate))
+        cells[3].metric("Expectation", format_number(result.expectation))
+        if len(runs_) > 1:
+            ui.show_table(runs.repeats_table(runs_))
+        with st.expander("Test M against chance (null distribution)",
+                         expanded=runs.held_null(st.session_state, run) is None):
+            null = null_section(result, run, runs_[0].seed)
+        if null is not None:
+            show_null(null)
+        show_verdict(runs.argmax_verdict(result, null))
     if subsets.notice:
-        st.caption(subsets.notice)
+        ui.caption(subsets.notice)
+    table = (runs.with_adjusted(result.table, null) if search is None
+             else runs.with_holm(result.table, search))
     argmax = result.argmax
-    st.success(f"Worst subpopulation (argmax, #{argmax.id}): **{argmax.description}** — "
-               f"{argmax.size:,} rows")
 
     by_id = {s.id: s for s in subsets.subpopulations}
     ids = list(by_id)
@@ -153,12 +296,19 @@ if runs_:
     left, right = ui.chart_slots(2)
     with left:
         st.caption("Top 50 subpopulations by normalised value (click a row to open it)")
-        shown = top[["id", "description", "size", "kuiper_z", "p_value", "normalized"]].rename(
-            columns={"kuiper_z": "D/σ", "p_value": "p", "normalized": "normalised"})
+        p_name = ("p (void)" if LOW_PREVALENCE
+                  else "p (all rows, unadjusted)" if search is not None else "p")
+        shown = top[["id", "description", "size", "kuiper_z", "p_value", "p_adjusted",
+                     "normalized"]].rename(columns={"kuiper_z": "D/σ", "p_value": p_name,
+                                                    "normalized": "normalised"})
         st.dataframe(shown, hide_index=True, key="sub_table", on_select=_pick_row,
                      column_config={
                          "D/σ": st.column_config.NumberColumn(format="%.3f"),
-                         "p": st.column_config.NumberColumn(format="%.2e"),
+                         p_name: st.column_config.NumberColumn(format="%.2e"),
+                         "p_adjusted": st.column_config.NumberColumn(
+                             format="%.3f", help="generated: family-wise adjusted (null "
+                                                 "distribution; empty until it is computed); "
+                                                 "searched: Holm, on the held-out rows"),
                          "normalised": st.column_config.NumberColumn(format="%.4f"),
                      },
                      selection_mode="single-row", height=420)
@@ -202,7 +352,7 @@ if mode == "filter":
         try:
             own = filter_subpopulation(pred, expression)
         except ValidationError as error:
-            st.error(str(error))
+            ui.show_error(error)
         else:
             drill_down(own, None)
 else:
@@ -214,7 +364,7 @@ else:
         try:
             groups = group_subpopulations(pred, [column])
         except ValidationError as error:
-            st.error(str(error))
+            ui.show_error(error)
         else:
             stats = pd.DataFrame([
                 {"group": g.description, "size": g.size,

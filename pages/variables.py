@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import charts, runs, ui
 from dashboard import state as s
+from dashboard.text import escape_markdown as md
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.figures import format_number
@@ -19,16 +20,22 @@ kinds = ui.require_covariates(analysis)
 try:
     ranking = charts.variable_ranking(analysis)
 except ValidationError as error:  # e.g. real-valued responses: no predicted class, no error
-    st.info(f"Variable-based calibration is not available for these data: {error} "
-            "The cumulative view along each variable is below.")
+    ui.show_info(f"Variable-based calibration is not available for these data: {error} "
+                 "The cumulative view along each variable is below.")
     ranking = None
 else:
     st.markdown("**Variables ranked by variable-based calibration error (VECE)**")
     ui.show_table(
-        ranking.assign(vce_at=[format_number(v) if isinstance(v, float) else str(v)
-                               for v in ranking["vce_at"]]),
+        ranking.drop(columns=["warnings"]).assign(
+            vce_at=[format_number(v) if isinstance(v, float) else str(v)
+                    for v in ranking["vce_at"]],
+            warnings=[len(w) for w in ranking["warnings"]]),
         height=min(40 + 35 * len(ranking), 360),
     )
+    ui.caption("VCE(v*): the largest |error − predicted error| where the data can say it: "
+               "thin-support stretches of a curve, and levels with fewer than 30 effective "
+               "rows or a gap interval wider than ±10 points, are left out. vce_support: the "
+               "weight within the window at v*. warnings: listed under the variable's charts.")
 
 names = list(kinds)
 if ranking is not None:
@@ -41,20 +48,34 @@ variable = st.selectbox("Variable", names, key=s.W_VARIABLE,
 if ranking is not None:
     try:
         drawn = charts.variable_figures(analysis, variable)
+        curves = charts.variable_result(analysis, variable)
     except ValidationError as error:
-        st.info(str(error))
-        drawn = []
+        ui.show_info(error)
+        drawn, curves = [], None
     for slot, (title, figure) in zip(ui.chart_slots(len(drawn)) if drawn else [], drawn,
                                      strict=True):
         with slot:
             ui.show_figure(figure, key=f"var_{title}_{variable}")
+    if curves is not None:
+        if hasattr(curves, "levels"):
+            ui.caption("Bars of levels with too few rows to say something are drawn lighter "
+                       "and left out of VCE(v*); rates and intervals are clipped to [0, 1].")
+        else:
+            ui.caption("Grey stretches: thin support (too few rows near the point), drawn "
+                       "lighter and left out of VCE(v*); markers: values holding at least 5% "
+                       "of the weight, estimated from their own rows; rates clipped to [0, 1].")
+        for warning in curves.warnings:
+            ui.show_warning(warning)
+        if hasattr(curves, "levels"):
+            st.markdown(f"**Each level of {md(variable)}: size and 95% intervals**")
+            ui.show_table(charts.level_table(curves))
 
 if kinds[variable] == "ordinal":
     try:
         result = ui.compute("cumulative_by", analysis.key, cumulative_differences, pred,
                             order_by=variable)
     except ValidationError as error:
-        st.error(str(error))
+        ui.show_error(error)
     else:
         ui.cumulative_metrics(result)
         ui.show_figure(ui.cumulative_fig(
@@ -62,12 +83,13 @@ if kinds[variable] == "ordinal":
             cache=f"cumvar:{analysis.key}:{variable}"),
                        key=f"var_cum_{variable}")
         if result.n_missing:
-            st.caption(f"{result.n_missing:,} rows with {variable} missing are left off the path.")
+            ui.caption(f"{result.n_missing:,} rows with {variable} missing are left off the "
+                       "path.")
 else:
     try:
         groups = group_subpopulations(pred, [variable])
     except ValidationError as error:
-        st.error(str(error))
+        ui.show_error(error)
     else:
         rows = []
         prefix = "weighted mean" if pred.weighted else "mean"  # as weighted as D/σ beside them
@@ -80,6 +102,6 @@ else:
                          f"{prefix} response": float(np.average(
                              pred.label[group.index], weights=pred.weight[group.index])),
                          "Kuiper D": own.kuiper, "D/σ": own.kuiper_z, "p-value": own.p_value})
-        st.markdown(f"**Calibration within each level of {variable}**")
+        st.markdown(f"**Calibration within each level of {md(variable)}**")
         ui.show_table(pd.DataFrame(rows).sort_values("D/σ", ascending=False))
 ui.sync()

@@ -6,13 +6,21 @@ descriptions were written against, the engine and M. So a table alone is enough 
 run later — in the dashboard or in Python — and to drill into any subpopulation by loading only
 its rows: its description is parsed back into conditions by the filter language, and DuckDB
 pushes them into the Parquet scan (row groups whose statistics exclude them are never read).
+
+A table is untrusted input (a served dashboard accepts it as an upload): its context is checked
+field by field, and the files it names are read only under the server's *data roots* -- the
+directory the process started in plus those in ``MCVIZ_DATA_ROOTS`` (or the ``roots`` argument).
+A name outside them is refused with the same message whether or not the file exists, so a table
+can neither read nor probe files elsewhere.
 """
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping
+import math
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -25,10 +33,15 @@ from mcviz.errors import ValidationError
 from mcviz.io import Predictions, load_predictions
 from mcviz.subpopulations import parse_filter
 
-__all__ = ["ScreenTable", "load_subpopulation", "read_screen", "write_screen"]
+__all__ = ["DATA_ROOTS_VARIABLE", "ScreenTable", "data_roots", "load_subpopulation",
+           "read_screen", "write_screen"]
 
 METADATA_KEY = b"mcviz"
 FORMAT_VERSION = 1
+DATA_ROOTS_VARIABLE = "MCVIZ_DATA_ROOTS"
+"""Environment variable: more directories (``os.pathsep``-separated) a server may read data from."""
+TABLE_COLUMNS = ("id", "description", "size", "kuiper", "sigma", "kuiper_z", "normalized")
+_GLOB = frozenset("*?[]{}")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -99,10 +112,13 @@ def write_screen(
 def read_screen(source: str | Path | bytes) -> ScreenTable:
     """Read a table written by ``mcviz screen --out`` (a path, or the bytes of an upload).
 
+    Every field of the stored context is checked (the table may come from anyone).
+
     Raises
     ------
     ValidationError
-        When the file is not Parquet or was not written by ``mcviz screen``.
+        When the file is not Parquet, was not written by ``mcviz screen``, or a field of its
+        context or a column of its table is missing or of the wrong type.
     """
     try:
         table = pq.read_table(io.BytesIO(source) if isinstance(source, bytes) else source)
@@ -114,28 +130,153 @@ def read_screen(source: str | Path | bytes) -> ScreenTable:
             "this Parquet file carries no mcviz screening context: write it with "
             "`mcviz screen ... --out FILE`."
         )
-    context = json.loads(raw)
+    try:
+        context = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        context = None
+    if not isinstance(context, dict):
+        raise ValidationError("the screening table's context is not a JSON object.")
     if context.get("version") != FORMAT_VERSION:
         raise ValidationError(
             f"screening table format {context.get('version')!r} is not {FORMAT_VERSION}: "
             "screen the data again with this version of mcviz."
         )
+    frame = table.to_pandas()
+    missing = [c for c in TABLE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValidationError(f"the screening table lacks the column(s) {', '.join(missing)}.")
+    not_numbers = [c for c in TABLE_COLUMNS if c != "description"
+                   and not pd.api.types.is_numeric_dtype(frame[c])]
+    if not_numbers:
+        raise ValidationError(f"the screening table's column {not_numbers[0]!r} does not hold "
+                              "numbers.")
+    argmax = _field(context, "argmax", int)
+    if not 0 <= argmax < len(frame):
+        raise ValidationError(f"the screening table's field 'argmax' ({argmax}) is not one of "
+                              f"its {len(frame):,} rows.")
+    bound = context.get("metric_bound")
     return ScreenTable(
-        table=table.to_pandas(),
-        files=tuple(context["files"]),
-        columns=Columns(**context["columns"]),
-        kinds=dict(context["kinds"]),
-        engine=str(context["engine"]),
-        exact=bool(context["exact"]),
-        metric=float(context["metric"]),
-        metric_bound=None if context["metric_bound"] is None else float(context["metric_bound"]),
-        n=int(context["n"]),
-        argmax=int(context["argmax"]),
+        table=frame,
+        files=_files_field(context),
+        columns=_columns_field(context),
+        kinds=_kinds_field(context),
+        engine=_field(context, "engine", str),
+        exact=_field(context, "exact", bool),
+        metric=_field(context, "metric", float),
+        metric_bound=None if bound is None else _field(context, "metric_bound", float),
+        n=_field(context, "n", int),
+        argmax=argmax,
     )
 
 
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a text", bool: "true or false"}
+
+
+def _field(context: Mapping, name: str, kind: type) -> object:
+    """One scalar field of a table's context, checked: ``kind`` (int, float, str or bool)."""
+    value = context.get(name)
+    ok = {
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, int | float) and not isinstance(value, bool)
+        and math.isfinite(value),
+        str: isinstance(value, str) and len(value) <= 200,
+    }[kind]
+    if not ok:
+        raise ValidationError(
+            f"the screening table's field {name!r} is not {_TYPE_NAMES[kind]}"
+            + (" (it is missing)." if value is None else ".")
+        )
+    return kind(value)
+
+
+def _files_field(context: Mapping) -> tuple[str, ...]:
+    files = context.get("files")
+    if not isinstance(files, list) or not files or not all(
+            isinstance(f, str) and f and "\0" not in f for f in files):
+        raise ValidationError("the screening table's field 'files' is not a list of file names.")
+    return tuple(files)
+
+
+def _columns_field(context: Mapping) -> Columns:
+    columns = context.get("columns")
+    allowed = set(Columns.__slots__)
+    if not isinstance(columns, dict):
+        raise ValidationError("the screening table's field 'columns' is not a mapping of roles.")
+    unknown = sorted(str(k) for k in columns if k not in allowed)
+    if unknown:
+        raise ValidationError(
+            f"the screening table's field 'columns' has {len(unknown)} unexpected entr"
+            f"{'y' if len(unknown) == 1 else 'ies'} ({', '.join(map(repr, unknown[:5]))}); "
+            f"expected {', '.join(sorted(allowed))}."
+        )
+    for role in ("score", "label"):
+        if not isinstance(columns.get(role), str):
+            raise ValidationError(f"the screening table's field 'columns' names no {role} column.")
+    bad = [k for k, v in columns.items() if v is not None and not isinstance(v, str)]
+    if bad:
+        raise ValidationError(f"the screening table's column role {bad[0]!r} is not a text.")
+    return Columns(**columns)
+
+
+def _kinds_field(context: Mapping) -> dict[str, str]:
+    kinds = context.get("kinds")
+    if not isinstance(kinds, dict) or not all(
+            isinstance(k, str) and v in ("ordinal", "nominal") for k, v in kinds.items()):
+        raise ValidationError("the screening table's field 'kinds' is not a mapping of covariate "
+                              "names to 'ordinal' or 'nominal'.")
+    return dict(kinds)
+
+
+def data_roots(roots: Sequence[str | Path] | None = None) -> tuple[Path, ...]:
+    """Return the directories a server may read data files from, symlinks resolved.
+
+    Parameters
+    ----------
+    roots : sequence of path, optional
+        The roots to use. Default: the current working directory (the directory the app was
+        started in) and every directory in the ``MCVIZ_DATA_ROOTS`` environment variable
+        (``os.pathsep``-separated).
+    """
+    if roots is None:
+        extra = os.environ.get(DATA_ROOTS_VARIABLE, "")
+        roots = [Path.cwd(), *(p for p in extra.split(os.pathsep) if p.strip())]
+    return tuple(Path(r).expanduser().resolve() for r in roots)
+
+
+def _readable_files(files: Sequence[str], roots: Sequence[Path]) -> tuple[str, ...]:
+    """Resolve the files (symlinks, ``..``) and check that each lies under a root.
+
+    The refusal is the same whether or not the file exists: the check runs before any look.
+    """
+    resolved = []
+    for name in files:
+        path = Path(name).expanduser()
+        target = path.resolve() if path.is_absolute() else None
+        if target is None or _GLOB & set(name) or not any(
+                target == root or root in target.parents for root in roots):
+            raise ValidationError(
+                f"the screening table names a data file ({name!r}) outside the directories "
+                f"this server reads data from: the directory it was started in and those in "
+                f"{DATA_ROOTS_VARIABLE} (or the 'roots' option of load_subpopulation). Ask "
+                f"whoever runs the server to add the file's directory to {DATA_ROOTS_VARIABLE}."
+            )
+        resolved.append(target)
+    for target, name in zip(resolved, files, strict=True):
+        if not target.is_file():
+            raise ValidationError(
+                f"the screened data file {name!r} is not on this machine (any more): the "
+                "drill-down reads the rows from the files that were screened."
+            )
+    return tuple(str(t) for t in resolved)
+
+
 def load_subpopulation(
-    screen: ScreenTable, row: int, *, memory_limit: str | None = None
+    screen: ScreenTable,
+    row: int,
+    *,
+    memory_limit: str | None = None,
+    roots: Sequence[str | Path] | None = None,
 ) -> Predictions:
     """Load only the rows of one screened subpopulation, as predictions.
 
@@ -146,6 +287,9 @@ def load_subpopulation(
         Row of ``screen.table`` (its ``argmax`` for the worst subpopulation).
     memory_limit : str, optional
         DuckDB's memory limit, e.g. ``"2GB"``.
+    roots : sequence of path, optional
+        Directories the data files must lie in (after resolving symlinks and ``..``); default
+        :func:`data_roots` (the working directory and ``MCVIZ_DATA_ROOTS``).
 
     Returns
     -------
@@ -156,20 +300,18 @@ def load_subpopulation(
     Raises
     ------
     ValidationError
-        When the data files are gone, or the subpopulation has no rows any more.
+        When a data file lies outside the data roots (whether or not it exists), the files
+        are gone, or the subpopulation has no rows any more.
     """
     from mcviz.engines.duckdb_engine import DuckDBEngine
 
-    missing = [f for f in screen.files if not Path(f).exists()]
-    if missing:
-        raise ValidationError(
-            f"the screened data file {missing[0]!r} is not on this machine (any more): the "
-            "drill-down reads the rows from the files that were screened."
-        )
+    files = _readable_files(screen.files, data_roots(roots))
+    if not 0 <= row < len(screen.table):
+        raise ValidationError(f"row {row} is not one of the table's {len(screen.table):,} rows.")
     description = str(screen.table["description"].iloc[row])
     conditions = () if row == 0 else parse_filter(description, screen.kinds)
     columns = screen.columns
-    with DuckDBEngine(screen.files, columns, memory_limit=memory_limit) as engine:
+    with DuckDBEngine(files, columns, memory_limit=memory_limit) as engine:
         frame = engine.subpopulation_rows(conditions)
     if frame.empty:
         raise ValidationError(f"no rows match {description!r} in the screened files now.")

@@ -46,11 +46,11 @@ def test_the_table_carries_its_context(screened):
 
 
 def test_drill_down_loads_exactly_the_screened_rows(screened):
-    _, out, _ = screened
+    data, out, _ = screened
     screen = read_screen(out)
     deep = int(screen.table["depth"].idxmax())
     for row in (0, screen.argmax, deep):
-        pred = load_subpopulation(screen, row)
+        pred = load_subpopulation(screen, row, roots=[data.parent])
         expected = screen.table.iloc[row]
         assert pred.n == expected["size"]
         assert pred.weight_total == pytest.approx(expected["weight_total"], rel=1e-12)
@@ -74,4 +74,4 @@ def test_plain_parquet_and_moved_data_are_messages(screened, tmp_path):
     screen = type(screen)(**{**{f: getattr(screen, f) for f in screen.__slots__},
                              "files": (str(gone),)})
     with pytest.raises(ValidationError, match="not on this machine"):
-        load_subpopulation(screen, 1)
+        load_subpopulation(screen, 1, roots=[tmp_path])

@@ -1,0 +1,87 @@
+"""Memory comes back: a timer that frees what closed sessions and idle cache entries hold.
+
+Streamlit keeps a disconnected session (its session state, its uploaded files) for
+``server.disconnectedSessionTTL`` seconds so that a reconnect finds it, but reaps it only lazily
+-- when another session connects -- and then without shutting it down, so the files it uploaded
+stay in the upload manager for the life of the process (measured: 3.3 GB held with no one
+connected after 3 rounds of 3 sessions). :func:`sweep` fixes both from outside: it lists the
+sessions (which reaps the expired ones), drops the uploaded files of every session no longer
+known, expires idle entries of the dashboard's :class:`~dashboard.cache.ByteCache`, and asks the
+C allocator to hand freed memory back to the system. :func:`start` runs it every ``interval``
+seconds in one daemon thread per process.
+
+Plain Python: the Streamlit runtime is passed in (duck-typed), so the sweep is unit-tested with
+stand-ins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import gc
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["release_memory", "start", "sweep"]
+
+_started = threading.Event()
+
+
+def _orphaned_upload_sessions(runtime: Any) -> list[str]:
+    manager = runtime.uploaded_file_mgr
+    storage = getattr(manager, "file_storage", None)
+    if not isinstance(storage, dict):
+        return []
+    live = {info.session.id for info in runtime._session_mgr.list_sessions()}
+    return [sid for sid in list(storage) if sid not in live]
+
+
+def sweep(runtime: Any | None, cache: Any | None = None) -> int:
+    """Free closed sessions' uploads and idle cache entries; returns how many things were freed.
+
+    Parameters
+    ----------
+    runtime : streamlit Runtime or None
+        The running server (None: only the cache is swept).
+    cache : ByteCache, optional
+    """
+    freed = cache.expire() if cache is not None else 0
+    if runtime is not None:
+        try:
+            orphans = _orphaned_upload_sessions(runtime)
+        except AttributeError:  # another Streamlit version: leave its internals alone
+            orphans = []
+        for session_id in orphans:
+            runtime.uploaded_file_mgr.remove_session_files(session_id)
+        freed += len(orphans)
+    if freed:
+        release_memory()
+    return freed
+
+
+def release_memory() -> None:
+    """Collect garbage and return freed heap pages to the system (glibc ``malloc_trim``)."""
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if name:
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(name).malloc_trim(0)
+
+
+def start(get_runtime: Callable[[], Any | None], cache: Any | None = None, *,
+          interval: float = 15.0) -> bool:
+    """Start the sweeping thread once per process; returns False when it already runs."""
+    if _started.is_set():
+        return False
+    _started.set()
+
+    def loop() -> None:
+        stop = threading.Event()
+        while not stop.wait(interval):
+            with contextlib.suppress(Exception):  # a sweep must never end the server
+                sweep(get_runtime(), cache)
+
+    threading.Thread(target=loop, name="mcviz-janitor", daemon=True).start()
+    return True

@@ -1,0 +1,63 @@
+"""User text stays text: data-derived strings made inert before Streamlit renders them.
+
+Streamlit renders Markdown (and its own directives: ``:red[...]``, ``:material/icon:``, emoji
+shortcodes, ``$`` LaTeX) in ``st.markdown``, ``st.caption``, the alert boxes, widget labels and
+``st.table`` cells. A column name, category value, file name or filter expression that reaches
+one of them could draw an image from another host (``![t](http://host/x.png)``), a link, or
+rewrite the page's text. :func:`escape_markdown` makes such a string show literally; the pages
+pass every data-derived string through it (via :mod:`dashboard.ui`'s wrappers), and only their
+own fixed wording is Markdown. Plain Python, no Streamlit.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+
+__all__ = ["code", "escape_markdown"]
+
+_PUNCTUATION = frozenset(string.punctuation)  # CommonMark escapes every ASCII punctuation mark
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_AUTOLINK = re.compile(r"(?i)(?:\b(?:https?|ftp|mailto|xmpp)(?=:)|\bwww(?=\.)|(?=@))")
+"""Where GitHub-flavoured Markdown would start a link from bare text (``http:``, ``www.``, an
+e-mail's ``@``), which backslash escapes do not stop: an invisible word joiner goes there."""
+_WORD_JOINER = "\u2060"
+
+
+def escape_markdown(text: object) -> str:
+    r"""Return ``text`` as Markdown that shows exactly these characters.
+
+    Every ASCII punctuation character gets a backslash (CommonMark's escape: no emphasis, link,
+    image, HTML tag, heading, list, table, directive or LaTeX can start), line breaks and other
+    control characters become one space (no block can start on a new line), and an invisible
+    word joiner (U+2060) breaks the bare-URL and e-mail autolinks of GitHub-flavoured Markdown,
+    which escapes alone do not stop (``http://host`` would otherwise become a link).
+
+    Examples
+    --------
+    >>> escape_markdown("![t](http://h/x.png)")
+    '\\!\\[t\\]\\(http\u2060\\:\\/\\/h\\/x\\.png\\)'
+    >>> escape_markdown("a\nb  **c**")
+    'a b  \\*\\*c\\*\\*'
+    """
+    flat = _AUTOLINK.sub(lambda m: m.group() + _WORD_JOINER, _CONTROL.sub(" ", str(text)))
+    return "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in flat)
+
+
+def code(text: object) -> str:
+    """Return ``text`` as a Markdown code span (shown literally, in a monospace font).
+
+    The fence is one backtick longer than the longest run inside, as CommonMark requires.
+
+    Examples
+    --------
+    >>> code("score")
+    '`score`'
+    >>> code("a`b")
+    '`` a`b ``'
+    """
+    flat = _CONTROL.sub(" ", str(text))
+    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if longest or flat.startswith(" ") or flat.endswith(" ") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"

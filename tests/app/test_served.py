@@ -1,0 +1,246 @@
+"""The served app as others would use it (issue #20 items 2-5, issue #16 items 2-3).
+
+One streamlit server for the module (127.0.0.1, a free port, the shipped config) driven by
+Debian's chromium through Playwright (never `playwright install`). The server runs with
+``server.disconnectedSessionTTL = 5`` and ``MCVIZ_SWEEP_SECONDS = 2`` so that closed sessions
+are dropped within seconds (the shipped defaults are 120 s and 15 s); the memory numbers are
+written to test-artifacts/served-memory.json.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    _free_port,
+    _require_browser,
+    open_page,
+    stop_app,
+    wait_idle,
+)
+
+pytestmark = pytest.mark.browser
+
+HOSTILE = ['<a href=//127.0.0.9/a>x</a>', "![t](http://127.0.0.9/x.png)",
+           '=HYPERLINK("http://127.0.0.9/h","x")', "**bold**",
+           "<script>window.HACKED=1</script>", "<img src=http://127.0.0.9/i.png>"]
+LINK = "/subpopulations?demo=adult&l=20000&reps=20&m=10&sp=1"
+SESSION_MARGIN = 200 * 2**20
+"""The server's RSS after 3 rounds may exceed its RSS after the first round by at most this."""
+LINK_LIMIT = int(2.5 * 2**30)
+MEMORY: dict[str, float] = {}
+
+
+def rss(pid: int) -> int:
+    """Resident set size of a process, in bytes (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+@pytest.fixture(scope="module")
+def server():
+    _require_browser()
+    import urllib.request
+
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MCVIZ_SWEEP_SECONDS": "2",
+           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true",
+         "--server.fileWatcherType", "none", "--server.disconnectedSessionTTL", "5"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                break
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                pytest.fail("streamlit did not start")
+            time.sleep(0.3)
+    yield process, f"http://127.0.0.1:{port}"
+    stop_app(process)
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "served-memory.json").write_text(json.dumps(MEMORY, indent=2))
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def no_exception(page) -> None:
+    assert page.locator("[data-testid=stException]").count() == 0, page.locator(
+        "[data-testid=stException]").first.inner_text()
+
+
+def wait_text(page, text: str, timeout: float = 60_000) -> None:
+    page.get_by_text(text).first.wait_for(timeout=timeout)
+
+
+def test_a_heavy_link_waits_for_a_click_and_stays_small(server, browser):
+    process, base = server
+    page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+    page.goto(base + "/")
+    wait_idle(page)
+    before = rss(process.pid)
+    page.goto(base + LINK)
+    wait_text(page, "Press Compute", timeout=90_000)
+    wait_idle(page)
+    time.sleep(3)
+    grown = rss(process.pid) - before
+    MEMORY["link_rss_before_MB"] = before / 2**20
+    MEMORY["link_rss_growth_MB"] = grown / 2**20
+    no_exception(page)
+    assert grown < LINK_LIMIT
+    page.context.close()
+
+
+PLANTED_JS = """() => [...document.querySelectorAll("a[href*='127.0.0.9'], img[src*='127.0.0.9']")]
+  .map(e => { let p = e, ids = [];
+    while (p) { if (p.dataset && p.dataset.testid) ids.push(p.dataset.testid);
+                p = p.parentElement; }
+    return e.outerHTML.slice(0, 200) + " in " + ids.join(" < "); })"""
+
+
+def upload(page, name: str, raw: bytes, mime: str = "text/csv") -> None:
+    """Drop a file on the Data page's uploader (waits for it: pages load slowly under load)."""
+    field = page.locator("input[type=file]").first
+    field.wait_for(state="attached", timeout=120_000)
+    field.set_input_files(files=[{"name": name, "mimeType": mime, "buffer": raw}])
+
+
+def hostile_csv(n: int = 3000) -> bytes:
+    rng = np.random.default_rng(5)
+    score = np.clip(rng.beta(2, 3, n), 0.01, 0.99)
+    frame = pd.DataFrame({
+        "score": score.round(4), "label": (rng.random(n) < score).astype(int),
+        HOSTILE[0]: rng.choice(HOSTILE, n), HOSTILE[1]: rng.normal(size=n).round(3),
+        "group": rng.choice(HOSTILE[2:], n),
+    })
+    return frame.to_csv(index=False).encode()
+
+
+def test_hostile_names_and_values_fetch_nothing_from_outside(server, browser):
+    _, base = server
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(base + "/")
+    wait_idle(page)
+    upload(page, "![t](http://127.0.0.9/name.png).csv", hostile_csv())
+    wait_text(page, "Rows read")
+    wait_idle(page)
+    for title in ("Review", "Calibration", "Variables", "Subpopulations", "Groupings",
+                  "Screening", "Report"):
+        open_page(page, title)
+        wait_idle(page)
+        if title == "Subpopulations":
+            page.get_by_role("button", name="Compute").first.click()
+            wait_text(page, "Worst subpopulation")
+            wait_idle(page)
+        no_exception(page)
+        planted = page.evaluate(PLANTED_JS)
+        assert not planted, (title, planted)
+        assert not page.evaluate("() => window.HACKED === 1"), title
+    # a filter from a link, echoing a category in its error
+    expression = 'group == "![t](http://127.0.0.9/f.png)"'
+    page.goto(base + "/subpopulations?demo=adult&filter=" + urllib.parse.quote(expression))
+    wait_idle(page)
+    no_exception(page)
+    outside = [u for u in requests
+               if not u.startswith((base, "data:", "blob:", "about:"))]
+    assert not outside, outside[:5]
+    context.close()
+
+
+def session_file(tag: str, n: int = 100_000) -> bytes:
+    rng = np.random.default_rng(abs(hash(tag)) % 2**32)
+    score = np.clip(rng.beta(2, 3, n), 0.01, 0.99)
+    frame = pd.DataFrame({"score": score.round(5), "label": (rng.random(n) < score).astype(int),
+                          f"col_{tag}": rng.normal(size=n).round(4),
+                          "city": rng.choice([f"town_{tag}", "other"], n)})
+    buffer = io.BytesIO()
+    frame.to_csv(buffer, index=False)
+    return buffer.getvalue()
+
+
+def settled_rss(pid: int, seconds: float = 12) -> int:
+    """RSS after closed sessions expire (TTL 5 s) and the sweep (every 2 s) ran."""
+    time.sleep(seconds)
+    return rss(pid)
+
+
+def test_sessions_see_only_their_data_and_memory_comes_back(server, browser):
+    process, base = server
+    tags_of_round = [[f"r{r}s{s}" for s in range(3)] for r in range(3)]
+    after_round = []
+    for tags in tags_of_round:
+        contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in tags]
+        pages = [c.new_page() for c in contexts]
+        for page in pages:
+            page.goto(base + "/")
+        for page, tag in zip(pages, tags, strict=True):
+            wait_idle(page)
+            upload(page, f"{tag}.csv", session_file(tag))
+        for page, tag in zip(pages, tags, strict=True):
+            wait_text(page, f"col_{tag}", timeout=120_000)
+            wait_idle(page)
+            open_page(page, "Subpopulations")
+            wait_idle(page)
+            text = page.inner_text("body")
+            for other in (t for round_ in tags_of_round for t in round_ if t != tag):
+                assert f"col_{other}" not in text, (tag, other)
+            no_exception(page)
+        for context in contexts:
+            context.close()
+        after_round.append(settled_rss(process.pid))
+    MEMORY.update({f"rss_after_round_{i + 1}_MB": v / 2**20 for i, v in enumerate(after_round)})
+    MEMORY["session_margin_MB"] = SESSION_MARGIN / 2**20
+    assert after_round[-1] <= after_round[0] + SESSION_MARGIN, MEMORY
+
+
+def test_stop_ends_a_long_computation_and_leaves_the_page_usable(server, browser):
+    _, base = server
+    page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+    page.goto(base + "/subpopulations?demo=adult&l=4000&reps=4&m=10&sp=1")
+    wait_text(page, "Press Compute", timeout=90_000)
+    wait_idle(page)
+    page.get_by_role("button", name="Compute", exact=True).first.click()
+    stop = page.get_by_role("button", name="Stop")
+    stop.wait_for(timeout=30_000)
+    started = time.monotonic()
+    stop.click()
+    wait_text(page, "Stopped", timeout=90_000)
+    wait_idle(page)
+    MEMORY["stop_seconds"] = time.monotonic() - started
+    no_exception(page)
+    assert page.get_by_role("button", name="Compute", exact=True).count() >= 1
+    with contextlib.suppress(Exception):
+        page.context.close()

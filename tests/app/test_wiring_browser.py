@@ -1,0 +1,122 @@
+"""Real browser: the guided search names a planted group as its first finding (issue #19).
+
+Reuses the server and page helpers of test_browser.py (Debian's chromium, never
+`playwright install`). Screenshots go to test-artifacts/ (wiring-*.png).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    _free_port,
+    _require_browser,
+    check_page,
+    open_page,
+    start_app,
+    stop_app,
+    wait_charts,
+    wait_idle,
+)
+from wiring_testdata import PLANTED, planted_csv
+
+pytestmark = pytest.mark.browser
+
+
+@contextlib.contextmanager
+def _app_page():
+    """A fresh server and a 1440x900 page on its Data page (the browser checked first)."""
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    process = start_app(port := _free_port())
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+            page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
+            page.get_by_role("heading", name="Data").first.wait_for(timeout=60_000)
+            wait_idle(page)
+            yield page
+            browser.close()
+    finally:
+        stop_app(process)
+
+
+def test_planted_group_is_the_first_finding(tmp_path):
+    path = tmp_path / "planted.csv"
+    path.write_bytes(planted_csv(100_000, shift=0.1))  # region == r7 (2%) under-predicted by 0.1
+    with _app_page() as page:
+        page.locator("input[type=file]").set_input_files(str(path))
+        page.get_by_text("Analysing the uploaded file").wait_for(timeout=120_000)
+        wait_idle(page)
+
+        open_page(page, "Subpopulations")
+        page.get_by_text("searched", exact=True).click()
+        wait_idle(page)
+        page.get_by_role("button", name="Compute").click()
+        first = page.get_by_text("1. Among rows with").first
+        first.wait_for(timeout=180_000)
+        wait_idle(page)
+        text = first.inner_text()
+        assert text.startswith(f"1. Among rows with {PLANTED} ("), text
+        assert "under-predicts" in text
+        assert page.get_by_text("Minimum detectable effect").count() >= 1
+        wait_charts(page, 2)
+        check_page(page, "wiring-01-searched")
+
+        page.set_viewport_size({"width": 1920, "height": 1080})
+        page.get_by_text("Presentation mode").click()
+        wait_idle(page)
+        page.get_by_text("1. Among rows with").first.wait_for(timeout=120_000)
+        check_page(page, "wiring-02-searched-presentation")
+
+
+def _wired_pages(page, prefix: str) -> None:
+    """Subpopulations with its null, Calibration with CORP, Variables, Review with CORP."""
+    open_page(page, "Subpopulations")
+    wait_idle(page)
+    if page.get_by_text("Null median of M/σ₀").count() == 0:  # else held from the first pass
+        if page.get_by_text("Not yet tested against chance").count() == 0:
+            page.get_by_role("button", name="Compute", exact=True).click()
+            wait_idle(page, timeout=300_000)
+            page.get_by_text("Not yet tested against chance").first.wait_for(timeout=300_000)
+        page.get_by_role("button", name="Compute the null distribution").click()
+        page.get_by_text("Null median of M/σ₀").first.wait_for(timeout=180_000)
+    wait_idle(page)
+    wait_charts(page, 2)
+    check_page(page, f"{prefix}subpopulations-null")
+
+    open_page(page, "Calibration")
+    page.get_by_text("CORP (isotonic, no bins)").first.click()
+    wait_idle(page)
+    page.get_by_text("no bins to choose").first.wait_for(timeout=120_000)
+    assert page.get_by_text("Calibration-curve summaries").count() == 1
+    wait_charts(page, 3)
+    check_page(page, f"{prefix}calibration-corp")
+
+    open_page(page, "Variables")
+    wait_charts(page, 2)
+    check_page(page, f"{prefix}variables")
+
+    open_page(page, "Review")
+    page.get_by_text("CORP diagram").first.click()
+    wait_idle(page)
+    wait_charts(page, 4)
+    assert page.locator(".gtitle").filter(has_text="CORP reliability").count() == 1
+    check_page(page, f"{prefix}review-corp")
+
+
+def test_wired_pages_at_1440_and_in_presentation_mode():
+    """The demo: every page this work changed, at 1440x900, then 1920x1080 presentation."""
+    with _app_page() as page:
+        _wired_pages(page, "wiring-1440-")
+        page.set_viewport_size({"width": 1920, "height": 1080})
+        page.get_by_text("Presentation mode").click()
+        wait_idle(page)
+        _wired_pages(page, "wiring-1920-presentation-")
