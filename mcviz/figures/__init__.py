@@ -45,3 +45,6 @@ __all__ += ["subpopulation_scatter_figure"]
 from mcviz.figures._format import format_number, subscript  # noqa: E402
 
 __all__ += ["format_number", "subscript"]
+from mcviz.figures.corp import corp_figure, smooth_reliability_figure  # noqa: E402
+
+__all__ += ["corp_figure", "smooth_reliability_figure"]
