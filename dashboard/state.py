@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from mcviz.io import infer_roles
+from mcviz.errors import ValidationError
+from mcviz.io import infer_roles, load_predictions
 
 __all__ = ["DEFAULTS", "DEMOS", "ColumnMapping", "default_mapping", "parse_bin_counts"]
 
@@ -153,13 +154,17 @@ def default_mapping(frame: pd.DataFrame) -> ColumnMapping:
 
 
 def _labels_are_classes(frame: pd.DataFrame, roles: Any) -> bool:
-    # The loader's own rule (mcviz.io.labels_are_classes), not a second copy of it.
-    from mcviz.io import labels_are_classes
-
+    # The loader decides (its own class-name rule, not a second copy of it): the per-class
+    # columns are classes when a sample of rows loads as multi-class.
     if roles.label is None:
         return False
-    return labels_are_classes(roles.probabilities,
-                              pd.unique(frame[roles.label].dropna())[:1000])
+    sample = frame.head(2_000)
+    try:
+        load_predictions(sample, probabilities=list(roles.probabilities), label=roles.label,
+                         covariates=[], weight=False)
+    except ValidationError:
+        return False
+    return True
 
 
 def score_candidates(frame: pd.DataFrame) -> tuple[str, ...]:
