@@ -88,7 +88,7 @@ if presenting:
 if link_message:
     st.info(link_message)
 for message in st.session_state.pop(s.LINK_MESSAGES, ()):
-    ui.show_warning(f"Shared link: {message}")
+    st.warning("Shared link: " + escape_markdown(message))
 
 st.session_state[s.APP_RAN] = True  # the page script sees that this file ran
 try:
