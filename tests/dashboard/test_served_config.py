@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mcviz.io.readers import default_max_bytes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_users_see_a_message_and_the_log_keeps_the_details(monkeypatch):
