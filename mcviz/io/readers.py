@@ -107,7 +107,7 @@ def read_table(source: Source, *, max_bytes: int | None = None) -> pd.DataFrame:
     if size is not None and size > limit:
         raise _too_large(name, f"is {_size(size)}", limit)
     raw = _read_bytes(source, name, limit)
-    if not raw.strip():
+    if not raw or raw.isspace():  # isspace stops at the first other byte (strip would copy)
         raise ValidationError(f"file {name!r} is empty.")
     import pyarrow as pa
 
@@ -249,7 +249,7 @@ def _read_parquet(raw: bytes, name: str, limit: int) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     try:
-        parquet = pq.ParquetFile(io.BytesIO(raw))
+        parquet = pq.ParquetFile(pa.BufferReader(raw))  # native reads, no Python file object
         _check_duplicate_names(parquet.schema_arrow.names)
         estimate = _parquet_memory(parquet.metadata)
         if estimate > limit:
