@@ -28,7 +28,8 @@ def _shade_boundary(figure: go.Figure, result: LocalCalibrationScore) -> None:
         figure.add_vrect(
             x0=low, x1=high, fillcolor=LIGHT_GRAY, opacity=0.35, line_width=0, layer="below",
             annotation_text="window at the range end",
-            annotation_position="top right" if low > 0.5 else "top left",
+            # the legend sits top left: labels at the bottom of the stretch
+            annotation_position="bottom right" if low > 0.5 else "bottom left",
             annotation_font_size=11, name=BOUNDARY_NOTE,
         )
 
