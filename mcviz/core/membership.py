@@ -98,6 +98,7 @@ class MembershipPlan:
                 last_child[parent] = k
         self._last_child = last_child
         self._samples: dict[str, pd.Series] = {}  # an empty series of each column's dtype
+        self._tests: dict = {}  # condition -> its compiled test (see _compile_test)
 
     def encode(self, columns: Mapping[str, object]) -> dict[str, np.ndarray]:
         """Codes of every column the conditions name, for one batch (see the module docstring).
@@ -132,7 +133,9 @@ class MembershipPlan:
             for condition in self.added[k]:
                 if rows.size == 0:
                     break
-                rows = rows[self._test(condition, codes[condition.column][rows])]
+                # np.take / np.compress: several times faster than fancy and boolean indexing
+                rows = np.compress(self._test(condition, np.take(codes[condition.column], rows)),
+                                   rows)
             out.append(rows)
             if k in self._last_child:
                 held[k] = rows
@@ -188,51 +191,47 @@ class MembershipPlan:
         return "ordinal", keys, {}
 
     def _test(self, condition, codes: np.ndarray) -> np.ndarray:
-        kind, cuts, cache = self._compiled[condition.column]
+        """Membership mask of ``condition`` on ``codes`` (its compiled form is cached)."""
+        test = self._tests.get(condition)
+        if test is None:
+            test = self._tests[condition] = self._compile_test(condition)
+        op, parameter = test
+        if op == "table":
+            return np.take(parameter, codes)  # several times faster than parameter[codes]
+        return op(codes, parameter)
+
+    def _compile_test(self, condition) -> tuple:
+        """``("table", lookup)`` or ``(comparison ufunc, code)`` for one condition."""
+        kind, cuts, _ = self._compiled[condition.column]
         op = condition.op
         if kind == "nominal":
             top = cuts.size + 1  # missing
             if op in ("is missing", "is not missing"):
-                return (codes == top) if op == "is missing" else (codes != top)
+                return (np.equal if op == "is missing" else np.not_equal), top
+            if op not in ("in", "==", "not in", "!="):
+                raise ValidationError(
+                    f"column {condition.column!r} is nominal; {op!r} needs an ordered "
+                    "covariate (use ==, !=, in, not in).", column=condition.column)
             items = condition.value if op in ("in", "not in") else (condition.value,)
             if not isinstance(items, tuple | list):
                 items = (items,)
             table = np.zeros(cuts.size + 2, dtype=bool)
             table[np.searchsorted(cuts, [str(v) for v in items])] = True
-            if op in ("in", "=="):
-                return table[codes]
-            if op in ("not in", "!="):
-                return ~table[codes]
-            raise ValidationError(
-                f"column {condition.column!r} is nominal; {op!r} needs an ordered covariate "
-                "(use ==, !=, in, not in).", column=condition.column)
+            return "table", (~table if op in ("not in", "!=") else table)
         top = 2 * cuts.size + 1
-        if op == "is missing":
-            return codes == top
-        if op == "is not missing":
-            return codes != top
+        if op in ("is missing", "is not missing"):
+            return (np.equal if op == "is missing" else np.not_equal), top
         if op in ("in", "not in"):
-            table = cache.get(condition)
-            if table is None:
-                items = condition.value if isinstance(condition.value, tuple | list) else (
-                    condition.value,)
-                table = np.zeros(top + 1, dtype=bool)
-                table[2 * np.searchsorted(cuts, [self._key(condition.column, v) for v in items])
-                      + 1] = True
-                cache[condition] = table
-            return table[codes] if op == "in" else ~table[codes]
+            items = condition.value if isinstance(condition.value, tuple | list) else (
+                condition.value,)
+            table = np.zeros(top + 1, dtype=bool)
+            table[2 * np.searchsorted(cuts, [self._key(condition.column, v) for v in items])
+                  + 1] = True
+            return "table", (table if op == "in" else ~table)
         i = int(np.searchsorted(cuts, self._key(condition.column, condition.value)))
-        if op == "<":
-            return codes <= 2 * i
-        if op == "<=":
-            return codes < 2 * i + 2
-        if op == ">":
-            return codes >= 2 * i + 2
-        if op == ">=":
-            return codes > 2 * i
-        if op == "==":
-            return codes == 2 * i + 1
-        return codes != 2 * i + 1  # "!="
+        return {"<": (np.less_equal, 2 * i), "<=": (np.less, 2 * i + 2),
+                ">": (np.greater_equal, 2 * i + 2), ">=": (np.greater, 2 * i),
+                "==": (np.equal, 2 * i + 1), "!=": (np.not_equal, 2 * i + 1)}[op]
 
     def _key(self, column: str, value: object):
         sample = self._samples[column]

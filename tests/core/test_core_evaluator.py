@@ -66,8 +66,9 @@ def data(n, seed, *, ties=True, real=False):
 
 @pytest.mark.parametrize("method", ["bernoulli", "adjacent"])
 @pytest.mark.parametrize("real", [False, True])
-def test_matches_brute_force_loop(method, real):
-    score, label, weight, members = data(800, 1, real=real)
+@pytest.mark.parametrize("n", [800, 6000])  # 6000: runs of 60 rows, summed before the path
+def test_matches_brute_force_loop(method, real, n):
+    score, label, weight, members = data(n, 1, real=real)
     st_ = Evaluator(score, weight).statistics(label - score, members, method)
     for k, index in enumerate(members):
         kuiper, sigma = brute(score, weight, label, index, method)
@@ -88,6 +89,23 @@ def test_masks_and_positions_agree_and_groups_do_not_matter(monkeypatch):
     c = ev.statistics(label - score, members)
     np.testing.assert_array_equal(a.kuiper, b.kuiper)
     np.testing.assert_allclose(a.kuiper, c.kuiper, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("run_sums", [1, 10**9])
+def test_run_sums_and_member_path_agree(monkeypatch, run_sums):
+    # RUN_SUMS = 1: every group with ties sums its runs first; 10**9: never. Same D, sigma.
+    import mcviz.core.evaluator as module
+
+    score, label, weight, members = data(3000, 4)
+    ev = Evaluator(score, weight)
+    expected = [brute(score, weight, label, index, "bernoulli") for index in members]
+    monkeypatch.setattr(module, "RUN_SUMS", run_sums)
+    got = ev.statistics(label - score, members)
+    draws = ev.statistics(np.column_stack([label - score] * 3), members)
+    for k, (kuiper, sigma) in enumerate(expected):
+        assert got.kuiper[k] == pytest.approx(kuiper, abs=1e-13)
+        assert got.sigma[k] == pytest.approx(sigma, abs=1e-13)
+        np.testing.assert_allclose(draws.kuiper[k], kuiper, rtol=0, atol=1e-13)
 
 
 def test_hand_computed_tie_rule():
