@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-import pandas as pd
 
 from mcviz.core.evaluator import ChunkSummaries, Evaluator, combine
-from mcviz.core.membership import MembershipPlan, _as_series, last_run_start
+from mcviz.core.membership import MembershipPlan, last_run_start
 
 __all__ = ["BatchAccumulator", "summarise_rows"]
 
@@ -44,15 +43,24 @@ def summarise_rows(
     adjacent : bool, default False
         Also the Appendix C pieces (real-valued responses).
     """
-    score = np.asarray(score, dtype=float)
-    members = plan.members(columns, score.size)
-    evaluator = Evaluator(score, None if weight is None else np.asarray(weight, dtype=float))
-    return evaluator.summaries(np.asarray(label, dtype=float) - score, members,
-                               adjacent=adjacent)
+    return _summarise_codes(plan, np.asarray(score, dtype=float), np.asarray(label, dtype=float),
+                            None if weight is None else np.asarray(weight, dtype=float),
+                            plan.encode(columns), adjacent=adjacent)
+
+
+def _summarise_codes(plan, score, label, weight, codes, *, adjacent) -> ChunkSummaries:
+    """:func:`summarise_rows` from the integer codes of :meth:`MembershipPlan.encode`."""
+    members = plan.members_from_codes(codes, score.size)
+    evaluator = Evaluator(score, weight)
+    return evaluator.summaries(label - score, members, adjacent=adjacent)
 
 
 class BatchAccumulator:
     """Feed score-sorted batches in order; read the combined summaries at the end.
+
+    Each batch's covariates are encoded on arrival (:meth:`MembershipPlan.encode`: the codes
+    mean the same in every batch), so the rows held back between batches are plain numpy
+    arrays.
 
     Examples
     --------
@@ -81,7 +89,7 @@ class BatchAccumulator:
         """Add the next batch (scores not below the previous batch's)."""
         batch = {"score": np.asarray(score, dtype=float), "label": np.asarray(label, dtype=float),
                  "weight": None if weight is None else np.asarray(weight, dtype=float),
-                 "columns": {c: _as_series(columns[c]) for c in self.plan.columns}}
+                 "codes": self.plan.encode(columns)}
         if self._held is not None:
             batch = _concat(self._held, batch)
         cut = last_run_start(batch["score"])
@@ -99,16 +107,15 @@ class BatchAccumulator:
         return self.total
 
     def _summarise(self, batch: dict) -> None:
-        chunk = summarise_rows(self.plan, batch["score"], batch["label"], batch["weight"],
-                               batch["columns"], adjacent=self.adjacent)
+        chunk = _summarise_codes(self.plan, batch["score"], batch["label"], batch["weight"],
+                                 batch["codes"], adjacent=self.adjacent)
         self.total = chunk if self.total is None else combine(self.total, chunk)
 
 
 def _slice(batch: dict, start: int, stop: int) -> dict:
     return {"score": batch["score"][start:stop], "label": batch["label"][start:stop],
             "weight": None if batch["weight"] is None else batch["weight"][start:stop],
-            "columns": {c: s.iloc[start:stop].reset_index(drop=True)
-                        for c, s in batch["columns"].items()}}
+            "codes": {c: v[start:stop] for c, v in batch["codes"].items()}}
 
 
 def _concat(a: dict, b: dict) -> dict:
@@ -117,5 +124,4 @@ def _concat(a: dict, b: dict) -> dict:
     return {"score": np.concatenate((a["score"], b["score"])),
             "label": np.concatenate((a["label"], b["label"])),
             "weight": None if a["weight"] is None else np.concatenate((a["weight"], b["weight"])),
-            "columns": {c: pd.concat((s, b["columns"][c]), ignore_index=True)
-                        for c, s in a["columns"].items()}}
+            "codes": {c: np.concatenate((v, b["codes"][c])) for c, v in a["codes"].items()}}

@@ -47,7 +47,7 @@ from mcviz.errors import ValidationError
 
 __all__ = ["BATCH_ROWS", "DuckDBEngine", "duckdb_kind"]
 
-BATCH_ROWS = 1 << 18
+BATCH_ROWS = 1 << 17
 """Rows per streamed Arrow batch (cache-sized work for the evaluator)."""
 
 

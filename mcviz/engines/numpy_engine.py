@@ -37,7 +37,7 @@ from mcviz.io import Predictions, load_predictions
 
 __all__ = ["NumpyEngine"]
 
-BLOCK_ROWS = 1 << 18
+BLOCK_ROWS = 1 << 17
 """Rows per block of exact mode (cut at tie-run ends): membership and paths stay in cache."""
 
 

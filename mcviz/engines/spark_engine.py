@@ -79,7 +79,7 @@ PARTITION_ROWS = 1 << 21
 block of :data:`BATCH_ROWS` rows at a time (the partition is streamed), so this only sets the
 tasks' granularity."""
 
-BATCH_ROWS = 1 << 18
+BATCH_ROWS = 1 << 17
 """Rows per Arrow batch handed to the evaluator on an executor."""
 
 _RESULT_SCHEMA = "lo DOUBLE, hi DOUBLE, rows LONG, payload BINARY"
