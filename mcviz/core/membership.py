@@ -19,7 +19,6 @@ category among the categories in conditions, :math:`L` for any other category an
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -42,14 +41,6 @@ def last_run_start(score: np.ndarray) -> int:
     if score.size == 0:
         return 0
     return int(np.searchsorted(score, score[-1], side="left"))
-
-
-@dataclass(slots=True)
-class _Test:
-    column: str
-    kind: str  # "lt", "ge", "eq", "ne", "in", "not in"
-    value: object  # threshold code or lookup table
-    condition: object
 
 
 def _is_nominal(series: pd.Series) -> bool:
@@ -91,7 +82,7 @@ class MembershipPlan:
                         f"{condition.column!r}; use one of {', '.join(OPERATORS)}.",
                         column=condition.column)
         self.columns = tuple(sorted({c.column for spec in self.specs for c in spec.conditions}))
-        self._compiled: dict[str, tuple[str, np.ndarray, dict]] | None = None
+        self._compiled: dict[str, tuple[str, np.ndarray]] | None = None
         last_child: dict[int, int] = {}
         for k, parent in enumerate(self.parent):
             if parent is not None:
@@ -152,7 +143,7 @@ class MembershipPlan:
         if name not in self._compiled:
             self._samples[name] = series.iloc[:0]
             self._compiled[name] = self._compile(name, series, nominal)
-        kind, cuts, _ = self._compiled[name]
+        kind, cuts = self._compiled[name]
         if kind == "nominal":
             if not isinstance(series.dtype, pd.CategoricalDtype):
                 series = series.astype("string").astype("category")
@@ -179,7 +170,7 @@ class MembershipPlan:
                   for v in (c.value if isinstance(c.value, tuple | list) else (c.value,))]
         if nominal:
             cuts = np.array(sorted({str(v) for v in values}), dtype=object)
-            return "nominal", cuts, {}
+            return "nominal", cuts
         for c in conditions:
             if c.op in ("in", "not in", "==", "!=", "<", "<=", ">", ">=") and any(
                     isinstance(v, str) for v in (c.value if isinstance(c.value, tuple | list)
@@ -188,7 +179,7 @@ class MembershipPlan:
                     f"condition {c.column} {c.op} {c.value!r}: column {c.column!r} is numeric.",
                     column=c.column)
         keys = np.unique(np.array([_value_key(series, v) for v in values]))
-        return "ordinal", keys, {}
+        return "ordinal", keys
 
     def _test(self, condition, codes: np.ndarray) -> np.ndarray:
         """Membership mask of ``condition`` on ``codes`` (its compiled form is cached)."""
@@ -202,7 +193,7 @@ class MembershipPlan:
 
     def _compile_test(self, condition) -> tuple:
         """``("table", lookup)`` or ``(comparison ufunc, code)`` for one condition."""
-        kind, cuts, _ = self._compiled[condition.column]
+        kind, cuts = self._compiled[condition.column]
         op = condition.op
         if kind == "nominal":
             top = cuts.size + 1  # missing
