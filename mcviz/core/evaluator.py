@@ -259,6 +259,7 @@ class Evaluator:
         self.run_id = np.concatenate(([0], np.cumsum(ends[:-1], dtype=id_type))) if self.n \
             else np.zeros(0, dtype=id_type)
         self.has_ties = bool(self.n) and not bool(ends.all())
+        self._next_run_row: np.ndarray | None = None  # see _cuts
         self.variance = self.score * (1.0 - self.score) * self.weight**2  # eq. (5) terms
 
     @classmethod
@@ -374,14 +375,21 @@ class Evaluator:
         return out if len(indices) == len(members) else _join_pieces(out, np.asarray(owner))
 
     def _cuts(self, positions: np.ndarray, budget: int) -> np.ndarray:
-        """Where to cut sorted ``positions`` into pieces of about ``budget``: at tie-run starts."""
+        """Where to cut sorted ``positions`` into pieces of about ``budget``: at tie-run starts.
+
+        Each cut is the first member at or after a multiple of ``budget`` that starts a tie run
+        (the first member past the run of the member before it): only the members at the
+        wanted cuts are looked at, never the whole subpopulation.
+        """
         wanted = np.arange(budget, positions.size, budget)
-        if not self.has_ties:
+        if not self.has_ties or not wanted.size:
             return wanted
-        run = self.run_id[positions]
-        starts = np.flatnonzero(run[1:] != run[:-1]) + 1
-        return np.unique(starts[np.minimum(np.searchsorted(starts, wanted), starts.size - 1)]) \
-            if starts.size else np.zeros(0, dtype=np.int64)
+        if self._next_run_row is None:  # first row of run r + 1, for every run r (n at the end)
+            self._next_run_row = np.append(
+                np.flatnonzero(self.run_id[1:] != self.run_id[:-1]) + 1, self.n)
+        after = self._next_run_row[self.run_id[positions[wanted - 1]]]
+        cuts = np.searchsorted(positions, after)
+        return np.unique(cuts[cuts < positions.size])
 
     def _summarise_group(self, columns, base, indices, group, out: ChunkSummaries, *,
                          adjacent: bool) -> None:

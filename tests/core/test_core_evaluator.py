@@ -271,3 +271,18 @@ def test_one_column_matrix_equals_one_dimensional_residual(weighted):
     one = ev.statistics(label - score, members)
     matrix = ev.statistics((label - score)[:, None], members)
     np.testing.assert_allclose(matrix.kuiper[:, 0], one.kuiper, rtol=0, atol=1e-14)
+
+
+def test_cuts_are_the_first_run_starts_at_or_after_each_multiple_of_the_budget():
+    # Brute force: the members' run ids; a cut at j needs run[j] != run[j - 1]; for each
+    # multiple w of the budget the cut is the first such j >= w (none when no run starts later).
+    rng = np.random.default_rng(7)
+    score = np.sort(np.round(rng.random(5000), 2))
+    ev = Evaluator(score)
+    for p, budget in ((0.9, 37), (0.3, 100), (1.0, 5000 // 3)):
+        positions = np.flatnonzero(rng.random(score.size) < p)
+        run = ev.run_id[positions]
+        starts = [j for j in range(1, positions.size) if run[j] != run[j - 1]]
+        expected = sorted({next((j for j in starts if j >= w), None)
+                           for w in range(budget, positions.size, budget)} - {None})
+        assert ev._cuts(positions, budget).tolist() == expected
