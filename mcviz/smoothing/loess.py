@@ -74,7 +74,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcviz.core._arrays import readonly as _readonly
-from mcviz.smoothing._common import Z95
+from mcviz.smoothing._common import Z95, locate
 from mcviz.smoothing._kernel import _moments, _tricube_both
 from mcviz.smoothing.neighbours import neighbour_radius
 
@@ -344,7 +344,7 @@ class _Bins:
     centres: np.ndarray  # (B,) ascending
     sums: np.ndarray  # (B, (m + 1) J): S_j of W, W y_1 .. W y_m for j = 0..J-1
     qsums: np.ndarray  # (B, J): S_j of W²
-    cross: np.ndarray  # (B, m, m): sums of W y_a y_b
+    cross: np.ndarray  # (m, m): sums of W y_a y_b over all rows
     direct: np.ndarray  # (G,) points to fit from their rows (bins too coarse for them)
 
 
@@ -364,7 +364,7 @@ def _bin_index(
             table = np.zeros(int(extent) + 1, dtype=np.intp)
             table[(distinct - low).astype(np.intp)] = np.arange(bins)
             return table[(x - low).astype(np.intp)], distinct, None, direct
-        return np.searchsorted(distinct, x), distinct, None, direct
+        return locate(distinct, x, bins - 1), distinct, None, direct
     # Heavily tied values get bins of their own (exact sums, no expansion): a large mass
     # sitting on a window's edge would otherwise dominate the expansion error.
     runs = np.diff(np.append(starts, n))
@@ -377,11 +377,11 @@ def _bin_index(
         xs, points - radius, side="right")
     direct |= inside < min(q // 2, FEW_ROWS)
     bins = edges.size - 1
-    index = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
+    index = locate(edges, x, bins - 1)
     middles = 0.5 * (edges[:-1] + edges[1:])
     offset = x - middles[index]
     if heavy.size:
-        slot = np.clip(np.searchsorted(heavy, x), 0, heavy.size - 1)
+        slot = locate(heavy, x, heavy.size - 1)
         tied_rows = heavy[slot] == x
         index[tied_rows] = bins + slot[tied_rows]
         offset[tied_rows] = 0.0
@@ -406,10 +406,10 @@ def _bin_observations(
     w2 = w * w if weighted else w
     columns = [per_bin(w if weighted else None)] + [per_bin(column) for column in wys]
     squares = [per_bin(w2)] if weighted else [columns[0]]
-    cross = np.empty((bins, m, m))
+    cross = np.empty((m, m))  # only their totals enter the residual sums
     for a in range(m):
         for b in range(a, m):
-            cross[:, a, b] = cross[:, b, a] = per_bin(wys[a] * ys[b])
+            cross[a, b] = cross[b, a] = float(np.dot(wys[a], ys[b]))
     if not taylor:
         return _Bins(False, bin_centres, np.column_stack(columns), np.column_stack(squares),
                      cross, direct)
@@ -425,7 +425,7 @@ def _bin_observations(
     keep = np.flatnonzero(columns[0] > 0)
     keep = keep[np.argsort(bin_centres[keep], kind="stable")]
     return _Bins(True, bin_centres[keep], np.column_stack(columns)[keep],
-                 np.column_stack(squares)[keep], cross[keep], direct)
+                 np.column_stack(squares)[keep], cross, direct)
 
 
 def _binned_moments(
@@ -496,7 +496,7 @@ def _residual_sums(
     weight_bins = sums[:, 0]
     sum_y = sums[:, 1 : m + 1]
     rss = (
-        bins.cross.sum(axis=0)
+        bins.cross
         - fitted.T @ sum_y
         - sum_y.T @ fitted
         + (fitted * weight_bins[:, None]).T @ fitted
