@@ -123,3 +123,26 @@ def locate(edges: np.ndarray, x: np.ndarray, top: int) -> np.ndarray:
         position[rows] += 1
         rows = rows[reach[rows] > position[rows]]
     return position
+
+
+def sorted_copy(x: np.ndarray) -> np.ndarray:
+    """``np.sort(x)`` of a float array; integers spanning at most n values by counting.
+
+    Examples
+    --------
+    >>> sorted_copy(np.array([3.0, 1.0, 2.0, 1.0])).tolist()
+    [1.0, 1.0, 2.0, 3.0]
+    """
+    n = x.size
+    head = x[:256]
+    if n < 4096 or not np.array_equal(head, np.round(head)):
+        return np.sort(x)
+    low, high = float(x.min()), float(x.max())
+    if not high - low <= n:
+        return np.sort(x)
+    offset = x - low  # exact for integers this close together
+    index = offset.astype(np.intp)
+    if not np.array_equal(index, offset):
+        return np.sort(x)
+    counts = np.bincount(index)
+    return np.repeat(low + np.arange(counts.size, dtype=float), counts)

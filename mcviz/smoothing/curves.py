@@ -24,7 +24,13 @@ from __future__ import annotations
 import numpy as np
 
 from mcviz.errors import ValidationError
-from mcviz.smoothing._common import _check_span, _checked_weight, locate, sorted_quantile
+from mcviz.smoothing._common import (
+    _check_span,
+    _checked_weight,
+    locate,
+    sorted_copy,
+    sorted_quantile,
+)
 from mcviz.smoothing.loess import LoessCurve, _Fits, _loess_fits
 
 __all__ = ["loess_curve"]
@@ -275,7 +281,7 @@ def loess_curve(
             column=name,
         )
     weight = _checked_weight(weight, x.shape)
-    xs = np.sort(x)
+    xs = sorted_copy(x)
     if xs.size == 0 or xs[0] == xs[-1]:
         raise ValidationError(
             f"{name!r} is constant; a curve against it cannot be drawn.", column=name

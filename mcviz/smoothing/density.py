@@ -68,17 +68,21 @@ def _r_density(
     up = high_value + 4.0 * bandwidth
     delta = (up - lo) / (points - 1)
     binned = np.zeros(2 * points)
+    shared = None if weight is None else weight / (weight.sum() * len(copies))
     for sample, shift, scale in copies:
-        size = sample.size * len(copies)
-        w = np.full(sample.size, 1.0 / size) if weight is None else (
-            weight / (weight.sum() * len(copies))
-        )
-        position = (shift + scale * sample - lo) / delta
+        w = 1.0 / (sample.size * len(copies)) if shared is None else shared
+        if scale == 1.0 and shift == 0.0:
+            position = sample - lo
+        elif scale == -1.0:
+            position = (shift - sample) - lo  # shift + (-1)·s, the same rounding
+        else:
+            position = (shift + scale * sample) - lo
+        position /= delta
         cell = np.floor(position)
-        upper_part = w * (position - cell)
+        upper_part = np.multiply(np.subtract(position, cell, out=position), w, out=position)
         # Slots 0..points+3 stand for cells -2..points+1: cell c takes w(1 - f) and cell c + 1
         # takes w f; whatever lands outside cells 0..points-1 is dropped (BinDist's edge rules).
-        slot = np.clip(cell, -2, points).astype(np.int64) + 2
+        slot = np.clip(cell, -2, points, out=cell).astype(np.intp) + 2
         spread = np.bincount(slot, weights=w - upper_part, minlength=points + 4)
         spread[1:] += np.bincount(slot, weights=upper_part, minlength=points + 4)[:-1]
         binned[:points] += spread[2 : points + 2]
