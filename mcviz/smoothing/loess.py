@@ -90,7 +90,9 @@ HEAVY_TIES = 20
 FEW_ROWS = 5_000
 """Binned windows with fewer rows strictly inside (and half their q on the boundary) are fitted
 directly: their local fits are ill-conditioned."""
-_CHUNK_ELEMENTS = 1_500_000
+_CHUNK_ELEMENTS = 400_000
+"""Elements of the kernel-moment stack per chunk of points (a few MB: smaller chunks stay in
+cache and avoid the page faults of large temporaries)."""
 MIN_EFFECTIVE_ROWS = 50.0
 """Points with fewer effective rows (1 / sum of squared smoother weights) have thin support."""
 NEAR = 0.1
