@@ -22,6 +22,18 @@ def _tricube_both(
     return kernel, squared
 
 
+def _tricube_only(t: np.ndarray) -> tuple[tuple[np.ndarray], tuple[np.ndarray]]:
+    """(K,) and (K²,) alone: bins on distinct values need no derivatives.
+
+    The arithmetic of :func:`_tricube_both`, so the values are identical.
+    """
+    a = np.minimum(np.abs(t), 1.0)
+    one = 1.0 - a * a * a
+    one2 = one * one
+    one4 = one2 * one2
+    return (one2 * one,), (one4 * one * one,)
+
+
 def _moments(
     kernel: tuple[np.ndarray, ...],
     t: np.ndarray,

@@ -75,7 +75,7 @@ import numpy as np
 
 from mcviz.core._arrays import readonly as _readonly
 from mcviz.smoothing._common import Z95, locate
-from mcviz.smoothing._kernel import _moments, _tricube_both
+from mcviz.smoothing._kernel import _moments, _tricube_both, _tricube_only
 from mcviz.smoothing.neighbours import neighbour_radius
 
 __all__ = ["LoessCurve"]
@@ -262,8 +262,9 @@ def _solve_points(
                 matrix, unit, strict=True)])
         if d > 0:
             with np.errstate(divide="ignore", invalid="ignore"):
-                singular = np.linalg.svd(matrix, compute_uv=False)
-            ill[rows] = ~(singular[:, -1] * ILL_CONDITIONED > singular[:, 0])
+                # The designs are symmetric: singular values are the |eigenvalues|.
+                singular = np.abs(np.linalg.eigvalsh(matrix))
+            ill[rows] = ~(singular.min(axis=1) * ILL_CONDITIONED > singular.max(axis=1))
         fit[rows] = np.einsum("rd,rdm->rm", v, rhs)
         l2[rows] = np.einsum("rd,rde,re->r", v, q, v)
         inverse11[rows] = v[:, 0]
@@ -449,9 +450,7 @@ def _binned_moments(
         last = np.searchsorted(centres, (points[rows] + h).max(), side="right")
         cols = slice(max(first - 1, 0), last + 1)
         t = (centres[None, cols] - points[rows, None]) / h[:, None]
-        k, ksq = _tricube_both(t)
-        if not bins.taylor:
-            k, ksq = k[:1], ksq[:1]
+        k, ksq = _tricube_both(t) if bins.taylor else _tricube_only(t)
         moments[:, rows] = _moments(k, t, h, bins.sums[cols], 2 * degree)
         on_grid = rows < grid_count  # the band is needed on the grid only
         if on_grid.any():
