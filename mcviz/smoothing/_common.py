@@ -118,7 +118,7 @@ def locate(edges: np.ndarray, x: np.ndarray, top: int) -> np.ndarray:
     if wide.size:
         position[wide] = np.clip(np.searchsorted(edges, x[wide], side="right") - 1, 0, top)
     rows = rows[near]
-    while rows.size:
+    for _ in range(LOCATE_STEPS):  # each row steps at most reach - position times
         rows = rows[x[rows] >= edges[position[rows] + 1]]
         position[rows] += 1
         rows = rows[reach[rows] > position[rows]]
