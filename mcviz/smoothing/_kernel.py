@@ -28,10 +28,15 @@ def _tricube_only(t: np.ndarray) -> tuple[tuple[np.ndarray], tuple[np.ndarray]]:
     The arithmetic of :func:`_tricube_both`, so the values are identical.
     """
     a = np.minimum(np.abs(t), 1.0)
-    one = 1.0 - a * a * a
-    one2 = one * one
-    one4 = one2 * one2
-    return (one2 * one,), (one4 * one * one,)
+    one = np.multiply(a, a)
+    one *= a
+    np.subtract(1.0, one, out=one)
+    power = one * one
+    kernel = power * one
+    power *= power
+    power *= one
+    power *= one  # ((one² · one²) · one) · one, as in _tricube_both
+    return (kernel,), (power,)
 
 
 def _moments(
