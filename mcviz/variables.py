@@ -58,6 +58,7 @@ from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.smoothing import Z95, LoessCurve, _check_span, _spiked_fits, sorted_quantile
+from mcviz.smoothing._common import sorted_copy
 from mcviz.smoothing.curves import SPIKE_SHARE
 from mcviz.smoothing.loess import MIN_EFFECTIVE_ROWS, NEAR, SPARSE_RATIO
 from mcviz.subpopulations.selection import _ordinal_values
@@ -495,7 +496,7 @@ def variable_calibration(
             column=variable,
         )
     values, error, predicted, weight, n_missing = _present_values(pred, variable)
-    sorted_values = np.sort(values)
+    sorted_values = sorted_copy(values)
     if sorted_values[0] == sorted_values[-1]:
         single = (pd.Timestamp(round(sorted_values[0])) if pd.api.types.is_datetime64_any_dtype(
             pred.covariates[variable]) else f"{sorted_values[0]:g}")

@@ -9,7 +9,7 @@ The package is split along its seams; every name is importable from ``mcviz.smoo
 """
 
 from mcviz.core._arrays import readonly as _readonly
-from mcviz.smoothing._common import Z95, _check_span, sorted_quantile
+from mcviz.smoothing._common import Z95, _check_span, sorted_copy, sorted_quantile
 from mcviz.smoothing._kernel import _moments, _tricube_both
 from mcviz.smoothing.curves import _grid, _spiked_fits, loess_curve
 from mcviz.smoothing.density import reflected_density
@@ -33,4 +33,5 @@ __all__ = [
 ]
 
 # Private names used by mcviz.variables and the tests.
-_PRIVATE = (Z95, _check_span, _readonly, _moments, _tricube_both, _grid, _loess_fits, _spiked_fits)
+_PRIVATE = (Z95, _check_span, _readonly, _moments, _tricube_both, _grid, _loess_fits, _spiked_fits,
+            sorted_copy)

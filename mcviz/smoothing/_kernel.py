@@ -22,6 +22,23 @@ def _tricube_both(
     return kernel, squared
 
 
+def _tricube_only(t: np.ndarray) -> tuple[tuple[np.ndarray], tuple[np.ndarray]]:
+    """(K,) and (K²,) alone: bins on distinct values need no derivatives.
+
+    The arithmetic of :func:`_tricube_both`, so the values are identical.
+    """
+    a = np.minimum(np.abs(t), 1.0)
+    one = np.multiply(a, a)
+    one *= a
+    np.subtract(1.0, one, out=one)
+    power = one * one
+    kernel = power * one
+    power *= power
+    power *= one
+    power *= one  # ((one² · one²) · one) · one, as in _tricube_both
+    return (kernel,), (power,)
+
+
 def _moments(
     kernel: tuple[np.ndarray, ...],
     t: np.ndarray,
@@ -36,13 +53,14 @@ def _moments(
     c weighted columns for j = 0..J-1, J = len(kernel). The result has shape (top + 1, G, c).
     """
     orders = len(kernel)
-    powers = [np.ones_like(t)]
-    for _ in range(top):
+    powers = [t]  # t^1 .. t^top (t^0 = 1 needs no product)
+    for _ in range(top - 1):
         powers.append(powers[-1] * t)
     stack = np.empty((orders, top + 1, *t.shape))
     for a in range(orders):
-        for j in range(top + 1):
-            np.multiply(kernel[a], powers[j], out=stack[a, j])
+        stack[a, 0] = kernel[a]
+        for j in range(1, top + 1):
+            np.multiply(kernel[a], powers[j - 1], out=stack[a, j])
     products = stack.reshape(orders * (top + 1) * t.shape[0], t.shape[1]) @ sums
     products = products.reshape(orders, top + 1, t.shape[0], sums.shape[1])
     c = sums.shape[1] // orders

@@ -24,7 +24,13 @@ from __future__ import annotations
 import numpy as np
 
 from mcviz.errors import ValidationError
-from mcviz.smoothing._common import _check_span, _checked_weight, sorted_quantile
+from mcviz.smoothing._common import (
+    _check_span,
+    _checked_weight,
+    locate,
+    sorted_copy,
+    sorted_quantile,
+)
 from mcviz.smoothing.loess import LoessCurve, _Fits, _loess_fits
 
 __all__ = ["loess_curve"]
@@ -71,29 +77,56 @@ def _find_spikes(
 
 
 def _member(values: np.ndarray, sorted_set: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Whether each value is in ``sorted_set``, and its position there."""
-    slot = np.clip(np.searchsorted(sorted_set, values), 0, sorted_set.size - 1)
-    return sorted_set[slot] == values, slot
+    """Whether each value is in ``sorted_set``, and its position there (the set's size if not).
+
+    Spikes are at most 1 / ``SPIKE_SHARE`` values: one comparison pass per value is cheaper
+    than a binary search per row.
+    """
+    if sorted_set.size > 1 / SPIKE_SHARE:
+        slot = locate(sorted_set, values, sorted_set.size - 1)
+        inside = sorted_set[slot] == values
+        return inside, np.where(inside, slot, sorted_set.size)
+    inside = np.zeros(values.size, dtype=bool)
+    above = np.zeros(values.size, dtype=np.int8)  # set values below each value
+    for value in sorted_set:
+        inside |= values == value
+        np.add(above, values > value, out=above, casting="unsafe")
+    return inside, np.where(inside, above, sorted_set.size)
+
+
+def _without(sorted_x: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """``sorted_x`` without the values of ``sorted_set`` (runs cut out by binary search)."""
+    cut = np.column_stack((np.searchsorted(sorted_x, sorted_set, side="left"),
+                           np.searchsorted(sorted_x, sorted_set, side="right"))).ravel()
+    bounds = np.concatenate(([0], cut, [sorted_x.size])).reshape(-1, 2)
+    return np.concatenate([sorted_x[a:b] for a, b in bounds])
 
 
 def _point_estimates(
-    x: np.ndarray, ys: list[np.ndarray], w: np.ndarray, values: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Weighted means of the rows at each value, sum of l_i^2, residual cross-products, mass."""
-    inside, slot = _member(x, values)
-    slot, wi = slot[inside], w[inside]
-    mass = np.bincount(slot, weights=wi, minlength=values.size)
-    l2 = np.bincount(slot, weights=wi * wi, minlength=values.size) / mass**2
+    ys: list[np.ndarray], weight: np.ndarray | None, inside: np.ndarray, slot: np.ndarray,
+    count: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weighted means of the rows at each value, sum of l_i^2 and residual cross-products.
+
+    ``inside`` and ``slot`` are from :func:`_member` (rows off the values have slot ``count``).
+    """
+
+    def per_value(values: np.ndarray | None) -> np.ndarray:
+        return np.bincount(slot, weights=values, minlength=count + 1)[:count].astype(float)
+
+    mass = per_value(weight)
+    l2 = (per_value(weight * weight) if weight is not None else mass) / mass**2
     m = len(ys)
-    fit = np.column_stack([
-        np.bincount(slot, weights=wi * y[inside], minlength=values.size) / mass for y in ys
-    ])
+    wys = ys if weight is None else [weight * y for y in ys]
+    fit = np.column_stack([per_value(wy) / mass for wy in wys])
+    residuals = [np.where(inside, y - np.append(fit[:, a], 0.0)[slot], 0.0)
+                 for a, y in enumerate(ys)]
+    weighted = residuals if weight is None else [weight * r for r in residuals]
     rss = np.zeros((m, m))
     for a in range(m):
         for b in range(a, m):
-            residual = (ys[a][inside] - fit[slot, a]) * (ys[b][inside] - fit[slot, b])
-            rss[a, b] = rss[b, a] = float(np.sum(wi * residual))
-    return fit, l2, rss, mass
+            rss[a, b] = rss[b, a] = float(np.dot(weighted[a], residuals[b]))
+    return fit, l2, rss
 
 
 def _spiked_fits(
@@ -120,12 +153,11 @@ def _spiked_fits(
         points = _grid(sorted_x, grid_points) if at is None else at
         return _loess_fits(x, ys, weight, points, span=span, degree=degree, exact=exact,
                            sorted_x=sorted_x)
-    spike_row, _ = _member(x, spikes)
-    rest_sorted = sorted_x[~_member(sorted_x, spikes)[0]]
+    rest_sorted = _without(sorted_x, spikes)
     if rest_sorted.size and rest_sorted[0] == rest_sorted[-1]:
         spikes = np.union1d(spikes, rest_sorted[:1])  # one value left: its own point too
-        spike_row, _ = _member(x, spikes)
         rest_sorted = rest_sorted[:0]
+    spike_row, slot = _member(x, spikes)
     if at is None:
         smooth_at = _grid(rest_sorted, grid_points) if rest_sorted.size else np.empty(0)
         smooth_at = smooth_at[~_member(smooth_at, spikes)[0]]
@@ -133,8 +165,7 @@ def _spiked_fits(
     else:
         on_spike = _member(at, spikes)[0]
         smooth_at, spike_at = at[~on_spike], at[on_spike]
-    w = np.ones(x.size) if weight is None else weight
-    fit_s, l2_s, rss_s, _ = _point_estimates(x, ys, w, spikes)
+    fit_s, l2_s, rss_s = _point_estimates(ys, weight, spike_row, slot, spikes.size)
     index = np.searchsorted(spikes, spike_at)
     parts = [(spike_at, fit_s[index], l2_s[index])]
     rss, trace = rss_s, float(spikes.size)
@@ -145,7 +176,8 @@ def _spiked_fits(
                              None if weight is None else weight[rest], smooth_at,
                              span=span, degree=degree, exact=exact, sorted_x=rest_sorted)
         rss, trace = rss + smooth.rss, trace + smooth.trace
-    return _merge(parts, smooth, rss, trace, x.size, float(w.sum()))
+    total = float(x.size if weight is None else weight.sum())
+    return _merge(parts, smooth, rss, trace, x.size, total)
 
 
 def _merge(
@@ -249,7 +281,7 @@ def loess_curve(
             column=name,
         )
     weight = _checked_weight(weight, x.shape)
-    xs = np.sort(x)
+    xs = sorted_copy(x)
     if xs.size == 0 or xs[0] == xs[-1]:
         raise ValidationError(
             f"{name!r} is constant; a curve against it cannot be drawn.", column=name

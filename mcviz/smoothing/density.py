@@ -48,6 +48,33 @@ def _reflected_bandwidth(s: np.ndarray) -> float:
     return 0.9 * lo * size ** (-0.2)
 
 
+def _linear_binning(position: np.ndarray, w: np.ndarray | float, points: int) -> np.ndarray:
+    """R's ``BinDist`` of ascending positions (in cell units) onto cells 0..points-1.
+
+    The row at position p in cell c = floor(p) gives w(1 - (p - c)) to cell c and w(p - c) to
+    cell c + 1; whatever lands outside cells 0..points-1 is dropped (BinDist's edge rules).
+    The positions are ascending, so each cell's rows are one run, summed by ``reduceat``.
+    """
+    binned = np.zeros(points)
+    begin = int(np.searchsorted(position, -1.0, side="left"))
+    end = int(np.searchsorted(position, float(points), side="left"))
+    if begin == end:
+        return binned
+    position = position[begin:end]
+    cell = np.floor(position)
+    upper = np.multiply(position - cell, w if np.isscalar(w) else w[begin:end])
+    lower = (w if np.isscalar(w) else w[begin:end]) - upper
+    first = int(cell[0])
+    runs = np.searchsorted(position, np.arange(first, int(cell[-1]) + 1, dtype=float))
+    empty = np.diff(np.append(runs, position.size)) == 0  # reduceat would repeat a value
+    cells = np.arange(first, first + runs.size)
+    for values, target in ((lower, cells), (upper, cells + 1)):
+        sums = np.add.reduceat(values, runs)
+        keep = ~empty & (target >= 0) & (target < points)
+        binned[target[keep]] += sums[keep]
+    return binned
+
+
 def _r_density(
     copies: list[tuple[np.ndarray, float, float]],
     weight: np.ndarray | None,
@@ -58,30 +85,27 @@ def _r_density(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gaussian kernel density as R's ``density(x, bw, from, to)`` computes it.
 
-    ``copies`` are affine images ``a + b·s`` of one sample (the reflections), each binned
-    separately (R's ``BinDist``: linear binning onto ``points`` cells spanning
-    [from - 4·bw, to + 4·bw]; values beyond that range are dropped, the edge cells keep their
-    share, the total mass is not renormalised), then convolved by FFT. Returns R's internal
-    grid ``xords`` and density ``kords``; R's ``approx(xords, kords, x)`` is ``np.interp``.
+    ``copies`` are affine images ``a + b·s`` (b = ±1) of one ascending sample (the
+    reflections), each binned separately (R's ``BinDist``: linear binning onto ``points``
+    cells spanning [from - 4·bw, to + 4·bw]; values beyond that range are dropped, the edge
+    cells keep their share, the total mass is not renormalised), then convolved by FFT.
+    Returns R's internal grid ``xords`` and density ``kords``; R's ``approx(xords, kords, x)``
+    is ``np.interp``.
     """
     lo = low_value - 4.0 * bandwidth
     up = high_value + 4.0 * bandwidth
     delta = (up - lo) / (points - 1)
     binned = np.zeros(2 * points)
+    shared = None if weight is None else weight / (weight.sum() * len(copies))
     for sample, shift, scale in copies:
-        size = sample.size * len(copies)
-        w = np.full(sample.size, 1.0 / size) if weight is None else (
-            weight / (weight.sum() * len(copies))
-        )
-        position = (shift + scale * sample - lo) / delta
-        cell = np.floor(position)
-        upper_part = w * (position - cell)
-        # Slots 0..points+3 stand for cells -2..points+1: cell c takes w(1 - f) and cell c + 1
-        # takes w f; whatever lands outside cells 0..points-1 is dropped (BinDist's edge rules).
-        slot = np.clip(cell, -2, points).astype(np.int64) + 2
-        spread = np.bincount(slot, weights=w - upper_part, minlength=points + 4)
-        spread[1:] += np.bincount(slot, weights=upper_part, minlength=points + 4)[:-1]
-        binned[:points] += spread[2 : points + 2]
+        w = 1.0 / (sample.size * len(copies)) if shared is None else shared
+        if scale == 1.0:
+            position = (sample + shift) - lo
+        else:  # shift - s, ascending once reversed
+            position = ((shift - sample) - lo)[::-1]
+            w = w if shared is None else w[::-1]
+        position /= delta
+        binned[:points] += _linear_binning(position, w, points)
     kords = np.linspace(0.0, 2.0 * (up - lo), 2 * points)
     kords[points + 1 :] = -kords[points - 1 : 0 : -1]
     kernel = np.exp(-0.5 * (kords / bandwidth) ** 2) / (bandwidth * np.sqrt(2.0 * np.pi))

@@ -74,8 +74,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcviz.core._arrays import readonly as _readonly
-from mcviz.smoothing._common import Z95
-from mcviz.smoothing._kernel import _moments, _tricube_both
+from mcviz.smoothing._common import Z95, locate
+from mcviz.smoothing._kernel import _moments, _tricube_both, _tricube_only
 from mcviz.smoothing.neighbours import neighbour_radius
 
 __all__ = ["LoessCurve"]
@@ -90,7 +90,9 @@ HEAVY_TIES = 20
 FEW_ROWS = 5_000
 """Binned windows with fewer rows strictly inside (and half their q on the boundary) are fitted
 directly: their local fits are ill-conditioned."""
-_CHUNK_ELEMENTS = 1_500_000
+_CHUNK_ELEMENTS = 400_000
+"""Elements of the kernel-moment stack per chunk of points (a few MB: smaller chunks stay in
+cache and avoid the page faults of large temporaries)."""
 MIN_EFFECTIVE_ROWS = 50.0
 """Points with fewer effective rows (1 / sum of squared smoother weights) have thin support."""
 NEAR = 0.1
@@ -260,8 +262,9 @@ def _solve_points(
                 matrix, unit, strict=True)])
         if d > 0:
             with np.errstate(divide="ignore", invalid="ignore"):
-                singular = np.linalg.svd(matrix, compute_uv=False)
-            ill[rows] = ~(singular[:, -1] * ILL_CONDITIONED > singular[:, 0])
+                # The designs are symmetric: singular values are the |eigenvalues|.
+                singular = np.abs(np.linalg.eigvalsh(matrix))
+            ill[rows] = ~(singular.min(axis=1) * ILL_CONDITIONED > singular.max(axis=1))
         fit[rows] = np.einsum("rd,rdm->rm", v, rhs)
         l2[rows] = np.einsum("rd,rde,re->r", v, q, v)
         inverse11[rows] = v[:, 0]
@@ -344,7 +347,7 @@ class _Bins:
     centres: np.ndarray  # (B,) ascending
     sums: np.ndarray  # (B, (m + 1) J): S_j of W, W y_1 .. W y_m for j = 0..J-1
     qsums: np.ndarray  # (B, J): S_j of W²
-    cross: np.ndarray  # (B, m, m): sums of W y_a y_b
+    cross: np.ndarray  # (m, m): sums of W y_a y_b over all rows
     direct: np.ndarray  # (G,) points to fit from their rows (bins too coarse for them)
 
 
@@ -364,7 +367,7 @@ def _bin_index(
             table = np.zeros(int(extent) + 1, dtype=np.intp)
             table[(distinct - low).astype(np.intp)] = np.arange(bins)
             return table[(x - low).astype(np.intp)], distinct, None, direct
-        return np.searchsorted(distinct, x), distinct, None, direct
+        return locate(distinct, x, bins - 1), distinct, None, direct
     # Heavily tied values get bins of their own (exact sums, no expansion): a large mass
     # sitting on a window's edge would otherwise dominate the expansion error.
     runs = np.diff(np.append(starts, n))
@@ -377,11 +380,11 @@ def _bin_index(
         xs, points - radius, side="right")
     direct |= inside < min(q // 2, FEW_ROWS)
     bins = edges.size - 1
-    index = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
+    index = locate(edges, x, bins - 1)
     middles = 0.5 * (edges[:-1] + edges[1:])
     offset = x - middles[index]
     if heavy.size:
-        slot = np.clip(np.searchsorted(heavy, x), 0, heavy.size - 1)
+        slot = locate(heavy, x, heavy.size - 1)
         tied_rows = heavy[slot] == x
         index[tied_rows] = bins + slot[tied_rows]
         offset[tied_rows] = 0.0
@@ -406,10 +409,10 @@ def _bin_observations(
     w2 = w * w if weighted else w
     columns = [per_bin(w if weighted else None)] + [per_bin(column) for column in wys]
     squares = [per_bin(w2)] if weighted else [columns[0]]
-    cross = np.empty((bins, m, m))
+    cross = np.empty((m, m))  # only their totals enter the residual sums
     for a in range(m):
         for b in range(a, m):
-            cross[:, a, b] = cross[:, b, a] = per_bin(wys[a] * ys[b])
+            cross[a, b] = cross[b, a] = float(np.dot(wys[a], ys[b]))
     if not taylor:
         return _Bins(False, bin_centres, np.column_stack(columns), np.column_stack(squares),
                      cross, direct)
@@ -425,7 +428,7 @@ def _bin_observations(
     keep = np.flatnonzero(columns[0] > 0)
     keep = keep[np.argsort(bin_centres[keep], kind="stable")]
     return _Bins(True, bin_centres[keep], np.column_stack(columns)[keep],
-                 np.column_stack(squares)[keep], cross[keep], direct)
+                 np.column_stack(squares)[keep], cross, direct)
 
 
 def _binned_moments(
@@ -447,9 +450,7 @@ def _binned_moments(
         last = np.searchsorted(centres, (points[rows] + h).max(), side="right")
         cols = slice(max(first - 1, 0), last + 1)
         t = (centres[None, cols] - points[rows, None]) / h[:, None]
-        k, ksq = _tricube_both(t)
-        if not bins.taylor:
-            k, ksq = k[:1], ksq[:1]
+        k, ksq = _tricube_both(t) if bins.taylor else _tricube_only(t)
         moments[:, rows] = _moments(k, t, h, bins.sums[cols], 2 * degree)
         on_grid = rows < grid_count  # the band is needed on the grid only
         if on_grid.any():
@@ -496,7 +497,7 @@ def _residual_sums(
     weight_bins = sums[:, 0]
     sum_y = sums[:, 1 : m + 1]
     rss = (
-        bins.cross.sum(axis=0)
+        bins.cross
         - fitted.T @ sum_y
         - sum_y.T @ fitted
         + (fitted * weight_bins[:, None]).T @ fitted

@@ -560,3 +560,40 @@ def test_spikes_are_found_by_weight_share():
     weight = np.ones(x.size)
     weight[4:6] = 3.0  # value 1.0 now holds 6 / 104 of the weight; 0.0 holds 4 / 104
     np.testing.assert_array_equal(_find_spikes(x, weight, xs, 0.05), [1.0])
+
+
+# ------------------------------------------------------------------------------------------
+# Row lookups of the binned evaluation
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), size=st.integers(1, 3000), offset=st.sampled_from([0.0, 1e9]),
+       kind=st.sampled_from(["normal", "lognormal", "integers", "clustered"]))
+def test_locate_equals_the_binary_search(seed, size, offset, kind):
+    from mcviz.smoothing._common import locate
+
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    x = {"normal": rng.normal(size=n), "lognormal": rng.lognormal(0, 2, n),
+         "integers": rng.integers(-50, 50, n).astype(float),
+         "clustered": np.concatenate((rng.normal(0, 1e-6, n // 2), rng.normal(5, 3, n - n // 2)))
+         }[kind] + offset
+    edges = np.unique(rng.choice(x, size))
+    # rows on, just below and just above every edge, and beyond both ends
+    rows = np.concatenate((x, edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf),
+                           [x.min() - 1, x.max() + 1]))
+    top = max(edges.size - 2, 0)
+    expected = np.clip(np.searchsorted(edges, rows, side="right") - 1, 0, top)
+    np.testing.assert_array_equal(locate(edges, rows, top), expected)
+
+
+@pytest.mark.parametrize("values", [
+    np.round(np.random.default_rng(1).normal(40, 12, 10_000)),  # integers: counted
+    np.random.default_rng(2).integers(-3, 3, 5000).astype(float) * 1e6,  # spread out: sorted
+    np.round(np.random.default_rng(3).normal(0, 1, 8000), 1),  # not integers: sorted
+    np.append(np.arange(5000.0), 0.5),  # one non-integer past the sampled head
+])
+def test_sorted_copy_is_the_sort(values):
+    from mcviz.smoothing._common import sorted_copy
+
+    np.testing.assert_array_equal(sorted_copy(values), np.sort(values))
