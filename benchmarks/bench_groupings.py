@@ -1,6 +1,6 @@
 """Groupings timings and peak memory: k-NN local calibration, one case per subprocess.
 
-Run: python benchmarks/bench_groupings.py [--cases 1 2 3] [--limit 4GB] [--quick]
+Run: python benchmarks/bench_groupings.py [--cases 1 2 3] [--limit 4GB] [--k 100]
 
 Each case runs in its own Python subprocess (under ``prlimit --as`` when ``--limit`` is given,
 so a case that would exhaust memory fails alone) and prints: the input space, rows, centres,

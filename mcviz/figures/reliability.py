@@ -72,73 +72,8 @@ def reliability_figure(
         horizontal_spacing=0.05,
         subplot_titles=[f"{k} bins" for k in result.n_bins],
     )
-    sub = result.has_subpopulation
-    sub_name = result.subpopulation_description or "subpopulation"
-    main_color = BLACK
-    full_color = GRAY if sub else BLACK
-    centers = 0.5 * (result.histogram_edges[:-1] + result.histogram_edges[1:])
-    widths = np.diff(result.histogram_edges)
     for c in range(columns):
-        col = c + 1
-        first = c == 0
-        figure.add_trace(
-            go.Scatter(
-                x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
-                line={"color": LIGHT_GRAY, "dash": "dash", "width": 1.5},
-                showlegend=first, legendgroup="diagonal", hoverinfo="skip",
-            ),
-            row=1, col=col,
-        )
-        boot_source = result.subpopulation[c] if sub else result.full[c]
-        if show_bootstrap and boot_source.bootstrap_response.shape[0]:
-            xs, ys = _replicate_lines(boot_source)
-            figure.add_trace(
-                go.Scatter(
-                    x=xs, y=ys, mode="lines", name=f"bootstrap ({result.n_bootstrap})",
-                    line={"color": LIGHT_GRAY, "width": 1}, opacity=0.8,
-                    showlegend=first, legendgroup="bootstrap", hoverinfo="skip",
-                ),
-                row=1, col=col,
-            )
-        figure.add_trace(
-            _points(result.full[c], "full population", full_color, first, "full"),
-            row=1, col=col,
-        )
-        if sub:
-            figure.add_trace(
-                _points(result.subpopulation[c], sub_name, main_color, first, "sub"),
-                row=1, col=col,
-            )
-        figure.add_trace(
-            go.Bar(
-                x=centers, y=result.histogram_full, width=widths, name="full population",
-                marker={"color": full_color if sub else GRAY}, opacity=0.6,
-                showlegend=False, legendgroup="full",
-                hovertemplate="scores in (%{customdata[0]:.3g}, %{customdata[1]:.3g}]<br>"
-                "weight = %{y:,.4g}<extra>full population</extra>",
-                customdata=np.column_stack(
-                    (result.histogram_edges[:-1], result.histogram_edges[1:])
-                ),
-            ),
-            row=2, col=col,
-        )
-        if sub:
-            figure.add_trace(
-                go.Bar(
-                    x=centers, y=result.histogram_subpopulation, width=widths, name=sub_name,
-                    marker={"color": main_color}, opacity=0.8,
-                    showlegend=False, legendgroup="sub",
-                    hovertemplate="weight = %{y:,.4g}<extra>" + sub_name + "</extra>",
-                ),
-                row=2, col=col,
-            )
-        figure.update_xaxes(range=[-0.02, 1.02], row=1, col=col)
-        if result.response_kind == "binary":  # real-valued responses may leave [0, 1]
-            figure.update_yaxes(range=[-0.02, 1.02], row=1, col=col)
-        figure.update_xaxes(range=[-0.02, 1.02], row=2, col=col)
-        if col > 1:  # the panels share their scales: labels on the first panel only
-            figure.update_yaxes(showticklabels=False, row=1, col=col)
-            figure.update_yaxes(showticklabels=False, row=2, col=col)
+        _add_panel(figure, result, c, show_bootstrap=show_bootstrap)
     # one x title under the middle panel, not one per panel (they would run together)
     figure.update_xaxes(title_text="mean score in bin", row=2, col=(columns + 1) // 2)
     figure.update_yaxes(title_text="response", row=1, col=1)  # the mean in each bin
@@ -146,20 +81,97 @@ def reliability_figure(
     figure.update_layout(barmode="overlay", bargap=0)
     kind_title = result.full[0].title
     default_title = kind_title[0].upper() + kind_title[1:]
+    base_height = 560 if presentation else 470
+    apply_style(
+        figure, title=title or default_title, subtitle=_subtitle(result),
+        presentation=presentation,
+        height=height or base_height,
+    )
+    figure.update_yaxes(nticks=3, tickformat="~s", row=2)
+    return figure
+
+
+def _add_panel(figure: go.Figure, result: ReliabilityResult, c: int, *,
+               show_bootstrap: bool) -> None:
+    """Column ``c``: diagonal, bootstrap lines, points and the histogram bars below."""
+    sub = result.has_subpopulation
+    sub_name = result.subpopulation_description or "subpopulation"
+    main_color = BLACK
+    full_color = GRAY if sub else BLACK
+    centers = 0.5 * (result.histogram_edges[:-1] + result.histogram_edges[1:])
+    widths = np.diff(result.histogram_edges)
+    col = c + 1
+    first = c == 0
+    figure.add_trace(
+        go.Scatter(
+            x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+            line={"color": LIGHT_GRAY, "dash": "dash", "width": 1.5},
+            showlegend=first, legendgroup="diagonal", hoverinfo="skip",
+        ),
+        row=1, col=col,
+    )
+    boot_source = result.subpopulation[c] if sub else result.full[c]
+    if show_bootstrap and boot_source.bootstrap_response.shape[0]:
+        xs, ys = _replicate_lines(boot_source)
+        figure.add_trace(
+            go.Scatter(
+                x=xs, y=ys, mode="lines", name=f"bootstrap ({result.n_bootstrap})",
+                line={"color": LIGHT_GRAY, "width": 1}, opacity=0.8,
+                showlegend=first, legendgroup="bootstrap", hoverinfo="skip",
+            ),
+            row=1, col=col,
+        )
+    figure.add_trace(
+        _points(result.full[c], "full population", full_color, first, "full"),
+        row=1, col=col,
+    )
+    if sub:
+        figure.add_trace(
+            _points(result.subpopulation[c], sub_name, main_color, first, "sub"),
+            row=1, col=col,
+        )
+    figure.add_trace(
+        go.Bar(
+            x=centers, y=result.histogram_full, width=widths, name="full population",
+            marker={"color": full_color if sub else GRAY}, opacity=0.6,
+            showlegend=False, legendgroup="full",
+            hovertemplate="scores in (%{customdata[0]:.3g}, %{customdata[1]:.3g}]<br>"
+            "weight = %{y:,.4g}<extra>full population</extra>",
+            customdata=np.column_stack(
+                (result.histogram_edges[:-1], result.histogram_edges[1:])
+            ),
+        ),
+        row=2, col=col,
+    )
+    if sub:
+        figure.add_trace(
+            go.Bar(
+                x=centers, y=result.histogram_subpopulation, width=widths, name=sub_name,
+                marker={"color": main_color}, opacity=0.8,
+                showlegend=False, legendgroup="sub",
+                hovertemplate="weight = %{y:,.4g}<extra>" + sub_name + "</extra>",
+            ),
+            row=2, col=col,
+        )
+    figure.update_xaxes(range=[-0.02, 1.02], row=1, col=col)
+    if result.response_kind == "binary":  # real-valued responses may leave [0, 1]
+        figure.update_yaxes(range=[-0.02, 1.02], row=1, col=col)
+    figure.update_xaxes(range=[-0.02, 1.02], row=2, col=col)
+    if col > 1:  # the panels share their scales: labels on the first panel only
+        figure.update_yaxes(showticklabels=False, row=1, col=col)
+        figure.update_yaxes(showticklabels=False, row=2, col=col)
+
+
+def _subtitle(result: ReliabilityResult) -> str:
+    """Return what the error bars and bars mean (and which colour is the subpopulation)."""
     interval = "Wilson" if result.response_kind == "binary" else "normal"
     subtitle = (f"error bars: {result.confidence:.0%} {interval} intervals · bars: "
                 f"{'weight' if result.weighted else 'rows'} per score bin")
     if result.weighted:
         subtitle += " (effective sample size)"
-    if sub:  # the legend names the subpopulation; a long name would run off the subtitle
-        subtitle += " · subpopulation in black, full population in gray"
-    base_height = 560 if presentation else 470
-    apply_style(
-        figure, title=title or default_title, subtitle=subtitle, presentation=presentation,
-        height=height or base_height,
-    )
-    figure.update_yaxes(nticks=3, tickformat="~s", row=2)
-    return figure
+    if result.has_subpopulation:  # the legend names the subpopulation; a long name would run
+        subtitle += " · subpopulation in black, full population in gray"  # off the subtitle
+    return subtitle
 
 
 def _points(bins: ReliabilityBins, name: str, color: str, legend: bool, group: str) -> go.Scatter:
