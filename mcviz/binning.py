@@ -546,13 +546,13 @@ class _Arrays:
     label: np.ndarray
     weight: np.ndarray
     ends: np.ndarray  # last index of each run of tied scores
-    prefix: dict  # name -> prefix sums (leading 0), computed once and shared by every binning
+    cache: dict  # name -> values (and "w@ends"), computed once and shared by every binning
 
-    def sums(self, name: str, bounds: np.ndarray) -> np.ndarray:
-        """Bin sums of the named quantity over ``bounds[k]:bounds[k+1]``."""
-        prefix = self.prefix.get(name)
-        if prefix is None:
-            values = {
+    def values(self, name: str) -> np.ndarray:
+        """Return the named per-row quantity (weight, weight × score, ...), computed once."""
+        values = self.cache.get(name)
+        if values is None:
+            values = self.cache[name] = {
                 "w": lambda: self.weight,
                 "ws": lambda: self.weight * self.score,
                 "wr": lambda: self.weight * self.label,
@@ -560,16 +560,32 @@ class _Arrays:
                 "ww": lambda: self.weight**2,
                 "wd": lambda: self.weight * (self.score - self.label),
             }[name]()
-            prefix = self.prefix[name] = np.concatenate(([0.0], np.cumsum(values)))
-        return prefix[bounds[1:]] - prefix[bounds[:-1]]
+        return values
+
+    def sums(self, name: str, bounds: np.ndarray) -> np.ndarray:
+        """Bin sums of the named quantity over ``bounds[k]:bounds[k+1]`` (0 for empty bins).
+
+        Each bin is summed directly over its rows (``np.add.reduceat``), not as a difference
+        of prefix sums, which loses a light bin after a heavy one (weights 1e9 then 1e-9 gave
+        the second bin weight 0).
+        """
+        values = self.values(name)[: bounds[-1]]
+        starts = bounds[:-1]
+        nonempty = starts < bounds[1:]
+        sums = np.zeros(starts.size)
+        if nonempty.any():
+            # Over the starts of the non-empty bins, reduceat sums each up to the next one: an
+            # empty bin in between has no rows, and the last runs to bounds[-1].
+            sums[nonempty] = np.add.reduceat(values, starts[nonempty])
+        return sums
 
     def at_run_ends(self, name: str) -> np.ndarray:
         """Prefix sums of the named quantity at 0 and after each run of tied scores."""
         key = name + "@ends"
-        if key not in self.prefix:
-            self.sums(name, np.array([0, 0]))
-            self.prefix[key] = self.prefix[name][np.concatenate(([0], self.ends + 1))]
-        return self.prefix[key]
+        if key not in self.cache:
+            prefix = np.cumsum(self.values(name))
+            self.cache[key] = np.concatenate(([0.0], prefix[self.ends]))
+        return self.cache[key]
 
 
 def _population(pred: Predictions, members: np.ndarray | None) -> _Arrays:

@@ -666,11 +666,9 @@ def test_sigma_adjacent_does_not_depend_on_order_of_tied_rows():
         assert sigma_a == pytest.approx(sigma_b, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: bin sums as differences of prefix sums (mcviz/deviation.py _bin_sums) lose a light "
-    "bin after a heavy one: with weights 1e9 then 1e-9 the second bin's weight is 0, so its "
-    "mean is inf and D, sigma are inf/NaN"))
-def test_bug_deviation_light_bin_after_heavy_one():
+def test_deviation_keeps_a_light_bin_after_a_heavy_one():
+    # Fixed by summing each bin directly (mcviz/deviation.py _bin_sums): as differences of
+    # prefix sums, the second bin's weight was 1e9 + 1e-9 - 1e9 = 0, its mean inf, D/sigma NaN.
     # Two bins {0.1} and {0.2} with responses 0, 1: bin means 0 and 1, so F~ = F, D = 0, and
     # sigma = 0 (both means are 0 or 1).
     pred = Predictions.from_arrays([0.1, 0.2], [0, 1], [1e9, 1e-9])
@@ -680,11 +678,10 @@ def test_bug_deviation_light_bin_after_heavy_one():
     assert result.kuiper == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: binned sums as differences of prefix sums (mcviz/binning.py _Arrays.sums) lose a "
-    "light bin after a heavy one: its weight becomes 0, the bin is dropped from MCE/ACE and "
-    "its mean response is inf"))
-def test_bug_binning_light_bin_after_heavy_one():
+def test_binning_keeps_a_light_bin_after_a_heavy_one():
+    # Fixed by summing each bin directly (mcviz/binning.py _Arrays.sums): as differences of
+    # prefix sums the second bin's weight was 0, so it was dropped from MCE/ACE and its mean
+    # response was inf.
     # Equal-width bins (0, 0.1] and (0.1, 0.2] hold score 0.1 (label 0) and 0.2 (label 1): group
     # errors |0.1 - 0| = 0.1 and |0.2 - 1| = 0.8, so MCE = 0.8 and ACE = 0.45 whatever the
     # weights, and the second bin's mean score is 0.2 and its mean response 1.
@@ -712,11 +709,10 @@ def test_bug_neighbour_radius_misses_the_best_block():
     assert neighbour_radius(x, np.array([0.5]), 5)[0] == 0.7 - 0.5
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: mcviz/deviation.py _bin_sums (prefix-sum differences) gives bin means 1 - 4e-16 "
-    "instead of 1 with weights spread over 1e-3..1e3, so sigma is 1e-9 instead of 0 and "
-    "D/sigma = 2.4e-8 instead of 0 (0/0)"))
-def test_bug_deviation_sigma_not_zero_for_single_row_bins():
+def test_deviation_sigma_is_zero_for_single_row_bins():
+    # Fixed by summing each bin directly (mcviz/deviation.py _bin_sums): as differences of
+    # prefix sums of weights spread over 1e-3..1e3 the bin means came out 1 - 4e-16 instead of
+    # 1, so sigma was 1e-9 instead of 0 and D/sigma 2.4e-8 instead of 0 (0/0).
     # Every bin holds one row with a 0/1 response, so every bin mean is 0 or 1 and
     # sigma = sqrt(sum W^2 R~(1 - R~)) / W = 0 (eq. (31)).
     pred = Predictions.from_arrays(
