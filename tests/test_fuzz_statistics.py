@@ -570,13 +570,12 @@ def test_classical_measures(data, shuffle):
 def bf_knn(score, label, weight, at, k):
     """Weighted mean label of the k nearest scores to ``at``, ties at the k-th distance included.
 
-    None when a distance differs from the k-th one only by rounding (0.3 and 0.7 around 0.5):
-    which of them is "nearer" is then a matter of the last bit (see the neighbour_radius xfail).
+    Distances are compared as computed, |s - at| in floating point, as the library does: when
+    they differ only by rounding (0.3 and 0.7 around 0.5) the last bit decides which is nearer
+    (see test_neighbour_radius_finds_the_best_block_among_equal_pair_sums).
     """
     distance = [abs(s - at) for s in score]
     radius = sorted(distance)[k - 1]
-    if any(d != radius and abs(d - radius) <= 1e-12 for d in distance):
-        return None
     inside = [i for i, d in enumerate(distance) if d <= radius]
     w = [1.0 if weight is None else weight[i] for i in inside]
     return sum(wi * label[i] for wi, i in zip(w, inside, strict=True)) / sum(w)
@@ -594,12 +593,10 @@ def test_local_calibration_score(data, span, shuffle):
         reject()
     assert 0.0 <= result.lcs <= 1.0
     assert math.isclose(result.weights.sum(), 1.0, rel_tol=1e-9)
-    fit = [bf_knn(score, label, weight, at, result.k) for at in result.grid]
-    if None not in fit:
-        fit = np.clip(fit, 0.0, 1.0)
-        np.testing.assert_allclose(result.fit, fit, rtol=0, atol=1e-9)
-        lcs = float(np.sum(result.weights * (fit - result.grid) ** 2))
-        assert_close(result.lcs, lcs, 1e-9, "LCS eq. (6)")
+    fit = np.clip([bf_knn(score, label, weight, at, result.k) for at in result.grid], 0.0, 1.0)
+    np.testing.assert_allclose(result.fit, fit, rtol=0, atol=1e-9)
+    lcs = float(np.sum(result.weights * (fit - result.grid) ** 2))
+    assert_close(result.lcs, lcs, 1e-9, "LCS eq. (6)")
 
     order = permutation(data, shuffle)
     variants = [mcviz.local_calibration_score(
@@ -694,12 +691,13 @@ def test_binning_keeps_a_light_bin_after_a_heavy_one():
     assert metrics.ace == pytest.approx(0.45, abs=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug (rounding level): mcviz/smoothing.py neighbour_radius searches the blocks around the "
-    "first rounded pair sum x_i + x_{i+q-1} >= 2v, and ties in the scores make equal rounded "
-    "pair sums, so the best block is missed and the radius is 1 ulp too large: the window then "
-    "takes in rows farther than the q-th nearest"))
-def test_bug_neighbour_radius_misses_the_best_block():
+def test_neighbour_radius_finds_the_best_block_among_equal_pair_sums():
+    # Fixed by bisecting on max(v - x_i, x_{i+q-1} - v) itself (mcviz/smoothing/neighbours.py
+    # neighbour_radius): the blocks were searched around the first rounded pair sum
+    # x_i + x_{i+q-1} >= 2v only, ties in the scores make runs of equal rounded pair sums
+    # (here 0.3 + 0.7 = 1.0 twice), so the best block, past the run, was missed and the radius
+    # came out 1 ulp too large (0.2 instead of 0.19999999999999996): the window then took in
+    # rows farther than the q-th nearest.
     from mcviz.smoothing import neighbour_radius
 
     # Around v = 0.5 the float 0.7 lies at 0.19999999999999996 and 0.3 at 0.2: the 5 nearest of

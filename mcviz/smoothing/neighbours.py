@@ -10,8 +10,13 @@ __all__ = ["knn_mean", "neighbour_radius"]
 def neighbour_radius(sorted_x: np.ndarray, at: np.ndarray, q: int) -> np.ndarray:
     """Distance from each point of ``at`` to its ``q``-th nearest value of ``sorted_x``.
 
-    The ``q`` nearest values form a contiguous block ``sorted_x[i:i+q]``; the block minimising
-    ``max(v - x_i, x_{i+q-1} - v)`` starts where ``x_i + x_{i+q-1}`` first reaches ``2v``.
+    The ``q`` nearest values form a contiguous block ``sorted_x[i:i+q]``, the one minimising
+    ``r(i) = max(v - x_i, x_{i+q-1} - v)``. In floating point ``a(i) = v - x_i`` is
+    non-increasing and ``b(i) = x_{i+q-1} - v`` non-decreasing in ``i``, so ``b(i) >= a(i)`` from
+    some ``i*`` on and the minimum is exactly ``min(b(i*), a(i*-1))``. ``i*`` is found by
+    bisection between the blocks whose rounded pair sums ``x_i + x_{i+q-1}`` lie clearly below
+    and clearly above ``2v`` (pair sums alone are not enough: ties in the scores make runs of
+    equal rounded pair sums, and the best block can lie anywhere in such a run).
 
     Examples
     --------
@@ -19,17 +24,28 @@ def neighbour_radius(sorted_x: np.ndarray, at: np.ndarray, q: int) -> np.ndarray
     [1.0, 7.0]
     """
     x = np.asarray(sorted_x, dtype=float)
-    at = np.asarray(at, dtype=float)
+    shape = np.shape(at)
+    at = np.asarray(at, dtype=float).ravel()
     n = x.size
     q = int(min(max(q, 1), n))
-    pair_sum = x[: n - q + 1] + x[q - 1 :]
-    start = np.searchsorted(pair_sum, 2.0 * at, side="left")
-    best = np.full(at.shape, np.inf)
-    for offset in (-2, -1, 0, 1):
-        i = np.clip(start + offset, 0, n - q)
-        radius = np.maximum(at - x[i], x[i + q - 1] - at)
-        best = np.minimum(best, radius)
-    return best
+    blocks = n - q + 1
+    pair_sum = x[:blocks] + x[q - 1 :]
+    # Outside 2v ± tol the rounded pair sum decides the sign of b(i) - a(i): the rounding of
+    # the pair sum and of a, b is at most eps (|x_i| + |x_{i+q-1}| + 2|v|) / 2 each.
+    tol = 4.0 * np.finfo(float).eps * (max(abs(x[0]), abs(x[-1])) + np.abs(at))
+    lo = np.searchsorted(pair_sum, 2.0 * at - tol, side="left")  # i* >= lo
+    hi = np.searchsorted(pair_sum, 2.0 * at + tol, side="right")  # i* <= hi
+    active = np.flatnonzero(lo < hi)
+    while active.size:  # bisection for the first i with b(i) >= a(i), on the open ranges only
+        mid = (lo[active] + hi[active]) // 2
+        v = at[active]
+        after = x[mid + q - 1] - v >= v - x[mid]
+        hi[active] = np.where(after, mid, hi[active])
+        lo[active] = np.where(after, lo[active], mid + 1)
+        active = active[lo[active] < hi[active]]
+    b = np.where(lo < blocks, x[np.minimum(lo, blocks - 1) + q - 1] - at, np.inf)
+    a = np.where(lo > 0, at - x[np.maximum(lo - 1, 0)], np.inf)
+    return np.minimum(a, b).reshape(shape)
 
 
 def _window_bounds(
