@@ -659,24 +659,29 @@ def _similar_ratio_bounds(
     pool = np.sort(weight) if arrays.ends.size < n else weight
     sample = pool[generator.choice(n, size, replace=False)]
     target = np.sqrt(np.sum(sample**2)) / np.sum(sample)  # eq. (40)
-    # Prefix sums at the ends of runs of tied scores: bins grow one run at a time.
-    first = arrays.at_run_ends("w")
-    second = arrays.at_run_ends("ww")
+    # Sums over runs of tied scores: bins grow one run at a time. A bin's sums are accumulated
+    # from its own first run (not differences of prefix sums, which lose a light bin after a
+    # heavy one and make the cut depend on the weights' scale).
+    run_starts = np.concatenate(([0], arrays.ends[:-1] + 1))
+    first = np.add.reduceat(weight, run_starts)
+    second = np.add.reduceat(weight**2, run_starts)
     runs = arrays.ends.size
     cuts = [0]
     start = 0
     chunk = size + size // 4 + 1  # bins hold about `size` observations
     while start < runs:
         stop = None
-        low = start + 1
+        low = start + 1  # candidate stops low..high-1: the bin holds runs start..stop-1
+        sum1 = sum2 = 0.0  # over runs start..low-2
         while low <= runs:
             high = min(low + chunk, runs + 1)
-            candidate = np.arange(low, high)
-            ratio = np.sqrt(second[candidate] - second[start]) / (first[candidate] - first[start])
-            hit = np.flatnonzero(ratio <= target * (1 + 1e-12))  # eq. (38): U_k <= U
-            if hit.size:
-                stop = int(candidate[hit[0]])
+            part1 = sum1 + np.cumsum(first[low - 1 : high - 1])
+            part2 = sum2 + np.cumsum(second[low - 1 : high - 1])
+            hit = np.flatnonzero(np.sqrt(part2) / part1 <= target * (1 + 1e-12))  # eq. (38)
+            if hit.size:  # U_k <= U
+                stop = low + int(hit[0])
                 break
+            sum1, sum2 = part1[-1], part2[-1]
             low = high
         if stop is None:
             stop = runs  # the remainder forms the last bin
