@@ -579,6 +579,16 @@ class _Arrays:
             sums[nonempty] = np.add.reduceat(values, starts[nonempty])
         return sums
 
+    def run_sums(self, name: str) -> np.ndarray:
+        """Return the sums of the named quantity over each run of tied scores (each directly)."""
+        key = name + "@runs"
+        if key not in self.cache:
+            values = self.values(name)
+            if self.ends.size < values.size:
+                values = np.add.reduceat(values, np.concatenate(([0], self.ends[:-1] + 1)))
+            self.cache[key] = values
+        return self.cache[key]
+
     def at_run_ends(self, name: str) -> np.ndarray:
         """Prefix sums of the named quantity at 0 and after each run of tied scores."""
         key = name + "@ends"
@@ -662,9 +672,8 @@ def _similar_ratio_bounds(
     # Sums over runs of tied scores: bins grow one run at a time. A bin's sums are accumulated
     # from its own first run (not differences of prefix sums, which lose a light bin after a
     # heavy one and make the cut depend on the weights' scale).
-    run_starts = np.concatenate(([0], arrays.ends[:-1] + 1))
-    first = np.add.reduceat(weight, run_starts)
-    second = np.add.reduceat(weight**2, run_starts)
+    first = arrays.run_sums("w")
+    second = arrays.run_sums("ww")
     runs = arrays.ends.size
     cuts = [0]
     start = 0
