@@ -550,9 +550,8 @@ class _Arrays:
 
     def values(self, name: str) -> np.ndarray:
         """Return the named per-row quantity (weight, weight × score, ...), computed once."""
-        values = self.cache.get(name)
-        if values is None:
-            values = self.cache[name] = {
+        if name not in self.cache:
+            self.cache[name] = {
                 "w": lambda: self.weight,
                 "ws": lambda: self.weight * self.score,
                 "wr": lambda: self.weight * self.label,
@@ -560,33 +559,27 @@ class _Arrays:
                 "ww": lambda: self.weight**2,
                 "wd": lambda: self.weight * (self.score - self.label),
             }[name]()
-        return values
+        return self.cache[name]
 
     def sums(self, name: str, bounds: np.ndarray) -> np.ndarray:
-        """Bin sums of the named quantity over ``bounds[k]:bounds[k+1]`` (0 for empty bins).
+        """Bin sums over ``bounds[k]:bounds[k+1]`` (0 if empty), each bin summed over its rows.
 
-        Each bin is summed directly over its rows (``np.add.reduceat``), not as a difference
-        of prefix sums, which loses a light bin after a heavy one (weights 1e9 then 1e-9 gave
-        the second bin weight 0).
+        Differences of prefix sums lost a light bin after a heavy one (1e9 then 1e-9: weight 0).
         """
-        values = self.values(name)[: bounds[-1]]
         starts = bounds[:-1]
         nonempty = starts < bounds[1:]
         sums = np.zeros(starts.size)
-        if nonempty.any():
-            # Over the starts of the non-empty bins, reduceat sums each up to the next one: an
-            # empty bin in between has no rows, and the last runs to bounds[-1].
-            sums[nonempty] = np.add.reduceat(values, starts[nonempty])
+        if nonempty.any():  # each non-empty bin runs to the next one's start (or bounds[-1])
+            sums[nonempty] = np.add.reduceat(self.values(name)[: bounds[-1]], starts[nonempty])
         return sums
 
     def run_sums(self, name: str) -> np.ndarray:
         """Return the sums of the named quantity over each run of tied scores (each directly)."""
-        key = name + "@runs"
+        key, values = name + "@runs", self.values(name)
         if key not in self.cache:
-            values = self.values(name)
-            if self.ends.size < values.size:
-                values = np.add.reduceat(values, np.concatenate(([0], self.ends[:-1] + 1)))
-            self.cache[key] = values
+            tied = self.ends.size < values.size
+            starts = np.concatenate(([0], self.ends[:-1] + 1))
+            self.cache[key] = np.add.reduceat(values, starts) if tied else values
         return self.cache[key]
 
     def at_run_ends(self, name: str) -> np.ndarray:
@@ -669,9 +662,8 @@ def _similar_ratio_bounds(
     pool = np.sort(weight) if arrays.ends.size < n else weight
     sample = pool[generator.choice(n, size, replace=False)]
     target = np.sqrt(np.sum(sample**2)) / np.sum(sample)  # eq. (40)
-    # Sums over runs of tied scores: bins grow one run at a time. A bin's sums are accumulated
-    # from its own first run (not differences of prefix sums, which lose a light bin after a
-    # heavy one and make the cut depend on the weights' scale).
+    # Bins grow one run of tied scores at a time, their sums accumulated from their own first
+    # run (prefix-sum differences lose a light bin after a heavy one, and the weights' scale).
     first = arrays.run_sums("w")
     second = arrays.run_sums("ww")
     runs = arrays.ends.size
@@ -680,14 +672,13 @@ def _similar_ratio_bounds(
     chunk = size + size // 4 + 1  # bins hold about `size` observations
     while start < runs:
         stop = None
-        low = start + 1  # candidate stops low..high-1: the bin holds runs start..stop-1
-        sum1 = sum2 = 0.0  # over runs start..low-2
+        low, sum1, sum2 = start + 1, 0.0, 0.0  # stops low..high-1 tried; sums of start..low-2
         while low <= runs:
             high = min(low + chunk, runs + 1)
             part1 = sum1 + np.cumsum(first[low - 1 : high - 1])
             part2 = sum2 + np.cumsum(second[low - 1 : high - 1])
-            hit = np.flatnonzero(np.sqrt(part2) / part1 <= target * (1 + 1e-12))  # eq. (38)
-            if hit.size:  # U_k <= U
+            hit = np.flatnonzero(np.sqrt(part2) / part1 <= target * (1 + 1e-12))  # (38): U_k <= U
+            if hit.size:
                 stop = low + int(hit[0])
                 break
             sum1, sum2 = part1[-1], part2[-1]
