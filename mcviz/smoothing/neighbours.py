@@ -34,7 +34,9 @@ def neighbour_radius(sorted_x: np.ndarray, at: np.ndarray, q: int) -> np.ndarray
     # the pair sum and of a, b is at most eps (|x_i| + |x_{i+q-1}| + 2|v|) / 2 each.
     tol = 4.0 * np.finfo(float).eps * (max(abs(x[0]), abs(x[-1])) + np.abs(at))
     lo = np.searchsorted(pair_sum, 2.0 * at - tol, side="left")  # i* >= lo
-    hi = np.searchsorted(pair_sum, 2.0 * at + tol, side="right")  # i* <= hi
+    hi = lo.copy()  # i* <= hi, and i* = lo when the pair sum at lo lies clearly above 2v
+    near = np.flatnonzero(pair_sum[np.minimum(lo, blocks - 1)] <= 2.0 * at + tol)
+    hi[near] = np.searchsorted(pair_sum, 2.0 * at[near] + tol[near], side="right")
     active = np.flatnonzero(lo < hi)
     while active.size:  # bisection for the first i with b(i) >= a(i), on the open ranges only
         mid = (lo[active] + hi[active]) // 2
@@ -136,30 +138,40 @@ def _window_sums(columns: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> n
     """
     shape = (len(columns), *np.shape(lo))
     lo, hi = np.ravel(lo), np.ravel(hi)
-    cuts = np.unique(np.concatenate((lo, hi)))
+    n = columns[0].size
+    if lo.size <= n // 64:  # few windows: sort their ends
+        cuts = np.unique(np.concatenate((lo, hi)))
+        left, right = np.searchsorted(cuts, lo), np.searchsorted(cuts, hi)
+    else:  # many: mark them on the rows (linear time)
+        marked = np.zeros(n + 1, dtype=bool)
+        marked[lo] = marked[hi] = True
+        cuts = np.flatnonzero(marked)
+        rank = np.cumsum(marked) - 1
+        left, right = rank[lo], rank[hi]
     m = len(columns)
     if cuts.size < 2:
         return np.zeros(shape)
     # Stretch i holds rows cuts[i]:cuts[i+1].
     stretch = np.column_stack([np.add.reduceat(c[: cuts[-1]], cuts[:-1]) for c in columns])
     size = 1 << max(stretch.shape[0] - 1, 0).bit_length()
-    tree = np.zeros((2 * size + 1, m))  # leaves from `size` on; node i = node 2i + node 2i+1
+    # Node i = node 2i + node 2i+1, leaves from `size` on; node 0 stays 0 (read for "nothing").
+    tree = np.zeros((2 * size + 1, m))
     tree[size : size + stretch.shape[0]] = stretch
     level = size
     while level > 1:
         tree[level // 2 : level] = tree[level : 2 * level : 2] + tree[level + 1 : 2 * level : 2]
         level //= 2
-    left = np.searchsorted(cuts, lo) + size
-    right = np.searchsorted(cuts, hi) + size
+    left, right = left + size, right + size  # leaves of the window's first and end stretch
     total = np.zeros((lo.size, m))
     while True:
         open_ = left < right
         if not open_.any():
             return total.T.reshape(shape)
-        take = open_ & (left % 2 == 1)
-        total += np.where(take[:, None], tree[left], 0.0)
-        left = left + take
-        take = open_ & (right % 2 == 1)
-        right = right - take
-        total += np.where(take[:, None], tree[right], 0.0)
-        left, right = left // 2, right // 2
+        take = (left & 1) * open_  # a left end that is a right child: add it, step right
+        total += tree[left * take]
+        left += take
+        take = (right & 1) * open_  # likewise at the (exclusive) right end
+        right -= take
+        total += tree[right * take]
+        left >>= 1
+        right >>= 1
