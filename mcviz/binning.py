@@ -664,20 +664,20 @@ def _similar_ratio_bounds(
     target = np.sqrt(np.sum(sample**2)) / np.sum(sample)  # eq. (40)
     # Bins grow one run of tied scores at a time, their sums accumulated from their own first
     # run (prefix-sum differences lose a light bin after a heavy one, and the weights' scale).
-    first = arrays.run_sums("w")
-    second = arrays.run_sums("ww")
-    runs = arrays.ends.size
-    cuts = [0]
-    start = 0
+    first, second = arrays.run_sums("w"), arrays.run_sums("ww")
+    runs, cuts, start = arrays.ends.size, [0], 0
     chunk = size + size // 4 + 1  # bins hold about `size` observations
+    bound = target * (1 + 1e-12)
     while start < runs:
         stop = None
         low, sum1, sum2 = start + 1, 0.0, 0.0  # stops low..high-1 tried; sums of start..low-2
         while low <= runs:
             high = min(low + chunk, runs + 1)
-            part1 = sum1 + np.cumsum(first[low - 1 : high - 1])
-            part2 = sum2 + np.cumsum(second[low - 1 : high - 1])
-            hit = np.flatnonzero(np.sqrt(part2) / part1 <= target * (1 + 1e-12))  # (38): U_k <= U
+            part1 = first[low - 1 : high - 1].cumsum()
+            part2 = second[low - 1 : high - 1].cumsum()
+            part1 += sum1
+            part2 += sum2
+            hit = (np.sqrt(part2) / part1 <= bound).nonzero()[0]  # eq. (38): U_k <= U
             if hit.size:
                 stop = low + int(hit[0])
                 break
