@@ -546,13 +546,12 @@ class _Arrays:
     label: np.ndarray
     weight: np.ndarray
     ends: np.ndarray  # last index of each run of tied scores
-    prefix: dict  # name -> prefix sums (leading 0), computed once and shared by every binning
+    cache: dict  # name -> values (and "w@ends"), computed once and shared by every binning
 
-    def sums(self, name: str, bounds: np.ndarray) -> np.ndarray:
-        """Bin sums of the named quantity over ``bounds[k]:bounds[k+1]``."""
-        prefix = self.prefix.get(name)
-        if prefix is None:
-            values = {
+    def values(self, name: str) -> np.ndarray:
+        """Return the named per-row quantity (weight, weight × score, ...), computed once."""
+        if name not in self.cache:
+            self.cache[name] = {
                 "w": lambda: self.weight,
                 "ws": lambda: self.weight * self.score,
                 "wr": lambda: self.weight * self.label,
@@ -560,16 +559,36 @@ class _Arrays:
                 "ww": lambda: self.weight**2,
                 "wd": lambda: self.weight * (self.score - self.label),
             }[name]()
-            prefix = self.prefix[name] = np.concatenate(([0.0], np.cumsum(values)))
-        return prefix[bounds[1:]] - prefix[bounds[:-1]]
+        return self.cache[name]
+
+    def sums(self, name: str, bounds: np.ndarray) -> np.ndarray:
+        """Bin sums over ``bounds[k]:bounds[k+1]`` (0 if empty), each bin summed over its rows.
+
+        Differences of prefix sums lost a light bin after a heavy one (1e9 then 1e-9: weight 0).
+        """
+        starts = bounds[:-1]
+        nonempty = starts < bounds[1:]
+        sums = np.zeros(starts.size)
+        if nonempty.any():  # each non-empty bin runs to the next one's start (or bounds[-1])
+            sums[nonempty] = np.add.reduceat(self.values(name)[: bounds[-1]], starts[nonempty])
+        return sums
+
+    def run_sums(self, name: str) -> np.ndarray:
+        """Return the sums of the named quantity over each run of tied scores (each directly)."""
+        key, values = name + "@runs", self.values(name)
+        if key not in self.cache:
+            tied = self.ends.size < values.size
+            starts = np.concatenate(([0], self.ends[:-1] + 1))
+            self.cache[key] = np.add.reduceat(values, starts) if tied else values
+        return self.cache[key]
 
     def at_run_ends(self, name: str) -> np.ndarray:
         """Prefix sums of the named quantity at 0 and after each run of tied scores."""
         key = name + "@ends"
-        if key not in self.prefix:
-            self.sums(name, np.array([0, 0]))
-            self.prefix[key] = self.prefix[name][np.concatenate(([0], self.ends + 1))]
-        return self.prefix[key]
+        if key not in self.cache:
+            prefix = np.cumsum(self.values(name))
+            self.cache[key] = np.concatenate(([0.0], prefix[self.ends]))
+        return self.cache[key]
 
 
 def _population(pred: Predictions, members: np.ndarray | None) -> _Arrays:
@@ -643,24 +662,26 @@ def _similar_ratio_bounds(
     pool = np.sort(weight) if arrays.ends.size < n else weight
     sample = pool[generator.choice(n, size, replace=False)]
     target = np.sqrt(np.sum(sample**2)) / np.sum(sample)  # eq. (40)
-    # Prefix sums at the ends of runs of tied scores: bins grow one run at a time.
-    first = arrays.at_run_ends("w")
-    second = arrays.at_run_ends("ww")
-    runs = arrays.ends.size
-    cuts = [0]
-    start = 0
+    # Bins grow one run of tied scores at a time, their sums accumulated from their own first
+    # run (prefix-sum differences lose a light bin after a heavy one, and the weights' scale).
+    first, second = arrays.run_sums("w"), arrays.run_sums("ww")
+    runs, cuts, start = arrays.ends.size, [0], 0
     chunk = size + size // 4 + 1  # bins hold about `size` observations
+    bound = target * (1 + 1e-12)
     while start < runs:
         stop = None
-        low = start + 1
+        low, sum1, sum2 = start + 1, 0.0, 0.0  # stops low..high-1 tried; sums of start..low-2
         while low <= runs:
             high = min(low + chunk, runs + 1)
-            candidate = np.arange(low, high)
-            ratio = np.sqrt(second[candidate] - second[start]) / (first[candidate] - first[start])
-            hit = np.flatnonzero(ratio <= target * (1 + 1e-12))  # eq. (38): U_k <= U
+            part1 = first[low - 1 : high - 1].cumsum()
+            part2 = second[low - 1 : high - 1].cumsum()
+            part1 += sum1
+            part2 += sum2
+            hit = (np.sqrt(part2) / part1 <= bound).nonzero()[0]  # eq. (38): U_k <= U
             if hit.size:
-                stop = int(candidate[hit[0]])
+                stop = low + int(hit[0])
                 break
+            sum1, sum2 = part1[-1], part2[-1]
             low = high
         if stop is None:
             stop = runs  # the remainder forms the last bin

@@ -174,8 +174,8 @@ def subpopulation_deviation(
     -----
     Implements eqs. (5)-(13) and (21)-(23) of [1] (weighted: (25)-(33)), with tied
     subpopulation scores merged into one bin (see the module docstring). Everything is
-    vectorised over the score-sorted arrays: bin edges are located with ``searchsorted`` and bin
-    sums are differences of prefix sums.
+    vectorised over the score-sorted arrays: bin edges are located with ``searchsorted`` and
+    each bin is summed directly over its contiguous rows (``np.add.reduceat``).
 
     Examples
     --------
@@ -222,7 +222,7 @@ def subpopulation_deviation(
     bin_edges = np.concatenate(([-np.inf], middle, [np.inf]))
     bounds = np.concatenate(([0], np.searchsorted(score, middle, side="right"), [score.size]))
 
-    # Bin sums over the full population as differences of prefix sums (every bin is non-empty:
+    # Bin sums over the full population, each bin summed on its own (every bin is non-empty:
     # it holds its own subpopulation members).
     full_count = np.diff(bounds)
     if pred.weighted:
@@ -275,6 +275,10 @@ def subpopulation_deviation(
 
 
 def _bin_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """Return the sums of ``values`` over the non-empty slices ``bounds[k]:bounds[k+1]``."""
-    at_ends = np.cumsum(values, dtype=float)[bounds[1:] - 1]
-    return np.diff(at_ends, prepend=0.0)
+    """Return the sums of ``values`` over the non-empty slices ``bounds[k]:bounds[k+1]``.
+
+    Each slice is summed directly (``np.add.reduceat``), not as a difference of prefix sums:
+    a difference loses a light bin after a heavy one (weights 1e9 then 1e-9 gave the second bin
+    weight 0) and leaves bin means of 0/1 responses off 0 or 1 by an ulp (so sigma > 0).
+    """
+    return np.add.reduceat(np.asarray(values, dtype=float), bounds[:-1])

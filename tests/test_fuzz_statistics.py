@@ -16,7 +16,8 @@ hand and checked against a plain-loop brute force written here, never against th
 - adding a subpopulation never lowers M; the same seed gives the same subpopulations.
 
 The whole file runs in well under 40 s on a quiet 2-core machine (each ``max_examples`` below).
-Known library bugs found by this fuzz are pinned as ``xfail(strict=True)`` tests at the end.
+Library bugs found by this fuzz are pinned at the end: as ``xfail(strict=True)`` tests while
+open, as plain tests (with what was wrong) once fixed.
 """
 
 from __future__ import annotations
@@ -68,15 +69,16 @@ class Spec:
 
 
 @st.composite
-def datasets(draw, *, response=None, weighted=None, min_n=1, max_n=300, tiny_huge=True,
-             spread=True, ties=None):
+def datasets(draw, *, response=None, weighted=None, min_n=1, max_n=300, spread=True,
+             ties=None):
     """A :class:`Spec`: hypothesis shrinks the size and the seed, NumPy makes the values.
 
-    ``tiny_huge=False`` leaves out weights 1e-9 and 1e9 side by side, ``spread=False`` all
-    unequal weights, for the functions whose known bugs (pinned as xfail tests at the end of this
-    file) they trigger.
+    ``spread=False`` leaves out unequal weights (spread over 1e-3..1e3, or 1e-9 and 1e9 side by
+    side); only the classical measures still need it (with such weights they still depend on
+    the row order: the fuzz finds e.g. a calibration slope that is fitted in one order and None
+    in another).
     """
-    kinds = [None, "ones", "spread", "tiny_huge"][: 2 + spread + (spread and tiny_huge)]
+    kinds = [None, "ones", "spread", "tiny_huge"][: 2 + 2 * spread]
     weights = draw(st.sampled_from(kinds))
     if weighted is not None:
         weights = weighted if isinstance(weighted, str) else ("spread" if weighted else None)
@@ -398,7 +400,7 @@ def bf_deviation(pred, members):
 
 
 @settings(max_examples=30, deadline=None)
-@given(data=datasets(max_n=120, spread=False), pick=st.floats(0.05, 1.0),
+@given(data=datasets(max_n=120), pick=st.floats(0.05, 1.0),
        shuffle=st.integers(0, 2**16))
 def test_subpopulation_deviation(data, pick, shuffle):
     try:
@@ -449,7 +451,7 @@ def bf_equal_width(score, label, weight, bins):
 
 
 @FUZZ
-@given(data=datasets(response="binary", spread=False), bins=st.integers(1, 25),
+@given(data=datasets(response="binary"), bins=st.integers(1, 25),
        shuffle=st.integers(0, 2**16))
 def test_calibration_metrics(data, bins, shuffle):
     try:
@@ -484,7 +486,7 @@ def test_calibration_metrics(data, bins, shuffle):
 
 
 @FUZZ
-@given(data=datasets(spread=False), bins=st.integers(1, 25),
+@given(data=datasets(), bins=st.integers(1, 25),
        kind=st.sampled_from(["equal_width", "equal_count", "similar_ratio"]),
        shuffle=st.integers(0, 2**16))
 def test_reliability_bins(data, bins, kind, shuffle):
@@ -570,20 +572,19 @@ def test_classical_measures(data, shuffle):
 def bf_knn(score, label, weight, at, k):
     """Weighted mean label of the k nearest scores to ``at``, ties at the k-th distance included.
 
-    None when a distance differs from the k-th one only by rounding (0.3 and 0.7 around 0.5):
-    which of them is "nearer" is then a matter of the last bit (see the neighbour_radius xfail).
+    Distances are compared as computed, |s - at| in floating point, as the library does: when
+    they differ only by rounding (0.3 and 0.7 around 0.5) the last bit decides which is nearer
+    (see test_neighbour_radius_finds_the_best_block_among_equal_pair_sums).
     """
     distance = [abs(s - at) for s in score]
     radius = sorted(distance)[k - 1]
-    if any(d != radius and abs(d - radius) <= 1e-12 for d in distance):
-        return None
     inside = [i for i, d in enumerate(distance) if d <= radius]
     w = [1.0 if weight is None else weight[i] for i in inside]
     return sum(wi * label[i] for wi, i in zip(w, inside, strict=True)) / sum(w)
 
 
 @settings(max_examples=25, deadline=None)
-@given(data=datasets(response="binary", max_n=150, tiny_huge=False), span=st.floats(0.01, 1.0),
+@given(data=datasets(response="binary", max_n=150), span=st.floats(0.01, 1.0),
        shuffle=st.integers(0, 2**16))
 def test_local_calibration_score(data, span, shuffle):
     score, label, weight = data["score"], data["label"], data["weight"]
@@ -594,12 +595,10 @@ def test_local_calibration_score(data, span, shuffle):
         reject()
     assert 0.0 <= result.lcs <= 1.0
     assert math.isclose(result.weights.sum(), 1.0, rel_tol=1e-9)
-    fit = [bf_knn(score, label, weight, at, result.k) for at in result.grid]
-    if None not in fit:
-        fit = np.clip(fit, 0.0, 1.0)
-        np.testing.assert_allclose(result.fit, fit, rtol=0, atol=1e-9)
-        lcs = float(np.sum(result.weights * (fit - result.grid) ** 2))
-        assert_close(result.lcs, lcs, 1e-9, "LCS eq. (6)")
+    fit = np.clip([bf_knn(score, label, weight, at, result.k) for at in result.grid], 0.0, 1.0)
+    np.testing.assert_allclose(result.fit, fit, rtol=0, atol=1e-9)
+    lcs = float(np.sum(result.weights * (fit - result.grid) ** 2))
+    assert_close(result.lcs, lcs, 1e-9, "LCS eq. (6)")
 
     order = permutation(data, shuffle)
     variants = [mcviz.local_calibration_score(
@@ -666,11 +665,9 @@ def test_sigma_adjacent_does_not_depend_on_order_of_tied_rows():
         assert sigma_a == pytest.approx(sigma_b, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: bin sums as differences of prefix sums (mcviz/deviation.py _bin_sums) lose a light "
-    "bin after a heavy one: with weights 1e9 then 1e-9 the second bin's weight is 0, so its "
-    "mean is inf and D, sigma are inf/NaN"))
-def test_bug_deviation_light_bin_after_heavy_one():
+def test_deviation_keeps_a_light_bin_after_a_heavy_one():
+    # Fixed by summing each bin directly (mcviz/deviation.py _bin_sums): as differences of
+    # prefix sums, the second bin's weight was 1e9 + 1e-9 - 1e9 = 0, its mean inf, D/sigma NaN.
     # Two bins {0.1} and {0.2} with responses 0, 1: bin means 0 and 1, so F~ = F, D = 0, and
     # sigma = 0 (both means are 0 or 1).
     pred = Predictions.from_arrays([0.1, 0.2], [0, 1], [1e9, 1e-9])
@@ -680,11 +677,10 @@ def test_bug_deviation_light_bin_after_heavy_one():
     assert result.kuiper == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: binned sums as differences of prefix sums (mcviz/binning.py _Arrays.sums) lose a "
-    "light bin after a heavy one: its weight becomes 0, the bin is dropped from MCE/ACE and "
-    "its mean response is inf"))
-def test_bug_binning_light_bin_after_heavy_one():
+def test_binning_keeps_a_light_bin_after_a_heavy_one():
+    # Fixed by summing each bin directly (mcviz/binning.py _Arrays.sums): as differences of
+    # prefix sums the second bin's weight was 0, so it was dropped from MCE/ACE and its mean
+    # response was inf.
     # Equal-width bins (0, 0.1] and (0.1, 0.2] hold score 0.1 (label 0) and 0.2 (label 1): group
     # errors |0.1 - 0| = 0.1 and |0.2 - 1| = 0.8, so MCE = 0.8 and ACE = 0.45 whatever the
     # weights, and the second bin's mean score is 0.2 and its mean response 1.
@@ -697,12 +693,13 @@ def test_bug_binning_light_bin_after_heavy_one():
     assert metrics.ace == pytest.approx(0.45, abs=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug (rounding level): mcviz/smoothing.py neighbour_radius searches the blocks around the "
-    "first rounded pair sum x_i + x_{i+q-1} >= 2v, and ties in the scores make equal rounded "
-    "pair sums, so the best block is missed and the radius is 1 ulp too large: the window then "
-    "takes in rows farther than the q-th nearest"))
-def test_bug_neighbour_radius_misses_the_best_block():
+def test_neighbour_radius_finds_the_best_block_among_equal_pair_sums():
+    # Fixed by bisecting on max(v - x_i, x_{i+q-1} - v) itself (mcviz/smoothing/neighbours.py
+    # neighbour_radius): the blocks were searched around the first rounded pair sum
+    # x_i + x_{i+q-1} >= 2v only, ties in the scores make runs of equal rounded pair sums
+    # (here 0.3 + 0.7 = 1.0 twice), so the best block, past the run, was missed and the radius
+    # came out 1 ulp too large (0.2 instead of 0.19999999999999996): the window then took in
+    # rows farther than the q-th nearest.
     from mcviz.smoothing import neighbour_radius
 
     # Around v = 0.5 the float 0.7 lies at 0.19999999999999996 and 0.3 at 0.2: the 5 nearest of
@@ -712,11 +709,10 @@ def test_bug_neighbour_radius_misses_the_best_block():
     assert neighbour_radius(x, np.array([0.5]), 5)[0] == 0.7 - 0.5
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: mcviz/deviation.py _bin_sums (prefix-sum differences) gives bin means 1 - 4e-16 "
-    "instead of 1 with weights spread over 1e-3..1e3, so sigma is 1e-9 instead of 0 and "
-    "D/sigma = 2.4e-8 instead of 0 (0/0)"))
-def test_bug_deviation_sigma_not_zero_for_single_row_bins():
+def test_deviation_sigma_is_zero_for_single_row_bins():
+    # Fixed by summing each bin directly (mcviz/deviation.py _bin_sums): as differences of
+    # prefix sums of weights spread over 1e-3..1e3 the bin means came out 1 - 4e-16 instead of
+    # 1, so sigma was 1e-9 instead of 0 and D/sigma 2.4e-8 instead of 0 (0/0).
     # Every bin holds one row with a 0/1 response, so every bin mean is 0 or 1 and
     # sigma = sqrt(sum W^2 R~(1 - R~)) / W = 0 (eq. (31)).
     pred = Predictions.from_arrays(
@@ -759,11 +755,10 @@ def test_log_loss_decomposition_when_every_label_is_one():
     assert result.discrimination == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: mcviz/smoothing.py knn_mean takes weighted window sums as differences of prefix "
-    "sums; a window holding only a 1e-9 weight after a 1e9 one has weight 0, its mean is "
-    "0/0 = NaN and so is the LCS"))
-def test_bug_knn_mean_light_window_after_heavy_one():
+def test_knn_mean_keeps_a_light_window_after_a_heavy_one():
+    # Fixed by summing windows without differences (mcviz/smoothing/neighbours.py
+    # _window_sums): as differences of prefix sums a window holding only the 1e-9 weight after
+    # the 1e9 one had weight 1e9 + 1e-9 - 1e9 = 0, its mean was 0/0 = NaN and so was the LCS.
     # Every label is 0, so every window mean is 0 and LCS = sum_j w_j l_j^2 <= 1 is finite.
     result = mcviz.local_calibration_score(
         np.array([0.1, 0.5]), np.zeros(2), np.array([1e9, 1e-9]), span=0.5, grid_points=11)

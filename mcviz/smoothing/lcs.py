@@ -1,9 +1,10 @@
 r"""The Local Calibration Score and its curve (paper 004, eq. (6)).
 
 :math:`\hat g(l)` is the mean label of the :math:`k` observations whose scores are nearest to
-:math:`l` (every observation tied at the boundary distance included), computed from prefix sums
-over the sorted scores; :math:`\mathrm{LCS} = \sum_j w_j (\hat g(l_j) - l_j)^2` (eq. (6) of
-[2]) with :math:`w_j \propto \hat f(l_j)`, a Gaussian kernel density of the scores reflected at
+:math:`l` (every observation tied at the boundary distance included), computed from sums over
+stretches of the sorted scores (not differences of prefix sums);
+:math:`\mathrm{LCS} = \sum_j w_j (\hat g(l_j) - l_j)^2` (eq. (6) of [2]) with
+:math:`w_j \propto \hat f(l_j)`, a Gaussian kernel density of the scores reflected at
 0 and 1 (:mod:`mcviz.smoothing.density`).
 
 References

@@ -1,5 +1,7 @@
 """LOESS, k-NN means, reflected densities and the Local Calibration Score (mcviz/smoothing/)."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -238,6 +240,26 @@ def test_knn_mean_matches_brute_force_with_ties(values, k_fraction, seed):
     np.testing.assert_allclose(mean, expected_mean, atol=1e-12)
     np.testing.assert_array_equal(count, expected_count)
     np.testing.assert_allclose(events, expected_mean * expected_count, atol=1e-9)
+
+
+@pytest.mark.parametrize(("n", "points"), [(3000, 11), (300, 100)])  # few / many windows
+def test_weighted_knn_mean_with_weights_far_apart(n, points):
+    # Weights 1e-9, 1 and 1e9 side by side: each window's weighted mean by exact sums (fsum)
+    # over the rows within the k-th distance. Window sums as differences of prefix sums lost
+    # the light windows (weight 1e9 + 1e-9 - 1e9 = 0).
+    rng = np.random.default_rng(11)
+    score = np.sort(np.round(rng.random(n), 2))
+    label = rng.integers(0, 2, n).astype(float)
+    weight = rng.choice(np.array([1e-9, 1.0, 1e9]), n)
+    at = np.linspace(0, 1, points)
+    for k in (1, 7, n // 3):
+        mean, count, _ = knn_mean(score, label, at, k, weight)
+        for j, v in enumerate(at):
+            distance = np.abs(score - v)
+            inside = distance <= np.sort(distance)[k - 1]
+            expected = math.fsum(weight[inside] * label[inside]) / math.fsum(weight[inside])
+            assert count[j] == inside.sum()
+            assert mean[j] == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
 def test_reflected_density_matches_direct_evaluation():
