@@ -251,8 +251,12 @@ def _pairs_within(
     rows, cols, dist = [], [], []
     for tree, (members_of, c) in zip(trees, own, strict=True):
         pairs = tree.sparse_distance_matrix(searcher.cell_tree(c), reach, output_type="ndarray")
-        rows.append(members_of[pairs["i"]])
-        cols.append(searcher.cell_members(c)[pairs["j"]])
+        # one cell holding every centre (no nominal covariates): the tree indices are the
+        # answer already, no gather of the pairs through the identity
+        rows.append(pairs["i"] if members_of.size == centres.size else (
+            np.take(members_of, pairs["i"])))
+        cols.append(np.take(searcher.cell_members(c), pairs["j"]) if searcher.nominal else (
+            pairs["j"]))
         dist.append(pairs["v"])
     if other:
         pairs = all_centres.sparse_distance_matrix(
@@ -265,11 +269,9 @@ def _pairs_within(
         rows.append(i[keep])
         cols.append(j[keep])
         dist.append(np.sqrt(d2[keep]))
-    return (
-        np.concatenate(rows).astype(np.int64),
-        np.concatenate(cols).astype(np.int64),
-        np.concatenate(dist),
-    )
+    return tuple(np.ascontiguousarray(part[0], dtype=dtype) if len(part) == 1 else (
+        np.concatenate(part).astype(dtype, copy=False))
+        for part, dtype in ((rows, np.int64), (cols, np.int64), (dist, float)))
 
 
 def kernel_calibration(
@@ -333,22 +335,43 @@ def kernel_calibration(
     report_progress(progress, 0.1, f"finding the pairs within reach of {m:,} centres")
     rows, cols, distance = _pairs_within(_Searcher(inputs), prep.queries, reach, MAX_PAIRS)
     report_progress(progress, 0.8, "summing the kernel groups")
-    u = distance / bandwidth
-    kernel_weight = 1.0 - u**2 if kernel == "epanechnikov" else np.exp(-0.5 * u**2)
+    # K(u), u = distance / bandwidth, in place: the pairs are many (up to MAX_PAIRS) and every
+    # fresh array of that length costs its page faults
+    kernel_weight = distance  # a fresh array of _pairs_within
+    kernel_weight /= bandwidth
+    np.square(kernel_weight, out=kernel_weight)
+    if kernel == "epanechnikov":
+        np.subtract(1.0, kernel_weight, out=kernel_weight)
+    else:
+        kernel_weight *= -0.5
+        np.exp(kernel_weight, out=kernel_weight)
     positive = kernel_weight > 0
-    rows, cols, kernel_weight = rows[positive], cols[positive], kernel_weight[positive]
+    if not positive.all():  # pairs exactly at the reach (Epanechnikov weight 0)
+        rows, cols, kernel_weight = (np.compress(positive, a) for a in (rows, cols, kernel_weight))
     q = prep.queries.size
+    buffer = np.empty(kernel_weight.size)
+
+    def summed(values, at, by, weight=None, length=q):
+        """Sum over pairs, grouped by ``by``, of ``values[at]`` (times ``weight``)."""
+        np.take(np.asarray(values, dtype=float), at, out=buffer)
+        if weight is not None:
+            np.multiply(buffer, weight, out=buffer)
+        return np.bincount(by, weights=buffer, minlength=length)
+
     # Per distinct input the terms are sums of w, w², w d, w² d², w² spread, w s: the kernel
     # multiplies the first kind once and the second (squared weights) twice.
     power = (1, 2, 1, 2, 2, 1)
-    sums = {
-        key: np.bincount(
-            rows, weights=inputs.terms[cols, j] * kernel_weight ** power[j], minlength=q
-        )[prep.inverse]
-        for j, key in enumerate(SUM_KEYS)
-    }
-    size = np.bincount(rows, weights=inputs.count[cols], minlength=q)[prep.inverse]
-    covered = np.bincount(cols, weights=prep.multiplicity[rows], minlength=inputs.count.size)
+    terms = np.asfortranarray(inputs.terms)  # each column contiguous for its gather
+    size = summed(inputs.count, cols, rows)[prep.inverse]
+    covered = summed(prep.multiplicity, rows, cols, length=inputs.count.size)
+    sums = {}
+    for p in (1, 2):  # K first, then K² in place (no second array of the pairs' length)
+        if p == 2:
+            np.square(kernel_weight, out=kernel_weight)
+        for j, key in enumerate(SUM_KEYS):
+            if power[j] == p:
+                sums[key] = summed(terms[:, j], cols, rows, kernel_weight)[prep.inverse]
+    sums = {key: sums[key] for key in SUM_KEYS}
     note = f", {m:,} sampled centres (seed {seed})" if prep.sampled else ""
     groups = _from_sums(
         pred=pred,
