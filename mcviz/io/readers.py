@@ -162,7 +162,12 @@ def _read_bytes(source: str | Path | IO[bytes], name: str, limit: int) -> bytes:
     try:
         if isinstance(source, str | Path):
             with Path(source).open("rb") as stream:
-                raw = stream.read(limit + 1)
+                # read the size the file has (a read of limit + 1 bytes would allocate that
+                # much first), then whatever it grew by, never past limit + 1
+                size = os.fstat(stream.fileno()).st_size
+                raw = stream.read(min(size, limit) + 1)
+                if len(raw) <= limit and (more := stream.read(1)):
+                    raw += more + stream.read(limit - len(raw))
         elif hasattr(source, "getvalue"):
             raw = bytes(source.getvalue())
         else:

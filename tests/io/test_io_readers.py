@@ -96,3 +96,19 @@ def test_oversized_parquet_is_refused_through_load_predictions(tmp_path):
     pattern = r"'p.parquet' decompresses to about 1[5-9]\.\d\d KiB"  # >= 16,000 bytes
     with pytest.raises(ValidationError, match=pattern):
         load_predictions(path, max_bytes=10_000)  # 1000 rows x 2 columns x 8 = 16,000 bytes
+
+
+def test_a_file_that_grows_after_its_size_was_read_is_read_whole_or_refused(tmp_path,
+                                                                          monkeypatch):
+    # The reader asks the file's size once, reads that much and then whatever it grew by:
+    # simulate the growth by under-reporting the size.
+    from types import SimpleNamespace
+
+    import mcviz.io.readers as readers
+
+    path = tmp_path / "grow.csv"
+    path.write_text("score,label\n" + "0.5,1\n" * 1000)
+    monkeypatch.setattr(readers.os, "fstat", lambda fd: SimpleNamespace(st_size=20))
+    assert len(read_table(path)) == 1000
+    with pytest.raises(ValidationError, match=r"grow\.csv"):
+        read_table(path, max_bytes=path.stat().st_size - 1)
