@@ -74,6 +74,9 @@ def reliability_figure(
     )
     for c in range(columns):
         _add_panel(figure, result, c, show_bootstrap=show_bootstrap)
+    figure.update_xaxes(range=[-0.02, 1.02])  # every panel, both rows (one call: each costs)
+    if result.response_kind == "binary":  # real-valued responses may leave [0, 1]
+        figure.update_yaxes(range=[-0.02, 1.02], row=1)
     # one x title under the middle panel, not one per panel (they would run together)
     figure.update_xaxes(title_text="mean score in bin", row=2, col=(columns + 1) // 2)
     figure.update_yaxes(title_text="response", row=1, col=1)  # the mean in each bin
@@ -153,13 +156,8 @@ def _add_panel(figure: go.Figure, result: ReliabilityResult, c: int, *,
             ),
             row=2, col=col,
         )
-    figure.update_xaxes(range=[-0.02, 1.02], row=1, col=col)
-    if result.response_kind == "binary":  # real-valued responses may leave [0, 1]
-        figure.update_yaxes(range=[-0.02, 1.02], row=1, col=col)
-    figure.update_xaxes(range=[-0.02, 1.02], row=2, col=col)
     if col > 1:  # the panels share their scales: labels on the first panel only
-        figure.update_yaxes(showticklabels=False, row=1, col=col)
-        figure.update_yaxes(showticklabels=False, row=2, col=col)
+        figure.update_yaxes(showticklabels=False, col=col)
 
 
 def _subtitle(result: ReliabilityResult) -> str:
