@@ -216,14 +216,15 @@ class _Generator:
     def key(index: np.ndarray) -> tuple:
         return (index.size, int(index[0]), int(index[-1]), int(index.sum(dtype=np.int64)))
 
-    def known(self, index: np.ndarray) -> _Node | None:
-        for node in self.by_membership.get(self.key(index), ()):
+    def known(self, index: np.ndarray, key: tuple | None = None) -> _Node | None:
+        for node in self.by_membership.get(self.key(index) if key is None else key, ()):
             if np.array_equal(node.index, index):
                 return node
         return None
 
-    def remember(self, node: _Node) -> None:
-        self.by_membership.setdefault(self.key(node.index), []).append(node)
+    def remember(self, node: _Node, key: tuple | None = None) -> None:
+        self.by_membership.setdefault(self.key(node.index) if key is None else key,
+                                      []).append(node)
 
     # -- one split
     def split(self, node: _Node, j: int, side: int, ranks: list) -> tuple[str, _Node | None]:
@@ -347,12 +348,13 @@ class _Generator:
         return result
 
     def child(self, node: _Node, index: np.ndarray, condition: Condition) -> tuple:
-        existing = self.known(index)
+        key = self.key(index)  # one pass over the members for both look-ups
+        existing = self.known(index, key)
         if existing is not None:
             return ("old", existing)
         conditions = _simplify((*node.conditions, condition), self.columns_by_name)
         new = _Node(_readonly(index), conditions, node.depth + 1)
-        self.remember(new)
+        self.remember(new, key)
         return ("new", new)
 
 
