@@ -86,6 +86,12 @@ def _distinct_inputs(pred: Predictions, space: InputSpace) -> _Inputs:
     numeric, codes = space.numeric, space.codes
     joined = np.hstack((numeric, codes.astype(np.float64)))  # n × (p + q), not n × levels
     of_row, representative = _row_groups(joined)
+    # number the distinct inputs in lexicographic order: consecutive centres are then nearby
+    # points, whose k-d tree queries share nodes in cache (a third faster than score order)
+    order = np.lexsort(joined[representative].T[::-1])
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    representative, of_row = representative[order], rank[of_row]
     del joined
     per_point = _per_point(pred).values()  # in the order of SUM_KEYS
     u = representative.size
@@ -140,19 +146,10 @@ class _Searcher:
 
 
 def _query(tree: cKDTree, points: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Return the k nearest of each point (each query is independent of the others).
-
-    The points are queried in lexicographic order, so that consecutive queries visit the same
-    nodes of the tree while they are in cache (a third less time than score order at 10^5
-    points), and the answers are put back in the order given.
-    """
-    order = np.lexsort(points.T[::-1])
-    distance, index = tree.query(points[order], k=k, workers=-1)
+    distance, index = tree.query(points, k=k, workers=-1)
     if k == 1:
         distance, index = distance[:, None], index[:, None]
-    back = np.empty_like(order)
-    back[order] = np.arange(order.size)
-    return distance[back], index[back]
+    return distance, index
 
 
 def _own_cell(
@@ -209,6 +206,8 @@ def _other_cells(
 
 def _radius(d2: np.ndarray, index: np.ndarray, count: np.ndarray, k: int) -> np.ndarray:
     """Distance of the k-th nearest observation (inputs weighted by counts; inf if too few)."""
+    if d2.shape[1] >= k and int(count.max(initial=0)) <= 1:  # one observation per input:
+        return np.sqrt(d2[:, k - 1])  # the k-th nearest input (inf where fewer were found)
     cumulative = np.cumsum(np.where(np.isfinite(d2), count[index], 0), axis=1)
     enough = cumulative[:, -1] >= k
     reach = np.argmax(cumulative >= k, axis=1)
