@@ -51,6 +51,12 @@ def deep_size(value: Any, _seen: set[int] | None = None) -> int:
     Arrays that are views count their base buffer once; frames count
     ``memory_usage(deep=True)`` (the text of object columns included); dataclasses, slots,
     mappings and sequences are walked. Strings and numbers count ``sys.getsizeof``.
+
+    Objects are walked through what they store (``__dict__``, slots), never through properties
+    or descriptors: measuring must not compute. A :class:`~mcviz.io.Predictions` keeps its
+    covariates pending until a statistic asks for them; they count as the pending columns, the
+    size of the score-ordered frame they become (an upload's first chart does not pay for
+    putting every covariate in order just to be measured).
     """
     seen = set() if _seen is None else _seen
     if id(value) in seen:
@@ -79,11 +85,11 @@ def deep_size(value: Any, _seen: set[int] | None = None) -> int:
     if isinstance(value, list | tuple | set | frozenset):
         return sys.getsizeof(value) + sum(deep_size(v, seen) for v in value)
     size = sys.getsizeof(value)
-    if is_dataclass(value) and not isinstance(value, type):
+    attributes = getattr(value, "__dict__", None)
+    if is_dataclass(value) and not isinstance(value, type) and not isinstance(attributes, dict):
         return size + sum(deep_size(getattr(value, f.name, None), seen) for f in fields(value))
     for slot in getattr(type(value), "__slots__", ()):
         size += deep_size(getattr(value, slot, None), seen)
-    attributes = getattr(value, "__dict__", None)
     if isinstance(attributes, dict):
         size += deep_size(attributes, seen)
     return size

@@ -36,6 +36,25 @@ def test_deep_size_walks_dataclasses_and_slots():
     assert deep_size(pred) >= 3_200_000
 
 
+def test_deep_size_measures_without_computing_pending_covariates():
+    from mcviz.io import load_predictions
+    from mcviz.io.model import PendingCovariates
+
+    rng = np.random.default_rng(1)
+    n = 50_000
+    frame = pd.DataFrame({"score": rng.random(n), "label": rng.integers(0, 2, n),
+                          "x": rng.normal(size=n), "g": rng.choice(["a", "b"], n)})
+    pred = load_predictions(frame, score="score", label="label", covariates=["x", "g"])
+    assert isinstance(pred.__dict__["_covariates"], PendingCovariates)
+    size = deep_size(pred)
+    # measuring did not put the covariates in score order ...
+    assert isinstance(pred.__dict__["_covariates"], PendingCovariates)
+    # ... yet counts them: 4 arrays of n 8-byte values, x's n floats, g's n codes at least
+    assert size >= 5 * 8 * n + n
+    ordered = deep_size(pred.covariates)
+    assert size >= 4 * 8 * n + ordered * 0.9
+
+
 def test_byte_cap_evicts_the_least_recently_used():
     cache = ByteCache(max_bytes=250, max_entries=100, size=lambda v: v)
     for key in "abc":
