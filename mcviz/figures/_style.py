@@ -74,7 +74,7 @@ def apply_style(
         legend_layout = {"orientation": "v", "x": 0.01, "y": 0.99, "xanchor": "left",
                          "yanchor": "top", "bgcolor": "rgba(255,255,255,0.75)"}
     figure.update_layout(
-        template=_template(),
+        template=_template(frozenset(trace.type for trace in figure.data) - _BASE_TRACES),
         font={"size": size, "family": "Arial, Helvetica, sans-serif"},
         title={"text": text, "x": 0.0, "xanchor": "left", "yref": "container", "y": 1.0,
                "yanchor": "top", "pad": {"t": round(10 + (0.85 * line if subtitle else 0)), "l": 4}}
@@ -94,14 +94,28 @@ def apply_style(
     return figure
 
 
-@lru_cache(maxsize=1)
-def _template() -> go.layout.Template:
+_BASE_TRACES = frozenset({"scatter", "scattergl", "bar", "table"})
+"""Trace types whose defaults every template carries (the ones mcviz draws)."""
+_UNUSED_LAYOUT = ("colorscale", "geo", "polar", "scene", "ternary")
+"""``simple_white`` layout parts for subplots and default colour scales mcviz never uses."""
+
+
+@lru_cache(maxsize=16)
+def _template(extra_traces: frozenset[str] = frozenset()) -> go.layout.Template:
     """``simple_white`` with the house axes (grid, no zero line, standoffs, automargin).
 
     Set once in the template rather than by an update of every axis of every figure (each
-    update validates every axis: milliseconds per figure with subplots).
+    update validates every axis: milliseconds per figure with subplots). Only what mcviz's
+    figures can use is kept: the trace defaults of :data:`_BASE_TRACES` and ``extra_traces``
+    (the other types a figure holds), and the layout without polar, ternary, 3-D and map
+    subplots or a default colour scale (every coloured trace names its own). Assigning a
+    template validates all of it: the whole of ``simple_white`` costs 9 ms per figure, this 3.
     """
-    template = go.layout.Template(pio.templates["simple_white"])
+    white = pio.templates["simple_white"]
+    layout = {k: v for k, v in white.layout.to_plotly_json().items() if k not in _UNUSED_LAYOUT}
+    data = white.data.to_plotly_json()
+    template = go.layout.Template(
+        layout=layout, data={k: data[k] for k in sorted(_BASE_TRACES | extra_traces) if k in data})
     template.layout.xaxis.update(showgrid=True, gridcolor="#EEEEEE", zeroline=False,
                                  title_standoff=4, automargin=True)
     template.layout.yaxis.update(showgrid=True, gridcolor="#EEEEEE", zeroline=False,

@@ -84,3 +84,25 @@ def test_ticks_follow_their_range_and_dates_stay_dates():
 def test_subscripts():
     assert "D" + subscript("k") + " / σ" + subscript("k") == "Dₖ / σₖ"
     assert subscript("0") == "₀"
+
+
+def test_house_template_keeps_simple_white_for_every_trace_type_a_figure_holds():
+    import plotly.io as pio
+
+    white = pio.templates["simple_white"]
+    scatter = apply_style(go.Figure(go.Scatter(x=[0, 1], y=[0, 1])), title="t")
+    template = scatter.layout.template
+    # simple_white's look: colours, axis lines and ticks, the bars' white outline
+    assert template.layout.colorway == white.layout.colorway
+    assert template.layout.plot_bgcolor == "white"
+    assert template.layout.xaxis.linecolor == white.layout.xaxis.linecolor
+    assert template.layout.yaxis.ticks == "outside"
+    assert template.data.bar[0].marker.line.color == white.data.bar[0].marker.line.color
+    assert template.data.scatter == white.data.scatter
+    # ... with the house grid
+    assert template.layout.xaxis.showgrid
+    assert template.layout.yaxis.gridcolor == "#EEEEEE"
+    # a trace type outside the usual ones brings its own defaults along
+    pie = apply_style(go.Figure(go.Pie(values=[1, 2])), title="t", legend="none")
+    assert pie.layout.template.data.pie == white.data.pie
+    assert scatter.layout.template.data.pie == ()
