@@ -113,12 +113,26 @@ def escape_figure(figure: Any) -> Any:
     >>> fig.layout.title.text
     'Errors<br>by <b>level</b> &lt;img src=x&gt;'
     """
-    spec = figure.to_plotly_json()
-    for trace, data in zip(figure.data, spec.get("data", []), strict=True):
-        changes = _changed(data)
+    data, layout = _stored_json(figure)
+    for trace, stored in zip(figure.data, data, strict=True):
+        changes = _changed(stored)
         if changes:  # update() merges nested dicts and replaces lists (complete above)
             trace.update(changes)
-    changes = _changed({k: v for k, v in spec.get("layout", {}).items() if k != "template"})
+    changes = _changed({k: v for k, v in layout.items() if k != "template"})
     if changes:
         figure.update_layout(changes)
     return figure
+
+
+def _stored_json(figure: Any) -> tuple[list[dict], dict]:
+    """Return the figure's traces and layout as plotly stores them, read without copying.
+
+    ``to_plotly_json()`` deep-copies the whole figure (3 ms for a reliability figure, ten times
+    the walk itself); the walk only reads, so it reads plotly's own JSON (``_data``,
+    ``_layout``) where the figure keeps it, and a copy otherwise.
+    """
+    data, layout = getattr(figure, "_data", None), getattr(figure, "_layout", None)
+    if isinstance(data, list) and isinstance(layout, dict) and len(data) == len(figure.data):
+        return data, layout
+    spec = figure.to_plotly_json()
+    return spec.get("data", []), spec.get("layout", {})

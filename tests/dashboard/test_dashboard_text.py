@@ -125,3 +125,20 @@ def test_escape_figure_changes_nothing_without_markup():
                     layout={"title": {"text": "Plain<br><sup>sub</sup>"}})
     before = fig.to_json()
     assert escape_figure(fig).to_json() == before.replace('"a & b?"', '"a &amp; b?"')
+
+
+def test_escape_figure_reads_the_same_json_plotly_would_copy():
+    import plotly.graph_objects as go
+
+    from mcviz.figures._text import _stored_json
+
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4], name="<i>a</i>", text=["<b>x</b>", "y"]),
+                    layout={"title": {"text": "T"}, "xaxis": {"ticktext": ["<u>t</u>"]}})
+    fig.add_bar(x=["p", "q"], y=[1, 2])
+    data, layout = _stored_json(fig)
+    spec = fig.to_plotly_json()
+    assert data == spec["data"]  # read in place, not copied
+    assert layout == spec["layout"]
+    assert data is not spec["data"]
+    fig.data[0].name = "changed"  # the stored JSON is plotly's own: it follows updates
+    assert _stored_json(fig)[0][0]["name"] == "changed"
