@@ -43,6 +43,7 @@ from mcviz.figures._text import escape_figure
 from mcviz.io import Predictions, demo_path, load_predictions, read_table
 
 __all__ = ["DEMOS", "NO_SCORE", "ColumnMapping", "caption", "compute", "compute_with_progress",
+           "csv_download",
            "current", "default_mapping", "run_with_progress", "score_candidates", "setup_page",
            "show_error", "show_info", "show_success", "show_text", "show_warning"]
 
@@ -447,6 +448,21 @@ def show_figure(figure: Any, *, key: str | None = None, on_select: str = "ignore
         escape_figure(figure), width="stretch", key=key, on_select=on_select, theme=None,
         config={"displaylogo": False, "toImageButtonOptions": {"format": "svg"}},
     )
+
+
+def csv_download(label: str, frame: pd.DataFrame, file_name: str, *,
+                 key: str | None = None) -> Any:
+    """Draw a button downloading ``frame`` as CSV, cells neutralised (``safe_csv``).
+
+    The CSV is written when the button is clicked, not on every rerun of the page (writing the
+    1,000 rows of a subpopulation table took longer than drawing the page's charts).
+    """
+    from functools import partial
+
+    from mcviz.report import safe_csv
+
+    return st.download_button(label, partial(safe_csv, frame), file_name=file_name,
+                              mime="text/csv", key=key)
 
 
 def show_table(frame: pd.DataFrame, **options: Any) -> Any:

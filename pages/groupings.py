@@ -9,7 +9,6 @@ from mcviz.agglomeration import calibration_score, cvar_curve
 from mcviz.errors import ValidationError
 from mcviz.figures import cvar_curve_figure, group_errors_figure
 from mcviz.groupings import covariate_bins, local_calibration, score_bins
-from mcviz.report import safe_csv
 
 ui.setup_page("groupings", "Groupings")
 analysis = ui.require_current()
@@ -84,6 +83,5 @@ with right:
         ui.show_figure(cvar_curve_figure(curve, alpha=0.9, presentation=ui.presentation()),
                        key="grouping_cvar")
 st.dataframe(table.head(500), hide_index=True)
-st.download_button("Download the group table (CSV)", safe_csv(table), file_name="groups.csv",
-                   mime="text/csv")
+ui.csv_download("Download the group table (CSV)", table, "groups.csv")
 ui.sync()

@@ -19,7 +19,6 @@ from mcviz.report import (
     chromium_path,
     figure_image,
     html_report,
-    safe_csv,
 )
 
 ui.setup_page("report", "Report")
@@ -151,13 +150,12 @@ if st.session_state.get("report_html"):
 
 st.subheader("Tables (CSV)")
 if subpop_table is not None:
-    st.download_button("Subpopulations (CSV)", safe_csv(subpop_table),
-                       file_name="subpopulations.csv", mime="text/csv")
+    ui.csv_download("Subpopulations (CSV)", subpop_table, "subpopulations.csv")
 for section in sections:
     for caption, frame in section.tables:
-        st.download_button(f"{section.title}: {caption} (CSV)", safe_csv(frame),
-                           file_name=f"{caption[:40].replace(' ', '_')}.csv", mime="text/csv",
-                           key=f"csv_{section.title}_{caption}")
+        ui.csv_download(f"{section.title}: {caption} (CSV)", frame,
+                        f"{caption[:40].replace(' ', '_')}.csv",
+                        key=f"csv_{section.title}_{caption}")
 
 st.subheader("Charts as PNG or SVG")
 images = {_chart_name(section.title, i, fig): fig

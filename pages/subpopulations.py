@@ -19,7 +19,6 @@ from mcviz.binning import reliability_diagrams
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
 from mcviz.figures import deviation_figure, format_number, subpopulation_scatter_figure
-from mcviz.report import safe_csv
 from mcviz.significance import null_distribution, null_draws_estimate
 from mcviz.subpopulations import (
     filter_subpopulation,
@@ -312,8 +311,7 @@ if runs_:
                          "normalised": st.column_config.NumberColumn(format="%.4f"),
                      },
                      selection_mode="single-row", height=420)
-        st.download_button("Download all subpopulations (CSV)", safe_csv(table),
-                           file_name="subpopulations.csv", mime="text/csv")
+        ui.csv_download("Download all subpopulations (CSV)", table, "subpopulations.csv")
     with right:
         scatter = subpopulation_scatter_figure(result, selected=st.session_state[s.W_SELECTED],
                                                presentation=ui.presentation())

@@ -16,6 +16,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from mcviz_app_testdata import synthetic_csv
 
@@ -252,6 +253,15 @@ def test_dashboard_in_a_real_browser(tmp_path):
             argmax.wait_for(timeout=120_000)
             wait_charts(page, 4)
             check_page(page, "03-subpopulations")
+            # the table's CSV is written when asked for (not on every rerun of the page)
+            with page.expect_download(timeout=60_000) as info:
+                page.get_by_role("button", name="Download all subpopulations (CSV)").click()
+            table = pd.read_csv(info.value.path())
+            assert info.value.suggested_filename == "subpopulations.csv"
+            assert {"id", "description", "size", "kuiper_z"} <= set(table.columns)
+            assert len(table) > 10
+            assert table["size"].min() > 0
+            wait_idle(page)
 
             visit_pages(page, start=4, skip=("Subpopulations", "Data"))
 
