@@ -34,7 +34,7 @@ import pandas as pd
 
 from mcviz.core._arrays import readonly as _readonly
 from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
-from mcviz.core.path import cumulative_path, path_axes, path_kuiper_ks, run_ends
+from mcviz.core.path import cumulative_path, path_axes, path_kuiper_ks, run_ends, value_order
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import (
     SigmaMethod,
@@ -177,8 +177,7 @@ def cumulative_differences(
         present = ~np.isnan(values)
     if present.sum() == 0:
         raise ValidationError(f"covariate {order_by!r} is missing on every row.", column=order_by)
-    # the default (unstable) sort: under the tie rule the order inside ties is irrelevant
-    order = np.flatnonzero(present)[np.argsort(values[present])]
+    order = np.flatnonzero(present)[value_order(values[present])]  # ties in any order
     sorted_values = values[order]
     run_end = run_ends(sorted_values)
     if dates:  # positions as datetime64[ns], so figures and tables write dates

