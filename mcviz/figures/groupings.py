@@ -80,7 +80,7 @@ def cvar_curve_figure(
     figure.update_yaxes(title="CVaR_α of |calibration error|", rangemode="tozero")
     return apply_style(
         figure,
-        title=title or "How the score moves from the mean to the maximum",
+        title=title or "CVaR of |error|, from mean to worst group",  # fits a half-width cell
         subtitle=curve.description,
         presentation=presentation,
     )
