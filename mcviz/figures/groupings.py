@@ -131,9 +131,8 @@ def group_errors_figure(
             )
         )
         figure.update_yaxes(autorange="reversed", type="category")
-        figure.update_xaxes(
-            title="calibration error e(I) = mean(label − score) (< 0: over-prediction), ±2 se"
-        )
+        # short enough for a half-width cell; the subtitle says how the error is computed
+        figure.update_xaxes(title="error e(I) ± 2 se (< 0: over-prediction)")
         figure.add_vline(x=0, line={"color": GRAY})
         height = max(430, 22 * len(labels) + 160)
     else:
