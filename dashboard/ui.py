@@ -68,7 +68,9 @@ def _runtime() -> Any:
     return Runtime.instance() if Runtime.exists() else None
 
 
-janitor.start(_runtime, CACHE, interval=float(os.environ.get("MCVIZ_SWEEP_SECONDS", "15")))
+if janitor.start(_runtime, CACHE, interval=float(os.environ.get("MCVIZ_SWEEP_SECONDS", "15"))) \
+        and _runtime() is not None:  # once per server process: not in a test's process
+    janitor.freeze_startup_objects()
 
 
 def _read(name: str, raw: bytes) -> pd.DataFrame:

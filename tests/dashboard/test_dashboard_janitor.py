@@ -42,3 +42,35 @@ def test_idle_cache_entries_expire_without_a_session():
 
 def test_another_streamlit_layout_is_left_alone():
     assert sweep(SimpleNamespace()) == 0
+
+
+def test_frozen_startup_objects_stay_out_and_later_garbage_is_still_collected():
+    import subprocess
+    import sys
+    import textwrap
+
+    # in a child process: freezing is once per server process, never in the test runner's
+    code = textwrap.dedent("""
+        import gc, weakref
+        import dashboard.cache, plotly.graph_objects
+        from dashboard.janitor import freeze_startup_objects
+        frozen = freeze_startup_objects()
+        assert frozen > 10_000, frozen  # the imported libraries' objects
+        assert gc.get_freeze_count() == frozen
+        assert len(gc.get_objects()) < frozen // 10  # collections no longer walk them
+        class Node:
+            pass
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle created after the freeze
+        alive = weakref.ref(a)
+        del a, b
+        gc.collect()
+        assert alive() is None  # is still collected
+        print("ok")
+    """)
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
