@@ -25,7 +25,8 @@ import numpy as np
 
 from mcviz.core.ratio import safe_ratio
 
-__all__ = ["cumulative_path", "path_axes", "path_kuiper_ks", "run_ends", "value_order"]
+__all__ = ["cumulative_path", "integer_codes", "path_axes", "path_kuiper_ks", "run_ends",
+           "value_order"]
 
 _RADIX_SPAN = 1 << 16
 """Integers spanning fewer values than this are ordered by numpy's radix sort (16-bit codes)."""
@@ -44,13 +45,42 @@ def run_ends(values: np.ndarray) -> np.ndarray:
     return ends
 
 
+def integer_codes(values: np.ndarray, max_span: int, dtype: type) -> np.ndarray | None:
+    """Return ``values - min(values)`` as ``dtype`` for integers spanning < ``max_span`` values.
+
+    None otherwise, and for fewer than 4,096 values (a plain sort is as fast there).
+    The one test behind the linear-time orders (:func:`value_order`, the counting sort of
+    :func:`mcviz.smoothing.sorted_copy`). Floats are checked on their first 256 values first,
+    then exactly; NaN gives None.
+
+    Examples
+    --------
+    >>> integer_codes(np.arange(5000.0) + 7, 1 << 16, np.uint16)[:3].tolist()
+    [0, 1, 2]
+    >>> integer_codes(np.arange(5000.0) + 0.5, 1 << 16, np.uint16) is None
+    True
+    """
+    if values.size < 4096 or values.dtype.kind not in "fiu":
+        return None
+    head = values[:256]
+    if values.dtype.kind == "f" and not np.array_equal(head, np.round(head)):
+        return None
+    low, high = values.min(), values.max()
+    if not float(high) - float(low) < max_span:
+        return None
+    offset = (values - low if values.dtype.kind == "f"  # exact for integers this close
+              else values.astype(np.int64) - np.int64(low))  # no int8 overflow
+    codes = offset.astype(dtype)
+    return codes if np.array_equal(codes, offset) else None
+
+
 def value_order(values: np.ndarray) -> np.ndarray:
     """Return an order putting ``values`` (no NaN) in ascending order, ties in any order.
 
     Under the tie rule the order inside a run of equal values is irrelevant, so the default
-    (unstable) sort serves; integer values spanning fewer than 65,536 values (ages, counts,
-    integer-coded dates) are ordered in linear time by numpy's radix sort of 16-bit codes
-    (1 ms instead of 37 ms at 10^6 rows).
+    (unstable) sort serves; integer values spanning fewer than 65,536 values (ages, counts)
+    are ordered in linear time by numpy's radix sort of 16-bit codes (3 ms instead of 37 ms
+    at 10^6 rows).
 
     Examples
     --------
@@ -58,17 +88,8 @@ def value_order(values: np.ndarray) -> np.ndarray:
     [1, 2, 0]
     """
     values = np.asarray(values)
-    if values.size >= 4096 and values.dtype.kind in "fiu":
-        head = values[:256]
-        if values.dtype.kind != "f" or np.array_equal(head, np.round(head)):
-            low, high = values.min(), values.max()
-            if float(high) - float(low) < _RADIX_SPAN:
-                offset = (values - low if values.dtype.kind == "f"  # exact for integers
-                          else values.astype(np.int64) - np.int64(low))  # no int8 overflow
-                codes = offset.astype(np.uint16)
-                if np.array_equal(codes, offset):
-                    return np.argsort(codes, kind="stable")
-    return np.argsort(values)
+    codes = integer_codes(values, _RADIX_SPAN, np.uint16)
+    return np.argsort(values) if codes is None else np.argsort(codes, kind="stable")
 
 
 def cumulative_path(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mcviz.core.path import integer_codes
 from mcviz.errors import ValidationError
 
 Z95 = 1.959963984540054
@@ -133,16 +134,8 @@ def sorted_copy(x: np.ndarray) -> np.ndarray:
     >>> sorted_copy(np.array([3.0, 1.0, 2.0, 1.0])).tolist()
     [1.0, 1.0, 2.0, 3.0]
     """
-    n = x.size
-    head = x[:256]
-    if n < 4096 or not np.array_equal(head, np.round(head)):
-        return np.sort(x)
-    low, high = float(x.min()), float(x.max())
-    if not high - low <= n:
-        return np.sort(x)
-    offset = x - low  # exact for integers this close together
-    index = offset.astype(np.intp)
-    if not np.array_equal(index, offset):
+    index = integer_codes(x, x.size + 1, np.intp)  # integers spanning at most n values
+    if index is None:
         return np.sort(x)
     counts = np.bincount(index)
-    return np.repeat(low + np.arange(counts.size, dtype=float), counts)
+    return np.repeat(float(x.min()) + np.arange(counts.size, dtype=float), counts)
