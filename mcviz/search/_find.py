@@ -15,7 +15,14 @@ from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.search._beam import Beam
 from mcviz.search._columns import MAX_LEVELS, prepare_columns, round_cut
-from mcviz.search._confirm import effect, holm, minimum_detectable_effect, sentence, split_rows
+from mcviz.search._confirm import (
+    conditions_in_words,
+    effect,
+    holm,
+    minimum_detectable_effect,
+    sentence,
+    split_rows,
+)
 from mcviz.search._screen import Data, _score_candidates
 from mcviz.subpopulations import (
     Subpopulation,
@@ -44,8 +51,8 @@ _SECONDS_FIXED = 1.0
 
 TABLE_COLUMNS = (
     "rank", "description", "size", "share", "kuiper_z", "search_kuiper_z", "holdout_size",
-    "holdout_kuiper_z", "p_value", "p_adjusted", "mean_residual", "ci_low", "ci_high",
-    "observed_expected",
+    "holdout_kuiper_z", "p_value", "p_adjusted", "confirmed", "mean_residual", "ci_low",
+    "ci_high", "observed_expected",
 )
 
 
@@ -66,7 +73,9 @@ class Finding:
         :math:`D/\sigma` over all its rows (eqs. (2), (5) of paper 000), as the Subpopulations
         table shows it.
     search_kuiper_z : float
-        :math:`D/\sigma` on the search rows (selected for being large: not a test).
+        :math:`D/\sigma` on the search rows (selected for being large: not a test); for a
+        finding with a level set, the smaller of that and the out-of-fold estimate it was
+        ranked by.
     holdout_size : int
     holdout_kuiper_z : float
         :math:`D/\sigma` on the held-out rows.
@@ -78,7 +87,11 @@ class Finding:
     observed_expected : float
         :math:`\sum W R / \sum W S` on the held-out rows.
     sentence : str
-        The finding in one plain sentence.
+        The finding in one plain sentence (:func:`~mcviz.search._confirm.conditions_in_words`:
+        score bands as "where the model says ...", "or missing" where missing rows are in).
+    confirmed : bool
+        ``p_adjusted < 0.05``: confirmed on the held-out rows. An unconfirmed finding is a
+        lead, not a result (the sentence says so).
     """
 
     rank: int
@@ -96,6 +109,7 @@ class Finding:
     ci_high: float
     observed_expected: float
     sentence: str
+    confirmed: bool
 
     @property
     def description(self) -> str:
@@ -363,8 +377,7 @@ def search_subpopulations(
     if progress is not None:
         progress(0.9, "confirming on held-out rows")
     findings, subpopulations = _confirm(pred, data, columns, found, holdout_rows)
-    if not findings:
-        notes.append("no subpopulation met the size limit.")
+    notes += _shortfall(findings, int(n_findings), beam.stops, min_rows)
     sigma_all = _score_candidates(data, [np.arange(pred.n)])[0, 2]
     mde = MinimumDetectableEffect(
         MDE_SHARES,
@@ -411,6 +424,45 @@ def _confirm(pred, data, columns, found, holdout_rows):
             int(held_members[k].size), float(held[k, 0]), float(p_values[k]),
             float(adjusted[k]), mean, low, high, ratio,
             sentence(sub.description, share, mean, low, high, float(adjusted[k]),
-                     binary=binary),
+                     binary=binary, words=_words(pred, sub)),
+            bool(adjusted[k] < ALPHA),
         ))
     return findings, subs
+
+
+def _words(pred: Predictions, sub: Subpopulation) -> str:
+    """Return the finding's conditions in words ("or missing" where its rows hold some)."""
+    members = np.asarray(sub.index)
+    missing = {c.column for c in sub.conditions if c.column in pred.covariate_kinds
+               and bool(pred.covariates[c.column].isna().to_numpy()[members].any())}
+    return conditions_in_words(sub.conditions, score_column=pred.score_column, missing=missing)
+
+
+def _shortfall(findings: list[Finding], wanted: int, stops: dict, min_rows: int) -> list[str]:
+    """Say why fewer findings than asked were reported, and which are not confirmed."""
+    notes = []
+    if len(findings) < wanted:
+        why = []
+        if stops.get("overlap"):
+            why.append(f"{stops['overlap']:,} further candidates lay mostly in the rows of "
+                       "better findings (folded into them)")
+        if stops.get("weak"):
+            why.append(f"{stops['weak']:,} had no condition that raised D/σ materially")
+        if stops.get("small"):
+            why.append(f"{stops['small']:,} held fewer than {min_rows:,} search rows (the "
+                       "size limit, min_share)")
+        if stops.get("budget"):
+            why.append("the search stopped after checking its best candidates (the work "
+                       "allowed per finding)")
+        if not why:
+            why.append("no other candidate deviated more than its parent")
+        notes.append(f"{len(findings)} of the {wanted} findings asked for: " + "; ".join(why)
+                     + ".")
+    unconfirmed = sum(not f.confirmed for f in findings)
+    if findings and unconfirmed == len(findings):
+        notes.append("No finding is confirmed on the held-out rows (every adjusted p ≥ "
+                     f"{ALPHA:g}): nothing here is more than chance would give.")
+    elif unconfirmed:
+        notes.append(f"{unconfirmed} of the {len(findings)} findings are not confirmed on the "
+                     f"held-out rows (adjusted p ≥ {ALPHA:g}): leads, not results.")
+    return notes

@@ -68,7 +68,7 @@ from mcviz.subpopulations.model import (
     SubpopulationSet,
     full_population,
 )
-from mcviz.subpopulations.selection import select_rows
+from mcviz.subpopulations.selection import is_score_column, select_rows
 
 __all__ = [
     "MISSING_RULE",
@@ -82,6 +82,7 @@ __all__ = [
     "full_population",
     "generate_subpopulations",
     "group_subpopulations",
+    "is_score_column",
     "parse_filter",
     "select_rows",
 ]
