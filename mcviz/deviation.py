@@ -46,13 +46,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.path import path_axes, path_kuiper_ks, run_ends
 from mcviz.core.sigma import SigmaMethod, resolve_sigma_method, sigma_from_variance
-from mcviz.cumulative import _path_statistics
+from mcviz.cumulative import path_statistics
 from mcviz.errors import ValidationError, describe_rows
-from mcviz.io import Predictions
-from mcviz.subpopulations.selection import _validate_index
+from mcviz.io import (
+    Predictions,
+    validate_index,  # one rule for indices
+)
 
 __all__ = ["DeviationResult", "subpopulation_deviation"]
 
@@ -203,7 +205,7 @@ def subpopulation_deviation(
                 "(eqs. (22)-(23)/(32)-(33)).",
                 column=pred.label_column,
             )
-    members = _validate_index(pred, index)
+    members = validate_index(pred, index)
     score, label, weight = pred.score, pred.label, pred.weight
 
     sub_score = score[members]
@@ -264,7 +266,7 @@ def subpopulation_deviation(
         full_mean=_readonly(full_mean),
         full_variance=_readonly(full_variance),
         full_count=_readonly(full_count),
-        **_path_statistics(path, kuiper, ks, sigma),
+        **path_statistics(path, kuiper, ks, sigma),
         n=int(n),
         n_full=pred.n,
         weight_total=weight_total,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
 from mcviz.core.evaluator import Evaluator
 from mcviz.core.metric import multicalibration_metric

@@ -53,15 +53,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import Z95, sorted_copy
+from mcviz.core.arrays import readonly as _readonly
+from mcviz.core.conditions import ordinal_values
 from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.smoothing import Z95, LoessCurve, _check_span, _spiked_fits, sorted_quantile
-from mcviz.smoothing._common import sorted_copy
+from mcviz.smoothing import LoessCurve, check_span, sorted_quantile, spiked_fits
 from mcviz.smoothing.curves import SPIKE_SHARE
 from mcviz.smoothing.loess import MIN_EFFECTIVE_ROWS, NEAR, SPARSE_RATIO
-from mcviz.subpopulations.selection import _ordinal_values
 
 __all__ = [
     "LevelCalibration",
@@ -338,7 +338,7 @@ def vece(
 
 
 def _numeric_values(pred: Predictions, name: str) -> np.ndarray:
-    return _ordinal_values(pred.covariates[name])  # one numeric view of a covariate
+    return ordinal_values(pred.covariates[name])  # one numeric view of a covariate
 
 
 def _is_nominal(pred: Predictions, name: str) -> bool:
@@ -489,7 +489,7 @@ def variable_calibration(
     ``warnings`` and left out of VCE(v*).
     """
     pred.require_covariate(variable)
-    _check_span(span, 0.3)
+    check_span(span, 0.3)
     if _is_nominal(pred, variable):
         raise ValidationError(
             f"covariate {variable!r} is nominal; use level_calibration for per-level errors.",
@@ -505,7 +505,7 @@ def variable_calibration(
             f"{values.size:,} rows where it is present; there is no curve to draw.",
             column=variable,
         )
-    fits = _spiked_fits(
+    fits = spiked_fits(
         values, [error, predicted], weight, None, span=span, degree=degree, exact=exact,
         sorted_x=sorted_values, grid_points=grid_points, spike_share=SPIKE_SHARE,
     )
@@ -697,7 +697,7 @@ def variable_records(pred: Predictions, *, span: float = 0.9) -> list[dict]:
     ``warnings`` (a list of sentences). Missing values are ``None``; every value is a plain
     Python ``str``, ``float``, ``int``, ``list`` or ``None``.
     """
-    _check_span(span, 0.3)
+    check_span(span, 0.3)
     prediction_errors(pred)  # validates the response kind once
     rows = [dict(_summary(pred, name, span)) for name in pred.covariates.columns]
     order = sorted(range(len(rows)), key=lambda i: (rows[i]["vece"] is None,

@@ -116,7 +116,12 @@ def result_json(result: SearchResult) -> dict:
 
 def run_sampled(args: argparse.Namespace) -> dict:
     """Search a random sample of the rows, then measure the findings on every row."""
-    from mcviz.cli.screen import _read_sample, cancel_engine, make_engine, sample_columns
+    from mcviz.cli.screen import (
+        cancel_engine,
+        make_engine,
+        read_sample_interruptible,
+        sample_columns,
+    )
 
     rows = DEFAULT_SAMPLE_ROWS if args.sample_rows is None else args.sample_rows
     if rows < 1:
@@ -128,7 +133,7 @@ def run_sampled(args: argparse.Namespace) -> dict:
     files = expand_paths(args.file)
     covariates = _common.split(args.covariates)
     with tempfile.TemporaryDirectory(prefix="mcviz-search-", ignore_cleanup_errors=True) as spill:
-        sample = _read_sample(files, rows, args.seed, spill)
+        sample = read_sample_interruptible(files, rows, args.seed, spill)
         # Invalid rows of the sample are skipped (and counted); the engine validates every row.
         pred = load_predictions(sample, score=args.score, label=args.label,
                                 positive=args.positive, weight=args.weight,

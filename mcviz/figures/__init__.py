@@ -48,3 +48,6 @@ __all__ += ["format_number", "subscript"]
 from mcviz.figures.corp import corp_figure, smooth_reliability_figure  # noqa: E402
 
 __all__ += ["corp_figure", "smooth_reliability_figure"]
+from mcviz.figures._text import escape_figure, plotly_text, plotly_texts  # noqa: E402
+
+__all__ += ["escape_figure", "plotly_text", "plotly_texts"]

@@ -78,12 +78,12 @@ from scipy.special import expit
 from scipy.stats import chi2
 
 from mcviz.binning import equal_count_runs
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import Z95  # the one 97.5% normal quantile
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.measures._data import CLIP, _dot, _Rows, _rows, _weighted_quantile
 from mcviz.smoothing import loess_curve
-from mcviz.smoothing._common import Z95  # the one 97.5% normal quantile
 
 __all__ = [
     "CalibrationCurveSummary",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from mcviz.core.conditions import is_datetime, ordinal_keys
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.subpopulations.describe import describe_conditions, shortest_timestamp
@@ -28,9 +29,7 @@ from mcviz.subpopulations.model import (
 from mcviz.subpopulations.selection import (
     _categories,
     _is_bool,
-    _is_datetime,
     _is_nominal,
-    _ordinal_keys,
     _require_covariates,
 )
 
@@ -72,9 +71,9 @@ def _prepare_column(name: str, series: pd.Series, kind: str) -> _Column:
     if _is_bool(series):
         codes = np.where(missing, 2, series.to_numpy(dtype=float, na_value=0.0)).astype(np.int32)
         return _Column(name, "bool", "codes", codes, 2, np.array([False, True]), has_missing)
-    keys, missing = _ordinal_keys(series)
+    keys, missing = ordinal_keys(series)
     observed = keys[~missing]
-    if _is_datetime(series):
+    if is_datetime(series):
         uniques, inverse = np.unique(observed, return_inverse=True)
         codes = np.full(keys.size, uniques.size, dtype=np.int32)
         codes[~missing] = inverse
