@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard import state as s
+from mcviz.settings import SubpopulationSettings
 
 __all__ = ["DecodedLink", "decode_params", "encode_state", "mapping_from_json"]
 
@@ -24,8 +25,11 @@ _SIMPLE = {  # query parameter -> widget key
     "var": s.W_VARIABLE, "score2": s.W_SCORE2, "sub": s.W_SELECTED, "group": s.W_GROUP,
     "filter": s.W_FILTER, "scope": s.W_SCOPE, "ssub": s.W_SCOPE_SUB, "slevel": s.W_SCOPE_LEVEL,
 }
+_SETTINGS = {s.W_L: "n_subpopulations", s.W_M: "min_size", s.W_SEED: "seed",
+             s.W_REPEATS: "repeats"}  # widget key -> setting (bounds written once: mcviz.settings)
 _INT_RANGES = {  # widget key -> inclusive range accepted from a link
-    s.W_L: (1, 20_000), s.W_M: (2, 10**9), s.W_SEED: (0, 2**31 - 1), s.W_REPEATS: (1, 20),
+    **{key: (SubpopulationSettings.setting(name).low, SubpopulationSettings.setting(name).high)
+       for key, name in _SETTINGS.items()},
     s.W_SELECTED: (0, 10**9), s.W_SCOPE_SUB: (0, 10**9),
 }
 _KNOWN = {*_SIMPLE, "page", "demo", "sha", "map", "subcov", "pm", "sp"}

@@ -19,6 +19,7 @@ from mcviz.binning import reliability_diagrams
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
 from mcviz.figures import deviation_figure, format_number, subpopulation_scatter_figure
+from mcviz.settings import SearchSettings, SubpopulationSettings
 from mcviz.significance import null_distribution, null_draws_estimate
 from mcviz.subpopulations import (
     filter_subpopulation,
@@ -57,8 +58,8 @@ W_MODE, W_CONDITIONS, W_FINDINGS = "w_sub_mode", "w_sub_conditions", "w_sub_find
 NULL_REQUEST = "null_request"  # the run id whose null distribution the user asked for
 settled = st.session_state.get(s.SUBPOP) or {}
 for widget, setting, default in ((W_MODE, "mode", "generated"),
-                                 (W_CONDITIONS, "max_conditions", 3),
-                                 (W_FINDINGS, "n_findings", 5)):
+                                 (W_CONDITIONS, "max_conditions", SearchSettings.max_conditions),
+                                 (W_FINDINGS, "n_findings", SearchSettings.n_findings)):
     if widget not in st.session_state:  # widgets forget their value on another page
         st.session_state[widget] = settled.get(setting, default)
 mode = st.radio("Subpopulations", list(runs.MODES), key=W_MODE, horizontal=True,
@@ -73,17 +74,18 @@ with st.form("subpop_settings", border=False):
     st.multiselect("Covariates to split on" if mode == "generated" else "Covariates to search",
                    list(kinds), key=s.W_SUBCOVS)
     cells = st.columns(4)
-    if mode == "generated":
-        cells[0].number_input("ℓ (subpopulations)", min_value=1, max_value=20_000, step=100,
+    if mode == "generated":  # labels, bounds and help: mcviz.settings
+        cells[0].number_input(**SubpopulationSettings.setting("n_subpopulations").widget(),
                               key=s.W_L)
-        cells[1].number_input("m (minimum size)", min_value=2, max_value=max(pred.n, 2),
-                              step=10, key=s.W_M)
-        cells[3].number_input("Repeats (seeds)", min_value=1, max_value=20, key=s.W_REPEATS)
+        cells[1].number_input(**{**SubpopulationSettings.setting("min_size").widget(),
+                                 "max_value": max(pred.n, 2), "step": 10}, key=s.W_M)
+        cells[3].number_input(**SubpopulationSettings.setting("repeats").widget(),
+                              key=s.W_REPEATS)
     else:
-        cells[0].number_input("Conditions per finding (at most)", min_value=1, max_value=3,
+        cells[0].number_input(**SearchSettings.setting("max_conditions").widget(),
                               key=W_CONDITIONS)
-        cells[1].number_input("Findings", min_value=1, max_value=20, key=W_FINDINGS)
-    cells[2].number_input("Seed", min_value=0, max_value=2**31 - 1, key=s.W_SEED)
+        cells[1].number_input(**SearchSettings.setting("n_findings").widget(), key=W_FINDINGS)
+    cells[2].number_input(**SubpopulationSettings.setting("seed").widget(), key=s.W_SEED)
     submitted = st.form_submit_button("Compute", type="primary")
 
 params = {

@@ -17,11 +17,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcviz.errors import ValidationError
-from mcviz.io import LoadReport, Predictions, load_predictions
-from mcviz.weighting import SCHEMES, reweight
+
+if TYPE_CHECKING:  # the library loads when a subcommand runs, not for `mcviz --help`
+    from mcviz.io import LoadReport, Predictions
 
 __all__ = [
     "Terminated",
@@ -89,6 +90,9 @@ def add_json_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments that say how to read the prediction file, and ``--json``."""
+    from mcviz.io import load_predictions
+    from mcviz.weighting import SCHEMES
+
     parser.add_argument("file", help="CSV/TSV (optionally .gz/.zip) or Parquet prediction file")
     parser.add_argument("--score", help="score column (probability of the positive class)")
     parser.add_argument(
@@ -125,6 +129,8 @@ def load_from_arguments(args: argparse.Namespace, **options: object) -> Predicti
 
 def load_file(args: argparse.Namespace, **options: object) -> Predictions:
     """Load the file with the mapping given on the command line, before any ``--weighting``."""
+    from mcviz.io import load_predictions
+
     pred = load_predictions(
         args.file,
         score=args.score,
@@ -144,6 +150,8 @@ def apply_weighting(args: argparse.Namespace, pred: Predictions) -> Predictions:
     """Apply ``--weighting``/``--rho`` (paper 000 Appendices A and B) to loaded predictions."""
     weighting, rho = getattr(args, "weighting", None), getattr(args, "rho", None)
     if weighting is not None:
+        from mcviz.weighting import reweight
+
         return reweight(pred, weighting, rho=rho)
     if rho is not None:
         raise ValidationError("--rho applies only with --weighting proportional[-shifted].")

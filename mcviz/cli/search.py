@@ -34,6 +34,7 @@ from mcviz.engines.base import ScreenResult, expand_paths
 from mcviz.errors import ValidationError
 from mcviz.io import load_predictions
 from mcviz.search import SearchResult, search_subpopulations
+from mcviz.settings import SearchSettings
 
 __all__ = ["register", "result_json", "run"]
 
@@ -49,23 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common.add_input_arguments(parser)
     parser.add_argument("--covariates", help="comma-separated covariates to search (default: "
                         "every column that is not the score, label or weight)")
-    default = _common.default
-    parser.add_argument("--max-conditions", type=int, metavar="K",
-                        default=default(search_subpopulations, "max_conditions"),
-                        help="conditions per finding at most (default %(default)s)")
-    parser.add_argument("--findings", type=int, metavar="F",
-                        default=default(search_subpopulations, "n_findings"),
-                        help="findings to report (default %(default)s)")
-    parser.add_argument("--min-share", type=float, metavar="S",
-                        default=default(search_subpopulations, "min_share"),
-                        help="smallest share of the rows a finding may hold "
-                        "(default %(default)s)")
-    parser.add_argument("--holdout", type=float, metavar="H",
-                        default=default(search_subpopulations, "holdout"),
-                        help="share of rows held out to confirm the findings "
-                        "(default %(default)s)")
-    parser.add_argument("--seed", type=int, default=default(search_subpopulations, "seed"),
-                        help="seed of the split (default %(default)s)")
+    SearchSettings.add_arguments(parser)  # defaults and bounds: mcviz.settings
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy",
                         help="duckdb or spark: search a sample of the Parquet data, then "
                         "measure the findings on every row (default numpy: all in memory)")

@@ -14,6 +14,7 @@ import pandas as pd
 from mcviz.core.conditions import is_datetime, ordinal_keys
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.settings import SubpopulationSettings
 from mcviz.subpopulations.describe import describe_conditions, shortest_timestamp
 from mcviz.subpopulations.model import (
     MAX_IDLE_PATHS,
@@ -443,9 +444,9 @@ def generate_subpopulations(
     pred: Predictions,
     *,
     covariates: Sequence[str] | None = None,
-    n_subpopulations: int = 1000,
-    min_size: int = 10,
-    seed: int = 0,
+    n_subpopulations: int = SubpopulationSettings.n_subpopulations,
+    min_size: int = SubpopulationSettings.min_size,
+    seed: int = SubpopulationSettings.seed,
 ) -> SubpopulationSet:
     r"""Random subpopulations by Algorithm 1 of [1] (random median splits of covariates).
 
