@@ -190,21 +190,8 @@ def subpopulation_deviation(
     >>> np.round(result.path, 6).tolist(), round(result.kuiper, 6)
     ([0.0, 0.166667, 0.166667], 0.166667)
     """
-    # One function of ~95 lines on purpose: a single vectorised pass (bins -> path -> sigma)
-    # whose intermediate arrays would otherwise travel between helpers a dozen at a time.
     method = resolve_sigma_method(sigma_method, pred.response_kind, statistic="deviation")
-    if method is SigmaMethod.BERNOULLI and pred.response_kind != "binary":
-        # R~(1 - R~) is a variance only for responses in [0, 1]; outside, sigma would be NaN
-        # (and D/sigma silently infinite).
-        outside = np.flatnonzero((pred.label < 0) | (pred.label > 1))
-        if outside.size:
-            raise ValidationError(
-                f"column {pred.label_column!r}: "
-                f"{describe_rows(np.sort(pred.row[outside]), pred.n)} lie outside [0, 1], "
-                "so sigma_method='bernoulli' (eq. (21)/(31)) does not apply; use 'variance' "
-                "(eqs. (22)-(23)/(32)-(33)).",
-                column=pred.label_column,
-            )
+    _check_bernoulli(pred, method)
     members = validate_index(pred, index)
     score, label, weight = pred.score, pred.label, pred.weight
 
@@ -224,20 +211,7 @@ def subpopulation_deviation(
     bin_edges = np.concatenate(([-np.inf], middle, [np.inf]))
     bounds = np.concatenate(([0], np.searchsorted(score, middle, side="right"), [score.size]))
 
-    # Bin sums over the full population, each bin summed on its own (every bin is non-empty:
-    # it holds its own subpopulation members).
-    full_count = np.diff(bounds)
-    if pred.weighted:
-        full_weight = _bin_sums(weight, bounds)
-        full_mean = _bin_sums(weight * label, bounds) / full_weight  # eq. (26)
-    else:
-        full_weight = full_count.astype(float)
-        full_mean = _bin_sums(label, bounds) / full_weight  # eq. (6)
-    if pred.response_kind == "binary":
-        full_variance = full_mean * (1.0 - full_mean)  # eq. (23) / (33) for 0/1 responses
-    else:  # eq. (23) / (33), two-pass (no cancellation)
-        centred = label - np.repeat(full_mean, full_count)
-        full_variance = _bin_sums(weight * centred**2, bounds) / full_weight
+    full_count, full_mean, full_variance = _full_bins(pred, bounds)
 
     # Each subpopulation member's bin (the run it belongs to).
     run_of = np.repeat(np.arange(q), np.diff(np.concatenate(([-1], ends))))
@@ -274,6 +248,45 @@ def subpopulation_deviation(
         sigma_method=method.value,
         description=description,
     )
+
+
+def _check_bernoulli(pred: Predictions, method: SigmaMethod) -> None:
+    """Refuse eq. (21)/(31) for responses outside [0, 1] (sigma would be NaN)."""
+    if method is not SigmaMethod.BERNOULLI or pred.response_kind == "binary":
+        return
+    # R~(1 - R~) is a variance only for responses in [0, 1]; outside, sigma would be NaN
+    # (and D/sigma silently infinite).
+    outside = np.flatnonzero((pred.label < 0) | (pred.label > 1))
+    if outside.size:
+        raise ValidationError(
+            f"column {pred.label_column!r}: "
+            f"{describe_rows(np.sort(pred.row[outside]), pred.n)} lie outside [0, 1], "
+            "so sigma_method='bernoulli' (eq. (21)/(31)) does not apply; use 'variance' "
+            "(eqs. (22)-(23)/(32)-(33)).",
+            column=pred.label_column,
+        )
+
+
+def _full_bins(pred: Predictions, bounds: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Return the count, mean and variance of the full population's responses in each bin.
+
+    Each bin ``bounds[k]:bounds[k+1]`` is summed on its own (every bin is non-empty: it holds
+    its own subpopulation members).
+    """
+    label, weight = pred.label, pred.weight
+    full_count = np.diff(bounds)
+    if pred.weighted:
+        full_weight = _bin_sums(weight, bounds)
+        full_mean = _bin_sums(weight * label, bounds) / full_weight  # eq. (26)
+    else:
+        full_weight = full_count.astype(float)
+        full_mean = _bin_sums(label, bounds) / full_weight  # eq. (6)
+    if pred.response_kind == "binary":
+        full_variance = full_mean * (1.0 - full_mean)  # eq. (23) / (33) for 0/1 responses
+    else:  # eq. (23) / (33), two-pass (no cancellation)
+        centred = label - np.repeat(full_mean, full_count)
+        full_variance = _bin_sums(weight * centred**2, bounds) / full_weight
+    return full_count, full_mean, full_variance
 
 
 def _bin_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:

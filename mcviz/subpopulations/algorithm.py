@@ -440,6 +440,58 @@ def _simplify_range(column: _Column, group: list[Condition]) -> list[Condition]:
     return result
 
 
+def _draw_paths(pred: Predictions, columns: list, full: Subpopulation, min_size: int,
+                n_subpopulations: int, seed: int) -> tuple[list[Subpopulation], int, int, int]:
+    """Walk random split paths until ``n_subpopulations`` are found or effort runs out.
+
+    Returns the subpopulations (the full population first), how many were found, the paths
+    drawn and the trailing paths that added nothing.
+    """
+    subpopulations: list[Subpopulation] = [full]
+    generator = _Generator(pred, columns, int(min_size))
+    root = _Node(full.index, (), 0, 0)
+    generator.remember(root)
+    rng = np.random.default_rng(int(seed))
+    p = len(columns)
+    nominal = [j for j, c in enumerate(columns) if c.kind == "nominal"]
+    idle = paths = 0
+    max_paths = MAX_PATHS_PER_SUBPOPULATION * n_subpopulations + MAX_IDLE_PATHS
+    found = 0
+    while found < n_subpopulations and idle < MAX_IDLE_PATHS and paths < max_paths:
+        paths += 1
+        ranks: list = [None] * p
+        for j in nominal:
+            levels = columns[j].levels
+            rank = np.empty(levels + 1, dtype=np.int64)
+            rank[:levels] = rng.permutation(levels)
+            rank[levels] = levels  # missing stays last
+            ranks[j] = rank
+        node, stalled, added = root, 0, False
+        while found < n_subpopulations:
+            j = int(rng.integers(p))
+            side = int(rng.integers(2))
+            status, child = generator.split(node, j, side, ranks)
+            if status == "small":
+                break
+            if status == "same":
+                stalled += 1
+                if stalled >= MAX_STALLED_STEPS:
+                    break
+                continue
+            stalled = 0
+            if status == "new":
+                found += 1
+                added = True
+                child.id = found
+                subpopulations.append(Subpopulation(
+                    found, child.depth, child.conditions,
+                    describe_conditions(child.conditions), child.index, parent=node.id,
+                ))
+            node = child
+        idle = 0 if added else idle + 1
+    return subpopulations, found, paths, idle
+
+
 def generate_subpopulations(
     pred: Predictions,
     *,
@@ -490,8 +542,7 @@ def generate_subpopulations(
     >>> len(subpops), subpops[0].description
     (6, 'full population')
     """
-    # ~90 lines: public-boundary validation with its messages (each a few lines), then the
-    # generator loop; the loop itself lives in _Generator.
+    # Public-boundary validation with its messages, then the random paths (_draw_paths).
     names = list(pred.covariates.columns) if covariates is None else list(covariates)
     _require_covariates(pred, names, "column")
     for label, value, lowest in (("n_subpopulations", n_subpopulations, 0),
@@ -523,47 +574,9 @@ def generate_subpopulations(
         _prepare_column(name, pred.covariates[name], pred.covariate_kinds.get(name, "ordinal"))
         for name in names
     ]
-    generator = _Generator(pred, columns, int(min_size))
-    root = _Node(full.index, (), 0, 0)
-    generator.remember(root)
-    rng = np.random.default_rng(int(seed))
+    subpopulations, found, paths, idle = _draw_paths(
+        pred, columns, full, int(min_size), int(n_subpopulations), int(seed))
     p = len(columns)
-    nominal = [j for j, c in enumerate(columns) if c.kind == "nominal"]
-    idle = paths = 0
-    max_paths = MAX_PATHS_PER_SUBPOPULATION * n_subpopulations + MAX_IDLE_PATHS
-    found = 0
-    while found < n_subpopulations and idle < MAX_IDLE_PATHS and paths < max_paths:
-        paths += 1
-        ranks: list = [None] * p
-        for j in nominal:
-            levels = columns[j].levels
-            rank = np.empty(levels + 1, dtype=np.int64)
-            rank[:levels] = rng.permutation(levels)
-            rank[levels] = levels  # missing stays last
-            ranks[j] = rank
-        node, stalled, added = root, 0, False
-        while found < n_subpopulations:
-            j = int(rng.integers(p))
-            side = int(rng.integers(2))
-            status, child = generator.split(node, j, side, ranks)
-            if status == "small":
-                break
-            if status == "same":
-                stalled += 1
-                if stalled >= MAX_STALLED_STEPS:
-                    break
-                continue
-            stalled = 0
-            if status == "new":
-                found += 1
-                added = True
-                child.id = found
-                subpopulations.append(Subpopulation(
-                    found, child.depth, child.conditions,
-                    describe_conditions(child.conditions), child.index, parent=node.id,
-                ))
-            node = child
-        idle = 0 if added else idle + 1
     if found < n_subpopulations:
         notes.append(
             f"only {found:,} distinct subpopulations with at least {min_size:,} members could be "
