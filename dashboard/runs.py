@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -243,31 +243,14 @@ def repeats_table(runs: Sequence[Run]) -> pd.DataFrame:
     })
 
 
-def subset_predictions(pred: Predictions, index: Any, *, covariates: bool = True) -> Predictions:
-    """Restrict the predictions to ``index`` (sorted positions), without re-sorting."""
-    index = np.asarray(index)
-    score = pred.score[index]
-    run_end = np.ones(index.size, dtype=bool)
-    run_end[:-1] = score[1:] != score[:-1]
-    extra: dict[str, Any] = {}
-    if covariates:
-        extra["covariates"] = pred.covariates.iloc[index].reset_index(drop=True)
-    else:  # the score-ordered statistics never look at the covariates
-        extra["covariates"] = pd.DataFrame(index=pd.RangeIndex(index.size))
-        extra["covariate_kinds"] = {}
-    if pred.predicted_class is not None:
-        extra["predicted_class"] = pred.predicted_class[index]
-    if pred.true_class is not None:
-        extra["true_class"] = pred.true_class[index]
-    return replace(
-        pred, score=score, label=pred.label[index], weight=pred.weight[index],
-        row=pred.row[index], run_end=run_end, **extra,
-    )
+def subset_predictions(pred: Predictions, index: Any) -> Predictions:
+    """Restrict the predictions to ``index`` (:meth:`mcviz.io.Predictions.subset`)."""
+    return pred.subset(index)
 
 
 def own_cumulative(pred: Predictions, index: Any) -> Any:
     """Return a subpopulation's own cumulative calibration result."""
-    return cumulative_differences(subset_predictions(pred, index, covariates=False))
+    return cumulative_differences(pred, index=index)
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,7 @@ class CumulativeResult:
 def cumulative_differences(
     pred: Predictions,
     *,
+    index: np.ndarray | None = None,
     order_by: str | None = None,
     sigma_method: str = "auto",
 ) -> CumulativeResult:
@@ -127,6 +128,9 @@ def cumulative_differences(
     Parameters
     ----------
     pred : Predictions
+    index : array of int or bool, optional
+        A subpopulation (positions in score order or a mask, as
+        :meth:`~mcviz.io.Predictions.subset` takes): the statistic of its rows alone.
     order_by : str, optional
         Order the observations by this numeric covariate instead of the score (the cumulative
         view along a variable). Rows where it is missing are left off and counted.
@@ -155,6 +159,7 @@ def cumulative_differences(
     >>> round(result.kuiper, 12), round(result.ks, 12)
     (0.1, 0.1)
     """
+    pred = pred.subset(index)
     method = resolve_sigma_method(sigma_method, pred.response_kind).value
     if order_by is None:
         return _cumulative(

@@ -139,7 +139,7 @@ class DeviationResult:
 
 def subpopulation_deviation(
     pred: Predictions,
-    index: np.ndarray,
+    index: np.ndarray | None = None,
     *,
     sigma_method: str = "auto",
     description: str | None = None,
@@ -151,6 +151,7 @@ def subpopulation_deviation(
     pred : Predictions
         The full population.
     index : array of int, or boolean mask of shape (n,)
+        Required (positionally or as ``index=``, the library's convention).
         Positions of the subpopulation's members in ``pred``'s score order (for example
         ``Subpopulation.index`` or :func:`~mcviz.subpopulations.select_rows`); a boolean mask
         over ``pred`` is accepted too. Unsorted positions are sorted; repeated ones are an
@@ -190,6 +191,9 @@ def subpopulation_deviation(
     >>> np.round(result.path, 6).tolist(), round(result.kuiper, 6)
     ([0.0, 0.166667, 0.166667], 0.166667)
     """
+    if index is None:
+        raise ValidationError("subpopulation_deviation needs the subpopulation: index= its "
+                              "positions in score order or a boolean mask.")
     method = resolve_sigma_method(sigma_method, pred.response_kind, statistic="deviation")
     _check_bernoulli(pred, method)
     members = validate_index(pred, index)

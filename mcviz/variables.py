@@ -442,6 +442,7 @@ def variable_calibration(
     pred: Predictions,
     variable: str,
     *,
+    index: np.ndarray | None = None,
     span: float = 0.9,
     degree: int = 2,
     grid_points: int = 500,
@@ -454,6 +455,9 @@ def variable_calibration(
     pred : Predictions
     variable : str
         A numeric (ordinal) covariate.
+    index : array of int or bool, optional
+        A subpopulation (positions in score order or a mask, as
+        :meth:`~mcviz.io.Predictions.subset` takes): the statistic of its rows alone.
     span : float, default 0.9
         LOESS span, 0.3 to 1 (a fraction of the rows outside spikes).
     degree : int, default 2
@@ -488,6 +492,7 @@ def variable_calibration(
     :class:`~mcviz.smoothing.LoessCurve`) are kept on the curve, flagged, named in
     ``warnings`` and left out of VCE(v*).
     """
+    pred = pred.subset(index)
     pred.require_covariate(variable)
     check_span(span, 0.3)
     if _is_nominal(pred, variable):
@@ -547,7 +552,9 @@ def _level_codes(series: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
     return codes, tuple(levels)
 
 
-def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
+def level_calibration(
+    pred: Predictions, variable: str, *, index: np.ndarray | None = None
+) -> LevelCalibration:
     r"""Per-level error rate and mean predicted error of a covariate, with 95% intervals.
 
     Parameters
@@ -555,6 +562,8 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
     pred : Predictions
     variable : str
         Any covariate (nominal ones are the intended use; numeric values become levels).
+    index : array of int or bool, optional
+        A subpopulation (positions in score order or a mask): its rows alone.
 
     Returns
     -------
@@ -577,6 +586,7 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
     >>> result.levels, np.round(result.gap, 10).tolist(), result.vce_at
     (('a', 'b'), [0.35, -0.25], None)
     """
+    pred = pred.subset(index)
     pred.require_covariate(variable)
     error, predicted = prediction_errors(pred)
     codes, levels = _level_codes(pred.covariates[variable])
@@ -706,12 +716,17 @@ def variable_records(pred: Predictions, *, span: float = 0.9) -> list[dict]:
                        "warnings": list(rows[i]["warnings"])} for i in order]
 
 
-def rank_variables(pred: Predictions, *, span: float = 0.9) -> pd.DataFrame:
+def rank_variables(
+    pred: Predictions, *, index: np.ndarray | None = None, span: float = 0.9
+) -> pd.DataFrame:
     """Rank every covariate by VECE (eq. (7)), with VCE(v*) and v* (eq. (8)) beside it.
 
     Parameters
     ----------
     pred : Predictions
+    index : array of int or bool, optional
+        A subpopulation (positions in score order or a mask, as
+        :meth:`~mcviz.io.Predictions.subset` takes): the statistic of its rows alone.
     span : float, default 0.9
         LOESS span for the VCE curves (0.3 to 1).
 
@@ -728,6 +743,7 @@ def rank_variables(pred: Predictions, *, span: float = 0.9) -> pd.DataFrame:
         variable for the most recent ``pred``. :func:`variable_records` gives the same rows
         ready for JSON.
     """
+    pred = pred.subset(index)
     records = variable_records(pred, span=span)
     frame = pd.DataFrame(
         [[record[c] for c in RANK_COLUMNS] for record in records], columns=list(RANK_COLUMNS)
