@@ -4,7 +4,8 @@ One frozen dataclass per computation. Each field carries a :class:`Setting` (its
 command-line flag, its link key and its widget label), and everything else is derived from it:
 
 * the library's defaults (``search_subpopulations(max_conditions=SearchSettings.max_conditions)``);
-* the command line's arguments (:meth:`Settings.add_arguments`, :meth:`Settings.from_arguments`);
+* the command line's options (:func:`mcviz.cli._common.add_settings_arguments` and
+  :func:`~mcviz.cli._common.settings_from_arguments`: flag, type, default and bounds);
 * the dashboard's widgets (:meth:`Setting.widget` gives ``min_value``, ``max_value``, ``step``,
   the label and the help);
 * the shareable link (:meth:`Settings.link_params`, :meth:`Setting.parse` with a message for a
@@ -18,7 +19,6 @@ its value and its bounds). The module imports nothing heavy: the command line re
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import numbers
 import re
@@ -144,33 +144,6 @@ class Settings:
     def setting(cls, name: str) -> Setting:
         """Return the :class:`Setting` called ``name``."""
         return next(spec for spec in cls.settings() if spec.name == name)
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser | Any, *,
-                      required_default: bool = True) -> None:
-        """Add one option per setting; ``required_default=False`` leaves them None when absent.
-
-        The help says the default and the bounds; values are checked when the settings are
-        built (:meth:`from_arguments`), with the bounds in the message.
-        """
-        for spec in cls.settings():
-            parser.add_argument(
-                spec.flag, type=spec.kind,
-                default=spec.default if required_default else None,
-                metavar=spec.metavar,
-                help=f"{spec.help} (default {spec.default}; {spec.low:,}..{spec.high:,})")
-
-    @classmethod
-    def from_arguments(cls, args: argparse.Namespace, **given: Any) -> Settings:
-        """Build from parsed arguments (a setting left None takes its default).
-
-        Each option is read under argparse's name for its flag (``--min-size`` -> ``min_size``).
-        """
-        values = {}
-        for spec in cls.settings():
-            value = getattr(args, spec.flag.lstrip("-").replace("-", "_"), None)
-            values[spec.name] = spec.default if value is None else value
-        return cls(**values, **given)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Settings:

@@ -23,11 +23,13 @@ from mcviz.errors import ValidationError
 
 if TYPE_CHECKING:  # the library loads when a subcommand runs, not for `mcviz --help`
     from mcviz.io import LoadReport, Predictions
+    from mcviz.settings import Settings
 
 __all__ = [
     "Terminated",
     "add_input_arguments",
     "add_json_argument",
+    "add_settings_arguments",
     "apply_weighting",
     "atomic_output",
     "default",
@@ -36,6 +38,7 @@ __all__ = [
     "load_file",
     "load_from_arguments",
     "print_table",
+    "settings_from_arguments",
     "split",
     "work_abandoned",
 ]
@@ -86,6 +89,34 @@ def split(text: str | None) -> list[str] | None:
 def add_json_argument(parser: argparse.ArgumentParser) -> None:
     """Add ``--json`` (print one JSON object instead of a table)."""
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_settings_arguments(parser: Any, settings: type[Settings], *,
+                           required_default: bool = True) -> None:
+    """Add one option per setting of a :mod:`mcviz.settings` class (flag, type, bounds).
+
+    With ``required_default=False`` an absent option stays None (the subcommand can tell
+    whether it was asked for); :func:`settings_from_arguments` then takes the default. The
+    help states the default and the bounds; values are checked when the settings are built,
+    with the bounds in the message (exit status 2).
+    """
+    for spec in settings.settings():
+        parser.add_argument(
+            spec.flag, type=spec.kind, default=spec.default if required_default else None,
+            metavar=spec.metavar,
+            help=f"{spec.help} (default {spec.default}; {spec.low:,}..{spec.high:,})")
+
+
+def settings_from_arguments(settings: type[Settings], args: argparse.Namespace) -> Settings:
+    """Build the settings from parsed options (an option left None takes its default).
+
+    Each option is read under argparse's name for its flag (``--min-size`` -> ``min_size``).
+    """
+    values = {}
+    for spec in settings.settings():
+        value = getattr(args, spec.flag.lstrip("-").replace("-", "_"), None)
+        values[spec.name] = spec.default if value is None else value
+    return settings(**values)
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:

@@ -48,7 +48,7 @@ def add_multicalibration_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--covariates", help="comma-separated covariates (also those Algorithm 1 splits on)"
     )
-    SubpopulationSettings.add_arguments(group, required_default=False)
+    _common.add_settings_arguments(group, SubpopulationSettings, required_default=False)
     group.add_argument(
         "--groups", help="comma-separated boolean or categorical columns used as groups"
     )
@@ -104,7 +104,7 @@ def _classical(pred: Predictions) -> dict | None:
 
 def _settings(args: argparse.Namespace) -> tuple[int, int, int, int]:
     """Return n_subpopulations, min_size, seed, repeats (defaults and bounds: the settings)."""
-    settings = SubpopulationSettings.from_arguments(args)
+    settings = _common.settings_from_arguments(SubpopulationSettings, args)
     return settings.n_subpopulations, settings.min_size, settings.seed, settings.repeats
 
 

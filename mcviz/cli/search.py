@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common.add_input_arguments(parser)
     parser.add_argument("--covariates", help="comma-separated covariates to search (default: "
                         "every column that is not the score, label or weight)")
-    SearchSettings.add_arguments(parser)  # defaults and bounds: mcviz.settings
+    _common.add_settings_arguments(parser, SearchSettings)  # defaults, bounds: mcviz.settings
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy",
                         help="duckdb or spark: search a sample of the Parquet data, then "
                         "measure the findings on every row (default numpy: all in memory)")
