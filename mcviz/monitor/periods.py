@@ -25,6 +25,7 @@ number) the caller gives. It must hold at least one period and leave at least on
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -222,8 +223,10 @@ def _times(values: pd.Series, column: str, rows: np.ndarray) -> tuple[np.ndarray
 def _parse_text(series: pd.Series, column: str, rows: np.ndarray) -> pd.Series:
     text = series.astype(str)
     try:
-        parsed = pd.to_datetime(text, errors="coerce", format="mixed")
-    except (ValueError, TypeError):  # mixed UTC offsets: pandas asks for utc=True
+        with warnings.catch_warnings():  # mixed UTC offsets: pandas asks for utc=True
+            warnings.simplefilter("error", FutureWarning)
+            parsed = pd.to_datetime(text, errors="coerce", format="mixed")
+    except (ValueError, TypeError, FutureWarning):
         parsed = None
     if parsed is None or not pd.api.types.is_datetime64_any_dtype(parsed):
         try:
