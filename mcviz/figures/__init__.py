@@ -48,3 +48,6 @@ __all__ += ["format_number", "subscript"]
 from mcviz.figures.corp import corp_figure, smooth_reliability_figure  # noqa: E402
 
 __all__ += ["corp_figure", "smooth_reliability_figure"]
+from mcviz.figures.monitor import monitor_heatmap_figure, monitor_series_figure  # noqa: E402
+
+__all__ += ["monitor_heatmap_figure", "monitor_series_figure"]

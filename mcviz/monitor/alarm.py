@@ -199,9 +199,10 @@ def scan(x: np.ndarray, n: np.ndarray, v: np.ndarray, n_reference: int,
                     + dn**2 * ref_var[:, None])
     inverse = safe_ratio(1.0, scale)  # an empty window (scale 0) has z = 0
     inverse[~np.isfinite(inverse)] = 0.0
-    dx = cx[..., plan.end] - cx[..., plan.start]
-    dx -= delta[..., None] * dn  # eq. (1), numerator
-    z = np.abs(dx, out=dx)
+    cx -= delta[..., None] * cn  # the path relative to the reference gap
+    z = np.take(cx, plan.end, axis=-1)
+    z -= np.take(cx, plan.start, axis=-1)  # eq. (1), numerator
+    np.abs(z, out=z)
     z *= inverse
     return np.maximum.reduceat(z, plan.first, axis=-1)  # eq. (2)
 

@@ -81,13 +81,14 @@ class SeriesMonitor:
     alarm : bool
     first_alarm : int or None
         The first period whose statistic exceeds the threshold.
-    change_start : int or None
-        Start of the window that fired first (where the change is estimated to begin).
+    change_start, change_end : int or None
+        With an alarm, the first and last period of the window with the largest :math:`|z|`
+        (eq. (1) of :mod:`mcviz.monitor.alarm`) over the horizon: where the change shows most.
     shift, ci_low, ci_high : float
-        Mean of R - S from ``change_start`` (without an alarm: from the first monitored
-        period) to the last period, minus the reference gap, and its 95% interval
-        (:math:`\pm 1.96\sqrt{\Delta v/\Delta n^2 + V/N^2}`; the interval does not allow for
-        the change point having been chosen by the scan).
+        Mean of R - S over that window (without an alarm: over every monitored period) minus
+        the reference gap :math:`\hat\delta`, and its 95% interval
+        :math:`\pm 1.96\sqrt{\Delta v/\Delta n^2 + V/N^2}` (the interval does not allow for
+        the window having been chosen by the scan).
     p_adjusted : float
         Eq. (4) of :mod:`mcviz.monitor.alarm`: adjusted for every series and period.
     sentence : str
@@ -110,6 +111,7 @@ class SeriesMonitor:
     alarm: bool
     first_alarm: int | None
     change_start: int | None
+    change_end: int | None
     shift: float
     ci_low: float
     ci_high: float
@@ -385,8 +387,9 @@ def _series(sub: Subpopulation, k: int, sums: dict[str, np.ndarray], statistic: 
     kuiper_z = float(safe_ratio(kuiper, post_sigma)) if post_sigma > 0 else 0.0
     fired = np.flatnonzero(statistic > c)
     first = int(r + fired[0]) if fired.size else None
-    start = _change_start(x, n, v, delta, ref_var, r, first) if first is not None else r
-    dn, dx, dv = n[start:].sum(), x[start:].sum(), v[start:].sum()
+    start, end = (_strongest_window(x, n, v, delta, ref_var, r, plan) if first is not None
+                  else (r, n.size - 1))
+    dn, dx, dv = n[start:end + 1].sum(), x[start:end + 1].sum(), v[start:end + 1].sum()
     shift = float(safe_ratio(dx - delta * dn, dn)) if dn > 0 else float("nan")
     half = Z95 * np.sqrt(float(safe_ratio(dv, dn**2)) + ref_var) if dn > 0 else float("nan")
     p_adjusted = float(adjusted_p(np.array([statistic.max()]), maxima)[0])
@@ -399,17 +402,20 @@ def _series(sub: Subpopulation, k: int, sums: dict[str, np.ndarray], statistic: 
             "z": z, "reference_gap": delta, "path": path, "path_x": path_x, "sigma": sigma,
             "kuiper_z": kuiper_z, "kuiper_p": float(brownian_range_sf(kuiper_z)),
             "statistic": full_statistic, "alarm": first is not None, "first_alarm": first,
-            "change_start": start if first is not None else None, "shift": shift,
+            "change_start": start if first is not None else None,
+            "change_end": end if first is not None else None, "shift": shift,
             "ci_low": shift - half, "ci_high": shift + half, "p_adjusted": p_adjusted}
     return SeriesMonitor(**view, sentence=_sentence(view, periods))
 
 
-def _change_start(x, n, v, delta, ref_var, r, first) -> int:
-    """Start of the window with the largest |z| among those ending at ``first``."""
-    cx, cn, cv = (np.cumsum(a[r:first + 1][::-1])[::-1] for a in (x, n, v))
-    scale = np.sqrt(cv + cn**2 * ref_var)
-    z = np.abs(cx - delta * cn) / np.where(scale > 0, scale, np.inf)
-    return int(r + np.argmax(z))
+def _strongest_window(x, n, v, delta, ref_var, r, plan) -> tuple[int, int]:
+    """First and last period of the scanned window with the largest |z| (eq. (1))."""
+    cx, cn, cv = (np.concatenate(([0.0], np.cumsum(a[r:]))) for a in (x, n, v))
+    dn = cn[plan.end] - cn[plan.start]
+    scale = np.sqrt(cv[plan.end] - cv[plan.start] + dn**2 * ref_var)
+    z = np.abs(cx[plan.end] - cx[plan.start] - delta * dn) / np.where(scale > 0, scale, np.inf)
+    best = int(np.argmax(z))
+    return r + int(plan.start[best]), r + int(plan.end[best]) - 1
 
 
 def _sentence(view: dict, periods: Periods) -> str:
@@ -422,8 +428,12 @@ def _sentence(view: dict, periods: Periods) -> str:
         return f"{who} has no rows after the reference."
     direction = "above" if shift > 0 else "below"
     if view["alarm"]:
-        return (f"{who}: from the {noun} of {periods.labels[view['change_start']]} outcomes ran "
-                f"{abs(shift):.3f} {direction} the scores relative to the reference (95% CI "
+        span = (f"in the {noun} of {periods.labels[view['change_start']]}"
+                if view["change_start"] == view["change_end"] else
+                f"from the {noun} of {periods.labels[view['change_start']]} to that of "
+                f"{periods.labels[view['change_end']]}")
+        return (f"{who}: {span} outcomes ran {abs(shift):.3f} {direction} the scores "
+                f"relative to the reference (95% CI "
                 f"{low:+.3f} to {high:+.3f}); first alarm in the {noun} of "
                 f"{periods.labels[view['first_alarm']]} (p = {p:.3g}, adjusted for every "
                 f"segment and period).")

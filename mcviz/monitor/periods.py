@@ -4,7 +4,8 @@ A time column holds dates or datetimes (a ``datetime64`` column, time-zone aware
 text that pandas parses as dates) or numbers (integers such as a day or batch number). It is
 inferred from the covariates when not named: the first datetime column, else the first text
 column whose name reads like a time (``date``, ``time``, ``day``, ``week``, ``month``, ...) and
-whose values parse as dates, else the first integer column with such a name.
+whose values parse as dates, else the first integer column named plainly as a time (``t``,
+``day``, ``week``, ``year``, ``period``, ``step``, ...; not ``hours_per_week``).
 
 Periods
 -------
@@ -41,6 +42,8 @@ MAX_PERIODS = 1000
 """At most this many periods (the alarm statistic's windows grow with their square)."""
 _TIME_NAME = re.compile(r"(^|[_\s.-])(date|time|timestamp|datetime|day|week|month|quarter|year|"
                         r"period|when|t)($|[_\s.-])|date|time", re.IGNORECASE)
+_TIME_WORDS = {"t", "time", "timestamp", "date", "day", "week", "month", "quarter", "year",
+               "period", "step", "epoch", "batch", "timestep", "dayindex", "weeknumber"}
 _DAY_NS = 86_400 * 10**9
 
 
@@ -115,8 +118,9 @@ def infer_time_column(frame: pd.DataFrame, exclude: Sequence[str] = ()) -> str |
             sample = series.dropna().astype(str).head(200)
             if len(sample) and _parses(sample):
                 return name
-    for name in timely:
-        if pd.api.types.is_integer_dtype(frame[name]):
+    for name in names:  # integers only under a plain time name ("week", not "hours_per_week")
+        if re.sub(r"[^a-z]", "", name.lower()) in _TIME_WORDS and pd.api.types.is_integer_dtype(
+                frame[name]):
             return name
     return None
 

@@ -96,3 +96,4 @@ def test_time_role_inference():
     assert infer_time_column(frame.drop(columns="when")) == "date_text"
     assert infer_time_column(pd.DataFrame({"week": [1, 2], "name": ["a", "b"]})) == "week"
     assert infer_time_column(pd.DataFrame({"size": [1, 2], "name": ["a", "b"]})) is None
+    assert infer_time_column(pd.DataFrame({"hours_per_week": [40, 38]})) is None
