@@ -5,9 +5,9 @@ The scheme of MCGrad [1] (Algorithm 1 there), with LightGBM, started from the Pl
 starts from :math:`\operatorname{logit} s`: trees approximate a global rescaling of the logit
 only by steps, whose error every segment then carries). Round :math:`r` fits a LightGBM
 ensemble :math:`h_r` of cross-entropy trees to the responses with :math:`f_{r-1}` as the base
-margin (``init_score``) and the covariates *and* :math:`f_{r-1}` as features (so a tree can split on the current prediction:
-that is what makes the result calibrated within the segments the trees find, at every score),
-then rescales:
+margin (``init_score``) and the covariates *and* :math:`f_{r-1}` as features (so a tree can
+split on the current prediction: that is what makes the result calibrated within the segments
+the trees find, at every score), then rescales:
 
 .. math::
     f_r = \alpha_r \left(f_{r-1} + h_r(x, f_{r-1})\right), \qquad
