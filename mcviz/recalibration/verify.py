@@ -38,6 +38,7 @@ from mcviz.recalibration.recalibrator import Recalibrator
 __all__ = ["FixResult", "FixSide", "verify_fix"]
 
 Z_95 = 1.959963984540054
+ALPHA = 0.05
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -94,6 +95,9 @@ class FixResult:
     findings : tuple of str
         Descriptions (filter language) of the findings judged: the search's on the fit rows,
         the fix's terms and the caller's scopes, each once.
+    confirmed : tuple of bool
+        Per finding: confirmed (Holm-adjusted held-out p below 0.05 in the search on the fit
+        rows, or a term of the fix); False for the caller's scopes and unconfirmed findings.
     before, after : FixSide
     log_loss_change : tuple of float
         Mean per-row change of the held-out log loss and its 95% interval.
@@ -115,6 +119,7 @@ class FixResult:
     fit_index: np.ndarray
     eval_index: np.ndarray
     findings: tuple[str, ...]
+    confirmed: tuple[bool, ...]
     before: FixSide
     after: FixSide
     log_loss_change: tuple[float, float, float]
@@ -252,15 +257,18 @@ def verify_fix(
     fit_pred, eval_pred = subset(pred, fit_index), subset(pred, eval_index)
     names = list(pred.covariates.columns) if covariates is None else list(covariates)
     descriptions: list[str] = []
+    confirmed: set[str] = set()
     if search and names:
         from mcviz.search import search_subpopulations
 
         report(0.0, "searching the fit rows")
         found = search_subpopulations(fit_pred, covariates=names, seed=seed)
         descriptions += [f.description for f in found.findings]
+        confirmed |= {f.description for f in found.findings if f.p_adjusted < ALPHA}
     report(0.2, f"fitting the {fix.method} fix")
     fix.fit(fit_pred, progress=lambda f, t: report(0.2 + 0.5 * f, t))
     descriptions += [t.description for t in fix.terms]
+    confirmed |= {t.description for t in fix.terms}
     descriptions += [str(s) for s in scopes]
     report(0.7, "judging on the held-out rows")
     new_scores = fix.transform(eval_pred)
@@ -301,5 +309,6 @@ def verify_fix(
     report(1.0, "done")
     return FixResult(fix.method, fix, bool(accepted), bool(meaningful), reason,
                      int(fit_index.size), int(eval_index.size), fit_index, eval_index,
-                     tuple(kept), before, after, change, eval_pred, eval_after, position,
+                     tuple(kept), tuple(d in confirmed for d in kept), before, after, change,
+                     eval_pred, eval_after, position,
                      tuple(notes), time.perf_counter() - started)
