@@ -27,6 +27,7 @@ PAGE_LIST = [  # file and url path, title, icon
     ("subpopulations", "Subpopulations", ":material/filter_alt:"),
     ("groupings", "Groupings", ":material/category:"),
     ("screening", "Screening", ":material/storage:"),
+    ("fix", "Fix", ":material/build:"),
     ("report", "Report", ":material/description:"),
 ]
 PAGES = [st.Page(HERE / "pages" / f"{name}.py", title=title, icon=icon, url_path=name,

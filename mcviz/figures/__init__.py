@@ -48,3 +48,6 @@ __all__ += ["format_number", "subscript"]
 from mcviz.figures.corp import corp_figure, smooth_reliability_figure  # noqa: E402
 
 __all__ += ["corp_figure", "smooth_reliability_figure"]
+from mcviz.figures.decision import decision_curve_figure  # noqa: E402
+
+__all__ += ["decision_curve_figure"]

@@ -141,8 +141,8 @@ class FixResult:
         m = self.metric_reduction
         m_text = (f"removes {m:.0%} of held-out M" if m >= 0
                   else f"raises held-out M by {-m:.0%}")
-        l_text = (f"improves log loss by {loss:.1%}" if loss >= 0
-                  else f"worsens log loss by {-loss:.1%}")
+        l_text = (f"improves log loss by {_percent(loss)}" if loss >= 0
+                  else f"worsens log loss by {_percent(-loss)}")
         tail = "" if self.meaningful else " (no meaningful change: within noise)"
         head = "" if self.accepted else "rejected: "
         return f"{head}the {self.method} fix {m_text} and {l_text}{tail}"
@@ -155,6 +155,11 @@ class FixResult:
                 "notes": list(self.notes),
                 "before": self.before.as_json(self.findings),
                 "after": self.after.as_json(self.findings)}
+
+
+def _percent(share: float) -> str:
+    """A share as a percentage with two significant digits below 1% (0.043%, 0.4%, 3.6%)."""
+    return f"{share:.1%}" if share >= 0.01 else f"{share * 100:.2g}%"
 
 
 def _side(pred: Predictions, family: list, findings_ids: list[int], null_draws: int,
