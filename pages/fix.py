@@ -59,8 +59,10 @@ verdict = result.verdict[0].upper() + result.verdict[1:]
 ui.caption(result.reason)
 ui.caption(f"Map: {result.recalibrator.describe()} · fitted on {result.n_fit:,} rows, judged on "
            f"{result.n_eval:,} held-out rows.")
-for note in result.notes:
-    ui.caption(note)
+if result.notes:
+    with st.expander(f"Notes of the fit ({len(result.notes)})"):
+        for note in result.notes:
+            ui.caption(note)
 
 cells = st.columns(2)
 with cells[0]:

@@ -127,7 +127,7 @@ def impact_sentence(t: float, loss: float, low: float, high: float, changed: flo
     head = f"at a threshold of {t:g}, "
     if changed == 0:
         return head + "this miscalibration does not change decisions"
-    ci = f"(CI {low:.1f}–{high:.1f})"
+    ci = f"(CI {low:.1f}–{high:.1f})" if low >= 0 else f"(CI {low:.1f} to {high:.1f})"
     if low > 0:
         return (head + f"this miscalibration costs {loss:.1f} net true positives per 1,000 "
                 f"decisions {ci}")
