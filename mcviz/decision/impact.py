@@ -119,7 +119,7 @@ def impact_sentence(t: float, loss: float, low: float, high: float, changed: flo
 
     Examples
     --------
-    >>> impact_sentence(0.3, 4.1, 2.0, 6.3, 0.05)[-60:]
+    >>> impact_sentence(0.3, 4.1, 2.0, 6.3, 0.05)[-61:]
     'costs 4.1 net true positives per 1,000 decisions (CI 2.0–6.3)'
     >>> impact_sentence(0.3, 0.0, 0.0, 0.0, 0.0)
     'at a threshold of 0.3, this miscalibration does not change decisions'
