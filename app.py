@@ -28,6 +28,7 @@ PAGE_LIST = [  # file and url path, title, icon
     ("groupings", "Groupings", ":material/category:"),
     ("screening", "Screening", ":material/storage:"),
     ("monitor", "Monitor", ":material/monitoring:"),
+    ("fix", "Fix", ":material/build:"),
     ("report", "Report", ":material/description:"),
 ]
 PAGES = [st.Page(HERE / "pages" / f"{name}.py", title=title, icon=icon, url_path=name,

@@ -51,3 +51,6 @@ __all__ += ["corp_figure", "smooth_reliability_figure"]
 from mcviz.figures.monitor import monitor_heatmap_figure, monitor_series_figure  # noqa: E402
 
 __all__ += ["monitor_heatmap_figure", "monitor_series_figure"]
+from mcviz.figures.decision import decision_curve_figure  # noqa: E402
+
+__all__ += ["decision_curve_figure"]
