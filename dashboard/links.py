@@ -24,6 +24,8 @@ _SIMPLE = {  # query parameter -> widget key
     "l": s.W_L, "m": s.W_M, "seed": s.W_SEED, "reps": s.W_REPEATS, "bins": s.W_BINS,
     "var": s.W_VARIABLE, "score2": s.W_SCORE2, "sub": s.W_SELECTED, "group": s.W_GROUP,
     "filter": s.W_FILTER, "scope": s.W_SCOPE, "ssub": s.W_SCOPE_SUB, "slevel": s.W_SCOPE_LEVEL,
+    "mtime": s.W_MON_TIME, "mper": s.W_MON_PERIOD, "mref": s.W_MON_REFERENCE,
+    "mfil": s.W_MON_FILTERS,
 }
 _SETTINGS = {s.W_L: "n_subpopulations", s.W_M: "min_size", s.W_SEED: "seed",
              s.W_REPEATS: "repeats"}  # widget key -> setting (bounds written once: mcviz.settings)
@@ -32,7 +34,7 @@ _INT_RANGES = {  # widget key -> inclusive range accepted from a link
        for key, name in _SETTINGS.items()},
     s.W_SELECTED: (0, 10**9), s.W_SCOPE_SUB: (0, 10**9),
 }
-_KNOWN = {*_SIMPLE, "page", "demo", "sha", "map", "subcov", "pm", "sp"}
+_KNOWN = {*_SIMPLE, "page", "demo", "sha", "map", "subcov", "pm", "sp", "mseg", "msrch"}
 _MAX_TEXT = 2_000
 _SHA = re.compile(r"[0-9a-f]{64}")
 _WEIGHTINGS = (None, "proportional", "proportional-shifted", "low-prevalence")
@@ -68,6 +70,10 @@ def encode_state(state: Mapping[str, Any], page: str | None = None) -> dict[str,
     covariates = state.get(s.W_SUBCOVS)
     if covariates:
         params["subcov"] = json.dumps(list(covariates), separators=(",", ":"))
+    if state.get(s.W_MON_SEGMENTS):  # the Monitor page's segment columns (issue 29)
+        params["mseg"] = json.dumps(list(state[s.W_MON_SEGMENTS]), separators=(",", ":"))
+    if state.get(s.W_MON_SEARCH):
+        params["msrch"] = "1"
     if state.get(s.W_PRESENTATION):
         params["pm"] = "1"
     if state.get(s.SUBPOP) is not None:
@@ -134,6 +140,16 @@ def decode_params(params: Mapping[str, Any]) -> DecodedLink:
             restored[s.W_SUBCOVS] = covariates
         except (ValueError, TypeError):
             messages.append("link parameter subcov is not a list of column names; ignored.")
+    if "mseg" in params:  # the Monitor page's segment columns (issue 29)
+        try:
+            columns = json.loads(_text(params["mseg"]))
+            if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+                raise TypeError
+            restored[s.W_MON_SEGMENTS] = columns
+        except (ValueError, TypeError):
+            messages.append("link parameter mseg is not a list of column names; ignored.")
+    if params.get("msrch") == "1":
+        restored[s.W_MON_SEARCH] = True
     if params.get("pm") == "1":
         restored[s.W_PRESENTATION] = True
     if params.get("sp") == "1":

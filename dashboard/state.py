@@ -18,6 +18,7 @@ __all__ = ["DEFAULTS", "DEMOS", "ColumnMapping", "default_mapping", "parse_bin_c
 DEMOS = {
     "adult": "Adult (binary, UCI census income)",
     "letter": "Letter recognition (multi-class, 26 letters)",
+    "flights": "NYC flights 2013 (binary, dated: arrival delays)",
 }
 
 # Session-state keys. Keys starting with "w_" belong to widgets and are re-assigned on every
@@ -49,9 +50,13 @@ W_GROUP = "w_group"
 W_SCOPE = "w_scope"  # review view: "full", "argmax", "sub", "filter", "level"
 W_SCOPE_SUB = "w_scope_sub"
 W_SCOPE_LEVEL = "w_scope_level"
+W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE = "w_mon_time", "w_mon_period", "w_mon_reference"
+W_MON_SEGMENTS, W_MON_FILTERS, W_MON_SEARCH = "w_mon_segments", "w_mon_filters", "w_mon_search"
+MONITOR_KEYS = (W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE, W_MON_SEGMENTS, W_MON_FILTERS,
+                W_MON_SEARCH)  # the Monitor page (issue 29)
 WIDGET_KEYS = (
     W_DEMO, W_PRESENTATION, W_SCORE2, W_VARIABLE, W_BINS, W_L, W_M, W_SEED, W_REPEATS,
-    W_SUBCOVS, W_SELECTED, W_FILTER, W_GROUP, W_SCOPE, W_SCOPE_SUB, W_SCOPE_LEVEL,
+    W_SUBCOVS, W_SELECTED, W_FILTER, W_GROUP, W_SCOPE, W_SCOPE_SUB, W_SCOPE_LEVEL, *MONITOR_KEYS,
 )
 DEFAULTS: dict[str, Any] = {
     W_DEMO: "adult",
@@ -65,6 +70,10 @@ DEFAULTS: dict[str, Any] = {
     W_SELECTED: 0,
     W_FILTER: "",
     W_SCOPE: "full",
+    W_MON_PERIOD: "week",
+    W_MON_REFERENCE: "",
+    W_MON_FILTERS: "",
+    W_MON_SEARCH: False,
 }
 NO_SCORE = "(none)"
 SCOPES = ("full", "argmax", "sub", "filter", "level")

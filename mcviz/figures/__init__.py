@@ -51,3 +51,9 @@ __all__ += ["corp_figure", "smooth_reliability_figure"]
 from mcviz.figures._text import escape_figure, plotly_text, plotly_texts  # noqa: E402
 
 __all__ += ["escape_figure", "plotly_text", "plotly_texts"]
+from mcviz.figures.monitor import monitor_heatmap_figure, monitor_series_figure  # noqa: E402
+
+__all__ += ["monitor_heatmap_figure", "monitor_series_figure"]
+from mcviz.figures.decision import decision_curve_figure  # noqa: E402
+
+__all__ += ["decision_curve_figure"]
