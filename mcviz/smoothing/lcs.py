@@ -187,13 +187,9 @@ def local_calibration_score(
     Parameters
     ----------
     score : Predictions, or ndarray of shape (n,)
-        The predictions (the library's convention, ``(pred, *, index=None, ...)``; their
-        responses must be 0/1, :func:`mcviz.rules.check_lcs_response`), or scores in [0, 1]
-        (ascending as in :class:`~mcviz.io.Predictions`; sorted here if not).
-    label : ndarray of shape (n,), optional
-        With arrays only: 0/1 labels in the same order.
-    weight : ndarray, optional
-        With arrays only: weights of the window means and of the density.
+        Predictions with 0/1 responses, or scores in [0, 1] (sorted here if not ascending).
+    label, weight : ndarray of shape (n,), optional
+        With score arrays only: 0/1 labels and the weights of the window means and density.
     index : array of int or bool, optional
         A subpopulation (positions in score order or a mask): its own LCS.
     span : float, default 0.15
