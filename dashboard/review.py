@@ -29,6 +29,7 @@ from mcviz.figures import (
 from mcviz.figures.corp import corp_figure  # not exported by mcviz.figures yet
 from mcviz.io import Predictions
 from mcviz.measures import corp_reliability
+from mcviz.rules import lcs_applies, lcs_refusal
 from mcviz.smoothing import local_calibration_score
 from mcviz.variables import level_calibration, variable_calibration
 
@@ -91,8 +92,8 @@ def review_results(
         except ValidationError as error:
             curves_note = str(error)
     lcs, lcs_note = None, None
-    if pred.response_kind != "binary":
-        lcs_note = "The Local Calibration Score needs 0/1 responses; these are real-valued."
+    if not lcs_applies(pred.response_kind):  # the one rule and its words (mcviz.rules)
+        lcs_note = lcs_refusal(pred.response_kind)
     else:
         try:
             lcs = compute(f"lcs:{key}", local_calibration_score, part.score, part.label,
