@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from mcviz.cumulative import CumulativeResult
 from mcviz.deviation import DeviationResult
-from mcviz.figures._format import format_number, format_ticks
+from mcviz.figures.format import format_number, format_ticks
 from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, VERMILION, apply_style
 
 __all__ = ["cumulative_figure", "deviation_figure"]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from mcviz.figures._format import format_number, format_ticks
+from mcviz.figures.format import format_number, format_ticks
 from mcviz.figures._style import BLACK, BLUE, GRAY, LIGHT_GRAY, VERMILION, apply_style
 from mcviz.smoothing import LoessCurve
 from mcviz.variables import LevelCalibration, VariableCalibration
