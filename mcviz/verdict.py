@@ -128,7 +128,7 @@ def calibration_sentence(result: Any, *, description: str = "full population",
 
     >>> from types import SimpleNamespace as R
     >>> calibration_sentence(R(kuiper_z=2.08, p_value=0.148, n=48842))[0]
-    'The full population (48,842 rows) is calibrated within what chance produces: the largest gap of the cumulative differences is D/σ = 2.08 standard deviations (p = 0.15).'
+    'The full population (48,842 rows) is calibrated within what chance produces: its cumulative differences reach D/σ = 2.08 (p = 0.15).'
     """  # noqa: E501
     size = int(result.n)
     scope = _scope_words(description, size, total or size)
@@ -141,11 +141,10 @@ def calibration_sentence(result: Any, *, description: str = "full population",
         return (f"{scope} deviates from the full population's calibration beyond chance: "
                 f"D/σ = {z} (p {_p_phrase(p)})."), ok
     if ok:
-        return (f"{scope} is calibrated within what chance produces: the largest gap of the "
-                f"cumulative differences is D/σ = {z} standard deviations (p {_p_phrase(p)})."
-                ), ok
-    return (f"{scope} is miscalibrated beyond chance: the largest gap of the cumulative "
-            f"differences is D/σ = {z} standard deviations (p {_p_phrase(p)})."), ok
+        return (f"{scope} is calibrated within what chance produces: its cumulative "
+                f"differences reach D/σ = {z} (p {_p_phrase(p)})."), ok
+    return (f"{scope} is miscalibrated beyond chance: its cumulative differences reach "
+            f"D/σ = {z} (p {_p_phrase(p)})."), ok
 
 
 def _p_phrase(p: str) -> str:
@@ -172,9 +171,7 @@ def multicalibration_sentence(result: Any, null: Any = None, *, level: float = L
             f"{result.argmax.description})")
     if null is None:
         cost = f" ({estimate})" if estimate else ""
-        return (f"{head} is not yet tested against chance: with {count} subpopulations chance "
-                f"alone makes the largest deviation look large; compute its null "
-                f"distribution{cost}.")
+        return f"{head} is not yet tested against chance{cost}."
     p = format_p(null.p_value)
     if float(null.p_value) < level:
         return (f"{head} is beyond chance: p {_p_phrase(p)} from {int(null.draws):,} null "

@@ -36,7 +36,8 @@ def format_number(value: object, *, digits: int = 4, kind: str | None = None) ->
 
     Dates are written as dates; integers with thousands separators; other numbers with
     ``digits`` significant digits, in plain notation from 1e-4 up to 1e15 (large whole numbers
-    with separators) and in scientific notation outside; ``kind="p"`` writes p-values that underflow as ``"< 1e-300"``.
+    with separators) and in scientific notation outside; ``kind="p"`` writes p-values that
+    underflow as ``"< 1e-300"``.
 
     >>> format_number(0.00404), format_number(4960.2), format_number(1234567)
     ('0.00404', '4,960', '1,234,567')

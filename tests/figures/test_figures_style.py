@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 import pytest
 
 from mcviz.figures import apply_style, format_number, subscript
-from mcviz.figures.format import format_ticks
 from mcviz.figures._style import LINE_WIDTH, PRESENTATION_LINE_WIDTH
+from mcviz.figures.format import format_ticks
 
 
 def _band_and_line() -> go.Figure:
