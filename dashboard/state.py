@@ -18,6 +18,7 @@ __all__ = ["DEFAULTS", "DEMOS", "ColumnMapping", "default_mapping", "parse_bin_c
 DEMOS = {
     "adult": "Adult (binary, UCI census income)",
     "letter": "Letter recognition (multi-class, 26 letters)",
+    "flights": "NYC flights 2013 (binary, dated: arrival delays)",
 }
 
 # Session-state keys. Keys starting with "w_" belong to widgets and are re-assigned on every
@@ -55,10 +56,14 @@ W_FINDINGS = "w_sub_findings"  # searched: findings reported
 W_NULL_DRAWS = "w_null_draws"  # generated: draws of the null distribution of M
 AUTO_NULL = "auto_null"  # a shared link asks for the null distribution of M
 NULL_SHOWN = "null_shown"  # the null distribution of the current subpopulations is held
+W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE = "w_mon_time", "w_mon_period", "w_mon_reference"
+W_MON_SEGMENTS, W_MON_FILTERS, W_MON_SEARCH = "w_mon_segments", "w_mon_filters", "w_mon_search"
+MONITOR_KEYS = (W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE, W_MON_SEGMENTS, W_MON_FILTERS,
+                W_MON_SEARCH)  # the Monitor page (issue 29)
 WIDGET_KEYS = (
     W_DEMO, W_PRESENTATION, W_SCORE2, W_VARIABLE, W_BINS, W_L, W_M, W_SEED, W_REPEATS,
     W_SUBCOVS, W_SELECTED, W_FILTER, W_GROUP, W_SCOPE, W_SCOPE_SUB, W_SCOPE_LEVEL,
-    W_SUB_MODE, W_CONDITIONS, W_FINDINGS, W_NULL_DRAWS,
+    W_SUB_MODE, W_CONDITIONS, W_FINDINGS, W_NULL_DRAWS, *MONITOR_KEYS,
 )
 DEFAULTS: dict[str, Any] = {
     W_DEMO: "adult",
@@ -76,6 +81,10 @@ DEFAULTS: dict[str, Any] = {
     W_CONDITIONS: 3,
     W_FINDINGS: 5,
     W_NULL_DRAWS: 200,
+    W_MON_PERIOD: "week",
+    W_MON_REFERENCE: "",
+    W_MON_FILTERS: "",
+    W_MON_SEARCH: False,
 }
 NO_SCORE = "(none)"
 SCOPES = ("full", "argmax", "sub", "filter", "level")
@@ -210,7 +219,7 @@ def digest(raw: bytes) -> str:
 
 
 def subpopulation_params(state: Mapping[str, Any], covariates: Any) -> dict[str, Any]:
-    """The Subpopulations page's settings from the session's widgets (what Compute runs).
+    """Return the Subpopulations page's settings from the session's widgets (what Compute runs).
 
     ``covariates`` are the mapping's covariates: the chosen ones that are among them, or all.
     """

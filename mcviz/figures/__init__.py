@@ -54,3 +54,9 @@ __all__ += ["format_interval", "format_number", "format_p", "format_percent", "s
 from mcviz.figures.corp import corp_figure, smooth_reliability_figure  # noqa: E402
 
 __all__ += ["corp_figure", "smooth_reliability_figure"]
+from mcviz.figures.monitor import monitor_heatmap_figure, monitor_series_figure  # noqa: E402
+
+__all__ += ["monitor_heatmap_figure", "monitor_series_figure"]
+from mcviz.figures.decision import decision_curve_figure  # noqa: E402
+
+__all__ += ["decision_curve_figure"]
