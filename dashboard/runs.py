@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.multical import multicalibration
+from mcviz.review import Compute, direct, own_cumulative, subset_predictions
 from mcviz.search import search_subpopulations
 from mcviz.settings import SearchSettings, SubpopulationSettings
 from mcviz.subpopulations import (
@@ -32,19 +32,12 @@ from mcviz.subpopulations import (
     group_subpopulations,
 )
 
-__all__ = ["MODES", "Run", "RunSettings", "Scope", "Verdict", "argmax_verdict", "resolve_scope",
-           "run_subpopulations", "scope_levels", "search_verdict", "with_adjusted",
-           "with_holm"]
+__all__ = ["MODES", "Compute", "Run", "RunSettings", "Scope", "Verdict", "argmax_verdict",
+           "own_cumulative", "resolve_scope", "run_subpopulations", "scope_levels",
+           "search_verdict", "subset_predictions", "with_adjusted", "with_holm"]
 
 MODES = {"generated": "generated (Algorithm 1 of paper 000)", "searched": "searched"}
 """How the Subpopulations page finds its subpopulations: random median splits or the search."""
-
-Compute = Callable[..., Any]
-"""``compute(name, fn, *args, **kwargs)``: calls ``fn``; a page's version caches the call."""
-
-
-def _direct(_name: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
-    return fn(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -99,7 +92,7 @@ def run_subpopulations(
     pred: Predictions,
     settings: RunSettings,
     *,
-    compute: Compute = _direct,
+    compute: Compute = direct,
     progress: Callable[[float, str], None] | None = None,
 ) -> tuple[Run, ...]:
     """Generate and measure the subpopulations of every repeat (seeds seed, seed + 1, ...).
@@ -241,16 +234,6 @@ def repeats_table(runs: Sequence[Run]) -> pd.DataFrame:
         "M/σ₀": [r.result.metric_z for r in runs],
         "argmax": [r.result.argmax.description for r in runs],
     })
-
-
-def subset_predictions(pred: Predictions, index: Any) -> Predictions:
-    """Restrict the predictions to ``index`` (:meth:`mcviz.io.Predictions.subset`)."""
-    return pred.subset(index)
-
-
-def own_cumulative(pred: Predictions, index: Any) -> Any:
-    """Return a subpopulation's own cumulative calibration result."""
-    return cumulative_differences(pred, index=index)
 
 
 @dataclass(frozen=True)
