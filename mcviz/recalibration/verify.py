@@ -267,7 +267,8 @@ def verify_fix(
         from mcviz.search import search_subpopulations
 
         report(0.0, "searching the fit rows")
-        found = search_subpopulations(fit_pred, covariates=names, seed=seed)
+        found = search_subpopulations(fit_pred, covariates=names, seed=seed,
+                                      progress=lambda f, t: report(0.2 * f, t))
         descriptions += [f.description for f in found.findings]
         confirmed |= {f.description for f in found.findings if f.p_adjusted < ALPHA}
     report(0.2, f"fitting the {fix.method} fix")

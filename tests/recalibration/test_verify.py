@@ -92,3 +92,14 @@ def test_scopes_that_select_nothing_are_refused():
     with pytest.raises(ValidationError, match="selects none"):
         verify_fix(pred, method="platt", scopes=["age > 1000"], search=False,
                    n_subpopulations=20)
+
+
+def test_null_p_of_m_and_progress():
+    pred = _load(planted_fix_data(8000, seed=5))
+    seen = []
+    result = verify_fix(pred, method="platt", null_draws=19, n_subpopulations=50,
+                        progress=lambda fraction, text: seen.append(fraction))
+    assert result.before.metric_p == pytest.approx(1 / 20)  # planted: no draw reaches it
+    assert 0 < result.after.metric_p <= 1
+    assert seen[-1] == 1.0
+    assert seen == sorted(seen)
