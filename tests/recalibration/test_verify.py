@@ -103,3 +103,17 @@ def test_null_p_of_m_and_progress():
     assert 0 < result.after.metric_p <= 1
     assert seen[-1] == 1.0
     assert seen == sorted(seen)
+
+
+@pytest.mark.parametrize("method", ["platt", "isotonic", "findings"])
+def test_results_do_not_depend_on_the_order_of_tied_rows(method):
+    frame = planted_fix_data(12_000, seed=6).drop(columns="truth")
+    frame["score"] = frame["score"].round(2)  # many ties
+    shuffled = frame.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    a = verify_fix(_load(frame.assign(truth=0)), method=method, n_subpopulations=50)
+    b = verify_fix(_load(shuffled.assign(truth=0)), method=method, n_subpopulations=50)
+    assert a.findings == b.findings
+    for side in ("before", "after"):
+        for name in ("metric", "log_loss", "ece", "brier"):
+            assert getattr(getattr(a, side), name) == pytest.approx(
+                getattr(getattr(b, side), name), rel=1e-9, abs=1e-12)
