@@ -117,3 +117,9 @@ def test_results_do_not_depend_on_the_order_of_tied_rows(method):
         for name in ("metric", "log_loss", "ece", "brier"):
             assert getattr(getattr(a, side), name) == pytest.approx(
                 getattr(getattr(b, side), name), rel=1e-9, abs=1e-12)
+
+
+def test_a_fix_above_the_budget_is_refused_before_it_starts():
+    pred = _load(planted_fix_data(5000, seed=7))
+    with pytest.raises(ValidationError, match="refused before starting: the boost fix"):
+        verify_fix(pred, method="boost", budget="1MB")
