@@ -27,6 +27,7 @@ PAGE_LIST = [  # file and url path, title, icon
     ("subpopulations", "Subpopulations", ":material/filter_alt:"),
     ("groupings", "Groupings", ":material/category:"),
     ("screening", "Screening", ":material/storage:"),
+    ("monitor", "Monitor", ":material/monitoring:"),
     ("fix", "Fix", ":material/build:"),
     ("report", "Report", ":material/description:"),
 ]

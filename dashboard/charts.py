@@ -191,7 +191,7 @@ def variables_section(item: Current) -> list[ReportSection]:
 # --------------------------------------------------------------------------------------------
 # The review view (shared by the Review and Report pages)
 
-REVIEW_HEIGHT = {False: 400, True: 400}
+REVIEW_HEIGHT = {False: 285, True: 440}
 """Chart height of the 2x2 grid: two rows fit 1440x900 with one scroll, 1920x1080 with none."""
 
 

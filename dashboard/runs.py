@@ -10,16 +10,16 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.multical import multicalibration
+from mcviz.review import Compute, direct, own_cumulative, subset_predictions
 from mcviz.search import search_subpopulations
 from mcviz.subpopulations import (
     Condition,
@@ -31,19 +31,12 @@ from mcviz.subpopulations import (
     group_subpopulations,
 )
 
-__all__ = ["MODES", "Run", "RunSettings", "Scope", "Verdict", "argmax_verdict", "resolve_scope",
-           "run_subpopulations", "scope_levels", "search_verdict", "with_adjusted",
-           "with_holm"]
+__all__ = ["MODES", "Compute", "Run", "RunSettings", "Scope", "Verdict", "argmax_verdict",
+           "own_cumulative", "resolve_scope", "run_subpopulations", "scope_levels",
+           "search_verdict", "subset_predictions", "with_adjusted", "with_holm"]
 
 MODES = {"generated": "generated (Algorithm 1 of paper 000)", "searched": "searched"}
 """How the Subpopulations page finds its subpopulations: random median splits or the search."""
-
-Compute = Callable[..., Any]
-"""``compute(name, fn, *args, **kwargs)``: calls ``fn``; a page's version caches the call."""
-
-
-def _direct(_name: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
-    return fn(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -92,7 +85,7 @@ def run_subpopulations(
     pred: Predictions,
     settings: RunSettings,
     *,
-    compute: Compute = _direct,
+    compute: Compute = direct,
     progress: Callable[[float, str], None] | None = None,
 ) -> tuple[Run, ...]:
     """Generate and measure the subpopulations of every repeat (seeds seed, seed + 1, ...).
@@ -234,33 +227,6 @@ def repeats_table(runs: Sequence[Run]) -> pd.DataFrame:
         "M/σ₀": [r.result.metric_z for r in runs],
         "argmax": [r.result.argmax.description for r in runs],
     })
-
-
-def subset_predictions(pred: Predictions, index: Any, *, covariates: bool = True) -> Predictions:
-    """Restrict the predictions to ``index`` (sorted positions), without re-sorting."""
-    index = np.asarray(index)
-    score = pred.score[index]
-    run_end = np.ones(index.size, dtype=bool)
-    run_end[:-1] = score[1:] != score[:-1]
-    extra: dict[str, Any] = {}
-    if covariates:
-        extra["covariates"] = pred.covariates.iloc[index].reset_index(drop=True)
-    else:  # the score-ordered statistics never look at the covariates
-        extra["covariates"] = pd.DataFrame(index=pd.RangeIndex(index.size))
-        extra["covariate_kinds"] = {}
-    if pred.predicted_class is not None:
-        extra["predicted_class"] = pred.predicted_class[index]
-    if pred.true_class is not None:
-        extra["true_class"] = pred.true_class[index]
-    return replace(
-        pred, score=score, label=pred.label[index], weight=pred.weight[index],
-        row=pred.row[index], run_end=run_end, **extra,
-    )
-
-
-def own_cumulative(pred: Predictions, index: Any) -> Any:
-    """Return a subpopulation's own cumulative calibration result."""
-    return cumulative_differences(subset_predictions(pred, index, covariates=False))
 
 
 @dataclass(frozen=True)

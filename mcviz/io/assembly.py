@@ -259,11 +259,12 @@ def _readonly(array: np.ndarray) -> np.ndarray:
 _DEMOS = {
     "adult": "adult.parquet",
     "letter": "letter.parquet",
+    "flights": "flights.parquet",
 }
 
 
 def demo_path(name: str = "adult") -> Path:
-    """Path of an embedded demo dataset (``"adult"`` binary or ``"letter"`` multi-class)."""
+    """Path of an embedded demo dataset (``"adult"``, ``"letter"`` multi-class, ``"flights"``)."""
     if name not in _DEMOS:
         raise ValidationError(f"unknown demo {name!r}; choose one of {', '.join(_DEMOS)}.")
     return Path(__file__).parent.parent / "data" / _DEMOS[name]
@@ -272,9 +273,13 @@ def demo_path(name: str = "adult") -> Path:
 def load_demo(name: str = "adult", *, score: str | None = None, **options: object) -> Predictions:
     """Load an embedded demo as :class:`Predictions` (Adult: ``score_gbm`` by default).
 
-    The Adult demo uses ``fnlwgt`` as a covariate unless it is passed as ``weight``.
+    The Adult demo uses ``fnlwgt`` as a covariate unless it is passed as ``weight``. The
+    flights demo (NYC 2013, dated by ``departure``) is the Monitor page's.
     """
     path = demo_path(name)
+    if name == "flights":
+        options.setdefault("label", "delayed")
+        return load_predictions(path, score=score or "score_gbm", **options)
     if name == "adult":
         options.setdefault("label", "income_gt_50k")
         return load_predictions(path, score=score or "score_gbm", **options)
