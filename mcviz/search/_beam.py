@@ -90,6 +90,9 @@ class Beam:
         self.screened = 0
         self.pool: dict[frozenset, Node] = {}
         self._cache: dict[tuple, np.ndarray] = {}
+        self.deficit = 0.0
+        """What the last :meth:`prune` found its conditions' in-sample gains to exceed their
+        out-of-fold gains by, at most (0 when each is sure or out of fold as large)."""
         self.stops: dict[str, int | bool] = {}
         """Why candidates were not reported (see :meth:`findings`)."""
 
@@ -275,6 +278,7 @@ class Beam:
             loss = z - _score_candidates(self.data, bases)[:, 0]
             kept = members.size / np.maximum(sizes, 1)
             excess = np.empty(len(bases))
+            self.deficit = 0.0
             for i, cut in enumerate(cuts):
                 sure = loss[i] - SURE_GAIN * np.sqrt(1.0 - kept[i])
                 if len(cuts) == 1:  # the last one: is the finding more than all the rows?
@@ -282,13 +286,16 @@ class Beam:
                 elif sure >= 0:
                     excess[i] = sure
                 else:
-                    excess[i] = self._oof_gain(cut, bases[i], mean >= 0) - DROP_GAIN
+                    gain = self._oof_gain(cut, bases[i], mean >= 0)
+                    excess[i] = gain - DROP_GAIN
+                    self.deficit = max(self.deficit, loss[i] - gain)
             excess[len(drops):] = loss[len(drops):] - material(z, kept[len(drops):])
             excess = np.where(sizes >= self.min_rows, excess, np.inf)
             best = int(np.argmin(excess))
             if excess[best] >= 0:
                 return cuts
             cuts = (drops + widen)[best]
+        self.deficit = 0.0
         return cuts
 
     def _oof_gain(self, cut: Cut, base: np.ndarray, under: bool) -> float:
@@ -328,20 +335,6 @@ class Beam:
             total += held[0] - held[1]
         return total / np.sqrt(2.0)
 
-    def _rank_z(self, cuts: tuple[Cut, ...], z: float, under: bool) -> float:
-        """Return ``z``, or less when a level set's levels were chosen on these rows.
-
-        For each level set of two or more levels: the D/sigma without it plus its out-of-fold
-        gain (:meth:`_oof_gain`), so that a set fitted to noise cannot outrank a real finding.
-        """
-        for i, cut in enumerate(cuts):
-            if cut.op == "in" and len(cut.levels) > 1:
-                base = self.members(cuts[:i] + cuts[i + 1:])
-                estimate = _score_candidates(self.data, [base])[0, 0] + self._oof_gain(
-                    cut, base, under)
-                z = min(z, float(estimate))
-        return z
-
     def _explained(self, members: np.ndarray, z: float, others: list[np.ndarray]) -> bool:
         """Return True when the deviation of ``members`` lies in the rows of ``others``.
 
@@ -360,9 +353,12 @@ class Beam:
     def findings(self, n_findings: int) -> list[tuple[Node, np.ndarray]]:
         """Distinct findings from the pool: refined, pruned, folded (Jaccard > 1/2).
 
-        Pool entries are examined by their D/sigma on the search rows; refinement and pruning
-        can lower it, so a later entry that overlaps an accepted finding (Jaccard > 1/2) and
-        ends with a larger D/sigma replaces it.
+        Pool entries are examined by their D/sigma on the search rows. A finding ranks by that
+        D/sigma less the largest excess of a condition's gain on the search rows over its
+        out-of-fold gain (:meth:`prune`): conditions fitted to noise gain nothing out of fold,
+        so a conjunction of noise bands ranks below a real finding. Refinement and pruning can
+        lower the rank, so a later entry that overlaps an accepted finding (Jaccard > 1/2) and
+        ranks higher replaces it.
         """
         pool = sorted(self.pool.values(), key=lambda node: -node.z)
         accepted: list[tuple[Node, np.ndarray]] = []
@@ -388,6 +384,7 @@ class Beam:
             self._tell(0.8 + 0.2 * refinements / budget, f"checking candidate {refinements}")
             refined = self.refine(entry.cuts)
             cuts = self.prune(refined)
+            deficit = self.deficit
             if len(cuts) < len(refined):  # re-choose the cuts left without the dropped ones
                 cuts = self.refine(cuts)
             node = Node(cuts, 0.0, 0.0, 0)
@@ -403,7 +400,7 @@ class Beam:
                 self.stops["small"] += 1
                 continue
             z, _, _, mean = _score_candidates(self.data, [members])[0]
-            z = self._rank_z(cuts, z, mean >= 0)
+            z = float(z - deficit)  # ranked as its conditions' out-of-fold gains support it
             same = [k for k, (node, other) in enumerate(accepted)
                     if _jaccard(members, other) > JACCARD_FOLD]
             if any(accepted[k][0].z >= z for k in same):
