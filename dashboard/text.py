@@ -14,10 +14,12 @@ from __future__ import annotations
 import re
 import string
 
+from mcviz.text import display_text
+
 __all__ = ["code", "escape_markdown"]
 
 _PUNCTUATION = frozenset(string.punctuation)  # CommonMark escapes every ASCII punctuation mark
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]+")
 _AUTOLINK = re.compile(r"(?i)(?:\b(?:https?|ftp|mailto|xmpp)(?=:)|\bwww(?=\.)|(?=@))")
 """Where GitHub-flavoured Markdown would start a link from bare text (``http:``, ``www.``, an
 e-mail's ``@``), which backslash escapes do not stop: an invisible word joiner goes there."""
@@ -31,7 +33,8 @@ def escape_markdown(text: object) -> str:
     image, HTML tag, heading, list, table, directive or LaTeX can start), line breaks and other
     control characters become one space (no block can start on a new line), and an invisible
     word joiner (U+2060) breaks the bare-URL and e-mail autolinks of GitHub-flavoured Markdown,
-    which escapes alone do not stop (``http://host`` would otherwise become a link).
+    which escapes alone do not stop (``http://host`` would otherwise become a link). Bidi
+    controls are shown as ``[U+202E]`` (:func:`mcviz.text.display_text`), never obeyed.
 
     Examples
     --------
@@ -40,7 +43,8 @@ def escape_markdown(text: object) -> str:
     >>> escape_markdown("a\nb  **c**")
     'a b  \\*\\*c\\*\\*'
     """
-    flat = _AUTOLINK.sub(lambda m: m.group() + _WORD_JOINER, _CONTROL.sub(" ", str(text)))
+    flat = _AUTOLINK.sub(lambda m: m.group() + _WORD_JOINER,
+                         _CONTROL.sub(" ", display_text(text)))
     return "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in flat)
 
 
@@ -56,7 +60,7 @@ def code(text: object) -> str:
     >>> code("a`b")
     '`` a`b ``'
     """
-    flat = _CONTROL.sub(" ", str(text))
+    flat = _CONTROL.sub(" ", display_text(text))
     longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if longest or flat.startswith(" ") or flat.endswith(" ") else ""

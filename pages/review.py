@@ -14,6 +14,7 @@ from dashboard import state as s
 from dashboard.text import escape_markdown as md
 from mcviz.errors import ValidationError
 from mcviz.report import ExportUnavailableError, chromium_path, slide_image
+from mcviz.text import display_text
 
 ui.setup_page("review", "Review")
 analysis = ui.require_current()
@@ -33,7 +34,7 @@ variable = charts.chosen_variable(analysis)
 ui.selectbox_state(s.W_VARIABLE, names, variable)
 if names:
     variable = pick_variable.selectbox("Variable", names, key=s.W_VARIABLE,
-                                       format_func=lambda v: f"{v} ({kinds[v]})")
+                                       format_func=lambda v: display_text(f"{v} ({kinds[v]})"))
 with pick_detail:
     if scope_kind in ("argmax", "sub") and not runs_:
         st.info("Compute subpopulations on the **Subpopulations** page first.")
@@ -41,7 +42,7 @@ with pick_detail:
         subpopulations = {sub.id: sub for sub in runs_[0].subsets.subpopulations}
         ui.selectbox_state(s.W_SCOPE_SUB, list(subpopulations), runs_[0].result.argmax.id)
         st.selectbox("Subpopulation", list(subpopulations), key=s.W_SCOPE_SUB,
-                     format_func=lambda i: f"#{i} · {subpopulations[i].description}")
+                     format_func=lambda i: display_text(f"#{i} · {subpopulations[i].description}"))
     elif scope_kind == "filter":
         st.text_input("Filter", key=s.W_FILTER,
                       placeholder='e.g. age >= 40 and occupation in {"Sales", "Tech-support"}')
@@ -54,7 +55,8 @@ with pick_detail:
             levels = []
         ui.selectbox_state(s.W_SCOPE_LEVEL, levels, levels[0] if levels else None)
         if levels:
-            st.selectbox(f"Level or range of {md(variable)}", levels, key=s.W_SCOPE_LEVEL)
+            st.selectbox(f"Level or range of {md(variable)}", levels, key=s.W_SCOPE_LEVEL,
+                         format_func=display_text)
 
 try:
     scope = charts.review_scope(analysis, runs_)

@@ -3,8 +3,9 @@
 Each case runs in a fresh subprocess under a 4 GB address-space cap
 (``benchmarks/bench_budget.py``: the input is built first, then the kernel's peak-RSS mark is
 reset and the computation runs); the estimate the computation itself checks must lie within
-1.5x of the measured peak RSS above the RSS before the call, on two data shapes each (the benchmark's shapes with 40% of their rows). Time is
-only printed by the benchmark (a timing assert fails under load).
+1.5x of the measured peak RSS above the RSS before the call, on two data shapes each (the
+benchmark's shapes with 40% of their rows). Time is only printed by the benchmark (a timing
+assert fails under load).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from bench_budget import SHAPES, measure  # noqa: E402
+from bench_budget import SHAPES, measure
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(),
                                 reason="peak RSS is reset through Linux's /proc")

@@ -38,7 +38,13 @@ DataFrame), :mod:`~mcviz.io.roles` (which column plays which role), :mod:`~mcviz
 
 from mcviz.io.assembly import PROBABILITY_SUM_TOLERANCE, demo_path, load_demo, load_predictions
 from mcviz.io.model import LoadReport, Predictions, Roles
-from mcviz.io.readers import DEFAULT_MAX_BYTES, Source, default_max_bytes, read_table
+from mcviz.io.readers import (
+    DEFAULT_MAX_BYTES,
+    Source,
+    default_max_bytes,
+    read_parquet_table,
+    read_table,
+)
 from mcviz.io.roles import class_names, infer_roles, labels_are_classes
 
 __all__ = [
@@ -55,5 +61,6 @@ __all__ = [
     "labels_are_classes",
     "load_demo",
     "load_predictions",
+    "read_parquet_table",
     "read_table",
 ]
