@@ -6,8 +6,12 @@ Streamlit keeps a disconnected session (its session state, its uploaded files) f
 stay in the upload manager for the life of the process (measured: 3.3 GB held with no one
 connected after 3 rounds of 3 sessions). :func:`sweep` fixes both from outside: it lists the
 sessions (which reaps the expired ones), drops the uploaded files of every session no longer
-known, expires idle entries of the dashboard's :class:`~dashboard.cache.ByteCache`, and asks the
-C allocator to hand freed memory back to the system. :func:`start` runs it every ``interval``
+known, deletes the files they offered for download under ``/media`` (Streamlit would keep a
+download until some later script run sweeps it twice: measured 135 s after its session
+closed), expires idle entries of the dashboard's :class:`~dashboard.cache.ByteCache`, and asks
+the C allocator and Arrow's memory pool to hand freed memory back to the system. A ``/media``
+address thus answers while its session lives and for at most ``server.disconnectedSessionTTL``
+plus one sweep ``interval`` after its tab closed. :func:`start` runs it every ``interval``
 seconds in one daemon thread per process.
 
 Plain Python: the Streamlit runtime is passed in (duck-typed), so the sweep is unit-tested with
@@ -24,7 +28,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["freeze_startup_objects", "release_memory", "start", "sweep"]
+__all__ = ["OUT_OF_MEMORY", "freeze_startup_objects", "guarded", "release_memory", "start",
+           "sweep"]
+
+OUT_OF_MEMORY = (
+    "out of memory: this computation needed more memory than the server could give it (other "
+    "sessions share it). Analyse a sample of the rows, fewer covariates or subpopulations, or "
+    "ask the server's operator to lower MCVIZ_MEMORY_BUDGET so that such work is refused "
+    "before it starts."
+)
 
 _started = threading.Event()
 
@@ -38,8 +50,34 @@ def _orphaned_upload_sessions(runtime: Any) -> list[str]:
     return [sid for sid in list(storage) if sid not in live]
 
 
+def _orphaned_media_sessions(runtime: Any) -> list[str]:
+    manager = runtime.media_file_mgr
+    held = getattr(manager, "_files_by_session_and_coord", None)
+    if not isinstance(held, dict):
+        return []
+    live = {info.session.id for info in runtime._session_mgr.list_sessions()}
+    return [sid for sid in list(held) if sid not in live]
+
+
+def _drop_media(runtime: Any) -> int:
+    """Delete the ``/media`` files of sessions no longer known; returns how many sessions."""
+    try:
+        orphans = _orphaned_media_sessions(runtime)
+    except AttributeError:  # another Streamlit version: leave its internals alone
+        return 0
+    if not orphans:
+        return 0
+    manager = runtime.media_file_mgr
+    for session_id in orphans:
+        manager.clear_session_refs(session_id)
+    # the first pass marks unreferenced downloads for deletion, the second deletes them
+    manager.remove_orphaned_files()
+    manager.remove_orphaned_files()
+    return len(orphans)
+
+
 def sweep(runtime: Any | None, cache: Any | None = None) -> int:
-    """Free closed sessions' uploads and idle cache entries; returns how many things were freed.
+    """Free closed sessions' uploads and downloads and idle cache entries; returns how many.
 
     Parameters
     ----------
@@ -55,19 +93,46 @@ def sweep(runtime: Any | None, cache: Any | None = None) -> int:
             orphans = []
         for session_id in orphans:
             runtime.uploaded_file_mgr.remove_session_files(session_id)
-        freed += len(orphans)
+        freed += len(orphans) + _drop_media(runtime)
     if freed:
         release_memory()
     return freed
 
 
 def release_memory() -> None:
-    """Collect garbage and return freed heap pages to the system (glibc ``malloc_trim``)."""
+    """Collect garbage; return freed pages to the system (glibc ``malloc_trim``, Arrow's pool).
+
+    Called by the sweep, and after a computation was refused or failed (the dashboard's error
+    path): what it allocated before failing goes back at once, not at the next sweep.
+    """
     gc.collect()
+    with contextlib.suppress(ImportError, AttributeError, NotImplementedError):
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
     name = ctypes.util.find_library("c")
     if name:
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(name).malloc_trim(0)
+
+
+def guarded(compute: Callable[[], Any]) -> Any:
+    """Return ``compute()``; hand memory back at once when it is refused or fails.
+
+    A :class:`MemoryError` (numpy's ``_ArrayMemoryError`` included) becomes a
+    :class:`~mcviz.errors.ValidationError` with :data:`OUT_OF_MEMORY`, shown like any refusal
+    instead of a traceback; other exceptions propagate (a bug stays visible).
+    """
+    from mcviz.errors import ValidationError
+
+    try:
+        return compute()
+    except MemoryError:
+        release_memory()
+        raise ValidationError(OUT_OF_MEMORY) from None
+    except BaseException:
+        release_memory()
+        raise
 
 
 def freeze_startup_objects() -> int:

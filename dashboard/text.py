@@ -16,7 +16,7 @@ import string
 
 from mcviz.text import display_text
 
-__all__ = ["code", "escape_markdown"]
+__all__ = ["code", "escape_markdown", "grouped_notices"]
 
 _PUNCTUATION = frozenset(string.punctuation)  # CommonMark escapes every ASCII punctuation mark
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]+")
@@ -65,3 +65,46 @@ def code(text: object) -> str:
     fence = "`" * (longest + 1)
     pad = " " if longest or flat.startswith(" ") or flat.endswith(" ") else ""
     return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+_DROPPED = re.compile(r"^covariate (?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") dropped: "
+                      r"(?P<reason>.*)$", re.DOTALL)
+
+
+def grouped_notices(notices: list[str] | tuple[str, ...], *, shown: int = 8) -> list[str]:
+    """Return one notice per reason for dropped covariates (names listed, then a count).
+
+    A wide file can drop thousands of columns; one caption each kept the Data page busy for
+    minutes. Other notices are returned unchanged, in order.
+
+    Examples
+    --------
+    >>> grouped_notices(["covariate 'a' dropped: it takes a single value.",
+    ...                  "covariate 'b' dropped: it takes a single value.", "other"])
+    ["2 covariates dropped: it takes a single value. ('a', 'b')", 'other']
+    """
+    groups: dict[str, list[str]] = {}
+    out: list[str | tuple[str]] = []
+    for notice in notices:
+        match = _DROPPED.match(notice)
+        if match is None:
+            out.append(notice)
+            continue
+        reason = match.group("reason")
+        if reason not in groups:
+            groups[reason] = []
+            out.append((reason,))
+        groups[reason].append(match.group("name"))
+    result = []
+    for item in out:
+        if isinstance(item, str):
+            result.append(item)
+            continue
+        names = groups[item[0]]
+        if len(names) == 1:
+            result.append(f"covariate {names[0]} dropped: {item[0]}")
+            continue
+        listed = ", ".join(names[:shown]) + (f" and {len(names) - shown:,} more"
+                                             if len(names) > shown else "")
+        result.append(f"{len(names):,} covariates dropped: {item[0]} ({listed})")
+    return result

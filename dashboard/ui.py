@@ -82,7 +82,8 @@ def _read(name: str, raw: bytes) -> pd.DataFrame:
 def read_upload(name: str, raw: bytes) -> tuple[str, pd.DataFrame]:
     """Read an uploaded file once per content hash; returns ``(digest, frame)``."""
     file_digest = s.digest(raw)
-    return file_digest, CACHE.get_or_compute(("upload", file_digest), lambda: _read(name, raw))
+    return file_digest, CACHE.get_or_compute(
+        ("upload", file_digest), lambda: janitor.guarded(lambda: _read(name, raw)))
 
 
 @st.cache_resource(max_entries=2, ttl=3600, show_spinner=False)
@@ -103,7 +104,7 @@ def _predictions(mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:
 def predictions_for(source_key: str, mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:
     """Build the predictions once per (source, mapping); raises ValidationError."""
     return CACHE.get_or_compute(("predictions", source_key, mapping.to_json()),
-                                lambda: _predictions(mapping, frame))
+                                lambda: janitor.guarded(lambda: _predictions(mapping, frame)))
 
 
 def _params(kwargs: Mapping[str, Any]) -> str:
@@ -118,7 +119,7 @@ def compute(name: str, key: str, fn: Callable, *args: Any, **kwargs: Any) -> Any
     JSON-serialised into the cache key.
     """
     return CACHE.get_or_compute(("compute", name, key, _params(kwargs)),
-                                lambda: fn(*args, **kwargs))
+                                lambda: janitor.guarded(lambda: fn(*args, **kwargs)))
 
 
 def compute_with_progress(name: str, key: str, fn: Callable, *args: Any, label: str,
@@ -135,8 +136,8 @@ def compute_with_progress(name: str, key: str, fn: Callable, *args: Any, label: 
         return value
     return run_with_progress(
         f"{name}|{key}|{cache_key[3]}", label,
-        lambda report: CACHE.get_or_compute(cache_key,
-                                            lambda: fn(*args, progress=report, **kwargs)),
+        lambda report: CACHE.get_or_compute(
+            cache_key, lambda: janitor.guarded(lambda: fn(*args, progress=report, **kwargs))),
     )
 
 
