@@ -204,6 +204,50 @@ def local_calibration(
         pred, covariates, scaling=scaling, max_centres=max_centres, seed=seed, k=k,
         budget=budget, progress=progress,
     )
+    total, size, radius, covered = _search(prep, k, progress)
+    inputs = prep.inputs
+    report_progress(progress, 0.95, "assembling the group errors")
+    total = total[prep.inverse]
+    sums = {key: np.ascontiguousarray(total[:, j]) for j, key in enumerate(SUM_KEYS)}
+    note = f", {prep.centres.size:,} sampled centres (seed {seed})" if prep.sampled else ""
+    groups = _from_sums(
+        pred=pred,
+        kind="k-NN",
+        description=(
+            f"{k} nearest neighbours (ties at the k-th distance included) in "
+            f"({', '.join(prep.space.covariates)}){note}"
+        ),
+        labels=[f"row {r}" for r in pred.row[prep.centres]],
+        size=np.rint(size[prep.inverse]).astype(np.int64),
+        mass=pred.weight[prep.centres].astype(float),
+        centre=prep.centres,
+        overlapping=True,
+        notice=None,
+        sums=sums,
+    )
+    return LocalCalibration(
+        groups=groups,
+        method="k-NN",
+        k=k,
+        bandwidth=None,
+        kernel=None,
+        radius=_readonly(radius[prep.inverse]),
+        membership=_readonly(np.rint(covered[inputs.of_row]).astype(np.int64)),
+        space=prep.space,
+        sampled=prep.sampled,
+        seed=seed,
+    )
+
+
+def _search(
+    prep: _Prepared, k: int, progress: Progress | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Search every query's group in chunks: summed terms, sizes, radii and coverage.
+
+    The first chunk is a pilot of :data:`PILOT_CENTRES` queries whose time projects the rest
+    (:func:`_check_pace`); each later chunk holds as many queries as fit ``prep.cells`` at the
+    width the previous one needed.
+    """
     inputs, queries = prep.inputs, prep.queries
     searcher = _Searcher(inputs)
     u = inputs.count.size
@@ -228,37 +272,7 @@ def local_calibration(
         width = max(distance.shape[1], k)
         step = max(1, min(prep.cells // width, max(256, -(-queries.size // 20))))
         start = stop
-    report_progress(progress, 0.95, "assembling the group errors")
-    total = np.vstack(totals)[prep.inverse]
-    sums = {key: np.ascontiguousarray(total[:, j]) for j, key in enumerate(SUM_KEYS)}
-    note = f", {prep.centres.size:,} sampled centres (seed {seed})" if prep.sampled else ""
-    groups = _from_sums(
-        pred=pred,
-        kind="k-NN",
-        description=(
-            f"{k} nearest neighbours (ties at the k-th distance included) in "
-            f"({', '.join(prep.space.covariates)}){note}"
-        ),
-        labels=[f"row {r}" for r in pred.row[prep.centres]],
-        size=np.rint(np.concatenate(sizes)[prep.inverse]).astype(np.int64),
-        mass=pred.weight[prep.centres].astype(float),
-        centre=prep.centres,
-        overlapping=True,
-        notice=None,
-        sums=sums,
-    )
-    return LocalCalibration(
-        groups=groups,
-        method="k-NN",
-        k=k,
-        bandwidth=None,
-        kernel=None,
-        radius=_readonly(np.concatenate(radii)[prep.inverse]),
-        membership=_readonly(np.rint(covered[inputs.of_row]).astype(np.int64)),
-        space=prep.space,
-        sampled=prep.sampled,
-        seed=seed,
-    )
+    return (np.vstack(totals), np.concatenate(sizes), np.concatenate(radii), covered)
 
 
 def _check_pace(seconds: float, done: int, total: int, prep: _Prepared) -> None:
@@ -335,6 +349,51 @@ def _pairs_within(
         for part, dtype in ((rows, np.int64), (cols, np.int64), (dist, float)))
 
 
+def _kernel_sums(
+    prep: _Prepared, rows: np.ndarray, cols: np.ndarray, distance: np.ndarray,
+    bandwidth: float, kernel: str,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Kernel-weighted sizes, coverage and sums of the terms over the (centre, input) pairs."""
+    inputs = prep.inputs
+    # K(u), u = distance / bandwidth, in place: the pairs are many (up to MAX_PAIRS) and every
+    # fresh array of that length costs its page faults
+    kernel_weight = distance  # a fresh array of _pairs_within
+    kernel_weight /= bandwidth
+    np.square(kernel_weight, out=kernel_weight)
+    if kernel == "epanechnikov":
+        np.subtract(1.0, kernel_weight, out=kernel_weight)
+    else:
+        kernel_weight *= -0.5
+        np.exp(kernel_weight, out=kernel_weight)
+    positive = kernel_weight > 0
+    if not positive.all():  # pairs exactly at the reach (Epanechnikov weight 0)
+        rows, cols, kernel_weight = (np.compress(positive, a) for a in (rows, cols, kernel_weight))
+    q = prep.queries.size
+    buffer = np.empty(kernel_weight.size)
+
+    def summed(values, at, by, weight=None, length=q):
+        """Sum over pairs, grouped by ``by``, of ``values[at]`` (times ``weight``)."""
+        np.take(np.asarray(values, dtype=float), at, out=buffer)
+        if weight is not None:
+            np.multiply(buffer, weight, out=buffer)
+        return np.bincount(by, weights=buffer, minlength=length)
+
+    # Per distinct input the terms are sums of w, w², w d, w² d², w² spread, w s: the kernel
+    # multiplies the first kind once and the second (squared weights) twice.
+    power = (1, 2, 1, 2, 2, 1)
+    terms = np.asfortranarray(inputs.terms)  # each column contiguous for its gather
+    size = summed(inputs.count, cols, rows)[prep.inverse]
+    covered = summed(prep.multiplicity, rows, cols, length=inputs.count.size)
+    sums = {}
+    for p in (1, 2):  # K first, then K² in place (no second array of the pairs' length)
+        if p == 2:
+            np.square(kernel_weight, out=kernel_weight)
+        for j, key in enumerate(SUM_KEYS):
+            if power[j] == p:
+                sums[key] = summed(terms[:, j], cols, rows, kernel_weight)[prep.inverse]
+    return size, covered, sums
+
+
 def kernel_calibration(
     pred: Predictions,
     covariates: Sequence[str] | None = None,
@@ -401,42 +460,7 @@ def kernel_calibration(
                             prep.budget),
     )
     report_progress(progress, 0.8, "summing the kernel groups")
-    # K(u), u = distance / bandwidth, in place: the pairs are many (up to MAX_PAIRS) and every
-    # fresh array of that length costs its page faults
-    kernel_weight = distance  # a fresh array of _pairs_within
-    kernel_weight /= bandwidth
-    np.square(kernel_weight, out=kernel_weight)
-    if kernel == "epanechnikov":
-        np.subtract(1.0, kernel_weight, out=kernel_weight)
-    else:
-        kernel_weight *= -0.5
-        np.exp(kernel_weight, out=kernel_weight)
-    positive = kernel_weight > 0
-    if not positive.all():  # pairs exactly at the reach (Epanechnikov weight 0)
-        rows, cols, kernel_weight = (np.compress(positive, a) for a in (rows, cols, kernel_weight))
-    q = prep.queries.size
-    buffer = np.empty(kernel_weight.size)
-
-    def summed(values, at, by, weight=None, length=q):
-        """Sum over pairs, grouped by ``by``, of ``values[at]`` (times ``weight``)."""
-        np.take(np.asarray(values, dtype=float), at, out=buffer)
-        if weight is not None:
-            np.multiply(buffer, weight, out=buffer)
-        return np.bincount(by, weights=buffer, minlength=length)
-
-    # Per distinct input the terms are sums of w, w², w d, w² d², w² spread, w s: the kernel
-    # multiplies the first kind once and the second (squared weights) twice.
-    power = (1, 2, 1, 2, 2, 1)
-    terms = np.asfortranarray(inputs.terms)  # each column contiguous for its gather
-    size = summed(inputs.count, cols, rows)[prep.inverse]
-    covered = summed(prep.multiplicity, rows, cols, length=inputs.count.size)
-    sums = {}
-    for p in (1, 2):  # K first, then K² in place (no second array of the pairs' length)
-        if p == 2:
-            np.square(kernel_weight, out=kernel_weight)
-        for j, key in enumerate(SUM_KEYS):
-            if power[j] == p:
-                sums[key] = summed(terms[:, j], cols, rows, kernel_weight)[prep.inverse]
+    size, covered, sums = _kernel_sums(prep, rows, cols, distance, bandwidth, kernel)
     sums = {key: sums[key] for key in SUM_KEYS}
     note = f", {m:,} sampled centres (seed {seed})" if prep.sampled else ""
     groups = _from_sums(
