@@ -86,6 +86,13 @@ def sweep(runtime: Any | None, cache: Any | None = None) -> int:
     cache : ByteCache, optional
     """
     freed = cache.expire() if cache is not None else 0
+    if runtime is not None and cache is not None and hasattr(cache, "release_owners"):
+        try:
+            live = {info.session.id for info in runtime._session_mgr.list_sessions()}
+        except AttributeError:  # another Streamlit version: the time to live alone
+            live = None
+        if live is not None:
+            freed += cache.release_owners(live)
     if runtime is not None:
         try:
             orphans = _orphaned_upload_sessions(runtime)
