@@ -12,7 +12,8 @@ closed), expires idle entries of the dashboard's :class:`~dashboard.cache.ByteCa
 the C allocator and Arrow's memory pool to hand freed memory back to the system. A ``/media``
 address thus answers while its session lives and for at most ``server.disconnectedSessionTTL``
 plus one sweep ``interval`` after its tab closed. :func:`start` runs it every ``interval``
-seconds in one daemon thread per process.
+seconds in one daemon thread per process. Expired sessions are also removed from Streamlit's
+session storage and shut down (Streamlit only stops listing them until someone connects).
 
 Plain Python: the Streamlit runtime is passed in (duck-typed), so the sweep is unit-tested with
 stand-ins.
@@ -39,6 +40,25 @@ OUT_OF_MEMORY = (
 )
 
 _started = threading.Event()
+
+
+def _end_expired_sessions(runtime: Any) -> int:
+    """Shut down the disconnected sessions whose TTL ran out; returns how many.
+
+    Streamlit's session storage stops *listing* an expired session but keeps it (and its
+    session state: frames, predictions, results) until the storage's next write, that is until
+    someone connects; nor does it shut it down. Its storage's ``expire()`` removes them now, and
+    ``shutdown()`` drops their uploads and downloads as a closing session's would.
+    """
+    storage = getattr(runtime._session_mgr, "_session_storage", None)
+    expire = getattr(getattr(storage, "_cache", None), "expire", None)
+    if not callable(expire):
+        return 0
+    removed = expire()
+    for _, info in removed:
+        with contextlib.suppress(Exception):  # a half-closed session: its files go below
+            info.session.shutdown()
+    return len(removed)
 
 
 def _orphaned_upload_sessions(runtime: Any) -> list[str]:
@@ -86,6 +106,9 @@ def sweep(runtime: Any | None, cache: Any | None = None) -> int:
     cache : ByteCache, optional
     """
     freed = cache.expire() if cache is not None else 0
+    if runtime is not None:
+        with contextlib.suppress(AttributeError):  # another Streamlit version
+            freed += _end_expired_sessions(runtime)
     if runtime is not None and cache is not None and hasattr(cache, "release_owners"):
         try:
             live = {info.session.id for info in runtime._session_mgr.list_sessions()}

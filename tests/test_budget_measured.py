@@ -22,7 +22,8 @@ from bench_budget import SHAPES, measure
 pytestmark = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(),
                                 reason="peak RSS is reset through Linux's /proc")
 
-CASES = [(case, shape) for case, shapes in SHAPES.items() for shape in list(shapes)[:2]]
+CASES = [(case, shape) for case, shapes in SHAPES.items() if case != "knn_1gb"
+         for shape in list(shapes)[:2]]
 
 
 @pytest.mark.parametrize(("case", "shape"), CASES, ids=[f"{c}-{s}" for c, s in CASES])
