@@ -27,6 +27,8 @@ PAGE_LIST = [  # file and url path, title, icon
     ("subpopulations", "Subpopulations", ":material/filter_alt:"),
     ("groupings", "Groupings", ":material/category:"),
     ("screening", "Screening", ":material/storage:"),
+    ("monitor", "Monitor", ":material/monitoring:"),
+    ("fix", "Fix", ":material/build:"),
     ("report", "Report", ":material/description:"),
 ]
 PAGES = [st.Page(HERE / "pages" / f"{name}.py", title=title, icon=icon, url_path=name,

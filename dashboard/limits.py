@@ -5,7 +5,9 @@ A shared link restores the Subpopulations page's settings (``l``, ``reps``, ``m`
 work above the memory budget: its settings are clamped to the budget (fewer subpopulations), and
 work that would still take more than :data:`AUTO_START_SECONDS` waits for the user's click, with
 its estimate shown. The estimate follows :mod:`mcviz.budget` (one :class:`~mcviz.budget.Estimate`
-per kind; constants measured on the 2-core reference machine). Plain Python, no Streamlit.
+per kind; constants measured on the 2-core reference machine); the estimate of Algorithm 1
+itself, :func:`~mcviz.budget.subpopulations_estimate`, is the one ``mcviz metrics`` checks too.
+Plain Python, no Streamlit.
 """
 
 from __future__ import annotations
@@ -13,13 +15,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mcviz.budget import Budget, Estimate, format_bytes, format_seconds, subpopulations_estimate
+from mcviz.budget import (
+    SUBPOP_BYTES_PER_MEMBER,
+    SUBPOP_BYTES_PER_ROW,
+    Budget,
+    Estimate,
+    format_bytes,
+    format_seconds,
+    subpopulations_estimate,
+)
 
 __all__ = ["AUTO_START_SECONDS", "LinkStart", "link_start", "subpopulations_estimate"]
 
 AUTO_START_SECONDS = 10.0
 """A link starts a computation on its own only when it is estimated to take at most this long."""
-
 
 @dataclass(frozen=True, slots=True)
 class LinkStart:
@@ -57,9 +66,8 @@ def link_start(rows: int, subpopulations: int, repeats: int, budget: Budget) -> 
     asked = subpopulations_estimate(rows, subpopulations, repeats)
     clamped = subpopulations
     if asked.bytes > budget.bytes:
-        base = subpopulations_estimate(rows, 0, repeats).bytes  # memory is linear in l
-        per_subpopulation = subpopulations_estimate(rows, 1_000, repeats).bytes - base
-        clamped = max(1, math.floor((budget.bytes - base) * 1_000 / max(per_subpopulation, 1)))
+        room = budget.bytes - rows * SUBPOP_BYTES_PER_ROW
+        clamped = max(1, math.floor(room / (rows * repeats * SUBPOP_BYTES_PER_MEMBER)))
         clamped = min(clamped, subpopulations)
     estimate = subpopulations_estimate(rows, clamped, repeats)
     slow = estimate.seconds > AUTO_START_SECONDS or (

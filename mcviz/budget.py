@@ -419,33 +419,29 @@ def kernel_estimate(rows: int, *, columns: int, centres: int, pairs: int) -> Est
 
 
 # --------------------------------------------------------------------------------------------
-# Estimates of the multi-calibration metric (dashboard, CLI). Measured on random
-# subpopulations of 10^5-2x10^5 rows with 4 numeric and 2 nominal covariates (l = 500-1,000):
-# the subpopulations keep one index per member, 0.25-0.3 bytes per subpopulation and row on
-# average with every repeat kept; 1-1.3e-8 s per subpopulation and row.
+# Algorithm 1 (multi-calibration over random subpopulations): the dashboard and `mcviz metrics`
 
-_SUBPOPULATION_BYTES_PER_MEMBER = 0.33
-_SUBPOPULATION_BYTES_PER_ROW = 64  # the full population's per-row work arrays (one pass)
-_SUBPOPULATION_SECONDS_PER_MEMBER = 2e-8
+# Measured peak RSS (benchmarks/bench_budget.py, issue #25) on random subpopulations of
+# 10^5-2x10^5 rows with 4 numeric and 2 nominal covariates (l = 500-1,000): the subpopulations
+# keep one index per member, 0.25-0.3 bytes per subpopulation and row on average with every
+# repeat kept; 1-1.3e-8 s per subpopulation and row. Both are rounded up.
+SUBPOP_BYTES_PER_MEMBER = 0.33  # per subpopulation and row
+SUBPOP_BYTES_PER_ROW = 64  # the full population's per-row work arrays (one pass)
+SUBPOP_SECONDS_PER_MEMBER = 2e-8  # per subpopulation and row
 
 
 def subpopulations_estimate(rows: int, subpopulations: int, repeats: int = 1) -> Estimate:
     """Return the cost of generating and measuring ``subpopulations`` × ``repeats`` (Algorithm 1).
 
     The results of every repeat are kept (every page shows them), so memory adds up over
-    repeats.
-
-    Examples
-    --------
-    >>> subpopulations_estimate(48_842, 1_000, 2).bytes < 10**8
-    True
+    repeats: about 0.33 bytes per subpopulation and row, plus 64 bytes per row.
     """
     members = rows * subpopulations * repeats
     return Estimate(
         what=(f"multi-calibration over {subpopulations:,} random subpopulations × {repeats:,} "
               f"repeat{'s' if repeats != 1 else ''} of {rows:,} rows"),
-        bytes=int(members * _SUBPOPULATION_BYTES_PER_MEMBER + rows * _SUBPOPULATION_BYTES_PER_ROW),
-        seconds=members * _SUBPOPULATION_SECONDS_PER_MEMBER,
+        bytes=int(members * SUBPOP_BYTES_PER_MEMBER + rows * SUBPOP_BYTES_PER_ROW),
+        seconds=members * SUBPOP_SECONDS_PER_MEMBER,
         advice="choose fewer subpopulations (ℓ) or fewer repeats, or screen the data out of "
                "core with `mcviz screen --engine duckdb`",
     )

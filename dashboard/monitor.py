@@ -1,0 +1,156 @@
+"""The Monitor page's services (no Streamlit): its settings, time columns, Review filters.
+
+:class:`MonitorSettings` is the one settings object of a monitor run: the widgets write it, it
+gives the keyword arguments of :func:`mcviz.monitor.monitor_calibration` (and so the cache key)
+and the CLI equivalent. :func:`review_filter` turns a cell of the heat map (a series and a range
+of periods) into a filter expression the Review page's "Filter" scope reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mcviz.io import Predictions
+from mcviz.monitor import MonitorResult, infer_time_column
+from mcviz.subpopulations.describe import timestamp_text
+
+__all__ = ["PERIOD_CHOICES", "MonitorSettings", "default_segments", "review_filter",
+           "segment_candidates", "settings_from_state", "time_candidates"]
+
+PERIOD_CHOICES = {"day": "day", "week": "week", "month": "month", "quarter": "quarter",
+                  "10": "10 equal periods", "20": "20 equal periods", "52": "52 equal periods"}
+MAX_LEVELS = 60
+"""Segment columns offered: nominal covariates with at most this many levels."""
+_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+DEMO_SEGMENTS = ("carrier", "origin")
+"""Monitored by default on the dated demo (NYC flights)."""
+
+
+@dataclass(frozen=True)
+class MonitorSettings:
+    """What the Monitor page computes (widgets -> library call, cache key, CLI)."""
+
+    time: str
+    period: str = "week"
+    reference: str = ""
+    segments: tuple[str, ...] = ()
+    filters: tuple[str, ...] = ()
+    search_reference: bool = False
+
+    def call_options(self) -> dict:
+        """Keyword arguments of :func:`~mcviz.monitor.monitor_calibration` (JSON-able)."""
+        return {"time": self.time,
+                "period": int(self.period) if self.period.isdigit() else self.period,
+                "reference": self.reference.strip() or None, "segments": list(self.segments),
+                "filters": list(self.filters), "search_reference": self.search_reference}
+
+    def command_line(self, file: str = "FILE") -> str:
+        """Return the equivalent ``mcviz monitor`` command.
+
+        Examples
+        --------
+        >>> MonitorSettings("when", "month", segments=("region",)).command_line()
+        'mcviz monitor FILE --time when --period month --segments region --json'
+        """
+        parts = ["mcviz monitor", file, "--time", _shell(self.time), "--period", self.period]
+        if self.reference.strip():
+            parts += ["--reference", _shell(self.reference.strip())]
+        if self.segments:
+            parts += ["--segments", _shell(",".join(self.segments))]
+        for expression in self.filters:
+            parts += ["--filter", _shell(expression)]
+        if self.search_reference:
+            parts.append("--search-reference")
+        return " ".join([*parts, "--json"])
+
+
+def _shell(text: str) -> str:
+    return text if re.fullmatch(r"[A-Za-z0-9_.,:\-]+", text) else "'" + text.replace(
+        "'", "'\\''") + "'"
+
+
+def time_candidates(pred: Predictions) -> list[str]:
+    """Covariates that can be the time column: datetime ones, then the inferred one."""
+    columns = pred.covariates
+    found = [str(c) for c in columns.columns
+             if pd.api.types.is_datetime64_any_dtype(columns[c])]
+    inferred = infer_time_column(columns)
+    if inferred is not None and inferred not in found:
+        found.append(inferred)
+    return found
+
+
+def segment_candidates(pred: Predictions, time: str | None) -> list[str]:
+    """Nominal covariates with at most :data:`MAX_LEVELS` levels (booleans too)."""
+    out = []
+    for name, kind in pred.covariate_kinds.items():
+        if name == time:
+            continue
+        series = pred.covariates[name]
+        if pd.api.types.is_bool_dtype(series) or (
+                kind == "nominal" and series.nunique(dropna=False) <= MAX_LEVELS):
+            out.append(str(name))
+    return out
+
+
+def default_segments(candidates: Sequence[str]) -> list[str]:
+    """Return the demo's carrier and origin when offered; otherwise none (full population)."""
+    return [c for c in DEMO_SEGMENTS if c in candidates]
+
+
+def settings_from_state(state: Mapping, time: str) -> MonitorSettings:
+    """Read the page's widget values (keys of :mod:`dashboard.state`) into settings."""
+    from dashboard import state as s
+
+    period = str(state.get(s.W_MON_PERIOD) or "week")
+    filters = tuple(line.strip() for line in str(state.get(s.W_MON_FILTERS) or "").splitlines()
+                    if line.strip())
+    return MonitorSettings(time=time, period=period if period in PERIOD_CHOICES else "week",
+                           reference=str(state.get(s.W_MON_REFERENCE) or ""),
+                           segments=tuple(state.get(s.W_MON_SEGMENTS) or ()), filters=filters,
+                           search_reference=bool(state.get(s.W_MON_SEARCH)))
+
+
+def _column(name: str) -> str:
+    return name if _BARE.fullmatch(name) else "`" + name.replace("`", "") + "`"
+
+
+def review_filter(result: MonitorResult, series: int, first: int, last: int,
+                  time_dtype: object) -> str | None:
+    """Return the filter of ``series`` in periods ``first..last`` (None if not writable).
+
+    The time clause is ``time >= start and time < end`` with the periods' starts written as
+    the filter language reads them; a time column of text (parsed by the monitor) cannot be
+    compared in a filter, so None is returned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mcviz import Predictions
+    >>> from mcviz.monitor import monitor_calibration
+    >>> days = pd.Timestamp("2026-01-05") + pd.to_timedelta(np.arange(60) % 30, unit="D")
+    >>> pred = Predictions.from_arrays(np.full(60, 0.5), np.arange(60) % 2,
+    ...                                covariates={"day": days, "g": ["a", "b"] * 30})
+    >>> result = monitor_calibration(pred, period="week", segments=["g"], n_draws=19,
+    ...                              alpha=0.05)
+    >>> review_filter(result, 1, 1, 2, pred.covariates["day"].dtype)
+    'g == a and day >= 2026-01-12 and day < 2026-01-26'
+    """
+    periods = result.periods
+    number = periods.kind == "number"
+    if not number and not pd.api.types.is_datetime64_any_dtype(time_dtype):
+        return None
+    start, end = periods.start(first), periods.start(last + 1)
+    if number:
+        low, high = repr(float(start)), repr(float(end))
+    else:
+        low, high = timestamp_text(start), timestamp_text(end)
+    column = _column(periods.column)
+    upper = "<=" if last + 1 == periods.n_periods else "<"  # the last period is closed
+    clause = f"{column} >= {low} and {column} {upper} {high}"
+    description = result.series[series].description
+    return clause if description == "full population" else f"{description} and {clause}"
