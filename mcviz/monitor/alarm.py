@@ -103,6 +103,7 @@ EXACT_ROW_DRAWS = 20_000_000
 """Row-level Bernoulli redraws when rows x draws is at most this; cell-level normal otherwise."""
 _ALL_WINDOWS = 64
 _BATCH_VALUES = 4_000_000
+_DENSE_DIFFERENCE = 1_000_000
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -113,6 +114,7 @@ class WindowPlan:
     end: np.ndarray
     first: np.ndarray  # position of the first window of each end, for np.maximum.reduceat
     n_monitored: int
+    difference: np.ndarray | None = None  # (Q + 1, W): +1 at end, -1 at start (small plans)
 
 
 def window_plan(n_monitored: int) -> WindowPlan:
@@ -135,7 +137,13 @@ def window_plan(n_monitored: int) -> WindowPlan:
     keep = length <= end
     end, length = end[keep], length[keep]
     first = np.flatnonzero(np.r_[True, end[1:] != end[:-1]])
-    return WindowPlan(end - length, end, first, q)
+    start = end - length
+    difference = None
+    if (q + 1) * end.size <= _DENSE_DIFFERENCE:  # window sums as one BLAS product
+        difference = np.zeros((q + 1, end.size))
+        difference[end, np.arange(end.size)] = 1.0
+        difference[start, np.arange(end.size)] = -1.0
+    return WindowPlan(start, end, first, q, difference)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -200,8 +208,11 @@ def scan(x: np.ndarray, n: np.ndarray, v: np.ndarray, n_reference: int,
     inverse = safe_ratio(1.0, scale)  # an empty window (scale 0) has z = 0
     inverse[~np.isfinite(inverse)] = 0.0
     cx -= delta[..., None] * cn  # the path relative to the reference gap
-    z = np.take(cx, plan.end, axis=-1)
-    z -= np.take(cx, plan.start, axis=-1)  # eq. (1), numerator
+    if plan.difference is not None:  # exact: two non-zero terms per column
+        z = (cx.reshape(-1, cx.shape[-1]) @ plan.difference).reshape((*cx.shape[:-1], -1))
+    else:
+        z = np.take(cx, plan.end, axis=-1)
+        z -= np.take(cx, plan.start, axis=-1)  # eq. (1), numerator
     np.abs(z, out=z)
     z *= inverse
     return np.maximum.reduceat(z, plan.first, axis=-1)  # eq. (2)
