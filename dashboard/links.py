@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard import state as s
+from mcviz.settings import SearchSettings, SubpopulationSettings
 
 __all__ = ["DecodedLink", "decode_params", "encode_state", "mapping_from_json"]
 
@@ -23,14 +24,21 @@ _SIMPLE = {  # query parameter -> widget key
     "l": s.W_L, "m": s.W_M, "seed": s.W_SEED, "reps": s.W_REPEATS, "bins": s.W_BINS,
     "var": s.W_VARIABLE, "score2": s.W_SCORE2, "sub": s.W_SELECTED, "group": s.W_GROUP,
     "filter": s.W_FILTER, "scope": s.W_SCOPE, "ssub": s.W_SCOPE_SUB, "slevel": s.W_SCOPE_LEVEL,
+    "smode": s.W_SUB_MODE, "cond": s.W_CONDITIONS, "nf": s.W_FINDINGS, "nd": s.W_NULL_DRAWS,
     "mtime": s.W_MON_TIME, "mper": s.W_MON_PERIOD, "mref": s.W_MON_REFERENCE,
     "mfil": s.W_MON_FILTERS,
 }
+_SETTINGS = {s.W_L: "n_subpopulations", s.W_M: "min_size", s.W_SEED: "seed",
+             s.W_REPEATS: "repeats"}  # widget key -> setting (bounds written once: mcviz.settings)
 _INT_RANGES = {  # widget key -> inclusive range accepted from a link
-    s.W_L: (1, 20_000), s.W_M: (2, 10**9), s.W_SEED: (0, 2**31 - 1), s.W_REPEATS: (1, 20),
-    s.W_SELECTED: (0, 10**9), s.W_SCOPE_SUB: (0, 10**9),
+    **{key: (SubpopulationSettings.setting(name).low, SubpopulationSettings.setting(name).high)
+       for key, name in _SETTINGS.items()},
+    **{key: (SearchSettings.setting(name).low, SearchSettings.setting(name).high)
+       for key, name in ((s.W_CONDITIONS, "max_conditions"), (s.W_FINDINGS, "n_findings"))},
+    s.W_SELECTED: (0, 10**9), s.W_SCOPE_SUB: (0, 10**9), s.W_NULL_DRAWS: (19, 5_000),
 }
-_KNOWN = {*_SIMPLE, "page", "demo", "sha", "map", "subcov", "pm", "sp", "mseg", "msrch"}
+_CHOICES = {s.W_SCOPE: s.SCOPES, s.W_SUB_MODE: s.SUB_MODES}
+_KNOWN = {*_SIMPLE, "page", "demo", "sha", "map", "subcov", "pm", "sp", "nu", "mseg", "msrch"}
 _MAX_TEXT = 2_000
 _SHA = re.compile(r"[0-9a-f]{64}")
 _WEIGHTINGS = (None, "proportional", "proportional-shifted", "low-prevalence")
@@ -74,6 +82,8 @@ def encode_state(state: Mapping[str, Any], page: str | None = None) -> dict[str,
         params["pm"] = "1"
     if state.get(s.SUBPOP) is not None:
         params["sp"] = "1"
+        if state.get(s.NULL_SHOWN):
+            params["nu"] = "1"
     return params
 
 
@@ -122,9 +132,9 @@ def decode_params(params: Mapping[str, Any]) -> DecodedLink:
             if message:
                 messages.append(message)
                 continue
-        elif key == s.W_SCOPE and value not in s.SCOPES:
-            messages.append(f"link parameter scope={_shown(value)} is not one of "
-                            f"{', '.join(s.SCOPES)}; ignored.")
+        elif key in _CHOICES and value not in _CHOICES[key]:
+            messages.append(f"link parameter {name}={_shown(value)} is not one of "
+                            f"{', '.join(_CHOICES[key])}; ignored.")
             continue
         restored[key] = value
     if "subcov" in params:
@@ -150,6 +160,8 @@ def decode_params(params: Mapping[str, Any]) -> DecodedLink:
         restored[s.W_PRESENTATION] = True
     if params.get("sp") == "1":
         restored[s.AUTO_SUBPOP] = True
+        if params.get("nu") == "1":
+            restored[s.AUTO_NULL] = True
     mapping = None
     if "map" in params:
         mapping, problems = mapping_from_json(_text(params["map"]))

@@ -38,8 +38,7 @@ from dashboard.text import escape_markdown
 from mcviz.budget import Cancelled, check, default_budget
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.figures import cumulative_figure, format_number
-from mcviz.figures._text import escape_figure
+from mcviz.figures import cumulative_figure, escape_figure, format_number
 from mcviz.io import Predictions, demo_path, load_predictions, read_table
 
 __all__ = ["DEMOS", "NO_SCORE", "ColumnMapping", "caption", "compute", "compute_with_progress",
@@ -237,16 +236,35 @@ def require_current() -> Current:
 
 
 def _gate_link_subpopulations(analysis: Current) -> None:
-    """Check a link's ``sp=1``: ℓ clamped to the budget, only cheap work starts unasked."""
+    """Check a link's ``sp=1`` against the budget: cheap work starts at once, on any page.
+
+    Generated subpopulations: ℓ clamped to the memory budget; searched: the search's estimate.
+    Settings that may start unasked become the computed settings (every page then computes
+    them: a link to a finding reopens it); others wait for Compute with the estimate shown.
+    """
     state = st.session_state
     if state.pop(LINK_SUBPOP, False):
-        start = limits.link_start(analysis.pred.n, int(state.get(s.W_L) or 1),
-                                  int(state.get(s.W_REPEATS) or 1), default_budget())
-        state[s.W_L] = start.subpopulations
-        if start.auto:
-            state[s.AUTO_SUBPOP] = True
+        params = s.subpopulation_params(state, analysis.pred.covariate_kinds)
+        budget = default_budget()
+        if params["mode"] == "searched":
+            from mcviz.search import search_estimate
+
+            estimate = search_estimate(analysis.pred.n, len(params["covariates"]),
+                                       max_conditions=params["max_conditions"])
+            auto = (estimate.bytes <= budget.bytes
+                    and estimate.seconds <= limits.AUTO_START_SECONDS)
+            message = None if auto else (f"This link asks for a {estimate}. Press Compute on "
+                                         "the Subpopulations page to start it.")
         else:
-            state[LINK_NOTICE] = start.message
+            start = limits.link_start(analysis.pred.n, params["n_subpopulations"],
+                                      params["repeats"], budget)
+            state[s.W_L] = params["n_subpopulations"] = start.subpopulations
+            auto, message = start.auto, start.message
+        if auto:
+            state[s.SUBPOP] = {"key": analysis.key, **params}
+        else:
+            state[LINK_NOTICE] = message
+            state.pop(s.AUTO_NULL, None)
     if state.get(LINK_NOTICE):
         if state.get(s.SUBPOP) is not None:
             state.pop(LINK_NOTICE)
@@ -329,6 +347,38 @@ def subpopulation_runs(analysis: Current, *, progress: bool = False) -> tuple[ru
     # cache's byte cap is not recomputed on every page
     st.session_state[RUNS_HELD] = (run_key, result)
     return result
+
+
+def null_of(analysis: Current, result: Any, run: str, *, seed: int, draws: int) -> Any:
+    """Compute (with progress and Stop) or return the null distribution of M for run ``run``.
+
+    Shared by the Subpopulations and Review pages (one cache entry per run and draws); held in
+    the session for the Review and Report pages. Low-prevalence weights (Appendix B) depend on
+    the labels: each draw recomputes them from the unweighted predictions.
+    """
+    from dataclasses import replace
+
+    from mcviz.significance import null_distribution
+
+    low_prevalence = analysis.mapping.weighting == "low-prevalence"
+    base = analysis.pred
+    if low_prevalence:
+        base = predictions_for(analysis.source_key,
+                               replace(analysis.mapping, weighting=None, rho=None),
+                               analysis.frame)
+    null = compute_with_progress("null_draws", run, null_distribution, base,
+                                 result.subpopulations, label="Null draws", draws=draws,
+                                 seed=seed, low_prevalence=low_prevalence)
+    runs.hold_null(st.session_state, run, null)
+    return null
+
+
+def null_estimate(analysis: Current, result: Any, draws: int) -> Any:
+    """Return the cost of :func:`null_of` (an :class:`mcviz.budget.Estimate`)."""
+    from mcviz.significance import null_draws_estimate
+
+    members = sum(sub.size for sub in result.subpopulations)
+    return null_draws_estimate(analysis.pred.n, members, draws)
 
 
 # --------------------------------------------------------------------------------------------
@@ -444,7 +494,7 @@ def chart_slots(count: int) -> list:
 def show_figure(figure: Any, *, key: str | None = None, on_select: str = "ignore") -> Any:
     """Draw a plotly figure at full container width (the one place pages draw charts).
 
-    Every data-derived string in it is escaped first (:func:`mcviz.figures._text.escape_figure`).
+    Every data-derived string in it is escaped first (:func:`mcviz.figures.escape_figure`).
     """
     return st.plotly_chart(
         escape_figure(figure), width="stretch", key=key, on_select=on_select, theme=None,

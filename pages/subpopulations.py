@@ -11,7 +11,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, runs, ui
+from dashboard import charts, limits, runs, ui
 from dashboard import state as s
 from dashboard.text import code
 from dashboard.text import escape_markdown as md
@@ -19,7 +19,7 @@ from mcviz.binning import reliability_diagrams
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
 from mcviz.figures import deviation_figure, format_number, subpopulation_scatter_figure
-from mcviz.significance import null_distribution, null_draws_estimate
+from mcviz.settings import SearchSettings, SubpopulationSettings
 from mcviz.subpopulations import (
     filter_subpopulation,
     group_subpopulations,
@@ -53,14 +53,8 @@ st.selectbox(
 )
 
 LOW_PREVALENCE = analysis.mapping.weighting == "low-prevalence"
-W_MODE, W_CONDITIONS, W_FINDINGS = "w_sub_mode", "w_sub_conditions", "w_sub_findings"
+W_MODE, W_CONDITIONS, W_FINDINGS = s.W_SUB_MODE, s.W_CONDITIONS, s.W_FINDINGS
 NULL_REQUEST = "null_request"  # the run id whose null distribution the user asked for
-settled = st.session_state.get(s.SUBPOP) or {}
-for widget, setting, default in ((W_MODE, "mode", "generated"),
-                                 (W_CONDITIONS, "max_conditions", 3),
-                                 (W_FINDINGS, "n_findings", 5)):
-    if widget not in st.session_state:  # widgets forget their value on another page
-        st.session_state[widget] = settled.get(setting, default)
 mode = st.radio("Subpopulations", list(runs.MODES), key=W_MODE, horizontal=True,
                 format_func=runs.MODES.get,
                 help="Generated: ℓ random median splits of the covariates (Algorithm 1 of paper "
@@ -73,29 +67,21 @@ with st.form("subpop_settings", border=False):
     st.multiselect("Covariates to split on" if mode == "generated" else "Covariates to search",
                    list(kinds), key=s.W_SUBCOVS)
     cells = st.columns(4)
-    if mode == "generated":
-        cells[0].number_input("ℓ (subpopulations)", min_value=1, max_value=20_000, step=100,
+    if mode == "generated":  # labels, bounds and help: mcviz.settings
+        cells[0].number_input(**SubpopulationSettings.setting("n_subpopulations").widget(),
                               key=s.W_L)
-        cells[1].number_input("m (minimum size)", min_value=2, max_value=max(pred.n, 2),
-                              step=10, key=s.W_M)
-        cells[3].number_input("Repeats (seeds)", min_value=1, max_value=20, key=s.W_REPEATS)
+        cells[1].number_input(**{**SubpopulationSettings.setting("min_size").widget(),
+                                 "max_value": max(pred.n, 2), "step": 10}, key=s.W_M)
+        cells[3].number_input(**SubpopulationSettings.setting("repeats").widget(),
+                              key=s.W_REPEATS)
     else:
-        cells[0].number_input("Conditions per finding (at most)", min_value=1, max_value=3,
+        cells[0].number_input(**SearchSettings.setting("max_conditions").widget(),
                               key=W_CONDITIONS)
-        cells[1].number_input("Findings", min_value=1, max_value=20, key=W_FINDINGS)
-    cells[2].number_input("Seed", min_value=0, max_value=2**31 - 1, key=s.W_SEED)
+        cells[1].number_input(**SearchSettings.setting("n_findings").widget(), key=W_FINDINGS)
+    cells[2].number_input(**SubpopulationSettings.setting("seed").widget(), key=s.W_SEED)
     submitted = st.form_submit_button("Compute", type="primary")
 
-params = {
-    "covariates": list(st.session_state[s.W_SUBCOVS] or kinds),
-    "n_subpopulations": int(st.session_state[s.W_L]),
-    "min_size": int(st.session_state[s.W_M]),
-    "seed": int(st.session_state[s.W_SEED]),
-    "repeats": int(st.session_state[s.W_REPEATS]) if mode == "generated" else 1,
-    "mode": mode,
-    "max_conditions": int(st.session_state[W_CONDITIONS]),
-    "n_findings": int(st.session_state[W_FINDINGS]),
-}
+params = s.subpopulation_params(st.session_state, kinds)
 previous = st.session_state.get(s.SUBPOP)
 if previous is None and st.session_state.pop(s.AUTO_SUBPOP, False):
     st.session_state[s.SUBPOP] = {"key": analysis.key, **params}
@@ -152,35 +138,27 @@ def drill_down(sub, row: dict | None) -> None:
 
 def null_section(result, run: str, seed: int):
     """Offer the null distribution of M (cost stated first), compute it with progress."""
-    members = sum(sub.size for sub in result.subpopulations)
-    draws = int(st.number_input("Null draws", min_value=19, max_value=5_000, value=200, step=50,
-                                key="w_null_draws",
+    draws = int(st.number_input("Null draws", min_value=19, max_value=5_000, step=50,
+                                key=s.W_NULL_DRAWS,
                                 help="Sets of responses drawn from the scores (perfect "
                                      "calibration) to learn how large M/σ₀ gets by chance."))
-    estimate = null_draws_estimate(pred.n, members, draws)
+    estimate = ui.null_estimate(analysis, result, draws)
     st.caption(f"Cost estimate: about {estimate.seconds:,.1f} s and "
                f"{estimate.bytes / 2**20:,.0f} MB ({md(estimate.what)}).")
     if st.button("Compute the null distribution", icon=":material/casino:"):
         st.session_state[NULL_REQUEST] = (run, draws)
     held = runs.held_null(st.session_state, run)
+    if (st.session_state.pop(s.AUTO_NULL, False) and held is None  # a shared link's nu=1
+            and estimate.seconds <= limits.AUTO_START_SECONDS):
+        st.session_state[NULL_REQUEST] = (run, draws)
     request = st.session_state.get(NULL_REQUEST)
     if request is None or request[0] != run or (held is not None and held.draws == request[1]):
         return held
-    base = pred
-    if LOW_PREVALENCE:  # the null redraws responses, then recomputes Appendix B's weights
-        base = ui.predictions_for(analysis.source_key,
-                                  replace(analysis.mapping, weighting=None, rho=None),
-                                  analysis.frame)
     try:
-        null = ui.compute_with_progress(
-            "null_draws", run, null_distribution, base, result.subpopulations,
-            label="Null draws", draws=request[1], seed=seed,
-            low_prevalence=LOW_PREVALENCE)
+        return ui.null_of(analysis, result, run, seed=seed, draws=request[1])
     except ValidationError as error:
         ui.show_error(error)
         return held
-    runs.hold_null(st.session_state, run, null)
-    return null
 
 
 def show_null(null) -> None:
@@ -265,6 +243,7 @@ if runs_:
         with st.expander("Test M against chance (null distribution)",
                          expanded=runs.held_null(st.session_state, run) is None):
             null = null_section(result, run, runs_[0].seed)
+        st.session_state[s.NULL_SHOWN] = null is not None  # the link says nu=1
         if null is not None:
             show_null(null)
         show_verdict(runs.argmax_verdict(result, null))
