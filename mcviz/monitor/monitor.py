@@ -8,6 +8,10 @@ ordered variable), its Kuiper range (eq. (2)) and scale (eq. (5)), the Brownian-
 the p-value of the post-reference stretch; the alarm rule is derived in
 :mod:`mcviz.monitor.alarm`.
 
+Cost: one pass over the rows per per-period sum (``np.bincount`` on cell codes), a gather per
+segment to find the membership patterns; no sort by time or per segment (a row's period is
+computed from its timestamp); the null simulation works on the patterns x periods cells.
+
 References
 ----------
 .. [1] I. Guy, D. Haimovich, F. Linder, N. Okati, L. Perini, N. Tax, M. Tygert, "Measuring
@@ -263,8 +267,7 @@ def monitor_calibration(
     progress : callable(fraction, text), optional
         Called as the work advances; raising from it cancels.
     budget : Budget, int, str or None
-        Refused before the work when :func:`monitor_estimate` exceeds it (None: the default
-        budget, :func:`mcviz.budget.default_budget`).
+        Refused when :func:`monitor_estimate` exceeds it (None: the default budget).
 
     Returns
     -------
@@ -275,13 +278,6 @@ def monitor_calibration(
     ValidationError
         Bad time column or periods (:func:`~mcviz.monitor.periods.make_periods`), bad segments,
         non-binary responses, bad parameters.
-
-    Notes
-    -----
-    Cost: one pass over the rows per per-period sum (``np.bincount`` on cell codes), a gather
-    per segment to find the membership patterns; no sort by time or per segment (the period of
-    a row is computed from its timestamp); the null simulation works on the
-    patterns x periods cells (:mod:`mcviz.monitor.alarm`).
 
     Examples
     --------
@@ -304,28 +300,20 @@ def monitor_calibration(
     _check(pred, alpha, n_draws, null, seed)
     say = progress or (lambda fraction, text: None)
     rows = np.arange(pred.n) if index is None else _positions(pred, index)
-    if rows.size < 2:
-        raise ValidationError(f"monitoring needs at least 2 rows, not {rows.size}.")
-    column = time if time is not None else infer_time_column(pred.covariates)
-    if column is None:
-        raise ValidationError("no time column: name one (time=...; the covariates hold no "
-                              "dates, and no text or integer column named like a time).")
-    pred.require_covariate(column, " as the time column")
     say(0.0, "periods")
-    periods = make_periods(pred.covariates[column].iloc[rows], column=column, period=period,
-                           reference=reference, rows=pred.row[rows])
+    column, periods = _time_periods(pred, rows, time, period, reference)
     monitored = periods.n_periods - periods.n_reference
     guess = (len(list(segments)), len(list(filters)), 5 * bool(search_reference))  # upper bound
+    cost = {"periods": monitored, "n_draws": n_draws}
     check(monitor_estimate(rows.size, segment_rows=rows.size * sum(guess), series=1 + sum(guess),
-                           periods=monitored, n_draws=n_draws), budget)
-    search_rows = rows[periods.code < periods.n_reference] if search_reference else None
+                           **cost), budget)
     found, notice = monitored_segments(
-        pred, levels=segments, filters=filters, search_rows=search_rows,
-        search_covariates=covariates, exclude=(column,), alpha=alpha, seed=seed)
-    if index is not None:
-        found = tuple(_restricted(sub, rows, pred.n) for sub in found)
+        pred, levels=segments, filters=filters, search_covariates=covariates, exclude=(column,),
+        search_rows=rows[periods.code < periods.n_reference] if search_reference else None,
+        alpha=alpha, seed=seed)
+    found = found if index is None else tuple(_restricted(sub, rows, pred.n) for sub in found)
     check(monitor_estimate(rows.size, segment_rows=sum(sub.size for sub in found),
-                           series=1 + len(found), periods=monitored, n_draws=n_draws), budget)
+                           series=1 + len(found), **cost), budget)
     say(0.1, "cells")
     cells, sums = _cells(pred, rows, periods, found)
     plan = window_plan(periods.n_periods - periods.n_reference)
@@ -339,16 +327,32 @@ def monitor_calibration(
     series = tuple(
         _series(sub, k, sums, observed[k], periods, plan, c, draws.maxima)
         for k, sub in enumerate(everyone))
-    maxima = draws.maxima
-    maxima.flags.writeable = False
-    notices = (notice,) if notice else ()
-    return MonitorResult(periods, series, float(alpha), c, maxima, draws.method, int(rows.size),
-                         int(seed), perf_counter() - started, notices)
+    draws.maxima.flags.writeable = False
+    return MonitorResult(periods, series, float(alpha), c, draws.maxima, draws.method,
+                         int(rows.size), int(seed), perf_counter() - started,
+                         (notice,) if notice else ())
+
+
+def _time_periods(pred: Predictions, rows: np.ndarray, time: str | None, period: str | int,
+                  reference: object) -> tuple[str, Periods]:
+    if rows.size < 2:
+        raise ValidationError(f"monitoring needs at least 2 rows, not {rows.size}.")
+    column = time if time is not None else infer_time_column(pred.covariates)
+    if column is None:
+        raise ValidationError("no time column: name one (time=...; the covariates hold no "
+                              "dates, and no text or integer column named like a time).")
+    pred.require_covariate(column, " as the time column")
+    return column, make_periods(pred.covariates[column].iloc[rows], column=column, period=period,
+                                reference=reference, rows=pred.row[rows])
 
 
 def _check(pred: Predictions, alpha: float, n_draws: int, null: str, seed: int) -> None:
     if not isinstance(pred, Predictions):
         raise ValidationError(f"monitor needs Predictions, not {type(pred).__name__}.")
+    if getattr(pred, "weights_depend_on_label", False):
+        raise ValidationError("monitoring redraws the responses from the scores, which weights "
+                              "that depend on the label (low-prevalence weighting) do not "
+                              "allow: monitor without that weighting.")
     if pred.response_kind != "binary":
         raise ValidationError("monitoring needs 0/1 responses (the null redraws them from the "
                               "scores); these predictions have real-valued responses.")
