@@ -105,7 +105,8 @@ class FixResult:
         Sorted positions (score order of the input) of the fit and held-out rows.
     findings : tuple of str
         Descriptions (filter language) of the findings judged: the search's on the fit rows,
-        the fix's terms and the caller's scopes, each once.
+        the fix's terms and the caller's scopes, each once (a description selecting the same
+        held-out rows as an earlier one is left out).
     confirmed : tuple of bool
         Per finding: confirmed (Holm-adjusted held-out p below 0.05 in the search on the fit
         rows, or a term of the fix); False for the caller's scopes and unconfirmed findings.
@@ -335,13 +336,19 @@ def verify_fix(
                                               n_subpopulations=n_subpopulations,
                                               seed=seed).subpopulations[1:])
     kept, ids = [], []
-    for description in dict.fromkeys(descriptions):
+    for description in dict.fromkeys([*map(str, scopes), *descriptions]):  # scopes: own words
         try:
             sub = filter_subpopulation(eval_pred, description, id=len(family) + 1)
         except ValidationError as error:
             if description in scopes:
                 raise
             notes.append(f"{description!r} is not judged: {error}")
+            continue
+        same = next((k for k, i in enumerate(ids) if np.array_equal(family[i - 1].index,
+                                                                     sub.index)), None)
+        if same is not None:  # the same rows in other words (a search's and a term's): once
+            if description in confirmed:
+                confirmed.add(kept[same])
             continue
         family.append(sub)
         kept.append(description)
