@@ -19,6 +19,7 @@ from mcviz.binning import reliability_diagrams
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
 from mcviz.figures import deviation_figure, format_number, subpopulation_scatter_figure
+from mcviz.settings import SearchSettings, SubpopulationSettings
 from mcviz.subpopulations import (
     filter_subpopulation,
     group_subpopulations,
@@ -66,17 +67,18 @@ with st.form("subpop_settings", border=False):
     st.multiselect("Covariates to split on" if mode == "generated" else "Covariates to search",
                    list(kinds), key=s.W_SUBCOVS)
     cells = st.columns(4)
-    if mode == "generated":
-        cells[0].number_input("ℓ (subpopulations)", min_value=1, max_value=20_000, step=100,
+    if mode == "generated":  # labels, bounds and help: mcviz.settings
+        cells[0].number_input(**SubpopulationSettings.setting("n_subpopulations").widget(),
                               key=s.W_L)
-        cells[1].number_input("m (minimum size)", min_value=2, max_value=max(pred.n, 2),
-                              step=10, key=s.W_M)
-        cells[3].number_input("Repeats (seeds)", min_value=1, max_value=20, key=s.W_REPEATS)
+        cells[1].number_input(**{**SubpopulationSettings.setting("min_size").widget(),
+                                 "max_value": max(pred.n, 2), "step": 10}, key=s.W_M)
+        cells[3].number_input(**SubpopulationSettings.setting("repeats").widget(),
+                              key=s.W_REPEATS)
     else:
-        cells[0].number_input("Conditions per finding (at most)", min_value=1, max_value=3,
+        cells[0].number_input(**SearchSettings.setting("max_conditions").widget(),
                               key=W_CONDITIONS)
-        cells[1].number_input("Findings", min_value=1, max_value=20, key=W_FINDINGS)
-    cells[2].number_input("Seed", min_value=0, max_value=2**31 - 1, key=s.W_SEED)
+        cells[1].number_input(**SearchSettings.setting("n_findings").widget(), key=W_FINDINGS)
+    cells[2].number_input(**SubpopulationSettings.setting("seed").widget(), key=s.W_SEED)
     submitted = st.form_submit_button("Compute", type="primary")
 
 params = s.subpopulation_params(st.session_state, kinds)
