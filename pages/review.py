@@ -39,7 +39,7 @@ SCOPE_NAMES = {"full": "Full population", "argmax": "Worst subpopulation (argmax
                "sub": "Subpopulation or finding by id", "filter": "Filter",
                "level": "Level of a variable"}
 pick_scope, pick_detail, pick_variable, pick_own, pick_export, pick_deck = st.columns(
-    [2.4, 2.6, 2, 1.8, 1.1, 1.1], vertical_alignment="bottom")
+    [2.3, 2.5, 2.5, 1.7, 1, 1], vertical_alignment="bottom")
 ui.selectbox_state(s.W_SCOPE, list(SCOPE_NAMES), "full")
 scope_kind = pick_scope.selectbox("Scope", list(SCOPE_NAMES), key=s.W_SCOPE,
                                   format_func=lambda k: f"Scope: {SCOPE_NAMES[k]}",
@@ -49,7 +49,8 @@ variable = charts.chosen_variable(analysis)
 ui.selectbox_state(s.W_VARIABLE, names, variable)
 if names:
     variable = pick_variable.selectbox("Variable", names, key=s.W_VARIABLE,
-                                       format_func=lambda v: f"Variable: {v} ({kinds[v]})",
+                                       format_func=lambda v: f"Variable: {v}",
+                                       help="The variable of the error curves (bottom left)",
                                        label_visibility="collapsed")
 with pick_detail:
     if scope_kind in ("argmax", "sub") and not runs_:
