@@ -8,7 +8,10 @@ findings of opposite sign, +-0.8 on the logit), split in half by score strata (s
 method is fitted on the fit half (``findings`` searches it, three passes at most) and judged on
 the held-out half: M (eq. (4) of paper 000) over 300 Algorithm-1 subpopulations of the held-out
 rows plus the two planted findings, the largest held-out D/sigma of the planted findings, and
-the log loss. ``seconds`` is fit + judgement (``verify_fix`` without the reporting search).
+the log loss. ``seconds`` is the wall time of fit + judgement (``verify_fix`` without the
+reporting search), with its CPU time in parentheses (the machine is shared: wall time swells
+with the load, CPU time much less); memory is the rise of the child process's peak RSS during
+the fit and judgement, beyond the peak of loading the data.
 ``boost (MCGrad defaults)`` is mcviz's boost with MCGrad's tree settings (94 trees of 5
 leaves, learning rate 0.0287) instead of mcviz's (200 trees of 8 leaves, 0.1).
 
@@ -93,52 +96,76 @@ def run_mcgrad(python, fit_pred, evaluation, family):
     return {**judge(evaluation, scores, family), "seconds": seconds, "note": f"{rounds} rounds"}
 
 
+def prepared(n: int):
+    """The planted predictions, the split, the held-out rows and the judging family."""
+    frame = planted_fix_data(n, seed=0)
+    pred = load_predictions(frame.drop(columns="truth"), score="score", label="label",
+                            covariates=COVARIATES)
+    fit_index, held_index = holdout_split(pred, 0.5, 0)
+    evaluation = subset(pred, held_index)
+    family = list(generate_subpopulations(evaluation, n_subpopulations=300,
+                                          seed=0).subpopulations[1:])
+    family += [filter_subpopulation(evaluation, d) for d in PLANTED]
+    return pred, fit_index, evaluation, family
+
+
+def child(n: int, method: str) -> dict:
+    """One method at one size, in this process: metrics, seconds and peak memory (RSS)."""
+    import resource
+
+    pred, _, evaluation, family = prepared(n)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if method.startswith("boost ("):
+        _boost.TREE_PARAMS.update(learning_rate=0.028729759162731475, num_leaves=5)
+        _boost.N_TREES = 94
+    started, cpu = time.perf_counter(), time.process_time()
+    result = verify_fix(pred, method=method.split()[0], scopes=PLANTED, seed=0, search=False,
+                        n_subpopulations=300)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    fixed = result.eval_after.score[result.eval_position]
+    return {**judge(evaluation, fixed, family), "seconds": seconds, "cpu": cpu,
+            "note": result.recalibrator.describe()[:60], "extra_mb": (peak - base) / 2**20,
+            "baseline_mb": base / 2**20}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--methods", default=",".join((*METHODS, "boost (MCGrad defaults)")))
     parser.add_argument("--mcgrad-python", default="/work/venvs/mcgrad/bin/python")
     parser.add_argument("--no-mcgrad", action="store_true")
+    parser.add_argument("--child", nargs=2, metavar=("ROWS", "METHOD"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(int(args.child[0]), args.child[1])))
+        return
     print("| rows | method | held-out M reduction | max planted D/σ after | log loss before → "
-          "after | seconds | note |")
-    print("|---|---|---|---|---|---|---|")
+          "after | seconds (CPU) | peak memory beyond the data | note |")
+    print("|---|---|---|---|---|---|---|---|")
     for n in (int(v) for v in args.sizes.split(",")):
-        frame = planted_fix_data(n, seed=0)
-        pred = load_predictions(frame.drop(columns="truth"), score="score", label="label",
-                                covariates=COVARIATES)
-        fit_index, held_index = holdout_split(pred, 0.5, 0)
-        evaluation = subset(pred, held_index)
-        family = list(generate_subpopulations(evaluation, n_subpopulations=300,
-                                              seed=0).subpopulations[1:])
-        family += [filter_subpopulation(evaluation, d) for d in PLANTED]
         rows = []
-        for method in (*METHODS, "boost (MCGrad defaults)"):
-            mcgrad_like = method.startswith("boost (")
-            saved = dict(_boost.TREE_PARAMS), _boost.N_TREES
-            if mcgrad_like:
-                _boost.TREE_PARAMS.update(learning_rate=0.028729759162731475, num_leaves=5)
-                _boost.N_TREES = 94
-            started = time.perf_counter()
-            result = verify_fix(pred, method=method.split()[0], scopes=PLANTED, seed=0,
-                                search=False, n_subpopulations=300)
-            seconds = time.perf_counter() - started
-            _boost.TREE_PARAMS.clear()
-            _boost.TREE_PARAMS.update(saved[0])
-            _boost.N_TREES = saved[1]
-            fixed = result.eval_after.score[result.eval_position]
-            rows.append((method, {**judge(evaluation, fixed, family), "seconds": seconds,
-                                  "note": result.recalibrator.describe()[:60]}))
+        for method in args.methods.split(","):
+            done = subprocess.run([sys.executable, __file__, "--child", str(n), method],
+                                  capture_output=True, text=True, check=False)
+            rows.append((method, json.loads(done.stdout) if done.returncode == 0 else
+                         {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}))
+            _print(n, *rows[-1])
         if not args.no_mcgrad and Path(args.mcgrad_python).exists():
-            rows.append(("MCGrad 0.1.5", run_mcgrad(args.mcgrad_python, subset(pred, fit_index),
-                                                    evaluation, family)))
-        for method, r in rows:
-            if "error" in r:
-                print(f"| {n:,} | {method} | – | – | – | – | {r['error']} |")
-                continue
-            print(f"| {n:,} | {method} | {r['m_reduction']:.0%} | {r['planted_z_after']:.2f} | "
-                  f"{r['log_loss_before']:.4f} → {r['log_loss_after']:.4f} | "
-                  f"{r['seconds']:.1f} | {r['note']} |", flush=True)
-        print(json.dumps({"rows": n}), file=sys.stderr)
+            pred, fit_index, evaluation, family = prepared(n)
+            _print(n, "MCGrad 0.1.5", run_mcgrad(args.mcgrad_python, subset(pred, fit_index),
+                                                  evaluation, family))
+
+
+def _print(n: int, method: str, r: dict) -> None:
+    if "error" in r:
+        print(f"| {n:,} | {method} | – | – | – | – | – | {r['error']} |", flush=True)
+        return
+    memory = f"{r['extra_mb']:.0f} MB" if "extra_mb" in r else "–"
+    cpu = f" ({r['cpu']:.1f})" if "cpu" in r else ""
+    print(f"| {n:,} | {method} | {r['m_reduction']:.0%} | {r['planted_z_after']:.2f} | "
+          f"{r['log_loss_before']:.4f} → {r['log_loss_after']:.4f} | {r['seconds']:.1f}{cpu} | "
+          f"{memory} | {r['note']} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from mcviz.figures import (
 from mcviz.figures.corp import corp_figure  # not exported by mcviz.figures yet
 from mcviz.measures import classical_measures
 from mcviz.report import ReportSection
+from mcviz.rules import lcs_applies
 from mcviz.smoothing import local_calibration_score
 from mcviz.variables import level_calibration, rank_variables, variable_calibration
 
@@ -77,7 +78,7 @@ def classical_table(item: Current, sub: Any = None) -> pd.DataFrame:
 
 def lcs_result(item: Current) -> Any:
     """Return the Local Calibration Score (cached), or None for real-valued responses."""
-    if item.pred.response_kind != "binary":
+    if not lcs_applies(item.pred.response_kind):  # the one rule (mcviz.rules)
         return None
     pred = item.pred
     return item.compute("lcs", local_calibration_score, pred.score, pred.label,

@@ -16,10 +16,12 @@ import pandas as pd
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 
-__all__ = ["FULL", "FixSettings", "ScopeView", "fixed_source", "parse_thresholds",
-           "scope_view", "scores_by_row", "summary_table"]
+__all__ = ["FULL", "SECTION_HELD", "FixSettings", "ScopeView", "fix_section", "fixed_source",
+           "held_section", "parse_thresholds", "scope_view", "scores_by_row", "summary_table"]
 
 FULL = "full population"
+SECTION_HELD = "fix_section_held"
+"""Session-state key: (analysis key, Section) of the last fix judged on the Fix page."""
 METHOD_TITLES = {
     "findings": "findings: logit s plus one term per confirmed finding",
     "platt": "Platt: logistic on logit s",
@@ -150,3 +152,31 @@ def fixed_source(source: Mapping[str, Any], frame: pd.DataFrame, pred: Predictio
 def scope_options(result: Any) -> Sequence[str]:
     """Return the scopes the page offers: the full population, then each finding judged."""
     return [FULL, *result.findings]
+
+
+def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
+    """Return the fix as a :class:`mcviz.verdict.Section` (Review page, report, deck).
+
+    Its sentences: the verdict line, then what miscalibration costs at each threshold on the
+    held-out rows (``impact``: the full population's :class:`~mcviz.decision.DecisionImpact`).
+    """
+    from mcviz.figures import format_number
+    from mcviz.verdict import Section
+
+    sentences = [result.verdict[0].upper() + result.verdict[1:] + "."]
+    sentences += [s[0].upper() + s[1:] + "." for s in impact.sentences(thresholds)]
+    facts = (
+        ("held-out M", f"{format_number(result.before.metric)} → "
+                       f"{format_number(result.after.metric)}"),
+        ("held-out log loss", f"{format_number(result.before.log_loss)} → "
+                              f"{format_number(result.after.log_loss)}"),
+        ("rows", f"fitted on {result.n_fit:,}, judged on {result.n_eval:,} held out"),
+        ("map", result.recalibrator.describe()),
+    )
+    return Section(f"Fix ({result.method})", tuple(sentences), facts)
+
+
+def held_section(state: Mapping[str, Any], analysis_key: str) -> Any:
+    """Return the Section of the fix judged for this analysis, or None."""
+    held = state.get(SECTION_HELD)
+    return held[1] if held is not None and held[0] == analysis_key else None

@@ -21,6 +21,7 @@ from mcviz.io import Predictions
 from mcviz.multical import multicalibration
 from mcviz.review import Compute, direct, own_cumulative, subset_predictions
 from mcviz.search import search_subpopulations
+from mcviz.settings import SearchSettings, SubpopulationSettings
 from mcviz.subpopulations import (
     Condition,
     Subpopulation,
@@ -51,19 +52,25 @@ class RunSettings:
     n_subpopulations: int
     min_size: int
     seed: int
-    repeats: int = 1
+    repeats: int = SubpopulationSettings.repeats
     mode: str = "generated"
-    max_conditions: int = 3
-    n_findings: int = 5
+    max_conditions: int = SearchSettings.max_conditions
+    n_findings: int = SearchSettings.n_findings
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> RunSettings:
-        """Build from the page's settings dictionary (extra keys such as ``key`` ignored)."""
+        """Build from the page's settings dictionary (extra keys such as ``key`` ignored).
+
+        Values are checked and typed by :mod:`mcviz.settings` (one place for defaults and
+        bounds); a value out of bounds raises :class:`~mcviz.errors.ValidationError`.
+        """
         mode = data.get("mode", "generated")
-        return cls(tuple(data["covariates"]), int(data["n_subpopulations"]),
-                   int(data["min_size"]), int(data["seed"]), int(data.get("repeats", 1)),
-                   mode if mode in MODES else "generated", int(data.get("max_conditions", 3)),
-                   int(data.get("n_findings", 5)))
+        generated = SubpopulationSettings.from_mapping(data)
+        searched = SearchSettings.from_mapping(
+            {name: data[name] for name in ("max_conditions", "n_findings") if name in data})
+        return cls(tuple(data["covariates"]), generated.n_subpopulations, generated.min_size,
+                   generated.seed, generated.repeats, mode if mode in MODES else "generated",
+                   searched.max_conditions, searched.n_findings)
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,7 @@ class Run:
 
     seed: int
     subsets: Any  # mcviz.subpopulations.SubpopulationSet
-    result: Any  # mcviz.multical.MulticalibrationResult
+    result: Any  # mcviz.multical.MulticalResult
     search: Any = None  # mcviz.search.SearchResult of a searched run, else None
 
 

@@ -38,8 +38,7 @@ from dashboard.text import escape_markdown
 from mcviz.budget import Cancelled, check, default_budget
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.figures import cumulative_figure, format_number
-from mcviz.figures._text import escape_figure
+from mcviz.figures import cumulative_figure, escape_figure, format_number
 from mcviz.io import Predictions, demo_path, load_predictions, read_table
 
 __all__ = ["DEMOS", "NO_SCORE", "ColumnMapping", "caption", "compute", "compute_with_progress",
@@ -495,7 +494,7 @@ def chart_slots(count: int) -> list:
 def show_figure(figure: Any, *, key: str | None = None, on_select: str = "ignore") -> Any:
     """Draw a plotly figure at full container width (the one place pages draw charts).
 
-    Every data-derived string in it is escaped first (:func:`mcviz.figures._text.escape_figure`).
+    Every data-derived string in it is escaped first (:func:`mcviz.figures.escape_figure`).
     """
     return st.plotly_chart(
         escape_figure(figure), width="stretch", key=key, on_select=on_select, theme=None,

@@ -9,11 +9,9 @@ curves along the chosen variable, restricted to the scope; the LCS curve of the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 
 from mcviz.binning import reliability_diagrams
@@ -31,6 +29,7 @@ from mcviz.figures import (
 from mcviz.figures.corp import corp_figure  # not exported by mcviz.figures yet
 from mcviz.io import Predictions
 from mcviz.measures import corp_reliability
+from mcviz.rules import lcs_applies, lcs_refusal
 from mcviz.smoothing import local_calibration_score
 from mcviz.subpopulations import Subpopulation
 from mcviz.variables import level_calibration, variable_calibration
@@ -110,8 +109,8 @@ def review_results(
         except ValidationError as error:
             curves_note = str(error)
     lcs, lcs_note = None, None
-    if pred.response_kind != "binary":
-        lcs_note = "The Local Calibration Score needs 0/1 responses; these are real-valued."
+    if not lcs_applies(pred.response_kind):  # the one rule and its words (mcviz.rules)
+        lcs_note = lcs_refusal(pred.response_kind)
     else:
         try:
             lcs = compute(f"lcs:{key}", local_calibration_score, part.score, part.label,
@@ -127,31 +126,14 @@ def review_results(
                          lcs, lcs_note, corp_result)
 
 
-def subset_predictions(pred: Predictions, index: Any, *, covariates: bool = True) -> Predictions:
-    """Restrict the predictions to ``index`` (sorted positions), without re-sorting."""
-    index = np.asarray(index)
-    score = pred.score[index]
-    run_end = np.ones(index.size, dtype=bool)
-    run_end[:-1] = score[1:] != score[:-1]
-    extra: dict[str, Any] = {}
-    if covariates:
-        extra["covariates"] = pred.covariates.iloc[index].reset_index(drop=True)
-    else:  # the score-ordered statistics never look at the covariates
-        extra["covariates"] = pd.DataFrame(index=pd.RangeIndex(index.size))
-        extra["covariate_kinds"] = {}
-    if pred.predicted_class is not None:
-        extra["predicted_class"] = pred.predicted_class[index]
-    if pred.true_class is not None:
-        extra["true_class"] = pred.true_class[index]
-    return replace(
-        pred, score=score, label=pred.label[index], weight=pred.weight[index],
-        row=pred.row[index], run_end=run_end, **extra,
-    )
+def subset_predictions(pred: Predictions, index: Any) -> Predictions:
+    """Restrict the predictions to ``index`` (:meth:`mcviz.io.Predictions.subset`)."""
+    return pred.subset(index)
 
 
 def own_cumulative(pred: Predictions, index: Any) -> Any:
     """Return a subpopulation's own cumulative calibration result."""
-    return cumulative_differences(subset_predictions(pred, index, covariates=False))
+    return cumulative_differences(pred, index=index)
 
 
 def corp_resamples(rows: int) -> int:

@@ -97,6 +97,9 @@ ui.show_figure(decision_curve_figure(impact, thresholds=thresholds,
                                      presentation=ui.presentation()), key="fix_curve")
 for sentence in impact.sentences(thresholds):
     ui.show_text(sentence[0].upper() + sentence[1:] + ".")
+if view.description == fixing.FULL:  # the Review page, the report and the deck show it
+    st.session_state[fixing.SECTION_HELD] = (analysis.key,
+                                             fixing.fix_section(result, impact, thresholds))
 
 st.divider()
 column = fixing.fixed_column(pred.score_column)

@@ -11,8 +11,7 @@ from dashboard import state as s
 from mcviz import __version__, cumulative_differences
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
-from mcviz.figures import deviation_figure, format_number
-from mcviz.figures._text import escape_figure
+from mcviz.figures import deviation_figure, escape_figure, format_number
 from mcviz.report import (
     ExportUnavailableError,
     ReportSection,

@@ -25,6 +25,7 @@ from mcviz.figures import (
     format_percent,
     subpopulation_scatter_figure,
 )
+from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
 from mcviz.subpopulations import (
     filter_subpopulation,
     group_subpopulations,
@@ -72,17 +73,18 @@ with st.form("subpop_settings", border=False):
     st.multiselect("Covariates to split on" if mode == "generated" else "Covariates to search",
                    list(kinds), key=s.W_SUBCOVS)
     cells = st.columns(4)
-    if mode == "generated":
-        cells[0].number_input("ℓ (subpopulations)", min_value=1, max_value=20_000, step=100,
+    if mode == "generated":  # labels, bounds and help: mcviz.settings
+        cells[0].number_input(**SubpopulationSettings.setting("n_subpopulations").widget(),
                               key=s.W_L)
-        cells[1].number_input("m (minimum size)", min_value=2, max_value=max(pred.n, 2),
-                              step=10, key=s.W_M)
-        cells[3].number_input("Repeats (seeds)", min_value=1, max_value=20, key=s.W_REPEATS)
+        cells[1].number_input(**{**SubpopulationSettings.setting("min_size").widget(),
+                                 "max_value": max(pred.n, 2), "step": 10}, key=s.W_M)
+        cells[3].number_input(**SubpopulationSettings.setting("repeats").widget(),
+                              key=s.W_REPEATS)
     else:
-        cells[0].number_input("Conditions per finding (at most)", min_value=1, max_value=3,
+        cells[0].number_input(**SearchSettings.setting("max_conditions").widget(),
                               key=W_CONDITIONS)
-        cells[1].number_input("Findings", min_value=1, max_value=20, key=W_FINDINGS)
-    cells[2].number_input("Seed", min_value=0, max_value=2**31 - 1, key=s.W_SEED)
+        cells[1].number_input(**SearchSettings.setting("n_findings").widget(), key=W_FINDINGS)
+    cells[2].number_input(**SubpopulationSettings.setting("seed").widget(), key=s.W_SEED)
     submitted = st.form_submit_button("Compute", type="primary")
 
 params = s.subpopulation_params(st.session_state, kinds)
@@ -142,10 +144,7 @@ def drill_down(sub, row: dict | None) -> None:
 
 def null_section(result, run: str, seed: int):
     """Offer the null distribution of M (cost stated first), compute it with progress."""
-    draws = int(st.number_input("Null draws", min_value=19, max_value=5_000, step=50,
-                                key=s.W_NULL_DRAWS,
-                                help="Sets of responses drawn from the scores (perfect "
-                                     "calibration) to learn how large M/σ₀ gets by chance."))
+    draws = int(st.number_input(**NullSettings.setting("draws").widget(), key=s.W_NULL_DRAWS))
     estimate = ui.null_estimate(analysis, result, draws)
     st.caption(f"Cost estimate: about {estimate.seconds:,.1f} s and "
                f"{estimate.bytes / 2**20:,.0f} MB ({md(estimate.what)}).")

@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from mcviz.budget import check, subpopulations_estimate
 from mcviz.cli import _common
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
@@ -22,8 +23,9 @@ from mcviz.io import Predictions
 from mcviz.measures import classical_measures
 from mcviz.multical import MulticalResult, multicalibration, multicalibration_repeats
 from mcviz.report import safe_csv
+from mcviz.settings import SubpopulationSettings
 from mcviz.significance import NullDistribution, null_distribution
-from mcviz.subpopulations import generate_subpopulations, group_subpopulations
+from mcviz.subpopulations import group_subpopulations
 
 __all__ = ["metrics_block", "register", "run"]
 
@@ -42,25 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_multicalibration_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the multi-calibration options of ``mcviz metrics`` (defaults: None = not asked)."""
-    n_subpopulations = _common.default(multicalibration_repeats, "n_subpopulations")
-    min_size = _common.default(multicalibration_repeats, "min_size")
     group = parser.add_argument_group("multi-calibration (paper 000)")
     group.add_argument(
         "--covariates", help="comma-separated covariates (also those Algorithm 1 splits on)"
     )
-    group.add_argument(
-        "--subpopulations", type=int, metavar="L",
-        help=f"number of random subpopulations of Algorithm 1 (default {n_subpopulations})",
-    )
-    group.add_argument("--min-size", type=int, metavar="M",
-                       help=f"minimum members (default {min_size})")
-    group.add_argument("--seed", type=int, help="seed of Algorithm 1 (default "
-                       f"{_common.default(generate_subpopulations, 'seed')})")
-    group.add_argument(
-        "--repeats", type=int, metavar="R",
-        help="run seeds s, s+1, ..., s+R-1 and report the metrics as means with standard "
-        "errors (the argmax and the count are those of seed s)",
-    )
+    _common.add_settings_arguments(group, SubpopulationSettings, required_default=False)
     group.add_argument(
         "--groups", help="comma-separated boolean or categorical columns used as groups"
     )
@@ -115,17 +103,9 @@ def _classical(pred: Predictions) -> dict | None:
 
 
 def _settings(args: argparse.Namespace) -> tuple[int, int, int, int]:
-    """Return n_subpopulations, min_size, seed, repeats (the library's defaults if not given)."""
-    def given(name: str, fallback: int) -> int:
-        value = getattr(args, name)
-        return fallback if value is None else value
-
-    repeats = given("repeats", 1)
-    if repeats < 1:
-        raise ValidationError(f"--repeats must be at least 1, not {repeats}.")
-    return (given("subpopulations", _common.default(multicalibration_repeats, "n_subpopulations")),
-            given("min_size", _common.default(multicalibration_repeats, "min_size")),
-            given("seed", _common.default(generate_subpopulations, "seed")), repeats)
+    """Return n_subpopulations, min_size, seed, repeats (defaults and bounds: the settings)."""
+    settings = _common.settings_from_arguments(SubpopulationSettings, args)
+    return settings.n_subpopulations, settings.min_size, settings.seed, settings.repeats
 
 
 def metrics_block(
@@ -159,6 +139,7 @@ def metrics_block(
     split_on = [c for c in covariate_names if c not in dropped] if covariate_names else [
         c for c in pred.covariates.columns if c not in group_columns]
     if generate:
+        check(subpopulations_estimate(pred.n, n_subpopulations, repeats))  # before any work
         repeated = multicalibration_repeats(
             pred, seeds=range(seed, seed + repeats), covariates=split_on,
             n_subpopulations=n_subpopulations, min_size=min_size, groups=groups,

@@ -13,6 +13,7 @@ Prints ``{"n", "verdict": [sentences], "findings": [{"rank", "description", "sen
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,21 +27,13 @@ HELP = "state the verdict of a review and write the deck (PPTX or PDF)"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``mcviz report``."""
-    from mcviz.search import search_subpopulations
+    from mcviz.settings import SearchSettings
 
     parser = subparsers.add_parser("report", help=HELP, description=HELP)
     _common.add_input_arguments(parser)
     parser.add_argument("--covariates", help="comma-separated covariates to search (default: "
                         "every column that is not the score, label or weight)")
-    default = _common.default
-    parser.add_argument("--max-conditions", type=int, metavar="K",
-                        default=default(search_subpopulations, "max_conditions"),
-                        help="conditions per finding at most (default %(default)s)")
-    parser.add_argument("--findings", type=int, metavar="F",
-                        default=default(search_subpopulations, "n_findings"),
-                        help="findings to report (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=default(search_subpopulations, "seed"),
-                        help="seed of the held-out split (default %(default)s)")
+    _common.add_settings_arguments(parser, SearchSettings)  # defaults, bounds: mcviz.settings
     parser.add_argument("--bins", default="10,20,50",
                         help="reliability bin counts of the grids (default %(default)s)")
     parser.add_argument("--deck", action="append", metavar="OUT", default=[],
@@ -52,6 +45,7 @@ def run(args: argparse.Namespace) -> dict:
     """Load, measure, search, state the verdict and write the decks; return the JSON object."""
     from mcviz.cumulative import cumulative_differences
     from mcviz.search import search_subpopulations
+    from mcviz.settings import SearchSettings
     from mcviz.verdict import review_verdict
 
     for path in args.deck:
@@ -60,9 +54,8 @@ def run(args: argparse.Namespace) -> dict:
     bins = _bins(args.bins)
     covariates = _common.split(args.covariates)
     pred = _common.load_from_arguments(args, covariates=covariates)
-    search = search_subpopulations(pred, covariates=covariates,
-                                   max_conditions=args.max_conditions,
-                                   n_findings=args.findings, seed=args.seed)
+    settings = _common.settings_from_arguments(SearchSettings, args)
+    search = search_subpopulations(pred, covariates=covariates, **dataclasses.asdict(settings))
     verdict = review_verdict(cumulative_differences(pred), total=pred.n, search=search,
                              binary=pred.response_kind == "binary")
     slides = 0

@@ -135,7 +135,7 @@ def impact_sentence(t: float, loss: float, low: float, high: float, changed: flo
         return (head + f"the recalibrated scores do worse: {-loss:.1f} fewer net true "
                 f"positives per 1,000 decisions {ci}")
     return (head + f"the recalibration changes {changed:.1%} of decisions but its effect is "
-            f"within noise ({loss:+.1f} net true positives per 1,000 decisions {ci})")
+            f"within noise: {loss:+.1f} net true positives per 1,000 decisions {ci}")
 
 
 def _cells(model_bin, recal_bin, a, b, binary_unweighted):

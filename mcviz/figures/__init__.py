@@ -54,6 +54,9 @@ __all__ += ["format_interval", "format_number", "format_p", "format_percent", "s
 from mcviz.figures.corp import corp_figure, smooth_reliability_figure  # noqa: E402
 
 __all__ += ["corp_figure", "smooth_reliability_figure"]
+from mcviz.figures._text import escape_figure, plotly_text, plotly_texts  # noqa: E402
+
+__all__ += ["escape_figure", "plotly_text", "plotly_texts"]
 from mcviz.figures.monitor import monitor_heatmap_figure, monitor_series_figure  # noqa: E402
 
 __all__ += ["monitor_heatmap_figure", "monitor_series_figure"]

@@ -10,7 +10,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from mcviz.budget import Budget, Progress, check, knn_estimate, report_progress
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.groupings._sums import SUM_KEYS, _from_sums
 from mcviz.groupings.input_space import (

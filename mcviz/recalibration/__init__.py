@@ -16,7 +16,7 @@ from mcviz.recalibration.recalibrator import (
     Recalibrator,
     frame_for_scoring,
 )
-from mcviz.recalibration.verify import FixResult, FixSide, verify_fix
+from mcviz.recalibration.verify import FixResult, FixSide, fix_estimate, verify_fix
 
 __all__ = ["FORMAT", "METHODS", "FixResult", "FixSide", "FixTerm", "Recalibrator",
-           "frame_for_scoring", "holdout_split", "rescored", "subset", "verify_fix"]
+           "fix_estimate", "frame_for_scoring", "holdout_split", "rescored", "subset", "verify_fix"]

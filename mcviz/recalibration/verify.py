@@ -29,16 +29,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mcviz.budget import Budget, Estimate, check
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.recalibration._logistic import clip_probability
 from mcviz.recalibration._split import holdout_split, rescored, subset
 from mcviz.recalibration.recalibrator import Recalibrator
 
-__all__ = ["FixResult", "FixSide", "verify_fix"]
+__all__ = ["FixResult", "FixSide", "fix_estimate", "verify_fix"]
 
 Z_95 = 1.959963984540054
 ALPHA = 0.05
+
+# Measured by benchmarks/bench_fix.py (planted data, 4 covariates, 300 subpopulations) on the
+# 2-core reference machine: the peak RSS rose by 52-81 MB at 10^5 rows and 255-287 MB at 10^6
+# (boost highest); CPU 2.1-2.6 s at 10^6 for platt/isotonic/beta, 7.2 s for findings (three
+# searches of the fit rows), 18.4 s for boost. The constants err high.
+_BYTES_FIXED = 40_000_000
+_BYTES_PER_ROW = 320
+_BYTES_PER_ROW_COVARIATE_BOOST = 24
+_SECONDS_PER_ROW = {"platt": 3e-6, "isotonic": 3e-6, "beta": 3e-6, "findings": 1e-5,
+                    "boost": 2.5e-5}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -157,8 +168,38 @@ class FixResult:
                 "after": self.after.as_json(self.findings)}
 
 
+def fix_estimate(rows: int, covariates: int, *, method: str = "findings",
+                 search: bool = True, holdout: float = 0.5) -> Estimate:
+    """Cost of :func:`verify_fix` on ``rows`` rows and ``covariates`` covariates.
+
+    Memory :math:`O(n)`: the split, the held-out rows before and after, the subpopulations of
+    M; the boosting adds its feature matrix. The guided search (its own estimate) runs before
+    and is counted when larger.
+
+    Examples
+    --------
+    >>> fix_estimate(1_000_000, 4, method="platt").bytes < 10**9
+    True
+    """
+    from mcviz.search import search_estimate
+
+    rows, covariates = int(rows), max(int(covariates), 1)
+    memory = _BYTES_FIXED + rows * _BYTES_PER_ROW
+    if method == "boost":
+        memory += rows * covariates * _BYTES_PER_ROW_COVARIATE_BOOST
+    seconds = 1.0 + rows * _SECONDS_PER_ROW.get(method, 2.5e-5)
+    if search or method == "findings":
+        searched = search_estimate(int(rows * (1 - holdout)), covariates)
+        memory = max(memory, searched.bytes)
+        seconds += searched.seconds if search else 0.0
+    return Estimate(
+        what=f"the {method} fix, judged on held-out rows: {rows:,} rows × {covariates} covariates",
+        bytes=int(memory), seconds=float(seconds),
+        advice="fit on a random sample of the rows, or with fewer covariates")
+
+
 def _percent(share: float) -> str:
-    """A share as a percentage with two significant digits below 1% (0.043%, 0.4%, 3.6%)."""
+    """Write a share as a percentage, two significant digits below 1% (0.043%, 0.4%, 3.6%)."""
     return f"{share:.1%}" if share >= 0.01 else f"{share * 100:.2g}%"
 
 
@@ -210,6 +251,7 @@ def verify_fix(
     null_draws: int = 0,
     recalibrator: Recalibrator | None = None,
     progress: Callable[[float, str], None] | None = None,
+    budget: Budget | int | str | None = None,
 ) -> FixResult:
     """Fit a fix on one score-stratified split and judge it on the other (module docstring).
 
@@ -235,6 +277,10 @@ def verify_fix(
     recalibrator : Recalibrator, optional
         An unfitted recalibrator with its options (default ``Recalibrator(method, ...)``).
     progress : callable(fraction, text), optional
+        Called as the work advances; raising from it stops the work.
+    budget : Budget, int, str or None
+        Refuse before starting when :func:`fix_estimate` exceeds it (:func:`mcviz.budget.check`;
+        None: the default budget).
 
     Returns
     -------
@@ -258,6 +304,9 @@ def verify_fix(
             progress(fraction, text)
 
     fix = recalibrator or Recalibrator(method, covariates=covariates, seed=seed)
+    n_covariates = len(pred.covariate_kinds) if covariates is None else len(covariates)
+    check(fix_estimate(pred.n, n_covariates, method=fix.method, search=search,
+                       holdout=float(holdout) if 0 < holdout < 1 else 0.5), budget)
     fit_index, eval_index = holdout_split(pred, holdout, seed)
     fit_pred, eval_pred = subset(pred, fit_index), subset(pred, eval_index)
     names = list(pred.covariates.columns) if covariates is None else list(covariates)
@@ -267,7 +316,8 @@ def verify_fix(
         from mcviz.search import search_subpopulations
 
         report(0.0, "searching the fit rows")
-        found = search_subpopulations(fit_pred, covariates=names, seed=seed)
+        found = search_subpopulations(fit_pred, covariates=names, seed=seed,
+                                      progress=lambda f, t: report(0.2 * f, t))
         descriptions += [f.description for f in found.findings]
         confirmed |= {f.description for f in found.findings if f.p_adjusted < ALPHA}
     report(0.2, f"fitting the {fix.method} fix")

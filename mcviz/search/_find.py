@@ -17,6 +17,7 @@ from mcviz.search._beam import Beam
 from mcviz.search._columns import MAX_LEVELS, prepare_columns, round_cut
 from mcviz.search._confirm import effect, holm, minimum_detectable_effect, sentence, split_rows
 from mcviz.search._screen import Data, _score_candidates
+from mcviz.settings import SearchSettings
 from mcviz.subpopulations import (
     Subpopulation,
     SubpopulationSet,
@@ -215,17 +216,8 @@ def _data(pred: Predictions, parity: np.ndarray) -> Data:
 def _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed) -> list[str]:
     if not isinstance(pred, Predictions):
         raise ValidationError(f"search needs Predictions, not {type(pred).__name__}.")
-    for name, value, low, high in (("max_conditions", max_conditions, 1, 5),
-                                   ("n_findings", n_findings, 1, 50),
-                                   ("seed", seed, 0, 2**63 - 1)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not (
-                low <= value <= high):
-            raise ValidationError(f"{name} must be an integer from {low} to {high}, "
-                                  f"not {value!r}.")
-    for name, value, low, high in (("min_share", min_share, 0.0, 0.5),
-                                   ("holdout", holdout, 0.1, 0.9)):
-        if not isinstance(value, int | float | np.floating) or not (low < value <= high):
-            raise ValidationError(f"{name} must be a number in ({low}, {high}], not {value!r}.")
+    SearchSettings(max_conditions=max_conditions, n_findings=n_findings,  # bounds: settings
+                   min_share=min_share, holdout=holdout, seed=seed)
     names = list(pred.covariates.columns) if covariates is None else list(
         dict.fromkeys(covariates))
     for name in names:
@@ -243,11 +235,11 @@ def search_subpopulations(
     pred: Predictions,
     *,
     covariates: Sequence[str] | None = None,
-    max_conditions: int = 3,
-    n_findings: int = 5,
-    min_share: float = 0.005,
-    holdout: float = 0.5,
-    seed: int = 0,
+    max_conditions: int = SearchSettings.max_conditions,
+    n_findings: int = SearchSettings.n_findings,
+    min_share: float = SearchSettings.min_share,
+    holdout: float = SearchSettings.holdout,
+    seed: int = SearchSettings.seed,
     progress: Callable[[float, str], None] | None = None,
     budget: Budget | int | str | None = None,
 ) -> SearchResult:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from mcviz.core.conditions import is_datetime
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.subpopulations.describe import _KEYWORDS, describe_conditions
@@ -16,7 +17,6 @@ from mcviz.subpopulations.model import Condition, Subpopulation
 from mcviz.subpopulations.selection import (
     _categories,
     _is_bool,
-    _is_datetime,
     select_rows,
 )
 
@@ -274,7 +274,7 @@ class _Parser:
                 return False
             raise self.error(token, f"column {column!r} is boolean; expected true or false, "
                                     f"found {token.text!r}", column)
-        if (series is not None and _is_datetime(series)) or (
+        if (series is not None and is_datetime(series)) or (
             series is None and token.kind in ("string", "date")
         ):
             try:

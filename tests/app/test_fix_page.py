@@ -52,3 +52,14 @@ def test_fix_page_refuses_bad_thresholds():
     at.text_input(key="w_fix_thresholds").set_value("0.2, 1.5").run()
     assert not at.exception
     assert any("thresholds must lie in (0, 1)" in e.value.replace("\\", "") for e in at.error)
+
+
+def test_the_judged_fix_appears_in_the_review_verdict():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.switch_page("pages/fix.py").run()
+    at.selectbox(key="w_fix_method").set_value("beta")
+    at.button(key="fix_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Fix (beta)" in _texts(at)

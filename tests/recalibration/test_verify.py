@@ -92,3 +92,34 @@ def test_scopes_that_select_nothing_are_refused():
     with pytest.raises(ValidationError, match="selects none"):
         verify_fix(pred, method="platt", scopes=["age > 1000"], search=False,
                    n_subpopulations=20)
+
+
+def test_null_p_of_m_and_progress():
+    pred = _load(planted_fix_data(8000, seed=5))
+    seen = []
+    result = verify_fix(pred, method="platt", null_draws=19, n_subpopulations=50,
+                        progress=lambda fraction, text: seen.append(fraction))
+    assert result.before.metric_p == pytest.approx(1 / 20)  # planted: no draw reaches it
+    assert 0 < result.after.metric_p <= 1
+    assert seen[-1] == 1.0
+    assert seen == sorted(seen)
+
+
+@pytest.mark.parametrize("method", ["platt", "isotonic", "findings"])
+def test_results_do_not_depend_on_the_order_of_tied_rows(method):
+    frame = planted_fix_data(12_000, seed=6).drop(columns="truth")
+    frame["score"] = frame["score"].round(2)  # many ties
+    shuffled = frame.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    a = verify_fix(_load(frame.assign(truth=0)), method=method, n_subpopulations=50)
+    b = verify_fix(_load(shuffled.assign(truth=0)), method=method, n_subpopulations=50)
+    assert a.findings == b.findings
+    for side in ("before", "after"):
+        for name in ("metric", "log_loss", "ece", "brier"):
+            assert getattr(getattr(a, side), name) == pytest.approx(
+                getattr(getattr(b, side), name), rel=1e-9, abs=1e-12)
+
+
+def test_a_fix_above_the_budget_is_refused_before_it_starts():
+    pred = _load(planted_fix_data(5000, seed=7))
+    with pytest.raises(ValidationError, match="refused before starting: the boost fix"):
+        verify_fix(pred, method="boost", budget="1MB")
