@@ -63,6 +63,3 @@ __all__ += ["monitor_heatmap_figure", "monitor_series_figure"]
 from mcviz.figures.decision import decision_curve_figure  # noqa: E402
 
 __all__ += ["decision_curve_figure"]
-from mcviz.figures._text import escape_figure  # noqa: E402
-
-__all__ += ["escape_figure"]
