@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import review, runs
+from dashboard import fixing, review, runs
 from dashboard import state as s
 from dashboard.ui import Current, bin_counts, compute, figure
 from mcviz.binning import calibration_metrics, reliability_diagrams
@@ -251,7 +251,9 @@ def current_verdict(item: Current, runs_: tuple) -> Any:
     if runs_ and runs_[0].search is None:
         null = runs.held_null(st.session_state,
                               runs.run_id(item.key, st.session_state.get(s.SUBPOP) or {}))
-    return review.scope_verdict(item.pred, results, runs_, null=null)
+    verdict = review.scope_verdict(item.pred, results, runs_, null=null)
+    fix = fixing.held_section(st.session_state, item.key)  # the Fix page's judgement (#27)
+    return verdict if fix is None else verdict.with_sections(fix)
 
 
 def deck_buttons(item: Current, verdict: Any, runs_: tuple, *, key: str) -> None:

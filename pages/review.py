@@ -94,7 +94,7 @@ if not scope.is_full:
              "full population.")
 
 corp = pick_own.toggle(
-    "CORP diagram", key="w_review_corp",
+    "CORP", key="w_review_corp",
     help="Top right: the CORP reliability diagram (isotonic regression, no bins, with its "
          "consistency band) in place of the binned diagrams.")
 
