@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mcviz.io",),
     ("mcviz.core",),
     ("mcviz",),  # statistics: every other package of the library, and its public API
-    ("mcviz.figures", "mcviz.plot", "mcviz.report", "mcviz.review", "mcviz.verdict"),
+    ("mcviz.figures", "mcviz.plot", "mcviz.report", "mcviz.review", "mcviz.verdict",
+     "mcviz.deck"),
     ("mcviz.cli", "mcviz.__main__", "dashboard"),
     ("pages", "app"),
 )
