@@ -109,12 +109,14 @@ def scope_view(result: Any, description: str) -> ScopeView:
                      subset(result.eval_after, moved), np.asarray(index))
 
 
-def scope_impact(result: Any, view: ScopeView, *, n_bootstrap: int = 500) -> Any:
-    """Decision impact of the fix on the scope's held-out rows (the curve's thresholds)."""
-    from mcviz.decision import decision_impact
+def scope_impact(result: Any, view: ScopeView, thresholds: Sequence[float] = (), *,
+                 n_bootstrap: int = 500) -> Any:
+    """Decision impact of the fix on the scope's held-out rows (the curve's and ``thresholds``)."""
+    from mcviz.decision import CURVE_THRESHOLDS, decision_impact
 
     fixed = result.eval_after.score[result.eval_position]
     return decision_impact(result.eval_before, fixed, index=view.index, scope=view.description,
+                           thresholds=np.union1d(CURVE_THRESHOLDS, thresholds),
                            n_bootstrap=n_bootstrap)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from mcviz.io import infer_roles
-from mcviz.settings import SubpopulationSettings
+from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
 
 __all__ = ["DEFAULTS", "DEMOS", "ColumnMapping", "default_mapping", "parse_bin_counts",
            "subpopulation_params"]
@@ -80,9 +80,9 @@ DEFAULTS: dict[str, Any] = {
     W_FILTER: "",
     W_SCOPE: "full",
     W_SUB_MODE: "generated",
-    W_CONDITIONS: 3,
-    W_FINDINGS: 5,
-    W_NULL_DRAWS: 200,
+    W_CONDITIONS: SearchSettings.setting("max_conditions").default,
+    W_FINDINGS: SearchSettings.setting("n_findings").default,
+    W_NULL_DRAWS: NullSettings.setting("draws").default,
     W_MON_PERIOD: "week",
     W_MON_REFERENCE: "",
     W_MON_FILTERS: "",
