@@ -160,7 +160,8 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
     """Return the fix as a :class:`mcviz.verdict.Section` (Review page, report, deck).
 
     Its sentences: the verdict line, the rows and the map, then what miscalibration costs at
-    each threshold (the first four) on the held-out rows (``impact``: the full population's :class:`~mcviz.decision.DecisionImpact`).
+    each threshold (the first four) on the held-out rows (``impact``: the full population's
+    :class:`~mcviz.decision.DecisionImpact`).
     """
     from mcviz.figures import format_number
     from mcviz.verdict import Section
