@@ -159,21 +159,22 @@ def scope_options(result: Any) -> Sequence[str]:
 def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
     """Return the fix as a :class:`mcviz.verdict.Section` (Review page, report, deck).
 
-    Its sentences: the verdict line, then what miscalibration costs at each threshold on the
-    held-out rows (``impact``: the full population's :class:`~mcviz.decision.DecisionImpact`).
+    Its sentences: the verdict line, the rows and the map, then what miscalibration costs at
+    each threshold (the first four) on the held-out rows (``impact``: the full population's
+    :class:`~mcviz.decision.DecisionImpact`).
     """
     from mcviz.figures import format_number
     from mcviz.verdict import Section
 
-    sentences = [result.verdict[0].upper() + result.verdict[1:] + "."]
-    sentences += [s[0].upper() + s[1:] + "." for s in impact.sentences(thresholds)]
+    sentences = [result.verdict[0].upper() + result.verdict[1:] + ".",
+                 f"Fitted on {result.n_fit:,} rows, judged on {result.n_eval:,} held-out rows; "
+                 f"map: {result.recalibrator.describe()}."]
+    sentences += [s[0].upper() + s[1:] + "." for s in impact.sentences(thresholds[:4])]
     facts = (
         ("held-out M", f"{format_number(result.before.metric)} → "
                        f"{format_number(result.after.metric)}"),
         ("held-out log loss", f"{format_number(result.before.log_loss)} → "
                               f"{format_number(result.after.log_loss)}"),
-        ("rows", f"fitted on {result.n_fit:,}, judged on {result.n_eval:,} held out"),
-        ("map", result.recalibrator.describe()),
     )
     return Section(f"Fix ({result.method})", tuple(sentences), facts)
 
