@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard import state as s
-from mcviz.settings import SearchSettings, SubpopulationSettings
+from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
 
 __all__ = ["DecodedLink", "decode_params", "encode_state", "mapping_from_json"]
 
@@ -24,7 +24,9 @@ _SIMPLE = {  # query parameter -> widget key
     "l": s.W_L, "m": s.W_M, "seed": s.W_SEED, "reps": s.W_REPEATS, "bins": s.W_BINS,
     "var": s.W_VARIABLE, "score2": s.W_SCORE2, "sub": s.W_SELECTED, "group": s.W_GROUP,
     "filter": s.W_FILTER, "scope": s.W_SCOPE, "ssub": s.W_SCOPE_SUB, "slevel": s.W_SCOPE_LEVEL,
-    "smode": s.W_SUB_MODE, "cond": s.W_CONDITIONS, "nf": s.W_FINDINGS, "nd": s.W_NULL_DRAWS,
+    "smode": s.W_SUB_MODE, SearchSettings.setting("max_conditions").link: s.W_CONDITIONS,
+    SearchSettings.setting("n_findings").link: s.W_FINDINGS,
+    NullSettings.setting("draws").link: s.W_NULL_DRAWS,
     "mtime": s.W_MON_TIME, "mper": s.W_MON_PERIOD, "mref": s.W_MON_REFERENCE,
     "mfil": s.W_MON_FILTERS,
 }
@@ -35,7 +37,8 @@ _INT_RANGES = {  # widget key -> inclusive range accepted from a link
        for key, name in _SETTINGS.items()},
     **{key: (SearchSettings.setting(name).low, SearchSettings.setting(name).high)
        for key, name in ((s.W_CONDITIONS, "max_conditions"), (s.W_FINDINGS, "n_findings"))},
-    s.W_SELECTED: (0, 10**9), s.W_SCOPE_SUB: (0, 10**9), s.W_NULL_DRAWS: (19, 5_000),
+    s.W_NULL_DRAWS: (NullSettings.setting("draws").low, NullSettings.setting("draws").high),
+    s.W_SELECTED: (0, 10**9), s.W_SCOPE_SUB: (0, 10**9),
 }
 _CHOICES = {s.W_SCOPE: s.SCOPES, s.W_SUB_MODE: s.SUB_MODES}
 _KNOWN = {*_SIMPLE, "page", "demo", "sha", "map", "subcov", "pm", "sp", "nu", "mseg", "msrch"}

@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import janitor, limits, links, runs
+from dashboard import janitor, limits, links, runs, tables
 from dashboard import state as s
 from dashboard.cache import ByteCache
 from dashboard.state import DEMOS, NO_SCORE, ColumnMapping, default_mapping, score_candidates
@@ -517,16 +517,14 @@ def csv_download(label: str, frame: pd.DataFrame, file_name: str, *,
                               mime="text/csv", key=key)
 
 
-def show_table(frame: pd.DataFrame, **options: Any) -> Any:
+def show_table(frame: pd.DataFrame, *, percent: tuple[str, ...] = (), **options: Any) -> Any:
     """Draw a table: an interactive grid, or a large static table in presentation mode.
 
-    Numbers are written by :func:`mcviz.figures.format_number` (the one number formatter).
+    Numbers are written by :func:`mcviz.figures.format_number` (the one number formatter;
+    :func:`dashboard.tables.formatted`) and every column is as wide as its longest text
+    (:func:`dashboard.tables.content_widths`): no cell is cut.
     """
-    shown = frame.copy()
-    for column in shown.columns:
-        if pd.api.types.is_float_dtype(shown[column]):
-            kind = "p" if str(column) in ("p", "p-value") else None
-            shown[column] = [format_number(v, kind=kind) for v in shown[column]]
+    shown = tables.formatted(frame, percent=percent)  # ``percent``: fractions shown as %
     if presentation() and not options.get("on_select"):  # st.table renders Markdown: escape
         shown = shown.rename(columns=escape_markdown)
         for column in shown.columns:
@@ -534,7 +532,10 @@ def show_table(frame: pd.DataFrame, **options: Any) -> Any:
                 shown[column] = [escape_markdown(v) for v in shown[column]]
         return st.table(shown.set_index(shown.columns[0]) if len(shown.columns) else shown)
     options.setdefault("hide_index", True)
-    return st.dataframe(shown, **options)
+    config = {name: st.column_config.Column(width=width)
+              for name, width in tables.content_widths(shown).items()}
+    config.update(options.pop("column_config", None) or {})
+    return st.dataframe(shown, column_config=config, **options)
 
 
 def cumulative_metrics(result: Any, *, per_row: int = 5) -> None:

@@ -38,8 +38,8 @@ except ValidationError as error:
 SCOPE_NAMES = {"full": "Full population", "argmax": "Worst subpopulation (argmax)",
                "sub": "Subpopulation or finding by id", "filter": "Filter",
                "level": "Level of a variable"}
-pick_scope, pick_detail, pick_variable, pick_own, pick_export = st.columns(
-    [2.4, 2.6, 2, 1.8, 1.2], vertical_alignment="bottom")
+pick_scope, pick_detail, pick_variable, pick_own, pick_export, pick_deck = st.columns(
+    [2.3, 2.5, 2.5, 1.7, 1, 1], vertical_alignment="bottom")
 ui.selectbox_state(s.W_SCOPE, list(SCOPE_NAMES), "full")
 scope_kind = pick_scope.selectbox("Scope", list(SCOPE_NAMES), key=s.W_SCOPE,
                                   format_func=lambda k: f"Scope: {SCOPE_NAMES[k]}",
@@ -49,7 +49,8 @@ variable = charts.chosen_variable(analysis)
 ui.selectbox_state(s.W_VARIABLE, names, variable)
 if names:
     variable = pick_variable.selectbox("Variable", names, key=s.W_VARIABLE,
-                                       format_func=lambda v: f"Variable: {v} ({kinds[v]})",
+                                       format_func=lambda v: f"Variable: {v}",
+                                       help="The variable of the error curves (bottom left)",
                                        label_visibility="collapsed")
 with pick_detail:
     if scope_kind in ("argmax", "sub") and not runs_:
@@ -93,7 +94,7 @@ if not scope.is_full:
              "full population.")
 
 corp = pick_own.toggle(
-    "CORP diagram", key="w_review_corp",
+    "CORP", key="w_review_corp",
     help="Top right: the CORP reliability diagram (isotonic regression, no bins, with its "
          "consistency band) in place of the binned diagrams.")
 
@@ -198,4 +199,8 @@ with pick_export.popover("Slide", icon=":material/download:",
             st.download_button(f"Download {slide[0].upper()}", slide[1],
                                file_name=f"mcviz-review.{slide[0]}",
                                mime="image/png" if slide[0] == "png" else "image/svg+xml")
+with pick_deck.popover("Deck", icon=":material/slideshow:",
+                       help="The verdict, one slide per confirmed finding with its four charts, "
+                            "and the method, as PPTX (editable) or PDF"):
+    charts.deck_buttons(analysis, verdict, runs_, key="review_deck")
 ui.sync()

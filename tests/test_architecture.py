@@ -31,15 +31,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mcviz.io",),
     ("mcviz.core",),
     ("mcviz",),  # statistics: every other package of the library, and its public API
-    ("mcviz.figures", "mcviz.plot", "mcviz.report", "mcviz.review", "mcviz.verdict"),
+    ("mcviz.figures", "mcviz.plot", "mcviz.report", "mcviz.review", "mcviz.verdict",
+     "mcviz.deck"),
     ("mcviz.cli", "mcviz.__main__", "dashboard"),
     ("pages", "app"),
 )
 MAX_FUNCTION_LINES = 120
 #: Functions over the limit in files their owners are rewriting now (issues #25, #27, #29, #30):
 #: each may only shrink; delete its entry once it is within the limit (the test says so).
-PENDING_LONG = {"search_subpopulations": 144, "local_calibration": 133, "kernel_calibration": 127,
-                "monitor_calibration": 122, "verify_fix": 129}
+PENDING_LONG = {"search_subpopulations": 144, "local_calibration": 133, "kernel_calibration": 127}
 
 
 def _modules() -> dict[str, Path]:

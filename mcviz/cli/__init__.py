@@ -47,7 +47,7 @@ __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 #: Subcommand modules of :mod:`mcviz.cli`, in the order ``mcviz --help`` lists them.
 SUBCOMMANDS: tuple[str, ...] = (
     "metrics", "search", "screen", "deviation", "variables", "lcs", "groupings", "decide", "fix",
-    "apply", "monitor",
+    "apply", "monitor", "report",
 )
 
 
