@@ -154,3 +154,36 @@ def review_filter(result: MonitorResult, series: int, first: int, last: int,
     clause = f"{column} >= {low} and {column} {upper} {high}"
     description = result.series[series].description
     return clause if description == "full population" else f"{description} and {clause}"
+
+
+def report_section(result: MonitorResult) -> object:
+    """Return the report's section of a monitor: verdicts, the heat map, the alarmed series.
+
+    A :class:`mcviz.report.ReportSection`: one sentence per alarm (all series when none
+    alarmed), the heat map, the first alarmed series over time (or the full population), and
+    the table of every series.
+    """
+    from mcviz.figures import monitor_heatmap_figure, monitor_series_figure
+    from mcviz.report import ReportSection
+
+    periods = result.periods
+    alarmed = result.alarms
+    text = [f"Calibration over time along {periods.column} in {periods.n_periods} "
+            f"{periods.period}s; the reference is the first {periods.n_reference} (before "
+            f"{periods.reference_end}). {len(alarmed)} of {len(result.series)} series alarm; "
+            f"the chance of any false alarm in any series over the whole horizon is at most "
+            f"{result.alpha:g} (threshold {result.threshold:.3f}, {result.null_maxima.size} "
+            f"{result.null_method} null draws)."]
+    text += [s.sentence for s in (alarmed or result.series[:1])]
+    shown = alarmed[0] if alarmed else result.full
+    figures = (monitor_heatmap_figure(result),
+               monitor_series_figure(result, result.series.index(shown)))
+    table = pd.DataFrame([{
+        "series": s.description, "alarm": s.alarm, "first_alarm": result.label(s.first_alarm),
+        "shift": s.shift, "ci_low": s.ci_low, "ci_high": s.ci_high,
+        "p_adjusted": s.p_adjusted, "rows": int(s.count.sum())} for s in result.series])
+    metrics = (("periods", f"{periods.n_periods} {periods.period}s"),
+               ("alarms", f"{len(alarmed)} of {len(result.series)}"),
+               ("threshold c", f"{result.threshold:.3f}"), ("α", f"{result.alpha:g}"))
+    return ReportSection("Calibration over time (monitor)", text=tuple(text), metrics=metrics,
+                         figures=figures, tables=(("Every monitored series", table),))
