@@ -145,7 +145,7 @@ def verdict_block(results):
             if line is None:
                 st.markdown(md(sentence))
             else:
-                st.button(f"#{line.rank} · {sentence}", key=f"open_finding_{line.rank}",
+                st.button(md(f"#{line.rank} · {sentence}"), key=f"open_finding_{line.rank}",
                           type="tertiary", on_click=_open_finding, args=(line.rank,),
                           help="Open this finding as the scope of the four charts")
         for section in verdict.sections:
