@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard import state as s
+from mcviz.errors import ValidationError
 from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
+from mcviz.text import check_nesting
 
 __all__ = ["DecodedLink", "decode_params", "encode_state", "mapping_from_json"]
 
@@ -142,11 +144,14 @@ def decode_params(params: Mapping[str, Any]) -> DecodedLink:
         restored[key] = value
     if "subcov" in params:
         try:
+            check_nesting(_text(params["subcov"]), what="link parameter subcov")
             covariates = json.loads(_text(params["subcov"]))
             if not isinstance(covariates, list) or not all(isinstance(c, str)
                                                            for c in covariates):
                 raise TypeError
             restored[s.W_SUBCOVS] = covariates
+        except ValidationError as error:
+            messages.append(f"{error} It is ignored.")
         except (ValueError, TypeError):
             messages.append("link parameter subcov is not a list of column names; ignored.")
     if "mseg" in params:  # the Monitor page's segment columns (issue 29)
@@ -195,7 +200,10 @@ def mapping_from_json(text: str) -> tuple[s.ColumnMapping | None, list[str]]:
     are named; text that is not a JSON object gives ``None`` (the inferred mapping is used).
     """
     try:
+        check_nesting(text, what="link parameter map")
         data = json.loads(text)
+    except ValidationError as error:
+        return None, [f"{error} The inferred mapping is used."]
     except ValueError:
         return None, ["link parameter map is not valid JSON; the inferred mapping is used."]
     if not isinstance(data, dict):

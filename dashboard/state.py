@@ -228,13 +228,18 @@ def subpopulation_params(state: Mapping[str, Any], covariates: Any) -> dict[str,
     mode = state.get(W_SUB_MODE) if state.get(W_SUB_MODE) in SUB_MODES else "generated"
     chosen = [c for c in state.get(W_SUBCOVS) or [] if c in covariates] or list(covariates)
 
-    def number(key: str) -> int:
-        value = state.get(key)
-        return int(value if value is not None else DEFAULTS[key])
+    def value(key: str) -> Any:
+        return state.get(key) if state.get(key) is not None else DEFAULTS[key]
 
+    # checked and typed once, by mcviz.settings (bounds and defaults written there)
+    generated = SubpopulationSettings.from_mapping({
+        "n_subpopulations": value(W_L), "min_size": value(W_M), "seed": value(W_SEED),
+        "repeats": value(W_REPEATS) if mode == "generated" else 1})
+    searched = SearchSettings.from_mapping({"max_conditions": value(W_CONDITIONS),
+                                            "n_findings": value(W_FINDINGS)})
     return {
-        "covariates": chosen, "n_subpopulations": number(W_L), "min_size": number(W_M),
-        "seed": number(W_SEED), "repeats": number(W_REPEATS) if mode == "generated" else 1,
-        "mode": mode, "max_conditions": number(W_CONDITIONS),
-        "n_findings": number(W_FINDINGS),
+        "covariates": chosen, "n_subpopulations": generated.n_subpopulations,
+        "min_size": generated.min_size, "seed": generated.seed, "repeats": generated.repeats,
+        "mode": mode, "max_conditions": searched.max_conditions,
+        "n_findings": searched.n_findings,
     }

@@ -72,6 +72,14 @@ if janitor.start(_runtime, CACHE, interval=float(os.environ.get("MCVIZ_SWEEP_SEC
     janitor.freeze_startup_objects()
 
 
+def _session() -> str | None:
+    """Return the id of the session running this script (None outside a Streamlit run)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return None if ctx is None else ctx.session_id
+
+
 def _read(name: str, raw: bytes) -> pd.DataFrame:
     buffer = io.BytesIO(raw)
     buffer.name = name
@@ -81,7 +89,8 @@ def _read(name: str, raw: bytes) -> pd.DataFrame:
 def read_upload(name: str, raw: bytes) -> tuple[str, pd.DataFrame]:
     """Read an uploaded file once per content hash; returns ``(digest, frame)``."""
     file_digest = s.digest(raw)
-    return file_digest, CACHE.get_or_compute(("upload", file_digest), lambda: _read(name, raw))
+    return file_digest, CACHE.get_or_compute(
+        ("upload", file_digest), lambda: janitor.guarded(lambda: _read(name, raw)), _session())
 
 
 @st.cache_resource(max_entries=2, ttl=3600, show_spinner=False)
@@ -102,7 +111,8 @@ def _predictions(mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:
 def predictions_for(source_key: str, mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:
     """Build the predictions once per (source, mapping); raises ValidationError."""
     return CACHE.get_or_compute(("predictions", source_key, mapping.to_json()),
-                                lambda: _predictions(mapping, frame))
+                                lambda: janitor.guarded(lambda: _predictions(mapping, frame)),
+                                _session())
 
 
 def _params(kwargs: Mapping[str, Any]) -> str:
@@ -117,7 +127,7 @@ def compute(name: str, key: str, fn: Callable, *args: Any, **kwargs: Any) -> Any
     JSON-serialised into the cache key.
     """
     return CACHE.get_or_compute(("compute", name, key, _params(kwargs)),
-                                lambda: fn(*args, **kwargs))
+                                lambda: janitor.guarded(lambda: fn(*args, **kwargs)), _session())
 
 
 def compute_with_progress(name: str, key: str, fn: Callable, *args: Any, label: str,
@@ -129,13 +139,14 @@ def compute_with_progress(name: str, key: str, fn: Callable, *args: Any, label: 
     :func:`run_with_progress` for what Stop does.
     """
     cache_key = ("compute", name, key, _params(kwargs))
-    found, value = CACHE.lookup(cache_key)
+    found, value = CACHE.lookup(cache_key, _session())
     if found:
         return value
     return run_with_progress(
         f"{name}|{key}|{cache_key[3]}", label,
-        lambda report: CACHE.get_or_compute(cache_key,
-                                            lambda: fn(*args, progress=report, **kwargs)),
+        lambda report: CACHE.get_or_compute(
+            cache_key, lambda: janitor.guarded(lambda: fn(*args, progress=report, **kwargs)),
+            _session()),
     )
 
 

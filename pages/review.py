@@ -19,6 +19,7 @@ from dashboard import state as s
 from dashboard.text import escape_markdown as md
 from mcviz.errors import ValidationError
 from mcviz.report import ExportUnavailableError, chromium_path, slide_image
+from mcviz.text import display_text
 
 ui.setup_page("review", "Review")
 if not ui.presentation():  # the verdict and the whole grid on one 1440×900 screen
@@ -50,7 +51,7 @@ variable = charts.chosen_variable(analysis)
 ui.selectbox_state(s.W_VARIABLE, names, variable)
 if names:
     variable = pick_variable.selectbox("Variable", names, key=s.W_VARIABLE,
-                                       format_func=lambda v: f"Variable: {v}",
+                                       format_func=lambda v: display_text(f"Variable: {v}"),
                                        help="The variable of the error curves (bottom left)",
                                        label_visibility="collapsed")
 with pick_detail:
@@ -61,7 +62,8 @@ with pick_detail:
         ui.selectbox_state(s.W_SCOPE_SUB, list(subpopulations), runs_[0].result.argmax.id)
         word = "finding" if runs_[0].search is not None else "subpopulation"
         st.selectbox("Subpopulation", list(subpopulations), key=s.W_SCOPE_SUB,
-                     format_func=lambda i: f"{word} #{i} · {subpopulations[i].description}",
+                     format_func=lambda i: display_text(
+                         f"{word} #{i} · {subpopulations[i].description}"),
                      label_visibility="collapsed")
     elif scope_kind == "filter":
         st.text_input("Filter", key=s.W_FILTER, label_visibility="collapsed",
@@ -76,7 +78,7 @@ with pick_detail:
         ui.selectbox_state(s.W_SCOPE_LEVEL, levels, levels[0] if levels else None)
         if levels:
             st.selectbox(f"Level or range of {md(variable)}", levels, key=s.W_SCOPE_LEVEL,
-                         label_visibility="collapsed")
+                         format_func=display_text, label_visibility="collapsed")
 
 try:
     scope = charts.review_scope(analysis, runs_)
