@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import fixing, review, runs
+from dashboard import monitor as monitoring
 from dashboard import state as s
 from dashboard.ui import Current, bin_counts, compute, figure
 from mcviz.binning import calibration_metrics, reliability_diagrams
@@ -253,7 +254,9 @@ def current_verdict(item: Current, runs_: tuple) -> Any:
                               runs.run_id(item.key, st.session_state.get(s.SUBPOP) or {}))
     verdict = review.scope_verdict(item.pred, results, runs_, null=null)
     fix = fixing.held_section(st.session_state, item.key)  # the Fix page's judgement (#27)
-    return verdict if fix is None else verdict.with_sections(fix)
+    verdict = verdict if fix is None else verdict.with_sections(fix)
+    watch = monitoring.held_section(st.session_state, item.key)  # the Monitor page's (#29)
+    return verdict if watch is None else verdict.with_sections(watch)
 
 
 def deck_buttons(item: Current, verdict: Any, runs_: tuple, *, key: str) -> None:

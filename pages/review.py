@@ -14,6 +14,7 @@ scope) or its minimum detectable effect; the same sentences head the report and 
 import streamlit as st
 
 from dashboard import charts, fixing, limits, review, runs, ui
+from dashboard import monitor as monitoring
 from dashboard import state as s
 from dashboard.text import escape_markdown as md
 from mcviz.errors import ValidationError
@@ -134,6 +135,8 @@ def verdict_block(results):
         null_estimate=None if estimate is None else f"about {estimate.seconds:,.1f} s")
     fix = fixing.held_section(st.session_state, analysis.key)  # judged on the Fix page (#27)
     verdict = verdict if fix is None else verdict.with_sections(fix)
+    watch = monitoring.held_section(st.session_state, analysis.key)  # the Monitor page (#29)
+    verdict = verdict if watch is None else verdict.with_sections(watch)
     finding_sentences = {line.sentence: line for line in verdict.findings}
     with st.container(key="verdict", border=True):
         words, action = (st.columns([5, 1.3], vertical_alignment="center")

@@ -16,12 +16,12 @@ Two more bounds are checked before anything is parsed:
 * the number of columns (``max_columns``, default :data:`DEFAULT_MAX_COLUMNS` or
   ``MCVIZ_MAX_COLUMNS``), from the CSV's header line or the Parquet footer: a 10 MB CSV of 10^6
   columns otherwise makes the parser allocate per-column state until the process aborts;
-* the peak memory of the whole read (:func:`mcviz.budget.csv_read_estimate`,
-  :func:`~mcviz.budget.parquet_read_estimate`: the text, the parsed table and the DataFrame,
-  from the text's size, its lines and its columns, or the Parquet
-  footer) against the memory budget (``max_memory``, default
-  :func:`mcviz.budget.memory_budget`): a short CSV value (``0,0,0``) takes 2 bytes of text but
-  16 once parsed and converted, so a file under ``max_bytes`` can still need many times its size.
+* the peak memory of the whole read (:func:`mcviz.budget.csv_read_estimate` and
+  :func:`mcviz.budget.parquet_read_estimate`: the text, the parsed table and the DataFrame,
+  from the text's size, its lines and its columns, or the Parquet footer) against the memory
+  budget (``max_memory``, default :func:`mcviz.budget.memory_budget`): a short CSV value
+  (``0,0,``) takes 2 bytes of text but about 26 once parsed and converted, so a file under
+  ``max_bytes`` can still need many times its size.
 
 Arrow's memory pool hands freed memory back to the system after every read (and after a
 refused one).
