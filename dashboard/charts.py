@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import fixing, review, runs
+from dashboard import monitor as monitoring
 from dashboard import state as s
 from dashboard.ui import Current, bin_counts, compute, figure
 from mcviz.binning import calibration_metrics, reliability_diagrams
@@ -194,7 +195,10 @@ def variables_section(item: Current) -> list[ReportSection]:
 # The review view (shared by the Review and Report pages)
 
 REVIEW_HEIGHT = {False: 285, True: 440}
-"""Chart height of the 2x2 grid: two rows fit 1440x900 with one scroll, 1920x1080 with none."""
+"""Chart height of the 2x2 grid: with the verdict, the whole grid fits the first 1440x900 screen
+(normal mode); in presentation mode (fonts for a projector) the verdict and the top row fit
+1920x1080 and the bottom row is one scroll away (measured by tests/app/test_review_browser.py:
+at 375 px the reliability panels' data area fell to 32%)."""
 
 
 def review_scope(item: Current, runs_: tuple) -> runs.Scope:
@@ -253,7 +257,9 @@ def current_verdict(item: Current, runs_: tuple) -> Any:
                               runs.run_id(item.key, st.session_state.get(s.SUBPOP) or {}))
     verdict = review.scope_verdict(item.pred, results, runs_, null=null)
     fix = fixing.held_section(st.session_state, item.key)  # the Fix page's judgement (#27)
-    return verdict if fix is None else verdict.with_sections(fix)
+    verdict = verdict if fix is None else verdict.with_sections(fix)
+    watch = monitoring.held_section(st.session_state, item.key)  # the Monitor page's (#29)
+    return verdict if watch is None else verdict.with_sections(watch)
 
 
 def deck_buttons(item: Current, verdict: Any, runs_: tuple, *, key: str) -> None:

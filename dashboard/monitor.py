@@ -187,3 +187,37 @@ def report_section(result: MonitorResult) -> object:
                ("threshold c", f"{result.threshold:.3f}"), ("α", f"{result.alpha:g}"))
     return ReportSection("Calibration over time (monitor)", text=tuple(text), metrics=metrics,
                          figures=figures, tables=(("Every monitored series", table),))
+
+
+HELD = "monitor_report"
+"""Session key of the Monitor page's last run: ``(analysis key, MonitorResult)``."""
+MAX_SENTENCES = 2
+
+
+def verdict_section(result: MonitorResult) -> object:
+    """Return the monitor as a :class:`mcviz.verdict.Section` (page, report and deck slide).
+
+    The horizon and the rule in one sentence, then the first alarms' sentences (at most
+    :data:`MAX_SENTENCES`; the full population's when nothing alarmed) and the facts.
+    """
+    from mcviz.verdict import Section
+
+    periods = result.periods
+    alarmed = result.alarms
+    head = (f"Over {periods.n_periods} {periods.period}s of {periods.column}, {len(alarmed)} of "
+            f"{len(result.series)} monitored series changed calibration since the reference "
+            f"(before {periods.reference_end}); the chance of any false alarm over every series "
+            f"and period is at most {result.alpha:g}.")
+    shown = [s.sentence for s in (alarmed or result.series[:1])][:MAX_SENTENCES]
+    if len(alarmed) > MAX_SENTENCES:
+        shown.append(f"{len(alarmed) - MAX_SENTENCES} more alarms: see the Monitor page.")
+    facts = (("periods", f"{periods.n_periods} {periods.period}s"),
+             ("alarms (family-wise false-alarm rate ≤ " f"{result.alpha:g})",
+              f"{len(alarmed)} of {len(result.series)} series"))
+    return Section("Monitoring: calibration over time", (head, *shown), facts)
+
+
+def held_section(state: Mapping, analysis_key: str) -> object | None:
+    """Return the Monitor page's last run on this analysis as a verdict section, or None."""
+    held = state.get(HELD)
+    return verdict_section(held[1]) if held is not None and held[0] == analysis_key else None

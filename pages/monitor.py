@@ -69,7 +69,7 @@ except ValidationError as error:
     ui.sync()
     st.stop()
 
-st.session_state["monitor_report"] = (key, result)  # the Report page adds it (same data only)
+st.session_state[mon.HELD] = (key, result)  # the Report page adds it (same data only)
 periods = result.periods
 cells = st.columns(5)
 cells[0].metric("Periods", f"{periods.n_periods}", help=f"{periods.period}s of {periods.column}")

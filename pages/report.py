@@ -117,7 +117,7 @@ verdict = charts.current_verdict(analysis, runs_)
 sections, subpop_table, notes = ui.run_with_progress(
     f"report|{analysis.key}|{st.session_state.get(s.W_SCORE2)}|{ui.bin_counts()}|"
     f"{st.session_state.get(s.SUBPOP)}", "Preparing the report", build_sections)
-held = st.session_state.get("monitor_report")  # the Monitor page's last run (issue 29)
+held = st.session_state.get("monitor_report")  # the Monitor page's charts (issue 29)
 if held is not None and held[0] == analysis.key:
     from dashboard.monitor import report_section
 

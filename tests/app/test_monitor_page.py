@@ -72,3 +72,13 @@ def test_the_report_carries_the_monitor_of_the_same_data():
     assert not at.exception, [e.value for e in at.exception]
     labels = [b.label for b in at.get("download_button")]
     assert any("Calibration over time (monitor)" in label for label in labels), labels
+
+
+def test_the_review_verdict_carries_the_monitor_of_the_same_data():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.selectbox(key="w_demo").set_value("flights").run()
+    at.switch_page("pages/monitor.py").run()
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = " ".join(m.value for m in at.markdown)
+    assert "monitored series changed calibration since the reference" in text.replace("\\", "")
