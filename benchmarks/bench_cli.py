@@ -9,7 +9,7 @@ imports, reading the file and the work), timed wall-clock and run one after the 
    against a bare numpy + pyarrow script that reads the same Parquet file and computes D, G, σ
    and p (paper 000 eqs. (1), (2), (5); the Brownian-range tail) (target: at most 2 times);
 3. ``mcviz metrics FILE --covariates x0,...,x9 --subpopulations 1000 --json`` at 10^6 rows
-   against the naive reference: the same bare script running Algorithm 1 of paper 001 with a
+   against the naive reference: the same bare script running Algorithm 1 of paper 000 with a
    full-length boolean mask per split (random median splits of the distinct values of the
    members, ℓ = 1000, m = 10) and eq. (4) over the subpopulations (target: at most 0.25 times).
 

@@ -37,7 +37,14 @@ import pandas as pd
 from mcviz.binning import calibration_metrics
 from mcviz.io import load_predictions
 from mcviz.multical import multicalibration
-from mcviz.recalibration import _boost, holdout_split, rescored, subset, verify_fix
+from mcviz.recalibration import (
+    MCGRAD_TREES,
+    Recalibrator,
+    holdout_split,
+    rescored,
+    subset,
+    verify_fix,
+)
 from mcviz.recalibration.simulate import PLANTED, planted_fix_data
 from mcviz.subpopulations import Subpopulation, filter_subpopulation, generate_subpopulations
 
@@ -115,12 +122,10 @@ def child(n: int, method: str) -> dict:
 
     pred, _, evaluation, family = prepared(n)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    if method.startswith("boost ("):
-        _boost.TREE_PARAMS.update(learning_rate=0.028729759162731475, num_leaves=5)
-        _boost.N_TREES = 94
+    trees = MCGRAD_TREES if method.startswith("boost (") else None
     started, cpu = time.perf_counter(), time.process_time()
-    result = verify_fix(pred, method=method.split()[0], scopes=PLANTED, seed=0, search=False,
-                        n_subpopulations=300)
+    result = verify_fix(pred, scopes=PLANTED, seed=0, search=False, n_subpopulations=300,
+                        recalibrator=Recalibrator(method.split()[0], trees=trees))
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     fixed = result.eval_after.score[result.eval_position]

@@ -4,7 +4,8 @@ Streams: ``--rows`` rows (default 10^6) spread uniformly over 52 weekly periods 
 segments of 2% of the rows each; scores ~ Beta(2, 5) (mean 0.29); responses ~ Bernoulli(score)
 (calibrated, "null") or Bernoulli(score + 0.05) in segment 7 from period 30 on ("shift").
 The reference is the first quarter of the time range (periods 0-12 or 0-13, as
-``monitor_calibration`` chooses it). ``--draws`` streams per scenario (default 200).
+``monitor_calibration`` chooses it). ``--null-draws`` calibrated streams (default 1,000) and
+``--draws`` shifted ones (default 200).
 
 Rules compared, on the same streams, over the 50 segments and the full population:
 
@@ -90,11 +91,11 @@ class Design:
         cell_x = np.bincount(self.code, weights=label - self.score, minlength=size)
         return self.incidence @ cell_x.reshape(self.cells, -1)
 
-    def thresholds(self, seeds: int, draws: int) -> np.ndarray:
+    def thresholds(self, seeds: int, draws: int, method: str = "normal") -> np.ndarray:
         cells = CellSums(self.cell_n, np.zeros_like(self.cell_n), self.cell_v, self.incidence,
                          self.segment + 1, self.period, self.score, np.ones(self.n))
         return np.array([threshold(null_maxima(cells, self.r, self.plan, n_draws=draws,
-                                               method="normal",
+                                               method=method,
                                                rng=np.random.default_rng(1000 + s)).maxima,
                                    ALPHA) for s in range(seeds)])
 
@@ -174,31 +175,44 @@ def check_end_to_end(design: Design, labels: list[np.ndarray], fast: list[np.nda
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--draws", type=int, default=200, help="shift streams")
+    parser.add_argument("--null-draws", type=int, default=1000, help="null streams")
+    parser.add_argument("--exact", action="store_true",
+                        help="also one threshold from row-level Bernoulli redraws (slow)")
     parser.add_argument("--check", type=int, default=2)
+    parser.add_argument("--rules", default="mcviz,3 sigma,kuiper",
+                        help="comma-separated rules to run (default: all three)")
+    parser.add_argument("--seed", type=int, default=12345, help="seed of the streams")
     args = parser.parse_args()
     started = time.perf_counter()
     design = Design(args.rows)
     cs = design.thresholds(10, 999)
     print(f"{args.rows:,} rows, {design.periods.n_periods} weeks ({design.r} reference), "
-          f"{SEGMENTS} segments + full population, {args.draws} streams per scenario")
+          f"{SEGMENTS} segments + full population, {args.null_draws} null and {args.draws} "
+          f"shift streams")
     print(f"threshold c_0.05 over 10 null simulations of 999 draws: mean {cs.mean():.3f}, "
           f"sd {cs.std(ddof=1):.3f}, range {cs.min():.3f}-{cs.max():.3f}")
-    rng = np.random.default_rng(12345)
-    results = {name: ([], []) for name in ("mcviz", "3 sigma", "kuiper")}
+    if args.exact:
+        exact = design.thresholds(1, 999, method="bernoulli")[0]
+        print(f"threshold from 999 row-level Bernoulli redraws (seed 1000): {exact:.3f}")
+    rng = np.random.default_rng(args.seed)
+    rules = {"mcviz": lambda label, i: mcviz_alarms(design, label, cs[i % cs.size]),
+             "3 sigma": lambda label, i: sigma3_alarms(design, label),
+             "kuiper": lambda label, i: kuiper_alarms(design, label)}
+    rules = {name: rules[name] for name in args.rules.split(",")}
+    results = {name: ([], []) for name in rules}
     kept = []
     for scenario in (0, 1):
-        for i in range(args.draws):
+        for i in range(args.draws if scenario else args.null_draws):
             label = design.responses(rng, shift=bool(scenario))
             if scenario == 0 and i < args.check:
                 kept.append((label, mcviz_alarms(design, label, cs[0])))
-            results["mcviz"][scenario].append(mcviz_alarms(design, label, cs[i % cs.size]))
-            results["3 sigma"][scenario].append(sigma3_alarms(design, label))
-            results["kuiper"][scenario].append(kuiper_alarms(design, label))
+            for name, rule in rules.items():
+                results[name][scenario].append(rule(label, i))
     print(f"\n{'rule':<8} {'FWER':>6} {'95% CI':>15} {'false/horizon':>14} {'detected':>9} "
           f"{'median delay':>13} {'other alarms':>13}")
     for name, (null, shifted) in results.items():
-        s = summarise(name, null, shifted, design.r)
+        s = summarise(name, null, shifted or null[:1], design.r)
         print(f"{name:<8} {s['fwer']:>6.3f} {s['fwer_ci'][0]:>7.3f}-{s['fwer_ci'][1]:<7.3f} "
               f"{s['false_alarms_per_horizon']:>14.2f} {s['detection']:>9.3f} "
               f"{s['median_delay']:>13.1f} {s['other_alarms']:>13.3f}")

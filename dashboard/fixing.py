@@ -109,12 +109,14 @@ def scope_view(result: Any, description: str) -> ScopeView:
                      subset(result.eval_after, moved), np.asarray(index))
 
 
-def scope_impact(result: Any, view: ScopeView, *, n_bootstrap: int = 500) -> Any:
-    """Decision impact of the fix on the scope's held-out rows (the curve's thresholds)."""
-    from mcviz.decision import decision_impact
+def scope_impact(result: Any, view: ScopeView, thresholds: Sequence[float] = (), *,
+                 n_bootstrap: int = 500) -> Any:
+    """Decision impact of the fix on the scope's held-out rows (the curve's and ``thresholds``)."""
+    from mcviz.decision import CURVE_THRESHOLDS, decision_impact
 
     fixed = result.eval_after.score[result.eval_position]
     return decision_impact(result.eval_before, fixed, index=view.index, scope=view.description,
+                           thresholds=np.union1d(CURVE_THRESHOLDS, thresholds),
                            n_bootstrap=n_bootstrap)
 
 
@@ -157,21 +159,22 @@ def scope_options(result: Any) -> Sequence[str]:
 def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
     """Return the fix as a :class:`mcviz.verdict.Section` (Review page, report, deck).
 
-    Its sentences: the verdict line, then what miscalibration costs at each threshold on the
-    held-out rows (``impact``: the full population's :class:`~mcviz.decision.DecisionImpact`).
+    Its sentences: the verdict line, the rows and the map, then what miscalibration costs at
+    each threshold (the first four) on the held-out rows (``impact``: the full population's
+    :class:`~mcviz.decision.DecisionImpact`).
     """
     from mcviz.figures import format_number
     from mcviz.verdict import Section
 
-    sentences = [result.verdict[0].upper() + result.verdict[1:] + "."]
-    sentences += [s[0].upper() + s[1:] + "." for s in impact.sentences(thresholds)]
+    sentences = [result.verdict[0].upper() + result.verdict[1:] + ".",
+                 f"Fitted on {result.n_fit:,} rows, judged on {result.n_eval:,} held-out rows; "
+                 f"map: {result.recalibrator.describe()}."]
+    sentences += [s[0].upper() + s[1:] + "." for s in impact.sentences(thresholds[:4])]
     facts = (
         ("held-out M", f"{format_number(result.before.metric)} → "
                        f"{format_number(result.after.metric)}"),
         ("held-out log loss", f"{format_number(result.before.log_loss)} → "
                               f"{format_number(result.after.log_loss)}"),
-        ("rows", f"fitted on {result.n_fit:,}, judged on {result.n_eval:,} held out"),
-        ("map", result.recalibrator.describe()),
     )
     return Section(f"Fix ({result.method})", tuple(sentences), facts)
 

@@ -59,7 +59,7 @@ def link_start(rows: int, subpopulations: int, repeats: int, budget: Budget) -> 
     --------
     >>> start = link_start(48_842, 20_000, 20, Budget(bytes=2 * 10**9))
     >>> start.subpopulations, start.auto
-    (3407, False)
+    (6194, False)
     >>> link_start(48_842, 100, 1, Budget(bytes=2 * 10**9)).auto
     True
     """

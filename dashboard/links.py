@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard import state as s
-from mcviz.settings import SearchSettings, SubpopulationSettings
+from mcviz.errors import ValidationError
+from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
+from mcviz.text import check_nesting
 
 __all__ = ["DecodedLink", "decode_params", "encode_state", "mapping_from_json"]
 
@@ -24,7 +26,9 @@ _SIMPLE = {  # query parameter -> widget key
     "l": s.W_L, "m": s.W_M, "seed": s.W_SEED, "reps": s.W_REPEATS, "bins": s.W_BINS,
     "var": s.W_VARIABLE, "score2": s.W_SCORE2, "sub": s.W_SELECTED, "group": s.W_GROUP,
     "filter": s.W_FILTER, "scope": s.W_SCOPE, "ssub": s.W_SCOPE_SUB, "slevel": s.W_SCOPE_LEVEL,
-    "smode": s.W_SUB_MODE, "cond": s.W_CONDITIONS, "nf": s.W_FINDINGS, "nd": s.W_NULL_DRAWS,
+    "smode": s.W_SUB_MODE, SearchSettings.setting("max_conditions").link: s.W_CONDITIONS,
+    SearchSettings.setting("n_findings").link: s.W_FINDINGS,
+    NullSettings.setting("draws").link: s.W_NULL_DRAWS,
     "mtime": s.W_MON_TIME, "mper": s.W_MON_PERIOD, "mref": s.W_MON_REFERENCE,
     "mfil": s.W_MON_FILTERS,
 }
@@ -35,7 +39,8 @@ _INT_RANGES = {  # widget key -> inclusive range accepted from a link
        for key, name in _SETTINGS.items()},
     **{key: (SearchSettings.setting(name).low, SearchSettings.setting(name).high)
        for key, name in ((s.W_CONDITIONS, "max_conditions"), (s.W_FINDINGS, "n_findings"))},
-    s.W_SELECTED: (0, 10**9), s.W_SCOPE_SUB: (0, 10**9), s.W_NULL_DRAWS: (19, 5_000),
+    s.W_NULL_DRAWS: (NullSettings.setting("draws").low, NullSettings.setting("draws").high),
+    s.W_SELECTED: (0, 10**9), s.W_SCOPE_SUB: (0, 10**9),
 }
 _CHOICES = {s.W_SCOPE: s.SCOPES, s.W_SUB_MODE: s.SUB_MODES}
 _KNOWN = {*_SIMPLE, "page", "demo", "sha", "map", "subcov", "pm", "sp", "nu", "mseg", "msrch"}
@@ -139,11 +144,14 @@ def decode_params(params: Mapping[str, Any]) -> DecodedLink:
         restored[key] = value
     if "subcov" in params:
         try:
+            check_nesting(_text(params["subcov"]), what="link parameter subcov")
             covariates = json.loads(_text(params["subcov"]))
             if not isinstance(covariates, list) or not all(isinstance(c, str)
                                                            for c in covariates):
                 raise TypeError
             restored[s.W_SUBCOVS] = covariates
+        except ValidationError as error:
+            messages.append(f"{error} It is ignored.")
         except (ValueError, TypeError):
             messages.append("link parameter subcov is not a list of column names; ignored.")
     if "mseg" in params:  # the Monitor page's segment columns (issue 29)
@@ -192,7 +200,10 @@ def mapping_from_json(text: str) -> tuple[s.ColumnMapping | None, list[str]]:
     are named; text that is not a JSON object gives ``None`` (the inferred mapping is used).
     """
     try:
+        check_nesting(text, what="link parameter map")
         data = json.loads(text)
+    except ValidationError as error:
+        return None, [f"{error} The inferred mapping is used."]
     except ValueError:
         return None, ["link parameter map is not valid JSON; the inferred mapping is used."]
     if not isinstance(data, dict):

@@ -154,3 +154,70 @@ def review_filter(result: MonitorResult, series: int, first: int, last: int,
     clause = f"{column} >= {low} and {column} {upper} {high}"
     description = result.series[series].description
     return clause if description == "full population" else f"{description} and {clause}"
+
+
+def report_section(result: MonitorResult) -> object:
+    """Return the report's section of a monitor: verdicts, the heat map, the alarmed series.
+
+    A :class:`mcviz.report.ReportSection`: one sentence per alarm (all series when none
+    alarmed), the heat map, the first alarmed series over time (or the full population), and
+    the table of every series.
+    """
+    from mcviz.figures import monitor_heatmap_figure, monitor_series_figure
+    from mcviz.report import ReportSection
+
+    periods = result.periods
+    alarmed = result.alarms
+    text = [f"Calibration over time along {periods.column} in {periods.n_periods} "
+            f"{periods.period}s; the reference is the first {periods.n_reference} (before "
+            f"{periods.reference_end}). {len(alarmed)} of {len(result.series)} series alarm; "
+            f"the chance of any false alarm in any series over the whole horizon is at most "
+            f"{result.alpha:g} (threshold {result.threshold:.3f}, {result.null_maxima.size} "
+            f"{result.null_method} null draws)."]
+    text += [s.sentence for s in (alarmed or result.series[:1])]
+    shown = alarmed[0] if alarmed else result.full
+    figures = (monitor_heatmap_figure(result),
+               monitor_series_figure(result, result.series.index(shown)))
+    table = pd.DataFrame([{
+        "series": s.description, "alarm": s.alarm, "first_alarm": result.label(s.first_alarm),
+        "shift": s.shift, "ci_low": s.ci_low, "ci_high": s.ci_high,
+        "p_adjusted": s.p_adjusted, "rows": int(s.count.sum())} for s in result.series])
+    metrics = (("periods", f"{periods.n_periods} {periods.period}s"),
+               ("alarms", f"{len(alarmed)} of {len(result.series)}"),
+               ("threshold c", f"{result.threshold:.3f}"), ("α", f"{result.alpha:g}"))
+    return ReportSection("Calibration over time (monitor)", text=tuple(text), metrics=metrics,
+                         figures=figures, tables=(("Every monitored series", table),))
+
+
+HELD = "monitor_report"
+"""Session key of the Monitor page's last run: ``(analysis key, MonitorResult)``."""
+MAX_SENTENCES = 2
+
+
+def verdict_section(result: MonitorResult) -> object:
+    """Return the monitor as a :class:`mcviz.verdict.Section` (page, report and deck slide).
+
+    The horizon and the rule in one sentence, then the first alarms' sentences (at most
+    :data:`MAX_SENTENCES`; the full population's when nothing alarmed) and the facts.
+    """
+    from mcviz.verdict import Section
+
+    periods = result.periods
+    alarmed = result.alarms
+    head = (f"Over {periods.n_periods} {periods.period}s of {periods.column}, {len(alarmed)} of "
+            f"{len(result.series)} monitored series changed calibration since the reference "
+            f"(before {periods.reference_end}); the chance of any false alarm over every series "
+            f"and period is at most {result.alpha:g}.")
+    shown = [s.sentence for s in (alarmed or result.series[:1])][:MAX_SENTENCES]
+    if len(alarmed) > MAX_SENTENCES:
+        shown.append(f"{len(alarmed) - MAX_SENTENCES} more alarms: see the Monitor page.")
+    facts = (("periods", f"{periods.n_periods} {periods.period}s"),
+             ("alarms (family-wise false-alarm rate ≤ " f"{result.alpha:g})",
+              f"{len(alarmed)} of {len(result.series)} series"))
+    return Section("Monitoring: calibration over time", (head, *shown), facts)
+
+
+def held_section(state: Mapping, analysis_key: str) -> object | None:
+    """Return the Monitor page's last run on this analysis as a verdict section, or None."""
+    held = state.get(HELD)
+    return verdict_section(held[1]) if held is not None and held[0] == analysis_key else None

@@ -11,8 +11,8 @@ from mcviz.review import ReviewResults, corp_of, corp_resamples, review_figures
 from mcviz.review import review_results as _review_results
 from mcviz.verdict import Verdict, review_verdict
 
-__all__ = ["ReviewResults", "corp_of", "corp_resamples", "review_figures", "review_results",
-           "scope_verdict"]
+__all__ = ["ReviewResults", "corp_of", "corp_resamples", "deck_of", "review_figures",
+           "review_results", "scope_verdict"]
 
 
 def review_results(pred: Predictions, scope: Scope, *, variable: str | None,
@@ -39,3 +39,28 @@ def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any
         results.cumulative, description="full population" if sub is None else sub.description,
         total=pred.n, deviation=sub is not None, multicalibration=generated, null=null,
         null_estimate=null_estimate, search=search, binary=pred.response_kind == "binary")
+
+
+def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source: str,
+            bins: Sequence[int], variable: str | None, compute: Compute = direct,
+            render: bool = True) -> list:
+    """Return the deck's slides for the verdict shown (``render``: the findings' grids drawn).
+
+    Raises
+    ------
+    ExportUnavailableError
+        Without chromium or kaleido, when a finding's grid is to be drawn.
+    """
+    from datetime import UTC, datetime
+
+    from mcviz.deck import DeckInfo, deck_slides, finding_grids
+
+    model = f"score {pred.score_column}, label {pred.label_column}"
+    if pred.weighted:
+        model += f", weight {pred.weight_column}"
+    info = DeckInfo(source, model, pred.n, datetime.now(UTC).strftime("%Y-%m-%d"))
+    search = runs_[0].search if runs_ else None
+    grids = ({} if search is None or not verdict.findings or not render else
+             finding_grids(pred, search, verdict, bins=bins, variable=variable,
+                           compute=compute))
+    return deck_slides(verdict, info, grids=grids)

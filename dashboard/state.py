@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from mcviz.io import infer_roles
-from mcviz.settings import SubpopulationSettings
+from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
 
 __all__ = ["DEFAULTS", "DEMOS", "ColumnMapping", "default_mapping", "parse_bin_counts",
            "subpopulation_params"]
@@ -59,8 +59,9 @@ AUTO_NULL = "auto_null"  # a shared link asks for the null distribution of M
 NULL_SHOWN = "null_shown"  # the null distribution of the current subpopulations is held
 W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE = "w_mon_time", "w_mon_period", "w_mon_reference"
 W_MON_SEGMENTS, W_MON_FILTERS, W_MON_SEARCH = "w_mon_segments", "w_mon_filters", "w_mon_search"
+W_MON_SERIES, W_MON_FROM, W_MON_TO = "w_mon_series", "w_mon_from", "w_mon_to"
 MONITOR_KEYS = (W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE, W_MON_SEGMENTS, W_MON_FILTERS,
-                W_MON_SEARCH)  # the Monitor page (issue 29)
+                W_MON_SEARCH, W_MON_SERIES, W_MON_FROM, W_MON_TO)  # the Monitor page (issue 29)
 WIDGET_KEYS = (
     W_DEMO, W_PRESENTATION, W_SCORE2, W_VARIABLE, W_BINS, W_L, W_M, W_SEED, W_REPEATS,
     W_SUBCOVS, W_SELECTED, W_FILTER, W_GROUP, W_SCOPE, W_SCOPE_SUB, W_SCOPE_LEVEL,
@@ -79,9 +80,9 @@ DEFAULTS: dict[str, Any] = {
     W_FILTER: "",
     W_SCOPE: "full",
     W_SUB_MODE: "generated",
-    W_CONDITIONS: 3,
-    W_FINDINGS: 5,
-    W_NULL_DRAWS: 200,
+    W_CONDITIONS: SearchSettings.setting("max_conditions").default,
+    W_FINDINGS: SearchSettings.setting("n_findings").default,
+    W_NULL_DRAWS: NullSettings.setting("draws").default,
     W_MON_PERIOD: "week",
     W_MON_REFERENCE: "",
     W_MON_FILTERS: "",
@@ -227,13 +228,18 @@ def subpopulation_params(state: Mapping[str, Any], covariates: Any) -> dict[str,
     mode = state.get(W_SUB_MODE) if state.get(W_SUB_MODE) in SUB_MODES else "generated"
     chosen = [c for c in state.get(W_SUBCOVS) or [] if c in covariates] or list(covariates)
 
-    def number(key: str) -> int:
-        value = state.get(key)
-        return int(value if value is not None else DEFAULTS[key])
+    def value(key: str) -> Any:
+        return state.get(key) if state.get(key) is not None else DEFAULTS[key]
 
+    # checked and typed once, by mcviz.settings (bounds and defaults written there)
+    generated = SubpopulationSettings.from_mapping({
+        "n_subpopulations": value(W_L), "min_size": value(W_M), "seed": value(W_SEED),
+        "repeats": value(W_REPEATS) if mode == "generated" else 1})
+    searched = SearchSettings.from_mapping({"max_conditions": value(W_CONDITIONS),
+                                            "n_findings": value(W_FINDINGS)})
     return {
-        "covariates": chosen, "n_subpopulations": number(W_L), "min_size": number(W_M),
-        "seed": number(W_SEED), "repeats": number(W_REPEATS) if mode == "generated" else 1,
-        "mode": mode, "max_conditions": number(W_CONDITIONS),
-        "n_findings": number(W_FINDINGS),
+        "covariates": chosen, "n_subpopulations": generated.n_subpopulations,
+        "min_size": generated.min_size, "seed": generated.seed, "repeats": generated.repeats,
+        "mode": mode, "max_conditions": searched.max_conditions,
+        "n_findings": searched.n_findings,
     }

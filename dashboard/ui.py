@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import janitor, limits, links, runs
+from dashboard import janitor, limits, links, runs, tables
 from dashboard import state as s
 from dashboard.cache import ByteCache
 from dashboard.state import DEMOS, NO_SCORE, ColumnMapping, default_mapping, score_candidates
@@ -72,6 +72,14 @@ if janitor.start(_runtime, CACHE, interval=float(os.environ.get("MCVIZ_SWEEP_SEC
     janitor.freeze_startup_objects()
 
 
+def _session() -> str | None:
+    """Return the id of the session running this script (None outside a Streamlit run)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return None if ctx is None else ctx.session_id
+
+
 def _read(name: str, raw: bytes) -> pd.DataFrame:
     buffer = io.BytesIO(raw)
     buffer.name = name
@@ -81,7 +89,8 @@ def _read(name: str, raw: bytes) -> pd.DataFrame:
 def read_upload(name: str, raw: bytes) -> tuple[str, pd.DataFrame]:
     """Read an uploaded file once per content hash; returns ``(digest, frame)``."""
     file_digest = s.digest(raw)
-    return file_digest, CACHE.get_or_compute(("upload", file_digest), lambda: _read(name, raw))
+    return file_digest, CACHE.get_or_compute(
+        ("upload", file_digest), lambda: janitor.guarded(lambda: _read(name, raw)), _session())
 
 
 @st.cache_resource(max_entries=2, ttl=3600, show_spinner=False)
@@ -102,7 +111,8 @@ def _predictions(mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:
 def predictions_for(source_key: str, mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:
     """Build the predictions once per (source, mapping); raises ValidationError."""
     return CACHE.get_or_compute(("predictions", source_key, mapping.to_json()),
-                                lambda: _predictions(mapping, frame))
+                                lambda: janitor.guarded(lambda: _predictions(mapping, frame)),
+                                _session())
 
 
 def _params(kwargs: Mapping[str, Any]) -> str:
@@ -117,7 +127,7 @@ def compute(name: str, key: str, fn: Callable, *args: Any, **kwargs: Any) -> Any
     JSON-serialised into the cache key.
     """
     return CACHE.get_or_compute(("compute", name, key, _params(kwargs)),
-                                lambda: fn(*args, **kwargs))
+                                lambda: janitor.guarded(lambda: fn(*args, **kwargs)), _session())
 
 
 def compute_with_progress(name: str, key: str, fn: Callable, *args: Any, label: str,
@@ -129,13 +139,14 @@ def compute_with_progress(name: str, key: str, fn: Callable, *args: Any, label: 
     :func:`run_with_progress` for what Stop does.
     """
     cache_key = ("compute", name, key, _params(kwargs))
-    found, value = CACHE.lookup(cache_key)
+    found, value = CACHE.lookup(cache_key, _session())
     if found:
         return value
     return run_with_progress(
         f"{name}|{key}|{cache_key[3]}", label,
-        lambda report: CACHE.get_or_compute(cache_key,
-                                            lambda: fn(*args, progress=report, **kwargs)),
+        lambda report: CACHE.get_or_compute(
+            cache_key, lambda: janitor.guarded(lambda: fn(*args, progress=report, **kwargs)),
+            _session()),
     )
 
 
@@ -517,16 +528,14 @@ def csv_download(label: str, frame: pd.DataFrame, file_name: str, *,
                               mime="text/csv", key=key)
 
 
-def show_table(frame: pd.DataFrame, **options: Any) -> Any:
+def show_table(frame: pd.DataFrame, *, percent: tuple[str, ...] = (), **options: Any) -> Any:
     """Draw a table: an interactive grid, or a large static table in presentation mode.
 
-    Numbers are written by :func:`mcviz.figures.format_number` (the one number formatter).
+    Numbers are written by :func:`mcviz.figures.format_number` (the one number formatter;
+    :func:`dashboard.tables.formatted`) and every column is as wide as its longest text
+    (:func:`dashboard.tables.content_widths`): no cell is cut.
     """
-    shown = frame.copy()
-    for column in shown.columns:
-        if pd.api.types.is_float_dtype(shown[column]):
-            kind = "p" if str(column) in ("p", "p-value") else None
-            shown[column] = [format_number(v, kind=kind) for v in shown[column]]
+    shown = tables.formatted(frame, percent=percent)  # ``percent``: fractions shown as %
     if presentation() and not options.get("on_select"):  # st.table renders Markdown: escape
         shown = shown.rename(columns=escape_markdown)
         for column in shown.columns:
@@ -534,7 +543,10 @@ def show_table(frame: pd.DataFrame, **options: Any) -> Any:
                 shown[column] = [escape_markdown(v) for v in shown[column]]
         return st.table(shown.set_index(shown.columns[0]) if len(shown.columns) else shown)
     options.setdefault("hide_index", True)
-    return st.dataframe(shown, **options)
+    config = {name: st.column_config.Column(width=width)
+              for name, width in tables.content_widths(shown).items()}
+    config.update(options.pop("column_config", None) or {})
+    return st.dataframe(shown, column_config=config, **options)
 
 
 def cumulative_metrics(result: Any, *, per_row: int = 5) -> None:

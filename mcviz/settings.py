@@ -28,7 +28,8 @@ from typing import Any
 
 from mcviz.errors import ValidationError
 
-__all__ = ["SearchSettings", "Setting", "Settings", "SubpopulationSettings", "setting"]
+__all__ = ["NullSettings", "SearchSettings", "Setting", "Settings", "SubpopulationSettings",
+           "setting"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,3 +226,19 @@ class SearchSettings(Settings):
     seed: int = setting(
         0, 0, 2**31 - 1, flag="--seed", link="seed", label="Seed",
         help="seed of the split into search and held-out rows")
+
+
+@dataclass(frozen=True)
+class NullSettings(Settings):
+    """The null distribution of M (:func:`mcviz.significance.null_distribution`).
+
+    Examples
+    --------
+    >>> NullSettings(draws=500).link_params()
+    {'nd': '500'}
+    """
+
+    draws: int = setting(
+        200, 19, 5_000, flag="--null-draws", link="nd", label="Null draws",
+        help="sets of responses drawn from the scores (perfect calibration) to learn how large "
+             "M/σ₀ gets by chance", step=50, metavar="B")

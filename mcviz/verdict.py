@@ -155,7 +155,7 @@ def multicalibration_sentence(result: Any, null: Any = None, *, level: float = L
                               estimate: str | None = None) -> str:
     r"""State :math:`M/\sigma_0` over the subpopulations, against its null when computed.
 
-    ``result`` is a :class:`mcviz.multical.MulticalibrationResult`, ``null`` its
+    ``result`` is a :class:`mcviz.multical.MulticalResult`, ``null`` its
     :class:`mcviz.significance.NullDistribution` or None (then the sentence says M is untested
     and, with ``estimate``, what testing it costs).
 
@@ -256,7 +256,7 @@ def review_verdict(
     description, total : str, int
         The scope in words and the full population's size.
     multicalibration, null : optional
-        Generated subpopulations' :class:`~mcviz.multical.MulticalibrationResult` and its
+        Generated subpopulations' :class:`~mcviz.multical.MulticalResult` and its
         null distribution (None: untested; ``null_estimate`` says what testing costs).
     search : SearchResult, optional
         The guided search (its confirmed findings, or its MDE).
@@ -279,8 +279,8 @@ def review_verdict(
             f"Search: up to {int(search.max_conditions)} conditions on "
             f"{len(search.covariates):,} covariates, ranked by D/σ on {int(search.n_search):,} "
             f"rows; each finding confirmed on {int(search.n_holdout):,} held-out rows with a "
-            f"Brownian p-value, Holm-adjusted over the findings reported "
-            f"({len(search.findings):,}; confirmed when < {level:g}).")
+            f"Brownian p-value, Holm-adjusted over the {len(search.findings):,} finding"
+            f"{'' if len(search.findings) == 1 else 's'} reported (confirmed when < {level:g}).")
         appendix.append("Minimum detectable effect: " + mde_sentence(search.mde, binary=binary))
     elif multicalibration is not None:
         sentences.append(multicalibration_sentence(multicalibration, null, level=level,

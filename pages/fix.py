@@ -91,8 +91,8 @@ for slot, side, name in ((before_col, view.before, "before"), (after_col, view.a
         ui.show_figure(charts.reliability_fig(charts.reliability_result(item, "equal_width")),
                        key=f"fix_rel_{name}")
 
-impact = ui.compute(f"fix_impact:{run_key}:{view.description}", analysis.key,
-                    fixing.scope_impact, result, view)
+impact = ui.compute(f"fix_impact:{run_key}:{view.description}:{thresholds}", analysis.key,
+                    fixing.scope_impact, result, view, thresholds)
 ui.show_figure(decision_curve_figure(impact, thresholds=thresholds,
                                      presentation=ui.presentation()), key="fix_curve")
 for sentence in impact.sentences(thresholds):

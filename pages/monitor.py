@@ -59,6 +59,7 @@ pick_filters.text_area("Segments: filters, one per line", key=s.W_MON_FILTERS, h
                        placeholder='e.g. distance >= 1000 and origin == "JFK"')
 
 settings = mon.settings_from_state(st.session_state, time)
+CELLS_TRACE = 3  # the heat map's click layer (mcviz.figures.monitor_heatmap_figure)
 try:
     result = ui.compute_with_progress("monitor", key, monitor_calibration, pred,
                                       label="Monitoring calibration over time",
@@ -68,6 +69,7 @@ except ValidationError as error:
     ui.sync()
     st.stop()
 
+st.session_state[mon.HELD] = (key, result)  # the Report page adds it (same data only)
 periods = result.periods
 cells = st.columns(5)
 cells[0].metric("Periods", f"{periods.n_periods}", help=f"{periods.period}s of {periods.column}")
@@ -86,31 +88,35 @@ for notice in result.notices:
 event = ui.show_figure(ui.figure(monitor_heatmap_figure, result, None), key="monitor_heatmap",
                        on_select="rerun")
 points = (event or {}).get("selection", {}).get("points", []) if event else []
-clicked = next((p for p in points if p.get("customdata") is not None), None)
-if clicked is not None:
-    series_clicked, period_clicked = (int(v) for v in clicked["customdata"][:2])
-    st.session_state["w_mon_series"] = series_clicked
-    st.session_state["w_mon_range"] = (periods.labels[period_clicked],
-                                       periods.labels[period_clicked])
+clicked = next((p for p in points if p.get("curve_number") == CELLS_TRACE), None)
+click = None if clicked is None else clicked.get("point_index")
+if click is not None and st.session_state.get("mon_click") != (key, click):  # a new click
+    st.session_state["mon_click"] = (key, click)
+    series_clicked, period_clicked = divmod(int(click), periods.n_periods)  # point i: cell
+    st.session_state[s.W_MON_SERIES] = series_clicked
+    st.session_state[s.W_MON_FROM] = st.session_state[s.W_MON_TO] = periods.labels[
+        period_clicked]
 
 names = [f"{i}. {'★ ' if s_.alarm else ''}{s_.description}" for i, s_ in enumerate(result.series)]
 first_alarm = result.alarms[0] if result.alarms else result.full
 default_series = result.series.index(first_alarm)
-if st.session_state.get("w_mon_series") not in range(len(names)):
-    st.session_state["w_mon_series"] = default_series
-pick_series, pick_range, pick_open = st.columns([2, 2.4, 1], vertical_alignment="bottom")
-series = pick_series.selectbox("Series", range(len(names)), key="w_mon_series",
+if st.session_state.get(s.W_MON_SERIES) not in range(len(names)):
+    st.session_state[s.W_MON_SERIES] = default_series
+pick_series, pick_from, pick_to, pick_open = st.columns([2, 1.2, 1.2, 1],
+                                                      vertical_alignment="bottom")
+series = pick_series.selectbox("Series", range(len(names)), key=s.W_MON_SERIES,
                                format_func=names.__getitem__)
 chosen_series = result.series[series]
 labels = list(periods.labels)
-if tuple(st.session_state.get("w_mon_range") or ()) == () or not set(
-        st.session_state.get("w_mon_range") or ()) <= set(labels):
+if st.session_state.get(s.W_MON_FROM) not in labels or st.session_state.get(
+        s.W_MON_TO) not in labels:  # the series' strongest window (or the monitored periods)
     start = chosen_series.change_start if chosen_series.alarm else periods.n_reference
     end = chosen_series.change_end if chosen_series.alarm else periods.n_periods - 1
-    st.session_state["w_mon_range"] = (labels[start], labels[end])
-first_label, last_label = pick_range.select_slider("Periods", labels, key="w_mon_range")
-expression = mon.review_filter(result, series, labels.index(first_label),
-                               labels.index(last_label), pred.covariates[periods.column].dtype)
+    st.session_state[s.W_MON_FROM], st.session_state[s.W_MON_TO] = labels[start], labels[end]
+first, last = sorted((labels.index(pick_from.selectbox("From period", labels, key=s.W_MON_FROM)),
+                      labels.index(pick_to.selectbox("To period", labels, key=s.W_MON_TO))))
+expression = mon.review_filter(result, series, first, last,
+                               pred.covariates[periods.column].dtype)
 if pick_open.button("Open in Review", disabled=expression is None,
                     help="The four charts of this series in these periods."
                     if expression else "The time column is text: a filter cannot compare it."):

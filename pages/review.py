@@ -14,10 +14,12 @@ scope) or its minimum detectable effect; the same sentences head the report and 
 import streamlit as st
 
 from dashboard import charts, fixing, limits, review, runs, ui
+from dashboard import monitor as monitoring
 from dashboard import state as s
 from dashboard.text import escape_markdown as md
 from mcviz.errors import ValidationError
 from mcviz.report import ExportUnavailableError, chromium_path, slide_image
+from mcviz.text import display_text
 
 ui.setup_page("review", "Review")
 if not ui.presentation():  # the verdict and the whole grid on one 1440×900 screen
@@ -39,7 +41,7 @@ SCOPE_NAMES = {"full": "Full population", "argmax": "Worst subpopulation (argmax
                "sub": "Subpopulation or finding by id", "filter": "Filter",
                "level": "Level of a variable"}
 pick_scope, pick_detail, pick_variable, pick_own, pick_export = st.columns(
-    [2.4, 2.6, 2, 1.8, 1.2], vertical_alignment="bottom")
+    [2.4, 2.6, 2.4, 1.3, 1.5], vertical_alignment="bottom")
 ui.selectbox_state(s.W_SCOPE, list(SCOPE_NAMES), "full")
 scope_kind = pick_scope.selectbox("Scope", list(SCOPE_NAMES), key=s.W_SCOPE,
                                   format_func=lambda k: f"Scope: {SCOPE_NAMES[k]}",
@@ -49,7 +51,8 @@ variable = charts.chosen_variable(analysis)
 ui.selectbox_state(s.W_VARIABLE, names, variable)
 if names:
     variable = pick_variable.selectbox("Variable", names, key=s.W_VARIABLE,
-                                       format_func=lambda v: f"Variable: {v} ({kinds[v]})",
+                                       format_func=lambda v: display_text(f"Variable: {v}"),
+                                       help="The variable of the error curves (bottom left)",
                                        label_visibility="collapsed")
 with pick_detail:
     if scope_kind in ("argmax", "sub") and not runs_:
@@ -59,7 +62,8 @@ with pick_detail:
         ui.selectbox_state(s.W_SCOPE_SUB, list(subpopulations), runs_[0].result.argmax.id)
         word = "finding" if runs_[0].search is not None else "subpopulation"
         st.selectbox("Subpopulation", list(subpopulations), key=s.W_SCOPE_SUB,
-                     format_func=lambda i: f"{word} #{i} · {subpopulations[i].description}",
+                     format_func=lambda i: display_text(
+                         f"{word} #{i} · {subpopulations[i].description}"),
                      label_visibility="collapsed")
     elif scope_kind == "filter":
         st.text_input("Filter", key=s.W_FILTER, label_visibility="collapsed",
@@ -74,7 +78,7 @@ with pick_detail:
         ui.selectbox_state(s.W_SCOPE_LEVEL, levels, levels[0] if levels else None)
         if levels:
             st.selectbox(f"Level or range of {md(variable)}", levels, key=s.W_SCOPE_LEVEL,
-                         label_visibility="collapsed")
+                         format_func=display_text, label_visibility="collapsed")
 
 try:
     scope = charts.review_scope(analysis, runs_)
@@ -93,7 +97,7 @@ if not scope.is_full:
              "full population.")
 
 corp = pick_own.toggle(
-    "CORP diagram", key="w_review_corp",
+    "CORP", key="w_review_corp",
     help="Top right: the CORP reliability diagram (isotonic regression, no bins, with its "
          "consistency band) in place of the binned diagrams.")
 
@@ -131,6 +135,8 @@ def verdict_block(results):
         null_estimate=None if estimate is None else f"about {estimate.seconds:,.1f} s")
     fix = fixing.held_section(st.session_state, analysis.key)  # judged on the Fix page (#27)
     verdict = verdict if fix is None else verdict.with_sections(fix)
+    watch = monitoring.held_section(st.session_state, analysis.key)  # the Monitor page (#29)
+    verdict = verdict if watch is None else verdict.with_sections(watch)
     finding_sentences = {line.sentence: line for line in verdict.findings}
     with st.container(key="verdict", border=True):
         words, action = (st.columns([5, 1.3], vertical_alignment="center")
@@ -142,7 +148,7 @@ def verdict_block(results):
             if line is None:
                 st.markdown(md(sentence))
             else:
-                st.button(f"#{line.rank} · {sentence}", key=f"open_finding_{line.rank}",
+                st.button(md(f"#{line.rank} · {sentence}"), key=f"open_finding_{line.rank}",
                           type="tertiary", on_click=_open_finding, args=(line.rank,),
                           help="Open this finding as the scope of the four charts")
         for section in verdict.sections:
@@ -180,8 +186,14 @@ for row in (0, 1):
             else:
                 ui.show_figure(cell, key=f"review_{names_of_cells[position]}")
 
-with pick_export.popover("Slide", icon=":material/download:",
-                         help="The four charts as one 1920×1080 PNG or SVG slide"):
+export = pick_export.popover("Export", icon=":material/download:",
+                             help="The deck (PPTX or PDF), or the four charts as one slide")
+with export:
+    st.markdown("**Deck**: the verdict, one slide per confirmed finding with its four charts, "
+                "and the method")
+    charts.deck_buttons(analysis, verdict, runs_, key="review_deck")
+    st.divider()
+    st.markdown("**Slide**: the four charts as one 1920×1080 PNG or SVG")
     if chromium_path() is None:
         st.caption("Slide export needs chromium on the server (`apt-get install chromium`).")
     else:

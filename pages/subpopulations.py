@@ -11,15 +11,21 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, limits, runs, ui
+from dashboard import charts, limits, runs, tables, ui
 from dashboard import state as s
 from dashboard.text import code
 from dashboard.text import escape_markdown as md
 from mcviz.binning import reliability_diagrams
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
-from mcviz.figures import deviation_figure, format_number, subpopulation_scatter_figure
-from mcviz.settings import SearchSettings, SubpopulationSettings
+from mcviz.figures import (
+    deviation_figure,
+    format_interval,
+    format_number,
+    format_percent,
+    subpopulation_scatter_figure,
+)
+from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
 from mcviz.subpopulations import (
     filter_subpopulation,
     group_subpopulations,
@@ -138,10 +144,7 @@ def drill_down(sub, row: dict | None) -> None:
 
 def null_section(result, run: str, seed: int):
     """Offer the null distribution of M (cost stated first), compute it with progress."""
-    draws = int(st.number_input("Null draws", min_value=19, max_value=5_000, step=50,
-                                key=s.W_NULL_DRAWS,
-                                help="Sets of responses drawn from the scores (perfect "
-                                     "calibration) to learn how large M/σ₀ gets by chance."))
+    draws = int(st.number_input(**NullSettings.setting("draws").widget(), key=s.W_NULL_DRAWS))
     estimate = ui.null_estimate(analysis, result, draws)
     st.caption(f"Cost estimate: about {estimate.seconds:,.1f} s and "
                f"{estimate.bytes / 2**20:,.0f} MB ({md(estimate.what)}).")
@@ -199,17 +202,19 @@ def search_section(search) -> None:
     if len(table):
         ui.show_table(pd.DataFrame({
             "rank": table["rank"], "description": table["description"],
-            "share": [f"{v:.1%}" for v in table["share"]], "size": table["size"],
+            "share": table["share"], "size": table["size"],
             "held-out D/σ": table["holdout_kuiper_z"], "p (held-out)": table["p_value"],
             "p adjusted (Holm)": table["p_adjusted"],
             "confirmed": ["yes" if c else "no (not confirmed)" for c in table["confirmed"]],
             f"effect{unit}": table["mean_residual"] * scale,
-            "95% CI": [f"{lo * scale:.3g} to {hi * scale:.3g}"
+            "95% CI": [format_interval(lo * scale, hi * scale)
                        for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)],
             "O/E": table["observed_expected"],
-        }))
+        }), column_order=["rank", "share", "size", "held-out D/σ", "p (held-out)",
+                          "p adjusted (Holm)", f"effect{unit}", "95% CI", "O/E",
+                          "description"])  # numbers in view; the long text last, scrolled
     mde = search.mde
-    parts = [f"{share:.0%} of the rows: {shift * scale:.3g}{unit}"
+    parts = [f"{format_percent(share)} of the rows: {format_number(shift * scale, digits=3)}{unit}"
              for share, shift in zip(mde.shares, mde.shift, strict=True)]
     st.markdown(f"Minimum detectable effect ({mde.power:.0%} power, α = {mde.alpha:g} after "
                 f"adjustment for {mde.n_tests:,} tests): nothing larger than "
@@ -254,14 +259,17 @@ if runs_:
              else runs.with_holm(result.table, search))
     argmax = result.argmax
 
-    by_id = {s.id: s for s in subsets.subpopulations}
+    by_id = {s.id: s for s in subsets.subpopulations if s.id != 0}  # 0: the reference
     ids = list(by_id)
     ui.selectbox_state(s.W_SELECTED, ids, argmax.id)
-    top = table.sort_values("normalized", ascending=False).head(50).reset_index(drop=True)
+    # the full population (id 0) is the reference row at the top, not a subpopulation
+    reference = table[table["id"] == 0].assign(description="full population (reference)")
+    others = table[table["id"] != 0].sort_values("normalized", ascending=False).head(50)
+    top = pd.concat([reference, others]).reset_index(drop=True)
 
     def _pick_row() -> None:
         rows = st.session_state["sub_table"]["selection"]["rows"]
-        if rows:
+        if rows and int(top.loc[rows[0], "id"]) != 0:
             st.session_state[s.W_SELECTED] = int(top.loc[rows[0], "id"])
 
     def _pick_point() -> None:
@@ -277,20 +285,20 @@ if runs_:
         st.caption("Top 50 subpopulations by normalised value (click a row to open it)")
         p_name = ("p (void)" if LOW_PREVALENCE
                   else "p (all rows, unadjusted)" if search is not None else "p")
-        shown = top[["id", "description", "size", "kuiper_z", "p_value", "p_adjusted",
-                     "normalized"]].rename(columns={"kuiper_z": "D/σ", "p_value": p_name,
-                                                    "normalized": "normalised"})
+        shown = tables.formatted(
+            top[["id", "description", "size", "kuiper_z", "p_value", "p_adjusted",
+                 "normalized"]].rename(columns={"kuiper_z": "D/σ", "p_value": p_name,
+                                                "normalized": "normalised"}))
+        config = {name: st.column_config.Column(width=width)
+                  for name, width in tables.content_widths(shown).items()}
+        config["p_adjusted"] = st.column_config.Column(
+            width=config["p_adjusted"]["width"],
+            help="generated: family-wise adjusted (null distribution; empty until it is "
+                 "computed); searched: Holm, on the held-out rows")
         st.dataframe(shown, hide_index=True, key="sub_table", on_select=_pick_row,
-                     column_config={
-                         "D/σ": st.column_config.NumberColumn(format="%.3f"),
-                         p_name: st.column_config.NumberColumn(format="%.2e"),
-                         "p_adjusted": st.column_config.NumberColumn(
-                             format="%.3f", help="generated: family-wise adjusted (null "
-                                                 "distribution; empty until it is computed); "
-                                                 "searched: Holm, on the held-out rows"),
-                         "normalised": st.column_config.NumberColumn(format="%.4f"),
-                     },
-                     selection_mode="single-row", height=420)
+                     column_config=config, selection_mode="single-row", height=420,
+                     column_order=[*(c for c in shown.columns if c != "description"),
+                                   "description"])  # numbers in view, the long text last
         ui.csv_download("Download all subpopulations (CSV)", table, "subpopulations.csv")
     with right:
         scatter = subpopulation_scatter_figure(result, selected=st.session_state[s.W_SELECTED],
@@ -300,22 +308,26 @@ if runs_:
         if drawn < len(table):
             st.caption(f"The {drawn:,} largest D/σ of {len(table):,} are drawn.")
 
-    st.selectbox(
-        "Drill down into", ids, key=s.W_SELECTED,
-        format_func=lambda i: ("★ " if i == argmax.id else "") + f"#{i} · {by_id[i].description}",
-    )
-    selected = by_id[st.session_state[s.W_SELECTED]]
+    if not ids:
+        st.info("No subpopulation beyond the full population to drill into.")
+    else:
+        st.selectbox(
+            "Drill down into", ids, key=s.W_SELECTED,
+            format_func=lambda i: ("★ " if i == argmax.id else "")
+            + f"#{i} · {by_id[i].description}",
+        )
+        selected = by_id[st.session_state[s.W_SELECTED]]
 
-    def _open_in_review() -> None:
-        st.session_state[s.W_SCOPE] = "argmax" if selected.id == argmax.id else "sub"
-        st.session_state[s.W_SCOPE_SUB] = selected.id
+        def _open_in_review() -> None:
+            st.session_state[s.W_SCOPE] = "argmax" if selected.id == argmax.id else "sub"
+            st.session_state[s.W_SCOPE_SUB] = selected.id
 
-    if st.button("Open in Review (four charts side by side)", icon=":material/dashboard:",
-                 on_click=_open_in_review):
-        st.switch_page(ui.page_path("review"))
-    match = table[table["id"] == selected.id]
-    with st.expander("Drill-down", expanded=True):
-        drill_down(selected, match.iloc[0].to_dict() if len(match) else None)
+        if st.button("Open in Review (four charts side by side)", icon=":material/dashboard:",
+                     on_click=_open_in_review):
+            st.switch_page(ui.page_path("review"))
+        match = table[table["id"] == selected.id]
+        with st.expander("Drill-down", expanded=True):
+            drill_down(selected, match.iloc[0].to_dict() if len(match) else None)
 
 st.divider()
 st.subheader("Your own subpopulation")

@@ -30,6 +30,7 @@ else:
             vce_at=[format_number(v) if isinstance(v, float) else str(v)
                     for v in ranking["vce_at"]],
             warnings=[len(w) for w in ranking["warnings"]]),
+        percent=("vece", "vce", "vce_support"),  # as the charts write them
         height=min(40 + 35 * len(ranking), 360),
     )
     ui.caption("VCE(v*): the largest |error − predicted error| where the data can say it: "

@@ -41,13 +41,14 @@ from pathlib import Path
 
 from mcviz.cli import _common
 from mcviz.errors import ValidationError
+from mcviz.text import display_text
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
 #: Subcommand modules of :mod:`mcviz.cli`, in the order ``mcviz --help`` lists them.
 SUBCOMMANDS: tuple[str, ...] = (
     "metrics", "search", "screen", "deviation", "variables", "lcs", "groupings", "decide", "fix",
-    "apply", "monitor",
+    "apply", "monitor", "report",
 )
 
 
@@ -118,7 +119,13 @@ def _main(argv: Sequence[str] | None) -> int:
                 _common.print_table(output)
             sys.stdout.flush()  # a closed pipe shows here, inside the try
         except ValidationError as error:
-            print(f"mcviz: error: {error}", file=sys.stderr)
+            print(f"mcviz: error: {display_text(error)}", file=sys.stderr)
+            return _common.EXIT_BAD_INPUT
+        except MemoryError:
+            print("mcviz: error: out of memory: the input or the computation is larger than "
+                  "this machine holds; lower MCVIZ_MEMORY_BUDGET so that it is refused before "
+                  "it starts, analyse a sample of rows, or screen the file out of core with "
+                  "`mcviz screen --engine duckdb`.", file=sys.stderr)
             return _common.EXIT_BAD_INPUT
         except KeyboardInterrupt:
             print("mcviz: interrupted", file=sys.stderr)

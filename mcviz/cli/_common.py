@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcviz.errors import ValidationError
+from mcviz.text import display_text
 
 if TYPE_CHECKING:  # the library loads when a subcommand runs, not for `mcviz --help`
     from mcviz.io import LoadReport, Predictions
@@ -196,9 +197,9 @@ def say_what_loading_did(report: LoadReport) -> None:
         print(f"mcviz: dropped {report.n_dropped:,} of {report.n_read:,} rows ({reasons})",
               file=sys.stderr)
     for warning in report.warnings:
-        print(f"mcviz: warning: {warning}", file=sys.stderr)
+        print(f"mcviz: warning: {display_text(warning)}", file=sys.stderr)
     for notice in report.notices:
-        print(f"mcviz: note: {notice}", file=sys.stderr)
+        print(f"mcviz: note: {display_text(notice)}", file=sys.stderr)
 
 
 # ------------------------------------------------------------------------------------------
@@ -228,17 +229,18 @@ def print_table(output: dict, indent: str = "") -> None:
     """Print a result as an indented table (nested blocks indented, lists as bullets)."""
     for key, value in output.items():
         if isinstance(value, dict):
-            print(f"{indent}{key}:")
+            print(f"{indent}{display_text(key)}:")
             print_table(value, indent + "  ")
         elif isinstance(value, list):
-            print(f"{indent}{key}:")
+            print(f"{indent}{display_text(key)}:")
             for item in value:
                 if isinstance(item, dict):
-                    print(indent + "  - " + ", ".join(f"{k}={_format(v)}" for k, v in item.items()))
+                    print(indent + "  - " + ", ".join(f"{display_text(k)}={_format(v)}"
+                                                      for k, v in item.items()))
                 else:
                     print(f"{indent}  - {_format(item)}")
         else:
-            print(f"{indent}{key:<16} {_format(value)}")
+            print(f"{indent}{display_text(key):<16} {_format(value)}")
 
 
 def _format(value: object) -> str:
@@ -246,7 +248,7 @@ def _format(value: object) -> str:
         return f"{value:.6g}"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
-    return str(value)
+    return display_text(value)
 
 
 @contextlib.contextmanager

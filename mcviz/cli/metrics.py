@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcviz.budget import check, subpopulations_estimate
 from mcviz.cli import _common
@@ -21,11 +22,11 @@ from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.measures import classical_measures
-from mcviz.multical import MulticalResult, multicalibration, multicalibration_repeats
-from mcviz.report import safe_csv
 from mcviz.settings import SubpopulationSettings
-from mcviz.significance import NullDistribution, null_distribution
-from mcviz.subpopulations import group_subpopulations
+
+if TYPE_CHECKING:  # the multi-calibration block imports its modules when asked for
+    from mcviz.multical import MulticalResult
+    from mcviz.significance import NullDistribution
 
 __all__ = ["metrics_block", "register", "run"]
 
@@ -66,6 +67,7 @@ def add_multicalibration_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """Return the metrics of the file (and the multi-calibration block when asked)."""
+    _settings(args)  # out-of-bounds settings are refused before the file is read
     covariates = _common.split(args.covariates)
     groups = _common.split(args.groups)
     if covariates is not None and groups:  # group columns must be loaded too
@@ -119,6 +121,9 @@ def metrics_block(
     asked = args.covariates is not None or any(getattr(args, n) is not None for n in OPTIONS)
     if not asked:
         return None
+    from mcviz.multical import multicalibration, multicalibration_repeats
+    from mcviz.subpopulations import group_subpopulations
+
     n_subpopulations, min_size, seed, repeats = _settings(args)
     group_columns = _common.split(args.groups) or []
     covariate_names = _common.split(args.covariates) or []
@@ -192,6 +197,8 @@ def _null(args, pred: Predictions, unweighted: Predictions | None, result: Multi
     if low_prevalence and unweighted is None:
         raise ValidationError("--null-draws with low-prevalence weights needs the unweighted "
                               "predictions.")
+    from mcviz.significance import null_distribution
+
     return null_distribution(
         unweighted if low_prevalence else pred, result.subpopulations,
         draws=args.null_draws, seed=seed, low_prevalence=low_prevalence,
@@ -200,6 +207,8 @@ def _null(args, pred: Predictions, unweighted: Predictions | None, result: Multi
 
 def _write_table(path: str, result: MulticalResult, null: NullDistribution | None) -> None:
     """Write one row per subpopulation to ``path`` (.csv or .parquet), atomically."""
+    from mcviz.report import safe_csv
+
     suffix = Path(path).suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise ValidationError(f"--table {path!r}: the file name must end in .csv or .parquet.")

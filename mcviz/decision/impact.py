@@ -94,16 +94,24 @@ class DecisionImpact:
         """One sentence per threshold (default all; see :func:`impact_sentence`)."""
         wanted = self.thresholds if thresholds is None else np.asarray(thresholds, dtype=float)
         out = []
-        for t in wanted:
-            k = int(np.argmin(np.abs(self.thresholds - t)))
+        for k in self._positions(wanted):
             out.append(impact_sentence(float(self.thresholds[k]), float(self.loss_per_1000[k]),
                                        float(self.ci_low[k]), float(self.ci_high[k]),
                                        float(self.changed[k])))
         return out
 
+    def _positions(self, thresholds: Sequence[float]) -> list[int]:
+        keys = [int(np.argmin(np.abs(self.thresholds - t))) for t in thresholds]
+        missing = [t for t, k in zip(thresholds, keys, strict=True)
+                   if abs(self.thresholds[k] - t) > 1e-12]
+        if missing:
+            raise ValidationError("threshold(s) " + ", ".join(f"{t:g}" for t in missing)
+                                  + " were not computed; pass them to decision_impact.")
+        return keys
+
     def at(self, thresholds: Sequence[float]) -> dict:
         """Return the JSON object at these thresholds (each must be one of :attr:`thresholds`)."""
-        keys = [int(np.argmin(np.abs(self.thresholds - t))) for t in thresholds]
+        keys = self._positions(thresholds)
         pick = lambda a: [float(a[k]) for k in keys]  # noqa: E731
         return {"scope": self.scope, "n": self.n,
                 "net_benefit": {"model": pick(self.model), "recalibrated": pick(self.recalibrated),

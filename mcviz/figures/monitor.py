@@ -32,8 +32,9 @@ def monitor_heatmap_figure(result: MonitorResult, *, presentation: bool = False,
     Colour: the one-period z of :class:`~mcviz.monitor.SeriesMonitor` (outcomes above the
     scores relative to the reference in vermilion, below in blue), saturating at +-4. A black
     ring marks each series' first alarm; dots mark the later periods whose alarm statistic is
-    above the threshold. The reference periods are left of the dashed line. Each cell carries
-    ``customdata = [series, period]`` in an invisible marker trace, for click selection.
+    above the threshold. The reference periods are left of the dashed line. An invisible marker
+    per cell (the last trace; point ``i`` is series ``i // P``, period ``i % P``) carries the
+    hover text and receives clicks.
     """
     periods = result.periods
     labels = list(periods.labels)
@@ -47,10 +48,8 @@ def monitor_heatmap_figure(result: MonitorResult, *, presentation: bool = False,
     figure.add_trace(go.Heatmap(
         x=labels, y=plotly_texts(rows), z=np.clip(z, -Z_LIMIT, Z_LIMIT), zmin=-Z_LIMIT,
         zmax=Z_LIMIT, colorscale=[[0.0, BLUE], [0.5, "#F7F7F7"], [1.0, VERMILION]],
-        customdata=custom, xgap=1, ygap=1,
-        colorbar={"title": {"text": "z"}, "thickness": 12, "len": 0.8},
-        hovertemplate=("%{y}<br>period %{x}: z = %{z:.2f}<br>%{customdata[0]:,} rows, "
-                       "response − score %{customdata[1]:+.3f}<extra></extra>"),
+        xgap=1, ygap=1, colorbar={"title": {"text": "z"}, "thickness": 12, "len": 0.8},
+        hoverinfo="skip",
     ))
     first_x, first_y, later_x, later_y = [], [], [], []
     for row, s in zip(rows, result.series, strict=True):
@@ -70,11 +69,15 @@ def monitor_heatmap_figure(result: MonitorResult, *, presentation: bool = False,
         marker={"symbol": "circle-open", "size": 14, "color": BLACK, "line": {"width": 2.5}},
         hoverinfo="skip"))
     grid_x, grid_y = np.meshgrid(np.arange(len(labels)), np.arange(len(rows)))
-    figure.add_trace(go.Scatter(
+    figure.add_trace(go.Scatter(  # the hover and click layer: point i is cell (i // P, i % P)
         x=[labels[i] for i in grid_x.ravel()], y=plotly_texts([rows[i] for i in grid_y.ravel()]),
-        mode="markers", marker={"size": 12, "opacity": 0.0, "color": BLACK},
-        customdata=np.column_stack((grid_y.ravel(), grid_x.ravel())), showlegend=False,
-        hoverinfo="skip", name="cells"))
+        mode="markers", marker={"size": 14, "opacity": 0.0, "color": BLACK},
+        customdata=np.column_stack((grid_y.ravel(), grid_x.ravel(), z.ravel(),
+                                    custom[..., 0].ravel(), custom[..., 1].ravel())),
+        showlegend=False, name="cells",
+        hovertemplate=("%{y}<br>period %{x}: z = %{customdata[2]:.2f}<br>"
+                       "%{customdata[3]:,} rows, response − score %{customdata[4]:+.3f}"
+                       "<extra></extra>")))
     reference = periods.n_reference - 0.5
     figure.add_vline(x=reference, line={"color": GRAY, "width": 2, "dash": "dash"})
     figure.update_layout(

@@ -45,7 +45,13 @@ from mcviz.io.assembly import (
     validate_index,
 )
 from mcviz.io.model import LoadReport, Roles
-from mcviz.io.readers import DEFAULT_MAX_BYTES, Source, default_max_bytes, read_table
+from mcviz.io.readers import (
+    DEFAULT_MAX_BYTES,
+    Source,
+    default_max_bytes,
+    read_parquet_table,
+    read_table,
+)
 from mcviz.io.roles import class_names, infer_roles, labels_are_classes
 
 __all__ = [
@@ -62,6 +68,7 @@ __all__ = [
     "labels_are_classes",
     "load_demo",
     "load_predictions",
+    "read_parquet_table",
     "read_table",
     "validate_index",
 ]

@@ -97,7 +97,8 @@ import numpy as np
 
 from mcviz.core.ratio import safe_ratio
 
-__all__ = ["CellSums", "NullDraws", "WindowPlan", "null_maxima", "scan", "window_plan"]
+__all__ = ["CellSums", "NullDraws", "Scanner", "WindowPlan", "adjusted_p", "null_maxima", "scan",
+           "threshold", "window_plan"]
 
 EXACT_ROW_DRAWS = 20_000_000
 """Row-level Bernoulli redraws when rows x draws is at most this; cell-level normal otherwise."""
@@ -163,15 +164,77 @@ class CellSums:
     weight: np.ndarray
 
 
-def scan(x: np.ndarray, n: np.ndarray, v: np.ndarray, n_reference: int,
-         plan: WindowPlan) -> np.ndarray:
-    r"""Return :math:`T_k(b)`, eq. (2), for ``b = r+1..P``: shape ``x.shape[:-1] + (Q,)``.
+class Scanner:
+    r"""Eq. (1)-(2) for one design (weights, variances, windows), for observed or drawn sums.
+
+    The windows' denominators depend only on the design and are computed once. Windows are
+    visited by length: for a length :math:`L` the increments :math:`C(s+L) - C(s)` of every
+    start are one subtraction of two contiguous slices of the path (no gather, no BLAS), and a
+    length's block of draws fits in cache.
 
     Parameters
     ----------
-    x : ndarray, shape (..., K + 1, P)
-        :math:`x_{kp}` (observed, or one simulated set per leading index).
     n, v : ndarray, shape (K + 1, P)
+    n_reference : int
+        :math:`r`.
+    plan : WindowPlan
+    """
+
+    def __init__(self, n: np.ndarray, v: np.ndarray, n_reference: int, plan: WindowPlan) -> None:
+        r = n_reference
+        self.r, self.q = r, plan.n_monitored
+        self.n_ref = n[:, :r].sum(axis=-1)
+        ref_var = safe_ratio(v[:, :r].sum(axis=-1), self.n_ref**2)  # V_k / N_k^2
+        self.cn = np.concatenate((np.zeros((n.shape[0], 1)), np.cumsum(n[:, r:], axis=-1)),
+                                 axis=-1)
+        cv = np.concatenate((np.zeros((v.shape[0], 1)), np.cumsum(v[:, r:], axis=-1)), axis=-1)
+        self.inverse = {}  # length -> (K + 1, Q + 1 - L): 1 / the denominator of eq. (1)
+        for length in np.unique(plan.end - plan.start).tolist():
+            dn = self.cn[:, length:] - self.cn[:, :-length]
+            scale = np.sqrt(np.maximum(cv[:, length:] - cv[:, :-length], 0.0)
+                            + dn**2 * ref_var[:, None])
+            inverse = safe_ratio(1.0, scale)  # an empty window (scale 0) has z = 0
+            inverse[~np.isfinite(inverse)] = 0.0
+            self.inverse[length] = inverse
+
+    def _path(self, x: np.ndarray) -> np.ndarray:
+        """Return the post-reference path relative to the reference gap, (..., K + 1, Q + 1)."""
+        r = self.r
+        delta = safe_ratio(x[..., :r].sum(axis=-1), self.n_ref)  # \hat\delta_k (0: no ref.)
+        cx = np.concatenate((np.zeros((*x.shape[:-1], 1)), np.cumsum(x[..., r:], axis=-1)),
+                            axis=-1)
+        cx -= delta[..., None] * self.cn
+        return cx
+
+    def statistic(self, x: np.ndarray) -> np.ndarray:
+        """Eq. (2): :math:`T_k(b)` for ``b = r+1..P``, shape (K + 1, Q), for x of (K + 1, P)."""
+        cx = self._path(x)
+        out = np.zeros((x.shape[0], self.q))
+        for length, inverse in self.inverse.items():
+            z = np.abs(cx[:, length:] - cx[:, :-length]) * inverse  # eq. (1), windows [s, s+L)
+            np.maximum(out[:, length - 1:], z, out=out[:, length - 1:])  # end s + L
+        return out
+
+    def maxima(self, x: np.ndarray) -> np.ndarray:
+        """Eq. (3): :math:`M` of each draw, shape (draws,), for x of shape (draws, K + 1, P)."""
+        cx = self._path(x)
+        best = np.zeros(x.shape[0])
+        for length, inverse in self.inverse.items():
+            z = cx[..., length:] - cx[..., :-length]
+            np.abs(z, out=z)
+            z *= inverse
+            np.maximum(best, z.max(axis=(1, 2)), out=best)
+        return best
+
+
+def scan(x: np.ndarray, n: np.ndarray, v: np.ndarray, n_reference: int,
+         plan: WindowPlan) -> np.ndarray:
+    r"""Return :math:`T_k(b)`, eq. (2), for ``b = r+1..P``: shape (K + 1, Q).
+
+    Parameters
+    ----------
+    x, n, v : ndarray, shape (K + 1, P)
+        :math:`x_{kp}`, :math:`n_{kp}`, :math:`v_{kp}`.
     n_reference : int
         :math:`r`.
     plan : WindowPlan
@@ -186,25 +249,7 @@ def scan(x: np.ndarray, n: np.ndarray, v: np.ndarray, n_reference: int,
     >>> scan(x, n, v, 1, window_plan(2)).round(4).tolist()
     [[1.4142, 1.633]]
     """
-    r = n_reference
-    x_ref = x[..., :r].sum(axis=-1)
-    n_ref, v_ref = n[:, :r].sum(axis=-1), v[:, :r].sum(axis=-1)
-    delta = safe_ratio(x_ref, n_ref)  # \hat\delta_k (0 without reference rows)
-    ref_var = safe_ratio(v_ref, n_ref**2)  # V_k / N_k^2
-    cx = np.concatenate((np.zeros((*x.shape[:-1], 1)), np.cumsum(x[..., r:], axis=-1)), axis=-1)
-    cn = np.concatenate((np.zeros((n.shape[0], 1)), np.cumsum(n[:, r:], axis=-1)), axis=-1)
-    cv = np.concatenate((np.zeros((v.shape[0], 1)), np.cumsum(v[:, r:], axis=-1)), axis=-1)
-    dn = cn[:, plan.end] - cn[:, plan.start]
-    scale = np.sqrt(np.maximum(cv[:, plan.end] - cv[:, plan.start], 0.0)
-                    + dn**2 * ref_var[:, None])
-    inverse = safe_ratio(1.0, scale)  # an empty window (scale 0) has z = 0
-    inverse[~np.isfinite(inverse)] = 0.0
-    cx -= delta[..., None] * cn  # the path relative to the reference gap
-    z = np.take(cx, plan.end, axis=-1)
-    z -= np.take(cx, plan.start, axis=-1)  # eq. (1), numerator
-    np.abs(z, out=z)
-    z *= inverse
-    return np.maximum.reduceat(z, plan.first, axis=-1)  # eq. (2)
+    return Scanner(n, v, n_reference, plan).statistic(x)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -226,8 +271,7 @@ def null_maxima(cells: CellSums, n_reference: int, plan: WindowPlan, *, n_draws:
     if method == "auto":
         method = "bernoulli" if n_rows * n_draws <= EXACT_ROW_DRAWS else "normal"
     atoms, periods = cells.n.shape
-    series_n = cells.incidence @ cells.n
-    series_v = cells.incidence @ cells.v
+    scanner = Scanner(cells.incidence @ cells.n, cells.incidence @ cells.v, n_reference, plan)
     per_draw = max(atoms * periods, plan.start.size * cells.incidence.shape[0],
                    n_rows if method == "bernoulli" else 0)
     batch = int(max(1, min(n_draws, _BATCH_VALUES // max(per_draw, 1))))
@@ -247,8 +291,7 @@ def null_maxima(cells: CellSums, n_reference: int, plan: WindowPlan, *, n_draws:
         else:
             cell_x = rng.standard_normal((b, atoms, periods)) * sd
         series_x = np.matmul(cells.incidence, cell_x)  # (b, K + 1, P)
-        maxima[done:done + b] = scan(series_x, series_n, series_v, n_reference,
-                                     plan).reshape(b, -1).max(axis=1)
+        maxima[done:done + b] = scanner.maxima(series_x)
         done += b
         if progress is not None:
             progress(done / n_draws)

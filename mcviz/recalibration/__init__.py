@@ -8,6 +8,7 @@ smECE, log loss and Brier before and after; a fix that worsens the held-out log 
 rejected.
 """
 
+from mcviz.recalibration._boost import BOOST_TREES, MCGRAD_TREES
 from mcviz.recalibration._split import holdout_split, rescored, subset
 from mcviz.recalibration.recalibrator import (
     FORMAT,
@@ -18,5 +19,6 @@ from mcviz.recalibration.recalibrator import (
 )
 from mcviz.recalibration.verify import FixResult, FixSide, fix_estimate, verify_fix
 
-__all__ = ["FORMAT", "METHODS", "FixResult", "FixSide", "FixTerm", "Recalibrator",
-           "fix_estimate", "frame_for_scoring", "holdout_split", "rescored", "subset", "verify_fix"]
+__all__ = ["BOOST_TREES", "FORMAT", "MCGRAD_TREES", "METHODS", "FixResult", "FixSide", "FixTerm",
+           "Recalibrator", "fix_estimate", "frame_for_scoring", "holdout_split", "rescored",
+           "subset", "verify_fix"]

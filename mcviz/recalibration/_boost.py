@@ -44,15 +44,17 @@ import pandas as pd
 from mcviz.errors import ValidationError
 from mcviz.recalibration._logistic import fit_logistic, logit, mean_log_loss
 
-__all__ = ["TREE_PARAMS", "boost_fit", "boost_transform", "encode_covariates"]
+__all__ = ["BOOST_TREES", "MCGRAD_TREES", "boost_fit", "boost_transform", "encode_covariates"]
 
-TREE_PARAMS = {
-    "objective": "cross_entropy", "learning_rate": 0.1, "max_depth": 5,
-    "min_child_samples": 160, "num_leaves": 8, "lambda_l2": 0.009131373863997217,
-    "min_gain_to_split": 0.15007305226251808, "verbose": -1, "deterministic": True,
-    "num_threads": 1, "seed": 0,
-}
-N_TREES = 200
+BOOST_TREES = {"n_trees": 200, "learning_rate": 0.1, "num_leaves": 8, "max_depth": 5,
+               "min_child_samples": 160, "lambda_l2": 0.009131373863997217,
+               "min_gain_to_split": 0.15007305226251808}
+"""mcviz's trees per round (module docstring)."""
+MCGRAD_TREES = {**BOOST_TREES, "n_trees": 94, "learning_rate": 0.028729759162731475,
+                "num_leaves": 5}
+"""MCGrad 0.1.5's default trees per round (``MCGrad.DEFAULT_HYPERPARAMS``)."""
+_FIXED = {"objective": "cross_entropy", "verbose": -1, "deterministic": True, "num_threads": 1,
+          "seed": 0}
 UNSHRINK_CLIP = 10.0
 VALID_SHARE = 0.4
 
@@ -101,12 +103,13 @@ def _unshrink(g: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
 
 
 def _round(lgb, features: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.ndarray,
-           categorical: list[int]):
+           categorical: list[int], trees: Mapping):
     x = np.column_stack((features, f))
     data = lgb.Dataset(x, label=y, weight=w, init_score=f, categorical_feature=categorical,
                        free_raw_data=True,
                        params={"verbose": -1, "bin_construct_sample_cnt": max(len(y), 1)})
-    booster = lgb.train(TREE_PARAMS, data, num_boost_round=N_TREES)
+    params = {**_FIXED, **{k: v for k, v in trees.items() if k != "n_trees"}}
+    booster = lgb.train(params, data, num_boost_round=int(trees["n_trees"]))
     g = f + booster.predict(x, raw_score=True)
     alpha = _unshrink(g, y, w)
     return booster, alpha, alpha * g
@@ -114,6 +117,7 @@ def _round(lgb, features: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.ndarra
 
 def boost_fit(features: np.ndarray, categorical: list[int], score: np.ndarray, y: np.ndarray,
               w: np.ndarray, valid: np.ndarray, *, max_rounds: int = 100,
+              trees: Mapping = BOOST_TREES,
               progress: Callable[[float, str], None] | None = None) -> dict:
     """Fit the rounds (module docstring); ``valid`` marks the validation rows (bool).
 
@@ -132,7 +136,7 @@ def boost_fit(features: np.ndarray, categorical: list[int], score: np.ndarray, y
         if progress is not None:
             progress(r / (2 * max_rounds), f"boosting round {r + 1} (early stopping)")
         booster, alpha, f_new = _round(lgb, features[train], f_train, y[train], w[train],
-                                       categorical)
+                                       categorical, trees)
         x_valid = np.column_stack((features[valid], f_valid))
         f_valid_new = alpha * (f_valid + booster.predict(x_valid, raw_score=True))
         loss = mean_log_loss(f_valid_new, y[valid], w[valid])
@@ -145,10 +149,10 @@ def boost_fit(features: np.ndarray, categorical: list[int], score: np.ndarray, y
     for r in range(rounds):  # refit the chosen number of rounds on every fit row
         if progress is not None:
             progress(0.5 + r / (2 * max(rounds, 1)), f"refitting round {r + 1} of {rounds}")
-        booster, alpha, f_all = _round(lgb, features, f_all, y, w, categorical)
+        booster, alpha, f_all = _round(lgb, features, f_all, y, w, categorical, trees)
         fitted.append({"alpha": alpha, "model": booster.model_to_string()})
     return {"init": {"intercept": float(init[0]), "slope": float(init[1])}, "rounds": fitted,
-            "validation_log_loss": history, "n_rounds": rounds}
+            "validation_log_loss": history, "n_rounds": rounds, "trees": dict(trees)}
 
 
 def boost_transform(params: Mapping, features: np.ndarray, score: np.ndarray) -> np.ndarray:

@@ -91,17 +91,7 @@ def subset(pred: Predictions, index: np.ndarray) -> Predictions:
     [False, True, True]
     """
     index = np.asarray(index)
-    score = pred.score[index]
-    run_end = np.ones(index.size, dtype=bool)
-    run_end[:-1] = score[1:] != score[:-1]
-    extra: dict = {"covariates": pred.covariates.iloc[index].reset_index(drop=True)}
-    if pred.predicted_class is not None:
-        extra["predicted_class"] = pred.predicted_class[index]
-    if pred.true_class is not None:
-        extra["true_class"] = pred.true_class[index]
-    return replace(pred, score=_readonly(score), label=_readonly(pred.label[index]),
-                   weight=_readonly(pred.weight[index]), row=_readonly(pred.row[index]),
-                   run_end=_readonly(run_end), **extra)
+    return _taken(pred, index, pred.score[index])
 
 
 def rescored(pred: Predictions, score: np.ndarray) -> tuple[Predictions, np.ndarray]:
@@ -133,18 +123,22 @@ def rescored(pred: Predictions, score: np.ndarray) -> tuple[Predictions, np.ndar
     order = np.argsort(score, kind="stable")
     position = np.empty(order.size, dtype=np.int64)
     position[order] = np.arange(order.size)
-    new = score[order]
-    run_end = np.ones(new.size, dtype=bool)
-    run_end[:-1] = new[1:] != new[:-1]
-    extra: dict = {"covariates": pred.covariates.iloc[order].reset_index(drop=True)}
+    new = _taken(pred, order, score[order], score_column=f"{pred.score_column}_recalibrated")
+    return new, position
+
+
+def _taken(pred: Predictions, rows: np.ndarray, score: np.ndarray, **changes) -> Predictions:
+    """Return the rows ``rows`` of ``pred`` (in that order) with scores ``score`` (ascending)."""
+    run_end = np.ones(rows.size, dtype=bool)
+    run_end[:-1] = score[1:] != score[:-1]
+    extra: dict = {"covariates": pred.covariates.iloc[rows].reset_index(drop=True)}
     if pred.predicted_class is not None:
-        extra["predicted_class"] = pred.predicted_class[order]
+        extra["predicted_class"] = pred.predicted_class[rows]
     if pred.true_class is not None:
-        extra["true_class"] = pred.true_class[order]
-    return replace(pred, score=_readonly(new), label=_readonly(pred.label[order]),
-                   weight=_readonly(pred.weight[order]), row=_readonly(pred.row[order]),
-                   run_end=_readonly(run_end),
-                   score_column=f"{pred.score_column}_recalibrated", **extra), position
+        extra["true_class"] = pred.true_class[rows]
+    return replace(pred, score=_readonly(score), label=_readonly(pred.label[rows]),
+                   weight=_readonly(pred.weight[rows]), row=_readonly(pred.row[rows]),
+                   run_end=_readonly(run_end), **extra, **changes)
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

@@ -56,7 +56,7 @@ References
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,6 +120,9 @@ class Recalibrator:
         ``findings``: the search's options (:func:`mcviz.search_subpopulations`).
     max_rounds : int, default 100
         ``boost``: at most this many rounds.
+    trees : mapping, optional
+        ``boost``: tree settings per round over :data:`~mcviz.recalibration.BOOST_TREES`
+        (``n_trees``, ``learning_rate``, ``num_leaves``, ...; ``MCGRAD_TREES`` are MCGrad's).
     seed : int, default 0
         The search's split and the boosting's validation split.
 
@@ -138,7 +141,7 @@ class Recalibrator:
     def __init__(self, method: str = "platt", *, covariates: Sequence[str] | None = None,
                  findings: Sequence | None = None, alpha: float = 0.05,
                  max_conditions: int = 3, n_findings: int = 5, max_rounds: int = 100,
-                 seed: int = 0) -> None:
+                 trees: Mapping | None = None, seed: int = 0) -> None:
         if method not in METHODS:
             raise ValidationError(f"method must be one of {', '.join(METHODS)}, not {method!r}.")
         if not 0.0 < float(alpha) < 1.0:
@@ -149,6 +152,11 @@ class Recalibrator:
         self.alpha = float(alpha)
         self.max_conditions, self.n_findings = int(max_conditions), int(n_findings)
         self.max_rounds, self.seed = int(max_rounds), int(seed)
+        unknown = set(trees or {}) - set(_boost.BOOST_TREES)
+        if unknown:
+            raise ValidationError(f"trees: unknown setting(s) {', '.join(sorted(unknown))}; "
+                                  f"known: {', '.join(_boost.BOOST_TREES)}.")
+        self.trees = {**_boost.BOOST_TREES, **(trees or {})}
         self.params: dict | None = None
         self.score_column: str | None = None
         self.covariate_kinds: dict[str, str] = {}
@@ -295,7 +303,8 @@ class Recalibrator:
         valid[valid_rows] = True
         categorical = [k for k, item in enumerate(spec) if item["kind"] == "nominal"]
         params = _boost.boost_fit(features, categorical, pred.score, pred.label, w, valid,
-                                  max_rounds=self.max_rounds, progress=progress)
+                                  max_rounds=self.max_rounds, trees=self.trees,
+                                  progress=progress)
         params["features"] = spec
         if params["n_rounds"] == 0:
             self.notes.append("boosting stopped before its first round: no round lowered the "
@@ -436,7 +445,7 @@ class Recalibrator:
             terms = "".join(f" {t['coefficient']:+.3g} · [{t['description']}]"
                             for t in p["terms"])
             return f"findings: logit p = {p['intercept']:.3g} + {p['slope']:.3g} · logit s{terms}"
-        return f"boost: {p['n_rounds']} rounds of {_boost.N_TREES} trees"
+        return f"boost: {p['n_rounds']} rounds of {p['trees']['n_trees']} trees"
 
 
 def _findings_design(pred: Predictions, descriptions: Sequence[str]) -> np.ndarray:

@@ -45,8 +45,11 @@ ALPHA = 0.05
 # 2-core reference machine: the peak RSS rose by 52-81 MB at 10^5 rows and 255-287 MB at 10^6
 # (boost highest); CPU 2.1-2.6 s at 10^6 for platt/isotonic/beta, 7.2 s for findings (three
 # searches of the fit rows), 18.4 s for boost. The constants err high.
-_BYTES_FIXED = 40_000_000
-_BYTES_PER_ROW = 320
+# Peak RSS above the RSS before the call (benchmarks/bench_budget.py, issue #25): 215 B per
+# row (platt at 6x10^5 rows, findings at 4x10^5), rounded up; held within 1.5x by
+# tests/test_budget_measured.py.
+_BYTES_FIXED = 10_000_000
+_BYTES_PER_ROW = 230
 _BYTES_PER_ROW_COVARIATE_BOOST = 24
 _SECONDS_PER_ROW = {"platt": 3e-6, "isotonic": 3e-6, "beta": 3e-6, "findings": 1e-5,
                     "boost": 2.5e-5}
@@ -105,7 +108,8 @@ class FixResult:
         Sorted positions (score order of the input) of the fit and held-out rows.
     findings : tuple of str
         Descriptions (filter language) of the findings judged: the search's on the fit rows,
-        the fix's terms and the caller's scopes, each once.
+        the fix's terms and the caller's scopes, each once (a description selecting the same
+        held-out rows as an earlier one is left out).
     confirmed : tuple of bool
         Per finding: confirmed (Holm-adjusted held-out p below 0.05 in the search on the fit
         rows, or a term of the fix); False for the caller's scopes and unconfirmed findings.
@@ -196,6 +200,56 @@ def fix_estimate(rows: int, covariates: int, *, method: str = "findings",
         what=f"the {method} fix, judged on held-out rows: {rows:,} rows × {covariates} covariates",
         bytes=int(memory), seconds=float(seconds),
         advice="fit on a random sample of the rows, or with fewer covariates")
+
+
+def _judged_family(eval_pred, names, scopes, descriptions, confirmed, notes, *,
+                   n_subpopulations, seed):
+    """Algorithm-1 subpopulations of the held-out rows, then each finding once.
+
+    Returns the family, the findings' descriptions kept and their positions in the family
+    with the full population first; ``confirmed`` and ``notes`` are updated in place.
+    """
+    from mcviz.subpopulations import filter_subpopulation, generate_subpopulations
+
+    family: list = []
+    if names:
+        family = list(generate_subpopulations(eval_pred, covariates=names,
+                                              n_subpopulations=n_subpopulations,
+                                              seed=seed).subpopulations[1:])
+    kept, ids = [], []
+    for description in dict.fromkeys([*map(str, scopes), *descriptions]):  # scopes: own words
+        try:
+            sub = filter_subpopulation(eval_pred, description, id=len(family) + 1)
+        except ValidationError as error:
+            if description in scopes:
+                raise
+            notes.append(f"{description!r} is not judged: {error}")
+            continue
+        same = next((k for k, i in enumerate(ids) if np.array_equal(family[i - 1].index,
+                                                                     sub.index)), None)
+        if same is not None:  # the same rows in other words (a search's and a term's): once
+            if description in confirmed:
+                confirmed.add(kept[same])
+            continue
+        family.append(sub)
+        kept.append(description)
+        ids.append(len(family))
+    return family, kept, ids
+
+
+def _judgement(before: FixSide, after: FixSide, change: tuple[float, float, float]
+               ) -> tuple[bool, bool, str]:
+    """Return accepted (log loss not worse), meaningful (its 95% CI below 0), the reason."""
+    accepted = after.log_loss <= before.log_loss
+    meaningful = change[2] < 0
+    reason = (f"held-out log loss {before.log_loss:.5g} -> {after.log_loss:.5g} (per-row change "
+              f"{change[0]:+.3g}, 95% CI {change[1]:+.3g} to {change[2]:+.3g}); held-out M "
+              f"{before.metric:.4g} -> {after.metric:.4g}")
+    if not accepted:
+        reason = "rejected: the held-out log loss got worse; " + reason
+    elif not meaningful:
+        reason = "no meaningful change: " + reason
+    return bool(accepted), bool(meaningful), reason
 
 
 def _percent(share: float) -> str:
@@ -291,11 +345,7 @@ def verify_fix(
     ValidationError
         Bad options, too few rows, unknown covariates or scopes.
     """
-    from mcviz.subpopulations import (
-        Subpopulation,
-        filter_subpopulation,
-        generate_subpopulations,
-    )
+    from mcviz.subpopulations import Subpopulation
 
     started = time.perf_counter()
 
@@ -329,40 +379,17 @@ def verify_fix(
     new_scores = fix.transform(eval_pred)
     eval_after, position = rescored(eval_pred, new_scores)
     notes = list(fix.notes)
-    family: list = []
-    if names:
-        family = list(generate_subpopulations(eval_pred, covariates=names,
-                                              n_subpopulations=n_subpopulations,
-                                              seed=seed).subpopulations[1:])
-    kept, ids = [], []
-    for description in dict.fromkeys(descriptions):
-        try:
-            sub = filter_subpopulation(eval_pred, description, id=len(family) + 1)
-        except ValidationError as error:
-            if description in scopes:
-                raise
-            notes.append(f"{description!r} is not judged: {error}")
-            continue
-        family.append(sub)
-        kept.append(description)
-        ids.append(len(family))  # position in the family with the full population first
+    family, kept, ids = _judged_family(eval_pred, names, scopes, descriptions, confirmed, notes,
+                                       n_subpopulations=n_subpopulations, seed=seed)
     family_after = [Subpopulation(s.id, s.depth, s.conditions, s.description,
                                   np.sort(position[s.index])) for s in family]
     before = _side(eval_pred, family, ids, null_draws, seed)
     report(0.85, "judging the fixed scores")
     after = _side(eval_after, family_after, ids, null_draws, seed)
     change = _loss_change(eval_pred, eval_after, position)
-    accepted = after.log_loss <= before.log_loss
-    meaningful = change[2] < 0
-    reason = (f"held-out log loss {before.log_loss:.5g} -> {after.log_loss:.5g} (per-row change "
-              f"{change[0]:+.3g}, 95% CI {change[1]:+.3g} to {change[2]:+.3g}); held-out M "
-              f"{before.metric:.4g} -> {after.metric:.4g}")
-    if not accepted:
-        reason = "rejected: the held-out log loss got worse; " + reason
-    elif not meaningful:
-        reason = "no meaningful change: " + reason
+    accepted, meaningful, reason = _judgement(before, after, change)
     report(1.0, "done")
-    return FixResult(fix.method, fix, bool(accepted), bool(meaningful), reason,
+    return FixResult(fix.method, fix, accepted, meaningful, reason,
                      int(fit_index.size), int(eval_index.size), fit_index, eval_index,
                      tuple(kept), tuple(d in confirmed for d in kept), before, after, change,
                      eval_pred, eval_after, position,

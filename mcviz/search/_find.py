@@ -44,9 +44,11 @@ ALPHA = 0.05
 # benchmarks/bench_find.py, max_conditions 3): peak 136-194 B per row at 7-12 covariates,
 # 10^5-10^6 rows; 3.5-5 us per row and covariate under load. The constants err high: ties add a
 # content hash of the covariates (split_rows), counted in the per-covariate term.
-_BYTES_PER_ROW = 200
-_BYTES_PER_ROW_COVARIATE = 24
-_BYTES_FIXED = 20_000_000
+# Peak RSS above the RSS before the call (benchmarks/bench_budget.py, issue #25): 95-115 B per
+# row at 4-12 covariates, 1-2 x 10^5 rows; the memory constants follow it (within 1.5x).
+_BYTES_PER_ROW = 110
+_BYTES_PER_ROW_COVARIATE = 6
+_BYTES_FIXED = 5_000_000
 _SECONDS_PER_ROW_COVARIATE = 3.0e-6
 _SECONDS_FIXED = 1.0
 

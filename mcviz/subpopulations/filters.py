@@ -20,6 +20,7 @@ from mcviz.subpopulations.selection import (
     is_score_column,
     select_rows,
 )
+from mcviz.text import check_nesting
 
 # --------------------------------------------------------------------------------------------
 # The filter language: tokenizer and recursive-descent parser
@@ -333,6 +334,8 @@ def parse_filter(
         raise ValidationError(f"filter: expected text, got {type(expression).__name__}.")
     if expression.strip().lower() == "full population":
         return ()
+    # the parser recurses once per parenthesis: refuse deep nesting before it starts
+    check_nesting(expression, what="filter: the expression", pairs="()[]{}", quotes="\"'`")
     return _Parser(expression, kinds, pred).parse()
 
 

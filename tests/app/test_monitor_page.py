@@ -60,3 +60,25 @@ def test_monthly_periods_and_a_filter_segment():
     assert shown["Alarms"].endswith("of 21")
     table = at.dataframe[0].value
     assert "distance ≥ 1000" in set(table["series"])
+
+
+def test_the_report_carries_the_monitor_of_the_same_data():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.selectbox(key="w_demo").set_value("flights").run()
+    at.switch_page("pages/monitor.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any("NYC flights 2013" in i.value for i in at.info)  # its own data: no notice
+    at.switch_page("pages/report.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = [b.label for b in at.get("download_button")]
+    assert any("Calibration over time (monitor)" in label for label in labels), labels
+
+
+def test_the_review_verdict_carries_the_monitor_of_the_same_data():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.selectbox(key="w_demo").set_value("flights").run()
+    at.switch_page("pages/monitor.py").run()
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = " ".join(m.value for m in at.markdown)
+    assert "monitored series changed calibration since the reference" in text.replace("\\", "")

@@ -109,7 +109,7 @@ def test_round_trip_of_a_searched_finding_with_its_settings_and_null():
 
 
 @pytest.mark.parametrize(("params", "fragment"), [
-    ({"smode": "brute"}, "smode"), ({"cond": "9"}, "outside"), ({"nf": "0"}, "outside"),
+    ({"smode": "brute"}, "smode"), ({"cond": "9"}, "outside"), ({"find": "0"}, "outside"),
     ({"nd": "1e9"}, "not a whole number"), ({"nd": "10"}, "outside"),
 ])
 def test_bad_search_and_null_settings_are_named(params, fragment):

@@ -77,3 +77,40 @@ def test_candidates_of_time_and_segments():
     assert mon.time_candidates(pred) == ["when"]
     assert mon.segment_candidates(pred, "when") == ["my group"]
     assert mon.default_segments(["carrier", "x", "origin"]) == ["carrier", "origin"]
+
+
+def test_report_section_carries_the_alarms_and_the_heat_map():
+    from mcviz.report import html_report
+
+    rng = np.random.default_rng(3)
+    n = 5000
+    day = rng.integers(0, 100, n)
+    group = rng.choice(["a", "b"], n)
+    score = rng.uniform(0.2, 0.8, n)
+    label = rng.random(n) < np.clip(score + 0.3 * ((group == "b") & (day >= 60)), 0, 1)
+    pred = Predictions.from_arrays(score, label, covariates={
+        "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D"), "g": group})
+    result = monitor_calibration(pred, period="week", segments=["g"], n_draws=99)
+    section = mon.report_section(result)
+    assert any("Segment g == b" in paragraph for paragraph in section.text)
+    assert len(section.figures) == 2
+    assert section.tables[0][1]["alarm"].tolist() == [s.alarm for s in result.series]
+    html = html_report([section])
+    assert "Calibration over time (monitor)" in html
+
+
+def test_verdict_section_is_held_for_its_own_analysis_only():
+    rng = np.random.default_rng(4)
+    n = 3000
+    day = rng.integers(0, 90, n)
+    pred = Predictions.from_arrays(rng.uniform(0.2, 0.8, n), rng.integers(0, 2, n), covariates={
+        "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D")})
+    result = monitor_calibration(pred, period="week", n_draws=99)
+    section = mon.verdict_section(result)
+    assert section.title == "Monitoring: calibration over time"
+    assert section.sentences[1] == result.full.sentence
+    assert dict(section.facts)["alarms (family-wise false-alarm rate ≤ 0.05)"] == (
+        f"{len(result.alarms)} of 1 series")
+    state = {mon.HELD: ("key-a", result)}
+    assert mon.held_section(state, "key-a").sentences == section.sentences
+    assert mon.held_section(state, "key-b") is None

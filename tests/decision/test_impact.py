@@ -74,3 +74,11 @@ def test_bad_input():
         decision_impact(pred, fixed[:-1])
     with pytest.raises(ValidationError, match=r"must lie in \[0, 1\]"):
         decision_impact(pred, fixed + 2)
+
+
+def test_sentences_only_at_computed_thresholds():
+    pred, fixed = _data(300, 6)
+    impact = decision_impact(pred, fixed, thresholds=[0.2, 0.3], n_bootstrap=50)
+    assert len(impact.sentences([0.3])) == 1
+    with pytest.raises(ValidationError, match="were not computed"):
+        impact.sentences([0.25])

@@ -170,3 +170,18 @@ def test_unknown_method():
     with pytest.raises(ValidationError, match="method must be one of"):
         Recalibrator("magic")
     assert isinstance(pd.__version__, str)
+
+
+def test_boost_tree_settings_are_checked_and_saved():
+    pytest.importorskip("lightgbm")
+    from mcviz.recalibration import MCGRAD_TREES
+
+    with pytest.raises(ValidationError, match="unknown setting"):
+        Recalibrator("boost", trees={"leaves": 3})
+    frame = planted_fix_data(6000, seed=9)
+    pred = load_predictions(frame.drop(columns="truth"), score="score", label="label",
+                            weight=False)
+    fix = Recalibrator("boost", trees=MCGRAD_TREES, max_rounds=2).fit(pred)
+    again = Recalibrator.from_json(fix.to_json())
+    assert again.params["trees"]["n_trees"] == 94
+    np.testing.assert_array_equal(again.transform(pred), fix.transform(pred))
