@@ -71,6 +71,8 @@ class Design:
         self.cell_n = np.bincount(self.code, minlength=size).reshape(self.cells, p).astype(float)
         self.cell_v = np.bincount(self.code, weights=self.score * (1 - self.score),
                                   minlength=size).reshape(self.cells, p)
+        self.cell_k3 = np.bincount(self.code, weights=self.score * (1 - self.score) * (
+            1 - 2 * self.score), minlength=size).reshape(self.cells, p)
         self.incidence = np.vstack([np.ones(self.cells), np.eye(self.cells)[1:]])
         self.n_series = self.incidence @ self.cell_n
         self.v_series = self.incidence @ self.cell_v
@@ -93,7 +95,7 @@ class Design:
 
     def thresholds(self, seeds: int, draws: int, method: str = "normal") -> np.ndarray:
         cells = CellSums(self.cell_n, np.zeros_like(self.cell_n), self.cell_v, self.incidence,
-                         self.segment + 1, self.period, self.score, np.ones(self.n))
+                         self.segment + 1, self.period, self.score, np.ones(self.n), self.cell_k3)
         return np.array([threshold(null_maxima(cells, self.r, self.plan, n_draws=draws,
                                                method=method,
                                                rng=np.random.default_rng(1000 + s)).maxima,
