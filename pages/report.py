@@ -13,6 +13,7 @@ from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
 from mcviz.figures import deviation_figure
 from mcviz.figures._text import escape_figure
+from mcviz.io import VOID_P_VALUES
 from mcviz.report import (
     ExportUnavailableError,
     ReportSection,
@@ -36,7 +37,8 @@ def _chart_name(section: str, number: int, figure) -> str:
 def _numbers(result) -> tuple[tuple[str, str], ...]:
     return (("Kuiper D", f"{result.kuiper:.4g}"), ("KS G", f"{result.ks:.4g}"),
             ("σ", f"{result.sigma:.4g}"), ("D/σ", f"{result.kuiper_z:.4g}"),
-            ("p-value", f"{result.p_value:.4g}"))
+            ("p-value", f"{result.p_value:.4g}" if result.p_value == result.p_value
+             else VOID_P_VALUES))
 
 
 def calibration_section(item: ui.Current) -> ReportSection:

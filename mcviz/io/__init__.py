@@ -37,13 +37,14 @@ DataFrame), :mod:`~mcviz.io.roles` (which column plays which role), :mod:`~mcviz
 """
 
 from mcviz.io.assembly import PROBABILITY_SUM_TOLERANCE, demo_path, load_demo, load_predictions
-from mcviz.io.model import LoadReport, Predictions, Roles
+from mcviz.io.model import VOID_P_VALUES, LoadReport, Predictions, Roles
 from mcviz.io.readers import DEFAULT_MAX_BYTES, Source, default_max_bytes, read_table
-from mcviz.io.roles import class_names, infer_roles, labels_are_classes
+from mcviz.io.roles import class_names, infer_roles, labels_are_classes, roles_sentence
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "PROBABILITY_SUM_TOLERANCE",
+    "VOID_P_VALUES",
     "LoadReport",
     "Predictions",
     "Roles",
@@ -56,4 +57,5 @@ __all__ = [
     "load_demo",
     "load_predictions",
     "read_table",
+    "roles_sentence",
 ]

@@ -180,8 +180,10 @@ def _covariate_names(
     """Return the covariates asked for, or every other column not score-like nor an id."""
     if covariates is None:
         ids = set(roles.id_columns if id_columns is None else id_columns)
-        score_like = set(roles.score_candidates) | set(roles.probabilities)
-        return [c for c in frame.columns if c not in excluded | ids | score_like]
+        score_like = set(roles.score_candidates) | set(roles.probabilities) | {roles.score}
+        # a column named as the weight is no covariate, even when the user asked for no weights
+        return [c for c in frame.columns if c not in excluded | ids | score_like
+                and c != roles.weight]
     for column in covariates:
         _require_column(frame, column)
     return [c for c in covariates if c not in excluded]

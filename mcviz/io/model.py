@@ -11,7 +11,10 @@ import pandas as pd
 
 from mcviz.errors import ValidationError
 
-__all__ = ["LoadReport", "PendingCovariates", "Predictions", "Roles"]
+__all__ = ["VOID_P_VALUES", "LoadReport", "PendingCovariates", "Predictions", "Roles"]
+
+VOID_P_VALUES = "not valid with label-dependent weights — use the null draws"
+"""What every Brownian or classical p-value says when the weights depend on the labels."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -135,6 +138,12 @@ class Predictions:
         The label value counted as the positive class (binary only).
     response_kind : {"binary", "continuous"}
     report : LoadReport
+    weights_depend_on_label : bool
+        True when the weights were computed from the responses (the low-prevalence weighting of
+        paper 000 Appendix B): eq. (5)'s sigma and every Brownian or classical p-value then no
+        longer describe the statistics, which report NaN p-values
+        (:data:`VOID_P_VALUES` says why); the null draws of
+        :func:`mcviz.significance.null_distribution` recompute the weights and stay valid.
     """
 
     score: np.ndarray
@@ -154,6 +163,7 @@ class Predictions:
     positive: object = 1
     response_kind: Literal["binary", "continuous"] = "binary"
     report: LoadReport = field(default_factory=lambda: LoadReport(0, 0))
+    weights_depend_on_label: bool = False
 
     @property
     def n(self) -> int:
