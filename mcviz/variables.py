@@ -26,10 +26,11 @@ want of distinct values in the window, no row inside it, an ill-conditioned desi
 used to extrapolate. Such points stay on the curve, flagged (``thin``, ``degenerate``), are named
 in ``warnings`` and are left out of VCE(v*). Nor is v* chosen within reach of them (issue 31:
 it used to be the last point before a thin stretch, or an island between two): a LOESS point is
-eligible only when no thin point lies within :data:`REACH` (a tenth) of its window radius. VCE(v*) carries a band, the gap at v* ± z se(v*) with Scheffé's z over the
-curve's degrees of freedom (:func:`simultaneous_z`: v* was picked as the largest of many
-correlated estimates), and is *within noise* when the band holds 0 (``vce_significant``).
-Displayed rates and bands are clipped to [0, 1].
+eligible only when no thin point lies within :data:`REACH` (a tenth) of its window radius.
+VCE(v*) carries a band, the gap at v* ± z se(v*) with Scheffé's z over the curve's degrees of
+freedom (:func:`simultaneous_z`: v* was picked as the largest of many correlated estimates),
+and is *within noise* when the band holds 0 (``vce_significant``). Displayed rates and bands
+are clipped to [0, 1].
 The binned estimate of its expectation is
 
 .. math:: \widehat{\mathrm{VECE}} = \sum_{b=1}^{B} \frac{W_b}{W}
