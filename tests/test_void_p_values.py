@@ -86,3 +86,14 @@ def test_unweighted_json_keeps_its_brownian_p(tmp_path, capsys):
     assert calibration["p_value"] == pytest.approx(
         mcviz.brownian_range_sf(calibration["kuiper_z"]))
     assert calibration["warnings"] == []
+
+
+def test_search_sentence_says_a_void_p_value():
+    # the search sets its held-out p-values to NaN with label-dependent weights (on such data
+    # it reports no finding today: "no subpopulation met the size limit"); the sentence of a
+    # finding then says why instead of "adjusted p = nan"
+    from mcviz.search._confirm import sentence
+
+    text = sentence("g == 2", 0.2, 0.3, 0.25, 0.35, float("nan"), binary=True)
+    assert VOID_P_VALUES in text
+    assert "nan" not in text

@@ -336,7 +336,7 @@ def pool_block_starts(run_end: np.ndarray, informative: np.ndarray | None = None
     >>> ends = np.ones(450, dtype=bool); ends[195:205] = False  # rows 195-205 tied
     >>> pool_block_starts(ends).tolist()
     [0, 206]
-    >>> informative = np.zeros(1000, dtype=bool); informative[::20] = True  # 10 per block
+    >>> informative = np.zeros(1000, dtype=bool); informative[::4] = True  # 50 per block
     >>> pool_block_starts(np.ones(1000, dtype=bool), informative).tolist()
     [0, 400]
     """

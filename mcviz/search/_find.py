@@ -400,6 +400,8 @@ def _confirm(pred, data, columns, found, holdout_rows):
     everywhere = _score_candidates(data, all_members)
     held = _score_candidates(data, held_members)
     p_values = np.array([float(brownian_range_sf(z)) for z in held[:, 0]])
+    if pred.weights_depend_on_label:  # Appendix B weights: the Brownian p-values are void
+        p_values[:] = np.nan
     adjusted = holm(p_values)
     binary = pred.response_kind == "binary"
     findings = []
