@@ -10,7 +10,10 @@ mapping and parameters), in one least-recently-used cache with
 * an entry cap, and
 * a time to live: an entry not used for ``ttl`` seconds is dropped, by the next call or by
   :meth:`ByteCache.expire` (the dashboard calls it from a timer, so memory comes back when no
-  one is connected).
+  one is connected), and
+* owners: an entry remembers the sessions that used it, and :meth:`ByteCache.release_owners`
+  (called by the same timer with the sessions still known) drops the entries whose every
+  session has ended, so an upload's frame and results leave with the last session using them.
 
 Sizes are measured, not guessed: :func:`deep_size` adds up the numpy buffers (each once), the
 pandas frames' memory and the Python objects reachable from a value. Plain Python, no Streamlit.
@@ -131,22 +134,25 @@ class ByteCache:
         self._clock = clock
         self._size = size
         self._entries: OrderedDict[Hashable, tuple[Any, int, float]] = OrderedDict()
+        self._owners: dict[Hashable, set[str]] = {}
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Any],
+                       owner: str | None = None) -> Any:
         """Return the value under ``key``, computing (outside the lock) and keeping it if new.
 
         An exception from ``compute`` (a refusal, a cancel) propagates and nothing is kept.
+        ``owner`` (a session id) is recorded as a user of the entry.
         """
-        found, value = self.lookup(key)
+        found, value = self.lookup(key, owner)
         if found:
             return value
         value = compute()
-        self.put(key, value)
+        self.put(key, value, owner)
         return value
 
-    def lookup(self, key: Hashable) -> tuple[bool, Any]:
+    def lookup(self, key: Hashable, owner: str | None = None) -> tuple[bool, Any]:
         """Return ``(True, value)`` for a kept entry (marking it used), else ``(False, None)``."""
         with self._lock:
             self._expire(self._clock())
@@ -155,9 +161,11 @@ class ByteCache:
                 return False, None
             self._entries.move_to_end(key)
             self._entries[key] = (entry[0], entry[1], self._clock())
+            if owner is not None:
+                self._owners.setdefault(key, set()).add(owner)
             return True, entry[0]
 
-    def put(self, key: Hashable, value: Any) -> None:
+    def put(self, key: Hashable, value: Any, owner: str | None = None) -> None:
         """Keep ``value`` under ``key`` unless it alone exceeds the byte cap."""
         size = self._size(value)
         with self._lock:
@@ -165,6 +173,8 @@ class ByteCache:
             if size > self.max_bytes:
                 return
             self._entries[key] = (value, size, self._clock())
+            if owner is not None:
+                self._owners[key] = {owner}
             self._bytes += size
             while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
                 self._drop(next(iter(self._entries)))
@@ -174,10 +184,24 @@ class ByteCache:
         with self._lock:
             return self._expire(self._clock())
 
+    def release_owners(self, live: set[str] | frozenset[str]) -> int:
+        """Drop the entries used only by sessions not in ``live``; returns how many.
+
+        Entries kept without an owner (outside a session) follow the time to live alone.
+        """
+        with self._lock:
+            gone = [key for key, owners in self._owners.items() if not owners & live]
+            for key in gone:
+                self._drop(key)
+            for owners in self._owners.values():
+                owners &= live
+            return len(gone)
+
     def clear(self) -> None:
         """Drop every entry."""
         with self._lock:
             self._entries.clear()
+            self._owners.clear()
             self._bytes = 0
 
     def stats(self) -> CacheStats:
@@ -197,6 +221,7 @@ class ByteCache:
         return len(stale)
 
     def _drop(self, key: Hashable) -> None:
+        self._owners.pop(key, None)
         entry = self._entries.pop(key, None)
         if entry is not None:
             self._bytes -= entry[1]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import review, runs
+from dashboard import fixing, review, runs
+from dashboard import monitor as monitoring
 from dashboard import state as s
 from dashboard.ui import Current, bin_counts, compute, figure
 from mcviz.binning import calibration_metrics, reliability_diagrams
@@ -22,6 +24,7 @@ from mcviz.figures import (
 from mcviz.figures.corp import corp_figure  # not exported by mcviz.figures yet
 from mcviz.measures import classical_measures
 from mcviz.report import ReportSection
+from mcviz.rules import lcs_applies
 from mcviz.smoothing import local_calibration_score
 from mcviz.variables import level_calibration, rank_variables, variable_calibration
 
@@ -76,7 +79,7 @@ def classical_table(item: Current, sub: Any = None) -> pd.DataFrame:
 
 def lcs_result(item: Current) -> Any:
     """Return the Local Calibration Score (cached), or None for real-valued responses."""
-    if item.pred.response_kind != "binary":
+    if not lcs_applies(item.pred.response_kind):  # the one rule (mcviz.rules)
         return None
     pred = item.pred
     return item.compute("lcs", local_calibration_score, pred.score, pred.label,
@@ -191,8 +194,11 @@ def variables_section(item: Current) -> list[ReportSection]:
 # --------------------------------------------------------------------------------------------
 # The review view (shared by the Review and Report pages)
 
-REVIEW_HEIGHT = {False: 400, True: 400}
-"""Chart height of the 2x2 grid: two rows fit 1440x900 with one scroll, 1920x1080 with none."""
+REVIEW_HEIGHT = {False: 285, True: 440}
+"""Chart height of the 2x2 grid: with the verdict, the whole grid fits the first 1440x900 screen
+(normal mode); in presentation mode (fonts for a projector) the verdict and the top row fit
+1920x1080 and the bottom row is one scroll away (measured by tests/app/test_review_browser.py:
+at 375 px the reliability panels' data area fell to 32%)."""
 
 
 def review_scope(item: Current, runs_: tuple) -> runs.Scope:
@@ -235,3 +241,61 @@ def review_section(item: Current, runs_: tuple) -> ReportSection | None:
               f"{variable or 'none'}.", *notes),
         figures=tuple(cell for cell in cells if not isinstance(cell, str)), columns=2,
     )
+
+
+def current_verdict(item: Current, runs_: tuple) -> Any:
+    """Return the verdict of the Review page's scope (as the page states it): report, deck."""
+    try:
+        scope = review_scope(item, runs_)
+    except ValidationError:
+        scope = runs.resolve_scope(item.pred, "full")
+    results = review.review_results(item.pred, scope, variable=chosen_variable(item),
+                                     bins=bin_counts(), compute=item.compute)
+    null = None
+    if runs_ and runs_[0].search is None:
+        null = runs.held_null(st.session_state,
+                              runs.run_id(item.key, st.session_state.get(s.SUBPOP) or {}))
+    verdict = review.scope_verdict(item.pred, results, runs_, null=null)
+    fix = fixing.held_section(st.session_state, item.key)  # the Fix page's judgement (#27)
+    verdict = verdict if fix is None else verdict.with_sections(fix)
+    watch = monitoring.held_section(st.session_state, item.key)  # the Monitor page's (#29)
+    return verdict if watch is None else verdict.with_sections(watch)
+
+
+def deck_buttons(item: Current, verdict: Any, runs_: tuple, *, key: str) -> None:
+    """Build the deck (PPTX or PDF) of ``verdict`` on a click and offer its download."""
+    from mcviz.deck import write_deck
+    from mcviz.report import ExportUnavailableError, chromium_path
+
+    findings = len(verdict.findings)
+    st.caption(f"16:9 slides: title, verdict, {findings} finding slide"
+               f"{'' if findings == 1 else 's'} (each with its 2×2 grid), appendix.")
+    if findings and chromium_path() is None:
+        st.caption("The findings' grids need chromium on the server (`apt-get install "
+                   "chromium`); without it they are left out.")
+    fmt = st.segmented_control("Deck format", ["pptx", "pdf"], default="pptx",
+                               key=f"{key}_fmt") or "pptx"
+    held = f"{key}_file"
+    if st.button("Build the deck", key=f"{key}_build", icon=":material/slideshow:"):
+        try:
+            with st.spinner("Drawing the slides…"):
+                slides = review.deck_of(item.pred, verdict, runs_,
+                                        source=str(item.source["name"]), bins=bin_counts(),
+                                        variable=chosen_variable(item), compute=item.compute)
+        except ExportUnavailableError as error:
+            st.warning(f"{error} The deck is written without the grids.")
+            slides = review.deck_of(item.pred, verdict, runs_,
+                                    source=str(item.source["name"]), bins=bin_counts(),
+                                    variable=None, render=False)
+        except ImportError:
+            st.warning("The deck needs python-pptx (`pip install 'mcviz[export]'`).")
+            return
+        out = io.BytesIO()
+        write_deck(slides, out, kind=fmt)
+        st.session_state[held] = (fmt, out.getvalue())
+    built = st.session_state.get(held)
+    if built is not None:
+        mime = ("application/vnd.openxmlformats-officedocument.presentationml.presentation"
+                if built[0] == "pptx" else "application/pdf")
+        st.download_button(f"Download the deck ({built[0].upper()})", built[1],
+                           file_name=f"mcviz-review.{built[0]}", mime=mime, key=f"{key}_dl")

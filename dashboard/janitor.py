@@ -6,9 +6,14 @@ Streamlit keeps a disconnected session (its session state, its uploaded files) f
 stay in the upload manager for the life of the process (measured: 3.3 GB held with no one
 connected after 3 rounds of 3 sessions). :func:`sweep` fixes both from outside: it lists the
 sessions (which reaps the expired ones), drops the uploaded files of every session no longer
-known, expires idle entries of the dashboard's :class:`~dashboard.cache.ByteCache`, and asks the
-C allocator to hand freed memory back to the system. :func:`start` runs it every ``interval``
-seconds in one daemon thread per process.
+known, deletes the files they offered for download under ``/media`` (Streamlit would keep a
+download until some later script run sweeps it twice: measured 135 s after its session
+closed), expires idle entries of the dashboard's :class:`~dashboard.cache.ByteCache`, and asks
+the C allocator and Arrow's memory pool to hand freed memory back to the system. A ``/media``
+address thus answers while its session lives and for at most ``server.disconnectedSessionTTL``
+plus one sweep ``interval`` after its tab closed. :func:`start` runs it every ``interval``
+seconds in one daemon thread per process. Expired sessions are also removed from Streamlit's
+session storage and shut down (Streamlit only stops listing them until someone connects).
 
 Plain Python: the Streamlit runtime is passed in (duck-typed), so the sweep is unit-tested with
 stand-ins.
@@ -16,6 +21,7 @@ stand-ins.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import ctypes.util
@@ -24,9 +30,36 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["freeze_startup_objects", "release_memory", "start", "sweep"]
+__all__ = ["OUT_OF_MEMORY", "freeze_startup_objects", "guarded", "release_memory", "start",
+           "sweep"]
+
+OUT_OF_MEMORY = (
+    "out of memory: this computation needed more memory than the server could give it (other "
+    "sessions share it). Analyse a sample of the rows, fewer covariates or subpopulations, or "
+    "ask the server's operator to lower MCVIZ_MEMORY_BUDGET so that such work is refused "
+    "before it starts."
+)
 
 _started = threading.Event()
+
+
+def _end_expired_sessions(runtime: Any) -> int:
+    """Shut down the disconnected sessions whose TTL ran out; returns how many.
+
+    Streamlit's session storage stops *listing* an expired session but keeps it (and its
+    session state: frames, predictions, results) until the storage's next write, that is until
+    someone connects; nor does it shut it down. Its storage's ``expire()`` removes them now, and
+    ``shutdown()`` drops their uploads and downloads as a closing session's would.
+    """
+    storage = getattr(runtime._session_mgr, "_session_storage", None)
+    expire = getattr(getattr(storage, "_cache", None), "expire", None)
+    if not callable(expire):
+        return 0
+    removed = expire()
+    for _, info in removed:
+        with contextlib.suppress(Exception):  # a half-closed session: its files go below
+            info.session.shutdown()
+    return len(removed)
 
 
 def _orphaned_upload_sessions(runtime: Any) -> list[str]:
@@ -38,8 +71,34 @@ def _orphaned_upload_sessions(runtime: Any) -> list[str]:
     return [sid for sid in list(storage) if sid not in live]
 
 
+def _orphaned_media_sessions(runtime: Any) -> list[str]:
+    manager = runtime.media_file_mgr
+    held = getattr(manager, "_files_by_session_and_coord", None)
+    if not isinstance(held, dict):
+        return []
+    live = {info.session.id for info in runtime._session_mgr.list_sessions()}
+    return [sid for sid in list(held) if sid not in live]
+
+
+def _drop_media(runtime: Any) -> int:
+    """Delete the ``/media`` files of sessions no longer known; returns how many sessions."""
+    try:
+        orphans = _orphaned_media_sessions(runtime)
+    except AttributeError:  # another Streamlit version: leave its internals alone
+        return 0
+    if not orphans:
+        return 0
+    manager = runtime.media_file_mgr
+    for session_id in orphans:
+        manager.clear_session_refs(session_id)
+    # the first pass marks unreferenced downloads for deletion, the second deletes them
+    manager.remove_orphaned_files()
+    manager.remove_orphaned_files()
+    return len(orphans)
+
+
 def sweep(runtime: Any | None, cache: Any | None = None) -> int:
-    """Free closed sessions' uploads and idle cache entries; returns how many things were freed.
+    """Free closed sessions' uploads and downloads and idle cache entries; returns how many.
 
     Parameters
     ----------
@@ -49,25 +108,62 @@ def sweep(runtime: Any | None, cache: Any | None = None) -> int:
     """
     freed = cache.expire() if cache is not None else 0
     if runtime is not None:
+        with contextlib.suppress(AttributeError):  # another Streamlit version
+            freed += _end_expired_sessions(runtime)
+    if runtime is not None and cache is not None and hasattr(cache, "release_owners"):
+        try:
+            live = {info.session.id for info in runtime._session_mgr.list_sessions()}
+        except AttributeError:  # another Streamlit version: the time to live alone
+            live = None
+        if live is not None:
+            freed += cache.release_owners(live)
+    if runtime is not None:
         try:
             orphans = _orphaned_upload_sessions(runtime)
         except AttributeError:  # another Streamlit version: leave its internals alone
             orphans = []
         for session_id in orphans:
             runtime.uploaded_file_mgr.remove_session_files(session_id)
-        freed += len(orphans)
+        freed += len(orphans) + _drop_media(runtime)
     if freed:
         release_memory()
     return freed
 
 
 def release_memory() -> None:
-    """Collect garbage and return freed heap pages to the system (glibc ``malloc_trim``)."""
+    """Collect garbage; return freed pages to the system (glibc ``malloc_trim``, Arrow's pool).
+
+    Called by the sweep, and after a computation was refused or failed (the dashboard's error
+    path): what it allocated before failing goes back at once, not at the next sweep.
+    """
     gc.collect()
+    with contextlib.suppress(ImportError, AttributeError, NotImplementedError):
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
     name = ctypes.util.find_library("c")
     if name:
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(name).malloc_trim(0)
+
+
+def guarded(compute: Callable[[], Any]) -> Any:
+    """Return ``compute()``; hand memory back at once when it is refused or fails.
+
+    A :class:`MemoryError` (numpy's ``_ArrayMemoryError`` included) becomes a
+    :class:`~mcviz.errors.ValidationError` with :data:`OUT_OF_MEMORY`, shown like any refusal
+    instead of a traceback; other exceptions propagate (a bug stays visible).
+    """
+    from mcviz.errors import ValidationError
+
+    try:
+        return compute()
+    except MemoryError:
+        release_memory()
+        raise ValidationError(OUT_OF_MEMORY) from None
+    except BaseException:
+        release_memory()
+        raise
 
 
 def freeze_startup_objects() -> int:
@@ -83,7 +179,20 @@ def freeze_startup_objects() -> int:
     """
     gc.collect()
     gc.freeze()
+    atexit.register(_thaw)
     return gc.get_freeze_count()
+
+
+def _thaw() -> None:
+    """At exit, hand the frozen objects back to the collector before native modules close.
+
+    Frozen objects are never collected, so at interpreter exit DuckDB's (nanobind) types and
+    functions imported before the freeze were still alive when its module was torn down, and
+    it printed "nanobind: leaked N instances" (dozens of lines after the test summary or a
+    server's shutdown).
+    """
+    gc.unfreeze()
+    gc.collect()
 
 
 def start(get_runtime: Callable[[], Any | None], cache: Any | None = None, *,

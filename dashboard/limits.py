@@ -5,7 +5,9 @@ A shared link restores the Subpopulations page's settings (``l``, ``reps``, ``m`
 work above the memory budget: its settings are clamped to the budget (fewer subpopulations), and
 work that would still take more than :data:`AUTO_START_SECONDS` waits for the user's click, with
 its estimate shown. The estimate follows :mod:`mcviz.budget` (one :class:`~mcviz.budget.Estimate`
-per kind; constants measured on the 2-core reference machine). Plain Python, no Streamlit.
+per kind; constants measured on the 2-core reference machine); the estimate of Algorithm 1
+itself, :func:`~mcviz.budget.subpopulations_estimate`, is the one ``mcviz metrics`` checks too.
+Plain Python, no Streamlit.
 """
 
 from __future__ import annotations
@@ -13,38 +15,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mcviz.budget import Budget, Estimate, format_bytes, format_seconds
+from mcviz.budget import (
+    SUBPOP_BYTES_PER_MEMBER,
+    SUBPOP_BYTES_PER_ROW,
+    Budget,
+    Estimate,
+    format_bytes,
+    format_seconds,
+    subpopulations_estimate,
+)
 
 __all__ = ["AUTO_START_SECONDS", "LinkStart", "link_start", "subpopulations_estimate"]
 
 AUTO_START_SECONDS = 10.0
 """A link starts a computation on its own only when it is estimated to take at most this long."""
-
-# Measured on the adult demo (48,842 rows, 14 covariates, m = 10): the generated subpopulations
-# keep one int64 index per member, 0.42-0.54 bytes per subpopulation and row on average (l = 500
-# and 2,000); generating and measuring took 1.7 ms per subpopulation (3.5e-8 s per
-# subpopulation and row). Both are rounded up.
-_BYTES_PER_SUBPOPULATION_ROW = 0.6
-_BYTES_PER_ROW = 64  # the full population's per-row work arrays (one pass)
-_SECONDS_PER_SUBPOPULATION_ROW = 4e-8
-
-
-def subpopulations_estimate(rows: int, subpopulations: int, repeats: int = 1) -> Estimate:
-    """Return the cost of generating and measuring ``subpopulations`` × ``repeats`` (Algorithm 1).
-
-    The results of every repeat are kept (every page shows them), so memory adds up over
-    repeats: about 0.6 bytes per subpopulation and row, plus 64 bytes per row.
-    """
-    members = rows * subpopulations * repeats
-    return Estimate(
-        what=(f"multi-calibration over {subpopulations:,} random subpopulations × {repeats:,} "
-              f"repeat{'s' if repeats != 1 else ''} of {rows:,} rows"),
-        bytes=int(members * _BYTES_PER_SUBPOPULATION_ROW + rows * _BYTES_PER_ROW),
-        seconds=members * _SECONDS_PER_SUBPOPULATION_ROW,
-        advice="choose fewer subpopulations (ℓ) or fewer repeats, or screen the data out of "
-               "core with `mcviz screen --engine duckdb`",
-    )
-
 
 @dataclass(frozen=True, slots=True)
 class LinkStart:
@@ -75,15 +59,15 @@ def link_start(rows: int, subpopulations: int, repeats: int, budget: Budget) -> 
     --------
     >>> start = link_start(48_842, 20_000, 20, Budget(bytes=2 * 10**9))
     >>> start.subpopulations, start.auto
-    (3407, False)
+    (6194, False)
     >>> link_start(48_842, 100, 1, Budget(bytes=2 * 10**9)).auto
     True
     """
     asked = subpopulations_estimate(rows, subpopulations, repeats)
     clamped = subpopulations
     if asked.bytes > budget.bytes:
-        room = budget.bytes - rows * _BYTES_PER_ROW
-        clamped = max(1, math.floor(room / (rows * repeats * _BYTES_PER_SUBPOPULATION_ROW)))
+        room = budget.bytes - rows * SUBPOP_BYTES_PER_ROW
+        clamped = max(1, math.floor(room / (rows * repeats * SUBPOP_BYTES_PER_MEMBER)))
         clamped = min(clamped, subpopulations)
     estimate = subpopulations_estimate(rows, clamped, repeats)
     slow = estimate.seconds > AUTO_START_SECONDS or (

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard import state as s
+from mcviz.errors import ValidationError
+from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
+from mcviz.text import check_nesting
 
 __all__ = ["DecodedLink", "decode_params", "encode_state", "mapping_from_json"]
 
@@ -23,12 +26,24 @@ _SIMPLE = {  # query parameter -> widget key
     "l": s.W_L, "m": s.W_M, "seed": s.W_SEED, "reps": s.W_REPEATS, "bins": s.W_BINS,
     "var": s.W_VARIABLE, "score2": s.W_SCORE2, "sub": s.W_SELECTED, "group": s.W_GROUP,
     "filter": s.W_FILTER, "scope": s.W_SCOPE, "ssub": s.W_SCOPE_SUB, "slevel": s.W_SCOPE_LEVEL,
+    "smode": s.W_SUB_MODE, SearchSettings.setting("max_conditions").link: s.W_CONDITIONS,
+    SearchSettings.setting("n_findings").link: s.W_FINDINGS,
+    NullSettings.setting("draws").link: s.W_NULL_DRAWS,
+    "mtime": s.W_MON_TIME, "mper": s.W_MON_PERIOD, "mref": s.W_MON_REFERENCE,
+    "mfil": s.W_MON_FILTERS,
 }
+_SETTINGS = {s.W_L: "n_subpopulations", s.W_M: "min_size", s.W_SEED: "seed",
+             s.W_REPEATS: "repeats"}  # widget key -> setting (bounds written once: mcviz.settings)
 _INT_RANGES = {  # widget key -> inclusive range accepted from a link
-    s.W_L: (1, 20_000), s.W_M: (2, 10**9), s.W_SEED: (0, 2**31 - 1), s.W_REPEATS: (1, 20),
+    **{key: (SubpopulationSettings.setting(name).low, SubpopulationSettings.setting(name).high)
+       for key, name in _SETTINGS.items()},
+    **{key: (SearchSettings.setting(name).low, SearchSettings.setting(name).high)
+       for key, name in ((s.W_CONDITIONS, "max_conditions"), (s.W_FINDINGS, "n_findings"))},
+    s.W_NULL_DRAWS: (NullSettings.setting("draws").low, NullSettings.setting("draws").high),
     s.W_SELECTED: (0, 10**9), s.W_SCOPE_SUB: (0, 10**9),
 }
-_KNOWN = {*_SIMPLE, "page", "demo", "sha", "map", "subcov", "pm", "sp"}
+_CHOICES = {s.W_SCOPE: s.SCOPES, s.W_SUB_MODE: s.SUB_MODES}
+_KNOWN = {*_SIMPLE, "page", "demo", "sha", "map", "subcov", "pm", "sp", "nu", "mseg", "msrch"}
 _MAX_TEXT = 2_000
 _SHA = re.compile(r"[0-9a-f]{64}")
 _WEIGHTINGS = (None, "proportional", "proportional-shifted", "low-prevalence")
@@ -64,10 +79,16 @@ def encode_state(state: Mapping[str, Any], page: str | None = None) -> dict[str,
     covariates = state.get(s.W_SUBCOVS)
     if covariates:
         params["subcov"] = json.dumps(list(covariates), separators=(",", ":"))
+    if state.get(s.W_MON_SEGMENTS):  # the Monitor page's segment columns (issue 29)
+        params["mseg"] = json.dumps(list(state[s.W_MON_SEGMENTS]), separators=(",", ":"))
+    if state.get(s.W_MON_SEARCH):
+        params["msrch"] = "1"
     if state.get(s.W_PRESENTATION):
         params["pm"] = "1"
     if state.get(s.SUBPOP) is not None:
         params["sp"] = "1"
+        if state.get(s.NULL_SHOWN):
+            params["nu"] = "1"
     return params
 
 
@@ -116,24 +137,39 @@ def decode_params(params: Mapping[str, Any]) -> DecodedLink:
             if message:
                 messages.append(message)
                 continue
-        elif key == s.W_SCOPE and value not in s.SCOPES:
-            messages.append(f"link parameter scope={_shown(value)} is not one of "
-                            f"{', '.join(s.SCOPES)}; ignored.")
+        elif key in _CHOICES and value not in _CHOICES[key]:
+            messages.append(f"link parameter {name}={_shown(value)} is not one of "
+                            f"{', '.join(_CHOICES[key])}; ignored.")
             continue
         restored[key] = value
     if "subcov" in params:
         try:
+            check_nesting(_text(params["subcov"]), what="link parameter subcov")
             covariates = json.loads(_text(params["subcov"]))
             if not isinstance(covariates, list) or not all(isinstance(c, str)
                                                            for c in covariates):
                 raise TypeError
             restored[s.W_SUBCOVS] = covariates
+        except ValidationError as error:
+            messages.append(f"{error} It is ignored.")
         except (ValueError, TypeError):
             messages.append("link parameter subcov is not a list of column names; ignored.")
+    if "mseg" in params:  # the Monitor page's segment columns (issue 29)
+        try:
+            columns = json.loads(_text(params["mseg"]))
+            if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+                raise TypeError
+            restored[s.W_MON_SEGMENTS] = columns
+        except (ValueError, TypeError):
+            messages.append("link parameter mseg is not a list of column names; ignored.")
+    if params.get("msrch") == "1":
+        restored[s.W_MON_SEARCH] = True
     if params.get("pm") == "1":
         restored[s.W_PRESENTATION] = True
     if params.get("sp") == "1":
         restored[s.AUTO_SUBPOP] = True
+        if params.get("nu") == "1":
+            restored[s.AUTO_NULL] = True
     mapping = None
     if "map" in params:
         mapping, problems = mapping_from_json(_text(params["map"]))
@@ -164,7 +200,10 @@ def mapping_from_json(text: str) -> tuple[s.ColumnMapping | None, list[str]]:
     are named; text that is not a JSON object gives ``None`` (the inferred mapping is used).
     """
     try:
+        check_nesting(text, what="link parameter map")
         data = json.loads(text)
+    except ValidationError as error:
+        return None, [f"{error} The inferred mapping is used."]
     except ValueError:
         return None, ["link parameter map is not valid JSON; the inferred mapping is used."]
     if not isinstance(data, dict):

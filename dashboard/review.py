@@ -1,157 +1,66 @@
-"""The review view's four results for one scope, and their figures (no Streamlit here).
-
-For the full population: its cumulative differences; for a subpopulation: its deviation from the
-full population (paper 003) and its own calibration; reliability diagrams at the chosen bin
-counts (a subpopulation drawn against the full population); LOESS error and predicted-error
-curves along the chosen variable, restricted to the scope; the LCS curve of the scope.
-"""
+"""The review view for a dashboard scope: :mod:`mcviz.review`'s grid and :mod:`mcviz.verdict`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-import plotly.graph_objects as go
-
-from dashboard.runs import Compute, Scope, _direct, own_cumulative, subset_predictions
-from mcviz.binning import reliability_diagrams
-from mcviz.cumulative import cumulative_differences
-from mcviz.deviation import subpopulation_deviation
-from mcviz.errors import ValidationError
-from mcviz.figures import (
-    categorical_levels_figure,
-    cumulative_figure,
-    deviation_figure,
-    lcs_figure,
-    reliability_figure,
-    variable_curves_figure,
-)
-from mcviz.figures.corp import corp_figure  # not exported by mcviz.figures yet
+from dashboard.runs import Compute, Scope, direct
 from mcviz.io import Predictions
-from mcviz.measures import corp_reliability
-from mcviz.smoothing import local_calibration_score
-from mcviz.variables import level_calibration, variable_calibration
+from mcviz.review import ReviewResults, corp_of, corp_resamples, review_figures
+from mcviz.review import review_results as _review_results
+from mcviz.verdict import Verdict, review_verdict
 
-__all__ = ["ReviewResults", "corp_of", "corp_resamples", "review_figures", "review_results"]
-
-
-@dataclass(frozen=True)
-class ReviewResults:
-    """The results the review grid draws for one scope (None where not available, with why)."""
-
-    scope: Scope
-    cumulative: Any  # CumulativeResult (full population) or DeviationResult (a subpopulation)
-    own: Any  # the subpopulation's own CumulativeResult (None for the full population)
-    reliability: Any
-    variable: str | None
-    curves: Any  # VariableCalibration, LevelCalibration or None
-    curves_note: str | None
-    lcs: Any
-    lcs_note: str | None
-    corp: Any = None  # CorpResult drawn in place of the binned diagrams, when asked for
+__all__ = ["ReviewResults", "corp_of", "corp_resamples", "deck_of", "review_figures",
+           "review_results", "scope_verdict"]
 
 
-def review_results(
-    pred: Predictions,
-    scope: Scope,
-    *,
-    variable: str | None,
-    bins: tuple[int, ...],
-    compute: Compute = _direct,
-    corp: bool = False,
-) -> ReviewResults:
-    """Compute (through ``compute``, which may cache) the four results of the review grid.
+def review_results(pred: Predictions, scope: Scope, *, variable: str | None,
+                   bins: tuple[int, ...], compute: Compute = direct,
+                   corp: bool = False) -> ReviewResults:
+    """:func:`mcviz.review.review_results` of a scope (cache keys: the scope's kind and rows)."""
+    return _review_results(pred, None if scope.is_full else scope.subpopulation,
+                           key=scope.cache_key, variable=variable, bins=bins, compute=compute,
+                           corp=corp)
 
-    With ``corp`` the CORP reliability curve (isotonic, no bins; :func:`corp_resamples` for
-    its band) is computed to be drawn in place of the binned diagrams.
+
+def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any], *,
+                  null: Any = None, null_estimate: str | None = None) -> Verdict:
+    """Return the verdict of the review's scope (:func:`mcviz.verdict.review_verdict`).
+
+    ``runs_`` are the Subpopulations page's runs (the first one's search or generated
+    subpopulations speak), ``null`` the held null distribution of a generated run.
     """
-    key = scope.cache_key
-    index = None if scope.is_full else scope.subpopulation.index
-    if index is None:
-        cumulative = compute("cumulative", cumulative_differences, pred)
-        own = None
-        part = pred
-    else:
-        cumulative = compute(f"deviation:{key}", subpopulation_deviation, pred, index,
-                             description=scope.description)
-        own = compute(f"own:{key}", own_cumulative, pred, index)
-        part = compute(f"subset:{key}", subset_predictions, pred, index)
-    n_bootstrap = 20 if pred.n <= 200_000 else 0
-    reliability = compute(f"reliability:{key}", reliability_diagrams, pred, index=index,
-                          n_bins=list(bins), kind="equal_width", n_bootstrap=n_bootstrap,
-                          description=None if index is None else scope.description)
-    curves, curves_note = None, None
-    if variable is None:
-        curves_note = "No covariates in the mapping: choose some on the Data page."
-    else:
-        builder = (level_calibration if pred.covariate_kinds.get(variable) == "nominal"
-                   else variable_calibration)
-        try:
-            curves = compute(f"curves:{key}", builder, part, variable=variable)
-        except ValidationError as error:
-            curves_note = str(error)
-    lcs, lcs_note = None, None
-    if pred.response_kind != "binary":
-        lcs_note = "The Local Calibration Score needs 0/1 responses; these are real-valued."
-    else:
-        try:
-            lcs = compute(f"lcs:{key}", local_calibration_score, part.score, part.label,
-                          part.weight if part.weighted else None)
-        except ValidationError as error:
-            lcs_note = str(error)
-    corp_result = None
-    if corp:
-        size = pred.n if index is None else scope.subpopulation.size
-        corp_result = compute(f"corp:{key}", corp_of, pred, index,
-                              n_resamples=corp_resamples(size))
-    return ReviewResults(scope, cumulative, own, reliability, variable, curves, curves_note,
-                         lcs, lcs_note, corp_result)
+    sub = results.subpopulation
+    run = runs_[0] if runs_ else None
+    search = run.search if run is not None else None
+    generated = run.result if run is not None and search is None else None
+    return review_verdict(
+        results.cumulative, description="full population" if sub is None else sub.description,
+        total=pred.n, deviation=sub is not None, multicalibration=generated, null=null,
+        null_estimate=null_estimate, search=search, binary=pred.response_kind == "binary")
 
 
-def corp_resamples(rows: int) -> int:
-    """Resamples of the CORP consistency band: 100, or 20 above 200,000 rows.
+def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source: str,
+            bins: Sequence[int], variable: str | None, compute: Compute = direct,
+            render: bool = True) -> list:
+    """Return the deck's slides for the verdict shown (``render``: the findings' grids drawn).
 
-    Each costs one Bernoulli draw per row and one PAV (about 35 ms at 10^6 rows, from
-    :func:`mcviz.measures.corp_reliability`'s docstring).
+    Raises
+    ------
+    ExportUnavailableError
+        Without chromium or kaleido, when a finding's grid is to be drawn.
     """
-    return 100 if rows <= 200_000 else 20
+    from datetime import UTC, datetime
 
+    from mcviz.deck import DeckInfo, deck_slides, finding_grids
 
-def corp_of(pred: Predictions, index: Any, **options: Any) -> Any:
-    """:func:`mcviz.measures.corp_reliability` with the index positional (never hashed)."""
-    return corp_reliability(pred, index=index, **options)
-
-
-def review_figures(
-    results: ReviewResults, *, presentation: bool = False, height: int = 420,
-    own_calibration: bool = False, **_key: object,
-) -> list[go.Figure | str]:
-    """Return the four cells of the grid: a figure, or the reason (text) when there is none.
-
-    With ``own_calibration`` a subpopulation's first cell shows its own calibration instead
-    of its deviation from the full population. ``_key`` only keys a caller's cache.
-    """
-    options = {"presentation": presentation, "height": height}
-    if results.own is None:
-        first = cumulative_figure(results.cumulative, title="Cumulative differences", **options)
-    elif own_calibration:
-        first = cumulative_figure(results.own, title="Own calibration of the subpopulation",
-                                  **options)
-    else:
-        first = deviation_figure(results.cumulative,
-                                 title="Deviation from the full population", **options)
-    bins = ", ".join(str(k) for k in results.reliability.n_bins)
-    if results.corp is not None:
-        second = corp_figure(results.corp, title="CORP reliability (no bins)", **options)
-    else:
-        second = reliability_figure(results.reliability, title=f"Reliability ({bins} bins)",
-                                    **options)
-    if results.curves is None:
-        third: go.Figure | str = results.curves_note or "No variable chosen."
-    elif hasattr(results.curves, "levels"):
-        third = categorical_levels_figure(results.curves, **options)
-    else:
-        third = variable_curves_figure(results.curves, **options)
-    fourth = (lcs_figure(results.lcs, **options) if results.lcs is not None
-              else results.lcs_note or "")
-    return [first, second, third, fourth]
+    model = f"score {pred.score_column}, label {pred.label_column}"
+    if pred.weighted:
+        model += f", weight {pred.weight_column}"
+    info = DeckInfo(source, model, pred.n, datetime.now(UTC).strftime("%Y-%m-%d"))
+    search = runs_[0].search if runs_ else None
+    grids = ({} if search is None or not verdict.findings or not render else
+             finding_grids(pred, search, verdict, bins=bins, variable=variable,
+                           compute=compute))
+    return deck_slides(verdict, info, grids=grids)

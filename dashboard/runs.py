@@ -10,17 +10,18 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.multical import multicalibration
+from mcviz.review import Compute, direct, own_cumulative, subset_predictions
 from mcviz.search import search_subpopulations
+from mcviz.settings import SearchSettings, SubpopulationSettings
 from mcviz.subpopulations import (
     Condition,
     Subpopulation,
@@ -31,19 +32,12 @@ from mcviz.subpopulations import (
     group_subpopulations,
 )
 
-__all__ = ["MODES", "Run", "RunSettings", "Scope", "Verdict", "argmax_verdict", "resolve_scope",
-           "run_subpopulations", "scope_levels", "search_verdict", "with_adjusted",
-           "with_holm"]
+__all__ = ["MODES", "Compute", "Run", "RunSettings", "Scope", "Verdict", "argmax_verdict",
+           "own_cumulative", "resolve_scope", "run_subpopulations", "scope_levels",
+           "search_verdict", "subset_predictions", "with_adjusted", "with_holm"]
 
 MODES = {"generated": "generated (Algorithm 1 of paper 000)", "searched": "searched"}
 """How the Subpopulations page finds its subpopulations: random median splits or the search."""
-
-Compute = Callable[..., Any]
-"""``compute(name, fn, *args, **kwargs)``: calls ``fn``; a page's version caches the call."""
-
-
-def _direct(_name: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
-    return fn(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -58,19 +52,25 @@ class RunSettings:
     n_subpopulations: int
     min_size: int
     seed: int
-    repeats: int = 1
+    repeats: int = SubpopulationSettings.repeats
     mode: str = "generated"
-    max_conditions: int = 3
-    n_findings: int = 5
+    max_conditions: int = SearchSettings.max_conditions
+    n_findings: int = SearchSettings.n_findings
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> RunSettings:
-        """Build from the page's settings dictionary (extra keys such as ``key`` ignored)."""
+        """Build from the page's settings dictionary (extra keys such as ``key`` ignored).
+
+        Values are checked and typed by :mod:`mcviz.settings` (one place for defaults and
+        bounds); a value out of bounds raises :class:`~mcviz.errors.ValidationError`.
+        """
         mode = data.get("mode", "generated")
-        return cls(tuple(data["covariates"]), int(data["n_subpopulations"]),
-                   int(data["min_size"]), int(data["seed"]), int(data.get("repeats", 1)),
-                   mode if mode in MODES else "generated", int(data.get("max_conditions", 3)),
-                   int(data.get("n_findings", 5)))
+        generated = SubpopulationSettings.from_mapping(data)
+        searched = SearchSettings.from_mapping(
+            {name: data[name] for name in ("max_conditions", "n_findings") if name in data})
+        return cls(tuple(data["covariates"]), generated.n_subpopulations, generated.min_size,
+                   generated.seed, generated.repeats, mode if mode in MODES else "generated",
+                   searched.max_conditions, searched.n_findings)
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Run:
 
     seed: int
     subsets: Any  # mcviz.subpopulations.SubpopulationSet
-    result: Any  # mcviz.multical.MulticalibrationResult
+    result: Any  # mcviz.multical.MulticalResult
     search: Any = None  # mcviz.search.SearchResult of a searched run, else None
 
 
@@ -92,7 +92,7 @@ def run_subpopulations(
     pred: Predictions,
     settings: RunSettings,
     *,
-    compute: Compute = _direct,
+    compute: Compute = direct,
     progress: Callable[[float, str], None] | None = None,
 ) -> tuple[Run, ...]:
     """Generate and measure the subpopulations of every repeat (seeds seed, seed + 1, ...).
@@ -234,33 +234,6 @@ def repeats_table(runs: Sequence[Run]) -> pd.DataFrame:
         "M/σ₀": [r.result.metric_z for r in runs],
         "argmax": [r.result.argmax.description for r in runs],
     })
-
-
-def subset_predictions(pred: Predictions, index: Any, *, covariates: bool = True) -> Predictions:
-    """Restrict the predictions to ``index`` (sorted positions), without re-sorting."""
-    index = np.asarray(index)
-    score = pred.score[index]
-    run_end = np.ones(index.size, dtype=bool)
-    run_end[:-1] = score[1:] != score[:-1]
-    extra: dict[str, Any] = {}
-    if covariates:
-        extra["covariates"] = pred.covariates.iloc[index].reset_index(drop=True)
-    else:  # the score-ordered statistics never look at the covariates
-        extra["covariates"] = pd.DataFrame(index=pd.RangeIndex(index.size))
-        extra["covariate_kinds"] = {}
-    if pred.predicted_class is not None:
-        extra["predicted_class"] = pred.predicted_class[index]
-    if pred.true_class is not None:
-        extra["true_class"] = pred.true_class[index]
-    return replace(
-        pred, score=score, label=pred.label[index], weight=pred.weight[index],
-        row=pred.row[index], run_end=run_end, **extra,
-    )
-
-
-def own_cumulative(pred: Predictions, index: Any) -> Any:
-    """Return a subpopulation's own cumulative calibration result."""
-    return cumulative_differences(subset_predictions(pred, index, covariates=False))
 
 
 @dataclass(frozen=True)

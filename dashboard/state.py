@@ -11,12 +11,15 @@ from typing import Any
 import pandas as pd
 
 from mcviz.io import infer_roles
+from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
 
-__all__ = ["DEFAULTS", "DEMOS", "ColumnMapping", "default_mapping", "parse_bin_counts"]
+__all__ = ["DEFAULTS", "DEMOS", "ColumnMapping", "default_mapping", "parse_bin_counts",
+           "subpopulation_params"]
 
 DEMOS = {
     "adult": "Adult (binary, UCI census income)",
     "letter": "Letter recognition (multi-class, 26 letters)",
+    "flights": "NYC flights 2013 (binary, dated: arrival delays)",
 }
 
 # Session-state keys. Keys starting with "w_" belong to widgets and are re-assigned on every
@@ -48,25 +51,46 @@ W_GROUP = "w_group"
 W_SCOPE = "w_scope"  # review view: "full", "argmax", "sub", "filter", "level"
 W_SCOPE_SUB = "w_scope_sub"
 W_SCOPE_LEVEL = "w_scope_level"
+W_SUB_MODE = "w_sub_mode"  # Subpopulations page: "generated" or "searched"
+W_CONDITIONS = "w_sub_conditions"  # searched: conditions per finding at most
+W_FINDINGS = "w_sub_findings"  # searched: findings reported
+W_NULL_DRAWS = "w_null_draws"  # generated: draws of the null distribution of M
+AUTO_NULL = "auto_null"  # a shared link asks for the null distribution of M
+NULL_SHOWN = "null_shown"  # the null distribution of the current subpopulations is held
+W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE = "w_mon_time", "w_mon_period", "w_mon_reference"
+W_MON_SEGMENTS, W_MON_FILTERS, W_MON_SEARCH = "w_mon_segments", "w_mon_filters", "w_mon_search"
+W_MON_SERIES, W_MON_FROM, W_MON_TO = "w_mon_series", "w_mon_from", "w_mon_to"
+MONITOR_KEYS = (W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE, W_MON_SEGMENTS, W_MON_FILTERS,
+                W_MON_SEARCH, W_MON_SERIES, W_MON_FROM, W_MON_TO)  # the Monitor page (issue 29)
 WIDGET_KEYS = (
     W_DEMO, W_PRESENTATION, W_SCORE2, W_VARIABLE, W_BINS, W_L, W_M, W_SEED, W_REPEATS,
     W_SUBCOVS, W_SELECTED, W_FILTER, W_GROUP, W_SCOPE, W_SCOPE_SUB, W_SCOPE_LEVEL,
+    W_SUB_MODE, W_CONDITIONS, W_FINDINGS, W_NULL_DRAWS, *MONITOR_KEYS,
 )
 DEFAULTS: dict[str, Any] = {
     W_DEMO: "adult",
     W_PRESENTATION: False,
     W_SCORE2: "(none)",
     W_BINS: "10, 20, 50",
-    W_L: 1000,
-    W_M: 10,
-    W_SEED: 0,
-    W_REPEATS: 1,
+    W_L: SubpopulationSettings.n_subpopulations,
+    W_M: SubpopulationSettings.min_size,
+    W_SEED: SubpopulationSettings.seed,
+    W_REPEATS: SubpopulationSettings.repeats,
     W_SELECTED: 0,
     W_FILTER: "",
     W_SCOPE: "full",
+    W_SUB_MODE: "generated",
+    W_CONDITIONS: SearchSettings.setting("max_conditions").default,
+    W_FINDINGS: SearchSettings.setting("n_findings").default,
+    W_NULL_DRAWS: NullSettings.setting("draws").default,
+    W_MON_PERIOD: "week",
+    W_MON_REFERENCE: "",
+    W_MON_FILTERS: "",
+    W_MON_SEARCH: False,
 }
 NO_SCORE = "(none)"
 SCOPES = ("full", "argmax", "sub", "filter", "level")
+SUB_MODES = ("generated", "searched")
 DEFAULT_BINS = (10, 20, 50)
 
 
@@ -194,3 +218,28 @@ def analysis_key(source: Mapping[str, Any], mapping: ColumnMapping) -> str:
 def digest(raw: bytes) -> str:
     """SHA-256 of uploaded bytes (the cache key and the shareable-link file id)."""
     return hashlib.sha256(raw).hexdigest()
+
+
+def subpopulation_params(state: Mapping[str, Any], covariates: Any) -> dict[str, Any]:
+    """Return the Subpopulations page's settings from the session's widgets (what Compute runs).
+
+    ``covariates`` are the mapping's covariates: the chosen ones that are among them, or all.
+    """
+    mode = state.get(W_SUB_MODE) if state.get(W_SUB_MODE) in SUB_MODES else "generated"
+    chosen = [c for c in state.get(W_SUBCOVS) or [] if c in covariates] or list(covariates)
+
+    def value(key: str) -> Any:
+        return state.get(key) if state.get(key) is not None else DEFAULTS[key]
+
+    # checked and typed once, by mcviz.settings (bounds and defaults written there)
+    generated = SubpopulationSettings.from_mapping({
+        "n_subpopulations": value(W_L), "min_size": value(W_M), "seed": value(W_SEED),
+        "repeats": value(W_REPEATS) if mode == "generated" else 1})
+    searched = SearchSettings.from_mapping({"max_conditions": value(W_CONDITIONS),
+                                            "n_findings": value(W_FINDINGS)})
+    return {
+        "covariates": chosen, "n_subpopulations": generated.n_subpopulations,
+        "min_size": generated.min_size, "seed": generated.seed, "repeats": generated.repeats,
+        "mode": mode, "max_conditions": searched.max_conditions,
+        "n_findings": searched.n_findings,
+    }

@@ -14,10 +14,12 @@ from __future__ import annotations
 import re
 import string
 
-__all__ = ["code", "escape_markdown"]
+from mcviz.text import display_text
+
+__all__ = ["code", "escape_markdown", "grouped_notices"]
 
 _PUNCTUATION = frozenset(string.punctuation)  # CommonMark escapes every ASCII punctuation mark
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]+")
 _AUTOLINK = re.compile(r"(?i)(?:\b(?:https?|ftp|mailto|xmpp)(?=:)|\bwww(?=\.)|(?=@))")
 """Where GitHub-flavoured Markdown would start a link from bare text (``http:``, ``www.``, an
 e-mail's ``@``), which backslash escapes do not stop: an invisible word joiner goes there."""
@@ -31,7 +33,8 @@ def escape_markdown(text: object) -> str:
     image, HTML tag, heading, list, table, directive or LaTeX can start), line breaks and other
     control characters become one space (no block can start on a new line), and an invisible
     word joiner (U+2060) breaks the bare-URL and e-mail autolinks of GitHub-flavoured Markdown,
-    which escapes alone do not stop (``http://host`` would otherwise become a link).
+    which escapes alone do not stop (``http://host`` would otherwise become a link). Bidi
+    controls are shown as ``[U+202E]`` (:func:`mcviz.text.display_text`), never obeyed.
 
     Examples
     --------
@@ -40,7 +43,8 @@ def escape_markdown(text: object) -> str:
     >>> escape_markdown("a\nb  **c**")
     'a b  \\*\\*c\\*\\*'
     """
-    flat = _AUTOLINK.sub(lambda m: m.group() + _WORD_JOINER, _CONTROL.sub(" ", str(text)))
+    flat = _AUTOLINK.sub(lambda m: m.group() + _WORD_JOINER,
+                         _CONTROL.sub(" ", display_text(text)))
     return "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in flat)
 
 
@@ -56,8 +60,51 @@ def code(text: object) -> str:
     >>> code("a`b")
     '`` a`b ``'
     """
-    flat = _CONTROL.sub(" ", str(text))
+    flat = _CONTROL.sub(" ", display_text(text))
     longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if longest or flat.startswith(" ") or flat.endswith(" ") else ""
     return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+_DROPPED = re.compile(r"^covariate (?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") dropped: "
+                      r"(?P<reason>.*)$", re.DOTALL)
+
+
+def grouped_notices(notices: list[str] | tuple[str, ...], *, shown: int = 8) -> list[str]:
+    """Return one notice per reason for dropped covariates (names listed, then a count).
+
+    A wide file can drop thousands of columns; one caption each kept the Data page busy for
+    minutes. Other notices are returned unchanged, in order.
+
+    Examples
+    --------
+    >>> grouped_notices(["covariate 'a' dropped: it takes a single value.",
+    ...                  "covariate 'b' dropped: it takes a single value.", "other"])
+    ["2 covariates dropped: it takes a single value. ('a', 'b')", 'other']
+    """
+    groups: dict[str, list[str]] = {}
+    out: list[str | tuple[str]] = []
+    for notice in notices:
+        match = _DROPPED.match(notice)
+        if match is None:
+            out.append(notice)
+            continue
+        reason = match.group("reason")
+        if reason not in groups:
+            groups[reason] = []
+            out.append((reason,))
+        groups[reason].append(match.group("name"))
+    result = []
+    for item in out:
+        if isinstance(item, str):
+            result.append(item)
+            continue
+        names = groups[item[0]]
+        if len(names) == 1:
+            result.append(f"covariate {names[0]} dropped: {item[0]}")
+            continue
+        listed = ", ".join(names[:shown]) + (f" and {len(names) - shown:,} more"
+                                             if len(names) > shown else "")
+        result.append(f"{len(names):,} covariates dropped: {item[0]} ({listed})")
+    return result

@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import janitor, limits, links, runs
+from dashboard import janitor, limits, links, runs, tables
 from dashboard import state as s
 from dashboard.cache import ByteCache
 from dashboard.state import DEMOS, NO_SCORE, ColumnMapping, default_mapping, score_candidates
@@ -38,8 +38,7 @@ from dashboard.text import escape_markdown
 from mcviz.budget import Cancelled, check, default_budget
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.figures import cumulative_figure, format_number
-from mcviz.figures._text import escape_figure
+from mcviz.figures import cumulative_figure, escape_figure, format_number
 from mcviz.io import VOID_P_VALUES, Predictions, demo_path, load_predictions, read_table
 
 __all__ = ["DEMOS", "NO_SCORE", "ColumnMapping", "caption", "compute", "compute_with_progress",
@@ -73,6 +72,14 @@ if janitor.start(_runtime, CACHE, interval=float(os.environ.get("MCVIZ_SWEEP_SEC
     janitor.freeze_startup_objects()
 
 
+def _session() -> str | None:
+    """Return the id of the session running this script (None outside a Streamlit run)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return None if ctx is None else ctx.session_id
+
+
 def _read(name: str, raw: bytes) -> pd.DataFrame:
     buffer = io.BytesIO(raw)
     buffer.name = name
@@ -82,7 +89,8 @@ def _read(name: str, raw: bytes) -> pd.DataFrame:
 def read_upload(name: str, raw: bytes) -> tuple[str, pd.DataFrame]:
     """Read an uploaded file once per content hash; returns ``(digest, frame)``."""
     file_digest = s.digest(raw)
-    return file_digest, CACHE.get_or_compute(("upload", file_digest), lambda: _read(name, raw))
+    return file_digest, CACHE.get_or_compute(
+        ("upload", file_digest), lambda: janitor.guarded(lambda: _read(name, raw)), _session())
 
 
 @st.cache_resource(max_entries=2, ttl=3600, show_spinner=False)
@@ -103,7 +111,8 @@ def _predictions(mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:
 def predictions_for(source_key: str, mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:
     """Build the predictions once per (source, mapping); raises ValidationError."""
     return CACHE.get_or_compute(("predictions", source_key, mapping.to_json()),
-                                lambda: _predictions(mapping, frame))
+                                lambda: janitor.guarded(lambda: _predictions(mapping, frame)),
+                                _session())
 
 
 def _params(kwargs: Mapping[str, Any]) -> str:
@@ -118,7 +127,7 @@ def compute(name: str, key: str, fn: Callable, *args: Any, **kwargs: Any) -> Any
     JSON-serialised into the cache key.
     """
     return CACHE.get_or_compute(("compute", name, key, _params(kwargs)),
-                                lambda: fn(*args, **kwargs))
+                                lambda: janitor.guarded(lambda: fn(*args, **kwargs)), _session())
 
 
 def compute_with_progress(name: str, key: str, fn: Callable, *args: Any, label: str,
@@ -130,13 +139,14 @@ def compute_with_progress(name: str, key: str, fn: Callable, *args: Any, label: 
     :func:`run_with_progress` for what Stop does.
     """
     cache_key = ("compute", name, key, _params(kwargs))
-    found, value = CACHE.lookup(cache_key)
+    found, value = CACHE.lookup(cache_key, _session())
     if found:
         return value
     return run_with_progress(
         f"{name}|{key}|{cache_key[3]}", label,
-        lambda report: CACHE.get_or_compute(cache_key,
-                                            lambda: fn(*args, progress=report, **kwargs)),
+        lambda report: CACHE.get_or_compute(
+            cache_key, lambda: janitor.guarded(lambda: fn(*args, progress=report, **kwargs)),
+            _session()),
     )
 
 
@@ -247,16 +257,35 @@ def void_p_values_notice(pred: Predictions) -> None:
 
 
 def _gate_link_subpopulations(analysis: Current) -> None:
-    """Check a link's ``sp=1``: ℓ clamped to the budget, only cheap work starts unasked."""
+    """Check a link's ``sp=1`` against the budget: cheap work starts at once, on any page.
+
+    Generated subpopulations: ℓ clamped to the memory budget; searched: the search's estimate.
+    Settings that may start unasked become the computed settings (every page then computes
+    them: a link to a finding reopens it); others wait for Compute with the estimate shown.
+    """
     state = st.session_state
     if state.pop(LINK_SUBPOP, False):
-        start = limits.link_start(analysis.pred.n, int(state.get(s.W_L) or 1),
-                                  int(state.get(s.W_REPEATS) or 1), default_budget())
-        state[s.W_L] = start.subpopulations
-        if start.auto:
-            state[s.AUTO_SUBPOP] = True
+        params = s.subpopulation_params(state, analysis.pred.covariate_kinds)
+        budget = default_budget()
+        if params["mode"] == "searched":
+            from mcviz.search import search_estimate
+
+            estimate = search_estimate(analysis.pred.n, len(params["covariates"]),
+                                       max_conditions=params["max_conditions"])
+            auto = (estimate.bytes <= budget.bytes
+                    and estimate.seconds <= limits.AUTO_START_SECONDS)
+            message = None if auto else (f"This link asks for a {estimate}. Press Compute on "
+                                         "the Subpopulations page to start it.")
         else:
-            state[LINK_NOTICE] = start.message
+            start = limits.link_start(analysis.pred.n, params["n_subpopulations"],
+                                      params["repeats"], budget)
+            state[s.W_L] = params["n_subpopulations"] = start.subpopulations
+            auto, message = start.auto, start.message
+        if auto:
+            state[s.SUBPOP] = {"key": analysis.key, **params}
+        else:
+            state[LINK_NOTICE] = message
+            state.pop(s.AUTO_NULL, None)
     if state.get(LINK_NOTICE):
         if state.get(s.SUBPOP) is not None:
             state.pop(LINK_NOTICE)
@@ -339,6 +368,38 @@ def subpopulation_runs(analysis: Current, *, progress: bool = False) -> tuple[ru
     # cache's byte cap is not recomputed on every page
     st.session_state[RUNS_HELD] = (run_key, result)
     return result
+
+
+def null_of(analysis: Current, result: Any, run: str, *, seed: int, draws: int) -> Any:
+    """Compute (with progress and Stop) or return the null distribution of M for run ``run``.
+
+    Shared by the Subpopulations and Review pages (one cache entry per run and draws); held in
+    the session for the Review and Report pages. Low-prevalence weights (Appendix B) depend on
+    the labels: each draw recomputes them from the unweighted predictions.
+    """
+    from dataclasses import replace
+
+    from mcviz.significance import null_distribution
+
+    low_prevalence = analysis.mapping.weighting == "low-prevalence"
+    base = analysis.pred
+    if low_prevalence:
+        base = predictions_for(analysis.source_key,
+                               replace(analysis.mapping, weighting=None, rho=None),
+                               analysis.frame)
+    null = compute_with_progress("null_draws", run, null_distribution, base,
+                                 result.subpopulations, label="Null draws", draws=draws,
+                                 seed=seed, low_prevalence=low_prevalence)
+    runs.hold_null(st.session_state, run, null)
+    return null
+
+
+def null_estimate(analysis: Current, result: Any, draws: int) -> Any:
+    """Return the cost of :func:`null_of` (an :class:`mcviz.budget.Estimate`)."""
+    from mcviz.significance import null_draws_estimate
+
+    members = sum(sub.size for sub in result.subpopulations)
+    return null_draws_estimate(analysis.pred.n, members, draws)
 
 
 # --------------------------------------------------------------------------------------------
@@ -454,7 +515,7 @@ def chart_slots(count: int) -> list:
 def show_figure(figure: Any, *, key: str | None = None, on_select: str = "ignore") -> Any:
     """Draw a plotly figure at full container width (the one place pages draw charts).
 
-    Every data-derived string in it is escaped first (:func:`mcviz.figures._text.escape_figure`).
+    Every data-derived string in it is escaped first (:func:`mcviz.figures.escape_figure`).
     """
     return st.plotly_chart(
         escape_figure(figure), width="stretch", key=key, on_select=on_select, theme=None,
@@ -477,16 +538,14 @@ def csv_download(label: str, frame: pd.DataFrame, file_name: str, *,
                               mime="text/csv", key=key)
 
 
-def show_table(frame: pd.DataFrame, **options: Any) -> Any:
+def show_table(frame: pd.DataFrame, *, percent: tuple[str, ...] = (), **options: Any) -> Any:
     """Draw a table: an interactive grid, or a large static table in presentation mode.
 
-    Numbers are written by :func:`mcviz.figures.format_number` (the one number formatter).
+    Numbers are written by :func:`mcviz.figures.format_number` (the one number formatter;
+    :func:`dashboard.tables.formatted`) and every column is as wide as its longest text
+    (:func:`dashboard.tables.content_widths`): no cell is cut.
     """
-    shown = frame.copy()
-    for column in shown.columns:
-        if pd.api.types.is_float_dtype(shown[column]):
-            kind = "p" if str(column) in ("p", "p-value") else None
-            shown[column] = [format_number(v, kind=kind) for v in shown[column]]
+    shown = tables.formatted(frame, percent=percent)  # ``percent``: fractions shown as %
     if presentation() and not options.get("on_select"):  # st.table renders Markdown: escape
         shown = shown.rename(columns=escape_markdown)
         for column in shown.columns:
@@ -494,7 +553,10 @@ def show_table(frame: pd.DataFrame, **options: Any) -> Any:
                 shown[column] = [escape_markdown(v) for v in shown[column]]
         return st.table(shown.set_index(shown.columns[0]) if len(shown.columns) else shown)
     options.setdefault("hide_index", True)
-    return st.dataframe(shown, **options)
+    config = {name: st.column_config.Column(width=width)
+              for name, width in tables.content_widths(shown).items()}
+    config.update(options.pop("column_config", None) or {})
+    return st.dataframe(shown, column_config=config, **options)
 
 
 def cumulative_metrics(result: Any, *, per_row: int = 5) -> None:

@@ -1,26 +1,12 @@
 """Where is a probabilistic classifier miscalibrated? The public API of mcviz.
 
-Statistics modules take a :class:`Predictions` (or arrays) and return small frozen
-result objects; figure builders (``mcviz.figures``) take those results.
+Start from :meth:`Predictions.from_arrays` (arrays in memory) or :func:`load_predictions` (a
+file). Every statistic takes the predictions, ``(pred, *, index=None, ...)`` (``index`` a
+subpopulation's positions or mask), and returns a small frozen result; figure builders
+(:mod:`mcviz.figures`) take those results, and :mod:`mcviz.plot` draws a chart in one call.
 """
 
-from mcviz.cumulative import (
-    BROWNIAN_RANGE_MEAN,
-    CumulativeResult,
-    brownian_range_sf,
-    cumulative_differences,
-    decimate_path,
-)
 from mcviz.errors import ValidationError
-from mcviz.io import (
-    LoadReport,
-    Predictions,
-    Roles,
-    infer_roles,
-    load_demo,
-    load_predictions,
-    read_table,
-)
 
 __version__ = "0.1.0"
 
@@ -77,9 +63,21 @@ __all__ = [
     "variable_calibration",
 ]
 
-# The rest of the public API is imported on first use (PEP 562), so that `import mcviz`
-# and the command line stay quick: scipy.spatial and statsmodels load only when needed.
+# The public API is imported on first use (PEP 562), so that `import mcviz` and the command
+# line start at once: numpy, pandas and scipy load with the first statistic asked for.
 _LAZY = {
+    "BROWNIAN_RANGE_MEAN": "mcviz.cumulative",
+    "CumulativeResult": "mcviz.cumulative",
+    "brownian_range_sf": "mcviz.cumulative",
+    "cumulative_differences": "mcviz.cumulative",
+    "decimate_path": "mcviz.cumulative",
+    "LoadReport": "mcviz.io",
+    "Predictions": "mcviz.io",
+    "Roles": "mcviz.io",
+    "infer_roles": "mcviz.io",
+    "load_demo": "mcviz.io",
+    "load_predictions": "mcviz.io",
+    "read_table": "mcviz.io",
     "calibration_score": "mcviz.agglomeration",
     "cvar_curve": "mcviz.agglomeration",
     "calibration_metrics": "mcviz.binning",

@@ -72,12 +72,14 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.path import run_ends
 from mcviz.core.ratio import safe_ratio
 from mcviz.errors import ValidationError
-from mcviz.io import Predictions
-from mcviz.subpopulations.selection import _validate_index  # one rule for indices
+from mcviz.io import (
+    Predictions,
+    validate_index,  # one rule for indices
+)
 
 __all__ = [
     "BIN_KINDS",
@@ -335,7 +337,7 @@ def reliability_bins(
     _check_options(kind, confidence, n_bootstrap)
     n_bins = _check_bin_count(n_bins)
     generator = np.random.default_rng(rng)
-    members = None if index is None else _validate_index(pred, index)
+    members = None if index is None else validate_index(pred, index)
     arrays = _population(pred, members)
     bounds, low, high = _bounds(arrays, n_bins, kind, generator)
     (diagram,) = _diagrams(
@@ -404,7 +406,7 @@ def reliability_diagrams(
         sub: tuple[ReliabilityBins, ...] = ()
         histogram_sub = np.empty(0)
     else:
-        members = _validate_index(pred, index)
+        members = validate_index(pred, index)
         sub_arrays = _population(pred, members)
         sub_specs = [(k, *_bounds(sub_arrays, k, kind, generator)) for k in counts]
         full = _diagrams(full_arrays, full_specs, kind, confidence, 0, generator, binary=binary)
@@ -468,7 +470,7 @@ def calibration_metrics(
     n_bins = _check_bin_count(n_bins)
     if not 0 <= clip < 0.5:
         raise ValidationError(f"clip must lie in [0, 0.5), not {clip!r}.")
-    members = None if index is None else _validate_index(pred, index)
+    members = None if index is None else validate_index(pred, index)
     arrays = _population(pred, members)
     score, label, weight = arrays.score, arrays.label, arrays.weight
     total = float(weight.sum())

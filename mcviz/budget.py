@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mcviz.errors import ValidationError
@@ -43,15 +43,21 @@ __all__ = [
     "Cancelled",
     "Estimate",
     "Progress",
+    "as_budget",
     "check",
+    "csv_read_estimate",
     "default_budget",
     "format_bytes",
     "format_seconds",
+    "kernel_estimate",
     "knn_estimate",
+    "knn_width",
     "memory_budget",
+    "parquet_read_estimate",
     "parse_bytes",
     "partition_estimate",
     "report_progress",
+    "subpopulations_estimate",
     "time_budget",
 ]
 
@@ -212,6 +218,13 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def as_budget(budget: Budget | int | str | None = None) -> Budget:
+    """Return ``budget`` as a :class:`Budget` (a size, or None for :func:`default_budget`)."""
+    if isinstance(budget, Budget):
+        return budget
+    return Budget(bytes=memory_budget(budget), seconds=time_budget())
+
+
 def check(estimate: Estimate, budget: Budget | int | str | None = None) -> Estimate:
     """Refuse a computation whose estimate exceeds the budget; return the estimate otherwise.
 
@@ -233,8 +246,7 @@ def check(estimate: Estimate, budget: Budget | int | str | None = None) -> Estim
     >>> check(cheap, "1GB").bytes
     1000000
     """
-    if not isinstance(budget, Budget):
-        budget = Budget(bytes=memory_budget(budget), seconds=time_budget())
+    budget = as_budget(budget)
     over = []
     if estimate.bytes > budget.bytes:
         over.append(f"memory {format_bytes(estimate.bytes)} > budget {format_bytes(budget.bytes)}")
@@ -259,17 +271,21 @@ def report_progress(progress: Progress | None, fraction: float, what: str) -> No
 
 
 # --------------------------------------------------------------------------------------------
-# Estimates of the computations of mcviz.groupings. Measured (tracemalloc plus k-d trees): 10^6
-# rows, 4 numeric + 1 500-level nominal, 2,000 centres, k = 100: 223 MB traced; the constants
-# below give 370 MB (they err on the high side).
+# Estimates of the computations of mcviz.groupings. Every constant is measured: peak RSS above
+# the process's RSS before the call, on the shapes of benchmarks/bench_budget.py (2-core
+# reference machine), rounded up; tests/test_budget_measured.py holds them within 1.5x.
 
-_PARTITION_BYTES_PER_ROW = 120  # per-point terms (6 float64), group ids, masks
-_PARTITION_SECONDS_PER_ROW = 1.5e-7
-_KNN_BYTES_PER_ROW = 200  # input space, distinct inputs (hash keys, inverse), per-input sums, trees
+_PARTITION_BYTES_PER_ROW = 88  # per-point terms (6 float64), group ids, masks
+_PARTITION_SECONDS_PER_ROW = 4e-7
+_PARTITION_SECONDS_PER_GROUP = 4e-4
+_KNN_BYTES_PER_ROW = 100  # distinct inputs (hash keys, inverse), per-input sums, trees
 _KNN_BYTES_PER_COLUMN_ROW = 24  # numeric columns and nominal codes, with one joined copy
-_KNN_BYTES_PER_NEIGHBOUR = 120  # candidate distances, indices, gathered sums (one chunk)
-_KNN_SECONDS_PER_ROW = 1.0e-6  # standardising, sorting distinct inputs, building trees
-_KNN_SECONDS_PER_NEIGHBOUR = 2.5e-7  # tree search, merging, sums, per dimension factor
+_KNN_BYTES_PER_CELL = 96  # one (centre, candidate) cell of a search reaching other cells
+_KNN_BYTES_PER_OWN_CELL = 40  # one cell of a search that stays in its own cell
+_KNN_SECONDS_PER_ROW = 2.5e-6  # standardising, sorting distinct inputs, building trees
+_KNN_SECONDS_PER_CELL = 1.5e-6  # tree search, merging, sums of one candidate
+_KERNEL_BYTES_PER_PAIR = 64  # rows, columns, distances, weights and a gather buffer
+_KERNEL_SECONDS_PER_PAIR = 1.5e-7
 
 
 def partition_estimate(rows: int, groups: int) -> Estimate:
@@ -283,9 +299,37 @@ def partition_estimate(rows: int, groups: int) -> Estimate:
     return Estimate(
         what=f"group errors of {groups:,} groups over {rows:,} rows",
         bytes=int(rows * _PARTITION_BYTES_PER_ROW + groups * 200),
-        seconds=rows * _PARTITION_SECONDS_PER_ROW,
+        seconds=rows * _PARTITION_SECONDS_PER_ROW + groups * _PARTITION_SECONDS_PER_GROUP,
         advice="analyse a sample of rows, or fewer groups (fewer bins or levels)",
     )
+
+
+def knn_width(rows: int, k: int, level_counts: Sequence[int] = ()) -> float:
+    r"""Candidates a k-NN search examines per centre (distinct inputs gathered and merged).
+
+    With nominal covariates of :math:`L_1, \dots, L_q` levels an input's own combination of
+    levels holds about :math:`c = n / \prod_j L_j` inputs. When :math:`c \ge 2k` the search
+    stays in the own cell (about :math:`2k` candidates: k + 1, doubled when ties continue).
+    Otherwise it reaches the inputs one level away, about :math:`c (1 + \sum_j (L_j - 1))`
+    of the :math:`n`, and must scan the numeric nearest of all inputs until k of those are
+    among them: :math:`2k\,n / (c (1 + \sum_j (L_j - 1)))` candidates (the doubling's
+    overshoot included), at most :math:`n`.
+
+    Examples
+    --------
+    >>> knn_width(10**6, 100, (12,))
+    200.0
+    >>> round(knn_width(300_000, 100, (300, 300)))
+    30050
+    """
+    if not level_counts:
+        return float(min(2 * k, rows))
+    combinations = min(math.prod(max(int(c), 1) for c in level_counts), rows)
+    per_cell = rows / combinations
+    if per_cell >= 2 * k:
+        return float(min(2 * k, rows))
+    near = per_cell * (1 + sum(max(int(c), 1) - 1 for c in level_counts))
+    return float(min(rows, 2 * k * rows / max(near, 1.0)))
 
 
 def knn_estimate(
@@ -297,6 +341,7 @@ def knn_estimate(
     centres: int,
     k: int,
     chunk: int = 2_000_000,
+    level_counts: Sequence[int] | None = None,
 ) -> Estimate:
     """Cost of k-NN (or kernel) local calibration in an input space.
 
@@ -309,13 +354,17 @@ def knn_estimate(
     nominal : int
         Nominal covariates (each held as one integer code per row, whatever its levels).
     levels : int
-        Total number of levels of the nominal covariates (cells are searched one by one).
+        Total number of levels of the nominal covariates.
     centres : int
         Groups formed (``max_centres``, or ``rows``).
     k : int
         Neighbours per group (or the pairs per centre for kernel groups).
     chunk : int
-        Neighbours held at once (bounds the search's memory).
+        (centre, candidate) cells searched at once: the run-time guard of
+        :mod:`mcviz.groupings` never holds more, whatever the search needs.
+    level_counts : sequence of int, optional
+        Levels of each nominal covariate (default: ``levels`` shared evenly); few rows per
+        combination of levels widen each search (:func:`knn_width`).
 
     Examples
     --------
@@ -323,13 +372,17 @@ def knn_estimate(
     >>> e.bytes < 2 * 10**9
     True
     """
+    if level_counts is None:
+        level_counts = [max(levels // max(nominal, 1), 1)] * nominal
     columns = numeric + nominal
-    held = min(centres * k * 2, chunk)
-    dims = max(numeric, 1)
+    width = knn_width(rows, k, tuple(level_counts))
+    held = min(centres * width, chunk)
+    wide = width > 2 * k  # the search reaches other cells (the run-time guard's chunk)
     memory = rows * (_KNN_BYTES_PER_ROW + _KNN_BYTES_PER_COLUMN_ROW * columns)
-    memory += held * _KNN_BYTES_PER_NEIGHBOUR + 100 * min(levels, rows)
+    memory += held * (_KNN_BYTES_PER_CELL if wide else _KNN_BYTES_PER_OWN_CELL)
+    memory += 100 * min(levels, rows)
     seconds = rows * _KNN_SECONDS_PER_ROW * (1 + columns / 4)
-    seconds += centres * k * _KNN_SECONDS_PER_NEIGHBOUR * (1 + dims / 2) * math.log2(rows + 2) / 10
+    seconds += centres * width * _KNN_SECONDS_PER_CELL
     return Estimate(
         what=(
             f"k-NN local calibration: {rows:,} rows × {columns} covariate columns "
@@ -340,6 +393,108 @@ def knn_estimate(
         seconds=float(seconds),
         advice=(
             "analyse a sample of rows, choose fewer centres (max_centres) or a smaller k, "
-            "or fewer covariates in the input space"
+            "or fewer covariates in the input space (nominal ones with many levels make "
+            "each search wider)"
         ),
+    )
+
+
+def kernel_estimate(rows: int, *, columns: int, centres: int, pairs: int) -> Estimate:
+    """Cost of kernel groups once their (centre, input) pairs within reach are counted.
+
+    Examples
+    --------
+    >>> kernel_estimate(10**6, columns=3, centres=10_000, pairs=3 * 10**7).bytes > 10**9
+    True
+    """
+    return Estimate(
+        what=(f"kernel local calibration: {rows:,} rows × {columns} covariate columns, "
+              f"{centres:,} centres, {pairs:,} (centre, input) pairs within reach"),
+        bytes=int(rows * (_KNN_BYTES_PER_ROW + _KNN_BYTES_PER_COLUMN_ROW * columns)
+                  + pairs * _KERNEL_BYTES_PER_PAIR),
+        seconds=rows * _KNN_SECONDS_PER_ROW * (1 + columns / 4)
+        + pairs * _KERNEL_SECONDS_PER_PAIR,
+        advice="choose a smaller bandwidth or fewer centres (max_centres), or a sample of rows",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Algorithm 1 (multi-calibration over random subpopulations): the dashboard and `mcviz metrics`
+
+# Measured peak RSS (benchmarks/bench_budget.py, issue #25) on random subpopulations of
+# 10^5-2x10^5 rows with 4 numeric and 2 nominal covariates (l = 500-1,000): the subpopulations
+# keep one index per member, 0.25-0.3 bytes per subpopulation and row on average with every
+# repeat kept; 1-1.3e-8 s per subpopulation and row. Both are rounded up.
+SUBPOP_BYTES_PER_MEMBER = 0.33  # per subpopulation and row
+SUBPOP_BYTES_PER_ROW = 64  # the full population's per-row work arrays (one pass)
+SUBPOP_SECONDS_PER_MEMBER = 2e-8  # per subpopulation and row
+
+
+def subpopulations_estimate(rows: int, subpopulations: int, repeats: int = 1) -> Estimate:
+    """Return the cost of generating and measuring ``subpopulations`` × ``repeats`` (Algorithm 1).
+
+    The results of every repeat are kept (every page shows them), so memory adds up over
+    repeats: about 0.33 bytes per subpopulation and row, plus 64 bytes per row.
+    """
+    members = rows * subpopulations * repeats
+    return Estimate(
+        what=(f"multi-calibration over {subpopulations:,} random subpopulations × {repeats:,} "
+              f"repeat{'s' if repeats != 1 else ''} of {rows:,} rows"),
+        bytes=int(members * SUBPOP_BYTES_PER_MEMBER + rows * SUBPOP_BYTES_PER_ROW),
+        seconds=members * SUBPOP_SECONDS_PER_MEMBER,
+        advice="choose fewer subpopulations (ℓ) or fewer repeats, or screen the data out of "
+               "core with `mcviz screen --engine duckdb`",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Estimates of reading a table (mcviz.io.readers). Measured peak RSS above the process's
+# baseline (benchmarks/bench_budget.py, tests/test_budget_measured.py).
+
+_CSV_BYTES_PER_TEXT_BYTE = 2.8  # the text, and the parser's blocks and string values
+_CSV_BYTES_PER_VALUE = 26.0  # the parsed column (8 bytes, validity), the frame's copy, slack
+_CSV_SECONDS_PER_TEXT_BYTE = 4e-8
+_CSV_SECONDS_PER_VALUE = 2e-8
+_PARQUET_BYTES_PER_DECODED_BYTE = 2.4  # the decoded table and the frame's copy
+_PARQUET_SECONDS_PER_DECODED_BYTE = 8e-9
+
+
+def csv_read_estimate(text: int, values: int, *, held: int = 0, what: str = "reading a CSV"
+                      ) -> Estimate:
+    """Peak memory of reading a CSV/TSV text to a DataFrame.
+
+    Parameters
+    ----------
+    text : int
+        Bytes of the (decompressed) text.
+    values : int
+        Lines times columns (an upper bound on the cells).
+    held : int
+        Bytes held beside it meanwhile (the compressed file).
+    what : str
+        The read, in words.
+
+    Examples
+    --------
+    >>> csv_read_estimate(10**9, 5 * 10**8).bytes > 8 * 10**9
+    True
+    """
+    return Estimate(
+        what=f"{what}: {format_bytes(text)} of text, about {values:,} values",
+        bytes=int(held + text * _CSV_BYTES_PER_TEXT_BYTE + values * _CSV_BYTES_PER_VALUE),
+        seconds=text * _CSV_SECONDS_PER_TEXT_BYTE + values * _CSV_SECONDS_PER_VALUE,
+        advice=("read a sample of the rows, or fewer columns, or screen the file out of core "
+                "with `mcviz screen --engine duckdb`"),
+    )
+
+
+def parquet_read_estimate(file: int, decoded: int, *, what: str = "reading a Parquet file"
+                          ) -> Estimate:
+    """Peak memory of reading a Parquet file (``file`` bytes, ``decoded`` from its footer)."""
+    return Estimate(
+        what=f"{what}: {format_bytes(file)} decoding to about {format_bytes(decoded)}",
+        bytes=int(file + decoded * _PARQUET_BYTES_PER_DECODED_BYTE),
+        seconds=decoded * _PARQUET_SECONDS_PER_DECODED_BYTE,
+        advice=("read a sample of the rows, or fewer columns, or screen the file out of core "
+                "with `mcviz screen --engine duckdb`"),
     )

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
+from mcviz.core.conditions import ordinal_values
 from mcviz.core.path import cumulative_path, path_axes, path_kuiper_ks, run_ends, value_order
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import (
@@ -45,7 +46,6 @@ from mcviz.core.sigma import (
 )
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.subpopulations.selection import _ordinal_values
 
 __all__ = [
     "BROWNIAN_RANGE_MEAN",
@@ -122,6 +122,7 @@ class CumulativeResult:
 def cumulative_differences(
     pred: Predictions,
     *,
+    index: np.ndarray | None = None,
     order_by: str | None = None,
     sigma_method: str = "auto",
 ) -> CumulativeResult:
@@ -130,6 +131,9 @@ def cumulative_differences(
     Parameters
     ----------
     pred : Predictions
+    index : array of int or bool, optional
+        A subpopulation (positions in score order or a mask, as
+        :meth:`~mcviz.io.Predictions.subset` takes): the statistic of its rows alone.
     order_by : str, optional
         Order the observations by this numeric covariate instead of the score (the cumulative
         view along a variable). Rows where it is missing are left off and counted.
@@ -158,6 +162,7 @@ def cumulative_differences(
     >>> round(result.kuiper, 12), round(result.ks, 12)
     (0.1, 0.1)
     """
+    pred = pred.subset(index)
     method = resolve_sigma_method(sigma_method, pred.response_kind).value
     # the floor of eq. (6): the pooled response variance at nearby scores, in score order
     floor = None if method == SigmaMethod.BERNOULLI else pooled_response_variance(
@@ -180,7 +185,7 @@ def cumulative_differences(
         values = pd.DatetimeIndex(variable).as_unit("ns").asi8
         present = variable.notna().to_numpy()
     else:
-        values = _ordinal_values(variable)  # NaN where missing
+        values = ordinal_values(variable)  # NaN where missing
         present = ~np.isnan(values)
     if present.sum() == 0:
         raise ValidationError(f"covariate {order_by!r} is missing on every row.", column=order_by)
@@ -226,7 +231,7 @@ def _cumulative(
         x=_readonly(x),
         fraction=_readonly(fraction),
         position=_readonly(position_at),
-        **_path_statistics(path, kuiper, ks, sigma, void=void),
+        **path_statistics(path, kuiper, ks, sigma, void=void),
         n=n,
         weight_total=weight_total,
         weighted=weighted,
@@ -236,8 +241,8 @@ def _cumulative(
     )
 
 
-def _path_statistics(path: np.ndarray, kuiper: float, ks: float, sigma: float, *,
-                     void: bool = False) -> dict:
+def path_statistics(path: np.ndarray, kuiper: float, ks: float, sigma: float, *,
+                    void: bool = False) -> dict:
     r"""Return the fields every cumulative-path result shares (here and in the deviation).
 
     :math:`D/\sigma` and :math:`G/\sigma` by the safe-ratio rule, the Brownian-range p-value of

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.path import path_axes, path_kuiper_ks, run_ends
 from mcviz.core.sigma import (
     SigmaMethod,
@@ -60,10 +60,12 @@ from mcviz.core.sigma import (
     sigma_floored,
     sigma_from_variance,
 )
-from mcviz.cumulative import _path_statistics
+from mcviz.cumulative import path_statistics
 from mcviz.errors import ValidationError, describe_rows
-from mcviz.io import Predictions
-from mcviz.subpopulations.selection import _validate_index
+from mcviz.io import (
+    Predictions,
+    validate_index,  # one rule for indices
+)
 
 __all__ = ["DeviationResult", "subpopulation_deviation"]
 
@@ -148,7 +150,7 @@ class DeviationResult:
 
 def subpopulation_deviation(
     pred: Predictions,
-    index: np.ndarray,
+    index: np.ndarray | None = None,
     *,
     sigma_method: str = "auto",
     description: str | None = None,
@@ -160,6 +162,7 @@ def subpopulation_deviation(
     pred : Predictions
         The full population.
     index : array of int, or boolean mask of shape (n,)
+        Required (positionally or as ``index=``, the library's convention).
         Positions of the subpopulation's members in ``pred``'s score order (for example
         ``Subpopulation.index`` or :func:`~mcviz.subpopulations.select_rows`); a boolean mask
         over ``pred`` is accepted too. Unsorted positions are sorted; repeated ones are an
@@ -199,22 +202,12 @@ def subpopulation_deviation(
     >>> np.round(result.path, 6).tolist(), round(result.kuiper, 6)
     ([0.0, 0.166667, 0.166667], 0.166667)
     """
-    # One function of ~95 lines on purpose: a single vectorised pass (bins -> path -> sigma)
-    # whose intermediate arrays would otherwise travel between helpers a dozen at a time.
+    if index is None:
+        raise ValidationError("subpopulation_deviation needs the subpopulation: index= its "
+                              "positions in score order or a boolean mask.")
     method = resolve_sigma_method(sigma_method, pred.response_kind, statistic="deviation")
-    if method is SigmaMethod.BERNOULLI and pred.response_kind != "binary":
-        # R~(1 - R~) is a variance only for responses in [0, 1]; outside, sigma would be NaN
-        # (and D/sigma silently infinite).
-        outside = np.flatnonzero((pred.label < 0) | (pred.label > 1))
-        if outside.size:
-            raise ValidationError(
-                f"column {pred.label_column!r}: "
-                f"{describe_rows(np.sort(pred.row[outside]), pred.n)} lie outside [0, 1], "
-                "so sigma_method='bernoulli' (eq. (21)/(31)) does not apply; use 'variance' "
-                "(eqs. (22)-(23)/(32)-(33)).",
-                column=pred.label_column,
-            )
-    members = _validate_index(pred, index)
+    _check_bernoulli(pred, method)
+    members = validate_index(pred, index)
     score, label, weight = pred.score, pred.label, pred.weight
 
     sub_score = score[members]
@@ -233,20 +226,7 @@ def subpopulation_deviation(
     bin_edges = np.concatenate(([-np.inf], middle, [np.inf]))
     bounds = np.concatenate(([0], np.searchsorted(score, middle, side="right"), [score.size]))
 
-    # Bin sums over the full population, each bin summed on its own (every bin is non-empty:
-    # it holds its own subpopulation members).
-    full_count = np.diff(bounds)
-    if pred.weighted:
-        full_weight = _bin_sums(weight, bounds)
-        full_mean = _bin_sums(weight * label, bounds) / full_weight  # eq. (26)
-    else:
-        full_weight = full_count.astype(float)
-        full_mean = _bin_sums(label, bounds) / full_weight  # eq. (6)
-    if pred.response_kind == "binary":
-        full_variance = full_mean * (1.0 - full_mean)  # eq. (23) / (33) for 0/1 responses
-    else:  # eq. (23) / (33), two-pass (no cancellation)
-        centred = label - np.repeat(full_mean, full_count)
-        full_variance = _bin_sums(weight * centred**2, bounds) / full_weight
+    full_count, full_mean, full_variance = _full_bins(pred, bounds)
 
     # Each subpopulation member's bin (the run it belongs to).
     run_of = np.repeat(np.arange(q), np.diff(np.concatenate(([-1], ends))))
@@ -278,7 +258,7 @@ def subpopulation_deviation(
         full_mean=_readonly(full_mean),
         full_variance=_readonly(full_variance),
         full_count=_readonly(full_count),
-        **_path_statistics(path, kuiper, ks, sigma, void=pred.weights_depend_on_label),
+        **path_statistics(path, kuiper, ks, sigma, void=pred.weights_depend_on_label),
         n=int(n),
         n_full=pred.n,
         weight_total=weight_total,
@@ -286,6 +266,45 @@ def subpopulation_deviation(
         sigma_method=method.value,
         description=description,
     )
+
+
+def _check_bernoulli(pred: Predictions, method: SigmaMethod) -> None:
+    """Refuse eq. (21)/(31) for responses outside [0, 1] (sigma would be NaN)."""
+    if method is not SigmaMethod.BERNOULLI or pred.response_kind == "binary":
+        return
+    # R~(1 - R~) is a variance only for responses in [0, 1]; outside, sigma would be NaN
+    # (and D/sigma silently infinite).
+    outside = np.flatnonzero((pred.label < 0) | (pred.label > 1))
+    if outside.size:
+        raise ValidationError(
+            f"column {pred.label_column!r}: "
+            f"{describe_rows(np.sort(pred.row[outside]), pred.n)} lie outside [0, 1], "
+            "so sigma_method='bernoulli' (eq. (21)/(31)) does not apply; use 'variance' "
+            "(eqs. (22)-(23)/(32)-(33)).",
+            column=pred.label_column,
+        )
+
+
+def _full_bins(pred: Predictions, bounds: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Return the count, mean and variance of the full population's responses in each bin.
+
+    Each bin ``bounds[k]:bounds[k+1]`` is summed on its own (every bin is non-empty: it holds
+    its own subpopulation members).
+    """
+    label, weight = pred.label, pred.weight
+    full_count = np.diff(bounds)
+    if pred.weighted:
+        full_weight = _bin_sums(weight, bounds)
+        full_mean = _bin_sums(weight * label, bounds) / full_weight  # eq. (26)
+    else:
+        full_weight = full_count.astype(float)
+        full_mean = _bin_sums(label, bounds) / full_weight  # eq. (6)
+    if pred.response_kind == "binary":
+        full_variance = full_mean * (1.0 - full_mean)  # eq. (23) / (33) for 0/1 responses
+    else:  # eq. (23) / (33), two-pass (no cancellation)
+        centred = label - np.repeat(full_mean, full_count)
+        full_variance = _bin_sums(weight * centred**2, bounds) / full_weight
+    return full_count, full_mean, full_variance
 
 
 def _bin_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:

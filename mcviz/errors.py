@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["ValidationError", "describe_rows"]
 
@@ -38,6 +40,8 @@ def describe_rows(rows: Sequence[int] | np.ndarray, total: int, *, shown: int = 
     >>> describe_rows(range(10), 10, shown=2)
     '10 of 10 rows (rows 0, 1, ...)'
     """
+    import numpy as np  # on first use: the command line imports this module for --help
+
     rows = np.asarray(rows)
     count = rows.size
     listed = ", ".join(str(int(r)) for r in rows[:shown])

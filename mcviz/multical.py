@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
 from mcviz.core.evaluator import Evaluator
 from mcviz.core.metric import multicalibration_metric
@@ -43,6 +43,7 @@ from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import resolve_sigma_method
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.settings import SubpopulationSettings
 from mcviz.subpopulations import (
     Subpopulation,
     SubpopulationSet,
@@ -288,8 +289,8 @@ def multicalibration_repeats(
     *,
     seeds: Sequence[int] = (0, 1, 2),
     covariates: Sequence[str] | None = None,
-    n_subpopulations: int = 1000,
-    min_size: int = 10,
+    n_subpopulations: int = SubpopulationSettings.n_subpopulations,
+    min_size: int = SubpopulationSettings.min_size,
     groups: Sequence[Subpopulation] = (),
     sigma_method: str = "auto",
 ) -> MulticalRepeats:

@@ -32,6 +32,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from mcviz.text import csv_text, display_text
+
 __all__ = [
     "ExportUnavailableError",
     "ReportSection",
@@ -100,7 +102,7 @@ th{background:#f4f4f4}.chart{margin:1rem 0}.meta td:first-child{font-weight:bold
 
 
 def _text(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    return html.escape(display_text(value), quote=True)
 
 
 def _cell(value: object) -> str:
@@ -247,11 +249,12 @@ def safe_csv(frame: pd.DataFrame) -> bytes:
     "'@name,x\n'+1,-1\nok,2\n"
     """
     out = frame.copy()
-    out.columns = [neutralize_formula(str(c)) for c in out.columns]
+    out.columns = [neutralize_formula(csv_text(str(c))) for c in out.columns]
     for column in out.columns:
         series = out[column]
         if not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
-            out[column] = series.map(neutralize_formula, na_action="ignore")
+            out[column] = series.map(lambda v: neutralize_formula(csv_text(v)),
+                                     na_action="ignore")
     return out.to_csv(index=False, lineterminator="\n").encode("utf-8")
 
 

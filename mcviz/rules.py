@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mcviz.errors import ValidationError
 
-__all__ = ["LCS_RESPONSE_KINDS", "check_lcs_response", "lcs_applies"]
+__all__ = ["LCS_RESPONSE_KINDS", "check_lcs_response", "lcs_applies", "lcs_refusal"]
 
 #: Response kinds (``Predictions.response_kind``) the Local Calibration Score is defined for.
 LCS_RESPONSE_KINDS: frozenset[str] = frozenset({"binary"})
@@ -36,8 +36,17 @@ def check_lcs_response(response_kind: str) -> None:
         For real-valued ("continuous") responses: the LCS of paper 004 needs 0/1 outcomes.
     """
     if not lcs_applies(response_kind):
-        raise ValidationError(
-            f"the Local Calibration Score needs 0/1 responses (paper 004 defines it for binary "
+        raise ValidationError(lcs_refusal(response_kind))
+
+
+def lcs_refusal(response_kind: str) -> str:
+    """Say why the Local Calibration Score is not computed for these responses.
+
+    Examples
+    --------
+    >>> lcs_refusal("continuous")[:46]
+    'the Local Calibration Score needs 0/1 response'
+    """
+    return (f"the Local Calibration Score needs 0/1 responses (paper 004 defines it for binary "
             f"classifiers); these are {response_kind!r} (real-valued). The cumulative "
-            "statistics (mcviz metrics) accept real-valued responses."
-        )
+            "statistics (mcviz metrics) accept real-valued responses.")

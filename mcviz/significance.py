@@ -77,9 +77,16 @@ NULL_KINDS = ("bernoulli", "wild-rademacher")
 DRAW_COLUMNS = 32
 """Sets of responses evaluated together (a (rows x 32) block of residuals at a time)."""
 
-_SECONDS_PER_MEMBER_DRAW = 3e-9
+_SECONDS_PER_MEMBER_DRAW = 5e-9
 """Measured cost of one member of one subpopulation in one draw (2-core machine, two threads:
 about 5e-9 s of CPU, benchmarks/bench_null.py at 10^6 rows)."""
+_SECONDS_PER_ROW_DRAW = 1e-7
+"""Redrawing, weighting and ordering one row's response in one draw (benchmarks/bench_budget.py:
+6.7 s for 10^6 rows x 64 draws and 20 subpopulations under load)."""
+_BLOCK_BYTES_PER_ROW_COLUMN = 12
+"""Peak RSS of one row of one redrawn column (benchmarks/bench_budget.py, issue #25: 310-360 B
+per row for the 32 columns of a block at 4x10^5-10^6 rows; the block's float64 arrays are not
+all alive at once)."""
 
 
 def null_draws_estimate(rows: int, members: int, draws: int) -> Estimate:
@@ -100,12 +107,13 @@ def null_draws_estimate(rows: int, members: int, draws: int) -> Estimate:
         evaluator's weighted copy (float64), plus its gathered work arrays; time: proportional
         to members x draws.
     """
-    block = rows * DRAW_COLUMNS * 8 * 4 + (1 << 18) * 8 * 6
+    block = rows * DRAW_COLUMNS * _BLOCK_BYTES_PER_ROW_COLUMN + (1 << 18) * 8 * 6
     return Estimate(
         what=(f"null distribution of M: {draws:,} draws over {rows:,} rows and "
               f"{members:,} subpopulation members"),
         bytes=int(block),
-        seconds=float(members) * draws * _SECONDS_PER_MEMBER_DRAW,
+        seconds=float(members) * draws * _SECONDS_PER_MEMBER_DRAW
+        + float(rows) * draws * _SECONDS_PER_ROW_DRAW,
         advice="use fewer draws, fewer subpopulations, or a sample of rows",
     )
 

@@ -64,15 +64,15 @@ import pandas as pd
 from scipy.special import ndtri
 from scipy.stats import chi2
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import Z95, sorted_copy
+from mcviz.core.arrays import readonly as _readonly
+from mcviz.core.conditions import ordinal_values
 from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.smoothing import Z95, LoessCurve, _check_span, _spiked_fits, sorted_quantile
-from mcviz.smoothing._common import sorted_copy
+from mcviz.smoothing import LoessCurve, check_span, sorted_quantile, spiked_fits
 from mcviz.smoothing.curves import SPIKE_SHARE
 from mcviz.smoothing.loess import MIN_EFFECTIVE_ROWS, NEAR, SPARSE_RATIO
-from mcviz.subpopulations.selection import _ordinal_values
 
 __all__ = [
     "LevelCalibration",
@@ -394,7 +394,7 @@ def vece(
 
 
 def _numeric_values(pred: Predictions, name: str) -> np.ndarray:
-    return _ordinal_values(pred.covariates[name])  # one numeric view of a covariate
+    return ordinal_values(pred.covariates[name])  # one numeric view of a covariate
 
 
 def _is_nominal(pred: Predictions, name: str) -> bool:
@@ -538,6 +538,7 @@ def variable_calibration(
     pred: Predictions,
     variable: str,
     *,
+    index: np.ndarray | None = None,
     span: float = 0.9,
     degree: int = 2,
     grid_points: int = 500,
@@ -550,6 +551,9 @@ def variable_calibration(
     pred : Predictions
     variable : str
         A numeric (ordinal) covariate.
+    index : array of int or bool, optional
+        A subpopulation (positions in score order or a mask, as
+        :meth:`~mcviz.io.Predictions.subset` takes): the statistic of its rows alone.
     span : float, default 0.9
         LOESS span, 0.3 to 1 (a fraction of the rows outside spikes).
     degree : int, default 2
@@ -584,8 +588,9 @@ def variable_calibration(
     :class:`~mcviz.smoothing.LoessCurve`) are kept on the curve, flagged, named in
     ``warnings`` and left out of VCE(v*).
     """
+    pred = pred.subset(index)
     pred.require_covariate(variable)
-    _check_span(span, 0.3)
+    check_span(span, 0.3)
     if _is_nominal(pred, variable):
         raise ValidationError(
             f"covariate {variable!r} is nominal; use level_calibration for per-level errors.",
@@ -601,7 +606,7 @@ def variable_calibration(
             f"{values.size:,} rows where it is present; there is no curve to draw.",
             column=variable,
         )
-    fits = _spiked_fits(
+    fits = spiked_fits(
         values, [error, predicted], weight, None, span=span, degree=degree, exact=exact,
         sorted_x=sorted_values, grid_points=grid_points, spike_share=SPIKE_SHARE,
     )
@@ -654,7 +659,9 @@ def _level_codes(series: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
     return codes, tuple(levels)
 
 
-def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
+def level_calibration(
+    pred: Predictions, variable: str, *, index: np.ndarray | None = None
+) -> LevelCalibration:
     r"""Per-level error rate and mean predicted error of a covariate, with 95% intervals.
 
     Parameters
@@ -662,6 +669,8 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
     pred : Predictions
     variable : str
         Any covariate (nominal ones are the intended use; numeric values become levels).
+    index : array of int or bool, optional
+        A subpopulation (positions in score order or a mask): its rows alone.
 
     Returns
     -------
@@ -684,6 +693,7 @@ def level_calibration(pred: Predictions, variable: str) -> LevelCalibration:
     >>> result.levels, np.round(result.gap, 10).tolist(), result.vce_at
     (('a', 'b'), [0.35, -0.25], None)
     """
+    pred = pred.subset(index)
     pred.require_covariate(variable)
     error, predicted = prediction_errors(pred)
     codes, levels = _level_codes(pred.covariates[variable])
@@ -817,7 +827,7 @@ def variable_records(pred: Predictions, *, span: float = 0.9) -> list[dict]:
     ``warnings`` (a list of sentences). Missing values are ``None``; every value is a plain
     Python ``str``, ``float``, ``int``, ``list`` or ``None``.
     """
-    _check_span(span, 0.3)
+    check_span(span, 0.3)
     prediction_errors(pred)  # validates the response kind once
     rows = [dict(_summary(pred, name, span)) for name in pred.covariates.columns]
     order = sorted(range(len(rows)), key=lambda i: (rows[i]["vece"] is None,
@@ -826,12 +836,17 @@ def variable_records(pred: Predictions, *, span: float = 0.9) -> list[dict]:
                        "warnings": list(rows[i]["warnings"])} for i in order]
 
 
-def rank_variables(pred: Predictions, *, span: float = 0.9) -> pd.DataFrame:
+def rank_variables(
+    pred: Predictions, *, index: np.ndarray | None = None, span: float = 0.9
+) -> pd.DataFrame:
     """Rank every covariate by VECE (eq. (7)), with VCE(v*) and v* (eq. (8)) beside it.
 
     Parameters
     ----------
     pred : Predictions
+    index : array of int or bool, optional
+        A subpopulation (positions in score order or a mask, as
+        :meth:`~mcviz.io.Predictions.subset` takes): the statistic of its rows alone.
     span : float, default 0.9
         LOESS span for the VCE curves (0.3 to 1).
 
@@ -849,6 +864,7 @@ def rank_variables(pred: Predictions, *, span: float = 0.9) -> pd.DataFrame:
         variable for the most recent ``pred``. :func:`variable_records` gives the same rows
         ready for JSON.
     """
+    pred = pred.subset(index)
     records = variable_records(pred, span=span)
     frame = pd.DataFrame(
         [[record[c] for c in RANK_COLUMNS] for record in records], columns=list(RANK_COLUMNS)

@@ -9,6 +9,7 @@ from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.figures import format_number
 from mcviz.subpopulations import filter_subpopulation
+from mcviz.text import display_text
 
 ui.setup_page("calibration", "Calibration")
 analysis = ui.require_current()
@@ -107,7 +108,7 @@ def classical_scope(item: ui.Current, slot_key: str):
         key = f"w_classical_sub_{slot_key}"
         ui.selectbox_state(key, list(by_id), runs_[0].result.argmax.id)
         picked = st.selectbox("Subpopulation", list(by_id), key=key,
-                              format_func=lambda i: f"#{i} · {by_id[i].description}")
+                              format_func=lambda i: display_text(f"#{i} · {by_id[i].description}"))
         description = by_id[picked].description
     if not description:
         return None

@@ -5,7 +5,7 @@ import streamlit as st
 
 from dashboard import state as s
 from dashboard import ui
-from dashboard.text import code, escape_markdown
+from dashboard.text import code, escape_markdown, grouped_notices
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import roles_sentence
@@ -181,7 +181,7 @@ if report.dropped:
     st.dataframe(pd.DataFrame(report.dropped, columns=["reason", "rows"]), hide_index=True)
 for warning in report.warnings:
     ui.show_warning(warning)
-for notice in report.notices:
+for notice in grouped_notices(report.notices):  # one caption per reason, not per column
     ui.caption(notice)
 if pred.multiclass:
     st.caption(f"Multi-class: {len(pred.classes)} classes; the score is the top-label "

@@ -11,8 +11,7 @@ from dashboard import state as s
 from mcviz import __version__, cumulative_differences
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
-from mcviz.figures import deviation_figure
-from mcviz.figures._text import escape_figure
+from mcviz.figures import deviation_figure, escape_figure, format_number
 from mcviz.io import VOID_P_VALUES
 from mcviz.report import (
     ExportUnavailableError,
@@ -35,9 +34,9 @@ def _chart_name(section: str, number: int, figure) -> str:
 
 
 def _numbers(result) -> tuple[tuple[str, str], ...]:
-    return (("Kuiper D", f"{result.kuiper:.4g}"), ("KS G", f"{result.ks:.4g}"),
-            ("σ", f"{result.sigma:.4g}"), ("D/σ", f"{result.kuiper_z:.4g}"),
-            ("p-value", f"{result.p_value:.4g}" if result.p_value == result.p_value
+    return (("Kuiper D", format_number(result.kuiper)), ("KS G", format_number(result.ks)),
+            ("σ", format_number(result.sigma)), ("D/σ", format_number(result.kuiper_z)),
+            ("p-value", format_number(result.p_value, kind="p") if result.p_value == result.p_value
              else VOID_P_VALUES))
 
 
@@ -74,9 +73,9 @@ def subpopulation_section() -> tuple[ReportSection | None, pd.DataFrame | None]:
         text=(f"Worst subpopulation (argmax, #{argmax.id}): {argmax.description} "
               f"({argmax.size:,} rows).",
               "Path of splits: " + (" → ".join(str(c) for c in argmax.conditions) or "none")),
-        metrics=(("M", f"{result.metric:.4g}"), ("M/σ₀", f"{result.metric_z:.4g}"),
-                 ("Multi-ablate", f"{result.ablate:.4g}"),
-                 ("Expectation", f"{result.expectation:.4g}"),
+        metrics=(("M", format_number(result.metric)), ("M/σ₀", format_number(result.metric_z)),
+                 ("Multi-ablate", format_number(result.ablate)),
+                 ("Expectation", format_number(result.expectation)),
                  ("Subpopulations", f"{result.n_subpopulations:,}")),
         figures=tuple(figures),
         tables=(("Top 50 subpopulations by normalised value", top),
@@ -102,6 +101,10 @@ def build_sections(report) -> tuple[list[ReportSection], pd.DataFrame | None, li
     sections.extend(charts.variables_section(analysis))
     report(0.7, "review grid")
     sections.insert(0, charts.review_section(analysis, runs_))
+    # the verdict heads the report, as it heads the Review page and the deck
+    sections.insert(0, ReportSection("Verdict", text=tuple(verdict.sentences)))
+    sections.extend(ReportSection(extra.title, text=tuple(extra.sentences),
+                                  metrics=tuple(extra.facts)) for extra in verdict.sections)
     report(0.9, "subpopulations")
     subpop_section, subpop_table = subpopulation_section()
     if subpop_section is not None:
@@ -112,9 +115,17 @@ def build_sections(report) -> tuple[list[ReportSection], pd.DataFrame | None, li
     return sections, subpop_table, notes
 
 
+verdict = charts.current_verdict(analysis, runs_)
 sections, subpop_table, notes = ui.run_with_progress(
     f"report|{analysis.key}|{st.session_state.get(s.W_SCORE2)}|{ui.bin_counts()}|"
     f"{st.session_state.get(s.SUBPOP)}", "Preparing the report", build_sections)
+held = st.session_state.get("monitor_report")  # the Monitor page's charts (issue 29)
+if held is not None and held[0] == analysis.key:
+    from dashboard.monitor import report_section
+
+    sections = [*sections, report_section(held[1])]
+    for figure in sections[-1].figures:
+        escape_figure(figure)
 for note in notes:
     ui.show_warning(note)
 if subpop_table is None:
@@ -149,6 +160,9 @@ if st.button("Build the report", type="primary"):
 if st.session_state.get("report_html"):
     st.download_button("Download report.html", st.session_state["report_html"],
                        file_name="mcviz-report.html", mime="text/html", key="download_report")
+
+st.subheader("Deck")
+charts.deck_buttons(analysis, verdict, runs_, key="report_deck")
 
 st.subheader("Tables (CSV)")
 if subpop_table is not None:

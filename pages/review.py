@@ -5,45 +5,68 @@ expression, or one level / range of a variable. Grid: cumulative differences wit
 (a subpopulation: its deviation from the full population, its own calibration one click away),
 reliability diagrams at the chosen bin counts, LOESS error curves along the chosen variable
 restricted to the scope, and the LCS curve. Each chart's numbers are in its own title.
+
+Above the grid, the verdict (container ``verdict``): the scope's calibration, M against its
+null (or the button that computes it), the search's confirmed findings (a click makes one the
+scope) or its minimum detectable effect; the same sentences head the report and the deck.
 """
 
 import streamlit as st
 
-from dashboard import charts, runs, ui
+from dashboard import charts, fixing, limits, review, runs, ui
+from dashboard import monitor as monitoring
 from dashboard import state as s
 from dashboard.text import escape_markdown as md
 from mcviz.errors import ValidationError
 from mcviz.report import ExportUnavailableError, chromium_path, slide_image
+from mcviz.text import display_text
 
 ui.setup_page("review", "Review")
+if not ui.presentation():  # the verdict and the whole grid on one 1440×900 screen
+    st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 3.4rem !important;"
+            " padding-bottom: 1rem !important;} [data-testid='stMainBlockContainer'] h2"
+            " {padding: 0 !important; font-size: 1.5rem !important;}"
+            " .st-key-verdict p {margin-bottom: 0.15rem !important;}</style>")
 analysis = ui.require_current()
 pred = analysis.pred
 kinds = dict(pred.covariate_kinds)
-runs_ = ui.subpopulation_runs(analysis)
+SEARCH_REQUEST = "review_search_request"
+try:
+    runs_ = ui.subpopulation_runs(analysis, progress=True)
+except ValidationError as error:
+    ui.show_error(error)
+    runs_ = ()
 
 SCOPE_NAMES = {"full": "Full population", "argmax": "Worst subpopulation (argmax)",
-               "sub": "Generated subpopulation", "filter": "Filter", "level": "Level of a variable"}
+               "sub": "Subpopulation or finding by id", "filter": "Filter",
+               "level": "Level of a variable"}
 pick_scope, pick_detail, pick_variable, pick_own, pick_export = st.columns(
-    [2.4, 2.6, 2, 1.8, 1.2], vertical_alignment="bottom")
+    [2.4, 2.6, 2.4, 1.3, 1.5], vertical_alignment="bottom")
 ui.selectbox_state(s.W_SCOPE, list(SCOPE_NAMES), "full")
 scope_kind = pick_scope.selectbox("Scope", list(SCOPE_NAMES), key=s.W_SCOPE,
-                                  format_func=SCOPE_NAMES.get)
+                                  format_func=lambda k: f"Scope: {SCOPE_NAMES[k]}",
+                                  label_visibility="collapsed")
 names = list(kinds)
 variable = charts.chosen_variable(analysis)
 ui.selectbox_state(s.W_VARIABLE, names, variable)
 if names:
     variable = pick_variable.selectbox("Variable", names, key=s.W_VARIABLE,
-                                       format_func=lambda v: f"{v} ({kinds[v]})")
+                                       format_func=lambda v: display_text(f"Variable: {v}"),
+                                       help="The variable of the error curves (bottom left)",
+                                       label_visibility="collapsed")
 with pick_detail:
     if scope_kind in ("argmax", "sub") and not runs_:
         st.info("Compute subpopulations on the **Subpopulations** page first.")
     elif scope_kind == "sub":
         subpopulations = {sub.id: sub for sub in runs_[0].subsets.subpopulations}
         ui.selectbox_state(s.W_SCOPE_SUB, list(subpopulations), runs_[0].result.argmax.id)
+        word = "finding" if runs_[0].search is not None else "subpopulation"
         st.selectbox("Subpopulation", list(subpopulations), key=s.W_SCOPE_SUB,
-                     format_func=lambda i: f"#{i} · {subpopulations[i].description}")
+                     format_func=lambda i: display_text(
+                         f"{word} #{i} · {subpopulations[i].description}"),
+                     label_visibility="collapsed")
     elif scope_kind == "filter":
-        st.text_input("Filter", key=s.W_FILTER,
+        st.text_input("Filter", key=s.W_FILTER, label_visibility="collapsed",
                       placeholder='e.g. age >= 40 and occupation in {"Sales", "Tech-support"}')
     elif scope_kind == "level":
         try:
@@ -54,7 +77,8 @@ with pick_detail:
             levels = []
         ui.selectbox_state(s.W_SCOPE_LEVEL, levels, levels[0] if levels else None)
         if levels:
-            st.selectbox(f"Level or range of {md(variable)}", levels, key=s.W_SCOPE_LEVEL)
+            st.selectbox(f"Level or range of {md(variable)}", levels, key=s.W_SCOPE_LEVEL,
+                         format_func=display_text, label_visibility="collapsed")
 
 try:
     scope = charts.review_scope(analysis, runs_)
@@ -73,9 +97,82 @@ if not scope.is_full:
              "full population.")
 
 corp = pick_own.toggle(
-    "CORP diagram", key="w_review_corp",
+    "CORP", key="w_review_corp",
     help="Top right: the CORP reliability diagram (isotonic regression, no bins, with its "
          "consistency band) in place of the binned diagrams.")
+
+
+def _open_finding(rank: int) -> None:
+    st.session_state[s.W_SCOPE] = "sub"
+    st.session_state[s.W_SCOPE_SUB] = rank
+
+
+def _search() -> None:
+    st.session_state[s.W_SUB_MODE] = "searched"
+    st.session_state[s.SUBPOP] = {"key": analysis.key,
+                                  **s.subpopulation_params(st.session_state, kinds)}
+
+
+def verdict_block(results):
+    """Show the verdict; a finding opens as the scope; buttons compute what is missing."""
+    run = runs_[0] if runs_ else None
+    null, estimate, run_key = None, None, None
+    if run is not None and run.search is None:
+        run_key = runs.run_id(analysis.key, st.session_state.get(s.SUBPOP) or {})
+        null = runs.held_null(st.session_state, run_key)
+        draws = int(st.session_state.get(s.W_NULL_DRAWS) or 200)
+        estimate = ui.null_estimate(analysis, run.result, draws)
+        if null is None and (st.session_state.get("review_null_request") == run_key or (
+                st.session_state.pop(s.AUTO_NULL, False)
+                and estimate.seconds <= limits.AUTO_START_SECONDS)):
+            try:
+                null = ui.null_of(analysis, run.result, run_key, seed=run.seed, draws=draws)
+            except ValidationError as error:
+                ui.show_error(error)
+        st.session_state[s.NULL_SHOWN] = null is not None
+    verdict = review.scope_verdict(
+        pred, results, runs_, null=null,
+        null_estimate=None if estimate is None else f"about {estimate.seconds:,.1f} s")
+    fix = fixing.held_section(st.session_state, analysis.key)  # judged on the Fix page (#27)
+    verdict = verdict if fix is None else verdict.with_sections(fix)
+    watch = monitoring.held_section(st.session_state, analysis.key)  # the Monitor page (#29)
+    verdict = verdict if watch is None else verdict.with_sections(watch)
+    finding_sentences = {line.sentence: line for line in verdict.findings}
+    with st.container(key="verdict", border=True):
+        words, action = (st.columns([5, 1.3], vertical_alignment="center")
+                         if run is None or (run.search is None and null is None)
+                         else (st.container(), None))
+    with words:
+        for sentence in verdict.sentences:
+            line = finding_sentences.get(sentence)
+            if line is None:
+                st.markdown(md(sentence))
+            else:
+                st.button(md(f"#{line.rank} · {sentence}"), key=f"open_finding_{line.rank}",
+                          type="tertiary", on_click=_open_finding, args=(line.rank,),
+                          help="Open this finding as the scope of the four charts")
+        for section in verdict.sections:
+            st.markdown(f"**{md(section.title)}** " + md(" ".join(section.sentences)))
+    if action is not None:
+        action = action.container()
+        if run is None:
+            from mcviz.search import search_estimate
+
+            cost = search_estimate(pred.n, len(kinds))
+            action.button(f"Search subpopulations (about {cost.seconds:,.0f} s)",
+                          key="verdict_search", on_click=_search, icon=":material/search:",
+                          disabled=not kinds, help=f"The guided search: {cost}.")
+        else:
+            action.button(f"Test M against chance (about {estimate.seconds:,.1f} s)",
+                          key="verdict_null", icon=":material/casino:",
+                          on_click=st.session_state.__setitem__,
+                          args=("review_null_request", run_key), help=str(estimate))
+    return verdict
+
+
+results = review.review_results(pred, scope, variable=variable, bins=ui.bin_counts(),
+                                compute=analysis.compute, corp=corp)
+verdict = verdict_block(results)
 with st.spinner("Computing the review grid…"):
     cells = charts.review_cells(analysis, scope, variable, own_calibration=own_calibration,
                                 presentation=ui.presentation(), corp=corp)
@@ -89,8 +186,14 @@ for row in (0, 1):
             else:
                 ui.show_figure(cell, key=f"review_{names_of_cells[position]}")
 
-with pick_export.popover("Slide", icon=":material/download:",
-                         help="The four charts as one 1920×1080 PNG or SVG slide"):
+export = pick_export.popover("Export", icon=":material/download:",
+                             help="The deck (PPTX or PDF), or the four charts as one slide")
+with export:
+    st.markdown("**Deck**: the verdict, one slide per confirmed finding with its four charts, "
+                "and the method")
+    charts.deck_buttons(analysis, verdict, runs_, key="review_deck")
+    st.divider()
+    st.markdown("**Slide**: the four charts as one 1920×1080 PNG or SVG")
     if chromium_path() is None:
         st.caption("Slide export needs chromium on the server (`apt-get install chromium`).")
     else:

@@ -11,6 +11,7 @@ from mcviz.binning import reliability_diagrams
 from mcviz.engines.results import load_subpopulation, read_screen
 from mcviz.errors import ValidationError
 from mcviz.figures import format_number
+from mcviz.text import display_text
 
 ui.setup_page("screening", "Screening")
 st.caption(
@@ -57,7 +58,7 @@ st.dataframe(top[["id", "description", "size", "kuiper", "sigma", "kuiper_z", "n
 rows = [screen.argmax, *(int(r) for r in top.index if r != screen.argmax)]
 row = st.selectbox("Drill down into", rows, key=f"screen_row|{table_key}",
                    format_func=lambda r: ("★ " if r == screen.argmax else "")
-                   + f"#{table['id'].iloc[r]} · {table['description'].iloc[r]}")
+                   + display_text(f"#{table['id'].iloc[r]} · {table['description'].iloc[r]}"))
 with st.spinner("Reading the subpopulation's rows…"):
     try:
         pred = ui.compute("screen_rows", table_key, load_subpopulation, screen, row=int(row))

@@ -11,15 +11,21 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, runs, ui
+from dashboard import charts, limits, runs, tables, ui
 from dashboard import state as s
 from dashboard.text import code
 from dashboard.text import escape_markdown as md
 from mcviz.binning import reliability_diagrams
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
-from mcviz.figures import deviation_figure, format_number, subpopulation_scatter_figure
-from mcviz.significance import null_distribution, null_draws_estimate
+from mcviz.figures import (
+    deviation_figure,
+    format_interval,
+    format_number,
+    format_percent,
+    subpopulation_scatter_figure,
+)
+from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
 from mcviz.subpopulations import (
     filter_subpopulation,
     group_subpopulations,
@@ -53,14 +59,8 @@ st.selectbox(
 )
 
 LOW_PREVALENCE = analysis.mapping.weighting == "low-prevalence"
-W_MODE, W_CONDITIONS, W_FINDINGS = "w_sub_mode", "w_sub_conditions", "w_sub_findings"
+W_MODE, W_CONDITIONS, W_FINDINGS = s.W_SUB_MODE, s.W_CONDITIONS, s.W_FINDINGS
 NULL_REQUEST = "null_request"  # the run id whose null distribution the user asked for
-settled = st.session_state.get(s.SUBPOP) or {}
-for widget, setting, default in ((W_MODE, "mode", "generated"),
-                                 (W_CONDITIONS, "max_conditions", 3),
-                                 (W_FINDINGS, "n_findings", 5)):
-    if widget not in st.session_state:  # widgets forget their value on another page
-        st.session_state[widget] = settled.get(setting, default)
 mode = st.radio("Subpopulations", list(runs.MODES), key=W_MODE, horizontal=True,
                 format_func=runs.MODES.get,
                 help="Generated: ℓ random median splits of the covariates (Algorithm 1 of paper "
@@ -73,29 +73,21 @@ with st.form("subpop_settings", border=False):
     st.multiselect("Covariates to split on" if mode == "generated" else "Covariates to search",
                    list(kinds), key=s.W_SUBCOVS)
     cells = st.columns(4)
-    if mode == "generated":
-        cells[0].number_input("ℓ (subpopulations)", min_value=1, max_value=20_000, step=100,
+    if mode == "generated":  # labels, bounds and help: mcviz.settings
+        cells[0].number_input(**SubpopulationSettings.setting("n_subpopulations").widget(),
                               key=s.W_L)
-        cells[1].number_input("m (minimum size)", min_value=2, max_value=max(pred.n, 2),
-                              step=10, key=s.W_M)
-        cells[3].number_input("Repeats (seeds)", min_value=1, max_value=20, key=s.W_REPEATS)
+        cells[1].number_input(**{**SubpopulationSettings.setting("min_size").widget(),
+                                 "max_value": max(pred.n, 2), "step": 10}, key=s.W_M)
+        cells[3].number_input(**SubpopulationSettings.setting("repeats").widget(),
+                              key=s.W_REPEATS)
     else:
-        cells[0].number_input("Conditions per finding (at most)", min_value=1, max_value=3,
+        cells[0].number_input(**SearchSettings.setting("max_conditions").widget(),
                               key=W_CONDITIONS)
-        cells[1].number_input("Findings", min_value=1, max_value=20, key=W_FINDINGS)
-    cells[2].number_input("Seed", min_value=0, max_value=2**31 - 1, key=s.W_SEED)
+        cells[1].number_input(**SearchSettings.setting("n_findings").widget(), key=W_FINDINGS)
+    cells[2].number_input(**SubpopulationSettings.setting("seed").widget(), key=s.W_SEED)
     submitted = st.form_submit_button("Compute", type="primary")
 
-params = {
-    "covariates": list(st.session_state[s.W_SUBCOVS] or kinds),
-    "n_subpopulations": int(st.session_state[s.W_L]),
-    "min_size": int(st.session_state[s.W_M]),
-    "seed": int(st.session_state[s.W_SEED]),
-    "repeats": int(st.session_state[s.W_REPEATS]) if mode == "generated" else 1,
-    "mode": mode,
-    "max_conditions": int(st.session_state[W_CONDITIONS]),
-    "n_findings": int(st.session_state[W_FINDINGS]),
-}
+params = s.subpopulation_params(st.session_state, kinds)
 previous = st.session_state.get(s.SUBPOP)
 if previous is None and st.session_state.pop(s.AUTO_SUBPOP, False):
     st.session_state[s.SUBPOP] = {"key": analysis.key, **params}
@@ -152,35 +144,24 @@ def drill_down(sub, row: dict | None) -> None:
 
 def null_section(result, run: str, seed: int):
     """Offer the null distribution of M (cost stated first), compute it with progress."""
-    members = sum(sub.size for sub in result.subpopulations)
-    draws = int(st.number_input("Null draws", min_value=19, max_value=5_000, value=200, step=50,
-                                key="w_null_draws",
-                                help="Sets of responses drawn from the scores (perfect "
-                                     "calibration) to learn how large M/σ₀ gets by chance."))
-    estimate = null_draws_estimate(pred.n, members, draws)
+    draws = int(st.number_input(**NullSettings.setting("draws").widget(), key=s.W_NULL_DRAWS))
+    estimate = ui.null_estimate(analysis, result, draws)
     st.caption(f"Cost estimate: about {estimate.seconds:,.1f} s and "
                f"{estimate.bytes / 2**20:,.0f} MB ({md(estimate.what)}).")
     if st.button("Compute the null distribution", icon=":material/casino:"):
         st.session_state[NULL_REQUEST] = (run, draws)
     held = runs.held_null(st.session_state, run)
+    if (st.session_state.pop(s.AUTO_NULL, False) and held is None  # a shared link's nu=1
+            and estimate.seconds <= limits.AUTO_START_SECONDS):
+        st.session_state[NULL_REQUEST] = (run, draws)
     request = st.session_state.get(NULL_REQUEST)
     if request is None or request[0] != run or (held is not None and held.draws == request[1]):
         return held
-    base = pred
-    if LOW_PREVALENCE:  # the null redraws responses, then recomputes Appendix B's weights
-        base = ui.predictions_for(analysis.source_key,
-                                  replace(analysis.mapping, weighting=None, rho=None),
-                                  analysis.frame)
     try:
-        null = ui.compute_with_progress(
-            "null_draws", run, null_distribution, base, result.subpopulations,
-            label="Null draws", draws=request[1], seed=seed,
-            low_prevalence=LOW_PREVALENCE)
+        return ui.null_of(analysis, result, run, seed=seed, draws=request[1])
     except ValidationError as error:
         ui.show_error(error)
         return held
-    runs.hold_null(st.session_state, run, null)
-    return null
 
 
 def show_null(null) -> None:
@@ -221,16 +202,18 @@ def search_section(search) -> None:
     if len(table):
         ui.show_table(pd.DataFrame({
             "rank": table["rank"], "description": table["description"],
-            "share": [f"{v:.1%}" for v in table["share"]], "size": table["size"],
+            "share": table["share"], "size": table["size"],
             "held-out D/σ": table["holdout_kuiper_z"], "p (held-out)": table["p_value"],
             "p adjusted (Holm)": table["p_adjusted"],
             f"effect{unit}": table["mean_residual"] * scale,
-            "95% CI": [f"{lo * scale:.3g} to {hi * scale:.3g}"
+            "95% CI": [format_interval(lo * scale, hi * scale)
                        for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)],
             "O/E": table["observed_expected"],
-        }))
+        }), column_order=["rank", "share", "size", "held-out D/σ", "p (held-out)",
+                          "p adjusted (Holm)", f"effect{unit}", "95% CI", "O/E",
+                          "description"])  # numbers in view; the long text last, scrolled
     mde = search.mde
-    parts = [f"{share:.0%} of the rows: {shift * scale:.3g}{unit}"
+    parts = [f"{format_percent(share)} of the rows: {format_number(shift * scale, digits=3)}{unit}"
              for share, shift in zip(mde.shares, mde.shift, strict=True)]
     st.markdown(f"Minimum detectable effect ({mde.power:.0%} power, α = {mde.alpha:g} after "
                 f"adjustment for {mde.n_tests:,} tests): nothing larger than "
@@ -265,6 +248,7 @@ if runs_:
         with st.expander("Test M against chance (null distribution)",
                          expanded=runs.held_null(st.session_state, run) is None):
             null = null_section(result, run, runs_[0].seed)
+        st.session_state[s.NULL_SHOWN] = null is not None  # the link says nu=1
         if null is not None:
             show_null(null)
         show_verdict(runs.argmax_verdict(result, null))
@@ -274,14 +258,17 @@ if runs_:
              else runs.with_holm(result.table, search))
     argmax = result.argmax
 
-    by_id = {s.id: s for s in subsets.subpopulations}
+    by_id = {s.id: s for s in subsets.subpopulations if s.id != 0}  # 0: the reference
     ids = list(by_id)
     ui.selectbox_state(s.W_SELECTED, ids, argmax.id)
-    top = table.sort_values("normalized", ascending=False).head(50).reset_index(drop=True)
+    # the full population (id 0) is the reference row at the top, not a subpopulation
+    reference = table[table["id"] == 0].assign(description="full population (reference)")
+    others = table[table["id"] != 0].sort_values("normalized", ascending=False).head(50)
+    top = pd.concat([reference, others]).reset_index(drop=True)
 
     def _pick_row() -> None:
         rows = st.session_state["sub_table"]["selection"]["rows"]
-        if rows:
+        if rows and int(top.loc[rows[0], "id"]) != 0:
             st.session_state[s.W_SELECTED] = int(top.loc[rows[0], "id"])
 
     def _pick_point() -> None:
@@ -297,20 +284,20 @@ if runs_:
         st.caption("Top 50 subpopulations by normalised value (click a row to open it)")
         p_name = ("p (void)" if LOW_PREVALENCE
                   else "p (all rows, unadjusted)" if search is not None else "p")
-        shown = top[["id", "description", "size", "kuiper_z", "p_value", "p_adjusted",
-                     "normalized"]].rename(columns={"kuiper_z": "D/σ", "p_value": p_name,
-                                                    "normalized": "normalised"})
+        shown = tables.formatted(
+            top[["id", "description", "size", "kuiper_z", "p_value", "p_adjusted",
+                 "normalized"]].rename(columns={"kuiper_z": "D/σ", "p_value": p_name,
+                                                "normalized": "normalised"}))
+        config = {name: st.column_config.Column(width=width)
+                  for name, width in tables.content_widths(shown).items()}
+        config["p_adjusted"] = st.column_config.Column(
+            width=config["p_adjusted"]["width"],
+            help="generated: family-wise adjusted (null distribution; empty until it is "
+                 "computed); searched: Holm, on the held-out rows")
         st.dataframe(shown, hide_index=True, key="sub_table", on_select=_pick_row,
-                     column_config={
-                         "D/σ": st.column_config.NumberColumn(format="%.3f"),
-                         p_name: st.column_config.NumberColumn(format="%.2e"),
-                         "p_adjusted": st.column_config.NumberColumn(
-                             format="%.3f", help="generated: family-wise adjusted (null "
-                                                 "distribution; empty until it is computed); "
-                                                 "searched: Holm, on the held-out rows"),
-                         "normalised": st.column_config.NumberColumn(format="%.4f"),
-                     },
-                     selection_mode="single-row", height=420)
+                     column_config=config, selection_mode="single-row", height=420,
+                     column_order=[*(c for c in shown.columns if c != "description"),
+                                   "description"])  # numbers in view, the long text last
         ui.csv_download("Download all subpopulations (CSV)", table, "subpopulations.csv")
     with right:
         scatter = subpopulation_scatter_figure(result, selected=st.session_state[s.W_SELECTED],
@@ -320,22 +307,26 @@ if runs_:
         if drawn < len(table):
             st.caption(f"The {drawn:,} largest D/σ of {len(table):,} are drawn.")
 
-    st.selectbox(
-        "Drill down into", ids, key=s.W_SELECTED,
-        format_func=lambda i: ("★ " if i == argmax.id else "") + f"#{i} · {by_id[i].description}",
-    )
-    selected = by_id[st.session_state[s.W_SELECTED]]
+    if not ids:
+        st.info("No subpopulation beyond the full population to drill into.")
+    else:
+        st.selectbox(
+            "Drill down into", ids, key=s.W_SELECTED,
+            format_func=lambda i: ("★ " if i == argmax.id else "")
+            + f"#{i} · {by_id[i].description}",
+        )
+        selected = by_id[st.session_state[s.W_SELECTED]]
 
-    def _open_in_review() -> None:
-        st.session_state[s.W_SCOPE] = "argmax" if selected.id == argmax.id else "sub"
-        st.session_state[s.W_SCOPE_SUB] = selected.id
+        def _open_in_review() -> None:
+            st.session_state[s.W_SCOPE] = "argmax" if selected.id == argmax.id else "sub"
+            st.session_state[s.W_SCOPE_SUB] = selected.id
 
-    if st.button("Open in Review (four charts side by side)", icon=":material/dashboard:",
-                 on_click=_open_in_review):
-        st.switch_page(ui.page_path("review"))
-    match = table[table["id"] == selected.id]
-    with st.expander("Drill-down", expanded=True):
-        drill_down(selected, match.iloc[0].to_dict() if len(match) else None)
+        if st.button("Open in Review (four charts side by side)", icon=":material/dashboard:",
+                     on_click=_open_in_review):
+            st.switch_page(ui.page_path("review"))
+        match = table[table["id"] == selected.id]
+        with st.expander("Drill-down", expanded=True):
+            drill_down(selected, match.iloc[0].to_dict() if len(match) else None)
 
 st.divider()
 st.subheader("Your own subpopulation")

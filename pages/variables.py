@@ -33,6 +33,7 @@ else:
                              for sig, vce in zip(ranking["vce_significant"], ranking["vce"],
                                                  strict=True)],
             warnings=[len(w) for w in ranking["warnings"]]),
+        percent=("vece", "vce", "vce_support"),  # as the charts write them
         height=min(40 + 35 * len(ranking), 360),
     )
     ui.caption("VCE(v*): the largest |error − predicted error| where the data can say it: "

@@ -22,3 +22,23 @@ def test_exactly_two_setup_commands():
 def test_ci_runs_the_readme_test_command_verbatim():
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert setup_commands()[1] in ci_lines
+
+
+def test_readme_notebook_example_runs():
+    # The notebook helpers shown in the README run as written (figures built, not shown).
+    import plotly.graph_objects as go
+
+    readme = (ROOT / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)\n```", readme, flags=re.DOTALL)
+              if "from mcviz import plot" in b]
+    assert len(blocks) == 1
+    shown = []
+    namespace = {}
+    original = go.Figure.show
+    go.Figure.show = lambda self, *a, **k: shown.append(self)
+    try:
+        exec(compile(blocks[0], "README.md", "exec"), namespace)
+    finally:
+        go.Figure.show = original
+    assert len(shown) == 8
+    assert all(isinstance(figure, go.Figure) for figure in shown)

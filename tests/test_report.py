@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import csv
+import io
 import re
 from datetime import UTC, datetime
 
@@ -70,8 +72,26 @@ def test_report_tables_are_capped_with_a_note():
 def test_formula_cells_are_neutralised(cell):
     assert neutralize_formula(cell) == "'" + cell
     text = safe_csv(pd.DataFrame({"description": [cell], "value": [-1.5]})).decode()
-    assert text.splitlines()[1].startswith("'")
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    assert len(rows) == 2  # one row: the cell did not split it
+    assert rows[1][0].startswith("'")
     assert text.rstrip().endswith(",-1.5")  # numbers stay numbers
+
+
+@pytest.mark.parametrize("separator", ["\r", "\r\n", "\u2028", "\u2029", "\x85", "\x0b"])
+def test_every_line_separator_is_quoted_so_no_row_splits(separator):
+    # issue #25: a bare CR in a column name was written unquoted; a reader split the row there
+    # and the next cell began "=1+1"
+    name = f"n{separator}=1+1"
+    frame = pd.DataFrame({name: [f"a{separator}=2+2"], "v": [1]})
+    text = safe_csv(frame).decode()
+    for reader in (lambda t: list(csv.reader(io.StringIO(t, newline=""))),
+                   lambda t: [list(pd.read_csv(io.StringIO(t)).columns)]):
+        rows = reader(text)
+        assert all(not cell.startswith(("=", "+")) for row in rows for cell in row), rows
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    assert rows == [["n\n=1+1", "v"], ["a\n=2+2", "1"]]
+    assert not any(ch in text for ch in "\r\u2028\u2029\x85\x0b")
 
 
 @pytest.mark.parametrize("cell", [

@@ -13,6 +13,10 @@ Adding a subcommand
 -------------------
 Each subcommand is a module ``mcviz/cli/<name>.py`` listed in :data:`SUBCOMMANDS` with:
 
+``HELP = "..."``
+    One line (a plain string literal): ``mcviz --help`` lists it without importing the module,
+    so the command line starts at once; only the subcommand that runs is imported.
+
 ``register(subparsers) -> None``
     Add the parser (``subparsers.add_parser(name, help=..., description=...)``), its arguments
     (``_common.add_input_arguments`` for a prediction file and ``--json``; defaults read from
@@ -27,32 +31,65 @@ Each subcommand is a module ``mcviz/cli/<name>.py`` listed in :data:`SUBCOMMANDS
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from mcviz.cli import _common
 from mcviz.errors import ValidationError
+from mcviz.text import display_text
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
 #: Subcommand modules of :mod:`mcviz.cli`, in the order ``mcviz --help`` lists them.
 SUBCOMMANDS: tuple[str, ...] = (
-    "metrics", "search", "screen", "deviation", "variables", "lcs", "groupings",
+    "metrics", "search", "screen", "deviation", "variables", "lcs", "groupings", "decide", "fix",
+    "apply", "monitor", "report",
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the argument parser with every subcommand of :data:`SUBCOMMANDS`."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """Build the argument parser; with ``argv``, import only the subcommand it names.
+
+    Without ``argv`` every subcommand of :data:`SUBCOMMANDS` is imported and registered. With
+    ``argv`` only the subcommand named by its first positional argument is; the others are
+    listed by their ``HELP`` line, read from their source without importing them (so
+    ``mcviz --help`` loads neither numpy nor pandas nor any statistic).
+    """
     parser = argparse.ArgumentParser(
         prog="mcviz", description="Where is a probabilistic classifier miscalibrated?"
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
+    chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     for name in SUBCOMMANDS:
-        importlib.import_module(f"mcviz.cli.{name}").register(subparsers)
+        if chosen is None or name == chosen:
+            importlib.import_module(f"mcviz.cli.{name}").register(subparsers)
+        else:
+            subparsers.add_parser(name, help=subcommand_help(name))
     return parser
+
+
+def subcommand_help(name: str) -> str:
+    """Return the ``HELP`` line of subcommand ``name`` from its source, without importing it.
+
+    Falls back to the first line of the module docstring.
+
+    Examples
+    --------
+    >>> subcommand_help("metrics")
+    'calibration metrics of the full population'
+    """
+    tree = ast.parse(Path(__file__).with_name(f"{name}.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and getattr(node.targets[0], "id", None) == "HELP"
+                and isinstance(node.value, ast.Constant)):
+            return str(node.value.value)
+    return (ast.get_docstring(tree) or name).splitlines()[0]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     with _common.signals_as_exceptions():
         try:
-            args = build_parser().parse_args(argv)
+            argv = sys.argv[1:] if argv is None else list(argv)
+            args = build_parser(argv).parse_args(argv)
             output = args.run(args)
             if args.json:
                 print(json.dumps(_common.json_safe(output)))
@@ -81,7 +119,13 @@ def _main(argv: Sequence[str] | None) -> int:
                 _common.print_table(output)
             sys.stdout.flush()  # a closed pipe shows here, inside the try
         except ValidationError as error:
-            print(f"mcviz: error: {error}", file=sys.stderr)
+            print(f"mcviz: error: {display_text(error)}", file=sys.stderr)
+            return _common.EXIT_BAD_INPUT
+        except MemoryError:
+            print("mcviz: error: out of memory: the input or the computation is larger than "
+                  "this machine holds; lower MCVIZ_MEMORY_BUDGET so that it is refused before "
+                  "it starts, analyse a sample of rows, or screen the file out of core with "
+                  "`mcviz screen --engine duckdb`.", file=sys.stderr)
             return _common.EXIT_BAD_INPUT
         except KeyboardInterrupt:
             print("mcviz: interrupted", file=sys.stderr)

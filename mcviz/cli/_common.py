@@ -17,16 +17,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcviz.errors import ValidationError
-from mcviz.io import LoadReport, Predictions, load_predictions
-from mcviz.weighting import SCHEMES, reweight
+from mcviz.text import display_text
+
+if TYPE_CHECKING:  # the library loads when a subcommand runs, not for `mcviz --help`
+    from mcviz.io import LoadReport, Predictions
+    from mcviz.settings import Settings
 
 __all__ = [
     "Terminated",
     "add_input_arguments",
     "add_json_argument",
+    "add_settings_arguments",
     "apply_weighting",
     "atomic_output",
     "default",
@@ -35,6 +39,7 @@ __all__ = [
     "load_file",
     "load_from_arguments",
     "print_table",
+    "settings_from_arguments",
     "split",
     "work_abandoned",
 ]
@@ -87,8 +92,39 @@ def add_json_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def add_settings_arguments(parser: Any, settings: type[Settings], *,
+                           required_default: bool = True) -> None:
+    """Add one option per setting of a :mod:`mcviz.settings` class (flag, type, bounds).
+
+    With ``required_default=False`` an absent option stays None (the subcommand can tell
+    whether it was asked for); :func:`settings_from_arguments` then takes the default. The
+    help states the default and the bounds; values are checked when the settings are built,
+    with the bounds in the message (exit status 2).
+    """
+    for spec in settings.settings():
+        parser.add_argument(
+            spec.flag, type=spec.kind, default=spec.default if required_default else None,
+            metavar=spec.metavar,
+            help=f"{spec.help} (default {spec.default}; {spec.low:,}..{spec.high:,})")
+
+
+def settings_from_arguments(settings: type[Settings], args: argparse.Namespace) -> Settings:
+    """Build the settings from parsed options (an option left None takes its default).
+
+    Each option is read under argparse's name for its flag (``--min-size`` -> ``min_size``).
+    """
+    values = {}
+    for spec in settings.settings():
+        value = getattr(args, spec.flag.lstrip("-").replace("-", "_"), None)
+        values[spec.name] = spec.default if value is None else value
+    return settings(**values)
+
+
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments that say how to read the prediction file, and ``--json``."""
+    from mcviz.io import load_predictions
+    from mcviz.weighting import SCHEMES
+
     parser.add_argument("file", help="CSV/TSV (optionally .gz/.zip) or Parquet prediction file")
     parser.add_argument("--score", help="score column (probability of the positive class)")
     parser.add_argument(
@@ -129,6 +165,8 @@ def load_from_arguments(args: argparse.Namespace, **options: object) -> Predicti
 
 def load_file(args: argparse.Namespace, **options: object) -> Predictions:
     """Load the file with the mapping given on the command line, before any ``--weighting``."""
+    from mcviz.io import load_predictions
+
     pred = load_predictions(
         args.file,
         score=args.score,
@@ -148,6 +186,8 @@ def apply_weighting(args: argparse.Namespace, pred: Predictions) -> Predictions:
     """Apply ``--weighting``/``--rho`` (paper 000 Appendices A and B) to loaded predictions."""
     weighting, rho = getattr(args, "weighting", None), getattr(args, "rho", None)
     if weighting is not None:
+        from mcviz.weighting import reweight
+
         return reweight(pred, weighting, rho=rho)
     if rho is not None:
         raise ValidationError("--rho applies only with --weighting proportional[-shifted].")
@@ -161,9 +201,9 @@ def say_what_loading_did(report: LoadReport) -> None:
         print(f"mcviz: dropped {report.n_dropped:,} of {report.n_read:,} rows ({reasons})",
               file=sys.stderr)
     for warning in report.warnings:
-        print(f"mcviz: warning: {warning}", file=sys.stderr)
+        print(f"mcviz: warning: {display_text(warning)}", file=sys.stderr)
     for notice in report.notices:
-        print(f"mcviz: note: {notice}", file=sys.stderr)
+        print(f"mcviz: note: {display_text(notice)}", file=sys.stderr)
 
 
 # ------------------------------------------------------------------------------------------
@@ -193,17 +233,18 @@ def print_table(output: dict, indent: str = "") -> None:
     """Print a result as an indented table (nested blocks indented, lists as bullets)."""
     for key, value in output.items():
         if isinstance(value, dict):
-            print(f"{indent}{key}:")
+            print(f"{indent}{display_text(key)}:")
             print_table(value, indent + "  ")
         elif isinstance(value, list):
-            print(f"{indent}{key}:")
+            print(f"{indent}{display_text(key)}:")
             for item in value:
                 if isinstance(item, dict):
-                    print(indent + "  - " + ", ".join(f"{k}={_format(v)}" for k, v in item.items()))
+                    print(indent + "  - " + ", ".join(f"{display_text(k)}={_format(v)}"
+                                                      for k, v in item.items()))
                 else:
                     print(f"{indent}  - {_format(item)}")
         else:
-            print(f"{indent}{key:<16} {_format(value)}")
+            print(f"{indent}{display_text(key):<16} {_format(value)}")
 
 
 def _format(value: object) -> str:
@@ -211,7 +252,7 @@ def _format(value: object) -> str:
         return f"{value:.6g}"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
-    return str(value)
+    return display_text(value)
 
 
 @contextlib.contextmanager

@@ -14,16 +14,19 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from mcviz.budget import check, subpopulations_estimate
 from mcviz.cli import _common
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import VOID_P_VALUES, Predictions, roles_sentence
 from mcviz.measures import classical_measures
-from mcviz.multical import MulticalResult, multicalibration, multicalibration_repeats
-from mcviz.report import safe_csv
-from mcviz.significance import NullDistribution, null_distribution
-from mcviz.subpopulations import generate_subpopulations, group_subpopulations
+from mcviz.settings import SubpopulationSettings
+
+if TYPE_CHECKING:  # the multi-calibration block imports its modules when asked for
+    from mcviz.multical import MulticalResult
+    from mcviz.significance import NullDistribution
 
 __all__ = ["metrics_block", "register", "run"]
 
@@ -42,25 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_multicalibration_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the multi-calibration options of ``mcviz metrics`` (defaults: None = not asked)."""
-    n_subpopulations = _common.default(multicalibration_repeats, "n_subpopulations")
-    min_size = _common.default(multicalibration_repeats, "min_size")
     group = parser.add_argument_group("multi-calibration (paper 000)")
     group.add_argument(
         "--covariates", help="comma-separated covariates (also those Algorithm 1 splits on)"
     )
-    group.add_argument(
-        "--subpopulations", type=int, metavar="L",
-        help=f"number of random subpopulations of Algorithm 1 (default {n_subpopulations})",
-    )
-    group.add_argument("--min-size", type=int, metavar="M",
-                       help=f"minimum members (default {min_size})")
-    group.add_argument("--seed", type=int, help="seed of Algorithm 1 (default "
-                       f"{_common.default(generate_subpopulations, 'seed')})")
-    group.add_argument(
-        "--repeats", type=int, metavar="R",
-        help="run seeds s, s+1, ..., s+R-1 and report the metrics as means with standard "
-        "errors (the argmax and the count are those of seed s)",
-    )
+    _common.add_settings_arguments(group, SubpopulationSettings, required_default=False)
     group.add_argument(
         "--groups", help="comma-separated boolean or categorical columns used as groups"
     )
@@ -78,6 +67,7 @@ def add_multicalibration_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """Return the metrics of the file (and the multi-calibration block when asked)."""
+    _settings(args)  # out-of-bounds settings are refused before the file is read
     covariates = _common.split(args.covariates)
     groups = _common.split(args.groups)
     if covariates is not None and groups:  # group columns must be loaded too
@@ -145,17 +135,9 @@ def _classical(pred: Predictions) -> dict | None:
 
 
 def _settings(args: argparse.Namespace) -> tuple[int, int, int, int]:
-    """Return n_subpopulations, min_size, seed, repeats (the library's defaults if not given)."""
-    def given(name: str, fallback: int) -> int:
-        value = getattr(args, name)
-        return fallback if value is None else value
-
-    repeats = given("repeats", 1)
-    if repeats < 1:
-        raise ValidationError(f"--repeats must be at least 1, not {repeats}.")
-    return (given("subpopulations", _common.default(multicalibration_repeats, "n_subpopulations")),
-            given("min_size", _common.default(multicalibration_repeats, "min_size")),
-            given("seed", _common.default(generate_subpopulations, "seed")), repeats)
+    """Return n_subpopulations, min_size, seed, repeats (defaults and bounds: the settings)."""
+    settings = _common.settings_from_arguments(SubpopulationSettings, args)
+    return settings.n_subpopulations, settings.min_size, settings.seed, settings.repeats
 
 
 def metrics_block(
@@ -169,6 +151,9 @@ def metrics_block(
     asked = args.covariates is not None or any(getattr(args, n) is not None for n in OPTIONS)
     if not asked:
         return None
+    from mcviz.multical import multicalibration, multicalibration_repeats
+    from mcviz.subpopulations import group_subpopulations
+
     n_subpopulations, min_size, seed, repeats = _settings(args)
     group_columns = _common.split(args.groups) or []
     covariate_names = _common.split(args.covariates) or []
@@ -189,6 +174,7 @@ def metrics_block(
     split_on = [c for c in covariate_names if c not in dropped] if covariate_names else [
         c for c in pred.covariates.columns if c not in group_columns]
     if generate:
+        check(subpopulations_estimate(pred.n, n_subpopulations, repeats))  # before any work
         repeated = multicalibration_repeats(
             pred, seeds=range(seed, seed + repeats), covariates=split_on,
             n_subpopulations=n_subpopulations, min_size=min_size, groups=groups,
@@ -241,6 +227,8 @@ def _null(args, pred: Predictions, unweighted: Predictions | None, result: Multi
     if low_prevalence and unweighted is None:
         raise ValidationError("--null-draws with low-prevalence weights needs the unweighted "
                               "predictions.")
+    from mcviz.significance import null_distribution
+
     return null_distribution(
         unweighted if low_prevalence else pred, result.subpopulations,
         draws=args.null_draws, seed=seed, low_prevalence=low_prevalence,
@@ -249,6 +237,8 @@ def _null(args, pred: Predictions, unweighted: Predictions | None, result: Multi
 
 def _write_table(path: str, result: MulticalResult, null: NullDistribution | None) -> None:
     """Write one row per subpopulation to ``path`` (.csv or .parquet), atomically."""
+    from mcviz.report import safe_csv
+
     suffix = Path(path).suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise ValidationError(f"--table {path!r}: the file name must end in .csv or .parquet.")

@@ -136,7 +136,9 @@ def cancel_engine(engine: Engine) -> None:
         spark.sparkContext.cancelAllJobs()
 
 
-def _read_sample(files: Sequence[str], rows: int, seed: int, temp_directory: str) -> pd.DataFrame:
+def read_sample_interruptible(
+    files: Sequence[str], rows: int, seed: int, temp_directory: str
+) -> pd.DataFrame:
     """Reservoir-sample the rows on a connection that a signal can interrupt."""
     try:
         import duckdb
@@ -164,7 +166,7 @@ def run(args: argparse.Namespace) -> dict:
     if not out.parent.is_dir():  # say so before the work, not after it
         raise ValidationError(f"directory {str(out.parent)!r} does not exist.")
     with tempfile.TemporaryDirectory(prefix="mcviz-screen-", ignore_cleanup_errors=True) as spill:
-        sample = _read_sample(files, args.sample_rows, args.seed, spill)
+        sample = read_sample_interruptible(files, args.sample_rows, args.seed, spill)
         covariates = _common.split(args.covariates)
         # Invalid rows of the sample are skipped here: the engine validates every row of the
         # full data and reports counts of the file, not row numbers of a random sample.

@@ -34,6 +34,7 @@ from mcviz.engines.base import ScreenResult, expand_paths
 from mcviz.errors import ValidationError
 from mcviz.io import load_predictions
 from mcviz.search import SearchResult, search_subpopulations
+from mcviz.settings import SearchSettings
 
 __all__ = ["register", "result_json", "run"]
 
@@ -49,23 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common.add_input_arguments(parser)
     parser.add_argument("--covariates", help="comma-separated covariates to search (default: "
                         "every column that is not the score, label or weight)")
-    default = _common.default
-    parser.add_argument("--max-conditions", type=int, metavar="K",
-                        default=default(search_subpopulations, "max_conditions"),
-                        help="conditions per finding at most (default %(default)s)")
-    parser.add_argument("--findings", type=int, metavar="F",
-                        default=default(search_subpopulations, "n_findings"),
-                        help="findings to report (default %(default)s)")
-    parser.add_argument("--min-share", type=float, metavar="S",
-                        default=default(search_subpopulations, "min_share"),
-                        help="smallest share of the rows a finding may hold "
-                        "(default %(default)s)")
-    parser.add_argument("--holdout", type=float, metavar="H",
-                        default=default(search_subpopulations, "holdout"),
-                        help="share of rows held out to confirm the findings "
-                        "(default %(default)s)")
-    parser.add_argument("--seed", type=int, default=default(search_subpopulations, "seed"),
-                        help="seed of the split (default %(default)s)")
+    _common.add_settings_arguments(parser, SearchSettings)  # defaults, bounds: mcviz.settings
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy",
                         help="duckdb or spark: search a sample of the Parquet data, then "
                         "measure the findings on every row (default numpy: all in memory)")
@@ -116,7 +101,12 @@ def result_json(result: SearchResult) -> dict:
 
 def run_sampled(args: argparse.Namespace) -> dict:
     """Search a random sample of the rows, then measure the findings on every row."""
-    from mcviz.cli.screen import _read_sample, cancel_engine, make_engine, sample_columns
+    from mcviz.cli.screen import (
+        cancel_engine,
+        make_engine,
+        read_sample_interruptible,
+        sample_columns,
+    )
 
     rows = DEFAULT_SAMPLE_ROWS if args.sample_rows is None else args.sample_rows
     if rows < 1:
@@ -128,7 +118,7 @@ def run_sampled(args: argparse.Namespace) -> dict:
     files = expand_paths(args.file)
     covariates = _common.split(args.covariates)
     with tempfile.TemporaryDirectory(prefix="mcviz-search-", ignore_cleanup_errors=True) as spill:
-        sample = _read_sample(files, rows, args.seed, spill)
+        sample = read_sample_interruptible(files, rows, args.seed, spill)
         # Invalid rows of the sample are skipped (and counted); the engine validates every row.
         pred = load_predictions(sample, score=args.score, label=args.label,
                                 positive=args.positive, weight=args.weight,

@@ -46,7 +46,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.path import run_ends
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import (

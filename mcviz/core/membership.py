@@ -23,9 +23,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from mcviz.core.conditions import OPERATORS, ordinal_keys, value_key
 from mcviz.errors import ValidationError
-from mcviz.subpopulations.model import OPERATORS
-from mcviz.subpopulations.selection import _ordinal_keys, _value_key
 
 __all__ = ["MembershipPlan", "last_run_start"]
 
@@ -155,7 +154,7 @@ class MembershipPlan:
         if nominal:
             raise ValidationError(f"column {name!r} holds text in one batch and numbers in "
                                   "another.", column=name)
-        keys, missing = _ordinal_keys(series)
+        keys, missing = ordinal_keys(series)
         position = np.searchsorted(cuts, keys, side="left")
         equal = np.zeros(keys.size, dtype=bool)
         inside = position < cuts.size
@@ -178,7 +177,7 @@ class MembershipPlan:
                 raise ValidationError(
                     f"condition {c.column} {c.op} {c.value!r}: column {c.column!r} is numeric.",
                     column=c.column)
-        keys = np.unique(np.array([_value_key(series, v) for v in values]))
+        keys = np.unique(np.array([value_key(series, v) for v in values]))
         return "ordinal", keys
 
     def _test(self, condition, codes: np.ndarray) -> np.ndarray:
@@ -226,7 +225,7 @@ class MembershipPlan:
 
     def _key(self, column: str, value: object):
         sample = self._samples[column]
-        return _value_key(sample, value)
+        return value_key(sample, value)
 
 
 def _as_series(values: object) -> pd.Series:

@@ -16,7 +16,6 @@ can neither read nor probe files elsewhere.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -30,8 +29,9 @@ import pyarrow.parquet as pq
 
 from mcviz.engines.base import Columns, ScreenResult
 from mcviz.errors import ValidationError
-from mcviz.io import Predictions, load_predictions
+from mcviz.io import Predictions, load_predictions, read_parquet_table
 from mcviz.subpopulations import parse_filter
+from mcviz.text import check_nesting
 
 __all__ = ["DATA_ROOTS_VARIABLE", "ScreenTable", "data_roots", "load_subpopulation",
            "read_screen", "write_screen"]
@@ -120,16 +120,17 @@ def read_screen(source: str | Path | bytes) -> ScreenTable:
         When the file is not Parquet, was not written by ``mcviz screen``, or a field of its
         context or a column of its table is missing or of the wrong type.
     """
-    try:
-        table = pq.read_table(io.BytesIO(source) if isinstance(source, bytes) else source)
-    except (OSError, pa.ArrowException) as error:
-        raise ValidationError(f"not a screening table (Parquet) : {error}") from None
+    try:  # the guarded reader: columns, decoded size and memory checked from the footer
+        table = read_parquet_table(source)
+    except ValidationError as error:
+        raise ValidationError(f"not a screening table: {error}") from None
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
         raise ValidationError(
             "this Parquet file carries no mcviz screening context: write it with "
             "`mcviz screen ... --out FILE`."
         )
+    check_nesting(raw.decode("utf-8", "replace"), what="the screening table's context")
     try:
         context = json.loads(raw)
     except (ValueError, UnicodeDecodeError):

@@ -50,6 +50,9 @@ from __future__ import annotations
 import io
 import itertools
 import math
+import os
+import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from functools import partial
@@ -101,6 +104,20 @@ def spark_kind(data_type: object) -> str:
     return "other"
 
 
+def _quiet_pandas_warning() -> None:
+    """Silence PySpark's one FutureWarning about pandas >= 3, and nothing else.
+
+    PySpark 4.3 (the newest) warns on every conversion that it "does not yet fully support
+    pandas >= 3.0.0"; mcviz pins pandas 3. The engine passes only plain numeric, boolean,
+    string and timestamp columns through Arrow, and tests/engines/test_engines_spark.py checks
+    that the Spark engine gives the library's M and every statistic to 1e-12 on such data, with
+    this same pandas: the warning is about features the engine does not use.
+    """
+    warnings.filterwarnings(
+        "ignore", message=r"PySpark does not yet fully support pandas >= 3\.0\.0",
+        category=FutureWarning)
+
+
 def local_session(master: str = "local[2]", *, app_name: str = "mcviz-screen"):
     """Start (or reuse) a local SparkSession bound to 127.0.0.1 with the web UI off."""
     return spark_session(master, app_name=app_name)
@@ -114,6 +131,11 @@ def spark_session(master: str = "local[2]", *, app_name: str = "mcviz-screen"):
     """
     from pyspark.sql import SparkSession
 
+    _quiet_pandas_warning()
+    if master.startswith("local"):
+        # Python workers start this interpreter (with mcviz's dependencies), not the first
+        # `python3` on PATH, which may lack pandas and pyarrow.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)

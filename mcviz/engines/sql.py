@@ -19,154 +19,34 @@ so that DuckDB can push them into the Parquet scan and skip row groups by their 
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from mcviz.engines.base import Columns
 from mcviz.errors import ValidationError
-from mcviz.subpopulations import OPERATORS, Condition
+from mcviz.subpopulations.sql import (  # the predicate translation, re-exported
+    DUCKDB,
+    SPARK,
+    Dialect,
+    Query,
+    condition_sql,
+    missing_sql,
+    predicate_sql,
+)
 
-__all__ = ["Dialect", "Query", "condition_sql", "predicate_sql", "rows_sql"]
+__all__ = [
+    "DUCKDB",
+    "SPARK",
+    "Dialect",
+    "Query",
+    "condition_sql",
+    "predicate_sql",
+    "rows_sql",
+]
 
 # Reserved names of the derived columns (unlikely to clash with user columns).
 S, R, W = "__mcviz_s", "__mcviz_r", "__mcviz_w"
-
-
-@dataclass(frozen=True, slots=True)
-class Dialect:
-    """What differs between DuckDB's and Spark's SQL."""
-
-    name: str
-    quote: str  # identifier quote character
-    marker: str  # parameter marker prefix
-    string_type: str
-
-    def ident(self, name: str) -> str:
-        """Quote a column name (the quote character doubled inside)."""
-        if not isinstance(name, str) or not name or "\x00" in name:
-            raise ValidationError(f"invalid column name {name!r}.")
-        return self.quote + name.replace(self.quote, self.quote * 2) + self.quote
-
-
-DUCKDB = Dialect("duckdb", '"', "$", "VARCHAR")
-SPARK = Dialect("spark", "`", ":", "STRING")
-
-
-@dataclass(slots=True)
-class Query:
-    """A statement under construction: SQL text plus its bound parameters."""
-
-    dialect: Dialect
-    params: dict[str, object] = field(default_factory=dict)
-
-    def bind(self, value: object) -> str:
-        """Add a parameter and return its marker."""
-        name = f"p{len(self.params)}"
-        self.params[name] = value
-        return f"{self.dialect.marker}{name}"
-
-
-# Column kinds from the engines' schema: "float", "int", "bool", "string", "timestamp", "other".
-
-
-def _missing(column: str, kind: str, q: Query) -> str:
-    ident = q.dialect.ident(column)
-    if kind == "float":
-        return f"({ident} IS NULL OR isnan({ident}))"
-    return f"({ident} IS NULL)"
-
-
-def _python_value(value: object, kind: str, column: str) -> object:
-    """Convert a condition value to the Python object the driver binds (type checked)."""
-    if isinstance(value, pd.Timestamp):
-        if kind != "timestamp":
-            raise ValidationError(f"column {column!r} is not a date/time; got {value}.",
-                                  column=column)
-        return value.to_pydatetime()
-    if isinstance(value, np.generic):
-        value = value.item()
-    if kind == "string":
-        return str(value)
-    if kind == "bool":
-        if isinstance(value, bool):
-            return value
-        return float(value)
-    if kind == "timestamp":
-        if isinstance(value, str | _dt.datetime | _dt.date):
-            return pd.Timestamp(value).to_pydatetime()
-        raise ValidationError(f"column {column!r} is a date/time; {value!r} is not.",
-                              column=column)
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float):
-        number = float(value)
-        if np.isnan(number):  # +-inf are thresholds like any other (the filter language's too)
-            raise ValidationError(f"condition on {column!r}: the value {value!r} is not a "
-                                  "number.", column=column)
-        return number
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ValidationError(
-            f"column {column!r} is numeric; the condition value {value!r} is not a number.",
-            column=column,
-        ) from None
-
-
-def _operand(column: str, kind: str, value: object, q: Query) -> str:
-    """Return the column expression compared against ``value`` (cast where the types differ)."""
-    ident = q.dialect.ident(column)
-    if kind == "bool" and not isinstance(value, bool | np.bool_):
-        return f"CAST({ident} AS DOUBLE)"
-    if kind in ("other",):
-        return f"CAST({ident} AS {q.dialect.string_type})"
-    return ident
-
-
-def condition_sql(condition: Condition, kinds: Mapping[str, str], q: Query) -> str:
-    """One condition as a SQL boolean expression that is never NULL."""
-    column, op, value = condition.column, condition.op, condition.value
-    if column not in kinds:
-        raise ValidationError(f"no column {column!r} in the data for condition {condition}.",
-                              column=column)
-    if op not in OPERATORS:
-        raise ValidationError(f"unknown operator {op!r} in a condition on {column!r}.",
-                              column=column)
-    kind = kinds[column]
-    missing = _missing(column, kind, q)
-    if op == "is missing":
-        return missing
-    if op == "is not missing":
-        return f"(NOT {missing})"
-    if op in ("in", "not in"):
-        items = value if isinstance(value, tuple | list) else (value,)
-        if not items:
-            member = "FALSE"
-        else:
-            operand = _operand(column, kind, items[0], q)
-            markers = ", ".join(q.bind(_python_value(v, kind, column)) for v in items)
-            member = f"{operand} IN ({markers})"
-        if op == "in":
-            return f"({member} AND NOT {missing})"
-        return f"(NOT {member} OR {missing})"
-    operand = _operand(column, kind, value, q)
-    marker = q.bind(_python_value(value, kind, column))
-    sql_op = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "=", "!=": "<>"}[op]
-    compare = f"{operand} {sql_op} {marker}"
-    if op in (">", ">=", "!="):  # missing sorts last: it satisfies these
-        return f"({compare} OR {missing})"
-    return f"({compare} AND NOT {missing})"
-
-
-def predicate_sql(conditions: Sequence[Condition], kinds: Mapping[str, str], q: Query) -> str:
-    """Translate a conjunction of conditions (TRUE when empty)."""
-    if not conditions:
-        return "TRUE"
-    return "(" + " AND ".join(condition_sql(c, kinds, q) for c in conditions) + ")"
 
 
 def rows_sql(columns: Columns, kinds: Mapping[str, str], q: Query, source: str,
@@ -251,7 +131,7 @@ def invalid_checks(columns: Columns, kinds: Mapping[str, str], q: Query) -> list
     ident = q.dialect.ident
     score = ident(columns.score)
     checks = [
-        (columns.score, "are missing or NaN", _missing(columns.score, kinds[columns.score], q)),
+        (columns.score, "are missing or NaN", missing_sql(columns.score, kinds[columns.score], q)),
         (columns.score, "lie outside [0, 1]",
          f"COALESCE(CAST({score} AS DOUBLE) < 0.0 OR CAST({score} AS DOUBLE) > 1.0, FALSE)"),
         (columns.label, "are missing or not one of the two labels",
@@ -261,7 +141,8 @@ def invalid_checks(columns: Columns, kinds: Mapping[str, str], q: Query) -> list
         weight = f"CAST({ident(columns.weight)} AS DOUBLE)"
         checks.append((
             columns.weight, "are missing, infinite, zero or negative",
-            f"COALESCE({_missing(columns.weight, kinds[columns.weight], q)} OR NOT ({weight} > 0.0)"
+            f"COALESCE({missing_sql(columns.weight, kinds[columns.weight], q)}"
+            f" OR NOT ({weight} > 0.0)"
             f" OR {weight} = CAST('Infinity' AS DOUBLE), TRUE)",
         ))
     return checks

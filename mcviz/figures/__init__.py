@@ -42,9 +42,24 @@ __all__ += [
 from mcviz.figures.multical import subpopulation_scatter_figure  # noqa: E402
 
 __all__ += ["subpopulation_scatter_figure"]
-from mcviz.figures._format import format_number, subscript  # noqa: E402
+from mcviz.figures.format import (  # noqa: E402
+    format_interval,
+    format_number,
+    format_p,
+    format_percent,
+    subscript,
+)
 
-__all__ += ["format_number", "subscript"]
+__all__ += ["format_interval", "format_number", "format_p", "format_percent", "subscript"]
 from mcviz.figures.corp import corp_figure, smooth_reliability_figure  # noqa: E402
 
 __all__ += ["corp_figure", "smooth_reliability_figure"]
+from mcviz.figures._text import escape_figure, plotly_text, plotly_texts  # noqa: E402
+
+__all__ += ["escape_figure", "plotly_text", "plotly_texts"]
+from mcviz.figures.monitor import monitor_heatmap_figure, monitor_series_figure  # noqa: E402
+
+__all__ += ["monitor_heatmap_figure", "monitor_series_figure"]
+from mcviz.figures.decision import decision_curve_figure  # noqa: E402
+
+__all__ += ["decision_curve_figure"]

@@ -57,24 +57,27 @@ def apply_style(
     size = PRESENTATION_FONT_SIZE if presentation else FONT_SIZE
     line = 1.35 * size
     text = title or ""
-    if subtitle:
-        text += f"<br><span style='font-size:{int(size * 0.8)}px'>{subtitle}</span>"
+    if subtitle:  # the headline numbers: never smaller than the tick labels
+        text += f"<br><span style='font-size:{tick_size(presentation)}px'>{subtitle}</span>"
     # plotly anchors a two-line title by its first line: the pad makes room for the second
     top = 12 + (line if title else 0) + (1.7 * line if subtitle else 0)
     top += 2 * line + 6 if top_axis else 8
     bottom = 1.5 * line + (line if x_title else 0)
     legend_layout: dict = {"visible": False}
+    legend_size = tick_size(presentation)  # legends explain; the data keep the room
     if legend == "bottom":
-        rows = _legend_rows(figure, size)
-        bottom += rows * line + 6 if rows else 0
+        rows = _legend_rows(figure, legend_size)
+        bottom += rows * 1.35 * legend_size + 6 if rows else 0
         legend_layout = {"orientation": "h", "yref": "container", "y": 0.0,
                          "yanchor": "bottom", "x": 0.0, "xanchor": "left",
-                         "bgcolor": "rgba(0,0,0,0)"}
+                         "bgcolor": "rgba(0,0,0,0)", "font": {"size": legend_size}}
     elif legend == "inside":
         legend_layout = {"orientation": "v", "x": 0.01, "y": 0.99, "xanchor": "left",
-                         "yanchor": "top", "bgcolor": "rgba(255,255,255,0.75)"}
+                         "yanchor": "top", "bgcolor": "rgba(255,255,255,0.75)",
+                         "font": {"size": legend_size}}
     figure.update_layout(
-        template=_template(frozenset(trace.type for trace in figure.data) - _BASE_TRACES),
+        template=_template(frozenset(trace.type for trace in figure.data) - _BASE_TRACES,
+                           tick_size(presentation)),
         font={"size": size, "family": "Arial, Helvetica, sans-serif"},
         title={"text": text, "x": 0.0, "xanchor": "left", "yref": "container", "y": 1.0,
                "yanchor": "top", "pad": {"t": round(10 + (0.85 * line if subtitle else 0)), "l": 4}}
@@ -100,8 +103,14 @@ _UNUSED_LAYOUT = ("colorscale", "geo", "polar", "scene", "ternary")
 """``simple_white`` layout parts for subplots and default colour scales mcviz never uses."""
 
 
+def tick_size(presentation: bool = False) -> int:
+    """Font size (px) of tick labels and of the subtitle line (the headline numbers)."""
+    return round(0.8 * (PRESENTATION_FONT_SIZE if presentation else FONT_SIZE))
+
+
 @lru_cache(maxsize=16)
-def _template(extra_traces: frozenset[str] = frozenset()) -> go.layout.Template:
+def _template(extra_traces: frozenset[str] = frozenset(),
+              ticks: int = 12) -> go.layout.Template:
     """``simple_white`` with the house axes (grid, no zero line, standoffs, automargin).
 
     Set once in the template rather than by an update of every axis of every figure (each
@@ -117,9 +126,9 @@ def _template(extra_traces: frozenset[str] = frozenset()) -> go.layout.Template:
     template = go.layout.Template(
         layout=layout, data={k: data[k] for k in sorted(_BASE_TRACES | extra_traces) if k in data})
     template.layout.xaxis.update(showgrid=True, gridcolor="#EEEEEE", zeroline=False,
-                                 title_standoff=4, automargin=True)
+                                 title_standoff=4, automargin=True, tickfont_size=ticks)
     template.layout.yaxis.update(showgrid=True, gridcolor="#EEEEEE", zeroline=False,
-                                 automargin=True, title_standoff=6)
+                                 automargin=True, title_standoff=6, tickfont_size=ticks)
     return template
 
 

@@ -10,7 +10,8 @@ the report). Two tools:
   decodes them back, so the viewer reads the original characters);
 * :func:`escape_figure` makes a built figure safe in place: every string in its traces (names,
   text, hover text, custom data, categories) and layout (titles, tick labels, annotations) is
-  escaped except the few tags the figure builders write themselves (``<br>``, ``<b>``, ``<i>``,
+  escaped (and bidi controls shown as ``[U+202E]``, :func:`mcviz.text.display_text`) except the
+  few tags the figure builders write themselves (``<br>``, ``<b>``, ``<i>``,
   ``<sup>``, ``<sub>``, ``<em>``, ``<extra>`` and the subtitle's font-size ``<span>``). It is
   idempotent (an existing entity is kept) and touches only the strings that change, so a
   figure without markup in its data costs one walk of its JSON.
@@ -23,6 +24,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+
+from mcviz.text import display_text
 
 __all__ = ["escape_figure", "plotly_text", "plotly_texts"]
 
@@ -39,7 +42,7 @@ def plotly_text(text: object) -> str:
     >>> plotly_text('<a href="//evil">x</a> & co')
     '&lt;a href="//evil"&gt;x&lt;/a&gt; &amp; co'
     """
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return display_text(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def plotly_texts(texts: Iterable[object]) -> list[str]:
@@ -57,6 +60,7 @@ def _inert(text: str) -> str:
     >>> _inert(_inert("<a>")) == _inert("<a>")
     True
     """
+    text = display_text(text)  # bidi controls shown, never obeyed (mcviz.text)
     if not any(ch in text for ch in "<>&"):
         return text
     pieces = _OWN_TAGS.split(text)

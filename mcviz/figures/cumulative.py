@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 
 from mcviz.cumulative import CumulativeResult
 from mcviz.deviation import DeviationResult
-from mcviz.figures._format import format_number, format_ticks
 from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, VERMILION, apply_style
+from mcviz.figures.format import format_number, format_ticks
 
 __all__ = ["cumulative_figure", "deviation_figure"]
 
@@ -60,7 +60,7 @@ def cumulative_figure(
     return _path_figure(
         result,
         path_name="response − score, cumulative",
-        y_title="cumulative (response − score)",
+        y_title="response − score",
         bottom_title=variable,
         title=title or default_title,
         subtitle=subtitle,
@@ -121,9 +121,10 @@ def _statistics_text(
     p_text = f"p {p_text}" if p_text.startswith("<") else f"p = {p_text}"
     if np.isnan(p_value):  # the Brownian p-value is void: weights that depend on the labels
         p_text = "p not valid with label-dependent weights"
+    # the headline first: a narrow chart keeps it when the line is cut
     return (
-        f"D = {format_number(kuiper)} (D/σ = {format_number(kuiper_z, digits=3)}, {p_text}) · "
-        f"G = {format_number(ks)} (G/σ = {format_number(ks_z, digits=3)}) · n = {n:,}"
+        f"D/σ = {format_number(kuiper_z, digits=3)} ({p_text}) · G/σ = "
+        f"{format_number(ks_z, digits=3)} · D = {format_number(kuiper)} · n = {n:,}"
     )
 
 
@@ -221,11 +222,18 @@ def _path_figure(
         },
         yaxis={"title": {"text": y_title}},
     )
+    # a short chart (the review grid) keeps its data area: no k/n axis on top (hover has k/n)
+    top_axis = height is None or height >= COMPACT_HEIGHT
+    if not top_axis:
+        figure.update_layout(xaxis2={"visible": False})
     apply_style(figure, title=title, subtitle=subtitle, presentation=presentation, height=height,
-                top_axis=True)
+                top_axis=top_axis)
     figure.add_hline(y=0, line={"color": LIGHT_GRAY, "width": 1})
     return figure
 
+
+COMPACT_HEIGHT = 450
+"""Below this height (px) the k/n axis on top is left out, so the data keep their room."""
 
 MIN_TICK_GAP = 0.07
 """Ticks closer than this (in abscissa units) are dropped: a run of tied scores covering most

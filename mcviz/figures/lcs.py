@@ -8,12 +8,13 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, apply_style
+from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, apply_style, tick_size
+from mcviz.figures.format import format_number
 from mcviz.smoothing import LocalCalibrationScore
 
 __all__ = ["lcs_figure"]
 
-BOUNDARY_NOTE = "window reaches the end of the score range: flattening here is not over-prediction"
+BOUNDARY_NOTE = "flattening at the range ends is not over-prediction"
 
 
 def _shade_boundary(figure: go.Figure, result: LocalCalibrationScore) -> None:
@@ -83,11 +84,15 @@ def lcs_figure(
     figure.update_layout(
         xaxis={"title": "score", "range": [0, 1], "anchor": "y2"},
         yaxis={"title": "observed rate", "range": [0, 1], "domain": [0.25, 1.0]},
-        yaxis2={"domain": [0.0, 0.18], "title": "density", "showgrid": False,
-                "rangemode": "tozero", "showticklabels": False},
+        yaxis2={"domain": [0.0, 0.18], "showgrid": False, "rangemode": "tozero",
+                "showticklabels": False},
     )
+    # the strip's name inside it: a rotated title beside "observed rate" would run into it
+    figure.add_annotation(text="density of scores", xref="paper", yref="y2 domain", x=0.99,
+                          y=0.95, xanchor="right", yanchor="top", showarrow=False,
+                          font={"color": "#555555"})
     subtitle = (
-        f"LCS {result.lcs:.3g} · span {result.span:g} (k = {result.k:,}) · "
+        f"LCS {format_number(result.lcs, digits=3)} · span {result.span:g} (k = {result.k:,}) · "
         f"{result.grid.size} grid points · n = {result.n:,}"
     )
     if result.boundary.any():
@@ -99,5 +104,6 @@ def lcs_figure(
         presentation=presentation, height=height, legend="inside",
     )
     if result.boundary.any():  # room for the second subtitle line
-        figure.update_layout(margin_t=figure.layout.margin.t + 25)
+        figure.update_layout(margin_t=figure.layout.margin.t
+                             + round(2.2 * tick_size(presentation)))
     return figure

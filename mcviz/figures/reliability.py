@@ -90,7 +90,11 @@ def reliability_figure(
         presentation=presentation,
         height=height or base_height,
     )
-    figure.update_yaxes(nticks=3, tickformat="~s", row=2)
+    # the count strips: no tick labels (two labels on a strip this short run into each other)
+    figure.update_yaxes(showticklabels=False, row=2)
+    # the panel titles ("10 bins") stand above the plot area: room for them under the subtitle
+    panel_title = figure.layout.annotations[0].font.size if figure.layout.annotations else 0
+    figure.layout.margin.t += round(1.3 * (panel_title or 0))
     return figure
 
 

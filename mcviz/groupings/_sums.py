@@ -7,12 +7,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
+from mcviz.core.conditions import ordinal_values
 from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
 from mcviz.groupings.results import GroupErrors
 from mcviz.io import Predictions
-from mcviz.subpopulations.selection import _ordinal_values
 
 SUM_KEYS = ("v_sum", "v2_sum", "vd_sum", "vd2_sum", "var_sum", "vs_sum")
 """The per-group sums every grouping computes (see :func:`_per_point`)."""
@@ -105,7 +105,7 @@ def _check_columns(pred: Predictions, columns: Sequence[str]) -> list[str]:
 
 def _observed(series: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Numeric values (NaN where missing), the mask of observed ones, and those values."""
-    values = _ordinal_values(series)
+    values = ordinal_values(series)
     present = ~np.isnan(values)
     observed = values[present]
     if observed.size == 0:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.groupings._sums import _check_columns, _observed
 from mcviz.groupings.results import InputSpace, Scaling
@@ -31,6 +31,7 @@ class SpaceShape:
     numeric: int  # numeric columns, missing flags included
     nominal: int  # nominal covariates
     levels: int  # levels of the nominal covariates, summed
+    level_counts: tuple[int, ...] = ()  # levels of each nominal covariate
 
 
 def space_shape(pred: Predictions, covariates: Sequence[str] | None) -> SpaceShape:
@@ -40,15 +41,16 @@ def space_shape(pred: Predictions, covariates: Sequence[str] | None) -> SpaceSha
     )
     if not names:
         raise ValidationError("no covariates to form an input space; choose at least one.")
-    numeric = nominal = levels = 0
+    numeric = nominal = 0
+    counts: list[int] = []
     for name in names:
         series = pred.covariates[name]
         if isinstance(series.dtype, pd.CategoricalDtype):
             nominal += 1
-            levels += len(series.cat.categories) + int(bool(series.isna().any()))
+            counts.append(len(series.cat.categories) + int(bool(series.isna().any())))
         else:
             numeric += 1 + int(bool(series.isna().any()))
-    return SpaceShape(tuple(names), numeric, nominal, levels)
+    return SpaceShape(tuple(names), numeric, nominal, sum(counts), tuple(counts))
 
 
 def input_space(

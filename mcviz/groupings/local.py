@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-from mcviz.budget import Budget, Progress, check, knn_estimate, report_progress
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.budget import (
+    Budget,
+    Progress,
+    as_budget,
+    check,
+    format_bytes,
+    format_seconds,
+    kernel_estimate,
+    knn_estimate,
+    report_progress,
+)
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.groupings._sums import SUM_KEYS, _from_sums
 from mcviz.groupings.input_space import (
@@ -21,6 +32,7 @@ from mcviz.groupings.input_space import (
     space_shape,
 )
 from mcviz.groupings.neighbours import (
+    BYTES_PER_CELL,
     _cover,
     _distinct_inputs,
     _group_matrix,
@@ -30,14 +42,28 @@ from mcviz.groupings.neighbours import (
 from mcviz.groupings.results import InputSpace, LocalCalibration, Scaling
 from mcviz.io import Predictions
 
-CHUNK_NEIGHBOURS = 2_000_000
-"""Neighbours searched per chunk of centres (bounds the search's memory)."""
+CHUNK_NEIGHBOURS = 1_000_000
+"""At most this many (centre, candidate) cells are searched at once (bounds the search's memory;
+a smaller memory budget lowers it, :func:`_search_cells`)."""
+
+PILOT_CENTRES = 64
+"""The first chunk of a k-NN search is this small: its time projects the whole search's."""
 
 MAX_PAIRS = 30_000_000
 """Kernel groups and the k trade-off refuse to hold more (centre, neighbour) pairs than this."""
 
 GAUSSIAN_CUTOFF = 4.0
 """Gaussian kernels are truncated at this many bandwidths (the dropped mass is below 1e-3)."""
+
+
+def _search_cells(budget: Budget, fixed: int) -> int:
+    """Cells searched at once: :data:`CHUNK_NEIGHBOURS`, fewer when the budget leaves less room.
+
+    The room is the budget less the O(n) part of the estimate; half of it goes to one chunk's
+    search (the other half to what the chunks' results add up to).
+    """
+    room = max(budget.bytes - fixed, 0) // 2
+    return max(1_000, min(CHUNK_NEIGHBOURS, room // BYTES_PER_CELL))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -51,6 +77,8 @@ class _Prepared:
     queries: np.ndarray  # distinct inputs of the centres
     inverse: np.ndarray  # position in ``queries`` of each centre
     multiplicity: np.ndarray  # centres sharing each query
+    budget: Budget
+    cells: int  # (centre, candidate) cells searched at once
 
 
 def _prepare(
@@ -68,10 +96,16 @@ def _prepare(
     if scaling not in ("robust", "standard"):
         raise ValidationError(f"scaling must be 'robust' or 'standard', not {scaling!r}.")
     shape = space_shape(pred, covariates)
+    budget = as_budget(budget)
+    fixed = knn_estimate(pred.n, numeric=shape.numeric, nominal=shape.nominal,
+                         levels=shape.levels, centres=1, k=1, chunk=0,
+                         level_counts=shape.level_counts).bytes
+    cells = _search_cells(budget, fixed)
     check(
         knn_estimate(
             pred.n, numeric=shape.numeric, nominal=shape.nominal, levels=shape.levels,
-            centres=_n_centres(pred.n, max_centres), k=k, chunk=CHUNK_NEIGHBOURS,
+            centres=_n_centres(pred.n, max_centres), k=k, chunk=cells,
+            level_counts=shape.level_counts,
         ),
         budget,
     )
@@ -83,7 +117,8 @@ def _prepare(
     queries, inverse, multiplicity = np.unique(
         inputs.of_row[centres], return_inverse=True, return_counts=True
     )
-    return _Prepared(space, centres, sampled, inputs, queries, inverse.ravel(), multiplicity)
+    return _Prepared(space, centres, sampled, inputs, queries, inverse.ravel(), multiplicity,
+                     budget, cells)
 
 
 def local_calibration(
@@ -169,27 +204,10 @@ def local_calibration(
         pred, covariates, scaling=scaling, max_centres=max_centres, seed=seed, k=k,
         budget=budget, progress=progress,
     )
-    inputs, queries = prep.inputs, prep.queries
-    searcher = _Searcher(inputs)
-    u = inputs.count.size
-    # Chunks of about CHUNK_NEIGHBOURS neighbours bound the memory for any k; at least 20 chunks
-    # for progress reports when there are many centres.
-    step = max(1, min(CHUNK_NEIGHBOURS // k, max(256, -(-queries.size // 20))))
-    totals, sizes, radii = [], [], []
-    covered = np.zeros(u)  # groups containing each distinct input (Proposition 4)
-    for start in range(0, queries.size, step):
-        report_progress(
-            progress, 0.05 + 0.9 * start / queries.size,
-            f"searching the {k} nearest neighbours of {queries.size:,} centres",
-        )
-        distance, index, radius = _cover(searcher, queries[start : start + step], k)
-        groups_of = _group_matrix(distance, index, radius, u)
-        totals.append(groups_of @ inputs.terms)
-        sizes.append(groups_of @ inputs.count)
-        radii.append(radius)
-        covered += groups_of.T @ prep.multiplicity[start : start + step].astype(float)
+    total, size, radius, covered = _search(prep, k, progress)
+    inputs = prep.inputs
     report_progress(progress, 0.95, "assembling the group errors")
-    total = np.vstack(totals)[prep.inverse]
+    total = total[prep.inverse]
     sums = {key: np.ascontiguousarray(total[:, j]) for j, key in enumerate(SUM_KEYS)}
     note = f", {prep.centres.size:,} sampled centres (seed {seed})" if prep.sampled else ""
     groups = _from_sums(
@@ -200,7 +218,7 @@ def local_calibration(
             f"({', '.join(prep.space.covariates)}){note}"
         ),
         labels=[f"row {r}" for r in pred.row[prep.centres]],
-        size=np.rint(np.concatenate(sizes)[prep.inverse]).astype(np.int64),
+        size=np.rint(size[prep.inverse]).astype(np.int64),
         mass=pred.weight[prep.centres].astype(float),
         centre=prep.centres,
         overlapping=True,
@@ -213,7 +231,7 @@ def local_calibration(
         k=k,
         bandwidth=None,
         kernel=None,
-        radius=_readonly(np.concatenate(radii)[prep.inverse]),
+        radius=_readonly(radius[prep.inverse]),
         membership=_readonly(np.rint(covered[inputs.of_row]).astype(np.int64)),
         space=prep.space,
         sampled=prep.sampled,
@@ -221,13 +239,68 @@ def local_calibration(
     )
 
 
+def _search(
+    prep: _Prepared, k: int, progress: Progress | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Search every query's group in chunks: summed terms, sizes, radii and coverage.
+
+    The first chunk is a pilot of :data:`PILOT_CENTRES` queries whose time projects the rest
+    (:func:`_check_pace`); each later chunk holds as many queries as fit ``prep.cells`` at the
+    width the previous one needed.
+    """
+    inputs, queries = prep.inputs, prep.queries
+    searcher = _Searcher(inputs)
+    u = inputs.count.size
+    totals, sizes, radii = [], [], []
+    covered = np.zeros(u)  # groups containing each distinct input (Proposition 4)
+    what = f"searching the {k} nearest neighbours of {queries.size:,} centres"
+    started, start = time.monotonic(), 0
+    step = min(PILOT_CENTRES, queries.size)  # the pilot: its time projects the rest
+    while start < queries.size:
+        stop = min(start + step, queries.size)
+        report_progress(progress, 0.05 + 0.9 * start / queries.size, what)
+        distance, index, radius = _cover(searcher, queries[start:stop], k, prep.cells)
+        groups_of = _group_matrix(distance, index, radius, u)
+        totals.append(groups_of @ inputs.terms)
+        sizes.append(groups_of @ inputs.count)
+        radii.append(radius)
+        covered += groups_of.T @ prep.multiplicity[start:stop].astype(float)
+        if start == 0:
+            _check_pace(time.monotonic() - started, stop, queries.size, prep)
+        # the next chunk: as many centres as fit the cells at the width this one needed, at
+        # least 20 chunks for progress reports when there are many centres
+        width = max(distance.shape[1], k)
+        step = max(1, min(prep.cells // width, max(256, -(-queries.size // 20))))
+        start = stop
+    return (np.vstack(totals), np.concatenate(sizes), np.concatenate(radii), covered)
+
+
+def _check_pace(seconds: float, done: int, total: int, prep: _Prepared) -> None:
+    """Refuse a search whose first chunk projects past the time budget (when one is set)."""
+    if prep.budget.seconds is None or done >= total:
+        return
+    projected = seconds * total / max(done, 1)
+    if projected > prep.budget.seconds:
+        raise ValidationError(
+            f"refused after measuring: the k-NN search took {format_seconds(seconds)} for its "
+            f"first {done:,} of {total:,} centres, so all would take about "
+            f"{format_seconds(projected)} (time budget {format_seconds(prep.budget.seconds)}, "
+            f"memory held to chunks of {format_bytes(prep.cells * BYTES_PER_CELL)}). To run "
+            "it: choose fewer centres (max_centres) or a smaller k, or fewer covariates "
+            "(nominal ones with many levels make each search wider). The time budget is set "
+            "by MCVIZ_TIME_BUDGET."
+        )
+
+
 def _pairs_within(
-    searcher: _Searcher, centres: np.ndarray, reach: float, limit: int
+    searcher: _Searcher, centres: np.ndarray, reach: float, limit: int,
+    affordable: Callable[[int], object] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every (centre, distinct input) pair within ``reach``: rows, columns, distances.
 
     Counts the pairs first (an upper bound when other cells can be in reach) and refuses more
-    than ``limit`` before allocating them.
+    than ``limit`` - or, through ``affordable(pairs)``, more than the memory budget holds -
+    before allocating them.
     """
     inputs = searcher.inputs
     cells = inputs.cell[centres] if searcher.nominal else np.zeros(centres.size, np.int64)
@@ -248,6 +321,8 @@ def _pairs_within(
             f"the kernel groups would hold {counted:,} (centre, observation) pairs (limit "
             f"{limit:,}); choose a smaller bandwidth or fewer centres (max_centres)."
         )
+    if affordable is not None:
+        affordable(counted)
     rows, cols, dist = [], [], []
     for tree, (members_of, c) in zip(trees, own, strict=True):
         pairs = tree.sparse_distance_matrix(searcher.cell_tree(c), reach, output_type="ndarray")
@@ -272,6 +347,51 @@ def _pairs_within(
     return tuple(np.ascontiguousarray(part[0], dtype=dtype) if len(part) == 1 else (
         np.concatenate(part).astype(dtype, copy=False))
         for part, dtype in ((rows, np.int64), (cols, np.int64), (dist, float)))
+
+
+def _kernel_sums(
+    prep: _Prepared, rows: np.ndarray, cols: np.ndarray, distance: np.ndarray,
+    bandwidth: float, kernel: str,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Kernel-weighted sizes, coverage and sums of the terms over the (centre, input) pairs."""
+    inputs = prep.inputs
+    # K(u), u = distance / bandwidth, in place: the pairs are many (up to MAX_PAIRS) and every
+    # fresh array of that length costs its page faults
+    kernel_weight = distance  # a fresh array of _pairs_within
+    kernel_weight /= bandwidth
+    np.square(kernel_weight, out=kernel_weight)
+    if kernel == "epanechnikov":
+        np.subtract(1.0, kernel_weight, out=kernel_weight)
+    else:
+        kernel_weight *= -0.5
+        np.exp(kernel_weight, out=kernel_weight)
+    positive = kernel_weight > 0
+    if not positive.all():  # pairs exactly at the reach (Epanechnikov weight 0)
+        rows, cols, kernel_weight = (np.compress(positive, a) for a in (rows, cols, kernel_weight))
+    q = prep.queries.size
+    buffer = np.empty(kernel_weight.size)
+
+    def summed(values, at, by, weight=None, length=q):
+        """Sum over pairs, grouped by ``by``, of ``values[at]`` (times ``weight``)."""
+        np.take(np.asarray(values, dtype=float), at, out=buffer)
+        if weight is not None:
+            np.multiply(buffer, weight, out=buffer)
+        return np.bincount(by, weights=buffer, minlength=length)
+
+    # Per distinct input the terms are sums of w, w², w d, w² d², w² spread, w s: the kernel
+    # multiplies the first kind once and the second (squared weights) twice.
+    power = (1, 2, 1, 2, 2, 1)
+    terms = np.asfortranarray(inputs.terms)  # each column contiguous for its gather
+    size = summed(inputs.count, cols, rows)[prep.inverse]
+    covered = summed(prep.multiplicity, rows, cols, length=inputs.count.size)
+    sums = {}
+    for p in (1, 2):  # K first, then K² in place (no second array of the pairs' length)
+        if p == 2:
+            np.square(kernel_weight, out=kernel_weight)
+        for j, key in enumerate(SUM_KEYS):
+            if power[j] == p:
+                sums[key] = summed(terms[:, j], cols, rows, kernel_weight)[prep.inverse]
+    return size, covered, sums
 
 
 def kernel_calibration(
@@ -333,44 +453,14 @@ def kernel_calibration(
     inputs = prep.inputs
     reach = bandwidth * (1.0 if kernel == "epanechnikov" else GAUSSIAN_CUTOFF)
     report_progress(progress, 0.1, f"finding the pairs within reach of {m:,} centres")
-    rows, cols, distance = _pairs_within(_Searcher(inputs), prep.queries, reach, MAX_PAIRS)
+    columns = prep.space.numeric.shape[1] + prep.space.codes.shape[1]
+    rows, cols, distance = _pairs_within(
+        _Searcher(inputs), prep.queries, reach, MAX_PAIRS,
+        lambda pairs: check(kernel_estimate(pred.n, columns=columns, centres=m, pairs=pairs),
+                            prep.budget),
+    )
     report_progress(progress, 0.8, "summing the kernel groups")
-    # K(u), u = distance / bandwidth, in place: the pairs are many (up to MAX_PAIRS) and every
-    # fresh array of that length costs its page faults
-    kernel_weight = distance  # a fresh array of _pairs_within
-    kernel_weight /= bandwidth
-    np.square(kernel_weight, out=kernel_weight)
-    if kernel == "epanechnikov":
-        np.subtract(1.0, kernel_weight, out=kernel_weight)
-    else:
-        kernel_weight *= -0.5
-        np.exp(kernel_weight, out=kernel_weight)
-    positive = kernel_weight > 0
-    if not positive.all():  # pairs exactly at the reach (Epanechnikov weight 0)
-        rows, cols, kernel_weight = (np.compress(positive, a) for a in (rows, cols, kernel_weight))
-    q = prep.queries.size
-    buffer = np.empty(kernel_weight.size)
-
-    def summed(values, at, by, weight=None, length=q):
-        """Sum over pairs, grouped by ``by``, of ``values[at]`` (times ``weight``)."""
-        np.take(np.asarray(values, dtype=float), at, out=buffer)
-        if weight is not None:
-            np.multiply(buffer, weight, out=buffer)
-        return np.bincount(by, weights=buffer, minlength=length)
-
-    # Per distinct input the terms are sums of w, w², w d, w² d², w² spread, w s: the kernel
-    # multiplies the first kind once and the second (squared weights) twice.
-    power = (1, 2, 1, 2, 2, 1)
-    terms = np.asfortranarray(inputs.terms)  # each column contiguous for its gather
-    size = summed(inputs.count, cols, rows)[prep.inverse]
-    covered = summed(prep.multiplicity, rows, cols, length=inputs.count.size)
-    sums = {}
-    for p in (1, 2):  # K first, then K² in place (no second array of the pairs' length)
-        if p == 2:
-            np.square(kernel_weight, out=kernel_weight)
-        for j, key in enumerate(SUM_KEYS):
-            if power[j] == p:
-                sums[key] = summed(terms[:, j], cols, rows, kernel_weight)[prep.inverse]
+    size, covered, sums = _kernel_sums(prep, rows, cols, distance, bandwidth, kernel)
     sums = {key: sums[key] for key in SUM_KEYS}
     note = f", {m:,} sampled centres (seed {seed})" if prep.sampled else ""
     groups = _from_sums(

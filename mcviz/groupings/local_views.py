@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
+from mcviz.core.arrays import weighted_quantile
 from mcviz.groupings._sums import _check_columns
 from mcviz.groupings.results import LocalCalibration, LocalErrorDistribution, LocalMap
 from mcviz.io import Predictions
-from mcviz.smoothing._common import weighted_quantile
 
 MAX_MAP_POINTS = 10_000
 """The local-calibration map carries at most this many points (a seeded sample)."""

@@ -35,6 +35,10 @@ from mcviz.io import Predictions
 TIE_TOLERANCE = 1e-12
 """Relative tolerance under which two distances count as tied."""
 
+BYTES_PER_CELL = 96
+"""Peak bytes per (centre, candidate) cell of a search: distances, indices, the merge's order,
+the gathered codes of other cells (measured with tracemalloc, rounded up)."""
+
 NOMINAL_BLOCK = 4_000_000
 """Pure-nominal search: centre cells × cells compared at once (bounds its memory)."""
 
@@ -215,8 +219,26 @@ def _radius(d2: np.ndarray, index: np.ndarray, count: np.ndarray, k: int) -> np.
     return np.where(enough, radius, np.inf)
 
 
+def _pieces(rows: np.ndarray, width: int, max_cells: int | None) -> list[np.ndarray]:
+    """Split ``rows`` into consecutive pieces of at most ``max_cells`` (row, column) cells."""
+    if max_cells is None or rows.size * max(width, 1) <= max_cells:
+        return [rows]
+    size = max(1, int(max_cells) // max(width, 1))
+    return [rows[i : i + size] for i in range(0, rows.size, size)]
+
+
+def _within(rows: np.ndarray, d2: np.ndarray, index: np.ndarray, radius: np.ndarray) -> tuple:
+    """Keep the columns of a finished part that can lie within some row's radius."""
+    if d2.shape[1] <= 1 or rows.size == 0:
+        return rows, d2, index, radius
+    bound = np.where(np.isfinite(radius), (radius * (1 + TIE_TOLERANCE)) ** 2, np.inf)
+    inside = (d2 <= bound[:, None]) & np.isfinite(d2)
+    keep = int(np.flatnonzero(inside.any(axis=0))[-1]) + 1 if inside.any() else 1
+    return rows, d2[:, :keep], index[:, :keep], radius
+
+
 def _cover(
-    searcher: _Searcher, centres: np.ndarray, k: int
+    searcher: _Searcher, centres: np.ndarray, k: int, max_cells: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Nearest distinct inputs of each centre, enough to hold every input within its radius.
 
@@ -229,6 +251,12 @@ def _cover(
     than the radius found there; then, for centres whose radius is at least 1 (the nearest an
     input of another cell can be), the other cells are searched, widening until every unseen
     input is farther than the (shrinking) radius of the merged candidates.
+
+    The run-time guard: ``max_cells`` bounds the (centre, candidate) cells searched at once
+    (each costs about :data:`BYTES_PER_CELL` bytes): centres whose search widens are searched
+    in pieces, and a finished centre keeps only the candidates within its radius, so a search
+    that widens far more than foreseen (few inputs per combination of levels) takes longer
+    instead of taking the memory.
     """
     inputs = searcher.inputs
     if inputs.numeric.shape[1] == 0:
@@ -240,12 +268,15 @@ def _cover(
     parts: list[tuple[np.ndarray, ...]] = []
     rows = np.arange(m)
     while rows.size:  # own cell: widen while ties may continue past the radius
-        d2, index, unseen = _own_cell(searcher, centres[rows], k_own[rows])
-        radius = _radius(d2, index, inputs.count, k)
-        short = np.isfinite(unseen) & (unseen <= (radius * (1 + TIE_TOLERANCE)) ** 2)
-        parts.append((rows[~short], d2[~short], index[~short], radius[~short]))
-        k_own[rows[short]] = np.minimum(2 * k_own[rows[short]], size[rows[short]])
-        rows = rows[short]
+        again = []
+        for piece in _pieces(rows, int(k_own[rows].max()), max_cells):
+            d2, index, unseen = _own_cell(searcher, centres[piece], k_own[piece])
+            radius = _radius(d2, index, inputs.count, k)
+            short = np.isfinite(unseen) & (unseen <= (radius * (1 + TIE_TOLERANCE)) ** 2)
+            parts.append(_within(piece[~short], d2[~short], index[~short], radius[~short]))
+            k_own[piece[short]] = np.minimum(2 * k_own[piece[short]], size[piece[short]])
+            again.append(piece[short])
+        rows = np.concatenate(again)
     own_d2, own_index, radius = _assemble(parts, m)
     rows = np.flatnonzero((radius * (1 + TIE_TOLERANCE)) ** 2 >= 1.0) if searcher.nominal else []
     if len(rows) == 0:
@@ -254,16 +285,24 @@ def _cover(
     parts = [(rest, own_d2[rest], own_index[rest], radius[rest])]
     k_all = np.full(m, min(k + 1, u))
     while rows.size:  # other cells: widen until every unseen input lies beyond the radius
-        other_d2, other_index, unseen = _other_cells(searcher, centres[rows], k_all[rows])
-        d2 = np.hstack((own_d2[rows], other_d2))
-        index = np.hstack((own_index[rows], other_index))
-        order = np.argsort(d2, axis=1)
-        d2, index = np.take_along_axis(d2, order, axis=1), np.take_along_axis(index, order, axis=1)
-        merged = _radius(d2, index, inputs.count, k)
-        short = np.isfinite(unseen) & (unseen <= (merged * (1 + TIE_TOLERANCE)) ** 2)
-        parts.append((rows[~short], d2[~short], index[~short], merged[~short]))
-        k_all[rows[short]] = np.minimum(2 * k_all[rows[short]], u)
-        rows = rows[short]
+        again = []
+        width = own_d2.shape[1] + int(k_all[rows].max())
+        for piece in _pieces(rows, width, max_cells):
+            other_d2, other_index, unseen = _other_cells(searcher, centres[piece], k_all[piece])
+            d2 = np.hstack((own_d2[piece], other_d2))
+            del other_d2
+            index = np.hstack((own_index[piece], other_index))
+            del other_index
+            order = np.argsort(d2, axis=1)
+            d2 = np.take_along_axis(d2, order, axis=1)
+            index = np.take_along_axis(index, order, axis=1)
+            del order
+            merged = _radius(d2, index, inputs.count, k)
+            short = np.isfinite(unseen) & (unseen <= (merged * (1 + TIE_TOLERANCE)) ** 2)
+            parts.append(_within(piece[~short], d2[~short], index[~short], merged[~short]))
+            k_all[piece[short]] = np.minimum(2 * k_all[piece[short]], u)
+            again.append(piece[short])
+        rows = np.concatenate(again)
     d2, index, radius = _assemble(parts, m)
     return np.sqrt(d2), index, radius
 

@@ -8,7 +8,7 @@ import numpy as np
 
 import mcviz.groupings.local as _local
 from mcviz.budget import Budget, Progress, report_progress
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.groupings._sums import _error_and_se
 from mcviz.groupings.neighbours import TIE_TOLERANCE, _cover, _Inputs, _Searcher

@@ -33,12 +33,25 @@ Rules that every module relies on
 The package is split along the seams of that work: :mod:`~mcviz.io.readers` (bytes to a
 DataFrame), :mod:`~mcviz.io.roles` (which column plays which role), :mod:`~mcviz.io.validation`
 (score, label and weight checks), :mod:`~mcviz.io.covariates` (kinds and score order) and
-:mod:`~mcviz.io.assembly` (all of it to one :class:`Predictions`).
+:mod:`~mcviz.io.assembly` (all of it to one :class:`Predictions`, defined there).
 """
 
-from mcviz.io.assembly import PROBABILITY_SUM_TOLERANCE, demo_path, load_demo, load_predictions
-from mcviz.io.model import VOID_P_VALUES, LoadReport, Predictions, Roles
-from mcviz.io.readers import DEFAULT_MAX_BYTES, Source, default_max_bytes, read_table
+from mcviz.io.assembly import (
+    PROBABILITY_SUM_TOLERANCE,
+    Predictions,
+    demo_path,
+    load_demo,
+    load_predictions,
+    validate_index,
+)
+from mcviz.io.model import VOID_P_VALUES, LoadReport, Roles
+from mcviz.io.readers import (
+    DEFAULT_MAX_BYTES,
+    Source,
+    default_max_bytes,
+    read_parquet_table,
+    read_table,
+)
 from mcviz.io.roles import class_names, infer_roles, labels_are_classes, roles_sentence
 
 __all__ = [
@@ -56,6 +69,8 @@ __all__ = [
     "labels_are_classes",
     "load_demo",
     "load_predictions",
+    "read_parquet_table",
     "read_table",
     "roles_sentence",
+    "validate_index",
 ]

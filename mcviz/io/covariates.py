@@ -14,9 +14,30 @@ import numpy as np
 import pandas as pd
 
 from mcviz.errors import ValidationError, describe_rows
-from mcviz.io.model import PendingCovariates
 
-__all__ = ["covariates_in_order", "plan_covariates"]
+__all__ = ["PendingCovariates", "covariates_in_order", "plan_covariates"]
+
+
+class PendingCovariates:
+    """Covariate columns read but not yet put in score order (see ``Predictions.covariates``).
+
+    Parameters
+    ----------
+    columns : DataFrame
+        The kept covariate columns, in input row order (a copy-on-write snapshot).
+    kinds : Mapping[str, str]
+        ``"ordinal"`` or ``"nominal"`` per column, decided at load time.
+    """
+
+    __slots__ = ("columns", "kinds")
+
+    def __init__(self, columns: pd.DataFrame, kinds: Mapping[str, str]) -> None:
+        self.columns = columns
+        self.kinds = kinds
+
+    def in_order(self, rows: np.ndarray) -> pd.DataFrame:
+        """Return the covariates at input rows ``rows`` (score order)."""
+        return covariates_in_order(self.columns, self.kinds, rows)
 
 
 def plan_covariates(

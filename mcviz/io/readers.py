@@ -10,10 +10,27 @@ metadata before any page is read.
 The budget (``max_bytes``) defaults to 1 GiB of decompressed input, or a quarter of the
 ``MCVIZ_MEMORY_BUDGET`` environment variable when it is set (bytes, or a number with a K, M, G
 or T suffix): reading a table holds its bytes, the parsed table and the DataFrame at once.
+
+Two more bounds are checked before anything is parsed:
+
+* the number of columns (``max_columns``, default :data:`DEFAULT_MAX_COLUMNS` or
+  ``MCVIZ_MAX_COLUMNS``), from the CSV's header line or the Parquet footer: a 10 MB CSV of 10^6
+  columns otherwise makes the parser allocate per-column state until the process aborts;
+* the peak memory of the whole read (:func:`mcviz.budget.csv_read_estimate` and
+  :func:`mcviz.budget.parquet_read_estimate`: the text, the parsed table and the DataFrame,
+  from the text's size, its lines and its columns, or the Parquet footer) against the memory
+  budget (``max_memory``, default :func:`mcviz.budget.memory_budget`): a short CSV value
+  (``0,0,``) takes 2 bytes of text but about 26 once parsed and converted, so a file under
+  ``max_bytes`` can still need many times its size.
+
+Arrow's memory pool hands freed memory back to the system after every read (and after a
+refused one).
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import gzip
 import io
 import os
@@ -21,17 +38,35 @@ import re
 import zipfile
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import pandas as pd
 
 from mcviz.errors import ValidationError
 
-__all__ = ["DEFAULT_MAX_BYTES", "Source", "default_max_bytes", "read_table"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_COLUMNS",
+    "Source",
+    "default_max_bytes",
+    "default_max_columns",
+    "read_parquet_table",
+    "read_table",
+]
 
 DEFAULT_MAX_BYTES = 1 << 30
 """Input larger than this (1 GiB, after decompression) is refused rather than exhausting memory."""
+
+DEFAULT_MAX_COLUMNS = 2_000
+"""Files with more columns than this are refused from their header, before parsing."""
+
+MAX_COLUMNS_VARIABLE = "MCVIZ_MAX_COLUMNS"
+"""Environment variable: the column limit (a positive integer)."""
 
 MEMORY_BUDGET_VARIABLE = "MCVIZ_MEMORY_BUDGET"
 """Environment variable: the memory a load may use; the input budget is a quarter of it."""
@@ -79,7 +114,39 @@ def default_max_bytes() -> int:
     return max(1, int(float(match.group(1)) * _UNITS[match.group(2).upper()]) // 4)
 
 
-def read_table(source: Source, *, max_bytes: int | None = None) -> pd.DataFrame:
+def default_max_columns() -> int:
+    """Return the column limit: ``MCVIZ_MAX_COLUMNS`` if set, else :data:`DEFAULT_MAX_COLUMNS`.
+
+    Examples
+    --------
+    >>> default_max_columns() == DEFAULT_MAX_COLUMNS
+    True
+    """
+    text = os.environ.get(MAX_COLUMNS_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_MAX_COLUMNS
+    if not text.isdigit() or int(text) < 1:
+        raise ValidationError(
+            f"{MAX_COLUMNS_VARIABLE}={text!r} is not a positive whole number of columns."
+        )
+    return int(text)
+
+
+def _too_many_columns(name: str, columns: int, limit: int) -> ValidationError:
+    return ValidationError(
+        f"file {name!r} has {columns:,} columns; the limit is "
+        f"{limit:,} (max_columns, or {MAX_COLUMNS_VARIABLE}). Keep only the columns to analyse "
+        "(the score, the label, a weight and the covariates), or raise the limit."
+    )
+
+
+def read_table(
+    source: Source,
+    *,
+    max_bytes: int | None = None,
+    max_columns: int | None = None,
+    max_memory: int | None = None,
+) -> pd.DataFrame:
     """Read a CSV/TSV (plain, .gz or .zip) or Parquet file into a DataFrame.
 
     The format is recognised from the content (Parquet, gzip and zip magic bytes), so a file
@@ -93,32 +160,46 @@ def read_table(source: Source, *, max_bytes: int | None = None) -> pd.DataFrame:
     max_bytes : int, optional
         Budget for the file and for its decompressed content (default
         :func:`default_max_bytes`). Larger input is refused with a message.
+    max_columns : int, optional
+        The most columns accepted (default :func:`default_max_columns`), checked from the
+        header (CSV) or the footer (Parquet) before parsing.
+    max_memory : int, optional
+        The most memory the read may take at its peak (default
+        :func:`mcviz.budget.memory_budget`), estimated before parsing.
 
     Raises
     ------
     ValidationError
-        Unreadable, empty, corrupt or oversized files, wrong formats, duplicate column names.
+        Unreadable, empty, corrupt or oversized files, wrong formats, duplicate column names,
+        too many columns, or a read estimated above the memory budget.
     """
+    columns = default_max_columns() if max_columns is None else int(max_columns)
     if isinstance(source, pd.DataFrame):
+        if source.shape[1] > columns:
+            raise _too_many_columns("DataFrame", source.shape[1], columns)
         _check_duplicate_names([str(c) for c in source.columns])
         return source
-    limit = default_max_bytes() if max_bytes is None else int(max_bytes)
+    limits = _Limits(default_max_bytes() if max_bytes is None else int(max_bytes), columns,
+                     _memory_budget(max_memory))
     name, size = _source_name_and_size(source)
-    if size is not None and size > limit:
-        raise _too_large(name, f"is {_size(size)}", limit)
-    raw = _read_bytes(source, name, limit)
-    if not raw or raw.isspace():  # isspace stops at the first other byte (strip would copy)
-        raise ValidationError(f"file {name!r} is empty.")
+    if size is not None and size > limits.bytes:
+        raise _too_large(name, f"is {_size(size)}", limits.bytes)
     import pyarrow as pa
 
     try:
-        frame = _read_content(raw, name, limit, nested=False)
+        raw = _read_bytes(source, name, limits.bytes)
+        if not raw or raw.isspace():  # isspace stops at the first other byte (strip would copy)
+            raise ValidationError(f"file {name!r} is empty.")
+        frame = _read_content(raw, name, limits)
     except ValidationError:
         raise
     except (pa.ArrowException, *_READ_ERRORS) as error:
         raise ValidationError(
             f"file {name!r} could not be read as CSV, TSV or Parquet: {_short(error)}"
         ) from None
+    finally:
+        raw = None
+        release_arrow_memory()
     if frame.shape[1] == 0:
         raise ValidationError(f"file {name!r} has no columns.")
     if frame.shape[0] == 0:
@@ -126,15 +207,41 @@ def read_table(source: Source, *, max_bytes: int | None = None) -> pd.DataFrame:
     return frame
 
 
-def _read_content(raw: bytes, name: str, limit: int, *, nested: bool) -> pd.DataFrame:
-    """Dispatch on the magic bytes; a compressed file may hold CSV, TSV or Parquet."""
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    bytes: int  # decompressed input
+    columns: int
+    memory: int  # peak of the whole read
+
+
+def _memory_budget(value: int | None) -> int:
+    from mcviz.budget import memory_budget
+
+    return memory_budget(value)
+
+
+def release_arrow_memory() -> None:
+    """Hand the memory Arrow's pool keeps for reuse back to the system."""
+    import pyarrow as pa
+
+    with contextlib.suppress(AttributeError, NotImplementedError):
+        pa.default_memory_pool().release_unused()
+
+
+def _read_content(raw: bytes, name: str, limits: _Limits, *, held: int = 0) -> pd.DataFrame:
+    """Dispatch on the magic bytes; a compressed file may hold CSV, TSV or Parquet.
+
+    ``held``: the bytes of the compressed file still held while its content is read.
+    """
     if raw[:4] == _PARQUET_MAGIC:
-        return _read_parquet(raw, name, limit)
-    if not nested and raw[:2] == _GZIP_MAGIC:
-        return _read_content(_gunzip_limited(raw, name, limit), name, limit, nested=True)
-    if not nested and raw[:4] in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
-        return _read_content(_unzip_single(raw, name, limit), name, limit, nested=True)
-    return _read_delimited(raw, name)
+        return _read_parquet(raw, name, limits, held=held).to_pandas(self_destruct=True)
+    if not held and raw[:2] == _GZIP_MAGIC:
+        return _read_content(_gunzip_limited(raw, name, limits.bytes), name, limits,
+                             held=len(raw))
+    if not held and raw[:4] in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
+        return _read_content(_unzip_single(raw, name, limits.bytes), name, limits,
+                             held=len(raw))
+    return _read_delimited(raw, name, limits, held=held)
 
 
 def _source_name_and_size(source: str | Path | IO[bytes]) -> tuple[str, int | None]:
@@ -204,18 +311,20 @@ def _short(error: BaseException, length: int = 300) -> str:
     return text if len(text) <= length else text[:length] + "..."
 
 
-def _read_limited(stream: IO[bytes], name: str, limit: int) -> bytes:
-    """Decompress through a counting stream: stop as soon as more than ``limit`` bytes come."""
-    chunks, total = [], 0
+def _read_limited(stream: IO[bytes], name: str, limit: int) -> bytearray:
+    """Decompress through a counting stream: stop as soon as more than ``limit`` bytes come.
+
+    The chunks are appended to one buffer (never a list of chunks joined into a second copy).
+    """
+    out = bytearray()
     while chunk := stream.read(_CHUNK):
-        total += len(chunk)
-        if total > limit:
+        if len(out) + len(chunk) > limit:
             raise _too_large(name, f"decompresses to more than {_size(limit)}", limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
+        out += chunk
+    return out
 
 
-def _gunzip_limited(raw: bytes, name: str, limit: int) -> bytes:
+def _gunzip_limited(raw: bytes, name: str, limit: int) -> bytearray:
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
             return _read_limited(stream, name, limit)
@@ -225,7 +334,7 @@ def _gunzip_limited(raw: bytes, name: str, limit: int) -> bytes:
         ) from None
 
 
-def _unzip_single(raw: bytes, name: str, limit: int) -> bytes:
+def _unzip_single(raw: bytes, name: str, limit: int) -> bytearray:
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as archive:
             members = [m for m in archive.infolist() if not m.is_dir()]
@@ -249,20 +358,65 @@ def _unzip_single(raw: bytes, name: str, limit: int) -> bytes:
         ) from None
 
 
-def _read_parquet(raw: bytes, name: str, limit: int) -> pd.DataFrame:
+def read_parquet_table(
+    source: str | Path | bytes,
+    *,
+    max_bytes: int | None = None,
+    max_columns: int | None = None,
+    max_memory: int | None = None,
+) -> pa.Table:
+    """Read a Parquet file (a path or its bytes) to an Arrow table, within the same limits.
+
+    The guarded reader of :func:`read_table` for callers that need the table's schema metadata
+    (the Screening page's tables): the column limit, the decoded size and the memory of the read
+    are checked from the footer before any page is decompressed.
+
+    Raises
+    ------
+    ValidationError
+        Not Parquet, corrupt, too many columns, or above a limit.
+    """
+    limits = _Limits(default_max_bytes() if max_bytes is None else int(max_bytes),
+                     default_max_columns() if max_columns is None else int(max_columns),
+                     _memory_budget(max_memory))
+    if isinstance(source, bytes | bytearray):
+        name, raw = "upload", bytes(source)
+        if len(raw) > limits.bytes:
+            raise _too_large(name, f"is {_size(len(raw))}", limits.bytes)
+    else:
+        name, size = _source_name_and_size(source)
+        if size is not None and size > limits.bytes:
+            raise _too_large(name, f"is {_size(size)}", limits.bytes)
+        raw = _read_bytes(source, name, limits.bytes)
+    if raw[:4] != _PARQUET_MAGIC:
+        raise ValidationError(f"file {name!r} is not a Parquet file.")
+    try:
+        return _read_parquet(raw, name, limits)
+    finally:
+        release_arrow_memory()
+
+
+def _read_parquet(raw: bytes, name: str, limits: _Limits, *, held: int = 0) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from mcviz.budget import check, parquet_read_estimate
+
     try:
         parquet = pq.ParquetFile(pa.BufferReader(raw))  # native reads, no Python file object
+        metadata = parquet.metadata
+        if metadata.num_columns > limits.columns:
+            raise _too_many_columns(name, metadata.num_columns, limits.columns)
         _check_duplicate_names(parquet.schema_arrow.names)
-        estimate = _parquet_memory(parquet.metadata)
-        if estimate > limit:
+        estimate = _parquet_memory(metadata)
+        if estimate > limits.bytes:
             raise _too_large(
-                name, f"decompresses to about {_size(estimate)} (its row-group metadata)", limit
+                name, f"decompresses to about {_size(estimate)} (its row-group metadata)",
+                limits.bytes,
             )
-        table = parquet.read()
-        return table.to_pandas()
+        check(parquet_read_estimate(len(raw) + held, estimate, what=f"reading {name!r}"),
+              limits.memory)
+        return parquet.read()
     except ValidationError:
         raise
     except (pa.ArrowException, *_READ_ERRORS) as error:
@@ -307,9 +461,31 @@ def _delimiter(first_line: bytes) -> str:
     return ","
 
 
-def _read_delimited(raw: bytes, name: str) -> pd.DataFrame:
+def _header_columns(raw: bytes, delimiter: str) -> int:
+    """Columns of the header line, from that line alone (no copy of it unless it is quoted).
+
+    The delimiters of the line bound the count from above; a header with quotes (a name may
+    hold the delimiter) is parsed exactly when that bound is over the limit.
+    """
+    ends = [i for i in (raw.find(b"\n"), raw.find(b"\r")) if i >= 0]
+    end = min(ends) if ends else len(raw)
+    count = raw.count(delimiter.encode(), 0, end) + 1
+    if raw.find(b'"', 0, end) >= 0:
+        line = raw[:end].decode("utf-8", "replace")
+        count = max(len(next(csv.reader([line], delimiter=delimiter), [])), 1)
+    return count
+
+
+def _lines(raw: bytes) -> int:
+    """Lines of a text (LF, CRLF or CR alone), counted without a copy."""
+    return max(raw.count(b"\n"), raw.count(b"\r")) + 1
+
+
+def _read_delimited(raw: bytes, name: str, limits: _Limits, *, held: int) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.csv as pacsv
+
+    from mcviz.budget import check, csv_read_estimate
 
     try:
         raw = _decode_text(raw)
@@ -317,6 +493,11 @@ def _read_delimited(raw: bytes, name: str) -> pd.DataFrame:
         raise ValidationError(f"file {name!r} is not valid UTF-16 text: {_short(error)}") from None
     first_line = re.split(rb"\r\n|\r|\n", raw[:_CHUNK], maxsplit=1)[0]
     delimiter = _delimiter(first_line)
+    columns = _header_columns(raw, delimiter)
+    if columns > limits.columns:
+        raise _too_many_columns(name, columns, limits.columns)
+    check(csv_read_estimate(len(raw), _lines(raw) * columns, held=held,
+                            what=f"reading {name!r}"), limits.memory)
 
     # Decide the parser options up front: a failed multi-threaded parse can leave pyarrow's
     # worker threads busy when the process exits. Quoted fields may hold line breaks; a block
@@ -346,7 +527,7 @@ def _read_delimited(raw: bytes, name: str) -> pd.DataFrame:
         ) from None
     names = [str(c).strip() for c in table.column_names]
     _check_duplicate_names(names)
-    frame = table.to_pandas()
+    frame = table.to_pandas(self_destruct=True)  # each column freed once converted
     frame.columns = names
     return frame
 

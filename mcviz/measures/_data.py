@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mcviz.core.arrays import weighted_quantile
 from mcviz.core.path import run_ends
 from mcviz.errors import ValidationError, describe_rows
-from mcviz.io import Predictions
-from mcviz.smoothing._common import weighted_quantile
-from mcviz.subpopulations.selection import _validate_index  # one rule for indices
+from mcviz.io import (
+    Predictions,
+    validate_index,  # one rule for indices
+)
 
 CLIP = 1e-15
 """Scores are clipped to [CLIP, 1 - CLIP] wherever their logit or logarithm is taken."""
@@ -81,7 +83,7 @@ def _rows(pred: Predictions, index: np.ndarray | None, *, what: str) -> _Rows:
         score, label, weight = pred.score, pred.label, pred.weight
         run_end = pred.run_end
     else:
-        members = _validate_index(pred, index)
+        members = validate_index(pred, index)
         score, label, weight = pred.score[members], pred.label[members], pred.weight[members]
         run_end = run_ends(score)
     outside = (label < 0) | (label > 1)

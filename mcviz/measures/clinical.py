@@ -74,16 +74,15 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
-from scipy.stats import chi2
+from scipy.special import expit, gammaincc
 
 from mcviz.binning import equal_count_runs
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import Z95  # the one 97.5% normal quantile
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.measures._data import CLIP, _dot, _Rows, _rows, _weighted_quantile
 from mcviz.smoothing import loess_curve
-from mcviz.smoothing._common import Z95  # the one 97.5% normal quantile
 
 __all__ = [
     "CalibrationCurveSummary",
@@ -480,7 +479,8 @@ def _hosmer_lemeshow(rows: _Rows, groups: int) -> HosmerLemeshow:
         terms = np.where(variance > 0, (observed - expected) ** 2 / variance, 0.0)
     statistic = float(terms.sum())
     df = int(first.size - 2)
-    p_value = float(chi2.sf(statistic, df)) if df >= 1 else float("nan")
+    # chi-squared survival function, P(X > x) = Q(df/2, x/2) (regularised upper gamma)
+    p_value = float(gammaincc(df / 2, statistic / 2)) if df >= 1 else float("nan")
     last = bounds[1:] - 1
     return HosmerLemeshow(
         statistic=statistic,

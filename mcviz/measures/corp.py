@@ -58,7 +58,7 @@ import numpy as np
 from scipy.optimize import isotonic_regression
 from scipy.special import xlogy
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.measures._data import CLIP, _Rows, _rows

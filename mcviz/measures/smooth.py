@@ -56,9 +56,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import fftconvolve
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.measures._data import _Rows, _rows
@@ -318,9 +317,27 @@ def _smoothed(
 
     grid = round_to_grid() if key is None else rows.cached(("mass", size, key), round_to_grid)
     reflected = np.concatenate((grid[::-1][:-1], grid, grid[::-1][1:]))
-    convolved = fftconvolve(reflected, kernel, mode="valid")[size // 2 : size // 2 + size]
+    convolved = _convolve_valid(reflected, kernel)[size // 2 : size // 2 + size]
     # linear interpolation of node j/(size-1) -> convolved[j] at the mesh (relplot's interpolate)
     scaled = mesh * (size - 1)
     node_at = scaled.astype(np.int64).clip(0, size - 2)
     fraction_at = (mesh - node_at / (size - 1)) * (size - 1)
     return convolved[node_at] * (1.0 - fraction_at) + convolved[node_at + 1] * fraction_at
+
+
+def _convolve_valid(signal: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """``scipy.signal.fftconvolve(signal, kernel, mode="valid")`` with numpy's FFT.
+
+    The full linear convolution through real FFTs of a length of at least
+    ``len(signal) + len(kernel) - 1`` (no wrap-around), then its "valid" part: the
+    ``len(signal) - len(kernel) + 1`` positions where the kernel lies inside the signal.
+
+    Examples
+    --------
+    >>> _convolve_valid(np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 1.0])).round(12).tolist()
+    [3.0, 5.0, 7.0]
+    """
+    size = signal.size + kernel.size - 1
+    length = 1 << max(size - 1, 1).bit_length()
+    full = np.fft.irfft(np.fft.rfft(signal, length) * np.fft.rfft(kernel, length), length)
+    return full[kernel.size - 1 : signal.size]

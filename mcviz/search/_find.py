@@ -17,6 +17,7 @@ from mcviz.search._beam import Beam
 from mcviz.search._columns import MAX_LEVELS, prepare_columns, round_cut
 from mcviz.search._confirm import effect, holm, minimum_detectable_effect, sentence, split_rows
 from mcviz.search._screen import Data, _score_candidates
+from mcviz.settings import SearchSettings
 from mcviz.subpopulations import (
     Subpopulation,
     SubpopulationSet,
@@ -36,9 +37,11 @@ ALPHA = 0.05
 # benchmarks/bench_find.py, max_conditions 3): peak 136-194 B per row at 7-12 covariates,
 # 10^5-10^6 rows; 3.5-5 us per row and covariate under load. The constants err high: ties add a
 # content hash of the covariates (split_rows), counted in the per-covariate term.
-_BYTES_PER_ROW = 200
-_BYTES_PER_ROW_COVARIATE = 24
-_BYTES_FIXED = 20_000_000
+# Peak RSS above the RSS before the call (benchmarks/bench_budget.py, issue #25): 95-115 B per
+# row at 4-12 covariates, 1-2 x 10^5 rows; the memory constants follow it (within 1.5x).
+_BYTES_PER_ROW = 110
+_BYTES_PER_ROW_COVARIATE = 6
+_BYTES_FIXED = 5_000_000
 _SECONDS_PER_ROW_COVARIATE = 3.0e-6
 _SECONDS_FIXED = 1.0
 
@@ -216,17 +219,8 @@ def _data(pred: Predictions, parity: np.ndarray) -> Data:
 def _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed) -> list[str]:
     if not isinstance(pred, Predictions):
         raise ValidationError(f"search needs Predictions, not {type(pred).__name__}.")
-    for name, value, low, high in (("max_conditions", max_conditions, 1, 5),
-                                   ("n_findings", n_findings, 1, 50),
-                                   ("seed", seed, 0, 2**63 - 1)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not (
-                low <= value <= high):
-            raise ValidationError(f"{name} must be an integer from {low} to {high}, "
-                                  f"not {value!r}.")
-    for name, value, low, high in (("min_share", min_share, 0.0, 0.5),
-                                   ("holdout", holdout, 0.1, 0.9)):
-        if not isinstance(value, int | float | np.floating) or not (low < value <= high):
-            raise ValidationError(f"{name} must be a number in ({low}, {high}], not {value!r}.")
+    SearchSettings(max_conditions=max_conditions, n_findings=n_findings,  # bounds: settings
+                   min_share=min_share, holdout=holdout, seed=seed)
     names = list(pred.covariates.columns) if covariates is None else list(
         dict.fromkeys(covariates))
     for name in names:
@@ -244,11 +238,11 @@ def search_subpopulations(
     pred: Predictions,
     *,
     covariates: Sequence[str] | None = None,
-    max_conditions: int = 3,
-    n_findings: int = 5,
-    min_share: float = 0.005,
-    holdout: float = 0.5,
-    seed: int = 0,
+    max_conditions: int = SearchSettings.max_conditions,
+    n_findings: int = SearchSettings.n_findings,
+    min_share: float = SearchSettings.min_share,
+    holdout: float = SearchSettings.holdout,
+    seed: int = SearchSettings.seed,
     progress: Callable[[float, str], None] | None = None,
     budget: Budget | int | str | None = None,
 ) -> SearchResult:

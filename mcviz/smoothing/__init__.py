@@ -8,10 +8,11 @@ The package is split along its seams; every name is importable from ``mcviz.smoo
 - :mod:`mcviz.smoothing.lcs`: the Local Calibration Score and its curve (paper 004, eq. (6)).
 """
 
-from mcviz.core._arrays import readonly as _readonly
-from mcviz.smoothing._common import Z95, _check_span, sorted_copy, sorted_quantile
+from mcviz.core.arrays import Z95, sorted_copy
+from mcviz.core.arrays import readonly as _readonly
+from mcviz.smoothing._common import check_span, sorted_quantile
 from mcviz.smoothing._kernel import _moments, _tricube_both
-from mcviz.smoothing.curves import _grid, _spiked_fits, loess_curve
+from mcviz.smoothing.curves import _grid, loess_curve, spiked_fits
 from mcviz.smoothing.density import reflected_density
 from mcviz.smoothing.lcs import LocalCalibrationScore, local_calibration_score
 from mcviz.smoothing.loess import LoessCurve, _loess_fits
@@ -24,14 +25,16 @@ LocalCalibration = LocalCalibrationScore
 __all__ = [
     "LocalCalibrationScore",
     "LoessCurve",
+    "check_span",
     "knn_mean",
     "local_calibration_score",
     "loess_curve",
     "neighbour_radius",
     "reflected_density",
     "sorted_quantile",
+    "spiked_fits",
 ]
 
-# Private names used by mcviz.variables and the tests.
-_PRIVATE = (Z95, _check_span, _readonly, _moments, _tricube_both, _grid, _loess_fits, _spiked_fits,
+# Names the tests import from here (Z95 and sorted_copy live in mcviz.core.arrays).
+_PRIVATE = (Z95, check_span, _readonly, _moments, _tricube_both, _grid, _loess_fits, spiked_fits,
             sorted_copy)

@@ -1,16 +1,31 @@
-"""Shared pieces of the smoothing package: the normal quantile, read-only arrays, checks."""
+"""Shared pieces of the smoothing package: quantiles, the span check, cell location.
+
+``Z95``, :func:`sorted_copy` and :func:`weighted_quantile` live in :mod:`mcviz.core.arrays`
+(imported here for the package's modules).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from mcviz.core.path import integer_codes
+from mcviz.core.arrays import Z95, sorted_copy, weighted_quantile
 from mcviz.errors import ValidationError
 
-Z95 = 1.959963984540054
+__all__ = ["LOCATE_STEPS", "Z95", "check_span", "locate", "sorted_copy", "sorted_quantile",
+           "weighted_quantile"]
 
 
-def _check_span(span: float, low: float = 0.0) -> None:
+def check_span(span: float, low: float = 0.0) -> None:
+    """Raise a :class:`ValidationError` unless ``low <= span <= 1`` (``0 < span`` when low is 0).
+
+    Examples
+    --------
+    >>> check_span(0.5)
+    >>> check_span(0.1, 0.3)
+    Traceback (most recent call last):
+    ...
+    mcviz.errors.ValidationError: span must lie in [0.3, 1], not 0.1.
+    """
     valid = np.isfinite(span) and (low <= span if low > 0 else span > 0) and span <= 1.0
     if not valid:
         bound = f"[{low:g}, 1]" if low > 0 else "(0, 1]"
@@ -32,32 +47,6 @@ def sorted_quantile(sorted_x: np.ndarray, probabilities: np.ndarray | list[float
     fraction = position - below
     low, high = sorted_x[below], sorted_x[above]
     return np.where(fraction > 0, low + fraction * (high - low), low)
-
-
-def weighted_quantile(
-    values: np.ndarray, weight: np.ndarray, probabilities: np.ndarray | list[float]
-) -> np.ndarray:
-    """Lower weighted quantiles: the smallest value whose cumulative weight reaches p of the total.
-
-    For integer weights this is the type-1 quantile of the values repeated by their weights; a
-    relative tolerance of 1e-12 keeps a cumulative weight equal to p times the total (up to
-    rounding) in the lower value. The one weighted quantile of mcviz (the measures' E50/E90, the
-    local-error distribution).
-
-    Examples
-    --------
-    Sorted values 1, 2, 3 with weights 1, 2, 1: cumulative weights 1, 3, 4 of 4, so the 0.25
-    quantile is 1, the 0.5 and 0.75 quantiles are 2 and the 0.8 quantile is 3.
-
-    >>> v, w = np.array([3.0, 1.0, 2.0]), np.array([1.0, 1.0, 2.0])
-    >>> weighted_quantile(v, w, [0.25, 0.5, 0.75, 0.8]).tolist()
-    [1.0, 2.0, 2.0, 3.0]
-    """
-    order = np.argsort(values)  # ties: equal values, so their order does not matter
-    cumulative = np.cumsum(weight[order])
-    target = (np.asarray(probabilities, dtype=float) - 1e-12) * cumulative[-1]
-    at = np.searchsorted(cumulative, target, side="left")
-    return values[order[np.minimum(at, values.size - 1)]]
 
 
 def _checked_weight(weight: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -124,18 +113,3 @@ def locate(edges: np.ndarray, x: np.ndarray, top: int) -> np.ndarray:
         position[rows] += 1
         rows = rows[reach[rows] > position[rows]]
     return position
-
-
-def sorted_copy(x: np.ndarray) -> np.ndarray:
-    """``np.sort(x)`` of a float array; integers spanning at most n values by counting.
-
-    Examples
-    --------
-    >>> sorted_copy(np.array([3.0, 1.0, 2.0, 1.0])).tolist()
-    [1.0, 1.0, 2.0, 3.0]
-    """
-    index = integer_codes(x, x.size + 1, np.intp)  # integers spanning at most n values
-    if index is None:
-        return np.sort(x)
-    counts = np.bincount(index)
-    return np.repeat(float(x.min()) + np.arange(counts.size, dtype=float), counts)

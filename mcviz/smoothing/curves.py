@@ -25,8 +25,8 @@ import numpy as np
 
 from mcviz.errors import ValidationError
 from mcviz.smoothing._common import (
-    _check_span,
     _checked_weight,
+    check_span,
     locate,
     sorted_copy,
     sorted_quantile,
@@ -129,7 +129,7 @@ def _point_estimates(
     return fit, l2, rss
 
 
-def _spiked_fits(
+def spiked_fits(
     x: np.ndarray,
     ys: list[np.ndarray],
     weight: np.ndarray | None,
@@ -269,7 +269,7 @@ def loess_curve(
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
-    _check_span(span)
+    check_span(span)
     if degree not in (0, 1, 2):
         raise ValidationError(f"degree must be 0, 1 or 2, not {degree!r}.")
     if x.shape != y.shape or x.ndim != 1:
@@ -288,7 +288,7 @@ def loess_curve(
         )
     if spike_share is not None and not 0 < spike_share < 1:
         raise ValidationError(f"spike_share must lie in (0, 1), not {spike_share!r}.")
-    fits = _spiked_fits(
+    fits = spiked_fits(
         x, [y], weight, None if at is None else np.asarray(at, dtype=float), span=span,
         degree=degree, exact=exact, sorted_x=xs, grid_points=grid_points,
         spike_share=spike_share,

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
+from mcviz.io import Predictions
+from mcviz.rules import check_lcs_response
 from mcviz.smoothing._common import Z95, _checked_weight
 from mcviz.smoothing.density import _reflected
 from mcviz.smoothing.neighbours import knn_mean
@@ -152,11 +154,29 @@ def _boundary(sorted_score: np.ndarray, k: int) -> tuple[float, float]:
     return float(below), float(above)
 
 
+def _arrays(score, label, weight, index) -> tuple:
+    """Return (score, label, weight) from Predictions or arrays, restricted to ``index``."""
+    if isinstance(score, Predictions):
+        if label is not None or weight is not None:
+            raise ValidationError("pass Predictions alone, or score and label arrays; not both.")
+        pred = score.subset(index)
+        check_lcs_response(pred.response_kind)
+        return pred.score, pred.label, pred.weight if pred.weighted else None
+    if label is None:
+        raise ValidationError("local_calibration_score needs Predictions, or score and label.")
+    if index is None:
+        return score, label, weight
+    score, label = np.asarray(score), np.asarray(label)
+    rows = np.flatnonzero(index) if np.asarray(index).dtype == bool else np.sort(index)
+    return score[rows], label[rows], None if weight is None else np.asarray(weight)[rows]
+
+
 def local_calibration_score(
-    score: np.ndarray,
-    label: np.ndarray,
+    score: Predictions | np.ndarray,
+    label: np.ndarray | None = None,
     weight: np.ndarray | None = None,
     *,
+    index: np.ndarray | None = None,
     span: float = 0.15,
     grid_points: int = 100,
     jitter: bool = False,
@@ -166,12 +186,12 @@ def local_calibration_score(
 
     Parameters
     ----------
-    score : ndarray of shape (n,)
-        Scores in [0, 1], ascending (as in :class:`~mcviz.io.Predictions`; sorted here if not).
-    label : ndarray of shape (n,)
-        0/1 labels in the same order.
-    weight : ndarray, optional
-        Weights of the window means and of the density.
+    score : Predictions, or ndarray of shape (n,)
+        Predictions with 0/1 responses, or scores in [0, 1] (sorted here if not ascending).
+    label, weight : ndarray of shape (n,), optional
+        With score arrays only: 0/1 labels and the weights of the window means and density.
+    index : array of int or bool, optional
+        A subpopulation (positions in score order or a mask): its own LCS.
     span : float, default 0.15
         :math:`k = \lfloor \mathrm{span} \cdot n \rfloor` nearest neighbours per grid point.
     grid_points : int, default 100
@@ -213,7 +233,11 @@ def local_calibration_score(
     >>> result = local_calibration_score(s, (rng.random(20_000) < s).astype(float))
     >>> result.k, result.grid.size, result.lcs < 1e-3
     (3000, 98, True)
+    >>> pred = Predictions.from_arrays(s, (rng.random(20_000) < s).astype(float))
+    >>> local_calibration_score(pred, index=np.arange(10_000)).k   # the lower half alone
+    1500
     """
+    score, label, weight = _arrays(score, label, weight, index)
     s, y, w = _validated(score, label, weight, span)
     if grid_points < 2:
         raise ValidationError(f"grid_points must be at least 2, not {grid_points!r}.")

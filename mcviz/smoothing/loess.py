@@ -73,7 +73,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
 from mcviz.smoothing._common import Z95, locate
 from mcviz.smoothing._kernel import _moments, _tricube_both, _tricube_only
 from mcviz.smoothing.neighbours import neighbour_radius

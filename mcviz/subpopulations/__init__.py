@@ -56,13 +56,12 @@ References
    multi-calibration", 2025; Section 2.3 and Algorithm 1.
 """
 
+from mcviz.core.conditions import MISSING_RULE, OPERATORS
 from mcviz.subpopulations.algorithm import generate_subpopulations
 from mcviz.subpopulations.describe import conditions_sql, describe_conditions
 from mcviz.subpopulations.filters import filter_subpopulation, parse_filter
 from mcviz.subpopulations.groups import group_subpopulations
 from mcviz.subpopulations.model import (
-    MISSING_RULE,
-    OPERATORS,
     Condition,
     Subpopulation,
     SubpopulationSet,

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from mcviz.core.conditions import is_datetime, ordinal_keys
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.settings import SubpopulationSettings
 from mcviz.subpopulations.describe import describe_conditions, shortest_timestamp
 from mcviz.subpopulations.model import (
     MAX_IDLE_PATHS,
@@ -28,9 +30,7 @@ from mcviz.subpopulations.model import (
 from mcviz.subpopulations.selection import (
     _categories,
     _is_bool,
-    _is_datetime,
     _is_nominal,
-    _ordinal_keys,
     _require_covariates,
 )
 
@@ -72,9 +72,9 @@ def _prepare_column(name: str, series: pd.Series, kind: str) -> _Column:
     if _is_bool(series):
         codes = np.where(missing, 2, series.to_numpy(dtype=float, na_value=0.0)).astype(np.int32)
         return _Column(name, "bool", "codes", codes, 2, np.array([False, True]), has_missing)
-    keys, missing = _ordinal_keys(series)
+    keys, missing = ordinal_keys(series)
     observed = keys[~missing]
-    if _is_datetime(series):
+    if is_datetime(series):
         uniques, inverse = np.unique(observed, return_inverse=True)
         codes = np.full(keys.size, uniques.size, dtype=np.int32)
         codes[~missing] = inverse
@@ -440,13 +440,65 @@ def _simplify_range(column: _Column, group: list[Condition]) -> list[Condition]:
     return result
 
 
+def _draw_paths(pred: Predictions, columns: list, full: Subpopulation, min_size: int,
+                n_subpopulations: int, seed: int) -> tuple[list[Subpopulation], int, int, int]:
+    """Walk random split paths until ``n_subpopulations`` are found or effort runs out.
+
+    Returns the subpopulations (the full population first), how many were found, the paths
+    drawn and the trailing paths that added nothing.
+    """
+    subpopulations: list[Subpopulation] = [full]
+    generator = _Generator(pred, columns, int(min_size))
+    root = _Node(full.index, (), 0, 0)
+    generator.remember(root)
+    rng = np.random.default_rng(int(seed))
+    p = len(columns)
+    nominal = [j for j, c in enumerate(columns) if c.kind == "nominal"]
+    idle = paths = 0
+    max_paths = MAX_PATHS_PER_SUBPOPULATION * n_subpopulations + MAX_IDLE_PATHS
+    found = 0
+    while found < n_subpopulations and idle < MAX_IDLE_PATHS and paths < max_paths:
+        paths += 1
+        ranks: list = [None] * p
+        for j in nominal:
+            levels = columns[j].levels
+            rank = np.empty(levels + 1, dtype=np.int64)
+            rank[:levels] = rng.permutation(levels)
+            rank[levels] = levels  # missing stays last
+            ranks[j] = rank
+        node, stalled, added = root, 0, False
+        while found < n_subpopulations:
+            j = int(rng.integers(p))
+            side = int(rng.integers(2))
+            status, child = generator.split(node, j, side, ranks)
+            if status == "small":
+                break
+            if status == "same":
+                stalled += 1
+                if stalled >= MAX_STALLED_STEPS:
+                    break
+                continue
+            stalled = 0
+            if status == "new":
+                found += 1
+                added = True
+                child.id = found
+                subpopulations.append(Subpopulation(
+                    found, child.depth, child.conditions,
+                    describe_conditions(child.conditions), child.index, parent=node.id,
+                ))
+            node = child
+        idle = 0 if added else idle + 1
+    return subpopulations, found, paths, idle
+
+
 def generate_subpopulations(
     pred: Predictions,
     *,
     covariates: Sequence[str] | None = None,
-    n_subpopulations: int = 1000,
-    min_size: int = 10,
-    seed: int = 0,
+    n_subpopulations: int = SubpopulationSettings.n_subpopulations,
+    min_size: int = SubpopulationSettings.min_size,
+    seed: int = SubpopulationSettings.seed,
 ) -> SubpopulationSet:
     r"""Random subpopulations by Algorithm 1 of [1] (random median splits of covariates).
 
@@ -490,8 +542,7 @@ def generate_subpopulations(
     >>> len(subpops), subpops[0].description
     (6, 'full population')
     """
-    # ~90 lines: public-boundary validation with its messages (each a few lines), then the
-    # generator loop; the loop itself lives in _Generator.
+    # Public-boundary validation with its messages, then the random paths (_draw_paths).
     names = list(pred.covariates.columns) if covariates is None else list(covariates)
     _require_covariates(pred, names, "column")
     for label, value, lowest in (("n_subpopulations", n_subpopulations, 0),
@@ -523,47 +574,9 @@ def generate_subpopulations(
         _prepare_column(name, pred.covariates[name], pred.covariate_kinds.get(name, "ordinal"))
         for name in names
     ]
-    generator = _Generator(pred, columns, int(min_size))
-    root = _Node(full.index, (), 0, 0)
-    generator.remember(root)
-    rng = np.random.default_rng(int(seed))
+    subpopulations, found, paths, idle = _draw_paths(
+        pred, columns, full, int(min_size), int(n_subpopulations), int(seed))
     p = len(columns)
-    nominal = [j for j, c in enumerate(columns) if c.kind == "nominal"]
-    idle = paths = 0
-    max_paths = MAX_PATHS_PER_SUBPOPULATION * n_subpopulations + MAX_IDLE_PATHS
-    found = 0
-    while found < n_subpopulations and idle < MAX_IDLE_PATHS and paths < max_paths:
-        paths += 1
-        ranks: list = [None] * p
-        for j in nominal:
-            levels = columns[j].levels
-            rank = np.empty(levels + 1, dtype=np.int64)
-            rank[:levels] = rng.permutation(levels)
-            rank[levels] = levels  # missing stays last
-            ranks[j] = rank
-        node, stalled, added = root, 0, False
-        while found < n_subpopulations:
-            j = int(rng.integers(p))
-            side = int(rng.integers(2))
-            status, child = generator.split(node, j, side, ranks)
-            if status == "small":
-                break
-            if status == "same":
-                stalled += 1
-                if stalled >= MAX_STALLED_STEPS:
-                    break
-                continue
-            stalled = 0
-            if status == "new":
-                found += 1
-                added = True
-                child.id = found
-                subpopulations.append(Subpopulation(
-                    found, child.depth, child.conditions,
-                    describe_conditions(child.conditions), child.index, parent=node.id,
-                ))
-            node = child
-        idle = 0 if added else idle + 1
     if found < n_subpopulations:
         notes.append(
             f"only {found:,} distinct subpopulations with at least {min_size:,} members could be "

@@ -6,12 +6,17 @@ import datetime as _dt
 import functools
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from mcviz.core.conditions import OPERATORS
 from mcviz.errors import ValidationError
-from mcviz.subpopulations.model import OPERATORS, Condition
+from mcviz.subpopulations.sql import DUCKDB, Query, predicate_sql
+
+if TYPE_CHECKING:  # model imports this module (Condition.__str__)
+    from mcviz.subpopulations.model import Condition
 
 # --------------------------------------------------------------------------------------------
 # Descriptions in words
@@ -111,6 +116,7 @@ def describe_conditions(conditions: Sequence[Condition]) -> str:
 
     Examples
     --------
+    >>> from mcviz.subpopulations import Condition
     >>> describe_conditions([Condition("age", ">=", 37.0),
     ...                      Condition("occupation", "in", ("Sales", "Tech support"))])
     'age ≥ 37 and occupation in {Sales, "Tech support"}'
@@ -157,7 +163,7 @@ def _sql_literal(value: object) -> str:
 def conditions_sql(conditions: Sequence[Condition]) -> str:
     """Translate a conjunction into a standard SQL boolean expression (with the missing rule).
 
-    The one translation of :mod:`mcviz.engines.sql` (:func:`~mcviz.engines.sql.predicate_sql`)
+    The one translation of :mod:`mcviz.subpopulations.sql` (:func:`~.sql.predicate_sql`)
     with its bound parameters written inline as literals, and column kinds taken from the
     condition values (text, date/time, boolean, number). Missing values must be SQL NULLs (not
     NaN): ``>``, ``>=``, ``!=`` and ``not in`` add ``OR x IS NULL`` so that SQL's three-valued
@@ -165,13 +171,12 @@ def conditions_sql(conditions: Sequence[Condition]) -> str:
 
     Examples
     --------
+    >>> from mcviz.subpopulations import Condition
     >>> print(conditions_sql([Condition("age", ">=", 37), Condition("job", "in", ("A", "B"))]))
     (("age" >= 37.0 OR ("age" IS NULL)) AND ("job" IN ('A', 'B') AND NOT ("job" IS NULL)))
     >>> conditions_sql([])
     'TRUE'
     """
-    from mcviz.engines.sql import DUCKDB, Query, predicate_sql  # engines import this package
-
     kinds: dict[str, str] = {}
     for c in conditions:
         items = c.value if isinstance(c.value, tuple | list) else (c.value,)

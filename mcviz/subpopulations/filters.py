@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from mcviz.core.conditions import is_datetime
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.subpopulations.describe import _KEYWORDS, describe_conditions
@@ -16,9 +17,9 @@ from mcviz.subpopulations.model import Condition, Subpopulation
 from mcviz.subpopulations.selection import (
     _categories,
     _is_bool,
-    _is_datetime,
     select_rows,
 )
+from mcviz.text import check_nesting
 
 # --------------------------------------------------------------------------------------------
 # The filter language: tokenizer and recursive-descent parser
@@ -274,7 +275,7 @@ class _Parser:
                 return False
             raise self.error(token, f"column {column!r} is boolean; expected true or false, "
                                     f"found {token.text!r}", column)
-        if (series is not None and _is_datetime(series)) or (
+        if (series is not None and is_datetime(series)) or (
             series is None and token.kind in ("string", "date")
         ):
             try:
@@ -329,6 +330,8 @@ def parse_filter(
         raise ValidationError(f"filter: expected text, got {type(expression).__name__}.")
     if expression.strip().lower() == "full population":
         return ()
+    # the parser recurses once per parenthesis: refuse deep nesting before it starts
+    check_nesting(expression, what="filter: the expression", pairs="()[]{}", quotes="\"'`")
     return _Parser(expression, kinds, pred).parse()
 
 

@@ -6,18 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
+from mcviz.core.conditions import index_dtype
 from mcviz.io import Predictions
-
-MISSING_RULE = (
-    "A missing covariate value is a value of its own that sorts after every observed value "
-    "(NULLS LAST): it satisfies '>', '>=', '!=', 'not in' and 'is missing', and fails '<', '<=', "
-    "'==', 'in' and 'is not missing'. In SQL: x >= v -> (x >= v OR x IS NULL); x != v -> "
-    "(x <> v OR x IS NULL); x NOT IN (...) -> (x NOT IN (...) OR x IS NULL)."
-)
-"""The one documented rule for missing covariate values (engines must reproduce it exactly)."""
-
-OPERATORS = ("<", "<=", ">", ">=", "==", "!=", "in", "not in", "is missing", "is not missing")
+from mcviz.subpopulations.describe import describe_conditions
 
 MAX_IDLE_PATHS = 1000
 """Generation gives up after this many consecutive paths that add no new subpopulation."""
@@ -37,7 +29,7 @@ class Condition:
     ----------
     column : str
     op : str
-        One of :data:`OPERATORS`.
+        One of :data:`~mcviz.core.conditions.OPERATORS`.
     value : float, int, bool, str, pandas.Timestamp, tuple or None
         A number (ordinal), a category string (nominal ``==``/``!=``), a tuple of values for
         ``in``/``not in``, a Timestamp for datetime covariates, None for the missing tests.
@@ -48,8 +40,6 @@ class Condition:
     value: float | int | str | tuple | None = None
 
     def __str__(self) -> str:
-        from mcviz.subpopulations.describe import describe_conditions  # describe imports model
-
         return describe_conditions((self,))
 
 
@@ -128,12 +118,7 @@ class SubpopulationSet:
         return self.subpopulations[item]
 
 
-def _index_dtype(n: int) -> type:
-    """Member positions are int32 when they fit (half the memory of int64), else int64."""
-    return np.int32 if n < 2**31 - 1 else np.int64
-
-
 def full_population(pred: Predictions) -> Subpopulation:
     """Subpopulation 0: every row."""
-    index = np.arange(pred.n, dtype=_index_dtype(pred.n))
+    index = np.arange(pred.n, dtype=index_dtype(pred.n))
     return Subpopulation(0, 0, (), "full population", _readonly(index))

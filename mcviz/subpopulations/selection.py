@@ -7,17 +7,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from mcviz.core._arrays import readonly as _readonly
+from mcviz.core.arrays import readonly as _readonly
+from mcviz.core.conditions import OPERATORS, index_dtype, ordinal_keys, value_key
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.subpopulations.model import OPERATORS, Condition, _index_dtype
+from mcviz.subpopulations.model import Condition
 
 # --------------------------------------------------------------------------------------------
 # Column access shared by selection and generation (one rule for values and missingness)
-
-
-def _is_datetime(series: pd.Series) -> bool:
-    return pd.api.types.is_datetime64_any_dtype(series)
 
 
 def _is_nominal(series: pd.Series) -> bool:
@@ -30,82 +27,6 @@ def _is_bool(series: pd.Series) -> bool:
 
 def _categories(series: pd.Series) -> list[str]:
     return [str(c) for c in series.cat.categories]
-
-
-def _ordinal_keys(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Return comparable keys (float64, or int64 ns for datetimes) and the missing mask."""
-    missing = series.isna().to_numpy()
-    if _is_datetime(series):
-        keys = pd.DatetimeIndex(series).as_unit("ns").asi8.copy()
-        return keys, missing
-    keys = series.to_numpy(dtype=float, na_value=np.nan)
-    return keys, missing
-
-
-def _ordinal_values(series: pd.Series) -> np.ndarray:
-    """Return an ordinal column as float64 (datetimes as ns since the epoch), NaN where missing.
-
-    The one numeric view of a covariate (ordering variables, covariate bins, curves along a
-    variable), from the keys of :func:`_ordinal_keys`.
-    """
-    keys, missing = _ordinal_keys(series)
-    if not _is_datetime(series):
-        return keys  # already NaN where missing
-    values = keys.astype(float)
-    values[missing] = np.nan
-    return values
-
-
-def _value_key(series: pd.Series, value: object) -> float | int:
-    """Return the key of a condition value on an ordinal column (see :func:`_ordinal_keys`)."""
-    if _is_datetime(series):
-        stamp = pd.Timestamp(value)
-        tz = series.dt.tz
-        if tz is not None and stamp.tzinfo is None:
-            stamp = stamp.tz_localize(tz)
-        elif tz is None and stamp.tzinfo is not None:
-            stamp = stamp.tz_convert(None)
-        return int(stamp.as_unit("ns").value)
-    return float(value)
-
-
-def _validate_index(pred: Predictions, index: np.ndarray) -> np.ndarray:
-    """Return the subpopulation's positions as a sorted int64 array, or raise.
-
-    The one validation rule for a subpopulation given by index (sorted or not, distinct
-    positions in score order, or a boolean mask over the rows), shared by the deviation, the
-    reliability diagrams and the measures.
-    """
-    array = np.asarray(index)
-    if array.dtype == bool:
-        if array.shape != (pred.n,):
-            raise ValidationError(
-                f"subpopulation mask has shape {array.shape}; expected ({pred.n},) "
-                "(one entry per observation)."
-            )
-        array = np.flatnonzero(array)
-    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
-        raise ValidationError(
-            "subpopulation index must be a 1-D array of integer positions or a boolean mask."
-        )
-    if array.size == 0:
-        raise ValidationError("the subpopulation is empty (0 rows); nothing to compare.")
-    array = array.astype(np.int64, copy=False)
-    outside = (array < 0) | (array >= pred.n)
-    if outside.any():
-        raise ValidationError(
-            f"subpopulation index: {int(outside.sum()):,} of {array.size:,} positions lie "
-            f"outside [0, {pred.n - 1}] (first {int(array[outside][0])})."
-        )
-    if np.any(array[1:] <= array[:-1]):
-        array = np.sort(array)
-        repeated = np.flatnonzero(array[1:] == array[:-1])
-        if repeated.size:
-            raise ValidationError(
-                f"subpopulation index: {repeated.size:,} positions are repeated "
-                f"(first {int(array[repeated[0]])})."
-            )
-    return array
 
 
 def _require_covariates(pred: Predictions, names: Sequence[str], role: str) -> None:
@@ -164,7 +85,7 @@ def select_rows(
         rows = np.asarray(within)
         for condition in conditions:
             rows = rows[_condition_mask(pred, condition, rows)]
-    return _readonly(rows.astype(_index_dtype(pred.n), copy=False))
+    return _readonly(rows.astype(index_dtype(pred.n), copy=False))
 
 
 def _condition_mask(
@@ -204,12 +125,12 @@ def _condition_mask(
             "not in).",
             column=column,
         )
-    keys, _ = _ordinal_keys(series)
+    keys, _ = ordinal_keys(series)
     if op in ("in", "not in"):
         items = value if isinstance(value, tuple | list) else (value,)
-        member = np.isin(keys, np.array([_value_key(series, v) for v in items])) & ~missing
+        member = np.isin(keys, np.array([value_key(series, v) for v in items])) & ~missing
         return member if op == "in" else ~member
-    key = _value_key(series, value)
+    key = value_key(series, value)
     observed = ~missing
     if op == "<":
         return (keys < key) & observed

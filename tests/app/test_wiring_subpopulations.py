@@ -6,6 +6,7 @@ only when its adjusted p < 0.05, low-prevalence caveat) and #19 item 3 (searched
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,24 @@ def no_exceptions(at: AppTest) -> None:
 def texts(at: AppTest, kind: str) -> list[str]:
     # the page escapes data-derived text for Markdown: compare without the backslashes
     return [e.value.replace("\\", "") for e in getattr(at, kind)]
+
+
+def _number(value: object) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).replace(",", "").replace("\u2212", "-").strip()
+    if text in ("–", ""):
+        return float("nan")
+    return 0.0 if text.startswith("<") else float(text)
+
+
+def numeric(frame):
+    """The table's numbers back from the text the one formatter wrote."""
+    out = frame.copy()
+    for column in out.columns:
+        with contextlib.suppress(ValueError):
+            out[column] = [_number(v) for v in out[column]]
+    return out
 
 
 def subpopulations_page(raw: bytes | None = None) -> AppTest:
@@ -50,7 +69,7 @@ def test_worst_subpopulation_is_untested_until_the_null_is_computed():
     assert not at.success  # no green box before the null distribution
     assert any("Not yet tested against chance: compute the null distribution" in t
                for t in texts(at, "info"))
-    table = at.dataframe[0].value
+    table = numeric(at.dataframe[0].value)
     assert list(table.columns) == ["id", "description", "size", "D/σ", "p", "p_adjusted",
                                    "normalised"]
     assert table["p_adjusted"].isna().all()
@@ -65,7 +84,7 @@ def test_worst_subpopulation_is_untested_until_the_null_is_computed():
     # Monte-Carlo standard error sqrt(p (1 - p) / B) with B = 99, to the 2 digits shown
     assert abs(float(se_text) - np.sqrt(p * (1 - p) / 99)) < 0.006
     assert float(shown["Null median of M/σ₀"]) <= float(shown["Null 95% quantile of M/σ₀"])
-    table = at.dataframe[0].value
+    table = numeric(at.dataframe[0].value)
     adjusted = table["p_adjusted"].to_numpy(dtype=float)
     # (1 + count) / (B + 1) with B = 99: multiples of 1/100 in (0, 1]
     assert np.allclose(adjusted * 100, np.round(adjusted * 100))
@@ -118,7 +137,7 @@ def test_searched_findings_read_as_sentences_with_held_out_p_values():
     assert any(t.startswith("Minimum detectable effect (80% power") and "nothing larger than"
                in t for t in markdown)
     assert any("Holm-adjusted over the findings reported" in t for t in texts(at, "caption"))
-    findings = at.dataframe[0].value
+    findings = numeric(at.dataframe[0].value)
     assert list(findings.columns) == ["rank", "description", "share", "size", "held-out D/σ",
                                       "p (held-out)", "p adjusted (Holm)", "effect points",
                                       "95% CI", "O/E"]
@@ -126,7 +145,7 @@ def test_searched_findings_read_as_sentences_with_held_out_p_values():
     success = texts(at, "success")
     assert len(success) == 1
     assert success[0].startswith(f"Among rows with {PLANTED}")
-    table = at.dataframe[1].value  # the table of every view: Holm p of the finding (id = rank)
+    table = numeric(at.dataframe[1].value)  # every view's table: Holm p of finding (id = rank)
     assert "p (all rows, unadjusted)" in table.columns
     first_row = table[table["id"] == 1].iloc[0]
     # the findings table shows 4 significant digits (the one number formatter)

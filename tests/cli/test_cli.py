@@ -167,8 +167,8 @@ def test_every_subcommand_module_follows_the_interface():
         module = importlib.import_module(f"mcviz.cli.{name}")
         assert callable(module.register), name
         assert callable(module.run), name
-        extra = ["--out", "x.parquet"] if name == "screen" else (
-            ["--subpopulation", "a"] if name == "deviation" else [])
+        extra = {"screen": ["--out", "x.parquet"], "deviation": ["--subpopulation", "a"],
+                 "apply": ["x.csv", "--out", "x.parquet"]}.get(name, [])
         args = parser.parse_args([name, "file.csv", *extra])
         assert args.run is module.run, name
         assert args.json is False, name  # every subcommand takes --json

@@ -103,3 +103,15 @@ def test_a_failed_computation_keeps_nothing():
     with pytest.raises(ValueError, match="refused"):
         cache.get_or_compute("k", refuse)
     assert "k" not in cache
+
+
+def test_entries_leave_with_the_last_session_that_used_them():
+    cache = ByteCache(max_bytes=10**6, ttl=3600, size=lambda v: 1)
+    cache.put("upload-a", 1, owner="s1")
+    cache.get_or_compute("upload-a", lambda: 2, owner="s2")  # a second session uses it
+    cache.put("demo", 3)  # kept outside a session: time to live alone
+    assert cache.release_owners({"s2", "s3"}) == 0  # s2 still uses it
+    assert cache.release_owners({"s3"}) == 1
+    assert "upload-a" not in cache
+    assert "demo" in cache
+    assert cache.stats().bytes == 1

@@ -89,3 +89,39 @@ def test_page_names_are_checked():
 def test_huge_text_is_cut():
     decoded = links.decode_params({"filter": "x" * 100_000})
     assert len(decoded.restored[s.W_FILTER]) <= 2_000
+
+
+def test_round_trip_of_a_searched_finding_with_its_settings_and_null():
+    state = {s.SOURCE: {"kind": "demo", "name": "adult", "digest": None},
+             s.W_SUB_MODE: "searched", s.W_CONDITIONS: 2, s.W_FINDINGS: 7,
+             s.W_NULL_DRAWS: 500, s.W_SCOPE: "sub", s.W_SCOPE_SUB: 2, s.W_BINS: "10",
+             s.W_VARIABLE: "age", s.SUBPOP: {"key": "k"}, s.NULL_SHOWN: True}
+    params = links.encode_state(state, "review")
+    assert params["smode"] == "searched"
+    decoded = links.decode_params(params)
+    assert decoded.messages == ()
+    restored = decoded.restored
+    for key in (s.W_SUB_MODE, s.W_CONDITIONS, s.W_FINDINGS, s.W_NULL_DRAWS, s.W_SCOPE,
+                s.W_SCOPE_SUB, s.W_BINS, s.W_VARIABLE):
+        assert restored[key] == state[key], key
+    assert restored[s.AUTO_SUBPOP] is True
+    assert restored[s.AUTO_NULL] is True
+
+
+@pytest.mark.parametrize(("params", "fragment"), [
+    ({"smode": "brute"}, "smode"), ({"cond": "9"}, "outside"), ({"find": "0"}, "outside"),
+    ({"nd": "1e9"}, "not a whole number"), ({"nd": "10"}, "outside"),
+])
+def test_bad_search_and_null_settings_are_named(params, fragment):
+    decoded = links.decode_params(params)
+    assert decoded.restored == {}
+    assert any(fragment in m for m in decoded.messages), decoded.messages
+
+
+def test_subpopulation_params_from_the_widgets():
+    state = {s.W_SUB_MODE: "searched", s.W_SUBCOVS: ["age", "gone"], s.W_L: 50,
+             s.W_CONDITIONS: 2}
+    params = s.subpopulation_params(state, {"age": "ordinal", "sex": "nominal"})
+    assert params == {"covariates": ["age"], "n_subpopulations": 50, "min_size": 10, "seed": 0,
+                      "repeats": 1, "mode": "searched", "max_conditions": 2, "n_findings": 5}
+    assert s.subpopulation_params({}, ["a", "b"])["covariates"] == ["a", "b"]

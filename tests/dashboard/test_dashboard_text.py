@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from dashboard.text import code, escape_markdown
 from mcviz.figures._text import escape_figure, plotly_text
+from mcviz.text import display_text
 
 HOSTILE = ['<a href=//evil>x</a>', "![t](http://127.0.0.9/x.png)", '=HYPERLINK("http://e","x")',
            "**bold**", "<script>alert(1)</script>", ":red[x] :material/home: $x^2$",
@@ -26,7 +27,7 @@ def unescape(text: str) -> str:
 @given(st.text())
 def test_markdown_escape_round_trips_and_leaves_no_bare_punctuation(text):
     escaped = escape_markdown(text)
-    flat = re.sub(r"[\x00-\x1f\x7f\u2028\u2029]+", " ", text)
+    flat = re.sub(r"[\x00-\x1f\x7f\x85\u2028\u2029]+", " ", display_text(text))
     assert unescape(escaped).replace("\u2060", "") == flat.replace("\u2060", "")
     # every punctuation mark is escaped: the only bare characters left are letters, digits,
     # spaces and non-ASCII
@@ -142,3 +143,26 @@ def test_escape_figure_reads_the_same_json_plotly_would_copy():
     assert data is not spec["data"]
     fig.data[0].name = "changed"  # the stored JSON is plotly's own: it follows updates
     assert _stored_json(fig)[0][0]["name"] == "changed"
+
+
+def test_dropped_covariates_are_one_notice_per_reason():
+    from dashboard.text import grouped_notices
+
+    notices = [f"covariate 'c{i}' dropped: it takes a single value." for i in range(20_000)]
+    notices.insert(5, "covariate 'x' dropped: every value is missing.")
+    notices.append("something else")
+    grouped = grouped_notices(notices)
+    assert grouped == [
+        "20,000 covariates dropped: it takes a single value. ('c0', 'c1', 'c2', 'c3', 'c4', "
+        "'c5', 'c6', 'c7' and 19,992 more)",
+        "covariate 'x' dropped: every value is missing.",
+        "something else",
+    ]
+
+
+def test_bidi_controls_are_shown_in_markdown_and_code():
+    from dashboard.text import code, escape_markdown
+
+    assert "\u202e" not in escape_markdown("a\u202eb")
+    assert escape_markdown("a\u202eb") == "a\\[U\\+202E\\]b"
+    assert code("a\u2066b") == "`a[U+2066]b`"

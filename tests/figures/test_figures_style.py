@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 import pytest
 
 from mcviz.figures import apply_style, format_number, subscript
-from mcviz.figures._format import format_ticks
 from mcviz.figures._style import LINE_WIDTH, PRESENTATION_LINE_WIDTH
+from mcviz.figures.format import format_ticks
 
 
 def _band_and_line() -> go.Figure:
@@ -57,7 +57,8 @@ def test_top_axis_and_subtitle_get_room_at_the_top():
     (4960.0, None, "4,960"),
     (999_999.4, None, "999,999"),
     (0.001, None, "0.001"),
-    (0.000999, None, "9.99e-04"),
+    (0.000999, None, "0.000999"),  # LCS-sized numbers read the same in a title and a table
+    (0.0000999, None, "9.99e-05"),
     (12, None, "12"),
     (np.int64(48_842), None, "48,842"),
     (pd.Timestamp("2001-02-03"), None, "2001-02-03"),
@@ -70,8 +71,8 @@ def test_format_number(value, kind, expected):
     assert format_number(value, kind=kind) == expected
 
 
-def test_no_scientific_notation_between_1e_3_and_1e6():
-    for value in np.geomspace(1e-3, 9.99e5, 200):
+def test_no_scientific_notation_between_1e_4_and_1e6():
+    for value in np.geomspace(1e-4, 9.99e5, 200):
         assert "e" not in format_number(value), value
 
 
@@ -106,3 +107,34 @@ def test_house_template_keeps_simple_white_for_every_trace_type_a_figure_holds()
     pie = apply_style(go.Figure(go.Pie(values=[1, 2])), title="t", legend="none")
     assert pie.layout.template.data.pie == white.data.pie
     assert scatter.layout.template.data.pie == ()
+
+
+@pytest.mark.parametrize(("fraction", "signed", "expected"), [
+    (0.0028, False, "0.28%"),  # VECE 0.0028 reads 0.28% in tables and charts alike
+    (0.1234, False, "12.3%"),
+    (-0.05, True, "−5%"),
+    (0.041, True, "+4.1%"),
+    (0.0, True, "0%"),
+    (float("nan"), False, "–"),
+])
+def test_format_percent(fraction, signed, expected):
+    from mcviz.figures import format_percent
+
+    assert format_percent(fraction, signed=signed) == expected
+
+
+@pytest.mark.parametrize(("p", "expected"), [
+    (0.000999, "< 0.001"), (0.0, "< 0.001"), (0.001, "0.001"), (0.148, "0.15"),
+    (0.0456, "0.046"), (1.0, "1"), (float("nan"), "–"),
+])
+def test_format_p_in_sentences(p, expected):
+    from mcviz.figures import format_p
+
+    assert format_p(p) == expected
+
+
+def test_format_interval():
+    from mcviz.figures import format_interval
+
+    assert format_interval(-0.012, 0.034, percent=True) == "−1.2% to 3.4%"
+    assert format_interval(1234.6, 2e6) == "1,235 to 2,000,000"

@@ -137,7 +137,7 @@ def test_lcs_figure_shades_where_the_window_reaches_the_end(pred):
     assert rects[0].x1 == pytest.approx(result.boundary_below)
     assert rects[1].x0 == pytest.approx(result.boundary_above)
     assert rects[1].x1 == result.grid[-1]
-    assert "flattening here is not over-prediction" in figure.layout.title.text
+    assert "flattening at the range ends is not over-prediction" in figure.layout.title.text
 
 
 def test_levels_without_enough_rows_are_lighter():

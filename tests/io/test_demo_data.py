@@ -224,3 +224,27 @@ def test_letter_accuracy_and_calibration(letter):
     confidence = p.max(axis=1)
     assert confidence.mean() < accuracy - 0.03
     assert 0.03 < ece(confidence, correct) < 0.15
+
+
+def test_flights_demo_is_dated_and_scored_by_a_model_of_january_to_march():
+    """mcviz/data/flights.parquet (scripts/build_flights_demo.py): 100,000 NYC flights of 2013."""
+    from mcviz import load_demo
+
+    frame = pd.read_parquet(DATA / "flights.parquet")
+    assert len(frame) == 100_000
+    assert list(frame.columns) == ["departure", "carrier", "origin", "dest", "distance", "hour",
+                                   "weekday", "delayed", "score_gbm"]
+    assert frame["departure"].min() >= pd.Timestamp("2013-01-01")
+    assert frame["departure"].max() < pd.Timestamp("2014-01-01")
+    assert set(frame["origin"].cat.categories) == {"EWR", "JFK", "LGA"}
+    assert set(frame["delayed"].unique()) == {0, 1}
+    assert frame["score_gbm"].between(0, 1).all()
+    # fitted on January-March: calibrated there in the mean, not in the summer storms
+    early = frame["departure"] < pd.Timestamp("2013-04-01")
+    summer = frame["departure"].dt.month.isin([6, 7])
+    assert abs(frame.loc[early, "delayed"].mean() - frame.loc[early, "score_gbm"].mean()) < 0.01
+    assert frame.loc[summer, "delayed"].mean() - frame.loc[summer, "score_gbm"].mean() > 0.05
+    pred = load_demo("flights")
+    assert pred.n == 100_000
+    assert pred.label_column == "delayed"
+    assert pred.score_column == "score_gbm"

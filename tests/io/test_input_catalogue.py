@@ -188,7 +188,11 @@ CASES = [
     Case("headerless", _text("h.csv", "0.1,0\n0.4,1\n0.3,0\n"), r"no score column"),
     Case("ragged_rows", _text("r.csv", "score,label\n0.1,0\n0.2,1,5,6\n"),
          r"'r.csv' is not a valid CSV/TSV file.*Expected 2 columns"),
-    Case("ten_thousand_columns", _text("wide.csv", _many_columns()), n=5),
+    Case("ten_thousand_columns", _text("wide.csv", _many_columns()),
+         r"file 'wide.csv' has 10,003 columns; the limit is 2,000 \(max_columns, or "
+         r"MCVIZ_MAX_COLUMNS\)"),
+    Case("ten_thousand_columns_under_a_raised_limit", _text("wide.csv", _many_columns()), n=5,
+         env={"MCVIZ_MAX_COLUMNS": "20000"}),
     Case("long_field_over_128k", _text("l.csv", BASE.replace("a\n", "a" + "x" * 200_000 + "\n", 1)),
          n=4),
     Case("long_header_field", _text("h.csv", BASE.replace("city", "c" * 200_000, 1)), n=4),

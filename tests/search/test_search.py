@@ -238,7 +238,7 @@ def test_progress_and_cancel():
     ({"covariates": ["nope"]}, "no covariate 'nope'"),
     ({"max_conditions": 0}, "max_conditions must be an integer from 1 to 5"),
     ({"n_findings": 2.5}, "n_findings must be an integer"),
-    ({"holdout": 1.5}, r"holdout must be a number in \(0.1, 0.9\]"),
+    ({"holdout": 1.5}, "holdout must be a number from 0.1 to 0.9"),
     ({"min_share": 0}, "min_share must be a number"),
 ])
 def test_bad_input(options, message):

@@ -1,0 +1,223 @@
+"""The Monitor page's services (no Streamlit): its settings, time columns, Review filters.
+
+:class:`MonitorSettings` is the one settings object of a monitor run: the widgets write it, it
+gives the keyword arguments of :func:`mcviz.monitor.monitor_calibration` (and so the cache key)
+and the CLI equivalent. :func:`review_filter` turns a cell of the heat map (a series and a range
+of periods) into a filter expression the Review page's "Filter" scope reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mcviz.io import Predictions
+from mcviz.monitor import MonitorResult, infer_time_column
+from mcviz.subpopulations.describe import timestamp_text
+
+__all__ = ["PERIOD_CHOICES", "MonitorSettings", "default_segments", "review_filter",
+           "segment_candidates", "settings_from_state", "time_candidates"]
+
+PERIOD_CHOICES = {"day": "day", "week": "week", "month": "month", "quarter": "quarter",
+                  "10": "10 equal periods", "20": "20 equal periods", "52": "52 equal periods"}
+MAX_LEVELS = 60
+"""Segment columns offered: nominal covariates with at most this many levels."""
+_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+DEMO_SEGMENTS = ("carrier", "origin")
+"""Monitored by default on the dated demo (NYC flights)."""
+
+
+@dataclass(frozen=True)
+class MonitorSettings:
+    """What the Monitor page computes (widgets -> library call, cache key, CLI)."""
+
+    time: str
+    period: str = "week"
+    reference: str = ""
+    segments: tuple[str, ...] = ()
+    filters: tuple[str, ...] = ()
+    search_reference: bool = False
+
+    def call_options(self) -> dict:
+        """Keyword arguments of :func:`~mcviz.monitor.monitor_calibration` (JSON-able)."""
+        return {"time": self.time,
+                "period": int(self.period) if self.period.isdigit() else self.period,
+                "reference": self.reference.strip() or None, "segments": list(self.segments),
+                "filters": list(self.filters), "search_reference": self.search_reference}
+
+    def command_line(self, file: str = "FILE") -> str:
+        """Return the equivalent ``mcviz monitor`` command.
+
+        Examples
+        --------
+        >>> MonitorSettings("when", "month", segments=("region",)).command_line()
+        'mcviz monitor FILE --time when --period month --segments region --json'
+        """
+        parts = ["mcviz monitor", file, "--time", _shell(self.time), "--period", self.period]
+        if self.reference.strip():
+            parts += ["--reference", _shell(self.reference.strip())]
+        if self.segments:
+            parts += ["--segments", _shell(",".join(self.segments))]
+        for expression in self.filters:
+            parts += ["--filter", _shell(expression)]
+        if self.search_reference:
+            parts.append("--search-reference")
+        return " ".join([*parts, "--json"])
+
+
+def _shell(text: str) -> str:
+    return text if re.fullmatch(r"[A-Za-z0-9_.,:\-]+", text) else "'" + text.replace(
+        "'", "'\\''") + "'"
+
+
+def time_candidates(pred: Predictions) -> list[str]:
+    """Covariates that can be the time column: datetime ones, then the inferred one."""
+    columns = pred.covariates
+    found = [str(c) for c in columns.columns
+             if pd.api.types.is_datetime64_any_dtype(columns[c])]
+    inferred = infer_time_column(columns)
+    if inferred is not None and inferred not in found:
+        found.append(inferred)
+    return found
+
+
+def segment_candidates(pred: Predictions, time: str | None) -> list[str]:
+    """Nominal covariates with at most :data:`MAX_LEVELS` levels (booleans too)."""
+    out = []
+    for name, kind in pred.covariate_kinds.items():
+        if name == time:
+            continue
+        series = pred.covariates[name]
+        if pd.api.types.is_bool_dtype(series) or (
+                kind == "nominal" and series.nunique(dropna=False) <= MAX_LEVELS):
+            out.append(str(name))
+    return out
+
+
+def default_segments(candidates: Sequence[str]) -> list[str]:
+    """Return the demo's carrier and origin when offered; otherwise none (full population)."""
+    return [c for c in DEMO_SEGMENTS if c in candidates]
+
+
+def settings_from_state(state: Mapping, time: str) -> MonitorSettings:
+    """Read the page's widget values (keys of :mod:`dashboard.state`) into settings."""
+    from dashboard import state as s
+
+    period = str(state.get(s.W_MON_PERIOD) or "week")
+    filters = tuple(line.strip() for line in str(state.get(s.W_MON_FILTERS) or "").splitlines()
+                    if line.strip())
+    return MonitorSettings(time=time, period=period if period in PERIOD_CHOICES else "week",
+                           reference=str(state.get(s.W_MON_REFERENCE) or ""),
+                           segments=tuple(state.get(s.W_MON_SEGMENTS) or ()), filters=filters,
+                           search_reference=bool(state.get(s.W_MON_SEARCH)))
+
+
+def _column(name: str) -> str:
+    return name if _BARE.fullmatch(name) else "`" + name.replace("`", "") + "`"
+
+
+def review_filter(result: MonitorResult, series: int, first: int, last: int,
+                  time_dtype: object) -> str | None:
+    """Return the filter of ``series`` in periods ``first..last`` (None if not writable).
+
+    The time clause is ``time >= start and time < end`` with the periods' starts written as
+    the filter language reads them; a time column of text (parsed by the monitor) cannot be
+    compared in a filter, so None is returned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mcviz import Predictions
+    >>> from mcviz.monitor import monitor_calibration
+    >>> days = pd.Timestamp("2026-01-05") + pd.to_timedelta(np.arange(60) % 30, unit="D")
+    >>> pred = Predictions.from_arrays(np.full(60, 0.5), np.arange(60) % 2,
+    ...                                covariates={"day": days, "g": ["a", "b"] * 30})
+    >>> result = monitor_calibration(pred, period="week", segments=["g"], n_draws=19,
+    ...                              alpha=0.05)
+    >>> review_filter(result, 1, 1, 2, pred.covariates["day"].dtype)
+    'g == a and day >= 2026-01-12 and day < 2026-01-26'
+    """
+    periods = result.periods
+    number = periods.kind == "number"
+    if not number and not pd.api.types.is_datetime64_any_dtype(time_dtype):
+        return None
+    start, end = periods.start(first), periods.start(last + 1)
+    if number:
+        low, high = repr(float(start)), repr(float(end))
+    else:
+        low, high = timestamp_text(start), timestamp_text(end)
+    column = _column(periods.column)
+    upper = "<=" if last + 1 == periods.n_periods else "<"  # the last period is closed
+    clause = f"{column} >= {low} and {column} {upper} {high}"
+    description = result.series[series].description
+    return clause if description == "full population" else f"{description} and {clause}"
+
+
+def report_section(result: MonitorResult) -> object:
+    """Return the report's section of a monitor: verdicts, the heat map, the alarmed series.
+
+    A :class:`mcviz.report.ReportSection`: one sentence per alarm (all series when none
+    alarmed), the heat map, the first alarmed series over time (or the full population), and
+    the table of every series.
+    """
+    from mcviz.figures import monitor_heatmap_figure, monitor_series_figure
+    from mcviz.report import ReportSection
+
+    periods = result.periods
+    alarmed = result.alarms
+    text = [f"Calibration over time along {periods.column} in {periods.n_periods} "
+            f"{periods.period}s; the reference is the first {periods.n_reference} (before "
+            f"{periods.reference_end}). {len(alarmed)} of {len(result.series)} series alarm; "
+            f"the chance of any false alarm in any series over the whole horizon is at most "
+            f"{result.alpha:g} (threshold {result.threshold:.3f}, {result.null_maxima.size} "
+            f"{result.null_method} null draws)."]
+    text += [s.sentence for s in (alarmed or result.series[:1])]
+    shown = alarmed[0] if alarmed else result.full
+    figures = (monitor_heatmap_figure(result),
+               monitor_series_figure(result, result.series.index(shown)))
+    table = pd.DataFrame([{
+        "series": s.description, "alarm": s.alarm, "first_alarm": result.label(s.first_alarm),
+        "shift": s.shift, "ci_low": s.ci_low, "ci_high": s.ci_high,
+        "p_adjusted": s.p_adjusted, "rows": int(s.count.sum())} for s in result.series])
+    metrics = (("periods", f"{periods.n_periods} {periods.period}s"),
+               ("alarms", f"{len(alarmed)} of {len(result.series)}"),
+               ("threshold c", f"{result.threshold:.3f}"), ("α", f"{result.alpha:g}"))
+    return ReportSection("Calibration over time (monitor)", text=tuple(text), metrics=metrics,
+                         figures=figures, tables=(("Every monitored series", table),))
+
+
+HELD = "monitor_report"
+"""Session key of the Monitor page's last run: ``(analysis key, MonitorResult)``."""
+MAX_SENTENCES = 2
+
+
+def verdict_section(result: MonitorResult) -> object:
+    """Return the monitor as a :class:`mcviz.verdict.Section` (page, report and deck slide).
+
+    The horizon and the rule in one sentence, then the first alarms' sentences (at most
+    :data:`MAX_SENTENCES`; the full population's when nothing alarmed) and the facts.
+    """
+    from mcviz.verdict import Section
+
+    periods = result.periods
+    alarmed = result.alarms
+    head = (f"Over {periods.n_periods} {periods.period}s of {periods.column}, {len(alarmed)} of "
+            f"{len(result.series)} monitored series changed calibration since the reference "
+            f"(before {periods.reference_end}); the chance of any false alarm over every series "
+            f"and period is at most {result.alpha:g}.")
+    shown = [s.sentence for s in (alarmed or result.series[:1])][:MAX_SENTENCES]
+    if len(alarmed) > MAX_SENTENCES:
+        shown.append(f"{len(alarmed) - MAX_SENTENCES} more alarms: see the Monitor page.")
+    facts = (("periods", f"{periods.n_periods} {periods.period}s"),
+             ("alarms (family-wise false-alarm rate ≤ " f"{result.alpha:g})",
+              f"{len(alarmed)} of {len(result.series)} series"))
+    return Section("Monitoring: calibration over time", (head, *shown), facts)
+
+
+def held_section(state: Mapping, analysis_key: str) -> object | None:
+    """Return the Monitor page's last run on this analysis as a verdict section, or None."""
+    held = state.get(HELD)
+    return verdict_section(held[1]) if held is not None and held[0] == analysis_key else None

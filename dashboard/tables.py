@@ -1,0 +1,79 @@
+"""Tables as people read them: every number through the one formatter, widths from content.
+
+Plain Python (no Streamlit): :func:`formatted` writes a frame's numbers with
+:func:`mcviz.figures.format_number` (p-value columns as p-values, ``%`` columns as
+percentages), and :func:`content_widths` gives each column the pixel width its longest text
+needs, so no cell is cut ("208" for 2,086); a wide table scrolls instead.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from mcviz.figures import format_number, format_percent
+
+__all__ = ["content_widths", "formatted", "is_p_column", "is_percent_column"]
+
+CHAR_PX = 7.6
+"""Average width (px) of a character of the dashboard's table font (14 px Source Sans)."""
+PADDING_PX = 30
+MAX_PX = 1200
+
+
+def is_p_column(name: object) -> bool:
+    """Say whether a column holds p-values: ``p``, ``p-value``, ``p_adjusted``, ``p (held-out)``...
+
+    >>> [is_p_column(c) for c in ("p", "p_value", "p adjusted (Holm)", "pop", "share")]
+    [True, True, True, False, False]
+    """
+    text = str(name).lower()
+    return text == "p" or text.startswith(("p ", "p_", "p-", "p(", "p-value"))
+
+
+def is_percent_column(name: object) -> bool:
+    """Say whether a column holds shares as fractions (``share``, ``share of weight``...).
+
+    Columns named ``... %`` already hold percentages: they are written as numbers.
+    """
+    return str(name).lower() in ("share", "share of weight", "share of rows")
+
+
+def formatted(frame: pd.DataFrame, *, percent: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Return ``frame`` with float columns written by the one formatter (as text).
+
+    ``percent`` names columns holding fractions to be written as percentages (also those
+    :func:`is_percent_column` recognises by name). Integer columns get thousands separators.
+
+    >>> formatted(pd.DataFrame({"size": [2086], "share": [0.0427], "p": [3e-5]})).iloc[0].tolist()
+    ['2,086', '4.27%', '3e-05']
+    """
+    shown = frame.copy()
+    for column in shown.columns:
+        series = shown[column]
+        if pd.api.types.is_bool_dtype(series):
+            continue
+        if column in percent or (is_percent_column(column)
+                                 and pd.api.types.is_float_dtype(series)):
+            shown[column] = [format_percent(v) for v in series]
+        elif pd.api.types.is_float_dtype(series):
+            kind = "p" if is_p_column(column) else None
+            shown[column] = [format_number(v, kind=kind) for v in series]
+        elif pd.api.types.is_integer_dtype(series):
+            shown[column] = [format_number(int(v)) for v in series]
+    return shown
+
+
+def content_widths(frame: pd.DataFrame, *, index: bool = False) -> dict[str, int]:
+    """Pixel width of each column: its longest cell or header, so nothing is cut.
+
+    >>> content_widths(pd.DataFrame({"size": ["2,086"], "description": ["age >= 40"]}))
+    {'size': 68, 'description': 114}
+    """
+    widths = {}
+    for column in frame.columns:
+        texts = [str(column), *map(str, frame[column].tolist())]
+        longest = max(len(t) for t in texts)
+        widths[str(column)] = min(math.ceil(CHAR_PX * longest + PADDING_PX), MAX_PX)
+    return widths

@@ -1,0 +1,61 @@
+"""``mcviz decide``: net benefit at the thresholds, and what miscalibration costs there.
+
+Prints ``{"thresholds", "n", "net_benefit": {"model", "treat_all", "treat_none"}}`` over every
+row (a row is treated when its score is at least the threshold; weighted), then -- unless
+``--no-fix`` -- the fix fitted on one score-stratified split (``--method``, default ``findings``
+with covariates, else ``platt``) and, on the held-out rows: ``"holdout": {"method", "n_fit",
+"n_eval", "accepted", "verdict"}``, ``"held_out": {"net_benefit": {"model", "recalibrated",
+"treat_all", "treat_none"}, "loss_per_1000", "ci_low", "ci_high", "changed_share",
+"sentences"}`` and ``"findings": [...]`` with the same keys for each confirmed finding of the
+search on the fit rows (and each ``--scope``). The loss per 1,000 decisions is NB(recalibrated)
+- NB(model) times 1,000, with a 95% bootstrap interval (:mod:`mcviz.decision.impact`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mcviz.cli import _common
+
+__all__ = ["register", "run"]
+
+HELP = "net benefit at decision thresholds and what miscalibration costs there"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``mcviz decide``."""
+    from mcviz.cli.fix import add_fix_arguments
+
+    parser = subparsers.add_parser("decide", help=HELP, description=HELP)
+    _common.add_input_arguments(parser)
+    add_fix_arguments(parser, method=None)
+    parser.add_argument("--no-fix", action="store_true",
+                        help="only the net benefit of the model, treat-all and treat-none")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Compute the net benefits (and the fix's held-out gain); return the JSON object."""
+    from mcviz.cli.fix import held_out_decisions, prepare
+    from mcviz.decision import net_benefit
+
+    pred, covariates, thresholds, method = prepare(args)
+    output: dict = {"thresholds": thresholds, "n": pred.n,
+                    "net_benefit": net_benefit(pred, thresholds=thresholds).as_json()}
+    if args.no_fix:
+        return output
+    from mcviz.recalibration import verify_fix
+
+    result = verify_fix(pred, method=method, covariates=covariates, holdout=args.holdout,
+                        seed=args.seed, scopes=args.scope, n_subpopulations=200)
+    confirmed = [d for d, ok in zip(result.findings, result.confirmed, strict=True) if ok]
+    scopes = list(dict.fromkeys([*confirmed, *args.scope]))
+    full, per_scope = held_out_decisions(result, thresholds, bootstrap=args.bootstrap,
+                                         seed=args.seed, scopes=scopes)
+    output["holdout"] = {"method": result.method, "n_fit": result.n_fit,
+                         "n_eval": result.n_eval, "accepted": result.accepted,
+                         "verdict": result.verdict}
+    full.pop("scope")
+    output["held_out"] = full
+    output["findings"] = [{"description": item.pop("scope"), **item} for item in per_scope]
+    return output

@@ -1,0 +1,101 @@
+"""``mcviz report``: the review's verdict, and the deck to take away (``--deck OUT.pptx``).
+
+Loads the file, measures the full population's calibration (cumulative differences, D/σ and
+its p-value), runs the guided search (findings confirmed on held-out rows, Holm-adjusted) and
+states the verdict in sentences (:mod:`mcviz.verdict`). With ``--deck`` (once or more; the
+suffix chooses .pptx or .pdf) it writes the 16:9 deck of :mod:`mcviz.deck`: title, verdict,
+one slide per confirmed finding with its review grid as a picture, appendix.
+
+Prints ``{"n", "verdict": [sentences], "findings": [{"rank", "description", "sentence",
+"effect", "interval", "share", "p_adjusted"}], "appendix": [...], "slides", "deck": [paths]}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mcviz.cli import _common
+from mcviz.errors import ValidationError
+
+__all__ = ["register", "run"]
+
+HELP = "state the verdict of a review and write the deck (PPTX or PDF)"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``mcviz report``."""
+    from mcviz.settings import SearchSettings
+
+    parser = subparsers.add_parser("report", help=HELP, description=HELP)
+    _common.add_input_arguments(parser)
+    parser.add_argument("--covariates", help="comma-separated covariates to search (default: "
+                        "every column that is not the score, label or weight)")
+    _common.add_settings_arguments(parser, SearchSettings)  # defaults, bounds: mcviz.settings
+    parser.add_argument("--bins", default="10,20,50",
+                        help="reliability bin counts of the grids (default %(default)s)")
+    parser.add_argument("--deck", action="append", metavar="OUT", default=[],
+                        help="write the deck to OUT.pptx or OUT.pdf (may be given twice)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Load, measure, search, state the verdict and write the decks; return the JSON object."""
+    from mcviz.cumulative import cumulative_differences
+    from mcviz.search import search_subpopulations
+    from mcviz.settings import SearchSettings
+    from mcviz.verdict import review_verdict
+
+    for path in args.deck:
+        if Path(path).suffix.lower() not in (".pptx", ".pdf"):
+            raise ValidationError(f"--deck {path!r}: the name must end in .pptx or .pdf.")
+    bins = _bins(args.bins)
+    covariates = _common.split(args.covariates)
+    pred = _common.load_from_arguments(args, covariates=covariates)
+    settings = _common.settings_from_arguments(SearchSettings, args)
+    search = search_subpopulations(pred, covariates=covariates, **dataclasses.asdict(settings))
+    verdict = review_verdict(cumulative_differences(pred), total=pred.n, search=search,
+                             binary=pred.response_kind == "binary")
+    slides = 0
+    if args.deck:
+        slides = _write_decks(args, pred, search, verdict, bins)
+    return {
+        "n": pred.n,
+        "verdict": list(verdict.sentences),
+        "findings": [{"rank": f.rank, "description": f.expression, "sentence": f.sentence,
+                      "effect": f.effect, "interval": f.interval, "share": f.share,
+                      "p_adjusted": f.p_adjusted} for f in verdict.findings],
+        "appendix": list(verdict.appendix),
+        "slides": slides,
+        "deck": [str(Path(p)) for p in args.deck],
+    }
+
+
+def _bins(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(part) for part in str(text).split(",") if part.strip())
+    except ValueError:
+        counts = ()
+    if not counts or len(counts) > 3 or not all(2 <= k <= 1000 for k in counts):
+        raise ValidationError(f"--bins {text!r}: give one to three bin counts in [2, 1000], "
+                              "e.g. 10,20,50.")
+    return counts
+
+
+def _write_decks(args: argparse.Namespace, pred: object, search: object, verdict: object,
+                 bins: tuple[int, ...]) -> int:
+    from mcviz.deck import DeckInfo, deck_slides, finding_grids, write_deck
+
+    model = f"score {pred.score_column}, label {pred.label_column}"  # type: ignore[attr-defined]
+    if pred.weighted:  # type: ignore[attr-defined]
+        model += f", weight {pred.weight_column}"  # type: ignore[attr-defined]
+    info = DeckInfo(Path(args.file).name, model, pred.n,  # type: ignore[attr-defined]
+                    datetime.now(UTC).strftime("%Y-%m-%d"))
+    grids = finding_grids(pred, search, verdict, bins=bins)
+    slides = deck_slides(verdict, info, grids=grids)  # type: ignore[arg-type]
+    for path in args.deck:
+        with _common.atomic_output(path) as temporary:
+            write_deck(slides, temporary, kind=Path(path).suffix.lower()[1:])
+    return len(slides)

@@ -1,0 +1,57 @@
+r"""Planted miscalibration for tests and benchmarks: a global distortion and two findings.
+
+The true probability of each row is
+
+.. math::
+    p = \sigma\left(\operatorname{logit} s
+        + \delta\,1\{\text{region} = r3,\ \text{channel} \ne \text{web}\}
+        - \delta\,1\{\text{age} \ge 60,\ \text{channel} = \text{web}\}\right),
+
+and the model reports :math:`s' = \sigma(\kappa \operatorname{logit} s)` (over-confident for
+:math:`\kappa > 1`); :math:`\operatorname{logit} s \sim N(-0.6, 1.1^2)`. With ``calibrated=True``
+the model reports :math:`p` itself. Region has 8 equally likely levels, age is uniform on
+[18, 80), channel has 3 levels (web with probability 0.4). The two findings are disjoint
+(7.5% and 12.9% of the rows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+__all__ = ["PLANTED", "planted_fix_data"]
+
+PLANTED = ('region == "r3" and channel != "web"', 'age >= 60 and channel == "web"')
+"""The two planted findings in the filter language (+delta and -delta on the logit)."""
+
+
+def planted_fix_data(n: int, *, seed: int = 0, distortion: float = 1.3, shift: float = 0.8,
+                     calibrated: bool = False, weighted: bool = False) -> pd.DataFrame:
+    """Return ``n`` rows: score, label, (weight), region, age, channel, tenure, and ``truth``.
+
+    ``truth`` is the true probability p; ``score`` what the model reports.
+
+    Examples
+    --------
+    >>> frame = planted_fix_data(1000, seed=1)
+    >>> sorted(frame.columns)
+    ['age', 'channel', 'label', 'region', 'score', 'tenure', 'truth']
+    """
+    rng = np.random.default_rng(seed)
+    region = rng.integers(0, 8, n)
+    age = rng.uniform(18, 80, n)
+    channel = rng.choice(np.array(["web", "store", "phone"]), n, p=[0.4, 0.35, 0.25])
+    tenure = rng.integers(0, 21, n)
+    base = rng.normal(-0.6, 1.1, n)
+    web = channel == "web"
+    truth = expit(base + shift * ((region == 3) & ~web) - shift * ((age >= 60) & web))
+    score = truth if calibrated else expit(distortion * base)
+    frame = pd.DataFrame({
+        "score": score, "label": (rng.random(n) < truth).astype(np.int8),
+        "region": pd.Categorical([f"r{k}" for k in region]), "age": age,
+        "channel": pd.Categorical(channel), "tenure": tenure, "truth": truth,
+    })
+    if weighted:
+        frame.insert(2, "weight", rng.choice([0.5, 1.0, 2.0], n))
+    return frame

@@ -1,0 +1,75 @@
+"""Real browser on the Monitor page: a fresh server's /monitor, a click on a heat-map cell picks
+that series and period, and "Open in Review" opens the Review grid for it."""
+
+from __future__ import annotations
+
+import pytest
+from test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    _free_port,
+    _require_browser,
+    check_page,
+    start_app,
+    stop_app,
+    wait_charts,
+    wait_idle,
+)
+
+pytestmark = pytest.mark.browser
+
+CELL_JS = """
+([row, column]) => {
+  const plot = document.querySelector('.js-plotly-plot');
+  plot.scrollIntoView({block: 'end'});
+  const layout = plot._fullLayout, trace = plot._fullData[3];
+  const periods = layout.xaxis._categories.length;
+  const index = row * periods + column;
+  const x = layout.xaxis.d2p(trace.x[index]) + layout._size.l;
+  const y = layout.yaxis.d2p(trace.y[index]) + layout._size.t;
+  const box = plot.getBoundingClientRect();
+  return [box.left + x, box.top + y, trace.y[index], trace.x[index]];
+}
+"""
+
+
+def test_clicking_a_cell_picks_its_series_and_opens_review():
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    port = _free_port()
+    process = start_app(port)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.goto(f"http://127.0.0.1:{port}/monitor", wait_until="domcontentloaded")
+            page.get_by_role("heading", name="Monitor").first.wait_for(timeout=120_000)
+            wait_charts(page, 2)
+            check_page(page, "monitor")
+            page.get_by_text("NYC flights 2013").first.wait_for(timeout=10_000)
+            # row 17 is origin == EWR; column 30 is a week of July 2013
+            x, y, row_label, period = page.evaluate(CELL_JS, [17, 30])
+            assert "origin == EWR" in row_label
+            page.mouse.click(x, y)
+            wait_idle(page)
+            page.wait_for_function(  # "From period" and "To period" moved to the clicked week
+                "p => [...document.querySelectorAll('[data-testid=stSelectbox] input')]"
+                ".filter(e => e.value === p).length === 2", arg=period, timeout=60_000)
+            wait_idle(page)
+            page.get_by_role("button", name="Open in Review").click()
+            page.get_by_role("heading", name="Review").first.wait_for(timeout=120_000)
+            wait_idle(page)
+            from urllib.parse import parse_qs, urlparse
+
+            query = parse_qs(urlparse(page.url).query)
+            assert query["page"] == ["review"]
+            week = f"departure >= {period} and departure < "
+            assert query["filter"][0].startswith(f"origin == EWR and {week}"), query["filter"]
+            wait_charts(page, 1)
+            check_page(page, "monitor-review")
+            browser.close()
+    finally:
+        stop_app(process)

@@ -1,0 +1,66 @@
+"""AppTest of the Review page's verdict, finding clicks and deck (issue #26)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def _review() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _verdict_text(at: AppTest) -> str:
+    return " ".join(m.value for m in at.markdown).replace("\\", "")
+
+
+def test_verdict_search_finding_click_and_deck():
+    pptx = pytest.importorskip("pptx")
+    at = _review()
+    text = _verdict_text(at)
+    assert "The full population (48,842 rows) is calibrated" in text
+    assert "Subpopulations are not examined yet" in text
+    at.button(key="verdict_search").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["w_sub_mode"] == "searched"
+    finding = at.button(key="open_finding_1")
+    label = finding.label.replace("\\", "")  # data-derived text: escaped Markdown
+    assert label.startswith("#1 · Among rows with")
+    assert "adjusted p < 0.001" in label
+    finding.click().run()
+    assert at.session_state["w_scope"] == "sub"
+    assert at.session_state["w_scope_sub"] == 1
+    assert at.query_params["smode"] == "searched"
+    assert at.query_params["ssub"] == "1"
+    assert "deviates from the full population" in _verdict_text(at) or \
+        "calibrated like the full population" in _verdict_text(at)
+    at.button(key="review_deck_build").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    deck = at.session_state["review_deck_file"]
+    assert deck[0] == "pptx"
+    slides = pptx.Presentation(io.BytesIO(deck[1])).slides
+    assert len(slides) == 3 + 1  # title, verdict, the one confirmed finding, appendix
+    texts = "\n".join(s.text_frame.text for s in slides[2].shapes if s.has_text_frame)
+    assert label.split("· ", 1)[1] in texts
+
+
+def test_report_is_headed_by_the_verdict():
+    at = _review()
+    verdict = next(m.value for m in at.markdown if "calibrated" in m.value).replace("\\", "")
+    at.switch_page("pages/report.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    next(b for b in at.button if b.label == "Build the report").click().run()
+    html = at.session_state["report_html"].decode()
+    first = html.index("<h2>Verdict</h2>")
+    assert first < html.index("<h2>Review")
+    import html as html_module
+
+    assert html_module.escape(verdict, quote=True) in html

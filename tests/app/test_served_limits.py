@@ -1,0 +1,204 @@
+"""The served app under an address-space cap takes any upload and stays up (issue #25).
+
+One streamlit server for the module, started under an 8 GB address-space cap (``RLIMIT_AS``,
+as ``prlimit --as`` sets it: an allocation past it fails instead of the kernel killing the
+machine's processes), with ``server.disconnectedSessionTTL = 5`` and ``MCVIZ_SWEEP_SECONDS = 2``
+(the shipped defaults are 120 s and 15 s). Driven by Debian's chromium through Playwright.
+
+* The 10 MB CSV of 10^6 columns (it aborted the whole server with ``std::bad_alloc``) is refused
+  with a message naming the limit, and a second session loads the demo meanwhile.
+* Three rounds of three sessions each upload a 10^6-row file and close: the server's RSS comes
+  back to within 300 MB of its idle level within the session TTL and the sweep.
+* A download's ``/media`` address stops answering once its session has closed.
+
+The numbers are written to test-artifacts/served-limits.json.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    _free_port,
+    _require_browser,
+    open_page,
+    stop_app,
+    wait_idle,
+)
+from test_served import no_exception, rss, upload, wait_text
+
+pytestmark = pytest.mark.browser
+
+CAP = 8_000_000_000
+"""The server's address-space cap (the issue's)."""
+MARGIN = 300 * 2**20
+"""After the sessions closed, the server's RSS may exceed its idle RSS by at most this."""
+TTL = 5
+SWEEP = 2
+NUMBERS: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def server():
+    _require_browser()
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MCVIZ_SWEEP_SECONDS": str(SWEEP),
+           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    env.pop("MCVIZ_MEMORY_BUDGET", None)
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true",
+         "--server.fileWatcherType", "none", "--server.disconnectedSessionTTL", str(TTL)],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=cap,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while not answers(base):
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            pytest.fail("streamlit did not start")
+        time.sleep(0.3)
+    yield process, base
+    alive = process.poll() is None
+    stop_app(process)
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "served-limits.json").write_text(json.dumps(NUMBERS, indent=2))
+    assert alive, "the server died"
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def answers(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(base + "/_stcore/health", timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def settle(pid: int) -> int:
+    """RSS once closed sessions expired (TTL) and the sweep ran twice."""
+    time.sleep(TTL + 2 * SWEEP + 3)
+    return rss(pid)
+
+
+def million_columns() -> bytes:
+    columns = 10**6
+    return (",".join(f"c{i}" for i in range(columns)) + "\n" + "," * (columns - 1) + "\n"
+            ).encode()
+
+
+def test_the_million_column_csv_is_refused_and_the_demo_loads_beside_it(server, browser):
+    process, base = server
+    one = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+    two = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+    one.goto(base + "/")
+    wait_idle(one)
+    upload(one, "wide.csv", million_columns())
+    wait_text(one, "has 1,000,000 columns; the limit is 2,000", timeout=120_000)
+    wait_idle(one)
+    no_exception(one)
+    NUMBERS["rss_after_wide_upload_MB"] = rss(process.pid) / 2**20
+    two.goto(base + "/")  # a second session: the demo, at once
+    wait_text(two, "Rows read", timeout=120_000)
+    wait_idle(two)
+    no_exception(two)
+    assert answers(base)
+    open_page(one, "Calibration")  # the first session still works
+    wait_idle(one)
+    no_exception(one)
+    assert process.poll() is None
+    one.context.close()
+    two.context.close()
+
+
+def session_file(tag: str, n: int = 1_000_000) -> bytes:
+    rng = np.random.default_rng(abs(hash(tag)) % 2**32)
+    score = rng.beta(2, 3, n).round(4).clip(0.001, 0.999)
+    frame = pd.DataFrame({"score": score, "label": (rng.random(n) < score).astype(int),
+                          f"col_{tag}": rng.normal(size=n).round(3),
+                          "city": rng.choice(["a", "b", "c"], n)})
+    buffer = io.BytesIO()
+    frame.to_csv(buffer, index=False)
+    return buffer.getvalue()
+
+
+def test_memory_comes_back_after_sessions_with_million_row_uploads_close(server, browser):
+    process, base = server
+    warm = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    warm.goto(base + "/")  # the libraries imported, the demo shown, then closed: idle
+    wait_text(warm, "Rows read", timeout=120_000)
+    wait_idle(warm)
+    warm.context.close()
+    idle = settle(process.pid)
+    NUMBERS["rss_idle_MB"] = idle / 2**20
+    files = {f"r{r}s{s}": session_file(f"r{r}s{s}") for r in range(3) for s in range(3)}
+    for round_ in range(3):
+        tags = [f"r{round_}s{s}" for s in range(3)]
+        contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in tags]
+        pages = [c.new_page() for c in contexts]
+        for page in pages:
+            page.goto(base + "/")
+        for page, tag in zip(pages, tags, strict=True):
+            wait_idle(page)
+            upload(page, f"{tag}.csv", files[tag])
+        for page, tag in zip(pages, tags, strict=True):
+            wait_text(page, f"col_{tag}", timeout=240_000)
+            wait_idle(page)
+            no_exception(page)
+        NUMBERS[f"rss_round_{round_ + 1}_open_MB"] = rss(process.pid) / 2**20
+        for context in contexts:
+            context.close()
+        NUMBERS[f"rss_round_{round_ + 1}_closed_MB"] = settle(process.pid) / 2**20
+    after = rss(process.pid)
+    NUMBERS["rss_after_MB"] = after / 2**20
+    assert after <= idle + MARGIN, NUMBERS
+
+
+def test_a_download_address_stops_answering_once_its_session_closed(server, browser):
+    _, base = server
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    page.goto(base + "/report")
+    button = page.locator("[data-testid=stDownloadButton] button").first
+    button.wait_for(timeout=120_000)
+    wait_idle(page)
+    with page.expect_download(timeout=120_000) as caught:
+        button.click()
+    url = caught.value.url
+    assert "/media/" in url, url
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.status == 200
+    context.close()
+    time.sleep(TTL + 2 * SWEEP + 3)
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(url, timeout=10)
+    assert gone.value.code == 404

@@ -1,0 +1,100 @@
+"""``mcviz monitor --json``: the keys of the contract, a planted drift, and bad input (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcviz import cli
+
+
+def _frame(seed=0, n=6000, days=120, shift=0.25):
+    rng = np.random.default_rng(seed)
+    day = rng.integers(0, days, n)
+    region = rng.choice(["north", "south", "east"], n)
+    score = rng.uniform(0.1, 0.9, n)
+    drift = (region == "east") & (day >= 70)
+    label = (rng.random(n) < np.clip(score + shift * drift, 0, 1)).astype(int)
+    when = (pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D")).strftime("%Y-%m-%d")
+    return pd.DataFrame({"score": score, "label": label, "date": when, "region": region,
+                         "x": rng.normal(size=n)})
+
+
+@pytest.fixture(scope="module")
+def drift_csv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("monitor") / "drift.csv"
+    _frame().to_csv(path, index=False)
+    return path
+
+
+def test_json_keys_and_the_planted_drift(drift_csv, capsys):
+    status = cli.main(["monitor", str(drift_csv), "--score", "score", "--label", "label",
+                       "--time", "date", "--period", "week", "--segments", "region",
+                       "--filter", "region != east and x >= 0", "--draws", "199", "--json"])
+    assert status == 0
+    output = json.loads(capsys.readouterr().out)
+    assert list(output) == ["periods", "reference_end", "full", "segments"]
+    assert output["periods"][:2] == ["2026-01-05", "2026-01-12"]
+    assert output["reference_end"] in output["periods"]
+    for item in output["segments"]:
+        assert list(item) == ["description", "alarm", "first_alarm", "shift", "ci_low",
+                              "ci_high", "p_adjusted"]
+    by_name = {item["description"]: item for item in output["segments"]}
+    assert set(by_name) == {"region == east", "region == north", "region == south",
+                           "region ≠ east and x ≥ 0"}
+    east = by_name["region == east"]
+    planted = "2026-03-16"  # day 70 after Monday 2026-01-05 is Monday 2026-03-16
+    assert east["alarm"]
+    assert planted <= east["first_alarm"] <= "2026-04-20"
+    assert east["ci_low"] < east["shift"] < east["ci_high"]
+    assert east["p_adjusted"] <= 0.05
+    assert not any(item["alarm"] for name, item in by_name.items() if name != "region == east")
+    assert len(output["full"]["count"]) == len(output["periods"])
+
+
+def test_inferred_time_column_and_table_output(drift_csv, capsys):
+    status = cli.main(["monitor", str(drift_csv), "--score", "score", "--label", "label",
+                       "--period", "month", "--draws", "99"])
+    assert status == 0
+    assert "2026-01-01" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("frame_change", "options", "message"), [
+    ({"date": lambda f: f["date"].where(f.index % 50 != 3, "soon")}, ["--time", "date"],
+     "column 'date': 6 of 300 rows cannot be parsed as dates (first: 'soon') (rows 3, 53, 103)"),
+    ({}, ["--time", "date", "--period", "quarter"], "every row falls in one quarter"),
+    ({}, ["--time", "date", "--period", "day"], "have no rows"),
+    ({}, ["--time", "date", "--reference", "2030-01-01"], "covers every period"),
+    ({}, ["--time", "date", "--period", "fortnight"], "period must be one of"),
+    ({}, ["--time", "nothing"], "no covariate 'nothing'"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, frame_change, options, message):
+    frame = _frame(n=300, days=60).assign(**frame_change)
+    if "--period" in options and "day" in options:
+        frame = frame[~frame["date"].isin(["2026-01-07"])]
+    path = tmp_path / "bad.csv"
+    frame.to_csv(path, index=False)
+    status = cli.main(["monitor", str(path), "--score", "score", "--label", "label",
+                       "--draws", "99", "--json", *options])
+    error = capsys.readouterr().err
+    assert status == 2, error
+    assert message in error
+    assert "Traceback" not in error
+
+
+def test_the_command_line_exits_2_on_bad_input(tmp_path):
+    path = tmp_path / "one.csv"
+    _frame(n=200, days=10).to_csv(path, index=False)
+    process = subprocess.run(
+        [sys.executable, "-m", "mcviz", "monitor", str(path), "--time", "date", "--period",
+         "month", "--json"], capture_output=True, text=True, env=dict(os.environ), timeout=120)
+    assert process.returncode == 2
+    assert process.stderr.strip().endswith("monitoring needs at least 2 periods: choose "
+                                           "shorter periods.")
+    assert "Traceback" not in process.stderr

@@ -1,0 +1,116 @@
+"""The Monitor page's services: settings, Review filters, link parameters (no Streamlit)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dashboard import links
+from dashboard import monitor as mon
+from dashboard import state as s
+from mcviz import Predictions
+from mcviz.monitor import monitor_calibration
+from mcviz.subpopulations import parse_filter, select_rows
+
+
+def _pred(time_values, n=400):
+    rng = np.random.default_rng(0)
+    return Predictions.from_arrays(rng.uniform(0.2, 0.8, n), rng.integers(0, 2, n), covariates={
+        "when": time_values, "my group": rng.choice(["a", "b"], n)})
+
+
+def test_review_filter_selects_exactly_the_rows_of_the_cell():
+    days = pd.Timestamp("2026-01-05") + pd.to_timedelta(np.arange(400) % 70, unit="D")
+    pred = _pred(days)
+    result = monitor_calibration(pred, time="when", period="week", segments=["my group"],
+                                 n_draws=19)
+    expression = mon.review_filter(result, 1, 3, 4, pred.covariates["when"].dtype)
+    assert expression == ("`my group` == a and when >= 2026-01-26 and when < 2026-02-09")
+    rows = select_rows(pred, parse_filter(expression, pred))
+    segment = result.series[1].subpopulation.index
+    in_periods = np.isin(result.periods.code, [3, 4])
+    expected = np.intersect1d(segment, np.flatnonzero(in_periods))
+    assert np.array_equal(rows, expected)
+
+
+def test_review_filter_of_numbers_closes_the_last_period_and_refuses_text_times():
+    pred = _pred(np.arange(400) % 40)
+    result = monitor_calibration(pred, time="when", period=4, n_draws=19)
+    expression = mon.review_filter(result, 0, 2, 3, pred.covariates["when"].dtype)
+    assert expression == "when >= 19.5 and when <= 39.0"
+    rows = select_rows(pred, parse_filter(expression, pred))
+    assert rows.size == int(np.sum(result.periods.code >= 2))
+    text = _pred([f"2026-01-{d:02d}" for d in np.arange(400) % 28 + 1])
+    monthly = monitor_calibration(text, time="when", period="week", n_draws=19)
+    assert mon.review_filter(monthly, 0, 1, 1, text.covariates["when"].dtype) is None
+
+
+def test_settings_from_the_widgets_and_the_command_line():
+    state = {s.W_MON_PERIOD: "20", s.W_MON_REFERENCE: " 2026-03-01 ",
+             s.W_MON_SEGMENTS: ["region"], s.W_MON_FILTERS: "x >= 1\n\n age < 30 ",
+             s.W_MON_SEARCH: True}
+    settings = mon.settings_from_state(state, "date")
+    assert settings.call_options() == {
+        "time": "date", "period": 20, "reference": "2026-03-01", "segments": ["region"],
+        "filters": ["x >= 1", "age < 30"], "search_reference": True}
+    assert settings.command_line() == (
+        "mcviz monitor FILE --time date --period 20 --reference 2026-03-01 --segments region "
+        "--filter 'x >= 1' --filter 'age < 30' --search-reference --json")
+    assert mon.settings_from_state({s.W_MON_PERIOD: "fortnight"}, "t").period == "week"
+
+
+def test_monitor_settings_travel_in_links():
+    state = {s.W_MON_TIME: "departure", s.W_MON_PERIOD: "month", s.W_MON_REFERENCE: "2013-05-01",
+             s.W_MON_SEGMENTS: ["carrier", "origin"], s.W_MON_FILTERS: "distance >= 1000",
+             s.W_MON_SEARCH: True}
+    params = links.encode_state(state, "monitor")
+    decoded = links.decode_params(params)
+    assert not decoded.messages
+    for key, value in state.items():
+        assert decoded.restored[key] == value
+    bad = links.decode_params({"mseg": "[1, 2]"})
+    assert bad.messages == ("link parameter mseg is not a list of column names; ignored.",)
+
+
+def test_candidates_of_time_and_segments():
+    pred = _pred(pd.date_range("2026-01-01", periods=400, freq="D"))
+    assert mon.time_candidates(pred) == ["when"]
+    assert mon.segment_candidates(pred, "when") == ["my group"]
+    assert mon.default_segments(["carrier", "x", "origin"]) == ["carrier", "origin"]
+
+
+def test_report_section_carries_the_alarms_and_the_heat_map():
+    from mcviz.report import html_report
+
+    rng = np.random.default_rng(3)
+    n = 5000
+    day = rng.integers(0, 100, n)
+    group = rng.choice(["a", "b"], n)
+    score = rng.uniform(0.2, 0.8, n)
+    label = rng.random(n) < np.clip(score + 0.3 * ((group == "b") & (day >= 60)), 0, 1)
+    pred = Predictions.from_arrays(score, label, covariates={
+        "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D"), "g": group})
+    result = monitor_calibration(pred, period="week", segments=["g"], n_draws=99)
+    section = mon.report_section(result)
+    assert any("Segment g == b" in paragraph for paragraph in section.text)
+    assert len(section.figures) == 2
+    assert section.tables[0][1]["alarm"].tolist() == [s.alarm for s in result.series]
+    html = html_report([section])
+    assert "Calibration over time (monitor)" in html
+
+
+def test_verdict_section_is_held_for_its_own_analysis_only():
+    rng = np.random.default_rng(4)
+    n = 3000
+    day = rng.integers(0, 90, n)
+    pred = Predictions.from_arrays(rng.uniform(0.2, 0.8, n), rng.integers(0, 2, n), covariates={
+        "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D")})
+    result = monitor_calibration(pred, period="week", n_draws=99)
+    section = mon.verdict_section(result)
+    assert section.title == "Monitoring: calibration over time"
+    assert section.sentences[1] == result.full.sentence
+    assert dict(section.facts)["alarms (family-wise false-alarm rate ≤ 0.05)"] == (
+        f"{len(result.alarms)} of 1 series")
+    state = {mon.HELD: ("key-a", result)}
+    assert mon.held_section(state, "key-a").sentences == section.sentences
+    assert mon.held_section(state, "key-b") is None

@@ -1,0 +1,48 @@
+"""Monitor figures draw the result: cells, alarm marks and the path, nothing recomputed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcviz import Predictions
+from mcviz.figures import monitor_heatmap_figure, monitor_series_figure
+from mcviz.monitor import monitor_calibration
+
+
+@pytest.fixture(scope="module")
+def result():
+    rng = np.random.default_rng(0)
+    n = 6000
+    day = rng.integers(0, 120, n)
+    group = rng.choice(["a", "<b>"], n)
+    score = rng.uniform(0.1, 0.9, n)
+    label = rng.random(n) < np.clip(score + 0.3 * ((group == "<b>") & (day >= 70)), 0, 1)
+    pred = Predictions.from_arrays(score, label, covariates={
+        "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D"), "g": group})
+    return monitor_calibration(pred, period="week", segments=["g"], n_draws=99)
+
+
+def test_heatmap_cells_and_alarm_marks(result):
+    figure = monitor_heatmap_figure(result)
+    heat, later, first, cells = figure.data
+    assert np.array_equal(np.asarray(heat.z), np.clip(np.vstack([s.z for s in result.series]),
+                                                      -4, 4))
+    assert list(heat.x) == list(result.periods.labels)
+    alarmed = [s for s in result.series if s.alarm]
+    assert len(first.x) == len(alarmed) >= 1
+    assert [result.periods.labels.index(x) for x in first.x] == [s.first_alarm for s in alarmed]
+    assert len(cells.customdata) == len(result.series) * result.periods.n_periods
+    assert "&lt;b&gt;" in " ".join(heat.y)  # a category value is text, not markup
+
+
+def test_series_figure_draws_the_path_and_the_triangle(result):
+    series = result.series[2]
+    figure = monitor_series_figure(result, 2)
+    path = next(t for t in figure.data if t.name == "cumulative difference")
+    assert np.array_equal(np.asarray(path.y), series.path)
+    triangle = next(t for t in figure.data if t.name.startswith("±2σ"))
+    assert max(triangle.y) == pytest.approx(2 * series.sigma)
+    response = next(t for t in figure.data if t.name == "mean response")
+    np.testing.assert_array_equal(np.asarray(response.y, dtype=float), series.mean_response)

@@ -1,0 +1,34 @@
+"""Every estimate of mcviz.budget against the peak memory of a real run (issue #25 item 2).
+
+Each case runs in a fresh subprocess under a 4 GB address-space cap
+(``benchmarks/bench_budget.py``: the input is built first, then the kernel's peak-RSS mark is
+reset and the computation runs); the estimate the computation itself checks must lie within
+1.5x of the measured peak RSS above the RSS before the call, on two data shapes each (the
+benchmark's shapes with 40% of their rows). Time is only printed by the benchmark (a timing
+assert fails under load).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from bench_budget import SHAPES, measure
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(),
+                                reason="peak RSS is reset through Linux's /proc")
+
+CASES = [(case, shape) for case, shapes in SHAPES.items() if case != "knn_1gb"
+         for shape in list(shapes)[:2]]
+
+
+@pytest.mark.parametrize(("case", "shape"), CASES, ids=[f"{c}-{s}" for c, s in CASES])
+def test_estimate_is_within_one_and_a_half_times_the_measured_peak(case, shape):
+    result = measure(case, shape, scale=0.4)
+    estimate, peak = result["estimate_bytes"], result["peak_bytes"]
+    assert peak > 20e6, result  # large enough to be measured, not allocator noise
+    assert peak / 1.5 <= estimate <= 1.5 * peak, result
