@@ -112,7 +112,7 @@ def roles_sentence(pred) -> str:
 
     Examples
     --------
-    >>> from mcviz.io.model import Predictions
+    >>> from mcviz.io import Predictions
     >>> pred = Predictions.from_arrays([0.2, 0.8], [0, 1], covariates={"age": [30, 40]})
     >>> roles_sentence(pred)
     "score 'score', label 'label', unweighted, 1 covariate ('age')"
