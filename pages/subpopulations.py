@@ -205,6 +205,7 @@ def search_section(search) -> None:
             "share": table["share"], "size": table["size"],
             "held-out D/σ": table["holdout_kuiper_z"], "p (held-out)": table["p_value"],
             "p adjusted (Holm)": table["p_adjusted"],
+            "confirmed": ["yes" if c else "no (not confirmed)" for c in table["confirmed"]],
             f"effect{unit}": table["mean_residual"] * scale,
             "95% CI": [format_interval(lo * scale, hi * scale)
                        for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)],

@@ -183,9 +183,12 @@ def test_statistics_agree_with_independent_implementations():
         assert f.ci_high - f.mean_residual == pytest.approx(half, rel=1e-9)
         assert f.observed_expected == pytest.approx(
             pred.label[rows].sum() / pred.score[rows].sum(), rel=1e-12)
-    first = result.findings[0]
-    assert first.sentence.startswith(f"Among rows with {first.description} (")
-    assert "under-predicts" in first.sentence
+    for f in result.findings:  # the sentence says the held-out effect and the adjusted p
+        assert f.sentence.startswith("Among rows ")
+        assert ("under-predicts" if f.mean_residual >= 0 else "over-predicts") in f.sentence
+        assert ("not confirmed" in f.sentence) == (not f.confirmed)
+    r7 = next(f for f in result.findings if f.description == "region == r7")
+    assert r7.sentence.startswith("Among rows with region == r7 (")
     # a split of half the rows, stratified by score: each block of 20 holds 10 +- 1 held out
     assert abs(held.size - pred.n / 2) <= pred.n / 20
 
