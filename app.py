@@ -47,7 +47,7 @@ if requested and requested != (navigation.url_path or "data"):
 
 link_message = ui.apply_pending()
 
-TOGGLE_HELP = "Larger fonts and tables, the review grid on one 1920×1080 screen."
+TOGGLE_HELP = "Larger fonts, lines and tables for a projector (1920×1080)."
 if presenting:  # no sidebar at all: the toggle sits in the top bar, beside the navigation
     st.container(key="presentation_toggle").toggle("Presentation mode", key=s.W_PRESENTATION,
                                                    help=TOGGLE_HELP)

@@ -195,7 +195,10 @@ def variables_section(item: Current) -> list[ReportSection]:
 # The review view (shared by the Review and Report pages)
 
 REVIEW_HEIGHT = {False: 285, True: 440}
-"""Chart height of the 2x2 grid: two rows fit 1440x900 with one scroll, 1920x1080 with none."""
+"""Chart height of the 2x2 grid: with the verdict, the whole grid fits the first 1440x900 screen
+(normal mode); in presentation mode (fonts for a projector) the verdict and the top row fit
+1920x1080 and the bottom row is one scroll away (measured by tests/app/test_review_browser.py:
+at 375 px the reliability panels' data area fell to 32%)."""
 
 
 def review_scope(item: Current, runs_: tuple) -> runs.Scope:

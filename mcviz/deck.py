@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcviz.text import display_text
 from mcviz.verdict import Section, Verdict
 
 __all__ = ["DeckInfo", "Slide", "clean_text", "deck_slides", "finding_grids", "review_grid",
@@ -32,25 +33,23 @@ WIDTH, HEIGHT = 1920, 1080
 """Slide size in pixels of the PDF pages (16:9); the PPTX is 13.333 × 7.5 inches."""
 GRID_SIZE = (1440, 810)
 """The review grid picture's size (px, before ``scale``): cells of 720 × 405."""
-_BIDI = {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
 
 
 def clean_text(value: object) -> str:
     r"""Return user text safe for a slide: bidi controls shown, XML-invalid characters replaced.
 
     Bidi controls (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C) would reorder the text
-    around them: each is written as ``[U+202E]``. Line and paragraph separators become spaces;
-    other control characters (which XML cannot hold) become U+FFFD.
+    around them: :func:`mcviz.text.display_text` writes each as ``[U+202E]``. Line and
+    paragraph separators become spaces; other control characters (which XML cannot hold)
+    become U+FFFD.
 
     >>> clean_text("a\u202eb\x00c\u2028d")
     'a[U+202E]b�c d'
     """
     out = []
-    for char in str(value):
+    for char in display_text(value):
         code = ord(char)
-        if code in _BIDI:
-            out.append(f"[U+{code:04X}]")
-        elif char in "\u2028\u2029\x85\r\n\t":
+        if char in "\u2028\u2029\x85\r\n\t\x0b\x0c":
             out.append(" ")
         elif unicodedata.category(char) == "Cc" or 0xD800 <= code <= 0xDFFF or code in (
                 0xFFFE, 0xFFFF):

@@ -34,7 +34,10 @@ method (Westfall & Young 1993, Algorithm 2.5),
 .. math:: \tilde p_k = \frac{1 + \#\{b : T^*_b \ge D_k/\sigma_k\}}{B + 1},
 
 which controls the probability of naming *any* subpopulation of a perfectly calibrated model at
-level :math:`\alpha` whatever their number and overlap. :math:`p_M = \tilde p_{k^*}` for the
+level :math:`\alpha` whatever their number and overlap. The full population's own Monte-Carlo
+p-value :math:`(1 + \#\{b : D^*_{0b}/\sigma^*_{0b} \ge D_0/\sigma_0\})/(B + 1)` comes from the
+same draws; with label-dependent weights it replaces the void Brownian p-value of the
+calibration statistics. :math:`p_M = \tilde p_{k^*}` for the
 argmax :math:`k^*`. The ``(1 + \cdot)/(B + 1)`` form never reports 0 and is exact
 (valid) for any :math:`B` (Davison & Hinkley 1997, eq. (4.11)).
 
@@ -74,9 +77,16 @@ NULL_KINDS = ("bernoulli", "wild-rademacher")
 DRAW_COLUMNS = 32
 """Sets of responses evaluated together (a (rows x 32) block of residuals at a time)."""
 
-_SECONDS_PER_MEMBER_DRAW = 3e-9
+_SECONDS_PER_MEMBER_DRAW = 5e-9
 """Measured cost of one member of one subpopulation in one draw (2-core machine, two threads:
 about 5e-9 s of CPU, benchmarks/bench_null.py at 10^6 rows)."""
+_SECONDS_PER_ROW_DRAW = 1e-7
+"""Redrawing, weighting and ordering one row's response in one draw (benchmarks/bench_budget.py:
+6.7 s for 10^6 rows x 64 draws and 20 subpopulations under load)."""
+_BLOCK_BYTES_PER_ROW_COLUMN = 12
+"""Peak RSS of one row of one redrawn column (benchmarks/bench_budget.py, issue #25: 310-360 B
+per row for the 32 columns of a block at 4x10^5-10^6 rows; the block's float64 arrays are not
+all alive at once)."""
 
 
 def null_draws_estimate(rows: int, members: int, draws: int) -> Estimate:
@@ -97,12 +107,13 @@ def null_draws_estimate(rows: int, members: int, draws: int) -> Estimate:
         evaluator's weighted copy (float64), plus its gathered work arrays; time: proportional
         to members x draws.
     """
-    block = rows * DRAW_COLUMNS * 8 * 4 + (1 << 18) * 8 * 6
+    block = rows * DRAW_COLUMNS * _BLOCK_BYTES_PER_ROW_COLUMN + (1 << 18) * 8 * 6
     return Estimate(
         what=(f"null distribution of M: {draws:,} draws over {rows:,} rows and "
               f"{members:,} subpopulation members"),
         bytes=int(block),
-        seconds=float(members) * draws * _SECONDS_PER_MEMBER_DRAW,
+        seconds=float(members) * draws * _SECONDS_PER_MEMBER_DRAW
+        + float(rows) * draws * _SECONDS_PER_ROW_DRAW,
         advice="use fewer draws, fewer subpopulations, or a sample of rows",
     )
 
@@ -134,6 +145,9 @@ class NullDistribution:
     p_adjusted : ndarray, shape (l + 1,)
         Single-step max-statistic adjusted p-value of every subpopulation (row 0: full
         population), in the order of the subpopulations given.
+    full_p_value : float
+        Monte-Carlo p-value of the full population's :math:`D_0/\sigma_0` alone (not adjusted:
+        the calibration statistics' p-value), :math:`(1 + \#\{T^*_0 \ge T_0\})/(B + 1)`.
     """
 
     draws: int
@@ -147,6 +161,7 @@ class NullDistribution:
     metric_z_median: float
     metric_z_q95: float
     p_adjusted: np.ndarray
+    full_p_value: float = float("nan")
 
     def as_json(self) -> dict:
         """Return the ``"null"`` object of ``mcviz metrics --json``."""
@@ -158,6 +173,7 @@ class NullDistribution:
             "p_value_se": self.p_value_se,
             "metric_z_median": self.metric_z_median,
             "metric_z_q95": self.metric_z_q95,
+            "full_population_p_value": self.full_p_value,
         }
 
 
@@ -240,8 +256,8 @@ def null_distribution(
     evaluator = Evaluator.from_predictions(pred)
     z_observed = _z(evaluator, pred, pred.label[:, None], members, method, low_prevalence)[:, 0]
     observed = float(z_observed.max())
-    statistic = _simulate(evaluator, pred, members, method, low_prevalence,
-                          rng=rng, draws=int(draws), progress=progress)
+    statistic, full = _simulate(evaluator, pred, members, method, low_prevalence,
+                                rng=rng, draws=int(draws), progress=progress)
     exceed = np.sort(statistic)
     # (1 + #{T* >= t}) / (B + 1) for every t at once, by a search in the sorted draws
     count = draws - np.searchsorted(exceed, z_observed, side="left")
@@ -261,12 +277,15 @@ def null_distribution(
         metric_z_median=float(np.median(statistic)),
         metric_z_q95=float(np.quantile(statistic, 0.95)),
         p_adjusted=p_adjusted,
+        full_p_value=float((1 + np.sum(full >= z_observed[0])) / (draws + 1)),
     )
 
 
 def _simulate(evaluator, pred, members, method, low_prevalence, *, rng, draws,
-              progress) -> np.ndarray:
-    """:math:`T^*_b` for ``draws`` sets of responses, blocks evaluated on every core.
+              progress) -> tuple[np.ndarray, np.ndarray]:
+    r""":math:`T^*_b` and the full population's :math:`D^*_0/\sigma^*_0` for ``draws`` draws.
+
+    Blocks are evaluated on every core.
 
     Responses are drawn in the calling thread, block after block from one generator, so the
     result depends on the seed only, never on the number of threads; the numpy work of the
@@ -275,12 +294,14 @@ def _simulate(evaluator, pred, members, method, low_prevalence, *, rng, draws,
     blocks already running.
     """
     statistic = np.empty(draws)
+    full = np.empty(draws)
     file_rank = _file_rank(pred.row)
     starts = range(0, draws, DRAW_COLUMNS)
     workers = max(1, min(os.cpu_count() or 1, len(starts)))
 
-    def evaluate(labels: np.ndarray) -> np.ndarray:
-        return _max_z(evaluator, pred, labels, members, method, low_prevalence)
+    def evaluate(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = _z(evaluator, pred, labels, members, method, low_prevalence)
+        return z.max(axis=0), z[0]
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pending = deque()
@@ -291,13 +312,13 @@ def _simulate(evaluator, pred, members, method, low_prevalence, *, rng, draws,
                 pending.append((start, size, pool.submit(evaluate, labels)))
                 while len(pending) > workers or (pending and start + size == draws):
                     first, count, future = pending.popleft()
-                    statistic[first:first + count] = future.result()
+                    statistic[first:first + count], full[first:first + count] = future.result()
                     done = first + count
                     report_progress(progress, done / draws, f"null draws: {done:,} of {draws:,}")
         finally:
             for *_, future in pending:
                 future.cancel()
-    return statistic
+    return statistic, full
 
 
 def _members(pred: Predictions, subpopulations) -> list[np.ndarray]:
@@ -357,8 +378,3 @@ def _z(evaluator, pred, labels, members, method, low_prevalence) -> np.ndarray:
     extra = evaluator.summaries(variance[:, None] * labels, members, adjacent=False).offset
     total = kuiper_sums.variance[:, None] + (1.0 / prevalence**2 - 1.0) * extra
     return np.asarray(safe_ratio(high_low, np.sqrt(np.maximum(total, 0.0))), dtype=float)
-
-
-def _max_z(evaluator, pred, labels, members, method, low_prevalence) -> np.ndarray:
-    r""":math:`T = \max_k D_k/\sigma_k` for each column of responses, shape (N,)."""
-    return _z(evaluator, pred, labels, members, method, low_prevalence).max(axis=0)

@@ -279,8 +279,8 @@ def review_verdict(
             f"Search: up to {int(search.max_conditions)} conditions on "
             f"{len(search.covariates):,} covariates, ranked by D/σ on {int(search.n_search):,} "
             f"rows; each finding confirmed on {int(search.n_holdout):,} held-out rows with a "
-            f"Brownian p-value, Holm-adjusted over the findings reported "
-            f"({len(search.findings):,}; confirmed when < {level:g}).")
+            f"Brownian p-value, Holm-adjusted over the {len(search.findings):,} finding"
+            f"{'' if len(search.findings) == 1 else 's'} reported (confirmed when < {level:g}).")
         appendix.append("Minimum detectable effect: " + mde_sentence(search.mde, binary=binary))
     elif multicalibration is not None:
         sentences.append(multicalibration_sentence(multicalibration, null, level=level,

@@ -40,8 +40,8 @@ except ValidationError as error:
 SCOPE_NAMES = {"full": "Full population", "argmax": "Worst subpopulation (argmax)",
                "sub": "Subpopulation or finding by id", "filter": "Filter",
                "level": "Level of a variable"}
-pick_scope, pick_detail, pick_variable, pick_own, pick_export, pick_deck = st.columns(
-    [2.3, 2.5, 2.5, 1.7, 1, 1], vertical_alignment="bottom")
+pick_scope, pick_detail, pick_variable, pick_own, pick_export = st.columns(
+    [2.4, 2.6, 2.4, 1.3, 1.5], vertical_alignment="bottom")
 ui.selectbox_state(s.W_SCOPE, list(SCOPE_NAMES), "full")
 scope_kind = pick_scope.selectbox("Scope", list(SCOPE_NAMES), key=s.W_SCOPE,
                                   format_func=lambda k: f"Scope: {SCOPE_NAMES[k]}",
@@ -148,7 +148,7 @@ def verdict_block(results):
             if line is None:
                 st.markdown(md(sentence))
             else:
-                st.button(f"#{line.rank} · {sentence}", key=f"open_finding_{line.rank}",
+                st.button(md(f"#{line.rank} · {sentence}"), key=f"open_finding_{line.rank}",
                           type="tertiary", on_click=_open_finding, args=(line.rank,),
                           help="Open this finding as the scope of the four charts")
         for section in verdict.sections:
@@ -186,8 +186,14 @@ for row in (0, 1):
             else:
                 ui.show_figure(cell, key=f"review_{names_of_cells[position]}")
 
-with pick_export.popover("Slide", icon=":material/download:",
-                         help="The four charts as one 1920×1080 PNG or SVG slide"):
+export = pick_export.popover("Export", icon=":material/download:",
+                             help="The deck (PPTX or PDF), or the four charts as one slide")
+with export:
+    st.markdown("**Deck**: the verdict, one slide per confirmed finding with its four charts, "
+                "and the method")
+    charts.deck_buttons(analysis, verdict, runs_, key="review_deck")
+    st.divider()
+    st.markdown("**Slide**: the four charts as one 1920×1080 PNG or SVG")
     if chromium_path() is None:
         st.caption("Slide export needs chromium on the server (`apt-get install chromium`).")
     else:
@@ -204,8 +210,4 @@ with pick_export.popover("Slide", icon=":material/download:",
             st.download_button(f"Download {slide[0].upper()}", slide[1],
                                file_name=f"mcviz-review.{slide[0]}",
                                mime="image/png" if slide[0] == "png" else "image/svg+xml")
-with pick_deck.popover("Deck", icon=":material/slideshow:",
-                       help="The verdict, one slide per confirmed finding with its four charts, "
-                            "and the method, as PPTX (editable) or PDF"):
-    charts.deck_buttons(analysis, verdict, runs_, key="review_deck")
 ui.sync()

@@ -205,11 +205,14 @@ def search_section(search) -> None:
             "share": table["share"], "size": table["size"],
             "held-out D/σ": table["holdout_kuiper_z"], "p (held-out)": table["p_value"],
             "p adjusted (Holm)": table["p_adjusted"],
+            "confirmed": ["yes" if c else "no (not confirmed)" for c in table["confirmed"]],
             f"effect{unit}": table["mean_residual"] * scale,
             "95% CI": [format_interval(lo * scale, hi * scale)
                        for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)],
             "O/E": table["observed_expected"],
-        }))
+        }), column_order=["rank", "share", "size", "held-out D/σ", "p (held-out)",
+                          "p adjusted (Holm)", f"effect{unit}", "95% CI", "O/E",
+                          "description"])  # numbers in view; the long text last, scrolled
     mde = search.mde
     parts = [f"{format_percent(share)} of the rows: {format_number(shift * scale, digits=3)}{unit}"
              for share, shift in zip(mde.shares, mde.shift, strict=True)]
@@ -293,7 +296,9 @@ if runs_:
             help="generated: family-wise adjusted (null distribution; empty until it is "
                  "computed); searched: Holm, on the held-out rows")
         st.dataframe(shown, hide_index=True, key="sub_table", on_select=_pick_row,
-                     column_config=config, selection_mode="single-row", height=420)
+                     column_config=config, selection_mode="single-row", height=420,
+                     column_order=[*(c for c in shown.columns if c != "description"),
+                                   "description"])  # numbers in view, the long text last
         ui.csv_download("Download all subpopulations (CSV)", table, "subpopulations.csv")
     with right:
         scatter = subpopulation_scatter_figure(result, selected=st.session_state[s.W_SELECTED],

@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 MAX_FUNCTION_LINES = 120
 #: Functions over the limit in files their owners are rewriting now (issues #25, #27, #29, #30):
 #: each may only shrink; delete its entry once it is within the limit (the test says so).
-PENDING_LONG = {"search_subpopulations": 144}
+PENDING_LONG: dict[str, int] = {}
 
 
 def _modules() -> dict[str, Path]:

@@ -1,13 +1,16 @@
 """``mcviz search``: the subpopulations where the model is most miscalibrated, held-out checked.
 
 Prints ``{"n", "search": {"max_conditions", "holdout", "seed", "candidates_scored", "seconds"},
-"mde": {"0.01", "0.05", "0.2"}, "findings": [{"rank", "description", "size", "share",
-"kuiper_z", "holdout_kuiper_z", "p_value", "p_adjusted", "mean_residual", "ci_low",
-"ci_high"}]}`` with findings in rank order. ``kuiper_z`` is D/sigma over all rows,
-``holdout_kuiper_z`` over the held-out rows (where ``p_value`` and the Holm-adjusted
-``p_adjusted`` come from); the effect is the held-out weighted mean of observed - predicted
-with its 95% interval; ``mde`` is the mean shift a subpopulation of 1%, 5% and 20% of the rows
-needs to be confirmed with 80% power.
+"mde": {"0.01", "0.05", "0.2"}, "findings": [{"rank", "confirmed", "holdout_kuiper_z",
+"p_adjusted", "p_value", "mean_residual", "ci_low", "ci_high", "holdout_size", "description",
+"size", "share", "kuiper_z", "sentence"}], "notice"}`` with findings in rank order, the held-out
+numbers first. ``holdout_kuiper_z`` is D/sigma over the held-out rows (where ``p_value`` and the
+Holm-adjusted ``p_adjusted`` come from; ``confirmed`` is ``p_adjusted < 0.05``); the effect is
+the held-out weighted mean of observed - predicted with its 95% interval; ``kuiper_z`` is D/sigma
+over all rows, the searched ones included (not a test); ``sentence`` is the finding in words as
+the dashboard shows it; ``notice`` says why fewer findings than asked were reported and which
+are not confirmed (null when there is nothing to say). ``mde`` is the mean shift a
+subpopulation of 1%, 5% and 20% of the rows needs to be confirmed with 80% power.
 
 At scale (``--engine duckdb`` or ``spark``, or ``--sample-rows`` given) the search runs on a
 random sample of at most ``--sample-rows`` rows of the Parquet data (DuckDB's reservoir sample,
@@ -40,8 +43,10 @@ __all__ = ["register", "result_json", "run"]
 
 HELP = "find the subpopulations where the model is most miscalibrated (held-out confirmed)"
 
-FINDING_KEYS = ("rank", "description", "size", "share", "kuiper_z", "holdout_kuiper_z",
-                "p_value", "p_adjusted", "mean_residual", "ci_low", "ci_high")
+FINDING_KEYS = ("rank", "confirmed", "holdout_kuiper_z", "p_adjusted", "p_value",
+                "mean_residual", "ci_low", "ci_high", "holdout_size", "description", "size",
+                "share", "kuiper_z", "sentence")
+"""Held-out numbers first (the text output prints them in this order)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -96,6 +101,7 @@ def result_json(result: SearchResult) -> dict:
                    _plain(getattr(finding, key))) for key in FINDING_KEYS}
             for finding in result.findings
         ],
+        "notice": result.notice,
     }
 
 
@@ -176,6 +182,7 @@ def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped
         notice += f" {sample_dropped:,} invalid rows of the sample were skipped."
     if result.notice:
         notice += f" {result.notice}"
+    del output["notice"]  # re-added last, with the sample's part
     output["sample"] = {"rows": result.n, "n_dropped": int(sample_dropped),
                         "searched": result.n_search, "held_out": result.n_holdout}
     output["all_rows"] = {"engine": measured.engine, "n": measured.n,
@@ -189,4 +196,4 @@ def _share_key(share: float) -> str:
 
 
 def _plain(value: object) -> object:
-    return value if isinstance(value, int | str) else float(value)
+    return value if isinstance(value, bool | int | str) else float(value)

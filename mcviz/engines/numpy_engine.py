@@ -34,6 +34,7 @@ from mcviz.engines.base import (
 )
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions, load_predictions
+from mcviz.subpopulations import is_score_column
 
 __all__ = ["NumpyEngine"]
 
@@ -94,9 +95,14 @@ class NumpyEngine(Engine):
         """(start, stop, members of every spec in rows start:stop) per block of rows."""
         plan = MembershipPlan(specs)
         covariates = self.pred.covariates
-        for name in plan.columns:
+        columns = {}
+        for name in plan.columns:  # a condition may bound the score itself (score >= 0.6)
+            if is_score_column(self.pred, name):
+                columns[name] = pd.Series(self.pred.score, copy=False)
+                continue
             self.pred.require_covariate(name, " in the condition")
-        codes = plan.encode({name: covariates[name] for name in plan.columns})
+            columns[name] = covariates[name]
+        codes = plan.encode(columns)
         for start, stop in _blocks(self.pred.run_end, BLOCK_ROWS):
             yield start, stop, plan.members_from_codes(
                 {k: v[start:stop] for k, v in codes.items()}, stop - start)

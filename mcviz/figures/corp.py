@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from mcviz.figures._style import BLACK, GRAY, LIGHT_GRAY, MAX_POINTS, SKY_BLUE, apply_style
+from mcviz.figures.format import format_number
 from mcviz.measures import CorpResult, SmoothReliability
 
 __all__ = ["corp_figure", "smooth_reliability_figure"]
@@ -74,8 +75,9 @@ def corp_figure(
     )
     brier = result.brier
     subtitle = (
-        f"Brier {brier.score:.4g} = MCB {brier.miscalibration:.3g} − DSC "
-        f"{brier.discrimination:.3g} + UNC {brier.uncertainty:.3g} · n = {result.n:,}"
+        f"Brier {format_number(brier.score)} = MCB {format_number(brier.miscalibration, digits=3)}"
+        f" − DSC {format_number(brier.discrimination, digits=3)} + UNC "
+        f"{format_number(brier.uncertainty, digits=3)} · n = {result.n:,}"
         + (" (weighted)" if result.weighted else "")
     )
     apply_style(
@@ -136,7 +138,8 @@ def smooth_reliability_figure(
         row=2, col=1,
     )
     subtitle = (
-        f"smECE = {result.smece:.4g} at kernel width σ* = {result.sigma:.3g} · n = {result.n:,}"
+        f"smECE = {format_number(result.smece)} at kernel width σ* = "
+        f"{format_number(result.sigma, digits=3)} · n = {result.n:,}"
         + (" (weighted)" if result.weighted else "")
     )
     apply_style(

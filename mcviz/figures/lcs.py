@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, apply_style, tick_size
+from mcviz.figures.format import format_number
 from mcviz.smoothing import LocalCalibrationScore
 
 __all__ = ["lcs_figure"]
@@ -91,7 +92,7 @@ def lcs_figure(
                           y=0.95, xanchor="right", yanchor="top", showarrow=False,
                           font={"color": "#555555"})
     subtitle = (
-        f"LCS {result.lcs:.3g} · span {result.span:g} (k = {result.k:,}) · "
+        f"LCS {format_number(result.lcs, digits=3)} · span {result.span:g} (k = {result.k:,}) · "
         f"{result.grid.size} grid points · n = {result.n:,}"
     )
     if result.boundary.any():

@@ -51,6 +51,8 @@ class Column:
         Missing anywhere in the data (decides the form of set conditions).
     datetime_tz : object
         For datetime covariates: the time zone (``is_datetime`` True).
+    is_score : bool
+        The score itself (conditions such as ``score >= 0.6``: where the model says 0.6+).
     """
 
     name: str
@@ -63,6 +65,7 @@ class Column:
     has_missing: bool
     is_datetime: bool = False
     datetime_tz: object = None
+    is_score: bool = False
 
     def value(self, key: float) -> object:
         """Return the condition value of a numeric key (a Timestamp for datetimes)."""
@@ -89,6 +92,9 @@ def prepare_columns(
             columns.append(_boolean(name, series))
         else:
             columns.append(_numeric(name, series, search_rows))
+    if pred.score_column not in pred.covariate_kinds:  # score bands: "where the model says"
+        columns.append(_numeric_keys(pred.score_column, np.asarray(pred.score, dtype=float),
+                                     search_rows, is_score=True))
     return columns, left_out
 
 
@@ -117,6 +123,14 @@ def _numeric(name: str, series: pd.Series, search_rows: np.ndarray) -> Column:
     else:
         keys = series.to_numpy(dtype=float, na_value=np.nan)
         tz = None
+    column = _numeric_keys(name, keys, search_rows)
+    column.is_datetime, column.datetime_tz = is_datetime, tz
+    return column
+
+
+def _numeric_keys(name: str, keys: np.ndarray, search_rows: np.ndarray, *,
+                  is_score: bool = False) -> Column:
+    missing = np.isnan(keys)
     observed = keys[search_rows]
     observed = np.sort(observed[~np.isnan(observed)])
     if observed.size == 0:
@@ -133,7 +147,7 @@ def _numeric(name: str, series: pd.Series, search_rows: np.ndarray) -> Column:
     codes = np.searchsorted(edges, keys, side="right").astype(np.int32)
     codes[missing] = bins
     return Column(name, "numeric", codes, bins + 1, keys, edges, (), bool(missing.any()),
-                  is_datetime=is_datetime, datetime_tz=tz)
+                  is_score=is_score)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,13 +10,17 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 from scipy.special import ndtri
 
 from mcviz.cumulative import brownian_range_sf
-from mcviz.io import Predictions
+from mcviz.io import VOID_P_VALUES, Predictions
+from mcviz.subpopulations import Condition, describe_conditions
 
 STRATUM = 20
 """Consecutive rows in score order per stratum of the split."""
@@ -169,25 +173,89 @@ def _interval(low: float, high: float, binary: bool) -> str:
         "-", "−")
 
 
+MAX_LEVELS_SAID = 5
+"""A sentence lists at most this many levels of a set, then "and K more"."""
+
+
+def conditions_in_words(conditions: Sequence[Condition], *, score_column: str,
+                        missing: Collection[str] = ()) -> str:
+    """Write the conditions of a finding as a sentence says them.
+
+    Conditions on the score column become "where the model says ≥ 0.6" (or "< 0.3", "from 0.3
+    up to 0.5"); a condition ``x ≥ c`` on a covariate named in ``missing`` (its rows missing
+    ``x`` are among the finding's, as :data:`~mcviz.subpopulations.MISSING_RULE` puts them)
+    reads "x ≥ c or missing"; sets of more than :data:`MAX_LEVELS_SAID` levels name the first
+    ones and then "and K more". The description (``Finding.description``) stays the exact,
+    re-parseable text.
+
+    Examples
+    --------
+    >>> conditions_in_words([Condition("bmi", ">=", 37.4), Condition("score", ">=", 0.6)],
+    ...                     score_column="score", missing={"bmi"})
+    'bmi ≥ 37.4 or missing, where the model says ≥ 0.6'
+    >>> conditions_in_words([Condition("zip", "in", tuple(f"z{k}" for k in range(8)))],
+    ...                     score_column="score")
+    'zip in {z0, z1, z2, z3, z4 and 3 more}'
+    """
+    by_column: dict[str, list[Condition]] = {}
+    for condition in conditions:
+        by_column.setdefault(condition.column, []).append(condition)
+    parts, said = [], ""
+    for column, group in by_column.items():
+        if column == score_column:
+            said = "where the model says " + _score_words(group)
+            continue
+        text = " and ".join(_condition_words(c) for c in group)
+        if column in missing and all(c.op in (">", ">=", "!=", "not in") for c in group):
+            text += " or missing"
+        parts.append(text)
+    return ", ".join(part for part in (" and ".join(parts), said) if part)
+
+
+def _condition_words(condition: Condition) -> str:
+    values = condition.value
+    if condition.op in ("in", "not in") and len(values) > MAX_LEVELS_SAID:
+        shown = describe_conditions([replace(condition, value=values[:MAX_LEVELS_SAID])])
+        return f"{shown[:-1]} and {len(values) - MAX_LEVELS_SAID:,} more}}"
+    return describe_conditions([condition])
+
+
+def _score_words(group: list[Condition]) -> str:
+    values = {c.op: describe_conditions([c]).rsplit(" ", 1)[1] for c in group}
+    if ">=" in values and "<" in values:
+        return f"from {values['>=']} up to {values['<']}"
+    return " and ".join(describe_conditions([c]).rsplit(" ", 2)[1] + " " + v
+                        for c, v in zip(group, values.values(), strict=True))
+
+
 def sentence(description: str, share: float, mean: float, low: float, high: float,
-             p_adjusted: float, *, binary: bool) -> str:
-    """One plain sentence for a slide.
+             p_adjusted: float, *, binary: bool, words: str | None = None) -> str:
+    """Write one plain sentence for a slide.
+
+    ``words`` is :func:`conditions_in_words` (default: the description).
 
     Examples
     --------
     >>> sentence("region == r7", 0.02, 0.098, 0.079, 0.117, 0.0004, binary=True)
     'Among rows with region == r7 (2.0%), the model under-predicts by 9.8 points (95% CI 7.9–11.7); adjusted p < 0.001 on held-out rows.'
+    >>> sentence("score >= 0.6", 0.1, -0.05, -0.07, -0.03, 0.2, binary=True,
+    ...          words="where the model says ≥ 0.6")[:60]
+    'Among rows where the model says ≥ 0.6 (10.0%), the model ove'
     """  # noqa: E501
+    words = description if words is None else words
+    rows = "Among rows " + (words if words.startswith("where ") else f"with {words}")
     verb = "under-predicts" if mean >= 0 else "over-predicts"
     if mean < 0:
         low, high = -high, -low
     unit = " points" if binary else ""
-    if p_adjusted < 0.001:
+    if p_adjusted != p_adjusted:  # NaN: weights that depend on the labels (Appendix B)
+        tested = f"held-out p-value {VOID_P_VALUES}"
+    elif p_adjusted < 0.001:
         tested = "adjusted p < 0.001 on held-out rows"
     elif p_adjusted < 0.05:
         tested = f"adjusted p = {p_adjusted:.2g} on held-out rows"
     else:
         tested = f"not confirmed on held-out rows (adjusted p = {p_adjusted:.2g})"
-    return (f"Among rows with {description} ({share:.1%}), the model {verb} by "
+    return (f"{rows} ({share:.1%}), the model {verb} by "
             f"{_number(abs(mean), binary)}{unit} (95% CI {_interval(low, high, binary)}); "
             f"{tested}.")

@@ -15,7 +15,14 @@ from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.search._beam import Beam
 from mcviz.search._columns import MAX_LEVELS, prepare_columns, round_cut
-from mcviz.search._confirm import effect, holm, minimum_detectable_effect, sentence, split_rows
+from mcviz.search._confirm import (
+    conditions_in_words,
+    effect,
+    holm,
+    minimum_detectable_effect,
+    sentence,
+    split_rows,
+)
 from mcviz.search._screen import Data, _score_candidates
 from mcviz.settings import SearchSettings
 from mcviz.subpopulations import (
@@ -47,8 +54,8 @@ _SECONDS_FIXED = 1.0
 
 TABLE_COLUMNS = (
     "rank", "description", "size", "share", "kuiper_z", "search_kuiper_z", "holdout_size",
-    "holdout_kuiper_z", "p_value", "p_adjusted", "mean_residual", "ci_low", "ci_high",
-    "observed_expected",
+    "holdout_kuiper_z", "p_value", "p_adjusted", "confirmed", "mean_residual", "ci_low",
+    "ci_high", "observed_expected",
 )
 
 
@@ -69,7 +76,9 @@ class Finding:
         :math:`D/\sigma` over all its rows (eqs. (2), (5) of paper 000), as the Subpopulations
         table shows it.
     search_kuiper_z : float
-        :math:`D/\sigma` on the search rows (selected for being large: not a test).
+        The rank of the finding: :math:`D/\sigma` on the search rows (selected for being large:
+        not a test), less what its conditions' out-of-fold gains do not support (see
+        :meth:`mcviz.search._beam.Beam.findings`).
     holdout_size : int
     holdout_kuiper_z : float
         :math:`D/\sigma` on the held-out rows.
@@ -81,7 +90,11 @@ class Finding:
     observed_expected : float
         :math:`\sum W R / \sum W S` on the held-out rows.
     sentence : str
-        The finding in one plain sentence.
+        The finding in one plain sentence (:func:`~mcviz.search._confirm.conditions_in_words`:
+        score bands as "where the model says ...", "or missing" where missing rows are in).
+    confirmed : bool
+        ``p_adjusted < 0.05``: confirmed on the held-out rows. An unconfirmed finding is a
+        lead, not a result (the sentence says so).
     """
 
     rank: int
@@ -99,6 +112,7 @@ class Finding:
     ci_high: float
     observed_expected: float
     sentence: str
+    confirmed: bool
 
     @property
     def description(self) -> str:
@@ -206,13 +220,14 @@ def _data(pred: Predictions, parity: np.ndarray) -> Data:
     residual = pred.label - pred.score
     weight = pred.weight
     bernoulli = pred.response_kind == "binary"
+    evaluator = Evaluator.from_predictions(pred)  # real-valued: eq. (6) with its pooled floor
     if bernoulli:
         variance = pred.score * (1.0 - pred.score) * weight**2  # eq. (5)
-    else:  # per-row share of Appendix C eq. (6): (d_j - d_j+1)^2 (W_j + W_j+1)^2 / 8
+    else:  # per-row share of Appendix C eq. (6): (d_j - d_j+1)^2 (W_j + W_j+1)^2 / 8,
         step = np.diff(residual) ** 2 * (weight[:-1] + weight[1:]) ** 2 / 8.0
-        variance = np.concatenate((step, step[-1:])) if step.size else np.zeros(1)
-    return Data(Evaluator.from_predictions(pred), weight * residual, variance, residual, weight,
-                bernoulli, parity)
+        step = np.concatenate((step, step[-1:])) if step.size else np.zeros(1)
+        variance = np.maximum(step, evaluator.floor)  # at least the pooled floor (core.sigma)
+    return Data(evaluator, weight * residual, variance, residual, weight, bernoulli, parity)
 
 
 def _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed) -> list[str]:
@@ -281,32 +296,24 @@ def search_subpopulations(
     Notes
     -----
     Score: :math:`D/\sigma` of each candidate over its members in score order, eq. (2) over
-    eq. (5) of [1] (Appendix C eq. (6) for real-valued responses), paths read at the last row of
-    each tie run. Conditions: numeric thresholds ``x < c``, ``x >= c`` and bands
-    ``a <= x < b`` at 63 quantile cut points of the search rows, refined to the best observed
-    value between neighbouring cuts; nominal single levels and the prefix sets of the levels
-    ordered by their weighted mean residual within the current rows (both ends); ``is missing``
-    and ``is not missing``. A beam of width 8 (half under-, half over-predicted) over up to
-    ``max_conditions`` conditions; memory :math:`O(n + \text{candidates})`. A condition stays
-    only when removing it would lower :math:`D/\sigma` on the search rows by at least
-    :math:`\max(1, 0.05\,D/\sigma)` (a lone condition is compared with all the search rows;
-    the gain of a level set is measured out of fold: levels chosen on one half of the rows,
-    scored on the other); a finding whose members overlap a better one's with Jaccard > 1/2
-    folds into it, and so does one whose :math:`D/\sigma` without the better findings' rows
-    falls below half its own. Candidates are scored by the core's block evaluator
-    (:class:`mcviz.core.Evaluator`); a coarse screen over 256 score blocks ranks every cut of a
-    covariate first (see :mod:`mcviz.search._screen`).
+    eq. (5) of [1] (Appendix C eq. (6) for real-valued responses), by the core's evaluator.
+    Conditions, on every covariate and on the score itself (``score >= 0.6``: "where the model
+    says 0.6 or more"): numeric thresholds and bands at 63 quantile cuts, refined between them;
+    ``is missing``; every single level of a nominal scored exactly, and a level set only when
+    it beats its best single level out of fold by a margin growing with its size
+    (:mod:`mcviz.search._screen`). A beam of width 16 (half under-, half over-predicted) adds
+    one condition per level, each the best cut of every covariate within the node's rows; the
+    best candidates are refined and pruned out of fold, and overlapping ones folded
+    (:mod:`mcviz.search._beam`). Memory :math:`O(n + \text{candidates})`.
 
     The p-values are valid because the held-out rows play no part in the search; they are
     adjusted for the findings reported, not for the candidates searched (the held-out test
     needs no such adjustment). No search-aware null (the search re-run on responses drawn
     from the scores) is computed.
 
-    Confirmation: each finding's :math:`D/\sigma` on the held-out rows, its p-value
-    P(range of standard Brownian motion > :math:`D/\sigma`) and Holm's adjustment over the
-    findings reported; effects are held-out weighted means of R - S with 95% intervals. The
-    minimum detectable effect is explained in
-    :func:`~mcviz.search._confirm.minimum_detectable_effect`.
+    Confirmation: each finding's held-out :math:`D/\sigma`, P(range of standard Brownian motion
+    > it) and Holm's adjustment over the findings reported; effects are held-out weighted means
+    of R - S with 95% intervals (MDE: :func:`~mcviz.search._confirm.minimum_detectable_effect`).
 
     References
     ----------
@@ -334,16 +341,7 @@ def search_subpopulations(
     search_rows, holdout_rows, parity = split_rows(pred, holdout, rng,
                                                    max_search=MAX_SEARCH_ROWS)
     holdout_rows.flags.writeable = False
-    notes = []
-    if search_rows.size + holdout_rows.size < pred.n:
-        notes.append(f"searched a random {search_rows.size:,} of the "
-                     f"{pred.n - holdout_rows.size:,} rows of the search half.")
-    columns, left_out = prepare_columns(pred, names, search_rows)
-    if left_out:
-        notes.append(f"not searched: {', '.join(map(repr, left_out))} (nominal with more than "
-                     f"{MAX_LEVELS:,} levels).")
-    if not columns:
-        raise ValidationError("search: no covariate can be searched (" + " ".join(notes) + ")")
+    columns, notes = _columns(pred, names, search_rows, holdout_rows)
     data = _data(pred, parity)
     min_rows = max(MIN_ROWS, int(np.ceil(min_share * search_rows.size)))
 
@@ -357,15 +355,8 @@ def search_subpopulations(
     if progress is not None:
         progress(0.9, "confirming on held-out rows")
     findings, subpopulations = _confirm(pred, data, columns, found, holdout_rows)
-    if not findings:
-        notes.append("no subpopulation met the size limit.")
-    sigma_all = _score_candidates(data, [np.arange(pred.n)])[0, 2]
-    mde = MinimumDetectableEffect(
-        MDE_SHARES,
-        minimum_detectable_effect(sigma_all, pred.n, holdout_rows.size, MDE_SHARES,
-                                  n_tests=int(n_findings), alpha=ALPHA),
-        ALPHA, 0.8, int(n_findings),
-    )
+    notes += _shortfall(findings, int(n_findings), beam.stops, min_rows)
+    mde = _mde(pred, data, holdout_rows.size, int(n_findings))
     notice = " ".join(notes) or None
     sub_set = SubpopulationSet((full_population(pred), *subpopulations), notice, int(seed),
                                min_rows, int(n_findings), tuple(c.name for c in columns), 0,
@@ -377,6 +368,29 @@ def search_subpopulations(
         int(max_conditions), float(holdout), int(seed), beam.screened,
         time.perf_counter() - started, tuple(c.name for c in columns), notice, holdout_rows,
     )
+
+
+def _columns(pred: Predictions, names: list[str], search_rows: np.ndarray,
+             holdout_rows: np.ndarray) -> tuple[list, list[str]]:
+    """Return the prepared covariates (and the score), and notes on what was not searched."""
+    notes = []
+    if search_rows.size + holdout_rows.size < pred.n:
+        notes.append(f"searched a random {search_rows.size:,} of the "
+                     f"{pred.n - holdout_rows.size:,} rows of the search half.")
+    columns, left_out = prepare_columns(pred, names, search_rows)
+    if left_out:
+        notes.append(f"not searched: {', '.join(map(repr, left_out))} (nominal with more than "
+                     f"{MAX_LEVELS:,} levels).")
+    if not columns:
+        raise ValidationError("search: no covariate can be searched (" + " ".join(notes) + ")")
+    return columns, notes
+
+
+def _mde(pred: Predictions, data: Data, n_holdout: int, n_tests: int) -> MinimumDetectableEffect:
+    sigma_all = _score_candidates(data, [np.arange(pred.n)])[0, 2]
+    shift = minimum_detectable_effect(sigma_all, pred.n, n_holdout, MDE_SHARES, n_tests=n_tests,
+                                      alpha=ALPHA)
+    return MinimumDetectableEffect(MDE_SHARES, shift, ALPHA, 0.8, n_tests)
 
 
 def _confirm(pred, data, columns, found, holdout_rows):
@@ -393,6 +407,8 @@ def _confirm(pred, data, columns, found, holdout_rows):
     everywhere = _score_candidates(data, all_members)
     held = _score_candidates(data, held_members)
     p_values = np.array([float(brownian_range_sf(z)) for z in held[:, 0]])
+    if pred.weights_depend_on_label:  # Appendix B weights: the Brownian p-values are void
+        p_values[:] = np.nan
     adjusted = holm(p_values)
     binary = pred.response_kind == "binary"
     findings = []
@@ -405,6 +421,45 @@ def _confirm(pred, data, columns, found, holdout_rows):
             int(held_members[k].size), float(held[k, 0]), float(p_values[k]),
             float(adjusted[k]), mean, low, high, ratio,
             sentence(sub.description, share, mean, low, high, float(adjusted[k]),
-                     binary=binary),
+                     binary=binary, words=_words(pred, sub)),
+            bool(adjusted[k] < ALPHA),
         ))
     return findings, subs
+
+
+def _words(pred: Predictions, sub: Subpopulation) -> str:
+    """Return the finding's conditions in words ("or missing" where its rows hold some)."""
+    members = np.asarray(sub.index)
+    missing = {c.column for c in sub.conditions if c.column in pred.covariate_kinds
+               and bool(pred.covariates[c.column].isna().to_numpy()[members].any())}
+    return conditions_in_words(sub.conditions, score_column=pred.score_column, missing=missing)
+
+
+def _shortfall(findings: list[Finding], wanted: int, stops: dict, min_rows: int) -> list[str]:
+    """Say why fewer findings than asked were reported, and which are not confirmed."""
+    notes = []
+    if len(findings) < wanted:
+        why = []
+        if stops.get("overlap"):
+            why.append(f"{stops['overlap']:,} further candidates lay mostly in the rows of "
+                       "better findings (folded into them)")
+        if stops.get("weak"):
+            why.append(f"{stops['weak']:,} had no condition that raised D/σ materially")
+        if stops.get("small"):
+            why.append(f"{stops['small']:,} held fewer than {min_rows:,} search rows (the "
+                       "size limit, min_share)")
+        if stops.get("budget"):
+            why.append("the search stopped after checking its best candidates (the work "
+                       "allowed per finding)")
+        if not why:
+            why.append("no other candidate deviated more than its parent")
+        notes.append(f"{len(findings)} of the {wanted} findings asked for: " + "; ".join(why)
+                     + ".")
+    unconfirmed = sum(not f.confirmed for f in findings)
+    if findings and unconfirmed == len(findings):
+        notes.append("No finding is confirmed on the held-out rows (every adjusted p ≥ "
+                     f"{ALPHA:g}): nothing here is more than chance would give.")
+    elif unconfirmed:
+        notes.append(f"{unconfirmed} of the {len(findings)} findings are not confirmed on the "
+                     f"held-out rows (adjusted p ≥ {ALPHA:g}): leads, not results.")
+    return notes

@@ -16,10 +16,16 @@ Coarse screen. The rows of a node (a parent subpopulation) are cut, in score ord
 ``c`` of a covariate and block ``b``, the sum :math:`T_{cb}` of :math:`W(R-S)` (and per code the
 sum of :math:`S(1-S)W^2` and the count). The path of any set of codes, read at the block ends, is
 the cumulative sum over blocks of the set's rows of :math:`T`; for numeric bins every interval of
-bins is a difference of two prefix paths, for ordered levels every prefix set is a prefix, so
-all thresholds, bands and level sets of a covariate are scored in :math:`O(m + B^2 K)` without
-a rows x candidates matrix. The block-end path is a subset of the exact path, so the coarse
-:math:`D/\sigma` never exceeds the exact one; the best few per covariate are re-scored exactly.
+bins is a difference of two prefix paths, so all thresholds and bands of a covariate are scored
+in :math:`O(m + B^2 K)` without a rows x candidates matrix. The block-end path is a subset of
+the exact path, so the coarse :math:`D/\sigma` never exceeds the exact one; the best few per
+covariate are re-scored exactly.
+
+Nominal covariates. Every single level (and ``is missing``) is scored exactly, whatever the
+number of levels: the node's rows sorted by level (a stable radix sort keeps the score order
+within each level) are cut into one member array per level and passed to the core's evaluator
+at once, :math:`O(m)` memory. Level *sets* are candidates only when they beat their best single
+level out of fold by a margin that grows with their size (:func:`_level_sets`).
 """
 
 from __future__ import annotations
@@ -90,22 +96,30 @@ def screen_column(
     data: Data, rows: np.ndarray, block: np.ndarray, n_blocks: int, column: Column, j: int,
     *, min_rows: int, keep: int,
 ) -> tuple[list[Screened], int]:
-    """Return the best ``keep`` cuts of one covariate in a node, and how many were screened."""
+    """Return the best ``keep`` cuts of one covariate in a node, and how many were screened.
+
+    Numeric covariates: every threshold and band at the candidate cuts, coarsely. Nominal
+    covariates: every single level scored exactly, plus at most one level set per direction
+    (:func:`_level_sets`), which comes on top of the ``keep`` best.
+    """
     codes = column.codes[rows]
     n_codes = column.n_codes
+    if column.kind == "nominal":
+        return _screen_nominal(data, rows, block, n_blocks, codes, column, j,
+                               min_rows=min_rows, keep=keep)
     table = np.bincount(
         codes.astype(np.int64) * n_blocks + block, weights=data.weighted_residual[rows],
         minlength=n_codes * n_blocks,
     ).reshape(n_codes, n_blocks)
     variance = np.bincount(codes, weights=data.variance[rows], minlength=n_codes)
     count = np.bincount(codes, minlength=n_codes)
-    if column.kind == "numeric":
-        found = _screen_numeric(table, variance, count, column, j)
-    else:
-        weight = np.bincount(codes, weights=data.weight[rows], minlength=n_codes)
-        found = _screen_nominal(table, variance, count, weight, j)
-    z, sizes, cuts = found
-    usable = (sizes >= min_rows) & (sizes < rows.size) & np.isfinite(z)
+    z, sizes, cuts = _screen_numeric(table, variance, count, column, j)
+    return _best(z, sizes, cuts, rows.size, min_rows, keep), int(z.size)
+
+
+def _best(z, sizes, cuts, n_rows: int, min_rows: int, keep: int) -> list[Screened]:
+    """Return the ``keep`` largest ``z`` of usable size (equal member sets counted once)."""
+    usable = (sizes >= min_rows) & (sizes < n_rows) & np.isfinite(z)
     index = np.flatnonzero(usable)
     index = index[np.argsort(-z[index], kind="stable")]
     chosen: list[Screened] = []
@@ -118,7 +132,7 @@ def screen_column(
         chosen.append(Screened(float(z[i]), cuts(int(i)), int(sizes[i])))
         if len(chosen) == keep:
             break
-    return chosen, int(z.size)
+    return chosen
 
 
 def _z(ranges: np.ndarray, variance: np.ndarray) -> np.ndarray:
@@ -171,35 +185,110 @@ def _screen_numeric(table, variance, count, column: Column, j: int):
     return all_z, all_sizes, cut
 
 
-def _screen_nominal(table, variance, count, weight, j: int):
-    levels = table.shape[0] - 1
-    present = np.flatnonzero(count[:levels] > 0)
-    totals = table[present].sum(axis=1)
-    mean = totals / weight[present]  # levels ordered by weighted mean residual (as trees do)
-    order = present[np.argsort(mean, kind="stable")]
-    level_paths = np.cumsum(table[order], axis=1)  # each present level alone
-    ascending = np.cumsum(level_paths, axis=0)[:-1]  # prefix sets of 1..L'-1 levels
-    descending = np.cumsum(level_paths[::-1], axis=0)[:-1]
-    var_sorted, count_sorted = variance[order], count[order]
-    paths = [level_paths, ascending[1:], descending[1:]]
-    sets: list[tuple[int, ...]] = [(int(c),) for c in order]
-    sets += [tuple(int(c) for c in order[: k + 1]) for k in range(1, order.size - 1)]
-    sets += [tuple(int(c) for c in order[::-1][: k + 1]) for k in range(1, order.size - 1)]
-    var_sets = [var_sorted, np.cumsum(var_sorted)[1:-1], np.cumsum(var_sorted[::-1])[1:-1]]
-    size_sets = [count_sorted, np.cumsum(count_sorted)[1:-1], np.cumsum(count_sorted[::-1])[1:-1]]
-    n_missing = int(count[levels])
-    z = _z(_ranges(np.concatenate(paths, axis=0)), np.concatenate(var_sets))
-    sizes = np.concatenate(size_sets).astype(np.int64)
-    if n_missing:
-        missing_path = np.cumsum(table[levels])
-        observed_path = level_paths.sum(axis=0)
-        z = np.concatenate((z, [_z(_ranges(missing_path), variance[levels]),
-                                _z(_ranges(observed_path), var_sorted.sum())]))
-        sizes = np.concatenate((sizes, [n_missing, int(count_sorted.sum())]))
+SET_PENALTY = 0.75
+r"""The out-of-fold D/sigma of a set of :math:`k` levels is penalised by
+``SET_PENALTY * log2(k)`` (:func:`_level_sets`)."""
+MAX_SET_LEVELS = 64
+"""Level sets hold at most this many levels (the rest is described as a complement)."""
 
-    def cut(i: int) -> Cut:
-        if i >= len(sets):
-            return Cut(j, "missing" if i == len(sets) else "present")
-        return Cut(j, "in", levels=tuple(sorted(sets[i])))
 
-    return z, sizes, cut
+def level_members(rows: np.ndarray, codes: np.ndarray, n_codes: int):
+    """Members of each code among ``rows`` (each in score order): (codes present, list)."""
+    small = codes.astype(np.int16) if n_codes < 2**15 else codes
+    order = np.argsort(small, kind="stable")  # radix sort; stable keeps the score order
+    counts = np.bincount(codes, minlength=n_codes)
+    present = np.flatnonzero(counts)
+    bounds = np.cumsum(counts[present])[:-1]
+    return present, np.split(rows[order], bounds)
+
+
+def _screen_nominal(data: Data, rows, block, n_blocks: int, codes, column: Column, j: int,
+                    *, min_rows: int, keep: int) -> tuple[list[Screened], int]:
+    """Every level exactly (the core's evaluator), ``is missing``, and the level sets."""
+    n_codes = column.n_codes
+    missing_code = n_codes - 1
+    present, members = level_members(rows, codes, n_codes)
+    sizes = np.array([m.size for m in members], dtype=np.int64)
+    usable = (sizes >= min_rows) & (sizes < rows.size)
+    z = np.full(present.size, -np.inf)
+    if usable.any():
+        z[usable] = _score_candidates(data, [members[i] for i in np.flatnonzero(usable)])[:, 0]
+
+    def single(i: int) -> Cut:
+        code = int(present[i])
+        return Cut(j, "missing") if code == missing_code else Cut(j, "in", levels=(code,))
+
+    chosen = _best(z, sizes, single, rows.size, min_rows, keep)
+    observed = present[present != missing_code]
+    if observed.size >= 3:
+        chosen += _level_sets(data, rows, block, n_blocks, codes, column, j, observed,
+                              min_rows=min_rows)
+    return chosen, int(present.size + 2 * observed.size)
+
+
+def level_priority(sums: np.ndarray, variance: np.ndarray, v0: float,
+                   sign: float) -> np.ndarray:
+    r"""Return the order in which levels join a set (largest first).
+
+    :math:`\pm\sum W(R-S) / \sqrt{\sum S(1-S)W^2 + v_0}`: each level's own D/sigma-like
+    drift, shrunk for tiny levels by :math:`v_0` (the variance of ``min_rows`` average rows): a
+    large level with a real shift leads, a tiny level with an extreme mean (noise) does not.
+    """
+    return sign * sums / np.sqrt(variance + v0)
+
+
+def _set_path(table: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Block-end paths of the prefix sets of ``order`` (row k: the first k + 1 levels)."""
+    return np.cumsum(np.cumsum(table[order], axis=1), axis=0)
+
+
+def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j: int,
+                observed: np.ndarray, *, min_rows: int) -> list[Screened]:
+    r"""At most one level set per direction, chosen out of fold with a complexity penalty.
+
+    Levels are ordered by their shrunken mean residual
+    :math:`\sum W(R-S) / (\sum S(1-S)W^2 + v_0)` (:math:`v_0`: the variance of ``min_rows``
+    average rows, so a tiny level with an extreme mean does not lead); the best set of each size
+    :math:`k` is a prefix of that order (as for trees). The order is learnt on one fold of the
+    node's rows (:attr:`Data.parity`) and the prefix sets scored (coarse D/sigma at block ends)
+    on the other, both ways: :math:`z_{\text{oof}}(k) = (z_{A\to B}(k) + z_{B\to A}(k))/\sqrt 2`.
+    The size is :math:`k^* = \arg\max_k z_{\text{oof}}(k) - 0.75\log_2 k`: a penalty for
+    complexity, so a set of :math:`k` levels must beat its best single level by
+    :math:`0.75\log_2 k` and each smaller set of :math:`j` levels by :math:`0.75\log_2(k/j)`
+    out of fold (noise levels lower the out-of-fold score in expectation, so a set of noise
+    levels cannot outrank a real one-level group). When :math:`k^* \ge 2` the set is the first
+    :math:`k^*` levels in the order of all the node's rows.
+    """
+    n_codes = column.n_codes
+    fold = data.parity[rows].astype(np.int64)
+    index = (codes.astype(np.int64) * 2 + fold) * n_blocks + block
+    table = np.bincount(index, weights=data.weighted_residual[rows],
+                        minlength=n_codes * 2 * n_blocks).reshape(n_codes, 2, n_blocks)
+    variance = np.bincount(codes.astype(np.int64) * 2 + fold, weights=data.variance[rows],
+                           minlength=n_codes * 2).reshape(n_codes, 2)
+    count = np.bincount(codes, minlength=n_codes)
+    v0 = min_rows * float(variance.sum()) / max(rows.size, 1)
+    sums = table.sum(axis=2)  # (codes, folds)
+    top = min(observed.size - 1, MAX_SET_LEVELS)
+    found = []
+    for sign in (1.0, -1.0):
+        oof = np.zeros(top)
+        for fit, test in ((0, 1), (1, 0)):
+            priority = level_priority(sums[observed, fit], variance[observed, fit], v0, sign)
+            order = observed[np.argsort(-priority, kind="stable")][:top]
+            paths = _set_path(table[:, test, :], order)
+            oof += _z(_ranges(paths), np.cumsum(variance[order, test]))
+        oof /= np.sqrt(2.0)
+        penalised = oof - SET_PENALTY * np.log2(np.arange(1, top + 1))
+        best_k = int(np.argmax(penalised)) + 1  # the first of equal maxima: the smaller set
+        if best_k < 2:
+            continue
+        best = float(oof[best_k - 1])
+        whole = level_priority(sums[observed].sum(axis=1), variance[observed].sum(axis=1), v0,
+                               sign)
+        levels = observed[np.argsort(-whole, kind="stable")][:best_k]
+        size = int(count[levels].sum())
+        if min_rows <= size < rows.size:
+            found.append(Screened(float(best), Cut(j, "in", levels=tuple(sorted(
+                int(c) for c in levels))), size))
+    return found

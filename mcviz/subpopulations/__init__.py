@@ -67,7 +67,7 @@ from mcviz.subpopulations.model import (
     SubpopulationSet,
     full_population,
 )
-from mcviz.subpopulations.selection import select_rows
+from mcviz.subpopulations.selection import is_score_column, select_rows
 
 __all__ = [
     "MISSING_RULE",
@@ -81,6 +81,7 @@ __all__ = [
     "full_population",
     "generate_subpopulations",
     "group_subpopulations",
+    "is_score_column",
     "parse_filter",
     "select_rows",
 ]

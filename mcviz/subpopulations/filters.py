@@ -17,6 +17,7 @@ from mcviz.subpopulations.model import Condition, Subpopulation
 from mcviz.subpopulations.selection import (
     _categories,
     _is_bool,
+    is_score_column,
     select_rows,
 )
 from mcviz.text import check_nesting
@@ -251,7 +252,9 @@ class _Parser:
 
     def value(self, token: _Token, column: str):
         kind = self.kinds[column]
-        series = None if self.pred is None else self.pred.covariates[column]
+        series = None if self.pred is None else (
+            pd.Series(self.pred.score, copy=False) if is_score_column(self.pred, column)
+            else self.pred.covariates[column])
         if token.kind not in ("number", "string", "name", "date"):
             found = token.text or "the end of the filter"
             raise self.error(token, f"expected a value for {column!r}, found {found!r}", column)
@@ -324,6 +327,7 @@ def parse_filter(
     if isinstance(pred_or_kinds, Predictions):
         pred: Predictions | None = pred_or_kinds
         kinds: Mapping[str, str] = dict(pred_or_kinds.covariate_kinds)
+        kinds.setdefault(pred_or_kinds.score_column, "ordinal")  # score bands: "score >= 0.6"
     else:
         pred, kinds = None, dict(pred_or_kinds)
     if not isinstance(expression, str):

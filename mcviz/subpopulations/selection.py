@@ -29,6 +29,15 @@ def _categories(series: pd.Series) -> list[str]:
     return [str(c) for c in series.cat.categories]
 
 
+def is_score_column(pred: Predictions, column: str) -> bool:
+    """Return True when ``column`` names the score (and no covariate has that name).
+
+    Conditions may bound the score itself (``score >= 0.6``: where the model says 0.6 or
+    more); the filter language reads the score column by its name in the input.
+    """
+    return column == pred.score_column and column not in pred.covariate_kinds
+
+
 def _require_covariates(pred: Predictions, names: Sequence[str], role: str) -> None:
     """Raise a ValidationError naming the first of ``names`` that is not a covariate."""
     for name in names:
@@ -92,14 +101,16 @@ def _condition_mask(
     pred: Predictions, condition: Condition, rows: np.ndarray | None = None
 ) -> np.ndarray:
     column, op, value = condition.column, condition.op, condition.value
-    pred.require_covariate(column, " in the condition")
+    scored = is_score_column(pred, column)
+    if not scored:
+        pred.require_covariate(column, " in the condition")
     if op not in OPERATORS:
         raise ValidationError(
             f"unknown operator {op!r} in a condition on {column!r}; use one of "
             f"{', '.join(OPERATORS)}.",
             column=column,
         )
-    series = pred.covariates[column]
+    series = pd.Series(pred.score, copy=False) if scored else pred.covariates[column]
     if rows is not None:
         series = series.take(rows)
     missing = series.isna().to_numpy()

@@ -32,8 +32,9 @@ def test_verdict_search_finding_click_and_deck():
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["w_sub_mode"] == "searched"
     finding = at.button(key="open_finding_1")
-    assert finding.label.startswith("#1 · Among rows with")
-    assert "adjusted p < 0.001" in finding.label
+    label = finding.label.replace("\\", "")  # data-derived text: escaped Markdown
+    assert label.startswith("#1 · Among rows with")
+    assert "adjusted p < 0.001" in label
     finding.click().run()
     assert at.session_state["w_scope"] == "sub"
     assert at.session_state["w_scope_sub"] == 1
@@ -48,4 +49,18 @@ def test_verdict_search_finding_click_and_deck():
     slides = pptx.Presentation(io.BytesIO(deck[1])).slides
     assert len(slides) == 3 + 1  # title, verdict, the one confirmed finding, appendix
     texts = "\n".join(s.text_frame.text for s in slides[2].shapes if s.has_text_frame)
-    assert finding.label.split("· ", 1)[1] in texts
+    assert label.split("· ", 1)[1] in texts
+
+
+def test_report_is_headed_by_the_verdict():
+    at = _review()
+    verdict = next(m.value for m in at.markdown if "calibrated" in m.value).replace("\\", "")
+    at.switch_page("pages/report.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    next(b for b in at.button if b.label == "Build the report").click().run()
+    html = at.session_state["report_html"].decode()
+    first = html.index("<h2>Verdict</h2>")
+    assert first < html.index("<h2>Review")
+    import html as html_module
+
+    assert html_module.escape(verdict, quote=True) in html

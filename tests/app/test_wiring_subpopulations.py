@@ -139,7 +139,8 @@ def test_searched_findings_read_as_sentences_with_held_out_p_values():
     assert any("Holm-adjusted over the findings reported" in t for t in texts(at, "caption"))
     findings = numeric(at.dataframe[0].value)
     assert list(findings.columns) == ["rank", "description", "share", "size", "held-out D/σ",
-                                      "p (held-out)", "p adjusted (Holm)", "effect points",
+                                      "p (held-out)", "p adjusted (Holm)", "confirmed",
+                                      "effect points",
                                       "95% CI", "O/E"]
     assert findings["description"].iloc[0] == PLANTED
     success = texts(at, "success")

@@ -34,15 +34,15 @@ def test_json_keys_and_first_finding(planted_file, capsys):
                        "--findings", "3", "--json"])
     assert status == 0
     output = json.loads(capsys.readouterr().out)
-    assert list(output) == ["n", "search", "mde", "findings"]
+    assert list(output) == ["n", "search", "mde", "findings", "notice"]
     assert output["n"] == 20_000
     assert list(output["search"]) == ["max_conditions", "holdout", "seed", "candidates_scored",
                                       "seconds"]
     assert list(output["mde"]) == ["0.01", "0.05", "0.2"]
     first = output["findings"][0]
-    assert list(first) == ["rank", "description", "size", "share", "kuiper_z",
-                           "holdout_kuiper_z", "p_value", "p_adjusted", "mean_residual",
-                           "ci_low", "ci_high"]
+    assert list(first) == ["rank", "confirmed", "holdout_kuiper_z", "p_adjusted", "p_value",
+                           "mean_residual", "ci_low", "ci_high", "holdout_size", "description",
+                           "size", "share", "kuiper_z", "sentence"]  # held-out numbers first
     assert first["rank"] == 1
     assert first["description"] == "region == r7"
     assert first["p_adjusted"] < 0.01

@@ -20,6 +20,8 @@ from mcviz import (
     parse_filter,
     search_subpopulations,
 )
+from mcviz.core.path import run_ends
+from mcviz.core.sigma import pooled_response_variance, sigma_adjacent
 from mcviz.cumulative import sigma_bernoulli
 from mcviz.search._columns import Cut, prepare_columns
 from mcviz.search._confirm import holm, minimum_detectable_effect
@@ -181,9 +183,12 @@ def test_statistics_agree_with_independent_implementations():
         assert f.ci_high - f.mean_residual == pytest.approx(half, rel=1e-9)
         assert f.observed_expected == pytest.approx(
             pred.label[rows].sum() / pred.score[rows].sum(), rel=1e-12)
-    first = result.findings[0]
-    assert first.sentence.startswith(f"Among rows with {first.description} (")
-    assert "under-predicts" in first.sentence
+    for f in result.findings:  # the sentence says the held-out effect and the adjusted p
+        assert f.sentence.startswith("Among rows ")
+        assert ("under-predicts" if f.mean_residual >= 0 else "over-predicts") in f.sentence
+        assert ("not confirmed" in f.sentence) == (not f.confirmed)
+    r7 = next(f for f in result.findings if f.description == "region == r7")
+    assert r7.sentence.startswith("Among rows with region == r7 (")
     # a split of half the rows, stratified by score: each block of 20 holds 10 +- 1 held out
     assert abs(held.size - pred.n / 2) <= pred.n / 20
 
@@ -202,7 +207,12 @@ def test_continuous_response_uses_appendix_c_sigma():
     rows = np.intersect1d(first.subpopulation.index, result.holdout_index)
     alone = cumulative_differences(Predictions.from_arrays(
         pred.score[rows], pred.label[rows], response="continuous"))
-    assert first.holdout_kuiper_z == pytest.approx(alone.kuiper_z, rel=1e-9)
+    # sigma: eq. (6) over the held-out members, floored by the pooled response variance of
+    # the whole population at their scores (mcviz.core.sigma)
+    floor = pooled_response_variance(pred.score, pred.label, pred.weight, pred.run_end)[rows]
+    sigma = sigma_adjacent(pred.label[rows] - pred.score[rows], np.ones(rows.size),
+                           run_ends(pred.score[rows]), floor=floor)
+    assert first.holdout_kuiper_z == pytest.approx(alone.kuiper / sigma, rel=1e-9)
     assert "points" not in first.sentence
 
 

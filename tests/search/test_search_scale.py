@@ -35,8 +35,9 @@ from bench_find import planted, predictions
 
 cli = pytest.importorskip("mcviz.cli")
 
-CONTRACT = ["rank", "description", "size", "share", "kuiper_z", "holdout_kuiper_z", "p_value",
-            "p_adjusted", "mean_residual", "ci_low", "ci_high"]
+CONTRACT = ["rank", "confirmed", "holdout_kuiper_z", "p_adjusted", "p_value", "mean_residual",
+            "ci_low", "ci_high", "holdout_size", "description", "size", "share", "kuiper_z",
+            "sentence"]
 ALL_ROWS = ["all_rows_size", "all_rows_share", "all_rows_kuiper_z", "all_rows_p_value",
             "measured_on"]
 
@@ -167,7 +168,7 @@ def test_search_on_a_sample_measures_findings_on_every_row(planted_file, capsys,
 
 def test_default_search_is_unchanged(planted_file, capsys):
     output = _run(capsys, planted_file)
-    assert list(output) == ["n", "search", "mde", "findings"]
+    assert list(output) == ["n", "search", "mde", "findings", "notice"]
     assert output["n"] == 40_000
     assert list(output["findings"][0]) == CONTRACT
 
