@@ -39,7 +39,7 @@ from mcviz.budget import Cancelled, check, default_budget
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.figures import cumulative_figure, escape_figure, format_number
-from mcviz.io import Predictions, demo_path, load_predictions, read_table
+from mcviz.io import VOID_P_VALUES, Predictions, demo_path, load_predictions, read_table
 
 __all__ = ["DEMOS", "NO_SCORE", "ColumnMapping", "caption", "compute", "compute_with_progress",
            "csv_download",
@@ -243,7 +243,17 @@ def require_current() -> Current:
         st.page_link(page_path("data"), label="Go to Data", icon=":material/upload_file:")
         st.stop()
     _gate_link_subpopulations(analysis)
+    void_p_values_notice(analysis.pred)
     return analysis
+
+
+def void_p_values_notice(pred: Predictions) -> None:
+    """Say on the page that every Brownian and classical p-value is void (Appendix B weights)."""
+    if pred.weights_depend_on_label:
+        st.warning(f"Every p-value from the Brownian motion or a classical test is "
+                   f"{VOID_P_VALUES} (the low-prevalence weighting of Appendix B makes the "
+                   "weights depend on the labels); the Subpopulations page's null draws "
+                   "recompute the weights for every draw and give valid p-values.")
 
 
 def _gate_link_subpopulations(analysis: Current) -> None:
@@ -564,7 +574,10 @@ def cumulative_metrics(result: Any, *, per_row: int = 5) -> None:
     for start in range(0, len(items), per_row):
         row = items[start : start + per_row]
         for cell, (name, value, kind, help_text) in zip(st.columns(per_row), row, strict=False):
-            cell.metric(name, format_number(value, kind=kind), help=help_text)
+            if kind == "p" and value != value:  # NaN: weights that depend on the labels
+                cell.metric(name, "not valid", help=VOID_P_VALUES)
+            else:
+                cell.metric(name, format_number(value, kind=kind), help=help_text)
 
 
 def figure(build: Callable, result: Any, cache: str | None, **options: Any) -> Any:

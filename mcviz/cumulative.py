@@ -39,6 +39,7 @@ from mcviz.core.path import cumulative_path, path_axes, path_kuiper_ks, run_ends
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import (
     SigmaMethod,
+    pooled_response_variance,
     resolve_sigma_method,
     sigma_adjacent,
     sigma_bernoulli,
@@ -77,12 +78,14 @@ class CumulativeResult:
     kuiper, ks : float
         :math:`D` (eq. (2)) and :math:`G`.
     sigma : float
-        Eq. (5) of [2] (or Appendix C eq. (6) over tie runs for non-binary responses; see
+        Eq. (5) of [2] (or Appendix C eq. (6) over tie runs for non-binary responses, floored
+        by the pooled response variance at nearby scores; see
         :func:`~mcviz.core.sigma.sigma_adjacent`).
     kuiper_z, ks_z : float
         :math:`D/\sigma` and :math:`G/\sigma` (0 when both are 0, inf when only sigma is).
     p_value : float
-        :math:`P(\text{range of Brownian motion on } [0,1] > D/\sigma)`.
+        :math:`P(\text{range of Brownian motion on } [0,1] > D/\sigma)`; NaN when the weights
+        depend on the labels (``Predictions.weights_depend_on_label``, Appendix B).
     n : int
         Observations on the path.
     weight_total : float
@@ -161,10 +164,14 @@ def cumulative_differences(
     """
     pred = pred.subset(index)
     method = resolve_sigma_method(sigma_method, pred.response_kind).value
+    # the floor of eq. (6): the pooled response variance at nearby scores, in score order
+    floor = None if method == SigmaMethod.BERNOULLI else pooled_response_variance(
+        pred.score, pred.label, pred.weight, pred.run_end)
     if order_by is None:
         return _cumulative(
-            pred.score, pred.label, pred.weight, pred.score, pred.run_end,
+            pred.score, pred.label, pred.weight, pred.score, pred.run_end, floor,
             weighted=pred.weighted, sigma_method=method, order_by=None, n_missing=0,
+            void=pred.weights_depend_on_label,
         )
     pred.require_covariate(order_by, " to order by")
     variable = pred.covariates[order_by]
@@ -189,9 +196,9 @@ def cumulative_differences(
         sorted_values = sorted_values.view("datetime64[ns]")
     return _cumulative(
         pred.score[order], pred.label[order], pred.weight[order], sorted_values,
-        run_end,
+        run_end, None if floor is None else floor[order],
         weighted=pred.weighted, sigma_method=method, order_by=order_by,
-        n_missing=int((~present).sum()),
+        n_missing=int((~present).sum()), void=pred.weights_depend_on_label,
     )
 
 
@@ -201,11 +208,13 @@ def _cumulative(
     weight: np.ndarray,
     position: np.ndarray,
     run_end: np.ndarray,
+    floor: np.ndarray | None,
     *,
     weighted: bool,
     sigma_method: str,
     order_by: str | None,
     n_missing: int,
+    void: bool,
 ) -> CumulativeResult:
     n = score.size
     weight_total = float(weight.sum())
@@ -214,15 +223,15 @@ def _cumulative(
     kuiper, ks = path_kuiper_ks(path)  # eq. (2)
     sigma = (
         sigma_bernoulli(score, weight) if sigma_method == SigmaMethod.BERNOULLI
-        else sigma_adjacent(residual, weight, run_end)
-    )  # eq. (5) or Appendix C eq. (6) over tie runs
+        else sigma_adjacent(residual, weight, run_end, floor=floor)
+    )  # eq. (5) or Appendix C eq. (6) over tie runs, floored
     x, fraction = path_axes(weight, ends, weighted=weighted)
     position_at = np.concatenate((position[:1], position[ends]))
     return CumulativeResult(
         x=_readonly(x),
         fraction=_readonly(fraction),
         position=_readonly(position_at),
-        **path_statistics(path, kuiper, ks, sigma),
+        **path_statistics(path, kuiper, ks, sigma, void=void),
         n=n,
         weight_total=weight_total,
         weighted=weighted,
@@ -232,11 +241,13 @@ def _cumulative(
     )
 
 
-def path_statistics(path: np.ndarray, kuiper: float, ks: float, sigma: float) -> dict:
+def path_statistics(path: np.ndarray, kuiper: float, ks: float, sigma: float, *,
+                    void: bool = False) -> dict:
     r"""Return the fields every cumulative-path result shares (here and in the deviation).
 
     :math:`D/\sigma` and :math:`G/\sigma` by the safe-ratio rule, the Brownian-range p-value of
-    :math:`D/\sigma`, and the decimation kept for plotting.
+    :math:`D/\sigma` (NaN when ``void``: weights that depend on the labels), and the decimation
+    kept for plotting.
     """
     kuiper_z = safe_ratio(kuiper, sigma)
     return {
@@ -246,7 +257,7 @@ def path_statistics(path: np.ndarray, kuiper: float, ks: float, sigma: float) ->
         "sigma": sigma,
         "kuiper_z": kuiper_z,
         "ks_z": safe_ratio(ks, sigma),
-        "p_value": float(brownian_range_sf(kuiper_z)),
+        "p_value": float("nan") if void else float(brownian_range_sf(kuiper_z)),
         "plot_index": _readonly(decimate_path(path)),
     }
 

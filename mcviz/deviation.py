@@ -26,7 +26,12 @@ population. Its Kolmogorov–Smirnov and Kuiper statistics are
 
 for 0/1 responses (eq. (21); weighted eq. (31)), or with :math:`\tilde R (1-\tilde R)` replaced by
 the (weighted) empirical variance :math:`V_{i_k}` of the full population's responses in the bin
-for other responses (eqs. (22)-(23); weighted (32)-(33)).
+for other responses (eqs. (22)-(23); weighted (32)-(33)). The bins of eq. (7) hold few rows of
+the full population when the subpopulation is large (about two at half the population), so a bin
+of identical (e.g. zero-inflated) responses has :math:`V = 0`; as for Appendix C eq. (6) of
+paper 000, :math:`\sigma` is floored by the pooled response variance at nearby scores,
+:math:`\sigma = \max(\sigma_{(22)}, \sqrt{\sum_k W_{i_k}^2 \hat v_{i_k}}/\sum_k W_{i_k})`
+(:func:`~mcviz.core.sigma.pooled_response_variance`, derived in :mod:`mcviz.core.sigma`).
 
 Ties. Tied subpopulation scores are merged into one bin: the edges are the midpoints between
 consecutive *distinct* subpopulation scores, every tied member gets the same :math:`\tilde R`, and
@@ -48,7 +53,13 @@ import numpy as np
 
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.path import path_axes, path_kuiper_ks, run_ends
-from mcviz.core.sigma import SigmaMethod, resolve_sigma_method, sigma_from_variance
+from mcviz.core.sigma import (
+    SigmaMethod,
+    pooled_response_variance,
+    resolve_sigma_method,
+    sigma_floored,
+    sigma_from_variance,
+)
 from mcviz.cumulative import path_statistics
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import (
@@ -92,7 +103,7 @@ class DeviationResult:
     kuiper, ks : float
         :math:`D` (eq. (13)) and :math:`G` (eq. (12)).
     sigma : float
-        Eq. (21)/(31) or (22)/(32).
+        Eq. (21)/(31), or (22)/(32) floored by the pooled response variance.
     kuiper_z, ks_z : float
         :math:`D/\sigma`, :math:`G/\sigma` (0 when both are 0, inf when only sigma is).
     p_value : float
@@ -232,6 +243,9 @@ def subpopulation_deviation(
         else full_variance[run_of]
     )
     sigma = float(sigma_from_variance(np.sum(sub_weight**2 * spread), weight_total))  # (21)-(22)
+    if method is SigmaMethod.VARIANCE:  # floored by the pooled variance at nearby scores
+        pooled = pooled_response_variance(score, label, weight, pred.run_end)[members]
+        sigma = float(sigma_floored(sigma, np.sum(sub_weight**2 * pooled), weight_total))
 
     x, fraction = path_axes(sub_weight, ends, weighted=pred.weighted)  # eq. (28)
     return DeviationResult(
@@ -244,7 +258,7 @@ def subpopulation_deviation(
         full_mean=_readonly(full_mean),
         full_variance=_readonly(full_variance),
         full_count=_readonly(full_count),
-        **path_statistics(path, kuiper, ks, sigma),
+        **path_statistics(path, kuiper, ks, sigma, void=pred.weights_depend_on_label),
         n=int(n),
         n_full=pred.n,
         weight_total=weight_total,

@@ -81,7 +81,9 @@ class MulticalResult:
     kuiper_z : ndarray
         :math:`D_k / \sigma_k` (0/0 = 0, d/0 = inf).
     p_value : ndarray
-        P(range of standard Brownian motion on [0, 1] > :math:`D_k/\sigma_k`).
+        P(range of standard Brownian motion on [0, 1] > :math:`D_k/\sigma_k`); NaN when the
+        weights depend on the labels (Appendix B: use
+        :func:`~mcviz.significance.null_distribution`).
     normalized : ndarray
         :math:`D_k \sigma_0 / \sigma_k` (0/0 = 0).
     metric : float
@@ -223,7 +225,8 @@ def multicalibration(
         kuiper=kuiper,
         sigma=sigma,
         kuiper_z=kuiper_z,
-        p_value=_readonly(np.asarray(brownian_range_sf(kuiper_z), dtype=float).reshape(-1)),
+        p_value=_readonly(np.full(kuiper_z.size, np.nan) if pred.weights_depend_on_label
+                          else np.asarray(brownian_range_sf(kuiper_z), dtype=float).reshape(-1)),
         normalized=value.normalized,
         metric=metric,
         metric_z=safe_ratio(metric, float(sigma[0])),

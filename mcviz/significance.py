@@ -34,7 +34,10 @@ method (Westfall & Young 1993, Algorithm 2.5),
 .. math:: \tilde p_k = \frac{1 + \#\{b : T^*_b \ge D_k/\sigma_k\}}{B + 1},
 
 which controls the probability of naming *any* subpopulation of a perfectly calibrated model at
-level :math:`\alpha` whatever their number and overlap. :math:`p_M = \tilde p_{k^*}` for the
+level :math:`\alpha` whatever their number and overlap. The full population's own Monte-Carlo
+p-value :math:`(1 + \#\{b : D^*_{0b}/\sigma^*_{0b} \ge D_0/\sigma_0\})/(B + 1)` comes from the
+same draws; with label-dependent weights it replaces the void Brownian p-value of the
+calibration statistics. :math:`p_M = \tilde p_{k^*}` for the
 argmax :math:`k^*`. The ``(1 + \cdot)/(B + 1)`` form never reports 0 and is exact
 (valid) for any :math:`B` (Davison & Hinkley 1997, eq. (4.11)).
 
@@ -142,6 +145,9 @@ class NullDistribution:
     p_adjusted : ndarray, shape (l + 1,)
         Single-step max-statistic adjusted p-value of every subpopulation (row 0: full
         population), in the order of the subpopulations given.
+    full_p_value : float
+        Monte-Carlo p-value of the full population's :math:`D_0/\sigma_0` alone (not adjusted:
+        the calibration statistics' p-value), :math:`(1 + \#\{T^*_0 \ge T_0\})/(B + 1)`.
     """
 
     draws: int
@@ -155,6 +161,7 @@ class NullDistribution:
     metric_z_median: float
     metric_z_q95: float
     p_adjusted: np.ndarray
+    full_p_value: float = float("nan")
 
     def as_json(self) -> dict:
         """Return the ``"null"`` object of ``mcviz metrics --json``."""
@@ -166,6 +173,7 @@ class NullDistribution:
             "p_value_se": self.p_value_se,
             "metric_z_median": self.metric_z_median,
             "metric_z_q95": self.metric_z_q95,
+            "full_population_p_value": self.full_p_value,
         }
 
 
@@ -248,8 +256,8 @@ def null_distribution(
     evaluator = Evaluator.from_predictions(pred)
     z_observed = _z(evaluator, pred, pred.label[:, None], members, method, low_prevalence)[:, 0]
     observed = float(z_observed.max())
-    statistic = _simulate(evaluator, pred, members, method, low_prevalence,
-                          rng=rng, draws=int(draws), progress=progress)
+    statistic, full = _simulate(evaluator, pred, members, method, low_prevalence,
+                                rng=rng, draws=int(draws), progress=progress)
     exceed = np.sort(statistic)
     # (1 + #{T* >= t}) / (B + 1) for every t at once, by a search in the sorted draws
     count = draws - np.searchsorted(exceed, z_observed, side="left")
@@ -269,12 +277,15 @@ def null_distribution(
         metric_z_median=float(np.median(statistic)),
         metric_z_q95=float(np.quantile(statistic, 0.95)),
         p_adjusted=p_adjusted,
+        full_p_value=float((1 + np.sum(full >= z_observed[0])) / (draws + 1)),
     )
 
 
 def _simulate(evaluator, pred, members, method, low_prevalence, *, rng, draws,
-              progress) -> np.ndarray:
-    """:math:`T^*_b` for ``draws`` sets of responses, blocks evaluated on every core.
+              progress) -> tuple[np.ndarray, np.ndarray]:
+    r""":math:`T^*_b` and the full population's :math:`D^*_0/\sigma^*_0` for ``draws`` draws.
+
+    Blocks are evaluated on every core.
 
     Responses are drawn in the calling thread, block after block from one generator, so the
     result depends on the seed only, never on the number of threads; the numpy work of the
@@ -283,12 +294,14 @@ def _simulate(evaluator, pred, members, method, low_prevalence, *, rng, draws,
     blocks already running.
     """
     statistic = np.empty(draws)
+    full = np.empty(draws)
     file_rank = _file_rank(pred.row)
     starts = range(0, draws, DRAW_COLUMNS)
     workers = max(1, min(os.cpu_count() or 1, len(starts)))
 
-    def evaluate(labels: np.ndarray) -> np.ndarray:
-        return _max_z(evaluator, pred, labels, members, method, low_prevalence)
+    def evaluate(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = _z(evaluator, pred, labels, members, method, low_prevalence)
+        return z.max(axis=0), z[0]
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pending = deque()
@@ -299,13 +312,13 @@ def _simulate(evaluator, pred, members, method, low_prevalence, *, rng, draws,
                 pending.append((start, size, pool.submit(evaluate, labels)))
                 while len(pending) > workers or (pending and start + size == draws):
                     first, count, future = pending.popleft()
-                    statistic[first:first + count] = future.result()
+                    statistic[first:first + count], full[first:first + count] = future.result()
                     done = first + count
                     report_progress(progress, done / draws, f"null draws: {done:,} of {draws:,}")
         finally:
             for *_, future in pending:
                 future.cancel()
-    return statistic
+    return statistic, full
 
 
 def _members(pred: Predictions, subpopulations) -> list[np.ndarray]:
@@ -365,8 +378,3 @@ def _z(evaluator, pred, labels, members, method, low_prevalence) -> np.ndarray:
     extra = evaluator.summaries(variance[:, None] * labels, members, adjacent=False).offset
     total = kuiper_sums.variance[:, None] + (1.0 / prevalence**2 - 1.0) * extra
     return np.asarray(safe_ratio(high_low, np.sqrt(np.maximum(total, 0.0))), dtype=float)
-
-
-def _max_z(evaluator, pred, labels, members, method, low_prevalence) -> np.ndarray:
-    r""":math:`T = \max_k D_k/\sigma_k` for each column of responses, shape (N,)."""
-    return _z(evaluator, pred, labels, members, method, low_prevalence).max(axis=0)

@@ -140,7 +140,8 @@ def reweight(pred: Predictions, scheme: Scheme, *, rho: float | None = None) -> 
     -------
     Predictions
         Same order and arrays except ``weight`` (read-only) and ``weight_column``, which names
-        the combination, e.g. ``"fnlwgt × proportional(ρ=0.01)"``.
+        the combination, e.g. ``"fnlwgt × proportional(ρ=0.01)"``; ``"low-prevalence"`` also
+        sets ``weights_depend_on_label`` (its Brownian and classical p-values are then NaN).
 
     Examples
     --------
@@ -154,4 +155,6 @@ def reweight(pred: Predictions, scheme: Scheme, *, rho: float | None = None) -> 
     weight.flags.writeable = False
     name = _describe(scheme, rho)
     column = f"{pred.weight_column} × {name}" if pred.weighted else name
-    return dataclasses.replace(pred, weight=weight, weight_column=column)
+    depends = pred.weights_depend_on_label or scheme == "low-prevalence"  # Appendix B: 1/A on R=1
+    return dataclasses.replace(pred, weight=weight, weight_column=column,
+                               weights_depend_on_label=depends)

@@ -8,6 +8,7 @@ from dashboard import ui
 from dashboard.text import code, escape_markdown, grouped_notices
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
+from mcviz.io import roles_sentence
 
 ui.setup_page("data", "Data")
 drop, demo_slot = st.columns([2, 1])
@@ -168,6 +169,8 @@ except ValidationError as error:
     st.stop()
 
 st.subheader("Validation summary")
+st.markdown("**Columns:** " + escape_markdown(roles_sentence(pred)))
+ui.void_p_values_notice(pred)
 report = pred.report
 cells = st.columns(4)
 cells[0].metric("Rows read", f"{report.n_read:,}")

@@ -12,6 +12,7 @@ from mcviz import __version__, cumulative_differences
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
 from mcviz.figures import deviation_figure, escape_figure, format_number
+from mcviz.io import VOID_P_VALUES
 from mcviz.report import (
     ExportUnavailableError,
     ReportSection,
@@ -35,7 +36,8 @@ def _chart_name(section: str, number: int, figure) -> str:
 def _numbers(result) -> tuple[tuple[str, str], ...]:
     return (("Kuiper D", format_number(result.kuiper)), ("KS G", format_number(result.ks)),
             ("σ", format_number(result.sigma)), ("D/σ", format_number(result.kuiper_z)),
-            ("p-value", format_number(result.p_value, kind="p")))
+            ("p-value", format_number(result.p_value, kind="p") if result.p_value == result.p_value
+             else VOID_P_VALUES))
 
 
 def calibration_section(item: ui.Current) -> ReportSection:

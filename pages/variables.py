@@ -29,14 +29,20 @@ else:
         ranking.drop(columns=["warnings"]).assign(
             vce_at=[format_number(v) if isinstance(v, float) else str(v)
                     for v in ranking["vce_at"]],
+            vce_significant=["yes" if sig else ("within noise" if vce == vce else "–")
+                             for sig, vce in zip(ranking["vce_significant"], ranking["vce"],
+                                                 strict=True)],
             warnings=[len(w) for w in ranking["warnings"]]),
         percent=("vece", "vce", "vce_support"),  # as the charts write them
         height=min(40 + 35 * len(ranking), 360),
     )
     ui.caption("VCE(v*): the largest |error − predicted error| where the data can say it: "
                "thin-support stretches of a curve, and levels with fewer than 30 effective "
-               "rows or a gap interval wider than ±10 points, are left out. vce_support: the "
-               "weight within the window at v*. warnings: listed under the variable's charts.")
+               "rows or a gap interval wider than ±10 points, are left out, and so is every point "
+               "within reach of thin support. vce_significant: whether the band of the gap at "
+               "v* (valid for a v* picked as the largest gap) excludes 0; otherwise VCE(v*) is "
+               "within noise. vce_support: the weight within the window at v*. warnings: listed "
+               "under the variable's charts.")
 
 names = list(kinds)
 if ranking is not None:

@@ -59,14 +59,16 @@ def test_weighted_hand_computed():
 
 def test_continuous_response_uses_bin_variance():
     # Bin 1 responses {0, 0.5, 1}: mean 0.5, variance 1/6 (eq. (23)); bin 2 {0.2}: variance 0.
-    # eq. (22): sigma = (1/2) sqrt(1/6 + 0).
+    # eq. (22): sigma = (1/2) sqrt(1/6 + 0) = 0.204. The pooled floor (one block of 4 rows):
+    # residuals -0.1, 0.3, 0.7, -0.2, mean 0.175, squares about it sum to 0.5075, so
+    # v = 0.5075 / (4 - 1) per row and sigma_pool = sqrt(2 v) / 2 = 0.2908 > 0.204.
     pred = Predictions.from_arrays(
         [0.1, 0.2, 0.3, 0.4], [0.0, 0.5, 1.0, 0.2], response="continuous"
     )
     result = subpopulation_deviation(pred, np.array([1, 3]))
     assert result.sigma_method == "variance"
     np.testing.assert_allclose(result.full_variance, [1 / 6, 0])
-    assert result.sigma == pytest.approx(0.5 * np.sqrt(1 / 6))
+    assert result.sigma == pytest.approx(max(0.5 * np.sqrt(1 / 6), np.sqrt(2 * 0.5075 / 3) / 2))
     # F = (0, .5/2, (.5+.2)/2), F~ = (0, .5/2, (.5+.2)/2): no deviation.
     np.testing.assert_allclose(result.path, [0, 0, 0], atol=1e-15)
 
@@ -81,7 +83,15 @@ def test_weighted_variance_eq_33():
     result = subpopulation_deviation(pred, np.array([1, 3]))
     np.testing.assert_allclose(result.full_mean, [0.625, 0.2])
     np.testing.assert_allclose(result.full_variance, [0.171875, 0], atol=1e-15)
-    assert result.sigma == pytest.approx(np.sqrt(0.171875) / 4)
+    # The pooled floor (one block): residuals -0.1, 0.3, 0.7, -0.2 with weights 1, 1, 2, 3 have
+    # weighted mean 1/7 and sum W (d - 1/7)^2 = 1.057143 over 7 - 15/7 = 34/7, so v = 0.217647
+    # per row and sigma_pool = sqrt((1 + 9) v) / 4 = 0.36882 > sqrt(0.171875)/4 = 0.1036.
+    residual = np.array([-0.1, 0.3, 0.7, -0.2])
+    weight = np.array([1.0, 1.0, 2.0, 3.0])
+    mean = weight @ residual / 7
+    v = weight @ (residual - mean) ** 2 / (7 - 15 / 7)
+    assert result.sigma == pytest.approx(max(np.sqrt(0.171875) / 4, np.sqrt(10 * v) / 4))
+    assert result.sigma == pytest.approx(0.36882, abs=1e-5)
 
 
 def test_ties_merged_into_one_bin():

@@ -22,6 +22,7 @@ open, as plain tests (with what was wrong) once fixed.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import math
@@ -258,7 +259,7 @@ def test_cumulative_differences(data, seed):
 @settings(max_examples=25, deadline=None)
 @given(data=datasets(response="continuous", weighted=False, ties=["none"], min_n=2))
 def test_cumulative_continuous_sigma_without_ties(data):
-    """Appendix C eq. (6) by a loop, in score order, when no scores tie (the order is unique)."""
+    """Appendix C eq. (6) by a loop, in score order, when no scores tie, and its floor."""
     try:
         pred = build(data)
         result = mcviz.cumulative_differences(pred)
@@ -269,7 +270,11 @@ def test_cumulative_continuous_sigma_without_ties(data):
     w = pred.weight
     numerator = sum((d[j] - d[j + 1]) ** 2 * (w[j] + w[j + 1]) ** 2 for j in range(pred.n - 1))
     denominator = 4 * sum(w) * (w[0] + w[-1] + 2 * sum(w[1:-1]))
-    assert_close(result.sigma, math.sqrt(numerator / denominator), 0.0, "sigma eq. (6)")
+    eq6 = math.sqrt(numerator / denominator) if denominator else 0.0
+    # floored by the pooled response variance at nearby scores (issue 31)
+    pooled = bf_pooled_variance(pred.score, pred.label, w)
+    floor = math.sqrt(sum(w[j] ** 2 * pooled[j] for j in range(pred.n))) / sum(w)
+    assert_close(result.sigma, max(eq6, floor), 1e-12 * max(eq6, floor), "sigma eq. (6)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,6 +375,55 @@ def test_multicalibration_row_order_and_weight_scale(data, seed, shuffle):
 # Subpopulation deviation (paper 003 eqs. (5)-(13), (21)-(23))
 
 
+def bf_pooled_variance(score, label, weight):
+    """The floor of eq. (6) by loops (mcviz.core.sigma module notes): per-row block variance.
+
+    Blocks of max(200, n // 100) rows ending at tie-run ends, a short last block (under half)
+    joined to the one before; blocks with fewer than 100 responses off the most common value
+    joined to the next (the last to the one before); in each, sum W (d - dbar)^2 over
+    sum W - sum W^2 / sum W with d = R - S.
+    """
+    n = len(score)
+    size = max(200, n // 100)
+    ends = [j for j in range(n) if j == n - 1 or score[j] != score[j + 1]]
+    cuts = []
+    for wanted in range(size - 1, n, size):
+        cut = next(e for e in ends if e >= wanted)
+        if not cuts or cuts[-1] != cut:
+            cuts.append(cut)
+    if not cuts or cuts[-1] != n - 1:
+        cuts.append(n - 1)
+    if len(cuts) > 1 and cuts[-1] - cuts[-2] < size // 2:
+        del cuts[-2]
+    counts = collections.Counter(float(v) for v in label)
+    most = max(counts.values())
+    spike = min(v for v, c in counts.items() if c == most)
+    starts = [0] + [c + 1 for c in cuts[:-1]]
+    off = [sum(1 for j in range(a, c + 1) if float(label[j]) != spike)
+           for a, c in zip(starts, cuts, strict=True)]
+    keep, held = [], 0
+    for k in range(len(cuts)):
+        held += off[k]
+        if held >= 100 or k == len(cuts) - 1:
+            keep.append(k)
+            held = 0
+    if len(keep) > 1 and sum(off[keep[-2] + 1:]) < 100:
+        del keep[-2]
+    cuts = [cuts[k] for k in keep]
+    out = [0.0] * n
+    start = 0
+    for cut in cuts:
+        rows = range(start, cut + 1)
+        w = sum(weight[j] for j in rows)
+        dbar = sum(weight[j] * (label[j] - score[j]) for j in rows) / w
+        spread = sum(weight[j] * (label[j] - score[j] - dbar) ** 2 for j in rows)
+        effective = w - sum(weight[j] ** 2 for j in rows) / w
+        for j in rows:
+            out[j] = spread / effective if effective > 0 else 0.0
+        start = cut + 1
+    return out
+
+
 def bf_deviation(pred, members):
     """D, G, sigma of paper 003 by loops: one bin per distinct subpopulation score."""
     score, label, weight = pred.score, pred.label, pred.weight
@@ -396,7 +450,11 @@ def bf_deviation(pred, members):
         c += value
         path.append(c)
     d, g = max(path) - min(path), max(abs(v) for v in path)
-    return d, g, math.sqrt(spread) / total
+    sigma = math.sqrt(spread) / total
+    if pred.response_kind != "binary":  # floored by the pooled variance (issue 31)
+        pooled = bf_pooled_variance(score, label, weight)
+        sigma = max(sigma, math.sqrt(sum(weight[i] ** 2 * pooled[i] for i in members)) / total)
+    return d, g, sigma
 
 
 @settings(max_examples=30, deadline=None)

@@ -67,6 +67,32 @@ def test_observed_statistic_and_adjusted_p_values_are_consistent():
     assert null.observed == pytest.approx(mcviz.multicalibration(pred, subs).metric_z, rel=1e-12)
 
 
+def test_monte_carlo_p_values_count_ties():
+    # Every score 0.5 (one tie run): the path of a set of m rows is 0 and its end point, so
+    # D/sigma = |sum R - m/2| / (m/2) / (sqrt(m/4)/m) = |sum R - m/2| / (sqrt(m)/2): for m = 4
+    # exactly 0, 1 or 2, and T* takes a handful of values. Ties between T* and the observed
+    # statistic are then common, and (1 + #{T* >= T}) / (B + 1) differs from the count with
+    # ">" (Davison & Hinkley eq. (4.11) counts ties as exceedances).
+    label = np.array([1, 1, 1, 0, 1, 0, 0, 0, 1, 1, 0, 0])
+    pred = mcviz.Predictions.from_arrays(np.full(12, 0.5), label,
+                                         covariates={"g": np.repeat(["a", "b", "c"], 4)})
+    subs = mcviz.group_subpopulations(pred, ["g"])
+    null = null_distribution(pred, subs, draws=199, seed=3)
+    members = [np.arange(12)] + [s.index for s in subs]  # the full population first
+    z = _brute_force_z(pred.score, pred.label.astype(float), pred.weight, members)
+    # all: |6 - 6| = 0; a has three 1s: |3 - 2| / 1 = 1; b: |1 - 2| = 1; c: 0
+    np.testing.assert_allclose(z, [0.0, 1.0, 1.0, 0.0], atol=1e-12)
+    assert null.observed == pytest.approx(1.0, abs=1e-12)
+    ties = np.isclose(null.statistic, null.observed, rtol=0, atol=1e-12)
+    assert ties.sum() >= 20, "the test needs T* tied with the observed statistic"
+    at_least = (null.statistic >= null.observed - 1e-12).sum()
+    assert null.p_value == pytest.approx((1 + at_least) / 200, abs=1e-15)
+    assert null.p_value > (1 + (null.statistic > null.observed + 1e-12).sum()) / 200
+    expected = (1 + (null.statistic[None, :] >= z[:, None] - 1e-12).sum(axis=1)) / 200
+    np.testing.assert_allclose(null.p_adjusted, expected, rtol=0, atol=1e-15)
+    assert null.p_adjusted[0] == 1.0  # z = 0: every draw is at least 0
+
+
 def test_same_seed_same_draws_and_tie_order_does_not_matter():
     rng = np.random.default_rng(7)
     n = 1500
@@ -95,7 +121,9 @@ def test_low_prevalence_weights_are_redrawn_with_the_responses():
     pred = mcviz.Predictions.from_arrays(score, (rng.random(n) < score).astype(int),
                                          covariates={"x": rng.normal(size=n)})
     weighted = reweight(pred, "low-prevalence")
-    assert mcviz.cumulative_differences(weighted).p_value < 1e-6
+    void = mcviz.cumulative_differences(weighted)  # Brownian p void: NaN (issue 31)
+    assert np.isnan(void.p_value)
+    assert void.kuiper_z > 5  # it would have been < 1e-6
     null = null_distribution(pred, [], draws=99, seed=0, low_prevalence=True)
     assert null.weights_redrawn
     assert null.p_value > 0.05

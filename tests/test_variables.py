@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from mcviz import Predictions, load_demo
 from mcviz.errors import ValidationError
@@ -13,6 +14,7 @@ from mcviz.variables import (
     level_calibration,
     prediction_errors,
     rank_variables,
+    simultaneous_z,
     variable_calibration,
     vece,
 )
@@ -105,8 +107,11 @@ def test_gap_curve_is_the_difference_of_the_curves(name, weighted):
     result = variable_calibration(synthetic(weighted=weighted), name)
     np.testing.assert_allclose(result.gap.fit, result.error.fit - result.predicted.fit,
                                atol=1e-12)
-    assert result.vce == pytest.approx(np.abs(result.gap.fit).max())
-    assert result.vce_at == result.gap.x[np.argmax(np.abs(result.gap.fit))]
+    # eq. (8) over the eligible points: supported and out of reach of thin support (issue 31),
+    # so at most the largest gap anywhere on the grid
+    where = result.gap.x == result.vce_at
+    assert result.vce == pytest.approx(np.abs(result.gap.fit[where][0]))
+    assert result.vce <= np.abs(result.gap.fit).max() + 1e-12
     # the gap has its own band, narrower than the two bands added as if independent
     error_half = result.error.upper - result.error.fit
     predicted_half = result.predicted.upper - result.predicted.fit
@@ -213,7 +218,7 @@ def test_rank_variables_sorted_with_both_kinds():
     pred = synthetic()
     table = rank_variables(pred)
     assert list(table.columns) == ["name", "kind", "vece", "vce", "vce_at", "vce_support",
-                                   "warnings"]
+                                   "vce_significant", "warnings"]
     assert set(table["name"]) == {"age", "income", "group", "flag"}
     assert table["vece"].is_monotonic_decreasing
     # one naming of covariate kinds: the ranking uses the loader's words
@@ -497,8 +502,8 @@ def test_records_are_json_ready_with_the_cli_fields():
     json.dumps(records)  # plain Python values only
     assert [r["name"] for r in records] == list(rank_variables(pred)["name"])
     for record in records:
-        assert set(record) == {"name", "kind", "vece", "vce", "vce_at", "vce_support", "n",
-                               "spikes", "warnings"}
+        assert set(record) == {"name", "kind", "vece", "vce", "vce_at", "vce_support",
+                               "vce_ci", "vce_significant", "n", "spikes", "warnings"}
     age = next(r for r in records if r["name"] == "age")
     result = variable_calibration(pred, "age")
     assert age["vce_at"] == result.vce_at
@@ -533,3 +538,91 @@ def test_curves_and_vce_do_not_depend_on_row_order():
     np.testing.assert_array_equal(a.gap.thin, b.gap.thin)
     assert (a.vce, a.vce_at) == pytest.approx((b.vce, b.vce_at), abs=1e-12)
     assert a.vce_support == pytest.approx(b.vce_support, rel=1e-12)
+
+
+# Issue 31: VCE(v*) with its band, v* out of reach of thin support, VECE on zero-inflated columns.
+
+
+def _zero_inflated_covariate(seed, n=50_000):
+    """Calibrated labels; a covariate that is 0 on 95% of rows, lognormal elsewhere."""
+    rng = np.random.default_rng(seed)
+    score = rng.uniform(0.05, 0.95, n)
+    v = np.where(rng.random(n) < 0.95, 0.0, rng.lognormal(8, 1.5, n))
+    w = np.where(rng.random(n) < 0.94, 0.0, rng.lognormal(3, 1.0, n))
+    return Predictions.from_arrays(score, rng.random(n) < score, covariates={"v": v, "w": w})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_calibrated_zero_inflated_covariate_has_no_significant_vce(seed):
+    # Before: VCE(v*) of 3-8 points (6.5 in issue 31), v* at the last point before thin
+    # support or at the edge of the data, no interval. Perfect calibration: either VCE(v*) is
+    # under 2 points or its band (valid for a v* picked as the largest gap) holds 0.
+    result = variable_calibration(_zero_inflated_covariate(seed), "v")
+    assert result.vce < 0.02 or not result.vce_significant, (result.vce, result.vce_ci)
+    low, high = result.vce_ci
+    assert low <= 0 <= high or result.vce < 0.02
+    assert abs(result.gap.fit[result.gap.x == result.vce_at][0]) == pytest.approx(result.vce)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_shift_in_the_top_three_percent_is_significant_there(seed):
+    # Labels 30 points above the score in the top 3% of v: the band excludes 0 and v* lies in
+    # that 3%, yet not at the last point before the thin tail (its grid neighbours have support).
+    rng = np.random.default_rng(seed)
+    n = 50_000
+    score = rng.uniform(0.05, 0.65, n)
+    v = rng.normal(size=n)
+    top = v > np.quantile(v, 0.97)
+    pred = Predictions.from_arrays(score, rng.random(n) < score + 0.3 * top,
+                                   covariates={"v": v})
+    result = variable_calibration(pred, "v")
+    assert result.vce_significant
+    assert result.vce_ci[0] > 0  # more errors than predicted
+    assert result.vce_at > np.quantile(v, 0.97)
+    where = int(np.flatnonzero(result.gap.x == result.vce_at)[0])
+    assert not result.gap.thin[where - 1 : where + 2].any()
+    record = result.record()
+    assert record["vce_significant"] is True
+    assert record["vce_ci"] == [pytest.approx(c) for c in result.vce_ci]
+
+
+def test_vece_bins_a_spike_on_its_own_and_zero_inflated_columns_do_not_tie():
+    pred = _zero_inflated_covariate(7)
+    v = variable_calibration(pred, "v")
+    w = variable_calibration(pred, "w")
+    # the zeros are one bin (95% of the weight), the other rows ten deciles
+    assert v.bin_weight.size == 11
+    assert v.bin_weight[-1] == pytest.approx(np.mean(pred.covariates["v"] == 0))
+    assert v.vece != w.vece
+    # eq. (7) by hand over those bins
+    e, e_hat = prediction_errors(pred)
+    x = pred.covariates["v"].to_numpy()
+    zero = x == 0
+    rest = np.sort(x[~zero])
+    edges = np.unique(np.quantile(rest, np.linspace(0, 1, 11)))
+    bins = np.where(zero, 10, np.clip(np.searchsorted(edges, x, side="left") - 1, 0, 9))
+    expected = sum(np.mean(bins == b) * abs(np.mean(e[bins == b]) - np.mean(e_hat[bins == b]))
+                   for b in np.unique(bins))
+    assert v.vece == pytest.approx(expected, rel=1e-9)
+
+
+def test_level_vce_band_is_bonferroni_over_the_eligible_levels():
+    rng = np.random.default_rng(3)
+    n = 20_000
+    g = rng.integers(0, 8, n)
+    score = rng.uniform(0.05, 0.45, n)
+    pred = Predictions.from_arrays(score, rng.random(n) < score + 0.2 * (g == 5),
+                                   covariates={"g": pd.Categorical([f"g{k}" for k in g])})
+    result = level_calibration(pred, "g")
+    assert result.vce_at == "g5"
+    assert result.vce_significant
+    at = result.levels.index("g5")
+    half = (result.gap_upper[at] - result.gap_lower[at]) / 2  # 1.96 se
+    z = stats.norm.ppf(1 - 0.025 / int(result.eligible.sum()))
+    assert result.vce_ci[1] - result.vce_ci[0] == pytest.approx(2 * half / 1.959964 * z,
+                                                                rel=1e-4)
+
+
+def test_simultaneous_z_is_the_chi_square_root():
+    assert simultaneous_z(1.0) == pytest.approx(1.959964, rel=1e-6)
+    assert simultaneous_z(3.2) == pytest.approx(np.sqrt(stats.chi2.ppf(0.95, 4)))

@@ -132,7 +132,11 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--label", help="label column")
     parser.add_argument("--positive", help="the label value of the positive class")
-    parser.add_argument("--weight", help="weight column")
+    parser.add_argument("--weight", help="weight column (default: a column named weight or w; "
+                        "--weight '' is the same as --no-weight)")
+    parser.add_argument("--no-weight", dest="weight", action="store_const", const="",
+                        help="unweighted, even when a column is named weight (it is then "
+                        "neither the weight nor a covariate)")
     parser.add_argument(
         "--weighting",
         choices=SCHEMES,

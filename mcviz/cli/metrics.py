@@ -20,7 +20,7 @@ from mcviz.budget import check, subpopulations_estimate
 from mcviz.cli import _common
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.io import Predictions
+from mcviz.io import VOID_P_VALUES, Predictions, roles_sentence
 from mcviz.measures import classical_measures
 from mcviz.settings import SubpopulationSettings
 
@@ -73,24 +73,54 @@ def run(args: argparse.Namespace) -> dict:
     if covariates is not None and groups:  # group columns must be loaded too
         covariates = list(dict.fromkeys([*covariates, *groups]))
     loaded = _common.load_file(args, covariates=covariates)
+    print(f"mcviz: columns: {roles_sentence(loaded)}", file=sys.stderr)
     pred = _common.apply_weighting(args, loaded)
     result = cumulative_differences(pred)
     output: dict = {
         "n": pred.n,
         "weight_total": pred.weight_total,
+        "columns": _columns(loaded),
         "calibration": {
             "kuiper": result.kuiper,
             "ks": result.ks,
             "sigma": result.sigma,
             "kuiper_z": result.kuiper_z,
-            "p_value": result.p_value,
+            "p_value": result.p_value,  # NaN (null) with label-dependent weights
+            "p_value_kind": "brownian",
+            "warnings": [],
         },
         "classical": _classical(pred),
     }
     block = metrics_block(args, pred, unweighted=loaded)
     if block is not None:
         output["multicalibration"] = block
+    if pred.weights_depend_on_label:
+        calibration = output["calibration"]
+        calibration["warnings"].append(
+            f"p-values {VOID_P_VALUES}: --weighting {args.weighting} (paper 000 Appendix B) makes "
+            "the weights depend on the labels, so calibration.p_value, the classical p-values "
+            "(Spiegelhalter, Hosmer-Lemeshow) and every subpopulation's Brownian p-value are "
+            "null; --null-draws N recomputes the weights for every draw and gives valid ones.")
+        print(f"mcviz: warning: {calibration['warnings'][-1]}", file=sys.stderr)
+        null = (block or {}).get("null")
+        if null is not None:  # the null's own p of the full population takes the void one's place
+            calibration["p_value"] = null["full_population_p_value"]
+            calibration["p_value_kind"] = "monte-carlo"
+        else:
+            calibration["p_value_kind"] = None
     return output
+
+
+def _columns(pred: Predictions) -> dict:
+    """Return the ``"columns"`` block: which column played which role (before --weighting)."""
+    return {
+        "score": None if pred.probability_columns else pred.score_column,
+        "probabilities": list(pred.probability_columns),
+        "label": pred.label_column,
+        "weight": pred.weight_column,
+        "response": pred.response_kind,
+        "covariates": [str(c) for c in pred.covariates.columns],
+    }
 
 
 def _classical(pred: Predictions) -> dict | None:

@@ -26,7 +26,9 @@ def run(args: argparse.Namespace) -> dict:
     """Return the ranking (values are probabilities, 0 to 1).
 
     Each row: ``name``, ``kind``, ``vece``, ``vce``, ``vce_at`` (v*), ``vce_support`` (weight
-    within the window at v*), ``n``, ``spikes`` and ``warnings`` (a list of sentences: thin
+    within the window at v*), ``vce_ci`` ([low, high] of the signed gap at v*, valid for the
+    chosen v*), ``vce_significant`` (the band excludes 0), ``n``, ``spikes`` and ``warnings``
+    (a list of sentences: thin
     support, degenerate fits, levels too small to say anything).
     """
     return {"variables": variable_records(_common.load_from_arguments(args), span=args.span)}

@@ -8,6 +8,8 @@ For a subpopulation :math:`k` and a contiguous stretch of the score-sorted rows 
 at the end of a tie run), the :class:`ChunkSummaries` hold
 
 * ``count``, ``weight`` :math:`\sum W`, ``variance`` :math:`\sum S(1-S)W^2` (eq. (5));
+* ``floor`` :math:`\sum \hat v W^2`, the pooled floor of eq. (6) for real-valued responses
+  (:func:`~mcviz.core.sigma.pooled_response_variance`; 0 when the evaluator has none);
 * ``offset`` :math:`\sum W(R-S)`: the rise of the (unnormalised) path over the chunk;
 * ``high``, ``low``: the highest and lowest point of the unnormalised path at tie-run ends,
   relative to the chunk start, with the start itself included (so ``high >= 0 >= low``);
@@ -21,8 +23,9 @@ Chunks combine associatively in score order (:func:`combine`):
     (o, h, l) \oplus (o', h', l') = (o + o', \max(h, o + h'), \min(l, o + l')),
 
 and :func:`finish` turns the summaries into :math:`D_k = (h - l)/\sum W` (eqs. (1)-(2), the
-origin and every tie-run end being points of the path) and :math:`\sigma_k` (eq. (5) or
-Appendix C eq. (6)). Responses can be a matrix (one column per set of responses, e.g. null
+origin and every tie-run end being points of the path) and :math:`\sigma_k` (eq. (5), or
+Appendix C eq. (6) floored by the pooled response variance: see :mod:`mcviz.core.sigma`).
+Responses can be a matrix (one column per set of responses, e.g. null
 draws); every residual-dependent summary then has a trailing axis of length N.
 
 Inside a chunk the subpopulations are processed in groups whose members are gathered into one
@@ -49,7 +52,9 @@ from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import (
     SigmaMethod,
     adjacent_terms,
+    pooled_response_variance,
     sigma_adjacent_from_terms,
+    sigma_floored,
     sigma_from_variance,
 )
 
@@ -84,6 +89,8 @@ class ChunkSummaries:
         :math:`\sum W`.
     variance : ndarray, (l,)
         :math:`\sum S(1-S) W^2` (eq. (5)).
+    floor : ndarray, (l,)
+        :math:`\sum \hat v W^2`, the pooled floor of eq. (6) (0 without one).
     first_weight, last_weight : ndarray, (l,)
         :math:`V` of the first and last tie run of the subpopulation in the chunk (0 if empty).
     offset : ndarray, (l,) or (l, N)
@@ -99,6 +106,7 @@ class ChunkSummaries:
     count: np.ndarray
     weight: np.ndarray
     variance: np.ndarray
+    floor: np.ndarray
     first_weight: np.ndarray
     last_weight: np.ndarray
     offset: np.ndarray
@@ -119,7 +127,8 @@ class ChunkSummaries:
         shape = (size,) if draws is None else (size, draws)
         return cls(
             count=np.zeros(size, dtype=np.int64), weight=np.zeros(size),
-            variance=np.zeros(size), first_weight=np.zeros(size), last_weight=np.zeros(size),
+            variance=np.zeros(size), floor=np.zeros(size), first_weight=np.zeros(size),
+            last_weight=np.zeros(size),
             offset=np.zeros(shape), high=np.zeros(shape), low=np.zeros(shape),
             adjacent=np.zeros(shape), first_mean=np.zeros(shape), last_mean=np.zeros(shape),
         )
@@ -146,6 +155,7 @@ def combine(first: ChunkSummaries, second: ChunkSummaries) -> ChunkSummaries:
         count=a.count + b.count,
         weight=a.weight + b.weight,
         variance=a.variance + b.variance,
+        floor=a.floor + b.floor,
         first_weight=np.where(has_a, a.first_weight, b.first_weight),
         last_weight=np.where(has_b, b.last_weight, a.last_weight),
         offset=a.offset + b.offset,
@@ -182,8 +192,9 @@ class Statistics:
     kuiper : ndarray, (l,) or (l, N)
         :math:`D_k` (eq. (2), tie rule).
     sigma : ndarray, (l,) or (l, N)
-        :math:`\sigma_k` (eq. (5), or Appendix C eq. (6) over tie runs). Shape (l,) for
-        ``"bernoulli"`` (it does not depend on the responses), else that of ``kuiper``.
+        :math:`\sigma_k` (eq. (5), or Appendix C eq. (6) over tie runs with its pooled floor).
+        Shape (l,) for ``"bernoulli"`` (it does not depend on the responses), else that of
+        ``kuiper``.
     kuiper_z : ndarray, shape of ``kuiper``
         :math:`D_k/\sigma_k` (0/0 = 0, d/0 = inf).
     sigma_method : SigmaMethod
@@ -201,7 +212,9 @@ def finish(summaries: ChunkSummaries, sigma_method: SigmaMethod | str) -> Statis
     r"""Turn summaries of the whole score range into :math:`D_k`, :math:`\sigma_k`, z-scores.
 
     ``sigma_method`` is ``"bernoulli"`` (eq. (5)) or ``"adjacent"`` (Appendix C eq. (6)), already
-    resolved (:func:`~mcviz.core.sigma.resolve_sigma_method`).
+    resolved (:func:`~mcviz.core.sigma.resolve_sigma_method`). For ``"adjacent"``,
+    :math:`\sigma_k = \max(\sigma_{(6),k}, \sqrt{\texttt{floor}_k}/\sum W)`
+    (:func:`~mcviz.core.sigma.sigma_floored`; the floor is 0 when the evaluator has none).
     """
     method = SigmaMethod(sigma_method)
     s = summaries
@@ -211,8 +224,8 @@ def finish(summaries: ChunkSummaries, sigma_method: SigmaMethod | str) -> Statis
     if method is SigmaMethod.BERNOULLI:
         sigma = np.asarray(sigma_from_variance(s.variance, s.weight), dtype=float)  # eq. (5)
     elif method is SigmaMethod.ADJACENT:
-        sigma = sigma_adjacent_from_terms(  # Appendix C eq. (6) over tie runs
-            s.adjacent, s.weight, s.first_weight, s.last_weight)
+        sigma = sigma_floored(sigma_adjacent_from_terms(  # Appendix C eq. (6) over tie runs
+            s.adjacent, s.weight, s.first_weight, s.last_weight), s.floor, s.weight)
     else:
         raise ValueError(f"finish takes 'bernoulli' or 'adjacent', not {method.value!r}")
     z = safe_ratio(kuiper, _col(sigma, kuiper) if sigma.ndim < kuiper.ndim else sigma)
@@ -234,6 +247,10 @@ class Evaluator:
         Default: every weight 1.
     run_end : ndarray of bool, shape (n,), optional
         True at the last row of each run of tied scores (computed from ``score`` when omitted).
+    response_variance : ndarray, shape (n,), optional
+        The pooled response variance :math:`\hat v_j` of each row, the floor of eq. (6)
+        (:func:`~mcviz.core.sigma.pooled_response_variance`); :meth:`from_predictions` gives it
+        for real-valued responses. None: no floor.
 
     Notes
     -----
@@ -248,6 +265,7 @@ class Evaluator:
         weight: np.ndarray | None = None,
         *,
         run_end: np.ndarray | None = None,
+        response_variance: np.ndarray | None = None,
     ) -> None:
         self.score = np.asarray(score, dtype=float)
         self.n = self.score.size
@@ -261,11 +279,20 @@ class Evaluator:
         self.has_ties = bool(self.n) and not bool(ends.all())
         self._next_run_row: np.ndarray | None = None  # see _cuts
         self.variance = self.score * (1.0 - self.score) * self.weight**2  # eq. (5) terms
+        self.floor = None if response_variance is None else (  # the floor of eq. (6)
+            np.asarray(response_variance, dtype=float) * self.weight**2)
 
     @classmethod
     def from_predictions(cls, pred) -> Evaluator:
-        """Build from :class:`~mcviz.io.Predictions` (already score-sorted)."""
-        return cls(pred.score, pred.weight if pred.weighted else None, run_end=pred.run_end)
+        """Build from :class:`~mcviz.io.Predictions` (already score-sorted).
+
+        Real-valued responses get the pooled floor of eq. (6)
+        (:func:`~mcviz.core.sigma.pooled_response_variance`).
+        """
+        weight = pred.weight if pred.weighted else None
+        floor = None if pred.response_kind == "binary" else pooled_response_variance(
+            pred.score, pred.label, weight, pred.run_end)
+        return cls(pred.score, weight, run_end=pred.run_end, response_variance=floor)
 
     def residual(self, label: np.ndarray) -> np.ndarray:
         """Return :math:`R - S` for responses of shape (n,) or (n, N)."""
@@ -450,6 +477,9 @@ class Evaluator:
                                  else lengths.astype(float))
         out.variance[positions] = np.add.reduceat(
             np.take(self.variance, index, mode="clip"), seg_start)
+        if self.floor is not None:
+            out.floor[positions] = np.add.reduceat(
+                np.take(self.floor, index, mode="clip"), seg_start)
         if adjacent:
             self._adjacent(values[0] if one_d else values.T, weight, ends, seg_start, lengths,
                            positions, out)

@@ -9,7 +9,8 @@ per-observation variance :math:`v_j`, or Appendix C's adjacent-difference estima
     :math:`v = \tilde R(1-\tilde R)` (eqs. (21), (31) of [2]).
 ``"adjacent"``
     Appendix C eq. (6) of [1] for real-valued responses (:func:`sigma_adjacent`), with the tie
-    rule stated there.
+    rule stated there, floored by the pooled response variance at nearby scores
+    (:func:`pooled_response_variance`; see "The floor of eq. (6)" below).
 ``"variance"``
     :math:`v` = the empirical variance of the full population's responses in the bin around
     each member: eqs. (22)-(23), (32)-(33) of [2] (the deviation statistics only).
@@ -19,6 +20,53 @@ per-observation variance :math:`v_j`, or Appendix C's adjacent-difference estima
 
 Every public function that takes ``sigma_method`` accepts exactly :data:`SIGMA_METHODS` and
 resolves it with :func:`resolve_sigma_method`.
+
+The floor of eq. (6)
+--------------------
+Under perfect calibration the responses are independent with :math:`E[R_j] = S_j` and some
+variance :math:`v_j`, so the end point of subpopulation :math:`k`'s path has standard deviation
+
+.. math:: \sigma_k = \sqrt{\textstyle\sum_{j \in k} W_j^2 v_j} \,/\, \textstyle\sum_{j \in k} W_j.
+
+Eq. (6) estimates :math:`\sum_{j\in k} W_j^2 v_j` from the subpopulation's own adjacent
+differences. With few members, or zero-inflated responses, it collapses: when every member's
+response is 0 (probability :math:`0.95^{40} = 0.13` for 40 members of a 95%-zero response) the
+adjacent differences are :math:`S_{j+1} - S_j`, :math:`\sigma_k` falls to :math:`10^{-4}` of its
+true value and :math:`D_k/\sigma_k` is in the thousands; over a thousand subpopulations such a
+collapse is all but certain, so calibrated data gave :math:`M/\sigma_0` of 51-7,000.
+
+The floor pools the whole population: if the variance of a response depends on its score,
+:math:`v_j = v(S_j)`, the full population's residuals :math:`d = R - S` in a block :math:`b` of
+consecutive rows in score order (at least :data:`POOL_MIN_ROWS` rows, or :math:`n`/
+:data:`POOL_BLOCKS`, and at least :data:`POOL_MIN_INFORMATIVE` responses off the most common
+value; blocks end at tie-run ends) estimate :math:`v` at those scores by
+
+.. math::
+    \hat v_b = \frac{\sum_{j\in b} W_j (d_j - \bar d_b)^2}
+                    {\sum_{j\in b} W_j - \sum_{j\in b} W_j^2 / \sum_{j\in b} W_j},
+    \qquad \bar d_b = \frac{\sum_{j\in b} W_j d_j}{\sum_{j\in b} W_j},
+
+unbiased for a constant :math:`v` within the block, since
+:math:`E\sum_b W_j(d_j - \bar d_b)^2 = v\,(\sum_b W_j - \sum_b W_j^2/\sum_b W_j)`. Each row gets
+its block's :math:`\hat v_j = \hat v_{b(j)}` and
+
+.. math::
+    \sigma_{\text{pool},k} = \sqrt{\textstyle\sum_{j\in k} W_j^2 \hat v_j} \,/\,
+    \textstyle\sum_{j\in k} W_j, \qquad
+    \sigma_k = \max(\sigma_{(6),k},\ \sigma_{\text{pool},k}).
+
+Properties. (a) Where eq. (6) is reliable (many members, responses that vary) it is at least the
+pooled value up to noise, and the maximum changes :math:`\sigma_k` little. (b) No subpopulation's
+:math:`\sigma_k` falls below what the population's responses at its members' scores imply, so
+a run of identical responses cannot make chance look like a finding. (c) When the variance also
+depends on covariates, so that a subpopulation's responses are truly less variable than the
+population's at the same scores, the floor overstates its :math:`\sigma_k`, and miscalibration
+that varies within a block inflates :math:`\hat v_b`: both only make the test conservative, never
+anti-conservative. (d) Nothing depends on the order of tied rows (blocks end at tie-run ends).
+The null draws (:func:`~mcviz.significance.null_distribution`) keep the floor of the observed
+responses and recompute eq. (6) per draw. The simulation in ``benchmarks/bench_sigma_real.py``
+and ``tests/core/test_sigma_floor.py`` checks that calibrated zero-inflated responses then give
+:math:`M/\sigma_0` within the null's range and null p-values spread over [0, 1].
 
 References
 ----------
@@ -39,15 +87,28 @@ from mcviz.core.ratio import safe_ratio
 from mcviz.errors import ValidationError
 
 __all__ = [
+    "POOL_BLOCKS",
+    "POOL_MIN_INFORMATIVE",
+    "POOL_MIN_ROWS",
     "SIGMA_METHODS",
     "SigmaMethod",
     "adjacent_terms",
+    "pool_block_starts",
+    "pooled_response_variance",
     "resolve_sigma_method",
     "sigma_adjacent",
     "sigma_adjacent_from_terms",
     "sigma_bernoulli",
+    "sigma_floored",
     "sigma_from_variance",
 ]
+
+POOL_MIN_ROWS = 200
+"""Fewest rows of a block of the pooled response variance (see the module notes)."""
+POOL_BLOCKS = 100
+"""Blocks of the pooled response variance when rows are many (``n // POOL_BLOCKS`` rows each)."""
+POOL_MIN_INFORMATIVE = 100
+"""Fewest responses off the most common value (the spike of zero-inflated data) in a block."""
 
 
 class SigmaMethod(StrEnum):
@@ -178,7 +239,11 @@ def sigma_adjacent_from_terms(term_sum, weight_total, first_weight, last_weight)
 
 
 def sigma_adjacent(
-    residual: np.ndarray, weight: np.ndarray, run_end: np.ndarray | None = None
+    residual: np.ndarray,
+    weight: np.ndarray,
+    run_end: np.ndarray | None = None,
+    *,
+    floor: np.ndarray | None = None,
 ) -> float:
     r"""Variance estimate for real-valued responses, Appendix C eq. (6) of [1], tie-aware.
 
@@ -202,6 +267,10 @@ def sigma_adjacent(
     weight : ndarray, shape (n,)
     run_end : ndarray of bool, shape (n,), optional
         True at the last row of each run of tied scores (default: no ties).
+    floor : ndarray, shape (n,), optional
+        The pooled response variance :math:`\hat v_j` of each row
+        (:func:`pooled_response_variance`); the result is then
+        :math:`\max(\sigma_{(6)}, \sigma_{\text{pool}})` (module notes). None: eq. (6) alone.
 
     Examples
     --------
@@ -229,4 +298,128 @@ def sigma_adjacent(
         runs_weight = np.add.reduceat(weight, starts)
     total = runs_weight.sum()
     terms = adjacent_terms(runs_residual, runs_weight).sum()  # eq. (6), numerator
-    return float(sigma_adjacent_from_terms(terms, total, runs_weight[0], runs_weight[-1]))
+    sigma = sigma_adjacent_from_terms(terms, total, runs_weight[0], runs_weight[-1])
+    if floor is None:
+        return float(sigma)
+    return float(sigma_floored(sigma, np.sum(weight**2 * floor), total))
+
+
+def sigma_floored(sigma_6, floor_sum, weight_total):
+    r"""Return :math:`\max(\sigma_{(6)}, \sqrt{\sum W^2 \hat v}/\sum W)` (module notes).
+
+    ``sigma_6`` has shape (l,) or (l, N) (one column per set of responses); ``floor_sum``
+    :math:`\sum_{j\in k} W_j^2 \hat v_j` and ``weight_total`` have shape (l,) or are scalars.
+
+    Examples
+    --------
+    >>> float(sigma_floored(1e-4, 0.25 * 4, 4.0))
+    0.25
+    """
+    sigma_6 = np.asarray(sigma_6, dtype=float)
+    pooled = np.asarray(sigma_from_variance(floor_sum, weight_total), dtype=float)
+    pooled = pooled.reshape(pooled.shape + (1,) * (sigma_6.ndim - pooled.ndim))
+    return np.maximum(sigma_6, pooled)
+
+
+def pool_block_starts(run_end: np.ndarray, informative: np.ndarray | None = None) -> np.ndarray:
+    """First row of each block of :func:`pooled_response_variance` (score order).
+
+    Blocks of at least ``max(POOL_MIN_ROWS, n // POOL_BLOCKS)`` rows end at tie-run ends; a last
+    block shorter than half of that joins the one before. With ``informative`` (bool per row),
+    a block with fewer than :data:`POOL_MIN_INFORMATIVE` informative rows joins the next (the
+    last such block the one before), so that no variance rests on a handful of responses.
+
+    Examples
+    --------
+    >>> pool_block_starts(np.ones(450, dtype=bool)).tolist()
+    [0, 200]
+    >>> ends = np.ones(450, dtype=bool); ends[195:205] = False  # rows 195-205 tied
+    >>> pool_block_starts(ends).tolist()
+    [0, 206]
+    >>> informative = np.zeros(1000, dtype=bool); informative[::4] = True  # 50 per block
+    >>> pool_block_starts(np.ones(1000, dtype=bool), informative).tolist()
+    [0, 400]
+    """
+    run_end = np.asarray(run_end, dtype=bool)
+    n = run_end.size
+    size = max(POOL_MIN_ROWS, n // POOL_BLOCKS)
+    ends = np.flatnonzero(run_end)
+    cut = np.unique(ends[np.minimum(np.searchsorted(ends, np.arange(size - 1, n, size)),
+                                    ends.size - 1)])
+    if not cut.size or cut[-1] != n - 1:
+        cut = np.append(cut, n - 1)
+    if cut.size > 1 and cut[-1] - cut[-2] < size // 2:  # a short last block joins its neighbour
+        cut = np.delete(cut, -2)
+    if informative is not None and cut.size > 1:
+        counts = np.add.reduceat(np.asarray(informative, dtype=np.int64),
+                                 np.concatenate(([0], cut[:-1] + 1)))
+        keep, held = [], 0
+        for k, count in enumerate(counts.tolist()):  # at most POOL_BLOCKS + 1 blocks
+            held += count
+            if held >= POOL_MIN_INFORMATIVE or k == counts.size - 1:
+                keep.append(k)
+                held = 0
+        if len(keep) > 1 and counts[keep[-2] + 1:].sum() < POOL_MIN_INFORMATIVE:
+            keep.pop(-2)  # the last block, too thin alone, joins the one before
+        cut = cut[keep]
+    return np.concatenate(([0], cut[:-1] + 1))
+
+
+def pooled_response_variance(
+    score: np.ndarray,
+    label: np.ndarray,
+    weight: np.ndarray | None = None,
+    run_end: np.ndarray | None = None,
+) -> np.ndarray:
+    r"""Per-row pooled variance :math:`\hat v_j` of the responses at nearby scores.
+
+    The floor of eq. (6) (module notes): the score-sorted rows are cut into blocks of at least
+    ``max(POOL_MIN_ROWS, n // POOL_BLOCKS)`` rows ending at tie-run ends (a last block shorter
+    than half of that joins the one before, and a block with fewer than
+    :data:`POOL_MIN_INFORMATIVE` responses off the most common response value joins the next:
+    a stretch of scores where every response is 0 says little about their variance), and every
+    row gets its block's weighted variance
+    of :math:`R - S` about the block's weighted mean,
+    :math:`\hat v_b = \sum_b W (d - \bar d_b)^2 / (\sum_b W - \sum_b W^2/\sum_b W)`.
+
+    Parameters
+    ----------
+    score, label : ndarray, shape (n,)
+        In score order (ties in any order).
+    weight : ndarray, shape (n,), optional
+    run_end : ndarray of bool, shape (n,), optional
+        True at the last row of each run of tied scores (computed when omitted).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Examples
+    --------
+    Residuals -1, 1 repeated over 400 rows: two blocks of 200, each with variance 200/199.
+
+    >>> v = pooled_response_variance(np.linspace(0, 1, 400), np.tile([-1.0, 1.0], 200)
+    ...                              + np.linspace(0, 1, 400))
+    >>> round(float(v[0]), 6), bool(np.all(v == v[0]))
+    (1.005025, True)
+    """
+    score = np.asarray(score, dtype=float)
+    n = score.size
+    if n == 0:
+        return np.zeros(0)
+    weight = np.ones(n) if weight is None else np.asarray(weight, dtype=float)
+    if run_end is None:
+        run_end = np.append(score[1:] != score[:-1], True)
+    label = np.asarray(label, dtype=float)
+    residual = label - score
+    values, counts = np.unique(label, return_counts=True)
+    spike = values[np.argmax(counts)]  # e.g. the 0 of zero-inflated responses
+    starts = pool_block_starts(run_end, label != spike)
+    total = np.add.reduceat(weight, starts)
+    mean = safe_ratio(np.add.reduceat(weight * residual, starts), total)
+    lengths = np.diff(np.append(starts, n))
+    centred = residual - np.repeat(mean, lengths)
+    spread = np.add.reduceat(weight * centred**2, starts)
+    effective = total - safe_ratio(np.add.reduceat(weight**2, starts), total)
+    block = np.asarray(safe_ratio(spread, effective), dtype=float)
+    return np.repeat(np.where(np.isfinite(block), block, 0.0), lengths)

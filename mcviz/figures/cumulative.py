@@ -119,6 +119,8 @@ def _statistics_text(
 ) -> str:
     p_text = format_number(p_value, digits=3, kind="p")
     p_text = f"p {p_text}" if p_text.startswith("<") else f"p = {p_text}"
+    if np.isnan(p_value):  # the Brownian p-value is void: weights that depend on the labels
+        p_text = "p not valid with label-dependent weights"
     # the headline first: a narrow chart keeps it when the line is cut
     return (
         f"D/σ = {format_number(kuiper_z, digits=3)} ({p_text}) · G/σ = "

@@ -93,7 +93,8 @@ def _vce_text(result: VariableCalibration) -> str:
     if not np.isfinite(result.vce):
         return "VCE(v*) not reported (no point with enough support)"
     at = pd.Timestamp(round(result.vce_at)) if result.dates else result.vce_at
-    return f"VCE(v*) {100 * result.vce:.2f}% at {result.name} = {format_number(at)}"
+    noise = "" if result.vce_significant else " (within noise)"
+    return f"VCE(v*) {100 * result.vce:.2f}%{noise} at {result.name} = {format_number(at)}"
 
 
 def _rug(result: VariableCalibration) -> go.Bar:
@@ -254,7 +255,8 @@ def categorical_levels_figure(
             hovertemplate=f"{name}: %{{y:.2f}}%<br>%{{customdata:,}} rows<extra>%{{x}}</extra>",
         ))
     figure.update_layout(barmode="group", yaxis_title="error (%)", xaxis_title=result.name)
-    largest = (f"largest gap {100 * result.vce:.2f}% at {result.vce_at}"
+    noise = "" if result.vce_significant else " (within noise)"
+    largest = (f"largest gap {100 * result.vce:.2f}%{noise} at {result.vce_at}"
                if np.isfinite(result.vce) else "no level has enough rows for VCE(v*)")
     subtitle = f"{largest} · VECE {100 * result.vece:.2f}% · n = {result.n:,}"
     if not result.eligible.all():

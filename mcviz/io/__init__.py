@@ -44,7 +44,7 @@ from mcviz.io.assembly import (
     load_predictions,
     validate_index,
 )
-from mcviz.io.model import LoadReport, Roles
+from mcviz.io.model import VOID_P_VALUES, LoadReport, Roles
 from mcviz.io.readers import (
     DEFAULT_MAX_BYTES,
     Source,
@@ -52,11 +52,12 @@ from mcviz.io.readers import (
     read_parquet_table,
     read_table,
 )
-from mcviz.io.roles import class_names, infer_roles, labels_are_classes
+from mcviz.io.roles import class_names, infer_roles, labels_are_classes, roles_sentence
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "PROBABILITY_SUM_TOLERANCE",
+    "VOID_P_VALUES",
     "LoadReport",
     "Predictions",
     "Roles",
@@ -70,5 +71,6 @@ __all__ = [
     "load_predictions",
     "read_parquet_table",
     "read_table",
+    "roles_sentence",
     "validate_index",
 ]

@@ -104,6 +104,12 @@ class Predictions:
         The label value counted as the positive class (binary only).
     response_kind : {"binary", "continuous"}
     report : LoadReport
+    weights_depend_on_label : bool
+        True when the weights were computed from the responses (the low-prevalence weighting of
+        paper 000 Appendix B): eq. (5)'s sigma and every Brownian or classical p-value then no
+        longer describe the statistics, which report NaN p-values (``mcviz.io.VOID_P_VALUES``
+        says why); the null draws of :func:`mcviz.significance.null_distribution` recompute
+        the weights and stay valid.
     """
 
     score: np.ndarray
@@ -123,6 +129,7 @@ class Predictions:
     positive: object = 1
     response_kind: Literal["binary", "continuous"] = "binary"
     report: LoadReport = field(default_factory=lambda: LoadReport(0, 0))
+    weights_depend_on_label: bool = False
 
     @property
     def n(self) -> int:
@@ -487,8 +494,10 @@ def _covariate_names(
     """Return the covariates asked for, or every other column not score-like nor an id."""
     if covariates is None:
         ids = set(roles.id_columns if id_columns is None else id_columns)
-        score_like = set(roles.score_candidates) | set(roles.probabilities)
-        return [c for c in frame.columns if c not in excluded | ids | score_like]
+        score_like = set(roles.score_candidates) | set(roles.probabilities) | {roles.score}
+        # a column named as the weight is no covariate, even when the user asked for no weights
+        return [c for c in frame.columns if c not in excluded | ids | score_like
+                and c != roles.weight]
     for column in covariates:
         _require_column(frame, column)
     return [c for c in covariates if c not in excluded]

@@ -11,7 +11,10 @@ from dataclasses import dataclass
 
 from mcviz.io.covariates import PendingCovariates
 
-__all__ = ["LoadReport", "PendingCovariates", "Roles"]
+__all__ = ["VOID_P_VALUES", "LoadReport", "PendingCovariates", "Roles"]
+
+VOID_P_VALUES = "not valid with label-dependent weights — use the null draws"
+"""What every Brownian or classical p-value says when the weights depend on the labels."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

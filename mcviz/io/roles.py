@@ -14,7 +14,7 @@ import pandas as pd
 
 from mcviz.io.model import Roles
 
-__all__ = ["class_names", "infer_roles", "labels_are_classes"]
+__all__ = ["class_names", "infer_roles", "labels_are_classes", "roles_sentence"]
 
 _SCORE_NAME = re.compile(
     r"^(score|scores|prob|probs|probability|proba|pred|prediction|predicted|y_prob|y_proba|"
@@ -36,7 +36,9 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
     """Guess column roles from common names and contents.
 
     Score: a numeric column named like ``score``, ``prob``, ``pred``, ``y_prob``, ``p`` (or
-    ending in ``_score``/``_prob``). Probabilities: three or more numeric columns sharing a prefix
+    ending in ``_score``/``_prob``); when no such column is numeric, the first column so named
+    all the same, so that loading it says what is wrong with it (a score never silently moves to
+    another column). Probabilities: three or more numeric columns sharing a prefix
     such as ``prob_``. Label: ``label``/``y``/``target``/``outcome``..., else the last column
     holding only 0 and 1. Weight: ``weight``/``w``. Id: ``id``/``row_id``/``index``.
 
@@ -65,6 +67,8 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
         c for c in columns if c in numeric and _SCORE_NAME.match(c) and c not in probabilities
     )
     score = candidates[0] if candidates and not probabilities else None
+    if score is None and not probabilities:  # named a score, yet not numeric: keep it
+        score = next((c for c in columns if _SCORE_NAME.match(c)), None)
 
     label = next((c for c in columns if _LABEL_NAME.match(c)), None)
     if label is None:
@@ -88,6 +92,8 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
 
     weight = next((c for c in columns if _WEIGHT_NAME.match(c) and c in numeric), None)
     id_columns = tuple(c for c in columns if _ID_NAME.match(c))
+    if label == score:
+        label = None
     used = {score, label, weight, *candidates, *probabilities, *id_columns}
     covariates = tuple(c for c in columns if c not in used)
     return Roles(
@@ -99,6 +105,30 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
         id_columns=id_columns,
         covariates=covariates,
     )
+
+
+def roles_sentence(pred) -> str:
+    """Say in one line which column plays which role in loaded predictions.
+
+    Examples
+    --------
+    >>> from mcviz.io import Predictions
+    >>> pred = Predictions.from_arrays([0.2, 0.8], [0, 1], covariates={"age": [30, 40]})
+    >>> roles_sentence(pred)
+    "score 'score', label 'label', unweighted, 1 covariate ('age')"
+    """
+    if pred.probability_columns:
+        score = f"per-class probabilities {', '.join(map(repr, pred.probability_columns))}"
+    else:
+        score = f"score {pred.score_column!r}"
+    weight = f"weight {pred.weight_column!r}" if pred.weighted else "unweighted"
+    names = [str(c) for c in pred.covariates.columns]
+    shown = ", ".join(map(repr, names[:8])) + (f", … ({len(names) - 8} more)"
+                                                if len(names) > 8 else "")
+    count = f"{len(names)} covariate{'' if len(names) == 1 else 's'}"
+    return (f"{score}, label {pred.label_column!r}"
+            f"{' (real-valued)' if pred.response_kind == 'continuous' else ''}, {weight}, "
+            f"{count}{f' ({shown})' if names else ''}")
 
 
 def _is_numeric(series: pd.Series) -> bool:

@@ -33,7 +33,8 @@ class _RowFilter:
             rows = np.flatnonzero(bad)
             raise ValidationError(
                 f"column {column!r}: {describe_rows(rows, self.n)} {problem}{example}. "
-                "Fix the file, choose another column, or drop invalid rows.",
+                "Fix the file, choose another column, or drop invalid rows (--drop-invalid; "
+                "drop_invalid=True in Python; the Data page's 'Drop invalid rows' checkbox).",
                 column=column,
             )
         self.keep &= ~bad

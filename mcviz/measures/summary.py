@@ -11,6 +11,7 @@ per-run sums shared by every measure.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ import pandas as pd
 
 from mcviz.binning import CalibrationMetrics, calibration_metrics
 from mcviz.errors import ValidationError
-from mcviz.io import Predictions
+from mcviz.io import VOID_P_VALUES, Predictions
 from mcviz.measures._data import _rows
 from mcviz.measures.clinical import (
     CalibrationCurveSummary,
@@ -149,9 +150,11 @@ class ClassicalMeasures:
             (overall, "calibration-in-the-large", m.calibration_in_the_large,
              "mean score - mean response"),
             (overall, "Spiegelhalter Z", m.spiegelhalter_z,
-             f"≈ N(0, 1) under perfect calibration (p = {m.spiegelhalter_p:.3g})"),
+             f"≈ N(0, 1) under perfect calibration (p = {m.spiegelhalter_p:.3g})"
+             if math.isfinite(m.spiegelhalter_p) else f"p {VOID_P_VALUES}"),
             (overall, "Hosmer-Lemeshow p", h.p_value,
-             f"χ² = {h.statistic:.4g} on {h.df} df over {h.df + 2} groups; {h.note}"),
+             f"χ² = {h.statistic:.4g} on {h.df} df over {h.df + 2} groups; {h.note}"
+             if math.isfinite(h.p_value) else VOID_P_VALUES),
             (curve, "smECE", self.smooth.smece,
              f"smooth ECE, reflected Gaussian kernel of automatic width σ* = "
              f"{self.smooth.sigma:.3g}"),
@@ -237,6 +240,10 @@ def classical_measures(
         )
     rows = _rows(pred, index, what="the classical measures")
     metrics = calibration_metrics(pred, index=index, n_bins=n_bins)
+    hosmer_lemeshow = _hosmer_lemeshow(rows, int(hl_groups))
+    if pred.weights_depend_on_label:  # Appendix B weights: the tests' null laws do not hold
+        metrics = dataclasses.replace(metrics, spiegelhalter_p=float("nan"))
+        hosmer_lemeshow = dataclasses.replace(hosmer_lemeshow, p_value=float("nan"))
     smece, sigma = _smece(rows)
     fitted = _pav(rows)
     return ClassicalMeasures(
@@ -246,7 +253,7 @@ def classical_measures(
         curve=_curve_summary(rows, int(curve_points), constant_ok=True),
         brier=_decomposition(rows, fitted, "brier", observed=metrics.brier),
         log_loss=_decomposition(rows, fitted, "log_loss", observed=metrics.log_loss),
-        hosmer_lemeshow=_hosmer_lemeshow(rows, int(hl_groups)),
+        hosmer_lemeshow=hosmer_lemeshow,
         n=rows.n,
         weight_total=rows.total,
         weighted=rows.weighted,

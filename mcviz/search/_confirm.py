@@ -19,7 +19,7 @@ from scipy.optimize import brentq
 from scipy.special import ndtri
 
 from mcviz.cumulative import brownian_range_sf
-from mcviz.io import Predictions
+from mcviz.io import VOID_P_VALUES, Predictions
 from mcviz.subpopulations import Condition, describe_conditions
 
 STRATUM = 20
@@ -248,7 +248,9 @@ def sentence(description: str, share: float, mean: float, low: float, high: floa
     if mean < 0:
         low, high = -high, -low
     unit = " points" if binary else ""
-    if p_adjusted < 0.001:
+    if p_adjusted != p_adjusted:  # NaN: weights that depend on the labels (Appendix B)
+        tested = f"held-out p-value {VOID_P_VALUES}"
+    elif p_adjusted < 0.001:
         tested = "adjusted p < 0.001 on held-out rows"
     elif p_adjusted < 0.05:
         tested = f"adjusted p = {p_adjusted:.2g} on held-out rows"

@@ -224,13 +224,14 @@ def _data(pred: Predictions, parity: np.ndarray) -> Data:
     residual = pred.label - pred.score
     weight = pred.weight
     bernoulli = pred.response_kind == "binary"
+    evaluator = Evaluator.from_predictions(pred)  # real-valued: eq. (6) with its pooled floor
     if bernoulli:
         variance = pred.score * (1.0 - pred.score) * weight**2  # eq. (5)
-    else:  # per-row share of Appendix C eq. (6): (d_j - d_j+1)^2 (W_j + W_j+1)^2 / 8
+    else:  # per-row share of Appendix C eq. (6): (d_j - d_j+1)^2 (W_j + W_j+1)^2 / 8,
         step = np.diff(residual) ** 2 * (weight[:-1] + weight[1:]) ** 2 / 8.0
-        variance = np.concatenate((step, step[-1:])) if step.size else np.zeros(1)
-    return Data(Evaluator.from_predictions(pred), weight * residual, variance, residual, weight,
-                bernoulli, parity)
+        step = np.concatenate((step, step[-1:])) if step.size else np.zeros(1)
+        variance = np.maximum(step, evaluator.floor)  # at least the pooled floor (core.sigma)
+    return Data(evaluator, weight * residual, variance, residual, weight, bernoulli, parity)
 
 
 def _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed) -> list[str]:
@@ -410,6 +411,8 @@ def _confirm(pred, data, columns, found, holdout_rows):
     everywhere = _score_candidates(data, all_members)
     held = _score_candidates(data, held_members)
     p_values = np.array([float(brownian_range_sf(z)) for z in held[:, 0]])
+    if pred.weights_depend_on_label:  # Appendix B weights: the Brownian p-values are void
+        p_values[:] = np.nan
     adjusted = holm(p_values)
     binary = pred.response_kind == "binary"
     findings = []

@@ -85,6 +85,49 @@ def test_bad_file_shows_a_message_next_to_the_score_widget():
     assert metrics(at)["Rows dropped"] == "3"
 
 
+def test_text_in_the_score_column_stops_with_its_message():
+    # Issue 31: a `score` column with one non-number was replaced by another [0, 1] column
+    # (x0) without a word; now the mapping keeps `score` and the loader's message names it.
+    rng = np.random.default_rng(0)
+    n = 500
+    score = rng.uniform(0.05, 0.95, n)
+    frame = pd.DataFrame({"x0": rng.uniform(0, 1, n), "score": score.round(4).astype(str),
+                          "label": (rng.random(n) < score).astype(int), "x1": rng.normal(size=n)})
+    frame.loc[7, "score"] = "oops"
+    at = upload(new_app(), frame.to_csv(index=False).encode())
+    no_exceptions(at)
+    messages = [shown(e.value) for e in at.error]
+    assert any("column 'score'" in m and "not numbers" in m and "--drop-invalid" in m
+               for m in messages), messages
+    assert at.selectbox(key=next(w.key for w in at.selectbox
+                                 if w.key and w.key.startswith("map_score"))).value == "score"
+    # the checkbox drops the row and analyses `score`; the role line says so
+    key = next(w.key for w in at.checkbox if w.key and w.key.startswith("map_drop"))
+    at.checkbox(key=key).check().run()
+    no_exceptions(at)
+    assert metrics(at)["Rows dropped"] == "1"
+    roles = [shown(m.value) for m in at.markdown if "Columns:" in m.value]
+    assert roles, [m.value for m in at.markdown]
+    assert "score 'score', label 'label', unweighted" in roles[0], roles
+
+
+def test_label_dependent_weights_void_the_p_values_on_every_page():
+    # Issue 31: low-prevalence weights (Appendix B) depend on the labels: no page may show a
+    # Brownian or classical p-value as if it held.
+    at = new_app()
+    key = next(w.key for w in at.selectbox if w.key and w.key.startswith("map_weighting"))
+    at.selectbox(key=key).set_value("low-prevalence").run()
+    no_exceptions(at)
+    void = "not valid with label-dependent weights — use the null draws"
+    assert any(void in w.value for w in at.warning), [w.value for w in at.warning]
+    for page in ("calibration", "review", "variables", "subpopulations", "report"):
+        at.switch_page(f"pages/{page}.py").run()
+        no_exceptions(at)
+        assert any(void in w.value for w in at.warning), (page, [w.value for w in at.warning])
+        if page == "calibration":
+            assert metrics(at)["p-value"] == "not valid"
+
+
 def test_unreadable_file_shows_a_message():
     at = upload(new_app(), b"\x00\x01 not a table", name="junk.csv")
     no_exceptions(at)

@@ -31,8 +31,11 @@ def test_metrics_json_keys_and_values(prediction_file, capsys):
     path, df = prediction_file
     assert main(["metrics", str(path), "--score", "prob", "--label", "y", "--json"]) == 0
     output = json.loads(capsys.readouterr().out)
-    assert set(output) == {"n", "weight_total", "calibration", "classical"}
-    assert set(output["calibration"]) == {"kuiper", "ks", "sigma", "kuiper_z", "p_value"}
+    assert set(output) == {"n", "weight_total", "columns", "calibration", "classical"}
+    assert set(output["calibration"]) == {"kuiper", "ks", "sigma", "kuiper_z", "p_value",
+                                          "p_value_kind", "warnings"}
+    assert output["calibration"]["warnings"] == []
+    assert output["calibration"]["p_value_kind"] == "brownian"
     assert output["n"] == 400
     # "w" is inferred as the weight column by name.
     assert output["weight_total"] == pytest.approx(df["w"].sum())

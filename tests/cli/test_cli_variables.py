@@ -40,8 +40,12 @@ def test_variables_json(prediction_file, capsys):
     assert next(row["name"] for row in rows) == "age"
     assert {row["name"] for row in rows} == {"age", "hours", "sector"}
     for row in rows:
-        assert set(row) == {"name", "kind", "vece", "vce", "vce_at", "vce_support", "n",
-                            "spikes", "warnings"}
+        assert set(row) == {"name", "kind", "vece", "vce", "vce_at", "vce_support", "vce_ci",
+                            "vce_significant", "n", "spikes", "warnings"}
+        assert isinstance(row["vce_significant"], bool)
+        low, high = row["vce_ci"]
+        assert low <= high
+        assert row["vce_significant"] == (low > 0 or high < 0)
         assert 0 <= row["vece"] <= 1
         assert 0 <= row["vce"] <= 1
         assert isinstance(row["warnings"], list)

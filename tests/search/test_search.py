@@ -20,6 +20,8 @@ from mcviz import (
     parse_filter,
     search_subpopulations,
 )
+from mcviz.core.path import run_ends
+from mcviz.core.sigma import pooled_response_variance, sigma_adjacent
 from mcviz.cumulative import sigma_bernoulli
 from mcviz.search._columns import Cut, prepare_columns
 from mcviz.search._confirm import holm, minimum_detectable_effect
@@ -205,7 +207,12 @@ def test_continuous_response_uses_appendix_c_sigma():
     rows = np.intersect1d(first.subpopulation.index, result.holdout_index)
     alone = cumulative_differences(Predictions.from_arrays(
         pred.score[rows], pred.label[rows], response="continuous"))
-    assert first.holdout_kuiper_z == pytest.approx(alone.kuiper_z, rel=1e-9)
+    # sigma: eq. (6) over the held-out members, floored by the pooled response variance of
+    # the whole population at their scores (mcviz.core.sigma)
+    floor = pooled_response_variance(pred.score, pred.label, pred.weight, pred.run_end)[rows]
+    sigma = sigma_adjacent(pred.label[rows] - pred.score[rows], np.ones(rows.size),
+                           run_ends(pred.score[rows]), floor=floor)
+    assert first.holdout_kuiper_z == pytest.approx(alone.kuiper / sigma, rel=1e-9)
     assert "points" not in first.sentence
 
 
