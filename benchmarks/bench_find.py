@@ -393,7 +393,7 @@ def shape_table(shapes: list[str], n: int, draws: int, *, extra: int = 0,
     """Print one row per shape: recovered share and medians over seeded draws."""
     methods = [("search", "this search"), ("alg1", "Algorithm-1 argmax of 1000")]
     if with_psg:
-        methods.append(("psg", "pysubgroup 0.9 beam 20, depth 3"))
+        methods.append(("psg", "pysubgroup 0.9 beam 20, depth 3 (three) or 2"))
     print(f"\nplanted shapes, n = {n:,}, {8 + extra} covariates, {draws} seeded draws each: "
           "recovered = Jaccard >= 0.8 and held-out p < 0.01 (this search: Holm-adjusted); "
           "medians of Jaccard, held-out D/sigma, p, CPU seconds")
