@@ -40,10 +40,10 @@ time = pick_time.selectbox("Time column", times, key=s.W_MON_TIME)
 ui.selectbox_state(s.W_MON_PERIOD, list(mon.PERIOD_CHOICES), "week")
 pick_period.selectbox("Periods", list(mon.PERIOD_CHOICES), key=s.W_MON_PERIOD,
                       format_func=mon.PERIOD_CHOICES.get)
-pick_reference.text_input("Reference ends before", key=s.W_MON_REFERENCE,
+pick_reference.text_input("Reference ends by", key=s.W_MON_REFERENCE,
                           placeholder="default: first quarter of the time range",
-                          help="A date (or number): the reference is the periods that start "
-                               "before it.")
+                          help="A date (or number): the reference is the whole periods that "
+                               "end by it.")
 pick_search.toggle("Search the reference", key=s.W_MON_SEARCH,
                    help="Also monitor the subpopulations a guided search finds on the reference "
                         "periods (confirmed on held-out reference rows).")
@@ -74,7 +74,7 @@ periods = result.periods
 cells = st.columns(5)
 cells[0].metric("Periods", f"{periods.n_periods}", help=f"{periods.period}s of {periods.column}")
 cells[1].metric("Reference", f"{periods.n_reference} periods",
-                help=f"the reference ends before {periods.reference_end}")
+                help=f"the reference ends at {periods.reference_end}")
 cells[2].metric("Alarms", f"{len(result.alarms)} of {len(result.series)}",
                 help="series (the full population and the segments) that alarmed")
 cells[3].metric("Threshold c", format_number(result.threshold, digits=3),

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--period", default="week", help="day, week, month, quarter, or a "
                         "count of equal periods (default %(default)s)")
     parser.add_argument("--reference", metavar="DATE", help="the reference is the periods "
-                        "starting before DATE (default: the first quarter of the time range)")
+                        "ending by DATE (default: the first quarter of the time range)")
     parser.add_argument("--segments", metavar="COL,COL", help="comma-separated covariates whose "
                         "every level is monitored")
     parser.add_argument("--filter", action="append", default=[], metavar="EXPR",

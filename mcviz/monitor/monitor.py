@@ -245,7 +245,7 @@ def monitor_calibration(
     period : {"day", "week", "month", "quarter"} or int, default "week"
         Calendar periods, or a count of equal-width periods.
     reference : date, number or None
-        The reference periods are those starting before it (default: the first quarter of the
+        The reference periods are those ending by it (default: the first quarter of the
         time range).
     segments : sequence of str
         Covariates whose every level is monitored.
@@ -406,9 +406,11 @@ def _cells(pred: Predictions, rows: np.ndarray, periods: Periods,
 
     n = cell(weight)
     ws, wr = cell(weight * score), cell(weight * label)
-    v = cell(weight**2 * score * (1.0 - score))  # eq. (5), per cell
+    variance = score * (1.0 - score)
+    v = cell(weight**2 * variance)  # eq. (5), per cell
+    k3 = cell(weight**3 * variance * (1.0 - 2.0 * score))  # third cumulant of W(R - S)
     x = wr - ws
-    cells = CellSums(n, x, v, incidence, atom, periods.code, score, weight)
+    cells = CellSums(n, x, v, incidence, atom, periods.code, score, weight, k3)
     sums = {"count": incidence @ cell(None), "n": incidence @ n, "x": incidence @ x,
             "v": incidence @ v, "ws": incidence @ ws, "wr": incidence @ wr}
     return cells, sums

@@ -18,9 +18,10 @@ is converted to UTC, as ``pandas.to_datetime(..., utc=True)`` does.
 
 Reference
 ---------
-The reference is the periods that start before the reference end: by default
-:math:`t_{min} + (t_{max} - t_{min})/4` (the first quarter of the time range), or a date (or
-number) the caller gives. It must hold at least one period and leave at least one to monitor.
+The reference is the periods that end by the reference end (whole periods only): by default
+:math:`t_{min} + (t_{max} - t_{min})/4` (the first quarter of the time range; at least the first
+period), or a date (or number) the caller gives. It must hold at least one period and leave at
+least one to monitor.
 """
 
 from __future__ import annotations
@@ -152,7 +153,8 @@ def make_periods(
     period : {"day", "week", "month", "quarter"} or int
         Calendar periods (dates only) or a count of equal-width periods (>= 2).
     reference : str, Timestamp, number or None
-        The reference ends before this time (default: the first quarter of the time range).
+        The reference is the whole periods ending by this time (default: the first quarter of
+        the time range, at least one period).
     rows : ndarray of int, optional
         Input row numbers of the values (for messages; default 0..n-1).
 
@@ -328,7 +330,9 @@ def _reference(times: np.ndarray, starts: np.ndarray, labels: tuple[str, ...], r
     else:
         end = _reference_value(reference, kind, column, timezone)
         what = f"the reference end {reference!s}"
-    n_reference = int(np.sum(numeric_starts[:-1] < end))
+    n_reference = int(np.sum(numeric_starts[1:] <= end))  # whole periods ending by the end
+    if reference is None or (isinstance(reference, str) and not reference.strip()):
+        n_reference = max(n_reference, 1)  # periods longer than the quarter: the first one
     if n_reference == 0:
         raise ValidationError(f"column {column!r}: {what} comes before the first period "
                               f"({labels[0]}): the reference would be empty.", column=column)

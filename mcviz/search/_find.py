@@ -13,7 +13,7 @@ from mcviz.budget import Budget, Estimate, check
 from mcviz.core import Evaluator, brownian_range_sf
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.search._beam import Beam
+from mcviz.search._beam import MASKS_CACHED, Beam
 from mcviz.search._columns import MAX_LEVELS, prepare_columns, round_cut
 from mcviz.search._confirm import (
     conditions_in_words,
@@ -189,7 +189,9 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
     r"""Cost of :func:`search_subpopulations` on ``rows`` rows and ``covariates`` covariates.
 
     Memory is :math:`O(n + \text{candidates})`: the split, per-row arrays of the residuals,
-    covariate codes and the beam's member positions (measured constants, upper estimates);
+    covariate codes and the beam's member positions (measured constants, upper estimates), and
+    up to :data:`~mcviz.search._beam.MASKS_CACHED` one-byte masks per searched row; the score
+    counts as one more covariate;
     time grows with the rows searched (at most :data:`MAX_SEARCH_ROWS`), the covariates and
     the depth.
 
@@ -202,9 +204,11 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
     rows, covariates = int(rows), max(int(covariates), 1)
     # the time constant is per row of data searched on half of its rows
     searched = min(rows * (1.0 - holdout), MAX_SEARCH_ROWS) / 0.5
-    memory = _BYTES_FIXED + rows * (_BYTES_PER_ROW + _BYTES_PER_ROW_COVARIATE * covariates)
+    columns = covariates + 1  # the score is searched too (score bands)
+    memory = (_BYTES_FIXED + rows * (_BYTES_PER_ROW + _BYTES_PER_ROW_COVARIATE * columns)
+              + min(rows * (1.0 - holdout), MAX_SEARCH_ROWS) * MASKS_CACHED)  # masks: 1 B/row
     depth = (1 + max_conditions) / 4  # measured at max_conditions = 3
-    seconds = _SECONDS_FIXED + searched * covariates * _SECONDS_PER_ROW_COVARIATE * depth
+    seconds = _SECONDS_FIXED + searched * columns * _SECONDS_PER_ROW_COVARIATE * depth
     return Estimate(
         what=(f"guided search: {rows:,} rows × {covariates} covariates, up to "
               f"{max_conditions} conditions"),

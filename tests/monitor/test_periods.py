@@ -39,7 +39,7 @@ def test_equal_width_periods_of_numbers_and_the_default_reference():
     periods = make_periods(values, column="t", period=4)
     assert periods.labels == ("0", "25", "50", "75")
     assert np.bincount(periods.code).tolist() == [25, 25, 25, 26]
-    # the first quarter of the range ends at 25: only the first period starts before it
+    # the first quarter of the range ends at 25: only the first period ends by then
     assert periods.n_reference == 1
     assert periods.reference_end == "25"
 
@@ -49,8 +49,10 @@ def test_reference_date_takes_the_periods_starting_before_it():
     periods = make_periods(values, column="d", period="month", reference="2026-03-01")
     assert periods.n_reference == 2
     assert periods.reference_end == "2026-03-01"
-    later = make_periods(values, column="d", period="month", reference="2026-03-02")
-    assert later.n_reference == 3
+    later = make_periods(values, column="d", period="month", reference="2026-03-31")
+    assert later.n_reference == 2  # March ends on April 1: whole periods only
+    assert make_periods(values, column="d", period="month",
+                        reference="2026-04-01").n_reference == 3
 
 
 def test_time_zone_aware_times_fall_in_periods_of_their_own_wall_time():
