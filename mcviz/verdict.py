@@ -25,11 +25,13 @@ each one slide before the appendix.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from mcviz.figures.format import format_interval, format_number, format_p, format_percent
+from mcviz.io import VOID_P_VALUES
 
 __all__ = ["FindingLine", "Section", "Verdict", "calibration_sentence", "findings_sentences",
            "multicalibration_sentence", "review_verdict"]
@@ -129,10 +131,15 @@ def calibration_sentence(result: Any, *, description: str = "full population",
     >>> from types import SimpleNamespace as R
     >>> calibration_sentence(R(kuiper_z=2.08, p_value=0.148, n=48842))[0]
     'The full population (48,842 rows) is calibrated within what chance produces: its cumulative differences reach D/σ = 2.08 (p = 0.15).'
+    >>> calibration_sentence(R(kuiper_z=59.4, p_value=float("nan"), n=5000))
+    ('The full population (5,000 rows): its cumulative differences reach D/σ = 59.4; the p-value is not valid with label-dependent weights — use the null draws.', False)
     """  # noqa: E501
     size = int(result.n)
     scope = _scope_words(description, size, total or size)
     z, p = format_number(result.kuiper_z, digits=3), format_p(result.p_value)
+    if math.isnan(float(result.p_value)):  # weights that depend on the labels (Appendix B)
+        return (f"{scope}: its cumulative differences reach D/σ = {z}; the p-value is "
+                f"{VOID_P_VALUES}."), False
     ok = not float(result.p_value) < level
     if deviation:
         if ok:
