@@ -13,7 +13,6 @@ import streamlit as st
 
 from dashboard import charts, limits, runs, tables, ui
 from dashboard import state as s
-from dashboard.text import code
 from dashboard.text import escape_markdown as md
 from mcviz.binning import reliability_diagrams
 from mcviz.deviation import subpopulation_deviation
@@ -119,7 +118,7 @@ def drill_down(sub, row: dict | None) -> None:
     st.markdown(f"**{md(sub.description)}** · {sub.size:,} rows ({sub.size / pred.n:.1%}) · "
                 f"weight {format_number(weight)} ({weight / pred.weight_total:.1%} of the total)")
     if sub.conditions:
-        st.markdown("Path of splits: " + " → ".join(code(c) for c in sub.conditions))
+        st.markdown("Path of splits: " + " → ".join(md(c) for c in sub.conditions))
     left, right = ui.chart_slots(2)
     with left:
         deviation = ui.compute(f"deviation:{sub.description}", analysis.key,
