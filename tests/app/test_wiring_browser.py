@@ -105,7 +105,8 @@ def _wired_pages(page, prefix: str) -> None:
     check_page(page, f"{prefix}variables")
 
     open_page(page, "Review")
-    page.get_by_text("CORP diagram").first.click()
+    # the toggle is labelled "CORP" since accae61 (the label fits at 1440)
+    page.get_by_text("CORP", exact=True).first.click()
     wait_idle(page)
     wait_charts(page, 4)
     assert page.locator(".gtitle").filter(has_text="CORP reliability").count() == 1
