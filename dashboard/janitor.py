@@ -80,13 +80,18 @@ def _orphaned_media_sessions(runtime: Any) -> list[str]:
     return [sid for sid in list(held) if sid not in live]
 
 
-def _drop_media(runtime: Any) -> int:
-    """Delete the ``/media`` files of sessions no longer known; returns how many sessions."""
+def _drop_media(runtime: Any, *, ended: int = 0) -> int:
+    """Delete the ``/media`` files of sessions no longer known; returns how many sessions.
+
+    ``ended``: sessions just shut down by :func:`_end_expired_sessions`. Their shutdown cleared
+    their references and only *marked* their downloads for deletion, so they are no orphans
+    here, yet their files still need the second pass that deletes them.
+    """
     try:
         orphans = _orphaned_media_sessions(runtime)
     except AttributeError:  # another Streamlit version: leave its internals alone
         return 0
-    if not orphans:
+    if not orphans and not ended:
         return 0
     manager = runtime.media_file_mgr
     for session_id in orphans:
@@ -107,9 +112,11 @@ def sweep(runtime: Any | None, cache: Any | None = None) -> int:
     cache : ByteCache, optional
     """
     freed = cache.expire() if cache is not None else 0
+    ended = 0
     if runtime is not None:
         with contextlib.suppress(AttributeError):  # another Streamlit version
-            freed += _end_expired_sessions(runtime)
+            ended = _end_expired_sessions(runtime)
+        freed += ended
     if runtime is not None and cache is not None and hasattr(cache, "release_owners"):
         try:
             live = {info.session.id for info in runtime._session_mgr.list_sessions()}
@@ -124,7 +131,7 @@ def sweep(runtime: Any | None, cache: Any | None = None) -> int:
             orphans = []
         for session_id in orphans:
             runtime.uploaded_file_mgr.remove_session_files(session_id)
-        freed += len(orphans) + _drop_media(runtime)
+        freed += len(orphans) + _drop_media(runtime, ended=ended)
     if freed:
         release_memory()
     return freed

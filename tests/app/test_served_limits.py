@@ -188,8 +188,14 @@ def test_a_download_address_stops_answering_once_its_session_closed(server, brow
     context = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
     page = context.new_page()
     page.goto(base + "/report")
-    button = page.locator("[data-testid=stDownloadButton] button").first
-    button.wait_for(timeout=120_000)
+    # The Report page's first download buttons are CSVs written on click (deferred) and the deck
+    # is built on a click (#26): the built report.html is the file the session holds in /media.
+    build = page.get_by_role("button", name="Build the report")
+    build.wait_for(timeout=120_000)
+    wait_idle(page)
+    build.click()
+    button = page.get_by_role("button", name="Download report.html")
+    button.wait_for(timeout=180_000)
     wait_idle(page)
     with page.expect_download(timeout=120_000) as caught:
         button.click()

@@ -144,3 +144,27 @@ def test_frozen_objects_are_thawed_at_exit_so_duckdb_does_not_report_leaks():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=Path(__file__).resolve().parents[2])
     assert "leaked" not in done.stderr
+
+
+def test_downloads_of_a_session_the_sweep_shuts_down_are_deleted(monkeypatch):
+    # Streamlit's shutdown clears the session's references and only MARKS its downloads; the
+    # sweep must make the second pass that deletes them (the /media address stops answering).
+    import streamlit.runtime.media_file_manager as mfm
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    monkeypatch.setattr(mfm, "_get_session_id", lambda: "gone")
+    media = mfm.MediaFileManager(MemoryMediaFileStorage("/media"))
+    media.add(b"report", "text/html", "coord", file_name="r.html", is_for_static_download=True)
+
+    def shutdown():
+        media.clear_session_refs("gone")
+        media.remove_orphaned_files()
+
+    expired = [("gone", SimpleNamespace(session=SimpleNamespace(shutdown=shutdown)))]
+    storage = SimpleNamespace(_cache=SimpleNamespace(expire=lambda: expired))
+    manager = SimpleNamespace(list_sessions=lambda: [], _session_storage=storage)
+    runtime = SimpleNamespace(uploaded_file_mgr=Uploads([]), _session_mgr=manager,
+                              media_file_mgr=media)
+    assert len(media._file_metadata) == 1
+    sweep(runtime)
+    assert not media._file_metadata
