@@ -287,11 +287,12 @@ def deck_buttons(item: Current, verdict: Any, runs_: tuple, *, key: str) -> None
             slides = review.deck_of(item.pred, verdict, runs_,
                                     source=str(item.source["name"]), bins=bin_counts(),
                                     variable=None, render=False)
-        except ImportError:
+        out = io.BytesIO()
+        try:
+            write_deck(slides, out, kind=fmt)
+        except ImportError:  # python-pptx is the optional extra mcviz[export]
             st.warning("The deck needs python-pptx (`pip install 'mcviz[export]'`).")
             return
-        out = io.BytesIO()
-        write_deck(slides, out, kind=fmt)
         st.session_state[held] = (fmt, out.getvalue())
     built = st.session_state.get(held)
     if built is not None:
