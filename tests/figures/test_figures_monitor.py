@@ -26,7 +26,7 @@ def result():
 
 def test_heatmap_cells_and_alarm_marks(result):
     figure = monitor_heatmap_figure(result)
-    heat, later, first, cells = figure.data
+    heat, _later, first, cells = figure.data
     assert np.array_equal(np.asarray(heat.z), np.clip(np.vstack([s.z for s in result.series]),
                                                       -4, 4))
     assert list(heat.x) == list(result.periods.labels)
