@@ -381,7 +381,7 @@ def bf_pooled_variance(score, label, weight):
     Blocks of max(200, n // 100) rows ending at tie-run ends, a short last block (under half)
     joined to the one before; blocks with fewer than 100 responses off the most common value
     joined to the next (the last to the one before); in each, sum W (d - dbar)^2 over
-    sum W - sum W^2 / sum W with d = R - S.
+    sum W - sum W^2 / sum W with d = R - S (0 when that is at most 1e-9 sum W: one row).
     """
     n = len(score)
     size = max(200, n // 100)
@@ -419,7 +419,8 @@ def bf_pooled_variance(score, label, weight):
         spread = sum(weight[j] * (label[j] - score[j] - dbar) ** 2 for j in rows)
         effective = w - sum(weight[j] ** 2 for j in rows) / w
         for j in rows:
-            out[j] = spread / effective if effective > 0 else 0.0
+            # one row's worth of weight (effective size within 1e-9 of 1) has no variance
+            out[j] = spread / effective if effective > 1e-9 * w else 0.0
         start = cut + 1
     return out
 
@@ -822,3 +823,16 @@ def test_knn_mean_keeps_a_light_window_after_a_heavy_one():
         np.array([0.1, 0.5]), np.zeros(2), np.array([1e9, 1e-9]), span=0.5, grid_points=11)
     assert result.fit.tolist() == [0.0] * result.grid.size
     assert np.isfinite(result.lcs)
+
+
+@pytest.mark.parametrize("weight", [52.79464147169762, 0.7584510254438842, 385.5705863456893, 1.0])
+def test_one_row_has_no_pooled_variance(weight):
+    # Was sigma 5e-9 for one weight and 0 for the same weight times 1e5 (found by CI's fuzz,
+    # Spec(n=1, weights="spread", response="continuous")): w - w^2/w was an ulp off 0 and the
+    # pooled variance divided rounding by rounding. One row is the whole population and the
+    # whole subpopulation: its deviation path is 0 and so is its sigma, whatever its weight
+    # (up to the rounding of eq. (23)'s bin mean, w r / w, an ulp of r).
+    pred = Predictions.from_arrays([0.3], [0.7], [weight], response="continuous")
+    result = mcviz.subpopulation_deviation(pred, np.array([0]))
+    assert result.sigma <= 2e-16
+    assert result.kuiper == 0.0

@@ -421,5 +421,9 @@ def pooled_response_variance(
     centred = residual - np.repeat(mean, lengths)
     spread = np.add.reduceat(weight * centred**2, starts)
     effective = total - safe_ratio(np.add.reduceat(weight**2, starts), total)
+    # A block whose effective size is rounding (one row, or one row holding all the weight)
+    # has no variance to pool: w - w^2/w can be an ulp off 0 and would turn rounding of the
+    # centred residual into a variance (the fuzz found sigma 5e-9 for one row).
+    effective = np.where(effective > 1e-9 * total, effective, 0.0)
     block = np.asarray(safe_ratio(spread, effective), dtype=float)
     return np.repeat(np.where(np.isfinite(block), block, 0.0), lengths)
