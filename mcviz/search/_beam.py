@@ -219,8 +219,8 @@ class Beam:
         A level set is the best prefix of the levels ordered by their drift there
         (:func:`~mcviz.search._screen.best_level_prefix`); a numeric cut is the best of the
         current one and what the screen offers there (every threshold and band at the candidate
-        cuts), its points then moved to the best observed values between the neighbouring
-        candidate cuts. Other conditions (``is missing``) stay.
+        cuts, and "is missing"), its points then moved to the best observed values between the
+        neighbouring candidate cuts. Other conditions (``is missing``) stay.
         """
         cut = cuts[i]
         if cut.op not in ("in", "lt", "ge", "band"):
@@ -235,7 +235,7 @@ class Beam:
         screened, count = screen_column(self.data, others, block, n_blocks, column,
                                         cut.column, min_rows=self.min_rows, keep=2)
         self.screened += count
-        options = [cut] + [s.cut for s in screened if s.cut.op in ("lt", "ge", "band")]
+        options = [cut] + [s.cut for s in screened]  # "is missing" too: "bmi >= 33" may be it
         keys = column.keys[others]  # gathered once for every option and variant
         cut = self._best(options, keys, others)
         for side in ("lo", "hi"):
@@ -250,7 +250,8 @@ class Beam:
 
     def _best(self, options: list[Cut], keys: np.ndarray, rows: np.ndarray) -> Cut:
         """Return the numeric option with the largest exact D/sigma in ``rows`` (or the first)."""
-        sets = [rows[option.mask_keys(keys)] for option in options]
+        sets = [rows[np.isnan(keys) == (option.op == "missing") if option.op in (
+            "missing", "present") else option.mask_keys(keys)] for option in options]
         scores = _score_candidates(self.data, sets)[:, 0]
         sizes = np.array([members.size for members in sets])
         scores = np.where(sizes >= self.min_rows, scores, -np.inf)
