@@ -39,12 +39,12 @@ def clean_text(value: object) -> str:
     r"""Return user text safe for a slide: bidi controls shown, XML-invalid characters replaced.
 
     Bidi controls (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C) would reorder the text
-    around them: :func:`mcviz.text.display_text` writes each as ``[U+202E]``. Line and
-    paragraph separators become spaces; other control characters (which XML cannot hold)
-    become U+FFFD.
+    around them, line separators (CR, U+2028, U+2029, U+0085) break it:
+    :func:`mcviz.text.display_text` writes each as ``[U+202E]``, ``[U+2028]``. A line feed or a
+    tab becomes a space; other control characters (which XML cannot hold) become U+FFFD.
 
-    >>> clean_text("a\u202eb\x00c\u2028d")
-    'a[U+202E]b�c d'
+    >>> clean_text("a\u202eb\x00c\u2028d\ne")
+    'a[U+202E]b�c[U+2028]d e'
     """
     out = []
     for char in display_text(value):

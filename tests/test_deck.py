@@ -67,7 +67,7 @@ def test_user_text_is_neutralised_in_pptx_and_pdf(tmp_path):
     assert "[U+202E]" in text
     assert "<b>x</b>" in text  # shown as typed (text, not markup)
     assert "\x00" not in text
-    assert clean_text("a\u2029b\r\nc") == "a b  c"
+    assert clean_text("a\u2029b\r\nc") == "a[U+2029]b[U+000D] c"  # shown, not obeyed
     out = io.BytesIO()
     write_pdf(slides, out)
     assert out.getvalue().startswith(b"%PDF")
