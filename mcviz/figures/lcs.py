@@ -33,14 +33,15 @@ def _shade_boundary(figure: go.Figure, result: LocalCalibrationScore) -> None:
         stretches.append((grid[0], min(result.boundary_below, grid[-1])))
     if result.boundary_above <= grid[-1]:
         stretches.append((max(result.boundary_above, grid[0]), grid[-1]))
+    # one label, in the wider stretch: two ran into each other where the stretches were near
+    labelled = max(stretches, key=lambda s: s[1] - s[0]) if stretches else None
     for low, high in stretches:
-        figure.add_vrect(
-            x0=low, x1=high, fillcolor=LIGHT_GRAY, opacity=0.35, line_width=0, layer="below",
-            annotation_text="window at the range end",
-            # the legend sits top left: labels at the bottom of the stretch
-            annotation_position="bottom right" if low > 0.5 else "bottom left",
-            annotation_font_size=11, name=BOUNDARY_NOTE,
-        )
+        label = {} if (low, high) != labelled else {
+            "annotation_text": "window at the range end", "annotation_font_size": 11,
+            # the legend sits top left: the label at the bottom of the stretch, inside the plot
+            "annotation_position": "bottom right" if low > 0.5 else "bottom left"}
+        figure.add_vrect(x0=low, x1=high, fillcolor=LIGHT_GRAY, opacity=0.35, line_width=0,
+                         layer="below", name=BOUNDARY_NOTE, **label)
 
 
 @styled
