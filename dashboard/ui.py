@@ -352,7 +352,7 @@ def subpopulation_runs(analysis: Current, *, progress: bool = False) -> tuple[ru
     except ValidationError as error:
         show_error(error)
         return ()
-    run_key = f"subpopulations|{analysis.key}|{_params(settings)}"
+    run_key = f"subpopulations|{runs.run_id(analysis.key, chosen)}"
     held = st.session_state.get(RUNS_HELD)
     if held is not None and held[0] == run_key:
         return held[1]

@@ -338,7 +338,11 @@ def test_multicalibration(data, seed, min_size, count):
     extra = Subpopulation(len(subpopulations), 0, (), "every other row",
                           np.arange(0, pred.n, 2, dtype=np.int64))
     more = mcviz.multicalibration(pred, (*subpopulations, extra))
-    assert more.metric >= result.metric
+    # To rounding: the evaluator sums tie runs first when a batch's members are mostly in long
+    # runs (mcviz.core.evaluator RUN_SUMS), so another member in the batch can move a term by
+    # an ulp (fresh fuzz draws found 0.1390213133393686 < 0.13902131333936862).
+    rounding = 0.0 if math.isinf(result.metric) else 1e-12 * max(1.0, result.metric)
+    assert more.metric >= result.metric - rounding
 
 
 @settings(max_examples=25, deadline=None)
