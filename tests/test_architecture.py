@@ -282,6 +282,25 @@ def test_command_line_imports_no_pandas_or_scipy_for_help():
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+def test_metrics_command_imports_no_scipy(tmp_path):
+    # `mcviz metrics FILE` (calibration and classical measures) runs without SciPy: its
+    # special functions and PAV are mcviz.core.special / mcviz.core.isotonic (issue 28)
+    path = tmp_path / "p.csv"
+    rows = ["score,label,age"] + [f"{(i % 97) / 97:.4f},{i % 3 == 0:d},{i % 50}"
+                                   for i in range(3_000)]
+    path.write_text("\n".join(rows) + "\n")
+    code = textwrap.dedent(f"""
+        import sys, contextlib, io
+        import mcviz.cli
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            code = mcviz.cli.main(["metrics", {str(path)!r}, "--json"])
+        print(code, sorted(m for m in sys.modules if m.split(".")[0] in ("scipy", "plotly"))[:5])
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() in ("0 []", "None []"), out.stdout + out.stderr
+
+
 def test_docstring_references_resolve():
     # Stale text: every :class:/:func:/... reference to a fully qualified mcviz name in the
     # library's and the dashboard's docstrings names something that exists.
