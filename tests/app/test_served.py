@@ -12,9 +12,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.parse
 from pathlib import Path
@@ -22,17 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_browser import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    ROOT,
-    _free_port,
-    _require_browser,
-    open_page,
-    stop_app,
-    wait_idle,
-)
+from browser_kit import ARTIFACTS, launched, open_page, served, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -56,42 +43,16 @@ def rss(pid: int) -> int:
 
 @pytest.fixture(scope="module")
 def server():
-    _require_browser()
-    import urllib.request
-
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MCVIZ_SWEEP_SECONDS": "2",
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--server.fileWatcherType", "none", "--server.disconnectedSessionTTL", "5"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
-                break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                pytest.fail("streamlit did not start")
-            time.sleep(0.3)
-    yield process, f"http://127.0.0.1:{port}"
-    stop_app(process)
+    with served(ttl=5, sweep=2) as started:
+        yield started
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "served-memory.json").write_text(json.dumps(MEMORY, indent=2))
 
 
 @pytest.fixture(scope="module")
 def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with launched() as chromium:
         yield chromium
-        chromium.close()
 
 
 def no_exception(page) -> None:

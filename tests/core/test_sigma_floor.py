@@ -9,8 +9,10 @@ the multi-calibration metric, its null distribution and the guided search.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
-import pandas as pd
 import pytest
 
 import mcviz
@@ -23,19 +25,8 @@ from mcviz.core.sigma import (
 )
 from mcviz.significance import null_distribution
 
-
-def zero_inflated(n, seed, *, zero=0.95):
-    """Calibrated by construction: R = 0 w.p. 0.95, else Exp with mean S/0.05, so E[R|S] = S."""
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=n)
-    level = rng.integers(0, 50, n)
-    u = rng.uniform(size=n)
-    score = 1 / (1 + np.exp(-(x - 1)))
-    positive = rng.random(n) < 1 - zero
-    label = np.where(positive, rng.exponential(score / (1 - zero)), 0.0)
-    return mcviz.Predictions.from_arrays(
-        score, label, covariates={"x": x, "level": pd.Categorical(level), "u": u},
-        response="continuous")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from bench_sigma_real import zero_inflated  # the simulation's one generator
 
 
 def test_block_variance_by_hand():
