@@ -34,6 +34,7 @@ SHAPES: dict[str, dict[str, dict]] = {
         "numbers": {"rows": 1_000_000, "columns": 8, "kind": "float"},
         "zeros": {"rows": 500_000, "columns": 60, "kind": "zero"},
         "text": {"rows": 500_000, "columns": 6, "kind": "text"},
+        "mixed": {"rows": 1_000_000, "columns": 6, "kind": "mixed"},
     },
     "parquet_read": {
         "numbers": {"rows": 4_000_000, "columns": 4, "kind": "float"},
@@ -46,6 +47,10 @@ SHAPES: dict[str, dict[str, dict]] = {
     "knn": {
         "numeric": {"rows": 300_000, "numeric": 4, "levels": (12,), "centres": 2_000},
         "flights": {"rows": 300_000, "numeric": 4, "levels": (300, 300), "centres": 500},
+    },
+    "knn_all": {  # every row a centre (the CLI's default): the time the default budget refuses
+        "flights": {"rows": 40_000, "numeric": 4, "levels": (300, 300), "centres": None},
+        "numeric": {"rows": 150_000, "numeric": 4, "levels": (12,), "centres": None},
     },
     "kernel": {
         "numeric": {"rows": 300_000, "numeric": 3, "levels": (), "centres": 2_000},
@@ -66,6 +71,11 @@ SHAPES: dict[str, dict[str, dict]] = {
     "null": {
         "rows": {"rows": 1_000_000, "l": 20, "draws": 64},
         "members": {"rows": 400_000, "l": 200, "draws": 32},
+    },
+    "monitor": {
+        "weeks": {"rows": 1_000_000, "days": 364, "period": "week", "levels": 50, "filters": 0},
+        "days_filters": {"rows": 600_000, "days": 120, "period": "day", "levels": 12,
+                         "filters": 6},
     },
     "fix": {
         "platt": {"rows": 600_000, "covariates": 4, "method": "platt"},
@@ -112,6 +122,23 @@ def _predictions(rows: int, numeric: int, levels: tuple = (), seed: int = 0):
     return pred
 
 
+def _dated(rows: int, days: int, levels: int, seed: int = 0):
+    """Predictions with a date over ``days`` days and a ``levels``-level segment column."""
+    import numpy as np
+    import pandas as pd
+
+    from mcviz.io import Predictions
+
+    rng = np.random.default_rng(seed)
+    when = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, days, rows), unit="D")
+    score = rng.uniform(0.05, 0.95, rows)
+    pred = Predictions.from_arrays(score, (rng.random(rows) < score).astype(int), covariates={
+        "when": when, "group": pd.Categorical(rng.integers(0, levels, rows).astype(str)),
+        "x0": rng.normal(size=rows).round(2)})
+    _ = pred.covariates
+    return pred
+
+
 def _table_file(p: dict, fmt: str) -> Path:
     import numpy as np
     import pandas as pd
@@ -122,9 +149,13 @@ def _table_file(p: dict, fmt: str) -> Path:
         data = {f"v{j}": rng.random(rows).round(6) for j in range(columns)}
     elif p["kind"] == "zero":
         data = {f"v{j}": np.zeros(rows, np.int64) for j in range(columns)}
-    else:
+    elif p["kind"] == "text":
         words = np.array([f"w{i:05d}" for i in range(5_000)])
         data = {f"t{j}": words[rng.integers(0, words.size, rows)] for j in range(columns)}
+    else:  # integers whose last rows turn to text or decimals (re-read with those as text)
+        data = {f"m{j}": rng.integers(0, 10**6, rows).astype(object) for j in range(columns)}
+        for j in range(columns):
+            data[f"m{j}"][-1] = "n/a" if j % 2 else 0.5
     frame = pd.DataFrame(data)
     path = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_budget_{os.getpid()}.{fmt}"
     if fmt == "csv":
@@ -153,7 +184,7 @@ def _record_checks() -> list:
 
     budget.check = check
     for name in ("mcviz.groupings.local", "mcviz.groupings.partitions", "mcviz.significance",
-                 "mcviz.search._find", "mcviz.recalibration.verify"):
+                 "mcviz.search._find", "mcviz.recalibration.verify", "mcviz.monitor.monitor"):
         module = importlib.import_module(name)
         if hasattr(module, "check"):
             module.check = check
@@ -169,18 +200,8 @@ def _child(case: str, p: dict) -> dict:
         from mcviz.io import readers
 
         path = _table_file(p, "csv" if case == "csv_read" else "parquet")
-        raw = path.read_bytes()
-        size = len(raw)
-        del raw
-        if case == "csv_read":
-            text = path.read_bytes()
-            estimate = budget.csv_read_estimate(size, readers._lines(text) * p["columns"])
-            del text
-        else:
-            import pyarrow.parquet as pq
-
-            metadata = pq.ParquetFile(path).metadata
-            estimate = budget.parquet_read_estimate(size, readers._parquet_memory(metadata))
+        estimate = None  # CSV: the table's estimate, checked once read in chunks; Parquet:
+        # the footer's, checked before any page is read
 
         def run():
             return readers.read_table(path, max_bytes=2**40, max_memory=2**40)
@@ -200,12 +221,12 @@ def _child(case: str, p: dict) -> dict:
 
             def run():
                 return index_groups(pred, indices, budget=2**40)
-    elif case in ("knn", "kernel", "knn_1gb"):
+    elif case in ("knn", "kernel", "knn_1gb", "knn_all"):
         from mcviz.groupings import kernel_calibration, local_calibration
 
         pred = _predictions(p["rows"], p["numeric"], p["levels"])
         estimate = None  # the estimate the computation checks (recorded below)
-        if case in ("knn", "knn_1gb"):
+        if case in ("knn", "knn_1gb", "knn_all"):
             def run():
                 return local_calibration(pred, k=100, max_centres=p["centres"])
         else:
@@ -242,6 +263,17 @@ def _child(case: str, p: dict) -> dict:
 
         def run():
             return null_distribution(pred, subsets, draws=p["draws"], seed=0, budget=2**40)
+    elif case == "monitor":
+        from mcviz.monitor import monitor_calibration
+
+        pred = _dated(p["rows"], p["days"], p["levels"])
+        filters = [f"x0 >= {q:.2f}" for q in (-1.0, -0.5, 0.0, 0.5, 1.0, 1.5)][:p["filters"]]
+        estimate = None
+
+        def run():
+            return monitor_calibration(pred, time="when", period=p["period"],
+                                       segments=["group"], filters=filters, n_draws=999,
+                                       budget=2**40)
     elif case == "fix":
         from mcviz.recalibration import verify_fix
 
@@ -262,7 +294,8 @@ def _child(case: str, p: dict) -> dict:
     seconds = time.perf_counter() - started
     peak = _status("VmHWM") - before
     if estimate is None:  # the kernel's second check (pairs counted) is its sharper one
-        estimate = checked[-1] if case == "kernel" else checked[0]
+        # (the monitor's second check counts the segments' members; its first bounds them)
+        estimate = checked[-1] if case in ("kernel", "csv_read", "monitor") else checked[0]
     del result
     if path is not None:
         path.unlink(missing_ok=True)

@@ -3,6 +3,7 @@ import pytest
 
 from mcviz import budget
 from mcviz.budget import (
+    DEFAULT_TIME_BUDGET,
     Budget,
     Estimate,
     check,
@@ -50,7 +51,10 @@ def test_memory_budget_argument_then_environment_then_share(monkeypatch):
 
 def test_time_budget(monkeypatch):
     monkeypatch.delenv("MCVIZ_TIME_BUDGET", raising=False)
-    assert time_budget() is None
+    assert time_budget() == DEFAULT_TIME_BUDGET == 3600.0  # one hour unless told otherwise
+    for lifted in ("none", "Off", " unlimited "):
+        monkeypatch.setenv("MCVIZ_TIME_BUDGET", lifted)
+        assert time_budget() is None
     monkeypatch.setenv("MCVIZ_TIME_BUDGET", "30")
     assert time_budget() == 30.0
     monkeypatch.setenv("MCVIZ_TIME_BUDGET", "soon")
