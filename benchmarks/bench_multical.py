@@ -37,6 +37,7 @@ counts, the block evaluator of eqs. (1)-(5) over all subpopulations at once).
 
     python benchmarks/bench_multical.py --naive FILE.parquet   # M as a process would print it
     python benchmarks/bench_multical.py --check 100000         # naive M == mcviz M (rel 1e-9)
+    python benchmarks/bench_multical.py --library 1000000      # library-only times and ratio
 """
 
 from __future__ import annotations
@@ -174,6 +175,32 @@ def _check(n: int) -> None:
             raise SystemExit(1)
 
 
+def _library(n: int, repeat: int) -> None:
+    """Time the naive reference and mcviz's library (generation + M) in one process at n rows.
+
+    Both get arrays already in memory (no file, no imports timed); the naive reference gets the
+    rows in file order and sorts them itself. Prints wall and CPU times and their ratios.
+    """
+    from mcviz.multical import multicalibration
+    from mcviz.subpopulations import generate_subpopulations
+
+    pred = make_predictions(n, "discrete")
+    shuffle = np.random.default_rng(0).permutation(n)
+    covariates = [pred.covariates[f"x{j}"].to_numpy()[shuffle] for j in range(10)]
+    for _ in range(repeat):
+        wall, cpu = time.perf_counter(), time.process_time()
+        naive, _found = naive_multicalibration(pred.score[shuffle], pred.label[shuffle],
+                                               covariates)
+        naive_wall, naive_cpu = time.perf_counter() - wall, time.process_time() - cpu
+        wall, cpu = time.perf_counter(), time.process_time()
+        subpopulations = generate_subpopulations(pred, n_subpopulations=1000, min_size=10, seed=0)
+        ours = multicalibration(pred, subpopulations).metric
+        ours_wall, ours_cpu = time.perf_counter() - wall, time.process_time() - cpu
+        print(f"n={n:,}: naive {naive_wall:.2f} s wall {naive_cpu:.2f} s CPU; mcviz library "
+              f"{ours_wall:.2f} s wall {ours_cpu:.2f} s CPU; ratio {ours_wall / naive_wall:.3f} "
+              f"wall {ours_cpu / naive_cpu:.3f} CPU; same M: {naive == ours}")
+
+
 def _status(field: str) -> float:
     """A memory field of /proc/self/status in MB (Linux)."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -246,12 +273,17 @@ def main() -> None:
     parser.add_argument("--naive", metavar="FILE", help="print the naive reference's M for FILE")
     parser.add_argument("--check", type=int, metavar="N",
                         help="compare the naive reference's M with mcviz's at N rows")
+    parser.add_argument("--library", type=int, metavar="N",
+                        help="time the naive reference and mcviz's library in one process")
     args = parser.parse_args()
     if args.naive:
         _naive_file(args.naive)
         return
     if args.check:
         _check(args.check)
+        return
+    if args.library:
+        _library(args.library, args.repeat)
         return
     if args.one:
         n, case = args.one.split(":")
