@@ -304,8 +304,12 @@ _KNN_BYTES_PER_ROW = 100  # distinct inputs (hash keys, inverse), per-input sums
 _KNN_BYTES_PER_COLUMN_ROW = 24  # numeric columns and nominal codes, with one joined copy
 _KNN_BYTES_PER_CELL = 96  # one (centre, candidate) cell of a search reaching other cells
 _KNN_BYTES_PER_OWN_CELL = 40  # one cell of a search that stays in its own cell
-_KNN_SECONDS_PER_ROW = 2.5e-6  # standardising, sorting distinct inputs, building trees
-_KNN_SECONDS_PER_CELL = 1.5e-6  # tree search, merging, sums of one candidate
+_KNN_BYTES_PER_SCAN_CELL = 24  # one cell of a search reaching every input (a distance scan)
+_KNN_BYTES_PER_CENTRE = 480  # per-centre sums, sizes, radii, their gathers and labels
+_KNN_BYTES_PER_TREE = 3_000  # a k-d tree kept per combination of levels searched
+_KNN_SECONDS_PER_ROW = 4e-6  # standardising, sorting distinct inputs, building trees
+_KNN_SECONDS_PER_CELL = 1.5e-6  # tree search, merging, sums of one candidate (other cells)
+_KNN_SECONDS_PER_OWN_CELL = 5e-7  # the same within a centre's own combination of levels
 _KERNEL_BYTES_PER_PAIR = 64  # rows, columns, distances, weights and a gather buffer
 _KERNEL_SECONDS_PER_PAIR = 1.5e-7
 
@@ -401,10 +405,16 @@ def knn_estimate(
     held = min(centres * width, chunk)
     wide = width > 2 * k  # the search reaches other cells (the run-time guard's chunk)
     memory = rows * (_KNN_BYTES_PER_ROW + _KNN_BYTES_PER_COLUMN_ROW * columns)
-    memory += held * (_KNN_BYTES_PER_CELL if wide else _KNN_BYTES_PER_OWN_CELL)
+    per_cell = (_KNN_BYTES_PER_SCAN_CELL if width >= rows else
+                _KNN_BYTES_PER_CELL if wide else _KNN_BYTES_PER_OWN_CELL)
+    memory += held * per_cell + centres * _KNN_BYTES_PER_CENTRE
     memory += 100 * min(levels, rows)
+    if level_counts:  # one tree per combination of levels holding a centre, kept for reuse
+        combinations = math.prod(max(int(c), 1) for c in level_counts)
+        occupied = combinations * -math.expm1(-rows / combinations)
+        memory += min(centres, occupied) * _KNN_BYTES_PER_TREE
     seconds = rows * _KNN_SECONDS_PER_ROW * (1 + columns / 4)
-    seconds += centres * width * _KNN_SECONDS_PER_CELL
+    seconds += centres * width * (_KNN_SECONDS_PER_CELL if wide else _KNN_SECONDS_PER_OWN_CELL)
     return Estimate(
         what=(
             f"k-NN local calibration: {rows:,} rows × {columns} covariate columns "

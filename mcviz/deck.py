@@ -35,8 +35,9 @@ __all__ = ["DeckInfo", "Slide", "clean_text", "deck_slides", "finding_grids", "r
 
 WIDTH, HEIGHT = 1920, 1080
 """Slide size in pixels of the PDF pages (16:9); the PPTX is 13.333 × 7.5 inches."""
-GRID_SIZE = (1440, 810)
-"""The review grid picture's size (px, before ``scale``): cells of 720 × 405."""
+GRID_SIZE = (1920, 1080)
+"""The review grid picture's size (px, before ``scale``): cells of 960 × 540, the Review page's
+presentation layout on a 1920×1080 projector (at 720 px a cell cut its subtitle and legend)."""
 SECTION_SIZE = (1440, 600)
 """A section's picture (px, before ``scale``): its one or two charts side by side."""
 TITLE_CHARS = 90

@@ -381,17 +381,24 @@ def _read_parquet(source: pa.NativeFile, name: str, limits: Limits, *, file: int
 
 
 def _parquet_batches(parquet, name: str, limits: Limits, file: int, row_bytes: int) -> pa.Table:
-    """Read the rows by batches of about 4 blocks decoded; stop above the budget."""
+    """Read the rows by batches of about four blocks decoded; stop above the budget.
+
+    Each batch is checked with the footer's estimate (:func:`mcviz.budget.parquet_read_estimate`)
+    of what has been decoded so far, so a file whose values decode to more than its footer says
+    stops before the DataFrame is built (after the batch that passes the budget). A batch holds
+    1,024 to 2^20 rows, sized from the footer's bytes per row (smaller batches read slower).
+    """
     import pyarrow as pa
 
-    from mcviz.budget import table_read_estimate
+    from mcviz.budget import parquet_read_estimate
     from mcviz.io.chunked import over_budget
 
     batches, total, rows = [], 0, 0
-    for batch in parquet.iter_batches(batch_size=max(1_024, 4 * BLOCK_BYTES // row_bytes)):
+    size = max(1_024, min(1 << 20, 4 * BLOCK_BYTES // row_bytes))
+    for batch in parquet.iter_batches(batch_size=size):
         total += batch.nbytes
         rows += batch.num_rows
-        need = table_read_estimate(total, held=file, what=f"reading {name!r}").bytes
+        need = parquet_read_estimate(file, total, what=f"reading {name!r}").bytes
         if need > limits.memory:
             raise over_budget(name, rows, f"{size_text(file)} file", need, limits.memory)
         batches.append(batch)

@@ -14,6 +14,7 @@ import io
 import json
 import time
 import urllib.parse
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -89,6 +90,23 @@ PLANTED_JS = """() => [...document.querySelectorAll("a[href*='127.0.0.9'], img[s
     return e.outerHTML.slice(0, 200) + " in " + ids.join(" < "); })"""
 
 
+def open_sessions(browser, base: str, files: dict[str, bytes], *,
+                  timeout: float = 120_000) -> tuple[list, list]:
+    """One browser context per file: each opens the app, drops its file (``<tag>.csv``) and
+    waits until its column ``col_<tag>`` shows. Returns the contexts and their pages."""
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in files]
+    pages = [c.new_page() for c in contexts]
+    for page in pages:
+        page.goto(base + "/")
+    for page, (tag, raw) in zip(pages, files.items(), strict=True):
+        wait_idle(page)
+        upload(page, f"{tag}.csv", raw)
+    for page, tag in zip(pages, files, strict=True):
+        wait_text(page, f"col_{tag}", timeout=timeout)
+        wait_idle(page)
+    return contexts, pages
+
+
 def upload(page, name: str, raw: bytes, mime: str = "text/csv") -> None:
     """Drop a file on the Data page's uploader (waits for it: pages load slowly under load)."""
     field = page.locator("input[type=file]").first
@@ -142,7 +160,7 @@ def test_hostile_names_and_values_fetch_nothing_from_outside(server, browser):
 
 
 def session_file(tag: str, n: int = 100_000) -> bytes:
-    rng = np.random.default_rng(abs(hash(tag)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(tag.encode()))  # the same rows on every run
     score = np.clip(rng.beta(2, 3, n), 0.01, 0.99)
     frame = pd.DataFrame({"score": score.round(5), "label": (rng.random(n) < score).astype(int),
                           f"col_{tag}": rng.normal(size=n).round(4),
@@ -163,16 +181,8 @@ def test_sessions_see_only_their_data_and_memory_comes_back(server, browser):
     tags_of_round = [[f"r{r}s{s}" for s in range(3)] for r in range(3)]
     after_round = []
     for tags in tags_of_round:
-        contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in tags]
-        pages = [c.new_page() for c in contexts]
-        for page in pages:
-            page.goto(base + "/")
+        contexts, pages = open_sessions(browser, base, {tag: session_file(tag) for tag in tags})
         for page, tag in zip(pages, tags, strict=True):
-            wait_idle(page)
-            upload(page, f"{tag}.csv", session_file(tag))
-        for page, tag in zip(pages, tags, strict=True):
-            wait_text(page, f"col_{tag}", timeout=120_000)
-            wait_idle(page)
             open_page(page, "Subpopulations")
             wait_idle(page)
             text = page.inner_text("body")

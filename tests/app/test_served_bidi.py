@@ -232,6 +232,8 @@ def test_cli_text_output(tmp_path):
                   "--covariates", f"{GROUP},{KIND}", "--subpopulations", "200"],
                  ["search", str(path), "--score", "score", "--label", "label",
                   "--covariates", f"{GROUP},{KIND}"],
+                 ["report", str(path), "--score", "score", "--label", "label",
+                  "--covariates", f"{GROUP},{KIND}"],
                  ["metrics", str(path), "--score", "score", "--label", "label",
                   "--covariates", "no\u202esuch\r"]):
         run = subprocess.run([sys.executable, "-m", "mcviz", *args], capture_output=True,

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from browser_kit import ARTIFACTS, healthy, launched, open_page, served, wait_idle
-from test_served import no_exception, rss, upload, wait_text
+from test_served import no_exception, open_sessions, rss, upload, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -115,16 +115,9 @@ def test_memory_comes_back_after_sessions_with_million_row_uploads_close(server,
     files = {f"r{r}s{s}": session_file(f"r{r}s{s}") for r in range(3) for s in range(3)}
     for round_ in range(3):
         tags = [f"r{round_}s{s}" for s in range(3)]
-        contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in tags]
-        pages = [c.new_page() for c in contexts]
+        contexts, pages = open_sessions(browser, base, {tag: files[tag] for tag in tags},
+                                        timeout=240_000)
         for page in pages:
-            page.goto(base + "/")
-        for page, tag in zip(pages, tags, strict=True):
-            wait_idle(page)
-            upload(page, f"{tag}.csv", files[tag])
-        for page, tag in zip(pages, tags, strict=True):
-            wait_text(page, f"col_{tag}", timeout=240_000)
-            wait_idle(page)
             no_exception(page)
         NUMBERS[f"rss_round_{round_ + 1}_open_MB"] = rss(process.pid) / 2**20
         for context in contexts:

@@ -156,3 +156,20 @@ def _compress(text: bytes, codec: str) -> bytes:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("t.csv", text)
     return buffer.getvalue()
+
+
+def test_parquet_values_decoding_past_the_footer_are_stopped_by_the_batches():
+    # 4,000 rows of one 20 kB text, dictionary-encoded: the pages (and so the footer's sizes)
+    # hold it once, decoded it is 80 MB: the footer's check passes a 30 MB budget, the decoded
+    # batches do not
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"score": np.full(4_000, 0.5), "label": np.ones(4_000, np.int8),
+                             "note": ["n" * 20_000] * 4_000}), buffer, use_dictionary=True)
+    with pytest.raises(ValidationError, match=(
+            r"file 'd.parquet' is too large to read within the memory budget: stopped after "
+            r"[0-9,]+ rows")):
+        read_table(_buffer(buffer.getvalue(), "d.parquet"), max_memory=30_000_000)
+    assert read_table(_buffer(buffer.getvalue(), "d.parquet"), max_memory=10**9).shape == (
+        4_000, 3)
