@@ -237,15 +237,25 @@ def _read_source(source: str | Path | IO[bytes], name: str, limits: Limits) -> p
     if magic[:4] == _PARQUET_MAGIC:
         native = pa.OSFile(str(path)) if held == 0 else pa.BufferReader(raw)
         with native:
-            return _read_parquet(native, name, limits, file=size).to_pandas(self_destruct=True)
+            return _frame(_read_parquet(native, name, limits, file=size))
     if codec_of(magic) is not None:
         with decompressed(open_base(), name, limits.bytes)[0] as stream:
             if stream.read(4) == _PARQUET_MAGIC:  # Parquet inside: decompressed whole
                 with decompressed(open_base(), name, limits.bytes)[0] as again:
                     content = read_counted(again)
-                return _read_parquet(pa.BufferReader(content), name, limits,
-                                     file=len(content) + held).to_pandas(self_destruct=True)
+                return _frame(_read_parquet(pa.BufferReader(content), name, limits,
+                                            file=len(content) + held))
     return read_csv_chunked(open_base, name, limits, held=held)
+
+
+def _frame(table: pa.Table) -> pd.DataFrame:
+    """Return a read Parquet table as a DataFrame, one block per column (no 2-D copy).
+
+    ``split_blocks`` lets each column's buffer become its numpy array without a copy where Arrow
+    allows it, and ``self_destruct`` frees each converted column: at 10^6 rows x 12 columns this
+    avoids allocating and filling a second 2-D block of the numeric columns. Values are the same.
+    """
+    return table.to_pandas(self_destruct=True, split_blocks=True)
 
 
 def _source_name_and_size(source: str | Path | IO[bytes]) -> tuple[str, int | None]:
