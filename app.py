@@ -75,6 +75,11 @@ def show_summary() -> None:
 
 if presenting:
     st.html("<style>.stMarkdown p, .stCaption p, label p {font-size: 1.3rem !important;}"
+            # alerts (the Fix page's verdict) and expander labels read like the text around them
+            " [data-testid='stAlertContainer'] p, [data-testid='stExpander'] summary p"
+            " {font-size: 1.3rem !important;}"
+            " [data-testid='stWidgetLabel'] + div input, [data-testid^='stBaseButton'] p"
+            " {font-size: 1.1rem !important;}"
             " [data-testid='stMetricValue'] div {font-size: 2.8rem !important;}"
             " [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;}"
             " [data-testid='stTable'] td, [data-testid='stTable'] th"

@@ -9,9 +9,12 @@ imports, reading the file and the work), timed wall-clock and run one after the 
    against a bare numpy + pyarrow script that reads the same Parquet file and computes D, G, σ
    and p (paper 000 eqs. (1), (2), (5); the Brownian-range tail) (target: at most 2 times);
 3. ``mcviz metrics FILE --covariates x0,...,x9 --subpopulations 1000 --json`` at 10^6 rows
-   against the naive reference: the same bare script running Algorithm 1 of paper 000 with a
-   full-length boolean mask per split (random median splits of the distinct values of the
-   members, ℓ = 1000, m = 10) and eq. (4) over the subpopulations (target: at most 0.25 times).
+   against the naive reference ``benchmarks/bench_multical.py --naive FILE`` (numpy + pyarrow:
+   Algorithm 1 of paper 000 with a full-length boolean mask per split, ℓ = 1000, m = 10, and
+   eq. (4); same subpopulations and M as mcviz, see that file) (target: at most 0.25 times).
+
+Each process's CPU time (user + system, from ``getrusage``) is reported beside its wall time:
+on a shared machine the CPU ratio is the steadier one.
 
 The data are ``bench_multical.py``'s "1,000 distinct values" case: uniform scores, labels drawn
 from them, ten covariates (five integers in [0, 1000), five reals rounded to 3 decimals).
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,6 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 BARE_METRICS = textwrap.dedent("""
+    import math
     import sys
     import numpy as np
     import pyarrow.parquet as pq
@@ -55,57 +60,15 @@ BARE_METRICS = textwrap.dedent("""
     ks = np.abs(path).max()
     sigma = np.sqrt(np.sum(s * (1 - s))) / n  # eq. (5)
     z = kuiper / sigma
-    k = np.arange(1, 200)
-    p = min(1.0, max(0.0, float(np.sum(2 * (4 * k**2 * z**2 - 1) * np.exp(-2 * k**2 * z**2)))))
+    # P(range of Brownian motion on [0, 1] > z): the series mcviz sums (core/brownian.py)
+    if z >= 1.5:
+        p = 8 * sum((-1) ** (k - 1) * k * 0.5 * math.erfc(k * z / math.sqrt(2))
+                    for k in range(1, 60))
+    else:
+        p = 1 - sum((8 / z**2 + 8 / (math.pi * (2 * j + 1)) ** 2)
+                    * math.exp(-((math.pi * (2 * j + 1)) ** 2) / (2 * z**2)) for j in range(60))
     print(kuiper, ks, sigma, p)
 """)
-
-NAIVE_MULTICAL = textwrap.dedent("""
-    import sys
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    names = [f"x{j}" for j in range(10)]
-    table = pq.read_table(sys.argv[1], columns=["score", "label", *names])
-    score = table.column("score").to_numpy()
-    order = np.argsort(score)
-    s = score[order]
-    r = table.column("label").to_numpy().astype(float)[order]
-    xs = [table.column(name).to_numpy()[order] for name in names]
-    n, ell, m = s.size, 1000, 10
-
-    def measure(mask):
-        rows = np.flatnonzero(mask)
-        ss, rr = s[rows], r[rows]
-        ends = np.flatnonzero(np.append(ss[1:] != ss[:-1], True))
-        path = np.concatenate(([0.0], np.cumsum(rr - ss)[ends] / rows.size))
-        return path.max() - path.min(), np.sqrt(np.sum(ss * (1 - ss))) / rows.size
-
-    rng = np.random.default_rng(0)
-    d0, sigma0 = measure(np.ones(n, bool))
-    best, found, idle = d0, 0, 0
-    while found < ell and idle < 1000:
-        mask, size, added, stalled = np.ones(n, bool), n, False, 0
-        while found < ell:
-            x = xs[int(rng.integers(10))]
-            median = np.median(np.unique(x[mask]))
-            child = mask & ((x < median) if rng.integers(2) == 0 else (x >= median))
-            child_size = int(child.sum())
-            if child_size < m:
-                break
-            if child_size == size:
-                stalled += 1
-                if stalled >= 64:
-                    break
-                continue
-            mask, size, stalled, added = child, child_size, 0, True
-            found += 1
-            d, sigma = measure(mask)
-            best = max(best, d * sigma0 / sigma if sigma > 0 else 0.0)  # eq. (4)
-        idle = 0 if added else idle + 1
-    print(found, best)
-""")
-
 
 def make_file(rows: int, directory: Path) -> Path:
     """Write the benchmark's Parquet file (``bench_multical.py``'s discrete case)."""
@@ -122,22 +85,30 @@ def make_file(rows: int, directory: Path) -> Path:
     return path
 
 
-def timed(command: list[str]) -> float:
-    """Wall time of one process (its output discarded; a failure stops the benchmark)."""
+def timed(command: list[str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) time of one process (output discarded; failure stops)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
                    env={**os.environ, "PYTHONPATH": str(ROOT)})
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def compare(ours: list[str], reference: list[str], repeat: int) -> tuple[float, float]:
-    """Median times of two commands run alternately (one warm-up run of each first)."""
+def compare(ours: list[str], reference: list[str], repeat: int) -> tuple:
+    """Wall and CPU times of two commands run alternately (one warm-up run each first).
+
+    Returns the medians (ours wall, ours cpu, reference wall, reference cpu), then the minima.
+    """
     timed(ours), timed(reference)
     a, b = [], []
     for _ in range(repeat):
         a.append(timed(ours))
         b.append(timed(reference))
-    return statistics.median(a), statistics.median(b)
+    return (statistics.median(w for w, _ in a), statistics.median(c for _, c in a),
+            statistics.median(w for w, _ in b), statistics.median(c for _, c in b),
+            min(w for w, _ in a), min(c for _, c in a), min(w for w, _ in b), min(c for _, c in b))
 
 
 def main() -> None:
@@ -145,30 +116,40 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5, help="timed runs (medians)")
     parser.add_argument("--skip-multical", action="store_true")
+    parser.add_argument("--skip-help", action="store_true")
     args = parser.parse_args()
     python = sys.executable
     rows = []
-    help_s, numpy_s = compare([python, "-m", "mcviz", "--help"],
-                              [python, "-c", "import numpy"], args.repeat)
-    rows.append(("mcviz --help", help_s, 'python -c "import numpy"', numpy_s, "<= 2.5 (<= 0.3 s)"))
+    if not args.skip_help:
+        rows.append(("mcviz --help", 'python -c "import numpy"', "<= 2.5 (<= 0.3 s)",
+                     *compare([python, "-m", "mcviz", "--help"],
+                              [python, "-c", "import numpy"], args.repeat)))
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as directory:
         path = str(make_file(args.rows, Path(directory)))
         base = [python, "-m", "mcviz", "metrics", path, "--score", "score", "--label", "label",
                 "--json"]
-        ours, bare = compare(base, [python, "-c", BARE_METRICS, path], args.repeat)
-        rows.append((f"mcviz metrics --json ({args.rows:,} rows)", ours,
-                     "bare numpy+pyarrow: D, G, sigma, p", bare, "<= 2"))
+        rows.append((f"mcviz metrics --json ({args.rows:,} rows)",
+                     "bare numpy+pyarrow: D, G, sigma, p", "<= 2",
+                     *compare(base, [python, "-c", BARE_METRICS, path], args.repeat)))
         if not args.skip_multical:
             covariates = ",".join(f"x{j}" for j in range(10))
-            ours, naive = compare([*base, "--covariates", covariates, "--subpopulations", "1000"],
-                                  [python, "-c", NAIVE_MULTICAL, path], max(1, args.repeat // 2))
-            rows.append((f"mcviz metrics --subpopulations 1000 ({args.rows:,})", ours,
-                         "naive Algorithm 1 + eq. (4)", naive, "<= 0.25"))
+            naive = [python, str(ROOT / "benchmarks" / "bench_multical.py"), "--naive", path]
+            rows.append((f"mcviz metrics --subpopulations 1000 ({args.rows:,})",
+                         "bench_multical.py --naive (Alg. 1 + eq. 4)", "<= 0.25",
+                         *compare([*base, "--covariates", covariates, "--subpopulations", "1000"],
+                                  naive, max(1, args.repeat // 2))))
     print(f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())} "
-          f"({os.cpu_count()} CPUs); medians of {args.repeat} runs")
-    print(f"{'command':<46} {'s':>7}   {'reference':<36} {'s':>7} {'ratio':>6}  target")
-    for name, a, reference, b, target in rows:
-        print(f"{name:<46} {a:>7.3f}   {reference:<36} {b:>7.3f} {a / b:>6.2f}  {target}")
+          f"({os.cpu_count()} CPUs); medians of {args.repeat} runs; wall s and CPU s (user+sys)")
+    print(f"{'command':<44} {'wall':>6} {'cpu':>6}   {'reference':<42} {'wall':>6} {'cpu':>6} "
+          f"{'ratio':>5} {'cpu':>5}  target")
+    for name, reference, target, a, a_cpu, b, b_cpu, *_least in rows:
+        print(f"{name:<44} {a:>6.2f} {a_cpu:>6.2f}   {reference:<42} {b:>6.2f} {b_cpu:>6.2f} "
+              f"{a / b:>5.2f} {a_cpu / b_cpu:>5.2f}  {target}")
+    print("fastest runs (a loaded machine slows the longer, larger process more; the minima are "
+          "the least disturbed):")
+    for name, _reference, _target, *_medians, a, a_cpu, b, b_cpu in rows:
+        print(f"  {name:<44} wall {a:.2f} / {b:.2f} = {a / b:.2f}   "
+              f"cpu {a_cpu:.2f} / {b_cpu:.2f} = {a_cpu / b_cpu:.2f}")
 
 
 if __name__ == "__main__":

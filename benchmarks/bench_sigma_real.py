@@ -24,7 +24,12 @@ from mcviz.core import Evaluator
 from mcviz.significance import null_distribution
 
 
-def zero_inflated(n: int, seed: int, zero: float) -> mcviz.Predictions:
+def zero_inflated(n: int, seed: int, zero: float = 0.95) -> mcviz.Predictions:
+    """Calibrated by construction: R = 0 w.p. ``zero``, else Exp with mean S/(1 - zero).
+
+    E[R | S] = (1 - zero) · S/(1 - zero) = S. The one generator of this simulation
+    (tests/core/test_sigma_floor.py imports it).
+    """
     rng = np.random.default_rng(seed)
     x = rng.normal(size=n)
     level = rng.integers(0, 50, n)

@@ -161,22 +161,38 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
 
     Its sentences: the verdict line, the rows and the map, then what miscalibration costs at
     each threshold (the first four) on the held-out rows (``impact``: the full population's
-    :class:`~mcviz.decision.DecisionImpact`).
+    :class:`~mcviz.decision.DecisionImpact`). Its facts say "within noise" when the held-out
+    log loss did not move beyond its interval, and "not valid (why)" for a statistic without a
+    value. Its slide draws the held-out rows' cumulative differences before and after the fix.
     """
     from mcviz.figures import format_number
-    from mcviz.verdict import Section
+    from mcviz.verdict import Section, stated
 
     sentences = [result.verdict[0].upper() + result.verdict[1:] + ".",
                  f"Fitted on {result.n_fit:,} rows, judged on {result.n_eval:,} held-out rows; "
                  f"map: {result.recalibrator.describe()}."]
     sentences += [s[0].upper() + s[1:] + "." for s in impact.sentences(thresholds[:4])]
+    noise = "" if result.meaningful else " (within noise)"
     facts = (
-        ("held-out M", f"{format_number(result.before.metric)} → "
-                       f"{format_number(result.after.metric)}"),
-        ("held-out log loss", f"{format_number(result.before.log_loss)} → "
-                              f"{format_number(result.after.log_loss)}"),
+        ("held-out M", stated(f"{format_number(result.before.metric)} → "
+                              f"{format_number(result.after.metric)}",
+                              "not computable on the held-out rows")),
+        ("held-out log loss", stated(f"{format_number(result.before.log_loss)} → "
+                                     f"{format_number(result.after.log_loss)}{noise}",
+                                     "not computable on the held-out rows")),
     )
-    return Section(f"Fix ({result.method})", tuple(sentences), facts)
+    return Section(f"Fix ({result.method})", tuple(sentences), facts,
+                   draw=lambda: before_after_figures(result))
+
+
+def before_after_figures(result: Any) -> tuple:
+    """Draw the held-out rows' cumulative differences before and after the fix (for a slide)."""
+    from mcviz.cumulative import cumulative_differences
+    from mcviz.figures import cumulative_figure
+
+    return tuple(cumulative_figure(cumulative_differences(side), presentation=True,
+                                   title=f"{name} the fix (held-out rows)")
+                 for name, side in (("Before", result.eval_before), ("After", result.eval_after)))
 
 
 def held_section(state: Mapping[str, Any], analysis_key: str) -> Any:

@@ -214,7 +214,19 @@ def verdict_section(result: MonitorResult) -> object:
     facts = (("periods", f"{periods.n_periods} {periods.period}s"),
              ("alarms (family-wise false-alarm rate ≤ " f"{result.alpha:g})",
               f"{len(alarmed)} of {len(result.series)} series"))
-    return Section("Monitoring: calibration over time", (head, *shown), facts)
+    return Section("Monitoring: calibration over time", (head, *shown), facts,
+                   draw=lambda: _slide_figures(result))
+
+
+def _slide_figures(result: MonitorResult) -> tuple:
+    """Draw the heat map for a slide.
+
+    Alone: beside the series chart its title and dates ran into the other chart's at half a
+    slide's width (the sentences name the alarmed series).
+    """
+    from mcviz.figures import monitor_heatmap_figure
+
+    return (monitor_heatmap_figure(result, presentation=True),)
 
 
 def held_section(state: Mapping, analysis_key: str) -> object | None:

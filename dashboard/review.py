@@ -44,7 +44,9 @@ def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any
 def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source: str,
             bins: Sequence[int], variable: str | None, compute: Compute = direct,
             render: bool = True) -> list:
-    """Return the deck's slides for the verdict shown (``render``: the findings' grids drawn).
+    """Return the deck's slides for the verdict shown.
+
+    ``render``: the findings' grids and the sections' charts drawn.
 
     Raises
     ------
@@ -53,7 +55,7 @@ def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source
     """
     from datetime import UTC, datetime
 
-    from mcviz.deck import DeckInfo, deck_slides, finding_grids
+    from mcviz.deck import DeckInfo, deck_slides, finding_grids, section_pictures
 
     model = f"score {pred.score_column}, label {pred.label_column}"
     if pred.weighted:
@@ -63,4 +65,5 @@ def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source
     grids = ({} if search is None or not verdict.findings or not render else
              finding_grids(pred, search, verdict, bins=bins, variable=variable,
                            compute=compute))
-    return deck_slides(verdict, info, grids=grids)
+    pictures = section_pictures(verdict.sections) if render else {}
+    return deck_slides(verdict, info, grids=grids, pictures=pictures)

@@ -72,6 +72,27 @@ class RunSettings:
                    generated.seed, generated.repeats, mode if mode in MODES else "generated",
                    searched.max_conditions, searched.n_findings)
 
+    @property
+    def generated(self) -> SubpopulationSettings:
+        """Algorithm 1's settings (checked by :class:`mcviz.settings.SubpopulationSettings`)."""
+        return SubpopulationSettings(n_subpopulations=self.n_subpopulations,
+                                     min_size=self.min_size, seed=self.seed, repeats=self.repeats)
+
+    @property
+    def searched(self) -> SearchSettings:
+        """The guided search's settings (:class:`mcviz.settings.SearchSettings`)."""
+        return SearchSettings(max_conditions=self.max_conditions, n_findings=self.n_findings,
+                              seed=self.seed)
+
+    def key(self) -> tuple:
+        """Return the run's identity: mode, covariates and its settings object's ``key()``.
+
+        Only the settings the mode uses enter it (a searched run ignores ℓ, m and repeats), so
+        the cache key, like the widgets, links and CLI options, comes from :mod:`mcviz.settings`.
+        """
+        settings = self.searched if self.mode == "searched" else self.generated
+        return (self.mode, tuple(self.covariates), *settings.key())
+
 
 @dataclass(frozen=True)
 class Run:
@@ -205,9 +226,16 @@ NULL_HELD = "null_held"
 """Session-state key of the null distribution computed on the Subpopulations page."""
 
 
-def run_id(analysis_key: str, settings: Mapping[str, Any]) -> str:
-    """Identify one computed set of subpopulations (the analysis and the page's settings)."""
-    return f"{analysis_key}|{json.dumps(dict(settings), sort_keys=True, default=str)}"
+def run_id(analysis_key: str, settings: RunSettings | Mapping[str, Any]) -> str:
+    """Identify one computed set of subpopulations: the analysis and :meth:`RunSettings.key`.
+
+    ``settings`` is a :class:`RunSettings` or the page's settings mapping (read by
+    :meth:`RunSettings.from_mapping`, so ``"50"`` and ``50`` name the same run; an empty
+    mapping, before any run, gives the defaults' id).
+    """
+    if not isinstance(settings, RunSettings):
+        settings = RunSettings.from_mapping({"covariates": (), **settings})
+    return f"{analysis_key}|{json.dumps(settings.key(), default=str)}"
 
 
 def hold_null(state: MutableMapping[str, Any], run: str, null: Any) -> None:

@@ -13,8 +13,9 @@ import math
 import pandas as pd
 
 from mcviz.figures import format_number, format_percent
+from mcviz.text import display_text
 
-__all__ = ["content_widths", "formatted", "is_p_column", "is_percent_column"]
+__all__ = ["content_widths", "displayed", "formatted", "is_p_column", "is_percent_column"]
 
 CHAR_PX = 7.6
 """Average width (px) of a character of the dashboard's table font (14 px Source Sans)."""
@@ -63,6 +64,42 @@ def formatted(frame: pd.DataFrame, *, percent: tuple[str, ...] = ()) -> pd.DataF
         elif pd.api.types.is_integer_dtype(series):
             shown[column] = [format_number(int(v)) for v in series]
     return shown
+
+
+def displayed(frame: pd.DataFrame) -> pd.DataFrame:
+    r"""Return a copy of ``frame`` to show, its text through :func:`mcviz.text.display_text`.
+
+    Text cells, column names and index labels: bidi controls and line separators are shown as
+    ``[U+XXXX]``.
+
+    Only what is drawn changes; the frame a computation uses is never this one. Numbers,
+    booleans and dates keep their types (the grid still sorts them as numbers).
+
+    >>> shown = displayed(pd.DataFrame({"a\u202eb": ["x\ry", 1.5], "n": [1, 2]}))
+    >>> list(shown.columns), shown.iloc[0, 0], shown.iloc[1, 0]
+    (['a[U+202E]b', 'n'], 'x[U+000D]y', 1.5)
+    """
+    shown = frame.copy()
+    for position in range(shown.shape[1]):
+        series = shown.iloc[:, position]
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            series = series.astype(object)
+        if pd.api.types.is_object_dtype(series) or pd.api.types.is_string_dtype(series):
+            shown.isetitem(position, [display_text(v) if isinstance(v, str) else v
+                                      for v in series])
+    shown.columns = _labels(shown.columns)
+    shown.index = _labels(shown.index)
+    return shown
+
+
+def _labels(labels: pd.Index) -> pd.Index:
+    if isinstance(labels, pd.MultiIndex):
+        return labels.set_levels([_labels(level) for level in labels.levels])
+    if labels.dtype.kind in "OSUT" or isinstance(labels.dtype, (pd.StringDtype,
+                                                                 pd.CategoricalDtype)):
+        return pd.Index([display_text(v) if isinstance(v, str) else v for v in labels],
+                        name=None if labels.name is None else display_text(labels.name))
+    return labels
 
 
 def content_widths(frame: pd.DataFrame, *, index: bool = False) -> dict[str, int]:

@@ -16,7 +16,7 @@ import string
 
 from mcviz.text import display_text
 
-__all__ = ["code", "escape_markdown", "grouped_notices"]
+__all__ = ["code", "escape_markdown", "file_name_of", "grouped_notices"]
 
 _PUNCTUATION = frozenset(string.punctuation)  # CommonMark escapes every ASCII punctuation mark
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]+")
@@ -65,6 +65,30 @@ def code(text: object) -> str:
     fence = "`" * (longest + 1)
     pad = " " if longest or flat.startswith(" ") or flat.endswith(" ") else ""
     return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+_UNSAFE_NAME = re.compile(r"[^\w.\-]+")
+
+
+def file_name_of(text: object, *, limit: int = 80) -> str:
+    """Return a download's file name made of ``text``: letters, digits, ``_ . -`` only.
+
+    A name built from a section title or a caption (user text) could otherwise carry a bidi
+    control (``"report\u202egpj.exe"`` reads ``report.exe.jpg`` reversed), a path separator or
+    a line break into the browser's save dialog. Bidi controls and line separators are
+    written out first (:func:`mcviz.text.display_text`), then every run of other characters
+    becomes one ``_``.
+
+    >>> file_name_of("Every series: a/b\u202e.csv")
+    'Every_series_a_b_U_202E.csv'
+    >>> file_name_of("groups.csv")
+    'groups.csv'
+    """
+    name = _UNSAFE_NAME.sub("_", display_text(text)).strip("_ ")
+    stem, dot, suffix = name.rpartition(".")
+    if dot and len(suffix) <= 8:
+        return stem[: limit - len(suffix) - 1].rstrip("_") + "." + suffix
+    return name[:limit] or "download"
 
 
 _DROPPED = re.compile(r"^covariate (?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") dropped: "

@@ -34,7 +34,7 @@ from dashboard import janitor, limits, links, runs, tables
 from dashboard import state as s
 from dashboard.cache import ByteCache
 from dashboard.state import DEMOS, NO_SCORE, ColumnMapping, default_mapping, score_candidates
-from dashboard.text import escape_markdown
+from dashboard.text import escape_markdown, file_name_of
 from mcviz.budget import Cancelled, check, default_budget
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
@@ -352,7 +352,7 @@ def subpopulation_runs(analysis: Current, *, progress: bool = False) -> tuple[ru
     except ValidationError as error:
         show_error(error)
         return ()
-    run_key = f"subpopulations|{analysis.key}|{_params(settings)}"
+    run_key = f"subpopulations|{runs.run_id(analysis.key, chosen)}"
     held = st.session_state.get(RUNS_HELD)
     if held is not None and held[0] == run_key:
         return held[1]
@@ -534,7 +534,7 @@ def csv_download(label: str, frame: pd.DataFrame, file_name: str, *,
 
     from mcviz.report import safe_csv
 
-    return st.download_button(label, partial(safe_csv, frame), file_name=file_name,
+    return st.download_button(label, partial(safe_csv, frame), file_name=file_name_of(file_name),
                               mime="text/csv", key=key)
 
 
@@ -545,7 +545,8 @@ def show_table(frame: pd.DataFrame, *, percent: tuple[str, ...] = (), **options:
     :func:`dashboard.tables.formatted`) and every column is as wide as its longest text
     (:func:`dashboard.tables.content_widths`): no cell is cut.
     """
-    shown = tables.formatted(frame, percent=percent)  # ``percent``: fractions shown as %
+    # ``percent``: fractions shown as %; text through display_text (bidi, line separators)
+    shown = tables.displayed(tables.formatted(frame, percent=percent))
     if presentation() and not options.get("on_select"):  # st.table renders Markdown: escape
         shown = shown.rename(columns=escape_markdown)
         for column in shown.columns:

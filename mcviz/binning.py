@@ -70,11 +70,11 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr, ndtri
 
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.path import run_ends
 from mcviz.core.ratio import safe_ratio
+from mcviz.core.special import ndtr, ndtri
 from mcviz.errors import ValidationError
 from mcviz.io import (
     Predictions,

@@ -9,7 +9,10 @@ The budget
 ----------
 Memory: the ``memory`` argument, else the environment variable ``MCVIZ_MEMORY_BUDGET``
 (``"4GB"``, ``"512MiB"``, ``"2e9"``), else :data:`DEFAULT_SHARE` of the machine's physical
-memory. Time: the ``seconds`` argument, else ``MCVIZ_TIME_BUDGET`` (seconds), else no limit.
+memory. Time: the ``seconds`` argument, else ``MCVIZ_TIME_BUDGET`` (seconds, or ``none`` for no
+limit), else :data:`DEFAULT_TIME_BUDGET` (one hour): a computation estimated to take longer -
+k-NN groups with every row of a million a centre, say - is refused with what to change (fewer
+centres, a sample, another grouping) instead of running for hours.
 
 Adding an estimate
 ------------------
@@ -39,13 +42,13 @@ from mcviz.errors import ValidationError
 
 __all__ = [
     "DEFAULT_SHARE",
+    "DEFAULT_TIME_BUDGET",
     "Budget",
     "Cancelled",
     "Estimate",
     "Progress",
     "as_budget",
     "check",
-    "csv_read_estimate",
     "default_budget",
     "format_bytes",
     "format_seconds",
@@ -53,16 +56,23 @@ __all__ = [
     "knn_estimate",
     "knn_width",
     "memory_budget",
+    "monitor_estimate",
     "parquet_read_estimate",
     "parse_bytes",
     "partition_estimate",
     "report_progress",
     "subpopulations_estimate",
+    "table_read_estimate",
     "time_budget",
 ]
 
 DEFAULT_SHARE = 0.25
 """Share of the machine's physical memory one computation may use by default."""
+
+DEFAULT_TIME_BUDGET = 3600.0
+"""Seconds one computation may be estimated to take by default (``MCVIZ_TIME_BUDGET``)."""
+
+_NO_LIMIT = ("none", "off", "unlimited", "inf")
 
 Progress = Callable[[float, str], None]
 """A progress callback: ``progress(fraction_done, what_is_being_done)``; it may raise."""
@@ -172,16 +182,26 @@ def memory_budget(value: int | str | None = None) -> int:
 
 
 def time_budget(value: float | None = None) -> float | None:
-    """Time budget in seconds: ``value``, else ``MCVIZ_TIME_BUDGET``, else None (no limit)."""
+    """Time budget in seconds: ``value``, else ``MCVIZ_TIME_BUDGET``, else the default (1 h).
+
+    ``MCVIZ_TIME_BUDGET=none`` lifts the limit (None).
+
+    Examples
+    --------
+    >>> time_budget(30.0), time_budget() == DEFAULT_TIME_BUDGET or "MCVIZ_TIME_BUDGET set"
+    (30.0, True)
+    """
     if value is None:
         env = os.environ.get("MCVIZ_TIME_BUDGET", "").strip()
         if not env:
+            return DEFAULT_TIME_BUDGET
+        if env.lower() in _NO_LIMIT:
             return None
         try:
             value = float(env)
         except ValueError:
             raise ValidationError(
-                f"MCVIZ_TIME_BUDGET={env!r} is not a number of seconds."
+                f"MCVIZ_TIME_BUDGET={env!r} is not a number of seconds (or 'none')."
             ) from None
     if not math.isfinite(value) or value <= 0:
         raise ValidationError(f"time budget {value!r} must be a positive number of seconds.")
@@ -259,7 +279,9 @@ def check(estimate: Estimate, budget: Budget | int | str | None = None) -> Estim
             f"refused before starting: {estimate.what} would need about "
             f"{format_bytes(estimate.bytes)} and {format_seconds(estimate.seconds)} "
             f"({'; '.join(over)}). To run it: {estimate.advice}. The memory budget is set by "
-            "MCVIZ_MEMORY_BUDGET (e.g. '8GB')."
+            "MCVIZ_MEMORY_BUDGET (e.g. '8GB')"
+            + ("; the time budget (default 1 h) by MCVIZ_TIME_BUDGET (seconds, or 'none')."
+               if len(over) > 1 or over[0].startswith("time") else ".")
         )
     return estimate
 
@@ -282,8 +304,12 @@ _KNN_BYTES_PER_ROW = 100  # distinct inputs (hash keys, inverse), per-input sums
 _KNN_BYTES_PER_COLUMN_ROW = 24  # numeric columns and nominal codes, with one joined copy
 _KNN_BYTES_PER_CELL = 96  # one (centre, candidate) cell of a search reaching other cells
 _KNN_BYTES_PER_OWN_CELL = 40  # one cell of a search that stays in its own cell
-_KNN_SECONDS_PER_ROW = 2.5e-6  # standardising, sorting distinct inputs, building trees
-_KNN_SECONDS_PER_CELL = 1.5e-6  # tree search, merging, sums of one candidate
+_KNN_BYTES_PER_SCAN_CELL = 24  # one cell of a search reaching every input (a distance scan)
+_KNN_BYTES_PER_CENTRE = 480  # per-centre sums, sizes, radii, their gathers and labels
+_KNN_BYTES_PER_TREE = 3_000  # a k-d tree kept per combination of levels searched
+_KNN_SECONDS_PER_ROW = 4e-6  # standardising, sorting distinct inputs, building trees
+_KNN_SECONDS_PER_CELL = 1.5e-6  # tree search, merging, sums of one candidate (other cells)
+_KNN_SECONDS_PER_OWN_CELL = 5e-7  # the same within a centre's own combination of levels
 _KERNEL_BYTES_PER_PAIR = 64  # rows, columns, distances, weights and a gather buffer
 _KERNEL_SECONDS_PER_PAIR = 1.5e-7
 
@@ -379,10 +405,16 @@ def knn_estimate(
     held = min(centres * width, chunk)
     wide = width > 2 * k  # the search reaches other cells (the run-time guard's chunk)
     memory = rows * (_KNN_BYTES_PER_ROW + _KNN_BYTES_PER_COLUMN_ROW * columns)
-    memory += held * (_KNN_BYTES_PER_CELL if wide else _KNN_BYTES_PER_OWN_CELL)
+    per_cell = (_KNN_BYTES_PER_SCAN_CELL if width >= rows else
+                _KNN_BYTES_PER_CELL if wide else _KNN_BYTES_PER_OWN_CELL)
+    memory += held * per_cell + centres * _KNN_BYTES_PER_CENTRE
     memory += 100 * min(levels, rows)
+    if level_counts:  # one tree per combination of levels holding a centre, kept for reuse
+        combinations = math.prod(max(int(c), 1) for c in level_counts)
+        occupied = combinations * -math.expm1(-rows / combinations)
+        memory += min(centres, occupied) * _KNN_BYTES_PER_TREE
     seconds = rows * _KNN_SECONDS_PER_ROW * (1 + columns / 4)
-    seconds += centres * width * _KNN_SECONDS_PER_CELL
+    seconds += centres * width * (_KNN_SECONDS_PER_CELL if wide else _KNN_SECONDS_PER_OWN_CELL)
     return Estimate(
         what=(
             f"k-NN local calibration: {rows:,} rows × {columns} covariate columns "
@@ -394,7 +426,7 @@ def knn_estimate(
         advice=(
             "analyse a sample of rows, choose fewer centres (max_centres) or a smaller k, "
             "or fewer covariates in the input space (nominal ones with many levels make "
-            "each search wider)"
+            "each search wider), or another grouping (bins of a covariate or of the score)"
         ),
     )
 
@@ -424,10 +456,11 @@ def kernel_estimate(rows: int, *, columns: int, centres: int, pairs: int) -> Est
 # Measured peak RSS (benchmarks/bench_budget.py, issue #25) on random subpopulations of
 # 10^5-2x10^5 rows with 4 numeric and 2 nominal covariates (l = 500-1,000): the subpopulations
 # keep one index per member, 0.25-0.3 bytes per subpopulation and row on average with every
-# repeat kept; 1-1.3e-8 s per subpopulation and row. Both are rounded up.
+# repeat kept; 1.5-2.2e-9 s (CPU and wall at load average 7) per subpopulation and row since
+# #28 sped up the evaluation. Both are rounded up.
 SUBPOP_BYTES_PER_MEMBER = 0.33  # per subpopulation and row
 SUBPOP_BYTES_PER_ROW = 64  # the full population's per-row work arrays (one pass)
-SUBPOP_SECONDS_PER_MEMBER = 2e-8  # per subpopulation and row
+SUBPOP_SECONDS_PER_MEMBER = 3e-9  # per subpopulation and row (CPU 1.5-1.9e-9 since #28)
 
 
 def subpopulations_estimate(rows: int, subpopulations: int, repeats: int = 1) -> Estimate:
@@ -451,38 +484,39 @@ def subpopulations_estimate(rows: int, subpopulations: int, repeats: int = 1) ->
 # Estimates of reading a table (mcviz.io.readers). Measured peak RSS above the process's
 # baseline (benchmarks/bench_budget.py, tests/test_budget_measured.py).
 
-_CSV_BYTES_PER_TEXT_BYTE = 2.8  # the text, and the parser's blocks and string values
-_CSV_BYTES_PER_VALUE = 26.0  # the parsed column (8 bytes, validity), the frame's copy, slack
-_CSV_SECONDS_PER_TEXT_BYTE = 4e-8
-_CSV_SECONDS_PER_VALUE = 2e-8
+_TABLE_BYTES_PER_BYTE = 3.0  # the parsed batches, the DataFrame converted from them, pool slack
+_TABLE_SECONDS_PER_VALUE = 1e-7  # parsing, converting (CPU 4-6e-8 per value; 1.9e-7 re-read)
+_BUFFER_COPIES = 3  # text blocks held by the streaming reader (read ahead, being parsed)
 _PARQUET_BYTES_PER_DECODED_BYTE = 2.4  # the decoded table and the frame's copy
-_PARQUET_SECONDS_PER_DECODED_BYTE = 8e-9
+_PARQUET_SECONDS_PER_DECODED_BYTE = 2e-9  # CPU 0.6-1.1e-9
 
 
-def csv_read_estimate(text: int, values: int, *, held: int = 0, what: str = "reading a CSV"
-                      ) -> Estimate:
-    """Peak memory of reading a CSV/TSV text to a DataFrame.
+def table_read_estimate(table: int, *, held: int = 0, buffer: int = 0, values: int = 0,
+                        what: str = "reading a table") -> Estimate:
+    """Peak memory of a read in chunks (:mod:`mcviz.io.chunked`) whose table has ``table`` bytes.
 
     Parameters
     ----------
-    text : int
-        Bytes of the (decompressed) text.
-    values : int
-        Lines times columns (an upper bound on the cells).
+    table : int
+        Bytes of the parsed table so far (Arrow's ``nbytes`` of the batches read).
     held : int
-        Bytes held beside it meanwhile (the compressed file).
+        Bytes held beside it meanwhile (the file's bytes, when it does not stream from disk).
+    buffer : int
+        The reader's block of text (a few are held at once).
+    values : int
+        Rows times columns read so far (the time).
     what : str
         The read, in words.
 
     Examples
     --------
-    >>> csv_read_estimate(10**9, 5 * 10**8).bytes > 8 * 10**9
+    >>> table_read_estimate(10**9).bytes > 2 * 10**9
     True
     """
     return Estimate(
-        what=f"{what}: {format_bytes(text)} of text, about {values:,} values",
-        bytes=int(held + text * _CSV_BYTES_PER_TEXT_BYTE + values * _CSV_BYTES_PER_VALUE),
-        seconds=text * _CSV_SECONDS_PER_TEXT_BYTE + values * _CSV_SECONDS_PER_VALUE,
+        what=f"{what}: a table of {format_bytes(table)}",
+        bytes=int(held + buffer * _BUFFER_COPIES + table * _TABLE_BYTES_PER_BYTE),
+        seconds=values * _TABLE_SECONDS_PER_VALUE,
         advice=("read a sample of the rows, or fewer columns, or screen the file out of core "
                 "with `mcviz screen --engine duckdb`"),
     )
@@ -498,3 +532,70 @@ def parquet_read_estimate(file: int, decoded: int, *, what: str = "reading a Par
         advice=("read a sample of the rows, or fewer columns, or screen the file out of core "
                 "with `mcviz screen --engine duckdb`"),
     )
+
+
+# --------------------------------------------------------------------------------------------
+# The monitor (mcviz.monitor.monitor_calibration): `mcviz monitor` and the Monitor page.
+# Measured peak RSS above the process's RSS before the call (benchmarks/bench_budget.py,
+# tests/test_budget_measured.py): the per-row work arrays (period codes, cell codes, per-cell
+# sums), the segments' member lists (8 B per member) and the membership patterns, and a fixed
+# part (the null draws in batches of at most 4e6 values).
+
+_MONITOR_BYTES_PER_ROW = 60
+_MONITOR_BYTES_PER_MEMBER = 12
+_MONITOR_BATCH_VALUES = 4_000_000  # mcviz.monitor.alarm: values of one batch of null draws
+_MONITOR_BYTES_PER_CELL_DRAW = 40  # a batch's (atom, period) draws: 5 float64 arrays
+_MONITOR_BYTES_PER_PATH_DRAW = 16  # a batch's series paths along the monitored periods
+_MONITOR_SECONDS_PER_ROW = 5e-7
+_MONITOR_SECONDS_PER_MEMBER = 4e-9
+_MONITOR_SECONDS_PER_WINDOW_DRAW = 5e-9  # a (series, window) of one draw: the scan
+_MONITOR_SECONDS_PER_CELL_DRAW = 3e-8  # an (atom, period) of one draw: normal draws, sums
+
+
+def monitor_estimate(rows: int, *, segment_rows: int, series: int, periods: int,
+                     n_draws: int = 999, atoms: int | None = None, windows: int | None = None,
+                     all_periods: int | None = None) -> Estimate:
+    """Cost of :func:`mcviz.monitor.monitor_calibration`: memory O(rows + segment members).
+
+    Parameters
+    ----------
+    rows : int
+        Rows monitored.
+    segment_rows : int
+        Members of all segments together (a covariate's levels hold each row once; a filter or
+        a search finding up to every row).
+    series : int
+        The full population and the segments.
+    periods : int
+        Monitored periods (after the reference): the alarm scans their windows.
+    n_draws : int
+        Null draws of the alarm threshold.
+    atoms, windows, all_periods : int, optional
+        Once known: the segments' membership patterns, the windows the alarm scans and every
+        period (reference included); they size a batch of null draws. Default: one pattern per
+        series, every window up to 64 monitored periods (30 per period beyond), and
+        ``periods``.
+
+    Examples
+    --------
+    >>> e = monitor_estimate(10**6, segment_rows=10**6, series=51, periods=52)
+    >>> e.bytes < 10**9, e.seconds < 10
+    (True, True)
+    """
+    if windows is None:
+        windows = periods * (periods + 1) // 2 if periods <= 64 else periods * 30
+    atoms = series if atoms is None else atoms
+    all_periods = periods if all_periods is None else all_periods
+    per_draw = max(atoms * all_periods, windows * series, 1)
+    batch = max(1, min(n_draws, _MONITOR_BATCH_VALUES // per_draw))
+    memory = (rows * _MONITOR_BYTES_PER_ROW + segment_rows * _MONITOR_BYTES_PER_MEMBER
+              + batch * (atoms * all_periods * _MONITOR_BYTES_PER_CELL_DRAW
+                         + series * (periods + 1) * _MONITOR_BYTES_PER_PATH_DRAW))
+    seconds = (rows * _MONITOR_SECONDS_PER_ROW + segment_rows * _MONITOR_SECONDS_PER_MEMBER
+               + n_draws * series * windows * _MONITOR_SECONDS_PER_WINDOW_DRAW
+               + n_draws * atoms * all_periods * _MONITOR_SECONDS_PER_CELL_DRAW)
+    return Estimate(what=(f"monitor: {rows:,} rows × {periods} periods × {series} series, "
+                          f"{n_draws} null draws"), bytes=int(memory), seconds=float(seconds),
+                    advice="fewer filters or segment columns, longer periods (--period month), "
+                           "fewer null draws (--draws), or a sample of the rows")
+

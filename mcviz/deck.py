@@ -4,7 +4,10 @@
 (file, model columns, rows, date), the verdict slide (its sentences), one slide per confirmed
 finding (its sentence, effect with 95% interval, share, adjusted p, and the review grid of that
 scope as a picture), one slide per extra :class:`~mcviz.verdict.Section` (the extension point
-other analyses use), and an appendix slide (method, multiplicity, minimum detectable effect).
+other analyses use: the fix and the monitor, each with its charts as a picture,
+:func:`section_pictures`), and an appendix slide (method, multiplicity, minimum detectable
+effect). A statistic without a value is never a bare "–": it reads "not valid (why)"
+(:func:`mcviz.verdict.stated`), as the verdict's sentences do.
 
 :func:`write_pptx` writes them with python-pptx (every text is a text box: editable);
 :func:`write_pdf` draws the same slides as pictures (Pillow) into a PDF. :func:`review_grid`
@@ -17,6 +20,7 @@ made visible and characters XML cannot hold are replaced (:func:`clean_text`).
 from __future__ import annotations
 
 import io
+import math
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,27 +28,34 @@ from pathlib import Path
 from typing import Any
 
 from mcviz.text import display_text
-from mcviz.verdict import Section, Verdict
+from mcviz.verdict import Section, Verdict, stated
 
 __all__ = ["DeckInfo", "Slide", "clean_text", "deck_slides", "finding_grids", "review_grid",
-           "write_deck", "write_pdf", "write_pptx"]
+           "section_pictures", "short_title", "write_deck", "write_pdf", "write_pptx"]
 
 WIDTH, HEIGHT = 1920, 1080
 """Slide size in pixels of the PDF pages (16:9); the PPTX is 13.333 × 7.5 inches."""
-GRID_SIZE = (1440, 810)
-"""The review grid picture's size (px, before ``scale``): cells of 720 × 405."""
+GRID_SIZE = (1920, 1080)
+"""The review grid picture's size (px, before ``scale``): cells of 960 × 540, the Review page's
+presentation layout on a 1920×1080 projector (at 720 px a cell cut its subtitle and legend)."""
+SECTION_SIZE = (1440, 600)
+"""A section's picture (px, before ``scale``): its one or two charts side by side."""
+TITLE_CHARS = 90
+"""Longest slide title (characters): a finding's full expression stays in its sentence."""
+NO_VALUE = "no finite value on these rows"
+"""Why a fact has no value when its source did not say (``stated``)."""
 
 
 def clean_text(value: object) -> str:
     r"""Return user text safe for a slide: bidi controls shown, XML-invalid characters replaced.
 
     Bidi controls (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C) would reorder the text
-    around them: :func:`mcviz.text.display_text` writes each as ``[U+202E]``. Line and
-    paragraph separators become spaces; other control characters (which XML cannot hold)
-    become U+FFFD.
+    around them, line separators (CR, U+2028, U+2029, U+0085) break it:
+    :func:`mcviz.text.display_text` writes each as ``[U+202E]``, ``[U+2028]``. A line feed or a
+    tab becomes a space; other control characters (which XML cannot hold) become U+FFFD.
 
-    >>> clean_text("a\u202eb\x00c\u2028d")
-    'a[U+202E]b�c d'
+    >>> clean_text("a\u202eb\x00c\u2028d\ne")
+    'a[U+202E]b�c[U+2028]d e'
     """
     out = []
     for char in display_text(value):
@@ -82,29 +93,53 @@ class Slide:
 
 
 def deck_slides(verdict: Verdict, info: DeckInfo, *,
-                grids: dict[int, bytes] | None = None) -> list[Slide]:
+                grids: dict[int, bytes] | None = None,
+                pictures: dict[int, bytes] | None = None) -> list[Slide]:
     """Return the slides: title, verdict, one per confirmed finding, sections, appendix.
 
-    ``grids`` maps a finding's rank to its review-grid PNG (:func:`review_grid`).
+    ``grids`` maps a finding's rank to its review-grid PNG (:func:`review_grid`), ``pictures``
+    a section's position to its charts' PNG (:func:`section_pictures`; else its own picture).
     """
-    grids = grids or {}
+    grids, pictures = grids or {}, pictures or {}
     slides = [
         Slide(info.title, (f"File: {info.source}", f"Model: {info.model}",
                            f"Rows: {info.rows:,}", f"Date: {info.date}"), kind="title"),
         Slide("Verdict", tuple(verdict.sentences), kind="verdict"),
     ]
     for line in verdict.findings:
-        slides.append(Slide(f"Finding #{line.rank}: {line.expression}", (line.sentence,),
-                            line.facts, grids.get(line.rank), kind="finding"))
-    slides.extend(_section_slide(section) for section in verdict.sections)
+        slides.append(Slide(short_title(f"Finding #{line.rank}: {line.expression}"),
+                            (line.sentence,), _facts(line.facts), grids.get(line.rank),
+                            kind="finding"))
+    slides.extend(_section_slide(section, pictures.get(i))
+                  for i, section in enumerate(verdict.sections))
     slides.append(Slide("Appendix: method, multiplicity, minimum detectable effect",
                         tuple(verdict.appendix), kind="appendix"))
     return slides
 
 
-def _section_slide(section: Section) -> Slide:
-    return Slide(section.title, tuple(section.sentences), tuple(section.facts),
-                 section.picture, kind="section")
+def _section_slide(section: Section, picture: bytes | None = None) -> Slide:
+    return Slide(short_title(section.title), tuple(section.sentences), _facts(section.facts),
+                 picture or section.picture, kind="section")
+
+
+def _facts(facts: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Facts with every value that holds no number written as "not valid (why)"."""
+    return tuple((label, stated(str(value), NO_VALUE)) for label, value in facts)
+
+
+def short_title(text: str, limit: int = TITLE_CHARS) -> str:
+    """Return ``text`` cut at a word boundary to at most ``limit`` characters (then "…").
+
+    >>> short_title("Finding #1: dest in {ATL, BNA, BOS} and hour ≥ 11", 30)
+    'Finding #1: dest in {ATL…'
+    >>> short_title("Fix (platt)")
+    'Fix (platt)'
+    """
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,29 +163,55 @@ def write_pptx(slides: Sequence[Slide], out: str | Path | io.BytesIO) -> None:
     for slide in slides:
         page = deck.slides.add_slide(blank)
         title_size = 40 if slide.kind == "title" else 28
-        top = Inches(2.4) if slide.kind == "title" else Inches(0.35)
-        _text_box(page, [slide.title], Inches(0.5), top, Inches(12.3), Inches(1.0),
-                  Pt(title_size), bold=True)
-        body_top = top + Inches(1.15)
+        top = 2.4 if slide.kind == "title" else 0.35
+        title_height = _text_inches([slide.title], title_size, 12.3, bold=True)
+        _text_box(page, [slide.title], Inches(0.5), Inches(top), Inches(12.3),
+                  Inches(title_height), Pt(title_size), bold=True)
+        body_top = top + max(title_height, 0.8) + 0.2
         if slide.picture is not None:
-            _text_box(page, slide.paragraphs, Inches(0.5), body_top, Inches(12.3),
-                      Inches(0.9), Pt(16))
-            picture_top = body_top + Inches(0.95)
-            height = Inches(7.5) - picture_top - Inches(0.2)
-            width = Emu(int(height * GRID_SIZE[0] / GRID_SIZE[1]))
-            page.shapes.add_picture(io.BytesIO(slide.picture), Inches(0.4), picture_top,
-                                    width=width, height=height)
-            facts_left = Inches(0.4) + width + Inches(0.2)
-            _facts_box(page, slide.facts, facts_left, picture_top,
-                       Inches(13.333) - facts_left - Inches(0.3), height)
+            text_height = _text_inches(slide.paragraphs, 16, 12.3)
+            _text_box(page, slide.paragraphs, Inches(0.5), Inches(body_top), Inches(12.3),
+                      Inches(text_height), Pt(16))
+            picture_top = body_top + text_height + 0.1
+            # the picture as large as the room below the text and beside the facts allows
+            aspect = _aspect(slide.picture)
+            width = min(13.333 - 0.4 - 0.2 - FACTS_INCHES - 0.3, (7.3 - picture_top) * aspect)
+            page.shapes.add_picture(io.BytesIO(slide.picture), Inches(0.4), Inches(picture_top),
+                                    width=Inches(width), height=Inches(width / aspect))
+            facts_left = 0.4 + width + 0.2
+            _facts_box(page, slide.facts, Inches(facts_left), Inches(picture_top),
+                       Inches(13.333 - facts_left - 0.3), Inches(7.3 - picture_top))
         else:
             size = Pt(24) if slide.kind in ("verdict", "title") else Pt(18)
-            _text_box(page, slide.paragraphs, Inches(0.5), body_top, Inches(12.3),
-                      Inches(7.5) - body_top - Inches(1.8 if slide.facts else 0.3), size)
+            _text_box(page, slide.paragraphs, Inches(0.5), Inches(body_top), Inches(12.3),
+                      Inches(7.5 - body_top - (1.8 if slide.facts else 0.3)), size)
             if slide.facts:
                 _facts_box(page, slide.facts, Inches(0.5), Inches(5.6), Inches(12.3),
                            Inches(1.6))
     deck.save(out)
+
+
+FACTS_INCHES = 3.0
+"""Width of the facts column beside a picture."""
+EM_WIDTH = 0.55
+"""Average width of a character of the slide font, in ems (for the lines a text will take);
+bold text is taken 15% wider. Measured on LibreOffice's rendering of the PPTX (DejaVu Sans)."""
+
+
+def _text_inches(paragraphs: Sequence[str], size: float, width: float, *,
+                 bold: bool = False) -> float:
+    """Height (inches) the paragraphs take at ``size`` points in a box ``width`` inches wide."""
+    per_line = max(int(width * 72 / (EM_WIDTH * (1.15 if bold else 1.0) * size)), 1)
+    lines = sum(max(math.ceil(len(clean_text(text)) / per_line), 1) for text in paragraphs)
+    return (lines * 1.25 * size + len(paragraphs) * size / 3) / 72 + 0.1
+
+
+def _aspect(png: bytes) -> float:
+    """Width over height of a PNG."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
+        return image.width / image.height
 
 
 def _text_box(page: Any, paragraphs: Sequence[str], left: int, top: int, width: int,
@@ -236,8 +297,9 @@ def slide_picture(slide: Slide) -> Any:
     facts_x, facts_y = 72, max(y, HEIGHT - 300)
     if slide.picture is not None:
         grid = Image.open(io.BytesIO(slide.picture)).convert("RGB")
-        height = HEIGHT - y - 30
-        width = round(height * grid.width / grid.height)
+        width = min(round((HEIGHT - y - 30) * grid.width / grid.height),
+                    WIDTH - 56 - 40 - round(FACTS_INCHES * WIDTH / 13.333) - 40)
+        height = round(width * grid.height / grid.width)
         image.paste(grid.resize((width, height)), (56, y))
         facts_x, facts_y = 56 + width + 40, y + 20
     label, value = _font(26), _font(40, bold=True)
@@ -302,6 +364,33 @@ def finding_grids(pred: Any, search: Any, verdict: Verdict, *, bins: Sequence[in
             results, presentation=True, height=GRID_SIZE[1] // 2) if not isinstance(cell, str)]
         grids[line.rank] = review_grid(figures, scale=scale)
     return grids
+
+
+def section_pictures(sections: Sequence[Section], *, scale: float = 2.0) -> dict[int, bytes]:
+    """Render each section's charts side by side as one PNG (the section's position -> PNG).
+
+    A section's ``draw`` gives its figures (at most two are drawn; built in presentation
+    fonts by their owner), escaped here as every figure mcviz shows. Sections with a picture of
+    their own, or nothing to draw, are left out.
+
+    Raises
+    ------
+    ExportUnavailableError
+        Without chromium or kaleido (:func:`mcviz.report.figure_image`).
+    """
+    from mcviz.figures import escape_figure
+    from mcviz.report import slide_image
+
+    width, height = SECTION_SIZE
+    pictures = {}
+    for position, section in enumerate(sections):
+        if section.picture is not None or section.draw is None:
+            continue
+        figures = [escape_figure(figure) for figure in section.draw()][:2]
+        if figures:
+            pictures[position] = slide_image(figures, "png", columns=len(figures), width=width,
+                                             height=height, scale=scale)
+    return pictures
 
 
 def write_deck(slides: Sequence[Slide], path: str | Path, *, kind: str | None = None) -> None:

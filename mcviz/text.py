@@ -7,7 +7,10 @@ never on the data itself (a level named with a control character still selects i
 
 * :func:`display_text` neutralises the Unicode bidirectional controls, which reorder the text
   around them (U+202E, RIGHT-TO-LEFT OVERRIDE, makes ``"level \u202e1 = p"`` read backwards
-  in a finding's sentence, a picker and a report): each becomes a visible ``[U+202E]``.
+  in a finding's sentence, a picker and a report), and every line separator but the line feed
+  (CR, U+2028, U+2029, U+0085, U+000B, U+000C: a name that breaks a picker's option, a table
+  cell or a terminal line, or returns the cursor over what was written): each becomes a
+  visible ``[U+202E]``, ``[U+000D]``. The line feed stays (messages are written on lines).
 * :func:`csv_text` turns every line separator inside a cell (CR, CRLF, U+2028, U+2029, U+0085,
   U+000B, U+000C) into a line feed, which every CSV writer quotes: a bare CR is otherwise
   written unquoted by writers that end rows with LF, and a reader splits the row there.
@@ -24,7 +27,8 @@ import re
 
 from mcviz.errors import ValidationError
 
-__all__ = ["BIDI_CONTROLS", "MAX_NESTING", "check_nesting", "csv_text", "display_text"]
+__all__ = ["BIDI_CONTROLS", "LINE_SEPARATORS", "MAX_NESTING", "check_nesting", "csv_text",
+           "display_text"]
 
 BIDI_CONTROLS = frozenset(
     "\u202a\u202b\u202c\u202d\u202e"  # LRE, RLE, PDF, LRO, RLO
@@ -36,24 +40,32 @@ BIDI_CONTROLS = frozenset(
 MAX_NESTING = 50
 """Deepest nesting of brackets or parentheses accepted in a link, a filter or stored metadata."""
 
-_BIDI = re.compile("[" + "".join(sorted(BIDI_CONTROLS)) + "]")
+LINE_SEPARATORS = frozenset("\r\u2028\u2029\x85\x0b\x0c")
+"""Characters that end a line, the line feed aside (shown by :func:`display_text`)."""
+
+_SHOWN = re.compile("[" + "".join(sorted(BIDI_CONTROLS | LINE_SEPARATORS)) + "]")
 _LINE_SEPARATORS = re.compile("\r\n|[\r\u2028\u2029\x85\x0b\x0c]")
 
 
 def display_text(value: object) -> str:
-    """Return ``str(value)`` with every bidi control shown as ``[U+XXXX]``.
+    r"""Return ``str(value)`` with every bidi control and line separator shown as ``[U+XXXX]``.
+
+    Idempotent: what it returns holds none of those characters, so text shown twice through it
+    (a sentence built from names already shown) is never escaped twice.
 
     Examples
     --------
     >>> display_text("abc\u202edef")
     'abc[U+202E]def'
+    >>> display_text("n\r=1+1\u2028x")
+    'n[U+000D]=1+1[U+2028]x'
     >>> display_text(3.5)
     '3.5'
     """
     text = str(value)
-    if not _BIDI.search(text):
+    if not _SHOWN.search(text):
         return text
-    return _BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+    return _SHOWN.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
 
 
 def csv_text(value: object) -> object:

@@ -17,7 +17,8 @@ Every number goes through :mod:`mcviz.figures.format`. Nothing here computes a s
 Extension point
 ---------------
 A :class:`Verdict` carries ``sections``: :class:`Section` objects (a title, sentences,
-label/value facts, an optional PNG picture) that other analyses add with
+label/value facts, an optional PNG picture or the figures to draw as one) that other analyses
+add with
 :meth:`Verdict.with_sections` (the decision at a threshold, a fix, monitoring alarms). The page
 shows their sentences under the verdict, the report adds them as sections and the deck gives
 each one slide before the appendix.
@@ -26,7 +27,8 @@ each one slide before the appendix.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,7 +36,7 @@ from mcviz.figures.format import format_interval, format_number, format_p, forma
 from mcviz.io import VOID_P_VALUES
 
 __all__ = ["FindingLine", "Section", "Verdict", "calibration_sentence", "findings_sentences",
-           "multicalibration_sentence", "review_verdict"]
+           "multicalibration_sentence", "review_verdict", "stated"]
 
 LEVEL = 0.05
 """The level below which a (adjusted) p-value is called beyond chance."""
@@ -53,12 +55,16 @@ class Section:
         Label and formatted value pairs.
     picture : bytes or None
         A PNG drawn on the slide (e.g. a chart rendered by :func:`mcviz.report.figure_image`).
+    draw : callable or None
+        Returns the plotly figures (one or two, unescaped) the deck draws side by side as the
+        slide's picture when ``picture`` is None; called only when a deck is written.
     """
 
     title: str
     sentences: tuple[str, ...] = ()
     facts: tuple[tuple[str, str], ...] = ()
     picture: bytes | None = None
+    draw: Callable[[], Sequence[Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,24 @@ class Verdict:
     def text(self) -> str:
         """The sentences as one paragraph."""
         return " ".join(self.sentences)
+
+
+_NO_NUMBER = re.compile(r"(?<![\w.])–(?![\w.])")
+"""The formatter's mark for a number that is not one (NaN): "–" standing alone."""
+
+
+def stated(text: str, why: str) -> str:
+    """Return a formatted value, or ``"not valid (why)"`` where it holds no number at all.
+
+    :mod:`mcviz.figures.format` writes NaN as "–"; a slide or a sentence says instead why the
+    statistic has no value.
+
+    >>> stated("0.04 → 0.03", "no rows"), stated("–", "σ = 0"), stated("– → 0.5", "no rows")
+    ('0.04 → 0.03', 'not valid (σ = 0)', 'not valid (no rows)')
+    >>> stated("−9.78 to −8.49 points", "x")
+    '−9.78 to −8.49 points'
+    """
+    return f"not valid ({why})" if _NO_NUMBER.search(text) else text
 
 
 def _scope_words(description: str, size: int, total: int) -> str:
@@ -197,7 +221,7 @@ def _finding_line(finding: Any, binary: bool) -> FindingLine:
         interval = format_interval(finding.ci_low, finding.ci_high)
     return FindingLine(int(finding.rank), str(finding.description), str(finding.sentence),
                        effect, interval, format_percent(finding.share), int(finding.size),
-                       format_p(finding.p_adjusted))
+                       stated(format_p(finding.p_adjusted), VOID_P_VALUES))
 
 
 def findings_sentences(search: Any, *, binary: bool = True,
@@ -211,6 +235,10 @@ def findings_sentences(search: Any, *, binary: bool = True,
     searched = (f"The guided search ({int(search.candidates_scored):,} candidates scored on "
                 f"{int(search.n_search):,} rows, confirmed on {int(search.n_holdout):,} held-out "
                 "rows)")
+    if search.findings and all(math.isnan(float(f.p_adjusted)) for f in search.findings):
+        count = len(search.findings)
+        return ((f"{searched} confirmed no subpopulation: the held-out p-values of its {count:,} "
+                 f"finding{'' if count == 1 else 's'} are {VOID_P_VALUES}.",), ())
     if confirmed:
         word = "finding" if len(confirmed) == 1 else "findings"
         return ((f"{searched} confirmed {len(confirmed)} {word}:",

@@ -4,11 +4,12 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state as s
-from dashboard import ui
+from dashboard import tables, ui
 from dashboard.text import code, escape_markdown, grouped_notices
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import roles_sentence
+from mcviz.text import display_text
 
 ui.setup_page("data", "Data")
 drop, demo_slot = st.columns([2, 1])
@@ -66,6 +67,7 @@ with left:
             "Probability columns (one per class)", columns,
             default=[c for c in mapping.probabilities if c in columns]
             or [c for c in candidates if c in columns], key=f"map_probs|{key}",
+            format_func=display_text,
         )
         score = None
         slots["probabilities"] = st.empty()
@@ -75,14 +77,14 @@ with left:
         score = st.selectbox(
             "Score column (probability of the positive class)", score_options,
             index=score_options.index(mapping.score) if mapping.score in score_options else 0,
-            key=f"map_score|{key}",
+            key=f"map_score|{key}", format_func=display_text,
         )
         slots["score"] = st.empty()
     label_options = [c for c in columns if c != score and c not in probabilities]
     label = st.selectbox(
         "Label column", label_options,
         index=label_options.index(mapping.label) if mapping.label in label_options else 0,
-        key=f"map_label|{key}",
+        key=f"map_label|{key}", format_func=display_text,
     )
     positive = None
     continuous = not multiclass and st.checkbox(
@@ -98,7 +100,7 @@ with left:
         if len(texts) <= 20 and not set(texts) <= {"0", "1", "0.0", "1.0", "True", "False"}:
             default = mapping.positive if mapping.positive in texts else texts[-1]
             positive = st.selectbox("Positive class", texts, index=texts.index(default),
-                                    key=f"map_positive|{key}|{label}")
+                                    key=f"map_positive|{key}|{label}", format_func=display_text)
     slots["label"] = st.empty()
 with right:
     numeric = [c for c in columns if pd.api.types.is_numeric_dtype(frame[c])
@@ -107,7 +109,7 @@ with right:
     weight = st.selectbox(
         "Weight column (optional)", weight_options,
         index=weight_options.index(mapping.weight) if mapping.weight in weight_options else 0,
-        key=f"map_weight|{key}",
+        key=f"map_weight|{key}", format_func=display_text,
     )
     weight = None if weight == ui.NO_SCORE else weight
     slots["weight"] = st.empty()
@@ -116,13 +118,13 @@ with right:
     covariates = st.multiselect(
         "Covariates", covariate_options,
         default=[c for c in mapping.covariates if c in covariate_options],
-        key=f"map_covs|{key}",
+        key=f"map_covs|{key}", format_func=display_text,
     )
     numeric_covariates = [c for c in covariates if pd.api.types.is_numeric_dtype(frame[c])]
     nominal = st.multiselect(
         "Treat these ordinal covariates as nominal (unordered levels)", numeric_covariates,
         default=[c for c in mapping.nominal if c in numeric_covariates],
-        key=f"map_nominal|{key}",
+        key=f"map_nominal|{key}", format_func=display_text,
     )
     slots["covariates"] = st.empty()
     schemes = [ui.NO_SCORE, "proportional", "proportional-shifted", "low-prevalence"]
@@ -178,7 +180,8 @@ cells[1].metric("Rows kept", f"{report.n_kept:,}")
 cells[2].metric("Rows dropped", f"{report.n_dropped:,}")
 cells[3].metric("Covariates", f"{len(pred.covariate_kinds)}")
 if report.dropped:
-    st.dataframe(pd.DataFrame(report.dropped, columns=["reason", "rows"]), hide_index=True)
+    st.dataframe(tables.displayed(pd.DataFrame(report.dropped, columns=["reason", "rows"])),
+                 hide_index=True)
 for warning in report.warnings:
     ui.show_warning(warning)
 for notice in grouped_notices(report.notices):  # one caption per reason, not per column
@@ -196,9 +199,9 @@ with st.container():  # full width: the figure's legend needs it
 kinds_slot, preview_slot = st.columns([1, 2])
 with kinds_slot:
     st.caption("Covariate kinds")
-    st.dataframe(pd.DataFrame({"covariate": list(pred.covariate_kinds),
-                               "kind": list(pred.covariate_kinds.values())}),
+    st.dataframe(tables.displayed(pd.DataFrame({"covariate": list(pred.covariate_kinds),
+                                                "kind": list(pred.covariate_kinds.values())})),
                  hide_index=True, height=200)
 with preview_slot:
     st.caption("Preview (first 20 rows of the file)")
-    st.dataframe(frame.head(20), height=240)
+    st.dataframe(tables.displayed(frame.head(20)), height=240)  # shown, not the data

@@ -7,6 +7,7 @@ from dashboard import state as s
 from mcviz.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.figures import decision_curve_figure
+from mcviz.text import display_text
 
 ui.setup_page("fix", "Fix")
 analysis = ui.require_current()
@@ -75,7 +76,7 @@ with cells[1]:
 
 scopes = list(fixing.scope_options(result))
 ui.selectbox_state("w_fix_scope", scopes, fixing.FULL)
-st.selectbox("Scope", scopes, key="w_fix_scope")
+st.selectbox("Scope", scopes, key="w_fix_scope", format_func=display_text)
 run_key = f"{settings}"  # the fix's settings identify the result (cached on them)
 view = ui.compute(f"fix_scope:{run_key}:{st.session_state['w_fix_scope']}", analysis.key,
                   fixing.scope_view, result, st.session_state["w_fix_scope"])

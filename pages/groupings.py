@@ -3,12 +3,13 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import ui
+from dashboard import tables, ui
 from dashboard.text import escape_markdown
 from mcviz.agglomeration import calibration_score, cvar_curve
 from mcviz.errors import ValidationError
 from mcviz.figures import cvar_curve_figure, group_errors_figure
 from mcviz.groupings import covariate_bins, local_calibration, score_bins
+from mcviz.text import display_text
 
 ui.setup_page("groupings", "Groupings")
 analysis = ui.require_current()
@@ -35,7 +36,7 @@ try:
         cells = st.columns(3)
         columns = cells[0].multiselect("Covariates (one or two)", list(kinds),
                                        default=list(kinds)[:1], max_selections=2,
-                                       key="grouping_columns")
+                                       key="grouping_columns", format_func=display_text)
         n_bins = cells[1].number_input("Bins per ordinal covariate", 2, 50, 5,
                                        key="grouping_cbins")
         strategy = cells[2].radio("Strategy", ["count", "width"], horizontal=True,
@@ -82,6 +83,6 @@ with right:
         curve = cvar_curve(groups)
         ui.show_figure(cvar_curve_figure(curve, alpha=0.9, presentation=ui.presentation()),
                        key="grouping_cvar")
-st.dataframe(table.head(500), hide_index=True)
+st.dataframe(tables.displayed(table.head(500)), hide_index=True)
 ui.csv_download("Download the group table (CSV)", table, "groups.csv")
 ui.sync()

@@ -15,6 +15,7 @@ from dashboard.text import code
 from mcviz.errors import ValidationError
 from mcviz.figures import format_number, monitor_heatmap_figure, monitor_series_figure
 from mcviz.monitor import monitor_calibration
+from mcviz.text import display_text
 
 ui.setup_page("monitor", "Monitor")
 analysis = ui.require_current()
@@ -36,7 +37,7 @@ if not times:
 pick_time, pick_period, pick_reference, pick_search = st.columns([1.6, 1.6, 1.6, 1.2],
                                                                 vertical_alignment="bottom")
 ui.selectbox_state(s.W_MON_TIME, times, times[0])
-time = pick_time.selectbox("Time column", times, key=s.W_MON_TIME)
+time = pick_time.selectbox("Time column", times, key=s.W_MON_TIME, format_func=display_text)
 ui.selectbox_state(s.W_MON_PERIOD, list(mon.PERIOD_CHOICES), "week")
 pick_period.selectbox("Periods", list(mon.PERIOD_CHOICES), key=s.W_MON_PERIOD,
                       format_func=mon.PERIOD_CHOICES.get)
@@ -54,6 +55,7 @@ if chosen is None or not set(chosen) <= set(candidates):
         mon.default_segments(candidates) if chosen is None else [])
 pick_segments, pick_filters = st.columns([1, 1])
 pick_segments.multiselect("Segments: every level of", candidates, key=s.W_MON_SEGMENTS,
+                          format_func=display_text,
                           help=f"Categorical covariates with at most {mon.MAX_LEVELS} levels.")
 pick_filters.text_area("Segments: filters, one per line", key=s.W_MON_FILTERS, height=68,
                        placeholder='e.g. distance >= 1000 and origin == "JFK"')
@@ -72,7 +74,8 @@ except ValidationError as error:
 st.session_state[mon.HELD] = (key, result)  # the Report page adds it (same data only)
 periods = result.periods
 cells = st.columns(5)
-cells[0].metric("Periods", f"{periods.n_periods}", help=f"{periods.period}s of {periods.column}")
+cells[0].metric("Periods", f"{periods.n_periods}",
+                help=display_text(f"{periods.period}s of {periods.column}"))
 cells[1].metric("Reference", f"{periods.n_reference} periods",
                 help=f"the reference ends at {periods.reference_end}")
 cells[2].metric("Alarms", f"{len(result.alarms)} of {len(result.series)}",
@@ -97,7 +100,8 @@ if click is not None and st.session_state.get("mon_click") != (key, click):  # a
     st.session_state[s.W_MON_FROM] = st.session_state[s.W_MON_TO] = periods.labels[
         period_clicked]
 
-names = [f"{i}. {'★ ' if s_.alarm else ''}{s_.description}" for i, s_ in enumerate(result.series)]
+names = [display_text(f"{i}. {'★ ' if s_.alarm else ''}{s_.description}")
+         for i, s_ in enumerate(result.series)]
 first_alarm = result.alarms[0] if result.alarms else result.full
 default_series = result.series.index(first_alarm)
 if st.session_state.get(s.W_MON_SERIES) not in range(len(names)):

@@ -8,6 +8,7 @@ import streamlit as st
 
 from dashboard import charts, runs, ui
 from dashboard import state as s
+from dashboard.text import escape_markdown
 from mcviz import __version__, cumulative_differences
 from mcviz.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
@@ -169,7 +170,8 @@ if subpop_table is not None:
     ui.csv_download("Subpopulations (CSV)", subpop_table, "subpopulations.csv")
 for section in sections:
     for caption, frame in section.tables:
-        ui.csv_download(f"{section.title}: {caption} (CSV)", frame,
+        ui.csv_download(f"{escape_markdown(section.title)}: {escape_markdown(caption)} (CSV)",
+                        frame,
                         f"{caption[:40].replace(' ', '_')}.csv",
                         key=f"csv_{section.title}_{caption}")
 

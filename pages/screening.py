@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, ui
+from dashboard import charts, tables, ui
 from dashboard import state as s
 from dashboard.text import code, escape_markdown
 from mcviz import cumulative_differences
@@ -50,7 +50,8 @@ st.caption(f"Engine {escape_markdown(screen.engine)} · files: "
            + (f" and {len(screen.files) - 5} more" if len(screen.files) > 5 else ""))
 
 top = table.sort_values("normalized", ascending=False).head(50)
-st.dataframe(top[["id", "description", "size", "kuiper", "sigma", "kuiper_z", "normalized"]],
+st.dataframe(tables.displayed(top[["id", "description", "size", "kuiper", "sigma", "kuiper_z",
+                                   "normalized"]]),
              hide_index=True, height=300,
              column_config={c: st.column_config.NumberColumn(format="%.4g")
                             for c in ("kuiper", "sigma", "kuiper_z", "normalized")})

@@ -29,6 +29,7 @@ from mcviz.subpopulations import (
     filter_subpopulation,
     group_subpopulations,
 )
+from mcviz.text import display_text
 from mcviz.weighting import SCHEMES
 
 ui.setup_page("subpopulations", "Subpopulations")
@@ -70,7 +71,7 @@ with st.form("subpop_settings", border=False):
     chosen = [c for c in st.session_state.get(s.W_SUBCOVS) or [] if c in kinds] or list(kinds)
     st.session_state[s.W_SUBCOVS] = chosen
     st.multiselect("Covariates to split on" if mode == "generated" else "Covariates to search",
-                   list(kinds), key=s.W_SUBCOVS)
+                   list(kinds), key=s.W_SUBCOVS, format_func=display_text)
     cells = st.columns(4)
     if mode == "generated":  # labels, bounds and help: mcviz.settings
         cells[0].number_input(**SubpopulationSettings.setting("n_subpopulations").widget(),
@@ -284,10 +285,10 @@ if runs_:
         st.caption("Top 50 subpopulations by normalised value (click a row to open it)")
         p_name = ("p (void)" if LOW_PREVALENCE
                   else "p (all rows, unadjusted)" if search is not None else "p")
-        shown = tables.formatted(
+        shown = tables.displayed(tables.formatted(
             top[["id", "description", "size", "kuiper_z", "p_value", "p_adjusted",
                  "normalized"]].rename(columns={"kuiper_z": "D/σ", "p_value": p_name,
-                                                "normalized": "normalised"}))
+                                                "normalized": "normalised"})))
         config = {name: st.column_config.Column(width=width)
                   for name, width in tables.content_widths(shown).items()}
         config["p_adjusted"] = st.column_config.Column(
@@ -313,7 +314,7 @@ if runs_:
         st.selectbox(
             "Drill down into", ids, key=s.W_SELECTED,
             format_func=lambda i: ("★ " if i == argmax.id else "")
-            + f"#{i} · {by_id[i].description}",
+            + display_text(f"#{i} · {by_id[i].description}"),
         )
         selected = by_id[st.session_state[s.W_SELECTED]]
 
@@ -349,7 +350,8 @@ else:
                      or set(pd.unique(pred.covariates[c].dropna())[:3]) <= {0, 1}]
     ui.selectbox_state(s.W_GROUP, group_columns, group_columns[0] if group_columns else None)
     if group_columns:
-        column = st.selectbox("Group column", group_columns, key=s.W_GROUP)
+        column = st.selectbox("Group column", group_columns, key=s.W_GROUP,
+                              format_func=display_text)
         try:
             groups = group_subpopulations(pred, [column])
         except ValidationError as error:
@@ -362,7 +364,7 @@ else:
             ])
             ui.show_table(stats)
             names = [g.description for g in groups]
-            picked = st.selectbox("Open group", names, key="own_group")
+            picked = st.selectbox("Open group", names, key="own_group", format_func=display_text)
             drill_down(groups[names.index(picked)], None)
     else:
         st.info("No nominal or 0/1 covariates to group by.")

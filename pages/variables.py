@@ -11,6 +11,7 @@ from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.figures import format_number
 from mcviz.subpopulations import group_subpopulations
+from mcviz.text import display_text
 
 ui.setup_page("variables", "Variables")
 analysis = ui.require_current()
@@ -50,7 +51,7 @@ if ranking is not None:
     names = ranked + [v for v in kinds if v not in set(ranked)]
 ui.selectbox_state(s.W_VARIABLE, names, names[0])
 variable = st.selectbox("Variable", names, key=s.W_VARIABLE,
-                        format_func=lambda v: f"{v} ({kinds[v]})")
+                        format_func=lambda v: display_text(f"{v} ({kinds[v]})"))
 
 if ranking is not None:
     try:

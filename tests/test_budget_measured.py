@@ -22,8 +22,10 @@ from bench_budget import SHAPES, measure
 pytestmark = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(),
                                 reason="peak RSS is reset through Linux's /proc")
 
+# knn_1gb takes minutes; with every row a centre only the numeric shape runs here (the
+# flights-like one, a minute at this scale, is in the benchmark's table)
 CASES = [(case, shape) for case, shapes in SHAPES.items() if case != "knn_1gb"
-         for shape in list(shapes)[:2]]
+         for shape in list(shapes)[:2] if (case, shape) != ("knn_all", "flights")]
 
 
 @pytest.mark.parametrize(("case", "shape"), CASES, ids=[f"{c}-{s}" for c, s in CASES])

@@ -338,7 +338,11 @@ def test_multicalibration(data, seed, min_size, count):
     extra = Subpopulation(len(subpopulations), 0, (), "every other row",
                           np.arange(0, pred.n, 2, dtype=np.int64))
     more = mcviz.multicalibration(pred, (*subpopulations, extra))
-    assert more.metric >= result.metric
+    # To rounding: the evaluator sums tie runs first when a batch's members are mostly in long
+    # runs (mcviz.core.evaluator RUN_SUMS), so another member in the batch can move a term by
+    # an ulp (fresh fuzz draws found 0.1390213133393686 < 0.13902131333936862).
+    rounding = 0.0 if math.isinf(result.metric) else 1e-12 * max(1.0, result.metric)
+    assert more.metric >= result.metric - rounding
 
 
 @settings(max_examples=25, deadline=None)
@@ -381,7 +385,7 @@ def bf_pooled_variance(score, label, weight):
     Blocks of max(200, n // 100) rows ending at tie-run ends, a short last block (under half)
     joined to the one before; blocks with fewer than 100 responses off the most common value
     joined to the next (the last to the one before); in each, sum W (d - dbar)^2 over
-    sum W - sum W^2 / sum W with d = R - S (0 when that is at most 1e-9 sum W: one row).
+    sum W - sum W^2 / sum W with d = R - S (0 when that is 0: one row).
     """
     n = len(score)
     size = max(200, n // 100)
@@ -417,10 +421,10 @@ def bf_pooled_variance(score, label, weight):
         w = sum(weight[j] for j in rows)
         dbar = sum(weight[j] * (label[j] - score[j]) for j in rows) / w
         spread = sum(weight[j] * (label[j] - score[j] - dbar) ** 2 for j in rows)
-        effective = w - sum(weight[j] ** 2 for j in rows) / w
+        # sum W - sum W^2 / sum W, as 2 sum_{i<j} w_i w_j / sum W (no cancellation)
+        effective = 2 * sum(weight[i] * weight[j] for i in rows for j in rows if i < j) / w
         for j in rows:
-            # one row's worth of weight (effective size within 1e-9 of 1) has no variance
-            out[j] = spread / effective if effective > 1e-9 * w else 0.0
+            out[j] = spread / effective if effective > 0 else 0.0
         start = cut + 1
     return out
 
@@ -836,3 +840,24 @@ def test_one_row_has_no_pooled_variance(weight):
     result = mcviz.subpopulation_deviation(pred, np.array([0]))
     assert result.sigma <= 2e-16
     assert result.kuiper == 0.0
+
+
+def test_pooled_variance_keeps_its_precision_beside_a_heavy_weight():
+    # Was sigma 0.40240812641560714 against 0.4024081335053476 once every weight was scaled by
+    # 1e3 (fresh fuzz draws, Spec(n=2, weights="tiny_huge", response="continuous")): the pooled
+    # variance's denominator sum W - sum W^2 / sum W lost 6e-8 of its value to cancellation
+    # beside a weight of 1e9. Now 2 sum_{i<j} w_i w_j / sum W: for weights 1e9 and 1 it is
+    # 2e9 / (1e9 + 1), and sigma does not move with the scale of the weights.
+    score, label = [0.2, 0.6], [0.9, -0.3]
+    sigmas = []
+    for scale in (1.0, 1e3, 1e-3):
+        pred = Predictions.from_arrays(score, label, [1e9 * scale, 1.0 * scale],
+                                       response="continuous")
+        sigmas.append(mcviz.cumulative_differences(pred).sigma)
+    np.testing.assert_allclose(sigmas, sigmas[0], rtol=1e-13, atol=0)
+    pooled = mcviz.core.sigma.pooled_response_variance(
+        np.array(score), np.array(label), np.array([1e9, 1.0]))
+    d = np.subtract(label, score)
+    mean = (1e9 * d[0] + d[1]) / (1e9 + 1)
+    expected = (1e9 * (d[0] - mean) ** 2 + (d[1] - mean) ** 2) / (2e9 / (1e9 + 1))
+    np.testing.assert_allclose(pooled, expected, rtol=1e-9)

@@ -14,7 +14,8 @@ References
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr
+
+from mcviz.core.special import ndtr  # no SciPy import on the metrics path
 
 __all__ = ["BROWNIAN_RANGE_MEAN", "brownian_range_sf"]
 

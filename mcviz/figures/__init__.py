@@ -1,7 +1,10 @@
 """Plotly figure builders: one per result type; they draw results and never compute statistics.
 
 Each builder takes a result object from the statistics modules and returns a ``go.Figure``.
-Builders live in submodules by topic and are re-exported here.
+Builders live in submodules by topic and are re-exported here. Every builder also takes the
+house style's three options, keyword only, passed to :func:`apply_style` (which alone places
+titles, axes and legends): ``title`` (None: the builder's own), ``presentation`` (larger fonts
+and lines, for a projector) and ``height`` (pixels; None: the house height).
 """
 
 from mcviz.figures._style import MAX_POINTS, apply_style

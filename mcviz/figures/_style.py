@@ -34,6 +34,37 @@ ASSUMED_WIDTH = 560
 """Width (px) legends are laid out for when a figure has none: a half-screen grid cell."""
 
 
+STYLE_OPTIONS = """title : str, optional
+        The figure's title (None: the builder's own).
+    presentation : bool, default False
+        Larger fonts and lines, for a projector.
+    height : int, optional
+        Pixels (None: the house height)."""
+"""How every builder documents the house style's options (:func:`styled` fills it in)."""
+
+
+def styled(builder):
+    """Document a figure builder's ``title``, ``presentation`` and ``height`` options.
+
+    The builder's docstring holds ``{style}`` where the three options belong; they are written
+    once here (:data:`STYLE_OPTIONS`) and passed on to :func:`apply_style`.
+
+    >>> @styled
+    ... def f(result, *, title=None, presentation=False, height=None):
+    ...     '''Draw.
+    ...
+    ...     Parameters
+    ...     ----------
+    ...     {style}
+    ...     '''
+    >>> "presentation : bool, default False" in f.__doc__
+    True
+    """
+    if builder.__doc__:
+        builder.__doc__ = builder.__doc__.replace("{style}", STYLE_OPTIONS)
+    return builder
+
+
 def apply_style(
     figure: go.Figure,
     *,
@@ -106,6 +137,23 @@ _UNUSED_LAYOUT = ("colorscale", "geo", "polar", "scene", "ternary")
 def tick_size(presentation: bool = False) -> int:
     """Font size (px) of tick labels and of the subtitle line (the headline numbers)."""
     return round(0.8 * (PRESENTATION_FONT_SIZE if presentation else FONT_SIZE))
+
+
+def strip_below(figure: go.Figure, name: str, *, plot: tuple[float, float],
+                strip: tuple[float, float], left: bool = False) -> None:
+    """Lay out a plot over a thin strip (second y axis) and name the strip inside it.
+
+    ``plot`` and ``strip`` are the two y axes' domains (fractions of the plot area); the strip
+    has no ticks and no grid. Its name is written inside its top corner (``left``: the left
+    one): a rotated axis title beside the plot's own would run into it.
+    """
+    figure.update_layout(
+        yaxis={"domain": list(plot)},
+        yaxis2={"domain": list(strip), "showticklabels": False, "showgrid": False},
+    )
+    figure.add_annotation(text=name, xref="paper", yref="y2 domain", x=0.005 if left else 0.99,
+                          y=0.98 if left else 0.95, xanchor="left" if left else "right",
+                          yanchor="top", showarrow=False, font={"color": "#555555"})
 
 
 @lru_cache(maxsize=16)

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from mcviz.figures._style import BLACK, GRAY, LIGHT_GRAY, MAX_POINTS, SKY_BLUE, apply_style
+from mcviz.figures._style import BLACK, GRAY, LIGHT_GRAY, MAX_POINTS, SKY_BLUE, apply_style, styled
 from mcviz.figures.format import format_number
 from mcviz.measures import CorpResult, SmoothReliability
 
@@ -27,6 +27,7 @@ _CORP_HOVER = (
 )
 
 
+@styled
 def corp_figure(
     result: CorpResult,
     *,
@@ -40,10 +41,7 @@ def corp_figure(
     ----------
     result : CorpResult
         From :func:`mcviz.measures.corp_reliability`.
-    title : str, optional
-    presentation : bool, default False
-        Larger fonts and lines.
-    height : int, optional
+    {style}
 
     Returns
     -------
@@ -90,6 +88,7 @@ def corp_figure(
     return figure
 
 
+@styled
 def smooth_reliability_figure(
     result: SmoothReliability,
     *,
@@ -103,9 +102,7 @@ def smooth_reliability_figure(
     ----------
     result : SmoothReliability
         From :func:`mcviz.measures.smooth_reliability`.
-    title : str, optional
-    presentation : bool, default False
-    height : int, optional
+    {style}
 
     Returns
     -------

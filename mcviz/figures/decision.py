@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from mcviz.decision import DecisionImpact
-from mcviz.figures._style import BLACK, BLUE, GRAY, VERMILION, apply_style
+from mcviz.figures._style import BLACK, BLUE, GRAY, VERMILION, apply_style, styled
 
 __all__ = ["decision_curve_figure"]
 
@@ -32,6 +32,7 @@ def _band(x: np.ndarray, low: np.ndarray, high: np.ndarray, color: str, name: st
     ]
 
 
+@styled
 def decision_curve_figure(
     impact: DecisionImpact,
     *,
@@ -48,9 +49,7 @@ def decision_curve_figure(
         From :func:`mcviz.decision.decision_impact` (on held-out rows).
     thresholds : sequence of float
         The user's thresholds, drawn as dotted vertical lines.
-    title : str, optional
-    presentation : bool, default False
-    height : int, optional
+    {style}
 
     Returns
     -------

@@ -8,7 +8,15 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from mcviz.figures._style import BLACK, BLUE, LIGHT_GRAY, apply_style, tick_size
+from mcviz.figures._style import (
+    BLACK,
+    BLUE,
+    LIGHT_GRAY,
+    apply_style,
+    strip_below,
+    styled,
+    tick_size,
+)
 from mcviz.figures.format import format_number
 from mcviz.smoothing import LocalCalibrationScore
 
@@ -25,16 +33,18 @@ def _shade_boundary(figure: go.Figure, result: LocalCalibrationScore) -> None:
         stretches.append((grid[0], min(result.boundary_below, grid[-1])))
     if result.boundary_above <= grid[-1]:
         stretches.append((max(result.boundary_above, grid[0]), grid[-1]))
+    # one label, in the wider stretch: two ran into each other where the stretches were near
+    labelled = max(stretches, key=lambda s: s[1] - s[0]) if stretches else None
     for low, high in stretches:
-        figure.add_vrect(
-            x0=low, x1=high, fillcolor=LIGHT_GRAY, opacity=0.35, line_width=0, layer="below",
-            annotation_text="window at the range end",
-            # the legend sits top left: labels at the bottom of the stretch
-            annotation_position="bottom right" if low > 0.5 else "bottom left",
-            annotation_font_size=11, name=BOUNDARY_NOTE,
-        )
+        label = {} if (low, high) != labelled else {
+            "annotation_text": "window at the range end", "annotation_font_size": 11,
+            # the legend sits top left: the label at the bottom of the stretch, inside the plot
+            "annotation_position": "bottom right" if low > 0.5 else "bottom left"}
+        figure.add_vrect(x0=low, x1=high, fillcolor=LIGHT_GRAY, opacity=0.35, line_width=0,
+                         layer="below", name=BOUNDARY_NOTE, **label)
 
 
+@styled
 def lcs_figure(
     result: LocalCalibrationScore,
     *,
@@ -47,9 +57,7 @@ def lcs_figure(
     Parameters
     ----------
     result : LocalCalibrationScore
-    title : str, optional
-    presentation : bool, default False
-    height : int, optional
+    {style}
 
     Returns
     -------
@@ -81,16 +89,11 @@ def lcs_figure(
         yaxis="y2", name="density of scores", hoverinfo="skip", showlegend=False,
     ))
     _shade_boundary(figure, result)
+    strip_below(figure, "density of scores", plot=(0.25, 1.0), strip=(0.0, 0.18))
     figure.update_layout(
         xaxis={"title": "score", "range": [0, 1], "anchor": "y2"},
-        yaxis={"title": "observed rate", "range": [0, 1], "domain": [0.25, 1.0]},
-        yaxis2={"domain": [0.0, 0.18], "showgrid": False, "rangemode": "tozero",
-                "showticklabels": False},
+        yaxis={"title": "observed rate", "range": [0, 1]}, yaxis2={"rangemode": "tozero"},
     )
-    # the strip's name inside it: a rotated title beside "observed rate" would run into it
-    figure.add_annotation(text="density of scores", xref="paper", yref="y2 domain", x=0.99,
-                          y=0.95, xanchor="right", yanchor="top", showarrow=False,
-                          font={"color": "#555555"})
     subtitle = (
         f"LCS {format_number(result.lcs, digits=3)} · span {result.span:g} (k = {result.k:,}) · "
         f"{result.grid.size} grid points · n = {result.n:,}"

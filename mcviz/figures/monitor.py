@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from mcviz.figures._format import format_number
-from mcviz.figures._style import BLACK, BLUE, GRAY, VERMILION, apply_style
+from mcviz.figures._style import BLACK, BLUE, GRAY, VERMILION, apply_style, tick_size
 from mcviz.figures._text import plotly_texts
 from mcviz.monitor import MonitorResult
 
@@ -91,7 +91,9 @@ def monitor_heatmap_figure(result: MonitorResult, *, presentation: bool = False,
              f"≤ {format_number(result.alpha)}")
     subtitle = ("one-period standardised gap relative to the reference; ★ alarmed, ○ first "
                 "alarm; click a cell for its Review")
-    rows_height = max(320, 60 + 22 * len(rows)) + 120
+    # a row per label at the tick font (plotly drops every other label of a crowded axis)
+    row_px = max(22, round(1.6 * tick_size(presentation)))
+    rows_height = max(320, 60 + row_px * len(rows)) + (220 if presentation else 120)
     apply_style(figure, title=title, subtitle=subtitle, presentation=presentation,
                 height=height or min(rows_height, 1600), legend="bottom")
     return figure

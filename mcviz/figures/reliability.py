@@ -19,6 +19,8 @@ __all__ = ["metrics_table_figure", "reliability_figure"]
 
 # Equal-width bins carry their nominal edges (right-closed); the other kinds carry the smallest
 # and largest score in the bin, both included.
+LEGEND_CHARS = 48
+"""Longest subpopulation name in the legend (then "…"; the hover and the title say it all)."""
 _RANGE = {
     True: "bin (%{customdata[0]:.3g}, %{customdata[1]:.3g}]<br>",
     False: "scores %{customdata[0]:.4g} to %{customdata[1]:.4g}<br>",
@@ -103,6 +105,7 @@ def _add_panel(figure: go.Figure, result: ReliabilityResult, c: int, *,
     """Column ``c``: diagonal, bootstrap lines, points and the histogram bars below."""
     sub = result.has_subpopulation
     sub_name = result.subpopulation_description or "subpopulation"
+    legend_name = sub_name if len(sub_name) <= LEGEND_CHARS else sub_name[:LEGEND_CHARS - 1] + "…"
     main_color = BLACK
     full_color = GRAY if sub else BLACK
     centers = 0.5 * (result.histogram_edges[:-1] + result.histogram_edges[1:])
@@ -134,7 +137,7 @@ def _add_panel(figure: go.Figure, result: ReliabilityResult, c: int, *,
     )
     if sub:
         figure.add_trace(
-            _points(result.subpopulation[c], sub_name, main_color, first, "sub"),
+            _points(result.subpopulation[c], legend_name, main_color, first, "sub"),
             row=1, col=col,
         )
     figure.add_trace(

@@ -11,7 +11,16 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from mcviz.figures._style import BLACK, BLUE, GRAY, LIGHT_GRAY, VERMILION, apply_style
+from mcviz.figures._style import (
+    BLACK,
+    BLUE,
+    GRAY,
+    LIGHT_GRAY,
+    VERMILION,
+    apply_style,
+    strip_below,
+    styled,
+)
 from mcviz.figures.format import format_number, format_ticks
 from mcviz.smoothing import LoessCurve
 from mcviz.variables import LevelCalibration, VariableCalibration
@@ -108,16 +117,8 @@ def _rug(result: VariableCalibration) -> go.Bar:
 
 
 def _with_rug_axes(figure: go.Figure, result: VariableCalibration) -> None:
-    figure.update_layout(
-        yaxis={"domain": [0.22, 1.0]},
-        yaxis2={"domain": [0.0, 0.15], "showticklabels": False, "showgrid": False},
-        xaxis={"title": result.name, "anchor": "y2"},
-        bargap=0,
-    )
-    # the strip's name inside it (a rotated title there runs into the error axis's title)
-    figure.add_annotation(text="rows", xref="paper", yref="y2 domain", x=0.005, y=0.98,
-                          xanchor="left", yanchor="top", showarrow=False,
-                          font={"color": "#555555"})
+    strip_below(figure, "rows", plot=(0.22, 1.0), strip=(0.0, 0.15), left=True)
+    figure.update_layout(xaxis={"title": result.name, "anchor": "y2"}, bargap=0)
     if result.dates:  # the abscissae are nanoseconds: ticks written as dates
         low, high = (pd.Timestamp(round(e)) for e in result.histogram_edges[[0, -1]])
         ticks = pd.date_range(low, high, periods=6)
@@ -127,6 +128,7 @@ def _with_rug_axes(figure: go.Figure, result: VariableCalibration) -> None:
                             ticktext=format_ticks(ticks.to_numpy()))
 
 
+@styled
 def variable_curves_figure(
     result: VariableCalibration,
     *,
@@ -139,9 +141,7 @@ def variable_curves_figure(
     Parameters
     ----------
     result : VariableCalibration
-    title : str, optional
-    presentation : bool, default False
-    height : int, optional
+    {style}
 
     Returns
     -------

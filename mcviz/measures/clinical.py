@@ -74,11 +74,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, gammaincc
 
 from mcviz.binning import equal_count_runs
 from mcviz.core.arrays import Z95  # the one 97.5% normal quantile
 from mcviz.core.arrays import readonly as _readonly
+from mcviz.core.special import chi2_sf, expit
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.measures._data import CLIP, _dot, _Rows, _rows, _weighted_quantile
@@ -480,7 +480,7 @@ def _hosmer_lemeshow(rows: _Rows, groups: int) -> HosmerLemeshow:
     statistic = float(terms.sum())
     df = int(first.size - 2)
     # chi-squared survival function, P(X > x) = Q(df/2, x/2) (regularised upper gamma)
-    p_value = float(gammaincc(df / 2, statistic / 2)) if df >= 1 else float("nan")
+    p_value = chi2_sf(statistic, df) if df >= 1 else float("nan")
     last = bounds[1:] - 1
     return HosmerLemeshow(
         statistic=statistic,

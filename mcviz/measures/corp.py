@@ -11,7 +11,8 @@ computed by the pool-adjacent-violators (PAV) algorithm ([1], "the CORP approach
 are pooled first (they must receive one value: the tie rule), so PAV runs on the runs of tied
 scores, with the run weights :math:`\sum W` and mean responses :math:`\sum WR / \sum W`; the rows
 of ``Predictions`` are already sorted by score, so the pooling is one pass and PAV is
-:math:`O(n)` (``scipy.optimize.isotonic_regression``, which does not sort). Every block of the
+:math:`O(n)` (:func:`mcviz.core.isotonic.isotonic_fit`: exact for counts, else
+``scipy.optimize.isotonic_regression``; neither sorts). Every block of the
 PAV solution is a bin chosen by the data; the CORP curve joins the points
 :math:`(x_i, \hat x_i)` by straight lines ([1]).
 
@@ -55,10 +56,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.optimize import isotonic_regression
-from scipy.special import xlogy
 
 from mcviz.core.arrays import readonly as _readonly
+from mcviz.core.isotonic import isotonic_fit
+from mcviz.core.special import xlogy
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.measures._data import CLIP, _Rows, _rows
@@ -249,8 +250,8 @@ def _pav(rows: _Rows) -> np.ndarray:
     def fit() -> np.ndarray:
         weight = rows.run_sum("w")
         if rows.unit_weights and weight.size == rows.n:  # no ties, no weights
-            return isotonic_regression(rows.label).x
-        return isotonic_regression(rows.run_sum("wy") / weight, weights=weight).x
+            return isotonic_fit(rows.label)
+        return isotonic_fit(rows.run_sum("wy") / weight, weight)
 
     return rows.cached("pav", fit)
 
@@ -326,7 +327,7 @@ def _band(
     for m in range(n_resamples):
         draw = generator.random(rows.n) < rows.score  # R* ~ Bernoulli(S) under calibration
         positive = np.add.reduceat(np.where(draw, rows.weight, 0.0), rows.starts)
-        refitted[m] = isotonic_regression(positive / run_weight, weights=run_weight).x[at]
+        refitted[m] = isotonic_fit(positive / run_weight, run_weight)[at]
     tail = (1.0 - confidence) / 2.0
     lower, upper = np.quantile(refitted, [tail, 1.0 - tail], axis=0)
     return rows.run_score[at], lower, upper

@@ -302,17 +302,24 @@ def _smoothed(
     (and ``mass`` may then be a function, called only when the grid is not yet known).
     """
 
-    def rounding() -> tuple[np.ndarray, np.ndarray]:
+    def rounding() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        # node = clip(floor(score (size - 1)), 0, size - 2): the scores ascend, so the rows of
+        # each node are one range, cut where score (size - 1) reaches 1, 2, ..., size - 2
         scaled = rows.score * (size - 1)
-        node = scaled.astype(np.int64).clip(0, size - 2)
-        return node, scaled - node
+        starts = np.concatenate(([0], np.searchsorted(scaled, np.arange(1.0, size - 1.0))))
+        counts = np.diff(np.append(starts, scaled.size))
+        fraction = scaled - np.repeat(np.arange(size - 1.0), counts)
+        nodes = np.flatnonzero(counts)
+        return fraction, starts[nodes], nodes
 
     def round_to_grid() -> np.ndarray:
-        node, fraction = rows.cached(("grid", size), rounding)
+        fraction, starts, nodes = rows.cached(("grid", size), rounding)
         values = mass() if callable(mass) else mass
         split = fraction * values
-        grid = np.bincount(node, values - split, minlength=size)
-        grid += np.bincount(node + 1, split, minlength=size)
+        # per node: the mass (1 - f) m stays on it, f m goes to the next node (sums per range)
+        grid = np.zeros(size)
+        grid[nodes] = np.add.reduceat(values - split, starts)
+        grid[nodes + 1] += np.add.reduceat(split, starts)
         return grid
 
     grid = round_to_grid() if key is None else rows.cached(("mass", size, key), round_to_grid)

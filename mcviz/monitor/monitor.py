@@ -28,7 +28,7 @@ from time import perf_counter
 
 import numpy as np
 
-from mcviz.budget import Budget, Estimate, check
+from mcviz.budget import Budget, check, monitor_estimate
 from mcviz.core import brownian_range_sf, cumulative_path, path_kuiper_ks, safe_ratio
 from mcviz.core.sigma import sigma_from_variance
 from mcviz.errors import ValidationError
@@ -48,41 +48,6 @@ from mcviz.subpopulations import Subpopulation, full_population
 __all__ = ["MonitorResult", "SeriesMonitor", "monitor_calibration", "monitor_estimate"]
 
 Z95 = 1.959963984540054
-# Measured with tracemalloc at 10^5 and 10^6 rows (52 weeks; 50 levels, and 50 levels plus 10
-# overlapping filters): peak 77-120 B per row at 10^6 including the segments' member lists
-# (8 B per member); 450-700 B per row at 10^5, where the fixed part (null draws in batches of
-# at most 4e6 values) dominates. Time at load average 20 on the 2-core machine: 4.3 s at 10^6.
-_BYTES_PER_ROW = 120
-_BYTES_PER_MEMBER = 8
-_BYTES_FIXED = 150_000_000
-_SECONDS_PER_ROW = 3e-6
-_SECONDS_PER_MEMBER = 4e-8
-_SECONDS_PER_WINDOW_DRAW = 3e-8
-
-
-def monitor_estimate(rows: int, *, segment_rows: int, series: int, periods: int,
-                     n_draws: int = 999) -> Estimate:
-    """Cost of :func:`monitor_calibration`: memory O(rows + segment members), never dense.
-
-    ``segment_rows`` bounds the members of all segments together (a covariate's levels hold
-    each row once; a filter or a search finding up to every row).
-
-    Examples
-    --------
-    >>> e = monitor_estimate(10**6, segment_rows=10**6, series=51, periods=52)
-    >>> e.bytes < 10**9, e.seconds < 10
-    (True, True)
-    """
-    windows = periods * (periods + 1) // 2 if periods <= 64 else periods * 30
-    memory = _BYTES_FIXED + rows * _BYTES_PER_ROW + segment_rows * _BYTES_PER_MEMBER
-    seconds = (rows * _SECONDS_PER_ROW + segment_rows * _SECONDS_PER_MEMBER
-               + n_draws * series * windows * _SECONDS_PER_WINDOW_DRAW)
-    return Estimate(what=(f"monitor: {rows:,} rows × {periods} periods × {series} series, "
-                          f"{n_draws} null draws"), bytes=int(memory), seconds=float(seconds),
-                    advice="fewer filters or segment columns, longer periods, or a sample of "
-                           "the rows")
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class SeriesMonitor:
     r"""The per-period view and the alarm of one series (the full population or a segment).
@@ -317,6 +282,10 @@ def monitor_calibration(
     say(0.1, "cells")
     cells, sums = _cells(pred, rows, periods, found)
     plan = window_plan(periods.n_periods - periods.n_reference)
+    check(monitor_estimate(rows.size, segment_rows=sum(sub.size for sub in found),
+                           series=1 + len(found), atoms=cells.n.shape[0],
+                           windows=plan.start.size, all_periods=periods.n_periods, **cost),
+          budget)  # the null draws' batches sized as they will be
     observed = scan(sums["x"], sums["n"], sums["v"], periods.n_reference, plan)
     rng = np.random.default_rng(seed)
     draws = null_maxima(cells, periods.n_reference, plan, n_draws=n_draws, method=null, rng=rng,

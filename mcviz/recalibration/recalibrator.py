@@ -285,14 +285,31 @@ class Recalibrator:
             result = search_subpopulations(
                 adjusted, covariates=names, max_conditions=self.max_conditions,
                 n_findings=self.n_findings, seed=self.seed + k, progress=step)
-            new = [f for f in result.findings
+            usable = self._covariate_findings(result.findings, adjusted.score_column)
+            new = [f for f in usable
                    if f.p_adjusted < self.alpha and f.description not in descriptions]
-            found += [f for f in result.findings if f.description not in descriptions]
+            found += [f for f in usable if f.description not in descriptions]
             if not new:
                 break
             descriptions += [f.description for f in new]
             beta = fit_logistic(_findings_design(pred, descriptions), pred.label, w)
         return found, descriptions, beta
+
+    def _covariate_findings(self, findings: Sequence, score_column: str) -> list:
+        """Return the findings a term can be made of: those bounding no score of a pass.
+
+        The search may bound the score it is given (a band "where the model says"); in a pass
+        that score is the fix so far (column ``<score>_recalibrated``), which no term on the
+        input rows can name. Such findings are left out, with a note.
+        """
+        usable = []
+        for finding in findings:
+            if any(c.column == score_column for c in finding.subpopulation.conditions):
+                self.notes.append(f"no term for {finding.description!r}: it bounds the scores "
+                                  "as fixed so far, not a covariate.")
+            else:
+                usable.append(finding)
+        return usable
 
     def _fit_boost(self, pred: Predictions, w: np.ndarray, progress=None) -> dict:
         names = self._covariate_names(pred)

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
@@ -96,6 +95,8 @@ class LocalCalibrationScore:
 
 def _probit_band(mean: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """95% band per window on the probit scale; exact one-sided bounds at 0 and 1 events."""
+    from scipy.special import ndtr, ndtri  # per window; imported here, not for mcviz metrics
+
     p = np.clip(mean, 0.0, 1.0)
     inner = (p > 0) & (p < 1)
     safe = np.where(inner, p, 0.5)

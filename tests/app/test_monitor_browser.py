@@ -4,18 +4,7 @@ that series and period, and "Open in Review" opens the Review grid for it."""
 from __future__ import annotations
 
 import pytest
-from test_browser import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    _free_port,
-    _require_browser,
-    check_page,
-    start_app,
-    stop_app,
-    wait_charts,
-    wait_idle,
-)
+from browser_kit import app_page, check_page, wait_charts, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -35,41 +24,27 @@ CELL_JS = """
 
 
 def test_clicking_a_cell_picks_its_series_and_opens_review():
-    _require_browser()
-    from playwright.sync_api import sync_playwright
+    with app_page("/monitor", heading="Monitor") as page:
+        wait_charts(page, 2)
+        check_page(page, "monitor")
+        page.get_by_text("NYC flights 2013").first.wait_for(timeout=10_000)
+        # row 17 is origin == EWR; column 30 is a week of July 2013
+        x, y, row_label, period = page.evaluate(CELL_JS, [17, 30])
+        assert "origin == EWR" in row_label
+        page.mouse.click(x, y)
+        wait_idle(page)
+        page.wait_for_function(  # "From period" and "To period" moved to the clicked week
+            "p => [...document.querySelectorAll('[data-testid=stSelectbox] input')]"
+            ".filter(e => e.value === p).length === 2", arg=period, timeout=60_000)
+        wait_idle(page)
+        page.get_by_role("button", name="Open in Review").click()
+        page.get_by_role("heading", name="Review").first.wait_for(timeout=120_000)
+        wait_idle(page)
+        from urllib.parse import parse_qs, urlparse
 
-    ARTIFACTS.mkdir(exist_ok=True)
-    port = _free_port()
-    process = start_app(port)
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1440, "height": 900})
-            page.goto(f"http://127.0.0.1:{port}/monitor", wait_until="domcontentloaded")
-            page.get_by_role("heading", name="Monitor").first.wait_for(timeout=120_000)
-            wait_charts(page, 2)
-            check_page(page, "monitor")
-            page.get_by_text("NYC flights 2013").first.wait_for(timeout=10_000)
-            # row 17 is origin == EWR; column 30 is a week of July 2013
-            x, y, row_label, period = page.evaluate(CELL_JS, [17, 30])
-            assert "origin == EWR" in row_label
-            page.mouse.click(x, y)
-            wait_idle(page)
-            page.wait_for_function(  # "From period" and "To period" moved to the clicked week
-                "p => [...document.querySelectorAll('[data-testid=stSelectbox] input')]"
-                ".filter(e => e.value === p).length === 2", arg=period, timeout=60_000)
-            wait_idle(page)
-            page.get_by_role("button", name="Open in Review").click()
-            page.get_by_role("heading", name="Review").first.wait_for(timeout=120_000)
-            wait_idle(page)
-            from urllib.parse import parse_qs, urlparse
-
-            query = parse_qs(urlparse(page.url).query)
-            assert query["page"] == ["review"]
-            week = f"departure >= {period} and departure < "
-            assert query["filter"][0].startswith(f"origin == EWR and {week}"), query["filter"]
-            wait_charts(page, 1)
-            check_page(page, "monitor-review")
-            browser.close()
-    finally:
-        stop_app(process)
+        query = parse_qs(urlparse(page.url).query)
+        assert query["page"] == ["review"]
+        week = f"departure >= {period} and departure < "
+        assert query["filter"][0].startswith(f"origin == EWR and {week}"), query["filter"]
+        wait_charts(page, 1)
+        check_page(page, "monitor-review")

@@ -13,16 +13,7 @@ from __future__ import annotations
 import urllib.parse
 
 import pytest
-from test_browser import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    _free_port,
-    _require_browser,
-    start_app,
-    stop_app,
-    wait_idle,
-)
+from browser_kit import ARTIFACTS, launched, served, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -75,21 +66,14 @@ LAYOUT_JS = """
 
 @pytest.fixture(scope="module")
 def app_url():
-    _require_browser()
-    port = _free_port()
-    process = start_app(port)
-    yield f"http://127.0.0.1:{port}"
-    stop_app(process)
+    with served() as (_, base):
+        yield base
 
 
 @pytest.fixture(scope="module")
 def browser(app_url):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with launched() as chromium:
         yield chromium
-        chromium.close()
 
 
 def _fresh_page(browser, width: int = 1440, height: int = 900):

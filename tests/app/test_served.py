@@ -12,27 +12,15 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.parse
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from test_browser import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    ROOT,
-    _free_port,
-    _require_browser,
-    open_page,
-    stop_app,
-    wait_idle,
-)
+from browser_kit import ARTIFACTS, launched, open_page, served, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -56,42 +44,16 @@ def rss(pid: int) -> int:
 
 @pytest.fixture(scope="module")
 def server():
-    _require_browser()
-    import urllib.request
-
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MCVIZ_SWEEP_SECONDS": "2",
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--server.fileWatcherType", "none", "--server.disconnectedSessionTTL", "5"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
-                break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                pytest.fail("streamlit did not start")
-            time.sleep(0.3)
-    yield process, f"http://127.0.0.1:{port}"
-    stop_app(process)
+    with served(ttl=5, sweep=2) as started:
+        yield started
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "served-memory.json").write_text(json.dumps(MEMORY, indent=2))
 
 
 @pytest.fixture(scope="module")
 def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with launched() as chromium:
         yield chromium
-        chromium.close()
 
 
 def no_exception(page) -> None:
@@ -126,6 +88,23 @@ PLANTED_JS = """() => [...document.querySelectorAll("a[href*='127.0.0.9'], img[s
     while (p) { if (p.dataset && p.dataset.testid) ids.push(p.dataset.testid);
                 p = p.parentElement; }
     return e.outerHTML.slice(0, 200) + " in " + ids.join(" < "); })"""
+
+
+def open_sessions(browser, base: str, files: dict[str, bytes], *,
+                  timeout: float = 120_000) -> tuple[list, list]:
+    """One browser context per file: each opens the app, drops its file (``<tag>.csv``) and
+    waits until its column ``col_<tag>`` shows. Returns the contexts and their pages."""
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in files]
+    pages = [c.new_page() for c in contexts]
+    for page in pages:
+        page.goto(base + "/")
+    for page, (tag, raw) in zip(pages, files.items(), strict=True):
+        wait_idle(page)
+        upload(page, f"{tag}.csv", raw)
+    for page, tag in zip(pages, files, strict=True):
+        wait_text(page, f"col_{tag}", timeout=timeout)
+        wait_idle(page)
+    return contexts, pages
 
 
 def upload(page, name: str, raw: bytes, mime: str = "text/csv") -> None:
@@ -181,7 +160,7 @@ def test_hostile_names_and_values_fetch_nothing_from_outside(server, browser):
 
 
 def session_file(tag: str, n: int = 100_000) -> bytes:
-    rng = np.random.default_rng(abs(hash(tag)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(tag.encode()))  # the same rows on every run
     score = np.clip(rng.beta(2, 3, n), 0.01, 0.99)
     frame = pd.DataFrame({"score": score.round(5), "label": (rng.random(n) < score).astype(int),
                           f"col_{tag}": rng.normal(size=n).round(4),
@@ -202,16 +181,8 @@ def test_sessions_see_only_their_data_and_memory_comes_back(server, browser):
     tags_of_round = [[f"r{r}s{s}" for s in range(3)] for r in range(3)]
     after_round = []
     for tags in tags_of_round:
-        contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in tags]
-        pages = [c.new_page() for c in contexts]
-        for page in pages:
-            page.goto(base + "/")
+        contexts, pages = open_sessions(browser, base, {tag: session_file(tag) for tag in tags})
         for page, tag in zip(pages, tags, strict=True):
-            wait_idle(page)
-            upload(page, f"{tag}.csv", session_file(tag))
-        for page, tag in zip(pages, tags, strict=True):
-            wait_text(page, f"col_{tag}", timeout=120_000)
-            wait_idle(page)
             open_page(page, "Subpopulations")
             wait_idle(page)
             text = page.inner_text("body")

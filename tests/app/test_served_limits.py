@@ -18,10 +18,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import resource
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -29,18 +25,8 @@ import urllib.request
 import numpy as np
 import pandas as pd
 import pytest
-from test_browser import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    ROOT,
-    _free_port,
-    _require_browser,
-    open_page,
-    stop_app,
-    wait_idle,
-)
-from test_served import no_exception, rss, upload, wait_text
+from browser_kit import ARTIFACTS, healthy, launched, open_page, served, wait_idle
+from test_served import no_exception, open_sessions, rss, upload, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -55,32 +41,10 @@ NUMBERS: dict[str, float] = {}
 
 @pytest.fixture(scope="module")
 def server():
-    _require_browser()
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MCVIZ_SWEEP_SECONDS": str(SWEEP),
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    env.pop("MCVIZ_MEMORY_BUDGET", None)
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
-
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--server.fileWatcherType", "none", "--server.disconnectedSessionTTL", str(TTL)],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        preexec_fn=cap,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while not answers(base):
-        if time.monotonic() > deadline or process.poll() is not None:
-            process.kill()
-            pytest.fail("streamlit did not start")
-        time.sleep(0.3)
-    yield process, base
-    alive = process.poll() is None
-    stop_app(process)
+    with served(ttl=TTL, sweep=SWEEP, cap=CAP, env={"MCVIZ_MEMORY_BUDGET": None}) as started:
+        process, base = started
+        yield process, base
+        alive = process.poll() is None
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "served-limits.json").write_text(json.dumps(NUMBERS, indent=2))
     assert alive, "the server died"
@@ -88,20 +52,8 @@ def server():
 
 @pytest.fixture(scope="module")
 def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with launched() as chromium:
         yield chromium
-        chromium.close()
-
-
-def answers(base: str) -> bool:
-    try:
-        with urllib.request.urlopen(base + "/_stcore/health", timeout=5) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def settle(pid: int) -> int:
@@ -131,7 +83,7 @@ def test_the_million_column_csv_is_refused_and_the_demo_loads_beside_it(server, 
     wait_text(two, "Rows read", timeout=120_000)
     wait_idle(two)
     no_exception(two)
-    assert answers(base)
+    assert healthy(base)
     open_page(one, "Calibration")  # the first session still works
     wait_idle(one)
     no_exception(one)
@@ -163,16 +115,9 @@ def test_memory_comes_back_after_sessions_with_million_row_uploads_close(server,
     files = {f"r{r}s{s}": session_file(f"r{r}s{s}") for r in range(3) for s in range(3)}
     for round_ in range(3):
         tags = [f"r{round_}s{s}" for s in range(3)]
-        contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in tags]
-        pages = [c.new_page() for c in contexts]
+        contexts, pages = open_sessions(browser, base, {tag: files[tag] for tag in tags},
+                                        timeout=240_000)
         for page in pages:
-            page.goto(base + "/")
-        for page, tag in zip(pages, tags, strict=True):
-            wait_idle(page)
-            upload(page, f"{tag}.csv", files[tag])
-        for page, tag in zip(pages, tags, strict=True):
-            wait_text(page, f"col_{tag}", timeout=240_000)
-            wait_idle(page)
             no_exception(page)
         NUMBERS[f"rss_round_{round_ + 1}_open_MB"] = rss(process.pid) / 2**20
         for context in contexts:

@@ -6,52 +6,17 @@ Reuses the server and page helpers of test_browser.py (Debian's chromium, never
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
-from test_browser import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    _free_port,
-    _require_browser,
-    check_page,
-    open_page,
-    start_app,
-    stop_app,
-    wait_charts,
-    wait_idle,
-)
+from browser_kit import app_page, check_page, open_page, wait_charts, wait_idle
 from wiring_testdata import PLANTED, planted_csv
 
 pytestmark = pytest.mark.browser
 
 
-@contextlib.contextmanager
-def _app_page():
-    """A fresh server and a 1440x900 page on its Data page (the browser checked first)."""
-    _require_browser()
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    process = start_app(port := _free_port())
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
-            page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
-            page.get_by_role("heading", name="Data").first.wait_for(timeout=60_000)
-            wait_idle(page)
-            yield page
-            browser.close()
-    finally:
-        stop_app(process)
-
-
 def test_planted_group_is_the_first_finding(tmp_path):
     path = tmp_path / "planted.csv"
     path.write_bytes(planted_csv(100_000, shift=0.1))  # region == r7 (2%) under-predicted by 0.1
-    with _app_page() as page:
+    with app_page() as page:
         page.locator("input[type=file]").set_input_files(str(path))
         page.get_by_text("Analysing the uploaded file").wait_for(timeout=120_000)
         wait_idle(page)
@@ -115,7 +80,7 @@ def _wired_pages(page, prefix: str) -> None:
 
 def test_wired_pages_at_1440_and_in_presentation_mode():
     """The demo: every page this work changed, at 1440x900, then 1920x1080 presentation."""
-    with _app_page() as page:
+    with app_page() as page:
         _wired_pages(page, "wiring-1440-")
         page.set_viewport_size({"width": 1920, "height": 1080})
         page.get_by_text("Presentation mode").click()

@@ -98,3 +98,22 @@ def test_the_command_line_exits_2_on_bad_input(tmp_path):
     assert process.stderr.strip().endswith("monitoring needs at least 2 periods: choose "
                                            "shorter periods.")
     assert "Traceback" not in process.stderr
+
+
+def test_a_monitor_over_the_memory_budget_is_refused_with_what_to_change(drift_csv, capsys,
+                                                                          monkeypatch):
+    # 20,000 null draws over 120 daily periods: batches of about 800 draws of the 3 x 120 cells
+    # and 4 series' paths (about 16 MB) under a 10 MB budget; the file reads in about 2 MB
+    monkeypatch.setenv("MCVIZ_MEMORY_BUDGET", "10MB")
+    status = cli.main(["monitor", str(drift_csv), "--score", "score", "--label", "label",
+                       "--time", "date", "--period", "day", "--segments", "region",
+                       "--draws", "20000", "--json"])
+    error = capsys.readouterr().err
+    assert status == 2, error
+    assert "refused before starting: monitor: 6,000 rows" in error
+    assert "> budget 10 MB" in error
+    assert "fewer null draws (--draws)" in error
+    assert "Traceback" not in error
+    monkeypatch.setenv("MCVIZ_MEMORY_BUDGET", "2GB")
+    assert cli.main(["monitor", str(drift_csv), "--score", "score", "--label", "label",
+                     "--time", "date", "--period", "week", "--draws", "99", "--json"]) == 0

@@ -129,3 +129,34 @@ def test_review_of_real_valued_responses_explains_the_missing_lcs():
     cells = review.review_figures(results)
     assert isinstance(cells[3], str)
     assert "0/1 responses" in cells[3]
+
+
+def test_run_id_is_the_settings_objects_key():
+    """The cache key comes from mcviz.settings: every setting of Algorithm 1 changes it."""
+    import json
+
+    from mcviz.settings import SearchSettings, SubpopulationSettings
+
+    base = runs.RunSettings(("x", "group"), 40, 10, seed=5, repeats=2)
+    ident = runs.run_id("k", base)
+    assert ident == f"k|{json.dumps(['generated', ['x', 'group'], 40, 10, 5, 2])}"
+    assert json.loads(ident.split("|", 1)[1])[2:] == list(SubpopulationSettings(
+        n_subpopulations=40, min_size=10, seed=5, repeats=2).key())
+    # the page's mapping (text values as widgets and links give them) names the same run
+    mapping = {"key": "k", "covariates": ["x", "group"], "n_subpopulations": "40",
+               "min_size": 10, "seed": 5, "repeats": 2, "mode": "generated"}
+    assert runs.run_id("k", mapping) == ident
+    assert runs.run_id("other", mapping) != ident
+    for spec in SubpopulationSettings.settings():  # each setting of the object is in the key
+        changed = dict(mapping, **{spec.name: getattr(base, spec.name) + 1})
+        assert runs.run_id("k", changed) != ident, spec.name
+    assert runs.run_id("k", dict(mapping, covariates=["x"])) != ident
+    # a searched run: the search's settings object, whatever ℓ, m and the repeats say
+    searched = dict(mapping, mode="searched", max_conditions=2, n_findings=3)
+    assert runs.run_id("k", searched) == runs.run_id("k", dict(searched, n_subpopulations=9,
+                                                                 repeats=5))
+    assert json.loads(runs.run_id("k", searched).split("|", 1)[1])[2:] == list(
+        SearchSettings(max_conditions=2, n_findings=3, seed=5).key())
+    assert runs.run_id("k", dict(searched, max_conditions=3)) != runs.run_id("k", searched)
+    with pytest.raises(ValidationError, match="n_subpopulations"):
+        runs.run_id("k", dict(mapping, n_subpopulations=0))  # bounds: the settings object's

@@ -46,3 +46,21 @@ def test_series_figure_draws_the_path_and_the_triangle(result):
     assert max(triangle.y) == pytest.approx(2 * series.sigma)
     response = next(t for t in figure.data if t.name == "mean response")
     np.testing.assert_array_equal(np.asarray(response.y, dtype=float), series.mean_response)
+
+
+def test_heatmap_rows_leave_room_for_every_label():
+    # 20 series in presentation fonts: each row at least 1.3 tick fonts high, else plotly drops
+    # every other series name (seen at 1920x1080 on the flights demo)
+    from mcviz.figures._style import tick_size
+
+    rng = np.random.default_rng(1)
+    n = 8000
+    pred = Predictions.from_arrays(
+        rng.uniform(0.1, 0.9, n), rng.random(n) < 0.5, covariates={
+            "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(rng.integers(0, 90, n), "D"),
+            "g": rng.choice([f"level {i}" for i in range(19)], n)})
+    watched = monitor_calibration(pred, period="week", segments=["g"], n_draws=19)
+    for presentation in (False, True):
+        layout = monitor_heatmap_figure(watched, presentation=presentation).layout
+        plot = layout.height - layout.margin.t - layout.margin.b
+        assert plot / len(watched.series) >= 1.3 * tick_size(presentation), presentation

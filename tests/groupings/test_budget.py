@@ -3,6 +3,7 @@ import pytest
 
 from mcviz import budget
 from mcviz.budget import (
+    DEFAULT_TIME_BUDGET,
     Budget,
     Estimate,
     check,
@@ -50,7 +51,10 @@ def test_memory_budget_argument_then_environment_then_share(monkeypatch):
 
 def test_time_budget(monkeypatch):
     monkeypatch.delenv("MCVIZ_TIME_BUDGET", raising=False)
-    assert time_budget() is None
+    assert time_budget() == DEFAULT_TIME_BUDGET == 3600.0  # one hour unless told otherwise
+    for lifted in ("none", "Off", " unlimited "):
+        monkeypatch.setenv("MCVIZ_TIME_BUDGET", lifted)
+        assert time_budget() is None
     monkeypatch.setenv("MCVIZ_TIME_BUDGET", "30")
     assert time_budget() == 30.0
     monkeypatch.setenv("MCVIZ_TIME_BUDGET", "soon")
@@ -84,8 +88,9 @@ def test_estimates_grow_with_rows_and_centres_but_not_with_levels():
     base = {"numeric": 4, "nominal": 1, "centres": 2_000, "k": 100}
     few = knn_estimate(10**6, levels=5, **base)
     many = knn_estimate(10**6, levels=500, **base)
-    # Levels are integer codes: 495 more levels cost at most 100 B each, not 10^6 x 8 B each.
-    assert many.bytes - few.bytes <= 100 * 495
+    # Levels are integer codes: 495 more levels cost at most 100 B each and one k-d tree kept
+    # per level searched (3 kB), not 10^6 x 8 B each.
+    assert many.bytes - few.bytes <= (100 + 3_000) * 495
     assert knn_estimate(2 * 10**6, levels=5, **base).bytes > 1.9 * few.bytes - 1e8
     more_centres = knn_estimate(10**6, numeric=4, nominal=1, levels=5, centres=20_000, k=100)
     assert more_centres.seconds > few.seconds

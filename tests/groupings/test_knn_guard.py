@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from mcviz import ValidationError
-from mcviz.budget import Budget, knn_width
+from mcviz.budget import Budget, Cancelled, knn_width
 from mcviz.groupings import local as local_module
 from mcviz.groupings import local_calibration
 from mcviz.io import Predictions
@@ -56,6 +56,47 @@ def test_the_estimate_foresees_the_wide_search_and_refuses_it():
             r"refused before starting: k-NN local calibration: 50,000 rows.*"
             r"time .* > budget 10 s.*choose fewer centres \(max_centres\)")):
         local_calibration(pred, k=100, budget=Budget(bytes=10**9, seconds=10.0))
+
+
+def test_every_row_a_centre_on_the_issues_shape_is_refused_by_the_default_time_budget(
+        monkeypatch):
+    # issue #25: 10^6 flights-like rows, k = 100, every row a centre: about 12 h. No time budget
+    # is set, so the default (one hour) refuses it before anything large is allocated.
+    monkeypatch.delenv("MCVIZ_TIME_BUDGET", raising=False)
+    monkeypatch.setenv("MCVIZ_MEMORY_BUDGET", "4GB")
+    pred = flights_like(1_000_000)
+    with pytest.raises(ValidationError, match=(
+            r"refused before starting: k-NN local calibration: 1,000,000 rows.*"
+            r"centres.*about .* and [0-9.]+ h \(time [0-9.]+ h > budget 60.0 min\).*"
+            r"choose fewer centres \(max_centres\).*MCVIZ_TIME_BUDGET \(seconds, or 'none'\)")):
+        local_calibration(pred, k=100)
+    # a sample of centres is what the message suggests, and it runs under the same defaults
+    assert knn_estimate_of(pred, centres=2_000).seconds < 3600
+
+
+def knn_estimate_of(pred: Predictions, centres: int):
+    from mcviz.budget import knn_estimate
+    from mcviz.groupings.input_space import space_shape
+
+    shape = space_shape(pred, None)
+    return knn_estimate(pred.n, numeric=shape.numeric, nominal=shape.nominal,
+                        levels=shape.levels, centres=centres, k=100,
+                        level_counts=shape.level_counts)
+
+
+def test_a_long_search_reports_progress_and_stops_when_asked():
+    pred = flights_like(20_000, levels=100)
+    seen = []
+
+    def progress(fraction, what):
+        seen.append(fraction)
+        if len(seen) == 4:  # the stop button, a few chunks in
+            raise Cancelled
+
+    with pytest.raises(Cancelled):
+        local_calibration(pred, k=50, progress=progress)
+    assert seen == sorted(seen)
+    assert 0 < seen[-1] < 0.5
 
 
 def test_an_underestimated_search_is_refused_after_its_pilot(monkeypatch):

@@ -12,7 +12,6 @@ import pytest
 from mcviz import ValidationError, load_predictions, read_table
 from mcviz.io.readers import (
     DEFAULT_MAX_BYTES,
-    _has_long_line,
     _parquet_memory,
     default_max_bytes,
 )
@@ -60,12 +59,6 @@ def test_gzip_limit_is_on_the_decompressed_bytes():
     assert len(read_table(io.BytesIO(packed), max_bytes=len(text))) == 10_000
     with pytest.raises(ValidationError, match=r"decompresses to more than 58\.60 KiB"):
         read_table(io.BytesIO(packed), max_bytes=len(text) - 1)
-
-
-def test_long_line_detection_by_windows():
-    assert not _has_long_line(b"a,b\n" * 1000, window=16)
-    assert _has_long_line(b"a,b\n" + b"x" * 40 + b"\n", window=16)  # 40 >= 2 windows
-    assert not _has_long_line(b"a,b\r" * 1000, window=16)  # CR-only line breaks count
 
 
 def test_cr_only_and_long_fields_keep_every_value():

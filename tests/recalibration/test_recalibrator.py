@@ -185,3 +185,24 @@ def test_boost_tree_settings_are_checked_and_saved():
     again = Recalibrator.from_json(fix.to_json())
     assert again.params["trees"]["n_trees"] == 94
     np.testing.assert_array_equal(again.transform(pred), fix.transform(pred))
+
+
+def test_findings_fix_skips_findings_that_bound_the_pass_score():
+    # A bump in the middle of the scores that Platt cannot fix: the search of a pass bounds the
+    # scores as fixed so far ("score_recalibrated ≥ ..."), which no term on the input rows can
+    # name. Such a finding is noted and left out (it raised "unknown column" on the Adult demo).
+    import mcviz
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    score = rng.uniform(0.05, 0.95, n)
+    level = rng.choice(list("abcd"), n)
+    truth = np.clip(score + 0.25 * ((score > 0.4) & (score < 0.6)), 0, 1)
+    pred = mcviz.Predictions.from_arrays(
+        score, (rng.random(n) < truth).astype(int),
+        covariates={"x": rng.normal(size=n), "g": pd.Categorical(level)})
+    fix = Recalibrator("findings").fit(pred)
+    assert any("score_recalibrated" in note and "not a covariate" in note for note in fix.notes)
+    assert all("score_recalibrated" not in term["description"]
+               for term in fix.params["terms"])
+    assert np.all(np.isfinite(fix.transform(pred)))

@@ -607,6 +607,9 @@ def test_locate_equals_the_binary_search(seed, size, offset, kind):
     top = max(edges.size - 2, 0)
     expected = np.clip(np.searchsorted(edges, rows, side="right") - 1, 0, top)
     np.testing.assert_array_equal(locate(edges, rows, top), expected)
+    # ascending rows (score-sorted arrays) take the range path: the same positions
+    order = np.argsort(rows, kind="stable")
+    np.testing.assert_array_equal(locate(edges, rows[order], top), expected[order])
 
 
 @pytest.mark.parametrize("values", [
