@@ -198,20 +198,25 @@ class Beam:
         One pass takes the conditions in turn; each is chosen afresh within the rows of the
         others (:meth:`_rechoose`), so a condition first picked where the others were not yet
         in place (a level set chosen before the band that carries the deviation) is put right.
-        Passes repeat until a pass changes nothing, at most :data:`REFINE_PASSES` times.
+        The cycle stops as soon as every condition has been re-chosen once without a change
+        since the last change (re-choosing one whose others did not move gives it again), at
+        most :data:`REFINE_PASSES` passes.
         """
-        cuts = tuple(cuts)
-        for _ in range(REFINE_PASSES):
-            members = self.members(cuts)
-            under = bool(_score_candidates(self.data, [members])[0, 3] >= 0) if members.size \
-                else True
-            new = list(cuts)
-            for i in range(len(new)):
-                new[i] = self._rechoose(new, i, under)
-            if tuple(new) == cuts:
+        cuts = list(cuts)
+        if not cuts:
+            return ()
+        members = self.members(tuple(cuts))
+        under = bool(_score_candidates(self.data, [members])[0, 3] >= 0) if members.size \
+            else True
+        stable = 0  # conditions re-chosen in a row without a change
+        for step in range(REFINE_PASSES * len(cuts)):
+            i = step % len(cuts)
+            new = self._rechoose(cuts, i, under)
+            stable = stable + 1 if new == cuts[i] else 0
+            cuts[i] = new
+            if stable >= len(cuts):  # a full cycle without a change: converged
                 break
-            cuts = tuple(new)
-        return cuts
+        return tuple(cuts)
 
     def _rechoose(self, cuts: list[Cut], i: int, under: bool) -> Cut:
         """Condition ``i`` chosen again within the rows of the other conditions.
