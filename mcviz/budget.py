@@ -456,10 +456,11 @@ def kernel_estimate(rows: int, *, columns: int, centres: int, pairs: int) -> Est
 # Measured peak RSS (benchmarks/bench_budget.py, issue #25) on random subpopulations of
 # 10^5-2x10^5 rows with 4 numeric and 2 nominal covariates (l = 500-1,000): the subpopulations
 # keep one index per member, 0.25-0.3 bytes per subpopulation and row on average with every
-# repeat kept; 1-1.3e-8 s per subpopulation and row. Both are rounded up.
+# repeat kept; 1.5-2.2e-9 s (CPU and wall at load average 7) per subpopulation and row since
+# #28 sped up the evaluation. Both are rounded up.
 SUBPOP_BYTES_PER_MEMBER = 0.33  # per subpopulation and row
 SUBPOP_BYTES_PER_ROW = 64  # the full population's per-row work arrays (one pass)
-SUBPOP_SECONDS_PER_MEMBER = 2e-8  # per subpopulation and row
+SUBPOP_SECONDS_PER_MEMBER = 3e-9  # per subpopulation and row (CPU 1.5-1.9e-9 since #28)
 
 
 def subpopulations_estimate(rows: int, subpopulations: int, repeats: int = 1) -> Estimate:
@@ -484,10 +485,10 @@ def subpopulations_estimate(rows: int, subpopulations: int, repeats: int = 1) ->
 # baseline (benchmarks/bench_budget.py, tests/test_budget_measured.py).
 
 _TABLE_BYTES_PER_BYTE = 3.0  # the parsed batches, the DataFrame converted from them, pool slack
-_TABLE_SECONDS_PER_VALUE = 4.5e-7  # parsing, converting (measured under load average ~5)
+_TABLE_SECONDS_PER_VALUE = 1e-7  # parsing, converting (CPU 4-6e-8 per value; 1.9e-7 re-read)
 _BUFFER_COPIES = 3  # text blocks held by the streaming reader (read ahead, being parsed)
 _PARQUET_BYTES_PER_DECODED_BYTE = 2.4  # the decoded table and the frame's copy
-_PARQUET_SECONDS_PER_DECODED_BYTE = 8e-9
+_PARQUET_SECONDS_PER_DECODED_BYTE = 2e-9  # CPU 0.6-1.1e-9
 
 
 def table_read_estimate(table: int, *, held: int = 0, buffer: int = 0, values: int = 0,
@@ -545,10 +546,10 @@ _MONITOR_BYTES_PER_MEMBER = 12
 _MONITOR_BATCH_VALUES = 4_000_000  # mcviz.monitor.alarm: values of one batch of null draws
 _MONITOR_BYTES_PER_CELL_DRAW = 40  # a batch's (atom, period) draws: 5 float64 arrays
 _MONITOR_BYTES_PER_PATH_DRAW = 16  # a batch's series paths along the monitored periods
-_MONITOR_SECONDS_PER_ROW = 6e-6
-_MONITOR_SECONDS_PER_MEMBER = 4e-8
-_MONITOR_SECONDS_PER_WINDOW_DRAW = 6e-8  # a (series, window) of one draw: the scan
-_MONITOR_SECONDS_PER_CELL_DRAW = 3.5e-7  # an (atom, period) of one draw: normal draws, sums
+_MONITOR_SECONDS_PER_ROW = 5e-7
+_MONITOR_SECONDS_PER_MEMBER = 4e-9
+_MONITOR_SECONDS_PER_WINDOW_DRAW = 5e-9  # a (series, window) of one draw: the scan
+_MONITOR_SECONDS_PER_CELL_DRAW = 3e-8  # an (atom, period) of one draw: normal draws, sums
 
 
 def monitor_estimate(rows: int, *, segment_rows: int, series: int, periods: int,

@@ -281,6 +281,7 @@ class _Plan:
     as_text: dict[str, object] = field(default_factory=dict)  # name -> type inferred first
     restarts: int = 0
     schema: object = None  # the last attempt's schema (the types of its first block)
+    attempts: int = 0  # reads started (each restart reads the text again)
 
 
 def read_csv_chunked(open_base: Callable[[], IO[bytes]], name: str, limits: Limits, *,
@@ -354,7 +355,7 @@ def _attempt(open_base: Callable[[], IO[bytes]], name: str, limits: Limits, held
     from mcviz.budget import check, table_read_estimate
 
     stream, _ = decompressed(open_base(), name, limits.bytes)
-    plan.schema = None
+    plan.schema, plan.attempts = None, plan.attempts + 1
     with stream:
         reader = pacsv.open_csv(
             stream,
@@ -380,7 +381,7 @@ def _attempt(open_base: Callable[[], IO[bytes]], name: str, limits: Limits, held
             batches.append(batch)
         table = pa.Table.from_batches(batches, schema=reader.schema)
     check(table_read_estimate(total, held=held, buffer=min(plan.block, stream.count),
-                              values=table.num_rows * table.num_columns,
+                              values=table.num_rows * table.num_columns * plan.attempts,
                               what=f"reading {name!r}"), limits.memory)
     return table
 

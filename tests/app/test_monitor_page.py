@@ -82,3 +82,26 @@ def test_the_review_verdict_carries_the_monitor_of_the_same_data():
     assert not at.exception, [e.value for e in at.exception]
     text = " ".join(m.value for m in at.markdown)
     assert "monitored series changed calibration since the reference" in text.replace("\\", "")
+
+
+def test_a_monitor_over_the_budget_is_refused_on_the_page_with_what_to_change(monkeypatch):
+    # the page runs monitor_calibration under the session's budget: an estimate above it (here
+    # made so by a per-row cost of 1 MB) is a message saying what to change, never a traceback
+    from dashboard import ui
+    from mcviz import budget
+
+    monkeypatch.setattr(budget, "_MONITOR_BYTES_PER_ROW", 10**6)
+    ui.CACHE.clear()  # a monitor computed by an earlier test of this process is not reused
+    at = _monitor_page_only()
+    ui.CACHE.clear()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = " ".join(e.value for e in at.error).replace("\\", "")  # Markdown escapes
+    assert "refused before starting: monitor: 100,000 rows" in shown
+    assert "fewer filters or segment columns" in shown
+    assert not at.metric  # nothing half-computed is shown
+
+
+def _monitor_page_only() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.switch_page("pages/monitor.py").run()
+    return at
