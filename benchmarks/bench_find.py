@@ -343,6 +343,16 @@ def _recovery(groups: list[np.ndarray], found: list[np.ndarray]) -> tuple[float,
     return min(scores), which
 
 
+def _psg_covered(pred: Predictions, psg: dict) -> list[np.ndarray]:
+    """pysubgroup's two subgroups (frame order) as positions in score order."""
+    covered = []
+    for key in ("rows", "second"):
+        in_frame = np.zeros(pred.n, dtype=bool)
+        in_frame[psg[key]] = True
+        covered.append(np.flatnonzero(in_frame[pred.row]))
+    return covered
+
+
 def shape_draw(shape: str, n: int, seed: int, *, extra: int, with_psg: bool) -> dict:
     """One draw of one shape: the three methods on the same search half."""
     frame, first, second = shaped(n, shape, seed, extra=extra)
@@ -371,11 +381,7 @@ def shape_draw(shape: str, n: int, seed: int, *, extra: int, with_psg: bool) -> 
     if with_psg:
         psg = run_pysubgroup(frame, pred.row[search], depth=3 if shape == "three" else 2,
                              with_score=True)
-        covered = []
-        for key in ("rows", "second"):
-            in_frame = np.zeros(pred.n, dtype=bool)
-            in_frame[psg[key]] = True
-            covered.append(np.flatnonzero(in_frame[pred.row]))  # frame order -> score order
+        covered = _psg_covered(pred, psg)
         row["psg_j"], which = _recovery(groups, covered)
         zs = []
         for k in which:
@@ -386,6 +392,32 @@ def shape_draw(shape: str, n: int, seed: int, *, extra: int, with_psg: bool) -> 
         row["psg_s"] = psg["seconds"]
         row["psg_desc"] = psg["description"]
     return row
+
+
+def psg_draw(shape: str, n: int, seed: int, *, extra: int = 0) -> dict:
+    """pysubgroup alone on one draw: the search half this search would use with ``seed``.
+
+    The split (:func:`mcviz.search._confirm.split_rows` with ``default_rng(seed)``) depends on
+    the seed and the rows only, so pysubgroup's column can be run apart from (and long before)
+    the search's; ``--psg-only`` prints one JSON line per draw.
+    """
+    from mcviz.search._confirm import split_rows
+    from mcviz.search._find import MAX_SEARCH_ROWS
+
+    frame, first, second = shaped(n, shape, seed, extra=extra)
+    pred = predictions(frame)
+    groups = [planted_rows(pred, m) for m in (first, second) if m.any()]
+    search, held, _ = split_rows(pred, 0.5, np.random.default_rng(seed),
+                                 max_search=MAX_SEARCH_ROWS)
+    psg = run_pysubgroup(frame, pred.row[search], depth=3 if shape == "three" else 2,
+                         with_score=True)
+    covered = _psg_covered(pred, psg)
+    j, which = _recovery(groups, covered)
+    zs = [own_z(pred, np.intersect1d(covered[k], held)) if np.intersect1d(covered[k], held).size
+          else np.nan for k in which]
+    p = max(float(brownian_range_sf(z)) if np.isfinite(z) else 1.0 for z in zs)
+    return {"shape": shape, "n": n, "seed": seed, "psg_j": j, "psg_hz": float(min(zs)),
+            "psg_p": p, "psg_s": psg["seconds"], "psg_desc": psg["description"]}
 
 
 def shape_table(shapes: list[str], n: int, draws: int, *, extra: int = 0,
@@ -478,7 +510,18 @@ def main() -> None:
     parser.add_argument("--sample-rows", type=int, default=1_000_000)
     parser.add_argument("--engine", choices=("duckdb", "spark", "numpy"), default="duckdb")
     parser.add_argument("--estimate", action="store_true", help="also the memory estimate table")
+    parser.add_argument("--psg-only", default="", metavar="SEEDS",
+                        help="only pysubgroup, on these draws (e.g. 0-4) of --shapes: JSON lines")
     args = parser.parse_args()
+    if args.psg_only:
+        low, _, high = args.psg_only.partition("-")
+        problem = ensure_pysubgroup()
+        if problem:
+            raise SystemExit(f"pysubgroup 0.9: {problem}")
+        for seed in range(int(low), int(high or low) + 1):  # every shape's draw, then the next
+            for shape in [s for s in args.shapes.split(",") if s]:
+                print(json.dumps(psg_draw(shape, args.n, seed)), flush=True)
+        return
     problem = None if args.no_pysubgroup else ensure_pysubgroup()
     if problem:
         print(f"pysubgroup 0.9 could not be installed ({problem}): its columns are left out")

@@ -13,7 +13,8 @@ all rows (eqs. (2), (5) of paper 000) is about ``target`` in expectation:
 - ``score``: ``chan == c2 and score >= 0.6`` (about 2%, over-predicted): miscalibrated only
   at high scores of one segment;
 - ``two``: ``kind == k4`` under-predicted and ``1 <= x < 2.5 and chan == c1``
-  over-predicted, two problems at once (the second group is ``mask2``);
+  over-predicted, two problems at once (the second group is ``mask2``; the rows in both are
+  over-predicted, so the first group's mask leaves them out: those are the rows shifted up);
 - ``missing``: ``bmi is missing`` (10%);
 - ``band``: ``0.3 <= u < 0.42`` (12%);
 - None: perfectly calibrated labels.
@@ -104,9 +105,9 @@ def shape_masks(frame: pd.DataFrame, score: np.ndarray,
                 & (cnt >= 2)), none
     if shape == "score":
         return (frame["chan"] == "c2").to_numpy() & (score >= 0.6), none
-    if shape == "two":
-        return ((frame["kind"] == "k4").to_numpy(),
-                (x >= 1.0) & (x < 2.5) & (frame["chan"] == "c1").to_numpy())
+    if shape == "two":  # the rows of both are over-predicted (the second shift is applied
+        second = (x >= 1.0) & (x < 2.5) & (frame["chan"] == "c1").to_numpy()  # last), so the
+        return (frame["kind"] == "k4").to_numpy() & ~second, second  # first group is k4 less them
     if shape == "missing":
         return frame["bmi"].isna().to_numpy(), none
     if shape == "band":

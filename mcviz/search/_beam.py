@@ -5,9 +5,11 @@ Level 1 expands the search rows by one cut per covariate; level ``d + 1`` expand
 by one cut on a covariate the node does not use yet. Each expansion screens every cut of every
 covariate coarsely (:func:`~mcviz.search._screen.screen_column`) and re-scores the best
 :data:`KEEP_PER_COLUMN` per covariate exactly. Every exactly scored candidate enters the pool
-(conditions and numbers only, no members), from which the findings are drawn: cut points of
-numeric conditions are refined to the best observed value between the neighbouring candidate
-cuts, conditions that do not raise D/sigma materially are dropped (:func:`material`), and a
+(conditions and numbers only, no members), from which the findings are drawn: every condition
+is re-chosen within the rows of the others until none changes (level sets by an exact best
+prefix, numeric cut points to the best observed value between the neighbouring candidate
+cuts), conditions without which D/sigma is not significantly lower are dropped
+(:meth:`Beam.prune`), a significant missing condition is added (:meth:`Beam.grow`), and a
 candidate whose members overlap an accepted finding's with Jaccard > 1/2 folds into it (so does
 one whose D/sigma without the accepted findings' rows falls below half its own).
 """
@@ -23,6 +25,7 @@ from mcviz.search._columns import Column, Cut
 from mcviz.search._screen import (
     Data,
     _score_candidates,
+    best_level_prefix,
     block_ids,
     screen_column,
 )
@@ -33,11 +36,19 @@ BEAM_GAIN = 0.5
 KEEP_PER_COLUMN = 3
 REFINE_STEPS = 8
 """Observed values tried for each cut point between its neighbouring candidate cuts."""
-DROP_GAIN = 0.75
-"""A condition stays when its out-of-fold gain in D/sigma is at least this (see prune)."""
-SURE_GAIN = 2.5
-"""A condition whose gain on the search rows is at least this times sqrt(1 - f) stays."""
+DROP_T = 3.0
+"""A condition stays when the D/sigma without it is lower by this many standard errors of an
+unrelated condition (see :meth:`Beam.prune`)."""
+DROP_T_OOF = 2.5
+"""... and when its out-of-fold T (:meth:`Beam._oof_t`) is at least this ..."""
+SURE_T = 5.0
+"""... unless its T on the search rows is at least this (noise conditions, the largest of a few
+thousand cuts, hardly reach it)."""
 MIN_FOLD_ROWS = 10
+GROW_LIMIT = 4
+"""Pruned candidates that :meth:`Beam.grow` tries to complete (it screens every covariate)."""
+REFINE_PASSES = 2
+"""Passes of the coordinate ascent over a finding's conditions (:meth:`Beam.refine`)."""
 MATERIAL_ABSOLUTE = 1.0
 MATERIAL_RELATIVE = 0.05
 JACCARD_FOLD = 0.5
@@ -90,10 +101,8 @@ class Beam:
         self.screened = 0
         self.pool: dict[frozenset, Node] = {}
         self._cache: dict[tuple, np.ndarray] = {}
-        self.deficit = 0.0
-        """What the last :meth:`prune` found its conditions' in-sample gains to exceed their
-        out-of-fold gains by, at most (0 when each is sure or out of fold as large)."""
         self.stops: dict[str, int | bool] = {}
+        self.max_conditions = 3
         """Why candidates were not reported (see :meth:`findings`)."""
 
     def _tell(self, fraction: float, text: str) -> None:
@@ -128,7 +137,7 @@ class Beam:
         """Search rows satisfying one cut."""
         return self.members((cut,))
 
-    def expand(self, node: Node, gain: float = 0.0) -> list[Node]:
+    def expand(self, node: Node, gain: float = 0.0, *, pool: bool = True) -> list[Node]:
         """Children of a node: the best cuts of each unused covariate, scored exactly.
 
         A child enters the pool (and may enter the beam) only when its D/sigma exceeds its
@@ -157,13 +166,14 @@ class Beam:
                     continue
                 child = Node((*node.cuts, s.cut), float(z), float(mean), members.size)
                 key = child.key()
-                if key not in self.pool or self.pool[key].z < child.z:
+                if pool and (key not in self.pool or self.pool[key].z < child.z):
                     self.pool[key] = child
                 children.append(child)  # members are not kept: O(n + candidates) memory
         return children
 
     def run(self, max_conditions: int) -> None:
         """Fill the pool with the beam over up to ``max_conditions`` cuts."""
+        self.max_conditions = max_conditions
         z, _, _, mean = _score_candidates(self.data, [self.rows])[0]
         beam = [Node((), float(z), float(mean), self.rows.size, self.rows)]
         total = 1 + BEAM_WIDTH * (max_conditions - 1)
@@ -183,64 +193,65 @@ class Beam:
                 break
 
     def refine(self, cuts: tuple[Cut, ...]) -> tuple[Cut, ...]:
-        """Re-choose each numeric cut given the other conditions, then fine-tune its points.
+        """Re-choose every condition given the others until none changes (coordinate ascent).
 
-        The covariate is screened afresh within the rows of the other conditions (every
-        threshold and band at the candidate cuts); the better of that and the current cut is
-        kept, and each of its cut points moves to the best observed value between the
-        neighbouring candidate cuts.
+        One pass takes the conditions in turn; each is chosen afresh within the rows of the
+        others (:meth:`_rechoose`), so a condition first picked where the others were not yet
+        in place (a level set chosen before the band that carries the deviation) is put right.
+        Passes repeat until a pass changes nothing, at most :data:`REFINE_PASSES` times.
         """
-        cuts = list(cuts)
-        for i, cut in enumerate(cuts):
-            if cut.op == "in":
-                cuts[i] = self._rechoose_levels(cuts, i)
-                continue
-            if cut.op not in ("lt", "ge", "band"):
-                continue
-            others = self.members(tuple(cuts[:i] + cuts[i + 1:]))
-            column = self.columns[cut.column]
-            block, n_blocks = block_ids(self.data, others)
-            screened, count = screen_column(self.data, others, block, n_blocks, column,
-                                            cut.column, min_rows=self.min_rows, keep=2)
-            self.screened += count
-            options = [cut] + [s.cut for s in screened if s.cut.op in ("lt", "ge", "band")]
-            keys = column.keys[others]  # gathered once for every option and variant
-            cuts[i] = self._best(options, keys, others)
-            for side in ("lo", "hi"):
-                current = getattr(cuts[i], side)
-                if np.isnan(current):
-                    continue
-                values = _neighbourhood(column, keys, current)
-                variants = [_moved(cuts[i], side, v) for v in values]
-                variants = [v for v in variants if v.op != "band" or v.lo < v.hi]
-                cuts[i] = self._best([cuts[i], *variants], keys, others)
-        return tuple(cuts)
+        cuts = tuple(cuts)
+        for _ in range(REFINE_PASSES):
+            members = self.members(cuts)
+            under = bool(_score_candidates(self.data, [members])[0, 3] >= 0) if members.size \
+                else True
+            new = list(cuts)
+            for i in range(len(new)):
+                new[i] = self._rechoose(new, i, under)
+            if tuple(new) == cuts:
+                break
+            cuts = tuple(new)
+        return cuts
 
-    def _rechoose_levels(self, cuts: list[Cut], i: int) -> Cut:
-        """Re-choose the levels of a nominal condition within the other conditions' rows.
+    def _rechoose(self, cuts: list[Cut], i: int, under: bool) -> Cut:
+        """Condition ``i`` chosen again within the rows of the other conditions.
 
-        The options are what the screen offers there (the best single levels, exactly scored,
-        and a level set only when it passes the out-of-fold test of
-        :func:`~mcviz.search._screen._level_sets`); the one with the largest exact D/sigma is
-        taken. The current levels are not an option: they were chosen in other rows.
+        A level set is the best prefix of the levels ordered by their drift there
+        (:func:`~mcviz.search._screen.best_level_prefix`); a numeric cut is the best of the
+        current one and what the screen offers there (every threshold and band at the candidate
+        cuts, and "is missing"), its points then moved to the best observed values between the
+        neighbouring candidate cuts. Other conditions (``is missing``) stay.
         """
         cut = cuts[i]
+        if cut.op not in ("in", "lt", "ge", "band"):
+            return cut
         others = self.members(tuple(cuts[:i] + cuts[i + 1:]))
         column = self.columns[cut.column]
+        if cut.op == "in":
+            chosen = best_level_prefix(self.data, others, column, cut.column, under,
+                                       min_rows=self.min_rows)
+            return cut if chosen is None else chosen
         block, n_blocks = block_ids(self.data, others)
-        screened, count = screen_column(self.data, others, block, n_blocks, column, cut.column,
-                                        min_rows=self.min_rows, keep=2)
+        screened, count = screen_column(self.data, others, block, n_blocks, column,
+                                        cut.column, min_rows=self.min_rows, keep=2)
         self.screened += count
-        options = [s.cut for s in screened if s.cut.op == "in"]
-        if not options:
-            return cut
-        sets = [others[option.mask(column, others)] for option in options]
-        scores = _score_candidates(self.data, sets)[:, 0]
-        return options[int(np.argmax(scores))]
+        options = [cut] + [s.cut for s in screened]  # "is missing" too: "bmi >= 33" may be it
+        keys = column.keys[others]  # gathered once for every option and variant
+        cut = self._best(options, keys, others)
+        for side in ("lo", "hi"):
+            current = getattr(cut, side)
+            if np.isnan(current):
+                continue
+            values = _neighbourhood(column, keys, current)
+            variants = [_moved(cut, side, v) for v in values]
+            variants = [v for v in variants if v.op != "band" or v.lo < v.hi]
+            cut = self._best([cut, *variants], keys, others)
+        return cut
 
     def _best(self, options: list[Cut], keys: np.ndarray, rows: np.ndarray) -> Cut:
         """Return the numeric option with the largest exact D/sigma in ``rows`` (or the first)."""
-        sets = [rows[option.mask_keys(keys)] for option in options]
+        sets = [rows[np.isnan(keys) == (option.op == "missing") if option.op in (
+            "missing", "present") else option.mask_keys(keys)] for option in options]
         scores = _score_candidates(self.data, sets)[:, 0]
         sizes = np.array([members.size for members in sets])
         scores = np.where(sizes >= self.min_rows, scores, -np.inf)
@@ -250,21 +261,25 @@ class Beam:
     def prune(self, cuts: tuple[Cut, ...]) -> tuple[Cut, ...]:
         r"""Drop conditions that do not carry the deviation; widen bands that need one side only.
 
-        Dropping a condition is judged by its out-of-fold gain (:meth:`_oof_gain`: the
-        covariate's best condition chosen afresh on one half of the rows of the other
-        conditions, its gain measured on the other half), which a condition chosen for noise
-        does not keep: it is dropped when that gain is below :data:`DROP_GAIN`, unless its gain
-        on the search rows is at least :data:`SURE_GAIN` :math:`\sqrt{1 - f}` (:math:`f`: the
-        share of the rows it keeps): a condition chosen for noise gains about
-        :math:`\varepsilon\sqrt{1-f} - z(1 - \sqrt f)`, :math:`\varepsilon` the largest of as
-        many standard normals as cuts were tried (about 4 for :math:`10^4`), so a large trim
-        cannot gain that much by chance, while a small trim that does costs little. The last
-        condition left is dropped only when the finding deviates less than all the search rows
-        by :func:`material` (the held-out test then says whether it is more than chance). A
-        band ``a <= x < b`` widens to ``x < b`` or ``x >= a`` when that lowers D/sigma on the
-        search rows by less than :func:`material`. The simplification with the largest margin
-        is made, and again, until none is left. (Both thresholds were set by measurement on
-        the planted shapes of ``benchmarks/shapes.py``.)
+        A condition is kept when the D/sigma without it is significantly lower. Let :math:`z`
+        be the finding's D/sigma, :math:`z_0` that without the condition and :math:`f` the share
+        of those rows the condition keeps. If the condition had nothing to do with the deviation,
+        its rows would carry the share :math:`f` of the path's drift and of its variance, so
+        :math:`z \approx \sqrt f z_0` plus a noise of standard deviation :math:`\sqrt{1-f}`
+        (the part of the path it removes is independent of the part it keeps). Hence
+
+        .. math:: T = \frac{z - \sqrt f\, z_0}{\sqrt{1 - f}}
+
+        is about standard normal for an unrelated condition (a condition chosen among many cuts
+        of its covariate: the largest of as many, hence the threshold :data:`DROP_T`), and
+        about :math:`z_0\sqrt{(1-f)/f}` for one that bounds the deviation. A condition stays
+        when :math:`T \ge` :data:`DROP_T` and :math:`z > z_0`. The last condition left is
+        dropped only when the finding deviates less than all the search rows by
+        :func:`material` (the held-out test then says whether it is more than chance). A band
+        ``a <= x < b`` widens to ``x < b`` or ``x >= a`` when that lowers D/sigma on the search
+        rows by less than :func:`material`. The simplification with the largest margin is
+        made, and again, until none is left. (:data:`DROP_T` was set by measurement on the
+        planted shapes of ``benchmarks/shapes.py``.)
         """
         cuts = tuple(cuts)
         while cuts:
@@ -275,40 +290,70 @@ class Beam:
                      for i, cut in enumerate(cuts) if cut.op == "band" for op in ("lt", "ge")]
             bases = [self.members(c) for c in drops + widen]
             sizes = np.array([b.size for b in bases])
-            loss = z - _score_candidates(self.data, bases)[:, 0]
+            without = _score_candidates(self.data, bases)[:, 0]
+            loss = z - without
             kept = members.size / np.maximum(sizes, 1)
-            excess = np.empty(len(bases))
-            self.deficit = 0.0
-            for i, cut in enumerate(cuts):
-                sure = loss[i] - SURE_GAIN * np.sqrt(1.0 - kept[i])
-                if len(cuts) == 1:  # the last one: is the finding more than all the rows?
-                    excess[i] = loss[i] - material(z)
-                elif sure >= 0:
-                    excess[i] = sure
-                else:
-                    gain = self._oof_gain(cut, bases[i], mean >= 0)
-                    excess[i] = gain - DROP_GAIN
-                    self.deficit = max(self.deficit, loss[i] - gain)
-            excess[len(drops):] = loss[len(drops):] - material(z, kept[len(drops):])
+            n_drops = len(drops)
+            if len(cuts) == 1:  # the last one: is the finding more than all the rows?
+                excess = loss[:1] - material(z)
+            else:
+                f = np.clip(kept[:n_drops], 0.0, 1.0)
+                t = (z - np.sqrt(f) * without[:n_drops]) / np.sqrt(np.maximum(1.0 - f, 1e-12))
+                excess = np.minimum(t - DROP_T, loss[:n_drops] - material(z, f))
+                for i in np.flatnonzero((excess >= 0) & (t < SURE_T)):  # and out of fold?
+                    excess[i] = min(excess[i], self._oof_t(cuts[i], bases[i], mean >= 0)
+                                    - DROP_T_OOF)
+            excess = np.concatenate((excess, loss[n_drops:] - material(z, kept[n_drops:])))
             excess = np.where(sizes >= self.min_rows, excess, np.inf)
             best = int(np.argmin(excess))
             if excess[best] >= 0:
                 return cuts
             cuts = (drops + widen)[best]
-        self.deficit = 0.0
         return cuts
 
-    def _oof_gain(self, cut: Cut, base: np.ndarray, under: bool) -> float:
-        r"""Out-of-fold gain in D/sigma of a condition on ``cut``'s covariate added to ``base``.
+    def grow(self, cuts: tuple[Cut, ...]) -> tuple[Cut, ...]:
+        r"""Add the conditions a finding lacks, while one is significant (then refine).
 
-        ``base`` is split into two folds stratified by score (alternate rows in the score order
-        of :func:`~mcviz.search._confirm.split_rows`, free of the order of tied rows). On each
-        fold the covariate's best condition in the finding's direction (``under``: observed
-        above predicted) is chosen by the screen; its gain
-        :math:`z(\text{fold}' \cap \text{condition}) - z(\text{fold}')` is measured on the
-        other fold. The two gains are added and divided by :math:`\sqrt 2` (the scale of the
-        full rows). A condition that only fits noise has a negative gain in expectation; a
-        level set is judged the same way (its levels chosen on the other fold).
+        Within the finding's rows every cut of every covariate it does not use is screened and
+        the best few per covariate scored exactly; the best (largest D/sigma :math:`z'`) is
+        added when it passes :meth:`prune`'s test against the finding's :math:`z`:
+        :math:`(z' - \sqrt f z) / \sqrt{1 - f} \ge` :data:`DROP_T` with :math:`z' > z` +
+        :data:`BEAM_GAIN` (:math:`f` the share of the rows it keeps). A beam can reach a
+        conjunction by a detour (a score band in place of the count that bounds the group);
+        once the detour is pruned, this puts the missing condition in.
+        """
+        while len(cuts) < self.max_conditions:
+            rows = self.members(cuts)
+            if rows.size < 2 * self.min_rows:
+                break
+            z = float(_score_candidates(self.data, [rows])[0, 0])
+            children = self.expand(Node(cuts, z, 0.0, rows.size, rows), gain=-np.inf,
+                                   pool=False)
+            f = np.minimum(np.array([child.count for child in children]) / rows.size, 1.0)
+            t = (np.array([child.z for child in children]) - np.sqrt(f) * z) / np.sqrt(
+                np.maximum(1.0 - f, 1e-12))
+            significant = [child for child, ti in zip(children, t, strict=True) if ti >= DROP_T]
+            if not significant:
+                break
+            grown = self.refine(max(significant, key=lambda child: child.z).cuts)
+            members = self.members(grown)
+            if not (_score_candidates(self.data, [members])[0, 0] - z
+                    >= material(z, members.size / rows.size)):
+                break
+            cuts = grown
+        return cuts
+
+    def _oof_t(self, cut: Cut, base: np.ndarray, under: bool) -> float:
+        r"""Out-of-fold :math:`T` of :meth:`prune` for a condition on ``cut``'s covariate.
+
+        ``base`` (the rows of the other conditions) is split into two folds stratified by
+        score (the parity of :func:`~mcviz.search._confirm.split_rows`, free of the order of
+        tied rows). On each fold the covariate's best condition in the finding's direction
+        (``under``: observed above predicted) is chosen by the screen, and
+        :math:`T = (z - \sqrt f z_0)/\sqrt{1-f}` measured on the other fold; the two are added
+        and divided by :math:`\sqrt 2`. The condition was not chosen on the rows it is measured
+        on, so for an unrelated covariate this is about standard normal whatever the number of
+        cuts tried; for one that bounds the deviation it is about the in-sample :math:`T`.
         """
         column = self.columns[cut.column]
         odd = self.data.parity[base]
@@ -316,7 +361,7 @@ class Beam:
         least = max(MIN_FOLD_ROWS, self.min_rows // 2)
         total = 0.0
         for fit, test in (folds, folds[::-1]):
-            if fit.size <= least or test.size == 0:
+            if fit.size <= least or test.size <= least:
                 return 0.0
             block, n_blocks = block_ids(self.data, fit)
             screened, count = screen_column(self.data, fit, block, n_blocks, column,
@@ -329,10 +374,11 @@ class Beam:
             scores[:, 0] = np.where((scores[:, 3] >= 0) == under, scores[:, 0], -np.inf)
             chosen = options[int(np.argmax(scores[:, 0]))]
             members = test[chosen.mask(column, test)]
-            if members.size == 0:
+            if members.size == 0 or members.size == test.size:
                 return 0.0
-            held = _score_candidates(self.data, [members, test])[:, 0]
-            total += held[0] - held[1]
+            z, z0 = _score_candidates(self.data, [members, test])[:, 0]
+            f = members.size / test.size
+            total += (z - np.sqrt(f) * z0) / np.sqrt(1.0 - f)
         return total / np.sqrt(2.0)
 
     def _explained(self, members: np.ndarray, z: float, others: list[np.ndarray]) -> bool:
@@ -353,10 +399,11 @@ class Beam:
     def findings(self, n_findings: int) -> list[tuple[Node, np.ndarray]]:
         """Distinct findings from the pool: refined, pruned, folded (Jaccard > 1/2).
 
-        Pool entries are examined by their D/sigma on the search rows. A finding ranks by that
-        D/sigma less the largest excess of a condition's gain on the search rows over its
-        out-of-fold gain (:meth:`prune`): conditions fitted to noise gain nothing out of fold,
-        so a conjunction of noise bands ranks below a real finding. Refinement and pruning can
+        Pool entries are examined by their D/sigma on the search rows. Each is refined (every
+        condition re-chosen given the others until stable, :meth:`refine`), pruned (a condition
+        stays only when the D/sigma without it is significantly lower, :meth:`prune`), and, when
+        a condition was dropped, grown again (:meth:`grow`: a significant missing condition is
+        added). A finding ranks by its D/sigma on the search rows. Refinement and pruning can
         lower the rank, so a later entry that overlaps an accepted finding (Jaccard > 1/2) and
         ranks higher replaces it.
         """
@@ -364,7 +411,7 @@ class Beam:
         accepted: list[tuple[Node, np.ndarray]] = []
         seen: set[frozenset] = set()
         examined: set[tuple] = set()
-        refinements = 0
+        refinements = grows = 0
         budget = EXAMINE_PER_FINDING * n_findings + 5
         self.stops = {"overlap": 0, "small": 0, "weak": 0, "budget": False}
         for entry in pool:
@@ -384,9 +431,13 @@ class Beam:
             self._tell(0.8 + 0.2 * refinements / budget, f"checking candidate {refinements}")
             refined = self.refine(entry.cuts)
             cuts = self.prune(refined)
-            deficit = self.deficit
             if len(cuts) < len(refined):  # re-choose the cuts left without the dropped ones
                 cuts = self.refine(cuts)
+                if grows < GROW_LIMIT:  # the strongest candidates (examined first) only
+                    grows += 1
+                    grown = self.grow(cuts)
+                    if grown != cuts:
+                        cuts = self.prune(grown)
             node = Node(cuts, 0.0, 0.0, 0)
             if not cuts:
                 self.stops["weak"] += 1
@@ -400,7 +451,7 @@ class Beam:
                 self.stops["small"] += 1
                 continue
             z, _, _, mean = _score_candidates(self.data, [members])[0]
-            z = float(z - deficit)  # ranked as its conditions' out-of-fold gains support it
+            z = float(z)
             same = [k for k, (node, other) in enumerate(accepted)
                     if _jaccard(members, other) > JACCARD_FOLD]
             if any(accepted[k][0].z >= z for k in same):

@@ -31,6 +31,7 @@ level out of fold by a margin that grows with their size (:func:`_level_sets`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -188,6 +189,12 @@ def _screen_numeric(table, variance, count, column: Column, j: int):
 SET_PENALTY = 0.75
 r"""The out-of-fold D/sigma of a set of :math:`k` levels is penalised by
 ``SET_PENALTY * log2(k)`` (:func:`_level_sets`)."""
+PREFIX_PENALTY = 0.0
+r"""Within a finding's other conditions, a prefix set of :math:`k` levels is penalised by
+``PREFIX_PENALTY * log2(k)`` (:func:`best_level_prefix`; measured on the planted shapes)."""
+JOIN_TAIL = 0.1
+"""A level joins a set within a finding's other conditions only when its own drift there is
+beyond the ``1 - JOIN_TAIL / L`` normal quantile (:func:`best_level_prefix`)."""
 MAX_SET_LEVELS = 64
 """Level sets hold at most this many levels (the rest is described as a complement)."""
 
@@ -292,3 +299,50 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
             found.append(Screened(float(best), Cut(j, "in", levels=tuple(sorted(
                 int(c) for c in levels))), size))
     return found
+
+
+def best_level_prefix(data: Data, rows: np.ndarray, column: Column, j: int, under: bool,
+                      *, min_rows: int) -> Cut | None:
+    r"""Return the level set of a nominal covariate within ``rows`` (the others' rows).
+
+    Used when a finding's other conditions are fixed (refinement), on all of its search rows:
+    the levels are ordered by :func:`level_priority` in the finding's direction (``under``:
+    observed above predicted) and the set is the prefix of :math:`k^*` levels,
+    :math:`k^* = \arg\max_k z(k) - 0.5\log_2 k`, :math:`z(k)` the D/sigma of the first
+    :math:`k` levels (block-end paths, :data:`BLOCKS` blocks): the same complexity penalty as
+    :func:`_level_sets`, but in-sample on all the rows (the held-out confirmation judges the
+    finding; halving the rows here lost the smallest true levels). A level joins only when its
+    own drift there, :math:`\pm\sum W(R-S)/\sqrt{\sum S(1-S)W^2}`, is at least
+    :math:`\Phi^{-1}(1 - 1/(2L))` for :math:`L` levels present (the largest of :math:`L` noise
+    levels passes that with probability about 0.4), so a many-level nominal does not fill a
+    set with noise levels. A level set keeps at most
+    :data:`MAX_SET_LEVELS` levels; None when no level is usable.
+    """
+    codes = column.codes[rows]
+    n_codes = column.n_codes
+    block, n_blocks = block_ids(data, rows)
+    table = np.bincount(codes.astype(np.int64) * n_blocks + block,
+                        weights=data.weighted_residual[rows],
+                        minlength=n_codes * n_blocks).reshape(n_codes, n_blocks)
+    variance = np.bincount(codes, weights=data.variance[rows], minlength=n_codes)
+    count = np.bincount(codes, minlength=n_codes)
+    observed = np.flatnonzero(count[:-1])  # the last code is missing: never in a set
+    if observed.size == 0:
+        return None
+    sign = 1.0 if under else -1.0
+    v0 = min_rows * float(variance.sum()) / max(rows.size, 1)
+    sums = table[observed].sum(axis=1)
+    order = np.argsort(-level_priority(sums, variance[observed], v0, sign), kind="stable")
+    own = _z(sign * sums, variance[observed])[order]  # each level's own drift there
+    order = observed[order][:MAX_SET_LEVELS]
+    z = _z(_ranges(_set_path(table, order)), np.cumsum(variance[order]))
+    sizes = np.cumsum(count[order])
+    penalised = z - PREFIX_PENALTY * np.log2(np.arange(1, order.size + 1))
+    joins = own[: order.size] >= NormalDist().inv_cdf(1.0 - JOIN_TAIL / observed.size)
+    eligible = np.concatenate(([True], np.cumprod(joins[1:]).astype(bool)))
+    penalised = np.where((sizes >= min_rows) & (sizes < rows.size) & eligible, penalised,
+                         -np.inf)
+    best = int(np.argmax(penalised))
+    if not np.isfinite(penalised[best]):
+        return None
+    return Cut(j, "in", levels=tuple(sorted(int(c) for c in order[: best + 1])))
