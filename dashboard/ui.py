@@ -94,9 +94,22 @@ def read_upload(name: str, raw: bytes) -> tuple[str, pd.DataFrame]:
 
 
 @st.cache_resource(max_entries=2, ttl=3600, show_spinner=False)
-def read_demo(name: str) -> pd.DataFrame:
-    """Return the raw frame of an embedded demo."""
+def _demo_frame(name: str) -> pd.DataFrame:
     return read_table(demo_path(name))
+
+
+def read_demo(name: str) -> pd.DataFrame:
+    """Return the raw frame of an embedded demo, or say why it cannot be read and stop.
+
+    A memory budget set below the demo's size (``MCVIZ_MEMORY_BUDGET=10MB``) refuses the read
+    like any other: the message, not an exception element.
+    """
+    try:
+        return _demo_frame(name)
+    except ValidationError as error:
+        show_error(f"The demo '{name}' cannot be loaded: {error}")
+        st.stop()
+        raise  # unreachable: st.stop() raises
 
 
 def _predictions(mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:

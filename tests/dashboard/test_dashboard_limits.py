@@ -29,13 +29,13 @@ def test_the_issue_link_is_clamped_and_waits_for_a_click():
 
 def test_small_links_start_at_once_and_slow_ones_wait():
     budget = Budget(bytes=10**10)
-    assert link_start(ADULT_ROWS, 1000, 1, budget).auto  # ~2 s
-    slow = link_start(ADULT_ROWS, 20_000, 1, budget)  # fits in memory, ~40 s
-    assert slow.subpopulations == 20_000
+    assert link_start(ADULT_ROWS, 1000, 1, budget).auto  # ~0.15 s
+    slow = link_start(ADULT_ROWS, 100_000, 1, budget)  # fits in memory (1.6 GB), ~15 s
+    assert slow.subpopulations == 100_000
     assert slow.estimate.seconds > AUTO_START_SECONDS
     assert not slow.auto
     assert "reduced" not in slow.message
-    assert not link_start(ADULT_ROWS, 1000, 1, Budget(bytes=10**10, seconds=0.5)).auto
+    assert not link_start(ADULT_ROWS, 1000, 1, Budget(bytes=10**10, seconds=0.05)).auto
 
 
 def test_the_estimate_bounds_the_memory_the_subpopulations_keep():
