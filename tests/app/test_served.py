@@ -200,7 +200,8 @@ def test_sessions_see_only_their_data_and_memory_comes_back(server, browser):
 def test_stop_ends_a_long_computation_and_leaves_the_page_usable(server, browser):
     _, base = server
     page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
-    page.goto(base + "/subpopulations?demo=adult&l=4000&reps=4&m=10&sp=1")
+    # estimated ~29 s (> AUTO_START_SECONDS): the link waits for a click
+    page.goto(base + "/subpopulations?demo=adult&l=20000&reps=10&m=10&sp=1")
     wait_text(page, "Press Compute", timeout=90_000)
     wait_idle(page)
     page.get_by_role("button", name="Compute", exact=True).first.click()
