@@ -38,7 +38,7 @@ def split_rows(
     Strata are :data:`STRATUM` consecutive rows in score order. Within a run of tied scores the
     rows are first put in an order fixed by their content (a hash of label, weight and
     covariates), so the split does not depend on the input order of tied rows. At most
-    ``max_search`` rows of the search half are searched (a random subset of it); the held-out
+    ``max_search`` search rows are searched (a random subset of it); the held-out
     rows are always the held-out share of all rows. The parity (0/1 per position) of the rank
     in that content order splits any set of rows into two folds stratified by score.
     """
@@ -156,7 +156,7 @@ def minimum_detectable_effect(
     .. math:: \delta(s) = \mu^* \sigma \sqrt{n / (s\, n_h)}.
 
     This is the shift needed for the held-out confirmation of a subpopulation the search
-    proposes; the search must also rank it above its noise (on the search half, with a
+    proposes; the search must also rank it above its noise (on the search rows, with a
     comparable margin), which the benchmark measures.
     """
     mu = detectable_drift(alpha / n_tests, power)

@@ -31,6 +31,7 @@ from mcviz.search._columns import prepare_columns
 from mcviz.search._confirm import conditions_in_words
 from mcviz.search._find import _data
 from mcviz.search._screen import block_ids, screen_column
+from mcviz.settings import SearchSettings
 from mcviz.subpopulations import Condition, select_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -71,10 +72,13 @@ def test_each_shape_is_the_first_finding(shape):
 
 def test_three_conditions_most_of_the_time():
     # A level set of three Zipf levels & a band & a threshold, each weak alone: the hardest
-    # shape. The benchmark measures its rate over 15 draws at 10^5 rows (below the 90%;
-    # see the closing note); here 4 draws at 30,000 rows must recover at least 3 (the search
-    # before the coordinate ascent and the significance pruning recovered 2).
-    assert sum(_recovered("three", 30_000, seed) for seed in range(4)) >= 3
+    # shape. The benchmark measures its rate over 15 draws at 10^5 rows (15/15 with the default
+    # held-out share 0.3; 9/15 with half held out, where the search saw too few rows to keep
+    # the weakest condition). Here the 4 of those draws that half held out lost (a noise level
+    # in the set and the count dropped, k9 left out, a local optimum without the count) must
+    # all be recovered.
+    assert SearchSettings.holdout == 0.3
+    assert all(_recovered("three", 100_000, seed) for seed in (3, 4, 7, 12))
 
 
 def test_three_conditions_at_a_million_rows():
