@@ -278,13 +278,7 @@ def search_subpopulations(
         Smallest share of the searched rows a finding may hold (and at least 20 rows).
     holdout : float, default 0.3
         Share of the rows held out (a random share of every 20 consecutive rows in score
-        order); the search sees the rest. A group's D/sigma grows as the square root of its rows, so
-        the search sees a group of own D/sigma :math:`t` (over all rows) at about
-        :math:`t\sqrt{1-h}` and the held-out test at :math:`t\sqrt h`: at :math:`h = 0.3`
-        a 13-sigma group is searched at 10.9 (9.2 at 0.5, where weak conditions of a
-        conjunction were lost) and confirmed at about 7.1 (p about 1e-11); measured on the
-        planted shapes of ``benchmarks/bench_find.py`` (three-condition recovery 9/15 at 0.5,
-        15/15 at 0.3; the calibrated null stays below 5%).
+        order); the search sees the rest. Why 0.3: :func:`~mcviz.search._confirm.split_rows`.
     seed : int, default 0
     progress : callable(fraction, text), optional
         Called as the search advances; raising from it cancels the search.
