@@ -66,10 +66,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.path import run_ends
@@ -80,6 +79,9 @@ from mcviz.io import (
     Predictions,
     validate_index,  # one rule for indices
 )
+
+if TYPE_CHECKING:  # pandas is imported by the tables (to_frame), not by the metrics
+    import pandas as pd
 
 __all__ = [
     "BIN_KINDS",
@@ -165,6 +167,7 @@ class ReliabilityBins:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per non-empty bin."""
+        import pandas as pd
         keep = self.nonempty
         return pd.DataFrame(
             {
@@ -229,6 +232,7 @@ class ReliabilityResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per non-empty bin of every diagram, with a ``population`` column."""
+        import pandas as pd
         frames = [d.to_frame().assign(population="full") for d in self.full]
         frames += [d.to_frame().assign(population="subpopulation") for d in self.subpopulation]
         frame = pd.concat(frames, ignore_index=True)
@@ -277,6 +281,7 @@ class CalibrationMetrics:
 
     def to_frame(self) -> pd.DataFrame:
         """Return a table with one row per metric: ``metric``, ``value``, ``meaning``."""
+        import pandas as pd
         k = self.n_bins
         rows = [
             ("ECE (equal-width)", self.ece_equal_width, f"{k} equal-width bins, weighted by size"),

@@ -30,11 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
-from mcviz.core.conditions import ordinal_values
 from mcviz.core.path import cumulative_path, path_axes, path_kuiper_ks, run_ends, value_order
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import (
@@ -173,6 +171,10 @@ def cumulative_differences(
             weighted=pred.weighted, sigma_method=method, order_by=None, n_missing=0,
             void=pred.weights_depend_on_label,
         )
+    import pandas as pd  # only with a covariate to order by (not on `mcviz metrics`' path)
+
+    from mcviz.core.conditions import ordinal_values
+
     pred.require_covariate(order_by, " to order by")
     variable = pred.covariates[order_by]
     if isinstance(variable.dtype, pd.CategoricalDtype):

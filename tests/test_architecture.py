@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Layers, bottom first: a module may import its own layer (no circle) and the layers below.
 #: A package not listed (a new ``mcviz/<name>/``) counts as a statistic (layer 3).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("mcviz.errors", "mcviz.budget", "mcviz.rules", "mcviz.settings", "mcviz.text"),
+    ("mcviz.errors", "mcviz.budget", "mcviz.rules", "mcviz.settings", "mcviz.text",
+     "mcviz.lazy"),
     ("mcviz.io",),
     ("mcviz.core",),
     ("mcviz",),  # statistics: every other package of the library, and its public API

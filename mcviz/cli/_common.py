@@ -122,7 +122,7 @@ def settings_from_arguments(settings: type[Settings], args: argparse.Namespace) 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments that say how to read the prediction file, and ``--json``."""
-    from mcviz.io import load_predictions
+    from mcviz.io import Predictions  # its loaders' default response, without pandas
     from mcviz.weighting import SCHEMES
 
     parser.add_argument("file", help="CSV/TSV (optionally .gz/.zip) or Parquet prediction file")
@@ -148,7 +148,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--response",
         choices=("binary", "continuous"),
-        default=default(load_predictions, "response"),
+        default=default(Predictions.from_arrays, "response"),
         help="continuous: real-valued labels; sigma then comes from the variance estimate of "
         "paper 000 Appendix C eq. (6)",
     )

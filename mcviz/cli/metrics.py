@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> dict:
     groups = _common.split(args.groups)
     if covariates is not None and groups:  # group columns must be loaded too
         covariates = list(dict.fromkeys([*covariates, *groups]))
-    loaded = _common.load_file(args, covariates=covariates)
+    loaded = _load(args, covariates)
     print(f"mcviz: columns: {roles_sentence(loaded)}", file=sys.stderr)
     pred = _common.apply_weighting(args, loaded)
     result = cumulative_differences(pred)
@@ -111,6 +111,29 @@ def run(args: argparse.Namespace) -> dict:
     return output
 
 
+def _load(args: argparse.Namespace, covariates: list[str] | None) -> Predictions:
+    """Load the file; a plain run on a Parquet file without pandas when it can (same result).
+
+    :func:`mcviz.io.arrow_path.parquet_predictions` answers for a Parquet file with the score
+    and label named and clean values; anything else is the loader's (:func:`load_file`).
+    """
+    plain = covariates is None and not _asked(args) and args.probabilities is None
+    if plain and args.positive is None and args.score and args.label:
+        from mcviz.io.arrow_path import parquet_predictions
+
+        pred = parquet_predictions(args.file, score=args.score, label=args.label,
+                                   weight=args.weight, response=args.response)
+        if pred is not None:
+            _common.say_what_loading_did(pred.report)
+            return pred
+    return _common.load_file(args, covariates=covariates)
+
+
+def _asked(args: argparse.Namespace) -> bool:
+    """Tell whether any multi-calibration option was given (the block is then computed)."""
+    return args.covariates is not None or any(getattr(args, n) is not None for n in OPTIONS)
+
+
 def _columns(pred: Predictions) -> dict:
     """Return the ``"columns"`` block: which column played which role (before --weighting)."""
     return {
@@ -119,7 +142,7 @@ def _columns(pred: Predictions) -> dict:
         "label": pred.label_column,
         "weight": pred.weight_column,
         "response": pred.response_kind,
-        "covariates": [str(c) for c in pred.covariates.columns],
+        "covariates": list(pred.covariate_names),  # not put in score order: never used here
     }
 
 
@@ -148,8 +171,7 @@ def metrics_block(
     ``unweighted`` is ``pred`` before ``--weighting``: the null draws recompute the
     low-prevalence weights from each draw's responses (Appendix B weights depend on them).
     """
-    asked = args.covariates is not None or any(getattr(args, n) is not None for n in OPTIONS)
-    if not asked:
+    if not _asked(args):
         return None
     from mcviz.multical import multicalibration, multicalibration_repeats
     from mcviz.subpopulations import group_subpopulations

@@ -18,30 +18,67 @@ score-sorted batches -> summaries         :mod:`mcviz.core.batches`
 
 Everything else (cumulative differences, deviation, multi-calibration, the screening engines,
 null draws, the guided search) calls these. See ``CORE_API.md`` of the branch for usage.
+Names are imported on first use (``from mcviz.core.path import ...`` loads that module
+alone; the membership plan needs pandas, the paths and sigma do not).
 """
 
-from mcviz.core.batches import BatchAccumulator, summarise_rows
-from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
-from mcviz.core.evaluator import (
-    ChunkSummaries,
-    Evaluator,
-    Statistics,
-    combine,
-    combine_all,
-    finish,
-)
-from mcviz.core.membership import MembershipPlan, last_run_start
-from mcviz.core.metric import MetricValue, multicalibration_metric, normalized_kuiper
-from mcviz.core.path import cumulative_path, path_axes, path_kuiper_ks, run_ends, value_order
-from mcviz.core.ratio import safe_ratio
-from mcviz.core.sigma import (
-    SIGMA_METHODS,
-    SigmaMethod,
-    resolve_sigma_method,
-    sigma_adjacent,
-    sigma_bernoulli,
-    sigma_from_variance,
-)
+from typing import TYPE_CHECKING
+
+from mcviz.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mcviz.core.batches import BatchAccumulator, summarise_rows
+    from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
+    from mcviz.core.evaluator import (
+        ChunkSummaries,
+        Evaluator,
+        Statistics,
+        combine,
+        combine_all,
+        finish,
+    )
+    from mcviz.core.membership import MembershipPlan, last_run_start
+    from mcviz.core.metric import MetricValue, multicalibration_metric, normalized_kuiper
+    from mcviz.core.path import cumulative_path, path_axes, path_kuiper_ks, run_ends, value_order
+    from mcviz.core.ratio import safe_ratio
+    from mcviz.core.sigma import (
+        SIGMA_METHODS,
+        SigmaMethod,
+        resolve_sigma_method,
+        sigma_adjacent,
+        sigma_bernoulli,
+        sigma_from_variance,
+    )
+
+_HOME = {  # name -> the module defining it (imported on first use)
+    "BROWNIAN_RANGE_MEAN": "brownian",
+    "BatchAccumulator": "batches",
+    "ChunkSummaries": "evaluator",
+    "Evaluator": "evaluator",
+    "MembershipPlan": "membership",
+    "MetricValue": "metric",
+    "SIGMA_METHODS": "sigma",
+    "SigmaMethod": "sigma",
+    "Statistics": "evaluator",
+    "brownian_range_sf": "brownian",
+    "combine": "evaluator",
+    "combine_all": "evaluator",
+    "cumulative_path": "path",
+    "finish": "evaluator",
+    "last_run_start": "membership",
+    "multicalibration_metric": "metric",
+    "normalized_kuiper": "metric",
+    "path_axes": "path",
+    "path_kuiper_ks": "path",
+    "resolve_sigma_method": "sigma",
+    "run_ends": "path",
+    "safe_ratio": "ratio",
+    "sigma_adjacent": "sigma",
+    "sigma_bernoulli": "sigma",
+    "sigma_from_variance": "sigma",
+    "summarise_rows": "batches",
+    "value_order": "path",
+}
 
 __all__ = [
     "BROWNIAN_RANGE_MEAN",
@@ -72,3 +109,5 @@ __all__ = [
     "summarise_rows",
     "value_order",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

@@ -33,26 +33,50 @@ Rules that every module relies on
 The package is split along the seams of that work: :mod:`~mcviz.io.readers` (bytes to a
 DataFrame), :mod:`~mcviz.io.roles` (which column plays which role), :mod:`~mcviz.io.validation`
 (score, label and weight checks), :mod:`~mcviz.io.covariates` (kinds and score order) and
-:mod:`~mcviz.io.assembly` (all of it to one :class:`Predictions`, defined there).
+:mod:`~mcviz.io.assembly` (all of it to one :class:`Predictions`, defined in
+:mod:`~mcviz.io.predictions`); :mod:`~mcviz.io.arrow_path` reads a Parquet file to the same
+:class:`Predictions` without pandas when it can. Names are imported on first use, so that
+``from mcviz.io import Predictions`` does not import pandas.
 """
 
-from mcviz.io.assembly import (
-    PROBABILITY_SUM_TOLERANCE,
-    Predictions,
-    demo_path,
-    load_demo,
-    load_predictions,
-    validate_index,
-)
-from mcviz.io.model import VOID_P_VALUES, LoadReport, Roles
-from mcviz.io.readers import (
-    DEFAULT_MAX_BYTES,
-    Source,
-    default_max_bytes,
-    read_parquet_table,
-    read_table,
-)
-from mcviz.io.roles import class_names, infer_roles, labels_are_classes, roles_sentence
+from typing import TYPE_CHECKING
+
+from mcviz.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mcviz.io.assembly import demo_path, load_demo, load_predictions
+    from mcviz.io.model import VOID_P_VALUES, LoadReport, Roles
+    from mcviz.io.predictions import Predictions, roles_sentence, validate_index
+    from mcviz.io.readers import (
+        DEFAULT_MAX_BYTES,
+        Source,
+        default_max_bytes,
+        read_parquet_table,
+        read_table,
+    )
+    from mcviz.io.roles import class_names, infer_roles, labels_are_classes
+    from mcviz.io.validation import PROBABILITY_SUM_TOLERANCE
+
+_HOME = {  # name -> the module defining it (imported on first use: pandas only where needed)
+    "DEFAULT_MAX_BYTES": "readers",
+    "PROBABILITY_SUM_TOLERANCE": "validation",
+    "VOID_P_VALUES": "model",
+    "LoadReport": "model",
+    "Predictions": "predictions",
+    "Roles": "model",
+    "Source": "readers",
+    "class_names": "roles",
+    "default_max_bytes": "readers",
+    "demo_path": "assembly",
+    "infer_roles": "roles",
+    "labels_are_classes": "roles",
+    "load_demo": "assembly",
+    "load_predictions": "assembly",
+    "read_parquet_table": "readers",
+    "read_table": "readers",
+    "roles_sentence": "predictions",
+    "validate_index": "predictions",
+}
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -74,3 +98,5 @@ __all__ = [
     "roles_sentence",
     "validate_index",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

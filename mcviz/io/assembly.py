@@ -1,10 +1,12 @@
-"""Assembly: read, infer roles, validate and sort into one :class:`Predictions` (defined here)."""
+"""Assembly: read, infer roles, validate and sort into one :class:`Predictions`.
+
+:class:`Predictions` is defined in :mod:`mcviz.io.predictions` (no pandas there) and
+re-exported here.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -12,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from mcviz.errors import ValidationError
-from mcviz.io.covariates import PendingCovariates, plan_covariates
+from mcviz.io.covariates import plan_covariates
 from mcviz.io.model import LoadReport, Roles
+from mcviz.io.predictions import Predictions, sorted_predictions, validate_index
 from mcviz.io.readers import Source, read_table
 from mcviz.io.roles import _SCORE_NAME, _WEIGHT_NAME, infer_roles
 from mcviz.io.validation import (
@@ -36,311 +39,6 @@ __all__ = [
     "load_predictions",
     "validate_index",
 ]
-
-
-class _LazyCovariates:
-    """The ``covariates`` attribute: prepared (reordered, categories built) on first access.
-
-    Loading decides each covariate's kind and which are dropped at once (so messages and notices
-    come from the loader), but reordering every column by score is left until a statistic asks
-    for it: ``mcviz metrics FILE`` never does.
-    """
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.slot = f"_{name}"
-
-    def __get__(self, obj: object, owner: type | None = None) -> pd.DataFrame:
-        if obj is None:  # no class-level default: the dataclass field stays required
-            raise AttributeError(self.slot[1:])
-        value = obj.__dict__[self.slot]
-        if isinstance(value, PendingCovariates):
-            value = value.in_order(obj.row)  # type: ignore[attr-defined]
-            obj.__dict__[self.slot] = value
-        return value
-
-    def __set__(self, obj: object, value: pd.DataFrame | PendingCovariates) -> None:
-        if self.slot in obj.__dict__:
-            from dataclasses import FrozenInstanceError
-
-            raise FrozenInstanceError(f"cannot assign to field {self.slot[1:]!r}")
-        obj.__dict__[self.slot] = value
-
-
-@dataclass(frozen=True, eq=False)
-class Predictions:
-    """Validated predictions, sorted once by ascending score.
-
-    Attributes
-    ----------
-    score : ndarray of shape (n,)
-        Predicted probability of the positive class (top-label probability for multi-class).
-    label : ndarray of shape (n,)
-        The response R: 0/1 for binary labels (1 = positive class); for multi-class, 1 when the
-        label equals the predicted class; real-valued when loaded with ``response="continuous"``.
-    weight : ndarray of shape (n,)
-        Positive weights; all ones when the file has no weight column.
-    row : ndarray of shape (n,)
-        0-based row number of each observation in the input.
-    run_end : ndarray of bool, shape (n,)
-        True at the last index of each run of tied scores.
-    covariates : DataFrame
-        Covariates in the same (score) order, with a RangeIndex. Prepared on first access
-        (loading passes a :class:`PendingCovariates`); the kinds and the dropped columns are
-        decided at load time.
-    covariate_kinds : Mapping[str, str]
-        ``"ordinal"`` or ``"nominal"`` per covariate.
-    score_column, label_column : str
-        The input columns used (``score_column`` is ``"top-label probability"`` for multi-class).
-    weight_column : str or None
-    probability_columns : tuple of str
-        Per-class probability columns (multi-class only, else empty).
-    classes : tuple of str
-        Class names for multi-class, ``(negative, positive)`` for binary labels.
-    predicted_class : ndarray or None
-        Multi-class only: the argmax class name of each row.
-    true_class : ndarray or None
-        Multi-class only: the label of each row as a class name.
-    positive : object
-        The label value counted as the positive class (binary only).
-    response_kind : {"binary", "continuous"}
-    report : LoadReport
-    weights_depend_on_label : bool
-        True when the weights were computed from the responses (the low-prevalence weighting of
-        paper 000 Appendix B): eq. (5)'s sigma and every Brownian or classical p-value then no
-        longer describe the statistics, which report NaN p-values (``mcviz.io.VOID_P_VALUES``
-        says why); the null draws of :func:`mcviz.significance.null_distribution` recompute
-        the weights and stay valid.
-    """
-
-    score: np.ndarray
-    label: np.ndarray
-    weight: np.ndarray
-    row: np.ndarray
-    run_end: np.ndarray
-    covariates: pd.DataFrame = _LazyCovariates()  # type: ignore[assignment]
-    covariate_kinds: Mapping[str, str]
-    score_column: str
-    label_column: str
-    weight_column: str | None = None
-    probability_columns: tuple[str, ...] = ()
-    classes: tuple[str, ...] = ()
-    predicted_class: np.ndarray | None = None
-    true_class: np.ndarray | None = None
-    positive: object = 1
-    response_kind: Literal["binary", "continuous"] = "binary"
-    report: LoadReport = field(default_factory=lambda: LoadReport(0, 0))
-    weights_depend_on_label: bool = False
-
-    @property
-    def n(self) -> int:
-        """Number of observations."""
-        return int(self.score.size)
-
-    @property
-    def weighted(self) -> bool:
-        """True when a weight column was given."""
-        return self.weight_column is not None
-
-    @property
-    def weight_total(self) -> float:
-        """Sum of the weights (n when unweighted)."""
-        return float(self.weight.sum())
-
-    @property
-    def multiclass(self) -> bool:
-        """True when the score is a top-label probability from per-class columns."""
-        return bool(self.probability_columns)
-
-    def require_covariate(self, name: str, purpose: str = "") -> None:
-        """Raise a :class:`ValidationError` unless ``name`` is a covariate.
-
-        The message says why a column is not one when loading dropped it (constant, all
-        missing), and otherwise lists the covariates there are.
-
-        Examples
-        --------
-        >>> pred = Predictions.from_arrays([0.2, 0.8], [0, 1], covariates={"c": [1, 1]})
-        >>> pred.require_covariate("c")
-        Traceback (most recent call last):
-        ...
-        mcviz.errors.ValidationError: covariate 'c' dropped: it takes a single value.
-        """
-        if name in self.covariates.columns:
-            return
-        dropped = next(
-            (n for n in self.report.notices if n.startswith(f"covariate {name!r} dropped")), None
-        )
-        if dropped is not None:
-            raise ValidationError(dropped, column=name)
-        listed = ", ".join(map(str, self.covariates.columns[:20])) or "none"
-        raise ValidationError(f"no covariate {name!r}{purpose}; covariates: {listed}.",
-                              column=name)
-
-    @classmethod
-    def from_arrays(
-        cls,
-        score: np.ndarray | Sequence[float],
-        label: np.ndarray | Sequence[float],
-        weight: np.ndarray | Sequence[float] | None = None,
-        covariates: pd.DataFrame | Mapping[str, Sequence] | None = None,
-        *,
-        response: Literal["binary", "continuous"] = "binary",
-    ) -> Predictions:
-        """Validate and sort plain arrays: the library's entry point without a file.
-
-        Every statistic of mcviz takes the result, ``(pred, *, index=None, ...)``.
-
-        Parameters
-        ----------
-        score : array of shape (n,)
-            Predicted probability of the positive class, in [0, 1].
-        label : array of shape (n,)
-            0/1 (or booleans) for a binary response; real values with
-            ``response="continuous"``.
-        weight : array of shape (n,), optional
-            Positive weights (all ones when omitted).
-        covariates : DataFrame or mapping of name to array of shape (n,), optional
-            Columns to split, filter and order by (subpopulations, variables, LCS curves).
-        response : {"binary", "continuous"}, default "binary"
-
-        Returns
-        -------
-        Predictions
-            Sorted once by ascending score; ``row`` gives each observation's input position.
-
-        Raises
-        ------
-        ValidationError
-            Invalid values, named by column with counts and rows (as for a file).
-
-        Examples
-        --------
-        >>> pred = Predictions.from_arrays([0.9, 0.1, 0.5], [1, 0, 0])
-        >>> pred.score.tolist(), pred.row.tolist()
-        ([0.1, 0.5, 0.9], [1, 2, 0])
-        """
-        frame = pd.DataFrame({"score": np.asarray(score), "label": np.asarray(label)})
-        if weight is not None:
-            frame["weight"] = np.asarray(weight)
-        if covariates is not None:
-            covariate_frame = pd.DataFrame(covariates).reset_index(drop=True)
-            for name in covariate_frame.columns:
-                frame[name] = covariate_frame[name].to_numpy()
-            names: Sequence[str] | None = list(covariate_frame.columns)
-        else:
-            names = []
-        return load_predictions(
-            frame,
-            score="score",
-            label="label",
-            weight="weight" if weight is not None else False,
-            covariates=names,
-            response=response,
-        )
-
-    def subset(self, index: np.ndarray | Sequence[int] | None) -> Predictions:
-        """Return the predictions of a subpopulation: the rows at ``index``, still score-sorted.
-
-        Parameters
-        ----------
-        index : array of int or bool, or None
-            Positions in score order (sorted or not, distinct) or a boolean mask of shape
-            ``(n,)``; None returns ``self``. Checked by :func:`validate_index`.
-
-        Returns
-        -------
-        Predictions
-            ``row`` still names each observation's input row; ties are recomputed from the kept
-            scores; the covariates are taken on first access, as for a loaded file.
-
-        Examples
-        --------
-        >>> pred = Predictions.from_arrays([0.9, 0.1, 0.5, 0.7], [1, 0, 0, 1],
-        ...                                covariates={"age": [30, 40, 50, 60]})
-        >>> sub = pred.subset([1, 3])
-        >>> sub.score.tolist(), sub.row.tolist(), sub.covariates["age"].tolist()
-        ([0.5, 0.9], [2, 0], [50, 30])
-        """
-        if index is None:
-            return self
-        members = validate_index(self, index)
-        score = self.score[members]
-        run_end = np.ones(members.size, dtype=bool)
-        run_end[:-1] = score[1:] != score[:-1]
-        covariates = self.__dict__["_covariates"]
-        if not isinstance(covariates, PendingCovariates):
-            covariates = covariates.take(members).reset_index(drop=True)
-
-        def take(values: np.ndarray | None) -> np.ndarray | None:
-            return None if values is None else _readonly(np.ascontiguousarray(values[members]))
-
-        return dataclasses.replace(
-            self,
-            score=take(self.score),
-            label=take(self.label),
-            weight=take(self.weight),
-            row=take(self.row),
-            run_end=_readonly(run_end),
-            covariates=covariates,
-            predicted_class=take(self.predicted_class),
-            true_class=take(self.true_class),
-            report=dataclasses.replace(self.report, n_kept=int(members.size)),
-        )
-
-
-def validate_index(pred: Predictions, index: np.ndarray | Sequence[int]) -> np.ndarray:
-    """Return a subpopulation's positions as a sorted int64 array, or raise.
-
-    The one validation rule for a subpopulation given by index (sorted or not, distinct
-    positions in score order, or a boolean mask over the rows), shared by
-    :meth:`Predictions.subset` and every statistic's ``index=`` option.
-
-    Raises
-    ------
-    ValidationError
-        A mask of the wrong shape, non-integer positions, an empty subpopulation, positions
-        outside ``[0, n)`` or repeated positions (with counts and the first offender).
-
-    Examples
-    --------
-    >>> pred = Predictions.from_arrays([0.1, 0.2, 0.3], [0, 1, 1])
-    >>> validate_index(pred, [2, 0]).tolist()
-    [0, 2]
-    >>> validate_index(pred, [0, 0])
-    Traceback (most recent call last):
-    ...
-    mcviz.errors.ValidationError: subpopulation index: 1 positions are repeated (first 0).
-    """
-    array = np.asarray(index)
-    if array.dtype == bool:
-        if array.shape != (pred.n,):
-            raise ValidationError(
-                f"subpopulation mask has shape {array.shape}; expected ({pred.n},) "
-                "(one entry per observation)."
-            )
-        array = np.flatnonzero(array)
-    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
-        raise ValidationError(
-            "subpopulation index must be a 1-D array of integer positions or a boolean mask."
-        )
-    if array.size == 0:
-        raise ValidationError("the subpopulation is empty (0 rows); nothing to compare.")
-    array = array.astype(np.int64, copy=False)
-    outside = (array < 0) | (array >= pred.n)
-    if outside.any():
-        raise ValidationError(
-            f"subpopulation index: {int(outside.sum()):,} of {array.size:,} positions lie "
-            f"outside [0, {pred.n - 1}] (first {int(array[outside][0])})."
-        )
-    if np.any(array[1:] <= array[:-1]):
-        array = np.sort(array)
-        repeated = np.flatnonzero(array[1:] == array[:-1])
-        if repeated.size:
-            raise ValidationError(
-                f"subpopulation index: {repeated.size:,} positions are repeated "
-                f"(first {int(array[repeated[0]])})."
-            )
-    return array
 
 
 def load_predictions(
@@ -518,55 +216,24 @@ def _assemble(
     probability_columns: tuple[str, ...],
     response: Literal["binary", "continuous"],
 ) -> Predictions:
-    """Sort the kept rows by score once and build the :class:`Predictions`.
-
-    The default (unstable) sort suffices: every statistic is evaluated at the ends of runs of
-    tied scores (``run_end``), so the order inside a run cannot change a result, and ``row``
-    still names each observation's input row.
-    """
+    """Decide the covariates, then sort the kept rows by score once (:func:`sorted_predictions`)."""
     pending, kinds, notices = plan_covariates(frame, covariates, rows.keep, nominal, ordinal)
-    kept_rows = np.flatnonzero(rows.keep)
-    kept_rows = kept_rows[np.argsort(answer.score[kept_rows])]
-    sorted_scores = np.ascontiguousarray(answer.score[kept_rows], dtype=float)
-    run_end = np.ones(kept_rows.size, dtype=bool)
-    run_end[:-1] = sorted_scores[1:] != sorted_scores[:-1]
     report = LoadReport(
         n_read=rows.n,
-        n_kept=int(kept_rows.size),
+        n_kept=int(rows.keep.sum()),
         dropped=tuple(rows.dropped),
         warnings=tuple(warnings),
         notices=tuple(notices),
     )
-
-    def in_order(values: np.ndarray | None, dtype: type | None = float) -> np.ndarray | None:
-        if values is None:
-            return None
-        return _readonly(np.ascontiguousarray(values[kept_rows], dtype=dtype))
-
-    return Predictions(
-        score=_readonly(sorted_scores),
-        label=in_order(answer.response),
-        weight=in_order(weight_values),
-        row=_readonly(kept_rows.astype(np.int64)),
-        run_end=_readonly(run_end),
-        covariates=pending,  # type: ignore[arg-type]  # put in score order on first access
-        covariate_kinds=kinds,
-        score_column=answer.score_column,
-        label_column=label,
-        weight_column=weight,
-        probability_columns=probability_columns,
-        classes=answer.classes,
-        predicted_class=in_order(answer.predicted_class, None),
-        true_class=in_order(answer.true_class, None),
-        positive=answer.positive,
-        response_kind=response,
-        report=report,
+    return sorted_predictions(
+        answer.score, rows.keep, pending, report=report,
+        arrays={"label": answer.response, "weight": weight_values,
+                "predicted_class": answer.predicted_class, "true_class": answer.true_class},
+        columns={"covariate_kinds": kinds, "score_column": answer.score_column,
+                 "label_column": label, "weight_column": weight,
+                 "probability_columns": probability_columns, "classes": answer.classes,
+                 "positive": answer.positive, "response_kind": response},
     )
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
 
 
 # --------------------------------------------------------------------------------------------

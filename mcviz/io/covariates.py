@@ -14,11 +14,13 @@ import numpy as np
 import pandas as pd
 
 from mcviz.errors import ValidationError, describe_rows
+from mcviz.io.model import EVERY_VALUE_MISSING, SINGLE_VALUE
+from mcviz.io.predictions import PendingColumns
 
 __all__ = ["PendingCovariates", "covariates_in_order", "plan_covariates"]
 
 
-class PendingCovariates:
+class PendingCovariates(PendingColumns):
     """Covariate columns read but not yet put in score order (see ``Predictions.covariates``).
 
     Parameters
@@ -34,6 +36,11 @@ class PendingCovariates:
     def __init__(self, columns: pd.DataFrame, kinds: Mapping[str, str]) -> None:
         self.columns = columns
         self.kinds = kinds
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The kept columns, in order."""
+        return tuple(str(c) for c in self.columns.columns)
 
     def in_order(self, rows: np.ndarray) -> pd.DataFrame:
         """Return the covariates at input rows ``rows`` (score order)."""
@@ -117,10 +124,10 @@ def _unusable(series: pd.Series, keep: np.ndarray | None, first: int) -> str:
         if series.dtype.kind == "f":
             missing = np.isnan(values)
             if missing.all():
-                return "every value is missing"
+                return EVERY_VALUE_MISSING
             if missing.any():
                 return ""
-        return "" if values.min() != values.max() else "it takes a single value"
+        return "" if values.min() != values.max() else SINGLE_VALUE
     keep = np.ones(len(series), dtype=bool) if keep is None else keep
     if series.dtype == object and pd.api.types.infer_dtype(series, skipna=True) == "mixed" and (
         series.map(lambda v: isinstance(v, list | dict | set | tuple | np.ndarray)).any()
@@ -128,12 +135,12 @@ def _unusable(series: pd.Series, keep: np.ndarray | None, first: int) -> str:
         return "it holds lists or records, not single values"
     missing = series.isna().to_numpy()[keep]
     if missing.all():
-        return "every value is missing"
+        return EVERY_VALUE_MISSING
     if missing.any():
         return ""  # "missing" is one more value: two values at least
     value = series.iloc[first]
     differs = series.ne(value).to_numpy(dtype=bool, na_value=True)[keep]
-    return "" if differs.any() else "it takes a single value"
+    return "" if differs.any() else SINGLE_VALUE
 
 
 def _kind(series: pd.Series, name: str, nominal: Sequence[str], ordinal: Sequence[str]) -> str:

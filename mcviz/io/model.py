@@ -1,20 +1,24 @@
 """Records of loading: :class:`LoadReport` and :class:`Roles`.
 
-:class:`~mcviz.io.Predictions` itself lives in :mod:`mcviz.io.assembly`, beside the loader that
-builds it (so that neither module imports the other); :class:`PendingCovariates` in
-:mod:`mcviz.io.covariates` (re-exported here for old imports).
+:class:`~mcviz.io.Predictions` itself lives in :mod:`mcviz.io.predictions` (no pandas);
+:class:`~mcviz.io.covariates.PendingCovariates` in :mod:`mcviz.io.covariates`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcviz.io.covariates import PendingCovariates
-
-__all__ = ["VOID_P_VALUES", "LoadReport", "PendingCovariates", "Roles"]
+__all__ = ["EVERY_VALUE_MISSING", "SINGLE_VALUE", "VOID_P_VALUES", "LoadReport", "Roles"]
 
 VOID_P_VALUES = "not valid with label-dependent weights — use the null draws"
 """What every Brownian or classical p-value says when the weights depend on the labels."""
+
+EVERY_VALUE_MISSING = "every value is missing"
+"""Why a covariate is dropped when it holds no value (both loaders' words)."""
+
+SINGLE_VALUE = "it takes a single value"
+"""Why a covariate is dropped when all its values are equal (both loaders' words)."""
+
 
 
 @dataclass(frozen=True, slots=True, eq=False)

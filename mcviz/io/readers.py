@@ -30,12 +30,11 @@ import contextlib
 import io
 import os
 import re
+import sys
 import zipfile
 import zlib
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING, TypeAlias
 
 from mcviz.errors import ValidationError
 from mcviz.io.chunked import (
@@ -54,7 +53,8 @@ from mcviz.io.chunked import (
     too_many_columns,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pandas is imported where a DataFrame is built (Arrow alone reads Parquet)
+    import pandas as pd
     import pyarrow as pa
 
 __all__ = [
@@ -75,7 +75,7 @@ DEFAULT_MAX_BYTES = 1 << 30
 DEFAULT_MAX_COLUMNS = 2_000
 """Files with more columns than this are refused from their header, before parsing."""
 
-Source = str | Path | IO[bytes] | pd.DataFrame
+Source: TypeAlias = "str | Path | IO[bytes] | pd.DataFrame"
 
 _PARQUET_MAGIC = b"PAR1"
 # The reader errors a corrupt, truncated or hostile file can raise; anything else is a bug.
@@ -163,7 +163,8 @@ def read_table(
         too many columns, or a read estimated above the memory budget.
     """
     columns = default_max_columns() if max_columns is None else int(max_columns)
-    if isinstance(source, pd.DataFrame):
+    pandas = sys.modules.get("pandas")  # no DataFrame can exist before pandas is imported
+    if pandas is not None and isinstance(source, pandas.DataFrame):
         if source.shape[1] > columns:
             raise too_many_columns("DataFrame", source.shape[1], columns)
         check_duplicate_names([str(c) for c in source.columns])

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from mcviz.io.model import Roles
+from mcviz.io.predictions import roles_sentence  # defined beside Predictions (no pandas there)
 
-__all__ = ["class_names", "infer_roles", "labels_are_classes", "roles_sentence"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["class_names", "infer_roles", "labels_are_classes", "roles_from_columns",
+           "roles_sentence"]
 
 _SCORE_NAME = re.compile(
     r"^(score|scores|prob|probs|probability|proba|pred|prediction|predicted|y_prob|y_proba|"
@@ -44,6 +49,7 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
 
     Examples
     --------
+    >>> import pandas as pd
     >>> frame = pd.DataFrame({"id": [1, 2], "age": [30, 40], "score": [0.2, 0.7],
     ...                       "label": [0, 1]})
     >>> roles = infer_roles(frame)
@@ -52,7 +58,17 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
     """
     columns = [str(c) for c in frame.columns]
     numeric = {c for c in columns if _is_numeric(frame[c])}
+    return roles_from_columns(columns, numeric, frame)
 
+
+def roles_from_columns(
+    columns: Sequence[str], numeric: set[str], frame: pd.DataFrame | None = None
+) -> Roles:
+    """Column roles from the names and which columns are numeric (not boolean) alone.
+
+    The rules of :func:`infer_roles`, which calls this; without ``frame`` (the values) no
+    label is inferred from the values (0/1 columns, class names): the caller names the label.
+    """
     groups: dict[str, list[str]] = {}
     for column in columns:
         match = _PROBABILITY_PREFIX.match(column)
@@ -71,7 +87,9 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
         score = next((c for c in columns if _SCORE_NAME.match(c)), None)
 
     label = next((c for c in columns if _LABEL_NAME.match(c)), None)
-    if label is None:
+    if frame is not None:  # values at hand (and pandas imported with them)
+        import pandas as pd
+    if label is None and frame is not None:
         taken = set(candidates) | set(probabilities)
         binary = [
             c
@@ -80,7 +98,7 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
             and frame[c].nunique() == 2
         ]
         label = binary[-1] if binary else None
-    if label is None and probabilities:
+    if label is None and probabilities and frame is not None:
         class_names = set(_class_names(probabilities))
         for column in columns:
             if column in probabilities:
@@ -107,31 +125,9 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
     )
 
 
-def roles_sentence(pred) -> str:
-    """Say in one line which column plays which role in loaded predictions.
-
-    Examples
-    --------
-    >>> from mcviz.io import Predictions
-    >>> pred = Predictions.from_arrays([0.2, 0.8], [0, 1], covariates={"age": [30, 40]})
-    >>> roles_sentence(pred)
-    "score 'score', label 'label', unweighted, 1 covariate ('age')"
-    """
-    if pred.probability_columns:
-        score = f"per-class probabilities {', '.join(map(repr, pred.probability_columns))}"
-    else:
-        score = f"score {pred.score_column!r}"
-    weight = f"weight {pred.weight_column!r}" if pred.weighted else "unweighted"
-    names = [str(c) for c in pred.covariates.columns]
-    shown = ", ".join(map(repr, names[:8])) + (f", … ({len(names) - 8} more)"
-                                                if len(names) > 8 else "")
-    count = f"{len(names)} covariate{'' if len(names) == 1 else 's'}"
-    return (f"{score}, label {pred.label_column!r}"
-            f"{' (real-valued)' if pred.response_kind == 'continuous' else ''}, {weight}, "
-            f"{count}{f' ({shown})' if names else ''}")
-
-
 def _is_numeric(series: pd.Series) -> bool:
+    import pandas as pd
+
     return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
 
 
@@ -165,6 +161,8 @@ def labels_are_classes(probability_columns: Sequence[str], labels: object) -> bo
     >>> labels_are_classes(["score_a", "score_b", "score_c"], [0, 1, 1])
     False
     """
+    import pandas as pd
+
     text = _label_text(labels)
     values = np.array(pd.unique(text[text != ""]), dtype=object)
     if values.size == 0:
@@ -175,6 +173,8 @@ def labels_are_classes(probability_columns: Sequence[str], labels: object) -> bo
 
 def _label_text(labels: object) -> np.ndarray:
     """Labels as stripped text, missing ones as ``""`` (as the loader compares them)."""
+    import pandas as pd
+
     series = pd.Series(labels) if not isinstance(labels, pd.Series) else labels
     return series.astype("string").str.strip().to_numpy(dtype=object, na_value="")
 
@@ -195,6 +195,8 @@ def _matching_class_names(probability_columns: Sequence[str], labels: np.ndarray
     the prefix cut back to its last separator (``prob_a1``, ``prob_a2`` -> ``a1``, ``a2``),
     the full column names.
     """
+    import pandas as pd
+
     first = _class_names(probability_columns)
     options = [first]
     prefix = _common_prefix(probability_columns)
@@ -216,6 +218,8 @@ def _matching_class_names(probability_columns: Sequence[str], labels: np.ndarray
 
 def _numeric_labels_as_classes(labels: np.ndarray, class_names: Sequence[str]) -> np.ndarray:
     """Map labels such as ``'1.0'`` to a class named ``'1'`` (float labels, numeric names)."""
+    import pandas as pd
+
     numeric: dict[float, str] = {}
     for name in class_names:
         try:

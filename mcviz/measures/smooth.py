@@ -268,14 +268,17 @@ def _smece_at(rows: _Rows, sigma: float) -> float:
         mesh = np.linspace(0.0, 1.0, max(round(10.0 / sigma), 200))
         size = _grid_size(sigma)
         kernel = _kernel(size, sigma)
-        residual = _smoothed(
-            rows, lambda: rows.weight * (rows.score - rows.label), size, kernel, mesh,
-            key="residual",
-        )
+        residual = _smoothed(rows, lambda: _residual_mass(rows), size, kernel, mesh,
+                             key="residual")
         density = _smoothed(rows, rows.weight, size, kernel, mesh, key="weight") + DENSITY_GUARD
         # |r/δ|·δ summed over the mesh, over Σδ: the integrals of smECE_sigma as sums
         rows._cache[key] = float(np.sum(np.abs(residual / density) * density) / np.sum(density))
     return rows._cache[key]
+
+
+def _residual_mass(rows: _Rows) -> np.ndarray:
+    """Return the residual mass ``w (S - R)`` per row, computed once for every grid size."""
+    return rows.cached("residual mass", lambda: rows.weight * (rows.score - rows.label))
 
 
 def _grid_size(sigma: float) -> int:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from mcviz.binning import CalibrationMetrics, calibration_metrics
 from mcviz.errors import ValidationError
@@ -32,6 +32,9 @@ from mcviz.measures.clinical import (
 )
 from mcviz.measures.corp import ScoreDecomposition, _decomposition, _pav
 from mcviz.measures.smooth import SmoothEce, _smece
+
+if TYPE_CHECKING:  # pandas is imported by the tables (to_frame), not by the metrics
+    import pandas as pd
 
 __all__ = ["JSON_KEYS", "MEASURE_GROUPS", "ClassicalMeasures", "classical_measures"]
 
@@ -136,6 +139,7 @@ class ClassicalMeasures:
 
     def to_frame(self) -> pd.DataFrame:
         """Return the dashboard's grouped table: ``group``, ``name``, ``value``, ``help``."""
+        import pandas as pd
         m, r, c, h = self.metrics, self.recalibration, self.curve, self.hosmer_lemeshow
         overall, curve, parts = MEASURE_GROUPS
         k = m.n_bins

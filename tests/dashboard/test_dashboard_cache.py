@@ -38,7 +38,7 @@ def test_deep_size_walks_dataclasses_and_slots():
 
 def test_deep_size_measures_without_computing_pending_covariates():
     from mcviz.io import load_predictions
-    from mcviz.io.model import PendingCovariates
+    from mcviz.io.covariates import PendingCovariates
 
     rng = np.random.default_rng(1)
     n = 50_000

@@ -9,7 +9,7 @@ import pytest
 
 from mcviz import ValidationError, load_predictions
 from mcviz.io import Predictions
-from mcviz.io.model import PendingCovariates
+from mcviz.io.covariates import PendingCovariates
 
 
 def _frame():
