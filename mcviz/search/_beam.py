@@ -266,10 +266,14 @@ class Beam:
         points = np.array([getattr(option, side) for option in options])
         with np.errstate(invalid="ignore"):
             inside = (keys >= points.min()) & (keys <= points.max())
-        slab = np.flatnonzero(inside)
         base = options[0].mask_keys(keys) & ~inside
-        slab_in = np.array([option.mask_keys(keys[slab]) for option in options])
-        scores = np.round(slab_variants_z(self.data, rows, base, slab, slab_in), 9)
+        union = np.flatnonzero(base | inside)  # rows in no variant add nothing to any path
+        if union.size == 0:
+            return options[0]
+        inside, base = inside[union], base[union]
+        slab = np.flatnonzero(inside)
+        slab_in = np.array([option.mask_keys(keys[union[slab]]) for option in options])
+        scores = np.round(slab_variants_z(self.data, rows[union], base, slab, slab_in), 9)
         sizes = int(base.sum()) + slab_in.sum(axis=1)
         scores = np.where(sizes >= self.min_rows, scores, -np.inf)
         best = int(np.argmax(scores))  # the first of equal sets: the current cut when equal
