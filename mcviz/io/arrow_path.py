@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -92,8 +93,12 @@ class ArrowCovariates(PendingColumns):
         if _stamp(self.path) != self.stamp:
             raise ValidationError(f"file {Path(self.path).name!r} changed since it was loaded; "
                                   "load it again to use its covariates.")
+        import pandas as pd
+
         table = read_parquet_table(self.path, max_bytes=self.max_bytes, columns=list(self.kinds))
-        return covariates_in_order(table.to_pandas(split_blocks=True), self.kinds, rows)
+        frame = table.to_pandas(split_blocks=True)
+        frame.columns = pd.Index(list(self.kinds), dtype="str")  # the loader's names (even none)
+        return covariates_in_order(frame, self.kinds, rows)
 
 
 def _stamp(path: str) -> tuple[int, int] | None:
@@ -111,9 +116,10 @@ def parquet_predictions(
     label: str,
     weight: str | None = None,
     response: Literal["binary", "continuous"] = "binary",
+    covariates: Sequence[str] | None = None,
     max_bytes: int | None = None,
 ) -> Predictions | None:
-    """Load a Parquet file as ``load_predictions(source, score=, label=, weight=, response=)``.
+    """Load a Parquet file as ``load_predictions(source, score=, label=, weight=, ...)``.
 
     Parameters
     ----------
@@ -124,6 +130,9 @@ def parquet_predictions(
     weight : str, optional
         The weight column; None infers it from the names as the loader does; ``""``: unweighted.
     response : {"binary", "continuous"}
+    covariates : sequence of str, optional
+        As for the loader: these columns (less the score, label and weight); default every
+        other column that is not an id or score-like.
     max_bytes : int, optional
         As for :func:`mcviz.io.read_parquet_table` (the same limits as the loader's).
 
@@ -153,7 +162,12 @@ def parquet_predictions(
     roles = [score, label, *([weight] if weight else [])]
     if weight is None or len(set(roles)) != len(roles) or not set(roles) <= set(kinds):
         return None
-    candidates = _candidates(kinds, score, label, weight)
+    if covariates is None:
+        candidates = _candidates(kinds, score, label, weight)
+    elif set(covariates) <= set(kinds) and len(set(covariates)) == len(covariates):
+        candidates = [c for c in covariates if c not in roles]  # (an unknown one: the loader)
+    else:
+        return None
     counted = {name: _statistics(parquet, names.index(name), kinds[name],
                                  str(schema.field(name).type).startswith("uint"))
                for name in candidates}

@@ -179,6 +179,25 @@ def test_covariates_read_later_refuse_a_changed_file(tmp_path):
         _ = fast.covariates
 
 
+@pytest.mark.parametrize("covariates", [
+    ["age", "city", "const_int", "real_nan"],
+    ["score", "when", "id", "model_b_score"],  # a role is left out; ids and scores are kept
+    [],
+])
+def test_covariates_named_give_the_loaders_predictions(tmp_path, covariates):
+    path = _write(tmp_path, _many_kinds(6))
+    fast = parquet_predictions(path, score="score", label="label", covariates=covariates)
+    assert fast is not None
+    _assert_same(fast, load_predictions(path, score="score", label="label",
+                                        covariates=covariates))
+
+
+@pytest.mark.parametrize("covariates", [["age", "nothing"], ["age", "age"]])
+def test_unknown_or_repeated_covariates_are_left_to_the_loader(tmp_path, covariates):
+    path = _write(tmp_path, _many_kinds(6))
+    assert parquet_predictions(path, score="score", label="label", covariates=covariates) is None
+
+
 def test_a_flag_named_weight_is_a_covariate_not_a_weight(tmp_path):
     rng = np.random.default_rng(4)
     score, label = _scores(rng)
@@ -278,6 +297,9 @@ def _metrics(arguments: list[str], capsys) -> tuple[int | None, str, str]:
     ["--weighting", "proportional", "--rho", "0.05"],
     ["--no-weight"],
     ["--drop-invalid"],
+    ["--covariates", "age,city_missing,const_int,when_utc,real_nan", "--subpopulations", "30"],
+    ["--groups", "city", "--covariates", "age,flag_missing", "--subpopulations", "10"],
+    ["--groups", "flag"],
 ])
 def test_mcviz_metrics_prints_the_same_with_either_loader(tmp_path, capsys, monkeypatch,
                                                          arguments):
