@@ -79,6 +79,11 @@ if presenting:
             " [data-testid='stAlertContainer'] p, [data-testid='stExpander'] summary p"
             " {font-size: 1.3rem !important;}"
             " [data-testid='stWidgetLabel'] + div input, [data-testid^='stBaseButton'] p"
+            # widget values: select boxes (an input), multiselect tags, the open list, inputs
+            " , [data-testid='stSelectbox'] input, [data-testid='stMultiSelect'] input,"
+            " [data-testid='stMultiSelectTagsContainer'] [data-tag] span, [role='option'],"
+            " [data-testid='stNumberInput'] input, [data-testid='stTextInput'] input,"
+            " [data-testid='stTextArea'] textarea, [data-testid='stDateInput'] input"
             " {font-size: 1.1rem !important;}"
             " [data-testid='stMetricValue'] div {font-size: 2.8rem !important;}"
             " [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;}"

@@ -304,6 +304,7 @@ def _child(case: str, p: dict) -> dict:
     if path is not None:
         path.unlink(missing_ok=True)
     return {"estimate_bytes": estimate.bytes, "estimate_seconds": estimate.seconds,
+            "what": estimate.what,
             "peak_bytes": peak, "seconds": seconds, "cpu_seconds": cpu,
             "peak_total_bytes": _status("VmHWM")}
 
@@ -424,7 +425,8 @@ def reads(shapes: list[str], budget: int = READ_BUDGET) -> None:
 
 def main(cases: list[str]) -> None:
     print(f"{'estimate':<15}{'shape':<12}{'est. MB':>9}{'peak MB':>9}{'mem ×':>7}"
-          f"{'est. s':>9}{'run s':>9}{'time ×':>8}{'CPU s':>8}{'CPU ×':>7}{'RSS MB':>8}")
+          f"{'est. s':>9}{'run s':>9}{'time ×':>8}{'CPU s':>8}{'CPU ×':>7}{'RSS MB':>8}"
+          f"{'load':>6}")
     for case in cases or list(SHAPES):
         for shape in SHAPES[case]:
             r = measure(case, shape)
@@ -434,7 +436,7 @@ def main(cases: list[str]) -> None:
                   f"{r['estimate_seconds'] / max(r['seconds'], 1e-3):>8.2f}"
                   f"{r['cpu_seconds']:>8.2f}"
                   f"{r['estimate_seconds'] / max(r['cpu_seconds'], 1e-3):>7.2f}"
-                  f"{r['peak_total_bytes'] / 1e6:>8.0f}", flush=True)
+                  f"{r['peak_total_bytes'] / 1e6:>8.0f}{os.getloadavg()[0]:>6.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -295,11 +295,15 @@ def report_progress(progress: Progress | None, fraction: float, what: str) -> No
 # --------------------------------------------------------------------------------------------
 # Estimates of the computations of mcviz.groupings. Every constant is measured: peak RSS above
 # the process's RSS before the call, on the shapes of benchmarks/bench_budget.py (2-core
-# reference machine), rounded up; tests/test_budget_measured.py holds them within 1.5x.
+# reference machine), rounded up; tests/test_budget_measured.py holds them within 1.5x. Times
+# are CPU seconds of the run (user + sys: the machine's load does not change them as it changes
+# wall time), measured 2026-11-26 at load 3-8 (benchmarks/bench_budget.py partition knn knn_all
+# kernel), set about 1.2-1.4x above them: an estimate errs high on an idle machine and is about
+# the wall time on a busy one.
 
 _PARTITION_BYTES_PER_ROW = 88  # per-point terms (6 float64), group ids, masks
-_PARTITION_SECONDS_PER_ROW = 4e-7
-_PARTITION_SECONDS_PER_GROUP = 4e-4
+_PARTITION_SECONDS_PER_ROW = 2e-7  # CPU 1.0-2.0e-7 (2M rows, score bins or 2,000 index groups)
+_PARTITION_SECONDS_PER_GROUP = 3e-6  # CPU < 2e-6 (20,000 groups over 500,000 rows)
 _KNN_BYTES_PER_ROW = 100  # distinct inputs (hash keys, inverse), per-input sums, trees
 _KNN_BYTES_PER_COLUMN_ROW = 24  # numeric columns and nominal codes, with one joined copy
 _KNN_BYTES_PER_CELL = 96  # one (centre, candidate) cell of a search reaching other cells
@@ -307,11 +311,14 @@ _KNN_BYTES_PER_OWN_CELL = 40  # one cell of a search that stays in its own cell
 _KNN_BYTES_PER_SCAN_CELL = 24  # one cell of a search reaching every input (a distance scan)
 _KNN_BYTES_PER_CENTRE = 480  # per-centre sums, sizes, radii, their gathers and labels
 _KNN_BYTES_PER_TREE = 3_000  # a k-d tree kept per combination of levels searched
-_KNN_SECONDS_PER_ROW = 4e-6  # standardising, sorting distinct inputs, building trees
-_KNN_SECONDS_PER_CELL = 1.5e-6  # tree search, merging, sums of one candidate (other cells)
-_KNN_SECONDS_PER_OWN_CELL = 5e-7  # the same within a centre's own combination of levels
+_KNN_SECONDS_PER_ROW = 1e-6  # standardising, sorting distinct inputs, building trees (CPU
+# 4-8.5e-7 x (1 + columns / 4) at 3-5 columns of distinct inputs; far less on tied inputs)
+_KNN_SECONDS_PER_CELL = 4e-7  # tree search, merging, sums of one candidate (other cells;
+# CPU 3.0-3.3e-7 with every row a centre and 500 centres of 300,000 rows)
+_KNN_SECONDS_PER_OWN_CELL = 2.8e-7  # the same within a centre's own combination of levels
+# (CPU 1.9-2.1e-7)
 _KERNEL_BYTES_PER_PAIR = 64  # rows, columns, distances, weights and a gather buffer
-_KERNEL_SECONDS_PER_PAIR = 1.5e-7
+_KERNEL_SECONDS_PER_PAIR = 3e-7  # CPU 2.8e-7 (11.7 million pairs)
 
 
 def partition_estimate(rows: int, groups: int) -> Estimate:
@@ -488,7 +495,8 @@ _TABLE_BYTES_PER_BYTE = 3.0  # the parsed batches, the DataFrame converted from 
 _TABLE_SECONDS_PER_VALUE = 1e-7  # parsing, converting (CPU 4-6e-8 per value; 1.9e-7 re-read)
 _BUFFER_COPIES = 3  # text blocks held by the streaming reader (read ahead, being parsed)
 _PARQUET_BYTES_PER_DECODED_BYTE = 2.4  # the decoded table and the frame's copy
-_PARQUET_SECONDS_PER_DECODED_BYTE = 2e-9  # CPU 0.6-1.1e-9
+_PARQUET_SECONDS_PER_DECODED_BYTE = 4e-9  # CPU 1.2-1.7e-9 at load 7, up to 4.3e-9 at load 14
+# (Arrow decodes in threads: their CPU time grows with the load, unlike single-threaded work)
 
 
 def table_read_estimate(table: int, *, held: int = 0, buffer: int = 0, values: int = 0,

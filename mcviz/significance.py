@@ -77,12 +77,13 @@ NULL_KINDS = ("bernoulli", "wild-rademacher")
 DRAW_COLUMNS = 32
 """Sets of responses evaluated together (a (rows x 32) block of residuals at a time)."""
 
-_SECONDS_PER_MEMBER_DRAW = 5e-9
-"""Measured cost of one member of one subpopulation in one draw (2-core machine, two threads:
-about 5e-9 s of CPU, benchmarks/bench_null.py at 10^6 rows)."""
-_SECONDS_PER_ROW_DRAW = 1e-7
-"""Redrawing, weighting and ordering one row's response in one draw (benchmarks/bench_budget.py:
-6.7 s for 10^6 rows x 64 draws and 20 subpopulations under load)."""
+_SECONDS_PER_MEMBER_DRAW = 6.5e-9
+"""Cost of one member of one subpopulation in one draw: CPU 5.5e-9 s (benchmarks/bench_budget.py
+null, a least-squares fit with :data:`_SECONDS_PER_ROW_DRAW` over five shapes of 1.6x10^5-10^6 rows,
+2026-11-26), set about 1.2x above it."""
+_SECONDS_PER_ROW_DRAW = 3e-8
+"""Redrawing, weighting and ordering one row's response in one draw: CPU 2.1e-8 s (the same fit;
+the estimates lie 1.0-1.8x above the CPU time of those five shapes)."""
 _BLOCK_BYTES_PER_ROW_COLUMN = 12
 """Peak RSS of one row of one redrawn column (benchmarks/bench_budget.py, issue #25: 310-360 B
 per row for the 32 columns of a block at 4x10^5-10^6 rows; the block's float64 arrays are not

@@ -4,8 +4,14 @@ Each case runs in a fresh subprocess under a 4 GB address-space cap
 (``benchmarks/bench_budget.py``: the input is built first, then the kernel's peak-RSS mark is
 reset and the computation runs); the estimate the computation itself checks must lie within
 1.5x of the measured peak RSS above the RSS before the call, on two data shapes each (the
-benchmark's shapes with 40% of their rows). Time is only printed by the benchmark (a timing
-assert fails under load).
+benchmark's shapes with 40% of their rows).
+
+Time is held by the CPU time of the run (user + sys), which the machine's load inflates far
+less than wall time: the estimate must not fall below a fifth of it (a gross underestimate
+starts long work unasked). The constants lie 1-2x above the CPU time on the 2-core reference
+machine; Arrow's threaded reads spend up to 3x more CPU on a loaded one. How close the
+estimates are - within 3x on the reference machine - is the benchmark's table
+(``benchmarks/bench_budget.py``); the ratio is recorded here too (``--junitxml``).
 """
 
 from __future__ import annotations
@@ -29,8 +35,12 @@ CASES = [(case, shape) for case, shapes in SHAPES.items() if case != "knn_1gb"
 
 
 @pytest.mark.parametrize(("case", "shape"), CASES, ids=[f"{c}-{s}" for c, s in CASES])
-def test_estimate_is_within_one_and_a_half_times_the_measured_peak(case, shape):
+def test_estimate_is_within_one_and_a_half_times_the_measured_peak(case, shape,
+                                                                   record_property):
     result = measure(case, shape, scale=0.4)
     estimate, peak = result["estimate_bytes"], result["peak_bytes"]
     assert peak > 20e6, result  # large enough to be measured, not allocator noise
     assert peak / 1.5 <= estimate <= 1.5 * peak, result
+    cpu = max(result["cpu_seconds"], 1e-3)
+    record_property("time_estimate_over_cpu", round(result["estimate_seconds"] / cpu, 2))
+    assert result["estimate_seconds"] >= cpu / 5, result

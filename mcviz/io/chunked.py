@@ -12,11 +12,12 @@ naming what to change. A Parquet file is read by batches of rows alike.
 Types stay those of a whole-file read. The streaming reader infers each column's type from
 its first block; when a later block holds a value that type cannot hold (an integer column
 that turns to text, or to decimals), the read starts again with that column read as text, and
-once complete the column takes the narrowest type that holds every value, in pyarrow's order
-of inference: int64, then float64, else text (a column empty in the first block may also become
-boolean or a timestamp). After three such restarts every non-text column is read as text at
-once (bounded restarts). Bytes that are not UTF-8 restart the read as Latin-1; a line longer
-than a block restarts it with blocks eight times larger (up to ``max_bytes``).
+once complete the column goes on along pyarrow's order of inference from the type of its first
+block (int64, boolean, float64, date, timestamp in s or ns, with a zone) to the first type that
+holds every value, else text - the type a whole-file read gives it. After three such restarts
+every non-text column is read as text at once (bounded restarts). Bytes that are not UTF-8
+restart the read as Latin-1; a line longer than a block restarts it with blocks eight times
+larger (up to ``max_bytes``).
 """
 
 from __future__ import annotations
@@ -398,15 +399,40 @@ def over_budget(name: str, rows: int, read: str, need: int, memory: int) -> Vali
     )
 
 
+def _inference_order() -> list:
+    """Return pyarrow's CSV inference order (after null): each type tried when the last fails.
+
+    A whole-file read (:func:`pyarrow.csv.read_csv`) moves a column along it until a type holds
+    every value: integer, boolean, real, date, (time), timestamp in seconds, in nanoseconds,
+    with a zone in seconds, in nanoseconds; else text.
+    """
+    import pyarrow as pa
+
+    return [pa.int64(), pa.bool_(), pa.float64(), pa.date32(), pa.timestamp("s"),
+            pa.timestamp("ns"), pa.timestamp("s", "UTC"), pa.timestamp("ns", "UTC")]
+
+
 def _narrowest(table: pa.Table, as_text: dict[str, object]) -> pa.Table:
-    """Columns read as text take the narrowest type holding every value (int64, float64)."""
+    """Columns read as text take the type a whole-file read would have given them.
+
+    Each goes on along pyarrow's inference order (:func:`_inference_order`) from the type its
+    first block was inferred as (a column empty there from the start): the first type that
+    holds every value, else text. A column first read as dates that later holds date-times
+    becomes a timestamp, as in a whole-file read.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    order = _inference_order()
     for column in as_text:
-        candidates = [pa.int64(), pa.float64()]
-        if pa.types.is_null(as_text[column]):  # empty in the first block
-            candidates += [pa.bool_(), pa.timestamp("s")]
+        first = as_text[column]
+        if pa.types.is_null(first):
+            candidates = order
+        elif pa.types.is_time(first):  # a time is never a timestamp: text
+            candidates = []
+        else:
+            start = next((i for i, t in enumerate(order) if t == first), None)
+            candidates = order[start:] if start is not None else []
         position = table.schema.get_field_index(column)
         for target in candidates:
             try:

@@ -367,15 +367,17 @@ def _read_parquet(source: pa.NativeFile, name: str, limits: Limits, *, file: int
         if metadata.num_columns > limits.columns:
             raise too_many_columns(name, metadata.num_columns, limits.columns)
         check_duplicate_names(parquet.schema_arrow.names)
-        estimate = _parquet_memory(metadata)
+        groups = _decoded_row_groups(source, parquet)
+        estimate = sum(groups)
         if estimate > limits.bytes:
             raise too_large(
                 name, f"decompresses to about {size_text(estimate)} (its row-group metadata)",
                 limits.bytes,
             )
         check(parquet_read_estimate(file, estimate, what=f"reading {name!r}"), limits.memory)
-        return _parquet_batches(parquet, name, limits, file,
-                                max(estimate // max(metadata.num_rows, 1), 1), columns)
+        row_bytes = max((size // max(metadata.row_group(i).num_rows, 1)
+                         for i, size in enumerate(groups)), default=1)
+        return _parquet_batches(parquet, name, limits, file, max(row_bytes, 1), columns)
     except ValidationError:
         raise
     except (pa.ArrowException, *_READ_ERRORS) as error:
@@ -414,16 +416,63 @@ def _parquet_batches(parquet, name: str, limits: Limits, file: int, row_bytes: i
     return pa.Table.from_batches(batches, schema=schema)
 
 
-def _parquet_memory(metadata: object) -> int:
-    """Bytes a Parquet file needs once decoded, from its footer alone.
+def _decoded_row_groups(source: pa.NativeFile, parquet) -> list[int]:
+    """Bytes each row group of a Parquet file needs once decoded (its footer, then its indices).
 
-    The larger of the uncompressed page sizes and rows x 8 bytes per leaf column (a float or a
-    pointer per value): run-length and dictionary encoding can make the pages far smaller than
-    the values they decode to.
+    From the footer: the larger of the uncompressed page sizes and rows x 8 bytes per leaf
+    column (a float or a pointer per value), as run-length encoding can make pages far smaller
+    than the values they decode to. A dictionary-encoded text column is counted exactly: its
+    pages hold each distinct value once and an index per row, so its footer sizes say nothing
+    of the decoded column (4,000 rows of one 20 kB text: 20 kB of pages, 80 MB decoded). Such
+    columns (text read as text, not as a categorical) are read once more as dictionaries - an
+    index per row, one column chunk at a time - and the lengths of the values the rows point at
+    summed, before any of their text is decoded.
     """
-    uncompressed = sum(
-        metadata.row_group(i).total_byte_size  # type: ignore[attr-defined]
-        for i in range(metadata.num_row_groups)  # type: ignore[attr-defined]
-    )
-    values = metadata.num_rows * max(metadata.num_columns, 1) * 8  # type: ignore[attr-defined]
-    return max(uncompressed, values)
+    metadata = parquet.metadata
+    columns = range(metadata.num_columns)
+    text = [j for j in columns if _dictionary_text(parquet, j)]
+    names = [metadata.schema.column(j).name for j in text]
+    indexed = None
+    if text:
+        import pyarrow.parquet as pq
+
+        indexed = pq.ParquetFile(source, read_dictionary=names, metadata=metadata)
+    sizes = []
+    for i in range(metadata.num_row_groups):
+        group = metadata.row_group(i)
+        size = max(group.total_byte_size, group.num_rows * max(metadata.num_columns, 1) * 8)
+        for j, name in zip(text, names, strict=True):
+            if group.column(j).has_dictionary_page:
+                chunk = group.column(j).total_uncompressed_size
+                size += max(_dictionary_decoded(indexed, i, name) - chunk, 0)
+        sizes.append(size)
+    return sizes
+
+
+def _dictionary_text(parquet, j: int) -> bool:
+    """Tell whether column ``j`` is top-level text read as text (not as a dictionary)."""
+    import pyarrow as pa
+
+    column = parquet.metadata.schema.column(j)
+    schema = parquet.schema_arrow
+    if column.physical_type != "BYTE_ARRAY" or column.path != column.name:
+        return False
+    if column.name not in schema.names:
+        return False
+    return not pa.types.is_dictionary(schema.field(column.name).type)
+
+
+def _dictionary_decoded(indexed, group: int, name: str) -> int:
+    """Bytes a dictionary-encoded column chunk decodes to: its values' lengths, offsets."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = indexed.read_row_group(group, columns=[name]).column(0)
+    total = 0
+    for chunk in values.chunks:
+        if not pa.types.is_dictionary(chunk.type):  # read as values after all
+            total += chunk.nbytes
+            continue
+        lengths = pc.binary_length(chunk.dictionary)
+        total += int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0) + 8 * len(chunk)
+    return total

@@ -49,8 +49,11 @@ ALPHA = 0.05
 _BYTES_PER_ROW = 110
 _BYTES_PER_ROW_COVARIATE = 6
 _BYTES_FIXED = 5_000_000
-_SECONDS_PER_ROW_COVARIATE = 3.0e-6
-_SECONDS_FIXED = 1.0
+# CPU time (user + sys, benchmarks/bench_budget.py search, issue #25, 2026-11-26 at load 6):
+# 0.6-3.1 s on seven shapes of 1.6x10^5-10^6 rows x 4-16 covariates, a part fixed and about
+# 2.5-7e-7 s per row and column; these constants lie 1.1-2.2x above every one of them.
+_SECONDS_PER_ROW_COVARIATE = 4e-7
+_SECONDS_FIXED = 0.8
 
 TABLE_COLUMNS = (
     "rank", "description", "size", "share", "kuiper_z", "search_kuiper_z", "holdout_size",

@@ -184,3 +184,45 @@ def test_searched_finding_link_reopens_on_a_fresh_browser(app_url, browser):
     assert any("Deviation from the full population" in c["title"] for c in layout["charts"])
     fresh.screenshot(path=ARTIFACTS / "review-finding-link.png")
     fresh.context.close()
+
+
+WIDGET_FONTS_JS = """
+() => {
+  const px = e => parseFloat(getComputedStyle(e).fontSize);
+  const all = s => [...document.querySelectorAll(s)].filter(e => e.getBoundingClientRect().width);
+  return {
+    label: Math.min(...all('[data-testid=stWidgetLabel] p').map(px)),
+    values: [['select box value', '[data-testid=stSelectbox] input'],
+             ['multiselect tag', '[data-testid=stMultiSelectTagsContainer] [data-tag] span'],
+             ['open list option', '[role=option] > div'],
+             ['number input', '[data-testid=stNumberInput] input']]
+      .flatMap(([what, s]) => all(s).map(e => [what, px(e), (e.value || e.textContent)]))
+  };
+}
+"""
+
+
+def test_presentation_mode_shows_widget_values_as_large_as_its_text(app_url, browser):
+    # at 1920x1080 in presentation mode, what a select box, a multiselect or a number input
+    # shows (and a select box's open list) reads at the buttons' 1.1rem, not Streamlit's 14 px
+    page = _fresh_page(browser, 1920, 1080)
+    found = {}
+    for path in ("/?demo=adult&pm=1", "/subpopulations?demo=adult&pm=1"):
+        page.goto(app_url + path)
+        page.locator("[data-testid=stSelectbox], [data-testid=stNumberInput]").first.wait_for(
+            timeout=120_000)
+        wait_idle(page)
+        if "subpopulations" not in path:  # open the first select box's list
+            page.locator("[data-testid=stSelectbox] button").first.click()
+            page.locator("[role=option]").first.wait_for(timeout=30_000)
+        name = path.split("?")[0].strip("/") or "data"
+        page.screenshot(path=ARTIFACTS / f"presentation-widgets-{name}.png")
+        assert page.get_by_text("Page not found").count() == 0, path
+        fonts = page.evaluate(WIDGET_FONTS_JS)
+        assert fonts["label"] >= 20, fonts  # the 1.3rem labels around them
+        for what, size, text in fonts["values"]:
+            found.setdefault(what, []).append(size)
+            assert size >= 17.5, (path, what, size, text)
+    assert set(found) == {"select box value", "multiselect tag", "open list option",
+                          "number input"}, found
+    page.context.close()

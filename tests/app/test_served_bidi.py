@@ -223,6 +223,35 @@ def test_review_and_report_with_every_section(uploaded):
         raw_controls(uploaded, f"{page} with every section")
 
 
+def test_screening_table_and_its_drill_down(tmp_path, monkeypatch):
+    # a table written by `mcviz screen` on the same data (as Parquet, under a hostile file
+    # name): its descriptions, files, picker and the drilled-down subpopulation's charts
+    monkeypatch.setenv("MCVIZ_DATA_ROOTS", str(tmp_path))  # the server reads only its roots
+    data = tmp_path / "pre\u202edictions\u2028.parquet"
+    hostile_frame().to_parquet(data, row_group_size=1000)
+    out = tmp_path / "screen.parquet"
+    run = subprocess.run(
+        [sys.executable, "-m", "mcviz", "screen", str(data), "--engine", "duckdb",
+         "--score", "score", "--label", "label", "--covariates", f"{GROUP},{KIND}",
+         "--subpopulations", "40", "--seed", "3", "--out", str(out)],
+        capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=240,
+        check=False)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    at = AppTest.from_file(APP, default_timeout=240).run()
+    at.switch_page("pages/screening.py").run()
+    at.file_uploader(key="screen_upload").set_value(
+        ("scr\u202eeen.parquet", out.read_bytes(), "application/octet-stream")).run()
+    raw_controls(at, "screening")
+    picker = next(b for b in at.selectbox if str(b.key).startswith("screen_row|"))
+    shown = list(picker.options)  # as the browser gets them
+    hostile = [i for i, text in enumerate(shown) if "[U+" in text]
+    assert hostile, shown  # a description naming a hostile column or level is offered
+    assert "[U+" in " ".join(t for _, t in element_texts(at))  # shown neutralised, not dropped
+    picker.select_index(hostile[-1]).run()  # a drill-down into it
+    raw_controls(at, "screening drill-down")
+    assert any(m.label == "Kuiper D" for m in at.metric)
+
+
 def test_cli_text_output(tmp_path):
     path = tmp_path / FILE_NAME
     path.write_bytes(hostile_csv())

@@ -62,6 +62,28 @@ def test_a_column_changing_type_in_a_later_block_reads_as_a_whole_file_read(
                                                        == "f")
 
 
+@pytest.mark.parametrize(("first", "late", "expected"), [
+    ("2024-01-{day:02d}", "2024-02-03 12:30:00", "timestamp[s]"),  # dates, then a date-time
+    ("2024-01-{day:02d}", "2024-02-03 12:30:00.25", "timestamp[ns]"),
+    ("2024-01-{day:02d} 08:00:00", "2024-02-03 12:30:00.25", "timestamp[ns]"),
+    ("2024-01-{day:02d}T08:00:00Z", "2024-02-03T12:30:00.25Z", "timestamp[ns, tz=UTC]"),
+    ("{bit}", "true", "bool"),  # 0/1 integers, then a boolean word
+    ("2024-01-{day:02d}", "soon", "string"),
+])
+def test_a_later_value_moves_a_column_along_the_whole_file_inference(small_blocks, first, late,
+                                                                     expected):
+    # the streaming reader inferred the first block's type; a whole-file read moves on to the
+    # type holding every value (pyarrow's order: integer, boolean, real, date, timestamps)
+    lines = ["score,label,when"]
+    lines += [f"0.5,{i % 2}," + first.format(day=i % 28 + 1, bit=i % 2) for i in range(4_000)]
+    lines += [f"0.5,1,{late}", "0.5,0," + first.format(day=2, bit=1)]
+    text = ("\n".join(lines) + "\n").encode()
+    assert str(pacsv.read_csv(io.BytesIO(text)).schema.field("when").type) == expected
+    frame = read_table(_buffer(text, "dates.csv"))
+    pd.testing.assert_frame_equal(frame, _whole_file(text))  # values and dtypes
+    assert len(frame) == 4_002
+
+
 def test_a_column_empty_in_the_first_block_takes_the_type_of_its_values(small_blocks):
     lines = ["score,label,x"] + [f"0.5,{i % 2}," for i in range(3_000)]
     lines += [f"0.5,1,{i}" for i in range(3_000)]
@@ -158,18 +180,56 @@ def _compress(text: bytes, codec: str) -> bytes:
     return buffer.getvalue()
 
 
-def test_parquet_values_decoding_past_the_footer_are_stopped_by_the_batches():
-    # 4,000 rows of one 20 kB text, dictionary-encoded: the pages (and so the footer's sizes)
-    # hold it once, decoded it is 80 MB: the footer's check passes a 30 MB budget, the decoded
-    # batches do not
+def _batches_seen(monkeypatch) -> list:
+    """Record the bytes of every batch the Parquet reader decodes."""
     import pyarrow.parquet as pq
 
+    seen = []
+    original = pq.ParquetFile.iter_batches
+
+    def iter_batches(self, *args, **kwargs):
+        for batch in original(self, *args, **kwargs):
+            seen.append(batch.nbytes)
+            yield batch
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", iter_batches)
+    return seen
+
+
+def _dictionary_parquet(rows: int, text: int, distinct: int = 1) -> bytes:
+    """``rows`` rows of a ``text``-byte text among ``distinct`` ones, dictionary-encoded."""
+    import pyarrow.parquet as pq
+
+    notes = [str(i % distinct) + "n" * text for i in range(rows)]
     buffer = io.BytesIO()
-    pq.write_table(pa.table({"score": np.full(4_000, 0.5), "label": np.ones(4_000, np.int8),
-                             "note": ["n" * 20_000] * 4_000}), buffer, use_dictionary=True)
+    pq.write_table(pa.table({"score": np.full(rows, 0.5), "label": np.ones(rows, np.int8),
+                             "note": notes}), buffer, use_dictionary=True)
+    return buffer.getvalue()
+
+
+def test_parquet_values_decoding_past_the_footer_are_refused_before_any_batch(monkeypatch):
+    # 4,000 rows of one 20 kB text, dictionary-encoded: the pages (and so the footer's sizes)
+    # hold it once, decoded it is 80 MB. The dictionary's indices count it before any text is
+    # decoded: refused with nothing read (before, one 80 MB batch was decoded first, past the
+    # 30 MB budget, and only then refused).
+    raw = _dictionary_parquet(4_000, 20_000)
+    seen = _batches_seen(monkeypatch)
     with pytest.raises(ValidationError, match=(
-            r"file 'd.parquet' is too large to read within the memory budget: stopped after "
-            r"[0-9,]+ rows")):
-        read_table(_buffer(buffer.getvalue(), "d.parquet"), max_memory=30_000_000)
-    assert read_table(_buffer(buffer.getvalue(), "d.parquet"), max_memory=10**9).shape == (
-        4_000, 3)
+            r"refused before starting: reading 'd.parquet': .* decoding to about 8\d MB")):
+        read_table(_buffer(raw, "d.parquet"), max_memory=30_000_000)
+    assert max(seen, default=0) <= 30_000_000
+    assert read_table(_buffer(raw, "d.parquet"), max_memory=10**9).shape == (4_000, 3)
+
+
+def test_parquet_batches_are_sized_from_the_decoded_rows(monkeypatch):
+    # 40,000 rows of 2 kB texts among 50 (80 MB decoded, a few hundred kB of pages) under a
+    # 1 GB budget: read in batches of about four blocks each, not in one 80 MB batch
+    raw = _dictionary_parquet(40_000, 2_000, distinct=50)
+    seen = _batches_seen(monkeypatch)
+    frame = read_table(_buffer(raw, "d.parquet"), max_memory=10**9)
+    assert frame.shape == (40_000, 3)
+    assert frame["note"].iloc[7].startswith("7n")
+    assert len(seen) > 2
+    assert max(seen) <= 5 * chunked.BLOCK_BYTES
+
+

@@ -12,7 +12,7 @@ import pytest
 from mcviz import ValidationError, load_predictions, read_table
 from mcviz.io.readers import (
     DEFAULT_MAX_BYTES,
-    _parquet_memory,
+    _decoded_row_groups,
     default_max_bytes,
 )
 
@@ -45,9 +45,9 @@ def test_parquet_estimate_counts_decoded_values_not_encoded_pages():
     buffer = io.BytesIO()
     pq.write_table(pa.table({"score": np.full(100_000, 0.5),
                              "label": np.ones(100_000, np.int8)}), buffer)
-    metadata = pq.ParquetFile(io.BytesIO(buffer.getvalue())).metadata
-    assert metadata.row_group(0).total_byte_size < 1_600_000
-    assert _parquet_memory(metadata) == 1_600_000
+    parquet = pq.ParquetFile(pa.BufferReader(buffer.getvalue()))
+    assert parquet.metadata.row_group(0).total_byte_size < 1_600_000
+    assert _decoded_row_groups(pa.BufferReader(buffer.getvalue()), parquet) == [1_600_000]
     with pytest.raises(ValidationError, match=r"about 1.53 MiB \(its row-group metadata\)"):
         read_table(io.BytesIO(buffer.getvalue()), max_bytes=1_599_999)
     assert len(read_table(io.BytesIO(buffer.getvalue()), max_bytes=1_600_000)) == 100_000
