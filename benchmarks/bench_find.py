@@ -10,7 +10,8 @@ Shapes (:mod:`shapes`, 10^5 rows and 8 covariates of the kinds real files hold, 
 group's own D/sigma about 13): ``rare`` (one rare level of a 200-level Zipf nominal),
 ``three`` (level set & band & threshold), ``score`` (a level & score >= 0.6), ``two`` (two
 groups of opposite sign), ``missing``, ``band``; then ``three`` at 10^6 rows x 10 covariates.
-For each shape and seeded draw, each method searches the same search half of the rows: this
+For each shape and seeded draw, each method searches the same search rows (the share not held
+out, 70% by default): this
 search (:func:`mcviz.search_subpopulations`), the worst of 1000 Algorithm-1 subpopulations
 (eq. (4)'s argmax) and pysubgroup 0.9's beam search. A draw is recovered when the first
 finding's Jaccard index with the planted group is at least 0.8 (for ``two``: each group among
@@ -49,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mcviz import Predictions, brownian_range_sf, generate_subpopulations, multicalibration
 from mcviz.search import search_subpopulations
+from mcviz.settings import SearchSettings
 from mcviz.subpopulations import parse_filter, select_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -151,7 +153,7 @@ def held_out_z(pred: Predictions, description: str, holdout_rows: np.ndarray) ->
 
 
 # --------------------------------------------------------------------------------------------
-# The methods compared (each searches the search half of the rows; Jaccard is over all rows)
+# The methods compared (each searches the same search rows; Jaccard is over all rows)
 
 PYSUBGROUP_SCRIPT = r'''
 import json, sys, time
@@ -354,7 +356,7 @@ def _psg_covered(pred: Predictions, psg: dict) -> list[np.ndarray]:
 
 
 def shape_draw(shape: str, n: int, seed: int, *, extra: int, with_psg: bool) -> dict:
-    """One draw of one shape: the three methods on the same search half."""
+    """One draw of one shape: the three methods on the same search rows."""
     frame, first, second = shaped(n, shape, seed, extra=extra)
     pred = predictions(frame)
     groups = [planted_rows(pred, m) for m in (first, second) if m.any()]
@@ -395,7 +397,7 @@ def shape_draw(shape: str, n: int, seed: int, *, extra: int, with_psg: bool) -> 
 
 
 def psg_draw(shape: str, n: int, seed: int, *, extra: int = 0) -> dict:
-    """pysubgroup alone on one draw: the search half this search would use with ``seed``.
+    """pysubgroup alone on one draw: the search rows this search would use with ``seed``.
 
     The split (:func:`mcviz.search._confirm.split_rows` with ``default_rng(seed)``) depends on
     the seed and the rows only, so pysubgroup's column can be run apart from (and long before)
@@ -407,7 +409,7 @@ def psg_draw(shape: str, n: int, seed: int, *, extra: int = 0) -> dict:
     frame, first, second = shaped(n, shape, seed, extra=extra)
     pred = predictions(frame)
     groups = [planted_rows(pred, m) for m in (first, second) if m.any()]
-    search, held, _ = split_rows(pred, 0.5, np.random.default_rng(seed),
+    search, held, _ = split_rows(pred, SearchSettings.holdout, np.random.default_rng(seed),
                                  max_search=MAX_SEARCH_ROWS)
     psg = run_pysubgroup(frame, pred.row[search], depth=3 if shape == "three" else 2,
                          with_score=True)
@@ -555,7 +557,7 @@ def planted_table(args: argparse.Namespace) -> None:
     problem = None if args.no_pysubgroup else ensure_pysubgroup()
     with_psg = not args.no_pysubgroup and problem is None
     print(f"planted groups, n = {args.n:,}; Jaccard of each method's first finding with the "
-          "group (over all rows), its D/sigma on the held-out half, seconds")
+          "group (over all rows), its D/sigma on the held-out rows, seconds")
     if problem:
         print(f"pysubgroup 0.9 could not be installed ({problem}): its columns are left out")
     head = ("| group (share) | delta | D/sigma of the group | search: Jaccard | held-out D/sigma "

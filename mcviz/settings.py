@@ -221,7 +221,7 @@ class SearchSettings(Settings):
         help="the smallest subpopulation searched, as a share of the weight", step=0.001,
         metavar="S")
     holdout: float = setting(
-        0.5, 0.1, 0.9, flag="--holdout", link="hold", label="Held-out share",
+        0.3, 0.1, 0.9, flag="--holdout", link="hold", label="Held-out share",
         help="share of the rows held out to confirm the findings", step=0.05, metavar="H")
     seed: int = setting(
         0, 0, 2**31 - 1, flag="--seed", link="seed", label="Seed",

@@ -64,8 +64,9 @@ NULL_REQUEST = "null_request"  # the run id whose null distribution the user ask
 mode = st.radio("Subpopulations", list(runs.MODES), key=W_MODE, horizontal=True,
                 format_func=runs.MODES.get,
                 help="Generated: ℓ random median splits of the covariates (Algorithm 1 of paper "
-                     "000). Searched: a guided search for the largest D/σ on half of the rows, "
-                     "confirmed on the other half.")
+                     "000). Searched: a guided search for the largest D/σ on "
+                     f"{1 - SearchSettings.holdout:.0%} of the rows, confirmed on the other "
+                     f"{SearchSettings.holdout:.0%} (the held-out share).")
 
 with st.form("subpop_settings", border=False):
     chosen = [c for c in st.session_state.get(s.W_SUBCOVS) or [] if c in kinds] or list(kinds)

@@ -28,6 +28,7 @@ from mcviz.search._screen import (
     best_level_prefix,
     block_ids,
     screen_column,
+    slab_variants_z,
 )
 
 BEAM_WIDTH = 16
@@ -250,8 +251,29 @@ class Beam:
             values = _neighbourhood(column, keys, current)
             variants = [_moved(cut, side, v) for v in values]
             variants = [v for v in variants if v.op != "band" or v.lo < v.hi]
-            cut = self._best([cut, *variants], keys, others)
+            cut = self._best_moved([cut, *variants], side, keys, others)
         return cut
+
+    def _best_moved(self, options: list[Cut], side: str, keys: np.ndarray,
+                    rows: np.ndarray) -> Cut:
+        """:meth:`_best` of variants of one cut that differ in one cut point (``side``).
+
+        Rows outside the span of the moved points are in all variants or in none, so the
+        variants are scored in one pass (:func:`~mcviz.search._screen.slab_variants_z`).
+        """
+        if not self.data.bernoulli or rows.size == 0:
+            return self._best(options, keys, rows)
+        points = np.array([getattr(option, side) for option in options])
+        with np.errstate(invalid="ignore"):
+            inside = (keys >= points.min()) & (keys <= points.max())
+        slab = np.flatnonzero(inside)
+        base = options[0].mask_keys(keys) & ~inside
+        slab_in = np.array([option.mask_keys(keys[slab]) for option in options])
+        scores = np.round(slab_variants_z(self.data, rows, base, slab, slab_in), 9)
+        sizes = int(base.sum()) + slab_in.sum(axis=1)
+        scores = np.where(sizes >= self.min_rows, scores, -np.inf)
+        best = int(np.argmax(scores))  # the first of equal sets: the current cut when equal
+        return options[best] if np.isfinite(scores[best]) else options[0]
 
     def _best(self, options: list[Cut], keys: np.ndarray, rows: np.ndarray) -> Cut:
         """Return the numeric option with the largest exact D/sigma in ``rows`` (or the first)."""

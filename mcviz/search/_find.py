@@ -34,7 +34,7 @@ from mcviz.subpopulations import (
 )
 
 MAX_SEARCH_ROWS = 1_000_000
-"""At most this many rows are searched (a random subset of the search half)."""
+"""At most this many rows are searched (a random subset of the search rows)."""
 MIN_ROWS = 20
 """No finding has fewer search rows (whatever ``min_share``)."""
 MDE_SHARES = (0.01, 0.05, 0.2)
@@ -48,7 +48,7 @@ ALPHA = 0.05
 # row at 4-12 covariates, 1-2 x 10^5 rows; the memory constants follow it (within 1.5x).
 _BYTES_PER_ROW = 110
 _BYTES_PER_ROW_COVARIATE = 6
-_BYTES_FIXED = 5_000_000
+_BYTES_FIXED = 6_500_000  # tracemalloc peak 11.8 MB at 30,000 x 10, holdout 0.3 (was 5 MB)
 # CPU time (user + sys, benchmarks/bench_budget.py search, issue #25, 2026-11-26 at load 6):
 # 0.6-3.1 s on seven shapes of 1.6x10^5-10^6 rows x 4-16 covariates, a part fixed and about
 # 2.5-7e-7 s per row and column; these constants lie 1.1-2.2x above every one of them.
@@ -188,7 +188,7 @@ class SearchResult:
 
 
 def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
-                    holdout: float = 0.5) -> Estimate:
+                    holdout: float = SearchSettings.holdout) -> Estimate:
     r"""Cost of :func:`search_subpopulations` on ``rows`` rows and ``covariates`` covariates.
 
     Memory is :math:`O(n + \text{candidates})`: the split, per-row arrays of the residuals,
@@ -279,9 +279,9 @@ def search_subpopulations(
     n_findings : int, default 5
     min_share : float, default 0.005
         Smallest share of the searched rows a finding may hold (and at least 20 rows).
-    holdout : float, default 0.5
+    holdout : float, default 0.3
         Share of the rows held out (a random share of every 20 consecutive rows in score
-        order); the search sees the rest.
+        order); the search sees the rest. Why 0.3: :func:`~mcviz.search._confirm.split_rows`.
     seed : int, default 0
     progress : callable(fraction, text), optional
         Called as the search advances; raising from it cancels the search.
@@ -383,7 +383,7 @@ def _columns(pred: Predictions, names: list[str], search_rows: np.ndarray,
     notes = []
     if search_rows.size + holdout_rows.size < pred.n:
         notes.append(f"searched a random {search_rows.size:,} of the "
-                     f"{pred.n - holdout_rows.size:,} rows of the search half.")
+                     f"{pred.n - holdout_rows.size:,} rows not held out.")
     columns, left_out = prepare_columns(pred, names, search_rows)
     if left_out:
         notes.append(f"not searched: {', '.join(map(repr, left_out))} (nominal with more than "

@@ -74,6 +74,45 @@ def _score_candidates(data: Data, members: list[np.ndarray]) -> np.ndarray:
     return np.column_stack((stats.kuiper_z, stats.kuiper, stats.sigma, mean))
 
 
+def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.ndarray,
+                    slab_in: np.ndarray) -> np.ndarray:
+    r"""Exact D/sigma of sets that share all members but a few: one pass over ``rows``.
+
+    Variant :math:`k` holds the rows of ``rows`` where ``base`` is True, plus the rows at
+    positions ``slab`` (indices into ``rows``, increasing, not in ``base``) where
+    ``slab_in[k]`` is True: a cut point moved between two neighbouring candidate cuts changes
+    only the membership of the rows between them. Its path (eq. (2), read at the ends of the
+    tie runs of ``rows``: a run's end within ``rows`` follows its last member with nothing
+    added in between, and a run without members repeats the value before it) is the base path
+    :math:`P_F` plus the slab's own contribution :math:`C_k`, which is constant between two
+    slab rows. With :math:`t` indexing the stretches of run ends between slab rows,
+
+    .. math:: \max_e P_k(e) = \max_t \bigl(\max_{e \in t} P_F(e) + C_k(t)\bigr),
+
+    and likewise the minimum, so every variant costs :math:`O(|\text{slab}|)` after one
+    :math:`O(|\text{rows}|)` pass; :math:`\sigma^2` (eq. (5)) adds the slab rows'
+    :math:`S(1-S)W^2` to the base's. The same numbers as :func:`_score_candidates` (Bernoulli
+    responses only; ``tests/search`` compares them on tied, weighted rows).
+    """
+    weighted = data.weighted_residual[rows]
+    variance = data.variance[rows]
+    path = np.cumsum(np.where(base, weighted, 0.0))
+    run = data.evaluator.run_id[rows]
+    ends = np.flatnonzero(np.concatenate((run[1:] != run[:-1], [True])))
+    stretch = np.searchsorted(slab, ends, side="right")  # slab rows at or before each end
+    starts = np.flatnonzero(np.concatenate(([True], stretch[1:] != stretch[:-1])))
+    high = np.maximum.reduceat(path[ends], starts)
+    low = np.minimum.reduceat(path[ends], starts)
+    which = stretch[starts]  # the stretches that hold run ends
+    added = np.where(slab_in, weighted[slab], 0.0)
+    own = np.concatenate((np.zeros((slab_in.shape[0], 1)), np.cumsum(added, axis=1)), axis=1)
+    shift = own[:, which]
+    ranges = (np.maximum((high + shift).max(axis=1), 0.0)
+              - np.minimum((low + shift).min(axis=1), 0.0))
+    total = variance[base].sum() + np.where(slab_in, variance[slab], 0.0).sum(axis=1)
+    return _z(ranges, total)
+
+
 def block_ids(data: Data, rows: np.ndarray) -> tuple[np.ndarray, int]:
     """Block of each row of a node (blocks end at tie-run ends) and the number of blocks."""
     groups = data.evaluator.run_id[rows]
@@ -145,8 +184,10 @@ def _screen_numeric(table, variance, count, column: Column, j: int):
     bins = column.n_codes - 1  # observed bins; code `bins` is missing
     prefix = np.zeros((bins + 1, table.shape[1]))
     np.cumsum(table[:bins], axis=0, out=prefix[1:])
-    paths = np.cumsum(prefix, axis=1)  # paths[b]: bins 0..b-1 read at the block ends
-    missing_path = np.cumsum(table[bins])
+    # paths[b]: bins 0..b-1 read at the block ends; single precision for the pairwise
+    # differences (a coarse screen: 3x faster, errors ~1e-7 of the path; winners are re-scored)
+    paths = np.cumsum(prefix, axis=1).astype(np.float32)
+    missing_path = np.cumsum(table[bins]).astype(np.float32)
     var_prefix = np.concatenate(([0.0], np.cumsum(variance[:bins])))
     count_prefix = np.concatenate(([0], np.cumsum(count[:bins])))
     n_missing = int(count[bins])

@@ -25,6 +25,7 @@ from mcviz.core.sigma import pooled_response_variance, sigma_adjacent
 from mcviz.cumulative import sigma_bernoulli
 from mcviz.search._columns import Cut, prepare_columns
 from mcviz.search._confirm import holm, minimum_detectable_effect
+from mcviz.settings import SearchSettings
 from mcviz.subpopulations import describe_conditions, select_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -189,8 +190,9 @@ def test_statistics_agree_with_independent_implementations():
         assert ("not confirmed" in f.sentence) == (not f.confirmed)
     r7 = next(f for f in result.findings if f.description == "region == r7")
     assert r7.sentence.startswith("Among rows with region == r7 (")
-    # a split of half the rows, stratified by score: each block of 20 holds 10 +- 1 held out
-    assert abs(held.size - pred.n / 2) <= pred.n / 20
+    # the default held-out share 0.3, stratified by score: each block of 20 holds 6 +- 1
+    assert result.holdout == SearchSettings.holdout == 0.3
+    assert abs(held.size - pred.n * 0.3) <= pred.n / 20
 
 
 def test_continuous_response_uses_appendix_c_sigma():

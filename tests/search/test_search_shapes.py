@@ -30,7 +30,8 @@ from mcviz import (
 from mcviz.search._columns import prepare_columns
 from mcviz.search._confirm import conditions_in_words
 from mcviz.search._find import _data
-from mcviz.search._screen import block_ids, screen_column
+from mcviz.search._screen import block_ids, screen_column, slab_variants_z
+from mcviz.settings import SearchSettings
 from mcviz.subpopulations import Condition, select_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -71,10 +72,13 @@ def test_each_shape_is_the_first_finding(shape):
 
 def test_three_conditions_most_of_the_time():
     # A level set of three Zipf levels & a band & a threshold, each weak alone: the hardest
-    # shape. The benchmark measures its rate over 15 draws at 10^5 rows (below the issue's 90%;
-    # see the closing note); here 4 draws at 30,000 rows must recover at least 3 (the search
-    # before the coordinate ascent and the significance pruning recovered 2).
-    assert sum(_recovered("three", 30_000, seed) for seed in range(4)) >= 3
+    # shape. The benchmark measures its rate over 15 draws at 10^5 rows (15/15 with the default
+    # held-out share 0.3; 9/15 with half held out, where the search saw too few rows to keep
+    # the weakest condition). Here the 4 of those draws that half held out lost (a noise level
+    # in the set and the count dropped, k9 left out, a local optimum without the count) must
+    # all be recovered.
+    assert SearchSettings.holdout == 0.3
+    assert all(_recovered("three", 100_000, seed) for seed in (3, 4, 7, 12))
 
 
 def test_three_conditions_at_a_million_rows():
@@ -169,6 +173,39 @@ def test_single_levels_are_scored_exactly():
         alone = cumulative_differences(Predictions.from_arrays(pred.score[members],
                                                                pred.label[members]))
         assert s.z == pytest.approx(alone.kuiper_z, rel=1e-9)
+
+
+def _brute_z(score, label, weight, members):
+    """D/sigma of eqs. (2), (5) by the definition: the path read at each tie run's last member."""
+    s, r, w = score[members], label[members] - score[members], weight[members]
+    path = np.cumsum(w * r)
+    last = np.append(s[1:] != s[:-1], True)
+    read = np.append(path[last], 0.0)
+    return (read.max() - read.min()) / np.sqrt(np.sum(s * (1 - s) * w**2))
+
+
+def test_moved_cut_points_are_scored_exactly():
+    # the refinement scores the variants of a cut point in one pass (slab_variants_z): each
+    # must equal D/sigma by the definition, with tied scores (members sharing a run with
+    # non-members) and weights
+    rng = np.random.default_rng(7)
+    n = 4000
+    score = np.sort(np.round(rng.uniform(0.05, 0.95, n), 2))
+    label = (rng.random(n) < np.clip(score + 0.05, 0, 1)).astype(float)
+    weight = rng.uniform(0.5, 2.0, n)
+    pred = Predictions.from_arrays(score, label, weight)
+    data = _data(pred, np.zeros(n, dtype=bool))
+    rows = np.sort(rng.choice(n, 2500, replace=False))
+    keys = rng.normal(size=rows.size)
+    for points, span in (([-0.4, -0.3, -0.2, 0.0], (-0.4, 0.0)), ([0.5], (0.5, 0.5))):
+        inside = (keys >= span[0]) & (keys <= span[1])
+        slab = np.flatnonzero(inside)
+        base = (keys >= span[1]) & (keys < 1.2) & ~inside
+        slab_in = np.array([keys[slab] >= lo for lo in points])
+        z = slab_variants_z(data, rows, base, slab, slab_in)
+        for k, lo in enumerate(points):
+            members = rows[(keys >= lo) & (keys < 1.2)]
+            assert z[k] == pytest.approx(_brute_z(score, label, weight, members), rel=1e-9)
 
 
 def test_fewer_findings_say_why_and_unconfirmed_are_flagged():
