@@ -112,17 +112,18 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _load(args: argparse.Namespace, covariates: list[str] | None) -> Predictions:
-    """Load the file; a plain run on a Parquet file without pandas when it can (same result).
+    """Load the file; a Parquet file without pandas when it can (the same predictions).
 
     :func:`mcviz.io.arrow_path.parquet_predictions` answers for a Parquet file with the score
-    and label named and clean values; anything else is the loader's (:func:`load_file`).
+    and label named and clean values (pandas then loads only if the covariates are read, by
+    the multi-calibration block); anything else is the loader's (:func:`load_file`).
     """
-    plain = covariates is None and not _asked(args) and args.probabilities is None
-    if plain and args.positive is None and args.score and args.label:
+    if args.probabilities is None and args.positive is None and args.score and args.label:
         from mcviz.io.arrow_path import parquet_predictions
 
         pred = parquet_predictions(args.file, score=args.score, label=args.label,
-                                   weight=args.weight, response=args.response)
+                                   weight=args.weight, response=args.response,
+                                   covariates=covariates)
         if pred is not None:
             _common.say_what_loading_did(pred.report)
             return pred

@@ -12,11 +12,14 @@ batches, with the same messages) and decides everything else from the Arrow colu
 * each other column's usability one column at a time, by the rule of the loader
   (:func:`mcviz.io.covariates.plan_covariates`): every value missing (null, or NaN in a real
   column), else usable when any value is missing (missing is one more value), else usable when
-  its smallest and largest values differ;
+  its smallest and largest values differ. The footer's statistics prove most columns usable
+  without reading them (:func:`_statistics`: a smallest value below the largest); only the
+  others, and the score, label and weight, are read (``columns=`` of the reader, whose footer
+  checks still cover the whole file);
 * its kind: numbers, booleans and timestamps are ordinal, text nominal; a boolean column with a
   missing value is nominal (pandas holds it as objects);
-* the covariates become a DataFrame, in score order, only when a statistic reads them
-  (:class:`ArrowCovariates`, through the loader's own :func:`covariates_in_order`).
+* the covariates are read, and become a DataFrame in score order, only when a statistic reads
+  them (:class:`ArrowCovariates`, through the loader's own :func:`covariates_in_order`).
 
 It answers only when the result is certainly the loader's: a plain (uncompressed) Parquet file
 whose columns are all of the types above, with a score and a label named, clean values (no
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -47,6 +51,7 @@ __all__ = ["ArrowCovariates", "parquet_predictions"]
 _NUMBERS = {"int8": "i1", "int16": "i2", "int32": "i4", "int64": "i8", "uint8": "u1",
             "uint16": "u2", "uint32": "u4", "uint64": "u8", "float": "f4", "double": "f8"}
 _INT64_MIN = np.iinfo(np.int64).min  # a timestamp pandas reads as NaT (missing)
+_STATISTICS_TYPES = {"BOOLEAN", "INT32", "INT64", "FLOAT", "DOUBLE"}
 # The dtypes pandas' metadata may name for each kind (it restores its nullable dtypes); any
 # other (Float64, whose NaN is not missing; object numbers...) is left to the loader.
 _PANDAS_TYPES = {
@@ -58,30 +63,50 @@ _PANDAS_TYPES = {
 
 
 class ArrowCovariates(PendingColumns):
-    """Covariate columns held as Arrow columns until a statistic reads them.
+    """Covariate columns of a Parquet file, read from it when a statistic first needs them.
 
-    :meth:`in_order` converts them as the loader does (``to_pandas`` with one block per
-    column), then puts them in score order with the loader's
-    :func:`~mcviz.io.covariates.covariates_in_order`.
+    :meth:`in_order` reads them with the reader's limits (:func:`mcviz.io.read_parquet_table`),
+    converts them as the loader does (``to_pandas`` with one block per column) and puts them in
+    score order with the loader's :func:`~mcviz.io.covariates.covariates_in_order`. A file
+    changed since it was loaded is refused (its size and modification time are kept).
     """
 
-    __slots__ = ("kinds", "table")
+    __slots__ = ("kinds", "max_bytes", "path", "stamp")
 
-    def __init__(self, table: pa.Table, kinds: dict[str, str]) -> None:
-        self.table = table
+    def __init__(self, path: str | Path, kinds: dict[str, str], max_bytes: int | None) -> None:
+        self.path = str(path)
         self.kinds = kinds
+        self.max_bytes = max_bytes
+        self.stamp = _stamp(self.path)
 
     @property
     def names(self) -> tuple[str, ...]:
         """The kept columns, in order."""
-        return tuple(self.table.column_names)
+        return tuple(self.kinds)
 
     def in_order(self, rows: np.ndarray) -> pd.DataFrame:
         """Return the covariates at input rows ``rows`` (score order), with a RangeIndex."""
+        from mcviz.errors import ValidationError
         from mcviz.io.covariates import covariates_in_order
+        from mcviz.io.readers import read_parquet_table
 
-        frame = self.table.to_pandas(split_blocks=True)
+        if _stamp(self.path) != self.stamp:
+            raise ValidationError(f"file {Path(self.path).name!r} changed since it was loaded; "
+                                  "load it again to use its covariates.")
+        import pandas as pd
+
+        table = read_parquet_table(self.path, max_bytes=self.max_bytes, columns=list(self.kinds))
+        frame = table.to_pandas(split_blocks=True)
+        frame.columns = pd.Index(list(self.kinds), dtype="str")  # the loader's names (even none)
         return covariates_in_order(frame, self.kinds, rows)
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        status = Path(path).stat()
+    except OSError:
+        return None
+    return status.st_size, status.st_mtime_ns
 
 
 def parquet_predictions(
@@ -91,9 +116,10 @@ def parquet_predictions(
     label: str,
     weight: str | None = None,
     response: Literal["binary", "continuous"] = "binary",
+    covariates: Sequence[str] | None = None,
     max_bytes: int | None = None,
 ) -> Predictions | None:
-    """Load a Parquet file as ``load_predictions(source, score=, label=, weight=, response=)``.
+    """Load a Parquet file as ``load_predictions(source, score=, label=, weight=, ...)``.
 
     Parameters
     ----------
@@ -104,6 +130,9 @@ def parquet_predictions(
     weight : str, optional
         The weight column; None infers it from the names as the loader does; ``""``: unweighted.
     response : {"binary", "continuous"}
+    covariates : sequence of str, optional
+        As for the loader: these columns (less the score, label and weight); default every
+        other column that is not an id or score-like.
     max_bytes : int, optional
         As for :func:`mcviz.io.read_parquet_table` (the same limits as the loader's).
 
@@ -118,37 +147,56 @@ def parquet_predictions(
     ValidationError
         From the reader: above a limit, too many columns, corrupt (the loader's messages).
     """
-    if not isinstance(source, str | Path) or not Path(source).is_file():
+    footer = _footer(source)
+    if footer is None:
         return None
-    with Path(source).open("rb") as stream:
-        if stream.read(4) != b"PAR1":
-            return None  # CSV, compressed: the loader reads those
-    from mcviz.io.readers import read_parquet_table
-
-    table = read_parquet_table(source, max_bytes=max_bytes)
-    metadata = _pandas_metadata(table)
-    if table.num_rows == 0 or table.num_columns == 0 or metadata is None:
+    schema, parquet = footer
+    pandas = _pandas_metadata(schema)
+    names = schema.names
+    if pandas is None or parquet.num_rows == 0 or not names or len(set(names)) != len(names):
         return None
-    kinds = {name: _kind(column, metadata.get(name)) for name, column
-             in zip(table.column_names, table.columns, strict=True)}
+    kinds = {field.name: _kind(field.type, pandas.get(field.name)) for field in schema}
     if None in kinds.values():
         return None
     weight = _weight_column(kinds, weight)
     roles = [score, label, *([weight] if weight else [])]
-    if weight is None or len(set(roles)) != len(roles):
+    if weight is None or len(set(roles)) != len(roles) or not set(roles) <= set(kinds):
         return None
-    arrays = _role_arrays(table, kinds, score, label, weight, response)
-    if arrays is None:
-        return None
-    nullable = {name for name, dtype in metadata.items() if dtype == "boolean"}
-    covariates, covariate_kinds, notices = _covariates(table, kinds, score, label, weight,
-                                                       nullable)
     if covariates is None:
+        candidates = _candidates(kinds, score, label, weight)
+    elif set(covariates) <= set(kinds) and len(set(covariates)) == len(covariates):
+        candidates = [c for c in covariates if c not in roles]  # (an unknown one: the loader)
+    else:
         return None
+    counted = {name: _statistics(parquet, names.index(name), kinds[name],
+                                 str(schema.field(name).type).startswith("uint"))
+               for name in candidates}
+    from mcviz.io.readers import read_parquet_table
+
+    read = [*roles, *(name for name in candidates if not counted[name][0])]
+    table = read_parquet_table(source, max_bytes=max_bytes, columns=read)
+    arrays = _role_arrays(table, kinds, score, label, weight, response)
+    if arrays is None or table.num_rows != parquet.num_rows:
+        return None
+    nullable = {name for name, dtype in pandas.items() if dtype == "boolean"}
+    covariate_kinds, notices = {}, []
+    for name in candidates:
+        proven, nulls = counted[name]
+        reason = "" if proven else _unusable(table.column(name), kinds[name])
+        if reason is None:
+            return None
+        if reason:
+            notices.append(f"covariate {name!r} dropped: {reason}.")
+            continue
+        if not proven:
+            nulls = table.column(name).null_count
+        nominal = kinds[name] == "text" or (
+            kinds[name] == "bool" and nulls > 0 and name not in nullable)
+        covariate_kinds[name] = "nominal" if nominal else "ordinal"
     n = table.num_rows
     scores, labels, weights = arrays
     return sorted_predictions(
-        scores, np.ones(n, dtype=bool), covariates,
+        scores, np.ones(n, dtype=bool), ArrowCovariates(source, covariate_kinds, max_bytes),
         report=LoadReport(n_read=n, n_kept=n, notices=tuple(notices)),
         arrays={"label": labels, "weight": weights, "predicted_class": None,
                 "true_class": None},
@@ -160,13 +208,86 @@ def parquet_predictions(
     )
 
 
-def _pandas_metadata(table: pa.Table) -> dict[str, str] | None:
+def _footer(source: object) -> tuple[pa.Schema, pa.parquet.FileMetaData] | None:
+    """Return a plain Parquet file's schema and footer (None: not one, or unreadable).
+
+    Too many columns are refused at once with the reader's message; an unreadable footer
+    returns None (the loader then says why, in its words).
+    """
+    if not isinstance(source, str | Path) or not Path(source).is_file():
+        return None
+    with Path(source).open("rb") as stream:
+        if stream.read(4) != b"PAR1":
+            return None  # CSV, compressed: the loader reads those
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mcviz.io.chunked import too_many_columns
+    from mcviz.io.readers import default_max_columns
+
+    try:
+        with pq.ParquetFile(str(source)) as parquet:
+            metadata = parquet.metadata
+            schema = parquet.schema_arrow
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    if metadata.num_columns > default_max_columns():  # the reader's message, before any work
+        raise too_many_columns(Path(source).name, metadata.num_columns, default_max_columns())
+    return schema, metadata
+
+
+def _candidates(kinds: dict[str, str], score: str, label: str, weight: str) -> list[str]:
+    """Return the loader's default covariate candidates: no role, id or score-like column."""
+    from mcviz.io.roles import roles_from_columns
+
+    columns = list(kinds)
+    roles = roles_from_columns(columns, {c for c in columns if kinds[c] == "number"})
+    excluded = {score, label, weight, *roles.id_columns, *roles.score_candidates,
+                *roles.probabilities, roles.score, roles.weight}
+    return [c for c in columns if c not in excluded]
+
+
+def _statistics(parquet: pa.parquet.FileMetaData, j: int, kind: str,
+                unsigned: bool) -> tuple[bool, int | None]:
+    """Tell from the footer's statistics whether column ``j`` holds two distinct values.
+
+    Returns (proven, missing values): proven when the smallest value of the file is below its
+    largest - two distinct values, hence usable whatever else it holds (missing is one more
+    value). Only signed integers, reals, booleans and timestamps, from their exact physical
+    minima and maxima (reals' statistics leave NaN out; -0.0 and 0.0 compare equal; text and
+    unsigned integers are decoded instead); the missing values counted when every row group
+    says. A column not proven so is decoded and checked (:func:`_unusable`). The statistics are
+    the writer's own account of the values, as every Parquet reader trusts them to skip row
+    groups.
+    """
+    column = parquet.schema.column(j)
+    if kind == "text" or unsigned or column.physical_type not in _STATISTICS_TYPES:
+        return False, None
+    low = high = None
+    nulls: int | None = 0
+    for i in range(parquet.num_row_groups):
+        statistics = parquet.row_group(i).column(j).statistics
+        if statistics is None:
+            nulls = None
+            continue
+        counted = nulls is not None and statistics.has_null_count
+        nulls = nulls + statistics.null_count if counted else None
+        if statistics.has_min_max:
+            low = statistics.min_raw if low is None else min(low, statistics.min_raw)
+            high = statistics.max_raw if high is None else max(high, statistics.max_raw)
+    proven = low is not None and high is not None and bool(low < high)
+    if kind == "bool" and nulls is None:
+        proven = False  # its kind depends on whether a value is missing: decode it
+    return proven, nulls
+
+
+def _pandas_metadata(schema: pa.Schema) -> dict[str, str] | None:
     """Return the dtype pandas' metadata names per column ({} without it; None: not handled).
 
     None when pandas wrote an index as columns, several levels of column names, or metadata
     this path does not read.
     """
-    metadata = (table.schema.metadata or {}).get(b"pandas")
+    metadata = (schema.metadata or {}).get(b"pandas")
     if metadata is None:
         return {}
     try:
@@ -179,14 +300,13 @@ def _pandas_metadata(table: pa.Table) -> dict[str, str] | None:
         return None  # unreadable metadata: let the loader decide what it means
 
 
-def _kind(column: pa.ChunkedArray, dtype: str | None) -> str | None:
+def _kind(kind: pa.DataType, dtype: str | None) -> str | None:
     """Return ``number``, ``bool``, ``time`` or ``text``; None for any other type.
 
     ``dtype``: the pandas dtype its metadata names, which must be of the same kind.
     """
     import pyarrow as pa
 
-    kind = column.type
     if str(kind) in _NUMBERS:
         found = "number"
     elif pa.types.is_boolean(kind):
@@ -281,37 +401,6 @@ def _bits(buffer: pa.Buffer, start: int, length: int) -> np.ndarray:
     """Arrow's bit-packed booleans (least significant bit first) as a numpy bool array."""
     bits = np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")
     return bits[start:start + length].astype(bool)
-
-
-def _covariates(
-    table: pa.Table, kinds: dict[str, str], score: str, label: str, weight: str,
-    nullable: set[str],
-) -> tuple[ArrowCovariates | None, dict[str, str], list[str]]:
-    """Return the default covariates: the kept ones, their kinds, a notice per dropped one.
-
-    ``nullable``: boolean columns pandas restores as its nullable boolean dtype (ordinal);
-    other booleans with a missing value become objects (nominal).
-    """
-    from mcviz.io.roles import roles_from_columns
-
-    columns = list(kinds)
-    roles = roles_from_columns(columns, {c for c in columns if kinds[c] == "number"})
-    excluded = {score, label, weight, *roles.id_columns, *roles.score_candidates,
-                *roles.probabilities, roles.score, roles.weight}
-    kept: dict[str, str] = {}
-    notices = []
-    for name in (c for c in columns if c not in excluded):
-        column = table.column(name)
-        reason = _unusable(column, kinds[name])
-        if reason is None:
-            return None, {}, []
-        if reason:
-            notices.append(f"covariate {name!r} dropped: {reason}.")
-            continue
-        nominal = kinds[name] == "text" or (
-            kinds[name] == "bool" and column.null_count > 0 and name not in nullable)
-        kept[name] = "nominal" if nominal else "ordinal"
-    return ArrowCovariates(table.select(list(kept)), kept), kept, notices
 
 
 def _unusable(column: pa.ChunkedArray, kind: str) -> str | None:

@@ -33,6 +33,7 @@ import re
 import sys
 import zipfile
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeAlias
 
@@ -313,12 +314,14 @@ def read_parquet_table(
     max_bytes: int | None = None,
     max_columns: int | None = None,
     max_memory: int | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pa.Table:
     """Read a Parquet file (a path or its bytes) to an Arrow table, within the same limits.
 
     The guarded reader of :func:`read_table` for callers that need the table's schema metadata
     (the Screening page's tables): the column limit, the decoded size and the memory of the read
-    are checked from the footer before any page is decompressed.
+    are checked from the footer before any page is decompressed. ``columns``: read only these
+    (the footer checks still cover the whole file, the batches only them).
 
     Raises
     ------
@@ -342,12 +345,13 @@ def read_parquet_table(
     import pyarrow as pa
 
     try:
-        return _read_parquet(pa.BufferReader(raw), name, limits, file=len(raw))
+        return _read_parquet(pa.BufferReader(raw), name, limits, file=len(raw), columns=columns)
     finally:
         release_arrow_memory()
 
 
-def _read_parquet(source: pa.NativeFile, name: str, limits: Limits, *, file: int) -> pa.Table:
+def _read_parquet(source: pa.NativeFile, name: str, limits: Limits, *, file: int,
+                  columns: Sequence[str] | None = None) -> pa.Table:
     """Footer checks (columns, decoded size, memory), then the rows by batches within budget.
 
     ``file``: the bytes of the file (and of its compressed form) held meanwhile.
@@ -373,7 +377,7 @@ def _read_parquet(source: pa.NativeFile, name: str, limits: Limits, *, file: int
         check(parquet_read_estimate(file, estimate, what=f"reading {name!r}"), limits.memory)
         row_bytes = max((size // max(metadata.row_group(i).num_rows, 1)
                          for i, size in enumerate(groups)), default=1)
-        return _parquet_batches(parquet, name, limits, file, max(row_bytes, 1))
+        return _parquet_batches(parquet, name, limits, file, max(row_bytes, 1), columns)
     except ValidationError:
         raise
     except (pa.ArrowException, *_READ_ERRORS) as error:
@@ -383,7 +387,8 @@ def _read_parquet(source: pa.NativeFile, name: str, limits: Limits, *, file: int
         ) from None
 
 
-def _parquet_batches(parquet, name: str, limits: Limits, file: int, row_bytes: int) -> pa.Table:
+def _parquet_batches(parquet, name: str, limits: Limits, file: int, row_bytes: int,
+                     columns: Sequence[str] | None = None) -> pa.Table:
     """Read the rows by batches of about four blocks decoded; stop above the budget.
 
     Each batch is checked with the footer's estimate (:func:`mcviz.budget.parquet_read_estimate`)
@@ -398,14 +403,17 @@ def _parquet_batches(parquet, name: str, limits: Limits, file: int, row_bytes: i
 
     batches, total, rows = [], 0, 0
     size = max(1_024, min(1 << 20, 4 * BLOCK_BYTES // row_bytes))
-    for batch in parquet.iter_batches(batch_size=size):
+    for batch in parquet.iter_batches(batch_size=size, columns=columns):
         total += batch.nbytes
         rows += batch.num_rows
         need = parquet_read_estimate(file, total, what=f"reading {name!r}").bytes
         if need > limits.memory:
             raise over_budget(name, rows, f"{size_text(file)} file", need, limits.memory)
         batches.append(batch)
-    return pa.Table.from_batches(batches, schema=parquet.schema_arrow)
+    schema = parquet.schema_arrow
+    if columns is not None:  # the columns read, in that order (pandas' metadata kept)
+        schema = pa.schema([schema.field(c) for c in columns], metadata=schema.metadata)
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 def _decoded_row_groups(source: pa.NativeFile, parquet) -> list[int]:

@@ -150,6 +150,54 @@ def test_weights_and_responses_give_the_loaders_predictions(tmp_path, options):
     _assert_same(fast, load_predictions(path, score="p", label="y", **options))
 
 
+@pytest.mark.parametrize("statistics", [True, False])
+def test_with_or_without_the_footers_statistics(tmp_path, statistics):
+    # With statistics, a column whose smallest value is below its largest is usable without
+    # being read (a NaT among them too: pandas sees one missing value and others); without,
+    # every candidate is decoded. Both give the loader's predictions.
+    columns = _many_kinds(5)
+    columns["with_nat"] = pa.array(np.r_[np.iinfo(np.int64).min, np.arange(N - 1)],
+                                   pa.timestamp("us"))
+    path = tmp_path / "p.parquet"
+    table = pa.Table.from_pandas(pd.DataFrame({k: v for k, v in columns.items()
+                                               if k != "with_nat"}), preserve_index=False)
+    if statistics:  # decoded, a NaT leaves the file to the loader (see the test below)
+        table = table.append_column("with_nat", columns["with_nat"])
+    pq.write_table(table, path, row_group_size=600, write_statistics=statistics)
+    fast = parquet_predictions(path, score="score", label="label")
+    assert fast is not None
+    _assert_same(fast, load_predictions(path, score="score", label="label"))
+    assert fast.covariate_kinds.get("with_nat", "ordinal") == "ordinal"
+
+
+def test_covariates_read_later_refuse_a_changed_file(tmp_path):
+    path = _write(tmp_path, _plain(tmp_path))
+    fast = parquet_predictions(path, score="score", label="label")
+    assert fast.covariate_names == ("x",)
+    _write(tmp_path, _plain(tmp_path, y=np.arange(N)))
+    with pytest.raises(ValidationError, match="changed since it was loaded"):
+        _ = fast.covariates
+
+
+@pytest.mark.parametrize("covariates", [
+    ["age", "city", "const_int", "real_nan"],
+    ["score", "when", "id", "model_b_score"],  # a role is left out; ids and scores are kept
+    [],
+])
+def test_covariates_named_give_the_loaders_predictions(tmp_path, covariates):
+    path = _write(tmp_path, _many_kinds(6))
+    fast = parquet_predictions(path, score="score", label="label", covariates=covariates)
+    assert fast is not None
+    _assert_same(fast, load_predictions(path, score="score", label="label",
+                                        covariates=covariates))
+
+
+@pytest.mark.parametrize("covariates", [["age", "nothing"], ["age", "age"]])
+def test_unknown_or_repeated_covariates_are_left_to_the_loader(tmp_path, covariates):
+    path = _write(tmp_path, _many_kinds(6))
+    assert parquet_predictions(path, score="score", label="label", covariates=covariates) is None
+
+
 def test_a_flag_named_weight_is_a_covariate_not_a_weight(tmp_path):
     rng = np.random.default_rng(4)
     score, label = _scores(rng)
@@ -201,7 +249,7 @@ def test_what_the_path_cannot_promise_is_left_to_the_loader(tmp_path, change):
     elif change in ("float16", "nat_time"):
         table = pa.table(columns)
         extra = (pa.array(np.ones(N, dtype=np.float16)) if change == "float16" else
-                 pa.array(np.r_[np.iinfo(np.int64).min, np.arange(N - 1)], pa.timestamp("us")))
+                 pa.array(np.full(N, np.iinfo(np.int64).min), pa.timestamp("us")))  # all NaT
         path = tmp_path / "p.parquet"
         pq.write_table(table.append_column("extra", extra), path)
     else:
@@ -249,6 +297,9 @@ def _metrics(arguments: list[str], capsys) -> tuple[int | None, str, str]:
     ["--weighting", "proportional", "--rho", "0.05"],
     ["--no-weight"],
     ["--drop-invalid"],
+    ["--covariates", "age,city_missing,const_int,when_utc,real_nan", "--subpopulations", "30"],
+    ["--groups", "city", "--covariates", "age,flag_missing", "--subpopulations", "10"],
+    ["--groups", "flag"],
 ])
 def test_mcviz_metrics_prints_the_same_with_either_loader(tmp_path, capsys, monkeypatch,
                                                          arguments):
