@@ -73,7 +73,7 @@ def _prepare_column(name: str, series: pd.Series, kind: str) -> _Column:
         codes = np.where(missing, 2, series.to_numpy(dtype=float, na_value=0.0)).astype(np.int32)
         return _Column(name, "bool", "codes", codes, 2, np.array([False, True]), has_missing)
     keys, missing = ordinal_keys(series)
-    observed = keys[~missing]
+    observed = keys[~missing] if has_missing else keys  # (no copy when nothing is missing)
     if is_datetime(series):
         uniques, inverse = np.unique(observed, return_inverse=True)
         codes = np.full(keys.size, uniques.size, dtype=np.int32)
@@ -134,12 +134,15 @@ def _decimal_codes(observed: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None
         scaled_sample = np.round(sample * scale)
         if not np.array_equal(scaled_sample / scale if digits else scaled_sample, sample):
             continue
-        scaled = np.round(observed * scale)
-        if not np.array_equal(scaled / scale if digits else scaled, observed):
+        scaled = np.multiply(observed, scale)  # in place from here: one array of n floats
+        np.round(scaled, out=scaled)
+        if not np.array_equal(np.divide(scaled, scale) if digits else scaled, observed):
             return None
-        offset = scaled.min()
-        shifted = (scaled - offset).astype(np.int64)
-        present = np.zeros(int(shifted.max()) + 1, dtype=bool)
+        offset = np.round(low * scale)  # rounding is monotone: the smallest and largest
+        np.subtract(scaled, offset, out=scaled)  # scaled values come from low and high
+        shifted = scaled.astype(np.int64)
+        del scaled
+        present = np.zeros(int(np.round(high * scale) - offset) + 1, dtype=bool)
         present[shifted] = True
         table = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)
         steps = np.flatnonzero(present).astype(float) + offset
