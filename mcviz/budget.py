@@ -93,7 +93,9 @@ class Estimate:
     bytes : int
         Peak memory it will allocate beyond its inputs (an upper estimate).
     seconds : float
-        Wall time on the 2-core reference machine (an estimate, not a promise).
+        Time on the 2-core reference machine when it is not loaded (an estimate, not a
+        promise): fitted a little above the CPU time of measured runs, so wall time exceeds it
+        on a busy machine.
     advice : str
         What to change to make it cheaper ("sample rows", "fewer centres (max_centres)", ...).
     """

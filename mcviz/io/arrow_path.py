@@ -168,7 +168,8 @@ def parquet_predictions(
         candidates = [c for c in covariates if c not in roles]  # (an unknown one: the loader)
     else:
         return None
-    counted = {name: _statistics(parquet, names.index(name), kinds[name],
+    position = {name: j for j, name in enumerate(names)}
+    counted = {name: _statistics(parquet, position[name], kinds[name],
                                  str(schema.field(name).type).startswith("uint"))
                for name in candidates}
     from mcviz.io.readers import read_parquet_table

@@ -367,7 +367,7 @@ def _read_parquet(source: pa.NativeFile, name: str, limits: Limits, *, file: int
         if metadata.num_columns > limits.columns:
             raise too_many_columns(name, metadata.num_columns, limits.columns)
         check_duplicate_names(parquet.schema_arrow.names)
-        groups = _decoded_row_groups(source, parquet)
+        groups = _decoded_row_groups(source, parquet, columns)
         estimate = sum(groups)
         if estimate > limits.bytes:
             raise too_large(
@@ -416,7 +416,8 @@ def _parquet_batches(parquet, name: str, limits: Limits, file: int, row_bytes: i
     return pa.Table.from_batches(batches, schema=schema)
 
 
-def _decoded_row_groups(source: pa.NativeFile, parquet) -> list[int]:
+def _decoded_row_groups(source: pa.NativeFile, parquet,
+                        columns: Sequence[str] | None = None) -> list[int]:
     """Bytes each row group of a Parquet file needs once decoded (its footer, then its indices).
 
     From the footer: the larger of the uncompressed page sizes and rows x 8 bytes per leaf
@@ -426,11 +427,12 @@ def _decoded_row_groups(source: pa.NativeFile, parquet) -> list[int]:
     of the decoded column (4,000 rows of one 20 kB text: 20 kB of pages, 80 MB decoded). Such
     columns (text read as text, not as a categorical) are read once more as dictionaries - an
     index per row, one column chunk at a time - and the lengths of the values the rows point at
-    summed, before any of their text is decoded.
+    summed, before any of their text is decoded (only those among ``columns`` when given: the
+    others are never decoded).
     """
     metadata = parquet.metadata
-    columns = range(metadata.num_columns)
-    text = [j for j in columns if _dictionary_text(parquet, j)]
+    text = [j for j in range(metadata.num_columns) if _dictionary_text(parquet, j)
+            and (columns is None or metadata.schema.column(j).name in columns)]
     names = [metadata.schema.column(j).name for j in text]
     indexed = None
     if text:

@@ -49,11 +49,11 @@ ALPHA = 0.05
 _BYTES_PER_ROW = 110
 _BYTES_PER_ROW_COVARIATE = 6
 _BYTES_FIXED = 6_500_000  # tracemalloc peak 11.8 MB at 30,000 x 10, holdout 0.3 (was 5 MB)
-# CPU time (user + sys, benchmarks/bench_budget.py search, issue #25, 2026-11-26 at load 6):
-# 0.6-3.1 s on seven shapes of 1.6x10^5-10^6 rows x 4-16 covariates, a part fixed and about
-# 2.5-7e-7 s per row and column; these constants lie 1.1-2.2x above every one of them.
-_SECONDS_PER_ROW_COVARIATE = 4e-7
-_SECONDS_FIXED = 0.8
+# CPU time (user + sys, benchmarks/bench_budget.py search, issue #25, 2026-11-26 08:05 at load 7,
+# after the held-out share became 0.3 and #30's faster cut points): 0.57-2.4 s on seven shapes of
+# 1.6x10^5-10^6 rows x 4-16 covariates; these constants lie 1.4-1.9x above every one of them.
+_SECONDS_PER_ROW_COVARIATE = 3e-7
+_SECONDS_FIXED = 0.6
 
 TABLE_COLUMNS = (
     "rank", "description", "size", "share", "kuiper_z", "search_kuiper_z", "holdout_size",

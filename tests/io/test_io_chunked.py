@@ -219,6 +219,11 @@ def test_parquet_values_decoding_past_the_footer_are_refused_before_any_batch(mo
         read_table(_buffer(raw, "d.parquet"), max_memory=30_000_000)
     assert max(seen, default=0) <= 30_000_000
     assert read_table(_buffer(raw, "d.parquet"), max_memory=10**9).shape == (4_000, 3)
+    # the columns a reader projects: the text, never decoded, is not counted
+    from mcviz.io import read_parquet_table
+
+    table = read_parquet_table(raw, columns=["score", "label"], max_memory=30_000_000)
+    assert table.column_names == ["score", "label"]
 
 
 def test_parquet_batches_are_sized_from_the_decoded_rows(monkeypatch):
