@@ -207,7 +207,7 @@ class SearchSettings(Settings):
     Examples
     --------
     >>> SearchSettings(max_conditions=2).key()
-    (2, 5, 0.005, 0.5, 0)
+    (2, 5, 0.005, 0.3, 0)
     """
 
     max_conditions: int = setting(
