@@ -105,6 +105,9 @@ class Beam:
         self.stops: dict[str, int | bool] = {}
         self.max_conditions = 3
         """Why candidates were not reported (see :meth:`findings`)."""
+        self.refiner: Beam | None = None
+        """Another search over a subset of the rows that refines the candidates' cut points
+        in :meth:`findings` (None: this one)."""
 
     def _tell(self, fraction: float, text: str) -> None:
         if self.progress is not None:
@@ -460,10 +463,11 @@ class Beam:
                 self.stops["budget"] = True
                 break
             self._tell(0.8 + 0.2 * refinements / budget, f"checking candidate {refinements}")
-            refined = self.refine(entry.cuts)
+            refiner = self.refiner or self  # cut points on a subset of the rows, at 10^6
+            refined = refiner.refine(entry.cuts)
             cuts = self.prune(refined)
             if len(cuts) < len(refined):  # re-choose the cuts left without the dropped ones
-                cuts = self.refine(cuts)
+                cuts = refiner.refine(cuts)
                 if grows < GROW_LIMIT:  # the strongest candidates (examined first) only
                     grows += 1
                     grown = self.grow(cuts)

@@ -28,6 +28,37 @@ STRATUM = 20
 Z_95 = 1.959963984540054
 
 
+def canonical_order(pred: Predictions) -> np.ndarray:
+    """Positions in score order with each run of tied scores ordered by the rows' content.
+
+    The content is a hash of label, weight and covariates, so the order does not depend on
+    the input order of tied rows.
+    """
+    if pred.run_end.all():
+        return np.arange(pred.n)
+    tie_group = np.cumsum(np.concatenate(([0], pred.run_end[:-1])))
+    frame = pred.covariates.copy()
+    frame["__label"] = pred.label
+    frame["__weight"] = pred.weight
+    content = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+    return np.lexsort((content, tie_group))
+
+
+def subsample_rows(pred: Predictions, rows: np.ndarray, size: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """Return a random ``size`` of the sorted positions ``rows`` (all when fewer), sorted.
+
+    The draw is made over the rows in :func:`canonical_order`, so which rows are drawn does
+    not depend on the input order of tied rows, only on ``rng``.
+    """
+    if rows.size <= size:
+        return rows
+    rank = np.empty(pred.n, dtype=np.int64)
+    rank[canonical_order(pred)] = np.arange(pred.n)
+    ordered = rows[np.argsort(rank[rows], kind="stable")]
+    return np.sort(ordered[rng.choice(ordered.size, size=int(size), replace=False)])
+
+
 def split_rows(
     pred: Predictions, holdout: float, rng: np.random.Generator, *, max_search: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -51,15 +82,7 @@ def split_rows(
     rows 9/15 at 0.5, 15/15 at 0.3); the held-out p-values stay valid whatever the share.
     """
     n = pred.n
-    if pred.run_end.all():
-        canonical = np.arange(n)
-    else:
-        tie_group = np.cumsum(np.concatenate(([0], pred.run_end[:-1])))
-        frame = pred.covariates.copy()
-        frame["__label"] = pred.label
-        frame["__weight"] = pred.weight
-        content = pd.util.hash_pandas_object(frame, index=False).to_numpy()
-        canonical = np.lexsort((content, tie_group))
+    canonical = canonical_order(pred)
     stratum = np.arange(n) // STRATUM
     sizes = np.bincount(stratum)
     wanted = np.floor(holdout * sizes + rng.random(sizes.size)).astype(np.int64)

@@ -192,3 +192,68 @@ def test_spark_measures_findings_on_every_row(planted_file, capsys):
         pytest.skip("no Java runtime")
     output = _run(capsys, planted_file, "--engine", "spark", "--sample-rows", "25000")
     _assert_measured_on_all_rows(output, planted_file, "spark")
+
+
+# ------------------------------------------------------------------------------------------
+# candidates refined on a capped subset of the search rows (issue #30, time at 10^6)
+
+
+def test_candidates_are_refined_on_at_most_finish_rows(monkeypatch):
+    from mcviz.search import _beam, _find
+
+    frame, mask = planted(40_000, "level", 0.2, seed=4)
+    pred = predictions(frame)
+    monkeypatch.setattr(_find, "FINISH_ROWS", 10_000)
+    refined_on = set()
+    refine = _beam.Beam.refine
+
+    def spy(self, cuts):
+        refined_on.add(self.rows.size)
+        return refine(self, cuts)
+
+    monkeypatch.setattr(_beam.Beam, "refine", spy)
+    first = search_subpopulations(pred, seed=3)
+    again = search_subpopulations(pred, seed=3)
+    assert first.n_search == 28_000
+    # the cap applied: the candidates' cut points refined on 10,000 of the 28,000 rows (and
+    # on all of them only when grown)
+    assert 10_000 in refined_on
+    assert refined_on <= {10_000, 28_000}
+    assert [f.description for f in first.findings] == [f.description for f in again.findings]
+    assert [f.holdout_kuiper_z for f in first.findings] == [
+        f.holdout_kuiper_z for f in again.findings]
+    # the planted level is still found, and its search D/sigma is over all the search rows
+    top = first.findings[0]
+    planted_set = set(np.flatnonzero(mask[pred.row]).tolist())
+    found = set(np.asarray(top.subpopulation.index).tolist())
+    assert len(found & planted_set) / len(found | planted_set) >= 0.8
+    held = set(np.asarray(first.holdout_index).tolist())
+    searched_members = np.array(sorted(found - held))
+    from mcviz.search._screen import _score_candidates
+    z = _score_candidates(_find._data(pred, np.zeros(pred.n, dtype=bool)),
+                          [searched_members])[0, 0]
+    assert top.search_kuiper_z == pytest.approx(z, rel=1e-9)
+    zs = [f.search_kuiper_z for f in first.findings]
+    assert zs == sorted(zs, reverse=True)
+
+
+def test_refined_subset_does_not_depend_on_the_order_of_tied_rows():
+    from mcviz.io import Predictions
+    from mcviz.search._confirm import subsample_rows
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    score = rng.choice([0.2, 0.5, 0.8], n)  # every score tied with a thousand others
+    label = rng.random(n) < score
+    ident = np.arange(n)
+    chosen = []
+    for order in (ident, rng.permutation(n)):
+        pred = Predictions.from_arrays(score[order], label[order], covariates={
+            "id": ident[order].astype(float)})
+        rows = np.flatnonzero(pred.covariates["id"].to_numpy() % 2 == 0)  # the same rows
+        got = subsample_rows(pred, rows, 500, np.random.default_rng([7, 1]))
+        assert got.size == 500
+        assert np.all(np.diff(got) > 0)
+        chosen.append(set(pred.covariates["id"].to_numpy()[got].tolist()))
+    # the same rows' positions (score order, ties by content) hold the same rows either way
+    assert chosen[0] == chosen[1]
