@@ -497,8 +497,10 @@ _TABLE_BYTES_PER_BYTE = 3.0  # the parsed batches, the DataFrame converted from 
 _TABLE_SECONDS_PER_VALUE = 1e-7  # parsing, converting (CPU 4-6e-8 per value; 1.9e-7 re-read)
 _BUFFER_COPIES = 3  # text blocks held by the streaming reader (read ahead, being parsed)
 _PARQUET_BYTES_PER_DECODED_BYTE = 2.4  # the decoded table and the frame's copy
-_PARQUET_SECONDS_PER_DECODED_BYTE = 4e-9  # CPU 1.2-1.7e-9 at load 7, up to 4.3e-9 at load 14
-# (Arrow decodes in threads: their CPU time grows with the load, unlike single-threaded work)
+_PARQUET_SECONDS_PER_DECODED_BYTE = 1.8e-9  # CPU per decoded byte 0.6-1.2e-9 on a quiet machine
+# (load 1, final code: 1.5-2.9x above it), 1.2-1.7e-9 at load 7, up to 4.3e-9 at load 14: Arrow
+# decodes in threads, whose CPU time grows with the load, so no constant is within 1.5x at every
+# load; this one is within 3x from a quiet machine to load 14 (bench_budget.py parquet_read).
 
 
 def table_read_estimate(table: int, *, held: int = 0, buffer: int = 0, values: int = 0,
