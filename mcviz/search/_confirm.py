@@ -44,17 +44,16 @@ def canonical_order(pred: Predictions) -> np.ndarray:
     return np.lexsort((content, tie_group))
 
 
-def subsample_rows(pred: Predictions, rows: np.ndarray, size: int,
+def subsample_rows(rank: np.ndarray, rows: np.ndarray, size: int,
                    rng: np.random.Generator) -> np.ndarray:
     """Return a random ``size`` of the sorted positions ``rows`` (all when fewer), sorted.
 
-    The draw is made over the rows in :func:`canonical_order`, so which rows are drawn does
-    not depend on the input order of tied rows, only on ``rng``.
+    ``rank`` is each position's rank in :func:`canonical_order` (the third result of
+    :func:`split_rows`); the draw is made over the rows in that order, so which rows are drawn
+    does not depend on the input order of tied rows, only on ``rng``.
     """
     if rows.size <= size:
         return rows
-    rank = np.empty(pred.n, dtype=np.int64)
-    rank[canonical_order(pred)] = np.arange(pred.n)
     ordered = rows[np.argsort(rank[rows], kind="stable")]
     return np.sort(ordered[rng.choice(ordered.size, size=int(size), replace=False)])
 
@@ -62,7 +61,7 @@ def subsample_rows(pred: Predictions, rows: np.ndarray, size: int,
 def split_rows(
     pred: Predictions, holdout: float, rng: np.random.Generator, *, max_search: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""Search and held-out rows (sorted positions), and the parity of each row's rank.
+    r"""Search and held-out rows (sorted positions), and each position's rank in content order.
 
     The held-out rows are a random share of every stratum of the score.
 
@@ -70,8 +69,9 @@ def split_rows(
     rows are first put in an order fixed by their content (a hash of label, weight and
     covariates), so the split does not depend on the input order of tied rows. At most
     ``max_search`` search rows are searched (a random subset of it); the held-out
-    rows are always the held-out share of all rows. The parity (0/1 per position) of the rank
-    in that content order splits any set of rows into two folds stratified by score.
+    rows are always the held-out share of all rows. The rank of each position in that content
+    order (:func:`canonical_order`) is returned: its parity splits any set of rows into two
+    folds stratified by score, and :func:`subsample_rows` draws in its order.
 
     The default held-out share is 0.3 (``SearchSettings.holdout``). A group's D/sigma grows
     as the square root of its rows, so the search sees a group of own D/sigma :math:`t` (over
@@ -93,9 +93,9 @@ def split_rows(
     search = np.flatnonzero(~held)
     if search.size > max_search:
         search = np.sort(rng.choice(search, size=max_search, replace=False))
-    parity = np.empty(n, dtype=bool)
-    parity[canonical] = (np.arange(n) % 2).astype(bool)
-    return np.sort(canonical[search]), np.sort(canonical[held]), parity
+    rank = np.empty(n, dtype=np.int64)
+    rank[canonical] = np.arange(n)
+    return np.sort(canonical[search]), np.sort(canonical[held]), rank
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:

@@ -354,11 +354,11 @@ def search_subpopulations(
     check(search_estimate(pred.n, len(names), max_conditions=int(max_conditions),
                           holdout=float(holdout)), budget)
     rng = np.random.default_rng(int(seed))
-    search_rows, holdout_rows, parity = split_rows(pred, holdout, rng,
-                                                   max_search=MAX_SEARCH_ROWS)
+    search_rows, holdout_rows, rank = split_rows(pred, holdout, rng,
+                                                 max_search=MAX_SEARCH_ROWS)
     holdout_rows.flags.writeable = False
     columns, notes = _columns(pred, names, search_rows, holdout_rows)
-    data = _data(pred, parity)
+    data = _data(pred, (rank % 2).astype(bool))
     min_rows = max(MIN_ROWS, int(np.ceil(min_share * search_rows.size)))
 
     def report(fraction: float, text: str) -> None:
@@ -367,7 +367,7 @@ def search_subpopulations(
 
     beam = Beam(data, columns, search_rows, min_rows, report)
     beam.run(int(max_conditions))
-    found = _finish(beam, pred, int(n_findings), min_share, int(seed))
+    found = _finish(beam, rank, int(n_findings), min_share, int(seed))
     if progress is not None:
         progress(0.9, "confirming on held-out rows")
     findings, subpopulations = _confirm(pred, data, columns, found, holdout_rows)
@@ -386,7 +386,7 @@ def search_subpopulations(
     )
 
 
-def _finish(beam: Beam, pred: Predictions, n_findings: int, min_share: float,
+def _finish(beam: Beam, rank: np.ndarray, n_findings: int, min_share: float,
             seed: int) -> list[tuple[Node, np.ndarray]]:
     r"""Return the beam's findings, their cut points refined on at most :data:`FINISH_ROWS` rows.
 
@@ -404,7 +404,7 @@ def _finish(beam: Beam, pred: Predictions, n_findings: int, min_share: float,
     """
     if beam.rows.size > FINISH_ROWS:
         rng = np.random.default_rng([int(seed), 1])  # independent of the split's draws
-        rows = subsample_rows(pred, beam.rows, FINISH_ROWS, rng)
+        rows = subsample_rows(rank, beam.rows, FINISH_ROWS, rng)
         min_rows = max(MIN_ROWS, int(np.ceil(min_share * rows.size)))
         beam.refiner = Beam(beam.data, beam.columns, rows, min_rows, None)
     found = beam.findings(n_findings)

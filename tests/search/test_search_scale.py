@@ -239,7 +239,7 @@ def test_candidates_are_refined_on_at_most_finish_rows(monkeypatch):
 
 def test_refined_subset_does_not_depend_on_the_order_of_tied_rows():
     from mcviz.io import Predictions
-    from mcviz.search._confirm import subsample_rows
+    from mcviz.search._confirm import canonical_order, subsample_rows
 
     rng = np.random.default_rng(0)
     n = 3000
@@ -251,7 +251,9 @@ def test_refined_subset_does_not_depend_on_the_order_of_tied_rows():
         pred = Predictions.from_arrays(score[order], label[order], covariates={
             "id": ident[order].astype(float)})
         rows = np.flatnonzero(pred.covariates["id"].to_numpy() % 2 == 0)  # the same rows
-        got = subsample_rows(pred, rows, 500, np.random.default_rng([7, 1]))
+        rank = np.empty(n, dtype=np.int64)
+        rank[canonical_order(pred)] = np.arange(n)
+        got = subsample_rows(rank, rows, 500, np.random.default_rng([7, 1]))
         assert got.size == 500
         assert np.all(np.diff(got) > 0)
         chosen.append(set(pred.covariates["id"].to_numpy()[got].tolist()))
