@@ -30,7 +30,7 @@ level out of fold by a margin that grows with their size (:func:`_level_sets`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
@@ -53,6 +53,18 @@ class Data:
     weight: np.ndarray
     bernoulli: bool                # eq. (5); False: Appendix C eq. (6)
     parity: np.ndarray             # two folds stratified by score, free of the order of ties
+    _node: list = field(default_factory=list)  # the last node's rows and gathered arrays
+
+    def at(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return ``W(R-S)``, ``S(1-S)W^2`` and the fold parity at ``rows``.
+
+        Every covariate of a node is screened over the same rows: the gathers are made once
+        per node (the last ``rows`` array is remembered by identity; it is never modified).
+        """
+        if not self._node or self._node[0] is not rows:
+            self._node[:] = [rows, self.weighted_residual[rows], self.variance[rows],
+                             self.parity[rows]]
+        return self._node[1], self._node[2], self._node[3]
 
 
 def _ranges(paths: np.ndarray) -> np.ndarray:
@@ -109,7 +121,7 @@ def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.nda
     shift = own[:, which]
     ranges = (np.maximum((high + shift).max(axis=1), 0.0)
               - np.minimum((low + shift).min(axis=1), 0.0))
-    total = variance[base].sum() + np.where(slab_in, variance[slab], 0.0).sum(axis=1)
+    total = np.where(base, variance, 0.0).sum() + np.where(slab_in, variance[slab], 0.0).sum(axis=1)
     return _z(ranges, total)
 
 
@@ -134,24 +146,26 @@ class Screened:
 
 def screen_column(
     data: Data, rows: np.ndarray, block: np.ndarray, n_blocks: int, column: Column, j: int,
-    *, min_rows: int, keep: int,
+    *, min_rows: int, keep: int, codes: np.ndarray | None = None,
 ) -> tuple[list[Screened], int]:
     """Return the best ``keep`` cuts of one covariate in a node, and how many were screened.
 
     Numeric covariates: every threshold and band at the candidate cuts, coarsely. Nominal
     covariates: every single level scored exactly, plus at most one level set per direction
-    (:func:`_level_sets`), which comes on top of the ``keep`` best.
+    (:func:`_level_sets`), which comes on top of the ``keep`` best. ``codes``: the column's
+    codes at ``rows`` when the caller has gathered them.
     """
-    codes = column.codes[rows]
+    codes = column.codes[rows] if codes is None else codes
     n_codes = column.n_codes
     if column.kind == "nominal":
         return _screen_nominal(data, rows, block, n_blocks, codes, column, j,
                                min_rows=min_rows, keep=keep)
+    weighted, variance, _ = data.at(rows)
     table = np.bincount(
-        codes.astype(np.int64) * n_blocks + block, weights=data.weighted_residual[rows],
+        codes.astype(np.int64) * n_blocks + block, weights=weighted,
         minlength=n_codes * n_blocks,
     ).reshape(n_codes, n_blocks)
-    variance = np.bincount(codes, weights=data.variance[rows], minlength=n_codes)
+    variance = np.bincount(codes, weights=variance, minlength=n_codes)
     count = np.bincount(codes, minlength=n_codes)
     z, sizes, cuts = _screen_numeric(table, variance, count, column, j)
     return _best(z, sizes, cuts, rows.size, min_rows, keep), int(z.size)
@@ -308,11 +322,12 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
     :math:`k^*` levels in the order of all the node's rows.
     """
     n_codes = column.n_codes
-    fold = data.parity[rows].astype(np.int64)
+    weighted, row_variance, parity = data.at(rows)
+    fold = parity.astype(np.int64)
     index = (codes.astype(np.int64) * 2 + fold) * n_blocks + block
-    table = np.bincount(index, weights=data.weighted_residual[rows],
+    table = np.bincount(index, weights=weighted,
                         minlength=n_codes * 2 * n_blocks).reshape(n_codes, 2, n_blocks)
-    variance = np.bincount(codes.astype(np.int64) * 2 + fold, weights=data.variance[rows],
+    variance = np.bincount(codes.astype(np.int64) * 2 + fold, weights=row_variance,
                            minlength=n_codes * 2).reshape(n_codes, 2)
     count = np.bincount(codes, minlength=n_codes)
     v0 = min_rows * float(variance.sum()) / max(rows.size, 1)
@@ -362,10 +377,10 @@ def best_level_prefix(data: Data, rows: np.ndarray, column: Column, j: int, unde
     codes = column.codes[rows]
     n_codes = column.n_codes
     block, n_blocks = block_ids(data, rows)
-    table = np.bincount(codes.astype(np.int64) * n_blocks + block,
-                        weights=data.weighted_residual[rows],
+    weighted, row_variance, _ = data.at(rows)
+    table = np.bincount(codes.astype(np.int64) * n_blocks + block, weights=weighted,
                         minlength=n_codes * n_blocks).reshape(n_codes, n_blocks)
-    variance = np.bincount(codes, weights=data.variance[rows], minlength=n_codes)
+    variance = np.bincount(codes, weights=row_variance, minlength=n_codes)
     count = np.bincount(codes, minlength=n_codes)
     observed = np.flatnonzero(count[:-1])  # the last code is missing: never in a set
     if observed.size == 0:
