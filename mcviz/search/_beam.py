@@ -28,6 +28,7 @@ from mcviz.search._screen import (
     _score_candidates,
     best_level_prefix,
     block_ids,
+    masked_scores,
     screen_column,
     slab_variants_z,
 )
@@ -61,6 +62,8 @@ EXAMINE_PER_FINDING = 3
 """Pool entries examined per finding wanted (bounds the finishing work)."""
 MASKS_CACHED = 32
 """Boolean masks over the search rows kept for reuse (one byte per search row each)."""
+MASKED_SHARE = 0.125
+"""Subsets of at least this share of a node's rows are scored from masks (:meth:`Beam._subsets`)."""
 SETS_CACHED = 2
 """Members of recent conjunctions kept for reuse, in all at most this many times the search
 rows (eight bytes per position)."""
@@ -221,14 +224,14 @@ class Beam:
             if not screened:
                 continue
             masks = [s.cut.mask_codes(column, codes) for s in screened]
-            sets = [select(rows, s.cut.mask(column, rows) if m is None else m)
-                    for s, m in zip(screened, masks, strict=True)]
-            scores = _score_candidates(self.data, sets)
-            for s, members, row in zip(screened, sets, scores, strict=True):
+            masks = [s.cut.mask(column, rows) if m is None else m
+                     for s, m in zip(screened, masks, strict=True)]
+            scores, sizes = self._subsets(rows, masks)
+            for s, size, row in zip(screened, sizes, scores, strict=True):
                 z, _, _, mean = row
                 if len(s.cut.levels) > 1:  # a level set ranks by its out-of-fold D/sigma
                     z = min(z, s.z)
-                child = Node((*node.cuts, s.cut), float(z), float(mean), members.size)
+                child = Node((*node.cuts, s.cut), float(z), float(mean), int(size))
                 key = child.key()
                 self._scores.setdefault(key, row)  # exact: the same members as members()
                 if node.cuts and not z > node.z + gain:
@@ -347,13 +350,31 @@ class Beam:
 
     def _best(self, options: list[Cut], keys: np.ndarray, rows: np.ndarray) -> Cut:
         """Return the numeric option with the largest exact D/sigma in ``rows`` (or the first)."""
-        sets = [select(rows, np.isnan(keys) == (option.op == "missing") if option.op in (
-            "missing", "present") else option.mask_keys(keys)) for option in options]
-        scores = _score_candidates(self.data, sets)[:, 0]
-        sizes = np.array([members.size for members in sets])
-        scores = np.where(sizes >= self.min_rows, scores, -np.inf)
+        masks = [np.isnan(keys) == (option.op == "missing") if option.op in (
+            "missing", "present") else option.mask_keys(keys) for option in options]
+        scores, sizes = self._subsets(rows, masks)
+        scores = np.where(sizes >= self.min_rows, scores[:, 0], -np.inf)
         best = int(np.argmax(scores))
         return options[best] if np.isfinite(scores[best]) else options[0]
+
+    def _subsets(self, rows: np.ndarray, masks: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Exact scores (rows ``(k, 4)``, as :func:`_score_candidates`) and sizes of ``rows[mask]``.
+
+        Subsets holding at least :data:`MASKED_SHARE` of ``rows`` are scored from their masks
+        (:func:`~mcviz.search._screen.masked_scores`, Bernoulli responses), smaller ones
+        gathered (their cost is then their size, not that of ``rows``).
+        """
+        sizes = np.array([np.count_nonzero(mask) for mask in masks], dtype=np.int64)
+        masked = (sizes >= MASKED_SHARE * rows.size) if self.data.bernoulli else (
+            np.zeros(len(masks), dtype=bool))
+        scores = np.zeros((len(masks), 4))
+        if masked.any():
+            scores[masked] = masked_scores(self.data, rows,
+                                           [masks[k] for k in np.flatnonzero(masked)])
+        if not masked.all():
+            scores[~masked] = _score_candidates(self.data, [
+                select(rows, masks[k]) for k in np.flatnonzero(~masked)])
+        return scores, sizes
 
     @_remembered
     def prune(self, cuts: tuple[Cut, ...]) -> tuple[Cut, ...]:
@@ -476,8 +497,7 @@ class Beam:
             if not screened:
                 return 0.0
             options = [s.cut for s in screened]
-            scores = _score_candidates(self.data, [select(fit, o.mask(column, fit))
-                                                   for o in options])
+            scores, _ = self._subsets(fit, [o.mask(column, fit) for o in options])
             scores[:, 0] = np.where((scores[:, 3] >= 0) == under, scores[:, 0], -np.inf)
             chosen = options[int(np.argmax(scores[:, 0]))]
             members = select(test, chosen.mask(column, test))

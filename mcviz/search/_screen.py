@@ -35,7 +35,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from mcviz.core import Evaluator, SigmaMethod, finish, safe_ratio
+from mcviz.core import ChunkSummaries, Evaluator, SigmaMethod, finish, safe_ratio
 from mcviz.search._columns import Column, Cut
 
 BLOCKS = 256
@@ -86,6 +86,38 @@ def _score_candidates(data: Data, members: list[np.ndarray]) -> np.ndarray:
     return np.column_stack((stats.kuiper_z, stats.kuiper, stats.sigma, mean))
 
 
+def masked_scores(data: Data, rows: np.ndarray, masks: list[np.ndarray]) -> np.ndarray:
+    r""":func:`_score_candidates` of the subsets ``rows[mask]``, without gathering them.
+
+    Rows ``(k, 4)``: exact D/sigma, D, sigma and mean residual of each subset. A row outside
+    the subset adds 0 to the cumulative sum of :math:`W(R-S)` over ``rows`` (exactly: a sum
+    plus 0 is the sum), so that path read at the ends of the tie runs of ``rows`` is the
+    subset's own path at its run ends (a run's end within ``rows`` follows its last member with
+    nothing added in between), repeated where runs hold no member: the same maximum and
+    minimum. :math:`\sum W` and :math:`\sum S(1-S)W^2` (eq. (5)) are masked sums; the core's
+    :func:`~mcviz.core.finish` turns them into D, sigma and D/sigma (eqs. (2), (5)). Bernoulli
+    responses only; faster than gathering when the subsets hold a fair share of ``rows``
+    (``tests/search`` compares both on tied, weighted rows).
+    """
+    weighted, variance, _ = data.at(rows)
+    ends = _run_ends(data, rows)
+    weight = data.weight[rows] if data.evaluator.weighted else None
+    out = ChunkSummaries.empty(len(masks))
+    for k, mask in enumerate(masks):
+        path = np.cumsum(np.where(mask, weighted, 0.0))
+        at_ends = path if ends is None else path[ends]
+        if path.size:
+            out.high[k] = max(float(at_ends.max()), 0.0)
+            out.low[k] = min(float(at_ends.min()), 0.0)
+            out.offset[k] = path[-1]
+        out.count[k] = np.count_nonzero(mask)
+        out.weight[k] = out.count[k] if weight is None else np.where(mask, weight, 0.0).sum()
+        out.variance[k] = np.where(mask, variance, 0.0).sum()
+    stats = finish(out, SigmaMethod.BERNOULLI)
+    mean = safe_ratio(out.offset, out.weight)
+    return np.column_stack((stats.kuiper_z, stats.kuiper, stats.sigma, mean))
+
+
 def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.ndarray,
                     slab_in: np.ndarray) -> np.ndarray:
     r"""Exact D/sigma of sets that share all members but a few: one pass over ``rows``.
@@ -109,9 +141,14 @@ def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.nda
     weighted = data.weighted_residual[rows]
     variance = data.variance[rows]
     path = np.cumsum(np.where(base, weighted, 0.0))
-    run = data.evaluator.run_id[rows]
-    ends = np.flatnonzero(np.concatenate((run[1:] != run[:-1], [True])))
-    stretch = np.searchsorted(slab, ends, side="right")  # slab rows at or before each end
+    ends = _run_ends(data, rows)
+    if ends is None:  # no ties: every row ends its run
+        at_slab = np.zeros(rows.size, dtype=np.int64)
+        at_slab[slab] = 1
+        stretch = np.cumsum(at_slab)  # slab rows at or before each row
+        ends = slice(None)
+    else:
+        stretch = np.searchsorted(slab, ends, side="right")  # slab rows at or before each end
     starts = np.flatnonzero(np.concatenate(([True], stretch[1:] != stretch[:-1])))
     high = np.maximum.reduceat(path[ends], starts)
     low = np.minimum.reduceat(path[ends], starts)
@@ -121,14 +158,24 @@ def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.nda
     shift = own[:, which]
     ranges = (np.maximum((high + shift).max(axis=1), 0.0)
               - np.minimum((low + shift).min(axis=1), 0.0))
-    total = np.where(base, variance, 0.0).sum() + np.where(slab_in, variance[slab], 0.0).sum(axis=1)
+    total = (np.where(base, variance, 0.0).sum()
+             + np.where(slab_in, variance[slab], 0.0).sum(axis=1))
     return _z(ranges, total)
+
+
+def _run_ends(data: Data, rows: np.ndarray) -> np.ndarray | None:
+    """Positions in ``rows`` of the last row of each tie run (None: no ties, every row)."""
+    if not data.evaluator.has_ties:
+        return None
+    groups = data.evaluator.run_id[rows]
+    return np.flatnonzero(np.concatenate((groups[1:] != groups[:-1], [True])))
 
 
 def block_ids(data: Data, rows: np.ndarray) -> tuple[np.ndarray, int]:
     """Block of each row of a node (blocks end at tie-run ends) and the number of blocks."""
-    groups = data.evaluator.run_id[rows]
-    ends = np.flatnonzero(np.concatenate((groups[1:] != groups[:-1], [True])))
+    ends = _run_ends(data, rows)
+    if ends is None:
+        ends = np.arange(rows.size)
     n_blocks = min(BLOCKS, ends.size)
     last = ends[(np.arange(1, n_blocks + 1) * ends.size) // n_blocks - 1]
     sizes = np.diff(np.concatenate(([-1], last)))
