@@ -5,6 +5,7 @@ See :mod:`mcviz.subpopulations` for the rules (Section 2.3 refinements, missing 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -117,7 +118,7 @@ def _number_column(name: str, keys: np.ndarray, missing: np.ndarray,
         table = np.zeros(int(scaled[-1] - offset) + 1, dtype=np.int32)
         table[(scaled - offset).astype(np.int64)] = np.arange(uniques.size, dtype=np.int32)
         codes[~missing] = table[(np.round(observed * scale) - offset).astype(np.int64)]
-    elif uniques.size <= 65536:
+    elif uniques.size <= 65536 and "pandas" in sys.modules:  # hashing: faster than a search
         import pandas as pd
 
         factor_codes, factor_uniques = pd.factorize(observed, sort=False)
