@@ -65,6 +65,21 @@ def test_page_address_on_a_fresh_server():
         assert not cut, f"headline numbers cut: {cut}"
         check_page(page, "00-compare-two-scores")
 
+    # /data first on another fresh server (the default page is served at / only: Streamlit
+    # showed "Page not found" over it), then / and /?page=data: the Data page, no box
+    with app_page("/data?demo=adult", heading="Data") as page:
+        base = page.url.split("/data")[0]
+        for address in ("/data", "/", "/?page=data"):
+            if address != "/data":
+                page.goto(base + address, wait_until="domcontentloaded")
+                page.get_by_role("heading", name="Data").first.wait_for(timeout=120_000)
+            wait_idle(page)
+            page.wait_for_timeout(1_000)  # the box comes with the run's navigation message
+            navigation = page.get_by_test_id("stSidebarNav")
+            assert navigation.get_by_role("link", name="Data", exact=True).count() == 1
+            assert page.get_by_text("Column mapping").count() >= 1, address
+            check_page(page, "00-fresh-server-data" + address.replace("/", "-").replace("?", "-"))
+
 
 PAGES = ("Data", "Review", "Calibration", "Variables", "Subpopulations", "Groupings",
          "Screening", "Report")
