@@ -91,6 +91,13 @@ if presenting:
             " [data-testid='stNumberInput'] input, [data-testid='stTextInput'] input,"
             " [data-testid='stTextArea'] textarea, [data-testid='stDateInput'] input"
             " {font-size: 1.1rem !important;}"
+            # the uploader's limits and file types ("1GB per file · CSV, ...")
+            " [data-testid='stFileUploaderDropzoneInstructions'] span,"
+            " [data-testid='stFileUploaderDropzoneInstructions'] small"
+            " {font-size: 1.1rem !important;}"
+            " [data-testid='stTopNavLink'] p {font-size: 1.1rem !important;}"
+            # the page links end before the fixed toggle (the rest go to the "more" menu)
+            " [data-testid='stTopNav'] {max-width: calc(100vw - 20rem) !important;}"
             " [data-testid='stMetricValue'] div {font-size: 2.8rem !important;}"
             " [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;}"
             " [data-testid='stTable'] td, [data-testid='stTable'] th"

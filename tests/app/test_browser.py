@@ -33,6 +33,15 @@ PRESENTATION_GRID_JS = """
 """
 
 
+NAV_BESIDE_TOGGLE_JS = """() => {
+  const items = [...document.querySelectorAll("[data-testid=stTopNav] .rc-overflow-item")]
+    .filter(e => getComputedStyle(e).opacity !== "0" && e.getBoundingClientRect().width > 0);
+  const toggle = document.querySelector(".st-key-presentation_toggle").getBoundingClientRect();
+  return {shown: items.length, toggle: toggle.left,
+          right: Math.max(...items.map(e => e.getBoundingClientRect().right))};
+}"""
+
+
 def test_page_address_on_a_fresh_server():
     """/review opened first on a server no session has used: the whole app, not the page alone."""
     with app_page("/review?demo=adult&var=age", heading="Review") as page:
@@ -170,6 +179,12 @@ def test_dashboard_in_a_real_browser(tmp_path):
         page.get_by_text("Presentation mode").click()
         wait_idle(page)
         assert "pm=1" in page.url
+        for width in (1280, 1920):  # the larger page links end before the fixed toggle
+            page.set_viewport_size({"width": width, "height": 1080 if width == 1920 else 720})
+            page.wait_for_timeout(500)
+            links = page.evaluate(NAV_BESIDE_TOGGLE_JS)
+            assert links["shown"] >= 3, (width, links)
+            assert links["right"] < links["toggle"], (width, links)
         visit_pages(page, start=20, prefix="presentation-")
         open_page(page, "Review")
         wait_charts(page, 4)
