@@ -31,9 +31,15 @@ PAGE_LIST = [  # file and url path, title, icon
     ("fix", "Fix", ":material/build:"),
     ("report", "Report", ":material/description:"),
 ]
-PAGES = [st.Page(HERE / "pages" / f"{name}.py", title=title, icon=icon, url_path=name,
-                 default=name == "data")
+# The default page is served at / only (Streamlit gives it the URL path ""), so /data would show
+# "Page not found": a hidden copy of the Data page answers at /data (listed last, so
+# st.switch_page / st.page_link by file still pick the visible one). The default's own url_path
+# is then another name (a page's identity is its url_path: two "data" would collide).
+PAGES = [st.Page(HERE / "pages" / f"{name}.py", title=title, icon=icon,
+                 url_path="start" if name == "data" else name, default=name == "data")
          for name, title, icon in PAGE_LIST]
+PAGES.append(st.Page(HERE / "pages" / "data.py", title="Data", icon=PAGE_LIST[0][2],
+                     url_path="data", visibility="hidden"))
 navigation = st.navigation(PAGES, position="top" if presenting else "sidebar")
 
 # A page script that ran first (dashboard.ui.setup_page) asks for itself: Streamlit matched the
@@ -85,6 +91,13 @@ if presenting:
             " [data-testid='stNumberInput'] input, [data-testid='stTextInput'] input,"
             " [data-testid='stTextArea'] textarea, [data-testid='stDateInput'] input"
             " {font-size: 1.1rem !important;}"
+            # the uploader's limits and file types ("1GB per file · CSV, ...")
+            " [data-testid='stFileUploaderDropzoneInstructions'] span,"
+            " [data-testid='stFileUploaderDropzoneInstructions'] small"
+            " {font-size: 1.1rem !important;}"
+            " [data-testid='stTopNavLink'] p {font-size: 1.1rem !important;}"
+            # the page links end before the fixed toggle (the rest go to the "more" menu)
+            " [data-testid='stTopNav'] {max-width: calc(100vw - 20rem) !important;}"
             " [data-testid='stMetricValue'] div {font-size: 2.8rem !important;}"
             " [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;}"
             " [data-testid='stTable'] td, [data-testid='stTable'] th"

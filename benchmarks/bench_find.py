@@ -1,10 +1,11 @@
 """Guided search vs the worst Algorithm-1 subpopulation vs pysubgroup on planted shapes.
 
-Run (about 40 minutes on the shared 2-core machine with the defaults)::
+Run (about 55 minutes on the shared 2-core machine with the defaults)::
 
     nice -n 10 prlimit --as=8000000000 -- python benchmarks/bench_find.py \\
         [--n 100000] [--draws 15] [--big-n 1000000] [--big-draws 15] [--psg-big-draws 2] \\
-        [--null-draws 100] [--null-n 20000] [--no-pysubgroup] [--shapes rare,three,...]
+        [--null-draws 400] [--null-start 0] [--null-n 20000] [--no-pysubgroup] \\
+        [--shapes rare,three,...]
 
 Shapes (:mod:`shapes`, 10^5 rows and 8 covariates of the kinds real files hold, the planted
 group's own D/sigma about 13): ``rare`` (one rare level of a 200-level Zipf nominal),
@@ -19,7 +20,9 @@ the first two findings) with a held-out p below 0.01 (this search: Holm-adjusted
 findings; the others report one subgroup: its held-out Brownian p). The table gives the share of
 draws recovered, and medians of Jaccard, held-out D/sigma, p and CPU seconds. Then the share of
 perfectly calibrated draws with 30 covariates (20 of pure noise, one of 200 levels) in which
-any finding has p_adjusted < 0.05, and the speed at 10^5 x 8 and 10^6 x 10 beside
+any finding has p_adjusted < 0.05 (400 seeded draws by default, about 15 CPU minutes: the count,
+the rate with its Wilson and Clopper-Pearson 95% intervals, and per-100-seed blocks), and the
+speed at 10^5 x 8 and 10^6 x 10 beside
 ``mcviz metrics --subpopulations 1000`` on the same file.
 
 pysubgroup 0.9 pins numpy < 2, so it runs in its own virtual environment (``/work/venvs/psg``
@@ -459,14 +462,65 @@ def shape_table(shapes: list[str], n: int, draws: int, *, extra: int = 0,
         print(line, flush=True)
 
 
-def wide_null(n: int, draws: int) -> tuple[int, int]:
-    """Calibrated draws with 30 covariates: how many have any finding at p_adjusted < 0.05."""
-    positives = 0
-    for seed in range(draws):
+def wide_null(n: int, draws: int, start: int = 0) -> list[bool]:
+    """Calibrated draws with 30 covariates: per seed, any finding at p_adjusted < 0.05?
+
+    Seeds ``start`` .. ``start + draws - 1`` (data of seed ``5000 + seed``, searched with
+    ``seed``); one line per draw that confirms something.
+    """
+    hits = []
+    for seed in range(start, start + draws):
         frame = calibrated_wide(n, 5000 + seed)
         result = search_subpopulations(predictions(frame), seed=seed)
-        positives += any(f.p_adjusted < 0.05 for f in result.findings)
-    return positives, draws
+        confirmed = [f for f in result.findings if f.p_adjusted < 0.05]
+        hits.append(bool(confirmed))
+        for f in confirmed:
+            print(f"  seed {seed}: {f.description} (held-out rows {f.holdout_size}, D/sigma "
+                  f"{f.holdout_kuiper_z:.2f}, p {f.p_value:.2g}, p_adjusted {f.p_adjusted:.2g})",
+                  flush=True)
+    return hits
+
+
+def rate_interval(count: int, draws: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    r"""Wilson and Clopper-Pearson 95% intervals of a rate ``count / draws``.
+
+    Wilson: :math:`(\hat p + z^2/2m \pm z\sqrt{\hat p(1-\hat p)/m + z^2/4m^2})/(1 + z^2/m)`;
+    Clopper-Pearson: the beta quantiles :math:`B_{0.025}(k, m-k+1)`, :math:`B_{0.975}(k+1, m-k)`
+    (exact, conservative). The example agrees with statsmodels' ``proportion_confint``
+    (``method="wilson"`` and ``"beta"``).
+
+    Examples
+    --------
+    >>> [tuple(round(v, 4) for v in ci) for ci in rate_interval(14, 400)]
+    [(0.021, 0.0579), (0.0193, 0.058)]
+    """
+    from scipy.stats import beta
+
+    z = 1.959963984540054
+    p = count / draws
+    centre = (p + z**2 / (2 * draws)) / (1 + z**2 / draws)
+    half = z * np.sqrt(p * (1 - p) / draws + z**2 / (4 * draws**2)) / (1 + z**2 / draws)
+    low = float(beta.ppf(0.025, count, draws - count + 1)) if count else 0.0
+    high = float(beta.ppf(0.975, count + 1, draws - count)) if count < draws else 1.0
+    return (float(centre - half), float(centre + half)), (low, high)
+
+
+def null_table(n: int, draws: int, start: int = 0) -> None:
+    """Print the calibrated-null rate with its 95% intervals and per-100-seed blocks."""
+    print(f"\nperfectly calibrated draws (n = {n:,}, 30 covariates: 20 of pure noise, one of "
+          f"200 levels), seeds {start}-{start + draws - 1}: draws with any finding at "
+          "p_adjusted < 0.05", flush=True)
+    started = time.process_time()
+    hits = wide_null(n, draws, start)
+    count = sum(hits)
+    (w_low, w_high), (c_low, c_high) = rate_interval(count, draws)
+    print(f"{count}/{draws} = {count / draws:.1%} (95% Wilson {w_low:.1%}-{w_high:.1%}, "
+          f"Clopper-Pearson {c_low:.1%}-{c_high:.1%}); target <= 5%; "
+          f"CPU {time.process_time() - started:.0f} s", flush=True)
+    print("| seeds | draws | with a finding at p_adjusted < 0.05 |\n|---|---|---|")
+    for block in range(start, start + draws, 100):
+        part = hits[block - start: block - start + 100]
+        print(f"| {block}-{block + len(part) - 1} | {len(part)} | {sum(part)} |")
 
 
 def timed_command(arguments: list[str]) -> tuple[float, float, str]:
@@ -527,7 +581,9 @@ def main() -> None:
                         help="draws of each 10^5 shape pysubgroup runs on (about a minute each)")
     parser.add_argument("--psg-big-draws", type=int, default=2,
                         help="draws of the 10^6 shape pysubgroup runs on (it is slow)")
-    parser.add_argument("--null-draws", type=int, default=100)
+    parser.add_argument("--null-draws", type=int, default=400,
+                        help="calibrated draws (about 2 CPU s each at --null-n 20000)")
+    parser.add_argument("--null-start", type=int, default=0, help="first calibrated seed")
     parser.add_argument("--null-n", type=int, default=20_000)
     parser.add_argument("--no-pysubgroup", action="store_true")
     parser.add_argument("--no-speed", action="store_true")
@@ -567,10 +623,7 @@ def main() -> None:
     if args.old_planted:
         planted_table(args)
     if args.null_draws:
-        count, draws = wide_null(args.null_n, args.null_draws)
-        print(f"\nperfectly calibrated draws (n = {args.null_n:,}, 30 covariates: 20 of pure "
-              f"noise, one of 200 levels; {draws} draws): {count} with any finding at "
-              f"p_adjusted < 0.05 ({count / draws:.1%})", flush=True)
+        null_table(args.null_n, args.null_draws, args.null_start)
     if not args.no_speed:
         print("\n`mcviz search FILE` and `mcviz metrics FILE --subpopulations 1000` (whole "
               "commands, same Parquet file, best of 2 each)\n\n| rows | covariates | search "

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from mcviz.budget import Budget, Estimate, check
-from mcviz.core import Evaluator, brownian_range_sf
+from mcviz.core import Evaluator
+from mcviz.core.sigma import pooled_response_variance
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.search._beam import MASKS_CACHED, Beam, Node
@@ -18,6 +19,7 @@ from mcviz.search._columns import MAX_LEVELS, prepare_columns, round_cut
 from mcviz.search._confirm import (
     conditions_in_words,
     effect,
+    holdout_p_values,
     holm,
     minimum_detectable_effect,
     sentence,
@@ -90,8 +92,10 @@ class Finding:
     holdout_kuiper_z : float
         :math:`D/\sigma` on the held-out rows.
     p_value, p_adjusted : float
-        P(range of Brownian motion on [0, 1] > ``holdout_kuiper_z``), and Holm's adjustment
-        over the findings reported.
+        P(range of Brownian motion on [0, 1] > ``holdout_kuiper_z``) -- for a small held-out
+        group of binary responses a simulated p-value of the same statistic
+        (:func:`~mcviz.search._confirm.holdout_p_values`) -- and Holm's adjustment over the
+        findings reported.
     mean_residual, ci_low, ci_high : float
         Weighted mean of observed - predicted on the held-out rows and its 95% interval.
     observed_expected : float
@@ -232,17 +236,36 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
     )
 
 
-def _data(pred: Predictions, parity: np.ndarray) -> Data:
+def _data(pred: Predictions, parity: np.ndarray, parts: Sequence[np.ndarray] = ()) -> Data:
+    """Per-row arrays of the search; ``parts`` (search rows, held-out rows) never mix.
+
+    Real-valued responses: each row's variance terms (eq. (6)'s pooled floor and the screen's
+    adjacent differences) come from the rows of its own part only (the rows in no part form
+    one more), so no held-out response reaches the search's sigma and no search response the
+    held-out sigma. Binary responses need no responses for sigma (eq. (5)).
+    """
     residual = pred.label - pred.score
     weight = pred.weight
     bernoulli = pred.response_kind == "binary"
-    evaluator = Evaluator.from_predictions(pred)  # real-valued: eq. (6) with its pooled floor
     if bernoulli:
+        evaluator = Evaluator.from_predictions(pred)
         variance = pred.score * (1.0 - pred.score) * weight**2  # eq. (5)
-    else:  # per-row share of Appendix C eq. (6): (d_j - d_j+1)^2 (W_j + W_j+1)^2 / 8,
-        step = np.diff(residual) ** 2 * (weight[:-1] + weight[1:]) ** 2 / 8.0
-        step = np.concatenate((step, step[-1:])) if step.size else np.zeros(1)
-        variance = np.maximum(step, evaluator.floor)  # at least the pooled floor (core.sigma)
+        return Data(evaluator, weight * residual, variance, residual, weight, bernoulli, parity)
+    part = np.full(pred.n, len(parts))
+    for k, rows in enumerate(parts):
+        part[rows] = k
+    floor, variance = np.zeros(pred.n), np.zeros(pred.n)
+    for k in np.unique(part):
+        rows = np.flatnonzero(part == k)
+        floor[rows] = pooled_response_variance(pred.score[rows], pred.label[rows],
+                                               weight[rows] if pred.weighted else None)
+        # per-row share of Appendix C eq. (6): (d_j - d_j+1)^2 (W_j + W_j+1)^2 / 8
+        w, d = weight[rows], residual[rows]
+        step = np.diff(d) ** 2 * (w[:-1] + w[1:]) ** 2 / 8.0
+        variance[rows] = np.concatenate((step, step[-1:])) if step.size else 0.0
+    evaluator = Evaluator(pred.score, weight if pred.weighted else None, run_end=pred.run_end,
+                          response_variance=floor)  # eq. (6) with the part's pooled floor
+    variance = np.maximum(variance, evaluator.floor)  # at least the pooled floor (core.sigma)
     return Data(evaluator, weight * residual, variance, residual, weight, bernoulli, parity)
 
 
@@ -322,14 +345,14 @@ def search_subpopulations(
     best candidates are refined and pruned out of fold, and overlapping ones folded
     (:mod:`mcviz.search._beam`). Memory :math:`O(n + \text{candidates})`.
 
-    The p-values are valid because the held-out rows play no part in the search; they are
-    adjusted for the findings reported, not for the candidates searched (the held-out test
-    needs no such adjustment). No search-aware null (the search re-run on responses drawn
-    from the scores) is computed.
-
-    Confirmation: each finding's held-out :math:`D/\sigma`, P(range of standard Brownian motion
-    > it) and Holm's adjustment over the findings reported; effects are held-out weighted means
-    of R - S with 95% intervals (MDE: :func:`~mcviz.search._confirm.minimum_detectable_effect`).
+    Confirmation: each finding's held-out :math:`D/\sigma`, its p-value and Holm's adjustment
+    over the findings reported (no held-out label reaches the split, the findings, their order
+    or number; so no adjustment for the candidates searched, and no search-aware null); effects
+    are held-out weighted means of R - S with 95% intervals (MDE:
+    :func:`~mcviz.search._confirm.minimum_detectable_effect`). The p-value is P(range of standard
+    Brownian motion > it); small held-out groups of binary responses, where that tail is
+    anti-conservative at extreme scores, get a simulated p-value of the same statistic under
+    labels drawn Bernoulli(score) (:func:`~mcviz.search._confirm.holdout_p_values`).
 
     References
     ----------
@@ -358,7 +381,7 @@ def search_subpopulations(
                                                  max_search=MAX_SEARCH_ROWS)
     holdout_rows.flags.writeable = False
     columns, notes = _columns(pred, names, search_rows, holdout_rows)
-    data = _data(pred, (rank % 2).astype(bool))
+    data = _data(pred, (rank % 2).astype(bool), (search_rows, holdout_rows))
     min_rows = max(MIN_ROWS, int(np.ceil(min_share * search_rows.size)))
 
     def report(fraction: float, text: str) -> None:
@@ -370,7 +393,7 @@ def search_subpopulations(
     found = _finish(beam, rank, int(n_findings), min_share, int(seed))
     if progress is not None:
         progress(0.9, "confirming on held-out rows")
-    findings, subpopulations = _confirm(pred, data, columns, found, holdout_rows)
+    findings, subpopulations = _confirm(pred, data, columns, found, holdout_rows, int(seed))
     notes += _shortfall(findings, int(n_findings), beam.stops, min_rows)
     mde = _mde(pred, data, holdout_rows.size, int(n_findings))
     notice = " ".join(notes) or None
@@ -436,7 +459,7 @@ def _mde(pred: Predictions, data: Data, n_holdout: int, n_tests: int) -> Minimum
     return MinimumDetectableEffect(MDE_SHARES, shift, ALPHA, 0.8, n_tests)
 
 
-def _confirm(pred, data, columns, found, holdout_rows):
+def _confirm(pred, data, columns, found, holdout_rows, seed):
     """Held-out statistics, Holm's adjustment, effects and sentences of the findings."""
     subs, all_members, held_members = [], [], []
     for rank, (node, _) in enumerate(found, start=1):
@@ -449,9 +472,8 @@ def _confirm(pred, data, columns, found, holdout_rows):
         held_members.append(np.asarray(select_rows(pred, conditions, within=holdout_rows)))
     everywhere = _score_candidates(data, all_members)
     held = _score_candidates(data, held_members)
-    p_values = np.array([float(brownian_range_sf(z)) for z in held[:, 0]])
-    if pred.weights_depend_on_label:  # Appendix B weights: the Brownian p-values are void
-        p_values[:] = np.nan
+    p_values = holdout_p_values(pred, held_members, held[:, 0],  # NaN: Appendix B weights
+                                [sub.description for sub in subs], seed)
     adjusted = holm(p_values)
     binary = pred.response_kind == "binary"
     findings = []

@@ -33,6 +33,15 @@ PRESENTATION_GRID_JS = """
 """
 
 
+NAV_BESIDE_TOGGLE_JS = """() => {
+  const items = [...document.querySelectorAll("[data-testid=stTopNav] .rc-overflow-item")]
+    .filter(e => getComputedStyle(e).opacity !== "0" && e.getBoundingClientRect().width > 0);
+  const toggle = document.querySelector(".st-key-presentation_toggle").getBoundingClientRect();
+  return {shown: items.length, toggle: toggle.left,
+          right: Math.max(...items.map(e => e.getBoundingClientRect().right))};
+}"""
+
+
 def test_page_address_on_a_fresh_server():
     """/review opened first on a server no session has used: the whole app, not the page alone."""
     with app_page("/review?demo=adult&var=age", heading="Review") as page:
@@ -64,6 +73,21 @@ def test_page_address_on_a_fresh_server():
             .map(e => e.textContent)""")
         assert not cut, f"headline numbers cut: {cut}"
         check_page(page, "00-compare-two-scores")
+
+    # /data first on another fresh server (the default page is served at / only: Streamlit
+    # showed "Page not found" over it), then / and /?page=data: the Data page, no box
+    with app_page("/data?demo=adult", heading="Data") as page:
+        base = page.url.split("/data")[0]
+        for address in ("/data", "/", "/?page=data"):
+            if address != "/data":
+                page.goto(base + address, wait_until="domcontentloaded")
+                page.get_by_role("heading", name="Data").first.wait_for(timeout=120_000)
+            wait_idle(page)
+            page.wait_for_timeout(1_000)  # the box comes with the run's navigation message
+            navigation = page.get_by_test_id("stSidebarNav")
+            assert navigation.get_by_role("link", name="Data", exact=True).count() == 1
+            assert page.get_by_text("Column mapping").count() >= 1, address
+            check_page(page, "00-fresh-server-data" + address.replace("/", "-").replace("?", "-"))
 
 
 PAGES = ("Data", "Review", "Calibration", "Variables", "Subpopulations", "Groupings",
@@ -155,6 +179,12 @@ def test_dashboard_in_a_real_browser(tmp_path):
         page.get_by_text("Presentation mode").click()
         wait_idle(page)
         assert "pm=1" in page.url
+        for width in (1280, 1920):  # the larger page links end before the fixed toggle
+            page.set_viewport_size({"width": width, "height": 1080 if width == 1920 else 720})
+            page.wait_for_timeout(500)
+            links = page.evaluate(NAV_BESIDE_TOGGLE_JS)
+            assert links["shown"] >= 3, (width, links)
+            assert links["right"] < links["toggle"], (width, links)
         visit_pages(page, start=20, prefix="presentation-")
         open_page(page, "Review")
         wait_charts(page, 4)

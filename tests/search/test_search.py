@@ -210,8 +210,10 @@ def test_continuous_response_uses_appendix_c_sigma():
     alone = cumulative_differences(Predictions.from_arrays(
         pred.score[rows], pred.label[rows], response="continuous"))
     # sigma: eq. (6) over the held-out members, floored by the pooled response variance of
-    # the whole population at their scores (mcviz.core.sigma)
-    floor = pooled_response_variance(pred.score, pred.label, pred.weight, pred.run_end)[rows]
+    # the held-out rows at their scores (mcviz.core.sigma): never of the search rows
+    held = np.asarray(result.holdout_index)
+    floor = pooled_response_variance(pred.score[held], pred.label[held])[
+        np.searchsorted(held, rows)]
     sigma = sigma_adjacent(pred.label[rows] - pred.score[rows], np.ones(rows.size),
                            run_ends(pred.score[rows]), floor=floor)
     assert first.holdout_kuiper_z == pytest.approx(alone.kuiper / sigma, rel=1e-9)
