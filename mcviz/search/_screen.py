@@ -104,15 +104,15 @@ def masked_scores(data: Data, rows: np.ndarray, masks: list[np.ndarray]) -> np.n
     weight = data.weight[rows] if data.evaluator.weighted else None
     out = ChunkSummaries.empty(len(masks))
     for k, mask in enumerate(masks):
-        path = np.cumsum(np.where(mask, weighted, 0.0))
+        path = np.cumsum(weighted * mask)  # x * 1 = x, x * 0 = 0: exact (no branch per row)
         at_ends = path if ends is None else path[ends]
         if path.size:
             out.high[k] = max(float(at_ends.max()), 0.0)
             out.low[k] = min(float(at_ends.min()), 0.0)
             out.offset[k] = path[-1]
         out.count[k] = np.count_nonzero(mask)
-        out.weight[k] = out.count[k] if weight is None else np.where(mask, weight, 0.0).sum()
-        out.variance[k] = np.where(mask, variance, 0.0).sum()
+        out.weight[k] = out.count[k] if weight is None else (weight * mask).sum()
+        out.variance[k] = (variance * mask).sum()
     stats = finish(out, SigmaMethod.BERNOULLI)
     mean = safe_ratio(out.offset, out.weight)
     return np.column_stack((stats.kuiper_z, stats.kuiper, stats.sigma, mean))
@@ -140,7 +140,7 @@ def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.nda
     """
     weighted = data.weighted_residual[rows]
     variance = data.variance[rows]
-    path = np.cumsum(np.where(base, weighted, 0.0))
+    path = np.cumsum(weighted * base)  # exact: x * 1 = x, x * 0 = 0
     ends = _run_ends(data, rows)
     if ends is None:  # no ties: every row ends its run
         at_slab = np.zeros(rows.size, dtype=np.int64)
@@ -158,7 +158,7 @@ def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.nda
     shift = own[:, which]
     ranges = (np.maximum((high + shift).max(axis=1), 0.0)
               - np.minimum((low + shift).min(axis=1), 0.0))
-    total = (np.where(base, variance, 0.0).sum()
+    total = ((variance * base).sum()
              + np.where(slab_in, variance[slab], 0.0).sum(axis=1))
     return _z(ranges, total)
 
