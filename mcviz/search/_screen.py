@@ -40,6 +40,8 @@ from mcviz.search._columns import Column, Cut
 
 BLOCKS = 256
 """Blocks of the coarse path (block ends are tie-run ends)."""
+NODES_GATHERED = 3
+"""Row arrays whose per-row arrays :meth:`Data.at` keeps gathered."""
 
 
 @dataclass(slots=True, eq=False)
@@ -53,18 +55,25 @@ class Data:
     weight: np.ndarray
     bernoulli: bool                # eq. (5); False: Appendix C eq. (6)
     parity: np.ndarray             # two folds stratified by score, free of the order of ties
-    _node: list = field(default_factory=list)  # the last node's rows and gathered arrays
+    _nodes: list = field(default_factory=list)  # recent rows and their gathered arrays
 
     def at(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Return ``W(R-S)``, ``S(1-S)W^2`` and the fold parity at ``rows``.
 
-        Every covariate of a node is screened over the same rows: the gathers are made once
-        per node (the last ``rows`` array is remembered by identity; it is never modified).
+        Every covariate of a node is screened over the same rows, and a refinement comes back
+        to the same rows of the other conditions: the gathers of the last
+        :data:`NODES_GATHERED` row arrays are kept (found by identity; they are never
+        modified), 17 bytes per row each.
         """
-        if not self._node or self._node[0] is not rows:
-            self._node[:] = [rows, self.weighted_residual[rows], self.variance[rows],
-                             self.parity[rows]]
-        return self._node[1], self._node[2], self._node[3]
+        for k, entry in enumerate(self._nodes):
+            if entry[0] is rows:
+                self._nodes.append(self._nodes.pop(k))  # most recent last
+                return entry[1], entry[2], entry[3]
+        if len(self._nodes) >= NODES_GATHERED:
+            self._nodes.pop(0)
+        self._nodes.append((rows, self.weighted_residual[rows], self.variance[rows],
+                            self.parity[rows]))
+        return self._nodes[-1][1:]
 
 
 def _ranges(paths: np.ndarray) -> np.ndarray:
