@@ -98,9 +98,10 @@ def _number_column(name: str, keys: np.ndarray, missing: np.ndarray,
     observed = keys[~missing] if has_missing else keys  # (no copy when nothing is missing)
     fast = _decimal_codes(observed)
     if fast is not None:
-        observed_codes, uniques = fast
-        codes = np.full(keys.size, uniques.size, dtype=np.int32)
-        codes[~missing] = observed_codes
+        codes, uniques = fast  # (int32; every row observed when nothing is missing)
+        if has_missing:
+            codes = np.full(keys.size, uniques.size, dtype=np.int32)
+            codes[~missing] = fast[0]
         return _Column(name, "ordinal", "codes", codes, uniques.size, uniques, has_missing)
     ordered = np.sort(observed)
     new_value = np.empty(ordered.size, dtype=bool)
