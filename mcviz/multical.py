@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, brownian_range_sf
@@ -50,6 +50,9 @@ from mcviz.subpopulations import (
     full_population,
     generate_subpopulations,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "MulticalRepeats",
@@ -130,6 +133,8 @@ class MulticalResult:
         Columns: id, depth, description, size, weight_total, kuiper, sigma, kuiper_z, p_value,
         normalized.
         """
+        import pandas as pd
+
         return pd.DataFrame({
             "id": np.array([s.id for s in self.subpopulations], dtype=np.int64),
             "depth": np.array([s.depth for s in self.subpopulations], dtype=np.int64),
@@ -275,6 +280,8 @@ class MulticalRepeats:
 
     def summary(self) -> pd.DataFrame:
         """Mean, standard error and the paper's ± (2 SE) of each metric."""
+        import pandas as pd
+
         names = ("metric", "metric_z", "ablate", "expectation")
         return pd.DataFrame({
             "metric": list(names),

@@ -190,7 +190,8 @@ def metrics_block(
                      "and the groups alone (no Algorithm 1, so --subpopulations, --min-size, "
                      "--seed and --repeats change nothing).")
     # a covariate the loader dropped (constant or all missing) cannot split anything
-    dropped = [c for c in covariate_names if c not in pred.covariates.columns]
+    known = set(pred.covariate_names)  # (names only: the covariates stay unread)
+    dropped = [c for c in covariate_names if c not in known]
     if dropped:
         notes.append(f"not split on: {', '.join(map(repr, dropped))} (dropped when loading: "
                      "constant or every value missing).")

@@ -63,6 +63,8 @@ def weighted_quantile(
 def sorted_copy(x: np.ndarray) -> np.ndarray:
     """``np.sort(x)`` of a float array; integers spanning at most n values by counting.
 
+    Rows already ascending (score-sorted arrays, NaN-free) are copied, not sorted again.
+
     Examples
     --------
     >>> sorted_copy(np.array([3.0, 1.0, 2.0, 1.0])).tolist()
@@ -70,6 +72,8 @@ def sorted_copy(x: np.ndarray) -> np.ndarray:
     """
     index = integer_codes(x, x.size + 1, np.intp)  # integers spanning at most n values
     if index is None:
+        if x.size > 1 and bool(np.all(x[1:] >= x[:-1])):  # (False with any NaN)
+            return x.copy()
         return np.sort(x)
     counts = np.bincount(index)
     return np.repeat(float(x.min()) + np.arange(counts.size, dtype=float), counts)

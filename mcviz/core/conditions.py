@@ -11,8 +11,12 @@ statistics that order rows by a covariate (:func:`ordinal_values`). The
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "MISSING_RULE",
@@ -49,6 +53,8 @@ def index_dtype(n: int) -> type:
 
 def is_datetime(series: pd.Series) -> bool:
     """Tell whether a column holds dates/times (compared on int64 nanoseconds)."""
+    import pandas as pd
+
     return pd.api.types.is_datetime64_any_dtype(series)
 
 
@@ -57,12 +63,15 @@ def ordinal_keys(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
     Examples
     --------
+    >>> import pandas as pd
     >>> keys, missing = ordinal_keys(pd.Series([2.0, None, 1.0]))
     >>> keys.tolist()[::2], missing.tolist()
     ([2.0, 1.0], [False, True, False])
     """
     missing = series.isna().to_numpy()
     if is_datetime(series):
+        import pandas as pd
+
         keys = pd.DatetimeIndex(series).as_unit("ns").asi8.copy()
         return keys, missing
     keys = series.to_numpy(dtype=float, na_value=np.nan)
@@ -77,6 +86,7 @@ def ordinal_values(series: pd.Series) -> np.ndarray:
 
     Examples
     --------
+    >>> import pandas as pd
     >>> ordinal_values(pd.Series(pd.to_datetime(["1970-01-01 00:00:01", None]))).tolist()
     [1000000000.0, nan]
     """
@@ -93,10 +103,13 @@ def value_key(series: pd.Series, value: object) -> float | int:
 
     Examples
     --------
+    >>> import pandas as pd
     >>> value_key(pd.Series([1.0]), 3)
     3.0
     """
     if is_datetime(series):
+        import pandas as pd
+
         stamp = pd.Timestamp(value)
         tz = series.dt.tz
         if tz is not None and stamp.tzinfo is None:

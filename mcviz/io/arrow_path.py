@@ -86,19 +86,39 @@ class ArrowCovariates(PendingColumns):
 
     def in_order(self, rows: np.ndarray) -> pd.DataFrame:
         """Return the covariates at input rows ``rows`` (score order), with a RangeIndex."""
-        from mcviz.errors import ValidationError
         from mcviz.io.covariates import covariates_in_order
         from mcviz.io.readers import read_parquet_table
 
-        if _stamp(self.path) != self.stamp:
-            raise ValidationError(f"file {Path(self.path).name!r} changed since it was loaded; "
-                                  "load it again to use its covariates.")
+        self._check_unchanged()
         import pandas as pd
 
         table = read_parquet_table(self.path, max_bytes=self.max_bytes, columns=list(self.kinds))
         frame = table.to_pandas(split_blocks=True)
         frame.columns = pd.Index(list(self.kinds), dtype="str")  # the loader's names (even none)
         return covariates_in_order(frame, self.kinds, rows)
+
+
+    def numbers(self, names: Sequence[str]) -> dict[str, np.ndarray] | None:
+        """Return the named columns as float64 over every row (NaN where missing), no pandas.
+
+        Only integer and real columns (what ``to_pandas`` makes float64 keys of, the same
+        values); None when one is of another type. Read with the reader's limits; a file
+        changed since loading is refused as by :meth:`in_order`.
+        """
+        from mcviz.io.readers import read_parquet_table
+
+        self._check_unchanged()
+        table = read_parquet_table(self.path, max_bytes=self.max_bytes, columns=list(names))
+        if any(str(table.column(name).type) not in _NUMBERS for name in names):
+            return None
+        return {name: _keys(table.column(name)) for name in names}
+
+    def _check_unchanged(self) -> None:
+        from mcviz.errors import ValidationError
+
+        if _stamp(self.path) != self.stamp:
+            raise ValidationError(f"file {Path(self.path).name!r} changed since it was loaded; "
+                                  "load it again to use its covariates.")
 
 
 def _stamp(path: str) -> tuple[int, int] | None:
@@ -396,6 +416,23 @@ def _values(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
                          else np.ones(length, dtype=bool))
     values = np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
     return values, (np.concatenate(valid) if valid else None)
+
+
+def _keys(column: pa.ChunkedArray) -> np.ndarray:
+    """Return a number column as float64 (NaN where missing), copied once from Arrow."""
+    dtype = np.dtype(_NUMBERS[str(column.type)])
+    keys = np.empty(len(column))
+    start = 0
+    for chunk in column.chunks:
+        length = len(chunk)
+        buffers = chunk.buffers()
+        part = keys[start:start + length]
+        part[...] = np.frombuffer(buffers[1], dtype=dtype, count=length,
+                                  offset=chunk.offset * dtype.itemsize)
+        if chunk.null_count:
+            part[~_bits(buffers[0], chunk.offset, length)] = np.nan
+        start += length
+    return keys
 
 
 def _bits(buffer: pa.Buffer, start: int, length: int) -> np.ndarray:

@@ -44,6 +44,15 @@ class PendingColumns:
         """Return the covariates at input rows ``rows`` (score order), with a RangeIndex."""
         raise NotImplementedError
 
+    def numbers(self, names: Sequence[str]) -> dict[str, np.ndarray] | None:
+        """Return the named columns as float64 arrays over every input row (NaN: missing).
+
+        Only when each is a plain number column whose values as float64 (NaN where missing)
+        are exactly what :meth:`in_order` would give as keys (:func:`mcviz.core.conditions.
+        ordinal_keys`); None otherwise (the default): the caller then uses :meth:`in_order`.
+        """
+        return None
+
 
 class _LazyCovariates:
     """The ``covariates`` attribute: prepared (reordered, categories built) on first access.
@@ -165,6 +174,24 @@ class Predictions:
         if isinstance(value, PendingColumns):
             return value.names
         return tuple(str(c) for c in value.columns)
+
+    def covariate_numbers(self, names: Sequence[str]) -> dict[str, np.ndarray] | None:
+        """Ordinal number covariates as float64 arrays over the input rows, without pandas.
+
+        ``values[name][self.row]`` is the column in score order, NaN where missing (the keys
+        :func:`mcviz.core.conditions.ordinal_keys` gives for ``self.covariates[name]``). Only
+        while the covariates are not yet a DataFrame and only when every named one is an
+        ordinal plain number column its source can read as such
+        (:meth:`PendingColumns.numbers`); None otherwise (use :attr:`covariates`).
+        """
+        value = self.__dict__["_covariates"]
+        if not isinstance(value, PendingColumns) or not names:
+            return None
+        known = set(value.names)
+        if any(name not in known or self.covariate_kinds.get(name) != "ordinal"
+               for name in names):
+            return None
+        return value.numbers(list(dict.fromkeys(names)))
 
     def require_covariate(self, name: str, purpose: str = "") -> None:
         """Raise a :class:`ValidationError` unless ``name`` is a covariate.

@@ -16,17 +16,19 @@ one whose D/sigma without the accepted findings' rows falls below half its own).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from mcviz.search._columns import Column, Cut
+from mcviz.search._columns import Column, Cut, select
 from mcviz.search._screen import (
     Data,
     _score_candidates,
     best_level_prefix,
     block_ids,
+    masked_scores,
     screen_column,
     slab_variants_z,
 )
@@ -57,9 +59,14 @@ EXPLAINED = 0.5
 """A candidate whose D/sigma without the rows of better findings falls below this share of its
 own folds into them (its deviation is theirs)."""
 EXAMINE_PER_FINDING = 3
+"""Pool entries examined per finding wanted (bounds the finishing work)."""
 MASKS_CACHED = 32
 """Boolean masks over the search rows kept for reuse (one byte per search row each)."""
-"""Pool entries examined per finding wanted (bounds the finishing work)."""
+MASKED_SHARE = 0.125
+"""Subsets of at least this share of a node's rows are scored from masks (:meth:`Beam._subsets`)."""
+SETS_CACHED = 2
+"""Members of recent conjunctions kept for reuse, in all at most this many times the search
+rows (eight bytes per position)."""
 
 
 def material(z: float, kept: float | np.ndarray = 0.0) -> float | np.ndarray:
@@ -74,6 +81,26 @@ def material(z: float, kept: float | np.ndarray = 0.0) -> float | np.ndarray:
     """
     cap = max(MATERIAL_ABSOLUTE, MATERIAL_RELATIVE * z)
     return np.minimum(cap, 0.2 + 0.5 * np.sqrt(np.clip(1.0 - np.asarray(kept), 0.0, 1.0)))
+
+
+def _remembered(method: Callable) -> Callable:
+    """Compute ``method(self, cuts)`` once per :class:`Beam` and ordered conjunction.
+
+    :meth:`Beam.refine`, :meth:`Beam.prune` and :meth:`Beam.grow` depend on the conditions in
+    their order and on the beam's data, rows and limits, which do not change while the
+    findings are drawn; several pool entries lead to the same conjunction (a pruned candidate
+    grown back), which is then refined, pruned or grown once.
+    """
+    name = method.__name__
+
+    @functools.wraps(method)
+    def remembered(self: Beam, cuts: tuple[Cut, ...]) -> tuple[Cut, ...]:
+        key = (name, tuple(cut.key() for cut in cuts))
+        if key not in self._done:
+            self._done[key] = method(self, tuple(cuts))
+        return self._done[key]
+
+    return remembered
 
 
 @dataclass(slots=True, eq=False)
@@ -102,6 +129,11 @@ class Beam:
         self.screened = 0
         self.pool: dict[frozenset, Node] = {}
         self._cache: dict[tuple, np.ndarray] = {}
+        self._sets: dict[frozenset, np.ndarray] = {}  # recent conjunctions' members
+        self._set_rows = 0  # positions held in ``_sets``
+        self._scores: dict[frozenset, np.ndarray] = {}  # exact (z, D, sigma, mean) per key
+        self._oof: dict[tuple, float] = {}  # :meth:`_oof_t` per condition and base
+        self._done: dict[tuple, tuple] = {}  # refine, prune, grow per conjunction
         self.stops: dict[str, int | bool] = {}
         self.max_conditions = 3
         """Why candidates were not reported (see :meth:`findings`)."""
@@ -114,17 +146,46 @@ class Beam:
             self.progress(float(min(max(fraction, 0.0), 1.0)), text)
 
     def members(self, cuts: tuple[Cut, ...], rows: np.ndarray | None = None) -> np.ndarray:
-        """Search rows (or ``rows``) satisfying every cut."""
+        """Search rows (or ``rows``) satisfying every cut (read-only; recent ones cached).
+
+        The members of a conjunction depend on its conditions only, not on their order: the
+        last few are kept (at most :data:`SETS_CACHED` times the search rows' positions), as
+        the finishing steps ask for the same conjunctions again and again.
+        """
         if rows is None:  # masks over the search rows, the recent ones cached
             if not cuts:
                 return self.rows
-            mask = self._mask(cuts[0])
-            for cut in cuts[1:]:
-                mask = mask & self._mask(cut)
-            return self.rows[mask]
+            key = frozenset(cut.key() for cut in cuts)
+            found = self._sets.pop(key, None)
+            if found is None:
+                mask = self._mask(cuts[0])
+                for cut in cuts[1:]:
+                    mask = mask & self._mask(cut)
+                found = select(self.rows, mask)
+                found.flags.writeable = False
+                self._set_rows += found.size
+                while self._sets and self._set_rows > SETS_CACHED * self.rows.size:
+                    self._set_rows -= self._sets.pop(next(iter(self._sets))).size
+            self._sets[key] = found  # most recent last
+            return found
         for cut in cuts:
-            rows = rows[cut.mask(self.columns[cut.column], rows)]
+            rows = select(rows, cut.mask(self.columns[cut.column], rows))
         return rows
+
+    def scores(self, conjunctions: list[tuple[Cut, ...]]) -> np.ndarray:
+        """Exact D/sigma, D, sigma and mean residual of each conjunction (rows ``(k, 4)``).
+
+        :func:`~mcviz.search._screen._score_candidates` of their :meth:`members`, each computed
+        once per conjunction (the numbers depend on its members only).
+        """
+        keys = [frozenset(cut.key() for cut in cuts) for cuts in conjunctions]
+        todo = list({key: cuts for key, cuts in zip(keys, conjunctions, strict=True)
+                     if key not in self._scores}.items())
+        if todo:
+            sets = [self.members(cuts) for _, cuts in todo]
+            for (key, _), row in zip(todo, _score_candidates(self.data, sets), strict=True):
+                self._scores[key] = row
+        return np.array([self._scores[key] for key in keys]).reshape(len(keys), 4)
 
     def _mask(self, cut: Cut) -> np.ndarray:
         """Which search rows satisfy one cut (the last :data:`MASKS_CACHED` are cached)."""
@@ -154,22 +215,25 @@ class Beam:
         for j, column in enumerate(self.columns):
             if j in used:
                 continue
+            codes = column.codes[rows]  # gathered once: the screen and the masks read it
             screened, count = screen_column(
                 self.data, rows, block, n_blocks, column, j, min_rows=self.min_rows,
-                keep=KEEP_PER_COLUMN,
+                keep=KEEP_PER_COLUMN, codes=codes,
             )
             self.screened += count
             if not screened:
                 continue
-            sets = [rows[s.cut.mask(column, rows)] for s in screened]
-            scores = _score_candidates(self.data, sets)
-            for s, members, (z, _, _, mean) in zip(screened, sets, scores, strict=True):
+            scores, sizes = self._subsets(rows, _masks(column, rows, [s.cut for s in screened],
+                                                       codes))
+            for s, size, row in zip(screened, sizes, scores, strict=True):
+                z, _, _, mean = row
                 if len(s.cut.levels) > 1:  # a level set ranks by its out-of-fold D/sigma
                     z = min(z, s.z)
+                child = Node((*node.cuts, s.cut), float(z), float(mean), int(size))
+                key = child.key()
+                self._scores.setdefault(key, row)  # exact: the same members as members()
                 if node.cuts and not z > node.z + gain:
                     continue
-                child = Node((*node.cuts, s.cut), float(z), float(mean), members.size)
-                key = child.key()
                 if pool and (key not in self.pool or self.pool[key].z < child.z):
                     self.pool[key] = child
                 children.append(child)  # members are not kept: O(n + candidates) memory
@@ -196,6 +260,7 @@ class Beam:
             if not beam:
                 break
 
+    @_remembered
     def refine(self, cuts: tuple[Cut, ...]) -> tuple[Cut, ...]:
         """Re-choose every condition given the others until none changes (coordinate ascent).
 
@@ -209,9 +274,8 @@ class Beam:
         cuts = list(cuts)
         if not cuts:
             return ()
-        members = self.members(tuple(cuts))
-        under = bool(_score_candidates(self.data, [members])[0, 3] >= 0) if members.size \
-            else True
+        under = bool(self.scores([tuple(cuts)])[0, 3] >= 0) if self.members(
+            tuple(cuts)).size else True
         stable = 0  # conditions re-chosen in a row without a change
         for step in range(REFINE_PASSES * len(cuts)):
             i = step % len(cuts)
@@ -284,14 +348,33 @@ class Beam:
 
     def _best(self, options: list[Cut], keys: np.ndarray, rows: np.ndarray) -> Cut:
         """Return the numeric option with the largest exact D/sigma in ``rows`` (or the first)."""
-        sets = [rows[np.isnan(keys) == (option.op == "missing") if option.op in (
-            "missing", "present") else option.mask_keys(keys)] for option in options]
-        scores = _score_candidates(self.data, sets)[:, 0]
-        sizes = np.array([members.size for members in sets])
-        scores = np.where(sizes >= self.min_rows, scores, -np.inf)
+        masks = [np.isnan(keys) == (option.op == "missing") if option.op in (
+            "missing", "present") else option.mask_keys(keys) for option in options]
+        scores, sizes = self._subsets(rows, masks)
+        scores = np.where(sizes >= self.min_rows, scores[:, 0], -np.inf)
         best = int(np.argmax(scores))
         return options[best] if np.isfinite(scores[best]) else options[0]
 
+    def _subsets(self, rows: np.ndarray, masks: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Exact scores (rows ``(k, 4)``, as :func:`_score_candidates`) and sizes of ``rows[mask]``.
+
+        Subsets holding at least :data:`MASKED_SHARE` of ``rows`` are scored from their masks
+        (:func:`~mcviz.search._screen.masked_scores`, Bernoulli responses), smaller ones
+        gathered (their cost is then their size, not that of ``rows``).
+        """
+        sizes = np.array([np.count_nonzero(mask) for mask in masks], dtype=np.int64)
+        masked = (sizes >= MASKED_SHARE * rows.size) if self.data.bernoulli else (
+            np.zeros(len(masks), dtype=bool))
+        scores = np.zeros((len(masks), 4))
+        if masked.any():
+            scores[masked] = masked_scores(self.data, rows,
+                                           [masks[k] for k in np.flatnonzero(masked)])
+        if not masked.all():
+            scores[~masked] = _score_candidates(self.data, [
+                select(rows, masks[k]) for k in np.flatnonzero(~masked)])
+        return scores, sizes
+
+    @_remembered
     def prune(self, cuts: tuple[Cut, ...]) -> tuple[Cut, ...]:
         r"""Drop conditions that do not carry the deviation; widen bands that need one side only.
 
@@ -317,16 +400,16 @@ class Beam:
         """
         cuts = tuple(cuts)
         while cuts:
-            members = self.members(cuts)
-            z, _, _, mean = _score_candidates(self.data, [members])[0]
             drops = [cuts[:i] + cuts[i + 1:] for i in range(len(cuts))]
             widen = [(*cuts[:i], replace(cut, op=op), *cuts[i + 1:])
                      for i, cut in enumerate(cuts) if cut.op == "band" for op in ("lt", "ge")]
-            bases = [self.members(c) for c in drops + widen]
-            sizes = np.array([b.size for b in bases])
-            without = _score_candidates(self.data, bases)[:, 0]
+            scores = self.scores([cuts, *drops, *widen])
+            z, _, _, mean = scores[0]
+            size = self.members(cuts).size
+            sizes = np.array([self.members(c).size for c in drops + widen])
+            without = scores[1:, 0]
             loss = z - without
-            kept = members.size / np.maximum(sizes, 1)
+            kept = size / np.maximum(sizes, 1)
             n_drops = len(drops)
             if len(cuts) == 1:  # the last one: is the finding more than all the rows?
                 excess = loss[:1] - material(z)
@@ -335,7 +418,7 @@ class Beam:
                 t = (z - np.sqrt(f) * without[:n_drops]) / np.sqrt(np.maximum(1.0 - f, 1e-12))
                 excess = np.minimum(t - DROP_T, loss[:n_drops] - material(z, f))
                 for i in np.flatnonzero((excess >= 0) & (t < SURE_T)):  # and out of fold?
-                    excess[i] = min(excess[i], self._oof_t(cuts[i], bases[i], mean >= 0)
+                    excess[i] = min(excess[i], self._oof_t(cuts[i], drops[i], mean >= 0)
                                     - DROP_T_OOF)
             excess = np.concatenate((excess, loss[n_drops:] - material(z, kept[n_drops:])))
             excess = np.where(sizes >= self.min_rows, excess, np.inf)
@@ -345,6 +428,7 @@ class Beam:
             cuts = (drops + widen)[best]
         return cuts
 
+    @_remembered
     def grow(self, cuts: tuple[Cut, ...]) -> tuple[Cut, ...]:
         r"""Add the conditions a finding lacks, while one is significant (then refine).
 
@@ -360,7 +444,7 @@ class Beam:
             rows = self.members(cuts)
             if rows.size < 2 * self.min_rows:
                 break
-            z = float(_score_candidates(self.data, [rows])[0, 0])
+            z = float(self.scores([cuts])[0, 0])
             children = self.expand(Node(cuts, z, 0.0, rows.size, rows), gain=-np.inf,
                                    pool=False)
             f = np.minimum(np.array([child.count for child in children]) / rows.size, 1.0)
@@ -370,17 +454,16 @@ class Beam:
             if not significant:
                 break
             grown = self.refine(max(significant, key=lambda child: child.z).cuts)
-            members = self.members(grown)
-            if not (_score_candidates(self.data, [members])[0, 0] - z
-                    >= material(z, members.size / rows.size)):
+            if not (self.scores([grown])[0, 0] - z
+                    >= material(z, self.members(grown).size / rows.size)):
                 break
             cuts = grown
         return cuts
 
-    def _oof_t(self, cut: Cut, base: np.ndarray, under: bool) -> float:
+    def _oof_t(self, cut: Cut, others: tuple[Cut, ...], under: bool) -> float:
         r"""Out-of-fold :math:`T` of :meth:`prune` for a condition on ``cut``'s covariate.
 
-        ``base`` (the rows of the other conditions) is split into two folds stratified by
+        ``base`` (the rows of the ``others`` conditions) is split into two folds stratified by
         score (the parity of :func:`~mcviz.search._confirm.split_rows`, free of the order of
         tied rows). On each fold the covariate's best condition in the finding's direction
         (``under``: observed above predicted) is chosen by the screen, and
@@ -388,10 +471,18 @@ class Beam:
         and divided by :math:`\sqrt 2`. The condition was not chosen on the rows it is measured
         on, so for an unrelated covariate this is about standard normal whatever the number of
         cuts tried; for one that bounds the deviation it is about the in-sample :math:`T`.
+        It depends on the covariate, the other conditions and the direction only (computed
+        once for each).
         """
+        key = (cut.column, frozenset(c.key() for c in others), under)
+        if key not in self._oof:
+            self._oof[key] = self._oof_t_of(cut, self.members(others), under)
+        return self._oof[key]
+
+    def _oof_t_of(self, cut: Cut, base: np.ndarray, under: bool) -> float:
         column = self.columns[cut.column]
         odd = self.data.parity[base]
-        folds = (base[~odd], base[odd])
+        folds = (select(base, ~odd), select(base, odd))
         least = max(MIN_FOLD_ROWS, self.min_rows // 2)
         total = 0.0
         for fit, test in (folds, folds[::-1]):
@@ -404,14 +495,16 @@ class Beam:
             if not screened:
                 return 0.0
             options = [s.cut for s in screened]
-            scores = _score_candidates(self.data, [fit[o.mask(column, fit)] for o in options])
+            scores, _ = self._subsets(fit, _masks(column, fit, options))
             scores[:, 0] = np.where((scores[:, 3] >= 0) == under, scores[:, 0], -np.inf)
             chosen = options[int(np.argmax(scores[:, 0]))]
-            members = test[chosen.mask(column, test)]
-            if members.size == 0 or members.size == test.size:
+            scores, sizes = self._subsets(test, [*_masks(column, test, [chosen]),
+                                                 np.ones(test.size, dtype=bool)])
+            size = int(sizes[0])
+            if size == 0 or size == test.size:
                 return 0.0
-            z, z0 = _score_candidates(self.data, [members, test])[:, 0]
-            f = members.size / test.size
+            z, z0 = scores[:, 0]
+            f = size / test.size
             total += (z - np.sqrt(f) * z0) / np.sqrt(1.0 - f)
         return total / np.sqrt(2.0)
 
@@ -485,7 +578,7 @@ class Beam:
             if members.size < self.min_rows:
                 self.stops["small"] += 1
                 continue
-            z, _, _, mean = _score_candidates(self.data, [members])[0]
+            z, _, _, mean = self.scores([cuts])[0]
             z = float(z)
             same = [k for k, (node, other) in enumerate(accepted)
                     if _jaccard(members, other) > JACCARD_FOLD]
@@ -507,6 +600,15 @@ class Beam:
                 break
         accepted.sort(key=lambda item: -item[0].z)
         return accepted
+
+
+def _masks(column: Column, rows: np.ndarray, cuts: list[Cut],
+           codes: np.ndarray | None = None) -> list[np.ndarray]:
+    """Which of ``rows`` satisfy each cut, from the column's codes at ``rows`` where they can."""
+    codes = column.codes[rows] if codes is None else codes
+    masks = [cut.mask_codes(column, codes) for cut in cuts]
+    return [cut.mask(column, rows) if mask is None else mask
+            for cut, mask in zip(cuts, masks, strict=True)]
 
 
 def _next_beam(children: list[Node]) -> list[Node]:

@@ -144,10 +144,42 @@ def _numeric_keys(name: str, keys: np.ndarray, search_rows: np.ndarray, *,
             edges = np.unique(observed[at])
             edges = edges[edges > observed[0]]
     bins = edges.size + 1
-    codes = np.searchsorted(edges, keys, side="right").astype(np.int32)
+    codes = bin_codes(edges, keys)
     codes[missing] = bins
     return Column(name, "numeric", codes, bins + 1, keys, edges, (), bool(missing.any()),
                   is_score=is_score)
+
+
+def select(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Return ``values[mask]`` (a gather at the mask's positions).
+
+    The same array as boolean indexing, several times faster when the mask mixes True and
+    False evenly (numpy's boolean indexing branches on every element).
+    """
+    return values.take(np.flatnonzero(mask))
+
+
+def bin_codes(edges: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    r"""Return ``np.searchsorted(edges, keys, side="right")`` as int32 (``edges`` sorted).
+
+    The number of edges at or below each key, by a binary search over the few edges run for
+    all keys at once (one compare per halving: a few passes over the keys instead of a
+    branching search per key; 64 vs 92 ms for 10^6 keys and 63 edges). The edges are padded to
+    :math:`2^k - 1` with :math:`+\infty`; a key of :math:`+\infty` counts every edge; NaN
+    none (the caller codes missing keys).
+    """
+    size = 1 << int(edges.size).bit_length()  # a power of two above the number of edges
+    padded = np.full(size, np.inf)
+    padded[: edges.size] = edges
+    step = size // 2
+    codes = (keys >= padded[step - 1]).astype(np.intp) * step
+    above = np.empty(keys.size, dtype=bool)
+    step //= 2
+    while step:  # codes: edges known to be at or below the key; test the next `step` of them
+        np.greater_equal(keys, padded.take(codes + (step - 1)), out=above)
+        codes += above * step
+        step //= 2
+    return np.minimum(codes, edges.size).astype(np.int32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +207,32 @@ class Cut:
             missing = column.codes[rows] == column.n_codes - 1
             return missing if self.op == "missing" else ~missing
         return self.mask_keys(column.keys[rows])
+
+    def mask_codes(self, column: Column, codes: np.ndarray) -> np.ndarray | None:
+        """:meth:`mask` from the column's ``codes`` at the rows (gathered by the caller).
+
+        A threshold or band whose points are candidate cuts (``column.edges``, as the screen
+        gives them) is a range of bin codes: bin ``j`` holds ``edges[j-1] <= x < edges[j]``,
+        so ``x < edges[b-1]`` is ``code < b`` and ``x >= edges[a-1]`` is ``code >= a`` (the
+        missing code, the last, included as the filter language has it). None for other
+        points (compare the keys: :meth:`mask`).
+        """
+        if self.op == "in":
+            table = np.zeros(column.n_codes, dtype=bool)
+            table[list(self.levels)] = True
+            return table[codes]
+        if self.op in ("missing", "present"):
+            missing = codes == column.n_codes - 1
+            return missing if self.op == "missing" else ~missing
+        low = _edge_code(column.edges, self.lo) if self.op in ("ge", "band") else 0
+        high = _edge_code(column.edges, self.hi) if self.op in ("lt", "band") else 0
+        if low is None or high is None:  # not at candidate cuts: compare the values
+            return None
+        if self.op == "lt":
+            return codes < high
+        if self.op == "ge":
+            return codes >= low
+        return (codes >= low) & (codes < high)
 
     def mask_keys(self, keys: np.ndarray) -> np.ndarray:
         """Which numeric keys (NaN: missing) satisfy a threshold or band."""
@@ -214,6 +272,12 @@ class Cut:
         lo = None if np.isnan(self.lo) else float(self.lo)
         hi = None if np.isnan(self.hi) else float(self.hi)
         return (self.column, self.op, lo, hi, self.levels)
+
+
+def _edge_code(edges: np.ndarray, point: float) -> int | None:
+    """Return ``j + 1`` when ``point == edges[j]`` (the first bin at or above it), else None."""
+    j = int(np.searchsorted(edges, point))
+    return j + 1 if j < edges.size and edges[j] == point else None
 
 
 def round_cut(column: Column, cut: Cut) -> Cut:

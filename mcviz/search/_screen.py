@@ -30,16 +30,18 @@ level out of fold by a margin that grows with their size (:func:`_level_sets`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
 
-from mcviz.core import Evaluator, SigmaMethod, finish, safe_ratio
+from mcviz.core import ChunkSummaries, Evaluator, SigmaMethod, finish, safe_ratio
 from mcviz.search._columns import Column, Cut
 
 BLOCKS = 256
 """Blocks of the coarse path (block ends are tie-run ends)."""
+NODES_GATHERED = 3
+"""Row arrays whose per-row arrays :meth:`Data.at` keeps gathered."""
 
 
 @dataclass(slots=True, eq=False)
@@ -53,6 +55,25 @@ class Data:
     weight: np.ndarray
     bernoulli: bool                # eq. (5); False: Appendix C eq. (6)
     parity: np.ndarray             # two folds stratified by score, free of the order of ties
+    _nodes: list = field(default_factory=list)  # recent rows and their gathered arrays
+
+    def at(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return ``W(R-S)``, ``S(1-S)W^2`` and the fold parity at ``rows``.
+
+        Every covariate of a node is screened over the same rows, and a refinement comes back
+        to the same rows of the other conditions: the gathers of the last
+        :data:`NODES_GATHERED` row arrays are kept (found by identity; they are never
+        modified), 17 bytes per row each.
+        """
+        for k, entry in enumerate(self._nodes):
+            if entry[0] is rows:
+                self._nodes.append(self._nodes.pop(k))  # most recent last
+                return entry[1], entry[2], entry[3]
+        if len(self._nodes) >= NODES_GATHERED:
+            self._nodes.pop(0)
+        self._nodes.append((rows, self.weighted_residual[rows], self.variance[rows],
+                            self.parity[rows]))
+        return self._nodes[-1][1:]
 
 
 def _ranges(paths: np.ndarray) -> np.ndarray:
@@ -71,6 +92,38 @@ def _score_candidates(data: Data, members: list[np.ndarray]) -> np.ndarray:
     summaries = data.evaluator.summaries(data.residual, members, adjacent=not data.bernoulli)
     stats = finish(summaries, SigmaMethod.BERNOULLI if data.bernoulli else SigmaMethod.ADJACENT)
     mean = safe_ratio(summaries.offset, summaries.weight)
+    return np.column_stack((stats.kuiper_z, stats.kuiper, stats.sigma, mean))
+
+
+def masked_scores(data: Data, rows: np.ndarray, masks: list[np.ndarray]) -> np.ndarray:
+    r""":func:`_score_candidates` of the subsets ``rows[mask]``, without gathering them.
+
+    Rows ``(k, 4)``: exact D/sigma, D, sigma and mean residual of each subset. A row outside
+    the subset adds 0 to the cumulative sum of :math:`W(R-S)` over ``rows`` (exactly: a sum
+    plus 0 is the sum), so that path read at the ends of the tie runs of ``rows`` is the
+    subset's own path at its run ends (a run's end within ``rows`` follows its last member with
+    nothing added in between), repeated where runs hold no member: the same maximum and
+    minimum. :math:`\sum W` and :math:`\sum S(1-S)W^2` (eq. (5)) are masked sums; the core's
+    :func:`~mcviz.core.finish` turns them into D, sigma and D/sigma (eqs. (2), (5)). Bernoulli
+    responses only; faster than gathering when the subsets hold a fair share of ``rows``
+    (``tests/search`` compares both on tied, weighted rows).
+    """
+    weighted, variance, _ = data.at(rows)
+    ends = _run_ends(data, rows)
+    weight = data.weight[rows] if data.evaluator.weighted else None
+    out = ChunkSummaries.empty(len(masks))
+    for k, mask in enumerate(masks):
+        path = np.cumsum(weighted * mask)  # x * 1 = x, x * 0 = 0: exact (no branch per row)
+        at_ends = path if ends is None else path[ends]
+        if path.size:
+            out.high[k] = max(float(at_ends.max()), 0.0)
+            out.low[k] = min(float(at_ends.min()), 0.0)
+            out.offset[k] = path[-1]
+        out.count[k] = np.count_nonzero(mask)
+        out.weight[k] = out.count[k] if weight is None else (weight * mask).sum()
+        out.variance[k] = (variance * mask).sum()
+    stats = finish(out, SigmaMethod.BERNOULLI)
+    mean = safe_ratio(out.offset, out.weight)
     return np.column_stack((stats.kuiper_z, stats.kuiper, stats.sigma, mean))
 
 
@@ -96,10 +149,15 @@ def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.nda
     """
     weighted = data.weighted_residual[rows]
     variance = data.variance[rows]
-    path = np.cumsum(np.where(base, weighted, 0.0))
-    run = data.evaluator.run_id[rows]
-    ends = np.flatnonzero(np.concatenate((run[1:] != run[:-1], [True])))
-    stretch = np.searchsorted(slab, ends, side="right")  # slab rows at or before each end
+    path = np.cumsum(weighted * base)  # exact: x * 1 = x, x * 0 = 0
+    ends = _run_ends(data, rows)
+    if ends is None:  # no ties: every row ends its run
+        at_slab = np.zeros(rows.size, dtype=np.int64)
+        at_slab[slab] = 1
+        stretch = np.cumsum(at_slab)  # slab rows at or before each row
+        ends = slice(None)
+    else:
+        stretch = np.searchsorted(slab, ends, side="right")  # slab rows at or before each end
     starts = np.flatnonzero(np.concatenate(([True], stretch[1:] != stretch[:-1])))
     high = np.maximum.reduceat(path[ends], starts)
     low = np.minimum.reduceat(path[ends], starts)
@@ -109,14 +167,24 @@ def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.nda
     shift = own[:, which]
     ranges = (np.maximum((high + shift).max(axis=1), 0.0)
               - np.minimum((low + shift).min(axis=1), 0.0))
-    total = variance[base].sum() + np.where(slab_in, variance[slab], 0.0).sum(axis=1)
+    total = ((variance * base).sum()
+             + np.where(slab_in, variance[slab], 0.0).sum(axis=1))
     return _z(ranges, total)
+
+
+def _run_ends(data: Data, rows: np.ndarray) -> np.ndarray | None:
+    """Positions in ``rows`` of the last row of each tie run (None: no ties, every row)."""
+    if not data.evaluator.has_ties:
+        return None
+    groups = data.evaluator.run_id[rows]
+    return np.flatnonzero(np.concatenate((groups[1:] != groups[:-1], [True])))
 
 
 def block_ids(data: Data, rows: np.ndarray) -> tuple[np.ndarray, int]:
     """Block of each row of a node (blocks end at tie-run ends) and the number of blocks."""
-    groups = data.evaluator.run_id[rows]
-    ends = np.flatnonzero(np.concatenate((groups[1:] != groups[:-1], [True])))
+    ends = _run_ends(data, rows)
+    if ends is None:
+        ends = np.arange(rows.size)
     n_blocks = min(BLOCKS, ends.size)
     last = ends[(np.arange(1, n_blocks + 1) * ends.size) // n_blocks - 1]
     sizes = np.diff(np.concatenate(([-1], last)))
@@ -134,24 +202,26 @@ class Screened:
 
 def screen_column(
     data: Data, rows: np.ndarray, block: np.ndarray, n_blocks: int, column: Column, j: int,
-    *, min_rows: int, keep: int,
+    *, min_rows: int, keep: int, codes: np.ndarray | None = None,
 ) -> tuple[list[Screened], int]:
     """Return the best ``keep`` cuts of one covariate in a node, and how many were screened.
 
     Numeric covariates: every threshold and band at the candidate cuts, coarsely. Nominal
     covariates: every single level scored exactly, plus at most one level set per direction
-    (:func:`_level_sets`), which comes on top of the ``keep`` best.
+    (:func:`_level_sets`), which comes on top of the ``keep`` best. ``codes``: the column's
+    codes at ``rows`` when the caller has gathered them.
     """
-    codes = column.codes[rows]
+    codes = column.codes[rows] if codes is None else codes
     n_codes = column.n_codes
     if column.kind == "nominal":
         return _screen_nominal(data, rows, block, n_blocks, codes, column, j,
                                min_rows=min_rows, keep=keep)
+    weighted, variance, _ = data.at(rows)
     table = np.bincount(
-        codes.astype(np.int64) * n_blocks + block, weights=data.weighted_residual[rows],
+        codes.astype(np.int64) * n_blocks + block, weights=weighted,
         minlength=n_codes * n_blocks,
     ).reshape(n_codes, n_blocks)
-    variance = np.bincount(codes, weights=data.variance[rows], minlength=n_codes)
+    variance = np.bincount(codes, weights=variance, minlength=n_codes)
     count = np.bincount(codes, minlength=n_codes)
     z, sizes, cuts = _screen_numeric(table, variance, count, column, j)
     return _best(z, sizes, cuts, rows.size, min_rows, keep), int(z.size)
@@ -308,11 +378,12 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
     :math:`k^*` levels in the order of all the node's rows.
     """
     n_codes = column.n_codes
-    fold = data.parity[rows].astype(np.int64)
+    weighted, row_variance, parity = data.at(rows)
+    fold = parity.astype(np.int64)
     index = (codes.astype(np.int64) * 2 + fold) * n_blocks + block
-    table = np.bincount(index, weights=data.weighted_residual[rows],
+    table = np.bincount(index, weights=weighted,
                         minlength=n_codes * 2 * n_blocks).reshape(n_codes, 2, n_blocks)
-    variance = np.bincount(codes.astype(np.int64) * 2 + fold, weights=data.variance[rows],
+    variance = np.bincount(codes.astype(np.int64) * 2 + fold, weights=row_variance,
                            minlength=n_codes * 2).reshape(n_codes, 2)
     count = np.bincount(codes, minlength=n_codes)
     v0 = min_rows * float(variance.sum()) / max(rows.size, 1)
@@ -362,10 +433,10 @@ def best_level_prefix(data: Data, rows: np.ndarray, column: Column, j: int, unde
     codes = column.codes[rows]
     n_codes = column.n_codes
     block, n_blocks = block_ids(data, rows)
-    table = np.bincount(codes.astype(np.int64) * n_blocks + block,
-                        weights=data.weighted_residual[rows],
+    weighted, row_variance, _ = data.at(rows)
+    table = np.bincount(codes.astype(np.int64) * n_blocks + block, weights=weighted,
                         minlength=n_codes * n_blocks).reshape(n_codes, n_blocks)
-    variance = np.bincount(codes, weights=data.variance[rows], minlength=n_codes)
+    variance = np.bincount(codes, weights=row_variance, minlength=n_codes)
     count = np.bincount(codes, minlength=n_codes)
     observed = np.flatnonzero(count[:-1])  # the last code is missing: never in a set
     if observed.size == 0:

@@ -5,11 +5,12 @@ See :mod:`mcviz.subpopulations` for the rules (Section 2.3 refinements, missing 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from mcviz.core.conditions import is_datetime, ordinal_keys
 from mcviz.errors import ValidationError
@@ -33,6 +34,9 @@ from mcviz.subpopulations.selection import (
     _is_nominal,
     _require_covariates,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # --------------------------------------------------------------------------------------------
 # Algorithm 1
@@ -73,18 +77,31 @@ def _prepare_column(name: str, series: pd.Series, kind: str) -> _Column:
         codes = np.where(missing, 2, series.to_numpy(dtype=float, na_value=0.0)).astype(np.int32)
         return _Column(name, "bool", "codes", codes, 2, np.array([False, True]), has_missing)
     keys, missing = ordinal_keys(series)
-    observed = keys[~missing] if has_missing else keys  # (no copy when nothing is missing)
     if is_datetime(series):
+        observed = keys[~missing] if has_missing else keys
         uniques, inverse = np.unique(observed, return_inverse=True)
         codes = np.full(keys.size, uniques.size, dtype=np.int32)
         codes[~missing] = inverse
         return _Column(name, "ordinal", "codes", codes, uniques.size, uniques, has_missing,
                        datetime_tz=series.dt.tz, is_datetime=True)
+    return _number_column(name, keys, missing, has_missing)
+
+
+def _number_column(name: str, keys: np.ndarray, missing: np.ndarray,
+                   has_missing: bool) -> _Column:
+    """Prepare an ordinal number column from its float64 keys (NaN where ``missing``).
+
+    Row by row: each row's code (or key, in "distinct" mode) depends only on its own value and
+    on the set of values, so the column built from rows in any order, then put in score order,
+    is the one built from the rows in score order.
+    """
+    observed = keys[~missing] if has_missing else keys  # (no copy when nothing is missing)
     fast = _decimal_codes(observed)
     if fast is not None:
-        observed_codes, uniques = fast
-        codes = np.full(keys.size, uniques.size, dtype=np.int32)
-        codes[~missing] = observed_codes
+        codes, uniques = fast  # (int32; every row observed when nothing is missing)
+        if has_missing:
+            codes = np.full(keys.size, uniques.size, dtype=np.int32)
+            codes[~missing] = fast[0]
         return _Column(name, "ordinal", "codes", codes, uniques.size, uniques, has_missing)
     ordered = np.sort(observed)
     new_value = np.empty(ordered.size, dtype=bool)
@@ -102,13 +119,32 @@ def _prepare_column(name: str, series: pd.Series, kind: str) -> _Column:
         table = np.zeros(int(scaled[-1] - offset) + 1, dtype=np.int32)
         table[(scaled - offset).astype(np.int64)] = np.arange(uniques.size, dtype=np.int32)
         codes[~missing] = table[(np.round(observed * scale) - offset).astype(np.int64)]
-    elif uniques.size <= 65536:
+    elif uniques.size <= 65536 and "pandas" in sys.modules:  # hashing: faster than a search
+        import pandas as pd
+
         factor_codes, factor_uniques = pd.factorize(observed, sort=False)
         remap = np.searchsorted(uniques, factor_uniques).astype(np.int32)
         codes[~missing] = remap[factor_codes]
     else:
         codes[~missing] = np.searchsorted(uniques, observed).astype(np.int32)
     return _Column(name, "ordinal", "codes", codes, uniques.size, uniques, has_missing)
+
+
+def _number_columns(pred: Predictions, numbers: Mapping[str, np.ndarray],
+                    names: Sequence[str]) -> list[_Column]:
+    """Columns from :meth:`Predictions.covariate_numbers` (input-row order), in score order.
+
+    Built over the input rows, then each row's code (or key) is put in score order
+    (:func:`_number_column`: the same column as from the DataFrame in score order).
+    """
+    columns = []
+    for name in names:
+        keys = numbers[name]
+        missing = np.isnan(keys)
+        column = _number_column(name, keys, missing, bool(missing.any()))
+        column.data = np.take(column.data, pred.row)
+        columns.append(column)
+    return columns
 
 
 def _decimal_codes(observed: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -308,6 +344,8 @@ class _Generator:
             return Condition(name, "==" if side == 0 else "!=", False)
         value = column.values[threshold]
         if column.is_datetime:  # written as the coarsest instant that keeps the same rows
+            import pandas as pd
+
             previous = column.values[threshold - 1] if threshold else None
             value = shortest_timestamp(
                 pd.Timestamp(int(value), tz=column.datetime_tz),
@@ -547,7 +585,10 @@ def generate_subpopulations(
     """
     # Public-boundary validation with its messages, then the random paths (_draw_paths).
     names = list(pred.covariates.columns) if covariates is None else list(covariates)
-    _require_covariates(pred, names, "column")
+    # plain number covariates straight from the file, before any DataFrame (the same columns)
+    numbers = pred.covariate_numbers(names) if covariates is not None else None
+    if numbers is None:
+        _require_covariates(pred, names, "column")
     for label, value, lowest in (("n_subpopulations", n_subpopulations, 0),
                                  ("min_size", min_size, 1)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lowest:
@@ -556,8 +597,9 @@ def generate_subpopulations(
         raise ValidationError(f"seed must be a non-negative integer, not {seed!r}.")
     names = list(dict.fromkeys(names))
     notes: list[str] = []
-    many = [name for name in names if _is_nominal(pred.covariates[name])
-            and len(pred.covariates[name].cat.categories) > MAX_NOMINAL_CATEGORIES]
+    many = [] if numbers is not None else [
+        name for name in names if _is_nominal(pred.covariates[name])
+        and len(pred.covariates[name].cat.categories) > MAX_NOMINAL_CATEGORIES]
     if many:
         names = [name for name in names if name not in many]
         notes.append(
@@ -573,7 +615,7 @@ def generate_subpopulations(
         notice = " ".join(notes) or None
         return SubpopulationSet(tuple(subpopulations), notice, int(seed), int(min_size),
                                 int(n_subpopulations), tuple(names), 0)
-    columns = [
+    columns = _number_columns(pred, numbers, names) if numbers is not None else [
         _prepare_column(name, pred.covariates[name], pred.covariate_kinds.get(name, "ordinal"))
         for name in names
     ]

@@ -9,13 +9,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from mcviz.core.conditions import OPERATORS
 from mcviz.errors import ValidationError
-from mcviz.subpopulations.sql import DUCKDB, Query, predicate_sql
+from mcviz.subpopulations.sql import DUCKDB, Query, _is_timestamp, predicate_sql
 
 if TYPE_CHECKING:  # model imports this module (Condition.__str__)
+    import pandas as pd
+
     from mcviz.subpopulations.model import Condition
 
 # --------------------------------------------------------------------------------------------
@@ -48,7 +49,7 @@ def _value_text(value: object, *, bare: bool = True) -> str:
         return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
     if isinstance(value, bool | np.bool_):
         return "True" if value else "False"
-    if isinstance(value, pd.Timestamp):
+    if _is_timestamp(value):
         return timestamp_text(value)
     if isinstance(value, int | np.integer):
         return str(int(value))
@@ -69,6 +70,7 @@ def timestamp_text(stamp: pd.Timestamp) -> str:
 
     Examples
     --------
+    >>> import pandas as pd
     >>> timestamp_text(pd.Timestamp("2021-03-04")), timestamp_text(pd.Timestamp("2021-03-04 12:00"))
     ('2021-03-04', '2021-03-04 12:00:00')
     >>> timestamp_text(pd.Timestamp("2021-03-04 12:00:00.000000001", tz="UTC"))
@@ -92,6 +94,7 @@ def shortest_timestamp(value: pd.Timestamp, previous: pd.Timestamp | None) -> pd
 
     Examples
     --------
+    >>> import pandas as pd
     >>> shortest_timestamp(pd.Timestamp("2021-03-04 05:00:00.5"),
     ...                    pd.Timestamp("2021-03-03 15:00"))
     Timestamp('2021-03-04 00:00:00')
@@ -143,11 +146,13 @@ def describe_conditions(conditions: Sequence[Condition]) -> str:
 
 
 def _sql_literal(value: object) -> str:
-    if isinstance(value, _dt.datetime) and not isinstance(value, pd.Timestamp):
+    if isinstance(value, _dt.datetime) and not _is_timestamp(value):
+        import pandas as pd
+
         value = pd.Timestamp(value)
     if isinstance(value, bool | np.bool_):
         return "TRUE" if value else "FALSE"
-    if isinstance(value, pd.Timestamp):
+    if _is_timestamp(value):
         kind = "TIMESTAMPTZ" if value.tzinfo is not None else "TIMESTAMP"
         return f"{kind} '{value.isoformat(sep=' ')}'"
     if isinstance(value, int | np.integer):
@@ -198,7 +203,7 @@ def conditions_sql(conditions: Sequence[Condition]) -> str:
 def _literal_kind(value: object) -> str:
     if isinstance(value, bool | np.bool_):
         return "bool"
-    if isinstance(value, pd.Timestamp | _dt.datetime | _dt.date):
+    if isinstance(value, _dt.datetime | _dt.date):  # (a pandas Timestamp is a datetime)
         return "timestamp"
     if isinstance(value, str):
         return "string"

@@ -7,8 +7,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import pandas as pd
-
 from mcviz.core.conditions import is_datetime
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
@@ -251,6 +249,8 @@ class _Parser:
         return tuple(dict.fromkeys(values))
 
     def value(self, token: _Token, column: str):
+        import pandas as pd
+
         kind = self.kinds[column]
         series = None if self.pred is None else (
             pd.Series(self.pred.score, copy=False) if is_score_column(self.pred, column)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
@@ -38,6 +37,8 @@ def group_subpopulations(
         ``age >= 40`` instead).
     """
     groups: list[Subpopulation] = []
+    import pandas as pd
+
     _require_covariates(pred, columns, "group column")
     for column in columns:
         series = pred.covariates[column]

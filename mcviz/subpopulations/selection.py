@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.conditions import OPERATORS, index_dtype, ordinal_keys, value_key
@@ -13,15 +13,22 @@ from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.subpopulations.model import Condition
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 # --------------------------------------------------------------------------------------------
 # Column access shared by selection and generation (one rule for values and missingness)
 
 
 def _is_nominal(series: pd.Series) -> bool:
+    import pandas as pd
+
     return isinstance(series.dtype, pd.CategoricalDtype)
 
 
 def _is_bool(series: pd.Series) -> bool:
+    import pandas as pd
+
     return pd.api.types.is_bool_dtype(series)
 
 
@@ -110,6 +117,8 @@ def _condition_mask(
             f"{', '.join(OPERATORS)}.",
             column=column,
         )
+    import pandas as pd
+
     series = pd.Series(pred.score, copy=False) if scored else pred.covariates[column]
     if rows is not None:
         series = series.take(rows)

@@ -15,12 +15,12 @@ test (``AND NOT missing`` or ``OR missing``), so it is never NULL.
 from __future__ import annotations
 
 import datetime as _dt
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from mcviz.core.conditions import OPERATORS
 from mcviz.errors import ValidationError
@@ -76,9 +76,15 @@ def missing_sql(column: str, kind: str, q: Query) -> str:
     return f"({ident} IS NULL)"
 
 
+def _is_timestamp(value: object) -> bool:
+    """Tell whether ``value`` is a pandas Timestamp (never, while pandas is not imported)."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(value, pandas.Timestamp)
+
+
 def _python_value(value: object, kind: str, column: str) -> object:
     """Convert a condition value to the Python object the driver binds (type checked)."""
-    if isinstance(value, pd.Timestamp):
+    if _is_timestamp(value):
         if kind != "timestamp":
             raise ValidationError(f"column {column!r} is not a date/time; got {value}.",
                                   column=column)
@@ -93,6 +99,8 @@ def _python_value(value: object, kind: str, column: str) -> object:
         return float(value)
     if kind == "timestamp":
         if isinstance(value, str | _dt.datetime | _dt.date):
+            import pandas as pd
+
             return pd.Timestamp(value).to_pydatetime()
         raise ValidationError(f"column {column!r} is a date/time; {value!r} is not.",
                               column=column)

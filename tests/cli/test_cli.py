@@ -1,6 +1,7 @@
 """The `mcviz metrics` command-line contract."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -211,3 +212,21 @@ def test_metrics_of_the_embedded_demo(adult_demo_path, cli):
     assert done.json["n"] == pred.n
     assert done.json["calibration"]["kuiper"] == pytest.approx(
         cumulative_differences(pred).kuiper, rel=1e-12)
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1 0 system"), ("3", "3 0 system")])
+def test_the_command_sets_its_native_defaults_before_numpy_unless_given(given, expected):
+    # the command's own process: one OpenBLAS thread, small pages, malloc for Arrow; a value
+    # the user set is kept (mcviz.cli.main with no arguments, as the console script calls it)
+    code = ("import os, sys\nsys.argv = ['mcviz', '--help']\nimport mcviz.cli\n"
+            "assert 'numpy' not in sys.modules\n"
+            "try:\n    mcviz.cli.main()\nexcept SystemExit:\n    pass\n"
+            "print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['NUMPY_MADVISE_HUGEPAGE'],"
+            " os.environ['ARROW_DEFAULT_MEMORY_POOL'], file=sys.stderr)")
+    env = {k: v for k, v in os.environ.items() if k not in (
+        "OPENBLAS_NUM_THREADS", "NUMPY_MADVISE_HUGEPAGE", "ARROW_DEFAULT_MEMORY_POOL")}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               env=env, cwd=ROOT, check=True)
+    assert completed.stderr.strip().splitlines()[-1] == expected

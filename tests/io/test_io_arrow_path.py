@@ -298,6 +298,8 @@ def _metrics(arguments: list[str], capsys) -> tuple[int | None, str, str]:
     ["--no-weight"],
     ["--drop-invalid"],
     ["--covariates", "age,city_missing,const_int,when_utc,real_nan", "--subpopulations", "30"],
+    ["--covariates", "age,int8,uint64,float32,real_nan,int_missing", "--subpopulations", "30",
+     "--null-draws", "20", "--repeats", "2"],  # number covariates only: no DataFrame at all
     ["--groups", "city", "--covariates", "age,flag_missing", "--subpopulations", "10"],
     ["--groups", "flag"],
 ])
@@ -323,14 +325,19 @@ def test_mcviz_metrics_prints_the_same_with_either_loader(tmp_path, capsys, monk
     assert json.loads(fast[1])["columns"]["covariates"]  # the list #31's tests pin
 
 
-def test_mcviz_metrics_on_parquet_imports_no_pandas(tmp_path):
+@pytest.mark.parametrize("extra", [
+    [],
+    # Algorithm 1 and eq. (4) on number covariates (integers, nullable, NaN, float32, uint64)
+    ["--covariates", "age,int8,uint64,float32,real_nan,int_missing", "--subpopulations", "30"],
+])
+def test_mcviz_metrics_on_parquet_imports_no_pandas(tmp_path, extra):
     path = _write(tmp_path, _many_kinds(2))
     code = textwrap.dedent(f"""
         import sys, contextlib, io
         import mcviz.cli
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             code = mcviz.cli.main(["metrics", {str(path)!r}, "--score", "score", "--label",
-                                   "label", "--json"])
+                                   "label", "--json", *{extra!r}])
         print(code, sorted(m for m in sys.modules if m.split(".")[0] in ("pandas", "scipy")))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

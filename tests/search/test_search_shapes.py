@@ -28,7 +28,7 @@ from mcviz import (
     parse_filter,
     search_subpopulations,
 )
-from mcviz.search._columns import prepare_columns
+from mcviz.search._columns import bin_codes, prepare_columns
 from mcviz.search._confirm import (
     SIMULATE_BELOW,
     conditions_in_words,
@@ -36,7 +36,7 @@ from mcviz.search._confirm import (
     simulated_p,
 )
 from mcviz.search._find import _data
-from mcviz.search._screen import block_ids, screen_column, slab_variants_z
+from mcviz.search._screen import block_ids, masked_scores, screen_column, slab_variants_z
 from mcviz.settings import SearchSettings
 from mcviz.subpopulations import Condition, select_rows
 
@@ -196,13 +196,15 @@ def _brute_z(score, label, weight, members):
     return (read.max() - read.min()) / np.sqrt(np.sum(s * (1 - s) * w**2))
 
 
-def test_moved_cut_points_are_scored_exactly():
+@pytest.mark.parametrize("digits", [2, None])
+def test_moved_cut_points_are_scored_exactly(digits):
     # the refinement scores the variants of a cut point in one pass (slab_variants_z): each
     # must equal D/sigma by the definition, with tied scores (members sharing a run with
-    # non-members) and weights
+    # non-members) and weights, and without ties (a path of its own: every row ends a run)
     rng = np.random.default_rng(7)
     n = 4000
-    score = np.sort(np.round(rng.uniform(0.05, 0.95, n), 2))
+    score = rng.uniform(0.05, 0.95, n)
+    score = np.sort(score if digits is None else np.round(score, digits))
     label = (rng.random(n) < np.clip(score + 0.05, 0, 1)).astype(float)
     weight = rng.uniform(0.5, 2.0, n)
     pred = Predictions.from_arrays(score, label, weight)
@@ -218,6 +220,47 @@ def test_moved_cut_points_are_scored_exactly():
         for k, lo in enumerate(points):
             members = rows[(keys >= lo) & (keys < 1.2)]
             assert z[k] == pytest.approx(_brute_z(score, label, weight, members), rel=1e-9)
+
+
+def test_bin_codes_are_those_of_searchsorted():
+    # numeric covariates are coded by a vectorised binary search over the candidate cuts:
+    # the number of cuts at or below each value, as np.searchsorted(side="right") gives it,
+    # with ties at the cuts, infinities and any number of cuts (0, 2^k - 1, 2^k)
+    rng = np.random.default_rng(3)
+    values = np.concatenate((rng.normal(size=60).round(1), [np.inf, -np.inf]))
+    for m in (0, 1, 7, 8, 63, 64, 130):
+        edges = np.unique(rng.choice(values, m)) if m else np.empty(0)
+        keys = np.concatenate((rng.choice(values, 500), rng.normal(size=500)))
+        assert bin_codes(edges, keys).tolist() == np.searchsorted(edges, keys, "right").tolist()
+
+
+@pytest.mark.parametrize("digits", [2, None])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_masked_subsets_are_scored_exactly(digits, weighted):
+    # the beam scores a node's candidates from their masks over the node's rows (no gather):
+    # D/sigma must be that of the definition, the mean residual W(R-S)/W that of the members,
+    # with tied scores shared between members and non-members, weighted or not
+    rng = np.random.default_rng(11)
+    n = 3000
+    score = rng.uniform(0.05, 0.95, n)
+    score = np.sort(score if digits is None else np.round(score, digits))
+    label = (rng.random(n) < np.clip(score + 0.05, 0, 1)).astype(float)
+    weight = rng.uniform(0.5, 2.0, n) if weighted else np.ones(n)
+    pred = Predictions.from_arrays(score, label, weight if weighted else None)
+    data = _data(pred, np.zeros(n, dtype=bool))
+    rows = np.sort(rng.choice(n, 2000, replace=False))
+    keys = rng.normal(size=rows.size)
+    masks = [keys < 0.3, (keys >= -1) & (keys < 1), keys > 5, np.ones(rows.size, dtype=bool)]
+    got = masked_scores(data, rows, masks)
+    for mask, (z, _, _, mean) in zip(masks, got, strict=True):
+        members = rows[mask]
+        if not members.size:
+            assert z == 0.0
+            assert mean == 0.0
+            continue
+        assert z == pytest.approx(_brute_z(score, label, weight, members), rel=1e-9)
+        w = weight[members]
+        assert mean == pytest.approx(np.sum(w * (label - score)[members]) / w.sum(), rel=1e-9)
 
 
 def test_fewer_findings_say_why_and_unconfirmed_are_flagged():

@@ -617,8 +617,13 @@ def test_locate_equals_the_binary_search(seed, size, offset, kind):
     np.random.default_rng(2).integers(-3, 3, 5000).astype(float) * 1e6,  # spread out: sorted
     np.round(np.random.default_rng(3).normal(0, 1, 8000), 1),  # not integers: sorted
     np.append(np.arange(5000.0), 0.5),  # one non-integer past the sampled head
+    np.sort(np.random.default_rng(4).random(6000)),  # already ascending (scores): copied
+    np.append(np.sort(np.random.default_rng(5).random(6000)), [0.5, np.nan, 0.1]),  # NaN
+    np.concatenate((np.linspace(0, 1, 3000), [np.nan], np.linspace(2, 3, 3000))),
 ])
 def test_sorted_copy_is_the_sort(values):
     from mcviz.smoothing._common import sorted_copy
 
-    np.testing.assert_array_equal(sorted_copy(values), np.sort(values))
+    copied = sorted_copy(values)
+    np.testing.assert_array_equal(copied, np.sort(values))
+    assert not np.shares_memory(copied, values)
