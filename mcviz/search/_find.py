@@ -475,7 +475,7 @@ def _confirm(pred, data, columns, found, holdout_rows, seed):
         all_members.append(np.asarray(members))
         held_members.append(np.asarray(select_rows(pred, conditions, within=holdout_rows)))
     whole = data if data.bernoulli else replace(  # all rows: the table's pooled floor
-        data, evaluator=Evaluator.from_predictions(pred))
+        data, evaluator=Evaluator.from_predictions(pred), _nodes=[])
     everywhere = _score_candidates(whole, all_members)
     held = _score_candidates(data, held_members)
     p_values = holdout_p_values(pred, held_members, held[:, 0],  # NaN: Appendix B weights
