@@ -223,10 +223,8 @@ class Beam:
             self.screened += count
             if not screened:
                 continue
-            masks = [s.cut.mask_codes(column, codes) for s in screened]
-            masks = [s.cut.mask(column, rows) if m is None else m
-                     for s, m in zip(screened, masks, strict=True)]
-            scores, sizes = self._subsets(rows, masks)
+            scores, sizes = self._subsets(rows, _masks(column, rows, [s.cut for s in screened],
+                                                       codes))
             for s, size, row in zip(screened, sizes, scores, strict=True):
                 z, _, _, mean = row
                 if len(s.cut.levels) > 1:  # a level set ranks by its out-of-fold D/sigma
@@ -497,14 +495,16 @@ class Beam:
             if not screened:
                 return 0.0
             options = [s.cut for s in screened]
-            scores, _ = self._subsets(fit, [o.mask(column, fit) for o in options])
+            scores, _ = self._subsets(fit, _masks(column, fit, options))
             scores[:, 0] = np.where((scores[:, 3] >= 0) == under, scores[:, 0], -np.inf)
             chosen = options[int(np.argmax(scores[:, 0]))]
-            members = select(test, chosen.mask(column, test))
-            if members.size == 0 or members.size == test.size:
+            scores, sizes = self._subsets(test, [*_masks(column, test, [chosen]),
+                                                 np.ones(test.size, dtype=bool)])
+            size = int(sizes[0])
+            if size == 0 or size == test.size:
                 return 0.0
-            z, z0 = _score_candidates(self.data, [members, test])[:, 0]
-            f = members.size / test.size
+            z, z0 = scores[:, 0]
+            f = size / test.size
             total += (z - np.sqrt(f) * z0) / np.sqrt(1.0 - f)
         return total / np.sqrt(2.0)
 
@@ -600,6 +600,15 @@ class Beam:
                 break
         accepted.sort(key=lambda item: -item[0].z)
         return accepted
+
+
+def _masks(column: Column, rows: np.ndarray, cuts: list[Cut],
+           codes: np.ndarray | None = None) -> list[np.ndarray]:
+    """Which of ``rows`` satisfy each cut, from the column's codes at ``rows`` where they can."""
+    codes = column.codes[rows] if codes is None else codes
+    masks = [cut.mask_codes(column, codes) for cut in cuts]
+    return [cut.mask(column, rows) if mask is None else mask
+            for cut, mask in zip(cuts, masks, strict=True)]
 
 
 def _next_beam(children: list[Node]) -> list[Node]:

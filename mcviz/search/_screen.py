@@ -40,6 +40,8 @@ from mcviz.search._columns import Column, Cut
 
 BLOCKS = 256
 """Blocks of the coarse path (block ends are tie-run ends)."""
+NODES_GATHERED = 3
+"""Row arrays whose per-row arrays :meth:`Data.at` keeps gathered."""
 
 
 @dataclass(slots=True, eq=False)
@@ -53,18 +55,25 @@ class Data:
     weight: np.ndarray
     bernoulli: bool                # eq. (5); False: Appendix C eq. (6)
     parity: np.ndarray             # two folds stratified by score, free of the order of ties
-    _node: list = field(default_factory=list)  # the last node's rows and gathered arrays
+    _nodes: list = field(default_factory=list)  # recent rows and their gathered arrays
 
     def at(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Return ``W(R-S)``, ``S(1-S)W^2`` and the fold parity at ``rows``.
 
-        Every covariate of a node is screened over the same rows: the gathers are made once
-        per node (the last ``rows`` array is remembered by identity; it is never modified).
+        Every covariate of a node is screened over the same rows, and a refinement comes back
+        to the same rows of the other conditions: the gathers of the last
+        :data:`NODES_GATHERED` row arrays are kept (found by identity; they are never
+        modified), 17 bytes per row each.
         """
-        if not self._node or self._node[0] is not rows:
-            self._node[:] = [rows, self.weighted_residual[rows], self.variance[rows],
-                             self.parity[rows]]
-        return self._node[1], self._node[2], self._node[3]
+        for k, entry in enumerate(self._nodes):
+            if entry[0] is rows:
+                self._nodes.append(self._nodes.pop(k))  # most recent last
+                return entry[1], entry[2], entry[3]
+        if len(self._nodes) >= NODES_GATHERED:
+            self._nodes.pop(0)
+        self._nodes.append((rows, self.weighted_residual[rows], self.variance[rows],
+                            self.parity[rows]))
+        return self._nodes[-1][1:]
 
 
 def _ranges(paths: np.ndarray) -> np.ndarray:
@@ -104,15 +113,15 @@ def masked_scores(data: Data, rows: np.ndarray, masks: list[np.ndarray]) -> np.n
     weight = data.weight[rows] if data.evaluator.weighted else None
     out = ChunkSummaries.empty(len(masks))
     for k, mask in enumerate(masks):
-        path = np.cumsum(np.where(mask, weighted, 0.0))
+        path = np.cumsum(weighted * mask)  # x * 1 = x, x * 0 = 0: exact (no branch per row)
         at_ends = path if ends is None else path[ends]
         if path.size:
             out.high[k] = max(float(at_ends.max()), 0.0)
             out.low[k] = min(float(at_ends.min()), 0.0)
             out.offset[k] = path[-1]
         out.count[k] = np.count_nonzero(mask)
-        out.weight[k] = out.count[k] if weight is None else np.where(mask, weight, 0.0).sum()
-        out.variance[k] = np.where(mask, variance, 0.0).sum()
+        out.weight[k] = out.count[k] if weight is None else (weight * mask).sum()
+        out.variance[k] = (variance * mask).sum()
     stats = finish(out, SigmaMethod.BERNOULLI)
     mean = safe_ratio(out.offset, out.weight)
     return np.column_stack((stats.kuiper_z, stats.kuiper, stats.sigma, mean))
@@ -140,7 +149,7 @@ def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.nda
     """
     weighted = data.weighted_residual[rows]
     variance = data.variance[rows]
-    path = np.cumsum(np.where(base, weighted, 0.0))
+    path = np.cumsum(weighted * base)  # exact: x * 1 = x, x * 0 = 0
     ends = _run_ends(data, rows)
     if ends is None:  # no ties: every row ends its run
         at_slab = np.zeros(rows.size, dtype=np.int64)
@@ -158,7 +167,7 @@ def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.nda
     shift = own[:, which]
     ranges = (np.maximum((high + shift).max(axis=1), 0.0)
               - np.minimum((low + shift).min(axis=1), 0.0))
-    total = (np.where(base, variance, 0.0).sum()
+    total = ((variance * base).sum()
              + np.where(slab_in, variance[slab], 0.0).sum(axis=1))
     return _z(ranges, total)
 

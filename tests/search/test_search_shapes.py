@@ -28,7 +28,7 @@ from mcviz import (
     parse_filter,
     search_subpopulations,
 )
-from mcviz.search._columns import prepare_columns
+from mcviz.search._columns import bin_codes, prepare_columns
 from mcviz.search._confirm import (
     SIMULATE_BELOW,
     conditions_in_words,
@@ -220,6 +220,18 @@ def test_moved_cut_points_are_scored_exactly(digits):
         for k, lo in enumerate(points):
             members = rows[(keys >= lo) & (keys < 1.2)]
             assert z[k] == pytest.approx(_brute_z(score, label, weight, members), rel=1e-9)
+
+
+def test_bin_codes_are_those_of_searchsorted():
+    # numeric covariates are coded by a vectorised binary search over the candidate cuts:
+    # the number of cuts at or below each value, as np.searchsorted(side="right") gives it,
+    # with ties at the cuts, infinities and any number of cuts (0, 2^k - 1, 2^k)
+    rng = np.random.default_rng(3)
+    values = np.concatenate((rng.normal(size=60).round(1), [np.inf, -np.inf]))
+    for m in (0, 1, 7, 8, 63, 64, 130):
+        edges = np.unique(rng.choice(values, m)) if m else np.empty(0)
+        keys = np.concatenate((rng.choice(values, 500), rng.normal(size=500)))
+        assert bin_codes(edges, keys).tolist() == np.searchsorted(edges, keys, "right").tolist()
 
 
 @pytest.mark.parametrize("digits", [2, None])
