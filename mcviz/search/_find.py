@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -474,7 +474,9 @@ def _confirm(pred, data, columns, found, holdout_rows, seed):
                                   describe_conditions(conditions), members))
         all_members.append(np.asarray(members))
         held_members.append(np.asarray(select_rows(pred, conditions, within=holdout_rows)))
-    everywhere = _score_candidates(data, all_members)
+    whole = data if data.bernoulli else replace(  # all rows: the table's pooled floor
+        data, evaluator=Evaluator.from_predictions(pred), _nodes=[])
+    everywhere = _score_candidates(whole, all_members)
     held = _score_candidates(data, held_members)
     p_values = holdout_p_values(pred, held_members, held[:, 0],  # NaN: Appendix B weights
                                 [sub.description for sub in subs], seed)

@@ -218,6 +218,9 @@ def test_continuous_response_uses_appendix_c_sigma():
                            run_ends(pred.score[rows]), floor=floor)
     assert first.holdout_kuiper_z == pytest.approx(alone.kuiper / sigma, rel=1e-9)
     assert "points" not in first.sentence
+    # over all rows: the Subpopulations table's number (its floor pooled over all rows)
+    table = multicalibration(pred, result.subpopulations)
+    assert first.kuiper_z == pytest.approx(table.kuiper_z[1], rel=1e-9)
 
 
 def test_progress_and_cancel():
