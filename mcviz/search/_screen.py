@@ -379,11 +379,10 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
     """
     n_codes = column.n_codes
     weighted, row_variance, parity = data.at(rows)
-    fold = parity.astype(np.int64)
-    index = (codes.astype(np.int64) * 2 + fold) * n_blocks + block
-    table = np.bincount(index, weights=weighted,
+    code_fold = codes.astype(np.int64) * 2 + parity  # computed once for both tables
+    table = np.bincount(code_fold * n_blocks + block, weights=weighted,
                         minlength=n_codes * 2 * n_blocks).reshape(n_codes, 2, n_blocks)
-    variance = np.bincount(codes.astype(np.int64) * 2 + fold, weights=row_variance,
+    variance = np.bincount(code_fold, weights=row_variance,
                            minlength=n_codes * 2).reshape(n_codes, 2)
     count = np.bincount(codes, minlength=n_codes)
     v0 = min_rows * float(variance.sum()) / max(rows.size, 1)
