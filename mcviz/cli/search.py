@@ -28,16 +28,19 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mcviz.cli import _common
 from mcviz.core import brownian_range_sf
-from mcviz.engines.base import ScreenResult, expand_paths
 from mcviz.errors import ValidationError
 from mcviz.io import load_predictions
 from mcviz.search import SearchResult, search_subpopulations
 from mcviz.settings import SearchSettings
+
+if TYPE_CHECKING:  # the engines are imported only when the search runs on a sample
+    from mcviz.engines.base import ScreenResult
 
 __all__ = ["register", "result_json", "run"]
 
@@ -113,6 +116,7 @@ def run_sampled(args: argparse.Namespace) -> dict:
         read_sample_interruptible,
         sample_columns,
     )
+    from mcviz.engines.base import expand_paths
 
     rows = DEFAULT_SAMPLE_ROWS if args.sample_rows is None else args.sample_rows
     if rows < 1:
