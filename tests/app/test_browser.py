@@ -83,7 +83,7 @@ def test_page_address_on_a_fresh_server():
                 page.goto(base + address, wait_until="domcontentloaded")
                 page.get_by_role("heading", name="Data").first.wait_for(timeout=120_000)
             wait_idle(page)
-            page.wait_for_timeout(1_000)  # the box comes with the run's navigation message
+            page.wait_for_timeout(500)  # the box comes with the run's navigation message
             navigation = page.get_by_test_id("stSidebarNav")
             assert navigation.get_by_role("link", name="Data", exact=True).count() == 1
             assert page.get_by_text("Column mapping").count() >= 1, address

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -121,3 +122,26 @@ def test_the_search_never_sees_held_out_labels(response):
     np.testing.assert_array_equal(before.holdout_index, after.holdout_index)
     assert [(f.description, f.search_kuiper_z) for f in before.findings] == [
         (f.description, f.search_kuiper_z) for f in after.findings]
+
+
+def test_a_small_held_out_finding_gets_the_simulated_p_in_the_search():
+    rng = np.random.default_rng(0)
+    n = 3000
+    score = rng.uniform(0.02, 0.98, n)
+    pred = Predictions.from_arrays(score, rng.random(n) < score,
+                                   covariates={"x": rng.normal(size=n)})
+    result = search_subpopulations(pred, n_findings=2, seed=3)
+    small = 0
+    for f in result.findings:
+        rows = np.intersect1d(f.subpopulation.index, result.holdout_index)
+        brownian = float(brownian_range_sf(f.holdout_kuiper_z))
+        if effective_variance(pred.score[rows], pred.weight[rows]) >= SIMULATE_BELOW:
+            assert f.p_value == brownian
+            continue
+        small += 1
+        rng_f = np.random.default_rng([3, zlib.crc32(f.description.encode("utf-8"))])
+        p, z, _ = simulated_p(pred.score[rows], pred.weight[rows], np.arange(rows.size),
+                              pred.label[rows], rng_f)
+        assert z == pytest.approx(f.holdout_kuiper_z, rel=1e-9)  # the same statistic
+        assert f.p_value == p != brownian
+    assert small >= 1
