@@ -246,7 +246,7 @@ def holdout_p_values(pred: Predictions, held_members: Sequence[np.ndarray], z: n
     groups at extreme scores, where a path moves by rare jumps of about :math:`W(1-S)`: with
     scores 0.005-0.015, :math:`V = 5` (505 rows), the Brownian 1% critical value is exceeded
     by 1.2%, its 0.2% value by 0.39%; at :math:`V = 40`, 0.25% against 0.2%; at :math:`V = 80`
-    within simulation error (``/work/notes/s30g/vrule.py``). The Lyapunov ratio
+    within simulation error (``benchmarks/bench_holdout_tail.py``). The Lyapunov ratio
     :math:`V_{\text{eff}}^{-1/2}` measures that skewness for any scores and weights (its
     Berry–Esseen bound), hence the rule: below 50 (about :math:`V < 48` at scores near 0 or 1,
     :math:`V < 12` at 0.5) the simulation decides. The rule uses scores and weights only,
