@@ -1,6 +1,6 @@
 """The guided search on the embedded Adult demo finds its one real miscalibrated region.
 
-``score_gbm`` under-predicts high income at low census weights (``fnlwgt`` roughly
+``score_gbm`` over-predicts high income at low census weights (``fnlwgt`` roughly
 38,000-77,000) among working ages: over all 48,842 rows that group's own D/sigma is 7.4, and on
 the held-out halves of six different splits (not searched there) 4.1-5.5. The search (default
 seed) must confirm a finding inside that low-``fnlwgt`` region (Holm-adjusted p < 0.01) among
