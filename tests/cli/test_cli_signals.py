@@ -104,7 +104,10 @@ def test_signal_stops_duckdb_screen_cleanly(big_file, tmp_path, signum, status, 
 
 
 @pytest.mark.parametrize(("command", "signum", "status"), [
-    (["metrics", "--covariates", "a,b,c", "--subpopulations", "20000"], signal.SIGTERM, 143),
+    # 1000 null draws keep it busy for minutes within the budget (20,000 subpopulations of 5M
+    # rows are refused by the budget, about 5 s in once the file is read: a race with the signal)
+    (["metrics", "--covariates", "a,b,c", "--subpopulations", "200", "--null-draws", "1000"],
+     signal.SIGTERM, 143),
     (["screen", "--engine", "numpy", "--subpopulations", "200", "--out", "OUT"],
      signal.SIGINT, 130),
 ])
