@@ -12,25 +12,16 @@ level alpha, and that rate over alpha (1.00x: exact; above 1: the Brownian p is 
 
 import numpy as np
 
-from mcviz.cumulative import brownian_range_sf
+from mcviz.search._confirm import critical_z
 
 ALPHAS = (0.05, 0.01, 0.002)
 SCORE_RANGES = ((0.005, 0.015), (0.02, 0.06), (0.1, 0.2), (0.3, 0.7), (0.94, 0.98))
 VARIANCES = (2, 5, 10, 20, 40, 80)
 
 
-def critical(alpha: float) -> float:
-    """The z with P(range of standard Brownian motion > z) = alpha (bisection)."""
-    low, high = 0.3, 40.0
-    for _ in range(200):
-        mid = (low + high) / 2
-        low, high = (mid, high) if float(brownian_range_sf(mid)) > alpha else (low, mid)
-    return (low + high) / 2
-
-
 def main() -> None:
     rng = np.random.default_rng(3)
-    crit = [critical(a) for a in ALPHAS]
+    crit = [critical_z(a) for a in ALPHAS]
     for lo, hi in SCORE_RANGES:
         for variance in VARIANCES:
             mean = (lo + hi) / 2

@@ -197,7 +197,7 @@ def simulated_p(score: np.ndarray, weight: np.ndarray, run: np.ndarray, label: n
     are fixed by what the test conditions on. The observed :math:`T` and :math:`B` draws
     :math:`T_b` (labels drawn Bernoulli(:math:`S_j`) on the same rows, the same statistic) are
     then exchangeable, and :math:`p = (1 + \#\{b: T_b \ge T\})/(1 + B)` satisfies
-    :math:`P(p \le lpha) \le lpha` for every :math:`lpha` and :math:`B` (the rank of
+    :math:`P(p \le \alpha) \le \alpha` for every :math:`\alpha` and :math:`B` (the rank of
     :math:`T` among them is uniform; ties count against it, with a relative tolerance of 1e-9
     for rounding). Draws stop early once ``stop`` of them reach :math:`T` (Besag & Clifford
     1991, valid likewise: :math:`p = h/L` after :math:`L` draws with :math:`h` = ``stop``
