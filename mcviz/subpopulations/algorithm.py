@@ -619,6 +619,7 @@ def generate_subpopulations(
         _prepare_column(name, pred.covariates[name], pred.covariate_kinds.get(name, "ordinal"))
         for name in names
     ]
+    numbers = None  # the float keys (8 bytes x rows x covariates): the members reuse that memory
     subpopulations, found, paths, idle = _draw_paths(
         pred, columns, full, int(min_size), int(n_subpopulations), int(seed))
     p = len(columns)
