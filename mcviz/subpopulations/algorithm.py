@@ -250,10 +250,22 @@ class _Generator:
         buffer = self.float_buffer if column.mode == "distinct" else self.codes_buffer
         return np.take(column.data, index, out=buffer[: index.size], mode="clip")
 
+    @staticmethod
+    def members(mask: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """The members ``index[mask]`` (the full population's are the mask's positions)."""
+        if index.size == 0 or index[-1] != index.size - 1:
+            return np.compress(mask, index)
+        # index is 0, 1, ..., size - 1 (sorted and distinct): the positions themselves
+        return np.flatnonzero(mask).astype(index.dtype, copy=False)
+
     # -- membership bookkeeping
     @staticmethod
     def key(index: np.ndarray) -> tuple:
-        return (index.size, int(index[0]), int(index[-1]), int(index.sum(dtype=np.int64)))
+        """Size, ends and the sum of about 256 evenly spaced members (equal memberships:
+        equal keys; :meth:`known` compares the members themselves)."""
+        step = max(index.size // 256, 1)
+        return (index.size, int(index[0]), int(index[-1]),
+                int(index[::step].sum(dtype=np.int64)))
 
     def known(self, index: np.ndarray, key: tuple | None = None) -> _Node | None:
         for node in self.by_membership.get(self.key(index) if key is None else key, ()):
@@ -293,7 +305,7 @@ class _Generator:
                 np.less(sub, threshold, out=mask)
             if side == 1:
                 np.logical_not(mask, out=mask)
-            index = np.compress(mask, node.index)
+            index = self.members(mask, node.index)
             condition = self.ordinal_condition(column, threshold, side)
             result = self.child(node, index, condition)
         node.children[cache_key] = ("old", result[1]) if result[0] == "new" else result
@@ -378,7 +390,7 @@ class _Generator:
                 table = ~table
             codes = self.take(column, node.index)
             mask = np.take(table, codes, out=self.mask_buffer[:n], mode="clip")
-            index = np.compress(mask, node.index)
+            index = self.members(mask, node.index)
             names = tuple(column.values[c] for c in lower if c < column.levels)
             if t == present.size - 1 and present[-1] == column.levels:
                 condition = Condition(column.name, "is not missing" if side == 0 else "is missing")
@@ -389,7 +401,7 @@ class _Generator:
         return result
 
     def child(self, node: _Node, index: np.ndarray, condition: Condition) -> tuple:
-        key = self.key(index)  # one pass over the members for both look-ups
+        key = self.key(index)  # once for both look-ups
         existing = self.known(index, key)
         if existing is not None:
             return ("old", existing)
