@@ -56,10 +56,12 @@ References
    multi-calibration", 2025; Section 2.3 and Algorithm 1.
 """
 
+from typing import TYPE_CHECKING
+
 from mcviz.core.conditions import MISSING_RULE, OPERATORS
+from mcviz.lazy import lazy_exports
 from mcviz.subpopulations.algorithm import generate_subpopulations
 from mcviz.subpopulations.describe import conditions_sql, describe_conditions
-from mcviz.subpopulations.filters import filter_subpopulation, parse_filter
 from mcviz.subpopulations.groups import group_subpopulations
 from mcviz.subpopulations.model import (
     Condition,
@@ -85,3 +87,10 @@ __all__ = [
     "parse_filter",
     "select_rows",
 ]
+
+if TYPE_CHECKING:
+    from mcviz.subpopulations.filters import filter_subpopulation, parse_filter
+
+# the filter language's parser is imported on first use (the command line's metrics never parse)
+__getattr__, __dir__ = lazy_exports(__name__, {"filter_subpopulation": "filters",
+                                               "parse_filter": "filters"})
