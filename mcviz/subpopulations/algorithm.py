@@ -52,7 +52,7 @@ class _Column:
     name: str
     kind: str                   # "ordinal", "nominal" or "bool"
     mode: str                   # "codes" or "distinct" (ordinal floats, all observed distinct)
-    data: np.ndarray            # int32 codes (missing = levels) or float64 keys (NaN missing)
+    data: np.ndarray            # int16/int32 codes (missing = levels) or float64 keys (NaN)
     levels: int                 # distinct observed values (codes mode)
     values: object              # sorted distinct observed values (codes) or categories (nominal)
     has_missing: bool
@@ -99,9 +99,9 @@ def _number_column(name: str, keys: np.ndarray, missing: np.ndarray,
     observed = keys[~missing] if has_missing else keys  # (no copy when nothing is missing)
     fast = _decimal_codes(observed)
     if fast is not None:
-        codes, uniques, counts = fast  # (int32; every row observed when nothing is missing)
+        codes, uniques, counts = fast  # (every row observed when nothing is missing)
         if has_missing:
-            codes = np.full(keys.size, uniques.size, dtype=np.int32)
+            codes = np.full(keys.size, uniques.size, dtype=codes.dtype)
             codes[~missing] = fast[0]
         counts = np.append(counts, keys.size - observed.size)  # missing: the last code
         return _Column(name, "ordinal", "codes", codes, uniques.size, uniques, has_missing,
@@ -187,7 +187,9 @@ def _decimal_codes(observed: np.ndarray) -> tuple[np.ndarray, ...] | None:
         del scaled
         counts = np.bincount(shifted, minlength=int(np.round(high * scale) - offset) + 1)
         present = counts > 0
-        table = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)
+        ranks = np.cumsum(present, dtype=np.int64) - 1
+        # int16 codes (the missing code too) when they fit: half the bytes to gather
+        table = ranks.astype(np.int16 if ranks[-1] + 2 < 2**15 else np.int32)
         steps = np.flatnonzero(present).astype(float) + offset
         uniques = steps / scale if digits else steps
         return np.take(table, shifted), uniques, counts[present]
@@ -250,7 +252,8 @@ class _Generator:
         self.by_membership: dict[tuple, list[_Node]] = {}
         self.columns_by_name = {c.name: c for c in columns}
         n = pred.n  # work buffers reused by every split (no fresh pages per split)
-        self.codes_buffer = np.empty(n, dtype=np.int32)
+        self.codes_buffers = {dtype: np.empty(n, dtype=dtype) for dtype in
+                              {c.data.dtype for c in columns if c.mode == "codes"}}
         self.float_buffer = np.empty(n if any(c.mode == "distinct" for c in columns) else 0)
         self.order_buffer = np.empty_like(self.float_buffer)
         self.mask_buffer = np.empty(n, dtype=bool)
@@ -259,7 +262,8 @@ class _Generator:
         """Gather the column at the members into a work buffer."""
         if index.size == column.data.size:  # the full population: nothing to gather
             return column.data
-        buffer = self.float_buffer if column.mode == "distinct" else self.codes_buffer
+        buffer = self.float_buffer if column.mode == "distinct" else (
+            self.codes_buffers[column.data.dtype])
         return np.take(column.data, index, out=buffer[: index.size], mode="clip")
 
     @staticmethod
