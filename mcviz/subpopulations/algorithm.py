@@ -5,6 +5,7 @@ See :mod:`mcviz.subpopulations` for the rules (Section 2.3 refinements, missing 
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -89,15 +90,16 @@ def _prepare_column(name: str, series: pd.Series, kind: str) -> _Column:
 
 
 def _number_column(name: str, keys: np.ndarray, missing: np.ndarray,
-                   has_missing: bool) -> _Column:
+                   has_missing: bool, low: float | None = None) -> _Column:
     """Prepare an ordinal number column from its float64 keys (NaN where ``missing``).
 
     Row by row: each row's code (or key, in "distinct" mode) depends only on its own value and
     on the set of values, so the column built from rows in any order, then put in score order,
-    is the one built from the rows in score order.
+    is the one built from the rows in score order. ``low``: the smallest key, when known and
+    nothing is missing.
     """
     observed = keys[~missing] if has_missing else keys  # (no copy when nothing is missing)
-    fast = _decimal_codes(observed)
+    fast = _decimal_codes(observed, None if has_missing else low)
     if fast is not None:
         codes, uniques, counts = fast  # (every row observed when nothing is missing)
         if has_missing:
@@ -143,20 +145,23 @@ def _number_columns(pred: Predictions, numbers: Mapping[str, np.ndarray],
     columns = []
     for name in names:
         keys = numbers[name]
-        has_missing = bool(np.isnan(np.min(keys))) if keys.size else False  # NaN propagates
+        low = float(np.min(keys)) if keys.size else None
+        has_missing = low is not None and math.isnan(low)  # NaN propagates to the minimum
         missing = np.isnan(keys) if has_missing else np.zeros(keys.size, dtype=bool)
-        column = _number_column(name, keys, missing, has_missing)
+        column = _number_column(name, keys, missing, has_missing, low)
         column.data = np.take(column.data, pred.row)
         columns.append(column)
     return columns
 
 
-def _decimal_codes(observed: np.ndarray) -> tuple[np.ndarray, ...] | None:
+def _decimal_codes(observed: np.ndarray,
+                   low: float | None = None) -> tuple[np.ndarray, ...] | None:
     """Codes, sorted distinct values and their counts without sorting, for short decimals.
 
     When every value equals ``round(value * 10**d) / 10**d`` (d ≤ 6) and the scaled values
     span a small range, the distinct values are found by counting (O(n)); the map is exact and
-    monotone, so the codes rank the values exactly as a sort would.
+    monotone, so the codes rank the values exactly as a sort would. ``low``: the minimum of
+    ``observed`` when already known.
     """
     n = observed.size
     if n == 0:
@@ -164,7 +169,8 @@ def _decimal_codes(observed: np.ndarray) -> tuple[np.ndarray, ...] | None:
     sample = observed[:1000]
     if not np.isfinite(sample).all():
         return None
-    low, high = float(observed.min()), float(observed.max())
+    low = float(observed.min()) if low is None else low
+    high = float(observed.max())
     if not (np.isfinite(low) and np.isfinite(high)):
         return None
     for digits in range(7):
