@@ -407,8 +407,8 @@ def _weight_column(kinds: dict[str, str], weight: str | None) -> str | None:
 def _role_arrays(
     table: pa.Table, kinds: dict[str, str], score: str, label: str, weight: str,
     response: str,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Score, response and weight as floats, when every value is valid (else None)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """Score, response and weight (None: unweighted) as floats, when every value is valid."""
     if kinds.get(score) != "number" or kinds.get(label) not in ("number", "bool"):
         return None
     scores = _floats(table.column(score))
@@ -423,7 +423,7 @@ def _role_arrays(
     elif kinds[label] != "number" or not np.isfinite(labels).all():
         return None
     if not weight:
-        return scores, labels, np.ones(scores.size)
+        return scores, labels, None  # all ones (made in score order)
     weights = _floats(table.column(weight))
     if weights is None or not (np.isfinite(weights).all() and weights.min() > 0):
         return None
@@ -495,14 +495,10 @@ def _covariate_column(column: pa.ChunkedArray, kind: str,
     """
     kind_of = _kind(column.type, None)
     if kind_of == "number" and kind == "ordinal":
-        keys = _keys(column)[rows]
+        keys = _keys(column).take(rows)  # take: twice as fast as [rows] for a permutation
         return CovariateColumn("number", np.isnan(keys), keys=keys)
     if kind_of == "bool":
-        values, valid = _values(column)
-        codes = values.astype(np.int32)
-        if valid is not None:
-            codes[~valid] = -1
-        codes = codes[rows]
+        codes = _int_codes(column, rows)
         missing = codes < 0
         if kind == "ordinal":
             return CovariateColumn("bool", missing, codes=codes, levels=(False, True))
@@ -515,7 +511,7 @@ def _covariate_column(column: pa.ChunkedArray, kind: str,
     if kind != "nominal" or kind_of not in ("text", "category"):
         return None
     if kind_of == "category":
-        coded = _dictionary_codes(column)
+        coded = _dictionary_codes(column, rows)
         if coded is None:
             return None
         codes, levels = coded
@@ -524,14 +520,16 @@ def _covariate_column(column: pa.ChunkedArray, kind: str,
 
         distinct = pc.unique(column).drop_null()
         distinct = distinct.take(pc.array_sort_indices(distinct))
-        codes = _int_codes(pc.index_in(column, value_set=distinct))
+        codes = _int_codes(pc.index_in(column, value_set=distinct), rows)
         levels = tuple(distinct.to_pylist())
-    codes = codes[rows]
     return CovariateColumn("nominal", codes < 0, codes=codes, levels=levels)
 
 
-def _dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, tuple[str, ...]] | None:
+def _dictionary_codes(column: pa.ChunkedArray, rows: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, tuple[str, ...]] | None:
     """Return a dictionary column's codes (int32, -1: missing) and values, as ``to_pandas``.
+
+    The codes at input rows ``rows`` (every row: None).
 
     The chunks' dictionaries unified in chunk order (pyarrow's DictionaryUnifier, which
     ``to_pandas`` uses for a categorical's categories); None when the dictionary holds a missing
@@ -548,16 +546,23 @@ def _dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, tuple[str, .
         return None
     indices = pa.chunked_array([chunk.indices for chunk in unified.chunks],
                                type=unified.type.index_type)
-    return _int_codes(indices), levels
+    return _int_codes(indices, rows), levels
 
 
-def _int_codes(indices: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Return integer codes as int32, -1 where missing."""
+def _int_codes(indices: pa.ChunkedArray | pa.Array, rows: np.ndarray | None) -> np.ndarray:
+    """Return integer (or boolean) codes at input rows ``rows`` as int32, -1 where missing.
+
+    Gathered in their own width (an int8 gather moves a quarter of the bytes), then widened;
+    no pyarrow scalar is made (``pa.scalar`` imports pandas).
+    """
     import pyarrow as pa
 
     if isinstance(indices, pa.Array):
         indices = pa.chunked_array([indices])
-    values, valid = _values(indices)  # (no pyarrow scalar: pa.scalar imports pandas)
+    values, valid = _values(indices)
+    if rows is not None:
+        values = values.take(rows)
+        valid = None if valid is None else valid.take(rows)
     codes = values.astype(np.int32)
     if valid is not None:
         codes[~valid] = -1

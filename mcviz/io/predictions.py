@@ -451,21 +451,29 @@ def sorted_predictions(
 
     ``score`` holds each input row's score, ``keep`` the valid rows; ``arrays`` maps the
     per-row fields (``label``, ``weight``, ``predicted_class``, ``true_class``; None when
-    absent) to input-order arrays and ``columns`` the other fields (``score_column``,
-    ``label_column``, ``covariate_kinds``...). The default (unstable) sort suffices: every
-    statistic is evaluated at the ends of runs of tied scores (``run_end``), so the order inside
-    a run cannot change a result, and ``row`` still names each observation's input row.
+    absent, a weight of None: all ones) to input-order arrays and ``columns`` the other fields
+    (``score_column``, ``label_column``, ``covariate_kinds``...). The default (unstable) sort
+    suffices: every statistic is evaluated at the ends of runs of tied scores (``run_end``), so
+    the order inside a run cannot change a result, and ``row`` still names each observation's
+    input row.
     """
-    kept_rows = np.flatnonzero(keep)
-    kept_rows = kept_rows[np.argsort(score[kept_rows])]
-    sorted_scores = np.ascontiguousarray(score[kept_rows], dtype=float)
+    score = np.asarray(score)
+    if keep.all():  # (takes: twice as fast as fancy indexing for these permutations)
+        kept_rows = np.argsort(score)
+    else:
+        kept_rows = np.flatnonzero(keep)
+        kept_rows = kept_rows.take(np.argsort(score.take(kept_rows)))
+    sorted_scores = np.ascontiguousarray(score.take(kept_rows), dtype=float)
     run_end = np.ones(kept_rows.size, dtype=bool)
     run_end[:-1] = sorted_scores[1:] != sorted_scores[:-1]
     in_order = {}
     for name, values in arrays.items():
         dtype = None if name in ("predicted_class", "true_class") else float
+        if name == "weight" and values is None:
+            in_order[name] = _readonly(np.ones(kept_rows.size))  # unweighted
+            continue
         in_order[name] = None if values is None else _readonly(
-            np.ascontiguousarray(values[kept_rows], dtype=dtype))
+            np.ascontiguousarray(np.asarray(values).take(kept_rows), dtype=dtype))
     return Predictions(
         score=_readonly(sorted_scores),
         row=_readonly(kept_rows.astype(np.int64)),

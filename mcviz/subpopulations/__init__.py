@@ -60,16 +60,34 @@ from typing import TYPE_CHECKING
 
 from mcviz.core.conditions import MISSING_RULE, OPERATORS
 from mcviz.lazy import lazy_exports
-from mcviz.subpopulations.algorithm import generate_subpopulations
-from mcviz.subpopulations.describe import conditions_sql, describe_conditions
-from mcviz.subpopulations.groups import group_subpopulations
-from mcviz.subpopulations.model import (
-    Condition,
-    Subpopulation,
-    SubpopulationSet,
-    full_population,
-)
-from mcviz.subpopulations.selection import is_score_column, select_rows
+
+if TYPE_CHECKING:
+    from mcviz.subpopulations.algorithm import generate_subpopulations
+    from mcviz.subpopulations.describe import conditions_sql, describe_conditions
+    from mcviz.subpopulations.filters import filter_subpopulation, parse_filter
+    from mcviz.subpopulations.groups import group_subpopulations
+    from mcviz.subpopulations.model import (
+        Condition,
+        Subpopulation,
+        SubpopulationSet,
+        full_population,
+    )
+    from mcviz.subpopulations.selection import is_score_column, select_rows
+
+_HOME = {  # name -> the module defining it (imported on first use: the search needs no Algorithm 1)
+    "generate_subpopulations": "algorithm",
+    "conditions_sql": "describe",
+    "describe_conditions": "describe",
+    "filter_subpopulation": "filters",
+    "parse_filter": "filters",
+    "group_subpopulations": "groups",
+    "Condition": "model",
+    "Subpopulation": "model",
+    "SubpopulationSet": "model",
+    "full_population": "model",
+    "is_score_column": "selection",
+    "select_rows": "selection",
+}
 
 __all__ = [
     "MISSING_RULE",
@@ -88,9 +106,4 @@ __all__ = [
     "select_rows",
 ]
 
-if TYPE_CHECKING:
-    from mcviz.subpopulations.filters import filter_subpopulation, parse_filter
-
-# the filter language's parser is imported on first use (the command line's metrics never parse)
-__getattr__, __dir__ = lazy_exports(__name__, {"filter_subpopulation": "filters",
-                                               "parse_filter": "filters"})
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

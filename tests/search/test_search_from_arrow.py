@@ -163,3 +163,35 @@ def test_mcviz_search_on_parquet_imports_no_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT)
     assert out.stdout.strip() in ("0 2 []", "0 1 []"), out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("change", ["no_label", "text_score", "nan_label", "unknown_covariate"])
+def test_bad_parquet_input_keeps_the_loaders_message(tmp_path, capsys, monkeypatch, change):
+    """A missing column, a text score, a missing label, an unknown covariate: one line naming it."""
+    frame = _mixed(5, ties=False)
+    arguments = []
+    if change == "no_label":
+        frame = frame.drop(columns="label")
+        named = "label"
+    elif change == "text_score":
+        frame["score"] = np.where(frame["score"] > 0.5, "high", "low")
+        named = "score"
+    elif change == "nan_label":
+        frame["label"] = np.where(np.arange(N) == 7, np.nan, frame["label"])
+        named = "label"
+    else:
+        arguments, named = ["--covariates", "region,nowhere"], "nowhere"
+    path = tmp_path / "bad.parquet"
+    frame.to_parquet(path)
+    command = ["search", str(path), "--score", "score", "--label", "label", *arguments]
+    messages = []
+    for answer in (True, False):
+        if not answer:
+            monkeypatch.setattr(arrow_path, "parquet_predictions", lambda *a, **k: None)
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("mcviz: error: ")
+        assert "Traceback" not in err
+        assert repr(named) in err or f"'{named}'" in err, err
+        messages.append(err)
+    assert messages[0] == messages[1]
