@@ -324,11 +324,14 @@ class _Generator:
             mask = self.mask_buffer[: sub.size]
             if threshold is None:  # the split point is "missing": below it = observed
                 np.isnan(sub, out=mask)
-                np.logical_not(mask, out=mask)
+                if side == 0:
+                    np.logical_not(mask, out=mask)
+            elif side == 1 and column.mode == "codes":  # (codes: no NaN, >= is not <)
+                np.greater_equal(sub, threshold, out=mask)
             else:
                 np.less(sub, threshold, out=mask)
-            if side == 1:
-                np.logical_not(mask, out=mask)
+                if side == 1:
+                    np.logical_not(mask, out=mask)
             index = self.members(mask, node.index)
             condition = self.ordinal_condition(column, threshold, side)
             result = self.child(node, index, condition)
