@@ -294,7 +294,8 @@ def test_entries_explained_by_a_better_finding_are_folded_before_refining(monkey
 
     monkeypatch.setattr(_beam.Beam, "refine", spy)
     found = beam.findings(3)
-    assert entries[0] in refined and entries[2] in refined
+    assert entries[0] in refined
+    assert entries[2] in refined
     assert entries[1] not in refined  # folded before it was refined and pruned
     assert beam.stops["overlap"] >= 1
     assert found[0][0].cuts == entries[0]
