@@ -50,6 +50,9 @@ if requested and requested != (navigation.url_path or "data"):
     target = next((p for p in PAGES if p.url_path == requested), None)
     if target is not None:
         st.switch_page(target)
+if navigation.url_path == "data":  # the hidden copy: on to the listed Data page (at /), so the
+    st.switch_page(PAGES[0], query_params={  # navigation shows where the reader is; same link
+        key: st.query_params.get_all(key) for key in st.query_params})
 
 link_message = ui.apply_pending()
 

@@ -494,17 +494,22 @@ def calibration_metrics(
     with np.errstate(divide="ignore", invalid="ignore"):
         loss = -(label * np.log(clipped) + (1.0 - label) * np.log1p(-clipped))
     slope = 1.0 - 2.0 * score
-    numerator = float(np.sum(weight * (label - score) * slope))
-    variance = float(np.sum(weight**2 * slope**2 * score * (1.0 - score)))
+    unit = not pred.weighted  # every weight 1: W x = x, the same numbers without the products
+    numerator = float(np.sum((label - score if unit else weight * (label - score)) * slope))
+    squares = slope**2 if unit else weight**2 * slope**2
+    variance = float(np.sum(squares * score * (1.0 - score)))
     z = safe_ratio(numerator, np.sqrt(variance))  # 0/0 = 0, d/0 = +-inf
+    error = score - label
+    if not unit:
+        loss *= weight
     return CalibrationMetrics(
         ece_equal_width=float(np.sum(width_weight * width_error) / total),  # eq. (14)
         ece_equal_count=float(np.sum(count_weight * count_error) / total),  # eq. (14)
         mce=float(width_error.max()),  # eq. (16)
         ace=float(width_error.mean()),  # eq. (15)
-        brier=float(np.sum(weight * (score - label) ** 2) / total),
-        log_loss=float(np.sum(weight * loss) / total),
-        calibration_in_the_large=float(np.sum(weight * (score - label)) / total),
+        brier=float(np.sum(error**2 if unit else weight * error**2) / total),
+        log_loss=float(np.sum(loss) / total),
+        calibration_in_the_large=float(np.sum(error if unit else weight * error) / total),
         spiegelhalter_z=float(z),
         spiegelhalter_p=float(2.0 * ndtr(-abs(z))),
         n=int(score.size),
@@ -554,17 +559,20 @@ class _Arrays:
     weight: np.ndarray
     ends: np.ndarray  # last index of each run of tied scores
     cache: dict  # name -> values (and "w@ends"), computed once and shared by every binning
+    unit: bool = False  # every weight is 1 (W x = x: the same numbers without the products)
 
     def values(self, name: str) -> np.ndarray:
         """Return the named per-row quantity (weight, weight × score, ...), computed once."""
         if name not in self.cache:
+            unit = self.unit
             self.cache[name] = {
                 "w": lambda: self.weight,
-                "ws": lambda: self.weight * self.score,
-                "wr": lambda: self.weight * self.label,
-                "wrr": lambda: self.weight * self.label**2,
-                "ww": lambda: self.weight**2,
-                "wd": lambda: self.weight * (self.score - self.label),
+                "ws": lambda: self.score if unit else self.weight * self.score,
+                "wr": lambda: self.label if unit else self.weight * self.label,
+                "wrr": lambda: self.label**2 if unit else self.weight * self.label**2,
+                "ww": lambda: self.weight if unit else self.weight**2,
+                "wd": lambda: (self.score - self.label) if unit
+                else self.weight * (self.score - self.label),
             }[name]()
         return self.cache[name]
 
@@ -593,17 +601,22 @@ class _Arrays:
         """Prefix sums of the named quantity at 0 and after each run of tied scores."""
         key = name + "@ends"
         if key not in self.cache:
-            prefix = np.cumsum(self.values(name))
+            values = self.values(name)
+            # unit weights: the prefix sums of ones are the integers 1..n, exactly
+            prefix = np.arange(1.0, values.size + 1.0) if self.unit and name == "w" else (
+                np.cumsum(values))
             self.cache[key] = np.concatenate(([0.0], prefix[self.ends]))
         return self.cache[key]
 
 
 def _population(pred: Predictions, members: np.ndarray | None) -> _Arrays:
     if members is None:
-        return _Arrays(pred.score, pred.label, pred.weight, np.flatnonzero(pred.run_end), {})
+        return _Arrays(pred.score, pred.label, pred.weight, np.flatnonzero(pred.run_end), {},
+                       unit=not pred.weighted)
     score = pred.score[members]
     return _Arrays(
-        score, pred.label[members], pred.weight[members], np.flatnonzero(run_ends(score)), {}
+        score, pred.label[members], pred.weight[members], np.flatnonzero(run_ends(score)), {},
+        unit=not pred.weighted,
     )
 
 

@@ -221,7 +221,9 @@ def _cumulative(
     n = score.size
     weight_total = float(weight.sum())
     residual = label - score
-    path, ends = cumulative_path(weight * residual, weight_total, run_end)  # eq. (1)
+    # (unweighted: W = 1, the residuals themselves)
+    path, ends = cumulative_path(weight * residual if weighted else residual, weight_total,
+                                 run_end)  # eq. (1)
     kuiper, ks = path_kuiper_ks(path)  # eq. (2)
     sigma = (
         sigma_bernoulli(score, weight) if sigma_method == SigmaMethod.BERNOULLI

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -161,6 +161,28 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
 def load_from_arguments(args: argparse.Namespace, **options: object) -> Predictions:
     """Load the file named on the command line with the mapping and weighting given there."""
     return apply_weighting(args, load_file(args, **options))
+
+
+def load_parquet_first(args: argparse.Namespace, *,
+                       covariates: Sequence[str] | None) -> Predictions:
+    """:func:`load_from_arguments`, a Parquet file through Arrow without pandas when it can.
+
+    :func:`mcviz.io.arrow_path.parquet_predictions` answers for a Parquet file with the score
+    and label named and clean values (the same :class:`Predictions`; its covariates, read with
+    them, become arrays when first used: :meth:`~mcviz.io.Predictions.covariate_columns`);
+    anything else,
+    and every message about bad input, is the loader's.
+    """
+    if args.probabilities is None and args.positive is None and args.score and args.label:
+        from mcviz.io.arrow_path import parquet_predictions
+
+        pred = parquet_predictions(args.file, score=args.score, label=args.label,
+                                   weight=args.weight, response=args.response,
+                                   covariates=covariates, hold_covariates=True)
+        if pred is not None:
+            say_what_loading_did(pred.report)
+            return apply_weighting(args, pred)
+    return load_from_arguments(args, covariates=covariates)
 
 
 def load_file(args: argparse.Namespace, **options: object) -> Predictions:

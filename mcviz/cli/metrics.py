@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> dict:
     loaded = _load(args, covariates)
     print(f"mcviz: columns: {roles_sentence(loaded)}", file=sys.stderr)
     pred = _common.apply_weighting(args, loaded)
+    _check_subpopulations(args, pred)  # refused before the other measures, not after them
     result = cumulative_differences(pred)
     output: dict = {
         "n": pred.n,
@@ -164,6 +165,18 @@ def _settings(args: argparse.Namespace) -> tuple[int, int, int, int]:
     return settings.n_subpopulations, settings.min_size, settings.seed, settings.repeats
 
 
+def _generates(args: argparse.Namespace) -> bool:
+    """Tell whether the block runs Algorithm 1: not with ``--groups`` and no ``--covariates``."""
+    return not _common.split(args.groups) or bool(_common.split(args.covariates))
+
+
+def _check_subpopulations(args: argparse.Namespace, pred: Predictions) -> None:
+    """Refuse Algorithm 1's subpopulations (and repeats) over the budget, before any work."""
+    if _asked(args) and _generates(args):
+        n_subpopulations, _, _, repeats = _settings(args)
+        check(subpopulations_estimate(pred.n, n_subpopulations, repeats))
+
+
 def metrics_block(
     args: argparse.Namespace, pred: Predictions, *, unweighted: Predictions | None = None
 ) -> dict | None:
@@ -181,8 +194,7 @@ def metrics_block(
     group_columns = _common.split(args.groups) or []
     covariate_names = _common.split(args.covariates) or []
     groups = group_subpopulations(pred, group_columns) if group_columns else ()
-    # with --groups and no --covariates: exactly the full population plus the groups
-    generate = not group_columns or bool(covariate_names)
+    generate = _generates(args)  # Algorithm 1 (else the full population and the groups alone)
     notes: list[str] = []
     ignored = ("subpopulations", "min_size", "seed", "repeats")
     if not generate and any(getattr(args, name) is not None for name in ignored):
@@ -198,7 +210,7 @@ def metrics_block(
     split_on = [c for c in covariate_names if c not in dropped] if covariate_names else [
         c for c in pred.covariates.columns if c not in group_columns]
     if generate:
-        check(subpopulations_estimate(pred.n, n_subpopulations, repeats))  # before any work
+        _check_subpopulations(args, pred)  # (run() has checked; other callers too)
         repeated = multicalibration_repeats(
             pred, seeds=range(seed, seed + repeats), covariates=split_on,
             n_subpopulations=n_subpopulations, min_size=min_size, groups=groups,

@@ -30,17 +30,13 @@ import os
 import tempfile
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from mcviz.cli import _common
-from mcviz.core import brownian_range_sf
 from mcviz.errors import ValidationError
-from mcviz.io import load_predictions
-from mcviz.search import SearchResult, search_subpopulations
 from mcviz.settings import SearchSettings
 
-if TYPE_CHECKING:  # the engines are imported only when the search runs on a sample
+if TYPE_CHECKING:  # the search and the engines are imported only when they run (--help: at once)
     from mcviz.engines.base import ScreenResult
+    from mcviz.search import SearchResult
 
 __all__ = ["register", "result_json", "run"]
 
@@ -76,8 +72,10 @@ def run(args: argparse.Namespace) -> dict:
     """Load the file, search, and return the JSON object."""
     if args.engine != "numpy" or args.sample_rows is not None:
         return run_sampled(args)
+    from mcviz.search import search_subpopulations
+
     covariates = _common.split(args.covariates)
-    pred = _common.load_from_arguments(args, covariates=covariates)
+    pred = _common.load_parquet_first(args, covariates=covariates)
     result = search_subpopulations(
         pred, covariates=covariates, max_conditions=args.max_conditions,
         n_findings=args.findings, min_share=args.min_share, holdout=args.holdout,
@@ -117,6 +115,8 @@ def run_sampled(args: argparse.Namespace) -> dict:
         sample_columns,
     )
     from mcviz.engines.base import expand_paths
+    from mcviz.io import load_predictions
+    from mcviz.search import search_subpopulations
 
     rows = DEFAULT_SAMPLE_ROWS if args.sample_rows is None else args.sample_rows
     if rows < 1:
@@ -164,6 +164,10 @@ def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped
     ``all_rows_kuiper_z``, ``all_rows_p_value`` and ``measured_on``, then ``sample``,
     ``all_rows`` and ``notice``.
     """
+    import numpy as np
+
+    from mcviz.core import brownian_range_sf
+
     output = result_json(result)
     table = measured.table.set_index("id")
     where = f"all rows ({measured.engine})"

@@ -41,6 +41,7 @@ References
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 
@@ -269,18 +270,35 @@ class Evaluator:
     ) -> None:
         self.score = np.asarray(score, dtype=float)
         self.n = self.score.size
-        self.weight = np.ones(self.n) if weight is None else np.asarray(weight, dtype=float)
         self.weighted = weight is not None
-        ends = run_ends(self.score) if run_end is None else np.asarray(run_end, dtype=bool)
-        # tie-run id of each row: equal ids = tied scores
-        id_type = np.int32 if self.n < 2**31 - 1 else np.int64  # half the bytes to gather
-        self.run_id = np.concatenate(([0], np.cumsum(ends[:-1], dtype=id_type))) if self.n \
-            else np.zeros(0, dtype=id_type)
-        self.has_ties = bool(self.n) and not bool(ends.all())
+        self._weight = np.asarray(weight, dtype=float) if self.weighted else None
+        self._ends = run_ends(self.score) if run_end is None else np.asarray(run_end, dtype=bool)
+        self.has_ties = bool(self.n) and not bool(self._ends.all())
         self._next_run_row: np.ndarray | None = None  # see _cuts
-        self.variance = self.score * (1.0 - self.score) * self.weight**2  # eq. (5) terms
-        self.floor = None if response_variance is None else (  # the floor of eq. (6)
-            np.asarray(response_variance, dtype=float) * self.weight**2)
+        # eq. (5) terms and the floor of eq. (6), times W^2 (unweighted: W = 1, nothing to do)
+        self.variance = self.score * (1.0 - self.score)
+        self.floor = None if response_variance is None else np.array(
+            response_variance, dtype=float)
+        if self.weighted:
+            square = self._weight**2
+            self.variance *= square
+            if self.floor is not None:
+                self.floor *= square
+
+    @property
+    def weight(self) -> np.ndarray:
+        """The weights :math:`W` (every one 1 when none were given), shape (n,)."""
+        if self._weight is None:
+            self._weight = np.ones(self.n)
+        return self._weight
+
+    @functools.cached_property
+    def run_id(self) -> np.ndarray:
+        """Tie-run id of each row (equal ids: tied scores), int32 when it fits, shape (n,)."""
+        id_type = np.int32 if self.n < 2**31 - 1 else np.int64  # half the bytes to gather
+        if not self.n:
+            return np.zeros(0, dtype=id_type)
+        return np.concatenate(([0], np.cumsum(self._ends[:-1], dtype=id_type)))
 
     @classmethod
     def from_predictions(cls, pred) -> Evaluator:

@@ -25,7 +25,7 @@ up to some thousands of values (p-values of subpopulations); per-row arrays use 
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
+from functools import cache
 
 import numpy as np
 
@@ -33,7 +33,14 @@ __all__ = ["chi2_sf", "expit", "ndtr", "ndtri", "xlogy"]
 
 _SQRT_HALF = math.sqrt(0.5)
 _ERFC = np.frompyfunc(math.erfc, 1, 1)
-_STANDARD = NormalDist()
+
+
+@cache
+def _standard():
+    """Return the standard normal distribution (``statistics`` imported on first use)."""
+    from statistics import NormalDist
+
+    return NormalDist()
 
 
 def _inverse(p: float) -> float:
@@ -43,7 +50,7 @@ def _inverse(p: float) -> float:
         return -math.inf if p == 0.0 else math.nan
     if p >= 1.0:
         return math.inf if p == 1.0 else math.nan
-    return _STANDARD.inv_cdf(p)
+    return _standard().inv_cdf(p)
 
 
 _INVERSE = np.frompyfunc(_inverse, 1, 1)
@@ -91,8 +98,12 @@ def expit(x, out: np.ndarray | None = None):
     """
     values = np.asarray(x, dtype=float)
     negative = values < 0
-    e = np.exp(-np.abs(values))  # e^{-|x|} <= 1: no overflow
-    result = np.divide(np.where(negative, e, 1.0), 1.0 + e, out=out)
+    e = np.abs(values)
+    np.negative(e, out=e)
+    np.exp(e, out=e)  # e^{-|x|} <= 1: no overflow
+    numerator = np.where(negative, e, 1.0)
+    e += 1.0
+    result = np.divide(numerator, e, out=out)
     return float(result) if values.ndim == 0 and out is None else result
 
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from mcviz.io.columns import CovariateColumn
 from mcviz.io.model import EVERY_VALUE_MISSING, SINGLE_VALUE, LoadReport
 from mcviz.io.predictions import PendingColumns, Predictions, sorted_predictions
 
@@ -59,6 +60,7 @@ _PANDAS_TYPES = {
     "bool": re.compile(r"bool|boolean|object"),
     "time": re.compile(r"datetime64\[.*\]"),
     "text": re.compile(r"object|str|string"),
+    "category": re.compile(r"category"),
 }
 
 
@@ -71,13 +73,15 @@ class ArrowCovariates(PendingColumns):
     changed since it was loaded is refused (its size and modification time are kept).
     """
 
-    __slots__ = ("kinds", "max_bytes", "path", "stamp")
+    __slots__ = ("held", "kinds", "max_bytes", "path", "stamp")
 
-    def __init__(self, path: str | Path, kinds: dict[str, str], max_bytes: int | None) -> None:
+    def __init__(self, path: str | Path, kinds: dict[str, str], max_bytes: int | None,
+                 held: dict[str, pa.ChunkedArray] | None = None) -> None:
         self.path = str(path)
         self.kinds = kinds
         self.max_bytes = max_bytes
         self.stamp = _stamp(self.path)
+        self.held = dict(held or {})  # columns read with the roles, until :meth:`arrays`
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -97,6 +101,32 @@ class ArrowCovariates(PendingColumns):
         frame.columns = pd.Index(list(self.kinds), dtype="str")  # the loader's names (even none)
         return covariates_in_order(frame, self.kinds, rows)
 
+
+    def arrays(self, names: Sequence[str], rows: np.ndarray) -> dict[str, CovariateColumn]:
+        """Return the named columns at input rows ``rows`` as arrays, read without pandas.
+
+        Numbers, booleans, text and dictionaries of text (:func:`_covariate_column`: what
+        :func:`mcviz.io.columns.column_of_series` gives for the column of :meth:`in_order`);
+        timestamps, and anything this path cannot promise is the same, are left out (the
+        caller reads them from the DataFrame). Read at once with the reader's limits; a file
+        changed since loading is refused as by :meth:`in_order`. Columns read when the file was
+        loaded (``hold_covariates``) are converted from memory, and let go.
+        """
+        from mcviz.io.readers import read_parquet_table
+
+        read = {name: self.held.pop(name) for name in names if name in self.held}
+        rest = [name for name in names if name not in read]
+        if rest:
+            self._check_unchanged()
+            table = read_parquet_table(self.path, max_bytes=self.max_bytes, columns=rest)
+            read.update((name, table.column(name)) for name in rest)
+            del table
+        found = {}
+        for name in names:
+            column = _covariate_column(read.pop(name), self.kinds[name], rows)
+            if column is not None:
+                found[name] = column
+        return found
 
     def numbers(self, names: Sequence[str]) -> dict[str, np.ndarray] | None:
         """Return the named columns as float64 over every row (NaN where missing), no pandas.
@@ -138,6 +168,7 @@ def parquet_predictions(
     response: Literal["binary", "continuous"] = "binary",
     covariates: Sequence[str] | None = None,
     max_bytes: int | None = None,
+    hold_covariates: bool = False,
 ) -> Predictions | None:
     """Load a Parquet file as ``load_predictions(source, score=, label=, weight=, ...)``.
 
@@ -155,6 +186,10 @@ def parquet_predictions(
         other column that is not an id or score-like.
     max_bytes : int, optional
         As for :func:`mcviz.io.read_parquet_table` (the same limits as the loader's).
+    hold_covariates : bool, default False
+        Read every candidate covariate with the score and label (one read of the file) and
+        keep the kept ones for :meth:`ArrowCovariates.arrays` (for a caller that will read
+        them all, such as the search); else only those the footer does not prove usable.
 
     Returns
     -------
@@ -194,7 +229,8 @@ def parquet_predictions(
                for name in candidates}
     from mcviz.io.readers import read_parquet_table
 
-    read = [*roles, *(name for name in candidates if not counted[name][0])]
+    read = [*roles, *(name for name in candidates
+                       if hold_covariates or not counted[name][0])]
     table = read_parquet_table(source, max_bytes=max_bytes, columns=read)
     arrays = _role_arrays(table, kinds, score, label, weight, response)
     if arrays is None or table.num_rows != parquet.num_rows:
@@ -211,13 +247,16 @@ def parquet_predictions(
             continue
         if not proven:
             nulls = table.column(name).null_count
-        nominal = kinds[name] == "text" or (
+        nominal = kinds[name] in ("text", "category") or (
             kinds[name] == "bool" and nulls > 0 and name not in nullable)
         covariate_kinds[name] = "nominal" if nominal else "ordinal"
     n = table.num_rows
     scores, labels, weights = arrays
     return sorted_predictions(
-        scores, np.ones(n, dtype=bool), ArrowCovariates(source, covariate_kinds, max_bytes),
+        scores, np.ones(n, dtype=bool),
+        ArrowCovariates(source, covariate_kinds, max_bytes,
+                        {name: table.column(name) for name in covariate_kinds}
+                        if hold_covariates else None),
         report=LoadReport(n_read=n, n_kept=n, notices=tuple(notices)),
         arrays={"label": labels, "weight": weights, "predicted_class": None,
                 "true_class": None},
@@ -282,7 +321,7 @@ def _statistics(parquet: pa.parquet.FileMetaData, j: int, kind: str,
     groups.
     """
     column = parquet.schema.column(j)
-    if kind == "text" or unsigned or column.physical_type not in _STATISTICS_TYPES:
+    if kind in ("text", "category") or unsigned or column.physical_type not in _STATISTICS_TYPES:
         return False, None
     low = high = None
     nulls: int | None = 0
@@ -316,13 +355,17 @@ def _pandas_metadata(schema: pa.Schema) -> dict[str, str] | None:
         if (any(not isinstance(i, dict) for i in pandas.get("index_columns", []))
                 or len(pandas.get("column_indexes", [])) > 1):
             return None
-        return {str(c["field_name"]): str(c["numpy_type"]) for c in pandas["columns"]}
+        return {str(c["field_name"]): "category" if c.get("pandas_type") == "categorical"
+                else str(c["numpy_type"]) for c in pandas["columns"]}
     except (ValueError, TypeError, KeyError, AttributeError):
         return None  # unreadable metadata: let the loader decide what it means
 
 
 def _kind(kind: pa.DataType, dtype: str | None) -> str | None:
-    """Return ``number``, ``bool``, ``time`` or ``text``; None for any other type.
+    """Return ``number``, ``bool``, ``time``, ``text`` or ``category``; None for other types.
+
+    ``category``: a dictionary of text (a pandas categorical of text: its categories are the
+    dictionary's values).
 
     ``dtype``: the pandas dtype its metadata names, which must be of the same kind.
     """
@@ -336,6 +379,9 @@ def _kind(kind: pa.DataType, dtype: str | None) -> str | None:
         found = "time"
     elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
         found = "text"
+    elif pa.types.is_dictionary(kind) and (pa.types.is_string(kind.value_type)
+                                           or pa.types.is_large_string(kind.value_type)):
+        found = "category"
     else:
         return None
     return found if dtype is None or _PANDAS_TYPES[found].fullmatch(dtype) else None
@@ -361,8 +407,8 @@ def _weight_column(kinds: dict[str, str], weight: str | None) -> str | None:
 def _role_arrays(
     table: pa.Table, kinds: dict[str, str], score: str, label: str, weight: str,
     response: str,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Score, response and weight as floats, when every value is valid (else None)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """Score, response and weight (None: unweighted) as floats, when every value is valid."""
     if kinds.get(score) != "number" or kinds.get(label) not in ("number", "bool"):
         return None
     scores = _floats(table.column(score))
@@ -377,7 +423,7 @@ def _role_arrays(
     elif kinds[label] != "number" or not np.isfinite(labels).all():
         return None
     if not weight:
-        return scores, labels, np.ones(scores.size)
+        return scores, labels, None  # all ones (made in score order)
     weights = _floats(table.column(weight))
     if weights is None or not (np.isfinite(weights).all() and weights.min() > 0):
         return None
@@ -435,6 +481,94 @@ def _keys(column: pa.ChunkedArray) -> np.ndarray:
     return keys
 
 
+def _covariate_column(column: pa.ChunkedArray, kind: str,
+                      rows: np.ndarray) -> CovariateColumn | None:
+    """Return a covariate at input rows ``rows`` as the loader's DataFrame holds it (or None).
+
+    ``to_pandas`` makes a number column float64 or an integer (keys: float64, NaN where
+    missing), a boolean column without missing values (or a nullable one) bool, a dictionary of
+    text a categorical of its values in the dictionary's order (chunks' dictionaries unified in
+    order, as ``to_pandas`` does), and text - like a boolean column with missing values - an
+    object column that :func:`~mcviz.io.covariates.covariates_in_order` turns into a
+    categorical of its distinct values as text, sorted (by code point: Arrow compares UTF-8
+    bytes, which orders as code points do).
+    """
+    kind_of = _kind(column.type, None)
+    if kind_of == "number" and kind == "ordinal":
+        keys = _keys(column).take(rows)  # take: twice as fast as [rows] for a permutation
+        return CovariateColumn("number", np.isnan(keys), keys=keys)
+    if kind_of == "bool":
+        codes = _int_codes(column, rows)
+        missing = codes < 0
+        if kind == "ordinal":
+            return CovariateColumn("bool", missing, codes=codes, levels=(False, True))
+        present = np.bincount(codes[~missing], minlength=2) > 0  # text "False" < "True"
+        if not present[0]:
+            codes[~missing] = 0
+        levels = tuple(text for text, here in zip(("False", "True"), present, strict=True)
+                       if here)
+        return CovariateColumn("nominal", missing, codes=codes, levels=levels)
+    if kind != "nominal" or kind_of not in ("text", "category"):
+        return None
+    if kind_of == "category":
+        coded = _dictionary_codes(column, rows)
+        if coded is None:
+            return None
+        codes, levels = coded
+    else:
+        import pyarrow.compute as pc
+
+        distinct = pc.unique(column).drop_null()
+        distinct = distinct.take(pc.array_sort_indices(distinct))
+        codes = _int_codes(pc.index_in(column, value_set=distinct), rows)
+        levels = tuple(distinct.to_pylist())
+    return CovariateColumn("nominal", codes < 0, codes=codes, levels=levels)
+
+
+def _dictionary_codes(column: pa.ChunkedArray, rows: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, tuple[str, ...]] | None:
+    """Return a dictionary column's codes (int32, -1: missing) and values, as ``to_pandas``.
+
+    The codes at input rows ``rows`` (every row: None).
+
+    The chunks' dictionaries unified in chunk order (pyarrow's DictionaryUnifier, which
+    ``to_pandas`` uses for a categorical's categories); None when the dictionary holds a missing
+    or repeated value (pandas' categories cannot: the loader decides).
+    """
+    import pyarrow as pa
+
+    unified = column.unify_dictionaries()
+    if unified.num_chunks == 0:
+        return None
+    dictionary = unified.chunk(0).dictionary
+    levels = tuple(dictionary.to_pylist())
+    if dictionary.null_count or len(set(levels)) != len(levels):
+        return None
+    indices = pa.chunked_array([chunk.indices for chunk in unified.chunks],
+                               type=unified.type.index_type)
+    return _int_codes(indices, rows), levels
+
+
+def _int_codes(indices: pa.ChunkedArray | pa.Array, rows: np.ndarray | None) -> np.ndarray:
+    """Return integer (or boolean) codes at input rows ``rows`` as int32, -1 where missing.
+
+    Gathered in their own width (an int8 gather moves a quarter of the bytes), then widened;
+    no pyarrow scalar is made (``pa.scalar`` imports pandas).
+    """
+    import pyarrow as pa
+
+    if isinstance(indices, pa.Array):
+        indices = pa.chunked_array([indices])
+    values, valid = _values(indices)
+    if rows is not None:
+        values = values.take(rows)
+        valid = None if valid is None else valid.take(rows)
+    codes = values.astype(np.int32)
+    if valid is not None:
+        codes[~valid] = -1
+    return codes
+
+
 def _bits(buffer: pa.Buffer, start: int, length: int) -> np.ndarray:
     """Arrow's bit-packed booleans (least significant bit first) as a numpy bool array."""
     bits = np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")
@@ -446,6 +580,14 @@ def _unusable(column: pa.ChunkedArray, kind: str) -> str | None:
     n = len(column)
     if column.null_count == n:
         return EVERY_VALUE_MISSING
+    if kind == "category":
+        if column.null_count:
+            return ""
+        coded = _dictionary_codes(column)
+        if coded is None:
+            return None
+        codes = coded[0]
+        return "" if codes.min() != codes.max() else SINGLE_VALUE
     if kind == "text":
         if column.null_count:
             return ""

@@ -67,6 +67,15 @@ class _Rows:
 
         return self.cached("run_" + name, make)
 
+    def times_weight(self, values: np.ndarray) -> np.ndarray:
+        """Return ``weight * values`` (``values`` itself with unit weights: the same numbers)."""
+        return values if self.unit_weights else self.weight * values
+
+    @property
+    def no_ties(self) -> bool:
+        """True when every run of tied scores is one row."""
+        return self.starts.size == self.score.size
+
     @property
     def run_score(self) -> np.ndarray:
         return self.cached("run_score", lambda: self.score[self.starts])

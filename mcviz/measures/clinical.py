@@ -310,10 +310,11 @@ def _recalibration(rows: _Rows) -> LogisticRecalibration:
     clipped = np.clip(rows.run_score, CLIP, 1.0 - CLIP)
     eta = np.log(clipped) - np.log1p(-clipped)  # logit
     total = rows.total
-    expected = float(np.sum(rows.weight * rows.score))
+    expected = float(np.sum(rows.times_weight(rows.score)))
     oe = float(positive.sum() / expected) if expected > 0 else float("inf")
     intercept, info = _fit_offset(clipped, weight, positive)
-    coefficients, covariance = _fit_slope(eta, clipped, weight, positive)
+    coefficients, covariance = _fit_slope(eta, clipped, weight, positive,
+                                          ones=rows.unit_weights and rows.no_ties)
     converged = bool(np.isfinite(intercept) and np.isfinite(coefficients).all())
     se_a = float(1.0 / np.sqrt(info)) if np.isfinite(intercept) else np.nan
     se_b = float(np.sqrt(covariance[1, 1]))
@@ -375,17 +376,19 @@ def _fit_offset(
 
 
 def _fit_slope(
-    eta: np.ndarray, clipped: np.ndarray, weight: np.ndarray, positive: np.ndarray
+    eta: np.ndarray, clipped: np.ndarray, weight: np.ndarray, positive: np.ndarray, *,
+    ones: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Newton's method (IRLS) for (a', b) in logit p = a' + b eta; returns (coef, covariance).
 
-    The iterations start at (0, 1), where p is the score itself (no exponential).
+    The iterations start at (0, 1), where p is the score itself (no exponential). ``ones``:
+    every weight is 1 (W eta is eta itself).
     """
     nan = np.full(2, np.nan)
     events, total = float(positive.sum()), float(weight.sum())
     if events <= 0 or events >= total or np.ptp(eta) == 0:
         return nan, np.full((2, 2), np.nan)
-    weight_eta = weight * eta
+    weight_eta = eta if ones else weight * eta
     weight_eta2 = weight_eta * eta
     target = np.array([events, _dot(positive, eta)])  # Σ W R (1, η)
     p = np.empty_like(eta)
@@ -468,11 +471,15 @@ def _hosmer_lemeshow(rows: _Rows, groups: int) -> HosmerLemeshow:
     run_weight = rows.run_sum("w")
     # the group in which each run's last row's cumulative weight falls, ((g-1)W/G, gW/G]: the
     # equal-count rule of mcviz.binning; empty groups are dropped
-    bounds = np.unique(np.concatenate(([0], equal_count_runs(np.cumsum(run_weight), groups))))
+    # (unit weights, no ties: the cumulative weights are the integers 1..n, exactly)
+    cumulative = np.arange(1.0, rows.n + 1.0) if rows.unit_weights and rows.no_ties else (
+        np.cumsum(run_weight))
+    bounds = np.unique(np.concatenate(([0], equal_count_runs(cumulative, groups))))
     first = bounds[:-1]
     n_g = np.add.reduceat(run_weight, first)
     observed = np.add.reduceat(rows.run_sum("wy"), first)
-    expected_run = np.add.reduceat(rows.weight * rows.score, rows.starts)
+    weighted_score = rows.times_weight(rows.score)
+    expected_run = weighted_score if rows.no_ties else np.add.reduceat(weighted_score, rows.starts)
     expected = np.add.reduceat(expected_run, first)
     variance = expected * (1.0 - expected / n_g)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -278,7 +278,7 @@ def _smece_at(rows: _Rows, sigma: float) -> float:
 
 def _residual_mass(rows: _Rows) -> np.ndarray:
     """Return the residual mass ``w (S - R)`` per row, computed once for every grid size."""
-    return rows.cached("residual mass", lambda: rows.weight * (rows.score - rows.label))
+    return rows.cached("residual mass", lambda: rows.times_weight(rows.score - rows.label))
 
 
 def _grid_size(sigma: float) -> int:
@@ -318,10 +318,11 @@ def _smoothed(
     def round_to_grid() -> np.ndarray:
         fraction, starts, nodes = rows.cached(("grid", size), rounding)
         values = mass() if callable(mass) else mass
-        split = fraction * values
+        unit = values is rows.weight and rows.unit_weights  # m = 1: f m = f, exactly
+        split = fraction if unit else fraction * values
         # per node: the mass (1 - f) m stays on it, f m goes to the next node (sums per range)
         grid = np.zeros(size)
-        grid[nodes] = np.add.reduceat(values - split, starts)
+        grid[nodes] = np.add.reduceat((1.0 if unit else values) - split, starts)
         grid[nodes + 1] += np.add.reduceat(split, starts)
         return grid
 

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-import pandas as pd
 
 from mcviz.io import Predictions
+from mcviz.io.columns import CovariateColumn
 from mcviz.subpopulations import Condition
 from mcviz.subpopulations.describe import shortest_timestamp
 
@@ -70,6 +70,8 @@ class Column:
     def value(self, key: float) -> object:
         """Return the condition value of a numeric key (a Timestamp for datetimes)."""
         if self.is_datetime:
+            import pandas as pd
+
             stamp = pd.Timestamp(int(key), unit="ns")
             return stamp.tz_localize("UTC").tz_convert(self.datetime_tz) if self.datetime_tz \
                 else stamp
@@ -79,52 +81,46 @@ class Column:
 def prepare_columns(
     pred: Predictions, names: list[str], search_rows: np.ndarray
 ) -> tuple[list[Column], list[str]]:
-    """Prepare each covariate; return the columns and the names left out (too many levels)."""
+    """Prepare each covariate; return the columns and the names left out (too many levels).
+
+    The covariates are read as numpy arrays (:meth:`~mcviz.io.Predictions.covariate_columns`:
+    from a Parquet file without pandas when it can, else from the DataFrame; the same values).
+    """
     columns, left_out = [], []
+    values = pred.covariate_columns(names)
     for name in names:
-        series = pred.covariates[name]
-        if isinstance(series.dtype, pd.CategoricalDtype):
-            if len(series.cat.categories) > MAX_LEVELS:
+        value = values[name]
+        if value.kind in ("nominal", "bool"):
+            if len(value.levels) > MAX_LEVELS:
                 left_out.append(name)
                 continue
-            columns.append(_nominal(name, series))
-        elif pd.api.types.is_bool_dtype(series):
-            columns.append(_boolean(name, series))
+            columns.append(_nominal(name, value))
         else:
-            columns.append(_numeric(name, series, search_rows))
+            columns.append(_numeric(name, value, search_rows))
     if pred.score_column not in pred.covariate_kinds:  # score bands: "where the model says"
         columns.append(_numeric_keys(pred.score_column, np.asarray(pred.score, dtype=float),
                                      search_rows, is_score=True))
     return columns, left_out
 
 
-def _nominal(name: str, series: pd.Series) -> Column:
-    levels = tuple(str(c) for c in series.cat.categories)
-    raw = series.cat.codes.to_numpy()
+def _nominal(name: str, value: CovariateColumn) -> Column:
+    """Level codes, missing last (a boolean's levels are False and True)."""
+    levels = value.levels
+    raw = value.codes
     codes = np.where(raw < 0, len(levels), raw).astype(np.int32)
     return Column(name, "nominal", codes, len(levels) + 1, None, None, levels,
                   bool((raw < 0).any()))
 
 
-def _boolean(name: str, series: pd.Series) -> Column:
-    missing = series.isna().to_numpy()
-    values = series.to_numpy(dtype=float, na_value=0.0)
-    codes = np.where(missing, 2, values).astype(np.int32)
-    return Column(name, "nominal", codes, 3, None, None, (False, True), bool(missing.any()))
-
-
-def _numeric(name: str, series: pd.Series, search_rows: np.ndarray) -> Column:
-    is_datetime = pd.api.types.is_datetime64_any_dtype(series)
-    missing = series.isna().to_numpy()
+def _numeric(name: str, value: CovariateColumn, search_rows: np.ndarray) -> Column:
+    is_datetime = value.kind == "time"
     if is_datetime:
-        keys = pd.DatetimeIndex(series).as_unit("ns").asi8.astype(float)
-        keys[missing] = np.nan
-        tz = series.dt.tz
+        keys = value.keys.astype(float)
+        keys[value.missing] = np.nan
     else:
-        keys = series.to_numpy(dtype=float, na_value=np.nan)
-        tz = None
+        keys = value.keys
     column = _numeric_keys(name, keys, search_rows)
-    column.is_datetime, column.datetime_tz = is_datetime, tz
+    column.is_datetime, column.datetime_tz = is_datetime, value.tz
     return column
 
 

@@ -15,7 +15,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 
 from mcviz.core.special import ndtri
 from mcviz.cumulative import brownian_range_sf
@@ -42,6 +41,8 @@ def canonical_order(pred: Predictions, rng: np.random.Generator | None = None) -
     """
     if pred.run_end.all():
         return np.arange(pred.n)
+    import pandas as pd
+
     tie_group = np.cumsum(np.concatenate(([0], pred.run_end[:-1])))
     frame = pred.covariates.copy()
     frame["__weight"] = pred.weight

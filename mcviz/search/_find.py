@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from mcviz.budget import Budget, Estimate, check
 from mcviz.core import Evaluator
@@ -35,6 +35,9 @@ from mcviz.subpopulations import (
     full_population,
     select_rows,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MAX_SEARCH_ROWS = 1_000_000
 """At most this many rows are searched (a random subset of the search rows)."""
@@ -193,6 +196,8 @@ class SearchResult:
     @property
     def table(self) -> pd.DataFrame:
         """One row per finding (columns :data:`TABLE_COLUMNS`)."""
+        import pandas as pd
+
         rows = [{name: (f.description if name == "description" else getattr(f, name))
                  for name in TABLE_COLUMNS} for f in self.findings]
         return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
@@ -279,7 +284,7 @@ def _check(pred, covariates, max_conditions, n_findings, min_share, holdout, see
         raise ValidationError(f"search needs Predictions, not {type(pred).__name__}.")
     SearchSettings(max_conditions=max_conditions, n_findings=n_findings,  # bounds: settings
                    min_share=min_share, holdout=holdout, seed=seed)
-    names = list(pred.covariates.columns) if covariates is None else list(
+    names = list(pred.covariate_names) if covariates is None else list(
         dict.fromkeys(covariates))
     for name in names:
         pred.require_covariate(name, " to search")
@@ -372,7 +377,7 @@ def search_subpopulations(
     >>> score = rng.uniform(0.2, 0.8, n)
     >>> label = rng.random(n) < score + 0.25 * (group == 3)
     >>> pred = Predictions.from_arrays(score, label, covariates={
-    ...     "group": pd.Categorical([f"g{g}" for g in group]), "x": rng.normal(size=n)})
+    ...     "group": [f"g{g}" for g in group], "x": rng.normal(size=n)})  # text: nominal
     >>> result = search_subpopulations(pred, n_findings=2)
     >>> result.findings[0].description
     'group == g3'
@@ -503,7 +508,7 @@ def _words(pred: Predictions, sub: Subpopulation) -> str:
     """Return the finding's conditions in words ("or missing" where its rows hold some)."""
     members = np.asarray(sub.index)
     missing = {c.column for c in sub.conditions if c.column in pred.covariate_kinds
-               and bool(pred.covariates[c.column].isna().to_numpy()[members].any())}
+               and bool(pred.covariate_column(c.column).missing[members].any())}
     return conditions_in_words(sub.conditions, score_column=pred.score_column, missing=missing)
 
 

@@ -8,19 +8,22 @@ The package is split along its seams; every name is importable from ``mcviz.smoo
 - :mod:`mcviz.smoothing.lcs`: the Local Calibration Score and its curve (paper 004, eq. (6)).
 """
 
+from typing import TYPE_CHECKING
+
 from mcviz.core.arrays import Z95, sorted_copy
 from mcviz.core.arrays import readonly as _readonly
+from mcviz.lazy import lazy_exports
 from mcviz.smoothing._common import check_span, sorted_quantile
 from mcviz.smoothing._kernel import _moments, _tricube_both
 from mcviz.smoothing.curves import _grid, loess_curve, spiked_fits
 from mcviz.smoothing.density import reflected_density
-from mcviz.smoothing.lcs import LocalCalibrationScore, local_calibration_score
 from mcviz.smoothing.loess import LoessCurve, _loess_fits
 from mcviz.smoothing.neighbours import knn_mean, neighbour_radius
 
-LocalCalibration = LocalCalibrationScore
-"""Former name of :class:`LocalCalibrationScore` (kept for old imports; not in ``__all__``:
-:class:`mcviz.groupings.LocalCalibration` is a different result)."""
+if TYPE_CHECKING:
+    from mcviz.smoothing.lcs import LocalCalibrationScore, local_calibration_score
+
+    LocalCalibration = LocalCalibrationScore
 
 __all__ = [
     "LocalCalibrationScore",
@@ -38,3 +41,16 @@ __all__ = [
 # Names the tests import from here (Z95 and sorted_copy live in mcviz.core.arrays).
 _PRIVATE = (Z95, check_span, _readonly, _moments, _tricube_both, _grid, _loess_fits, spiked_fits,
             sorted_copy)
+
+# the Local Calibration Score is imported on first use
+_lazy_getattr, __dir__ = lazy_exports(__name__, {"LocalCalibrationScore": "lcs",
+                                                 "local_calibration_score": "lcs"})
+
+
+def __getattr__(name: str) -> object:
+    """Import the Local Calibration Score's names on first use.
+
+    ``LocalCalibration`` is its result's former name (kept for old imports; not in ``__all__``:
+    :class:`mcviz.groupings.LocalCalibration` is a different result).
+    """
+    return _lazy_getattr("LocalCalibrationScore" if name == "LocalCalibration" else name)

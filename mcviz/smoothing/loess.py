@@ -398,7 +398,6 @@ def _bin_observations(
     """Aggregate the observations into bins: the power sums of the module notes."""
     m = len(ys)
     weighted = weight is not None
-    w = weight if weighted else np.ones(x.size)
     index, bin_centres, offset, direct = _bin_index(x, xs, starts, points, radius, q, taylor)
     bins = bin_centres.size
 
@@ -416,8 +415,9 @@ def _bin_observations(
         sums = run_length if values is None else np.add.reduceat(values, runs)
         return np.bincount(run_bin, weights=sums, minlength=bins)
 
+    w = weight  # (None when unweighted: every use below is for weighted rows only)
     wys = [w * column for column in ys] if weighted else ys
-    w2 = w * w if weighted else w
+    w2 = w * w if weighted else None
     columns = [per_bin(w if weighted else None)] + [per_bin(column) for column in wys]
     squares = [per_bin(w2)] if weighted else [columns[0]]
     cross = np.empty((m, m))  # only their totals enter the residual sums

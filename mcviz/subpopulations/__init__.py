@@ -56,18 +56,38 @@ References
    multi-calibration", 2025; Section 2.3 and Algorithm 1.
 """
 
+from typing import TYPE_CHECKING
+
 from mcviz.core.conditions import MISSING_RULE, OPERATORS
-from mcviz.subpopulations.algorithm import generate_subpopulations
-from mcviz.subpopulations.describe import conditions_sql, describe_conditions
-from mcviz.subpopulations.filters import filter_subpopulation, parse_filter
-from mcviz.subpopulations.groups import group_subpopulations
-from mcviz.subpopulations.model import (
-    Condition,
-    Subpopulation,
-    SubpopulationSet,
-    full_population,
-)
-from mcviz.subpopulations.selection import is_score_column, select_rows
+from mcviz.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mcviz.subpopulations.algorithm import generate_subpopulations
+    from mcviz.subpopulations.describe import conditions_sql, describe_conditions
+    from mcviz.subpopulations.filters import filter_subpopulation, parse_filter
+    from mcviz.subpopulations.groups import group_subpopulations
+    from mcviz.subpopulations.model import (
+        Condition,
+        Subpopulation,
+        SubpopulationSet,
+        full_population,
+    )
+    from mcviz.subpopulations.selection import is_score_column, select_rows
+
+_HOME = {  # name -> the module defining it (imported on first use: the search needs no Algorithm 1)
+    "generate_subpopulations": "algorithm",
+    "conditions_sql": "describe",
+    "describe_conditions": "describe",
+    "filter_subpopulation": "filters",
+    "parse_filter": "filters",
+    "group_subpopulations": "groups",
+    "Condition": "model",
+    "Subpopulation": "model",
+    "SubpopulationSet": "model",
+    "full_population": "model",
+    "is_score_column": "selection",
+    "select_rows": "selection",
+}
 
 __all__ = [
     "MISSING_RULE",
@@ -85,3 +105,5 @@ __all__ = [
     "parse_filter",
     "select_rows",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

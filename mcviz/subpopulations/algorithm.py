@@ -58,6 +58,7 @@ class _Column:
     has_missing: bool
     datetime_tz: object = None
     is_datetime: bool = False
+    counts: np.ndarray | None = None  # rows per code over the full population, when known
 
 
 def _prepare_column(name: str, series: pd.Series, kind: str) -> _Column:
@@ -98,11 +99,13 @@ def _number_column(name: str, keys: np.ndarray, missing: np.ndarray,
     observed = keys[~missing] if has_missing else keys  # (no copy when nothing is missing)
     fast = _decimal_codes(observed)
     if fast is not None:
-        codes, uniques = fast  # (int32; every row observed when nothing is missing)
+        codes, uniques, counts = fast  # (int32; every row observed when nothing is missing)
         if has_missing:
             codes = np.full(keys.size, uniques.size, dtype=np.int32)
             codes[~missing] = fast[0]
-        return _Column(name, "ordinal", "codes", codes, uniques.size, uniques, has_missing)
+        counts = np.append(counts, keys.size - observed.size)  # missing: the last code
+        return _Column(name, "ordinal", "codes", codes, uniques.size, uniques, has_missing,
+                       counts=counts)
     ordered = np.sort(observed)
     new_value = np.empty(ordered.size, dtype=bool)
     new_value[:1] = True
@@ -140,15 +143,16 @@ def _number_columns(pred: Predictions, numbers: Mapping[str, np.ndarray],
     columns = []
     for name in names:
         keys = numbers[name]
-        missing = np.isnan(keys)
-        column = _number_column(name, keys, missing, bool(missing.any()))
+        has_missing = bool(np.isnan(np.min(keys))) if keys.size else False  # NaN propagates
+        missing = np.isnan(keys) if has_missing else np.zeros(keys.size, dtype=bool)
+        column = _number_column(name, keys, missing, has_missing)
         column.data = np.take(column.data, pred.row)
         columns.append(column)
     return columns
 
 
-def _decimal_codes(observed: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """Codes and sorted distinct values without sorting, for integers and short decimals.
+def _decimal_codes(observed: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """Codes, sorted distinct values and their counts without sorting, for short decimals.
 
     When every value equals ``round(value * 10**d) / 10**d`` (d ≤ 6) and the scaled values
     span a small range, the distinct values are found by counting (O(n)); the map is exact and
@@ -170,20 +174,23 @@ def _decimal_codes(observed: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None
         scaled_sample = np.round(sample * scale)
         if not np.array_equal(scaled_sample / scale if digits else scaled_sample, sample):
             continue
-        scaled = np.multiply(observed, scale)  # in place from here: one array of n floats
-        np.round(scaled, out=scaled)
+        if digits:
+            scaled = np.multiply(observed, scale)  # in place from here: one array of n floats
+            np.round(scaled, out=scaled)
+        else:
+            scaled = np.round(observed)
         if not np.array_equal(np.divide(scaled, scale) if digits else scaled, observed):
             return None
         offset = np.round(low * scale)  # rounding is monotone: the smallest and largest
-        np.subtract(scaled, offset, out=scaled)  # scaled values come from low and high
-        shifted = scaled.astype(np.int64)
+        shifted = np.empty(n, dtype=np.int64)  # scaled values come from low and high
+        np.subtract(scaled, offset, out=shifted, casting="unsafe")  # (integral: exact)
         del scaled
-        present = np.zeros(int(np.round(high * scale) - offset) + 1, dtype=bool)
-        present[shifted] = True
+        counts = np.bincount(shifted, minlength=int(np.round(high * scale) - offset) + 1)
+        present = counts > 0
         table = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)
         steps = np.flatnonzero(present).astype(float) + offset
         uniques = steps / scale if digits else steps
-        return table[shifted], uniques
+        return np.take(table, shifted), uniques, counts[present]
     return None
 
 
@@ -205,11 +212,16 @@ def _decimal_scale(uniques: np.ndarray, n: int) -> float | None:
     return None
 
 
-def _median_code(sub: np.ndarray, levels: int) -> tuple[int, int, np.ndarray | None]:
-    """Code of the split point and the number of distinct codes (plus counts when computed)."""
+def _median_code(sub: np.ndarray, levels: int,
+                 counts: np.ndarray | None = None) -> tuple[int, int, np.ndarray | None]:
+    """Code of the split point and the number of distinct codes (plus counts when computed).
+
+    ``counts``: ``np.bincount(sub, minlength=levels + 1)`` when already known.
+    """
     size = sub.size
-    if levels + 1 <= 4 * size + 1024:
-        counts = np.bincount(sub, minlength=levels + 1)
+    if counts is not None or levels + 1 <= 4 * size + 1024:
+        if counts is None:
+            counts = np.bincount(sub, minlength=levels + 1)
         present = np.flatnonzero(counts)
         return int(present[present.size // 2]), present.size, counts
     ordered = np.sort(sub)
@@ -250,10 +262,24 @@ class _Generator:
         buffer = self.float_buffer if column.mode == "distinct" else self.codes_buffer
         return np.take(column.data, index, out=buffer[: index.size], mode="clip")
 
+    @staticmethod
+    def members(mask: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """Return the members ``index[mask]`` (the full population's: the mask's positions)."""
+        if index.size == 0 or index[-1] != index.size - 1:
+            return np.compress(mask, index)
+        # index is 0, 1, ..., size - 1 (sorted and distinct): the positions themselves
+        return np.flatnonzero(mask).astype(index.dtype, copy=False)
+
     # -- membership bookkeeping
     @staticmethod
     def key(index: np.ndarray) -> tuple:
-        return (index.size, int(index[0]), int(index[-1]), int(index.sum(dtype=np.int64)))
+        """Return the size, the ends and the sum of about 256 evenly spaced members.
+
+        Equal memberships have equal keys; :meth:`known` compares the members themselves.
+        """
+        step = max(index.size // 256, 1)
+        return (index.size, int(index[0]), int(index[-1]),
+                int(index[::step].sum(dtype=np.int64)))
 
     def known(self, index: np.ndarray, key: tuple | None = None) -> _Node | None:
         for node in self.by_membership.get(self.key(index) if key is None else key, ()):
@@ -293,7 +319,7 @@ class _Generator:
                 np.less(sub, threshold, out=mask)
             if side == 1:
                 np.logical_not(mask, out=mask)
-            index = np.compress(mask, node.index)
+            index = self.members(mask, node.index)
             condition = self.ordinal_condition(column, threshold, side)
             result = self.child(node, index, condition)
         node.children[cache_key] = ("old", result[1]) if result[0] == "new" else result
@@ -324,7 +350,8 @@ class _Generator:
             work.partition(t)
             threshold = float(work[t])
             return threshold, t, sub
-        threshold, _, counts = _median_code(sub, column.levels)
+        known = column.counts if node.index.size == column.data.size else None  # all rows
+        threshold, _, counts = _median_code(sub, column.levels, known)
         if counts is not None:
             n_lower = int(counts[:threshold].sum())
         else:
@@ -378,7 +405,7 @@ class _Generator:
                 table = ~table
             codes = self.take(column, node.index)
             mask = np.take(table, codes, out=self.mask_buffer[:n], mode="clip")
-            index = np.compress(mask, node.index)
+            index = self.members(mask, node.index)
             names = tuple(column.values[c] for c in lower if c < column.levels)
             if t == present.size - 1 and present[-1] == column.levels:
                 condition = Condition(column.name, "is not missing" if side == 0 else "is missing")
@@ -389,7 +416,7 @@ class _Generator:
         return result
 
     def child(self, node: _Node, index: np.ndarray, condition: Condition) -> tuple:
-        key = self.key(index)  # one pass over the members for both look-ups
+        key = self.key(index)  # once for both look-ups
         existing = self.known(index, key)
         if existing is not None:
             return ("old", existing)
@@ -619,6 +646,7 @@ def generate_subpopulations(
         _prepare_column(name, pred.covariates[name], pred.covariate_kinds.get(name, "ordinal"))
         for name in names
     ]
+    numbers = None  # the float keys (8 bytes x rows x covariates): the members reuse that memory
     subpopulations, found, paths, idle = _draw_paths(
         pred, columns, full, int(min_size), int(n_subpopulations), int(seed))
     p = len(columns)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mcviz.core.arrays import readonly as _readonly
-from mcviz.core.conditions import OPERATORS, index_dtype, ordinal_keys, value_key
+from mcviz.core.conditions import OPERATORS, index_dtype, value_key
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.io.columns import CovariateColumn, column_of_series
 from mcviz.subpopulations.model import Condition
 
 if TYPE_CHECKING:
@@ -117,23 +119,18 @@ def _condition_mask(
             f"{', '.join(OPERATORS)}.",
             column=column,
         )
-    import pandas as pd
-
-    series = pd.Series(pred.score, copy=False) if scored else pred.covariates[column]
-    if rows is not None:
-        series = series.take(rows)
-    missing = series.isna().to_numpy()
+    values, key_of = _column_values(pred, column, scored, rows)
+    missing = values.missing
     if op == "is missing":
-        return missing
+        return missing.copy()
     if op == "is not missing":
         return ~missing
-    if _is_nominal(series):
-        categories = _categories(series)
-        codes = series.cat.codes.to_numpy()
+    if values.kind == "nominal":
+        codes = values.codes
         wanted = value if op in ("in", "not in") else (value,)
         if not isinstance(wanted, tuple | list):
             wanted = (wanted,)
-        lookup = {name: code for code, name in enumerate(categories)}
+        lookup = {name: code for code, name in enumerate(values.levels)}
         targets = np.array([lookup.get(str(v), -2) for v in wanted], dtype=codes.dtype)
         member = np.isin(codes, targets) & ~missing
         if op in ("in", "=="):
@@ -145,12 +142,12 @@ def _condition_mask(
             "not in).",
             column=column,
         )
-    keys, _ = ordinal_keys(series)
+    keys = values.ordinal_keys()
     if op in ("in", "not in"):
         items = value if isinstance(value, tuple | list) else (value,)
-        member = np.isin(keys, np.array([value_key(series, v) for v in items])) & ~missing
+        member = np.isin(keys, np.array([key_of(v) for v in items])) & ~missing
         return member if op == "in" else ~member
-    key = value_key(series, value)
+    key = key_of(value)
     observed = ~missing
     if op == "<":
         return (keys < key) & observed
@@ -163,3 +160,27 @@ def _condition_mask(
     if op == "==":
         return (keys == key) & observed
     return ~(keys == key) | missing  # "!="
+
+
+def _column_values(
+    pred: Predictions, column: str, scored: bool, rows: np.ndarray | None
+) -> tuple[CovariateColumn, Callable[[object], float | int]]:
+    """Return the column at ``rows`` (every row: None) as arrays, and a value's key function.
+
+    The score and, while the covariates are pending, every covariate but a datetime are read
+    without pandas (:meth:`~mcviz.io.Predictions.covariate_column`); the others from the
+    DataFrame, taken at ``rows`` first (the cost follows the rows tested). A categorical is
+    nominal; numbers, booleans (keys 0.0 and 1.0) and datetimes are ordinal.
+    """
+    if scored:
+        keys = np.asarray(pred.score, dtype=float)
+        keys = keys if rows is None else keys[rows]
+        return CovariateColumn("number", np.isnan(keys), keys=keys), float
+    if pred.covariates_pending:
+        values = pred.covariate_column(column)
+        if values.kind != "time":
+            return (values if rows is None else values.take(rows)), float
+    series = pred.covariates[column]
+    if rows is not None:
+        series = series.take(rows)
+    return column_of_series(series), functools.partial(value_key, series)

@@ -75,7 +75,8 @@ def test_page_address_on_a_fresh_server():
         check_page(page, "00-compare-two-scores")
 
     # /data first on another fresh server (the default page is served at / only: Streamlit
-    # showed "Page not found" over it), then / and /?page=data: the Data page, no box
+    # showed "Page not found" over it), then / and /?page=data: the Data page, no box, and
+    # Data marked as the current page (at /data no page was)
     with app_page("/data?demo=adult", heading="Data") as page:
         base = page.url.split("/data")[0]
         for address in ("/data", "/", "/?page=data"):
@@ -85,7 +86,10 @@ def test_page_address_on_a_fresh_server():
             wait_idle(page)
             page.wait_for_timeout(500)  # the box comes with the run's navigation message
             navigation = page.get_by_test_id("stSidebarNav")
-            assert navigation.get_by_role("link", name="Data", exact=True).count() == 1
+            data_link = navigation.get_by_role("link", name="Data", exact=True)
+            assert data_link.count() == 1
+            # the navigation shows where the reader is (/data moves on to the listed page at /)
+            assert data_link.get_attribute("aria-current") == "page", address
             assert page.get_by_text("Column mapping").count() >= 1, address
             check_page(page, "00-fresh-server-data" + address.replace("/", "-").replace("?", "-"))
 

@@ -167,3 +167,25 @@ def test_repeats_mean_and_standard_error_match_single_seeds(cli, random_file):
     # Bessel: sample variance over r - 1 = 2, standard error over sqrt(r)
     se = np.sqrt(np.sum((np.array(metrics) - np.mean(metrics)) ** 2) / 2 / 3)
     assert block["metric_se"] == pytest.approx(se, rel=1e-9)
+
+
+def test_subpopulations_over_the_budget_are_refused_before_any_other_measure(
+        cli, appendix_f_file, monkeypatch):
+    # 20,000 subpopulations x 5 repeats of 132 rows: about 0.04 s estimated, over a 0.01-s
+    # budget; refused once the file is read, before the full population's measures
+    import mcviz.cli.metrics as metrics
+
+    def not_reached(*args, **kwargs):
+        raise AssertionError("computed before the budget check")
+
+    monkeypatch.setattr(metrics, "cumulative_differences", not_reached)
+    monkeypatch.setattr(metrics, "classical_measures", not_reached)
+    monkeypatch.setenv("MCVIZ_TIME_BUDGET", "0.01")
+    done = cli("metrics", appendix_f_file, "--score", "score", "--label", "label",
+               "--covariates", "block1,block2", "--subpopulations", "20000", "--repeats", "5",
+               "--json")
+    assert done.status == 2, done.err
+    assert "refused before starting: multi-calibration over 20,000 random subpopulations" \
+        in done.err
+    assert "Traceback" not in done.err
+    assert done.out == ""

@@ -68,6 +68,13 @@ def _many_kinds(seed: int = 0, n: int = N) -> dict[str, object]:
         "int_all_missing": pd.array([None] * n, dtype="Int64"),
         "city": words,
         "city_missing": np.where(some, None, words),
+        "city_odd": np.array(["Zoë", "zoe", "Émile", "", "b b", "\u05d0"], dtype=object)[
+            rng.integers(0, 6, n)],  # code-point order (not locale, not case-folded)
+        "cat": pd.Categorical(np.where(some, None, words), categories=["c", "unused", "a", "b"]),
+        "cat_full": pd.Categorical(words),
+        "cat_ordered": pd.Categorical(words, categories=["c", "b", "a"], ordered=True),
+        "const_cat": pd.Categorical(np.full(n, "x"), categories=["x", "y"]),
+        "cat_all_missing": pd.Categorical([None] * n, categories=["p", "q"]),
         "const_text": np.full(n, "x", dtype=object),
         "text_all_missing": pd.array([None] * n, dtype="string"),
         "when": times,
@@ -125,7 +132,9 @@ def test_many_column_kinds_give_the_loaders_predictions(tmp_path, seed, pandas_m
     assert kinds["int_missing"] == "ordinal"
     dropped = {n.split("'")[1] for n in fast.report.notices}
     assert dropped == {"real_all_nan", "zeros_signed", "const_int", "const_real", "const_flag",
-                       "int_all_missing", "const_text", "text_all_missing", "const_when"}
+                       "int_all_missing", "const_text", "text_all_missing", "const_when",
+                       "const_cat", "cat_all_missing"}
+    assert kinds["cat"] == kinds["cat_ordered"] == "nominal"
     assert "id" not in kinds
     assert "model_b_score" not in kinds
 
@@ -216,8 +225,8 @@ def _plain(tmp_path: Path, **extra) -> dict:
 
 @pytest.mark.parametrize("change", [
     "nan_score", "score_above_one", "label_two", "single_class", "missing_label",
-    "dictionary", "date", "null_type", "float16", "stored_index", "text_weight", "no_such_column",
-    "nat_time",
+    "int_dictionary", "date", "null_type", "float16", "stored_index", "text_weight",
+    "no_such_column", "nat_time",
 ])
 def test_what_the_path_cannot_promise_is_left_to_the_loader(tmp_path, change):
     columns = _plain(tmp_path)
@@ -233,8 +242,8 @@ def test_what_the_path_cannot_promise_is_left_to_the_loader(tmp_path, change):
     elif change == "missing_label":
         columns["label"] = pd.array(np.where(np.arange(N) == 3, None, columns["label"]),
                                     dtype="Int64")
-    elif change == "dictionary":
-        columns["kind"] = pd.Categorical(np.array(["a", "b"])[np.arange(N) % 2])
+    elif change == "int_dictionary":  # categories that are not text
+        columns["kind"] = pd.Categorical(np.array([3, 5])[np.arange(N) % 2])
     elif change == "date":
         columns["day"] = [pd.Timestamp("2024-01-01").date()] * (N - 1) + [None]
     elif change == "null_type":
@@ -352,3 +361,62 @@ def test_pickled_predictions_keep_their_arrow_covariates(tmp_path):
     fast = parquet_predictions(path, score="score", label="label")
     again = pickle.loads(pickle.dumps(fast))
     pd.testing.assert_frame_equal(again.covariates, fast.covariates)
+
+
+def _assert_same_column(fast, slow) -> None:
+    assert (fast.kind, fast.levels, str(fast.tz)) == (slow.kind, slow.levels, str(slow.tz))
+    assert np.array_equal(fast.missing, slow.missing)
+    for field in ("keys", "codes"):
+        a, b = getattr(fast, field), getattr(slow, field)
+        assert (a is None) == (b is None), field
+        if a is not None:
+            assert a.dtype == b.dtype, field
+            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), field
+
+
+@pytest.mark.parametrize("hold", [False, True])
+@pytest.mark.parametrize("pandas_metadata", [True, False])
+def test_covariate_columns_read_from_arrow_are_the_dataframes(tmp_path, hold, pandas_metadata):
+    """Numbers, booleans, text and categoricals as arrays without pandas: the DataFrame's values.
+
+    Codes, categories in their order (unused ones kept, text sorted by code point), missing
+    values, kinds; timestamps are read from the DataFrame.
+    """
+    from mcviz.io.columns import column_of_series
+
+    path = _write(tmp_path, _many_kinds(3), pandas=pandas_metadata)
+    fast = parquet_predictions(path, score="score", label="label", hold_covariates=hold)
+    slow = load_predictions(path, score="score", label="label")
+    names = list(fast.covariate_names)
+    columns = fast.covariate_columns(names)
+    arrow = set(fast.__dict__["_covariate_columns"])
+    assert arrow == set(names) - {"when", "when_utc"}
+    assert columns["cat"].levels == ("c", "unused", "a", "b")
+    assert columns["city_odd"].levels == ("", "Zoë", "b b", "zoe", "Émile", "\u05d0")
+    assert columns["flag"].kind == "bool"
+    for name in names:
+        _assert_same_column(columns[name], column_of_series(slow.covariates[name]))
+    _assert_same(fast, slow)
+
+
+def test_categories_of_row_groups_with_their_own_dictionaries(tmp_path):
+    """Each row group's dictionary differs: the categories are unified in order (as to_pandas)."""
+    rng = np.random.default_rng(5)
+    batches = []
+    for words in (["b", "a"], ["c", "a", "d"], ["e", "b"]):
+        score, label = _scores(rng, 700)
+        indices = pa.array(rng.integers(0, len(words), 700).astype(np.int8),
+                           mask=rng.random(700) < 0.05)
+        batches.append(pa.record_batch({
+            "score": score, "label": label,
+            "group": pa.DictionaryArray.from_arrays(indices, pa.array(words))}))
+    path = tmp_path / "groups.parquet"
+    pq.write_table(pa.Table.from_batches(batches), path, row_group_size=700)
+    fast = parquet_predictions(path, score="score", label="label", hold_covariates=True)
+    slow = load_predictions(path, score="score", label="label")
+    column = fast.covariate_column("group")
+    assert column.levels == ("b", "a", "c", "d", "e")
+    from mcviz.io.columns import column_of_series
+
+    _assert_same_column(column, column_of_series(slow.covariates["group"]))
+    _assert_same(fast, slow)
