@@ -339,6 +339,8 @@ def read_parquet_table(
         name, size = _source_name_and_size(source)
         if size is not None and size > limits.bytes:
             raise too_large(name, f"is {size_text(size)}", limits.bytes)
+        if isinstance(source, str | Path):  # read in place, as read_table does (no copy)
+            return _read_parquet_file(Path(source), name, limits, size, columns)
         raw = _read_bytes(source, name, limits.bytes)
     if raw[:4] != _PARQUET_MAGIC:
         raise ValidationError(f"file {name!r} is not a Parquet file.")
@@ -348,6 +350,26 @@ def read_parquet_table(
         return _read_parquet(pa.BufferReader(raw), name, limits, file=len(raw), columns=columns)
     finally:
         release_arrow_memory()
+
+
+def _read_parquet_file(path: Path, name: str, limits: Limits, size: int | None,
+                       columns: Sequence[str] | None) -> pa.Table:
+    """:func:`read_parquet_table` of a path: read through an Arrow file, not copied to bytes."""
+    import pyarrow as pa
+
+    try:
+        native = pa.OSFile(str(path))
+    except (OSError, pa.ArrowException) as error:
+        raise ValidationError(f"file {name!r} could not be read: {short(error)}.") from None
+    with native:
+        if native.read(4) != _PARQUET_MAGIC:
+            raise ValidationError(f"file {name!r} is not a Parquet file.")
+        native.seek(0)
+        try:
+            return _read_parquet(native, name, limits, file=native.size() if size is None
+                                 else size, columns=columns)
+        finally:
+            release_arrow_memory()
 
 
 def _read_parquet(source: pa.NativeFile, name: str, limits: Limits, *, file: int,
