@@ -446,12 +446,13 @@ def _curve_summary(
     run_fit = np.interp(distinct, at, fit) if interpolated else fit
     run_weight = rows.run_sum("w")
     gap = np.abs(run_fit - distinct)  # d_i, constant on a run of tied scores
-    ici = float(np.sum(run_weight * gap) / rows.total)  # the ICI of [3]
+    ones = rows.unit_weights and rows.no_ties  # every run one row of weight 1: W d = d
+    ici = float(np.sum(gap if ones else run_weight * gap) / rows.total)  # the ICI of [3]
     if rows.weighted:
         e50, e90 = _weighted_quantile(gap, run_weight, [0.5, 0.9], equal=False)
-    else:
-        e50, e90 = _weighted_quantile(np.repeat(gap, run_weight.astype(np.int64)), run_weight,
-                                      [0.5, 0.9], equal=True)
+    else:  # each row's gap once (np.quantile leaves its input as it is)
+        every = gap if ones else np.repeat(gap, run_weight.astype(np.int64))
+        e50, e90 = _weighted_quantile(every, run_weight, [0.5, 0.9], equal=True)
     return CalibrationCurveSummary(
         ici=ici,
         e50=float(e50),

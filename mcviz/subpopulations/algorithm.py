@@ -5,6 +5,7 @@ See :mod:`mcviz.subpopulations` for the rules (Section 2.3 refinements, missing 
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ class _Column:
     name: str
     kind: str                   # "ordinal", "nominal" or "bool"
     mode: str                   # "codes" or "distinct" (ordinal floats, all observed distinct)
-    data: np.ndarray            # int32 codes (missing = levels) or float64 keys (NaN missing)
+    data: np.ndarray            # int16/int32 codes (missing = levels) or float64 keys (NaN)
     levels: int                 # distinct observed values (codes mode)
     values: object              # sorted distinct observed values (codes) or categories (nominal)
     has_missing: bool
@@ -89,19 +90,20 @@ def _prepare_column(name: str, series: pd.Series, kind: str) -> _Column:
 
 
 def _number_column(name: str, keys: np.ndarray, missing: np.ndarray,
-                   has_missing: bool) -> _Column:
+                   has_missing: bool, low: float | None = None) -> _Column:
     """Prepare an ordinal number column from its float64 keys (NaN where ``missing``).
 
     Row by row: each row's code (or key, in "distinct" mode) depends only on its own value and
     on the set of values, so the column built from rows in any order, then put in score order,
-    is the one built from the rows in score order.
+    is the one built from the rows in score order. ``low``: the smallest key, when known and
+    nothing is missing.
     """
     observed = keys[~missing] if has_missing else keys  # (no copy when nothing is missing)
-    fast = _decimal_codes(observed)
+    fast = _decimal_codes(observed, None if has_missing else low)
     if fast is not None:
-        codes, uniques, counts = fast  # (int32; every row observed when nothing is missing)
+        codes, uniques, counts = fast  # (every row observed when nothing is missing)
         if has_missing:
-            codes = np.full(keys.size, uniques.size, dtype=np.int32)
+            codes = np.full(keys.size, uniques.size, dtype=codes.dtype)
             codes[~missing] = fast[0]
         counts = np.append(counts, keys.size - observed.size)  # missing: the last code
         return _Column(name, "ordinal", "codes", codes, uniques.size, uniques, has_missing,
@@ -143,20 +145,23 @@ def _number_columns(pred: Predictions, numbers: Mapping[str, np.ndarray],
     columns = []
     for name in names:
         keys = numbers[name]
-        has_missing = bool(np.isnan(np.min(keys))) if keys.size else False  # NaN propagates
+        low = float(np.min(keys)) if keys.size else None
+        has_missing = low is not None and math.isnan(low)  # NaN propagates to the minimum
         missing = np.isnan(keys) if has_missing else np.zeros(keys.size, dtype=bool)
-        column = _number_column(name, keys, missing, has_missing)
+        column = _number_column(name, keys, missing, has_missing, low)
         column.data = np.take(column.data, pred.row)
         columns.append(column)
     return columns
 
 
-def _decimal_codes(observed: np.ndarray) -> tuple[np.ndarray, ...] | None:
+def _decimal_codes(observed: np.ndarray,
+                   low: float | None = None) -> tuple[np.ndarray, ...] | None:
     """Codes, sorted distinct values and their counts without sorting, for short decimals.
 
     When every value equals ``round(value * 10**d) / 10**d`` (d ≤ 6) and the scaled values
     span a small range, the distinct values are found by counting (O(n)); the map is exact and
-    monotone, so the codes rank the values exactly as a sort would.
+    monotone, so the codes rank the values exactly as a sort would. ``low``: the minimum of
+    ``observed`` when already known.
     """
     n = observed.size
     if n == 0:
@@ -164,7 +169,8 @@ def _decimal_codes(observed: np.ndarray) -> tuple[np.ndarray, ...] | None:
     sample = observed[:1000]
     if not np.isfinite(sample).all():
         return None
-    low, high = float(observed.min()), float(observed.max())
+    low = float(observed.min()) if low is None else low
+    high = float(observed.max())
     if not (np.isfinite(low) and np.isfinite(high)):
         return None
     for digits in range(7):
@@ -187,7 +193,9 @@ def _decimal_codes(observed: np.ndarray) -> tuple[np.ndarray, ...] | None:
         del scaled
         counts = np.bincount(shifted, minlength=int(np.round(high * scale) - offset) + 1)
         present = counts > 0
-        table = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32)
+        ranks = np.cumsum(present, dtype=np.int64) - 1
+        # int16 codes (the missing code too) when they fit: half the bytes to gather
+        table = ranks.astype(np.int16 if ranks[-1] + 2 < 2**15 else np.int32)
         steps = np.flatnonzero(present).astype(float) + offset
         uniques = steps / scale if digits else steps
         return np.take(table, shifted), uniques, counts[present]
@@ -250,7 +258,8 @@ class _Generator:
         self.by_membership: dict[tuple, list[_Node]] = {}
         self.columns_by_name = {c.name: c for c in columns}
         n = pred.n  # work buffers reused by every split (no fresh pages per split)
-        self.codes_buffer = np.empty(n, dtype=np.int32)
+        self.codes_buffers = {dtype: np.empty(n, dtype=dtype) for dtype in
+                              {c.data.dtype for c in columns if c.mode == "codes"}}
         self.float_buffer = np.empty(n if any(c.mode == "distinct" for c in columns) else 0)
         self.order_buffer = np.empty_like(self.float_buffer)
         self.mask_buffer = np.empty(n, dtype=bool)
@@ -259,7 +268,8 @@ class _Generator:
         """Gather the column at the members into a work buffer."""
         if index.size == column.data.size:  # the full population: nothing to gather
             return column.data
-        buffer = self.float_buffer if column.mode == "distinct" else self.codes_buffer
+        buffer = self.float_buffer if column.mode == "distinct" else (
+            self.codes_buffers[column.data.dtype])
         return np.take(column.data, index, out=buffer[: index.size], mode="clip")
 
     @staticmethod
