@@ -422,7 +422,9 @@ class Evaluator:
         out = ChunkSummaries.empty(len(indices), draws)
         sizes = np.fromiter((i.size for i in indices), dtype=np.int64, count=len(indices))
         pair = None
-        if base is None and one_d and not self.weighted:  # rows of (R - S, S(1 - S))
+        if base is None and one_d and not self.weighted and int(sizes.sum()) >= self.n:
+            # rows of (R - S, S(1 - S)), built over all n rows: worth it only when the members
+            # hold at least n positions in all (the search asks for a few small sets at a time)
             pair = np.empty((self.n, 2))
             pair[:, 0] = columns[:, 0]
             if "variance" in self.__dict__:

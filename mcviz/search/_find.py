@@ -57,12 +57,13 @@ ALPHA = 0.05
 _BYTES_PER_ROW = 110
 _BYTES_PER_ROW_COVARIATE = 6
 _BYTES_FIXED = 6_500_000  # tracemalloc peak 11.8 MB at 30,000 x 10, holdout 0.3 (was 5 MB)
-# CPU time (user + sys) of the search, 2026-11-26 10:53 at load 8-9 after #30's speed-up: the
-# planted three-condition shape of benchmarks/shapes.py 1.3-1.4 s at 10^5 x 8 and 7.3-7.7 s at
-# 10^6 x 10 (benchmarks/bench_search_time.py), benchmarks/bench_budget.py search 1.14 s
-# (600,000 x 4) and 1.39 s (400,000 x 12); these constants give 0.8x, 0.8x, 2.0x and 2.5x of them
-# (the planted shapes cost more per row than bench_budget's random covariates).
-_SECONDS_PER_ROW_COVARIATE = 4e-7
+# CPU time (user + sys) of the search, 2026-11-26 13:35 at load 7 after #30's findings-phase
+# speed-up (entries explained by better findings fold before refining): the planted
+# three-condition shape of benchmarks/shapes.py 0.9-1.0 s at 10^5 x 8 and 4.8-7.6 s at
+# 10^6 x 10 (seeds 0-1, benchmarks/bench_search_time.py), benchmarks/bench_budget.py search
+# 1.20 s (600,000 x 4) and 1.18 s (400,000 x 12); these constants give 1.0-1.1x, 0.7-1.1x, 1.7x
+# and 2.7x of them (the planted shapes cost more per row than bench_budget's random covariates).
+_SECONDS_PER_ROW_COVARIATE = 3.5e-7
 _SECONDS_FIXED = 0.6
 _REFINE_SHARE = 0.3  # of the CPU time at 10^6 x 10: refine 2.0 of 7.3 s (by phase)
 

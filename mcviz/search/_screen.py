@@ -112,16 +112,19 @@ def masked_scores(data: Data, rows: np.ndarray, masks: list[np.ndarray]) -> np.n
     ends = _run_ends(data, rows)
     weight = data.weight[rows] if data.evaluator.weighted else None
     out = ChunkSummaries.empty(len(masks))
+    path, terms = np.empty(rows.size), np.empty(rows.size)  # reused: no new pages per mask
     for k, mask in enumerate(masks):
-        path = np.cumsum(weighted * mask)  # x * 1 = x, x * 0 = 0: exact (no branch per row)
+        np.multiply(weighted, mask, out=path)  # x * 1 = x, x * 0 = 0: exact (no branch per row)
+        np.cumsum(path, out=path)
         at_ends = path if ends is None else path[ends]
         if path.size:
             out.high[k] = max(float(at_ends.max()), 0.0)
             out.low[k] = min(float(at_ends.min()), 0.0)
             out.offset[k] = path[-1]
         out.count[k] = np.count_nonzero(mask)
-        out.weight[k] = out.count[k] if weight is None else (weight * mask).sum()
-        out.variance[k] = (variance * mask).sum()
+        out.weight[k] = out.count[k] if weight is None else np.multiply(
+            weight, mask, out=terms).sum()
+        out.variance[k] = np.multiply(variance, mask, out=terms).sum()
     stats = finish(out, SigmaMethod.BERNOULLI)
     mean = safe_ratio(out.offset, out.weight)
     return np.column_stack((stats.kuiper_z, stats.kuiper, stats.sigma, mean))

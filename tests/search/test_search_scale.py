@@ -212,13 +212,25 @@ def test_candidates_are_refined_on_at_most_finish_rows(monkeypatch):
         return refine(self, cuts)
 
     monkeypatch.setattr(_beam.Beam, "refine", spy)
+    polished = []
+    polish = _beam.Beam._polished
+
+    def spy_polish(self, node, members):
+        out = polish(self, node, members)
+        polished.append((self.rows.size, node.z, out[0].z))
+        return out
+
+    monkeypatch.setattr(_beam.Beam, "_polished", spy_polish)
     first = search_subpopulations(pred, seed=3)
+    assert len(polished) == len(first.findings)
     again = search_subpopulations(pred, seed=3)
     assert first.n_search == 28_000
     # the cap applied: the candidates' cut points refined on 10,000 of the 28,000 rows (and
-    # on all of them only when grown)
+    # on all of them only when grown, or when an accepted finding is polished)
     assert 10_000 in refined_on
     assert refined_on <= {10_000, 28_000}
+    # each finding's cut points chosen again on all the search rows, kept when better
+    assert all(rows == 28_000 and after >= before for rows, before, after in polished)
     assert [f.description for f in first.findings] == [f.description for f in again.findings]
     assert [f.holdout_kuiper_z for f in first.findings] == [
         f.holdout_kuiper_z for f in again.findings]
@@ -235,6 +247,58 @@ def test_candidates_are_refined_on_at_most_finish_rows(monkeypatch):
     assert top.search_kuiper_z == pytest.approx(z, rel=1e-9)
     zs = [f.search_kuiper_z for f in first.findings]
     assert zs == sorted(zs, reverse=True)
+
+
+def _beam_after_run(pred, seed=3):
+    """The search's beam over the planted data, its pool filled (the search's own set-up)."""
+    from mcviz.search import _beam, _confirm, _find
+
+    search_rows, holdout_rows, rank = _confirm.split_rows(
+        pred, 0.3, np.random.default_rng(seed), max_search=_find.MAX_SEARCH_ROWS)
+    columns, _ = _find._columns(pred, list(pred.covariates.columns), search_rows,
+                                holdout_rows)
+    data = _find._data(pred, (rank % 2).astype(bool), (search_rows, holdout_rows))
+    beam = _beam.Beam(data, columns, search_rows, 20, None)
+    return beam, {column.name: j for j, column in enumerate(columns)}
+
+
+def test_entries_explained_by_a_better_finding_are_folded_before_refining(monkeypatch):
+    from mcviz.search import _beam
+    from mcviz.search._columns import Cut
+
+    frame, _ = planted(40_000, "level", 0.2, seed=4)
+    pred = predictions(frame)
+    beam, index = _beam_after_run(pred)
+    region = index["region"]
+    code = beam.columns[region].levels.index
+    planted_level = Cut(region, "in", levels=(code("r7"),))
+    three_levels = Cut(region, "in", levels=tuple(sorted(code(r) for r in ("r3", "r5", "r7"))))
+    elsewhere = Cut(index["age"], "ge", lo=60.0)
+    most = Cut(index["x1"], "lt", hi=2.0)  # about 98% of the rows
+    entries = [(planted_level,), (three_levels, most), (elsewhere,)]
+    scores = beam.scores(entries)
+    assert scores[0, 0] > scores[1, 0] > 3.0 > scores[2, 0]  # the planted level ranks first
+    # a third of the second entry's rows are the planted level's, where its deviation lies:
+    # outside them it does not deviate (the test a refined entry faces last)
+    inside, planted_rows = beam.members(entries[1]), beam.members(entries[0])
+    assert np.isin(inside, planted_rows).mean() < 0.5  # not mostly inside the planted rows
+    assert beam._explained(inside, float(scores[1, 0]), [planted_rows])
+    beam.pool = {frozenset(c.key() for c in cuts): _beam.Node(cuts, float(z), float(mean), 0)
+                 for cuts, (z, _, _, mean) in zip(entries, scores, strict=True)}
+    refined = []
+    refine = _beam.Beam.refine
+
+    def spy(self, cuts):
+        refined.append(tuple(cuts))
+        return refine(self, cuts)
+
+    monkeypatch.setattr(_beam.Beam, "refine", spy)
+    found = beam.findings(3)
+    assert entries[0] in refined
+    assert entries[2] in refined
+    assert entries[1] not in refined  # folded before it was refined and pruned
+    assert beam.stops["overlap"] >= 1
+    assert found[0][0].cuts == entries[0]
 
 
 def test_refined_subset_does_not_depend_on_the_order_of_tied_rows():
