@@ -582,6 +582,8 @@ class _Arrays:
         Differences of prefix sums lost a light bin after a heavy one (1e9 then 1e-9: weight 0).
         """
         starts = bounds[:-1]
+        if self.unit and name == "w":  # sums of ones: the counts, exactly
+            return np.diff(bounds).astype(float)
         nonempty = starts < bounds[1:]
         sums = np.zeros(starts.size)
         if nonempty.any():  # each non-empty bin runs to the next one's start (or bounds[-1])

@@ -121,7 +121,9 @@ def cumulative_path(
     ([0.0, 0.25, -0.125], [0, 2])
     """
     ends = np.flatnonzero(run_end)
-    steps = np.cumsum(weighted_residual)[ends]  # eq. (1), times the total weight
+    steps = np.cumsum(weighted_residual)  # eq. (1), times the total weight
+    if ends.size < steps.size:  # (every row ends a run when no score is tied)
+        steps = steps[ends]
     path = np.concatenate(([0.0], safe_ratio(steps, weight_total)))  # total 0: steps are 0
     return path, ends
 

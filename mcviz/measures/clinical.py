@@ -477,7 +477,9 @@ def _hosmer_lemeshow(rows: _Rows, groups: int) -> HosmerLemeshow:
         np.cumsum(run_weight))
     bounds = np.unique(np.concatenate(([0], equal_count_runs(cumulative, groups))))
     first = bounds[:-1]
-    n_g = np.add.reduceat(run_weight, first)
+    n_g = np.diff(np.append(first, run_weight.size)).astype(float) if (
+        rows.unit_weights and rows.no_ties) else (
+        np.add.reduceat(run_weight, first))  # (sums of ones: the counts, exactly)
     observed = np.add.reduceat(rows.run_sum("wy"), first)
     weighted_score = rows.times_weight(rows.score)
     expected_run = weighted_score if rows.no_ties else np.add.reduceat(weighted_score, rows.starts)
