@@ -61,8 +61,9 @@ _BYTES_FIXED = 6_500_000  # tracemalloc peak 11.8 MB at 30,000 x 10, holdout 0.3
 # speed-up (entries explained by better findings fold before refining): the planted
 # three-condition shape of benchmarks/shapes.py 0.9-1.0 s at 10^5 x 8 and 4.8-7.6 s at
 # 10^6 x 10 (seeds 0-1, benchmarks/bench_search_time.py), benchmarks/bench_budget.py search
-# 1.20 s (600,000 x 4) and 1.18 s (400,000 x 12); these constants give 1.0-1.1x, 0.7-1.1x, 1.7x
-# and 2.7x of them (the planted shapes cost more per row than bench_budget's random covariates).
+# 1.10 s (600,000 x 4) and 1.07 s (400,000 x 12) at load 4; these constants give 1.0-1.1x,
+# 0.7-1.1x, 1.9x and 2.9x of them (the planted shapes cost more per row than bench_budget's
+# random covariates, and some draws of a shape much more than others).
 _SECONDS_PER_ROW_COVARIATE = 3.5e-7
 _SECONDS_FIXED = 0.6
 _REFINE_SHARE = 0.3  # of the CPU time at 10^6 x 10: refine 2.0 of 7.3 s (by phase)
