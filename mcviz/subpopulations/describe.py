@@ -29,6 +29,7 @@ _KEYWORDS = frozenset(
 _SYMBOL = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "==", "!=": "≠"}
 
 
+@functools.lru_cache(maxsize=4096)
 def _name_text(name: str) -> str:
     if _BARE.match(name) and name.lower() not in _KEYWORDS:
         return name
