@@ -111,7 +111,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
+    if argv is None and status == 0 and sys.argv[1:2] == ["metrics"]:
+        _finish_metrics_at_once()
     return status
+
+
+def _finish_metrics_at_once() -> None:
+    """End the ``mcviz metrics`` command's process without the interpreter's teardown.
+
+    After a successful run everything is done: the output is printed and flushed, a
+    ``--table`` file is written and closed (atomically, inside the run), no temporary file or
+    directory is left to finalise. What remains is freeing the objects one by one (the members
+    of 10^3 subpopulations, the columns) and tearing down the imported modules and Arrow's
+    threads: ~30 ms CPU at 10^6 rows with ``--subpopulations 1000`` (5 alternating runs, 1.63
+    -> 1.59 s), which the kernel does at once when the process exits. Only the command itself
+    (``main()`` with no argv) and only ``metrics``; Python callers of ``main(argv)`` return.
+    """
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe or stream: let the interpreter report it
+        return
+    os._exit(0)
 
 
 def _system_allocator_for_arrow() -> None:

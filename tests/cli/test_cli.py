@@ -251,3 +251,30 @@ def test_the_command_alone_keeps_freed_memory_through_glibc():
             [sys.executable, "-c", "import mcviz.cli as c; print(c._keep_freed_memory())"],
             capture_output=True, text=True, cwd=ROOT, check=True)
         assert taken.stdout.strip() == "True"  # this glibc took the three values
+
+
+def test_a_finished_metrics_command_leaves_without_the_interpreters_teardown(tmp_path):
+    # the command itself (main() with no argv) ends a successful `metrics` run at once: its
+    # output and --table file are complete, and no atexit handler runs; a Python caller's
+    # main(argv) returns as before (the handler runs at its interpreter's exit)
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"score": rng.random(300), "x": rng.integers(0, 9, 300).astype(float)})
+    frame["label"] = (rng.random(300) < frame["score"]).astype(int)
+    data = tmp_path / "d.parquet"
+    frame.to_parquet(data)
+    table = tmp_path / "t.csv"
+    argv = ["metrics", str(data), "--score", "score", "--label", "label", "--covariates", "x",
+            "--subpopulations", "5", "--table", str(table), "--json"]
+    code = ("import atexit, sys\nimport mcviz.cli\n"
+            "atexit.register(lambda: print('teardown', file=sys.stderr))\n"
+            "if sys.argv[1] == 'library':\n    sys.exit(mcviz.cli.main(sys.argv[2:]))\n"
+            "sys.exit(mcviz.cli.main())\n")
+    for how in ("command", "library"):
+        table.unlink(missing_ok=True)
+        args = argv if how == "command" else ["library", *argv]
+        completed = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                                   text=True, cwd=ROOT)
+        assert completed.returncode == 0, completed.stderr
+        assert json.loads(completed.stdout)["multicalibration"]["n_subpopulations"] == 5
+        assert len(pd.read_csv(table)) == 6  # the full population and the 5
+        assert ("teardown" in completed.stderr) == (how == "library")
