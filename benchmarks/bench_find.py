@@ -573,7 +573,7 @@ def timed_command(arguments: list[str]) -> tuple[float, float, str]:
     return wall, cpu, done.stdout
 
 
-def speed_against_metrics(n: int, extra: int, repeats: int = 2) -> None:
+def speed_against_metrics(n: int, extra: int, repeats: int = 2, seed: int = 0) -> None:
     """Whole commands on one Parquet file: ``mcviz search`` beside ``metrics --subpopulations``.
 
     Both read the same file in a process of their own (start-up, reading and output
@@ -581,9 +581,11 @@ def speed_against_metrics(n: int, extra: int, repeats: int = 2) -> None:
     run alternately so that both see the same load. "in search" is the wall time of
     :func:`~mcviz.search.search_subpopulations` itself (its JSON's ``seconds``: the rest is
     start-up, reading and output). The ratios are those of the search to ``mcviz metrics FILE
-    --subpopulations 1000`` (issue #30 asks for at most 2).
+    --subpopulations 1000`` (issue #30 asks for at most 2). ``seed`` is the planted draw of the
+    three-condition shape (the search's own cost depends on the draw: how many pool entries
+    the first finding explains; ``--speed-seeds`` runs several).
     """
-    frame, _, _ = shaped(n, "three", 0, extra=extra)
+    frame, _, _ = shaped(n, "three", seed, extra=extra)
     columns = frame.shape[1] - 2
     with tempfile.TemporaryDirectory(prefix="bench-find-") as tmp:
         path = Path(tmp) / "shape.parquet"
@@ -599,8 +601,8 @@ def speed_against_metrics(n: int, extra: int, repeats: int = 2) -> None:
                                         for k in ("search", "metrics"))
     inside = min(json.loads(r[2])["search"]["seconds"] if r[2].strip() else np.nan
                  for r in runs["search"])
-    print(f"| {n:,} | {columns} | {s_wall:.1f} | {s_cpu:.1f} | {inside:.1f} | {m_wall:.1f} | "
-          f"{m_cpu:.1f} | "
+    print(f"| {n:,} | {columns} | {seed} | {s_wall:.1f} | {s_cpu:.1f} | {inside:.1f} | "
+          f"{m_wall:.1f} | {m_cpu:.1f} | "
           f"{s_wall / m_wall:.2f} | {s_cpu / m_cpu:.2f} | {os.getloadavg()[0]:.1f} |",
           flush=True)
 
@@ -625,6 +627,8 @@ def main() -> None:
     parser.add_argument("--null-n", type=int, default=20_000)
     parser.add_argument("--no-pysubgroup", action="store_true")
     parser.add_argument("--no-speed", action="store_true")
+    parser.add_argument("--speed-seeds", default="0", metavar="SEEDS",
+                        help="planted draws of the speed table (e.g. 0-4)")
     parser.add_argument("--old-planted", action="store_true",
                         help="also the older table of the age/income/region generator")
     parser.add_argument("--scale", type=int, default=0, metavar="N",
@@ -664,11 +668,13 @@ def main() -> None:
         null_table(args.null_n, args.null_draws, args.null_start, args.null_jobs)
     if not args.no_speed:
         print("\n`mcviz search FILE` and `mcviz metrics FILE --subpopulations 1000` (whole "
-              "commands, same Parquet file, best of 2 each)\n\n| rows | covariates | search "
-              "wall s | search CPU s | in search s | metrics wall s | metrics CPU s | wall ratio | "
-              "CPU ratio | load |\n|---|---|---|---|---|---|---|---|---|---|")
+              "commands, same Parquet file, best of 2 each)\n\n| rows | covariates | draw | "
+              "search wall s | search CPU s | in search s | metrics wall s | metrics CPU s | "
+              "wall ratio | CPU ratio | load |\n|---|---|---|---|---|---|---|---|---|---|---|")
+        low, _, high = args.speed_seeds.partition("-")
         for n, extra in ((100_000, 0), (1_000_000, 2)):
-            speed_against_metrics(n, extra)
+            for seed in range(int(low), int(high or low) + 1):
+                speed_against_metrics(n, extra, seed=seed)
 
 
 def planted_table(args: argparse.Namespace) -> None:
