@@ -163,26 +163,28 @@ def load_from_arguments(args: argparse.Namespace, **options: object) -> Predicti
     return apply_weighting(args, load_file(args, **options))
 
 
-def load_parquet_first(args: argparse.Namespace, *,
-                       covariates: Sequence[str] | None) -> Predictions:
+def load_parquet_first(args: argparse.Namespace, *, covariates: Sequence[str] | None,
+                       hold_covariates: bool = False, weighted: bool = True) -> Predictions:
     """:func:`load_from_arguments`, a Parquet file through Arrow without pandas when it can.
 
     :func:`mcviz.io.arrow_path.parquet_predictions` answers for a Parquet file with the score
-    and label named and clean values (the same :class:`Predictions`; its covariates, read with
-    them, become arrays when first used: :meth:`~mcviz.io.Predictions.covariate_columns`);
-    anything else,
-    and every message about bad input, is the loader's.
+    and label named and clean values (the same :class:`Predictions`; its covariates become
+    arrays when first used: :meth:`~mcviz.io.Predictions.covariate_columns`, read with the
+    roles when ``hold_covariates``); anything else, and every message about bad input, is the
+    loader's. ``weighted=False``: before ``--weighting`` (:func:`load_file`).
     """
+    pred = None
     if args.probabilities is None and args.positive is None and args.score and args.label:
         from mcviz.io.arrow_path import parquet_predictions
 
         pred = parquet_predictions(args.file, score=args.score, label=args.label,
                                    weight=args.weight, response=args.response,
-                                   covariates=covariates, hold_covariates=True)
+                                   covariates=covariates, hold_covariates=hold_covariates)
         if pred is not None:
             say_what_loading_did(pred.report)
-            return apply_weighting(args, pred)
-    return load_from_arguments(args, covariates=covariates)
+    if pred is None:
+        pred = load_file(args, covariates=covariates)
+    return apply_weighting(args, pred) if weighted else pred
 
 
 def load_file(args: argparse.Namespace, **options: object) -> Predictions:

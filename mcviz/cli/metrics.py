@@ -72,7 +72,9 @@ def run(args: argparse.Namespace) -> dict:
     groups = _common.split(args.groups)
     if covariates is not None and groups:  # group columns must be loaded too
         covariates = list(dict.fromkeys([*covariates, *groups]))
-    loaded = _load(args, covariates)
+    # a Parquet file without pandas when it can (pandas loads only if the covariates are
+    # read, by the multi-calibration block); before --weighting (the null redraws it)
+    loaded = _common.load_parquet_first(args, covariates=covariates, weighted=False)
     print(f"mcviz: columns: {roles_sentence(loaded)}", file=sys.stderr)
     pred = _common.apply_weighting(args, loaded)
     _check_subpopulations(args, pred)  # refused before the other measures, not after them
@@ -110,25 +112,6 @@ def run(args: argparse.Namespace) -> dict:
         else:
             calibration["p_value_kind"] = None
     return output
-
-
-def _load(args: argparse.Namespace, covariates: list[str] | None) -> Predictions:
-    """Load the file; a Parquet file without pandas when it can (the same predictions).
-
-    :func:`mcviz.io.arrow_path.parquet_predictions` answers for a Parquet file with the score
-    and label named and clean values (pandas then loads only if the covariates are read, by
-    the multi-calibration block); anything else is the loader's (:func:`load_file`).
-    """
-    if args.probabilities is None and args.positive is None and args.score and args.label:
-        from mcviz.io.arrow_path import parquet_predictions
-
-        pred = parquet_predictions(args.file, score=args.score, label=args.label,
-                                   weight=args.weight, response=args.response,
-                                   covariates=covariates)
-        if pred is not None:
-            _common.say_what_loading_did(pred.report)
-            return pred
-    return _common.load_file(args, covariates=covariates)
 
 
 def _asked(args: argparse.Namespace) -> bool:

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> dict:
     from mcviz.search import search_subpopulations
 
     covariates = _common.split(args.covariates)
-    pred = _common.load_parquet_first(args, covariates=covariates)
+    pred = _common.load_parquet_first(args, covariates=covariates, hold_covariates=True)
     result = search_subpopulations(
         pred, covariates=covariates, max_conditions=args.max_conditions,
         n_findings=args.findings, min_share=args.min_share, holdout=args.holdout,
