@@ -138,7 +138,9 @@ def test_dashboard_in_a_real_browser(tmp_path):
         argmax.wait_for(timeout=120_000)
         wait_charts(page, 4)
         check_page(page, "03-subpopulations")
-        # the table's CSV is written when asked for (not on every rerun of the page)
+        # the table's CSV is written when asked for (not on every rerun of the page); clicked
+        # once the page is idle (a click during a rerun can land on a button being redrawn)
+        wait_idle(page)
         with page.expect_download(timeout=60_000) as info:
             page.get_by_role("button", name="Download all subpopulations (CSV)").click()
         table = pd.read_csv(info.value.path())
