@@ -128,3 +128,37 @@ def masked_sums(node: Layout, masks: list[np.ndarray]) -> np.ndarray:
             low = min(low, int(path.min(where=where, initial=low)))
         out[k] = high, low, at_end[-1], np.einsum("i,i->", node.variance, flat[: node.size])
     return out
+
+
+def level_sums(node: Layout, order: np.ndarray, starts: np.ndarray,
+               run: np.ndarray | None) -> np.ndarray:
+    r"""Integer ``(high, low, end, variance)`` of consecutive segments of a reordered node.
+
+    ``order`` lists the node's rows segment after segment (the members of each level of a
+    nominal covariate, each in score order: a stable sort by level), ``starts`` the first
+    position of each segment, ``run`` the tie-run id of each row in ``order`` (None: no ties).
+    One cumulative sum runs over all segments at once: with integers (exact sums) the path of
+    a segment is that sum minus its value before the segment, with no rounding carried over
+    from the segments before it (a float sum would carry it). It is read at the last member
+    of each tie run of the segment (a member whose next member in the segment has another
+    run, or that ends the segment), the origin included, as in :func:`masked_sums`.
+    """
+    out = np.zeros((starts.size, 4), dtype=np.int64)
+    if not order.size:
+        return out
+    terms = node.blocks.reshape(-1).take(order)
+    path = np.cumsum(terms)
+    before = path[starts] - terms[starts]
+    if run is None:
+        read, first = path, starts
+    else:
+        last = np.ones(order.size, dtype=bool)
+        np.not_equal(run[1:], run[:-1], out=last[:-1])
+        last[starts[1:] - 1] = True  # each segment's last member ends its run
+        ends = np.flatnonzero(last)
+        read, first = path[ends], np.searchsorted(ends, starts)
+    out[:, 0] = np.maximum(np.maximum.reduceat(read, first) - before, 0)
+    out[:, 1] = np.minimum(np.minimum.reduceat(read, first) - before, 0)
+    out[:, 2] = path[np.append(starts[1:], order.size) - 1] - before
+    out[:, 3] = np.add.reduceat(node.variance.take(order), starts)
+    return out

@@ -37,7 +37,7 @@ import numpy as np
 
 from mcviz.core import ChunkSummaries, Evaluator, SigmaMethod, finish, safe_ratio
 from mcviz.search._columns import Column, Cut
-from mcviz.search._masked import Fixed, Layout, fixed_point, layout, masked_sums
+from mcviz.search._masked import Fixed, Layout, fixed_point, layout, level_sums, masked_sums
 
 BLOCKS = 256
 """Blocks of the coarse path (block ends are tie-run ends)."""
@@ -365,29 +365,53 @@ MAX_SET_LEVELS = 64
 """Level sets hold at most this many levels (the rest is described as a complement)."""
 
 
-def level_members(rows: np.ndarray, codes: np.ndarray, n_codes: int):
-    """Members of each code among ``rows`` (each in score order): (codes present, list)."""
+def _level_order(codes: np.ndarray, n_codes: int):
+    """Rows by level, each level in score order: (order, codes present, their counts)."""
     # a radix sort (stable: keeps the score order), one pass per byte of the narrowest type
     small = codes.astype(np.uint8 if n_codes <= 2**8 else np.uint16 if n_codes <= 2**16
                          else codes.dtype)
     order = np.argsort(small, kind="stable")
     counts = np.bincount(small, minlength=n_codes)
     present = np.flatnonzero(counts)
-    bounds = np.cumsum(counts[present])[:-1]
-    return present, np.split(rows[order], bounds)
+    return order, present, counts[present]
+
+
+def _level_z(data: Data, rows: np.ndarray, order: np.ndarray, sizes: np.ndarray,
+             usable: np.ndarray) -> np.ndarray:
+    """Exact D/sigma of each level's members (``order``: rows by level; -inf where unusable).
+
+    Unweighted Bernoulli rows: every level in one pass of exact integer sums
+    (:func:`~mcviz.search._masked.level_sums`, the numbers of :func:`masked_scores`); else
+    the core's evaluator on each usable level's members.
+    """
+    z = np.full(sizes.size, -np.inf)
+    if not usable.any():
+        return z
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    if data.evaluator.weighted or not data.bernoulli:
+        members = np.split(rows[order], starts[1:])
+        z[usable] = _score_candidates(data, [members[i] for i in np.flatnonzero(usable)])[:, 0]
+        return z
+    node, residual, variance = data.layout(rows)
+    run = data.evaluator.run_id[rows].take(order) if data.evaluator.has_ties else None
+    sums = level_sums(node, order, starts, run)
+    out = ChunkSummaries.empty(sizes.size)
+    out.high[:], out.low[:], out.offset[:] = (residual.real(sums[:, i]) for i in range(3))
+    out.variance[:] = variance.real(sums[:, 3])
+    out.count[:] = sizes
+    out.weight[:] = sizes
+    z[usable] = finish(out, SigmaMethod.BERNOULLI).kuiper_z[usable]
+    return z
 
 
 def _screen_nominal(data: Data, rows, block, n_blocks: int, codes, column: Column, j: int,
                     *, min_rows: int, keep: int) -> tuple[list[Screened], int]:
-    """Every level exactly (the core's evaluator), ``is missing``, and the level sets."""
+    """Every level exactly, ``is missing``, and the level sets."""
     n_codes = column.n_codes
     missing_code = n_codes - 1
-    present, members = level_members(rows, codes, n_codes)
-    sizes = np.array([m.size for m in members], dtype=np.int64)
+    order, present, sizes = _level_order(codes, n_codes)
     usable = (sizes >= min_rows) & (sizes < rows.size)
-    z = np.full(present.size, -np.inf)
-    if usable.any():
-        z[usable] = _score_candidates(data, [members[i] for i in np.flatnonzero(usable)])[:, 0]
+    z = _level_z(data, rows, order, sizes, usable)
 
     def single(i: int) -> Cut:
         code = int(present[i])

@@ -12,8 +12,14 @@ import pytest
 
 from mcviz import Predictions
 from mcviz.search._find import _data
-from mcviz.search._masked import BLOCK, fixed_point, layout, masked_sums
-from mcviz.search._screen import _run_ends, masked_scores
+from mcviz.search._masked import BLOCK, fixed_point, layout, level_sums, masked_sums
+from mcviz.search._screen import (
+    _level_order,
+    _level_z,
+    _run_ends,
+    _score_candidates,
+    masked_scores,
+)
 
 
 def _reference(values, variance, run, mask):
@@ -125,3 +131,47 @@ def test_masked_scores_of_tiny_row_sets(size):
         assert z == pytest.approx((read.max() - read.min()) / np.sqrt(total), rel=1e-12,
                                   abs=1e-15)
         assert mean == pytest.approx(r.mean(), rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("ties", ["none", "some", "all"])
+@pytest.mark.parametrize("n_levels", [1, 3, 40])
+def test_level_sums_equal_each_levels_explicit_cumulative_sum(ties, n_levels):
+    # every level of a nominal covariate in one pass: each level's own path (its members in
+    # score order), read at the last member of each of its tie runs, whatever comes before
+    # (all tied: one run, read at each level's last member only)
+    rng = np.random.default_rng(7 * n_levels + len(ties))
+    size = 3 * BLOCK + 11
+    values = rng.integers(-10**15, 10**15, size)  # large: a float sum would lose bits
+    variance = rng.integers(0, 10**12, size)
+    run = {"none": np.arange(size), "some": np.cumsum(rng.random(size) < 0.4),
+           "all": np.zeros(size, dtype=np.int64)}[ties]
+    node = layout(values, variance, _ends(run))
+    codes = rng.integers(0, n_levels, size)
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes)
+    present = np.flatnonzero(counts)
+    starts = np.concatenate(([0], np.cumsum(counts[present])[:-1]))
+    got = level_sums(node, order, starts, None if ties == "none" else run[order])
+    for level, row in zip(present, got, strict=True):
+        expected = _reference(values, variance, run, codes == level)
+        assert tuple(int(x) for x in row) == expected
+
+
+@pytest.mark.parametrize("digits", [2, None])
+def test_nominal_levels_are_scored_as_the_evaluator_scores_them(digits):
+    # the screen's one-pass level scores (unweighted) against the core's evaluator on each
+    # level's gathered members
+    rng = np.random.default_rng(23)
+    n = 6000
+    score = rng.uniform(0.05, 0.95, n)
+    score = np.sort(score if digits is None else np.round(score, digits))
+    label = (rng.random(n) < np.clip(score + 0.04, 0, 1)).astype(float)
+    data = _data(Predictions.from_arrays(score, label), np.zeros(n, dtype=bool))
+    rows = np.sort(rng.choice(n, 4000, replace=False))
+    codes = rng.choice(30, rows.size, p=np.arange(30, 0, -1) / 465).astype(np.int32)
+    order, present, sizes = _level_order(codes, 31)
+    usable = sizes >= 20
+    z = _level_z(data, rows, order, sizes, usable)
+    expected = _score_candidates(data, [rows[codes == c] for c in present[usable]])[:, 0]
+    assert z[usable] == pytest.approx(expected, rel=1e-12)
+    assert np.all(z[~usable] == -np.inf)
