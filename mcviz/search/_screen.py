@@ -265,21 +265,22 @@ def screen_column(
 
 
 def _code_sums(codes: np.ndarray, n_codes: int, block: np.ndarray, n_blocks: int,
-               weighted: np.ndarray, variance: np.ndarray):
+               weighted: np.ndarray, variance: np.ndarray, *, count: bool = True):
     """Return the sums of ``weighted`` per code and block, of ``variance`` and rows per code.
 
-    Shapes ``(n_codes, n_blocks)``, ``(n_codes,)``, ``(n_codes,)`` (bincounts). The codes are
-    widened to the index type once (:func:`np.bincount` would convert them on every call, and
-    a narrow type's arithmetic would overflow); the sums are the same whatever the index's
-    type (a bincount adds in row order).
+    Shapes ``(n_codes, n_blocks)``, ``(n_codes,)``, ``(n_codes,)`` (bincounts; the counts
+    None unless ``count``). The codes are widened to the index type once
+    (:func:`np.bincount` would convert them on every call, and a narrow type's arithmetic
+    would overflow); the sums are the same whatever the index's type (a bincount adds in row
+    order).
     """
     wide = codes.astype(np.intp)
     index = wide * n_blocks
     index += block
     table = np.bincount(index, weights=weighted, minlength=n_codes * n_blocks)
-    return (table.reshape(n_codes, n_blocks), np.bincount(wide, weights=variance,
-                                                          minlength=n_codes),
-            np.bincount(wide, minlength=n_codes))
+    return (table.reshape(n_codes, n_blocks),
+            np.bincount(wide, weights=variance, minlength=n_codes),
+            np.bincount(wide, minlength=n_codes) if count else None)
 
 
 def _best(z, sizes, cuts, n_rows: int, min_rows: int, keep: int) -> list[Screened]:
@@ -412,6 +413,8 @@ def _screen_nominal(data: Data, rows, block, n_blocks: int, codes, column: Colum
     order, present, sizes = _level_order(codes, n_codes)
     usable = (sizes >= min_rows) & (sizes < rows.size)
     z = _level_z(data, rows, order, sizes, usable)
+    count = np.zeros(n_codes, dtype=np.int64)
+    count[present] = sizes
 
     def single(i: int) -> Cut:
         code = int(present[i])
@@ -421,7 +424,7 @@ def _screen_nominal(data: Data, rows, block, n_blocks: int, codes, column: Colum
     observed = present[present != missing_code]
     if observed.size >= 3:
         chosen += _level_sets(data, rows, block, n_blocks, codes, column, j, observed,
-                              min_rows=min_rows)
+                              count, min_rows=min_rows)
     return chosen, int(present.size + 2 * observed.size)
 
 
@@ -442,7 +445,8 @@ def _set_path(table: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j: int,
-                observed: np.ndarray, *, min_rows: int) -> list[Screened]:
+                observed: np.ndarray, count: np.ndarray, *,
+                min_rows: int) -> list[Screened]:
     r"""At most one level set per direction, chosen out of fold with a complexity penalty.
 
     Levels are ordered by their shrunken mean residual
@@ -456,15 +460,14 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
     :math:`0.75\log_2 k` and each smaller set of :math:`j` levels by :math:`0.75\log_2(k/j)`
     out of fold (noise levels lower the out-of-fold score in expectation, so a set of noise
     levels cannot outrank a real one-level group). When :math:`k^* \ge 2` the set is the first
-    :math:`k^*` levels in the order of all the node's rows.
+    :math:`k^*` levels in the order of all the node's rows. ``count``: rows per code.
     """
     n_codes = column.n_codes
     weighted, row_variance, parity = data.at(rows)
     code_fold = codes * 2 + parity  # codes of (level, fold), computed once for both tables
-    table, variance, count = _code_sums(code_fold, n_codes * 2, block, n_blocks, weighted,
-                                        row_variance)
+    table, variance, _ = _code_sums(code_fold, n_codes * 2, block, n_blocks, weighted,
+                                    row_variance, count=False)
     table, variance = table.reshape(n_codes, 2, n_blocks), variance.reshape(n_codes, 2)
-    count = count.reshape(n_codes, 2).sum(axis=1)
     v0 = min_rows * float(variance.sum()) / max(rows.size, 1)
     sums = table.sum(axis=2)  # (codes, folds)
     top = min(observed.size - 1, MAX_SET_LEVELS)

@@ -40,6 +40,15 @@ def _ends(run):
     return np.flatnonzero(np.append(run[1:] != run[:-1], True))
 
 
+def _unweighted(n, digits, seed, shift=0.0):
+    """Unweighted binary predictions' search data; scores rounded to ``digits`` (ties)."""
+    rng = np.random.default_rng(seed)
+    score = rng.uniform(0.05, 0.95, n)
+    score = np.sort(score if digits is None else np.round(score, digits))
+    label = (rng.random(n) < np.clip(score + shift, 0, 1)).astype(float)
+    return rng, _data(Predictions.from_arrays(score, label), np.zeros(n, dtype=bool))
+
+
 SIZES = [0, 1, 2, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 5, 2000]
 
 
@@ -90,12 +99,8 @@ def test_fixed_point_never_overflows_and_rounds_to_half_a_step():
 def test_equal_members_score_the_same_from_any_rows(digits):
     # the same subset masked within two different row sets (two nodes of the beam) gets
     # bit-identical numbers: integer sums do not depend on the rows around the members
-    rng = np.random.default_rng(17)
     n = 5000
-    score = rng.uniform(0.05, 0.95, n)
-    score = np.sort(score if digits is None else np.round(score, digits))
-    label = (rng.random(n) < score).astype(float)
-    data = _data(Predictions.from_arrays(score, label), np.zeros(n, dtype=bool))
+    rng, data = _unweighted(n, digits, 17)
     members = np.sort(rng.choice(n, 1500, replace=False))
     one = np.union1d(members, rng.choice(n, 1000))
     two = np.union1d(members, rng.choice(n, 2500))
@@ -161,12 +166,8 @@ def test_level_sums_equal_each_levels_explicit_cumulative_sum(ties, n_levels):
 def test_nominal_levels_are_scored_as_the_evaluator_scores_them(digits):
     # the screen's one-pass level scores (unweighted) against the core's evaluator on each
     # level's gathered members
-    rng = np.random.default_rng(23)
     n = 6000
-    score = rng.uniform(0.05, 0.95, n)
-    score = np.sort(score if digits is None else np.round(score, digits))
-    label = (rng.random(n) < np.clip(score + 0.04, 0, 1)).astype(float)
-    data = _data(Predictions.from_arrays(score, label), np.zeros(n, dtype=bool))
+    rng, data = _unweighted(n, digits, 23, shift=0.04)
     rows = np.sort(rng.choice(n, 4000, replace=False))
     codes = rng.choice(30, rows.size, p=np.arange(30, 0, -1) / 465).astype(np.int32)
     order, present, sizes = _level_order(codes, 31)
