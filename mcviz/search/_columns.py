@@ -198,7 +198,7 @@ class Cut:
         if self.op == "in":
             table = np.zeros(column.n_codes, dtype=bool)
             table[list(self.levels)] = True
-            return table[column.codes[rows]]
+            return table.take(column.codes[rows])  # take: faster than table[codes]
         if self.op in ("missing", "present"):
             missing = column.codes[rows] == column.n_codes - 1
             return missing if self.op == "missing" else ~missing
@@ -216,7 +216,7 @@ class Cut:
         if self.op == "in":
             table = np.zeros(column.n_codes, dtype=bool)
             table[list(self.levels)] = True
-            return table[codes]
+            return table.take(codes)
         if self.op in ("missing", "present"):
             missing = codes == column.n_codes - 1
             return missing if self.op == "missing" else ~missing

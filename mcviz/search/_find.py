@@ -26,7 +26,7 @@ from mcviz.search._confirm import (
     split_rows,
     subsample_rows,
 )
-from mcviz.search._screen import Data, _score_candidates
+from mcviz.search._screen import NODES_GATHERED, Data, _score_candidates
 from mcviz.settings import SearchSettings
 from mcviz.subpopulations import (
     Subpopulation,
@@ -57,6 +57,10 @@ ALPHA = 0.05
 _BYTES_PER_ROW = 110
 _BYTES_PER_ROW_COVARIATE = 6
 _BYTES_FIXED = 6_500_000  # tracemalloc peak 11.8 MB at 30,000 x 10, holdout 0.3 (was 5 MB)
+_BYTES_FIXED_POINT = 16
+"""Per row: the fixed-point copies of W(R-S) and S(1-S)W^2 (:meth:`Data.layout`)."""
+_BYTES_LAYOUT = 17
+"""Per searched row, for each of the :data:`NODES_GATHERED` block layouts kept."""
 # CPU time (user + sys) of the search, 2026-11-26 13:35 at load 7 after #30's findings-phase
 # speed-up (entries explained by better findings fold before refining): the planted
 # three-condition shape of benchmarks/shapes.py 0.9-1.0 s at 10^5 x 8 and 4.8-7.6 s at
@@ -210,8 +214,9 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
 
     Memory is :math:`O(n + \text{candidates})`: the split, per-row arrays of the residuals,
     covariate codes and the beam's member positions (measured constants, upper estimates), and
-    up to :data:`~mcviz.search._beam.MASKS_CACHED` one-byte masks per searched row and
-    :data:`~mcviz.search._beam.SETS_CACHED` times the searched rows' positions; the score
+    up to :data:`~mcviz.search._beam.MASKS_CACHED` one-byte masks per searched row,
+    :data:`~mcviz.search._beam.SETS_CACHED` times the searched rows' positions and the
+    fixed-point block layouts of :mod:`~mcviz.search._masked`; the score
     counts as one more covariate;
     time grows with the rows searched (at most :data:`MAX_SEARCH_ROWS`; the candidates are
     refined on at most :data:`FINISH_ROWS` of them), the covariates and the depth.
@@ -232,8 +237,9 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
     columns = covariates + 1  # the score is searched too (score bands)
     extra_masks = finished if searched > FINISH_ROWS else 0  # the refiner's own mask cache
     memory = (_BYTES_FIXED + rows * (_BYTES_PER_ROW + _BYTES_PER_ROW_COVARIATE * columns)
-              + (searched + extra_masks) * (MASKS_CACHED + 8 * SETS_CACHED))  # masks: 1 B/row,
-    # and the members of recent conjunctions: 8 B per position
+              + (searched + extra_masks) * (MASKS_CACHED + 8 * SETS_CACHED)  # masks: 1 B/row,
+              # and the members of recent conjunctions: 8 B per position
+              + rows * _BYTES_FIXED_POINT + searched * NODES_GATHERED * _BYTES_LAYOUT)
     depth = (1 + max_conditions) / 4  # measured at max_conditions = 3
     seconds = _SECONDS_FIXED + work * columns * _SECONDS_PER_ROW_COVARIATE * depth
     return Estimate(
