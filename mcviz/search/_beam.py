@@ -2,8 +2,9 @@
 
 Level 1 expands the search rows by one cut per covariate; level ``d + 1`` expands each of the
 :data:`BEAM_WIDTH` best nodes of level ``d`` (half under-, half over-predicted, by exact D/sigma)
-by one cut on a covariate the node does not use yet. Each expansion screens every cut of every
-covariate coarsely (:func:`~mcviz.search._screen.screen_column`) and re-scores the best
+by one cut on a covariate the node does not use yet (a level-1 node only when its condition
+raises D/sigma over all the search rows by :func:`material`). Each expansion screens every cut
+of every covariate coarsely (:func:`~mcviz.search._screen.screen_column`) and re-scores the best
 :data:`KEEP_PER_COLUMN` per covariate exactly. Every exactly scored candidate enters the pool
 (conditions and numbers only, no members), from which the findings are drawn: every condition
 is re-chosen within the rows of the others until none changes (level sets by an exact best
@@ -50,6 +51,8 @@ thousand cuts, hardly reach it)."""
 MIN_FOLD_ROWS = 10
 GROW_LIMIT = 4
 """Pruned candidates that :meth:`Beam.grow` tries to complete (it screens every covariate)."""
+GROW_TRIES = 3
+"""Conditions :meth:`Beam.grow` tests out of fold per step (the largest D/sigma first)."""
 REFINE_PASSES = 2
 """Passes of the coordinate ascent over a finding's conditions (:meth:`Beam.refine`)."""
 MATERIAL_ABSOLUTE = 1.0
@@ -240,7 +243,20 @@ class Beam:
         return children
 
     def run(self, max_conditions: int) -> None:
-        """Fill the pool with the beam over up to ``max_conditions`` cuts."""
+        r"""Fill the pool with the beam over up to ``max_conditions`` cuts.
+
+        Every child of the search rows (the root) enters the pool, but it is expanded (enters
+        level 1 of the beam) only when its D/sigma exceeds the root's :math:`z` by
+        :func:`material` of :math:`z` and the share :math:`f` of the rows it keeps. A condition
+        unrelated to the deviation gives about :math:`\sqrt f z` plus a noise of standard
+        deviation :math:`\sqrt{1 - f}`; one that keeps most rows (``bmi >= 16``: 98% of them)
+        and gains less than that noise would make a node that repeats the root's expansion on
+        nearly the same rows (0.2-0.4 CPU s each at 10^6 rows). The rule is laxer than the one
+        :meth:`prune` applies to a finding's last condition (a gain of ``material(z)``, 0.7
+        at most), so no condition that could stand alone is kept out; a conjunction is still
+        reached from any of its conditions that passes (measured on the planted shapes of
+        ``benchmarks/bench_find.py``: the same recovery at 10^5 rows).
+        """
         self.max_conditions = max_conditions
         z, _, _, mean = _score_candidates(self.data, [self.rows])[0]
         beam = [Node((), float(z), float(mean), self.rows.size, self.rows)]
@@ -255,6 +271,10 @@ class Beam:
                 done += 1
             if level + 1 == max_conditions:
                 break
+            if level == 0:  # a first condition must bring a material gain to be expanded
+                root = beam[0]
+                children = [child for child in children if child.z - root.z >= material(
+                    root.z, child.count / max(root.count, 1))]
             beam = _next_beam(children)
             beam = [Node(n.cuts, n.z, n.mean, n.count, self.members(n.cuts)) for n in beam]
             if not beam:
@@ -436,9 +456,13 @@ class Beam:
         the best few per covariate scored exactly; the best (largest D/sigma :math:`z'`) is
         added when it passes :meth:`prune`'s test against the finding's :math:`z`:
         :math:`(z' - \sqrt f z) / \sqrt{1 - f} \ge` :data:`DROP_T` with :math:`z' > z` +
-        :data:`BEAM_GAIN` (:math:`f` the share of the rows it keeps). A beam can reach a
-        conjunction by a detour (a score band in place of the count that bounds the group);
-        once the detour is pruned, this puts the missing condition in.
+        :data:`BEAM_GAIN` (:math:`f` the share of the rows it keeps), and, as in :meth:`prune`,
+        when that :math:`T` is below :data:`SURE_T`, an out-of-fold :math:`T` (:meth:`_oof_t`)
+        of at least :data:`DROP_T_OOF`: the best of some 600 cuts passes :data:`DROP_T` in
+        sample by chance, and :meth:`prune` would drop it again after a costly refinement.
+        The :data:`GROW_TRIES` largest are tested in turn; the first that passes is added. A
+        beam can reach a conjunction by a detour (a score band in place of the count that
+        bounds the group); once the detour is pruned, this puts the missing condition in.
         """
         while len(cuts) < self.max_conditions:
             rows = self.members(cuts)
@@ -450,10 +474,15 @@ class Beam:
             f = np.minimum(np.array([child.count for child in children]) / rows.size, 1.0)
             t = (np.array([child.z for child in children]) - np.sqrt(f) * z) / np.sqrt(
                 np.maximum(1.0 - f, 1e-12))
-            significant = [child for child, ti in zip(children, t, strict=True) if ti >= DROP_T]
+            significant = sorted(((child, ti) for child, ti in zip(children, t, strict=True)
+                                  if ti >= DROP_T), key=lambda item: -item[0].z)
+            under = bool(self.scores([cuts])[0, 3] >= 0)  # prune's test, out of fold too
+            significant = [(child, ti) for child, ti in significant[:GROW_TRIES]
+                           if ti >= SURE_T or self._oof_t(child.cuts[-1], cuts, under)
+                           >= DROP_T_OOF][:1]
             if not significant:
                 break
-            grown = self.refine(max(significant, key=lambda child: child.z).cuts)
+            grown = self.refine(significant[0][0].cuts)
             if not (self.scores([grown])[0, 0] - z
                     >= material(z, self.members(grown).size / rows.size)):
                 break
@@ -540,7 +569,12 @@ class Beam:
         pruning re-choose and drop conditions among those rows, so such an entry ends as
         a part of those findings (16 of the 20 entries examined on the 10^6-row benchmark's
         first draw, at about 0.2 s each); it counts against the entries examined, as before.
-        When the cut points were refined on a subset of the rows (:attr:`refiner`), each
+        When the cut points are refined on a subset of the rows (:attr:`refiner`: above
+        ``FINISH_ROWS`` search rows), at most ``ceil((EXAMINE_PER_FINDING * n + 5) k / m)``
+        entries are examined (:math:`k` rows in the subset, :math:`m` searched): an entry's
+        work grows with the rows, so the phase costs about what it costs on :math:`k` rows.
+        (Pruning stays on all the search rows: pruned on the subset first, the 10^6-row
+        benchmark's draw 6 lost a true condition.) Each
         accepted finding's conditions are re-chosen and pruned once more on all the search rows
         and the result kept when its D/sigma is larger (:meth:`_polished`): the precision of
         the cut points that a better version of the finding, examined later, used to bring.
@@ -551,6 +585,8 @@ class Beam:
         examined: set[tuple] = set()
         refinements = grows = 0
         budget = EXAMINE_PER_FINDING * n_findings + 5
+        if self.refiner is not None:  # entries cost work in proportion to the rows
+            budget = int(np.ceil(budget * self.refiner.rows.size / self.rows.size))
         self.stops = {"overlap": 0, "small": 0, "weak": 0, "budget": False}
         for entry in pool:
             shape = (frozenset(cut.column for cut in entry.cuts), entry.mean >= 0)

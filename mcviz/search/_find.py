@@ -435,10 +435,11 @@ def _finish(beam: Beam, rank: np.ndarray, n_findings: int, min_share: float,
     subset of the search rows (:func:`~mcviz.search._confirm.subsample_rows`, drawn from
     ``seed`` in an order free of the order of tied rows); which conditions stay (pruning) and
     which are added (growing), the search D/sigma and the ranks are decided on all the search
-    rows, so the power of those tests is kept. The held-out p-values stay valid: the subset
-    only changes *which* cut points are chosen, every choice is made on search rows, never on
-    held-out ones, and all held-out rows are used for the confirmation. What is lost is some
-    precision of the cut points: they maximise D/sigma on :math:`k` of the :math:`m` search
+    rows, so the power of those tests is kept. Fewer pool entries are examined, in proportion to
+    the subset (:meth:`~mcviz.search._beam.Beam.findings`). The held-out p-values stay valid:
+    the subset only changes *which* cut points are chosen, every choice is made on search rows,
+    never on held-out ones, and all held-out rows are used for the confirmation. What is lost is
+    some precision of the cut points: they maximise D/sigma on :math:`k` of the :math:`m` search
     rows (:math:`k` the cap), whose D/sigma is about :math:`\sqrt{k/m}` of that on all of
     them (0.76 at 10^6 rows, 700,000 searched). Below the cap nothing changes.
     """
