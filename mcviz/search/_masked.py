@@ -77,15 +77,17 @@ class Layout:
     valid: np.ndarray | None  # (n_blocks,) bool: the block's last row ends a tie run
 
 
-def layout(weighted: np.ndarray, variance: np.ndarray, ends: np.ndarray | None) -> Layout:
-    """Lay out a node's gathered fixed-point terms; ``ends``: positions ending tie runs."""
-    size = weighted.size
+def layout(residual: np.ndarray, variance: np.ndarray, rows: np.ndarray,
+           ends: np.ndarray | None) -> Layout:
+    """Lay out the fixed-point terms at a node's ``rows``; ``ends``: positions ending tie runs."""
+    size = rows.size
     n_blocks = -(-size // BLOCK)
-    blocks = np.zeros(n_blocks * BLOCK, dtype=np.int64)
-    blocks[:size] = weighted
+    blocks = np.empty(n_blocks * BLOCK, dtype=np.int64)
+    blocks[size:] = 0
+    np.take(residual, rows, out=blocks[:size], mode="clip")  # rows are valid: no check, no copy
     blocks = blocks.reshape(n_blocks, BLOCK)
-    up = np.maximum(blocks, 0).sum(axis=1)
-    down = blocks.sum(axis=1) - up
+    up = np.einsum("ij->i", np.maximum(blocks, 0))  # exact: integers
+    down = np.einsum("ij->i", blocks) - up
     flags = valid = None
     if ends is not None:
         flags = np.zeros(n_blocks * BLOCK, dtype=bool)
@@ -94,7 +96,7 @@ def layout(weighted: np.ndarray, variance: np.ndarray, ends: np.ndarray | None) 
         valid = flags[:, -1].copy()
         if n_blocks:
             valid[-1] = True  # the padding repeats the last row's point, which ends a run
-    return Layout(size, blocks, variance, up, down, flags, valid)
+    return Layout(size, blocks, np.take(variance, rows, mode="clip"), up, down, flags, valid)
 
 
 def masked_sums(node: Layout, masks: list[np.ndarray]) -> np.ndarray:

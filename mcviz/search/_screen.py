@@ -93,7 +93,7 @@ class Data:
                 return entry[1], residual, variance
         if len(self._layouts) >= NODES_GATHERED:
             self._layouts.pop(0)
-        made = layout(residual.values[rows], variance.values[rows], _run_ends(self, rows))
+        made = layout(residual.values, variance.values, rows, _run_ends(self, rows))
         self._layouts.append((rows, made))
         return made, residual, variance
 

@@ -60,7 +60,11 @@ def test_masked_sums_equal_the_explicit_cumulative_sum(size, ties):
     variance = rng.integers(0, 10**12, size)
     # runs of tied scores that straddle block ends (lengths 1..9), or every row its own run
     run = np.cumsum(rng.random(size) < 0.3) if ties else np.arange(size)
-    node = layout(values, variance, _ends(run))
+    # the node's rows among more rows (the layout gathers them)
+    rows = np.sort(rng.choice(3 * size + 7, size, replace=False))
+    every = [rng.integers(-10**12, 10**12, 3 * size + 7) for _ in range(2)]
+    every[0][rows], every[1][rows] = values, variance
+    node = layout(every[0], every[1], rows, _ends(run))
     masks = [np.zeros(size, dtype=bool), np.ones(size, dtype=bool),
              rng.random(size) < 0.5, rng.random(size) < 0.02,
              np.arange(size) >= size // 2]  # empty, full, half, rare, a contiguous stretch
@@ -79,7 +83,7 @@ def test_a_drift_far_from_block_ends_is_found():
     values[peak: peak + 5] = -100         # ... and back to 0
     run = np.arange(size)
     run[peak - 1] = run[peak]             # `peak - 1` and `peak` tied: 500 is not read
-    node = layout(values, np.zeros(size, dtype=np.int64), _ends(run))
+    node = layout(values, np.zeros(size, dtype=np.int64), np.arange(size), _ends(run))
     mask = np.ones(size, dtype=bool)
     high, low, end, _ = (int(x) for x in masked_sums(node, [mask])[0])
     assert (high, low, end) == _reference(values, values * 0, run, mask)[:3] == (400, 0, 0)
@@ -150,7 +154,7 @@ def test_level_sums_equal_each_levels_explicit_cumulative_sum(ties, n_levels):
     variance = rng.integers(0, 10**12, size)
     run = {"none": np.arange(size), "some": np.cumsum(rng.random(size) < 0.4),
            "all": np.zeros(size, dtype=np.int64)}[ties]
-    node = layout(values, variance, _ends(run))
+    node = layout(values, variance, np.arange(size), _ends(run))
     codes = rng.integers(0, n_levels, size)
     order = np.argsort(codes, kind="stable")
     counts = np.bincount(codes)
