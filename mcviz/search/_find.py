@@ -358,9 +358,11 @@ def search_subpopulations(
     ``is missing``; every single level of a nominal scored exactly, and a level set only when
     it beats its best single level out of fold by a margin growing with its size
     (:mod:`mcviz.search._screen`). A beam of width 16 (half under-, half over-predicted) adds
-    one condition per level, each the best cut of every covariate within the node's rows; the
-    best candidates are refined and pruned out of fold, and overlapping ones folded
-    (:mod:`mcviz.search._beam`). Memory :math:`O(n + \text{candidates})`.
+    one condition per level, each the best cut of every covariate within the node's rows (a
+    first condition is expanded only when it raises D/sigma materially); the best candidates
+    are refined, pruned out of fold and grown, and overlapping ones folded
+    (:mod:`mcviz.search._beam`). Above :data:`FINISH_ROWS` search rows the work of that last
+    step is bounded (:func:`_finish`). Memory :math:`O(n + \text{candidates})`.
 
     Confirmation: each finding's held-out :math:`D/\sigma`, its p-value and Holm's adjustment
     over the findings reported (no held-out label reaches the split, the findings, their order
@@ -436,7 +438,11 @@ def _finish(beam: Beam, rank: np.ndarray, n_findings: int, min_share: float,
     ``seed`` in an order free of the order of tied rows); which conditions stay (pruning) and
     which are added (growing), the search D/sigma and the ranks are decided on all the search
     rows, so the power of those tests is kept. Fewer pool entries are examined, in proportion to
-    the subset (:meth:`~mcviz.search._beam.Beam.findings`). The held-out p-values stay valid:
+    the subset, an entry whose last condition fails the pruning test is not refined, and each
+    finding is polished on all the search rows (:meth:`~mcviz.search._beam.Beam.findings`;
+    measured on ``benchmarks/bench_find.py``'s 10^6-row shapes: the same recovery, at 1.0-1.3
+    times the CPU of ``mcviz metrics --subpopulations 1000`` in place of 1.7-2.9). The
+    held-out p-values stay valid:
     the subset only changes *which* cut points are chosen, every choice is made on search rows,
     never on held-out ones, and all held-out rows are used for the confirmation. What is lost is
     some precision of the cut points: they maximise D/sigma on :math:`k` of the :math:`m` search
