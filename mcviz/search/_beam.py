@@ -513,21 +513,22 @@ class Beam:
         odd = self.data.parity[base]
         folds = (select(base, ~odd), select(base, odd))
         least = max(MIN_FOLD_ROWS, self.min_rows // 2)
+        if min(folds[0].size, folds[1].size) <= least:
+            return 0.0
+        codes = (column.codes[folds[0]], column.codes[folds[1]])  # gathered once per fold
         total = 0.0
-        for fit, test in (folds, folds[::-1]):
-            if fit.size <= least or test.size <= least:
-                return 0.0
+        for (fit, test), (fit_codes, test_codes) in ((folds, codes), (folds[::-1], codes[::-1])):
             block, n_blocks = block_ids(self.data, fit)
             screened, count = screen_column(self.data, fit, block, n_blocks, column,
-                                            cut.column, min_rows=least, keep=3)
+                                            cut.column, min_rows=least, keep=3, codes=fit_codes)
             self.screened += count
             if not screened:
                 return 0.0
             options = [s.cut for s in screened]
-            scores, _ = self._subsets(fit, _masks(column, fit, options))
+            scores, _ = self._subsets(fit, _masks(column, fit, options, fit_codes))
             scores[:, 0] = np.where((scores[:, 3] >= 0) == under, scores[:, 0], -np.inf)
             chosen = options[int(np.argmax(scores[:, 0]))]
-            scores, sizes = self._subsets(test, [*_masks(column, test, [chosen]),
+            scores, sizes = self._subsets(test, [*_masks(column, test, [chosen], test_codes),
                                                  np.ones(test.size, dtype=bool)])
             size = int(sizes[0])
             if size == 0 or size == test.size:
@@ -574,10 +575,13 @@ class Beam:
         entries are examined (:math:`k` rows in the subset, :math:`m` searched): an entry's
         work grows with the rows, so the phase costs about what it costs on :math:`k` rows.
         (Pruning stays on all the search rows: pruned on the subset first, the 10^6-row
-        benchmark's draw 6 lost a true condition.) Each
-        accepted finding's conditions are re-chosen and pruned once more on all the search rows
-        and the result kept when its D/sigma is larger (:meth:`_polished`): the precision of
-        the cut points that a better version of the finding, examined later, used to bring.
+        benchmark's draw 6 lost a true condition.) There an entry whose last condition fails
+        :meth:`prune`'s test against the rest (:meth:`_noise_tail`) is not refined (it counts
+        as examined). Each accepted finding's conditions are re-chosen, grown and pruned once
+        more on all the search rows and the result kept when its D/sigma is larger
+        (:meth:`_polished`; findings that then overlap fold): the precision of the cut points
+        and the conditions that a better version of the finding, examined later, used to
+        bring.
         """
         pool = sorted(self.pool.values(), key=lambda node: -node.z)
         accepted: list[tuple[Node, np.ndarray]] = []
@@ -606,6 +610,10 @@ class Beam:
             if self._explained(raw, entry.z, [o for node, o in accepted if node.z >= entry.z]):
                 self.stops["overlap"] += 1  # the check below, on its unrefined rows: refining
                 continue  # and pruning keep it inside the rows of the better findings
+            if self.refiner is not None and self._noise_tail(entry):
+                self.stops["weak"] += 1  # pruning would drop its last condition; its shape
+                examined.discard(shape)  # may still come from another order of conditions
+                continue
             refiner = self.refiner or self  # cut points on a subset of the rows, at 10^6
             refined = refiner.refine(entry.cuts)
             cuts = self.prune(refined)
@@ -649,13 +657,61 @@ class Beam:
             if len(accepted) == n_findings:
                 break
         if self.refiner is not None:
-            accepted = [self._polished(node, members) for node, members in accepted]
+            accepted = self._polish_all(accepted)
         accepted.sort(key=lambda item: -item[0].z)
         return accepted
 
+    def _noise_tail(self, entry: Node) -> bool:
+        r"""Return True when an entry's last condition fails :meth:`prune`'s test.
+
+        The beam made the entry by adding its last condition to a node of its own (the other
+        conditions). With :math:`z` the entry's D/sigma, :math:`z_0` the node's and :math:`f`
+        the share of the node's rows the condition keeps, :math:`T = (z - \sqrt f z_0) /
+        \sqrt{1 - f}`; the condition fails when :math:`T <` :data:`DROP_T`, or :math:`T <`
+        :data:`SURE_T` and its out-of-fold :math:`T` (:meth:`_oof_t`) is below
+        :data:`DROP_T_OOF`: the test :meth:`prune` applies, here to the beam's own cut
+        points. Such an entry (the best of a few thousand cuts added to a node by chance) would
+        be refined and pruned back to a part of that node, which is in the pool itself, at
+        0.2-0.7 CPU s an entry at 10^6 rows. Used above ``FINISH_ROWS`` search rows only.
+        """
+        if len(entry.cuts) < 2:
+            return False
+        node = entry.cuts[:-1]
+        (z, _, _, mean), (z0, _, _, _) = self.scores([entry.cuts, node])
+        size, size0 = self.members(entry.cuts).size, self.members(node).size
+        if size >= size0:
+            return True
+        f = size / size0
+        t = (z - np.sqrt(f) * z0) / np.sqrt(1.0 - f)
+        if t >= SURE_T:
+            return False
+        return bool(t < DROP_T
+                    or self._oof_t(entry.cuts[-1], node, bool(mean >= 0)) < DROP_T_OOF)
+
+    def _polish_all(self, accepted: list[tuple[Node, np.ndarray]]) -> list[tuple[Node, np.ndarray]]:
+        """Each finding :meth:`_polished`; a finding that then overlaps a better one folds."""
+        polished = sorted((self._polished(node, members) for node, members in accepted),
+                          key=lambda item: -item[0].z)
+        kept: list[tuple[Node, np.ndarray]] = []
+        for node, members in polished:
+            if any(_jaccard(members, other) > JACCARD_FOLD for _, other in kept):
+                self.stops["overlap"] += 1  # two findings became one
+            else:
+                kept.append((node, members))
+        return kept
+
     def _polished(self, node: Node, members: np.ndarray) -> tuple[Node, np.ndarray]:
-        """Return the finding refined and pruned on all the search rows, if that is better."""
+        """Return the finding refined, grown and pruned on all the search rows, if better.
+
+        The growing step (:meth:`grow`, for a finding of fewer than the most conditions) puts
+        back a condition the subset's refinement lost, as when ``cnt >= 2`` came out as the
+        band ``2 <= cnt < 7`` there and was then pruned (the 10^6-row benchmark's draw 6).
+        """
         cuts = self.prune(self.refine(node.cuts))
+        if cuts and len(cuts) < self.max_conditions:
+            grown = self.grow(cuts)
+            if grown != cuts:
+                cuts = self.prune(grown)
         if cuts == node.cuts:
             return node, members
         found = self.members(cuts)

@@ -422,3 +422,63 @@ def test_above_finish_rows_fewer_entries_are_examined(monkeypatch):
     assert 0 < checked_capped <= cap
     # the planted level is still the first finding
     assert capped.findings[0].description == whole.findings[0].description
+
+
+def test_above_finish_rows_entries_whose_last_condition_fails_pruning_are_skipped(monkeypatch):
+    frame, _ = planted(40_000, "level", 0.2, seed=4, extra=20)
+    pred = predictions(frame)
+    calls = []
+    noise_tail = _beam.Beam._noise_tail
+
+    def spy(self, entry):
+        out = noise_tail(self, entry)
+        calls.append((self, entry, out))
+        return out
+
+    monkeypatch.setattr(_beam.Beam, "_noise_tail", spy)
+    search_subpopulations(pred, seed=3)  # 28,000 search rows: below FINISH_ROWS
+    assert not calls
+    monkeypatch.setattr(_find, "FINISH_ROWS", 10_000)
+    refined = _record_refines(monkeypatch)
+    result = search_subpopulations(pred, seed=3)
+    skipped = [(beam, entry) for beam, entry, out in calls if out]
+    assert skipped  # the rule bites
+    assert all(entry.cuts not in refined for _, entry in skipped)
+    for beam, entry in skipped:  # recomputed: the last condition fails prune's test
+        node = entry.cuts[:-1]
+        (z, _, _, mean), (z0, _, _, _) = beam.scores([entry.cuts, node])
+        f = beam.members(entry.cuts).size / beam.members(node).size
+        t = (z - np.sqrt(f) * z0) / np.sqrt(1.0 - f) if f < 1 else -np.inf
+        assert t < SURE_T
+        assert t < DROP_T or beam._oof_t(entry.cuts[-1], node, bool(mean >= 0)) < DROP_T_OOF
+    assert any(out is False and len(entry.cuts) > 1 for _, entry, out in calls)
+    assert "region == r" in result.findings[0].description  # the planted level, still first
+
+
+def test_polished_findings_are_grown_and_never_overlap(monkeypatch):
+    frame, _ = planted(40_000, "level", 0.2, seed=4, extra=8)
+    pred = predictions(frame)
+    monkeypatch.setattr(_find, "FINISH_ROWS", 10_000)
+    grown = []
+    polished = _beam.Beam._polished
+    grow = _beam.Beam.grow
+
+    def spy_polished(self, node, members):
+        grown.append([node.cuts, None])
+        return polished(self, node, members)
+
+    def spy_grow(self, cuts):
+        if grown and grown[-1][1] is None:
+            grown[-1][1] = cuts
+        return grow(self, cuts)
+
+    monkeypatch.setattr(_beam.Beam, "_polished", spy_polished)
+    monkeypatch.setattr(_beam.Beam, "grow", spy_grow)
+    result = search_subpopulations(pred, seed=3, n_findings=5)
+    assert len(grown) >= len(result.findings)  # every finding polished (some then fold)
+    # a finding of fewer than three conditions: its polish tried to grow it
+    assert any(tried is not None and len(tried) < result.max_conditions for _, tried in grown)
+    members = [set(np.asarray(f.subpopulation.index).tolist()) for f in result.findings]
+    for i, a in enumerate(members):  # polishing never leaves two findings as one
+        for b in members[:i]:
+            assert len(a & b) / len(a | b) <= _beam.JACCARD_FOLD
