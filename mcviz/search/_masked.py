@@ -52,13 +52,16 @@ class Fixed:
         return np.ldexp(np.asarray(value, dtype=np.float64), -self.shift)
 
 
-def fixed_point(values: np.ndarray) -> Fixed:
+def fixed_point(values: np.ndarray, bound: float = 0.0) -> Fixed:
     r"""Round ``values`` to integers times :math:`2^{-s}`, :math:`s` as large as is safe.
 
     With :math:`\sum |v| < 2^e` (``frexp``), :math:`s = 61 - e`: the rounded magnitudes add up
     to less than :math:`2^{61} + n/2 < 2^{62}`, so no partial sum of any subset overflows.
+    ``bound``: a known upper bound of :math:`\sum |v|` that sets the scale instead (so that the
+    scale does not depend on the values: W(R-S) of binary responses is bounded by
+    :math:`\sum W` whatever the labels, held-out ones included); the sum itself when larger.
     """
-    total = float(np.abs(values).sum())
+    total = max(float(bound), float(np.abs(values).sum()))
     exponent = math.frexp(total)[1] if total > 0 else 0
     shift = 61 - exponent
     return Fixed(np.rint(np.ldexp(values, shift)).astype(np.int64), shift)

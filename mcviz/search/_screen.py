@@ -84,8 +84,10 @@ class Data:
         Made once per row array (the last :data:`NODES_GATHERED`, found by identity, 17 bytes
         per row each), with the fixed-point terms of all rows (made once).
         """
-        if self._fixed is None:
-            self._fixed = fixed_point(self.weighted_residual), fixed_point(self.variance)
+        if self._fixed is None:  # |W(R-S)| <= W (binary responses, scores in [0, 1]): a scale
+            # free of the labels, so no held-out label reaches the search's numbers
+            self._fixed = (fixed_point(self.weighted_residual, float(np.abs(self.weight).sum())),
+                           fixed_point(self.variance))
         residual, variance = self._fixed
         for k, entry in enumerate(self._layouts):
             if entry[0] is rows:

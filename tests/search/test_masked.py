@@ -180,3 +180,17 @@ def test_nominal_levels_are_scored_as_the_evaluator_scores_them(digits):
     expected = _score_candidates(data, [rows[codes == c] for c in present[usable]])[:, 0]
     assert z[usable] == pytest.approx(expected, rel=1e-12)
     assert np.all(z[~usable] == -np.inf)
+
+
+def test_the_fixed_point_scale_does_not_depend_on_the_labels():
+    # the scale of W(R-S) comes from sum W (|R - S| <= 1 for binary responses): held-out labels
+    # cannot move the rounding of the search rows' terms
+    rng = np.random.default_rng(3)
+    n = 3000
+    score = np.sort(rng.uniform(0.0, 1.0, n))
+    shifts = set()
+    for labels in (np.zeros(n), np.ones(n), (rng.random(n) < score).astype(float)):
+        data = _data(Predictions.from_arrays(score, labels), np.zeros(n, dtype=bool))
+        _, residual, _ = data.layout(np.arange(n))
+        shifts.add(residual.shift)
+    assert len(shifts) == 1

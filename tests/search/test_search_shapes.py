@@ -28,7 +28,7 @@ from mcviz import (
     parse_filter,
     search_subpopulations,
 )
-from mcviz.search._columns import bin_codes, prepare_columns
+from mcviz.search._columns import BIN_CHUNK, bin_codes, prepare_columns
 from mcviz.search._confirm import (
     SIMULATE_BELOW,
     conditions_in_words,
@@ -232,6 +232,9 @@ def test_bin_codes_are_those_of_searchsorted():
         edges = np.unique(rng.choice(values, m)) if m else np.empty(0)
         keys = np.concatenate((rng.choice(values, 500), rng.normal(size=500)))
         assert bin_codes(edges, keys).tolist() == np.searchsorted(edges, keys, "right").tolist()
+    keys = rng.normal(size=2 * BIN_CHUNK + 7)  # several chunks, the last one short
+    edges = np.unique(rng.normal(size=63))
+    assert np.array_equal(bin_codes(edges, keys), np.searchsorted(edges, keys, "right"))
 
 
 @pytest.mark.parametrize("digits", [2, None])
