@@ -61,15 +61,15 @@ _BYTES_FIXED_POINT = 16
 """Per row: the fixed-point copies of W(R-S) and S(1-S)W^2 (:meth:`Data.layout`)."""
 _BYTES_LAYOUT = 17
 """Per searched row, for each of the :data:`NODES_GATHERED` block layouts kept."""
-# CPU time (user + sys) of the search, 2026-11-26 13:35 at load 7 after #30's findings-phase
-# speed-up (entries explained by better findings fold before refining): the planted
-# three-condition shape of benchmarks/shapes.py 0.9-1.0 s at 10^5 x 8 and 4.8-7.6 s at
-# 10^6 x 10 (seeds 0-1, benchmarks/bench_search_time.py), benchmarks/bench_budget.py search
-# 1.10 s (600,000 x 4) and 1.07 s (400,000 x 12) at load 4; these constants give 1.0-1.1x,
-# 0.7-1.1x, 1.9x and 2.9x of them (the planted shapes cost more per row than bench_budget's
-# random covariates, and some draws of a shape much more than others).
-_SECONDS_PER_ROW_COVARIATE = 3.5e-7
-_SECONDS_FIXED = 0.6
+# CPU time (user + sys) of the search, 2026-11-26 16:40 at load 1.7 after session 6's #30
+# changes (beam admission, bounded findings work above FINISH_ROWS, exact integer masked sums):
+# the planted three-condition shape of benchmarks/shapes.py 0.38-0.81 s at 10^5 x 8 and
+# 2.46-2.82 s at 10^6 x 10 (seeds 0-2, benchmarks/bench_search_time.py), and
+# benchmarks/bench_budget.py search 0.40 s (600,000 x 4, random covariates: little to refine)
+# and 1.05 s (400,000 x 12); these constants give 0.8-1.8x, 1.0-1.2x, 3.0x and 1.7x of them
+# (a fit of the planted shapes, erring high on data without a signal).
+_SECONDS_PER_ROW_COVARIATE = 1.8e-7
+_SECONDS_FIXED = 0.45
 _REFINE_SHARE = 0.3  # of the CPU time at 10^6 x 10: refine 2.0 of 7.3 s (by phase)
 
 TABLE_COLUMNS = (
