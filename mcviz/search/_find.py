@@ -358,11 +358,9 @@ def search_subpopulations(
     ``is missing``; every single level of a nominal scored exactly, and a level set only when
     it beats its best single level out of fold by a margin growing with its size
     (:mod:`mcviz.search._screen`). A beam of width 16 (half under-, half over-predicted) adds
-    one condition per level, each the best cut of every covariate within the node's rows (a
-    first condition is expanded only when it raises D/sigma materially); the best candidates
-    are refined, pruned out of fold and grown, and overlapping ones folded
-    (:mod:`mcviz.search._beam`). Above :data:`FINISH_ROWS` search rows the work of that last
-    step is bounded (:func:`_finish`). Memory :math:`O(n + \text{candidates})`.
+    one condition per level, the best cut of each covariate in the node's rows (a first one only
+    if it raises D/sigma materially); the best candidates are refined, pruned out of fold, grown
+    and folded (:mod:`mcviz.search._beam`, :func:`_finish`); memory O(n + candidates).
 
     Confirmation: each finding's held-out :math:`D/\sigma`, its p-value and Holm's adjustment
     over the findings reported (no held-out label reaches the split, the findings, their order
