@@ -252,8 +252,9 @@ class Beam:
         deviation :math:`\sqrt{1 - f}`; one that keeps most rows (``bmi >= 16``: 98% of them)
         and gains less than that noise would make a node that repeats the root's expansion on
         nearly the same rows (0.2-0.4 CPU s each at 10^6 rows). The rule is laxer than the one
-        :meth:`prune` applies to a finding's last condition (a gain of ``material(z)``, 0.7
-        at most), so no condition that could stand alone is kept out; a conjunction is still
+        :meth:`prune` applies to a finding's last condition (a gain of ``material(z)``, which
+        is 0.7, at least this one), so no condition that could stand alone is kept out; a
+        conjunction is still
         reached from any of its conditions that passes (measured on the planted shapes of
         ``benchmarks/bench_find.py``: the same recovery at 10^5 rows).
         """
