@@ -203,13 +203,8 @@ class Cut:
 
     def mask(self, column: Column, rows: np.ndarray) -> np.ndarray:
         """Which of ``rows`` satisfy the condition (the filter language's missing rule)."""
-        if self.op == "in":
-            table = np.zeros(column.n_codes, dtype=bool)
-            table[list(self.levels)] = True
-            return table.take(column.codes[rows])  # take: faster than table[codes]
-        if self.op in ("missing", "present"):
-            missing = column.codes[rows] == column.n_codes - 1
-            return missing if self.op == "missing" else ~missing
+        if self.op in ("in", "missing", "present"):
+            return self.mask_codes(column, column.codes[rows])
         return self.mask_keys(column.keys[rows])
 
     def mask_codes(self, column: Column, codes: np.ndarray) -> np.ndarray | None:
@@ -224,7 +219,7 @@ class Cut:
         if self.op == "in":
             table = np.zeros(column.n_codes, dtype=bool)
             table[list(self.levels)] = True
-            return table.take(codes)
+            return table.take(codes)  # take: faster than table[codes]
         if self.op in ("missing", "present"):
             missing = codes == column.n_codes - 1
             return missing if self.op == "missing" else ~missing

@@ -439,13 +439,13 @@ def _finish(beam: Beam, rank: np.ndarray, n_findings: int, min_share: float,
     the subset, an entry whose last condition fails the pruning test is not refined, and each
     finding is polished on all the search rows (:meth:`~mcviz.search._beam.Beam.findings`;
     measured on ``benchmarks/bench_find.py``'s 10^6-row shapes: the same recovery, at 1.0-1.3
-    times the CPU of ``mcviz metrics --subpopulations 1000`` in place of 1.7-2.9). The
-    held-out p-values stay valid:
-    the subset only changes *which* cut points are chosen, every choice is made on search rows,
-    never on held-out ones, and all held-out rows are used for the confirmation. What is lost is
-    some precision of the cut points: they maximise D/sigma on :math:`k` of the :math:`m` search
-    rows (:math:`k` the cap), whose D/sigma is about :math:`\sqrt{k/m}` of that on all of
-    them (0.76 at 10^6 rows, 700,000 searched). Below the cap nothing changes.
+    times the CPU of ``mcviz metrics --subpopulations 1000`` in place of 1.7-2.9). The held-out
+    p-values stay valid: the subset only changes *which* cut points are chosen, every choice is
+    made on search rows, never on held-out ones, and all held-out rows are used for the
+    confirmation. What is lost is some precision of the cut points: they maximise D/sigma on
+    :math:`k` of the :math:`m` search rows (:math:`k` the cap), whose D/sigma is about
+    :math:`\sqrt{k/m}` of that on all of them (0.76 at 10^6 rows, 700,000 searched). Below the
+    cap nothing changes.
     """
     if beam.rows.size > FINISH_ROWS:
         rng = np.random.default_rng([int(seed), 1])  # independent of the split's draws

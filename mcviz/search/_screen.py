@@ -30,6 +30,7 @@ level out of fold by a margin that grows with their size (:func:`_level_sets`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
@@ -68,15 +69,8 @@ class Data:
         :data:`NODES_GATHERED` row arrays are kept (found by identity; they are never
         modified), 17 bytes per row each.
         """
-        for k, entry in enumerate(self._nodes):
-            if entry[0] is rows:
-                self._nodes.append(self._nodes.pop(k))  # most recent last
-                return entry[1], entry[2], entry[3]
-        if len(self._nodes) >= NODES_GATHERED:
-            self._nodes.pop(0)
-        self._nodes.append((rows, self.weighted_residual[rows], self.variance[rows],
-                            self.parity[rows]))
-        return self._nodes[-1][1:]
+        return _recent(self._nodes, rows, lambda: (
+            self.weighted_residual[rows], self.variance[rows], self.parity[rows]))
 
     def layout(self, rows: np.ndarray) -> tuple[Layout, Fixed, Fixed]:
         """Return the fixed-point block layout of ``rows`` (:mod:`~mcviz.search._masked`).
@@ -89,15 +83,26 @@ class Data:
             self._fixed = (fixed_point(self.weighted_residual, float(np.abs(self.weight).sum())),
                            fixed_point(self.variance))
         residual, variance = self._fixed
-        for k, entry in enumerate(self._layouts):
-            if entry[0] is rows:
-                self._layouts.append(self._layouts.pop(k))  # most recent last
-                return entry[1], residual, variance
-        if len(self._layouts) >= NODES_GATHERED:
-            self._layouts.pop(0)
-        made = layout(residual.values, variance.values, rows, _run_ends(self, rows))
-        self._layouts.append((rows, made))
+        made = _recent(self._layouts, rows, lambda: layout(
+            residual.values, variance.values, rows, _run_ends(self, rows)))
         return made, residual, variance
+
+
+def _recent(cache: list, rows: np.ndarray, make: Callable[[], object]) -> object:
+    """Return what ``make`` gives for ``rows``, kept for the last :data:`NODES_GATHERED` arrays.
+
+    ``cache`` holds ``(rows, value)`` pairs, the most recent last; row arrays are found by
+    identity (they are never modified).
+    """
+    for k, (key, value) in enumerate(cache):
+        if key is rows:
+            cache.append(cache.pop(k))
+            return value
+    if len(cache) >= NODES_GATHERED:
+        cache.pop(0)
+    value = make()
+    cache.append((rows, value))
+    return value
 
 
 def _ranges(paths: np.ndarray) -> np.ndarray:
@@ -142,14 +147,20 @@ def masked_scores(data: Data, rows: np.ndarray, masks: list[np.ndarray]) -> np.n
         _masked_float(data, rows, masks, out)
     else:
         node, residual, variance = data.layout(rows)
-        sums = masked_sums(node, masks)
-        out.high[:], out.low[:], out.offset[:] = (residual.real(sums[:, i]) for i in range(3))
-        out.variance[:] = variance.real(sums[:, 3])
-        out.count[:] = [np.count_nonzero(mask) for mask in masks]
-        out.weight[:] = out.count
+        _from_fixed(out, masked_sums(node, masks), residual, variance,
+                    [np.count_nonzero(mask) for mask in masks])
     stats = finish(out, SigmaMethod.BERNOULLI)
     mean = safe_ratio(out.offset, out.weight)
     return np.column_stack((stats.kuiper_z, stats.kuiper, stats.sigma, mean))
+
+
+def _from_fixed(out: ChunkSummaries, sums: np.ndarray, residual: Fixed, variance: Fixed,
+                counts) -> None:
+    """Fill ``out`` from integer ``(high, low, end, variance)`` sums of unweighted rows."""
+    out.high[:], out.low[:], out.offset[:] = (residual.real(sums[:, i]) for i in range(3))
+    out.variance[:] = variance.real(sums[:, 3])
+    out.count[:] = counts
+    out.weight[:] = out.count
 
 
 def _masked_float(data: Data, rows: np.ndarray, masks: list[np.ndarray],
@@ -397,12 +408,8 @@ def _level_z(data: Data, rows: np.ndarray, order: np.ndarray, sizes: np.ndarray,
         return z
     node, residual, variance = data.layout(rows)
     run = data.evaluator.run_id[rows].take(order) if data.evaluator.has_ties else None
-    sums = level_sums(node, order, starts, run)
     out = ChunkSummaries.empty(sizes.size)
-    out.high[:], out.low[:], out.offset[:] = (residual.real(sums[:, i]) for i in range(3))
-    out.variance[:] = variance.real(sums[:, 3])
-    out.count[:] = sizes
-    out.weight[:] = sizes
+    _from_fixed(out, level_sums(node, order, starts, run), residual, variance, sizes)
     z[usable] = finish(out, SigmaMethod.BERNOULLI).kuiper_z[usable]
     return z
 
