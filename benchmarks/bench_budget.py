@@ -191,7 +191,7 @@ def _record_checks() -> list:
         return original(estimate, given)
 
     budget.check = check
-    for name in ("mcviz.groupings.local", "mcviz.groupings.partitions", "mcviz.significance",
+    for name in ("mcviz.stats.groupings.local", "mcviz.stats.groupings.partitions", "mcviz.stats.significance",
                  "mcviz.search._find", "mcviz.recalibration.verify", "mcviz.monitor.monitor"):
         module = importlib.import_module(name)
         if hasattr(module, "check"):
@@ -216,7 +216,7 @@ def _child(case: str, p: dict) -> dict:
     elif case == "partition":
         import numpy as np
 
-        from mcviz.groupings import index_groups, score_bins
+        from mcviz.stats.groupings import index_groups, score_bins
 
         pred = _predictions(p["rows"], 0)
         estimate = budget.partition_estimate(p["rows"], p["groups"])
@@ -230,7 +230,7 @@ def _child(case: str, p: dict) -> dict:
             def run():
                 return index_groups(pred, indices, budget=2**40)
     elif case in ("knn", "kernel", "knn_1gb", "knn_all"):
-        from mcviz.groupings import kernel_calibration, local_calibration
+        from mcviz.stats.groupings import kernel_calibration, local_calibration
 
         pred = _predictions(p["rows"], p["numeric"], p["levels"])
         estimate = None  # the estimate the computation checks (recorded below)
@@ -263,7 +263,7 @@ def _child(case: str, p: dict) -> dict:
             return search_subpopulations(pred, n_findings=3, seed=0, budget=2**40)
     elif case == "null":
         from mcviz import generate_subpopulations
-        from mcviz.significance import null_distribution
+        from mcviz.stats.significance import null_distribution
 
         pred = _predictions(p["rows"], 2, (8,))
         subsets = generate_subpopulations(pred, n_subpopulations=p["l"], seed=0)

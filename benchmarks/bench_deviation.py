@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 
-from mcviz.binning import calibration_metrics, reliability_diagrams
-from mcviz.deviation import subpopulation_deviation
-from mcviz.figures import deviation_figure, reliability_figure
+from mcviz.stats.binning import calibration_metrics, reliability_diagrams
+from mcviz.stats.deviation import subpopulation_deviation
+from mcviz.present.figures import deviation_figure, reliability_figure
 from mcviz.io import Predictions
 
 

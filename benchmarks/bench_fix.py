@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mcviz.binning import calibration_metrics
+from mcviz.stats.binning import calibration_metrics
 from mcviz.io import load_predictions
-from mcviz.multical import multicalibration
+from mcviz.stats.multical import multicalibration
 from mcviz.recalibration import (
     MCGRAD_TREES,
     Recalibrator,

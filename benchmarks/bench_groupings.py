@@ -66,7 +66,7 @@ def _make(n: int, spec: dict, seed: int = 0):
 
 def _child(case: int, k: int) -> None:
     from mcviz.errors import ValidationError
-    from mcviz.groupings import local_calibration
+    from mcviz.stats.groupings import local_calibration
 
     _, n, spec, centres = CASES[case]
     pred = _make(n, spec)

@@ -1,4 +1,4 @@
-"""Timings of the classical calibration measures (mcviz.measures), all together and one by one.
+"""Timings of the classical calibration measures (mcviz.stats.measures), all together and one by one.
 
 Run: python benchmarks/bench_measures.py [--sizes 10000 100000 1000000] [--repeats 3]
          [--weighted] [--ties]
@@ -22,9 +22,9 @@ import time
 
 import numpy as np
 
-from mcviz.binning import calibration_metrics
+from mcviz.stats.binning import calibration_metrics
 from mcviz.io import Predictions
-from mcviz.measures import (
+from mcviz.stats.measures import (
     calibration_curve_summary,
     classical_measures,
     corp_reliability,

@@ -22,7 +22,7 @@ the cumulative differences of eq. (1) at the ends of the runs of tied scores, D 
 sigma (eq. (5)) of those rows, and M = max_k D_k sigma_0 / sigma_k (eq. (4), 0/0 = 0). It is
 vectorised numpy throughout (no Python loop over rows) and uses the same conventions as mcviz,
 so that the two give the same subpopulations and the same M (checked by ``--check`` and by
-tests/test_multical_naive.py): the median of the members' distinct values is the upper one
+tests/stats/test_multical_naive.py): the median of the members' distinct values is the upper one
 (``sorted_distinct[size // 2]``), the random stream draws the covariate and then the side at
 every step (``rng.integers(p)``, ``rng.integers(2)``; NumPy's PCG64 seeded with ``seed``), a
 split that leaves fewer than m members ends the path, one that removes nobody counts as stalled
@@ -154,7 +154,7 @@ def _naive_file(path: str) -> None:
 
 def _check(n: int) -> None:
     """Print the naive and mcviz's M on both cases at n rows; fail unless they agree."""
-    from mcviz.multical import multicalibration
+    from mcviz.stats.multical import multicalibration
     from mcviz.subpopulations import generate_subpopulations
 
     for case in ("discrete", "continuous"):
@@ -181,7 +181,7 @@ def _library(n: int, repeat: int) -> None:
     Both get arrays already in memory (no file, no imports timed); the naive reference gets the
     rows in file order and sorts them itself. Prints wall and CPU times and their ratios.
     """
-    from mcviz.multical import multicalibration
+    from mcviz.stats.multical import multicalibration
     from mcviz.subpopulations import generate_subpopulations
 
     pred = make_predictions(n, "discrete")
@@ -221,7 +221,7 @@ def _release_free_memory() -> None:
 
 
 def run_case(n: int, case: str, repeat: int) -> dict:
-    from mcviz.multical import multicalibration
+    from mcviz.stats.multical import multicalibration
     from mcviz.subpopulations import generate_subpopulations
 
     pred = make_predictions(n, case)

@@ -49,7 +49,7 @@ def _peak_mb() -> float:
 
 def run_one(n: int, draws: int) -> dict:
     import mcviz
-    from mcviz.significance import null_distribution
+    from mcviz.stats.significance import null_distribution
 
     rng = np.random.default_rng(0)
     covariates = {f"x{j}": rng.normal(size=n) for j in range(10)}

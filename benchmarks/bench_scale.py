@@ -121,7 +121,7 @@ def _library(data: str, specs):
     import pyarrow.parquet as parquet
 
     from mcviz.io import load_predictions
-    from mcviz.multical import multicalibration
+    from mcviz.stats.multical import multicalibration
     from mcviz.subpopulations import Subpopulation, select_rows
 
     used = sorted({c.column for spec in specs for c in spec.conditions})

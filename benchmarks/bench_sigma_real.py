@@ -21,7 +21,7 @@ import pandas as pd
 
 import mcviz
 from mcviz.core import Evaluator
-from mcviz.significance import null_distribution
+from mcviz.stats.significance import null_distribution
 
 
 def zero_inflated(n: int, seed: int, zero: float = 0.95) -> mcviz.Predictions:

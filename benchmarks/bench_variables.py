@@ -18,10 +18,10 @@ import time
 
 import numpy as np
 
-import mcviz.variables
+import mcviz.stats.variables
 from mcviz import Predictions
-from mcviz.smoothing import local_calibration_score, loess_curve
-from mcviz.variables import rank_variables, variable_calibration
+from mcviz.stats.smoothing import local_calibration_score, loess_curve
+from mcviz.stats.variables import rank_variables, variable_calibration
 
 
 def make_predictions(n: int, seed: int = 0) -> Predictions:
@@ -54,7 +54,7 @@ def ten_covariates(pred: Predictions, seed: int = 2) -> Predictions:
 
 
 def rank_fresh(pred: Predictions) -> None:
-    mcviz.variables._CACHE["pred"] = None  # time the computation, not the cache
+    mcviz.stats.variables._CACHE["pred"] = None  # time the computation, not the cache
     rank_variables(pred)
 
 

@@ -12,21 +12,21 @@ from dashboard import fixing, review, runs
 from dashboard import monitor as monitoring
 from dashboard import state as s
 from dashboard.ui import Current, bin_counts, compute, figure
-from mcviz.binning import calibration_metrics, reliability_diagrams
+from mcviz.stats.binning import calibration_metrics, reliability_diagrams
 from mcviz.errors import ValidationError
-from mcviz.figures import (
+from mcviz.present.figures import (
     categorical_levels_figure,
     gap_figure,
     lcs_figure,
     reliability_figure,
     variable_curves_figure,
 )
-from mcviz.figures.corp import corp_figure  # not exported by mcviz.figures yet
-from mcviz.measures import classical_measures
-from mcviz.report import ReportSection
+from mcviz.present.figures.corp import corp_figure  # not exported by mcviz.present.figures yet
+from mcviz.stats.measures import classical_measures
+from mcviz.present.report import ReportSection
 from mcviz.rules import lcs_applies
-from mcviz.smoothing import local_calibration_score
-from mcviz.variables import level_calibration, rank_variables, variable_calibration
+from mcviz.stats.smoothing import local_calibration_score
+from mcviz.stats.variables import level_calibration, rank_variables, variable_calibration
 
 BIN_KIND_TITLES = {"equal_width": "Equal-width bins", "equal_count": "Equal-count bins"}
 CORP = "corp"
@@ -159,7 +159,7 @@ def variable_figures(item: Current, variable: str) -> list[tuple[str, Any]]:
 def level_table(result: Any) -> pd.DataFrame:
     """Each level's size, effective size, rates and 95% intervals (percent), and eligibility.
 
-    From a :class:`mcviz.variables.LevelCalibration`; nothing is recomputed.
+    From a :class:`mcviz.stats.variables.LevelCalibration`; nothing is recomputed.
     """
     def interval(low: Any, high: Any) -> list[str]:
         return [f"{100 * a:.1f} to {100 * b:.1f}" for a, b in zip(low, high, strict=True)]
@@ -264,8 +264,8 @@ def current_verdict(item: Current, runs_: tuple) -> Any:
 
 def deck_buttons(item: Current, verdict: Any, runs_: tuple, *, key: str) -> None:
     """Build the deck (PPTX or PDF) of ``verdict`` on a click and offer its download."""
-    from mcviz.deck import write_deck
-    from mcviz.report import ExportUnavailableError, chromium_path
+    from mcviz.present.deck import write_deck
+    from mcviz.present.report import ExportUnavailableError, chromium_path
 
     findings = len(verdict.findings)
     st.caption(f"16:9 slides: title, verdict, {findings} finding slide"

@@ -157,7 +157,7 @@ def scope_options(result: Any) -> Sequence[str]:
 
 
 def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
-    """Return the fix as a :class:`mcviz.verdict.Section` (Review page, report, deck).
+    """Return the fix as a :class:`mcviz.present.verdict.Section` (Review page, report, deck).
 
     Its sentences: the verdict line, the rows and the map, then what miscalibration costs at
     each threshold (the first four) on the held-out rows (``impact``: the full population's
@@ -165,8 +165,8 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
     log loss did not move beyond its interval, and "not valid (why)" for a statistic without a
     value. Its slide draws the held-out rows' cumulative differences before and after the fix.
     """
-    from mcviz.figures import format_number
-    from mcviz.verdict import Section, stated
+    from mcviz.present.figures import format_number
+    from mcviz.present.verdict import Section, stated
 
     sentences = [result.verdict[0].upper() + result.verdict[1:] + ".",
                  f"Fitted on {result.n_fit:,} rows, judged on {result.n_eval:,} held-out rows; "
@@ -187,8 +187,8 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
 
 def before_after_figures(result: Any) -> tuple:
     """Draw the held-out rows' cumulative differences before and after the fix (for a slide)."""
-    from mcviz.cumulative import cumulative_differences
-    from mcviz.figures import cumulative_figure
+    from mcviz.stats.cumulative import cumulative_differences
+    from mcviz.present.figures import cumulative_figure
 
     return tuple(cumulative_figure(cumulative_differences(side), presentation=True,
                                    title=f"{name} the fix (held-out rows)")

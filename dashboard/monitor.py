@@ -159,12 +159,12 @@ def review_filter(result: MonitorResult, series: int, first: int, last: int,
 def report_section(result: MonitorResult) -> object:
     """Return the report's section of a monitor: verdicts, the heat map, the alarmed series.
 
-    A :class:`mcviz.report.ReportSection`: one sentence per alarm (all series when none
+    A :class:`mcviz.present.report.ReportSection`: one sentence per alarm (all series when none
     alarmed), the heat map, the first alarmed series over time (or the full population), and
     the table of every series.
     """
-    from mcviz.figures import monitor_heatmap_figure, monitor_series_figure
-    from mcviz.report import ReportSection
+    from mcviz.present.figures import monitor_heatmap_figure, monitor_series_figure
+    from mcviz.present.report import ReportSection
 
     periods = result.periods
     alarmed = result.alarms
@@ -195,12 +195,12 @@ MAX_SENTENCES = 2
 
 
 def verdict_section(result: MonitorResult) -> object:
-    """Return the monitor as a :class:`mcviz.verdict.Section` (page, report and deck slide).
+    """Return the monitor as a :class:`mcviz.present.verdict.Section` (page, report and deck slide).
 
     The horizon and the rule in one sentence, then the first alarms' sentences (at most
     :data:`MAX_SENTENCES`; the full population's when nothing alarmed) and the facts.
     """
-    from mcviz.verdict import Section
+    from mcviz.present.verdict import Section
 
     periods = result.periods
     alarmed = result.alarms
@@ -224,7 +224,7 @@ def _slide_figures(result: MonitorResult) -> tuple:
     Alone: beside the series chart its title and dates ran into the other chart's at half a
     slide's width (the sentences name the alarmed series).
     """
-    from mcviz.figures import monitor_heatmap_figure
+    from mcviz.present.figures import monitor_heatmap_figure
 
     return (monitor_heatmap_figure(result, presentation=True),)
 

@@ -1,4 +1,4 @@
-"""The review view for a dashboard scope: :mod:`mcviz.review`'s grid and :mod:`mcviz.verdict`."""
+"""The review view for a dashboard scope: :mod:`mcviz.present.review`'s grid and :mod:`mcviz.present.verdict`."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 from dashboard.runs import Compute, Scope, direct
 from mcviz.io import Predictions
-from mcviz.review import ReviewResults, corp_of, corp_resamples, review_figures
-from mcviz.review import review_results as _review_results
-from mcviz.verdict import Verdict, review_verdict
+from mcviz.present.review import ReviewResults, corp_of, corp_resamples, review_figures
+from mcviz.present.review import review_results as _review_results
+from mcviz.present.verdict import Verdict, review_verdict
 
 __all__ = ["ReviewResults", "corp_of", "corp_resamples", "deck_of", "review_figures",
            "review_results", "scope_verdict"]
@@ -18,7 +18,7 @@ __all__ = ["ReviewResults", "corp_of", "corp_resamples", "deck_of", "review_figu
 def review_results(pred: Predictions, scope: Scope, *, variable: str | None,
                    bins: tuple[int, ...], compute: Compute = direct,
                    corp: bool = False) -> ReviewResults:
-    """:func:`mcviz.review.review_results` of a scope (cache keys: the scope's kind and rows)."""
+    """:func:`mcviz.present.review.review_results` of a scope (cache keys: the scope's kind and rows)."""
     return _review_results(pred, None if scope.is_full else scope.subpopulation,
                            key=scope.cache_key, variable=variable, bins=bins, compute=compute,
                            corp=corp)
@@ -26,7 +26,7 @@ def review_results(pred: Predictions, scope: Scope, *, variable: str | None,
 
 def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any], *,
                   null: Any = None, null_estimate: str | None = None) -> Verdict:
-    """Return the verdict of the review's scope (:func:`mcviz.verdict.review_verdict`).
+    """Return the verdict of the review's scope (:func:`mcviz.present.verdict.review_verdict`).
 
     ``runs_`` are the Subpopulations page's runs (the first one's search or generated
     subpopulations speak), ``null`` the held null distribution of a generated run.
@@ -55,7 +55,7 @@ def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source
     """
     from datetime import UTC, datetime
 
-    from mcviz.deck import DeckInfo, deck_slides, finding_grids, section_pictures
+    from mcviz.present.deck import DeckInfo, deck_slides, finding_grids, section_pictures
 
     model = f"score {pred.score_column}, label {pred.label_column}"
     if pred.weighted:

@@ -18,8 +18,8 @@ import pandas as pd
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.multical import multicalibration
-from mcviz.review import Compute, direct, own_cumulative, subset_predictions
+from mcviz.stats.multical import multicalibration
+from mcviz.present.review import Compute, direct, own_cumulative, subset_predictions
 from mcviz.search import search_subpopulations
 from mcviz.settings import SearchSettings, SubpopulationSettings
 from mcviz.subpopulations import (
@@ -100,7 +100,7 @@ class Run:
 
     seed: int
     subsets: Any  # mcviz.subpopulations.SubpopulationSet
-    result: Any  # mcviz.multical.MulticalResult
+    result: Any  # mcviz.stats.multical.MulticalResult
     search: Any = None  # mcviz.search.SearchResult of a searched run, else None
 
 
@@ -177,7 +177,7 @@ class Verdict:
 def argmax_verdict(result: Any, null: Any = None, *, level: float = 0.05) -> Verdict:
     """State the worst subpopulation honestly: a finding only when its adjusted p < ``level``.
 
-    ``null`` is the :class:`mcviz.significance.NullDistribution` of ``result``'s
+    ``null`` is the :class:`mcviz.stats.significance.NullDistribution` of ``result``'s
     subpopulations (its ``p_adjusted`` in the order of ``result.subpopulations``), or None.
     The argmax's own (unadjusted) p-value is never the evidence: with ℓ subpopulations,
     chance alone makes the smallest of ℓ p-values tiny.

@@ -122,7 +122,7 @@ class ColumnMapping:
     covariates: tuple[str, ...] = ()
     nominal: tuple[str, ...] = ()
     drop_invalid: bool = False
-    weighting: str | None = None  # a scheme of mcviz.weighting (Appendices A and B)
+    weighting: str | None = None  # a scheme of mcviz.stats.weighting (Appendices A and B)
     rho: float | None = None
     response: str = "binary"  # or "continuous": real-valued labels (paper 000 Appendix C)
 

@@ -1,7 +1,7 @@
 """Tables as people read them: every number through the one formatter, widths from content.
 
 Plain Python (no Streamlit): :func:`formatted` writes a frame's numbers with
-:func:`mcviz.figures.format_number` (p-value columns as p-values, ``%`` columns as
+:func:`mcviz.present.figures.format_number` (p-value columns as p-values, ``%`` columns as
 percentages), and :func:`content_widths` gives each column the pixel width its longest text
 needs, so no cell is cut ("208" for 2,086); a wide table scrolls instead.
 """
@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from mcviz.figures import format_number, format_percent
+from mcviz.present.figures import format_number, format_percent
 from mcviz.text import display_text
 
 __all__ = ["content_widths", "displayed", "formatted", "is_p_column", "is_percent_column"]

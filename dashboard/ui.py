@@ -36,9 +36,9 @@ from dashboard.cache import ByteCache
 from dashboard.state import DEMOS, NO_SCORE, ColumnMapping, default_mapping, score_candidates
 from dashboard.text import escape_markdown, file_name_of
 from mcviz.budget import Cancelled, check, default_budget
-from mcviz.cumulative import cumulative_differences
+from mcviz.stats.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.figures import cumulative_figure, escape_figure, format_number
+from mcviz.present.figures import cumulative_figure, escape_figure, format_number
 from mcviz.io import VOID_P_VALUES, Predictions, demo_path, load_predictions, read_table
 
 __all__ = ["DEMOS", "NO_SCORE", "ColumnMapping", "caption", "compute", "compute_with_progress",
@@ -115,7 +115,7 @@ def read_demo(name: str) -> pd.DataFrame:
 def _predictions(mapping: ColumnMapping, frame: pd.DataFrame) -> Predictions:
     pred = load_predictions(frame, **mapping.load_options())
     if mapping.weighting:
-        from mcviz.weighting import reweight
+        from mcviz.stats.weighting import reweight
 
         pred = reweight(pred, mapping.weighting, rho=mapping.rho)
     return pred
@@ -392,7 +392,7 @@ def null_of(analysis: Current, result: Any, run: str, *, seed: int, draws: int) 
     """
     from dataclasses import replace
 
-    from mcviz.significance import null_distribution
+    from mcviz.stats.significance import null_distribution
 
     low_prevalence = analysis.mapping.weighting == "low-prevalence"
     base = analysis.pred
@@ -409,7 +409,7 @@ def null_of(analysis: Current, result: Any, run: str, *, seed: int, draws: int) 
 
 def null_estimate(analysis: Current, result: Any, draws: int) -> Any:
     """Return the cost of :func:`null_of` (an :class:`mcviz.budget.Estimate`)."""
-    from mcviz.significance import null_draws_estimate
+    from mcviz.stats.significance import null_draws_estimate
 
     members = sum(sub.size for sub in result.subpopulations)
     return null_draws_estimate(analysis.pred.n, members, draws)
@@ -528,7 +528,7 @@ def chart_slots(count: int) -> list:
 def show_figure(figure: Any, *, key: str | None = None, on_select: str = "ignore") -> Any:
     """Draw a plotly figure at full container width (the one place pages draw charts).
 
-    Every data-derived string in it is escaped first (:func:`mcviz.figures.escape_figure`).
+    Every data-derived string in it is escaped first (:func:`mcviz.present.figures.escape_figure`).
     """
     return st.plotly_chart(
         escape_figure(figure), width="stretch", key=key, on_select=on_select, theme=None,
@@ -545,7 +545,7 @@ def csv_download(label: str, frame: pd.DataFrame, file_name: str, *,
     """
     from functools import partial
 
-    from mcviz.report import safe_csv
+    from mcviz.present.report import safe_csv
 
     return st.download_button(label, partial(safe_csv, frame), file_name=file_name_of(file_name),
                               mime="text/csv", key=key)
@@ -554,7 +554,7 @@ def csv_download(label: str, frame: pd.DataFrame, file_name: str, *,
 def show_table(frame: pd.DataFrame, *, percent: tuple[str, ...] = (), **options: Any) -> Any:
     """Draw a table: an interactive grid, or a large static table in presentation mode.
 
-    Numbers are written by :func:`mcviz.figures.format_number` (the one number formatter;
+    Numbers are written by :func:`mcviz.present.figures.format_number` (the one number formatter;
     :func:`dashboard.tables.formatted`) and every column is as wide as its longest text
     (:func:`dashboard.tables.content_widths`): no cell is cut.
     """
@@ -606,7 +606,7 @@ def figure(build: Callable, result: Any, cache: str | None, **options: Any) -> A
 
 
 def cumulative_fig(result: Any, *, title: str | None = None, cache: str | None = None) -> Any:
-    """Return the cumulative calibration plot of a result (via :mod:`mcviz.figures`)."""
+    """Return the cumulative calibration plot of a result (via :mod:`mcviz.present.figures`)."""
     return figure(cumulative_figure, result, cache, title=title)
 
 

@@ -3,7 +3,7 @@
 Start from :meth:`Predictions.from_arrays` (arrays in memory) or :func:`load_predictions` (a
 file). Every statistic takes the predictions, ``(pred, *, index=None, ...)`` (``index`` a
 subpopulation's positions or mask), and returns a small frozen result; figure builders
-(:mod:`mcviz.figures`) take those results, and :mod:`mcviz.plot` draws a chart in one call.
+(:mod:`mcviz.present.figures`) take those results, and :mod:`mcviz.present.plot` draws a chart in one call.
 """
 
 from mcviz.errors import ValidationError
@@ -66,11 +66,11 @@ __all__ = [
 # The public API is imported on first use (PEP 562), so that `import mcviz` and the command
 # line start at once: numpy, pandas and scipy load with the first statistic asked for.
 _LAZY = {
-    "BROWNIAN_RANGE_MEAN": "mcviz.cumulative",
-    "CumulativeResult": "mcviz.cumulative",
-    "brownian_range_sf": "mcviz.cumulative",
-    "cumulative_differences": "mcviz.cumulative",
-    "decimate_path": "mcviz.cumulative",
+    "BROWNIAN_RANGE_MEAN": "mcviz.stats.cumulative",
+    "CumulativeResult": "mcviz.stats.cumulative",
+    "brownian_range_sf": "mcviz.stats.cumulative",
+    "cumulative_differences": "mcviz.stats.cumulative",
+    "decimate_path": "mcviz.stats.cumulative",
     "LoadReport": "mcviz.io",
     "Predictions": "mcviz.io",
     "Roles": "mcviz.io",
@@ -78,46 +78,57 @@ _LAZY = {
     "load_demo": "mcviz.io",
     "load_predictions": "mcviz.io",
     "read_table": "mcviz.io",
-    "calibration_score": "mcviz.agglomeration",
-    "cvar_curve": "mcviz.agglomeration",
-    "calibration_metrics": "mcviz.binning",
-    "reliability_bins": "mcviz.binning",
-    "reliability_diagrams": "mcviz.binning",
-    "DeviationResult": "mcviz.deviation",
-    "subpopulation_deviation": "mcviz.deviation",
-    "group_errors": "mcviz.groupings",
-    "local_calibration": "mcviz.groupings",
-    "score_bins": "mcviz.groupings",
-    "MulticalResult": "mcviz.multical",
-    "multicalibration": "mcviz.multical",
-    "multicalibration_repeats": "mcviz.multical",
-    "local_calibration_score": "mcviz.smoothing",
-    "loess_curve": "mcviz.smoothing",
+    "calibration_score": "mcviz.stats.agglomeration",
+    "cvar_curve": "mcviz.stats.agglomeration",
+    "calibration_metrics": "mcviz.stats.binning",
+    "reliability_bins": "mcviz.stats.binning",
+    "reliability_diagrams": "mcviz.stats.binning",
+    "DeviationResult": "mcviz.stats.deviation",
+    "subpopulation_deviation": "mcviz.stats.deviation",
+    "group_errors": "mcviz.stats.groupings",
+    "local_calibration": "mcviz.stats.groupings",
+    "score_bins": "mcviz.stats.groupings",
+    "MulticalResult": "mcviz.stats.multical",
+    "multicalibration": "mcviz.stats.multical",
+    "multicalibration_repeats": "mcviz.stats.multical",
+    "local_calibration_score": "mcviz.stats.smoothing",
+    "loess_curve": "mcviz.stats.smoothing",
     "filter_subpopulation": "mcviz.subpopulations",
     "generate_subpopulations": "mcviz.subpopulations",
     "group_subpopulations": "mcviz.subpopulations",
     "parse_filter": "mcviz.subpopulations",
     "search_subpopulations": "mcviz.search",
-    "NullDistribution": "mcviz.significance",
-    "null_distribution": "mcviz.significance",
-    "rank_variables": "mcviz.variables",
-    "variable_calibration": "mcviz.variables",
-    "reweight": "mcviz.weighting",
-    "ClassicalMeasures": "mcviz.measures",
-    "CorpResult": "mcviz.measures",
-    "SmoothReliability": "mcviz.measures",
-    "classical_measures": "mcviz.measures",
-    "corp_reliability": "mcviz.measures",
-    "smooth_ece": "mcviz.measures",
-    "smooth_reliability": "mcviz.measures",
-    "score_decomposition": "mcviz.measures",
-    "logistic_recalibration": "mcviz.measures",
-    "calibration_curve_summary": "mcviz.measures",
-    "hosmer_lemeshow": "mcviz.measures",
+    "NullDistribution": "mcviz.stats.significance",
+    "null_distribution": "mcviz.stats.significance",
+    "rank_variables": "mcviz.stats.variables",
+    "variable_calibration": "mcviz.stats.variables",
+    "reweight": "mcviz.stats.weighting",
+    "ClassicalMeasures": "mcviz.stats.measures",
+    "CorpResult": "mcviz.stats.measures",
+    "SmoothReliability": "mcviz.stats.measures",
+    "classical_measures": "mcviz.stats.measures",
+    "corp_reliability": "mcviz.stats.measures",
+    "smooth_ece": "mcviz.stats.measures",
+    "smooth_reliability": "mcviz.stats.measures",
+    "score_decomposition": "mcviz.stats.measures",
+    "logistic_recalibration": "mcviz.stats.measures",
+    "calibration_curve_summary": "mcviz.stats.measures",
+    "hosmer_lemeshow": "mcviz.stats.measures",
 }
 
 
+#: Public modules kept at their documented address (``from mcviz import plot``) since the
+#: folders show the layers (``mcviz/present/``).
+_MODULES = {"plot": "mcviz.present.plot", "figures": "mcviz.present.figures"}
+
+
 def __getattr__(name: str) -> object:
+    if name in _MODULES:
+        import importlib
+
+        module = importlib.import_module(_MODULES[name])
+        globals()[name] = module
+        return module
     if name in _LAZY:
         import importlib
 

@@ -295,7 +295,7 @@ def report_progress(progress: Progress | None, fraction: float, what: str) -> No
 
 
 # --------------------------------------------------------------------------------------------
-# Estimates of the computations of mcviz.groupings. Every constant is measured: peak RSS above
+# Estimates of the computations of mcviz.stats.groupings. Every constant is measured: peak RSS above
 # the process's RSS before the call, on the shapes of benchmarks/bench_budget.py (2-core
 # reference machine), rounded up; tests/test_budget_measured.py holds them within 1.5x. Times
 # are CPU seconds of the run (user + sys: the machine's load does not change them as it changes
@@ -396,7 +396,7 @@ def knn_estimate(
         Neighbours per group (or the pairs per centre for kernel groups).
     chunk : int
         (centre, candidate) cells searched at once: the run-time guard of
-        :mod:`mcviz.groupings` never holds more, whatever the search needs.
+        :mod:`mcviz.stats.groupings` never holds more, whatever the search needs.
     level_counts : sequence of int, optional
         Levels of each nominal covariate (default: ``levels`` shared evenly); few rows per
         combination of levels widen each search (:func:`knn_width`).

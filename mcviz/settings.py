@@ -230,7 +230,7 @@ class SearchSettings(Settings):
 
 @dataclass(frozen=True)
 class NullSettings(Settings):
-    """The null distribution of M (:func:`mcviz.significance.null_distribution`).
+    """The null distribution of M (:func:`mcviz.stats.significance.null_distribution`).
 
     Examples
     --------

@@ -7,7 +7,7 @@ from dashboard import state as s
 from dashboard.text import code
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.figures import format_number
+from mcviz.present.figures import format_number
 from mcviz.subpopulations import filter_subpopulation
 from mcviz.text import display_text
 

@@ -4,9 +4,9 @@ import streamlit as st
 
 from dashboard import charts, fixing, ui
 from dashboard import state as s
-from mcviz.cumulative import cumulative_differences
+from mcviz.stats.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.figures import decision_curve_figure
+from mcviz.present.figures import decision_curve_figure
 from mcviz.text import display_text
 
 ui.setup_page("fix", "Fix")

@@ -5,10 +5,10 @@ import streamlit as st
 
 from dashboard import tables, ui
 from dashboard.text import escape_markdown
-from mcviz.agglomeration import calibration_score, cvar_curve
+from mcviz.stats.agglomeration import calibration_score, cvar_curve
 from mcviz.errors import ValidationError
-from mcviz.figures import cvar_curve_figure, group_errors_figure
-from mcviz.groupings import covariate_bins, local_calibration, score_bins
+from mcviz.present.figures import cvar_curve_figure, group_errors_figure
+from mcviz.stats.groupings import covariate_bins, local_calibration, score_bins
 from mcviz.text import display_text
 
 ui.setup_page("groupings", "Groupings")

@@ -13,7 +13,7 @@ from dashboard import state as s
 from dashboard import ui
 from dashboard.text import code
 from mcviz.errors import ValidationError
-from mcviz.figures import format_number, monitor_heatmap_figure, monitor_series_figure
+from mcviz.present.figures import format_number, monitor_heatmap_figure, monitor_series_figure
 from mcviz.monitor import monitor_calibration
 from mcviz.text import display_text
 
@@ -61,7 +61,7 @@ pick_filters.text_area("Segments: filters, one per line", key=s.W_MON_FILTERS, h
                        placeholder='e.g. distance >= 1000 and origin == "JFK"')
 
 settings = mon.settings_from_state(st.session_state, time)
-CELLS_TRACE = 3  # the heat map's click layer (mcviz.figures.monitor_heatmap_figure)
+CELLS_TRACE = 3  # the heat map's click layer (mcviz.present.figures.monitor_heatmap_figure)
 try:
     result = ui.compute_with_progress("monitor", key, monitor_calibration, pred,
                                       label="Monitoring calibration over time",

@@ -10,11 +10,11 @@ from dashboard import charts, runs, ui
 from dashboard import state as s
 from dashboard.text import escape_markdown
 from mcviz import __version__, cumulative_differences
-from mcviz.deviation import subpopulation_deviation
+from mcviz.stats.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
-from mcviz.figures import deviation_figure, escape_figure, format_number
+from mcviz.present.figures import deviation_figure, escape_figure, format_number
 from mcviz.io import VOID_P_VALUES
-from mcviz.report import (
+from mcviz.present.report import (
     ExportUnavailableError,
     ReportSection,
     chromium_path,

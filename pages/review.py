@@ -18,7 +18,7 @@ from dashboard import monitor as monitoring
 from dashboard import state as s
 from dashboard.text import escape_markdown as md
 from mcviz.errors import ValidationError
-from mcviz.report import ExportUnavailableError, chromium_path, slide_image
+from mcviz.present.report import ExportUnavailableError, chromium_path, slide_image
 from mcviz.text import display_text
 
 ui.setup_page("review", "Review")

@@ -7,10 +7,10 @@ from dashboard import charts, tables, ui
 from dashboard import state as s
 from dashboard.text import code, escape_markdown
 from mcviz import cumulative_differences
-from mcviz.binning import reliability_diagrams
+from mcviz.stats.binning import reliability_diagrams
 from mcviz.engines.results import load_subpopulation, read_screen
 from mcviz.errors import ValidationError
-from mcviz.figures import format_number
+from mcviz.present.figures import format_number
 from mcviz.text import display_text
 
 ui.setup_page("screening", "Screening")

@@ -14,10 +14,10 @@ import streamlit as st
 from dashboard import charts, limits, runs, tables, ui
 from dashboard import state as s
 from dashboard.text import escape_markdown as md
-from mcviz.binning import reliability_diagrams
-from mcviz.deviation import subpopulation_deviation
+from mcviz.stats.binning import reliability_diagrams
+from mcviz.stats.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
-from mcviz.figures import (
+from mcviz.present.figures import (
     deviation_figure,
     format_interval,
     format_number,
@@ -30,7 +30,7 @@ from mcviz.subpopulations import (
     group_subpopulations,
 )
 from mcviz.text import display_text
-from mcviz.weighting import SCHEMES
+from mcviz.stats.weighting import SCHEMES
 
 ui.setup_page("subpopulations", "Subpopulations")
 analysis = ui.require_current()

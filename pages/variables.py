@@ -9,7 +9,7 @@ from dashboard import state as s
 from dashboard.text import escape_markdown as md
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.figures import format_number
+from mcviz.present.figures import format_number
 from mcviz.subpopulations import group_subpopulations
 from mcviz.text import display_text
 

@@ -47,24 +47,24 @@ class Mutation:
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "flip-sign-cumulative",
-        "mcviz/cumulative.py",
+        "mcviz/stats/cumulative.py",
         r"^([ \t]*)residual = label - score$",
         r"\1residual = score - label",
-        ("tests/test_cumulative.py",),
+        ("tests/stats/test_cumulative.py",),
     ),
     Mutation(
         "tie-rule",  # evaluate the path after every row instead of at the ends of tie runs
         "mcviz/core/path.py",
         r"^([ \t]*)ends = np\.flatnonzero\(run_end\)$",
         r"\1ends = np.arange(run_end.size)",
-        ("tests/test_cumulative.py",),
+        ("tests/stats/test_cumulative.py",),
     ),
     Mutation(
         "lcs-ignores-weights",
-        "mcviz/smoothing/lcs.py",
+        "mcviz/stats/smoothing/lcs.py",
         r"^([ \t]*)w = None if weight is None else np\.asarray\(weight, dtype=float\)$",
         r"\1w = None",
-        ("tests/smoothing/test_smoothing.py", "-k", "lcs"),
+        ("tests/stats/smoothing/test_smoothing.py", "-k", "lcs"),
         within=r"^def _validated\(",
     ),
     Mutation(
@@ -76,10 +76,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "no-loess-bands",  # the pointwise 95% band collapses onto the fit
-        "mcviz/smoothing/loess.py",
+        "mcviz/stats/smoothing/loess.py",
         r"^([ \t]*)se = sigma \* np\.sqrt\(np\.maximum\(self\.l2, 0\.0\)\)$",
         r"\1se = 0.0 * sigma * np.sqrt(np.maximum(self.l2, 0.0))",
-        ("tests/smoothing/test_smoothing.py", "-k", "band"),
+        ("tests/stats/smoothing/test_smoothing.py", "-k", "band"),
     ),
 )
 # ---------------------------------------------------------------------------------------------

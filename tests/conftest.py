@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The suite draws the same hypothesis examples on every run (CI answers for the code, not for
 # the luck of the draw); MCVIZ_FUZZ=explore draws fresh ones, as a fuzzing session does:
-#   MCVIZ_FUZZ=explore python -m pytest -q tests/test_fuzz_statistics.py
+#   MCVIZ_FUZZ=explore python -m pytest -q tests/stats/test_fuzz_statistics.py
 # A failure found that way is pinned as a plain test (the end of test_fuzz_statistics.py).
 settings.register_profile("suite", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)

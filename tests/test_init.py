@@ -27,8 +27,8 @@ def test_the_library_does_not_import_streamlit():
     import subprocess
     import sys
 
-    code = ("import sys, mcviz; mcviz.multicalibration; import mcviz.cli, mcviz.report, "
-            "mcviz.figures, mcviz.engines, mcviz.cli.screen; "
+    code = ("import sys, mcviz; mcviz.multicalibration; import mcviz.cli, mcviz.present.report, "
+            "mcviz.present.figures, mcviz.engines, mcviz.cli.screen; "
             "assert 'streamlit' not in sys.modules, 'streamlit was imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False)

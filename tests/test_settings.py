@@ -9,7 +9,7 @@ import pytest
 from dashboard import links
 from dashboard import state as s
 from mcviz.errors import ValidationError
-from mcviz.multical import multicalibration_repeats
+from mcviz.stats.multical import multicalibration_repeats
 from mcviz.search import search_subpopulations
 from mcviz.settings import SearchSettings, SubpopulationSettings
 from mcviz.subpopulations import generate_subpopulations

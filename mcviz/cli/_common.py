@@ -123,7 +123,7 @@ def settings_from_arguments(settings: type[Settings], args: argparse.Namespace) 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments that say how to read the prediction file, and ``--json``."""
     from mcviz.io import Predictions  # its loaders' default response, without pandas
-    from mcviz.weighting import SCHEMES
+    from mcviz.stats.weighting import SCHEMES
 
     parser.add_argument("file", help="CSV/TSV (optionally .gz/.zip) or Parquet prediction file")
     parser.add_argument("--score", help="score column (probability of the positive class)")
@@ -210,7 +210,7 @@ def apply_weighting(args: argparse.Namespace, pred: Predictions) -> Predictions:
     """Apply ``--weighting``/``--rho`` (paper 000 Appendices A and B) to loaded predictions."""
     weighting, rho = getattr(args, "weighting", None), getattr(args, "rho", None)
     if weighting is not None:
-        from mcviz.weighting import reweight
+        from mcviz.stats.weighting import reweight
 
         return reweight(pred, weighting, rho=rho)
     if rho is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from mcviz.cli import _common
-from mcviz.deviation import subpopulation_deviation
+from mcviz.stats.deviation import subpopulation_deviation
 from mcviz.errors import ValidationError
 from mcviz.subpopulations import parse_filter, select_rows
 

@@ -110,7 +110,7 @@ def write_scored(frame, scores, path: str) -> None:
         if Path(path).suffix.lower() == ".parquet":
             out.to_parquet(temporary, index=False)
         else:
-            from mcviz.report import safe_csv
+            from mcviz.present.report import safe_csv
 
             temporary.write_bytes(safe_csv(out))
 

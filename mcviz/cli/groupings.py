@@ -1,7 +1,7 @@
 """``mcviz groupings``: one grouping, several agglomerations (Höltgen & Williamson).
 
-Errors are mean(score - label) per group, eq. (6); :mod:`mcviz.groupings` builds the groups
-and :mod:`mcviz.agglomeration` the scores. Options left out take the library's defaults for
+Errors are mean(score - label) per group, eq. (6); :mod:`mcviz.stats.groupings` builds the groups
+and :mod:`mcviz.stats.agglomeration` the scores. Options left out take the library's defaults for
 the chosen grouping.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from mcviz.agglomeration import calibration_score, parse_agglomeration
+from mcviz.stats.agglomeration import calibration_score, parse_agglomeration
 from mcviz.cli import _common
 from mcviz.errors import ValidationError
-from mcviz.groupings import covariate_bins, kernel_calibration, local_calibration, score_bins
+from mcviz.stats.groupings import covariate_bins, kernel_calibration, local_calibration, score_bins
 
 __all__ = ["register", "run"]
 

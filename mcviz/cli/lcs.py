@@ -9,7 +9,7 @@ import argparse
 
 from mcviz.cli import _common
 from mcviz.rules import check_lcs_response
-from mcviz.smoothing import local_calibration_score
+from mcviz.stats.smoothing import local_calibration_score
 
 __all__ = ["register", "run"]
 

@@ -1,11 +1,11 @@
 """``mcviz metrics``: the calibration metrics of the full population, and multi-calibration.
 
 The ``"calibration"`` block is the cumulative statistics of paper 000 (eqs. 2-5) and the
-``"classical"`` block the measures of :func:`mcviz.measures.classical_measures`; with any
+``"classical"`` block the measures of :func:`mcviz.stats.measures.classical_measures`; with any
 multi-calibration option (``--covariates``, ``--subpopulations``, ``--groups``, ...) the
 ``"multicalibration"`` block adds the metric of eq. (4) over Algorithm 1's subpopulations, and
 with ``--null-draws N`` its null distribution and every subpopulation's family-wise adjusted
-p-value (:func:`mcviz.significance.null_distribution`). ``--table FILE`` writes one row per
+p-value (:func:`mcviz.stats.significance.null_distribution`). ``--table FILE`` writes one row per
 subpopulation (CSV, formulas neutralised, or Parquet, by the file's extension).
 """
 
@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING
 
 from mcviz.budget import check, subpopulations_estimate
 from mcviz.cli import _common
-from mcviz.cumulative import cumulative_differences
+from mcviz.stats.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import VOID_P_VALUES, Predictions, roles_sentence
-from mcviz.measures import classical_measures
+from mcviz.stats.measures import classical_measures
 from mcviz.settings import SubpopulationSettings
 
 if TYPE_CHECKING:  # the multi-calibration block imports its modules when asked for
-    from mcviz.multical import MulticalResult
-    from mcviz.significance import NullDistribution
+    from mcviz.stats.multical import MulticalResult
+    from mcviz.stats.significance import NullDistribution
 
 __all__ = ["metrics_block", "register", "run"]
 
@@ -170,7 +170,7 @@ def metrics_block(
     """
     if not _asked(args):
         return None
-    from mcviz.multical import multicalibration, multicalibration_repeats
+    from mcviz.stats.multical import multicalibration, multicalibration_repeats
     from mcviz.subpopulations import group_subpopulations
 
     n_subpopulations, min_size, seed, repeats = _settings(args)
@@ -246,7 +246,7 @@ def _null(args, pred: Predictions, unweighted: Predictions | None, result: Multi
     if low_prevalence and unweighted is None:
         raise ValidationError("--null-draws with low-prevalence weights needs the unweighted "
                               "predictions.")
-    from mcviz.significance import null_distribution
+    from mcviz.stats.significance import null_distribution
 
     return null_distribution(
         unweighted if low_prevalence else pred, result.subpopulations,
@@ -256,7 +256,7 @@ def _null(args, pred: Predictions, unweighted: Predictions | None, result: Multi
 
 def _write_table(path: str, result: MulticalResult, null: NullDistribution | None) -> None:
     """Write one row per subpopulation to ``path`` (.csv or .parquet), atomically."""
-    from mcviz.report import safe_csv
+    from mcviz.present.report import safe_csv
 
     suffix = Path(path).suffix.lower()
     if suffix not in (".csv", ".parquet"):

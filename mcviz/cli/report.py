@@ -2,8 +2,8 @@
 
 Loads the file, measures the full population's calibration (cumulative differences, D/σ and
 its p-value), runs the guided search (findings confirmed on held-out rows, Holm-adjusted) and
-states the verdict in sentences (:mod:`mcviz.verdict`). With ``--deck`` (once or more; the
-suffix chooses .pptx or .pdf) it writes the 16:9 deck of :mod:`mcviz.deck`: title, verdict,
+states the verdict in sentences (:mod:`mcviz.present.verdict`). With ``--deck`` (once or more; the
+suffix chooses .pptx or .pdf) it writes the 16:9 deck of :mod:`mcviz.present.deck`: title, verdict,
 one slide per confirmed finding with its review grid as a picture, appendix.
 
 Prints ``{"n", "verdict": [sentences], "findings": [{"rank", "description", "sentence",
@@ -43,10 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """Load, measure, search, state the verdict and write the decks; return the JSON object."""
-    from mcviz.cumulative import cumulative_differences
+    from mcviz.stats.cumulative import cumulative_differences
     from mcviz.search import search_subpopulations
     from mcviz.settings import SearchSettings
-    from mcviz.verdict import review_verdict
+    from mcviz.present.verdict import review_verdict
 
     for path in args.deck:
         if Path(path).suffix.lower() not in (".pptx", ".pdf"):
@@ -86,7 +86,7 @@ def _bins(text: str) -> tuple[int, ...]:
 
 def _write_decks(args: argparse.Namespace, pred: object, search: object, verdict: object,
                  bins: tuple[int, ...]) -> int:
-    from mcviz.deck import DeckInfo, deck_slides, finding_grids, write_deck
+    from mcviz.present.deck import DeckInfo, deck_slides, finding_grids, write_deck
 
     model = f"score {pred.score_column}, label {pred.label_column}"  # type: ignore[attr-defined]
     if pred.weighted:  # type: ignore[attr-defined]

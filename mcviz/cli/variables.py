@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from mcviz.cli import _common
-from mcviz.variables import rank_variables, variable_records
+from mcviz.stats.variables import rank_variables, variable_records
 
 __all__ = ["register", "run"]
 

@@ -358,7 +358,7 @@ class Evaluator:
         numbers that are all 0 or 1) without ``adjacent`` are gathered as one byte each and
         the path is :math:`\sum_{j \le k} W_j R_j - \sum_{j \le k} W_j S_j`, both sums
         started at each subpopulation (unweighted, the first is counted exactly in integers);
-        the null draws of :func:`~mcviz.significance.null_distribution` are this case.
+        the null draws of :func:`~mcviz.stats.significance.null_distribution` are this case.
 
         Parameters
         ----------

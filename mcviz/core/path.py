@@ -50,7 +50,7 @@ def integer_codes(values: np.ndarray, max_span: int, dtype: type) -> np.ndarray 
 
     None otherwise, and for fewer than 4,096 values (a plain sort is as fast there).
     The one test behind the linear-time orders (:func:`value_order`, the counting sort of
-    :func:`mcviz.smoothing.sorted_copy`). Floats are checked on their first 256 values first,
+    :func:`mcviz.stats.smoothing.sorted_copy`). Floats are checked on their first 256 values first,
     then exactly; NaN gives None.
 
     Examples

@@ -63,7 +63,7 @@ depends on covariates, so that a subpopulation's responses are truly less variab
 population's at the same scores, the floor overstates its :math:`\sigma_k`, and miscalibration
 that varies within a block inflates :math:`\hat v_b`: both only make the test conservative, never
 anti-conservative. (d) Nothing depends on the order of tied rows (blocks end at tie-run ends).
-The null draws (:func:`~mcviz.significance.null_distribution`) keep the floor of the observed
+The null draws (:func:`~mcviz.stats.significance.null_distribution`) keep the floor of the observed
 responses and recompute eq. (6) per draw. The simulation in ``benchmarks/bench_sigma_real.py``
 and ``tests/core/test_sigma_floor.py`` checks that calibrated zero-inflated responses then give
 :math:`M/\sigma_0` within the null's range and null p-values spread over [0, 1].

@@ -134,7 +134,7 @@ class Predictions:
         True when the weights were computed from the responses (the low-prevalence weighting of
         paper 000 Appendix B): eq. (5)'s sigma and every Brownian or classical p-value then no
         longer describe the statistics, which report NaN p-values (``mcviz.io.VOID_P_VALUES``
-        says why); the null draws of :func:`mcviz.significance.null_distribution` recompute
+        says why); the null draws of :func:`mcviz.stats.significance.null_distribution` recompute
         the weights and stay valid.
     """
 

@@ -263,14 +263,14 @@ def _percent(share: float) -> str:
 
 def _side(pred: Predictions, family: list, findings_ids: list[int], null_draws: int,
           seed: int) -> FixSide:
-    from mcviz.binning import calibration_metrics
-    from mcviz.measures import smooth_ece
-    from mcviz.multical import multicalibration
+    from mcviz.stats.binning import calibration_metrics
+    from mcviz.stats.measures import smooth_ece
+    from mcviz.stats.multical import multicalibration
 
     result = multicalibration(pred, family)
     metric_p = None
     if null_draws:
-        from mcviz.significance import null_distribution
+        from mcviz.stats.significance import null_distribution
 
         metric_p = float(null_distribution(pred, family, draws=null_draws, seed=seed).p_value)
     metrics = calibration_metrics(pred)

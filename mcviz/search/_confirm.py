@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from mcviz.core.special import ndtri
-from mcviz.cumulative import brownian_range_sf
+from mcviz.stats.cumulative import brownian_range_sf
 from mcviz.io import VOID_P_VALUES, Predictions
 from mcviz.subpopulations import Condition, describe_conditions
 

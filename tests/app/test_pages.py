@@ -546,7 +546,7 @@ def test_variables_page_shows_weighted_means_beside_weighted_statistics():
     assert "weighted mean response" in table.columns
     from mcviz import load_predictions, read_table
     from mcviz.io import demo_path
-    from mcviz.weighting import reweight
+    from mcviz.stats.weighting import reweight
 
     pred = reweight(load_predictions(read_table(demo_path("adult")), score="score_gbm",
                                      label="income_gt_50k"), "low-prevalence")

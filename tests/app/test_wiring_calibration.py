@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from mcviz.measures import MEASURE_GROUPS
+from mcviz.stats.measures import MEASURE_GROUPS
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 

@@ -10,7 +10,7 @@ from wiring_testdata import PLANTED, planted_frame
 from dashboard import runs
 from mcviz import load_predictions
 from mcviz.errors import ValidationError
-from mcviz.significance import null_distribution
+from mcviz.stats.significance import null_distribution
 
 
 @pytest.fixture(scope="module")

@@ -202,7 +202,7 @@ def test_csv_and_parquet_give_the_same_metrics(random_frame, write_csv, write_pa
 
 
 def test_metrics_of_the_embedded_demo(adult_demo_path, cli):
-    from mcviz.cumulative import cumulative_differences
+    from mcviz.stats.cumulative import cumulative_differences
     from mcviz.io import load_demo
 
     done = cli("metrics", adult_demo_path, "--score", "score_gbm", "--weight", "fnlwgt",

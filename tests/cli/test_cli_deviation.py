@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from mcviz.cli import main
-from mcviz.deviation import subpopulation_deviation
+from mcviz.stats.deviation import subpopulation_deviation
 from mcviz.io import Predictions
 
 KEYS = {"n", "n_subpopulation", "kuiper", "ks", "sigma", "kuiper_z", "ks_z", "p_value"}

@@ -2,12 +2,12 @@
 
 import pytest
 
-from mcviz.agglomeration import (
+from mcviz.stats.agglomeration import (
     average_calibration_error,
     expected_calibration_error,
     maximum_calibration_error,
 )
-from mcviz.groupings import covariate_bins
+from mcviz.stats.groupings import covariate_bins
 from mcviz.io import load_predictions
 
 

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from mcviz.measures import JSON_KEYS
+from mcviz.stats.measures import JSON_KEYS
 
 ISSUE_17_KEYS = (
     "ece", "smece", "ici", "e50", "e90", "calibration_intercept", "calibration_slope",

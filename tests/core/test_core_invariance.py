@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcviz.cumulative import cumulative_differences
-from mcviz.deviation import subpopulation_deviation
+from mcviz.stats.cumulative import cumulative_differences
+from mcviz.stats.deviation import subpopulation_deviation
 from mcviz.io import Predictions
-from mcviz.multical import multicalibration
+from mcviz.stats.multical import multicalibration
 from mcviz.subpopulations import generate_subpopulations, select_rows
 
 

@@ -23,7 +23,7 @@ from mcviz.core.sigma import (
     sigma_adjacent,
     sigma_floored,
 )
-from mcviz.significance import null_distribution
+from mcviz.stats.significance import null_distribution
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_sigma_real import zero_inflated  # the simulation's one generator

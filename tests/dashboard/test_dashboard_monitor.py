@@ -80,7 +80,7 @@ def test_candidates_of_time_and_segments():
 
 
 def test_report_section_carries_the_alarms_and_the_heat_map():
-    from mcviz.report import html_report
+    from mcviz.present.report import html_report
 
     rng = np.random.default_rng(3)
     n = 5000

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dashboard import review, runs
-from mcviz.cumulative import cumulative_differences
+from mcviz.stats.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import load_predictions
 

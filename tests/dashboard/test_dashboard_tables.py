@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.tables import CHAR_PX, content_widths, formatted
-from mcviz.figures import format_number
+from mcviz.present.figures import format_number
 
 
 def test_numbers_go_through_the_one_formatter():

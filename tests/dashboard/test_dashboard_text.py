@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashboard.text import code, escape_markdown
-from mcviz.figures._text import escape_figure, plotly_text
+from mcviz.present.figures._text import escape_figure, plotly_text
 from mcviz.text import display_text
 
 HOSTILE = ['<a href=//evil>x</a>', "![t](http://127.0.0.9/x.png)", '=HYPERLINK("http://e","x")',
@@ -93,8 +93,8 @@ def strings(value):
 def test_escape_figure_leaves_no_live_tag_from_data_and_keeps_the_builders_markup():
     import plotly.graph_objects as go
 
-    from mcviz.cumulative import cumulative_differences
-    from mcviz.figures import cumulative_figure
+    from mcviz.stats.cumulative import cumulative_differences
+    from mcviz.present.figures import cumulative_figure
     from mcviz.io import Predictions
 
     rng = np.random.default_rng(0)
@@ -131,7 +131,7 @@ def test_escape_figure_changes_nothing_without_markup():
 def test_escape_figure_reads_the_same_json_plotly_would_copy():
     import plotly.graph_objects as go
 
-    from mcviz.figures._text import _stored_json
+    from mcviz.present.figures._text import _stored_json
 
     fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4], name="<i>a</i>", text=["<b>x</b>", "y"]),
                     layout={"title": {"text": "T"}, "xaxis": {"ticktext": ["<u>t</u>"]}})

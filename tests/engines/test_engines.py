@@ -11,14 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcviz.cli import main
-from mcviz.cumulative import cumulative_differences
+from mcviz.stats.cumulative import cumulative_differences
 from mcviz.engines import Columns, NumpyEngine
 from mcviz.engines.base import BinSummaries, HistogramAccumulator, as_specs
 from mcviz.engines.duckdb_engine import DuckDBEngine
 from mcviz.engines.sql import DUCKDB, SPARK, Query, condition_sql
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.multical import multicalibration
+from mcviz.stats.multical import multicalibration
 from mcviz.subpopulations import Condition, generate_subpopulations, select_rows
 
 COLUMNS = Columns("score", "label", "weight")
@@ -131,7 +131,7 @@ def test_numpy_engine_matches_cumulative_differences(numpy_engine, subpopulation
 
 
 def test_numpy_engine_matches_multicalibration(numpy_engine):
-    from mcviz.multical import multicalibration
+    from mcviz.stats.multical import multicalibration
 
     generated = generate_subpopulations(numpy_engine.pred, n_subpopulations=40, seed=9)
     expected = multicalibration(numpy_engine.pred, generated)

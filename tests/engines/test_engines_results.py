@@ -12,7 +12,7 @@ import pytest
 from test_engines import make_frame
 
 from mcviz.cli import main
-from mcviz.cumulative import cumulative_differences
+from mcviz.stats.cumulative import cumulative_differences
 from mcviz.engines.results import load_subpopulation, read_screen
 from mcviz.errors import ValidationError
 

@@ -139,7 +139,7 @@ def test_spark_m_equals_the_library_with_ties_across_partitions(spark, tmp_path,
     from test_engines import _sigma0_zero_frame
 
     from mcviz.engines.spark_engine import SparkEngine
-    from mcviz.multical import multicalibration
+    from mcviz.stats.multical import multicalibration
 
     frame = _heavy_ties_frame(4000, 3) if case == "ordinary" else _sigma0_zero_frame()
     path = tmp_path / "ties.parquet"

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from mcviz import Predictions
-from mcviz.cumulative import cumulative_differences
+from mcviz.stats.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.monitor import monitor_calibration
 from mcviz.monitor.alarm import adjusted_p, scan, threshold, window_plan
@@ -234,7 +234,7 @@ def test_a_run_over_the_budget_is_refused_before_it_starts():
 
 
 def test_weights_that_depend_on_the_label_are_refused():
-    from mcviz.weighting import reweight
+    from mcviz.stats.weighting import reweight
 
     pred = reweight(_stream(0, n=800, days=60), "low-prevalence")
     if not hasattr(pred, "weights_depend_on_label"):  # the flag of issue #31, once on main

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from mcviz.binning import calibration_metrics
+from mcviz.stats.binning import calibration_metrics
 from mcviz.errors import ValidationError
 from mcviz.io import load_predictions
-from mcviz.multical import multicalibration
+from mcviz.stats.multical import multicalibration
 from mcviz.recalibration import Recalibrator, frame_for_scoring, rescored, verify_fix
 from mcviz.recalibration.simulate import PLANTED, planted_fix_data
 from mcviz.subpopulations import Subpopulation, filter_subpopulation, generate_subpopulations

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcviz.cumulative import brownian_range_sf
+from mcviz.stats.cumulative import brownian_range_sf
 from mcviz.io import Predictions
 from mcviz.search import search_subpopulations
 from mcviz.search._confirm import (

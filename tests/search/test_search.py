@@ -22,7 +22,7 @@ from mcviz import (
 )
 from mcviz.core.path import run_ends
 from mcviz.core.sigma import pooled_response_variance, sigma_adjacent
-from mcviz.cumulative import sigma_bernoulli
+from mcviz.stats.cumulative import sigma_bernoulli
 from mcviz.search._columns import Cut, prepare_columns
 from mcviz.search._confirm import (
     SIMULATE_BELOW,
@@ -173,7 +173,7 @@ def test_statistics_agree_with_independent_implementations():
     frame, _ = planted(20_000, "level", 0.2, seed=5)
     pred = predictions(frame)
     result = search_subpopulations(pred, n_findings=3)
-    table = multicalibration(pred, result.subpopulations)  # mcviz.multical's own loop
+    table = multicalibration(pred, result.subpopulations)  # mcviz.stats.multical's own loop
     np.testing.assert_allclose(table.kuiper_z[1:], [f.kuiper_z for f in result.findings],
                                rtol=1e-9)
     held = result.holdout_index

@@ -107,7 +107,7 @@ def test_wide_calibrated_data_rarely_confirm_anything():
 
 def test_p_adjusted_is_holm_over_the_reported_findings():
     # Tie every finding's numbers to an independent computation: its held-out rows' D/sigma
-    # (mcviz.cumulative on those rows alone), the Brownian-range p-value, and Holm's
+    # (mcviz.stats.cumulative on those rows alone), the Brownian-range p-value, and Holm's
     # adjustment by statsmodels over exactly the findings reported.
     frame, _, _ = shaped(20_000, "two", 4)
     pred = predictions(frame)

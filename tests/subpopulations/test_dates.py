@@ -10,10 +10,10 @@ import pytest
 
 from dashboard import runs
 from mcviz import Predictions
-from mcviz.cumulative import cumulative_differences
+from mcviz.stats.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.figures import cumulative_figure, format_number, gap_figure, variable_curves_figure
-from mcviz.groupings import covariate_bins
+from mcviz.present.figures import cumulative_figure, format_number, gap_figure, variable_curves_figure
+from mcviz.stats.groupings import covariate_bins
 from mcviz.search import search_subpopulations
 from mcviz.subpopulations import (
     Condition,
@@ -24,7 +24,7 @@ from mcviz.subpopulations import (
     select_rows,
 )
 from mcviz.subpopulations.describe import shortest_timestamp, timestamp_text
-from mcviz.variables import variable_calibration
+from mcviz.stats.variables import variable_calibration
 
 # Written dates: "2021-03-04" or "2021-03-04 12:00:00[.fraction][+hh:mm]"; no run of 12+ digits
 ISO = r"\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[+-]\d{2}:\d{2})?)?"

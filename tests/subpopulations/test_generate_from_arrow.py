@@ -24,7 +24,7 @@ import pytest
 
 from mcviz import load_predictions
 from mcviz.io.arrow_path import parquet_predictions
-from mcviz.multical import multicalibration
+from mcviz.stats.multical import multicalibration
 from mcviz.subpopulations import generate_subpopulations
 
 

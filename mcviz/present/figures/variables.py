@@ -1,0 +1,270 @@
+"""Variable-based calibration figures: error curves, the gap curve and per-level bars.
+
+They draw :class:`~mcviz.stats.variables.VariableCalibration` and
+:class:`~mcviz.stats.variables.LevelCalibration` results in percent (the results are in probability
+units); nothing is computed here beyond scaling by 100 (Kelly & Smyth, Figures 1–5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from mcviz.present.figures._style import (
+    BLACK,
+    BLUE,
+    GRAY,
+    LIGHT_GRAY,
+    VERMILION,
+    apply_style,
+    strip_below,
+    styled,
+)
+from mcviz.present.figures.format import format_number, format_ticks
+from mcviz.stats.smoothing import LoessCurve
+from mcviz.stats.variables import LevelCalibration, VariableCalibration
+
+__all__ = ["categorical_levels_figure", "gap_figure", "variable_curves_figure"]
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha})"
+
+
+def _band_traces(curve: LoessCurve, colour: str, name: str, scale: float = 100.0) -> list:
+    """Band and line over the LOESS points (thin support dotted and lighter), spike markers."""
+    smooth = ~curve.spike
+    x, fit, thin = curve.x[smooth], curve.fit[smooth] * scale, curve.thin[smooth]
+    # a thin run is drawn from the supported point before it to the one after it
+    reach = thin | np.r_[thin[1:], False] | np.r_[False, thin[:-1]]
+    traces = [
+        go.Scatter(
+            x=np.concatenate((x, x[::-1])),
+            y=np.concatenate((curve.upper[smooth], curve.lower[smooth][::-1])) * scale,
+            fill="toself", fillcolor=_rgba(colour, 0.18), line={"width": 0},
+            hoverinfo="skip", name=f"{name}: 95% band", showlegend=False,
+        ),
+        go.Scatter(
+            x=x, y=np.where(thin, np.nan, fit), mode="lines",
+            line={"color": colour, "width": 2.5}, name=name,
+            hovertemplate=f"{name}: %{{y:.2f}}%<extra>%{{x:.4g}}</extra>",
+        ),
+    ]
+    if thin.any():
+        traces.append(go.Scatter(
+            x=x, y=np.where(reach, fit, np.nan), mode="lines",
+            line={"color": _rgba(colour, 0.45), "width": 2, "dash": "dot"},
+            name=f"{name} (thin support)", showlegend=False,
+            hovertemplate=f"{name}: %{{y:.2f}}% (thin support)<extra>%{{x:.4g}}</extra>",
+        ))
+    if curve.spike.any():
+        spike = curve.spike
+        traces.append(go.Scatter(
+            x=curve.x[spike], y=curve.fit[spike] * scale, mode="markers",
+            marker={"color": colour, "size": 9, "symbol": "square",
+                    "opacity": [0.45 if t else 1.0 for t in curve.thin[spike]]},
+            error_y={"type": "data", "symmetric": False, "color": colour,
+                     "array": (curve.upper - curve.fit)[spike] * scale,
+                     "arrayminus": (curve.fit - curve.lower)[spike] * scale},
+            name=f"{name} (own rows at a value with >= 5% of the weight)", showlegend=False,
+            hovertemplate=f"{name}: %{{y:.2f}}% (rows at this value)<extra>%{{x:.4g}}</extra>",
+        ))
+    return traces
+
+
+def _shade_thin(figure: go.Figure, curve: LoessCurve) -> None:
+    """Shade the stretches of thin support (left out of VCE(v*)) behind the curves.
+
+    The y axis then spans the supported points' bands (and 0), so a thin stretch whose fit
+    wanders off does not set the scale.
+    """
+    smooth = ~curve.spike
+    x, thin = curve.x[smooth], curve.thin[smooth]
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], thin.astype(np.int8), [0]))))
+    for number, (a, b) in enumerate(zip(edges[::2], edges[1::2], strict=True)):
+        label = {"annotation_text": "thin support", "annotation_position": "top left"}
+        figure.add_vrect(
+            x0=x[max(a - 1, 0)], x1=x[min(b, x.size - 1)], fillcolor=LIGHT_GRAY, opacity=0.35,
+            line_width=0, layer="below", **(label if number == 0 else {}),
+        )
+    if thin.any():
+        # The axis follows the supported part (and the spikes): a thin stretch may leave it.
+        keep = ~curve.thin | curve.spike
+        low = min(float(curve.lower[keep].min()), 0.0) * 100
+        high = max(float(curve.upper[keep].max()), 0.0) * 100
+        pad = 0.08 * (high - low) or 1.0
+        figure.update_layout(yaxis_range=[low - pad, high + pad])
+
+
+def _vce_text(result: VariableCalibration) -> str:
+    if not np.isfinite(result.vce):
+        return "VCE(v*) not reported (no point with enough support)"
+    at = pd.Timestamp(round(result.vce_at)) if result.dates else result.vce_at
+    noise = "" if result.vce_significant else " (within noise)"
+    return f"VCE(v*) {100 * result.vce:.2f}%{noise} at {result.name} = {format_number(at)}"
+
+
+def _rug(result: VariableCalibration) -> go.Bar:
+    edges = result.histogram_edges
+    return go.Bar(
+        x=0.5 * (edges[:-1] + edges[1:]), y=result.histogram_counts, width=np.diff(edges),
+        marker={"color": LIGHT_GRAY}, yaxis="y2", name=f"rows by {result.name}",
+        hovertemplate="%{y:,} rows<extra>%{x:.4g}</extra>", showlegend=False,
+    )
+
+
+
+def _with_rug_axes(figure: go.Figure, result: VariableCalibration) -> None:
+    strip_below(figure, "rows", plot=(0.22, 1.0), strip=(0.0, 0.15), left=True)
+    figure.update_layout(xaxis={"title": result.name, "anchor": "y2"}, bargap=0)
+    if result.dates:  # the abscissae are nanoseconds: ticks written as dates
+        low, high = (pd.Timestamp(round(e)) for e in result.histogram_edges[[0, -1]])
+        ticks = pd.date_range(low, high, periods=6)
+        if high - low >= pd.Timedelta(days=10):
+            ticks = ticks.round("D")
+        figure.update_xaxes(tickvals=ticks.as_unit("ns").asi8.astype(float),
+                            ticktext=format_ticks(ticks.to_numpy()))
+
+
+@styled
+def variable_curves_figure(
+    result: VariableCalibration,
+    *,
+    title: str | None = None,
+    presentation: bool = False,
+    height: int | None = None,
+) -> go.Figure:
+    """Error and predicted-error curves (percent) with 95% bands, and the rows along V.
+
+    Parameters
+    ----------
+    result : VariableCalibration
+    {style}
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    figure = go.Figure()
+    for trace in _band_traces(result.error, VERMILION, "error rate"):
+        figure.add_trace(trace)
+    for trace in _band_traces(result.predicted, BLUE, "predicted error"):
+        figure.add_trace(trace)
+    _shade_thin(figure, result.error)
+    figure.add_trace(_rug(result))
+    _with_rug_axes(figure, result)
+    figure.update_layout(yaxis_title="error (%)")
+    subtitle = (
+        f"VECE {100 * result.vece:.2f}% · {_vce_text(result)} · span {result.span:g} · "
+        f"n = {result.n:,}"
+    )
+    if result.n_missing:
+        subtitle += f" · {result.n_missing:,} rows without {result.name} left off"
+    apply_style(
+        figure,
+        title=title or f"Error and predicted error along {result.name}",
+        subtitle=subtitle, presentation=presentation, height=height, legend="inside",
+    )
+    return figure
+
+
+def gap_figure(
+    result: VariableCalibration,
+    *,
+    title: str | None = None,
+    presentation: bool = False,
+    height: int | None = None,
+) -> go.Figure:
+    """Plot the gap curve (error − predicted error, percent) with its own band and VCE(v*).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    figure = go.Figure()
+    for trace in _band_traces(result.gap, VERMILION, "error − predicted error"):
+        figure.add_trace(trace)
+    x = result.gap.x
+    figure.add_trace(go.Scatter(
+        x=[x[0], x[-1]], y=[0.0, 0.0], mode="lines",
+        line={"color": BLACK, "width": 1, "dash": "dash"}, hoverinfo="skip", showlegend=False,
+    ))
+    if np.isfinite(result.vce):
+        where = int(np.argmin(np.abs(x - result.vce_at)))
+        figure.add_trace(go.Scatter(
+            x=[result.vce_at], y=[100 * result.gap.fit[where]], mode="markers+text",
+            marker={"color": BLACK, "size": 10, "symbol": "diamond"},
+            text=[f"VCE(v*) {100 * result.vce:.2f}%"],
+            # v* is often at an end of the grid: put the label on the side with room for it
+            textposition="top left" if where > x.size / 2 else "top right",
+            name="VCE(v*)", hovertemplate="v* = %{x:.4g}<br>gap %{y:.2f}%<extra></extra>",
+        ))
+    _shade_thin(figure, result.gap)
+    figure.add_trace(_rug(result))
+    _with_rug_axes(figure, result)
+    figure.update_layout(yaxis_title="error − predicted (%)")
+    subtitle = (
+        f"above 0: more errors than predicted (overconfident) · VECE {100 * result.vece:.2f}%"
+    )
+    if not np.isfinite(result.vce):
+        subtitle += f" · {_vce_text(result)}"
+    apply_style(
+        figure, title=title or f"Calibration gap along {result.name}", subtitle=subtitle,
+        presentation=presentation, height=height, legend="inside",
+    )
+    return figure
+
+
+def categorical_levels_figure(
+    result: LevelCalibration,
+    *,
+    title: str | None = None,
+    presentation: bool = False,
+    height: int | None = None,
+    max_levels: int = 40,
+) -> go.Figure:
+    """Per-level error rate and mean predicted error (percent) with 95% intervals.
+
+    Parameters
+    ----------
+    result : LevelCalibration
+    max_levels : int, default 40
+        Only the first ``max_levels`` levels by row count are drawn (the subtitle says so).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    order = np.argsort(-result.count, kind="stable")[:max_levels]
+    levels = [result.levels[i] for i in order]
+    figure = go.Figure()
+    for name, mean, lower, upper, colour in (
+        ("error rate", result.error, result.error_lower, result.error_upper, VERMILION),
+        ("predicted error", result.predicted, result.predicted_lower, result.predicted_upper,
+         BLUE),
+    ):
+        figure.add_trace(go.Bar(
+            x=levels, y=100 * mean[order], name=name,
+            marker={"color": colour, "opacity": np.where(result.eligible[order], 1.0, 0.4)},
+            error_y={"type": "data", "symmetric": False, "color": GRAY,
+                     "array": 100 * (upper - mean)[order],
+                     "arrayminus": 100 * (mean - lower)[order]},
+            customdata=result.count[order],
+            hovertemplate=f"{name}: %{{y:.2f}}%<br>%{{customdata:,}} rows<extra>%{{x}}</extra>",
+        ))
+    figure.update_layout(barmode="group", yaxis_title="error (%)", xaxis_title=result.name)
+    noise = "" if result.vce_significant else " (within noise)"
+    largest = (f"largest gap {100 * result.vce:.2f}%{noise} at {result.vce_at}"
+               if np.isfinite(result.vce) else "no level has enough rows for VCE(v*)")
+    subtitle = f"{largest} · VECE {100 * result.vece:.2f}% · n = {result.n:,}"
+    if not result.eligible.all():
+        subtitle += " · lighter: too few rows to count in VCE(v*)"
+    if len(result.levels) > max_levels:
+        subtitle += f" · {max_levels} of {len(result.levels)} levels shown"
+    apply_style(
+        figure, title=title or f"Error and predicted error by {result.name}",
+        subtitle=subtitle, presentation=presentation, height=height, legend="inside",
+    )
+    return figure

@@ -1,0 +1,185 @@
+"""The review grid's four results for one scope, and their figures (the page, report, deck).
+
+For the full population: its cumulative differences; for a subpopulation: its deviation from the
+full population (paper 003) and its own calibration; reliability diagrams at the chosen bin
+counts (a subpopulation drawn against the full population); LOESS error and predicted-error
+curves along the chosen variable, restricted to the scope; the LCS curve of the scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+from mcviz.stats.binning import reliability_diagrams
+from mcviz.stats.cumulative import cumulative_differences
+from mcviz.stats.deviation import subpopulation_deviation
+from mcviz.errors import ValidationError
+from mcviz.present.figures import (
+    categorical_levels_figure,
+    cumulative_figure,
+    deviation_figure,
+    lcs_figure,
+    reliability_figure,
+    variable_curves_figure,
+)
+from mcviz.present.figures.corp import corp_figure  # not exported by mcviz.present.figures yet
+from mcviz.io import Predictions
+from mcviz.stats.measures import corp_reliability
+from mcviz.rules import lcs_applies, lcs_refusal
+from mcviz.stats.smoothing import local_calibration_score
+from mcviz.subpopulations import Subpopulation
+from mcviz.stats.variables import level_calibration, variable_calibration
+
+__all__ = ["Compute", "ReviewResults", "corp_of", "corp_resamples", "own_cumulative",
+           "review_figures", "review_results", "subset_predictions"]
+
+Compute = Callable[..., Any]
+"""``compute(name, fn, *args, **kwargs)``: calls ``fn``; a page's version caches the call."""
+
+
+def direct(_name: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    return fn(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class ReviewResults:
+    """The results the review grid draws for one scope (None where not available, with why).
+
+    ``subpopulation`` is None for the full population.
+    """
+
+    subpopulation: Subpopulation | None
+    cumulative: Any  # CumulativeResult (full population) or DeviationResult (a subpopulation)
+    own: Any  # the subpopulation's own CumulativeResult (None for the full population)
+    reliability: Any
+    variable: str | None
+    curves: Any  # VariableCalibration, LevelCalibration or None
+    curves_note: str | None
+    lcs: Any
+    lcs_note: str | None
+    corp: Any = None  # CorpResult drawn in place of the binned diagrams, when asked for
+
+
+def review_results(
+    pred: Predictions,
+    subpopulation: Subpopulation | None = None,
+    *,
+    key: str | None = None,
+    variable: str | None,
+    bins: tuple[int, ...],
+    compute: Compute = direct,
+    corp: bool = False,
+) -> ReviewResults:
+    """Compute (through ``compute``, which may cache) the four results of the review grid.
+
+    ``subpopulation`` None is the full population; ``key`` names the scope in cache keys
+    (default: the subpopulation's description).
+
+    With ``corp`` the CORP reliability curve (isotonic, no bins; :func:`corp_resamples` for
+    its band) is computed to be drawn in place of the binned diagrams.
+    """
+    key = key or ("full" if subpopulation is None else subpopulation.description)
+    index = None if subpopulation is None else subpopulation.index
+    description = None if subpopulation is None else subpopulation.description
+    if index is None:
+        cumulative = compute("cumulative", cumulative_differences, pred)
+        own = None
+        part = pred
+    else:
+        cumulative = compute(f"deviation:{key}", subpopulation_deviation, pred, index,
+                             description=description)
+        own = compute(f"own:{key}", own_cumulative, pred, index)
+        part = compute(f"subset:{key}", subset_predictions, pred, index)
+    n_bootstrap = 20 if pred.n <= 200_000 else 0
+    reliability = compute(f"reliability:{key}", reliability_diagrams, pred, index=index,
+                          n_bins=list(bins), kind="equal_width", n_bootstrap=n_bootstrap,
+                          description=description)
+    curves, curves_note = None, None
+    if variable is None:
+        curves_note = "No covariates in the mapping: choose some on the Data page."
+    else:
+        builder = (level_calibration if pred.covariate_kinds.get(variable) == "nominal"
+                   else variable_calibration)
+        try:
+            curves = compute(f"curves:{key}", builder, part, variable=variable)
+        except ValidationError as error:
+            curves_note = str(error)
+    lcs, lcs_note = None, None
+    if not lcs_applies(pred.response_kind):  # the one rule and its words (mcviz.rules)
+        lcs_note = lcs_refusal(pred.response_kind)
+    else:
+        try:
+            lcs = compute(f"lcs:{key}", local_calibration_score, part.score, part.label,
+                          part.weight if part.weighted else None)
+        except ValidationError as error:
+            lcs_note = str(error)
+    corp_result = None
+    if corp:
+        size = pred.n if subpopulation is None else subpopulation.size
+        corp_result = compute(f"corp:{key}", corp_of, pred, index,
+                              n_resamples=corp_resamples(size))
+    return ReviewResults(subpopulation, cumulative, own, reliability, variable, curves, curves_note,
+                         lcs, lcs_note, corp_result)
+
+
+def subset_predictions(pred: Predictions, index: Any) -> Predictions:
+    """Restrict the predictions to ``index`` (:meth:`mcviz.io.Predictions.subset`)."""
+    return pred.subset(index)
+
+
+def own_cumulative(pred: Predictions, index: Any) -> Any:
+    """Return a subpopulation's own cumulative calibration result."""
+    return cumulative_differences(pred, index=index)
+
+
+def corp_resamples(rows: int) -> int:
+    """Resamples of the CORP consistency band: 100, or 20 above 200,000 rows.
+
+    Each costs one Bernoulli draw per row and one PAV (about 35 ms at 10^6 rows, from
+    :func:`mcviz.stats.measures.corp_reliability`'s docstring).
+    """
+    return 100 if rows <= 200_000 else 20
+
+
+def corp_of(pred: Predictions, index: Any, **options: Any) -> Any:
+    """:func:`mcviz.stats.measures.corp_reliability` with the index positional (never hashed)."""
+    return corp_reliability(pred, index=index, **options)
+
+
+def review_figures(
+    results: ReviewResults, *, presentation: bool = False, height: int = 420,
+    own_calibration: bool = False, **_key: object,
+) -> list[go.Figure | str]:
+    """Return the four cells of the grid: a figure, or the reason (text) when there is none.
+
+    With ``own_calibration`` a subpopulation's first cell shows its own calibration instead
+    of its deviation from the full population. ``_key`` only keys a caller's cache.
+    """
+    options = {"presentation": presentation, "height": height}
+    if results.own is None:
+        first = cumulative_figure(results.cumulative, title="Cumulative differences", **options)
+    elif own_calibration:
+        first = cumulative_figure(results.own, title="Own calibration of the subpopulation",
+                                  **options)
+    else:
+        first = deviation_figure(results.cumulative,
+                                 title="Deviation from the full population", **options)
+    bins = ", ".join(str(k) for k in results.reliability.n_bins)
+    if results.corp is not None:
+        second = corp_figure(results.corp, title="CORP reliability (no bins)", **options)
+    else:
+        second = reliability_figure(results.reliability, title=f"Reliability ({bins} bins)",
+                                    **options)
+    if results.curves is None:
+        third: go.Figure | str = results.curves_note or "No variable chosen."
+    elif hasattr(results.curves, "levels"):
+        third = categorical_levels_figure(results.curves, **options)
+    else:
+        third = variable_curves_figure(results.curves, **options)
+    fourth = (lcs_figure(results.lcs, **options) if results.lcs is not None
+              else results.lcs_note or "")
+    return [first, second, third, fourth]

@@ -1,0 +1,317 @@
+r"""Cumulative deviation of a subpopulation from the full population (Tygert, paper 003).
+
+A subpopulation with sorted scores :math:`S_{i_1} \le \dots \le S_{i_n}` is compared with the
+full population's average response :math:`\tilde R_{i_k}` in a bin around each of its scores,
+
+.. math::
+    F_k = \frac{\sum_{j\le k} W_{i_j} R_{i_j}}{\sum_{j\le n} W_{i_j}}, \qquad
+    \tilde F_k = \frac{\sum_{j\le k} W_{i_j} \tilde R_{i_j}}{\sum_{j\le n} W_{i_j}}, \qquad
+    \tilde R_{i_k} = \frac{\sum_{i: B_{k-1} < S_i \le B_k} W_i R_i}
+                         {\sum_{i: B_{k-1} < S_i \le B_k} W_i},
+
+with bin edges at the midpoints between consecutive subpopulation scores,
+:math:`B_k = (S_{i_k} + S_{i_{k+1}})/2`, :math:`B_0 = -\infty`, :math:`B_n = \infty` (eqs. (5)-(8);
+weighted eqs. (25)-(27)). The bins are right-closed and include the subpopulation's own rows.
+The path :math:`F_k - \tilde F_k` is plotted against :math:`k/n` (or the cumulative weight
+:math:`A_k` of eq. (28)); its slope is the deviation of the subpopulation from the full
+population. Its Kolmogorov–Smirnov and Kuiper statistics are
+
+.. math:: G = \max_k |F_k - \tilde F_k|, \qquad
+          D = \max_k (F_k - \tilde F_k) - \min_k (F_k - \tilde F_k) \quad (F_0 = \tilde F_0 = 0)
+
+(eqs. (12), (13)), scaled by
+
+.. math:: \sigma = \frac{\sqrt{\sum_k W_{i_k}^2\, \tilde R_{i_k}(1 - \tilde R_{i_k})}}
+                        {\sum_k W_{i_k}}
+
+for 0/1 responses (eq. (21); weighted eq. (31)), or with :math:`\tilde R (1-\tilde R)` replaced by
+the (weighted) empirical variance :math:`V_{i_k}` of the full population's responses in the bin
+for other responses (eqs. (22)-(23); weighted (32)-(33)). The bins of eq. (7) hold few rows of
+the full population when the subpopulation is large (about two at half the population), so a bin
+of identical (e.g. zero-inflated) responses has :math:`V = 0`; as for Appendix C eq. (6) of
+paper 000, :math:`\sigma` is floored by the pooled response variance at nearby scores,
+:math:`\sigma = \max(\sigma_{(22)}, \sqrt{\sum_k W_{i_k}^2 \hat v_{i_k}}/\sum_k W_{i_k})`
+(:func:`~mcviz.core.sigma.pooled_response_variance`, derived in :mod:`mcviz.core.sigma`).
+
+Ties. Tied subpopulation scores are merged into one bin: the edges are the midpoints between
+consecutive *distinct* subpopulation scores, every tied member gets the same :math:`\tilde R`, and
+the path is evaluated only at the last member of each run of ties. With no ties this is exactly
+the paper's construction (where tied scores would give empty bins, 0/0); with ties no result
+depends on the order of tied rows.
+
+References
+----------
+.. [1] M. Tygert, "Cumulative deviation of a subpopulation from the full population", Journal of
+   Big Data 10, 2023; eqs. (5)-(13), (21)-(23), (25)-(33).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mcviz.core.arrays import readonly as _readonly
+from mcviz.core.path import path_axes, path_kuiper_ks, run_ends
+from mcviz.core.sigma import (
+    SigmaMethod,
+    pooled_response_variance,
+    resolve_sigma_method,
+    sigma_floored,
+    sigma_from_variance,
+)
+from mcviz.stats.cumulative import path_statistics
+from mcviz.errors import ValidationError, describe_rows
+from mcviz.io import (
+    Predictions,
+    validate_index,  # one rule for indices
+)
+
+__all__ = ["DeviationResult", "subpopulation_deviation"]
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DeviationResult:
+    r"""The subpopulation-versus-full-population path and its statistics.
+
+    Path arrays have one entry for the origin and one per distinct subpopulation score (the end
+    of each run of tied subpopulation scores).
+
+    Attributes
+    ----------
+    x : ndarray
+        Abscissa: :math:`k/n`, or the cumulative weight :math:`A_k` (eq. (28)) when weighted.
+    fraction : ndarray
+        :math:`k/n` (the top axis).
+    position : ndarray
+        The subpopulation's score at each path point (the bottom axis); ``position[0]`` repeats
+        the first.
+    path : ndarray
+        :math:`F_k - \tilde F_k`, starting at 0.
+    subpopulation_cumulative : ndarray
+        :math:`F_k` (eq. (5) or (25)).
+    full_cumulative : ndarray
+        :math:`\tilde F_k` (eq. (8) or (27)).
+    bin_edges : ndarray
+        :math:`B_0 = -\infty, B_1, \dots, B_q = \infty` for the ``q`` distinct subpopulation
+        scores (eq. (7)).
+    full_mean : ndarray
+        :math:`\tilde R` in each bin (eq. (6) or (26)).
+    full_variance : ndarray
+        :math:`V` in each bin (eq. (23) or (33)).
+    full_count : ndarray of int
+        Full-population observations in each bin (the subpopulation's own included).
+    kuiper, ks : float
+        :math:`D` (eq. (13)) and :math:`G` (eq. (12)).
+    sigma : float
+        Eq. (21)/(31), or (22)/(32) floored by the pooled response variance.
+    kuiper_z, ks_z : float
+        :math:`D/\sigma`, :math:`G/\sigma` (0 when both are 0, inf when only sigma is).
+    p_value : float
+        :math:`P(\text{range of Brownian motion on } [0,1] > D/\sigma)`.
+    n : int
+        Subpopulation size.
+    n_full : int
+        Full-population size.
+    weight_total : float
+        Subpopulation weight.
+    weighted : bool
+    sigma_method : str
+        ``"bernoulli"`` (eq. (21)/(31)) or ``"variance"`` (eqs. (22)-(23)/(32)-(33)).
+    description : str or None
+        The subpopulation in words, when known.
+    plot_index : ndarray
+        Indices into the path that keep every extreme (see :func:`~mcviz.decimate_path`).
+    """
+
+    x: np.ndarray
+    fraction: np.ndarray
+    position: np.ndarray
+    path: np.ndarray
+    subpopulation_cumulative: np.ndarray
+    full_cumulative: np.ndarray
+    bin_edges: np.ndarray
+    full_mean: np.ndarray
+    full_variance: np.ndarray
+    full_count: np.ndarray
+    kuiper: float
+    ks: float
+    sigma: float
+    kuiper_z: float
+    ks_z: float
+    p_value: float
+    n: int
+    n_full: int
+    weight_total: float
+    weighted: bool
+    sigma_method: str
+    description: str | None
+    plot_index: np.ndarray
+
+
+def subpopulation_deviation(
+    pred: Predictions,
+    index: np.ndarray | None = None,
+    *,
+    sigma_method: str = "auto",
+    description: str | None = None,
+) -> DeviationResult:
+    r"""Cumulative deviation of a subpopulation from the full population, with D, G, sigma, p.
+
+    Parameters
+    ----------
+    pred : Predictions
+        The full population.
+    index : array of int, or boolean mask of shape (n,)
+        Required (positionally or as ``index=``, the library's convention).
+        Positions of the subpopulation's members in ``pred``'s score order (for example
+        ``Subpopulation.index`` or :func:`~mcviz.subpopulations.select_rows`); a boolean mask
+        over ``pred`` is accepted too. Unsorted positions are sorted; repeated ones are an
+        error.
+    sigma_method : {"auto", "bernoulli", "variance"}
+        ``"auto"`` uses eq. (21)/(31) for 0/1 responses and eqs. (22)-(23)/(32)-(33) otherwise
+        (:data:`~mcviz.core.sigma.SIGMA_METHODS`; ``"adjacent"`` is refused: Appendix C of
+        paper 000 is a calibration estimate).
+    description : str, optional
+        The subpopulation in words (carried to figure titles).
+
+    Returns
+    -------
+    DeviationResult
+
+    Raises
+    ------
+    ValidationError
+        An empty subpopulation, positions out of range or repeated, an unknown sigma method,
+        or ``sigma_method="bernoulli"`` with responses outside [0, 1].
+
+    Notes
+    -----
+    Implements eqs. (5)-(13) and (21)-(23) of [1] (weighted: (25)-(33)), with tied
+    subpopulation scores merged into one bin (see the module docstring). Everything is
+    vectorised over the score-sorted arrays: bin edges are located with ``searchsorted`` and
+    each bin is summed directly over its contiguous rows (``np.add.reduceat``).
+
+    Examples
+    --------
+    Full population scores 0.1, 0.2, 0.3, 0.4 with responses 0, 1, 1, 0 and the subpopulation
+    {0.2, 0.4}. The edge is B_1 = 0.3, so the bins are {0.1, 0.2, 0.3} (mean 2/3) and {0.4}
+    (mean 0): F = (0, 1/2, 1/2), F~ = (0, 1/3, 1/3), path = (0, 1/6, 1/6).
+
+    >>> pred = Predictions.from_arrays([0.1, 0.2, 0.3, 0.4], [0, 1, 1, 0])
+    >>> result = subpopulation_deviation(pred, np.array([1, 3]))
+    >>> np.round(result.path, 6).tolist(), round(result.kuiper, 6)
+    ([0.0, 0.166667, 0.166667], 0.166667)
+    """
+    if index is None:
+        raise ValidationError("subpopulation_deviation needs the subpopulation: index= its "
+                              "positions in score order or a boolean mask.")
+    method = resolve_sigma_method(sigma_method, pred.response_kind, statistic="deviation")
+    _check_bernoulli(pred, method)
+    members = validate_index(pred, index)
+    score, label, weight = pred.score, pred.label, pred.weight
+
+    sub_score = score[members]
+    sub_weight = weight[members]
+    sub_label = label[members]
+    n = members.size
+    # Runs of tied subpopulation scores: one bin per distinct score (the documented tie rule).
+    ends = np.flatnonzero(run_ends(sub_score))
+    distinct = sub_score[ends]
+    q = distinct.size
+
+    # eq. (7): midpoints between consecutive distinct subpopulation scores, guarded so that
+    # every distinct score lies in its own right-closed bin (B_{k-1} < S <= B_k).
+    middle = 0.5 * (distinct[:-1] + distinct[1:])
+    middle = np.where(middle >= distinct[1:], distinct[:-1], middle)
+    bin_edges = np.concatenate(([-np.inf], middle, [np.inf]))
+    bounds = np.concatenate(([0], np.searchsorted(score, middle, side="right"), [score.size]))
+
+    full_count, full_mean, full_variance = _full_bins(pred, bounds)
+
+    # Each subpopulation member's bin (the run it belongs to).
+    run_of = np.repeat(np.arange(q), np.diff(np.concatenate(([-1], ends))))
+    member_mean = full_mean[run_of]
+    weight_total = float(sub_weight.sum())
+    f_sub = np.cumsum(sub_weight * sub_label)[ends] / weight_total  # eq. (5) / (25)
+    f_full = np.cumsum(sub_weight * member_mean)[ends] / weight_total  # eq. (8) / (27)
+    f_sub = np.concatenate(([0.0], f_sub))
+    f_full = np.concatenate(([0.0], f_full))
+    path = f_sub - f_full
+    kuiper, ks = path_kuiper_ks(path)  # eqs. (13), (12)
+    spread = (
+        member_mean * (1.0 - member_mean) if method is SigmaMethod.BERNOULLI
+        else full_variance[run_of]
+    )
+    sigma = float(sigma_from_variance(np.sum(sub_weight**2 * spread), weight_total))  # (21)-(22)
+    if method is SigmaMethod.VARIANCE:  # floored by the pooled variance at nearby scores
+        pooled = pooled_response_variance(score, label, weight, pred.run_end)[members]
+        sigma = float(sigma_floored(sigma, np.sum(sub_weight**2 * pooled), weight_total))
+
+    x, fraction = path_axes(sub_weight, ends, weighted=pred.weighted)  # eq. (28)
+    return DeviationResult(
+        x=_readonly(x),
+        fraction=_readonly(fraction),
+        position=_readonly(np.concatenate((distinct[:1], distinct))),
+        subpopulation_cumulative=_readonly(f_sub),
+        full_cumulative=_readonly(f_full),
+        bin_edges=_readonly(bin_edges),
+        full_mean=_readonly(full_mean),
+        full_variance=_readonly(full_variance),
+        full_count=_readonly(full_count),
+        **path_statistics(path, kuiper, ks, sigma, void=pred.weights_depend_on_label),
+        n=int(n),
+        n_full=pred.n,
+        weight_total=weight_total,
+        weighted=pred.weighted,
+        sigma_method=method.value,
+        description=description,
+    )
+
+
+def _check_bernoulli(pred: Predictions, method: SigmaMethod) -> None:
+    """Refuse eq. (21)/(31) for responses outside [0, 1] (sigma would be NaN)."""
+    if method is not SigmaMethod.BERNOULLI or pred.response_kind == "binary":
+        return
+    # R~(1 - R~) is a variance only for responses in [0, 1]; outside, sigma would be NaN
+    # (and D/sigma silently infinite).
+    outside = np.flatnonzero((pred.label < 0) | (pred.label > 1))
+    if outside.size:
+        raise ValidationError(
+            f"column {pred.label_column!r}: "
+            f"{describe_rows(np.sort(pred.row[outside]), pred.n)} lie outside [0, 1], "
+            "so sigma_method='bernoulli' (eq. (21)/(31)) does not apply; use 'variance' "
+            "(eqs. (22)-(23)/(32)-(33)).",
+            column=pred.label_column,
+        )
+
+
+def _full_bins(pred: Predictions, bounds: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Return the count, mean and variance of the full population's responses in each bin.
+
+    Each bin ``bounds[k]:bounds[k+1]`` is summed on its own (every bin is non-empty: it holds
+    its own subpopulation members).
+    """
+    label, weight = pred.label, pred.weight
+    full_count = np.diff(bounds)
+    if pred.weighted:
+        full_weight = _bin_sums(weight, bounds)
+        full_mean = _bin_sums(weight * label, bounds) / full_weight  # eq. (26)
+    else:
+        full_weight = full_count.astype(float)
+        full_mean = _bin_sums(label, bounds) / full_weight  # eq. (6)
+    if pred.response_kind == "binary":
+        full_variance = full_mean * (1.0 - full_mean)  # eq. (23) / (33) for 0/1 responses
+    else:  # eq. (23) / (33), two-pass (no cancellation)
+        centred = label - np.repeat(full_mean, full_count)
+        full_variance = _bin_sums(weight * centred**2, bounds) / full_weight
+    return full_count, full_mean, full_variance
+
+
+def _bin_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Return the sums of ``values`` over the non-empty slices ``bounds[k]:bounds[k+1]``.
+
+    Each slice is summed directly (``np.add.reduceat``), not as a difference of prefix sums:
+    a difference loses a light bin after a heavy one (weights 1e9 then 1e-9 gave the second bin
+    weight 0) and leaves bin means of 0/1 responses off 0 or 1 by an ulp (so sigma > 0).
+    """
+    return np.add.reduceat(np.asarray(values, dtype=float), bounds[:-1])
