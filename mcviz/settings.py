@@ -28,7 +28,8 @@ from typing import Any
 
 from mcviz.errors import ValidationError
 
-__all__ = ["NullSettings", "SearchSettings", "Setting", "Settings", "SubpopulationSettings",
+__all__ = ["COMPARE_THRESHOLDS", "CompareSettings", "LOG_LOSS_CLIP", "NullSettings",
+           "SearchSettings", "Setting", "Settings", "SubpopulationSettings",
            "setting"]
 
 
@@ -242,3 +243,32 @@ class NullSettings(Settings):
         200, 19, 5_000, flag="--null-draws", link="nd", label="Null draws",
         help="sets of responses drawn from the scores (perfect calibration) to learn how large "
              "M/σ₀ gets by chance", step=50, metavar="B")
+
+
+COMPARE_THRESHOLDS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5)
+"""Decision thresholds of a model comparison when none are given (:func:`mcviz.compare_models`)."""
+LOG_LOSS_CLIP = 1e-15
+"""Scores are clipped to [c, 1 - c] in the log loss of a comparison (a score of 0 or 1 on the
+wrong label would otherwise cost an infinite loss)."""
+
+
+@dataclass(frozen=True)
+class CompareSettings(Settings):
+    """The comparison of two models (:func:`mcviz.compare_models`).
+
+    Examples
+    --------
+    >>> CompareSettings(n_findings=4).link_params()
+    {'cf': '4'}
+    """
+
+    n_findings: int = setting(
+        3, 1, 20, flag="--findings", link="cf", label="Groups per direction",
+        help="regressions and improvements to report at most (each)", metavar="F")
+    holdout: float = setting(
+        0.3, 0.1, 0.9, flag="--holdout", link="chold", label="Held-out share",
+        help="share of the rows held out to confirm the regressions and improvements",
+        step=0.05, metavar="H")
+    seed: int = setting(
+        0, 0, 2**31 - 1, flag="--seed", link="cseed", label="Seed",
+        help="seed of the split into search and held-out rows")
