@@ -28,9 +28,17 @@ from typing import Any
 
 from mcviz.errors import ValidationError
 
-__all__ = ["COMPARE_THRESHOLDS", "CompareSettings", "LOG_LOSS_CLIP", "NullSettings",
-           "SearchSettings", "Setting", "Settings", "SubpopulationSettings",
-           "setting"]
+__all__ = [
+    "COMPARE_THRESHOLDS",
+    "LOG_LOSS_CLIP",
+    "CompareSettings",
+    "NullSettings",
+    "SearchSettings",
+    "Setting",
+    "Settings",
+    "SubpopulationSettings",
+    "setting",
+]
 
 
 @dataclass(frozen=True, slots=True)

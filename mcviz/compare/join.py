@@ -40,14 +40,14 @@ class JoinReport:
     unmatched_b: int
 
     def sentence(self) -> str:
-        """The join in words."""
+        """Return the join in words."""
         return (f"Joined on {self.id_column!r}: {self.matched:,} rows matched; "
                 f"{self.unmatched_a:,} of {self.n_a:,} rows of the first file and "
                 f"{self.unmatched_b:,} of {self.n_b:,} of the challenger's have no partner and "
                 "are left out.")
 
     def as_json(self) -> dict:
-        """The ``"join"`` object of ``mcviz compare --json``."""
+        """Return the ``"join"`` object of ``mcviz compare --json``."""
         return {"id": self.id_column, "score_b": self.score_column, "n_a": self.n_a,
                 "n_b": self.n_b, "matched": self.matched, "unmatched_a": self.unmatched_a,
                 "unmatched_b": self.unmatched_b}

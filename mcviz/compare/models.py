@@ -163,7 +163,7 @@ class ModelComparison:
         return self.paths[0]
 
     def as_json(self) -> dict:
-        """The object ``mcviz compare --json`` prints (README, "Compare two models")."""
+        """Return the object ``mcviz compare --json`` prints (README, "Compare two models")."""
         head = self.headline
 
         def model(column: str, calibration, classical) -> dict:
@@ -325,6 +325,16 @@ def compare_models(
                          else dict.fromkeys(covariates)) if c != name_b]
     for name in names:
         pred.require_covariate(name, " to compare by")
+    return _compare(pred, scores_b, name_b, names, settings, thresholds, budget)
+
+
+def _compare(pred: Predictions, scores_b: np.ndarray, name_b: str, names: list[str],
+             settings: CompareSettings, thresholds, budget) -> ModelComparison:
+    """Do the work of :func:`compare_models` on validated input."""
+    from mcviz.compare.words import comparison_sentences
+    from mcviz.stats.cumulative import cumulative_differences
+    from mcviz.stats.measures import classical_measures
+
     score_a, label, weight = pred.score, pred.label, pred.weight
     brier = paired_difference(brier_loss(score_a, label), brier_loss(scores_b, label), weight,
                               loss="brier")
@@ -332,12 +342,8 @@ def compare_models(
                              loss="log_loss")
     paths, notes = _paths(pred, scores_b, name_b, names)
     pred_b = _predictions_b(pred, scores_b, name_b)
-    from mcviz.stats.cumulative import cumulative_differences
-    from mcviz.stats.measures import classical_measures
-
     search, regressions, improvements = None, (), ()
-    difference = brier_loss(scores_b, label) - brier_loss(score_a, label)
-    if not np.any(difference):
+    if not np.any(brier_loss(scores_b, label) - brier_loss(score_a, label)):
         notes.append("The two scores give the same Brier loss on every row: there is no "
                      "group where one model is better.")
     elif not names:
@@ -346,17 +352,16 @@ def compare_models(
     else:
         search, regressions, improvements = _search(pred, scores_b, names, settings, budget)
         if search.notice:
-            notes.append(search.notice)
-    net = net_benefit_comparison(score_a, scores_b, label, weight, thresholds=thresholds)
-    from mcviz.compare.words import comparison_sentences
-
+            notes.append(f"Search: {search.notice}")
     fields = {
         "n": pred.n, "score_a": pred.score_column, "score_b": name_b,
         "calibration_a": cumulative_differences(pred),
         "calibration_b": cumulative_differences(pred_b),
         "classical_a": classical_measures(pred), "classical_b": classical_measures(pred_b),
         "brier": brier, "log_loss": logs, "paths": tuple(paths),
-        "regressions": regressions, "improvements": improvements, "net_benefit": net,
+        "regressions": regressions, "improvements": improvements,
+        "net_benefit": net_benefit_comparison(score_a, scores_b, label, weight,
+                                              thresholds=thresholds),
         "search": search, "notice": " ".join(notes) or None, "join": None,
         "settings": settings,
     }
@@ -375,7 +380,7 @@ def _predictions_b(pred: Predictions, scores_b: np.ndarray, name_b: str) -> Pred
 
 def _paths(pred: Predictions, scores_b: np.ndarray, name_b: str,
            names: list[str]) -> tuple[list[PairedPath], list[str]]:
-    """The paired paths by the average score, each score and each numeric covariate."""
+    """Return the paired paths by the average score, each score and each numeric covariate."""
     from mcviz.core.conditions import ordinal_values
 
     orders = [(AVERAGE_SCORE, (pred.score + scores_b) / 2.0), (pred.score_column, pred.score),

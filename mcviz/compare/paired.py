@@ -154,7 +154,7 @@ def mean_interval(values: np.ndarray, weight: np.ndarray) -> tuple[float, float,
 
 @dataclass(frozen=True, slots=True, eq=False)
 class PairedDifference:
-    """Mean loss of each model on the same rows and the paired difference B - A.
+    r"""Mean loss of each model on the same rows and the paired difference B - A.
 
     Attributes
     ----------
@@ -357,7 +357,7 @@ class NetBenefitComparison:
     changed: np.ndarray
 
     def as_json(self) -> dict:
-        """The ``"net_benefit"`` object of ``mcviz compare --json``."""
+        """Return the ``"net_benefit"`` object of ``mcviz compare --json``."""
         per = 1000.0
         return {
             "thresholds": self.thresholds.tolist(), "a": self.a.tolist(), "b": self.b.tolist(),

@@ -14,7 +14,7 @@ ALPHA = 0.05
 
 
 def points(value: float) -> str:
-    """A difference of probabilities in percentage points (signed).
+    """Write a difference of probabilities in percentage points (signed).
 
     Examples
     --------
@@ -25,7 +25,7 @@ def points(value: float) -> str:
 
 
 def format_p(p: float) -> str:
-    """A p-value for a sentence.
+    """Write a p-value for a sentence.
 
     Examples
     --------
