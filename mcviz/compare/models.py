@@ -23,7 +23,7 @@ from mcviz.compare.paired import (
 )
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.settings import COMPARE_THRESHOLDS, CompareSettings
+from mcviz.settings import DEFAULT_THRESHOLDS, CompareSettings
 
 if TYPE_CHECKING:
     from mcviz.compare.join import JoinReport
@@ -246,7 +246,7 @@ def compare_models(
     score_b: str | np.ndarray | Sequence[float],
     *,
     covariates: Sequence[str] | None = None,
-    thresholds: Sequence[float] = COMPARE_THRESHOLDS,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     n_findings: int = CompareSettings.n_findings,
     holdout: float = CompareSettings.holdout,
     seed: int = CompareSettings.seed,
