@@ -12,7 +12,6 @@ from dashboard import fixing, review, runs
 from dashboard import monitor as monitoring
 from dashboard import state as s
 from dashboard.ui import Current, bin_counts, compute, figure
-from mcviz.stats.binning import calibration_metrics, reliability_diagrams
 from mcviz.errors import ValidationError
 from mcviz.present.figures import (
     categorical_levels_figure,
@@ -22,9 +21,10 @@ from mcviz.present.figures import (
     variable_curves_figure,
 )
 from mcviz.present.figures.corp import corp_figure  # not exported by mcviz.present.figures yet
-from mcviz.stats.measures import classical_measures
 from mcviz.present.report import ReportSection
 from mcviz.rules import lcs_applies
+from mcviz.stats.binning import calibration_metrics, reliability_diagrams
+from mcviz.stats.measures import classical_measures
 from mcviz.stats.smoothing import local_calibration_score
 from mcviz.stats.variables import level_calibration, rank_variables, variable_calibration
 
@@ -244,7 +244,7 @@ def review_section(item: Current, runs_: tuple) -> ReportSection | None:
 
 
 def scope_results(item: Current, runs_: tuple) -> tuple[str, Any]:
-    """The Review page's scope in words and its results (cached through ``item.compute``)."""
+    """Return the Review page's scope in words and its results (cached through ``item.compute``)."""
     try:
         scope = review_scope(item, runs_)
     except ValidationError:

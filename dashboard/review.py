@@ -1,4 +1,4 @@
-"""The review view for a dashboard scope: :mod:`mcviz.present.review`'s grid and :mod:`mcviz.present.verdict`."""
+"""The review view for a dashboard scope: the grid of mcviz.present.review, the verdict, the deck."""
 
 from __future__ import annotations
 
@@ -51,7 +51,13 @@ def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source
     """
     from datetime import UTC, datetime
 
-    from mcviz.present.deck import DeckInfo, deck_slides, finding_charts, scope_charts, section_charts
+    from mcviz.present.deck import (
+        DeckInfo,
+        deck_slides,
+        finding_charts,
+        scope_charts,
+        section_charts,
+    )
 
     model = f"score {pred.score_column}, label {pred.label_column}"
     if pred.weighted:

@@ -47,10 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """Load, measure, search, state the verdict and write the decks; return the JSON object."""
-    from mcviz.stats.cumulative import cumulative_differences
+    from mcviz.present.verdict import review_verdict
     from mcviz.search import search_subpopulations
     from mcviz.settings import SearchSettings
-    from mcviz.present.verdict import review_verdict
+    from mcviz.stats.cumulative import cumulative_differences
 
     for path in args.deck:
         _common.check_output(path, flag="--deck", suffixes=(".pptx", ".pdf"))

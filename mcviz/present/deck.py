@@ -99,7 +99,7 @@ def deck_slides(verdict: Verdict, info: DeckInfo, *,
 
 
 def group_words(line: Any) -> str:
-    """A finding's group as a title says it: its words, else its filter in words.
+    """Return a finding's group as a title says it: its words, else its filter in words.
 
     >>> from types import SimpleNamespace as R
     >>> group_words(R(expression='region == r7 and age >= 40'))
@@ -140,16 +140,19 @@ def _facts(facts: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
 
 
 def scope_charts(results: Any) -> tuple[SlideChart, ...]:
-    """The charts of a scope's :class:`~mcviz.present.review.ReviewResults` (none recomputed):
-    its calibration, reliability, curves and LCS (two slides)."""
+    """Return a scope's charts: calibration, reliability, curves and LCS (two slides).
+
+    Read from its :class:`~mcviz.present.review.ReviewResults`; nothing is recomputed.
+    """
     return review_charts(results, counts=False)
 
 
 def finding_variable(subpopulation: Any, covariates: Sequence[str],
                      default: str | None = None) -> str | None:
-    """Return the variable of a finding's curves: its first numeric condition's column, else
-    the first covariate it has no condition on (within one level of a nominal variable its
-    curve would be one bar), else ``default``.
+    """Return the variable of a finding's curves.
+
+    Its first numeric condition's column, else the first covariate it has no condition on
+    (within one level of a nominal variable its curve would be one bar), else ``default``.
 
     >>> from types import SimpleNamespace as R
     >>> sub = R(conditions=[R(column="region", op="=="), R(column="age", op=">=")])
@@ -167,7 +170,7 @@ def finding_variable(subpopulation: Any, covariates: Sequence[str],
 def finding_charts(pred: Any, search: Any, verdict: Verdict, *,
                    bins: Sequence[int] = (10, 20, 50), variable: str | None = None,
                    compute: Any = None) -> dict[int, tuple[SlideChart, ...]]:
-    """The charts of every confirmed finding of ``verdict`` (rank -> charts).
+    """Return the charts of every confirmed finding of ``verdict`` (rank -> charts).
 
     Each finding's results are :func:`mcviz.present.review.review_results` of its rows (through
     ``compute``, which may hold them already): its deviation from the full population,
@@ -247,10 +250,7 @@ def write_pdf(slides: Sequence[Slide], out: str | Path | io.BytesIO) -> None:
     why = pdf_unavailable()
     if why is not None:
         raise ExportUnavailableError(why)
-    if soffice_path() is not None:
-        pdf = _libreoffice_pdf(slides)
-    else:
-        pdf = _kaleido_pdf(slides)
+    pdf = _libreoffice_pdf(slides) if soffice_path() is not None else _kaleido_pdf(slides)
     if isinstance(out, io.BytesIO):
         out.write(pdf)
     else:

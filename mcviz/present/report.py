@@ -384,7 +384,7 @@ _failures: list[str] = []
 
 
 def _server_alive(kaleido: Any) -> bool:
-    """False once kaleido's server thread (the browser's session) has ended."""
+    """Return False once kaleido's server thread (the browser's session) has ended."""
     thread = getattr(kaleido._global_server, "_thread", None)
     return thread is None or thread.is_alive()
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,7 +127,7 @@ def _band(name: str, x: Any, lower: Any, upper: Any, color: str) -> list[Series]
 
 def cumulative_chart(result: Any, *, deviation: bool = False, title: str | None = None,
                      triangle_width: float = 0.1) -> SlideChart:
-    """The cumulative differences (or a subpopulation's deviation) with the ±2σ triangle.
+    """Chart the cumulative differences (or a subpopulation's deviation) with the ±2σ triangle.
 
     The abscissa is the share of rows in score order (k/n, or the cumulative weight): its
     score quantiles are named in the note (the axis is quantile-spaced in the score).
@@ -167,7 +166,7 @@ def _quantile_note(result: Any, ordered: str) -> str:
 
 
 def reliability_chart(result: Any, *, title: str | None = None) -> SlideChart:
-    """The reliability diagram at the result's first bin count: observed against predicted."""
+    """Chart the reliability diagram at the result's first bin count: observed against predicted."""
     which = 0
     k = result.n_bins[which]
     series = _pieces("perfect calibration", [0.0, 1.0], [0.0, 1.0], GRAY, "dotted")
@@ -262,7 +261,7 @@ def _clip(series: list[Series], y_range: tuple[float, float] | None) -> list[Ser
 
 
 def lcs_chart(lcs: Any, *, title: str | None = None) -> SlideChart:
-    """The local calibration curve ĝ with its 95% band against the diagonal."""
+    """Chart the local calibration curve ĝ with its 95% band against the diagonal."""
     grid = np.asarray(lcs.grid, dtype=float)
     series = [*_pieces("perfect calibration", [0.0, 1.0], [0.0, 1.0], GRAY, "dotted"),
               *_band("local calibration", grid, lcs.lower, lcs.upper, BLUE),
@@ -274,7 +273,7 @@ def lcs_chart(lcs: Any, *, title: str | None = None) -> SlideChart:
 
 
 def review_charts(results: Any, *, counts: bool = True) -> tuple[SlideChart, ...]:
-    """A scope's charts in the deck's order, from its :class:`~mcviz.present.review.ReviewResults`.
+    """Return a scope's charts in the deck's order, from its ``ReviewResults``.
 
     A subpopulation: its deviation from the full population, the reliability diagram, the rows
     per score bin, the curves along the variable, its own calibration, the LCS. The full

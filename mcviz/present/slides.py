@@ -157,7 +157,7 @@ def text_inches(paragraphs: Sequence[str], size: float, width: float, *,
 
 def fitted(paragraphs: Sequence[str], sizes: Sequence[int], width: float, room: float, *,
            bold: bool = False) -> tuple[tuple[str, ...], int, float]:
-    """The paragraphs at the largest of ``sizes`` that fits ``room`` inches; else cut to fit.
+    """Return the paragraphs at the largest of ``sizes`` that fits ``room`` inches; else cut to fit.
 
     Returns the paragraphs (the last ones shortened with "…" when even the smallest size
     does not fit), the size and the height they take.
@@ -174,11 +174,16 @@ def fitted(paragraphs: Sequence[str], sizes: Sequence[int], width: float, room: 
             kept.append(text)
             continue
         words = text.split(" ")
-        while words and text_inches([*kept, " ".join(words) + "…"], size, width,
-                                    bold=bold) > room:
-            words.pop()
-        if words:
-            kept.append(" ".join(words).rstrip(" ,;:") + "…")
+        low, high = 0, len(words)  # the most words that fit, by bisection
+        while low < high:
+            middle = (low + high + 1) // 2
+            trial = " ".join(words[:middle]) + "…"
+            if text_inches([*kept, trial], size, width, bold=bold) <= room:
+                low = middle
+            else:
+                high = middle - 1
+        if low:
+            kept.append(" ".join(words[:low]).rstrip(" ,;:") + "…")
         break
     return tuple(kept), size, min(text_inches(kept, size, width, bold=bold), room)
 
@@ -291,7 +296,7 @@ FACTS_INCHES = 2.6
 
 def _facts_column(page: Any, facts: Sequence[tuple[str, str]], left: float, top: float,
                   width: float, height: float) -> None:
-    """The facts one under another (label, then the value in bold), as large as fits."""
+    """Write the facts one under another (label, then the value in bold), as large as fits."""
     from pptx.util import Inches, Pt
 
     for value_size in (FACT_VALUE, 18, 16, 14, MIN_POINTS):
@@ -323,7 +328,7 @@ def _facts_inches(facts: Sequence[tuple[str, str]], width: float) -> float:
 
 def _facts_row(page: Any, facts: Sequence[tuple[str, str]], left: float, top: float,
                width: float, height: float) -> None:
-    """The facts side by side: a small label above its value in bold."""
+    """Write the facts side by side: a small label above its value in bold."""
     from pptx.util import Inches, Pt
 
     each = width / len(facts)
@@ -369,7 +374,7 @@ def _native_chart(page: Any, chart: SlideChart, left: float, top: float, width: 
     frame = page.shapes.add_chart(kind, Inches(left), Inches(top), Inches(width),
                                   Inches(height - note), data)
     if chart.note:  # under the chart: a chart title's runs all take the title's format
-        texts, size, used = fitted([chart.note], (MIN_POINTS,), width, note)
+        texts, size, _used = fitted([chart.note], (MIN_POINTS,), width, note)
         _text_box(page, texts, left, top + height - note, width, note, size)
     drawn = frame.chart
     drawn.font.size = Pt(MIN_POINTS + 2)
@@ -450,8 +455,8 @@ def _style_axes(drawn: Any, chart: SlideChart) -> None:
 
 def _one_legend_entry_per_name(drawn: Any, chart: SlideChart) -> None:
     """Hide the legend entries of a series' further pieces and of bands' edges (XML: c:delete)."""
-    from pptx.oxml.ns import qn
     from lxml import etree
+    from pptx.oxml.ns import qn
 
     legend = drawn.legend._element
     anchor = legend.find(qn("c:legendPos"))

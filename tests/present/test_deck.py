@@ -1,4 +1,4 @@
-"""The deck (mcviz.present.deck, `mcviz report --deck`): read back with python-pptx, PDF pages, text."""
+"""The deck (mcviz.present.deck, `mcviz report --deck`): read back with python-pptx, PDF, text."""
 
 from __future__ import annotations
 
@@ -79,11 +79,14 @@ def _check_slide_rules(deck) -> None:
     assert (round(width, 2), round(height, 2)) == (13.33, 7.5)
     for number, slide in enumerate(deck.slides, start=1):
         sizes = _sizes(slide)
-        assert sizes and min(sizes) >= 12, (number, min(sizes))
+        assert sizes, number
+        assert min(sizes) >= 12, (number, min(sizes))
         for shape in slide.shapes:
             left, top, right, bottom = _box(shape)
-            assert 0 <= left and 0 <= top and right <= width + 1e-6 and bottom <= height + 1e-6, (
-                number, shape.name, (left, top, right, bottom))
+            where = (number, shape.name, (left, top, right, bottom))
+            assert min(left, top) >= 0, where
+            assert right <= width + 1e-6, where
+            assert bottom <= height + 1e-6, where
         assert len(_charts(slide)) <= 2, number
         assert not CONTROL.search(_texts(slide)), number
         for shape in _charts(slide):
@@ -225,7 +228,8 @@ def test_fix_and_monitor_sections_carry_their_charts():
     drawn = section_charts([section, watch])
     assert set(drawn) == {0}
     first, second = drawn[0]
-    assert "Before the fix" in first.title and "After the fix" in second.title
+    assert "Before the fix" in first.title
+    assert "After the fix" in second.title
     scatter = [t for t in before.data if t.type == "scatter" and (t.xaxis in (None, "x"))
                and not str(t.name).startswith("bootstrap")]
     points = {s.name: s for s in first.series}
@@ -282,7 +286,8 @@ def test_report_cli_writes_native_charts_and_the_same_slides_as_pdf(tmp_path, cl
     assert len(findings) >= len(confirmed)
     assert all(_charts(s) for s in findings)  # every finding slide holds a native chart
     kinds = {str(c.chart.chart_type) for s in deck.slides for c in _charts(s)}
-    assert any("XY_SCATTER" in k for k in kinds) and any("COLUMN_CLUSTERED" in k for k in kinds)
+    assert any("XY_SCATTER" in k for k in kinds)
+    assert any("COLUMN_CLUSTERED" in k for k in kinds)
     for finding in confirmed:
         slide = next(s for s in findings if finding["sentence"] in _texts(s))
         assert finding["p_adjusted"] in _texts(slide)
@@ -307,7 +312,8 @@ def test_report_cli_without_kaleido_or_libreoffice_writes_the_pptx(tmp_path, cli
     lines = run.err.strip().splitlines()
     assert len([line for line in lines if "x.pdf" in line]) == 1, run.err
     assert "Traceback" not in run.err
-    assert "LibreOffice" in run.err and "kaleido" in run.err
+    assert "LibreOffice" in run.err
+    assert "kaleido" in run.err
     assert not pdf_path.exists()
     assert run.json["deck"] == [str(pptx_path)]
     deck = pptx.Presentation(str(pptx_path))  # a valid PPTX
@@ -316,7 +322,8 @@ def test_report_cli_without_kaleido_or_libreoffice_writes_the_pptx(tmp_path, cli
     only_pdf = _report(cli, planted_csv, tmp_path / "y.pdf")
     assert only_pdf.status == 2
     assert len(only_pdf.err.strip().splitlines()) == 1, only_pdf.err
-    assert "y.pdf" in only_pdf.err and "Traceback" not in only_pdf.err
+    assert "y.pdf" in only_pdf.err
+    assert "Traceback" not in only_pdf.err
 
 
 def test_a_failing_browser_is_one_line_not_a_wait(tmp_path, monkeypatch):
