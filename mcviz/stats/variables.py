@@ -8,11 +8,12 @@ Ranking. Beside VCE(v*) (a smoothed curve's largest gap, which a wide span can a
 every numeric covariate's row carries the bandwidth-free cumulative statistic along it: the
 residuals :math:`R - S` about their mean, ordered by V, their Kuiper range :math:`D/\sigma`
 and its p-value (``kuiper_z``, ``p_value``;
-:func:`~mcviz.stats.cumulative.cumulative_differences` with ``order_by`` and ``centred``). A variable picked because its p is the smallest is not
-beyond chance on that p alone, so ``p_adjusted`` is Bonferroni's over the :math:`m` numeric
-covariates (:math:`\min(1, m p)`, constant ones counted). Variables with evidence of a miscalibration that changes
-along them, ``p_adjusted`` below 0.05 or a VCE(v*) band that excludes 0, come first; within
-each group the order is VECE's (eq. (7) of Kelly & Smyth), then the name.
+:func:`~mcviz.stats.cumulative.cumulative_differences` with ``order_by`` and ``centred``). A
+variable picked because its p is the smallest is not beyond chance on that p alone, so
+``p_adjusted`` is Bonferroni's over the :math:`m` numeric covariates (:math:`\min(1, m p)`,
+constant ones counted). Variables with evidence of a miscalibration that changes along them,
+``p_adjusted`` below 0.05 or a VCE(v*) band that excludes 0, come first; within each group the
+order is VECE's (eq. (7) of Kelly & Smyth), then the name.
 Nominal covariates have no order to accumulate along: their ``kuiper_z`` and ``p_value`` are
 None and their per-level intervals (and VCE's Bonferroni band) speak for them.
 """
