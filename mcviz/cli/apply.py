@@ -35,11 +35,11 @@ def run(args: argparse.Namespace) -> dict:
     """Read the map and the file, score, write; return the JSON object."""
     import numpy as np
 
-    from mcviz.cli.fix import check_output, write_scored
+    from mcviz.cli.fix import write_scored
     from mcviz.io import read_table
     from mcviz.recalibration import Recalibrator, frame_for_scoring
 
-    check_output(args.out, suffixes=(".parquet", ".csv"))
+    _common.check_output(args.out, flag="--out", suffixes=(".parquet", ".csv"))
     try:
         text = Path(args.map).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
