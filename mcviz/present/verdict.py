@@ -264,10 +264,10 @@ def findings_sentences(search: Any, *, binary: bool = True,
                        level: float = LEVEL) -> tuple[tuple[str, ...], tuple[FindingLine, ...]]:
     """State the search's confirmed findings, or its minimum detectable effect without any.
 
-    A finding is confirmed when its Holm-adjusted held-out p-value is below ``level``.
+    A finding is confirmed when the search says so (:attr:`mcviz.search.Finding.confirmed`:
+    a valid held-out p-value, Holm-adjusted, below 0.05): the one rule, read here.
     """
-    confirmed = tuple(_finding_line(f, binary) for f in search.findings
-                      if float(f.p_adjusted) < level)
+    confirmed = tuple(_finding_line(f, binary) for f in search.findings if f.confirmed)
     searched = (f"The guided search ({int(search.candidates_scored):,} candidates scored on "
                 f"{int(search.n_search):,} rows, confirmed on {int(search.n_holdout):,} held-out "
                 "rows)")
