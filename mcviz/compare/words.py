@@ -18,10 +18,11 @@ def points(value: float) -> str:
 
     Examples
     --------
-    >>> points(0.0612), points(-0.004)
-    ('+6.1 percentage points', '-0.4 percentage points')
+    >>> points(0.0612), points(-0.004), points(-0.0002)
+    ('+6.1 percentage points', '-0.4 percentage points', '0.0 percentage points')
     """
-    return f"{value * 100:+.1f} percentage points"
+    shown = round(value * 100, 1)
+    return f"{shown + 0.0:+.1f} percentage points" if shown else "0.0 percentage points"
 
 
 def format_p(p: float) -> str:
