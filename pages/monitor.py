@@ -99,6 +99,15 @@ if click is not None and st.session_state.get("mon_click") != (key, click):  # a
     st.session_state[s.W_MON_SERIES] = series_clicked
     st.session_state[s.W_MON_FROM] = st.session_state[s.W_MON_TO] = periods.labels[
         period_clicked]
+    # a cell opens the Review page on that series in that period (README: the heat map's click)
+    opened = mon.review_filter(result, series_clicked, period_clicked, period_clicked,
+                               pred.covariates[periods.column].dtype)
+    if opened is not None:
+        if demo_instead:
+            ui.use_demo("flights")
+        st.session_state[s.W_SCOPE] = "filter"
+        st.session_state[s.W_FILTER] = opened
+        st.switch_page(ui.page_path("review"))
 
 names = [display_text(f"{i}. {'★ ' if s_.alarm else ''}{s_.description}")
          for i, s_ in enumerate(result.series)]

@@ -35,7 +35,7 @@ else:
                              for sig, vce in zip(ranking["vce_significant"], ranking["vce"],
                                                  strict=True)],
             warnings=[len(w) for w in ranking["warnings"]]),
-        percent=("vece", "vce", "vce_support"),  # as the charts write them
+        percent=("vece", "vce"),  # as the charts write them; vce_support is a weight (rows)
         height=min(40 + 35 * len(ranking), 360),
     )
     ui.caption("VCE(v*): the largest |error − predicted error| where the data can say it: "
@@ -43,7 +43,7 @@ else:
                "rows or a gap interval wider than ±10 points, are left out, and so is every point "
                "within reach of thin support. vce_significant: whether the band of the gap at "
                "v* (valid for a v* picked as the largest gap) excludes 0; otherwise VCE(v*) is "
-               "within noise. vce_support: the weight within the window at v*. kuiper_z and "
+               "within noise. vce_support: the rows (weight) within the window at v*. kuiper_z and "
                "p_value: the cumulative differences of response − score about their mean, "
                "ordered by the variable (no span, so a local error a smooth curve averages away "
                "still shows): Kuiper's D/σ and its p; p_adjusted: Bonferroni's over the "

@@ -62,6 +62,7 @@ def cumulative_figure(
         path_name="response − score, cumulative",
         y_title="response − score",
         bottom_title=variable,
+        axis_title=f"{variable} (a tick every {100 // (TICKS - 1)}% of rows)",
         title=title or default_title,
         subtitle=subtitle,
         color=BLUE,
@@ -105,6 +106,7 @@ def deviation_figure(
         path_name="Fₖ − F̃ₖ (subpopulation − full population)",
         y_title="Fₖ − F̃ₖ",
         bottom_title="score in the subpopulation",
+        axis_title=f"score in the subpopulation (a tick every {100 // (TICKS - 1)}% of its rows)",
         title=title or default_title,
         subtitle=subtitle,
         color=BLACK,
@@ -143,6 +145,7 @@ def _path_figure(
     path_name: str,
     y_title: str,
     bottom_title: str,
+    axis_title: str,
     title: str,
     subtitle: str,
     color: str,
@@ -204,7 +207,7 @@ def _path_figure(
         top_title += "; abscissa: cumulative weight Aₖ"
     figure.update_layout(
         xaxis={
-            "title": {"text": bottom_title},
+            "title": {"text": axis_title},  # the ticks are quantiles: said (#40)
             "range": axis_range,
             "tickmode": "array",
             "tickvals": bottom_values,

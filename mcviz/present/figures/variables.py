@@ -20,6 +20,7 @@ from mcviz.present.figures._style import (
     apply_style,
     strip_below,
     styled,
+    tick_size,
 )
 from mcviz.present.figures.format import format_number, format_p, format_ticks
 from mcviz.stats.smoothing import LoessCurve
@@ -83,13 +84,15 @@ def _shade_thin(figure: go.Figure, curve: LoessCurve) -> None:
     smooth = ~curve.spike
     x, thin = curve.x[smooth], curve.thin[smooth]
     edges = np.flatnonzero(np.diff(np.concatenate(([0], thin.astype(np.int8), [0]))))
-    for number, (a, b) in enumerate(zip(edges[::2], edges[1::2], strict=True)):
-        label = {"annotation_text": "thin support", "annotation_position": "top left"}
+    for a, b in zip(edges[::2], edges[1::2], strict=True):
         figure.add_vrect(
             x0=x[max(a - 1, 0)], x1=x[min(b, x.size - 1)], fillcolor=LIGHT_GRAY, opacity=0.35,
-            line_width=0, layer="below", **(label if number == 0 else {}),
+            line_width=0, layer="below",
         )
-    if thin.any():
+    if thin.any():  # named in the legend (a label on the shading ran over the legend, #40)
+        figure.add_trace(go.Scatter(
+            x=[None], y=[None], mode="markers", name="grey: thin support",
+            marker={"symbol": "square", "size": 12, "color": LIGHT_GRAY}, hoverinfo="skip"))
         # The axis follows the supported part (and the spikes): a thin stretch may leave it.
         keep = ~curve.thin | curve.spike
         low = min(float(curve.lower[keep].min()), 0.0) * 100
@@ -175,9 +178,10 @@ def variable_curves_figure(
     _mark_v_star(figure, result)
     figure.update_layout(yaxis_title="error (%)")
     chosen = " (cross-validated)" if result.span_chosen else ""
+    # two lines: one line of it all was cut at a half-width chart's edge (#40)
     subtitle = (
-        f"VECE {100 * result.vece:.2f}% · {_vce_text(result)} · span {result.span:g}{chosen}"
-        f"{_cumulative_text(result)} · n = {result.n:,}"
+        f"VECE {100 * result.vece:.2f}% · {_vce_text(result)} · n = {result.n:,}<br>"
+        f"span {result.span:g}{chosen}{_cumulative_text(result)}"
     )
     if result.n_missing:
         subtitle += f" · {result.n_missing:,} rows without {result.name} left off"
@@ -186,7 +190,13 @@ def variable_curves_figure(
         title=title or f"Error and predicted error along {result.name}",
         subtitle=subtitle, presentation=presentation, height=height, legend="inside",
     )
-    return figure
+    return _second_line(figure, presentation)
+
+
+def _second_line(figure: go.Figure, presentation: bool) -> go.Figure:
+    """Make room above the plot for the subtitle's second line."""
+    return figure.update_layout(margin_t=figure.layout.margin.t
+                                + round(1.35 * tick_size(presentation)))
 
 
 def gap_figure(
@@ -226,7 +236,7 @@ def gap_figure(
     figure.update_layout(yaxis_title="error − predicted (%)")
     subtitle = (
         f"above 0: more errors than predicted (overconfident) · VECE {100 * result.vece:.2f}%"
-        f"{_cumulative_text(result)}"
+        f"<br>{_cumulative_text(result).removeprefix(' · ')}"
     )
     if not np.isfinite(result.vce):
         subtitle += f" · {_vce_text(result)}"
@@ -234,7 +244,7 @@ def gap_figure(
         figure, title=title or f"Calibration gap along {result.name}", subtitle=subtitle,
         presentation=presentation, height=height, legend="inside",
     )
-    return figure
+    return _second_line(figure, presentation)
 
 
 def categorical_levels_figure(

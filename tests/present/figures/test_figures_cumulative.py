@@ -53,14 +53,15 @@ def test_cumulative_figure_content(pred):
     # Top axis k/n, bottom axis scores.
     assert figure.layout.xaxis2.side == "top"
     assert "k/n" in figure.layout.xaxis2.title.text
-    assert figure.layout.xaxis.title.text == "score"
+    # the bottom ticks are the scores at every 20% of rows (quantiles): the title says so
+    assert figure.layout.xaxis.title.text == "score (a tick every 20% of rows)"
     assert figure.layout.xaxis.ticktext[-1] == f"{result.position[-1]:.3g}"
 
 
 def test_cumulative_figure_order_by_variable(pred):
     result = cumulative_differences(pred, order_by="age")
     figure = cumulative_figure(result)
-    assert figure.layout.xaxis.title.text == "age"
+    assert figure.layout.xaxis.title.text == "age (a tick every 20% of rows)"
     assert "along age" in figure.layout.title.text
     assert figure.layout.xaxis.ticktext[0] == "18"
 

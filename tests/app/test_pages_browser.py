@@ -1,0 +1,165 @@
+"""Every page at 1440×900 and at 1920×1080 in presentation mode, in a real browser (issue #40).
+
+One server for the module (Debian's chromium via Playwright, never `playwright install`); each
+page is opened by its address in a fresh browser context (a colleague opening a link) and
+fails on: an exception element; two texts of a chart that overlap (a legend over a title or
+over another text included); a chart whose data area is below 35% of its height; a chart
+title or subtitle running past its chart's edge; one axis with the same tick label twice; a
+widget label, select box value, toggle, button, caption or tab cut by its box; and, at
+1440×900, a Review grid (verdict included) that does not end on the first screen — for the
+full population, the argmax subpopulation and a searched finding. Screenshots of the first
+screen and of the whole page go to test-artifacts/pages-<size>-<page>.png.
+"""
+
+from __future__ import annotations
+
+import pytest
+from browser_kit import ARTIFACTS, launched, served, wait_idle
+
+pytestmark = pytest.mark.browser
+
+PAGE_JS = """
+() => {
+  const box = e => e.getBoundingClientRect();
+  const visible = e => {
+    const r = box(e);
+    if (r.width < 1 || r.height < 1) return false;
+    for (let n = e; n && n.nodeType === 1; n = n.parentNode) {
+      const s = getComputedStyle(n);
+      if (s.display === 'none' || s.visibility === 'hidden' || s.opacity === '0') return false;
+    }
+    return true;
+  };
+  const problems = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, i) => {
+    if (!visible(plot)) return;
+    const full = plot._fullLayout;
+    const rect = box(plot);
+    const title = plot.querySelector('g.g-gtitle text');
+    const name = title ? title.textContent.slice(0, 40) : `chart ${i}`;
+    const texts = [...plot.querySelectorAll('svg text')].filter(
+        t => t.textContent.trim() && visible(t));
+    for (let a = 0; a < texts.length; a++) {
+      for (let b = a + 1; b < texts.length; b++) {
+        const p = box(texts[a]), q = box(texts[b]);
+        const dx = Math.min(p.right, q.right) - Math.max(p.left, q.left);
+        const dy = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
+        if (dx > 1 && dy > 1) problems.push(`${name}: texts overlap: '` +
+          `${texts[a].textContent.slice(0, 30)}' / '${texts[b].textContent.slice(0, 30)}'`);
+      }
+    }
+    const legends = [...plot.querySelectorAll('g.legend rect.bg')].filter(visible).map(box);
+    for (const legend of legends) {
+      for (const t of texts) {
+        if (t.closest('g.legend')) continue;
+        const q = box(t);
+        if (legend.left < q.right - 1 && q.left < legend.right - 1 && legend.top < q.bottom - 1
+            && q.top < legend.bottom - 1)
+          problems.push(`${name}: the legend covers '${t.textContent.slice(0, 30)}'`);
+      }
+    }
+    if (full && full._size.h / full.height < 0.35)
+      problems.push(`${name}: data area ${(100 * full._size.h / full.height).toFixed(0)}% ` +
+                    `of ${full.height} px`);
+    if (title) {
+      for (const t of [title, ...title.querySelectorAll('tspan')]) {
+        const q = box(t);
+        if (q.width > 0 && (q.left < rect.left - 1 || q.right > rect.right + 1))
+          problems.push(`${name}: title cut: '${t.textContent.slice(0, 50)}'`);
+      }
+    }
+    plot.querySelectorAll('g.subplot').forEach(sub => {
+      for (const axis of ['xtick', 'ytick']) {
+        const labels = [...sub.querySelectorAll(`g.${axis} text`)].filter(visible)
+            .map(t => t.textContent.trim()).filter(Boolean);
+        const twice = labels.filter((v, k) => labels.indexOf(v) !== k);
+        if (twice.length) problems.push(`${name}: tick label repeated on one axis: ${twice}`);
+      }
+    });
+  });
+  const widgets = ['[data-testid=stWidgetLabel] p', '[data-testid=stSelectbox] input',
+                   '[data-baseweb=select] div[value]', '[data-testid=stCaptionContainer] p',
+                   '[data-testid=stButton] button p', '[data-testid=stPopover] button p',
+                   '[data-testid=stTab] p', '[data-testid=stMetricValue] div',
+                   '[data-testid=stMetricLabel] p', '[data-testid=stCheckbox] p'];
+  for (const e of document.querySelectorAll(widgets.join(','))) {
+    if (!visible(e)) continue;
+    if (e.scrollWidth > e.clientWidth + 1) {
+      const text = (e.value || e.textContent || '').slice(0, 50);
+      problems.push(`cut widget text: '${text}' (${e.scrollWidth} > ${e.clientWidth} px)`);
+    }
+  }
+  const verdict = document.querySelector('.st-key-verdict');
+  const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(visible).map(box);
+  return {problems, plots: plots.length,
+          bottom: plots.length ? Math.max(...plots.map(r => r.bottom)) : null,
+          verdict: verdict ? box(verdict).top : null};
+}
+"""
+
+SIZES = {"normal": (1440, 900, ""), "presentation": (1920, 1080, "&pm=1")}
+PAGES = (  # address, the charts it draws at least
+    ("data?demo=adult", 1), ("review?demo=adult", 4), ("calibration?demo=adult", 3),
+    ("variables?demo=adult", 2), ("subpopulations?demo=adult&sp=1&l=100", 2),
+    ("groupings?demo=adult", 2), ("screening?demo=adult", 0), ("monitor?demo=flights", 1),
+    ("fix?demo=adult", 0), ("report?demo=adult", 0))
+REVIEW_SCOPES = ("review?demo=adult", "review?demo=adult&sp=1&l=100&scope=argmax",
+                 "review?demo=flights&smode=searched&scope=sub&ssub=1")
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    with served() as (_, base):
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser(app_url):
+    with launched() as chromium:
+        yield chromium
+
+
+def _visit(browser, url: str, size: str, charts: int, name: str) -> dict:
+    width, height, _ = SIZES[size]
+    page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    try:
+        page.goto(url)
+        page.locator("[data-testid=stMain] h1, [data-testid=stMain] h2").first.wait_for(
+            timeout=180_000)
+        if charts:
+            page.locator(".js-plotly-plot >> visible=true").nth(charts - 1).wait_for(
+                timeout=180_000)
+        wait_idle(page, timeout=180_000)
+        page.wait_for_timeout(1_000)  # plotly's automargin redraw
+        exceptions = page.get_by_test_id("stException")
+        assert exceptions.count() == 0, f"{name}: {exceptions.first.inner_text()[:500]}"
+        layout = page.evaluate(PAGE_JS)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=ARTIFACTS / f"{name}.png")
+        tall = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+        if tall > height:
+            page.set_viewport_size({"width": width, "height": min(tall, 6000)})
+            page.wait_for_timeout(800)
+            page.screenshot(path=ARTIFACTS / f"{name}-full.png")
+        return layout
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize(("address", "charts"), PAGES, ids=[p[0].split("?")[0] for p in PAGES])
+def test_every_page_holds(app_url, browser, address, charts, size):
+    page_name = address.split("?")[0]
+    layout = _visit(browser, f"{app_url}/{address}{SIZES[size][2]}", size, charts,
+                    f"pages-{size}-{page_name}")
+    assert not layout["problems"], "\n".join(layout["problems"])
+
+
+@pytest.mark.parametrize("address", REVIEW_SCOPES, ids=["full", "argmax", "finding"])
+def test_review_grid_on_the_first_screen_for_every_scope(app_url, browser, address):
+    scope = address.rsplit("scope=", 1)[-1].split("&")[0] if "scope=" in address else "full"
+    layout = _visit(browser, f"{app_url}/{address}", "normal", 4, f"pages-review-scope-{scope}")
+    assert layout["verdict"] is not None
+    assert layout["plots"] >= 4
+    assert layout["bottom"] <= 900, f"the grid ends at {layout['bottom']:.0f} px"
+    assert not layout["problems"], "\n".join(layout["problems"])
