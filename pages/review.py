@@ -41,7 +41,7 @@ SCOPE_NAMES = {"full": "Full population", "argmax": "Worst subpopulation (argmax
                "sub": "Subpopulation or finding by id", "filter": "Filter",
                "level": "Level of a variable"}
 pick_scope, pick_detail, pick_variable, pick_own, pick_export = st.columns(
-    [2.4, 2.6, 2.4, 1.3, 1.5], vertical_alignment="bottom")
+    [2.3, 2.6, 2.0, 1.9, 1.4], vertical_alignment="bottom")  # "Own calibration" uncut (#40)
 ui.selectbox_state(s.W_SCOPE, list(SCOPE_NAMES), "full")
 scope_kind = pick_scope.selectbox("Scope", list(SCOPE_NAMES), key=s.W_SCOPE,
                                   format_func=lambda k: f"Scope: {SCOPE_NAMES[k]}",
@@ -89,8 +89,10 @@ except ValidationError as error:
 own_calibration = False
 if not scope.is_full:
     if scope.kind == "argmax":
-        pick_detail.caption(f"**{md(scope.description)}** · {scope.subpopulation.size:,} of "
-                            f"{pred.n:,} rows · {charts.argmax_verdict(analysis, runs_).short}")
+        # the group itself is named by the verdict below: two lines here, not four (#40)
+        pick_detail.caption(f"{scope.subpopulation.size:,} of {pred.n:,} rows · "
+                            f"{charts.argmax_verdict(analysis, runs_).short}",
+                            help=display_text(scope.description))
     own_calibration = pick_own.toggle(
         "Own calibration", key="w_review_own",
         help="Top left: the subpopulation's own calibration instead of its deviation from the "

@@ -37,8 +37,10 @@ PAGE_JS = """
     const rect = box(plot);
     const title = plot.querySelector('g.g-gtitle text');
     const name = title ? title.textContent.slice(0, 40) : `chart ${i}`;
+    // a rotated label's bounding box is not its footprint: rotated ticks are left out
     const texts = [...plot.querySelectorAll('svg text')].filter(
-        t => t.textContent.trim() && visible(t));
+        t => t.textContent.trim() && visible(t) &&
+             !/rotate\(-?[1-9]/.test(t.getAttribute('transform') || ''));
     for (let a = 0; a < texts.length; a++) {
       for (let b = a + 1; b < texts.length; b++) {
         const p = box(texts[a]), q = box(texts[b]);

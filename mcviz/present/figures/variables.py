@@ -116,14 +116,16 @@ def _cumulative_text(result: VariableCalibration) -> str:
     written = format_p(result.p_value)
     p = ("" if not np.isfinite(result.p_value)
          else f", p {written}" if written.startswith("<") else f", p = {written}")
-    return f" · change along {result.name} (cumulative, no span): D/σ {result.kuiper_z:.2f}{p}"
+    return f" · cumulative (no span): D/σ {result.kuiper_z:.2f}{p}"
 
 
 def _mark_v_star(figure: go.Figure, result: VariableCalibration) -> None:
     """Draw a dotted line at v*, where VCE(v*) is read off the curves."""
     if np.isfinite(result.vce):
         figure.add_vline(x=result.vce_at, line={"color": BLACK, "width": 1, "dash": "dot"},
-                         annotation_text="v*", annotation_position="top")
+                         annotation_text="v*", annotation_position="bottom right",
+                         annotation_yanchor="bottom")  # inside, at the foot: above the plot it
+                         # hit the title, at its top the legend
 
 
 def _rug(result: VariableCalibration) -> go.Bar:
@@ -240,9 +242,9 @@ def gap_figure(
     )
     if not np.isfinite(result.vce):
         subtitle += f" · {_vce_text(result)}"
-    apply_style(
+    apply_style(  # legend below: inside, it covered the VCE(v*) label
         figure, title=title or f"Calibration gap along {result.name}", subtitle=subtitle,
-        presentation=presentation, height=height, legend="inside",
+        presentation=presentation, height=height, legend="bottom",
     )
     return _second_line(figure, presentation)
 
