@@ -40,7 +40,7 @@ PAGE_JS = """
     // a rotated label's bounding box is not its footprint: rotated ticks are left out
     const texts = [...plot.querySelectorAll('svg text')].filter(
         t => t.textContent.trim() && visible(t) &&
-             !/rotate\(-?[1-9]/.test(t.getAttribute('transform') || ''));
+             !/rotate\\(-?[1-9]/.test(t.getAttribute('transform') || ''));
     for (let a = 0; a < texts.length; a++) {
       for (let b = a + 1; b < texts.length; b++) {
         const p = box(texts[a]), q = box(texts[b]);
