@@ -15,53 +15,131 @@ import pandas as pd
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.settings import FixSettings, parse_thresholds
 
-__all__ = ["FULL", "SECTION_HELD", "FixSettings", "ScopeView", "fix_section", "fixed_source",
-           "held_section", "parse_thresholds", "scope_view", "scores_by_row", "summary_table"]
+__all__ = ["FULL", "SECTION_HELD", "FixRun", "MethodOption", "ScopeView", "fix_json",
+           "fix_section", "fixed_source", "held_section", "method_options", "page_thresholds",
+           "reviewed_findings", "run_fix", "scope_view", "scores_by_row", "summary_table",
+           "term_overlap"]
 
 FULL = "full population"
 SECTION_HELD = "fix_section_held"
 """Session-state key: (analysis key, Section) of the last fix judged on the Fix page."""
-METHOD_TITLES = {
-    "findings": "findings: logit s plus one term per confirmed finding",
-    "platt": "Platt: logistic on logit s",
-    "beta": "beta calibration (Kull et al.)",
-    "isotonic": "isotonic regression",
-    "boost": "multicalibration boosting (MCGrad's scheme, LightGBM)",
-}
+TWICE_CAVEAT = (
+    "The reviewed findings were found and confirmed on all the rows, the held-out rows of this "
+    "fix among them: those rows are used twice, so the held-out judgement of this fix is "
+    "optimistic (the findings' own held-out evidence is the search's, not this split's).")
 
 
 @dataclass(frozen=True)
-class FixSettings:
-    """One fix computation: what :func:`mcviz.recalibration.verify_fix` is called with."""
+class MethodOption:
+    """A recalibration method as the page offers it: its name, title, and why not (or None)."""
+
+    name: str
+    title: str
+    unavailable: str | None
+
+
+def method_options(has_covariates: bool) -> tuple[MethodOption, ...]:
+    """The registered methods (:func:`mcviz.recalibration.methods`) the page lists.
+
+    Methods that need covariates are left out when the data have none; a method that cannot run
+    here (a package missing) is listed with the reason, and the page refuses to run it.
+    """
+    from mcviz.recalibration import methods
+
+    return tuple(MethodOption(m.name, m.title, m.unavailable()) for m in methods()
+                 if has_covariates or not m.needs_covariates)
+
+
+@dataclass(frozen=True)
+class FixRun:
+    """One fix computation of the page: what :func:`run_fix` is called with (the cache key).
+
+    ``reviewed``: fix exactly these reviewed findings (descriptions) instead of searching.
+    """
 
     method: str = "findings"
-    holdout: float = 0.5
-    seed: int = 0
     covariates: tuple[str, ...] = ()
+    settings: FixSettings = FixSettings()
+    reviewed: tuple[str, ...] = ()
 
     def options(self) -> dict[str, Any]:
-        """Keyword arguments of ``verify_fix`` (JSON-able: they key the cache)."""
-        return {"method": self.method, "holdout": self.holdout, "seed": self.seed,
-                "covariates": list(self.covariates) or None, "n_subpopulations": 300}
+        """Keyword arguments of :func:`run_fix` (JSON-able: they key the cache)."""
+        return {"method": self.method, "covariates": list(self.covariates) or None,
+                **self.settings.verify_options(), "reviewed": list(self.reviewed)}
 
 
-def parse_thresholds(text: str) -> tuple[float, ...]:
-    """Return the thresholds typed in the page (raises ValidationError naming the bad ones).
+def run_fix(pred: Predictions, *, method: str, covariates: Sequence[str] | None,
+            holdout: float, seed: int, n_subpopulations: int, reviewed: Sequence[str] = (),
+            findings: Sequence[Any] = (), progress: Any = None) -> Any:
+    """:func:`mcviz.recalibration.verify_fix` as ``mcviz fix`` calls it with the same options.
 
-    >>> parse_thresholds("0.1, 0.3;0.2")
+    With ``reviewed`` the ``findings`` fix gets one term per reviewed finding (``findings``: the
+    reviewed search's :class:`~mcviz.search.Finding` objects) instead of its own searches.
+    """
+    from mcviz.recalibration import Recalibrator, verify_fix
+
+    recalibrator = None
+    if reviewed:
+        chosen = [f for f in findings if f.description in set(reviewed)]
+        recalibrator = Recalibrator("findings", covariates=covariates, findings=chosen,
+                                    seed=seed)
+    return verify_fix(pred, method=method, covariates=covariates, holdout=holdout, seed=seed,
+                      n_subpopulations=n_subpopulations, recalibrator=recalibrator,
+                      progress=progress)
+
+
+def fix_json(result: Any, thresholds: Sequence[float], settings: FixSettings) -> dict:
+    """The fix's JSON, exactly as ``mcviz fix --json`` prints it for the same options."""
+    from mcviz.recalibration import fix_summary
+
+    return fix_summary(result, thresholds, bootstrap=settings.bootstrap, seed=settings.seed)
+
+
+def page_thresholds(text: str) -> tuple[float, ...]:
+    """Return the thresholds typed in the page (the command line's parser and bounds).
+
+    >>> page_thresholds("0.1, 0.3;0.2")
     (0.1, 0.2, 0.3)
     """
     from mcviz.decision import check_thresholds
 
-    values = []
-    for part in str(text).replace(";", ",").split(","):
-        if part.strip():
-            try:
-                values.append(float(part))
-            except ValueError:
-                raise ValidationError(f"threshold {part.strip()!r} is not a number.") from None
-    return tuple(check_thresholds(values).tolist())
+    return tuple(check_thresholds(parse_thresholds(text)).tolist())
+
+
+def reviewed_findings(search: Any) -> tuple[Any, ...]:
+    """The confirmed findings of the reviewed search (None: no search reviewed)."""
+    from mcviz.recalibration.registry import get_method
+
+    confirmed = get_method("findings")
+    if search is None:
+        return ()
+    return tuple(f for f in search.findings if confirmed.confirms(f))
+
+
+def term_overlap(result: Any, reviewed: Sequence[str]) -> pd.DataFrame:
+    """Each term of the fix, the reviewed finding sharing most of its held-out rows, and how much.
+
+    The overlap is the Jaccard index of the held-out rows (shared / either), 0 to 1.
+    """
+    from mcviz.subpopulations import filter_subpopulation
+
+    pred = result.eval_before
+    rows = {d: filter_subpopulation(pred, d).index for d in reviewed}
+    table = []
+    for term in result.terms:
+        own = filter_subpopulation(pred, term).index
+        best, share = "", 0.0
+        for description, other in rows.items():
+            union = np.union1d(own, other).size
+            jaccard = np.intersect1d(own, other).size / union if union else 0.0
+            if jaccard > share:
+                best, share = description, jaccard
+        table.append({"term of the fix": term, "closest reviewed finding": best or "none",
+                      "overlap (Jaccard, held-out rows)": share})
+    return pd.DataFrame(table, columns=["term of the fix", "closest reviewed finding",
+                                        "overlap (Jaccard, held-out rows)"])
 
 
 def summary_table(result: Any) -> pd.DataFrame:

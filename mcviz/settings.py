@@ -28,8 +28,8 @@ from typing import Any
 
 from mcviz.errors import ValidationError
 
-__all__ = ["NullSettings", "SearchSettings", "Setting", "Settings", "SubpopulationSettings",
-           "setting"]
+__all__ = ["FIX_BAND_Z", "FIX_THRESHOLDS", "FixSettings", "NullSettings", "SearchSettings",
+           "Setting", "Settings", "SubpopulationSettings", "parse_thresholds", "setting"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,3 +242,75 @@ class NullSettings(Settings):
         200, 19, 5_000, flag="--null-draws", link="nd", label="Null draws",
         help="sets of responses drawn from the scores (perfect calibration) to learn how large "
              "M/σ₀ gets by chance", step=50, metavar="B")
+
+
+FIX_THRESHOLDS = (0.1, 0.2, 0.3, 0.5)
+"""Default decision thresholds of the fix's net benefit (``mcviz fix``, the Fix page)."""
+FIX_BAND_Z = 2.5
+"""A band of a covariate the fix made miscalibrated beyond this |z| on held-out rows is named."""
+
+
+@dataclass(frozen=True)
+class FixSettings(Settings):
+    """A fix judged on held-out rows (:func:`mcviz.recalibration.verify_fix`).
+
+    The decision thresholds are a list (:data:`FIX_THRESHOLDS`, read by
+    :func:`parse_thresholds`).
+
+    Examples
+    --------
+    >>> FixSettings().key()
+    (0.5, 0, 1000, 1000)
+    >>> FixSettings(holdout=0.3).link_params()
+    {'fhold': '0.3'}
+    """
+
+    holdout: float = setting(
+        0.5, 0.1, 0.9, flag="--holdout", link="fhold", label="Held-out share",
+        help="share of the rows held out to judge the fix (stratified by score; neither the "
+             "search nor the fit sees them)", step=0.05, metavar="H")
+    seed: int = setting(
+        0, 0, 2**31 - 1, flag="--seed", link="fseed", label="Seed",
+        help="seed of the split, the search and Algorithm 1")
+    n_subpopulations: int = setting(
+        1000, 1, 20_000, flag="--subpopulations", link="fl", label="ℓ (subpopulations judged)",
+        help="Algorithm-1 subpopulations of the held-out rows in M, besides the findings",
+        step=100, metavar="L")
+    bootstrap: int = setting(
+        1000, 20, 100_000, flag="--bootstrap", link="fboot", label="Bootstrap replicates",
+        help="bootstrap replicates of the decision-loss interval", step=100, metavar="B")
+
+    def verify_options(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`mcviz.recalibration.verify_fix` these settings give."""
+        return {"holdout": self.holdout, "seed": self.seed,
+                "n_subpopulations": self.n_subpopulations}
+
+
+def parse_thresholds(text: str | None, *, what: str = "thresholds") -> tuple[float, ...]:
+    """Read comma- (or semicolon-) separated thresholds; None or blank: :data:`FIX_THRESHOLDS`.
+
+    The one parser of the command line's ``--thresholds`` and the Fix page's box. Only the
+    text is read here; the bounds (0, 1) are checked by
+    :func:`mcviz.decision.check_thresholds`.
+
+    Examples
+    --------
+    >>> parse_thresholds("0.3, 0.1;0.2")
+    (0.3, 0.1, 0.2)
+    >>> parse_thresholds(None)
+    (0.1, 0.2, 0.3, 0.5)
+    >>> parse_thresholds("0.1, x")
+    Traceback (most recent call last):
+    ...
+    mcviz.errors.ValidationError: thresholds: 'x' is not a number.
+    """
+    if text is None or not str(text).strip():
+        return FIX_THRESHOLDS
+    values = []
+    for part in str(text).replace(";", ",").split(","):
+        if part.strip():
+            try:
+                values.append(float(part))
+            except ValueError:
+                raise ValidationError(f"{what}: {part.strip()!r} is not a number.") from None
+    return tuple(values)
