@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,10 +15,11 @@ import pandas as pd
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.settings import FixSettings, parse_thresholds
+from mcviz.settings import DecisionSettings, FixSettings
+from mcviz.settings import parse_thresholds as read_thresholds
 
 __all__ = ["FULL", "SECTION_HELD", "FixRun", "MethodOption", "ScopeView", "fix_json",
-           "fix_section", "fixed_source", "held_section", "method_options", "page_thresholds",
+           "fix_section", "fixed_source", "held_section", "method_options", "parse_thresholds",
            "reviewed_findings", "run_fix", "scope_view", "scores_by_row", "summary_table",
            "term_overlap"]
 
@@ -41,7 +42,7 @@ class MethodOption:
 
 
 def method_options(has_covariates: bool) -> tuple[MethodOption, ...]:
-    """The registered methods (:func:`mcviz.recalibration.methods`) the page lists.
+    """Return the registered methods (:func:`mcviz.recalibration.methods`) the page lists.
 
     Methods that need covariates are left out when the data have none; a method that cannot run
     here (a package missing) is listed with the reason, and the page refuses to run it.
@@ -61,7 +62,7 @@ class FixRun:
 
     method: str = "findings"
     covariates: tuple[str, ...] = ()
-    settings: FixSettings = FixSettings()
+    settings: FixSettings = field(default_factory=FixSettings)
     reviewed: tuple[str, ...] = ()
 
     def options(self) -> dict[str, Any]:
@@ -90,32 +91,27 @@ def run_fix(pred: Predictions, *, method: str, covariates: Sequence[str] | None,
                       progress=progress)
 
 
-def fix_json(result: Any, thresholds: Sequence[float], settings: FixSettings) -> dict:
-    """The fix's JSON, exactly as ``mcviz fix --json`` prints it for the same options."""
+def fix_json(result: Any, decisions: DecisionSettings, seed: int) -> dict:
+    """Return the fix's JSON, exactly as ``mcviz fix --json`` prints it for the same options."""
     from mcviz.recalibration import fix_summary
 
-    return fix_summary(result, thresholds, bootstrap=settings.bootstrap, seed=settings.seed)
+    return fix_summary(result, decisions.thresholds, bootstrap=decisions.bootstrap, seed=seed)
 
 
-def page_thresholds(text: str) -> tuple[float, ...]:
-    """Return the thresholds typed in the page (the command line's parser and bounds).
+def parse_thresholds(text: str) -> tuple[float, ...]:
+    """Return the thresholds typed in the page (the one parser, the command line's).
 
-    >>> page_thresholds("0.1, 0.3;0.2")
+    >>> parse_thresholds("0.1, 0.3;0.2")
     (0.1, 0.2, 0.3)
     """
-    from mcviz.decision import check_thresholds
-
-    return tuple(check_thresholds(parse_thresholds(text)).tolist())
+    return read_thresholds(str(text))
 
 
 def reviewed_findings(search: Any) -> tuple[Any, ...]:
-    """The confirmed findings of the reviewed search (None: no search reviewed)."""
-    from mcviz.recalibration.registry import get_method
-
-    confirmed = get_method("findings")
+    """Return the confirmed findings of the reviewed search (empty: no search reviewed)."""
     if search is None:
         return ()
-    return tuple(f for f in search.findings if confirmed.confirms(f))
+    return tuple(f for f in search.findings if f.confirmed)
 
 
 def term_overlap(result: Any, reviewed: Sequence[str]) -> pd.DataFrame:
@@ -155,13 +151,34 @@ def summary_table(result: Any) -> pd.DataFrame:
 
 
 def findings_table(result: Any) -> pd.DataFrame:
-    """Each finding's held-out D/σ before and after, and whether it was confirmed."""
+    """Each judged finding's held-out D/σ before and after, and whether it was confirmed."""
     return pd.DataFrame({
         "finding": list(result.findings),
         "confirmed on the fit rows": ["yes" if c else "no" for c in result.confirmed],
         "held-out D/σ before": list(result.before.findings_kuiper_z),
         "held-out D/σ after": list(result.after.findings_kuiper_z),
     })
+
+
+def terms_table(result: Any) -> pd.DataFrame:
+    """Each term of the fix: what it does, its held-out D/σ before and after, its log loss."""
+    changes = dict(result.finding_changes)
+    words = {t.description: t for t in result.recalibrator.terms}
+    return pd.DataFrame({
+        "term (finding)": list(result.terms),
+        "shape": [words[d].shape for d in result.terms],
+        "held-out D/σ before": list(result.before.terms_kuiper_z),
+        "held-out D/σ after": list(result.after.terms_kuiper_z),
+        "held-out log loss within": [changes[d].direction for d in result.terms],
+    })
+
+
+def bands_table(result: Any) -> pd.DataFrame:
+    """Return the bands the fix made miscalibrated beyond noise (held-out z before and after)."""
+    moved = result.bands_moved
+    return pd.DataFrame({"band": [b.band for b in moved], "rows": [b.rows for b in moved],
+                         "z before": [b.z_before for b in moved],
+                         "z after": [b.z_after for b in moved]})
 
 
 @dataclass(frozen=True)
@@ -188,7 +205,7 @@ def scope_view(result: Any, description: str) -> ScopeView:
 
 
 def scope_impact(result: Any, view: ScopeView, thresholds: Sequence[float] = (), *,
-                 n_bootstrap: int = 500) -> Any:
+                 n_bootstrap: int = DecisionSettings.bootstrap) -> Any:
     """Decision impact of the fix on the scope's held-out rows (the curve's and ``thresholds``)."""
     from mcviz.decision import CURVE_THRESHOLDS, decision_impact
 
@@ -239,9 +256,10 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
 
     Its sentences: the verdict line, the rows and the map, then what miscalibration costs at
     each threshold (the first four) on the held-out rows (``impact``: the full population's
-    :class:`~mcviz.decision.DecisionImpact`). Its facts say "within noise" when the held-out
-    log loss did not move beyond its interval, and "not valid (why)" for a statistic without a
-    value. Its slide draws the held-out rows' cumulative differences before and after the fix.
+    :class:`~mcviz.decision.DecisionImpact`). Its facts say "better", "worse" or "no meaningful
+    change" after the held-out log loss (by its interval), and "not valid (why)" for a statistic
+    without a value. Its slide draws the held-out rows' cumulative differences before and after
+    the fix.
     """
     from mcviz.present.figures import format_number
     from mcviz.present.verdict import Section, stated
@@ -250,7 +268,7 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
                  f"Fitted on {result.n_fit:,} rows, judged on {result.n_eval:,} held-out rows; "
                  f"map: {result.recalibrator.describe()}."]
     sentences += [s[0].upper() + s[1:] + "." for s in impact.sentences(thresholds[:4])]
-    noise = "" if result.meaningful else " (within noise)"
+    noise = f" ({result.log_loss_change.direction})"
     facts = (
         ("held-out M", stated(f"{format_number(result.before.metric)} → "
                               f"{format_number(result.after.metric)}",
@@ -265,8 +283,8 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
 
 def before_after_figures(result: Any) -> tuple:
     """Draw the held-out rows' cumulative differences before and after the fix (for a slide)."""
-    from mcviz.stats.cumulative import cumulative_differences
     from mcviz.present.figures import cumulative_figure
+    from mcviz.stats.cumulative import cumulative_differences
 
     return tuple(cumulative_figure(cumulative_differences(side), presentation=True,
                                    title=f"{name} the fix (held-out rows)")

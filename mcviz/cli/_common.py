@@ -102,10 +102,12 @@ def add_settings_arguments(parser: Any, settings: type[Settings], *,
     with the bounds in the message (exit status 2).
     """
     for spec in settings.settings():
+        bounds = (f"each in ({spec.low:g}, {spec.high:g})" if spec.kind is str
+                  else f"{spec.low:,}..{spec.high:,}")
         parser.add_argument(
             spec.flag, type=spec.kind, default=spec.default if required_default else None,
             metavar=spec.metavar,
-            help=f"{spec.help} (default {spec.default}; {spec.low:,}..{spec.high:,})")
+            help=f"{spec.help} (default {spec.text(spec.default)}; {bounds})".replace("%", "%%"))
 
 
 def settings_from_arguments(settings: type[Settings], args: argparse.Namespace) -> Settings:

@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def add_fix_arguments(parser: argparse.ArgumentParser, *, method: str | None) -> None:
     """Add the options ``mcviz fix`` and ``mcviz decide`` share (from the registry, settings)."""
     from mcviz.recalibration import method_names
-    from mcviz.settings import FIX_THRESHOLDS, FixSettings
+    from mcviz.settings import DecisionSettings, FixSettings
 
     parser.add_argument("--covariates", help="comma-separated covariates to search and fix by "
                         "(default: every column that is not the score, label or weight)")
@@ -55,9 +55,7 @@ def add_fix_arguments(parser: argparse.ArgumentParser, *, method: str | None) ->
                         help="the fix (default %(default)s" + (
                             "" if method else ": findings with covariates, else platt") + ")")
     _common.add_settings_arguments(parser, FixSettings)
-    parser.add_argument("--thresholds", default=None,
-                        help="comma-separated decision thresholds in (0, 1) (default "
-                        f"{','.join(map(str, FIX_THRESHOLDS))})")
+    _common.add_settings_arguments(parser, DecisionSettings, required_default=False)
     parser.add_argument("--costs", metavar="FP:TP",
                         help="a threshold from costs: t = c_FP / (c_FP + c_TP)")
     parser.add_argument("--scope", action="append", default=[], metavar="FILTER",
@@ -65,13 +63,20 @@ def add_fix_arguments(parser: argparse.ArgumentParser, *, method: str | None) ->
 
 
 def parse_thresholds(args: argparse.Namespace) -> list[float]:
-    """Return the thresholds of ``--thresholds`` and ``--costs`` (raises ValidationError)."""
+    """Return the thresholds of ``--thresholds`` and ``--costs`` (raises ValidationError).
+
+    Without either, :data:`mcviz.settings.DEFAULT_THRESHOLDS`; read by the one parser,
+    :func:`mcviz.settings.parse_thresholds`.
+    """
     from mcviz.decision import check_thresholds, threshold_from_costs
-    from mcviz.settings import parse_thresholds as read
+    from mcviz.settings import DEFAULT_THRESHOLDS
+    from mcviz.settings import parse_thresholds as read_thresholds
 
     values: list[float] = []
-    if args.thresholds is not None or not args.costs:
-        values += read(args.thresholds, what="--thresholds")
+    if args.thresholds is not None:
+        values += read_thresholds(args.thresholds)
+    elif not args.costs:
+        values += DEFAULT_THRESHOLDS
     if args.costs:
         parts = args.costs.split(":")
         try:
@@ -113,11 +118,12 @@ def write_scored(frame, scores, path: str) -> None:
 
 def prepare(args: argparse.Namespace):
     """Load the file, check the options; return (pred, covariates, thresholds, method)."""
-    from mcviz.settings import FixSettings
+    from mcviz.settings import DecisionSettings, FixSettings
 
     covariates = _common.split(args.covariates)
     thresholds = parse_thresholds(args)
     _common.settings_from_arguments(FixSettings, args)  # bounds, before the file is read
+    args.bootstrap = _common.settings_from_arguments(DecisionSettings, args).bootstrap
     pred = _common.load_from_arguments(args, covariates=covariates)
     method = args.method or ("findings" if len(pred.covariates.columns) else "platt")
     return pred, covariates, thresholds, method
@@ -146,7 +152,7 @@ def run(args: argparse.Namespace) -> dict:
     settings = _common.settings_from_arguments(FixSettings, args)
     result = verify_fix(pred, method=method, covariates=covariates, scopes=args.scope,
                         null_draws=args.null_draws, **settings.verify_options())
-    output = fix_summary(result, thresholds, bootstrap=settings.bootstrap, seed=settings.seed)
+    output = fix_summary(result, thresholds, bootstrap=args.bootstrap, seed=settings.seed)
     if args.map:
         with _common.atomic_output(args.map) as temporary:
             temporary.write_text(result.recalibrator.to_json(), encoding="utf-8")

@@ -18,7 +18,7 @@ __all__ = ["BetaMethod", "BoostMethod", "IsotonicMethod", "PlattMethod", "covari
 
 
 def covariate_names(fix, pred) -> list[str]:
-    """The covariates the method fits on (``fix.covariates``, default all), each checked."""
+    """Return the covariates the method fits on (``fix.covariates``, default all), each checked."""
     names = list(pred.covariates.columns) if fix.covariates is None else fix.covariates
     for name in names:
         pred.require_covariate(name, f" for the {fix.method} fix")
@@ -36,18 +36,18 @@ class PlattMethod(RecalibrationMethod):
     name = "platt"
     title = "Platt: logistic on logit s"
 
-    def fit(self, fix, pred, w, progress=None) -> dict:  # noqa: D102
+    def fit(self, fix, pred, w, progress=None) -> dict:
         z = logit(pred.score)
         beta = fit_logistic(np.column_stack((np.ones_like(z), z)), pred.label, w)
         return {"intercept": float(beta[0]), "slope": float(beta[1])}
 
-    def transform(self, fix, params, pred):  # noqa: D102
+    def transform(self, fix, params, pred):
         return expit(params["intercept"] + params["slope"] * logit(pred.score))
 
-    def describe(self, params) -> str:  # noqa: D102
+    def describe(self, params) -> str:
         return f"Platt: logit p = {params['intercept']:.3g} + {params['slope']:.3g} · logit s"
 
-    def coefficients(self, params) -> list[float]:  # noqa: D102
+    def coefficients(self, params) -> list[float]:
         return [params["intercept"], params["slope"]]
 
 
@@ -57,7 +57,7 @@ class BetaMethod(RecalibrationMethod):
     name = "beta"
     title = "beta calibration (Kull et al.)"
 
-    def fit(self, fix, pred, w, progress=None) -> dict:  # noqa: D102
+    def fit(self, fix, pred, w, progress=None) -> dict:
         s = clip_probability(pred.score)
         design = np.column_stack((np.ones_like(s), np.log(s), -np.log1p(-s)))
         beta = fit_logistic(design, pred.label, w)
@@ -68,15 +68,15 @@ class BetaMethod(RecalibrationMethod):
             beta[0], beta[keep] = refit
         return {"c": float(beta[0]), "a": float(beta[1]), "b": float(beta[2])}
 
-    def transform(self, fix, params, pred):  # noqa: D102
+    def transform(self, fix, params, pred):
         s = clip_probability(pred.score)
         return expit(params["c"] + params["a"] * np.log(s) - params["b"] * np.log1p(-s))
 
-    def describe(self, params) -> str:  # noqa: D102
+    def describe(self, params) -> str:
         return (f"beta: logit p = {params['c']:.3g} + {params['a']:.3g} · ln s − "
                 f"{params['b']:.3g} · ln(1 − s)")
 
-    def coefficients(self, params) -> list[float]:  # noqa: D102
+    def coefficients(self, params) -> list[float]:
         return [params["c"], params["a"], params["b"]]
 
 
@@ -86,7 +86,7 @@ class IsotonicMethod(RecalibrationMethod):
     name = "isotonic"
     title = "isotonic regression"
 
-    def fit(self, fix, pred, w, progress=None) -> dict:  # noqa: D102
+    def fit(self, fix, pred, w, progress=None) -> dict:
         ends = np.flatnonzero(pred.run_end)  # pool tied scores first
         starts = np.concatenate(([0], ends[:-1] + 1))
         x = pred.score[ends]
@@ -102,10 +102,10 @@ class IsotonicMethod(RecalibrationMethod):
         keep = np.concatenate(([True], np.diff(knots_x) > 0))  # one-score blocks: one knot
         return {"x": knots_x[keep].tolist(), "y": knots_y[keep].tolist()}
 
-    def transform(self, fix, params, pred):  # noqa: D102
+    def transform(self, fix, params, pred):
         return np.interp(pred.score, params["x"], params["y"])
 
-    def describe(self, params) -> str:  # noqa: D102
+    def describe(self, params) -> str:
         return (f"isotonic: a non-decreasing step map of the score ({len(params['x']):,} "
                 "knots, linear between them)")
 
@@ -120,7 +120,7 @@ class BoostMethod(RecalibrationMethod):
     seconds_per_row = 2.5e-5
     bytes_per_row_covariate = 24.0
 
-    def fit(self, fix, pred, w, progress=None) -> dict:  # noqa: D102
+    def fit(self, fix, pred, w, progress=None) -> dict:
         names = covariate_names(fix, pred)
         fix.covariate_kinds = {name: pred.covariate_kinds[name] for name in names}
         features, spec = _boost.encode_covariates(pred.covariates, fix.covariate_kinds)
@@ -137,12 +137,12 @@ class BoostMethod(RecalibrationMethod):
                              "validation log loss, so the map is the Platt step alone.")
         return params
 
-    def transform(self, fix, params, pred):  # noqa: D102
+    def transform(self, fix, params, pred):
         features, _ = _boost.encode_covariates(pred.covariates, fix.covariate_kinds,
                                                params["features"])
         return _boost.boost_transform(params, features, pred.score)
 
-    def describe(self, params) -> str:  # noqa: D102
+    def describe(self, params) -> str:
         init = params["init"]
         platt = f"logit p = {init['intercept']:.3g} + {init['slope']:.3g} · logit s"
         if not params["n_rounds"]:

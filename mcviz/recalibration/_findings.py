@@ -49,7 +49,7 @@ BASE_SHARE = 0.2
 
 
 def is_confirmed(finding, alpha: float) -> bool:
-    """A finding is confirmed when its Holm-adjusted held-out p-value is below ``alpha``."""
+    """Return whether the finding's Holm-adjusted held-out p-value is below ``alpha``."""
     return bool(finding.p_adjusted < alpha)
 
 
@@ -90,7 +90,7 @@ def _fit_shape(eta: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict:
 
 
 def _apply_term(term: dict, eta: np.ndarray) -> np.ndarray:
-    """The logits after one term (all of ``eta`` lies in the term's finding)."""
+    """Return the logits after one term (all of ``eta`` lies in the term's finding)."""
     if term["shape"] == "additive":
         p = np.clip(expit(eta) + term["b"], ADDITIVE_CLIP, 1.0 - ADDITIVE_CLIP)
         return logit(p)
@@ -98,7 +98,7 @@ def _apply_term(term: dict, eta: np.ndarray) -> np.ndarray:
 
 
 def map_logits(params: dict, score: np.ndarray, masks: Sequence[np.ndarray]) -> np.ndarray:
-    """The map's logits: the base, then each term on its rows (``masks``, one per term)."""
+    """Return the map's logits: the base, then each term on its rows (``masks``, one per term)."""
     eta = params["intercept"] + params["slope"] * logit(score)
     for term, mask in zip(params["terms"], masks, strict=True):
         eta[mask] = _apply_term(term, eta[mask])
@@ -144,7 +144,7 @@ class FindingsMethod(RecalibrationMethod):
     seconds_per_row = 9e-6
     searches = True
 
-    def fit(self, fix, pred, w, progress=None) -> dict:  # noqa: D102
+    def fit(self, fix, pred, w, progress=None) -> dict:
         from mcviz.subpopulations import parse_filter
 
         level = fix.alpha / PASSES if fix.findings is None else fix.alpha
@@ -204,16 +204,16 @@ class FindingsMethod(RecalibrationMethod):
             params = fit_terms(pred, w, descriptions, p_adjusted)
         return found, descriptions, params
 
-    def transform(self, fix, params, pred):  # noqa: D102
+    def transform(self, fix, params, pred):
         masks = _masks(pred, [t["description"] for t in params["terms"]])
         return expit(map_logits(params, pred.score, masks))
 
-    def describe(self, params) -> str:  # noqa: D102
+    def describe(self, params) -> str:
         base = f"logit p = {params['intercept']:.3g} + {params['slope']:.3g} · logit s"
         terms = "".join(f"; {describe_term(t)}" for t in params["terms"])
         return f"findings: {base}{terms}" if terms else f"findings: {base} (no term)"
 
-    def coefficients(self, params) -> list[float]:  # noqa: D102
+    def coefficients(self, params) -> list[float]:
         return [params["intercept"], params["slope"], *(t["b"] for t in params["terms"])]
 
 

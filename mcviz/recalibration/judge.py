@@ -1,4 +1,4 @@
-r"""Held-out statistics of two sets of scores on the same rows, and whether they differ beyond noise.
+r"""Held-out statistics of two sets of scores of the same rows, and their changes beyond noise.
 
 :func:`before_after` is the one place where a fix is judged: the same held-out rows, the same
 family of subpopulations, the model's scores (before) and the fixed ones (after).
@@ -157,7 +157,7 @@ def row_log_loss(pred: Predictions) -> np.ndarray:
 
 def loss_change(before: Predictions, after: Predictions, position: np.ndarray,
                 index: np.ndarray | None = None) -> Change:
-    """The change of mean log loss over ``before``'s rows (or its rows ``index``), with its CI.
+    """Return the change of mean log loss over ``before``'s rows (or ``index``), with its CI.
 
     ``position[i]`` is where ``before``'s row ``i`` sits in ``after`` (module docstring).
     """
@@ -272,7 +272,7 @@ def _band_codes(values, kind: str) -> tuple[np.ndarray, list[str]]:
 
 def band_shifts(before: Predictions, after: Predictions, position: np.ndarray,
                 covariates: Sequence[str]) -> tuple[BandShift, ...]:
-    """The bands of each covariate on the held-out rows, before and after (module docstring)."""
+    """Return the bands of each covariate on the held-out rows, before and after (module doc)."""
     y, w = before.label, before.weight
     s0 = before.score
     s1 = after.score[position]

@@ -80,7 +80,7 @@ class RecalibrationMethod:
         raise NotImplementedError
 
     def coefficients(self, params: dict) -> list[float]:
-        """The map's coefficients, when it has a few (else empty)."""
+        """Return the map's coefficients, when it has a few (else empty)."""
         return []
 
     def cost(self, rows: int, covariates: int) -> tuple[float, float]:

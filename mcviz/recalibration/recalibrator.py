@@ -315,7 +315,7 @@ class Recalibrator:
 
 
 def _read_verdict(value) -> dict | None:
-    """The map's ``verdict``: null, or ``{"recommended": bool, "reason": str}``."""
+    """Read the map's ``verdict``: null, or ``{"recommended": bool, "reason": str}``."""
     if value is None:
         return None
     if (not isinstance(value, dict) or not isinstance(value.get("recommended"), bool)

@@ -47,12 +47,12 @@ def unregister_method(name: str) -> None:
 
 
 def methods() -> tuple[RecalibrationMethod, ...]:
-    """The registered methods, in the order they were registered."""
+    """Return the registered methods, in the order they were registered."""
     return tuple(_METHODS.values())
 
 
 def method_names() -> tuple[str, ...]:
-    """The registered methods' names."""
+    """Return the registered methods' names."""
     return tuple(_METHODS)
 
 

@@ -50,7 +50,7 @@ from mcviz.recalibration.judge import (
 )
 from mcviz.recalibration.recalibrator import Recalibrator
 from mcviz.recalibration.registry import get_method
-from mcviz.settings import FIX_BAND_Z, FixSettings
+from mcviz.settings import FIX_BAND_Z, DecisionSettings, FixSettings
 
 __all__ = ["BandShift", "Change", "FixResult", "FixSide", "fix_estimate", "fix_summary",
            "held_out_decisions", "verify_fix"]
@@ -372,7 +372,7 @@ def verify_fix(
 
 
 def held_out_decisions(result: FixResult, thresholds: Sequence[float], *,
-                       bootstrap: int = FixSettings.bootstrap, seed: int = FixSettings.seed,
+                       bootstrap: int = DecisionSettings.bootstrap, seed: int = FixSettings.seed,
                        scopes: Sequence[str] | None = None) -> tuple[dict, list[dict]]:
     """Decision impact of the fix on the held-out rows: the full population, then each scope.
 
@@ -394,8 +394,8 @@ def held_out_decisions(result: FixResult, thresholds: Sequence[float], *,
 
 
 def fix_summary(result: FixResult, thresholds: Sequence[float], *,
-                bootstrap: int = FixSettings.bootstrap, seed: int = FixSettings.seed) -> dict:
-    """The fix in JSON, as ``mcviz fix --json`` prints it and the Fix page offers it.
+                bootstrap: int = DecisionSettings.bootstrap, seed: int = FixSettings.seed) -> dict:
+    """Return the fix in JSON, as ``mcviz fix --json`` prints it and the Fix page offers it.
 
     :meth:`FixResult.as_json` plus ``thresholds``, the net benefit before and after at them and
     ``decision`` (:func:`held_out_decisions`).
