@@ -7,13 +7,19 @@ The map. A base :math:`\eta_0 = c + a \operatorname{logit} s`, then the terms in
 * ``slope``: :math:`\eta \mapsto a_k \eta + b_k` (a model too extreme, or too timid, within
   :math:`F_k`: its logits shrunk or stretched);
 * ``additive``: :math:`p \mapsto p + b_k` (the rate within :math:`F_k` shifted by :math:`b_k`
-  at every score, which no logit offset can follow; clipped to [1e-4, 1 - 1e-4] when applied).
+  at every score, which no logit offset can follow; clipped to [1e-4, 1 - 1e-4], in the fit
+  too, :math:`|b_k| \le 0.5`).
 
 Each is monotone in the score within :math:`F_k` (for :math:`a_k > 0`; a slope fitted negative
 is refused in favour of the other shapes). The shape is chosen on the fit rows of :math:`F_k` by
-the smallest BIC, :math:`2\,\mathrm{NLL} + q \ln W_k` (:math:`q` = 1, 2, 1 parameters;
-:math:`W_k` the weight of :math:`F_k`, weights scaled to mean 1), each shape fitted by weighted
-maximum likelihood given the map so far.
+two-fold cross-validation (each shape fitted by weighted maximum likelihood on one half, given
+the map so far, and scored by the weighted log loss of the other half; the folds are the parity
+of the rows' rank in the search's tie order, :func:`mcviz.search.canonical_order`, so they
+alternate along the score and do not depend on the order of tied rows): the offset unless
+another shape's out-of-fold gain over it exceeds 1.96 standard errors of that gain (the simplest
+shape unless the data clearly ask for another). Measured on the planted data at 2 x 10^5 rows
+(seed 0): BIC, and plain cross-validation, both took a chance slope in an offset segment (out-
+of-fold gain 3.9 nats) that left held-out D/sigma 3.1 in it.
 
 The fit. The findings come from the guided search (:func:`mcviz.search_subpopulations`) run on
 the fit rows after a Platt fit (pass 1), then on the rows as fixed so far (passes 2, 3: a
@@ -27,6 +33,7 @@ lies outside), then each term on its finding's rows given the map so far.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -44,6 +51,8 @@ PASSES = 3
 """The findings fix searches at most this many times."""
 SHAPES = ("offset", "slope", "additive")
 ADDITIVE_CLIP = 1e-4
+ADDITIVE_RANGE = 0.5
+Z_95 = 1.959963984540054
 BASE_SHARE = 0.2
 """The base is fitted outside the findings when at least this share of the weight lies there."""
 
@@ -69,24 +78,54 @@ def _nll(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
     return float(-(w @ (y * np.log(p) + (1 - y) * np.log1p(-p))))
 
 
-def _fit_shape(eta: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict:
-    """Fit the three shapes on one finding's rows; return the one of least BIC (module doc)."""
-    penalty = np.log(max(float(w.sum()), 2.0))
-    ones = np.ones((eta.size, 1))
-    b = float(fit_logistic(ones, y, w, offset=eta)[0])
-    fits = [({"shape": "offset", "a": 1.0, "b": b}, _nll(expit(eta + b), y, w), 1)]
-    b0, a = fit_logistic(np.column_stack((ones[:, 0], eta)), y, w)
-    if a > 0:
-        fits.append(({"shape": "slope", "a": float(a), "b": float(b0)},
-                     _nll(expit(a * eta + b0), y, w), 2))
+def _fit_one(shape: str, eta: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict | None:
+    """Fit one shape by weighted maximum likelihood (None: it cannot be fitted here)."""
+    if shape == "offset":
+        b = float(fit_logistic(np.ones((eta.size, 1)), y, w, offset=eta)[0])
+        return {"shape": "offset", "a": 1.0, "b": b}
+    if shape == "slope":
+        b, a = fit_logistic(np.column_stack((np.ones_like(eta), eta)), y, w)
+        return {"shape": "slope", "a": float(a), "b": float(b)} if a > 0 else None
     p = expit(eta)
-    low, high = ADDITIVE_CLIP - p.min(), 1.0 - ADDITIVE_CLIP - p.max()
-    if low < high:
-        best = minimize_scalar(lambda d: _nll(p + d, y, w), bounds=(low, high),
-                               method="bounded", options={"xatol": 1e-9})
-        fits.append(({"shape": "additive", "a": 0.0, "b": float(best.x)}, float(best.fun), 1))
-    term, _, _ = min(fits, key=lambda item: 2.0 * item[1] + item[2] * penalty)
-    return term
+    best = minimize_scalar(
+        lambda d: _nll(np.clip(p + d, ADDITIVE_CLIP, 1.0 - ADDITIVE_CLIP), y, w),
+        bounds=(-ADDITIVE_RANGE, ADDITIVE_RANGE), method="bounded", options={"xatol": 1e-9})
+    return {"shape": "additive", "a": 0.0, "b": float(best.x)}
+
+
+def _row_loss(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-15, 1 - 1e-15)
+    return -w * (y * np.log(p) + (1 - y) * np.log1p(-p))
+
+
+def _fit_shape(eta: np.ndarray, y: np.ndarray, w: np.ndarray, fold: np.ndarray) -> dict:
+    r"""Fit the shapes on one finding's rows; return the offset unless another beats it clearly.
+
+    Two folds (``fold``, the parity of the rows' rank in the search's tie order): each shape is
+    fitted on one fold and scored on the other, row by row (weighted log loss, both ways). A
+    slope or a shift replaces the offset only when its summed out-of-fold gain over the offset
+    exceeds 1.96 standard errors of that sum (:math:`1.96\sqrt{k}\,\mathrm{sd}(g_i)` over the
+    :math:`k` rows' gains :math:`g_i`); the chosen shape is refitted on all rows.
+    """
+    losses = {}
+    for shape in SHAPES:
+        loss = np.full(eta.size, np.inf)
+        for k in (0, 1):
+            train, test = fold != k, fold == k
+            term = _fit_one(shape, eta[train], y[train], w[train]) if train.any() else None
+            if term is None:
+                break
+            loss[test] = _row_loss(expit(_apply_term(term, eta[test])), y[test], w[test])
+        losses[shape] = loss
+    best, best_gain = "offset", 0.0
+    for shape in SHAPES[1:]:
+        gain = losses["offset"] - losses[shape]
+        if not np.all(np.isfinite(gain)):
+            continue
+        total = float(gain.sum())
+        if total > max(best_gain, Z_95 * np.sqrt(gain.size) * float(gain.std())):
+            best, best_gain = shape, total
+    return _fit_one(best, eta, y, w) or _fit_one("offset", eta, y, w)
 
 
 def _apply_term(term: dict, eta: np.ndarray) -> np.ndarray:
@@ -111,6 +150,10 @@ def fit_terms(pred, w: np.ndarray, descriptions: Sequence[str],
     masks = _masks(pred, descriptions)
     outside = ~np.logical_or.reduce(masks) if masks else np.ones(pred.n, dtype=bool)
     base_rows = outside if w[outside].sum() >= BASE_SHARE * w.sum() else np.ones(pred.n, bool)
+    from mcviz.search import canonical_order
+
+    fold = np.empty(pred.n, dtype=np.int64)
+    fold[canonical_order(pred)] = np.arange(pred.n) % 2
     z = logit(pred.score)
     beta = fit_logistic(np.column_stack((np.ones(int(base_rows.sum())), z[base_rows])),
                         pred.label[base_rows], w[base_rows])
@@ -118,7 +161,7 @@ def fit_terms(pred, w: np.ndarray, descriptions: Sequence[str],
     terms = []
     for description, mask in zip(descriptions, masks, strict=True):
         term = {"description": description,
-                **_fit_shape(eta[mask], pred.label[mask], w[mask]),
+                **_fit_shape(eta[mask], pred.label[mask], w[mask], fold[mask]),
                 "p_adjusted": float(p_adjusted[description])}
         eta[mask] = _apply_term(term, eta[mask])
         terms.append(term)
@@ -168,7 +211,8 @@ class FindingsMethod(RecalibrationMethod):
                              f"(Holm-adjusted held-out p {f.p_adjusted:.3g}).")
         if not descriptions:
             fix.notes.append("no confirmed finding: the findings fix is the Platt fit alone.")
-        used = sorted({c.column for d in descriptions for c in parse_filter(d, pred)})
+        used = sorted({c.column for d in descriptions for c in parse_filter(d, pred)}
+                      - {pred.score_column})  # a band of the model's own score needs no covariate
         fix.covariate_kinds = {name: pred.covariate_kinds[name] for name in used}
         return params
 
@@ -217,18 +261,38 @@ class FindingsMethod(RecalibrationMethod):
         return [params["intercept"], params["slope"], *(t["b"] for t in params["terms"])]
 
 
+@dataclass(frozen=True, slots=True)
+class _Covariates:
+    """A finding's covariate conditions (its score bounds dropped) and its adjusted p."""
+
+    description: str
+    p_adjusted: float
+
+
 def _covariate_findings(fix, findings: Sequence, score_column: str) -> list:
-    """Return the findings a term can be made of: those bounding no score of a pass.
+    """Return the findings a term can be made of, each on covariates only.
 
     The search may bound the score it is given (a band "where the model says"); in a pass that
     score is the fix so far (column ``<score>_recalibrated``), which no term on the input rows
-    can name. Such findings are left out, with a note.
+    can name. Such a finding keeps its covariate conditions (a segment whose error changes with
+    the score -- a model too extreme within it -- shows as a band of scores; the term's slope
+    shape follows it over all the segment's scores), with a note; one bounding the score alone
+    is left out.
     """
+    from mcviz.subpopulations import describe_conditions
+
     usable = []
     for finding in findings:
-        if any(c.column == score_column for c in finding.subpopulation.conditions):
-            fix.notes.append(f"no term for {finding.description!r}: it bounds the scores as "
-                             "fixed so far, not a covariate.")
-        else:
+        conditions = finding.subpopulation.conditions
+        kept = [c for c in conditions if c.column != score_column]
+        if len(kept) == len(conditions):
             usable.append(finding)
+        elif not kept:
+            fix.notes.append(f"no term for {finding.description!r}: it bounds the scores as "
+                             "fixed so far, and no covariate.")
+        else:
+            description = describe_conditions(kept)
+            fix.notes.append(f"{finding.description!r} bounds the scores as fixed so far: its "
+                             f"term is fitted on {description!r} (its covariates).")
+            usable.append(_Covariates(description, float(finding.p_adjusted)))
     return usable

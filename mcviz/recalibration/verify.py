@@ -53,7 +53,7 @@ from mcviz.recalibration.registry import get_method
 from mcviz.settings import FIX_BAND_Z, DecisionSettings, FixSettings
 
 __all__ = ["BandShift", "Change", "FixResult", "FixSide", "fix_estimate", "fix_summary",
-           "held_out_decisions", "verify_fix"]
+           "held_out_decisions", "recommend", "verify_fix"]
 
 ALPHA = 0.05
 
@@ -244,8 +244,9 @@ def _term_subpopulations(eval_pred, terms: Sequence[str]) -> list:
     return [filter_subpopulation(eval_pred, d, id=k + 1) for k, d in enumerate(terms)]
 
 
-def _recommendation(log_loss: Change, finding_changes) -> tuple[bool, str]:
-    """Recommended, and why (module docstring)."""
+def recommend(log_loss: Change, finding_changes: Sequence[tuple[str, Change]]
+              ) -> tuple[bool, str]:
+    """Return whether the fix is recommended, and why (the rule: module docstring)."""
     causes = []
     if log_loss.worse:
         causes.append(f"the held-out log loss got worse beyond noise (95% CI "
@@ -352,7 +353,7 @@ def verify_fix(
     finding_changes = tuple((d, loss_change(eval_pred, eval_after, position, index))
                             for d, index in dict(checked).items())
     bands = band_shifts(eval_pred, eval_after, position, names)
-    recommended, reason = _recommendation(change, finding_changes)
+    recommended, reason = recommend(change, finding_changes)
     fix.verdict = {"recommended": recommended, "reason": reason}
     moved = [b for b in bands if b.moved]
     if moved:
