@@ -434,3 +434,15 @@ class CompareSettings(Settings):
     seed: int = setting(
         0, 0, 2**31 - 1, flag="--seed", link="cseed", label="Seed",
         help="seed of the split into search and held-out rows")
+
+
+MAP_MAX_BYTES = 64 << 20
+"""A saved recalibration map larger than this (64 MiB) is refused before it is read: a boosted
+map of 100 rounds of MCGrad's default trees is ~2 MB; a parsed JSON value takes ~10x its text."""
+
+MAP_MAX_TERMS = 1_000
+"""Finding terms a saved map may hold (each is a filter evaluated over every row it scores;
+the findings fix writes at most a few dozen)."""
+
+MAP_MAX_ROUNDS = 1_000
+"""Boosting rounds a saved map may hold."""
