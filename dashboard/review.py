@@ -38,7 +38,9 @@ def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any
     return review_verdict(
         results.cumulative, description="full population" if sub is None else sub.description,
         total=pred.n, deviation=sub is not None, multicalibration=generated, null=null,
-        null_estimate=null_estimate, search=search, binary=pred.response_kind == "binary")
+        null_estimate=null_estimate, search=search, binary=pred.response_kind == "binary",
+        curves=results.curves,
+        n_variables=sum(kind != "nominal" for kind in pred.covariate_kinds.values()))
 
 
 def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source: str,

@@ -32,9 +32,9 @@ from typing import Any
 
 from mcviz.errors import ValidationError
 
-__all__ = ["DEFAULT_THRESHOLDS", "DecisionSettings", "MonitorSettings", "NullSettings",
-           "SearchSettings", "Setting", "Settings", "SubpopulationSettings", "format_thresholds",
-           "parse_thresholds", "setting"]
+__all__ = ["DEFAULT_THRESHOLDS", "LOG_LOSS_CLIP", "CompareSettings", "DecisionSettings",
+           "MonitorSettings", "NullSettings", "SearchSettings", "Setting", "Settings",
+           "SubpopulationSettings", "format_thresholds", "parse_thresholds", "setting"]
 
 #: The decision thresholds every surface starts with (``mcviz decide``/``fix``, the Fix page).
 DEFAULT_THRESHOLDS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5)
@@ -407,3 +407,42 @@ class MonitorSettings(Settings):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, tuple(str(v) for v in value))
+
+
+LOG_LOSS_CLIP = 1e-15
+"""Scores are clipped to [c, 1 - c] in the log loss of a comparison (a score of 0 or 1 on the
+wrong label would otherwise cost an infinite loss)."""
+
+
+@dataclass(frozen=True)
+class CompareSettings(Settings):
+    """The comparison of two models (:func:`mcviz.compare_models`).
+
+    Examples
+    --------
+    >>> CompareSettings(n_findings=4).link_params()
+    {'cf': '4'}
+    """
+
+    n_findings: int = setting(
+        3, 1, 20, flag="--findings", link="cf", label="Groups per direction",
+        help="regressions and improvements to report at most (each)", metavar="F")
+    holdout: float = setting(
+        0.3, 0.1, 0.9, flag="--holdout", link="chold", label="Held-out share",
+        help="share of the rows held out to confirm the regressions and improvements",
+        step=0.05, metavar="H")
+    seed: int = setting(
+        0, 0, 2**31 - 1, flag="--seed", link="cseed", label="Seed",
+        help="seed of the split into search and held-out rows")
+
+
+MAP_MAX_BYTES = 64 << 20
+"""A saved recalibration map larger than this (64 MiB) is refused before it is read: a boosted
+map of 100 rounds of MCGrad's default trees is ~2 MB; a parsed JSON value takes ~10x its text."""
+
+MAP_MAX_TERMS = 1_000
+"""Finding terms a saved map may hold (each is a filter evaluated over every row it scores;
+the findings fix writes at most a few dozen)."""
+
+MAP_MAX_ROUNDS = 1_000
+"""Boosting rounds a saved map may hold."""

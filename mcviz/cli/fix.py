@@ -86,16 +86,6 @@ def parse_thresholds(args: argparse.Namespace) -> list[float]:
     return check_thresholds(values).tolist()
 
 
-def check_output(path: str | None, *, suffixes: tuple[str, ...]) -> None:
-    """Refuse an output path with another extension or in a missing directory, before work."""
-    if path is None:
-        return
-    if Path(path).suffix.lower() not in suffixes:
-        raise ValidationError(f"{path!r}: the output must end in {' or '.join(suffixes)}.")
-    if not Path(path).parent.is_dir():
-        raise ValidationError(f"directory {str(Path(path).parent)!r} does not exist.")
-
-
 def write_scored(frame, scores, path: str) -> None:
     """Write ``frame`` plus ``score_recalibrated`` (Parquet or CSV by extension), atomically."""
     import pandas as pd
@@ -150,8 +140,8 @@ def run(args: argparse.Namespace) -> dict:
 
     from mcviz.recalibration import verify_fix
 
-    check_output(args.out, suffixes=(".parquet", ".csv"))
-    check_output(args.map, suffixes=(".json",))
+    _common.check_output(args.out, flag="--out", suffixes=(".parquet", ".csv"))
+    _common.check_output(args.map, flag="--map", suffixes=(".json",))
     if args.null_draws and args.null_draws < 19:
         raise ValidationError(f"--null-draws must be 0 or at least 19, not {args.null_draws}.")
     pred, covariates, thresholds, method = prepare(args)

@@ -49,8 +49,7 @@ def run(args: argparse.Namespace) -> dict:
     from mcviz.present.verdict import review_verdict
 
     for path in args.deck:
-        if Path(path).suffix.lower() not in (".pptx", ".pdf"):
-            raise ValidationError(f"--deck {path!r}: the name must end in .pptx or .pdf.")
+        _common.check_output(path, flag="--deck", suffixes=(".pptx", ".pdf"))
     bins = _bins(args.bins)
     covariates = _common.split(args.covariates)
     pred = _common.load_from_arguments(args, covariates=covariates)

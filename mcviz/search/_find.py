@@ -17,11 +17,13 @@ from mcviz.io import Predictions
 from mcviz.search._beam import MASKS_CACHED, SETS_CACHED, Beam, Node
 from mcviz.search._columns import MAX_LEVELS, prepare_columns, round_cut
 from mcviz.search._confirm import (
-    conditions_in_words,
+    ALPHA,
     effect,
     holdout_p_values,
     holm,
+    is_confirmed,
     minimum_detectable_effect,
+    p_value_kinds,
     sentence,
     split_rows,
     subsample_rows,
@@ -34,6 +36,7 @@ from mcviz.subpopulations import (
     describe_conditions,
     full_population,
     select_rows,
+    subpopulation_words,
 )
 
 if TYPE_CHECKING:
@@ -46,7 +49,6 @@ FINISH_ROWS = 400_000
 MIN_ROWS = 20
 """No finding has fewer search rows (whatever ``min_share``)."""
 MDE_SHARES = (0.01, 0.05, 0.2)
-ALPHA = 0.05
 
 # Measured with tracemalloc and wall time on the 2-core reference machine (planted data of
 # benchmarks/bench_find.py, max_conditions 3): peak 136-194 B per row at 7-12 covariates,
@@ -74,8 +76,8 @@ _REFINE_SHARE = 0.3  # of the CPU time at 10^6 x 10: refine 2.0 of 7.3 s (by pha
 
 TABLE_COLUMNS = (
     "rank", "description", "size", "share", "kuiper_z", "search_kuiper_z", "holdout_size",
-    "holdout_kuiper_z", "p_value", "p_adjusted", "confirmed", "mean_residual", "ci_low",
-    "ci_high", "observed_expected",
+    "holdout_kuiper_z", "p_value", "p_adjusted", "p_kind", "confirmed", "mean_residual",
+    "ci_low", "ci_high", "predicted", "observed", "observed_expected",
 )
 
 
@@ -107,17 +109,25 @@ class Finding:
         P(range of Brownian motion on [0, 1] > ``holdout_kuiper_z``) -- for a small held-out
         group of binary responses a simulated p-value of the same statistic
         (:func:`~mcviz.search._confirm.holdout_p_values`) -- and Holm's adjustment over the
-        findings reported.
+        findings reported; NaN when void.
+    p_kind : str
+        What ``p_value`` is (:data:`~mcviz.search._confirm.P_KINDS`): ``"brownian"``,
+        ``"simulated"`` or ``"void"`` (weights that depend on the labels: no valid p-value).
     mean_residual, ci_low, ci_high : float
-        Weighted mean of observed - predicted on the held-out rows and its 95% interval.
+        The effect: weighted mean of observed - predicted (``observed - predicted``) on the
+        held-out rows and its 95% interval; negative: fewer positives than predicted.
+    predicted, observed : float
+        Weighted means of the score and of the response on the held-out rows.
     observed_expected : float
         :math:`\sum W R / \sum W S` on the held-out rows.
     sentence : str
-        The finding in one plain sentence (:func:`~mcviz.search._confirm.conditions_in_words`:
-        score bands as "where the model says ...", "or missing" where missing rows are in).
+        The finding in one plain sentence without a filter operator
+        (:func:`~mcviz.search._confirm.sentence`: the group in words with rounded bounds,
+        what was predicted against what happened, the interval, confirmed or not).
     confirmed : bool
-        ``p_adjusted < 0.05``: confirmed on the held-out rows. An unconfirmed finding is a
-        lead, not a result (the sentence says so).
+        A property: a valid held-out p-value (``p_kind`` not void) whose Holm adjustment is
+        below :data:`ALPHA`. The one rule for "confirmed" (verdict, fix, report and deck read
+        it). An unconfirmed finding is a lead, not a result (the sentence says so).
     """
 
     rank: int
@@ -130,12 +140,22 @@ class Finding:
     holdout_kuiper_z: float
     p_value: float
     p_adjusted: float
+    p_kind: str
     mean_residual: float
     ci_low: float
     ci_high: float
+    predicted: float
+    observed: float
     observed_expected: float
     sentence: str
-    confirmed: bool
+
+    @property
+    def confirmed(self) -> bool:
+        """True when the held-out p-value is valid and its Holm adjustment is below ALPHA.
+
+        The one rule (:func:`~mcviz.search._confirm.is_confirmed`); every surface reads it.
+        """
+        return is_confirmed(self.p_kind, self.p_adjusted)
 
     @property
     def description(self) -> str:
@@ -506,18 +526,23 @@ def _confirm(pred, data, columns, found, holdout_rows, seed, search_rows):
                                 [sub.description for sub in subs], seed)
     adjusted = holm(p_values)
     binary = pred.response_kind == "binary"
+    kinds = p_value_kinds(pred, held_members)
     findings = []
     for k, sub in enumerate(subs):
-        mean, low, high, ratio = (effect(pred, held_members[k]) if held_members[k].size
-                                  else (np.nan,) * 4)
+        mean, low, high, ratio, predicted, observed = (
+            effect(pred, held_members[k]) if held_members[k].size else (np.nan,) * 6)
         share = sub.size / pred.n
         findings.append(Finding(
-            sub.id, sub, sub.size, share, float(everywhere[k, 0]), found[k][0].z,
-            int(held_members[k].size), float(held[k, 0]), float(p_values[k]),
-            float(adjusted[k]), mean, low, high, ratio,
-            sentence(sub.description, share, mean, low, high, float(adjusted[k]),
-                     binary=binary, words=_words(pred, sub)),
-            bool(adjusted[k] < ALPHA),
+            rank=sub.id, subpopulation=sub, size=sub.size, share=share,
+            kuiper_z=float(everywhere[k, 0]), search_kuiper_z=found[k][0].z,
+            holdout_size=int(held_members[k].size), holdout_kuiper_z=float(held[k, 0]),
+            p_value=float(p_values[k]), p_adjusted=float(adjusted[k]), p_kind=kinds[k],
+            mean_residual=mean, ci_low=low, ci_high=high, predicted=predicted,
+            observed=observed, observed_expected=ratio,
+            sentence=sentence(subpopulation_words(pred, sub), size=sub.size, share=share,
+                              effect=mean, low=low, high=high, predicted=predicted,
+                              observed=observed, confirmed=is_confirmed(kinds[k], adjusted[k]),
+                              p_kind=kinds[k], binary=binary),
         ))
     searched = [np.asarray(select_rows(pred, sub.conditions, within=search_rows)) for sub in subs]
     return _by_held_out_evidence(findings, _score_candidates(whole, searched)[:, 0])
@@ -553,14 +578,6 @@ def _by_held_out_evidence(findings: list[Finding],
         listed.append(replace(findings[k], rank=rank, subpopulation=sub,
                               search_kuiper_z=float(search_z[k])))
     return listed, subs
-
-
-def _words(pred: Predictions, sub: Subpopulation) -> str:
-    """Return the finding's conditions in words ("or missing" where its rows hold some)."""
-    members = np.asarray(sub.index)
-    missing = {c.column for c in sub.conditions if c.column in pred.covariate_kinds
-               and bool(pred.covariate_column(c.column).missing[members].any())}
-    return conditions_in_words(sub.conditions, score_column=pred.score_column, missing=missing)
 
 
 def _shortfall(findings: list[Finding], wanted: int, stops: dict, min_rows: int) -> list[str]:

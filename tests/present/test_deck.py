@@ -176,7 +176,7 @@ def test_void_p_values_are_said_not_compared():
 
     from mcviz.present.verdict import findings_sentences
 
-    finding = R(p_adjusted=float("nan"), rank=1)
+    finding = R(p_adjusted=float("nan"), rank=1, confirmed=False, p_kind="void")
     search = R(findings=(finding, finding), candidates_scored=10, n_search=5, n_holdout=5,
                mde=None)
     said, confirmed = findings_sentences(search)
