@@ -385,8 +385,7 @@ def search_subpopulations(
 
     Confirmation: each finding's held-out :math:`D/\sigma`, its p-value and Holm's adjustment
     over the findings reported (no held-out label reaches the split, the findings or their
-    number; so no adjustment for the candidates searched, and no search-aware null; the
-    findings are then listed by their held-out evidence, which changes no p-value); effects
+    number: no adjustment for the candidates searched; listed by held-out evidence); effects
     are held-out weighted means of R - S with 95% intervals (MDE:
     :func:`~mcviz.search._confirm.minimum_detectable_effect`). The p-value is P(range of standard
     Brownian motion > it); small held-out groups of binary responses, where that tail is
@@ -432,12 +431,11 @@ def search_subpopulations(
     found = _finish(beam, rank, int(n_findings), min_share, int(seed))
     if progress is not None:
         progress(0.9, "confirming on held-out rows")
-    findings, subpopulations = _confirm(pred, data, columns, found, holdout_rows, int(seed),
-                                        search_rows)
+    findings, subs = _confirm(pred, data, columns, found, holdout_rows, int(seed), search_rows)
     notes += _shortfall(findings, int(n_findings), beam.stops, min_rows)
     mde = _mde(pred, data, holdout_rows.size, int(n_findings))
     notice = " ".join(notes) or None
-    sub_set = SubpopulationSet((full_population(pred), *subpopulations), notice, int(seed),
+    sub_set = SubpopulationSet((full_population(pred), *subs), notice, int(seed),
                                min_rows, int(n_findings), tuple(c.name for c in columns), 0,
                                source="searched")
     if progress is not None:
