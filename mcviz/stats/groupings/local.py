@@ -23,6 +23,7 @@ from mcviz.budget import (
 )
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
+from mcviz.io import Predictions
 from mcviz.stats.groupings._sums import SUM_KEYS, _from_sums
 from mcviz.stats.groupings.input_space import (
     _centres,
@@ -39,8 +40,7 @@ from mcviz.stats.groupings.neighbours import (
     _Inputs,
     _Searcher,
 )
-from mcviz.stats.groupings.results import InputSpace, LocalCalibration, Scaling
-from mcviz.io import Predictions
+from mcviz.stats.groupings.results import GroupErrors, InputSpace, LocalCalibration, Scaling
 
 CHUNK_NEIGHBOURS = 1_000_000
 """At most this many (centre, candidate) cells are searched at once (bounds the search's memory;
@@ -207,10 +207,27 @@ def local_calibration(
     total, size, radius, covered = _search(prep, k, progress)
     inputs = prep.inputs
     report_progress(progress, 0.95, "assembling the group errors")
+    return LocalCalibration(
+        groups=_knn_groups(pred, prep, k, seed, total, size),
+        method="k-NN",
+        k=k,
+        bandwidth=None,
+        kernel=None,
+        radius=_readonly(radius[prep.inverse]),
+        membership=_readonly(np.rint(covered[inputs.of_row]).astype(np.int64)),
+        space=prep.space,
+        sampled=prep.sampled,
+        seed=seed,
+    )
+
+
+def _knn_groups(pred: Predictions, prep: _Prepared, k: int, seed: int, total: np.ndarray,
+                size: np.ndarray) -> GroupErrors:
+    """Return the k-NN groups (one per centre) from the searched sums and sizes per input."""
     total = total[prep.inverse]
     sums = {key: np.ascontiguousarray(total[:, j]) for j, key in enumerate(SUM_KEYS)}
     note = f", {prep.centres.size:,} sampled centres (seed {seed})" if prep.sampled else ""
-    groups = _from_sums(
+    return _from_sums(
         pred=pred,
         kind="k-NN",
         description=(
@@ -224,18 +241,6 @@ def local_calibration(
         overlapping=True,
         notice=None,
         sums=sums,
-    )
-    return LocalCalibration(
-        groups=groups,
-        method="k-NN",
-        k=k,
-        bandwidth=None,
-        kernel=None,
-        radius=_readonly(radius[prep.inverse]),
-        membership=_readonly(np.rint(covered[inputs.of_row]).astype(np.int64)),
-        space=prep.space,
-        sampled=prep.sampled,
-        seed=seed,
     )
 
 
