@@ -8,7 +8,7 @@ through :func:`show_table` (one number formatter, no cut cell) and every CSV thr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -119,31 +119,21 @@ def cumulative_metrics(result: Any, *, per_row: int = 5) -> None:
 # Data-derived text: shown literally (escaped Markdown), never rendered as Markdown
 
 
-def show_error(message: object) -> Any:
-    """``st.error`` of a message or exception, escaped (column names, values, file names)."""
-    return st.error(escape_markdown(message))
+def _escaped(name: str, element: str, doc: str) -> Callable[[object], Any]:
+    """Return ``name``: ``st.<element>`` of data-derived text, escaped first."""
+    def show(message: object) -> Any:
+        return getattr(st, element)(escape_markdown(message))
+
+    show.__name__ = show.__qualname__ = name
+    show.__doc__ = doc
+    return show
 
 
-def show_warning(message: object) -> Any:
-    """``st.warning`` of data-derived text, escaped."""
-    return st.warning(escape_markdown(message))
-
-
-def show_info(message: object) -> Any:
-    """``st.info`` of data-derived text, escaped."""
-    return st.info(escape_markdown(message))
-
-
-def show_success(message: object) -> Any:
-    """``st.success`` of data-derived text, escaped."""
-    return st.success(escape_markdown(message))
-
-
-def caption(message: object) -> Any:
-    """``st.caption`` of data-derived text, escaped."""
-    return st.caption(escape_markdown(message))
-
-
-def show_text(message: object) -> Any:
-    """``st.markdown`` of data-derived text, escaped (shown exactly as written)."""
-    return st.markdown(escape_markdown(message))
+show_error = _escaped("show_error", "error", "``st.error`` of a message or exception, escaped "
+                      "(column names, values, file names).")
+show_warning = _escaped("show_warning", "warning", "``st.warning`` of data-derived text, escaped.")
+show_info = _escaped("show_info", "info", "``st.info`` of data-derived text, escaped.")
+show_success = _escaped("show_success", "success", "``st.success`` of data-derived text, escaped.")
+caption = _escaped("caption", "caption", "``st.caption`` of data-derived text, escaped.")
+show_text = _escaped("show_text", "markdown", "``st.markdown`` of data-derived text, escaped "
+                     "(shown exactly as written).")
