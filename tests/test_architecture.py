@@ -37,7 +37,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mcviz.subpopulations",),  # Algorithm 1, groups, the filter language, descriptions
     ("mcviz.stats", "mcviz.engines"),  # what calls the core; numpy, DuckDB and Spark engines
     # acting on findings; ``mcviz`` itself is the public API (lazy names of every layer below)
-    ("mcviz.search", "mcviz.decision", "mcviz.recalibration", "mcviz.monitor", "mcviz"),
+    ("mcviz.search", "mcviz.decision", "mcviz.recalibration", "mcviz.monitor", "mcviz.compare",
+     "mcviz"),
     ("mcviz.present",),  # figures, words, decks, reports: nothing here computes a statistic
     ("mcviz.cli", "mcviz.__main__", "dashboard"),
     ("pages", "app"),
