@@ -49,19 +49,14 @@ class FixSettings:
 def parse_thresholds(text: str) -> tuple[float, ...]:
     """Return the thresholds typed in the page (raises ValidationError naming the bad ones).
 
+    The one reader of thresholds, :func:`mcviz.settings.parse_thresholds`.
+
     >>> parse_thresholds("0.1, 0.3;0.2")
     (0.1, 0.2, 0.3)
     """
-    from mcviz.decision import check_thresholds
+    from mcviz.settings import parse_thresholds as read_thresholds
 
-    values = []
-    for part in str(text).replace(";", ",").split(","):
-        if part.strip():
-            try:
-                values.append(float(part))
-            except ValueError:
-                raise ValidationError(f"threshold {part.strip()!r} is not a number.") from None
-    return tuple(check_thresholds(values).tolist())
+    return read_thresholds(str(text))
 
 
 def summary_table(result: Any) -> pd.DataFrame:
@@ -187,8 +182,8 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
 
 def before_after_figures(result: Any) -> tuple:
     """Draw the held-out rows' cumulative differences before and after the fix (for a slide)."""
-    from mcviz.stats.cumulative import cumulative_differences
     from mcviz.present.figures import cumulative_figure
+    from mcviz.stats.cumulative import cumulative_differences
 
     return tuple(cumulative_figure(cumulative_differences(side), presentation=True,
                                    title=f"{name} the fix (held-out rows)")

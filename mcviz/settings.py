@@ -12,6 +12,10 @@ command-line flag, its link key and its widget label), and everything else is de
   malformed or out-of-range value, never an exception);
 * the run cache key (:meth:`Settings.key`: the values in field order).
 
+A setting is a number (its type from the default) or, for the decision thresholds, a list of
+numbers strictly inside its bounds (a tuple default; read from text by :func:`parse_thresholds`,
+the one parser of the command line, the pages and the links).
+
 Construction validates every value (:class:`~mcviz.errors.ValidationError` naming the setting,
 its value and its bounds). The module imports nothing heavy: the command line reads it for
 ``--help``.
@@ -28,8 +32,70 @@ from typing import Any
 
 from mcviz.errors import ValidationError
 
-__all__ = ["NullSettings", "SearchSettings", "Setting", "Settings", "SubpopulationSettings",
-           "setting"]
+__all__ = ["DEFAULT_THRESHOLDS", "LOG_LOSS_CLIP", "CompareSettings", "DecisionSettings",
+           "MonitorSettings", "NullSettings", "SearchSettings", "Setting", "Settings",
+           "SubpopulationSettings", "format_thresholds", "parse_thresholds", "setting"]
+
+#: The decision thresholds every surface starts with (``mcviz decide``/``fix``, the Fix page).
+DEFAULT_THRESHOLDS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5)
+
+
+def parse_thresholds(text: str | Any, *, name: str = "thresholds") -> tuple[float, ...]:
+    """Read decision thresholds: text (comma- or semicolon-separated) or numbers, each in (0, 1).
+
+    The one reader of thresholds (command line, pages, links). Returns them sorted, each once.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name`` and every value that is not a number or lies outside (0, 1), or when
+        none is given.
+
+    Examples
+    --------
+    >>> parse_thresholds("0.3, 0.1;0.3")
+    (0.1, 0.3)
+    >>> parse_thresholds("0.2,1.5")
+    Traceback (most recent call last):
+    ...
+    mcviz.errors.ValidationError: thresholds must lie in (0, 1); got 1.5.
+    """
+    if isinstance(text, str):
+        parts = [part.strip() for part in text.replace(";", ",").split(",") if part.strip()]
+    elif isinstance(text, numbers.Real):
+        parts = [text]
+    else:
+        try:
+            parts = list(text)
+        except TypeError:
+            raise ValidationError(f"{name} must be numbers in (0, 1), not {text!r}.") from None
+    values, problems, outside = [], [], []
+    for part in parts:
+        try:
+            if isinstance(part, bool):
+                raise ValueError
+            value = float(part)
+        except (TypeError, ValueError):
+            problems.append(f"{name}: {str(part)[:20]!r} is not a number")
+            continue
+        (values if 0.0 < value < 1.0 else outside).append(value)
+    if outside:
+        problems.append(f"{name} must lie in (0, 1); got "
+                        + ", ".join(f"{v:g}" for v in outside))
+    if problems:
+        raise ValidationError("; ".join(problems) + ".")
+    if not values:
+        raise ValidationError(f"{name}: give at least one threshold in (0, 1).")
+    return tuple(sorted(set(values)))
+
+
+def format_thresholds(values: Any) -> str:
+    """Write thresholds as :func:`parse_thresholds` reads them.
+
+    >>> format_thresholds((0.1, 0.25))
+    '0.1,0.25'
+    """
+    return ",".join(f"{float(v):g}" for v in values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +124,7 @@ class Setting:
     """
 
     name: str
-    default: int | float
+    default: int | float | tuple[float, ...]
     low: int | float
     high: int | float
     flag: str
@@ -70,10 +136,16 @@ class Setting:
 
     @property
     def kind(self) -> type:
-        """``int`` or ``float``, from the default."""
+        """``int`` or ``float``, from the default (``str`` for a list: read as text)."""
+        if isinstance(self.default, tuple):
+            return str
         return int if isinstance(self.default, int) else float
 
-    def check(self, value: Any) -> int | float:
+    def text(self, value: Any) -> str:
+        """Return the value as a link, a text widget or ``--help`` shows it."""
+        return format_thresholds(value) if isinstance(self.default, tuple) else str(value)
+
+    def check(self, value: Any) -> int | float | tuple[float, ...]:
         """Return ``value`` as the setting's type, or raise a :class:`ValidationError`.
 
         Examples
@@ -83,6 +155,8 @@ class Setting:
         ...
         mcviz.errors.ValidationError: max_conditions must be an integer from 1 to 5, not 6.
         """
+        if isinstance(self.default, tuple):
+            return parse_thresholds(value, name=self.name)
         kind = self.kind
         valid = (isinstance(value, numbers.Real) and not isinstance(value, bool)
                  and (kind is float or float(value).is_integer()))
@@ -106,6 +180,12 @@ class Setting:
         link parameter l='99999999999999999...' is not a number within [1, 20,000]; ignored.
         """
         shown = text if len(text) <= 20 else text[:17] + "..."
+        if isinstance(self.default, tuple):
+            try:
+                return parse_thresholds(text[:1000], name=self.name), None
+            except ValidationError:
+                return None, (f"link parameter {self.link}={shown!r} is not a list of numbers "
+                              f"in ({self.low:g}, {self.high:g}); ignored.")
         pattern = r"-?\d{1,12}" if self.kind is int else r"-?\d{1,12}(\.\d{1,12})?"
         if re.fullmatch(pattern, text.strip()):
             number = self.kind(text.strip())
@@ -115,13 +195,19 @@ class Setting:
                       f"[{self.low:,}, {self.high:,}]; ignored.")
 
     def widget(self) -> dict[str, Any]:
-        """Keyword arguments of ``st.number_input`` for this setting (label first)."""
+        """Keyword arguments of ``st.number_input`` for this setting (label first).
+
+        A list setting gives those of ``st.text_input`` (its default written as text).
+        """
+        if isinstance(self.default, tuple):
+            return {"label": self.label, "value": self.text(self.default), "help": self.help}
         return {"label": self.label, "min_value": self.low, "max_value": self.high,
                 "step": self.step, "help": self.help}
 
 
-def setting(default: int | float, low: int | float, high: int | float, *, flag: str,
-            link: str, label: str, help: str, step: int | float = 1, metavar: str = "N") -> Any:
+def setting(default: int | float | tuple[float, ...], low: int | float, high: int | float, *,
+            flag: str, link: str, label: str, help: str, step: int | float = 1,
+            metavar: str = "N") -> Any:
     """Declare a settings field (its :class:`Setting` is completed with the field's name)."""
     spec = {"low": low, "high": high, "flag": flag, "link": link, "label": label, "help": help,
             "step": step, "metavar": metavar}
@@ -166,12 +252,12 @@ class Settings:
 
     def link_params(self) -> dict[str, str]:
         """Query parameters of the settings that differ from their defaults."""
-        return {spec.link: str(getattr(self, spec.name)) for spec in self.settings()
+        return {spec.link: spec.text(getattr(self, spec.name)) for spec in self.settings()
                 if getattr(self, spec.name) != spec.default}
 
     def key(self) -> tuple:
         """Return the values in field order: the part of a run's cache key they give."""
-        return tuple(getattr(self, spec.name) for spec in self.settings())
+        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))
 
 
 @dataclass(frozen=True)
@@ -242,3 +328,121 @@ class NullSettings(Settings):
         200, 19, 5_000, flag="--null-draws", link="nd", label="Null draws",
         help="sets of responses drawn from the scores (perfect calibration) to learn how large "
              "M/σ₀ gets by chance", step=50, metavar="B")
+
+
+@dataclass(frozen=True)
+class DecisionSettings(Settings):
+    """Decisions at thresholds (``mcviz decide``, ``mcviz fix``, the Fix page).
+
+    ``thresholds`` are where a row is treated (score at least t); ``bootstrap`` the replicates
+    of the interval of the loss per 1,000 decisions (:func:`mcviz.decision.decision_impact`).
+
+    Examples
+    --------
+    >>> DecisionSettings(thresholds="0.3,0.1").link_params()
+    {'thr': '0.1,0.3'}
+    >>> DecisionSettings().key()
+    ((0.1, 0.2, 0.3, 0.5), 1000)
+    """
+
+    thresholds: tuple[float, ...] = setting(
+        DEFAULT_THRESHOLDS, 0, 1, flag="--thresholds", link="thr", label="Decision thresholds",
+        help="comma-separated decision thresholds in (0, 1): treat a row when its score is at "
+             "least t; t = c_FP / (c_FP + c_TP)", metavar="T,T")
+    bootstrap: int = setting(
+        1000, 20, 100_000, flag="--bootstrap", link="boot", label="Bootstrap replicates",
+        help="bootstrap replicates of the interval of the loss per 1,000 decisions", step=100,
+        metavar="B")
+
+
+#: The periods of a monitor: calendar periods, or a count of equal-width periods (digits).
+PERIODS: tuple[str, ...] = ("day", "week", "month", "quarter")
+
+
+@dataclass(frozen=True)
+class MonitorSettings(Settings):
+    """What a monitor watches and how (:func:`mcviz.monitor.monitor_calibration`).
+
+    The numbers (α, null draws, seed) are :class:`Setting` fields (flags, widgets, links);
+    the rest say what is watched: the time column (None: inferred), the periods (one of
+    :data:`PERIODS` or a count of equal periods), the reference (the periods ending by it;
+    None: the first quarter of the time range), the segments (covariates whose every level is
+    watched), filter expressions, whether the confirmed findings of a search on the reference
+    are watched too (over ``covariates``; None: all but the time column), and how the null is
+    simulated (``"auto"``, ``"bernoulli"`` or ``"normal"``).
+
+    Examples
+    --------
+    >>> MonitorSettings(period="month", draws=499).key()
+    (None, 'month', None, (), (), False, None, 'auto', 0.05, 499, 0)
+    >>> MonitorSettings(alpha=0.5)
+    Traceback (most recent call last):
+    ...
+    mcviz.errors.ValidationError: alpha must be a number from 0.0001 to 0.49, not 0.5.
+    """
+
+    time: str | None = None
+    period: str | int = "week"
+    reference: Any = None
+    segments: tuple[str, ...] = ()
+    filters: tuple[str, ...] = ()
+    search_reference: bool = False
+    covariates: tuple[str, ...] | None = None
+    null: str = "auto"
+    alpha: float = setting(
+        0.05, 0.0001, 0.49, flag="--alpha", link="malpha", label="α (family-wise)",
+        help="family-wise false-alarm rate over every segment and period", step=0.01,
+        metavar="A")
+    draws: int = setting(
+        999, 19, 100_000, flag="--draws", link="mdraws", label="Null draws",
+        help="null draws of the alarm threshold (α(B + 1) must be at least 1)", step=100,
+        metavar="B")
+    seed: int = setting(
+        0, 0, 2**31 - 1, flag="--seed", link="seed", label="Seed",
+        help="seed of the null draws and of the reference search")
+
+    def __post_init__(self) -> None:
+        Settings.__post_init__(self)
+        for name in ("segments", "filters", "covariates"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, tuple(str(v) for v in value))
+
+
+LOG_LOSS_CLIP = 1e-15
+"""Scores are clipped to [c, 1 - c] in the log loss of a comparison (a score of 0 or 1 on the
+wrong label would otherwise cost an infinite loss)."""
+
+
+@dataclass(frozen=True)
+class CompareSettings(Settings):
+    """The comparison of two models (:func:`mcviz.compare_models`).
+
+    Examples
+    --------
+    >>> CompareSettings(n_findings=4).link_params()
+    {'cf': '4'}
+    """
+
+    n_findings: int = setting(
+        3, 1, 20, flag="--findings", link="cf", label="Groups per direction",
+        help="regressions and improvements to report at most (each)", metavar="F")
+    holdout: float = setting(
+        0.3, 0.1, 0.9, flag="--holdout", link="chold", label="Held-out share",
+        help="share of the rows held out to confirm the regressions and improvements",
+        step=0.05, metavar="H")
+    seed: int = setting(
+        0, 0, 2**31 - 1, flag="--seed", link="cseed", label="Seed",
+        help="seed of the split into search and held-out rows")
+
+
+MAP_MAX_BYTES = 64 << 20
+"""A saved recalibration map larger than this (64 MiB) is refused before it is read: a boosted
+map of 100 rounds of MCGrad's default trees is ~2 MB; a parsed JSON value takes ~10x its text."""
+
+MAP_MAX_TERMS = 1_000
+"""Finding terms a saved map may hold (each is a filter evaluated over every row it scores;
+the findings fix writes at most a few dozen)."""
+
+MAP_MAX_ROUNDS = 1_000
+"""Boosting rounds a saved map may hold."""

@@ -18,17 +18,32 @@ never on the data itself (a level named with a control character still selects i
   of a filter expression) *before* a recursive parser sees it, with a message instead of a
   ``RecursionError``.
 
-Plain Python, no dependencies.
+Numbers in words are text a person reads too: the one number formatter of mcviz lives here
+(re-exported by :mod:`mcviz.present.figures.format`), so the search's sentences, the verdict,
+pages, reports and decks write each number the same way: :func:`format_number`,
+:func:`format_percent` (rates), :func:`format_points` (differences of rates, in percentage
+points), :func:`format_p` ("< 0.0001" below 0.0001), :func:`format_interval`,
+:func:`format_count` (counts as counts), :func:`format_time` (a timestamp at a period's
+resolution, never nanoseconds) and :func:`readable_number` (a bound rounded for a sentence).
+No formatter writes "−0" or "-0.0": a value that rounds to zero is written without a sign.
+
+Plain Python and numpy (pandas only for timestamps).
 """
 
 from __future__ import annotations
 
+import math
 import re
+from datetime import date, datetime
+
+import numpy as np
 
 from mcviz.errors import ValidationError
 
-__all__ = ["BIDI_CONTROLS", "LINE_SEPARATORS", "MAX_NESTING", "check_nesting", "csv_text",
-           "display_text"]
+__all__ = ["BIDI_CONTROLS", "LINE_SEPARATORS", "MAX_NESTING", "P_FLOOR", "P_SMALLEST",
+           "TIME_RESOLUTIONS", "check_nesting", "csv_text", "display_text", "format_count",
+           "format_interval", "format_number", "format_p", "format_percent", "format_points",
+           "format_time", "readable_number"]
 
 BIDI_CONTROLS = frozenset(
     "\u202a\u202b\u202c\u202d\u202e"  # LRE, RLE, PDF, LRO, RLO
@@ -139,3 +154,249 @@ def check_nesting(text: str, *, what: str, limit: int = MAX_NESTING,
         raise ValidationError(
             f"{what} nests {deepest:,} levels deep; at most {limit:,} are accepted."
         )
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers for people: the one number formatter
+
+P_FLOOR = 1e-300
+P_SMALLEST = 1e-4
+"""p-values below this are written "< 0.0001" (:func:`format_p`)."""
+MINUS = "\u2212"
+
+
+def _unsigned_zero(text: str) -> str:
+    """Drop the sign of a number written as zero ("-0", "−0.0" -> "0", "0.0")."""
+    if text[:1] in ("-", MINUS, "+") and not any(ch in "123456789" for ch in text):
+        return text[1:]
+    return text
+
+
+def format_number(value: object, *, digits: int = 4, kind: str | None = None) -> str:
+    """Format a number for people: the same rule on every axis, table, card and title.
+
+    Dates are written as dates; integers with thousands separators; other numbers with
+    ``digits`` significant digits, in plain notation from 1e-4 up to 1e15 (large whole numbers
+    with separators) and in scientific notation outside; ``kind="p"`` writes p-values that
+    underflow as ``"< 1e-300"``.
+
+    >>> format_number(0.00404), format_number(4960.2), format_number(1234567)
+    ('0.00404', '4,960', '1,234,567')
+    >>> format_number(4.04e-06), format_number(0.0, kind="p"), format_number(0.031, kind="p")
+    ('4.04e-06', '< 1e-300', '0.031')
+    >>> format_number(0.000706), format_number(7.06e-05)
+    ('0.000706', '7.06e-05')
+    >>> format_number(date(2021, 3, 4)), format_number(float("nan")), format_number(-0.0)
+    ('2021-03-04', '–', '0')
+    """
+    if value is None:
+        return "–"
+    if isinstance(value, datetime | date | np.datetime64) or type(value).__name__ in (
+            "Timestamp", "NaTType"):
+        return format_time(value)
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return f"{int(value):,}"
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(number):
+        return "–"
+    if math.isinf(number):
+        return "∞" if number > 0 else "−∞"
+    if kind == "p" and number < P_FLOOR:
+        return f"< {P_FLOOR:g}"
+    if number == 0:
+        return "0"
+    size = abs(number)
+    if size < 1e-4 or size >= 1e15:
+        return _scientific(number, digits)
+    if size >= 10 ** (digits - 1) and number == round(number):
+        return f"{round(number):,}"
+    decimals = max(digits - 1 - math.floor(math.log10(size)), 0)
+    text = f"{number:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def _scientific(number: float, digits: int) -> str:
+    mantissa, exponent = f"{number:.{max(digits - 1, 0)}e}".split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent):+03d}"
+
+
+def format_percent(fraction: object, *, digits: int = 3, signed: bool = False) -> str:
+    """Write a rate or a gap given as a fraction as a percentage (``digits`` significant).
+
+    >>> format_percent(0.0028), format_percent(0.1234), format_percent(-0.05, signed=True)
+    ('0.28%', '12.3%', '−5%')
+    >>> format_percent(0.041, signed=True), format_percent(float("nan"))
+    ('+4.1%', '–')
+    """
+    try:
+        number = 100.0 * float(fraction)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(fraction)
+    if math.isnan(number):
+        return "–"
+    text = format_number(abs(number), digits=digits) + "%"
+    if signed and number > 0:
+        return _unsigned_zero("+" + text)
+    return _unsigned_zero(MINUS + text) if number < 0 else text
+
+
+def format_p(p: object) -> str:
+    """Write a p-value for a sentence: "< 0.0001" below 0.0001, else two significant digits.
+
+    >>> format_p(0.148), format_p(0.0004), format_p(0.00004), format_p(0.05), format_p(1.0)
+    ('0.15', '0.0004', '< 0.0001', '0.05', '1')
+    """
+    try:
+        number = float(p)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(p)
+    if math.isnan(number):
+        return "–"
+    if number < P_SMALLEST:
+        return "< 0.0001"
+    return format_number(number, digits=2)
+
+
+def format_interval(low: object, high: object, *, percent: bool = False,
+                    digits: int = 3) -> str:
+    """Write a confidence interval "low to high" (percentages with ``percent``).
+
+    >>> format_interval(0.02, 0.062, percent=True), format_interval(-1.5, 2.25)
+    ('2% to 6.2%', '−1.5 to 2.25')
+    """
+    def one(value: object) -> str:
+        if percent:
+            return format_percent(value, digits=digits)
+        text = format_number(value, digits=digits)
+        return MINUS + text[1:] if text.startswith("-") else text
+
+    return f"{one(low)} to {one(high)}"
+
+
+def format_points(fraction: object, *, digits: int = 3, signed: bool = False,
+                  unit: str = "percentage points") -> str:
+    """Write a difference of two rates (a fraction) in percentage points.
+
+    >>> format_points(-0.03243), format_points(0.0093, signed=True), format_points(-0.00001)
+    ('−3.24 percentage points', '+0.93 percentage points', '−0.001 percentage points')
+    >>> format_points(0.0, signed=True), format_points(0.012, unit="points")
+    ('0 percentage points', '1.2 points')
+    """
+    text = format_percent(fraction, digits=digits, signed=signed)
+    return text[:-1] + " " + unit if text.endswith("%") else text
+
+
+def format_count(value: object, noun: str = "", plural: str | None = None) -> str:
+    """Write a count as a count: a whole number with separators, and its noun if given.
+
+    A count that arrives as a float (a sum of unit weights) is rounded, never written
+    "3.0"; "−0" never appears.
+
+    >>> format_count(1234.0, "row"), format_count(1, "row"), format_count(-0.2, "row")
+    ('1,234 rows', '1 row', '0 rows')
+    >>> format_count(float("nan"), "row")
+    '– rows'
+    """
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(number):
+        text, one = "–", False
+    else:
+        whole = round(number)
+        text, one = _unsigned_zero(f"{whole:,}".replace("-", MINUS)), abs(whole) == 1
+    if not noun:
+        return text
+    return f"{text} {noun if one else (plural or noun + 's')}"
+
+
+TIME_RESOLUTIONS = {"year": "%Y", "quarter": "Q", "month": "%Y-%m", "week": "%Y-%m-%d",
+                    "day": "%Y-%m-%d", "hour": "%Y-%m-%d %H:00", "minute": "%Y-%m-%d %H:%M",
+                    "second": "%Y-%m-%d %H:%M:%S"}
+"""The resolutions :func:`format_time` writes (a monitor's periods name one)."""
+
+
+def format_time(value: object, resolution: str | None = None) -> str:
+    """Write a timestamp at a resolution: a period's, or the coarsest that keeps it exact.
+
+    ``resolution`` one of :data:`TIME_RESOLUTIONS` (a plural or a pandas alias such as "D",
+    "W", "M", "h" is read too); None: the date alone at midnight, else to the second,
+    and to the millisecond only when it has less: never nanoseconds.
+
+    >>> import pandas as pd
+    >>> stamp = pd.Timestamp("2013-07-23 04:53:26.024096512")
+    >>> format_time(stamp, "day"), format_time(stamp, "month"), format_time(stamp, "quarter")
+    ('2013-07-23', '2013-07', '2013-Q3')
+    >>> format_time(stamp), format_time(pd.Timestamp("2021-03-04")), format_time(pd.NaT)
+    ('2013-07-23 04:53:26.024', '2021-03-04', '–')
+    """
+    import pandas as pd
+
+    if value is None:
+        return "–"
+    try:
+        stamp = pd.Timestamp(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    if stamp is pd.NaT:
+        return "–"
+    key = _resolution(resolution)
+    if key == "quarter":
+        return f"{stamp.year}-Q{stamp.quarter}"
+    if key is not None:
+        return stamp.strftime(TIME_RESOLUTIONS[key])
+    if stamp == stamp.normalize():
+        return stamp.strftime("%Y-%m-%d")
+    if stamp.microsecond == 0 and stamp.nanosecond == 0:
+        return stamp.strftime("%Y-%m-%d %H:%M:%S")
+    return stamp.strftime("%Y-%m-%d %H:%M:%S.") + f"{stamp.microsecond // 1000:03d}"
+
+
+_ALIASES = {"y": "year", "a": "year", "ys": "year", "q": "quarter", "qs": "quarter",
+            "m": "month", "ms": "month", "me": "month", "w": "week", "d": "day", "h": "hour",
+            "min": "minute", "t": "minute", "s": "second"}
+
+
+def _resolution(resolution: str | None) -> str | None:
+    if resolution is None:
+        return None
+    text = str(resolution).strip()
+    word = text.lower().rstrip("s") if len(text) > 3 else text.lower()
+    if word in TIME_RESOLUTIONS:
+        return word
+    alias = _ALIASES.get(text.split("-")[0].lower())
+    return alias
+
+
+def readable_number(value: float, *, digits: int = 3) -> str:
+    """Round a bound for a sentence: ``digits`` significant digits, separators, no exponent.
+
+    Whole numbers of fewer digits stay exact; a fraction keeps ``digits`` significant digits.
+
+    >>> readable_number(30730), readable_number(88840), readable_number(49)
+    ('30,700', '88,800', '49')
+    >>> readable_number(0.00017567), readable_number(1234567.0), readable_number(-0.0)
+    ('0.000176', '1,230,000', '0')
+    """
+    number = float(value)
+    if math.isnan(number) or math.isinf(number):
+        return format_number(number)
+    if number == 0:
+        return "0"
+    scale = math.floor(math.log10(abs(number)))
+    rounded = round(number, digits - 1 - scale)
+    if rounded == round(rounded) and abs(rounded) < 1e15:
+        return _unsigned_zero(f"{round(rounded):,}".replace("-", MINUS))
+    decimals = max(digits - 1 - scale, 0)
+    text = f"{rounded:,.{decimals}f}".rstrip("0").rstrip(".")
+    return _unsigned_zero(text.replace("-", MINUS))

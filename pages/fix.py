@@ -4,9 +4,10 @@ import streamlit as st
 
 from dashboard import charts, fixing, ui
 from dashboard import state as s
-from mcviz.stats.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.present.figures import decision_curve_figure
+from mcviz.settings import DecisionSettings
+from mcviz.stats.cumulative import cumulative_differences
 from mcviz.text import display_text
 
 ui.setup_page("fix", "Fix")
@@ -22,8 +23,7 @@ middle.number_input("Held-out share", 0.1, 0.9, 0.5, 0.05, key="w_fix_holdout",
                     help="Rows held out, stratified by score: neither the search nor the fit "
                          "sees them; every number below is measured on them.")
 right.number_input("Seed", 0, 2**31 - 1, 0, key="w_fix_seed")
-st.text_input("Decision thresholds", "0.1, 0.2, 0.3", key="w_fix_thresholds",
-              help="Treat a row when its score is at least t; t = c_FP / (c_FP + c_TP).")
+st.text_input(**DecisionSettings.setting("thresholds").widget(), key="w_fix_thresholds")
 try:
     thresholds = fixing.parse_thresholds(st.session_state["w_fix_thresholds"])
 except ValidationError as error:

@@ -9,9 +9,9 @@ import pytest
 from dashboard import links
 from dashboard import state as s
 from mcviz.errors import ValidationError
-from mcviz.stats.multical import multicalibration_repeats
 from mcviz.search import search_subpopulations
 from mcviz.settings import SearchSettings, SubpopulationSettings
+from mcviz.stats.multical import multicalibration_repeats
 from mcviz.subpopulations import generate_subpopulations
 
 
@@ -69,3 +69,36 @@ def test_command_line_options_carry_the_bounds(cli, write_csv, random_frame):
               "--json")
     assert run.status == 2
     assert "max_conditions must be an integer from 1 to 5, not 9" in run.err
+
+
+def test_thresholds_have_one_parser_and_one_default():
+    from dashboard import fixing
+    from mcviz.cli import build_parser
+    from mcviz.cli.fix import parse_thresholds as cli_thresholds
+    from mcviz.settings import DEFAULT_THRESHOLDS, DecisionSettings, parse_thresholds
+
+    assert parse_thresholds("0.3; 0.1,0.3") == (0.1, 0.3)
+    assert fixing.parse_thresholds("0.3; 0.1,0.3") == (0.1, 0.3)
+    with pytest.raises(ValidationError, match=r"thresholds must lie in \(0, 1\); got 0, 1\.5"):
+        parse_thresholds("0, 0.5, 1.5")
+    with pytest.raises(ValidationError, match="'a' is not a number"):
+        fixing.parse_thresholds("0.2, a")
+    with pytest.raises(ValidationError, match="at least one"):
+        parse_thresholds(" , ")
+    # the command line's default, the page's widget and the link come from the one setting
+    args = build_parser(["decide"]).parse_args(["decide", "f.csv"])
+    assert tuple(cli_thresholds(args)) == DEFAULT_THRESHOLDS == DecisionSettings().thresholds
+    args = build_parser(["decide"]).parse_args(["decide", "f.csv", "--thresholds", "0.4,0.2",
+                                                "--costs", "1:4"])
+    assert cli_thresholds(args) == [0.2, 0.4]  # 1 / (1 + 4) = 0.2 once
+    spec = DecisionSettings.setting("thresholds")
+    assert fixing.parse_thresholds(spec.widget()["value"]) == DEFAULT_THRESHOLDS
+    assert spec.parse("0.25,0.75") == ((0.25, 0.75), None)
+    assert spec.parse("0.25,2")[1] == ("link parameter thr='0.25,2' is not a list of numbers "
+                                       "in (0, 1); ignored.")
+    chosen = DecisionSettings(thresholds=[0.7, 0.25])
+    assert chosen.link_params() == {"thr": "0.25,0.7"}
+    assert DecisionSettings.from_mapping({"thresholds": chosen.link_params()["thr"],
+                                          "bootstrap": "200"}).key() == ((0.25, 0.7), 200)
+    with pytest.raises(ValidationError, match="bootstrap must be an integer from 20"):
+        DecisionSettings(bootstrap=5)

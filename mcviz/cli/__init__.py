@@ -48,7 +48,7 @@ __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 #: Subcommand modules of :mod:`mcviz.cli`, in the order ``mcviz --help`` lists them.
 SUBCOMMANDS: tuple[str, ...] = (
     "metrics", "search", "screen", "deviation", "variables", "lcs", "groupings", "decide", "fix",
-    "apply", "monitor", "report",
+    "apply", "monitor", "compare", "report",
 )
 
 
@@ -227,8 +227,8 @@ def _main(argv: Sequence[str] | None) -> int:
             output = args.run(args)
             if args.json:
                 print(json.dumps(_common.json_safe(output)))
-            else:
-                _common.print_table(output)
+            else:  # a subcommand's own text (set_defaults(text=...)), else the table
+                getattr(args, "text", _common.print_table)(output)
             sys.stdout.flush()  # a closed pipe shows here, inside the try
         except ValidationError as error:
             print(f"mcviz: error: {display_text(error)}", file=sys.stderr)

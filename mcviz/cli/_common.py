@@ -11,6 +11,7 @@ import inspect
 import math
 import os
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -33,6 +34,7 @@ __all__ = [
     "add_settings_arguments",
     "apply_weighting",
     "atomic_output",
+    "check_output",
     "default",
     "interruptible",
     "json_safe",
@@ -41,6 +43,7 @@ __all__ = [
     "print_table",
     "settings_from_arguments",
     "split",
+    "user_umask",
     "work_abandoned",
 ]
 
@@ -102,10 +105,12 @@ def add_settings_arguments(parser: Any, settings: type[Settings], *,
     with the bounds in the message (exit status 2).
     """
     for spec in settings.settings():
+        bounds = (f"each in ({spec.low:g}, {spec.high:g})" if spec.kind is str
+                  else f"{spec.low:,}..{spec.high:,}")
         parser.add_argument(
             spec.flag, type=spec.kind, default=spec.default if required_default else None,
             metavar=spec.metavar,
-            help=f"{spec.help} (default {spec.default}; {spec.low:,}..{spec.high:,})")
+            help=f"{spec.help} (default {spec.text(spec.default)}; {bounds})".replace("%", "%%"))
 
 
 def settings_from_arguments(settings: type[Settings], args: argparse.Namespace) -> Settings:
@@ -279,28 +284,104 @@ def _format(value: object) -> str:
     return display_text(value)
 
 
+def user_umask() -> int:
+    """Return the process's umask (read from ``/proc/self/status``, else set and restored).
+
+    Examples
+    --------
+    >>> 0 <= user_umask() <= 0o777
+    True
+    """
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # no other way to read it: set it and put it back at once
+    os.umask(mask)
+    return mask
+
+
+def check_output(path: str | Path | None, *, flag: str,
+                 suffixes: tuple[str, ...] | None = None) -> None:
+    """Refuse an output path that cannot be written, before any work is done.
+
+    Checked: the extension (one of ``suffixes``), an existing directory or special file (FIFO,
+    device, socket) at ``path``, a missing parent directory, and a directory where no file can
+    be created (probed by creating and removing an empty temporary file there: this also
+    refuses read-only mounts and ``/proc``). The message names ``flag`` and the path.
+
+    Raises
+    ------
+    ValidationError
+        With what is wrong and what to give instead.
+    """
+    if path is None:
+        return
+    target = Path(path)
+    where = f"{flag} {str(path)!r}"
+    if suffixes and target.suffix.lower() not in suffixes:
+        raise ValidationError(f"{where}: the file name must end in {' or '.join(suffixes)}.")
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        raise ValidationError(f"{where}: cannot be checked ({error.strerror}).") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise ValidationError(f"{where} is a directory: name a file (e.g. "
+                              f"{str(target / ('out' + (suffixes or ('',))[0]))!r}).")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise ValidationError(f"{where} is not a regular file (a FIFO, device or socket): "
+                              "name a regular file.")
+    directory = target.parent
+    if not directory.is_dir():
+        raise ValidationError(f"{where}: directory {str(directory)!r} does not exist.")
+    try:
+        descriptor, name = tempfile.mkstemp(prefix=".mcviz-probe.", dir=directory)
+        os.close(descriptor)
+        Path(name).unlink()
+    except OSError as error:
+        raise ValidationError(f"{where}: no file can be written in {str(directory)!r} "
+                              f"({error.strerror}).") from None
+    if mode is not None and not os.access(target, os.W_OK):
+        raise ValidationError(f"{where}: the existing file is not writable.")
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path in ``path``'s directory; rename it over ``path`` on success.
 
     A failure, Ctrl-C or SIGTERM during the write removes the temporary file and leaves any
-    previous ``path`` untouched (``os.replace`` is atomic within one file system).
+    previous ``path`` untouched (``os.replace`` is atomic within one file system). The file
+    gets the mode an ordinary ``open`` would give it: 0666 less the umask (``mkstemp``
+    creates 0600), so 0644 under umask 022. A write that fails (a full disk, a path that
+    became a directory) is a :class:`ValidationError` naming the path.
 
     Raises
     ------
     ValidationError
-        When the destination directory does not exist.
+        When the destination directory does not exist, or the file cannot be written.
     """
     path = Path(path)
     directory = path.parent
     if not directory.is_dir():
         raise ValidationError(f"directory {str(directory)!r} does not exist.")
-    descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    os.close(descriptor)
+    try:
+        descriptor, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
+                                            dir=directory)
+        os.fchmod(descriptor, 0o666 & ~user_umask())
+        os.close(descriptor)
+    except OSError as error:
+        raise ValidationError(f"{str(path)!r}: cannot be written ({error.strerror}).") from None
     temporary = Path(name)
     try:
-        yield temporary
-        temporary.replace(path)
+        try:
+            yield temporary
+            temporary.replace(path)
+        except OSError as error:  # ENOSPC, EISDIR, EROFS...: after the work, still one line
+            raise ValidationError(f"{str(path)!r}: cannot be written ({error.strerror}).") from None
     finally:
         temporary.unlink(missing_ok=True)
 

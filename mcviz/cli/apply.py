@@ -10,12 +10,12 @@ Labels are not needed. Writes the file's columns plus ``score_recalibrated`` and
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import json
 
 from mcviz.cli import _common
 from mcviz.errors import ValidationError
 
-__all__ = ["register", "run"]
+__all__ = ["checked_scores", "register", "run"]
 
 HELP = "apply a saved recalibration map (mcviz fix --map) to new rows"
 
@@ -35,21 +35,38 @@ def run(args: argparse.Namespace) -> dict:
     """Read the map and the file, score, write; return the JSON object."""
     import numpy as np
 
-    from mcviz.cli.fix import check_output, write_scored
-    from mcviz.io import read_table
+    from mcviz.cli.fix import write_scored
+    from mcviz.io import read_map, read_table
     from mcviz.recalibration import Recalibrator, frame_for_scoring
 
-    check_output(args.out, suffixes=(".parquet", ".csv"))
-    try:
-        text = Path(args.map).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValidationError(f"map {args.map!r}: cannot be read ({error}).") from None
-    fix = Recalibrator.from_json(text)
+    _common.check_output(args.out, flag="--out", suffixes=(".parquet", ".csv"))
+    data = read_map(args.map)  # bounded, nesting- and schema-checked (mcviz.io.maps)
+    fix = Recalibrator.from_json(json.dumps(data))
     frame = read_table(args.file)
     pred = frame_for_scoring(frame, fix, score=args.score)
     scores = np.empty(len(frame))
-    scores[pred.row] = fix.transform(pred)
+    scores[pred.row] = checked_scores(fix.transform(pred), pred.row, args.map)
     write_scored(frame, scores, args.out)
     return {"method": fix.method, "map": fix.describe(), "n": len(frame),
             "score_column": args.score or fix.score_column, "out": args.out,
             "mean_score": float(np.mean(pred.score)), "mean_recalibrated": float(scores.mean())}
+
+
+def checked_scores(values, rows, map_name: str):
+    """Return ``values`` when every one is a probability; else refuse, naming rows and the map.
+
+    A map that passed its checks can still overflow on extreme inputs; nothing outside
+    [0, 1] (or NaN) is ever written as a score.
+    """
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    bad = ~((values >= 0.0) & (values <= 1.0))  # NaN compares False: counted as bad
+    if bad.any():
+        where = np.sort(np.asarray(rows)[bad])
+        listed = ", ".join(f"{r + 1:,}" for r in where[:5]) + (", ..." if len(where) > 5 else "")
+        raise ValidationError(f"map {map_name!r} gives {int(bad.sum()):,} of {len(values):,} "
+                              f"rows a score that is not a probability in [0, 1] (rows "
+                              f"{listed}); nothing was written. Fit the map again with mcviz "
+                              "fix --map.")
+    return values

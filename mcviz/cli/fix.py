@@ -26,7 +26,6 @@ __all__ = ["OUT_COLUMN", "parse_thresholds", "register", "run", "write_scored"]
 HELP = "fit a recalibration on one split and judge it on held-out rows"
 METHODS = ("platt", "isotonic", "beta", "findings", "boost")
 OUT_COLUMN = "score_recalibrated"
-DEFAULT_THRESHOLDS = "0.1,0.2,0.3,0.5"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,30 +51,30 @@ def add_fix_arguments(parser: argparse.ArgumentParser, *, method: str | None) ->
     parser.add_argument("--holdout", type=float, default=0.5,
                         help="share of rows held out to judge the fix (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and the search")
-    parser.add_argument("--thresholds", default=None,
-                        help=f"comma-separated decision thresholds in (0, 1) (default "
-                        f"{DEFAULT_THRESHOLDS})")
+    from mcviz.settings import DecisionSettings
+
+    _common.add_settings_arguments(parser, DecisionSettings, required_default=False)
     parser.add_argument("--costs", metavar="FP:TP",
                         help="a threshold from costs: t = c_FP / (c_FP + c_TP)")
     parser.add_argument("--scope", action="append", default=[], metavar="FILTER",
                         help="also judge this subpopulation (filter language; repeatable)")
-    parser.add_argument("--bootstrap", type=int, default=1000, metavar="B",
-                        help="bootstrap replicates of the loss interval (default %(default)s)")
 
 
 def parse_thresholds(args: argparse.Namespace) -> list[float]:
-    """Return the thresholds of ``--thresholds`` and ``--costs`` (raises ValidationError)."""
+    """Return the thresholds of ``--thresholds`` and ``--costs`` (raises ValidationError).
+
+    Without either, :data:`mcviz.settings.DEFAULT_THRESHOLDS`; read by the one parser,
+    :func:`mcviz.settings.parse_thresholds`.
+    """
     from mcviz.decision import check_thresholds, threshold_from_costs
+    from mcviz.settings import DEFAULT_THRESHOLDS
+    from mcviz.settings import parse_thresholds as read_thresholds
 
     values: list[float] = []
-    text = args.thresholds if args.thresholds is not None else (
-        None if args.costs else DEFAULT_THRESHOLDS)
-    if text is not None:
-        for part in _common.split(text) or []:
-            try:
-                values.append(float(part))
-            except ValueError:
-                raise ValidationError(f"--thresholds: {part!r} is not a number.") from None
+    if args.thresholds is not None:
+        values += read_thresholds(args.thresholds)
+    elif not args.costs:
+        values += DEFAULT_THRESHOLDS
     if args.costs:
         parts = args.costs.split(":")
         try:
@@ -85,16 +84,6 @@ def parse_thresholds(args: argparse.Namespace) -> list[float]:
                                   f"not {args.costs!r}.") from None
         values.append(threshold_from_costs(c_fp, c_tp))
     return check_thresholds(values).tolist()
-
-
-def check_output(path: str | None, *, suffixes: tuple[str, ...]) -> None:
-    """Refuse an output path with another extension or in a missing directory, before work."""
-    if path is None:
-        return
-    if Path(path).suffix.lower() not in suffixes:
-        raise ValidationError(f"{path!r}: the output must end in {' or '.join(suffixes)}.")
-    if not Path(path).parent.is_dir():
-        raise ValidationError(f"directory {str(Path(path).parent)!r} does not exist.")
 
 
 def write_scored(frame, scores, path: str) -> None:
@@ -118,9 +107,10 @@ def write_scored(frame, scores, path: str) -> None:
 def prepare(args: argparse.Namespace):
     """Load the file, check the options; return (pred, covariates, thresholds, method)."""
     covariates = _common.split(args.covariates)
+    from mcviz.settings import DecisionSettings
+
     thresholds = parse_thresholds(args)
-    if int(args.bootstrap) < 20:
-        raise ValidationError(f"--bootstrap must be at least 20, not {args.bootstrap}.")
+    args.bootstrap = _common.settings_from_arguments(DecisionSettings, args).bootstrap
     pred = _common.load_from_arguments(args, covariates=covariates)
     method = args.method or ("findings" if len(pred.covariates.columns) else "platt")
     return pred, covariates, thresholds, method
@@ -150,8 +140,8 @@ def run(args: argparse.Namespace) -> dict:
 
     from mcviz.recalibration import verify_fix
 
-    check_output(args.out, suffixes=(".parquet", ".csv"))
-    check_output(args.map, suffixes=(".json",))
+    _common.check_output(args.out, flag="--out", suffixes=(".parquet", ".csv"))
+    _common.check_output(args.map, flag="--map", suffixes=(".json",))
     if args.null_draws and args.null_draws < 19:
         raise ValidationError(f"--null-draws must be 0 or at least 19, not {args.null_draws}.")
     pred, covariates, thresholds, method = prepare(args)

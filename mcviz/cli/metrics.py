@@ -68,6 +68,7 @@ def add_multicalibration_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict:
     """Return the metrics of the file (and the multi-calibration block when asked)."""
     _settings(args)  # out-of-bounds settings are refused before the file is read
+    _common.check_output(args.table, flag="--table", suffixes=(".csv", ".parquet"))
     covariates = _common.split(args.covariates)
     groups = _common.split(args.groups)
     if covariates is not None and groups:  # group columns must be loaded too

@@ -159,12 +159,11 @@ def read_sample_interruptible(
 
 def run(args: argparse.Namespace) -> dict:
     """Run ``mcviz screen``; return the summary (the table goes to ``--out``)."""
+    out = Path(args.out)
+    _common.check_output(out, flag="--out")  # say so before the work, not after it
     files = expand_paths(args.file)
     if args.sample_rows < 1:
         raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
-    out = Path(args.out)
-    if not out.parent.is_dir():  # say so before the work, not after it
-        raise ValidationError(f"directory {str(out.parent)!r} does not exist.")
     with tempfile.TemporaryDirectory(prefix="mcviz-screen-", ignore_cleanup_errors=True) as spill:
         sample = read_sample_interruptible(files, args.sample_rows, args.seed, spill)
         covariates = _common.split(args.covariates)

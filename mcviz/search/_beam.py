@@ -9,9 +9,9 @@ Each expansion screens every cut of every covariate coarsely
 covariate exactly (:meth:`~mcviz.search._rows.SearchRows.expand`). Every exactly scored
 candidate enters the pool (conditions and numbers only, no members), from which the findings
 are drawn: every condition is re-chosen within the rows of the others until none changes (level
-sets by an exact best prefix, numeric cut points to the best observed value between the neighbouring candidate
-cuts), conditions without which D/sigma is not significantly lower are dropped
-(:meth:`~mcviz.search._prune.Pruning.prune`), a significant missing condition is added
+sets by an exact best prefix, numeric cut points to the best observed value between the
+neighbouring candidate cuts), conditions without which D/sigma is not significantly lower are
+dropped (:meth:`~mcviz.search._prune.Pruning.prune`), a significant missing condition is added
 (:meth:`~mcviz.search._prune.Pruning.grow`), and a candidate whose members overlap an accepted
 finding's with Jaccard > 1/2 folds into it (so does one whose D/sigma without the accepted
 findings' rows falls below half its own). Every constant named here is a field of

@@ -11,8 +11,7 @@ References
 from __future__ import annotations
 
 import zlib
-from collections.abc import Collection, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -20,7 +19,7 @@ from mcviz.core.special import ndtri
 from mcviz.io import VOID_P_VALUES, Predictions
 from mcviz.search.rules import RULES
 from mcviz.stats.cumulative import brownian_range_sf
-from mcviz.subpopulations import Condition, describe_conditions
+from mcviz.text import format_count, format_number, format_percent, format_points
 
 STRATUM = 20
 """Consecutive rows in score order per stratum of the split."""
@@ -216,6 +215,44 @@ def simulated_p(score: np.ndarray, weight: np.ndarray, run: np.ndarray, label: n
     return (1.0 + reached) / (1.0 + used), observed, used
 
 
+P_KINDS = ("brownian", "simulated", "void")
+"""What a finding's held-out p-value is (``Finding.p_kind``): the Brownian-range tail of its
+D/sigma, a simulated p-value of the same statistic (small groups of binary responses), or void
+(weights that depend on the labels, Appendix B of paper 000: no valid p-value, NaN)."""
+
+
+def is_confirmed(p_kind: str, p_adjusted: float, *, alpha: float = RULES.alpha) -> bool:
+    """Say whether a finding is confirmed: a valid held-out p-value, Holm-adjusted, below alpha.
+
+    The one rule for "confirmed": ``Finding.confirmed`` reads it (and so does the finding's
+    sentence); NaN is never below.
+
+    >>> is_confirmed("brownian", 0.049), is_confirmed("simulated", 0.05), is_confirmed("void", 0.0)
+    (True, False, False)
+    """
+    return p_kind != "void" and bool(float(p_adjusted) < alpha)
+
+
+def p_value_kinds(pred: Predictions, held_members: Sequence[np.ndarray]) -> list[str]:
+    r"""Return the kind of each held-out group's p-value (:data:`P_KINDS`).
+
+    The one rule :func:`holdout_p_values` follows, decided from the scores and weights only
+    (never the labels): void under label-dependent weights; simulated for binary responses
+    and :math:`V_{\text{eff}} <` ``RULES.simulate_below``; Brownian otherwise.
+    """
+    if pred.weights_depend_on_label:
+        return ["void"] * len(held_members)
+    if pred.response_kind != "binary":
+        return ["brownian"] * len(held_members)
+    kinds = []
+    for members in held_members:
+        members = np.asarray(members)
+        small = members.size > 0 and effective_variance(
+            pred.score[members], pred.weight[members]) < RULES.simulate_below
+        kinds.append("simulated" if small else "brownian")
+    return kinds
+
+
 def holdout_p_values(pred: Predictions, held_members: Sequence[np.ndarray], z: np.ndarray,
                      keys: Sequence[str], seed: int) -> np.ndarray:
     r"""P-values of the findings' held-out D/sigma ``z`` (one per member array).
@@ -249,16 +286,15 @@ def holdout_p_values(pred: Predictions, held_members: Sequence[np.ndarray], z: n
     group of many rows with very uneven weights).
     """
     p_values = np.array([float(brownian_range_sf(value)) for value in z])
+    kinds = p_value_kinds(pred, held_members)
     if pred.weights_depend_on_label:
         return np.full(len(p_values), np.nan)
-    if pred.response_kind != "binary":
-        return p_values
     run = np.concatenate(([0], np.cumsum(pred.run_end[:-1]))) if pred.n else np.zeros(0)
     for k, members in enumerate(held_members):
+        if kinds[k] != "simulated":
+            continue
         members = np.asarray(members)
         score, weight = pred.score[members], pred.weight[members]
-        if members.size == 0 or not effective_variance(score, weight) < RULES.simulate_below:
-            continue
         rng = np.random.default_rng([int(seed), zlib.crc32(keys[k].encode("utf-8"))])
         draws = int(min(RULES.simulated_draws, max(999, RULES.simulated_work // members.size)))
         p_values[k] = simulated_p(score, weight, run[members], pred.label[members], rng,
@@ -266,8 +302,11 @@ def holdout_p_values(pred: Predictions, held_members: Sequence[np.ndarray], z: n
     return p_values
 
 
-def effect(pred: Predictions, rows: np.ndarray) -> tuple[float, float, float, float]:
-    r"""Weighted mean of R - S over ``rows``, its 95% interval, and observed / expected.
+def effect(pred: Predictions, rows: np.ndarray) -> tuple[float, ...]:
+    r"""Weighted mean of R - S over ``rows``, its 95% interval, observed / expected, the rates.
+
+    Returns ``(mean, low, high, ratio, predicted, observed)``: the last two are the weighted
+    means of S and R over ``rows`` (``observed - predicted`` is ``mean``).
 
     The interval is :math:`\bar d \pm 1.96\,\widehat{se}` with
     :math:`\widehat{se}^2 = \frac{k}{k-1}\sum_j W_j^2 (d_j - \bar d)^2 / (\sum_j W_j)^2`
@@ -284,7 +323,8 @@ def effect(pred: Predictions, rows: np.ndarray) -> tuple[float, float, float, fl
     expected = float(weight @ pred.score[rows])
     observed = float(weight @ pred.label[rows])
     ratio = observed / expected if expected > 0 else np.inf
-    return mean, mean - Z_95 * se, mean + Z_95 * se, ratio
+    return (mean, mean - Z_95 * se, mean + Z_95 * se, ratio, expected / total,
+            observed / total)
 
 
 def critical_z(alpha: float) -> float:
@@ -357,99 +397,58 @@ def minimum_detectable_effect(
     return np.array([mu * sigma * np.sqrt(n / (s * n_holdout)) for s in shares])
 
 
-def _number(value: float, binary: bool) -> str:
-    return f"{value * 100:.1f}" if binary else f"{value:.3g}"
+def sentence(words: str, *, size: int, share: float, effect: float, low: float, high: float,
+             predicted: float, observed: float, confirmed: bool, p_kind: str,
+             binary: bool) -> str:
+    """Write a finding in one plain sentence: the group, what happened against the prediction.
 
-
-def _interval(low: float, high: float, binary: bool) -> str:
-    joiner = "–" if low >= 0 and high >= 0 else " to "
-    return f"{_number(low, binary).replace('-', '−')}{joiner}{_number(high, binary)}".replace(
-        "-", "−")
-
-
-MAX_LEVELS_SAID = 5
-"""A sentence lists at most this many levels of a set, then "and K more"."""
-
-
-def conditions_in_words(conditions: Sequence[Condition], *, score_column: str,
-                        missing: Collection[str] = ()) -> str:
-    """Write the conditions of a finding as a sentence says them.
-
-    Conditions on the score column become "where the model says ≥ 0.6" (or "< 0.3", "from 0.3
-    up to 0.5"); a condition ``x ≥ c`` on a covariate named in ``missing`` (its rows missing
-    ``x`` are among the finding's, as :data:`~mcviz.subpopulations.MISSING_RULE` puts them)
-    reads "x ≥ c or missing"; sets of more than :data:`MAX_LEVELS_SAID` levels name the first
-    ones and then "and K more". The description (``Finding.description``) stays the exact,
-    re-parseable text.
+    ``words`` is the group in words (:func:`~mcviz.subpopulations.subpopulation_words`: no
+    filter operator); ``effect`` (observed - predicted on the held-out rows), its interval
+    ``low``-``high`` and the rates become words: "20.9% were positive where the model
+    predicted 24.1%: 3.24 percentage points fewer than predicted". The numbers are written by
+    :mod:`mcviz.text` exactly as the verdict's effect and interval (the same digits, one sign:
+    the direction word carries it). No p-value or symbol: "confirmed on held-out rows" or why not.
 
     Examples
     --------
-    >>> conditions_in_words([Condition("bmi", ">=", 37.4), Condition("score", ">=", 0.6)],
-    ...                     score_column="score", missing={"bmi"})
-    'bmi ≥ 37.4 or missing, where the model says ≥ 0.6'
-    >>> conditions_in_words([Condition("zip", "in", tuple(f"z{k}" for k in range(8)))],
-    ...                     score_column="score")
-    'zip in {z0, z1, z2, z3, z4 and 3 more}'
-    """
-    by_column: dict[str, list[Condition]] = {}
-    for condition in conditions:
-        by_column.setdefault(condition.column, []).append(condition)
-    parts, said = [], ""
-    for column, group in by_column.items():
-        if column == score_column:
-            said = "where the model says " + _score_words(group)
-            continue
-        text = " and ".join(_condition_words(c) for c in group)
-        if column in missing and all(c.op in (">", ">=", "!=", "not in") for c in group):
-            text += " or missing"
-        parts.append(text)
-    return ", ".join(part for part in (" and ".join(parts), said) if part)
-
-
-def _condition_words(condition: Condition) -> str:
-    values = condition.value
-    if condition.op in ("in", "not in") and len(values) > MAX_LEVELS_SAID:
-        shown = describe_conditions([replace(condition, value=values[:MAX_LEVELS_SAID])])
-        return f"{shown[:-1]} and {len(values) - MAX_LEVELS_SAID:,} more}}"
-    return describe_conditions([condition])
-
-
-def _score_words(group: list[Condition]) -> str:
-    values = {c.op: describe_conditions([c]).rsplit(" ", 1)[1] for c in group}
-    if ">=" in values and "<" in values:
-        return f"from {values['>=']} up to {values['<']}"
-    return " and ".join(describe_conditions([c]).rsplit(" ", 2)[1] + " " + v
-                        for c, v in zip(group, values.values(), strict=True))
-
-
-def sentence(description: str, share: float, mean: float, low: float, high: float,
-             p_adjusted: float, *, binary: bool, words: str | None = None) -> str:
-    """Write one plain sentence for a slide.
-
-    ``words`` is :func:`conditions_in_words` (default: the description).
-
-    Examples
-    --------
-    >>> sentence("region == r7", 0.02, 0.098, 0.079, 0.117, 0.0004, binary=True)
-    'Among rows with region == r7 (2.0%), the model under-predicts by 9.8 points (95% CI 7.9–11.7); adjusted p < 0.001 on held-out rows.'
-    >>> sentence("score >= 0.6", 0.1, -0.05, -0.07, -0.03, 0.2, binary=True,
-    ...          words="where the model says ≥ 0.6")[:60]
-    'Among rows where the model says ≥ 0.6 (10.0%), the model ove'
+    >>> sentence("region is r7", size=2000, share=0.02, effect=0.098, low=0.079, high=0.117,
+    ...          predicted=0.1, observed=0.198, confirmed=True, p_kind="brownian", binary=True)
+    'Among rows with region is r7 (2,000 rows, 2% of all), 19.8% were positive where the model predicted 10%: 9.8 percentage points more than predicted (95% interval 7.9 to 11.7 more); confirmed on held-out rows.'
+    >>> sentence("where the model predicts 60% or more", size=10, share=0.1, effect=-0.05,
+    ...          low=-0.07, high=0.01, predicted=0.7, observed=0.65, confirmed=False,
+    ...          p_kind="brownian", binary=True).split(": ", 1)[1]
+    '5 percentage points fewer than predicted (95% interval 7 fewer to 1 more); not confirmed on held-out rows: a lead.'
     """  # noqa: E501
-    words = description if words is None else words
     rows = "Among rows " + (words if words.startswith("where ") else f"with {words}")
-    verb = "under-predicts" if mean >= 0 else "over-predicts"
-    if mean < 0:
-        low, high = -high, -low
-    unit = " points" if binary else ""
-    if p_adjusted != p_adjusted:  # NaN: weights that depend on the labels (Appendix B)
-        tested = f"held-out p-value {VOID_P_VALUES}"
-    elif p_adjusted < 0.001:
-        tested = "adjusted p < 0.001 on held-out rows"
-    elif p_adjusted < 0.05:
-        tested = f"adjusted p = {p_adjusted:.2g} on held-out rows"
+    group = f"{rows} ({format_count(size, 'row')}, {format_percent(share)} of all)"
+    if binary:
+        rates = (f"{format_percent(observed)} were positive where the model predicted "
+                 f"{format_percent(predicted)}")
+        more, fewer = "more", "fewer"
     else:
-        tested = f"not confirmed on held-out rows (adjusted p = {p_adjusted:.2g})"
-    return (f"{rows} ({share:.1%}), the model {verb} by "
-            f"{_number(abs(mean), binary)}{unit} (95% CI {_interval(low, high, binary)}); "
-            f"{tested}.")
+        rates = (f"the mean response was {format_number(observed, digits=3)} where the model "
+                 f"predicted {format_number(predicted, digits=3)}")
+        more, fewer = "higher", "lower"
+    if p_kind == "void":
+        tested = f"not confirmed: held-out p-values are {VOID_P_VALUES}"
+    elif confirmed:
+        tested = "confirmed on held-out rows"
+    else:
+        tested = "not confirmed on held-out rows: a lead"
+    if effect != effect:  # no held-out rows
+        return f"{group}: no held-out rows to measure it on; {tested}."
+    size_of = (lambda v: format_points(v)) if binary else (
+        lambda v: format_number(v, digits=3))
+    bare = (lambda v: format_percent(v)[:-1]) if binary else (
+        lambda v: format_number(v, digits=3))
+    if effect == 0:
+        said = "as predicted"
+    else:
+        said = f"{size_of(abs(effect))} {more if effect > 0 else fewer} than predicted"
+    if low >= 0 or high <= 0:
+        word = more if low >= 0 and effect >= 0 else fewer
+        a, b = sorted((abs(low), abs(high)))
+        interval = f"{bare(a)} to {bare(b)} {word}"
+    else:
+        interval = f"{bare(-low)} {fewer} to {bare(high)} {more}"
+    return f"{group}, {rates}: {said} (95% interval {interval}); {tested}."

@@ -17,11 +17,12 @@ from mcviz.io import Predictions
 from mcviz.search._beam import Beam, Node
 from mcviz.search._columns import prepare_columns, round_cut
 from mcviz.search._confirm import (
-    conditions_in_words,
     effect,
     holdout_p_values,
     holm,
+    is_confirmed,
     minimum_detectable_effect,
+    p_value_kinds,
     sentence,
     split_rows,
     subsample_rows,
@@ -35,6 +36,7 @@ from mcviz.subpopulations import (
     describe_conditions,
     full_population,
     select_rows,
+    subpopulation_words,
 )
 
 if TYPE_CHECKING:
@@ -69,8 +71,8 @@ _REFINE_SHARE = 0.3  # of the CPU time at 10^6 x 10: refine 2.0 of 7.3 s (by pha
 
 TABLE_COLUMNS = (
     "rank", "description", "size", "share", "kuiper_z", "search_kuiper_z", "holdout_size",
-    "holdout_kuiper_z", "p_value", "p_adjusted", "confirmed", "mean_residual", "ci_low",
-    "ci_high", "observed_expected",
+    "holdout_kuiper_z", "p_value", "p_adjusted", "p_kind", "confirmed", "mean_residual",
+    "ci_low", "ci_high", "predicted", "observed", "observed_expected",
 )
 
 
@@ -81,7 +83,8 @@ class Finding:
     Attributes
     ----------
     rank : int
-        1 for the largest D/sigma on the search rows.
+        Its place in the list, by held-out evidence: confirmed findings first, then by held-out
+        p-value and held-out D/sigma (:func:`_by_held_out_evidence`).
     subpopulation : Subpopulation
         Its conditions, description (re-parseable by the filter language) and members among
         all rows.
@@ -91,9 +94,9 @@ class Finding:
         :math:`D/\sigma` over all its rows (eqs. (2), (5) of paper 000), as the Subpopulations
         table shows it.
     search_kuiper_z : float
-        The rank of the finding: :math:`D/\sigma` on the search rows (selected for being large:
-        not a test), less what its conditions' out-of-fold gains do not support (see
-        :meth:`mcviz.search._beam.Beam.findings`).
+        :math:`D/\sigma` on the search rows, with the :math:`\sigma` of M (eq. (5); Appendix C
+        eq. (6) floored by the whole population's pooled variance): selected for being large,
+        not a test.
     holdout_size : int
     holdout_kuiper_z : float
         :math:`D/\sigma` on the held-out rows.
@@ -101,17 +104,25 @@ class Finding:
         P(range of Brownian motion on [0, 1] > ``holdout_kuiper_z``) -- for a small held-out
         group of binary responses a simulated p-value of the same statistic
         (:func:`~mcviz.search._confirm.holdout_p_values`) -- and Holm's adjustment over the
-        findings reported.
+        findings reported; NaN when void.
+    p_kind : str
+        What ``p_value`` is (:data:`~mcviz.search._confirm.P_KINDS`): ``"brownian"``,
+        ``"simulated"`` or ``"void"`` (weights that depend on the labels: no valid p-value).
     mean_residual, ci_low, ci_high : float
-        Weighted mean of observed - predicted on the held-out rows and its 95% interval.
+        The effect: weighted mean of observed - predicted (``observed - predicted``) on the
+        held-out rows and its 95% interval; negative: fewer positives than predicted.
+    predicted, observed : float
+        Weighted means of the score and of the response on the held-out rows.
     observed_expected : float
         :math:`\sum W R / \sum W S` on the held-out rows.
     sentence : str
-        The finding in one plain sentence (:func:`~mcviz.search._confirm.conditions_in_words`:
-        score bands as "where the model says ...", "or missing" where missing rows are in).
+        The finding in one plain sentence without a filter operator
+        (:func:`~mcviz.search._confirm.sentence`: the group in words with rounded bounds,
+        what was predicted against what happened, the interval, confirmed or not).
     confirmed : bool
-        ``p_adjusted < 0.05``: confirmed on the held-out rows. An unconfirmed finding is a
-        lead, not a result (the sentence says so).
+        A property: a valid held-out p-value (``p_kind`` not void) whose Holm adjustment is
+        below ``RULES.alpha``. The one rule for "confirmed" (verdict, fix, report and deck read
+        it). An unconfirmed finding is a lead, not a result (the sentence says so).
     """
 
     rank: int
@@ -124,12 +135,22 @@ class Finding:
     holdout_kuiper_z: float
     p_value: float
     p_adjusted: float
+    p_kind: str
     mean_residual: float
     ci_low: float
     ci_high: float
+    predicted: float
+    observed: float
     observed_expected: float
     sentence: str
-    confirmed: bool
+
+    @property
+    def confirmed(self) -> bool:
+        """True when the held-out p-value is valid and its Holm adjustment is below RULES.alpha.
+
+        The one rule (:func:`~mcviz.search._confirm.is_confirmed`); every surface reads it.
+        """
+        return is_confirmed(self.p_kind, self.p_adjusted)
 
     @property
     def description(self) -> str:
@@ -358,8 +379,8 @@ def search_subpopulations(
     and folded (:mod:`mcviz.search._beam`, :func:`_finish`); memory O(n + candidates).
 
     Confirmation: each finding's held-out :math:`D/\sigma`, its p-value and Holm's adjustment
-    over the findings reported (no held-out label reaches the split, the findings, their order
-    or number; so no adjustment for the candidates searched, and no search-aware null); effects
+    over the findings reported (no held-out label reaches the split, the findings or their
+    number: no adjustment for the candidates searched; listed by held-out evidence); effects
     are held-out weighted means of R - S with 95% intervals (MDE:
     :func:`~mcviz.search._confirm.minimum_detectable_effect`). The p-value is P(range of standard
     Brownian motion > it); small held-out groups of binary responses, where that tail is
@@ -405,11 +426,11 @@ def search_subpopulations(
     found = _finish(beam, rank, int(n_findings), min_share, int(seed))
     if progress is not None:
         progress(0.9, "confirming on held-out rows")
-    findings, subpopulations = _confirm(pred, data, columns, found, holdout_rows, int(seed))
+    findings, subs = _confirm(pred, data, columns, found, holdout_rows, int(seed), search_rows)
     notes += _shortfall(findings, int(n_findings), beam.stops, min_rows)
     mde = _mde(pred, data, holdout_rows.size, int(n_findings))
     notice = " ".join(notes) or None
-    sub_set = SubpopulationSet((full_population(pred), *subpopulations), notice, int(seed),
+    sub_set = SubpopulationSet((full_population(pred), *subs), notice, int(seed),
                                min_rows, int(n_findings), tuple(c.name for c in columns), 0,
                                source="searched")
     if progress is not None:
@@ -476,8 +497,11 @@ def _mde(pred: Predictions, data: Data, n_holdout: int, n_tests: int) -> Minimum
     return MinimumDetectableEffect(MDE_SHARES, shift, RULES.alpha, 0.8, n_tests)
 
 
-def _confirm(pred, data, columns, found, holdout_rows, seed):
-    """Held-out statistics, Holm's adjustment, effects and sentences of the findings."""
+def _confirm(pred, data, columns, found, holdout_rows, seed, search_rows):
+    """Held-out statistics, Holm's adjustment, effects and sentences of the findings.
+
+    Listed by their held-out evidence (:func:`_by_held_out_evidence`).
+    """
     subs, all_members, held_members = [], [], []
     for rank, (node, _) in enumerate(found, start=1):
         cuts = [round_cut(columns[cut.column], cut) for cut in node.cuts]
@@ -495,28 +519,58 @@ def _confirm(pred, data, columns, found, holdout_rows, seed):
                                 [sub.description for sub in subs], seed)
     adjusted = holm(p_values)
     binary = pred.response_kind == "binary"
+    kinds = p_value_kinds(pred, held_members)
     findings = []
     for k, sub in enumerate(subs):
-        mean, low, high, ratio = (effect(pred, held_members[k]) if held_members[k].size
-                                  else (np.nan,) * 4)
+        mean, low, high, ratio, predicted, observed = (
+            effect(pred, held_members[k]) if held_members[k].size else (np.nan,) * 6)
         share = sub.size / pred.n
         findings.append(Finding(
-            sub.id, sub, sub.size, share, float(everywhere[k, 0]), found[k][0].z,
-            int(held_members[k].size), float(held[k, 0]), float(p_values[k]),
-            float(adjusted[k]), mean, low, high, ratio,
-            sentence(sub.description, share, mean, low, high, float(adjusted[k]),
-                     binary=binary, words=_words(pred, sub)),
-            bool(adjusted[k] < RULES.alpha),
+            rank=sub.id, subpopulation=sub, size=sub.size, share=share,
+            kuiper_z=float(everywhere[k, 0]), search_kuiper_z=found[k][0].z,
+            holdout_size=int(held_members[k].size), holdout_kuiper_z=float(held[k, 0]),
+            p_value=float(p_values[k]), p_adjusted=float(adjusted[k]), p_kind=kinds[k],
+            mean_residual=mean, ci_low=low, ci_high=high, predicted=predicted,
+            observed=observed, observed_expected=ratio,
+            sentence=sentence(subpopulation_words(pred, sub), size=sub.size, share=share,
+                              effect=mean, low=low, high=high, predicted=predicted,
+                              observed=observed, confirmed=is_confirmed(kinds[k], adjusted[k]),
+                              p_kind=kinds[k], binary=binary),
         ))
-    return findings, subs
+    searched = [np.asarray(select_rows(pred, sub.conditions, within=search_rows)) for sub in subs]
+    return _by_held_out_evidence(findings, score_candidates(whole, searched)[:, 0])
 
 
-def _words(pred: Predictions, sub: Subpopulation) -> str:
-    """Return the finding's conditions in words ("or missing" where its rows hold some)."""
-    members = np.asarray(sub.index)
-    missing = {c.column for c in sub.conditions if c.column in pred.covariate_kinds
-               and bool(pred.covariate_column(c.column).missing[members].any())}
-    return conditions_in_words(sub.conditions, score_column=pred.score_column, missing=missing)
+def _by_held_out_evidence(findings: list[Finding],
+                          search_z: np.ndarray) -> tuple[list[Finding], list[Subpopulation]]:
+    r"""Order the findings by their held-out evidence; give each the search rows' D/σ of M.
+
+    Order: confirmed findings first, then by held-out p-value (smallest first; a void one,
+    NaN, last), then by held-out :math:`D/\sigma` (largest first), then by the search's own
+    order. Ranks and subpopulation ids are renumbered in that order. The order changes no
+    p-value (Holm's adjustment is over the set of findings, which no held-out label chose);
+    it keeps a group the held-out rows do not support from leading the list because the
+    search rows' :math:`\sigma` was small (with real-valued responses, eq. (6) at extreme
+    scores).
+
+    ``search_kuiper_z`` becomes :math:`D/\sigma` over the finding's search rows with the
+    :math:`\sigma` of M (eq. (5), or Appendix C eq. (6) floored by the whole population's
+    pooled variance, :mod:`mcviz.core.sigma`): every in-sample number a list shows uses
+    M's :math:`\sigma`.
+    """
+    def key(k: int) -> tuple:
+        f = findings[k]
+        p = f.p_value if np.isfinite(f.p_value) else np.inf
+        held = f.holdout_kuiper_z if np.isfinite(f.holdout_kuiper_z) else -np.inf
+        return (not f.confirmed, p, -held, k)
+
+    listed, subs = [], []
+    for rank, k in enumerate(sorted(range(len(findings)), key=key), start=1):
+        sub = replace(findings[k].subpopulation, id=rank)
+        subs.append(sub)
+        listed.append(replace(findings[k], rank=rank, subpopulation=sub,
+                              search_kuiper_z=float(search_z[k])))
+    return listed, subs
 
 
 def _shortfall(findings: list[Finding], wanted: int, stops: dict, min_rows: int) -> list[str]:

@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         full_population,
     )
     from mcviz.subpopulations.selection import is_score_column, select_rows
+    from mcviz.subpopulations.words import conditions_words, subpopulation_words
 
 _HOME = {  # name -> the module defining it (imported on first use: the search needs no Algorithm 1)
     "generate_subpopulations": "algorithm",
@@ -87,6 +88,8 @@ _HOME = {  # name -> the module defining it (imported on first use: the search n
     "full_population": "model",
     "is_score_column": "selection",
     "select_rows": "selection",
+    "conditions_words": "words",
+    "subpopulation_words": "words",
 }
 
 __all__ = [
@@ -96,6 +99,7 @@ __all__ = [
     "Subpopulation",
     "SubpopulationSet",
     "conditions_sql",
+    "conditions_words",
     "describe_conditions",
     "filter_subpopulation",
     "full_population",
@@ -104,6 +108,7 @@ __all__ = [
     "is_score_column",
     "parse_filter",
     "select_rows",
+    "subpopulation_words",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOME)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from browser_kit import app_page, check_page, open_page, wait_charts, wait_idle
-from wiring_testdata import PLANTED, planted_csv
+from wiring_testdata import PLANTED, PLANTED_WORDS, planted_csv
 
 pytestmark = pytest.mark.browser
 
@@ -29,8 +29,8 @@ def test_planted_group_is_the_first_finding(tmp_path):
         first.wait_for(timeout=180_000)
         wait_idle(page)
         text = first.inner_text()
-        assert text.startswith(f"1. Among rows with {PLANTED} ("), text
-        assert "under-predicts" in text
+        assert text.startswith(f"1. Among rows with {PLANTED_WORDS} ("), text
+        assert "more than predicted" in text
         assert page.get_by_text("Minimum detectable effect").count() >= 1
         wait_charts(page, 2)
         check_page(page, "wiring-01-searched")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
-from wiring_testdata import PLANTED, planted_csv
+from wiring_testdata import PLANTED, PLANTED_WORDS, planted_csv
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -132,8 +132,8 @@ def test_searched_findings_read_as_sentences_with_held_out_p_values():
     no_exceptions(at)
     markdown = texts(at, "markdown")
     first = next(t for t in markdown if t.startswith("1. "))
-    assert first.startswith(f"1. Among rows with {PLANTED} (")
-    assert "under-predicts" in first
+    assert first.startswith(f"1. Among rows with {PLANTED_WORDS} (")
+    assert "more than predicted" in first
     assert any(t.startswith("Minimum detectable effect (80% power") and "nothing larger than"
                in t for t in markdown)
     assert any("Holm-adjusted over the findings reported" in t for t in texts(at, "caption"))
@@ -145,7 +145,7 @@ def test_searched_findings_read_as_sentences_with_held_out_p_values():
     assert findings["description"].iloc[0] == PLANTED
     success = texts(at, "success")
     assert len(success) == 1
-    assert success[0].startswith(f"Among rows with {PLANTED}")
+    assert success[0].startswith(f"Among rows with {PLANTED_WORDS}")
     table = numeric(at.dataframe[1].value)  # every view's table: Holm p of finding (id = rank)
     assert "p (all rows, unadjusted)" in table.columns
     first_row = table[table["id"] == 1].iloc[0]

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 PLANTED = "region == r7"
+PLANTED_WORDS = "region is r7"  # the same group in a sentence (mcviz.subpopulations.words)
 """The planted group's description as the filter language (and the search) writes it."""
 
 

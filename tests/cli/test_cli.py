@@ -169,7 +169,8 @@ def test_every_subcommand_module_follows_the_interface():
         assert callable(module.register), name
         assert callable(module.run), name
         extra = {"screen": ["--out", "x.parquet"], "deviation": ["--subpopulation", "a"],
-                 "apply": ["x.csv", "--out", "x.parquet"]}.get(name, [])
+                 "apply": ["x.csv", "--out", "x.parquet"], "compare": ["--score-b", "b"]}.get(
+                     name, [])
         args = parser.parse_args([name, "file.csv", *extra])
         assert args.run is module.run, name
         assert args.json is False, name  # every subcommand takes --json

@@ -47,7 +47,7 @@ def test_planted_finding_is_stated_with_effect_interval_share_and_adjusted_p(pla
     assert verdict.findings, verdict.sentences
     first = verdict.findings[0]
     assert "r7" in first.expression
-    assert first.p_adjusted == "< 0.001"
+    assert first.p_adjusted == "< 0.0001"
     assert first.effect.startswith("+")
     assert first.effect.endswith(" points")
     low, high = (float(part.split()[0]) for part in first.interval.split(" to "))
@@ -84,7 +84,7 @@ def test_subpopulation_scope_speaks_of_its_deviation(planted):
 
 
 @pytest.mark.parametrize(("p", "words"), [
-    (0.0004, "beyond chance: p < 0.001 from 200"),
+    (0.00004, "beyond chance: p < 0.0001 from 200"),
     (0.03, "beyond chance: p = 0.03 from 200"),
     (0.31, "within what chance produces: p = 0.31 from 200"),
 ])

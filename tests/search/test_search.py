@@ -32,6 +32,7 @@ from mcviz.search.rules import RULES
 from mcviz.settings import SearchSettings
 from mcviz.stats.cumulative import sigma_bernoulli
 from mcviz.subpopulations import describe_conditions, select_rows
+from mcviz.subpopulations.words import FILTER_OPERATORS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_find import GROUPS, own_z, planted, planted_rows, predictions
@@ -196,11 +197,13 @@ def test_statistics_agree_with_independent_implementations():
             pred.label[rows].sum() / pred.score[rows].sum(), rel=1e-12)
     for f in result.findings:  # the sentence says the held-out effect and the adjusted p
         assert f.sentence.startswith("Among rows ")
-        assert ("under-predicts" if f.mean_residual >= 0 else "over-predicts") in f.sentence
+        assert ("more than predicted" if f.mean_residual >= 0 else "fewer than predicted") \
+            in f.sentence
+        assert not any(op in f.sentence for op in FILTER_OPERATORS)
         assert ("not confirmed" in f.sentence) == (not f.confirmed)
     assert asymptotic >= 1
     r7 = next(f for f in result.findings if f.description == "region == r7")
-    assert r7.sentence.startswith("Among rows with region == r7 (")
+    assert r7.sentence.startswith("Among rows with region is r7 (")
     # the default held-out share 0.3, stratified by score: each block of 20 holds 6 +- 1
     assert result.holdout == SearchSettings.holdout == 0.3
     assert abs(held.size - pred.n * 0.3) <= pred.n / 20

@@ -30,7 +30,6 @@ from mcviz import (
 )
 from mcviz.search._columns import BIN_CHUNK, bin_codes, prepare_columns
 from mcviz.search._confirm import (
-    conditions_in_words,
     effective_variance,
     simulated_p,
 )
@@ -38,7 +37,7 @@ from mcviz.search._find import _data
 from mcviz.search._screen import block_ids, masked_scores, screen_column, slab_variants_z
 from mcviz.search.rules import RULES
 from mcviz.settings import SearchSettings
-from mcviz.subpopulations import Condition, select_rows
+from mcviz.subpopulations import select_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_find import own_z, planted_rows, predictions
@@ -140,8 +139,9 @@ def test_score_band_is_a_condition_in_words_and_reparses():
     assert any(c.column == "score" for c in first.subpopulation.conditions)
     rows = select_rows(pred, parse_filter(first.description, pred))
     np.testing.assert_array_equal(rows, first.subpopulation.index)
-    assert re.search(r"with chan == c2, where the model says ≥ 0\.(59|6)", first.sentence)
-    assert "over-predicts" in first.sentence
+    assert re.search(r"with chan is c2, where the model predicts (59|60)(\.\d+)?% or more",
+                     first.sentence)
+    assert "fewer than predicted" in first.sentence
 
 
 def test_missing_rows_are_said():
@@ -157,16 +157,8 @@ def test_missing_rows_are_said():
     first = search_subpopulations(pred, n_findings=2).findings[0]
     assert first.description.startswith("x ≥ ")
     assert np.isnan(pred.covariates["x"].to_numpy()[first.subpopulation.index]).any()
-    assert f"with {first.description} or missing (" in first.sentence
-
-
-def test_words_of_long_level_sets_and_scores():
-    levels = tuple(f"z{k}" for k in range(12))
-    words = conditions_in_words(
-        [Condition("zip", "in", levels), Condition("p", ">=", 0.3), Condition("p", "<", 0.5)],
-        score_column="p")
-    assert words == ("zip in {z0, z1, z2, z3, z4 and 7 more}, where the model says from 0.3 "
-                     "up to 0.5")
+    bound = first.subpopulation.conditions[0]
+    assert f"with x {float(bound.value):.3g} or more, or missing (" in first.sentence
 
 
 def test_single_levels_are_scored_exactly():
@@ -287,7 +279,7 @@ def test_cli_json_and_text_put_held_out_numbers_first(tmp_path, capsys):
     first = output["findings"][0]
     assert list(first)[:4] == ["rank", "confirmed", "holdout_kuiper_z", "p_adjusted"]
     assert first["confirmed"] is True
-    assert first["sentence"].startswith("Among rows with chan == c2, where the model says ≥ 0.6")
+    assert first["sentence"].startswith("Among rows with chan is c2, where the model predicts")
     assert "notice" in output
     assert cli.main(base) == 0
     text = capsys.readouterr().out

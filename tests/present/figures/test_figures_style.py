@@ -124,8 +124,9 @@ def test_format_percent(fraction, signed, expected):
 
 
 @pytest.mark.parametrize(("p", "expected"), [
-    (0.000999, "< 0.001"), (0.0, "< 0.001"), (0.001, "0.001"), (0.148, "0.15"),
-    (0.0456, "0.046"), (1.0, "1"), (float("nan"), "–"),
+    (0.0000999, "< 0.0001"), (0.0, "< 0.0001"), (0.0001, "0.0001"), (0.000999, "0.001"),
+    (0.00035, "0.00035"), (0.001, "0.001"), (0.148, "0.15"), (0.0456, "0.046"), (1.0, "1"),
+    (float("nan"), "–"),
 ])
 def test_format_p_in_sentences(p, expected):
     from mcviz.present.figures import format_p

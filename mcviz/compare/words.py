@@ -1,0 +1,153 @@
+"""The comparison of two models in plain sentences (the verdict every surface shows).
+
+Only words: every number is read from the results of :func:`mcviz.compare_models`; a claim
+follows its interval (a difference whose 95% interval holds 0 is "not beyond chance").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["comparison_sentences", "finding_sentence", "format_p", "points"]
+
+ALPHA = 0.05
+
+
+def points(value: float) -> str:
+    """Write a difference of probabilities in percentage points (signed).
+
+    Examples
+    --------
+    >>> points(0.0612), points(-0.004), points(-0.0002)
+    ('+6.1 percentage points', '-0.4 percentage points', '0.0 percentage points')
+    """
+    shown = round(value * 100, 1)
+    return f"{shown + 0.0:+.1f} percentage points" if shown else "0.0 percentage points"
+
+
+def format_p(p: float) -> str:
+    """Write a p-value for a sentence.
+
+    Examples
+    --------
+    >>> format_p(0.00001), format_p(0.0312), format_p(float("nan"))
+    ('p < 0.001', 'p = 0.031', 'p not available')
+    """
+    if not np.isfinite(p):
+        return "p not available"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def finding_sentence(description: str, share: float, effect: float, low: float, high: float,
+                     calibration_a: float, calibration_b: float, p_adjusted: float,
+                     confirmed: bool) -> str:
+    """One group where B's loss differs from A's, in a sentence.
+
+    Examples
+    --------
+    >>> finding_sentence("region == north", 0.12, 0.031, 0.02, 0.042, 0.01, -0.06, 1e-5, True)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    "Among rows with region == north (12.0% of rows), B's Brier loss is higher than A's by
+    0.0310 per row (95% CI 0.0200 to 0.0420, held-out rows); there observed - predicted is
+    +1.0 percentage points under A and -6.0 percentage points under B (adjusted p < 0.001)."
+    """
+    direction = "higher" if effect > 0 else "lower"
+    text = (f"Among rows with {description} ({share:.1%} of rows), B's Brier loss is "
+            f"{direction} than A's by {abs(effect):.4f} per row (95% CI {low:.4f} to "
+            f"{high:.4f}, held-out rows); there observed - predicted is "
+            f"{points(calibration_a)} under A and {points(calibration_b)} under B (adjusted "
+            f"{format_p(p_adjusted)}).")
+    if not confirmed:
+        text += " Not confirmed on the held-out rows: a lead, not a result."
+    return text
+
+
+def _overall(brier) -> str:
+    numbers = (f"Brier score {brier.b:.4f} against {brier.a:.4f}; difference "
+               f"{brier.difference:+.4f}, 95% CI {brier.ci_low:+.4f} to {brier.ci_high:+.4f}")
+    if brier.ci_high < 0:
+        return (f"B predicts better overall: its Brier score is {-brier.relative:.1%} lower "
+                f"than A's ({numbers}).")
+    if brier.ci_low > 0:
+        return (f"B predicts worse overall: its Brier score is {brier.relative:.1%} higher "
+                f"than A's ({numbers}).")
+    return f"Overall, B and A predict equally well within chance ({numbers})."
+
+
+def _calibration(calibration_a, calibration_b) -> str:
+    def one(name: str, result) -> str:
+        beyond = "beyond chance" if result.p_value < ALPHA else "within chance"
+        return (f"{name}'s largest cumulative gap between observed and predicted is "
+                f"{result.kuiper * 100:.1f} percentage points ({beyond}, "
+                f"{format_p(result.p_value)})")
+
+    return f"Calibration: {one('A', calibration_a)}; {one('B', calibration_b)}."
+
+
+def _groups(regressions, improvements) -> list[str]:
+    sentences = []
+    for name, found in (("worse", regressions), ("better", improvements)):
+        confirmed = [f for f in found if f.confirmed]
+        if confirmed:
+            sentences.extend(f.sentence for f in confirmed)
+        else:
+            sentences.append(f"No group where B is {name} than A was confirmed on the "
+                             "held-out rows.")
+    return sentences
+
+
+def _decisions(net) -> list[str]:
+    sentences = []
+    for k, t in enumerate(net.thresholds):
+        per = 1000.0
+        gain, low, high = (float(v[k]) * per for v in (net.difference, net.ci_low, net.ci_high))
+        if net.changed[k] == 0:
+            sentences.append(f"At a threshold of {t:g}, switching to B changes no decision.")
+            continue
+        interval = f"95% CI {low:+.1f} to {high:+.1f}"
+        changed = f"{net.changed[k]:.1%} of the decisions change"
+        if low > 0:
+            what = f"gains {gain:.1f} net true positives per 1,000 decisions ({interval})"
+        elif high < 0:
+            what = f"loses {-gain:.1f} net true positives per 1,000 decisions ({interval})"
+        else:
+            what = (f"changes the net benefit by {gain:+.1f} per 1,000 decisions, within "
+                    f"chance ({interval})")
+        sentences.append(f"At a threshold of {t:g}, switching to B {what}; {changed}.")
+    return sentences
+
+
+def _next_step(brier, regressions) -> str:
+    worse = [f for f in regressions if f.confirmed]
+    if brier.ci_low > 0:
+        return "Keep A: B predicts worse overall."
+    if brier.ci_high < 0 and not worse:
+        return ("Switch to B: it predicts better overall and is worse in no group confirmed on "
+                "held-out rows.")
+    if brier.ci_high < 0:
+        return (f"B predicts better overall but is worse in {len(worse)} confirmed group(s): "
+                "fix B there (mcviz fix) or keep A for those rows before switching.")
+    if worse:
+        return ("Keep A, or fix B where it is worse: overall the models are equal within "
+                "chance and B is worse in confirmed groups.")
+    return ("Neither model predicts better beyond chance: decide on other grounds (cost, "
+            "simplicity), or collect more labelled rows.")
+
+
+def comparison_sentences(*, brier, calibration_a, calibration_b, paths, regressions,
+                         improvements, net_benefit, **_: object) -> tuple[tuple[str, ...], str]:
+    """Return the verdict sentences and the next step of a comparison.
+
+    Takes the fields of :class:`~mcviz.compare.ModelComparison` by keyword (others ignored).
+    """
+    head = paths[0]
+    along = ("beyond chance" if head.p_value < ALPHA else "within chance")
+    sentences = [
+        _overall(brier),
+        _calibration(calibration_a, calibration_b),
+        (f"Ordered by the {head.order_by}, the running difference of the two models' losses "
+         f"varies {along} ({format_p(head.p_value)})."),
+        *_groups(regressions, improvements),
+        *_decisions(net_benefit),
+    ]
+    return tuple(sentences), _next_step(brier, regressions)

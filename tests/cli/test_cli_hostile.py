@@ -1,0 +1,245 @@
+"""The command line's hostile corpus (issue #41): outputs, saved maps, dates, optional parts, flags.
+
+Each case is what a careless or hostile user typed; each must end in one line on stderr naming
+the flag (or the file) and the problem, exit status 2, no traceback, and nothing written; or,
+where the work can be done, in the right file with the right mode.
+"""
+
+import json
+import os
+import stat
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcviz.recalibration.simulate import planted_fix_data
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("hostile")
+    frame = planted_fix_data(4_000, seed=1).drop(columns="truth")
+    frame.to_parquet(directory / "pred.parquet", index=False)
+    fresh = planted_fix_data(2_000, seed=2).drop(columns=["truth", "label"])
+    fresh.to_csv(directory / "new.csv", index=False)
+    return directory
+
+
+@pytest.fixture
+def umask_022():
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def _refused(run, *words):
+    assert run.status == 2, (run.status, run.err)
+    assert "Traceback" not in run.err
+    line = run.err.strip().splitlines()[-1]
+    assert line.startswith("mcviz: error:"), run.err
+    for word in words:
+        assert word in line, line
+    return line
+
+
+def _mode(path):
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+# ------------------------------------------------------------------------------------------
+# Outputs: checked before the work, written with the user's umask (item 3)
+
+def _fix_map(cli, files, directory):
+    path = directory / "fix.json"
+    run = cli("fix", files / "pred.parquet", "--method", "platt", "--map", path,
+              "--bootstrap", "50", "--json")
+    assert run.status == 0, run.err
+    return path
+
+
+def test_fix_map_and_out_follow_the_umask(cli, files, tmp_path, umask_022):
+    out = tmp_path / "scored.csv"
+    path = tmp_path / "fix.json"
+    run = cli("fix", files / "pred.parquet", "--method", "platt", "--map", path, "--out", out,
+              "--bootstrap", "50", "--json")
+    assert run.status == 0, run.err
+    assert _mode(path) == 0o644  # 0666 less umask 022, as `open` gives; mkstemp alone is 0600
+    assert _mode(out) == 0o644
+
+
+def test_apply_out_follows_the_umask(cli, files, tmp_path):
+    path = _fix_map(cli, files, tmp_path)
+    previous = os.umask(0o027)
+    try:
+        out = tmp_path / "applied.parquet"
+        assert cli("apply", path, files / "new.csv", "--out", out).status == 0
+    finally:
+        os.umask(previous)
+    assert _mode(out) == 0o640
+
+
+def test_metrics_table_follows_the_umask(cli, files, tmp_path, umask_022):
+    table = tmp_path / "table.csv"
+    run = cli("metrics", files / "pred.parquet", "--score", "score", "--label", "label",
+              "--subpopulations", "10", "--table", table, "--json")
+    assert run.status == 0, run.err
+    assert _mode(table) == 0o644
+
+
+def test_screen_out_follows_the_umask(cli, files, tmp_path, umask_022):
+    out = tmp_path / "screen.parquet"
+    run = cli("screen", files / "pred.parquet", "--score", "score", "--label", "label",
+              "--subpopulations", "10", "--out", out, "--json")
+    assert run.status == 0, run.err
+    assert _mode(out) == 0o644
+
+
+def test_report_deck_follows_the_umask(cli, files, tmp_path, umask_022):
+    pytest.importorskip("pptx")
+    deck = tmp_path / "deck.pptx"
+    run = cli("report", files / "pred.parquet", "--score", "score", "--label", "label",
+              "--covariates", "region,age", "--deck", deck, "--json")
+    assert run.status == 0, run.err
+    assert _mode(deck) == 0o644
+
+
+@pytest.mark.parametrize(("command", "flag", "suffix"), [
+    ("metrics", "--table", ".csv"), ("screen", "--out", ".parquet"), ("fix", "--map", ".json"),
+    ("fix", "--out", ".csv"), ("report", "--deck", ".pptx"),
+])
+def test_a_bad_output_is_refused_before_the_file_is_read(cli, tmp_path, command, flag, suffix):
+    # the input does not exist: a refusal that names the output proves it came first
+    missing = tmp_path / "never-read.parquet"
+    directory = tmp_path / f"taken{suffix}"
+    directory.mkdir()
+    fifo = tmp_path / f"pipe{suffix}"
+    os.mkfifo(fifo)
+    extra = ["--score", "score", "--label", "label"]
+    if command == "metrics":
+        extra += ["--subpopulations", "10"]
+    cases = {
+        directory: "is a directory",
+        fifo: "not a regular file",
+        tmp_path / "no" / f"such{suffix}": "does not exist",
+        f"/proc/mcviz-h41{suffix}": "no file can be written",
+    }
+    for path, words in cases.items():
+        run = cli(command, missing, *extra, flag, path)
+        _refused(run, flag, words)
+    assert not list(directory.iterdir())
+
+
+def test_apply_refuses_a_directory_as_out_before_reading(cli, files, tmp_path):
+    path = _fix_map(cli, files, tmp_path)
+    _refused(cli("apply", path, files / "new.csv", "--out", tmp_path), "--out", "suffix" if False
+             else ".parquet or .csv")
+    folder = tmp_path / "d.csv"
+    folder.mkdir()
+    _refused(cli("apply", path, files / "new.csv", "--out", folder), "--out", "is a directory")
+
+
+# ------------------------------------------------------------------------------------------
+# Saved maps are input like any file (item 1)
+
+@pytest.fixture(scope="module")
+def maps(files, tmp_path_factory):
+    """A map of each built-in method fitted on the planted data, as parsed JSON."""
+    from mcviz.cli import main
+
+    directory = tmp_path_factory.mktemp("maps")
+    fitted = {}
+    for method in ("platt", "isotonic", "beta", "findings", "boost"):
+        path = directory / f"{method}.json"
+        argv = ["fix", str(files / "pred.parquet"), "--method", method, "--map", str(path),
+                "--bootstrap", "50", "--json"]
+        if method in ("findings", "boost"):
+            argv += ["--covariates", "region,age"]
+        assert main(argv) == 0
+        fitted[method] = json.loads(path.read_text())
+    return fitted
+
+
+def _apply(cli, files, tmp_path, text):
+    path = tmp_path / "hostile.json"
+    path.write_text(text if isinstance(text, str) else json.dumps(text))
+    out = tmp_path / "scored.parquet"
+    run = cli("apply", path, files / "new.csv", "--out", out)
+    assert not out.exists()  # nothing written, whatever the refusal
+    return run
+
+
+def _with(data, method_params):
+    changed = json.loads(json.dumps(data))
+    changed["params"].update(method_params)
+    return changed
+
+
+def test_maps_with_non_finite_numbers_are_refused(cli, files, maps, tmp_path):
+    platt = json.dumps(maps["platt"])
+    intercept = maps["platt"]["params"]["intercept"]
+    nan = platt.replace(json.dumps(intercept), "NaN", 1)
+    _refused(_apply(cli, files, tmp_path, nan), "map", "NaN", "finite")
+    infinite = json.dumps(_with(maps["platt"], {"slope": 1.0})).replace('"slope": 1.0',
+                                                                        '"slope": Infinity')
+    _refused(_apply(cli, files, tmp_path, infinite), "map", "Infinity")
+
+
+def test_isotonic_knots_unsorted_outside_or_unequal_are_refused(cli, files, maps, tmp_path):
+    iso = maps["isotonic"]
+    x, y = iso["params"]["x"], iso["params"]["y"]
+    cases = {
+        "increase": {"x": x[::-1]},
+        "in [0, 1]": {"x": [*x[:-1], 3.5]},
+        "not a number in [0, 1]": {"y": [*y[:-1], -2.0]},
+        "must be equal": {"y": y[:-1]},
+    }
+    for words, change in cases.items():
+        _refused(_apply(cli, files, tmp_path, _with(iso, change)), "params", words)
+
+
+def test_maps_of_the_wrong_types_are_refused(cli, files, maps, tmp_path):
+    _refused(_apply(cli, files, tmp_path, _with(maps["platt"], {"intercept": "0.3"})),
+             "params.intercept", "must be a number")
+    _refused(_apply(cli, files, tmp_path, _with(maps["beta"], {"a": None})),
+             "params.a", "must be a number")
+    broken = [{"description": "age > 30", "coefficient": [1], "p_adjusted": 0.01}]
+    _refused(_apply(cli, files, tmp_path, _with(maps["findings"], {"terms": broken})),
+             "terms[0].coefficient", "must be a number")
+    _refused(_apply(cli, files, tmp_path, [1, 2]), "not a JSON object")
+
+
+def test_a_broken_boosted_map_is_refused(cli, files, maps, tmp_path):
+    boost = maps["boost"]
+    rounds = [{"alpha": 1.0, "model": "tree\nnot a model\n"}]
+    _refused(_apply(cli, files, tmp_path, _with(boost, {"rounds": rounds})), "LightGBM")
+
+
+def test_a_deep_or_huge_or_special_map_is_refused_before_parsing(cli, files, maps, tmp_path):
+    _refused(_apply(cli, files, tmp_path, "[" * 100_000 + "]" * 100_000), "nests", "100,000")
+    terms = [{"description": "age > 30", "coefficient": 0.1, "p_adjusted": 0.01}] * 100_000
+    _refused(_apply(cli, files, tmp_path, _with(maps["findings"], {"terms": terms})),
+             "100,000 terms", "at most")
+    from mcviz.settings import MAP_MAX_BYTES
+
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as stream:  # sparse: its size is read, never its bytes
+        stream.truncate(MAP_MAX_BYTES + 1)
+    _refused(cli("apply", huge, files / "new.csv", "--out", tmp_path / "x.csv"),
+             "refused before it is read")
+    fifo = tmp_path / "map.fifo"
+    os.mkfifo(fifo)  # opening it would block forever: refused from its type
+    _refused(cli("apply", fifo, files / "new.csv", "--out", tmp_path / "x.csv"),
+             "not a regular file")
+    _refused(cli("apply", "/dev/zero", files / "new.csv", "--out", tmp_path / "x.csv"),
+             "not a regular file")
+
+
+def test_scores_outside_zero_one_are_never_written():
+    from mcviz.cli.apply import checked_scores
+    from mcviz.errors import ValidationError
+
+    values = np.array([0.2, np.nan, 1.0, 0.0, np.inf, -0.1])
+    with pytest.raises(ValidationError, match=r"3 of 6 rows .* \(rows 2, 5, 6\)"):
+        checked_scores(values, np.arange(6), "m.json")
+    assert checked_scores(values[[0, 2, 3]], np.arange(3), "m.json").tolist() == [0.2, 1.0, 0.0]
