@@ -227,20 +227,20 @@ def _knn_groups(pred: Predictions, prep: _Prepared, k: int, seed: int, total: np
     total = total[prep.inverse]
     sums = {key: np.ascontiguousarray(total[:, j]) for j, key in enumerate(SUM_KEYS)}
     note = f", {prep.centres.size:,} sampled centres (seed {seed})" if prep.sampled else ""
+    description = (f"{k} nearest neighbours (ties at the k-th distance included) in "
+                   f"({', '.join(prep.space.covariates)}){note}")
+    return _centre_groups(pred, prep, "k-NN", description,
+                          np.rint(size[prep.inverse]).astype(np.int64), sums)
+
+
+def _centre_groups(pred: Predictions, prep: _Prepared, kind: str, description: str,
+                   size: np.ndarray, sums: dict[str, np.ndarray]) -> GroupErrors:
+    """Return one overlapping group per centre, labelled by its row, from its sums."""
     return _from_sums(
-        pred=pred,
-        kind="k-NN",
-        description=(
-            f"{k} nearest neighbours (ties at the k-th distance included) in "
-            f"({', '.join(prep.space.covariates)}){note}"
-        ),
-        labels=[f"row {r}" for r in pred.row[prep.centres]],
-        size=np.rint(size[prep.inverse]).astype(np.int64),
-        mass=pred.weight[prep.centres].astype(float),
-        centre=prep.centres,
-        overlapping=True,
-        notice=None,
-        sums=sums,
+        pred=pred, kind=kind, description=description,
+        labels=[f"row {r}" for r in pred.row[prep.centres]], size=size,
+        mass=pred.weight[prep.centres].astype(float), centre=prep.centres, overlapping=True,
+        notice=None, sums=sums,
     )
 
 
@@ -468,21 +468,10 @@ def kernel_calibration(
     size, covered, sums = _kernel_sums(prep, rows, cols, distance, bandwidth, kernel)
     sums = {key: sums[key] for key in SUM_KEYS}
     note = f", {m:,} sampled centres (seed {seed})" if prep.sampled else ""
-    groups = _from_sums(
-        pred=pred,
-        kind="kernel",
-        description=(
-            f"{kernel} kernel, bandwidth {bandwidth:g}, in ({', '.join(prep.space.covariates)})"
-            f"{note}"
-        ),
-        labels=[f"row {r}" for r in pred.row[prep.centres]],
-        size=np.rint(size).astype(np.int64),
-        mass=pred.weight[prep.centres].astype(float),
-        centre=prep.centres,
-        overlapping=True,
-        notice=None,
-        sums=sums,
-    )
+    description = (f"{kernel} kernel, bandwidth {bandwidth:g}, in "
+                   f"({', '.join(prep.space.covariates)}){note}")
+    groups = _centre_groups(pred, prep, "kernel", description, np.rint(size).astype(np.int64),
+                            sums)
     report_progress(progress, 1.0, "done")
     return LocalCalibration(
         groups=groups,
