@@ -215,9 +215,9 @@ class SearchRules:
 
         Examples
         --------
-        >>> float(RULES.material(40.0))  # min(max(1, 2), 0.2 + 0.5)
+        >>> round(float(RULES.material(40.0)), 12)  # min(max(1, 2), 0.2 + 0.5)
         0.7
-        >>> float(RULES.material(4.0, kept=0.96))  # min(1, 0.2 + 0.5 * 0.2)
+        >>> round(float(RULES.material(4.0, kept=0.96)), 12)  # min(1, 0.2 + 0.5 * 0.2)
         0.3
         """
         cap = max(self.material_absolute, self.material_relative * z)
