@@ -10,7 +10,10 @@ r"""The verdict of a review in plain words: the sentences that head the page, re
 3. the findings of the guided search confirmed on held-out rows (Holm-adjusted p below the
    level), each with its effect, 95% interval, share and adjusted p;
 4. when nothing was confirmed: the minimum detectable effect (what the search would not
-   have missed).
+   have missed);
+5. along the chosen numeric variable: whether the miscalibration changes along it (the
+   cumulative residuals about their mean ordered by it, Kuiper's :math:`D/\sigma`, its p
+   Bonferroni-adjusted over the numeric covariates), beside VCE(v*) of its smoothed curves.
 
 Every number goes through :mod:`mcviz.present.figures.format`. Nothing here computes a statistic.
 
@@ -36,7 +39,7 @@ from mcviz.present.figures.format import format_interval, format_number, format_
 from mcviz.io import VOID_P_VALUES
 
 __all__ = ["FindingLine", "Section", "Verdict", "calibration_sentence", "findings_sentences",
-           "multicalibration_sentence", "review_verdict", "stated"]
+           "multicalibration_sentence", "review_verdict", "stated", "variable_sentence"]
 
 LEVEL = 0.05
 """The level below which a (adjusted) p-value is called beyond chance."""
@@ -211,6 +214,39 @@ def multicalibration_sentence(result: Any, null: Any = None, *, level: float = L
            "null draws."
 
 
+def variable_sentence(curves: Any, n_variables: int, *, level: float = LEVEL) -> str | None:
+    r"""State whether the miscalibration changes along a numeric variable, beside VCE(v*).
+
+    ``curves`` is a :class:`mcviz.stats.variable_curves.VariableCalibration` (None is returned
+    for anything without ``kuiper_z``, such as a nominal variable's levels, or without a p);
+    its p is Bonferroni-adjusted over ``n_variables`` numeric covariates (the variable may
+    have been picked for its evidence), as the Variables ranking's ``p_adjusted`` is.
+
+    >>> from types import SimpleNamespace as R
+    >>> local = R(name="age", kuiper_z=6.3, p_value=1e-9, vce=0.011, vce_significant=False)
+    >>> variable_sentence(local, 9)
+    'Along age the miscalibration changes beyond chance (cumulative D/σ = 6.3, p < 0.001 after 9 variables): a local error the smoothed curves average away (VCE(v*) 1.1 points, within noise); read its cumulative view.'
+    >>> variable_sentence(R(name="age", kuiper_z=1.2, p_value=0.4, vce=0.01,
+    ...                     vce_significant=False), 9)
+    'Along age the miscalibration does not change beyond chance (cumulative D/σ = 1.2, p = 1 after 9 variables).'
+    """  # noqa: E501
+    z, p = getattr(curves, "kuiper_z", math.nan), getattr(curves, "p_value", math.nan)
+    if not (math.isfinite(z) and math.isfinite(p)):
+        return None
+    adjusted = min(1.0, max(int(n_variables), 1) * float(p))
+    after = (f"cumulative D/σ = {format_number(z, digits=2)}, p "
+             f"{_p_phrase(format_p(adjusted))} after {max(int(n_variables), 1):,} variable"
+             f"{'' if n_variables == 1 else 's'}")
+    if adjusted >= level:
+        return f"Along {curves.name} the miscalibration does not change beyond chance ({after})."
+    said = f"Along {curves.name} the miscalibration changes beyond chance ({after})"
+    if curves.vce_significant or not math.isfinite(curves.vce):
+        return said + "."
+    vce = format_percent(curves.vce).replace("%", " points")
+    return (f"{said}: a local error the smoothed curves average away (VCE(v*) {vce}, within "
+            "noise); read its cumulative view.")
+
+
 def _finding_line(finding: Any, binary: bool) -> FindingLine:
     if binary:
         effect = format_percent(finding.mean_residual, signed=True).replace("%", " points")
@@ -280,6 +316,8 @@ def review_verdict(
     binary: bool = True,
     sections: Sequence[Section] = (),
     level: float = LEVEL,
+    curves: Any = None,
+    n_variables: int = 1,
 ) -> Verdict:
     """Return the verdict of one scope: two to four sentences, the confirmed findings.
 
@@ -299,6 +337,9 @@ def review_verdict(
         0/1 responses: effects in percentage points.
     sections : sequence of Section
         Extra parts (see the module's extension point).
+    curves, n_variables : optional
+        The chosen numeric variable's :class:`~mcviz.stats.variable_curves.VariableCalibration`
+        and the number of numeric covariates its p is adjusted over (:func:`variable_sentence`).
     """
     first, ok = calibration_sentence(cumulative, description=description, total=total,
                                      deviation=deviation, level=level)
@@ -328,4 +369,11 @@ def review_verdict(
     else:
         sentences.append("Subpopulations are not examined yet: run the guided search (or "
                          "generate subpopulations) to learn where the model is miscalibrated.")
+    along = variable_sentence(curves, n_variables, level=level) if curves is not None else None
+    if along is not None:
+        sentences.append(along)
+        appendix.append("Along a variable: cumulative differences of response − score about "
+                        "their mean, ordered by it (no span); D/σ is their range in standard "
+                        "deviations, p the chance a Brownian bridge's range exceeds it, "
+                        "Bonferroni-adjusted over the numeric covariates.")
     return Verdict(tuple(sentences), findings, ok, tuple(appendix), tuple(sections))

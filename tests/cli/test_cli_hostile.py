@@ -203,9 +203,14 @@ def test_maps_of_the_wrong_types_are_refused(cli, files, maps, tmp_path):
              "params.intercept", "must be a number")
     _refused(_apply(cli, files, tmp_path, _with(maps["beta"], {"a": None})),
              "params.a", "must be a number")
-    broken = [{"description": "age > 30", "coefficient": [1], "p_adjusted": 0.01}]
+    broken = [{"description": "age > 30", "shape": "offset", "a": 1.0, "b": [1],
+               "p_adjusted": 0.01}]
     _refused(_apply(cli, files, tmp_path, _with(maps["findings"], {"terms": broken})),
-             "terms[0].coefficient", "must be a number")
+             "terms[0].b", "must be a number")
+    broken = [{"description": "age > 30", "shape": "wiggle", "a": 1.0, "b": 0.1,
+               "p_adjusted": 0.01}]
+    _refused(_apply(cli, files, tmp_path, _with(maps["findings"], {"terms": broken})),
+             "terms[0].shape", "offset, slope or additive")
     _refused(_apply(cli, files, tmp_path, [1, 2]), "not a JSON object")
 
 
@@ -217,7 +222,8 @@ def test_a_broken_boosted_map_is_refused(cli, files, maps, tmp_path):
 
 def test_a_deep_or_huge_or_special_map_is_refused_before_parsing(cli, files, maps, tmp_path):
     _refused(_apply(cli, files, tmp_path, "[" * 100_000 + "]" * 100_000), "nests", "100,000")
-    terms = [{"description": "age > 30", "coefficient": 0.1, "p_adjusted": 0.01}] * 100_000
+    terms = [{"description": "age > 30", "shape": "offset", "a": 1.0, "b": 0.1,
+              "p_adjusted": 0.01}] * 100_000
     _refused(_apply(cli, files, tmp_path, _with(maps["findings"], {"terms": terms})),
              "100,000 terms", "at most")
     from mcviz.settings import MAP_MAX_BYTES
