@@ -452,8 +452,10 @@ def test_review_of_the_argmax_subpopulation_and_its_own_calibration():
     assert drawn[0]["data"][0]["name"].startswith("Fₖ − F̃ₖ")
     assert any(t.get("legendgroup") == "sub" for t in drawn[1]["data"])  # against the full
     description = argmax.split("\\: ", 1)[1].split(" — ")[0]  # escaped, as the caption shows it
-    assert any(description in c.value for c in at.caption)
-    assert any(c.value.endswith("rows · not yet tested against chance") for c in at.caption)
+    shown = [c for c in at.caption if c.value.endswith("rows · not yet tested against chance")]
+    assert shown
+    # the group is named on hover (the verdict below names it; two lines, not four, #40)
+    assert any(description.replace("\\", "") in c.proto.help for c in shown)
     at.toggle(key="w_review_own").set_value(True).run()
     drawn = assert_review_grid(at)
     assert "Own calibration" in _title(drawn[0])
