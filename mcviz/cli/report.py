@@ -6,8 +6,14 @@ states the verdict in sentences (:mod:`mcviz.present.verdict`). With ``--deck`` 
 suffix chooses .pptx or .pdf) it writes the 16:9 deck of :mod:`mcviz.present.deck`: title, verdict,
 one slide per confirmed finding with its review grid as a picture, appendix.
 
-Prints ``{"n", "verdict": [sentences], "findings": [{"rank", "description", "sentence",
-"effect", "interval", "share", "p_adjusted"}], "appendix": [...], "slides", "deck": [paths]}``.
+Prints ``{"n", "verdict": [sentences], "next_step": sentence, "details": [lines],
+"findings": [{"rank", "description", "sentence", "effect", "interval", "effect_value", "ci_low",
+"ci_high", "share", "p_adjusted"}], "appendix": [...], "slides", "deck": [paths]}``. The
+verdict's sentences are words (no statistical symbol); ``details`` holds the statistics. A
+finding's ``description`` is its exact filter expression (it re-parses), ``sentence`` the same
+group in words; ``effect`` is observed − predicted on its held-out rows (negative: fewer
+positives than predicted), written as the deck writes it, ``effect_value``, ``ci_low`` and
+``ci_high`` the same numbers as fractions.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """Load, measure, search, state the verdict and write the decks; return the JSON object."""
-    from mcviz.stats.cumulative import cumulative_differences
+    from mcviz.stats.cumulative import cumulative_differences, mean_rates
     from mcviz.search import search_subpopulations
     from mcviz.settings import SearchSettings
     from mcviz.present.verdict import review_verdict
@@ -56,20 +62,31 @@ def run(args: argparse.Namespace) -> dict:
     settings = _common.settings_from_arguments(SearchSettings, args)
     search = search_subpopulations(pred, covariates=covariates, **dataclasses.asdict(settings))
     verdict = review_verdict(cumulative_differences(pred), total=pred.n, search=search,
-                             binary=pred.response_kind == "binary")
+                             rates=mean_rates(pred), binary=pred.response_kind == "binary")
+    found = {f.rank: f for f in search.findings}
     slides = 0
     if args.deck:
         slides = _write_decks(args, pred, search, verdict, bins)
     return {
         "n": pred.n,
         "verdict": list(verdict.sentences),
+        "next_step": verdict.next_step,
+        "details": list(verdict.details),
         "findings": [{"rank": f.rank, "description": f.expression, "sentence": f.sentence,
-                      "effect": f.effect, "interval": f.interval, "share": f.share,
+                      "effect": f.effect, "interval": f.interval,
+                      "effect_value": _number(found[f.rank].mean_residual),
+                      "ci_low": _number(found[f.rank].ci_low),
+                      "ci_high": _number(found[f.rank].ci_high), "share": f.share,
                       "p_adjusted": f.p_adjusted} for f in verdict.findings],
         "appendix": list(verdict.appendix),
         "slides": slides,
         "deck": [str(Path(p)) for p in args.deck],
     }
+
+
+def _number(value: float) -> float | None:
+    """A JSON number (None for NaN)."""
+    return None if value != value else float(value)
 
 
 def _bins(text: str) -> tuple[int, ...]:
