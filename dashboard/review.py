@@ -62,7 +62,7 @@ def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any
 
 
 def chosen_note(scope: Scope, runs_: Sequence[Any], null: Any = None) -> str | None:
-    """What a chart says in place of the p-value of a scope chosen for being extreme.
+    """Return what a chart says in place of the p-value of a scope chosen for being extreme.
 
     None for the full population, a filter or a level (their own p-value is a test).
     """

@@ -143,8 +143,8 @@ def verdict_block(results):
                          if run is None or (run.search is None and null is None)
                          else (st.container(), None))
     with words:
-        for sentence in verdict.sentences:
-            line = finding_sentences.get(sentence)
+        for index, sentence in enumerate(verdict.sentences):  # the first: the scope itself
+            line = finding_sentences.get(sentence) if index else None
             if line is None:
                 st.markdown(md(sentence))
             else:

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _number(value: float) -> float | None:
-    """A JSON number (None for NaN)."""
+    """Return a JSON number (None for NaN)."""
     return None if value != value else float(value)
 
 

@@ -76,7 +76,8 @@ class Section:
     facts : tuple of (str, str)
         Label and formatted value pairs.
     picture : bytes or None
-        A PNG drawn on the slide (e.g. a chart rendered by :func:`mcviz.present.report.figure_image`).
+        A PNG drawn on the slide (a chart rendered by
+        :func:`mcviz.present.report.figure_image`).
     draw : callable or None
         Returns the plotly figures (one or two, unescaped) the deck draws side by side as the
         slide's picture when ``picture`` is None; called only when a deck is written.
@@ -120,7 +121,7 @@ class FindingLine:
     @property
     def facts(self) -> tuple[tuple[str, str], ...]:
         """Label and value pairs for a slide."""
-        return (("effect (observed − predicted)", self.effect), ("95% interval", self.interval),
+        return (("effect (observed − predicted)", self.effect), ("95% CI", self.interval),
                 ("share of rows", f"{self.share} ({self.size:,} rows)"),
                 ("adjusted p (Holm, held-out rows)", self.p_adjusted))
 
@@ -245,7 +246,7 @@ def _share(size: int, total: int) -> str:
 
 
 def _rates(rates: tuple[float, float] | None, *, binary: bool) -> str:
-    """ "the model predicted 24.1% positive and 20.9% were" (empty without rates)."""
+    """Write "the model predicted 24.1% positive and 20.9% were" (empty without rates)."""
     if rates is None or any(math.isnan(float(v)) for v in rates):
         return ""
     predicted, observed = (float(v) for v in rates)
@@ -282,7 +283,7 @@ def _largest_gap(result: Any, *, binary: bool) -> str:
 
 
 def _score_percent(score: Any) -> str:
-    """A score bound for a sentence: two significant digits, "0%" below 0.01%."""
+    """Write a score bound for a sentence: two significant digits, "0%" below 0.01%."""
     percent = 100.0 * float(score)
     return "0%" if percent < 0.01 else f"{readable_number(percent, digits=2)}%"
 
@@ -332,7 +333,7 @@ def calibration_sentence(result: Any, *, description: str = "full population",
 
 def calibration_details(result: Any, *, deviation: bool = False,
                         selected: bool = False) -> str:
-    r"""The statistics of :func:`calibration_sentence`: :math:`D/\sigma` and its p-value.
+    r"""Write the statistics of :func:`calibration_sentence`: :math:`D/\sigma` and its p.
 
     ``selected``: the scope was chosen for being extreme, so its own p-value is no test and is
     not given.
@@ -374,8 +375,9 @@ def selected_sentence(selection: Selection, *, description: str, size: int, tota
     said = _rates(rates, binary=binary)
     role = (f"the largest deviation of {selection.among:,} {selection.what}" if selection.largest
             else f"one of {selection.among:,} {selection.what}, picked from their table")
-    head = (f"The subpopulation {description} ({_share(size, total)}) is {role}"
-            f"{': ' + said if said else ''}.")
+    scope = (f"The full population ({format_count(size, 'row')})" if size >= total
+             else f"The subpopulation {description} ({_share(size, total)})")
+    head = f"{scope} is {role}{': ' + said if said else ''}."
     phrase = selection.phrase[0].upper() + selection.phrase[1:]
     if selection.p_adjusted is None or math.isnan(float(selection.p_adjusted)):
         return f"{head} {phrase}: not yet tested against chance.", None
@@ -387,7 +389,7 @@ def selected_sentence(selection: Selection, *, description: str, size: int, tota
 
 
 def selection_details(selection: Selection) -> str:
-    """The adjusted p-value of a selected scope, or that there is none yet."""
+    """Write the adjusted p-value of a selected scope, or that there is none yet."""
     if selection.p_adjusted is None:
         return (f"{selection.phrase[0].upper() + selection.phrase[1:]}: its own p-value is no "
                 "test; compute the null distribution to test it.")
@@ -427,7 +429,7 @@ def multicalibration_sentence(result: Any, null: Any = None, *, level: float = L
 
 
 def multicalibration_details(result: Any, null: Any = None) -> str:
-    """M/σ₀ and its p-value from the null draws (or untested)."""
+    """Write M/σ₀ and its p-value from the null draws (or untested)."""
     z = format_number(result.metric_z, digits=3)
     head = (f"Multi-calibration (Guy et al., eq. (4)): M/σ₀ = {z} over "
             f"{int(result.n_subpopulations):,} subpopulations")
@@ -451,10 +453,11 @@ def _finding_line(finding: Any, binary: bool, search: Any) -> FindingLine:
     kind = {"simulated": "simulated p-value", "brownian": "Brownian-range p-value"}.get(
         getattr(finding, "p_kind", ""), "no valid p-value")
     count = len(search.findings)
+    held = f"{int(search.n_holdout):,} held-out rows"
     details = (f"Finding {int(finding.rank)}: adjusted p {_p_phrase(p)} (Holm over "
-               f"{count:,} finding{'' if count == 1 else 's'} on {int(search.n_holdout):,} held-out rows; "
-               f"{kind}); D/σ on held-out rows {format_number(finding.holdout_kuiper_z, digits=3)}"
-               f"." if hasattr(finding, "holdout_kuiper_z") else f"Adjusted p {_p_phrase(p)}.")
+               f"{count:,} finding{'' if count == 1 else 's'} on {held}; {kind}); D/σ on "
+               f"held-out rows {format_number(finding.holdout_kuiper_z, digits=3)}."
+               if hasattr(finding, "holdout_kuiper_z") else f"Adjusted p {_p_phrase(p)}.")
     return FindingLine(rank=int(finding.rank), expression=str(finding.description),
                        sentence=str(finding.sentence), effect=effect, interval=interval,
                        share=format_percent(finding.share), size=int(finding.size),
@@ -486,7 +489,7 @@ def findings_sentences(search: Any, *, binary: bool = True,
 
 
 def search_details(search: Any) -> str:
-    """How the search worked, with its numbers: candidates, rows searched and held out."""
+    """Write how the search worked, with its numbers: candidates, rows searched and held out."""
     return (f"Guided search: {int(search.candidates_scored):,} candidate groups scored on "
             f"{int(search.n_search):,} rows; the {len(search.findings):,} best tested on "
             f"{int(search.n_holdout):,} held-out rows (Brownian-range or simulated p-values, "
