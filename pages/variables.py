@@ -25,7 +25,8 @@ except ValidationError as error:  # e.g. real-valued responses: no predicted cla
                  "The cumulative view along each variable is below.")
     ranking = None
 else:
-    st.markdown("**Variables ranked by variable-based calibration error (VECE)**")
+    st.markdown("**Variables ranked: evidence of a miscalibration along them first, then by "
+                "variable-based calibration error (VECE)**")
     ui.show_table(
         ranking.drop(columns=["warnings"]).assign(
             vce_at=[format_number(v) if isinstance(v, float) else str(v)
@@ -42,8 +43,14 @@ else:
                "rows or a gap interval wider than ±10 points, are left out, and so is every point "
                "within reach of thin support. vce_significant: whether the band of the gap at "
                "v* (valid for a v* picked as the largest gap) excludes 0; otherwise VCE(v*) is "
-               "within noise. vce_support: the weight within the window at v*. warnings: listed "
-               "under the variable's charts.")
+               "within noise. vce_support: the weight within the window at v*. kuiper_z and "
+               "p_value: the cumulative differences of response − score about their mean, "
+               "ordered by the variable (no span, so a local error a smooth curve averages away "
+               "still shows): Kuiper's D/σ and its p; p_adjusted: Bonferroni's over the "
+               "variables (none for nominal ones: their levels have no order). Variables with "
+               "p_adjusted < 0.05 or a significant VCE(v*) come first. The curves' span is "
+               "chosen per variable by cross-validation. warnings: listed under the variable's "
+               "charts.")
 
 names = list(kinds)
 if ranking is not None:

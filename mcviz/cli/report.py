@@ -4,12 +4,14 @@ Loads the file, measures the full population's calibration (cumulative differenc
 its p-value), runs the guided search (findings confirmed on held-out rows, Holm-adjusted) and
 states the verdict in sentences (:mod:`mcviz.present.verdict`). With ``--deck`` (once or more; the
 suffix chooses .pptx or .pdf) it writes the 16:9 deck of :mod:`mcviz.present.deck`: title, verdict,
-one slide per confirmed finding with its review grid as a picture, appendix.
+the full population's charts, each confirmed finding's slides with native charts, appendix. A PDF
+needs LibreOffice or kaleido; without either the PPTX is written and one line on stderr says why
+the PDF was not (exit 2 only when no deck could be written).
 
 Prints ``{"n", "verdict": [sentences], "next_step": sentence, "details": [lines],
 "findings": [{"rank", "description", "sentence", "effect", "interval", "effect_value", "ci_low",
-"ci_high", "share", "p_adjusted"}], "appendix": [...], "slides", "deck": [paths]}``. The
-verdict's sentences are words (no statistical symbol); ``details`` holds the statistics. A
+"ci_high", "share", "p_adjusted"}], "appendix": [...], "slides", "deck": [paths written]}``.
+The verdict's sentences are words (no statistical symbol); ``details`` holds the statistics. A
 finding's ``description`` is its exact filter expression (it re-parses), ``sentence`` the same
 group in words; ``effect`` is observed − predicted on its held-out rows (negative: fewer
 positives than predicted), written as the deck writes it, ``effect_value``, ``ci_low`` and
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -49,10 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """Load, measure, search, state the verdict and write the decks; return the JSON object."""
-    from mcviz.stats.cumulative import cumulative_differences, mean_rates
+    from mcviz.present.verdict import review_verdict
     from mcviz.search import search_subpopulations
     from mcviz.settings import SearchSettings
-    from mcviz.present.verdict import review_verdict
+    from mcviz.stats.cumulative import cumulative_differences, mean_rates
 
     for path in args.deck:
         _common.check_output(path, flag="--deck", suffixes=(".pptx", ".pdf"))
@@ -64,9 +67,9 @@ def run(args: argparse.Namespace) -> dict:
     verdict = review_verdict(cumulative_differences(pred), total=pred.n, search=search,
                              rates=mean_rates(pred), binary=pred.response_kind == "binary")
     found = {f.rank: f for f in search.findings}
-    slides = 0
+    slides, written = 0, []
     if args.deck:
-        slides = _write_decks(args, pred, search, verdict, bins)
+        slides, written = _write_decks(args, pred, search, verdict, bins)
     return {
         "n": pred.n,
         "verdict": list(verdict.sentences),
@@ -80,7 +83,7 @@ def run(args: argparse.Namespace) -> dict:
                       "p_adjusted": f.p_adjusted} for f in verdict.findings],
         "appendix": list(verdict.appendix),
         "slides": slides,
-        "deck": [str(Path(p)) for p in args.deck],
+        "deck": written,
     }
 
 
@@ -101,17 +104,39 @@ def _bins(text: str) -> tuple[int, ...]:
 
 
 def _write_decks(args: argparse.Namespace, pred: object, search: object, verdict: object,
-                 bins: tuple[int, ...]) -> int:
-    from mcviz.present.deck import DeckInfo, deck_slides, finding_grids, write_deck
+                 bins: tuple[int, ...]) -> tuple[int, list[str]]:
+    """Write every ``--deck``; return the slide count and the paths written.
+
+    A PDF that cannot be made here (no LibreOffice, no kaleido, or their failure) is said in
+    one line on stderr and left out; when nothing could be written the command fails (exit 2).
+    """
+    from mcviz.present.deck import DeckInfo, deck_slides, finding_charts, scope_charts, write_deck
+    from mcviz.present.report import ExportUnavailableError
+    from mcviz.present.review import review_results
+    from mcviz.text import display_text
 
     model = f"score {pred.score_column}, label {pred.label_column}"  # type: ignore[attr-defined]
     if pred.weighted:  # type: ignore[attr-defined]
         model += f", weight {pred.weight_column}"  # type: ignore[attr-defined]
     info = DeckInfo(Path(args.file).name, model, pred.n,  # type: ignore[attr-defined]
                     datetime.now(UTC).strftime("%Y-%m-%d"))
-    grids = finding_grids(pred, search, verdict, bins=bins)
-    slides = deck_slides(verdict, info, grids=grids)  # type: ignore[arg-type]
+    covariates = list(pred.covariate_kinds)  # type: ignore[attr-defined]
+    full = review_results(pred, None, variable=next(iter(covariates), None),  # type: ignore
+                          bins=bins)
+    slides = deck_slides(verdict, info,  # type: ignore[arg-type]
+                         charts=finding_charts(pred, search, verdict, bins=bins),  # type: ignore
+                         scope=("The full population", scope_charts(full)))
+    written, refused = [], []
     for path in args.deck:
-        with _common.atomic_output(path) as temporary:
-            write_deck(slides, temporary, kind=Path(path).suffix.lower()[1:])
-    return len(slides)
+        try:
+            with _common.atomic_output(path) as temporary:
+                write_deck(slides, temporary, kind=Path(path).suffix.lower()[1:])
+        except ExportUnavailableError as error:
+            refused.append(f"--deck {path}: not written: {error}")
+            continue
+        written.append(str(Path(path)))
+    if not written:
+        raise ValidationError(" ".join(refused))
+    for line in refused:
+        print(f"mcviz: note: {display_text(line)}", file=sys.stderr)
+    return len(slides), written

@@ -45,6 +45,7 @@ from mcviz.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mcviz.io.assembly import demo_path, load_demo, load_predictions
+    from mcviz.io.maps import check_map, read_map
     from mcviz.io.model import VOID_P_VALUES, LoadReport, Roles
     from mcviz.io.predictions import Predictions, roles_sentence, validate_index
     from mcviz.io.readers import (
@@ -65,6 +66,7 @@ _HOME = {  # name -> the module defining it (imported on first use: pandas only 
     "Predictions": "predictions",
     "Roles": "model",
     "Source": "readers",
+    "check_map": "maps",
     "class_names": "roles",
     "default_max_bytes": "readers",
     "demo_path": "assembly",
@@ -72,6 +74,7 @@ _HOME = {  # name -> the module defining it (imported on first use: pandas only 
     "labels_are_classes": "roles",
     "load_demo": "assembly",
     "load_predictions": "assembly",
+    "read_map": "maps",
     "read_parquet_table": "readers",
     "read_table": "readers",
     "roles_sentence": "predictions",
@@ -86,6 +89,7 @@ __all__ = [
     "Predictions",
     "Roles",
     "Source",
+    "check_map",
     "class_names",
     "default_max_bytes",
     "demo_path",
@@ -93,6 +97,7 @@ __all__ = [
     "labels_are_classes",
     "load_demo",
     "load_predictions",
+    "read_map",
     "read_parquet_table",
     "read_table",
     "roles_sentence",

@@ -16,6 +16,10 @@ person in the meeting, a details line per headline for the analyst, and one next
 4. the guided search's confirmed findings (their sentences,
    :attr:`mcviz.search.Finding.sentence`), or what it would have found (the minimum detectable
    effect in words).
+5. along the chosen numeric variable, in words: whether the miscalibration changes along it
+   (the cumulative residuals about their mean ordered by it, Kuiper's :math:`D/\sigma`, its p
+   Bonferroni-adjusted over the numeric covariates, in the details), beside VCE(v*) of its
+   smoothed curves.
 
 Headlines hold no statistical symbol (no D/σ, p, M/σ₀); those go to ``Verdict.details`` (one
 line per headline, shown small and on hover). ``Verdict.next_step`` follows the evidence: the
@@ -54,11 +58,13 @@ from mcviz.text import (
     format_percent,
     format_points,
     readable_number,
+    sentence_text,
 )
 
 __all__ = ["FindingLine", "Section", "Selection", "Verdict", "calibration_sentence",
            "findings_sentences", "mde_sentence", "multicalibration_sentence", "review_verdict",
-           "signed_number", "stated", "stated_direction"]
+           "signed_number", "stated", "stated_direction", "variable_details",
+           "variable_sentence"]
 
 LEVEL = VERDICT_LEVEL
 """The level below which a (properly adjusted) p-value is called beyond chance."""
@@ -439,6 +445,63 @@ def multicalibration_details(result: Any, null: Any = None) -> str:
     return f"{head}; p {_p_phrase(p)} from {int(null.draws):,} null draws (max statistic)."
 
 
+def variable_sentence(curves: Any, n_variables: int, *, level: float = LEVEL) -> str | None:
+    r"""State in words whether the miscalibration changes along a numeric variable.
+
+    ``curves`` is a :class:`mcviz.stats.variable_curves.VariableCalibration` (None is returned
+    for anything without ``kuiper_z``, such as a nominal variable's levels, or without a p);
+    its p is Bonferroni-adjusted over ``n_variables`` numeric covariates (the variable may
+    have been picked for its evidence), as the Variables ranking's ``p_adjusted`` is. The
+    numbers are in :func:`variable_details`.
+
+    >>> from types import SimpleNamespace as R
+    >>> local = R(name="age", kuiper_z=6.3, p_value=1e-9, vce=0.011, vce_significant=False)
+    >>> variable_sentence(local, 9)
+    'Along age the miscalibration changes beyond chance, even allowing for 9 variables: a local error the smoothed curves average away (their largest gap, 1.1 percentage points, is within noise); read its cumulative view.'
+    >>> variable_sentence(R(name="age", kuiper_z=1.2, p_value=0.4, vce=0.01,
+    ...                     vce_significant=False), 9)
+    'Along age the miscalibration does not change beyond chance.'
+    """  # noqa: E501
+    adjusted = _variable_p(curves, n_variables)
+    if adjusted is None:
+        return None
+    name = sentence_text(curves.name)
+    if adjusted >= level:
+        return f"Along {name} the miscalibration does not change beyond chance."
+    count = max(int(n_variables), 1)
+    said = (f"Along {name} the miscalibration changes beyond chance"
+            + (f", even allowing for {count:,} variables" if count > 1 else ""))
+    if curves.vce_significant or not math.isfinite(curves.vce):
+        return said + "."
+    return (f"{said}: a local error the smoothed curves average away (their largest gap, "
+            f"{format_points(curves.vce)}, is within noise); read its cumulative view.")
+
+
+def _variable_p(curves: Any, n_variables: int) -> float | None:
+    z, p = getattr(curves, "kuiper_z", math.nan), getattr(curves, "p_value", math.nan)
+    if not (math.isfinite(z) and math.isfinite(p)):
+        return None
+    return min(1.0, max(int(n_variables), 1) * float(p))
+
+
+def variable_details(curves: Any, n_variables: int) -> str | None:
+    """Write the statistics of :func:`variable_sentence`: D/σ, the adjusted p, VCE(v*).
+
+    >>> from types import SimpleNamespace as R
+    >>> variable_details(R(name="age", kuiper_z=6.3, p_value=1e-9, vce=0.011), 9)
+    'Along age: cumulative D/σ = 6.3, p < 0.0001 after 9 variables (Bonferroni); VCE(v*) 1.1 points.'
+    """  # noqa: E501
+    adjusted = _variable_p(curves, n_variables)
+    if adjusted is None:
+        return None
+    count = max(int(n_variables), 1)
+    vce = (f"; VCE(v*) {format_points(curves.vce, unit='points')}"
+           if math.isfinite(getattr(curves, "vce", math.nan)) else "")
+    return (f"Along {sentence_text(curves.name)}: cumulative D/σ = "
+            f"{format_number(curves.kuiper_z, digits=2)}, p {_p_phrase(format_p(adjusted))} "
+            f"after {count:,} variable{'' if count == 1 else 's'} (Bonferroni){vce}.")
+
+
 def _finding_line(finding: Any, binary: bool, search: Any) -> FindingLine:
     if binary:
         effect = format_points(finding.mean_residual, signed=True)
@@ -602,6 +665,8 @@ def review_verdict(
     binary: bool = True,
     sections: Sequence[Section] = (),
     level: float = LEVEL,
+    curves: Any = None,
+    n_variables: int = 1,
 ) -> Verdict:
     """Return the verdict of one scope: headlines, details, the next step, confirmed findings.
 
@@ -631,6 +696,9 @@ def review_verdict(
         0/1 responses: rates in percentages, effects in percentage points.
     sections : sequence of Section
         Extra parts (see the module's extension point).
+    curves, n_variables : optional
+        The chosen numeric variable's :class:`~mcviz.stats.variable_curves.VariableCalibration`
+        and the number of numeric covariates its p is adjusted over (:func:`variable_sentence`).
     """
     size = int(cumulative.n)
     if finding is not None:
@@ -683,6 +751,14 @@ def review_verdict(
     else:
         sentences.append("Groups are not examined yet: run the guided search (or generate "
                          "subpopulations) to learn where the model is miscalibrated.")
+    along = variable_sentence(curves, n_variables, level=level) if curves is not None else None
+    if along is not None:
+        sentences.append(along)
+        details.append(variable_details(curves, n_variables) or "")
+        appendix.append("Along a variable: cumulative differences of response − score about "
+                        "their mean, ordered by it (no span); D/σ is their range in standard "
+                        "deviations, p the chance a Brownian bridge's range exceeds it, "
+                        "Bonferroni-adjusted over the numeric covariates.")
     step = next_step(ok=ok, findings=findings, search=search, selection=selection,
                      multicalibration=multicalibration, null=null, n=total or size,
                      binary=binary, full=not deviation and finding is None)

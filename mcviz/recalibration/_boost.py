@@ -160,10 +160,16 @@ def boost_transform(params: Mapping, features: np.ndarray, score: np.ndarray) ->
     f = params["init"]["intercept"] + params["init"]["slope"] * logit(score)
     if params["rounds"]:
         lgb = _lightgbm()
-        for item in params["rounds"]:
-            booster = lgb.Booster(model_str=item["model"])
-            f = item["alpha"] * (f + booster.predict(np.column_stack((features, f)),
-                                                     raw_score=True))
+        for k, item in enumerate(params["rounds"]):
+            try:  # a map is input: a broken or foreign model is refused, not a traceback
+                booster = lgb.Booster(model_str=item["model"])
+                raw = booster.predict(np.column_stack((features, f)), raw_score=True)
+            except lgb.basic.LightGBMError as error:
+                first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+                raise ValidationError(f"recalibration map: round {k + 1} of the boosted map "
+                                      f"cannot be read or applied by LightGBM ({first}); fit "
+                                      "the map again with mcviz fix --map.") from None
+            f = item["alpha"] * (f + raw)
     from scipy.special import expit
 
     return expit(f)

@@ -88,7 +88,8 @@ class Finding:
     Attributes
     ----------
     rank : int
-        1 for the largest D/sigma on the search rows.
+        Its place in the list, by held-out evidence: confirmed findings first, then by held-out
+        p-value and held-out D/sigma (:func:`_by_held_out_evidence`).
     subpopulation : Subpopulation
         Its conditions, description (re-parseable by the filter language) and members among
         all rows.
@@ -98,9 +99,9 @@ class Finding:
         :math:`D/\sigma` over all its rows (eqs. (2), (5) of paper 000), as the Subpopulations
         table shows it.
     search_kuiper_z : float
-        The rank of the finding: :math:`D/\sigma` on the search rows (selected for being large:
-        not a test), less what its conditions' out-of-fold gains do not support (see
-        :meth:`mcviz.search._beam.Beam.findings`).
+        :math:`D/\sigma` on the search rows, with the :math:`\sigma` of M (eq. (5); Appendix C
+        eq. (6) floored by the whole population's pooled variance): selected for being large,
+        not a test.
     holdout_size : int
     holdout_kuiper_z : float
         :math:`D/\sigma` on the held-out rows.
@@ -383,8 +384,8 @@ def search_subpopulations(
     and folded (:mod:`mcviz.search._beam`, :func:`_finish`); memory O(n + candidates).
 
     Confirmation: each finding's held-out :math:`D/\sigma`, its p-value and Holm's adjustment
-    over the findings reported (no held-out label reaches the split, the findings, their order
-    or number; so no adjustment for the candidates searched, and no search-aware null); effects
+    over the findings reported (no held-out label reaches the split, the findings or their
+    number: no adjustment for the candidates searched; listed by held-out evidence); effects
     are held-out weighted means of R - S with 95% intervals (MDE:
     :func:`~mcviz.search._confirm.minimum_detectable_effect`). The p-value is P(range of standard
     Brownian motion > it); small held-out groups of binary responses, where that tail is
@@ -430,11 +431,11 @@ def search_subpopulations(
     found = _finish(beam, rank, int(n_findings), min_share, int(seed))
     if progress is not None:
         progress(0.9, "confirming on held-out rows")
-    findings, subpopulations = _confirm(pred, data, columns, found, holdout_rows, int(seed))
+    findings, subs = _confirm(pred, data, columns, found, holdout_rows, int(seed), search_rows)
     notes += _shortfall(findings, int(n_findings), beam.stops, min_rows)
     mde = _mde(pred, data, holdout_rows.size, int(n_findings))
     notice = " ".join(notes) or None
-    sub_set = SubpopulationSet((full_population(pred), *subpopulations), notice, int(seed),
+    sub_set = SubpopulationSet((full_population(pred), *subs), notice, int(seed),
                                min_rows, int(n_findings), tuple(c.name for c in columns), 0,
                                source="searched")
     if progress is not None:
@@ -501,8 +502,11 @@ def _mde(pred: Predictions, data: Data, n_holdout: int, n_tests: int) -> Minimum
     return MinimumDetectableEffect(MDE_SHARES, shift, ALPHA, 0.8, n_tests)
 
 
-def _confirm(pred, data, columns, found, holdout_rows, seed):
-    """Held-out statistics, Holm's adjustment, effects and sentences of the findings."""
+def _confirm(pred, data, columns, found, holdout_rows, seed, search_rows):
+    """Held-out statistics, Holm's adjustment, effects and sentences of the findings.
+
+    Listed by their held-out evidence (:func:`_by_held_out_evidence`).
+    """
     subs, all_members, held_members = [], [], []
     for rank, (node, _) in enumerate(found, start=1):
         cuts = [round_cut(columns[cut.column], cut) for cut in node.cuts]
@@ -538,7 +542,40 @@ def _confirm(pred, data, columns, found, holdout_rows, seed):
                               observed=observed, confirmed=is_confirmed(kinds[k], adjusted[k]),
                               p_kind=kinds[k], binary=binary),
         ))
-    return findings, subs
+    searched = [np.asarray(select_rows(pred, sub.conditions, within=search_rows)) for sub in subs]
+    return _by_held_out_evidence(findings, _score_candidates(whole, searched)[:, 0])
+
+
+def _by_held_out_evidence(findings: list[Finding],
+                          search_z: np.ndarray) -> tuple[list[Finding], list[Subpopulation]]:
+    r"""Order the findings by their held-out evidence; give each the search rows' D/σ of M.
+
+    Order: confirmed findings first, then by held-out p-value (smallest first; a void one,
+    NaN, last), then by held-out :math:`D/\sigma` (largest first), then by the search's own
+    order. Ranks and subpopulation ids are renumbered in that order. The order changes no
+    p-value (Holm's adjustment is over the set of findings, which no held-out label chose);
+    it keeps a group the held-out rows do not support from leading the list because the
+    search rows' :math:`\sigma` was small (with real-valued responses, eq. (6) at extreme
+    scores).
+
+    ``search_kuiper_z`` becomes :math:`D/\sigma` over the finding's search rows with the
+    :math:`\sigma` of M (eq. (5), or Appendix C eq. (6) floored by the whole population's
+    pooled variance, :mod:`mcviz.core.sigma`): every in-sample number a list shows uses
+    M's :math:`\sigma`.
+    """
+    def key(k: int) -> tuple:
+        f = findings[k]
+        p = f.p_value if np.isfinite(f.p_value) else np.inf
+        held = f.holdout_kuiper_z if np.isfinite(f.holdout_kuiper_z) else -np.inf
+        return (not f.confirmed, p, -held, k)
+
+    listed, subs = [], []
+    for rank, k in enumerate(sorted(range(len(findings)), key=key), start=1):
+        sub = replace(findings[k].subpopulation, id=rank)
+        subs.append(sub)
+        listed.append(replace(findings[k], rank=rank, subpopulation=sub,
+                              search_kuiper_z=float(search_z[k])))
+    return listed, subs
 
 
 def _shortfall(findings: list[Finding], wanted: int, stops: dict, min_rows: int) -> list[str]:

@@ -137,3 +137,115 @@ def test_apply_refuses_a_directory_as_out_before_reading(cli, files, tmp_path):
     folder = tmp_path / "d.csv"
     folder.mkdir()
     _refused(cli("apply", path, files / "new.csv", "--out", folder), "--out", "is a directory")
+
+
+# ------------------------------------------------------------------------------------------
+# Saved maps are input like any file (item 1)
+
+@pytest.fixture(scope="module")
+def maps(files, tmp_path_factory):
+    """A map of each built-in method fitted on the planted data, as parsed JSON."""
+    from mcviz.cli import main
+
+    directory = tmp_path_factory.mktemp("maps")
+    fitted = {}
+    for method in ("platt", "isotonic", "beta", "findings", "boost"):
+        path = directory / f"{method}.json"
+        argv = ["fix", str(files / "pred.parquet"), "--method", method, "--map", str(path),
+                "--bootstrap", "50", "--json"]
+        if method in ("findings", "boost"):
+            argv += ["--covariates", "region,age"]
+        assert main(argv) == 0
+        fitted[method] = json.loads(path.read_text())
+    return fitted
+
+
+def _apply(cli, files, tmp_path, text):
+    path = tmp_path / "hostile.json"
+    path.write_text(text if isinstance(text, str) else json.dumps(text))
+    out = tmp_path / "scored.parquet"
+    run = cli("apply", path, files / "new.csv", "--out", out)
+    assert not out.exists()  # nothing written, whatever the refusal
+    return run
+
+
+def _with(data, method_params):
+    changed = json.loads(json.dumps(data))
+    changed["params"].update(method_params)
+    return changed
+
+
+def test_maps_with_non_finite_numbers_are_refused(cli, files, maps, tmp_path):
+    platt = json.dumps(maps["platt"])
+    intercept = maps["platt"]["params"]["intercept"]
+    nan = platt.replace(json.dumps(intercept), "NaN", 1)
+    _refused(_apply(cli, files, tmp_path, nan), "map", "NaN", "finite")
+    infinite = json.dumps(_with(maps["platt"], {"slope": 1.0})).replace('"slope": 1.0',
+                                                                        '"slope": Infinity')
+    _refused(_apply(cli, files, tmp_path, infinite), "map", "Infinity")
+
+
+def test_isotonic_knots_unsorted_outside_or_unequal_are_refused(cli, files, maps, tmp_path):
+    iso = maps["isotonic"]
+    x, y = iso["params"]["x"], iso["params"]["y"]
+    cases = {
+        "increase": {"x": x[::-1]},
+        "in [0, 1]": {"x": [*x[:-1], 3.5]},
+        "not a number in [0, 1]": {"y": [*y[:-1], -2.0]},
+        "must be equal": {"y": y[:-1]},
+    }
+    for words, change in cases.items():
+        _refused(_apply(cli, files, tmp_path, _with(iso, change)), "params", words)
+
+
+def test_maps_of_the_wrong_types_are_refused(cli, files, maps, tmp_path):
+    _refused(_apply(cli, files, tmp_path, _with(maps["platt"], {"intercept": "0.3"})),
+             "params.intercept", "must be a number")
+    _refused(_apply(cli, files, tmp_path, _with(maps["beta"], {"a": None})),
+             "params.a", "must be a number")
+    broken = [{"description": "age > 30", "shape": "offset", "a": 1.0, "b": [1],
+               "p_adjusted": 0.01}]
+    _refused(_apply(cli, files, tmp_path, _with(maps["findings"], {"terms": broken})),
+             "terms[0].b", "must be a number")
+    broken = [{"description": "age > 30", "shape": "wiggle", "a": 1.0, "b": 0.1,
+               "p_adjusted": 0.01}]
+    _refused(_apply(cli, files, tmp_path, _with(maps["findings"], {"terms": broken})),
+             "terms[0].shape", "offset, slope or additive")
+    _refused(_apply(cli, files, tmp_path, [1, 2]), "not a JSON object")
+
+
+def test_a_broken_boosted_map_is_refused(cli, files, maps, tmp_path):
+    boost = maps["boost"]
+    rounds = [{"alpha": 1.0, "model": "tree\nnot a model\n"}]
+    _refused(_apply(cli, files, tmp_path, _with(boost, {"rounds": rounds})), "LightGBM")
+
+
+def test_a_deep_or_huge_or_special_map_is_refused_before_parsing(cli, files, maps, tmp_path):
+    _refused(_apply(cli, files, tmp_path, "[" * 100_000 + "]" * 100_000), "nests", "100,000")
+    terms = [{"description": "age > 30", "shape": "offset", "a": 1.0, "b": 0.1,
+              "p_adjusted": 0.01}] * 100_000
+    _refused(_apply(cli, files, tmp_path, _with(maps["findings"], {"terms": terms})),
+             "100,000 terms", "at most")
+    from mcviz.settings import MAP_MAX_BYTES
+
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as stream:  # sparse: its size is read, never its bytes
+        stream.truncate(MAP_MAX_BYTES + 1)
+    _refused(cli("apply", huge, files / "new.csv", "--out", tmp_path / "x.csv"),
+             "refused before it is read")
+    fifo = tmp_path / "map.fifo"
+    os.mkfifo(fifo)  # opening it would block forever: refused from its type
+    _refused(cli("apply", fifo, files / "new.csv", "--out", tmp_path / "x.csv"),
+             "not a regular file")
+    _refused(cli("apply", "/dev/zero", files / "new.csv", "--out", tmp_path / "x.csv"),
+             "not a regular file")
+
+
+def test_scores_outside_zero_one_are_never_written():
+    from mcviz.cli.apply import checked_scores
+    from mcviz.errors import ValidationError
+
+    values = np.array([0.2, np.nan, 1.0, 0.0, np.inf, -0.1])
+    with pytest.raises(ValidationError, match=r"3 of 6 rows .* \(rows 2, 5, 6\)"):
+        checked_scores(values, np.arange(6), "m.json")
+    assert checked_scores(values[[0, 2, 3]], np.arange(3), "m.json").tolist() == [0.2, 1.0, 0.0]

@@ -41,7 +41,15 @@ def test_variables_json(prediction_file, capsys):
     assert {row["name"] for row in rows} == {"age", "hours", "sector"}
     for row in rows:
         assert set(row) == {"name", "kind", "vece", "vce", "vce_at", "vce_support", "vce_ci",
-                            "vce_significant", "n", "spikes", "warnings"}
+                            "vce_significant", "kuiper_z", "p_value", "p_adjusted", "span",
+                            "span_chosen", "n", "spikes", "warnings"}
+        if row["kind"] == "ordinal":  # the cumulative statistic along it; a chosen span
+            assert row["kuiper_z"] > 0
+            assert 0 <= row["p_value"] <= row["p_adjusted"] <= 1
+            assert row["span_chosen"] is True
+            assert row["span"] in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+        else:
+            assert row["kuiper_z"] is None and row["p_value"] is None
         assert isinstance(row["vce_significant"], bool)
         low, high = row["vce_ci"]
         assert low <= high
@@ -50,14 +58,25 @@ def test_variables_json(prediction_file, capsys):
         assert 0 <= row["vce"] <= 1
         assert isinstance(row["warnings"], list)
         assert 0 < row["vce_support"] <= row["n"]  # unweighted: rows within the window at v*
-    assert [row["vece"] for row in rows] == sorted((row["vece"] for row in rows), reverse=True)
+    # evidence first (a VCE band excluding 0 or p_adjusted < 0.05), then VECE within each group
+    evidence = [row["vce_significant"] or (row["p_adjusted"] or 1) < 0.05 for row in rows]
+    assert evidence == sorted(evidence, reverse=True)
+    for flag in (True, False):
+        group = [row["vece"] for row, e in zip(rows, evidence, strict=True) if e == flag]
+        assert group == sorted(group, reverse=True)
     kinds = {row["name"]: row["kind"] for row in rows}
     assert kinds == {"age": "ordinal", "hours": "ordinal", "sector": "nominal"}
     assert next(r for r in rows if r["name"] == "sector")["vce_at"] in {"a", "b", "c"}
 
 
 def test_variables_span_option(prediction_file, capsys):
-    wide = run_json(capsys, "variables", str(prediction_file), "--score", "prob", "--label", "y")
+    wide = run_json(capsys, "variables", str(prediction_file), "--score", "prob", "--label", "y",
+                    "--span", "0.9")
+    auto = run_json(capsys, "variables", str(prediction_file), "--score", "prob", "--label", "y",
+                    "--span", "auto")
+    assert auto == run_json(capsys, "variables", str(prediction_file), "--score", "prob",
+                            "--label", "y")  # auto is the default
+    assert {r["span_chosen"] for r in wide["variables"]} == {False}
     narrow = run_json(capsys, "variables", str(prediction_file), "--score", "prob",
                       "--label", "y", "--span", "0.3")
     age = [next(r for r in o["variables"] if r["name"] == "age") for o in (wide, narrow)]
@@ -86,4 +105,11 @@ def test_bad_span_exits_2_with_message(prediction_file):
     )
     assert completed.returncode == 2
     assert "span must lie in [0.3, 1]" in completed.stderr
+    assert "Traceback" not in completed.stderr
+    completed = subprocess.run(
+        [sys.executable, "-m", "mcviz", "variables", str(prediction_file), "--span", "wide"],
+        capture_output=True, text=True, check=False,
+    )
+    assert completed.returncode == 2
+    assert "--span 'wide': give a number from 0.3 to 1, or 'auto'" in completed.stderr
     assert "Traceback" not in completed.stderr

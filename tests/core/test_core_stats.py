@@ -105,3 +105,26 @@ def test_value_order_sorts_every_kind_of_variable(make, n):
     order = value_order(values)
     assert np.array_equal(np.sort(order), np.arange(values.size))  # a permutation
     assert np.array_equal(values[order], np.sort(values))  # ascending
+
+
+def test_bridge_range_sf_against_kuiper_series_and_simulation():
+    from mcviz.core.brownian import bridge_range_sf
+
+    # Kuiper's series 2 sum (4k^2 r^2 - 1) exp(-2 k^2 r^2), summed far, over (0.3, 3)
+    k = np.arange(1, 400)[:, None]
+    r = np.linspace(0.3, 3.0, 28)
+    series = np.minimum(2 * np.sum((4 * k**2 * r**2 - 1) * np.exp(-2 * k**2 * r**2), axis=0), 1)
+    np.testing.assert_allclose(bridge_range_sf(r), series, atol=1e-12)
+    assert bridge_range_sf(0.0) == 1.0 and bridge_range_sf(np.inf) == 0.0
+    assert np.isnan(bridge_range_sf(np.nan))
+    # the range of simulated Brownian bridges (10,000 paths of 1,000 Gaussian steps): a
+    # discrete walk overshoots each end by 0.5826 / sqrt(steps) less (Siegmund's correction),
+    # so its range exceeds r as often as the bridge's exceeds r + 2 * 0.5826 / sqrt(steps)
+    rng = np.random.default_rng(0)
+    steps = 1_000
+    walk = np.cumsum(rng.normal(size=(10_000, steps)), axis=1) / np.sqrt(steps)
+    bridge = walk - np.arange(1, steps + 1) / steps * walk[:, -1:]
+    ranges = np.maximum(bridge.max(axis=1), 0) - np.minimum(bridge.min(axis=1), 0)
+    for value in (1.0, 1.5, 2.0):
+        shifted = value + 2 * 0.5826 / np.sqrt(steps)
+        assert np.mean(ranges > value) == pytest.approx(bridge_range_sf(shifted), abs=0.012)

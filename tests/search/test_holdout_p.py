@@ -120,8 +120,14 @@ def test_the_search_never_sees_held_out_labels(response):
                      else changed[held] + rng.normal(0, 2, held.size))
     _, after = search(changed)
     np.testing.assert_array_equal(before.holdout_index, after.holdout_index)
-    assert [(f.description, f.search_kuiper_z) for f in before.findings] == [
-        (f.description, f.search_kuiper_z) for f in after.findings]
+    # the same findings (listed by their held-out evidence, so their order may change)
+    assert sorted(f.description for f in before.findings) == sorted(
+        f.description for f in after.findings)
+    if response == "binary":  # eq. (5): the search rows' D/sigma reads no held-out label
+        assert sorted((f.description, f.search_kuiper_z) for f in before.findings) == sorted(
+            (f.description, f.search_kuiper_z) for f in after.findings)
+    # (real-valued: the search rows' D/sigma shown uses M's sigma, whose floor pools every
+    # row; the search itself chose the findings with its own part's floor)
 
 
 def test_a_small_held_out_finding_gets_the_simulated_p_in_the_search():

@@ -218,9 +218,13 @@ def test_rank_variables_sorted_with_both_kinds():
     pred = synthetic()
     table = rank_variables(pred)
     assert list(table.columns) == ["name", "kind", "vece", "vce", "vce_at", "vce_support",
-                                   "vce_significant", "warnings"]
+                                   "vce_significant", "kuiper_z", "p_value", "p_adjusted",
+                                   "warnings"]
     assert set(table["name"]) == {"age", "income", "group", "flag"}
-    assert table["vece"].is_monotonic_decreasing
+    evidence = table["vce_significant"] | (table["p_adjusted"] < 0.05)
+    assert evidence.is_monotonic_decreasing  # evidence first, then VECE
+    for flag in (True, False):
+        assert table.loc[evidence == flag, "vece"].is_monotonic_decreasing
     # one naming of covariate kinds: the ranking uses the loader's words
     assert table.loc[table.name == "group", "kind"].item() == "nominal"
     assert dict(zip(table["name"], table["kind"], strict=True)) == dict(pred.covariate_kinds)
@@ -252,7 +256,8 @@ def test_letter_demo_top_label_path():
     assert 0 <= result.vce <= 1
     table = rank_variables(pred)
     assert len(table) == 16
-    assert table["vece"].is_monotonic_decreasing
+    evidence = table["vce_significant"] | (table["p_adjusted"] < 0.05)
+    assert evidence.is_monotonic_decreasing
 
 
 def test_synthetic_multiclass_top_label_path():
@@ -503,7 +508,9 @@ def test_records_are_json_ready_with_the_cli_fields():
     assert [r["name"] for r in records] == list(rank_variables(pred)["name"])
     for record in records:
         assert set(record) == {"name", "kind", "vece", "vce", "vce_at", "vce_support",
-                               "vce_ci", "vce_significant", "n", "spikes", "warnings"}
+                               "vce_ci", "vce_significant", "kuiper_z", "p_value",
+                               "p_adjusted", "span", "span_chosen", "n", "spikes",
+                               "warnings"}
     age = next(r for r in records if r["name"] == "age")
     result = variable_calibration(pred, "age")
     assert age["vce_at"] == result.vce_at
@@ -626,3 +633,94 @@ def test_level_vce_band_is_bonferroni_over_the_eligible_levels():
 def test_simultaneous_z_is_the_chi_square_root():
     assert simultaneous_z(1.0) == pytest.approx(1.959964, rel=1e-6)
     assert simultaneous_z(3.2) == pytest.approx(np.sqrt(stats.chi2.ppf(0.95, 4)))
+
+
+# ------------------------------------------------------------------------------------------
+# Local errors along a variable: the cumulative statistic (no bandwidth) and the chosen span
+
+
+def _local_error(seed, n=20_000, top=0.03, shift=0.3):
+    """A 30-point miscalibration in the top 3% of v; u is independent of everything."""
+    rng = np.random.default_rng(seed)
+    v, u = rng.normal(size=n), rng.normal(size=n)
+    score = rng.uniform(0.05, 0.65, n)
+    truth = np.where(v > np.quantile(v, 1 - top), score + shift, score)
+    label = (rng.random(n) < truth).astype(int)
+    return Predictions.from_arrays(score, label, covariates={"v": v, "u": u}), v, u, score, label
+
+
+def test_planted_local_error_p_value_below_0001_calibrated_variable_above_001():
+    # 20 seeds: the planted variable's p < 0.001 in every seed we accept at most one miss, and
+    # the variable along which nothing changes has p > 0.01 (a constant offset of 0.9 points,
+    # the planted error's share of the mean, is not a change along it).
+    from mcviz.stats.variables import variable_records
+
+    planted = calibrated = 0
+    for seed in range(20):
+        pred, *_ = _local_error(seed)
+        rows = {row["name"]: row for row in variable_records(pred)}
+        planted += rows["v"]["p_value"] < 0.001
+        calibrated += rows["u"]["p_value"] > 0.01
+    assert planted >= 19, planted
+    assert calibrated >= 19, calibrated
+
+
+def _direct_kuiper_z(x, score, label):
+    """Kuiper's D/sigma of the residuals about their mean, ordered by x (no ties), by hand."""
+    order = np.argsort(x)
+    residual = label[order] - score[order]
+    residual = residual - residual.mean()
+    path = np.concatenate(([0.0], np.cumsum(residual) / x.size))
+    sigma = np.sqrt(np.sum(score * (1 - score))) / x.size  # eq. (5), unweighted
+    return (path.max() - path.min()) / sigma
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_kuiper_along_a_variable_against_a_direct_computation(seed):
+    pred, v, u, score, label = _local_error(seed, n=3_000)
+    for name, x in (("v", v), ("u", u)):
+        result = variable_calibration(pred, name, span=0.9)
+        assert result.kuiper_z == pytest.approx(_direct_kuiper_z(x, score, label), rel=1e-9)
+        # Kuiper's distribution of the bridge's range: 2 sum (4k^2 z^2 - 1) exp(-2 k^2 z^2)
+        z = result.kuiper_z
+        k = np.arange(1, 200)
+        tail = 2 * np.sum((4 * k**2 * z**2 - 1) * np.exp(-2 * k**2 * z**2)) if z > 0.5 else 1
+        assert result.p_value == pytest.approx(min(tail, 1.0), abs=1e-9)
+
+
+def test_local_error_in_the_ranking_comes_before_noise():
+    from mcviz.stats.variables import variable_records
+
+    pred, *_ = _local_error(3, n=30_000)
+    rows = variable_records(pred)
+    assert rows[0]["name"] == "v"
+    assert rows[0]["p_adjusted"] == pytest.approx(min(1.0, 2 * rows[0]["p_value"]))
+
+
+def test_cross_validated_span_narrows_for_a_local_error_and_stays_wide_without_one():
+    from mcviz.stats.variable_curves import cross_validated_span
+
+    pred, v, u, score, label = _local_error(0, n=100_000)
+    error, predicted = prediction_errors(pred)
+    positions = {name: pred.covariates[name].to_numpy() for name in ("v", "u")}
+    assert cross_validated_span(positions["v"], error, predicted, None) <= 0.5
+    assert cross_validated_span(positions["u"], error, predicted, None) == 0.9
+    chosen = variable_calibration(pred, "v")
+    assert chosen.span_chosen and chosen.span <= 0.5
+    # the narrower span sees more of the 30-point gap than the paper's 0.9
+    assert chosen.vce > variable_calibration(pred, "v", span=0.9).vce
+
+
+def test_centred_cumulative_of_a_constant_offset_is_flat():
+    # responses = scores + 0.1 everywhere: the plain path has D = 0.1 along any variable,
+    # the centred one (residuals about their mean) D = 0.
+    from mcviz import cumulative_differences
+
+    x = np.arange(8.0)
+    score = np.linspace(0.1, 0.8, 8)
+    pred = Predictions.from_arrays(score, score + 0.1, covariates={"x": x[::-1]},
+                                   response="continuous")
+    assert cumulative_differences(pred, order_by="x").kuiper == pytest.approx(0.1)
+    centred = cumulative_differences(pred, order_by="x", centred=True)
+    assert centred.kuiper == pytest.approx(0.0, abs=1e-12)
+

@@ -21,7 +21,7 @@ from mcviz.present.figures._style import (
     strip_below,
     styled,
 )
-from mcviz.present.figures.format import format_number, format_ticks
+from mcviz.present.figures.format import format_number, format_p, format_ticks
 from mcviz.stats.smoothing import LoessCurve
 from mcviz.stats.variables import LevelCalibration, VariableCalibration
 
@@ -106,6 +106,23 @@ def _vce_text(result: VariableCalibration) -> str:
     return f"VCE(v*) {100 * result.vce:.2f}%{noise} at {result.name} = {format_number(at)}"
 
 
+def _cumulative_text(result: VariableCalibration) -> str:
+    """Write the bandwidth-free statistic along V in words (no span: it sees local errors)."""
+    if not np.isfinite(result.kuiper_z):
+        return ""
+    written = format_p(result.p_value)
+    p = ("" if not np.isfinite(result.p_value)
+         else f", p {written}" if written.startswith("<") else f", p = {written}")
+    return f" · change along {result.name} (cumulative, no span): D/σ {result.kuiper_z:.2f}{p}"
+
+
+def _mark_v_star(figure: go.Figure, result: VariableCalibration) -> None:
+    """Draw a dotted line at v*, where VCE(v*) is read off the curves."""
+    if np.isfinite(result.vce):
+        figure.add_vline(x=result.vce_at, line={"color": BLACK, "width": 1, "dash": "dot"},
+                         annotation_text="v*", annotation_position="top")
+
+
 def _rug(result: VariableCalibration) -> go.Bar:
     edges = result.histogram_edges
     return go.Bar(
@@ -155,10 +172,12 @@ def variable_curves_figure(
     _shade_thin(figure, result.error)
     figure.add_trace(_rug(result))
     _with_rug_axes(figure, result)
+    _mark_v_star(figure, result)
     figure.update_layout(yaxis_title="error (%)")
+    chosen = " (cross-validated)" if result.span_chosen else ""
     subtitle = (
-        f"VECE {100 * result.vece:.2f}% · {_vce_text(result)} · span {result.span:g} · "
-        f"n = {result.n:,}"
+        f"VECE {100 * result.vece:.2f}% · {_vce_text(result)} · span {result.span:g}{chosen}"
+        f"{_cumulative_text(result)} · n = {result.n:,}"
     )
     if result.n_missing:
         subtitle += f" · {result.n_missing:,} rows without {result.name} left off"
@@ -207,6 +226,7 @@ def gap_figure(
     figure.update_layout(yaxis_title="error − predicted (%)")
     subtitle = (
         f"above 0: more errors than predicted (overconfident) · VECE {100 * result.vece:.2f}%"
+        f"{_cumulative_text(result)}"
     )
     if not np.isfinite(result.vce):
         subtitle += f" · {_vce_text(result)}"
