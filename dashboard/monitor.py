@@ -224,13 +224,15 @@ def monitor_next_step(result: MonitorResult) -> str | None:
     alarmed = result.alarms
     if not alarmed:
         return None
-    first = alarmed[0]
+    segments = [s for s in alarmed if s.subpopulation.conditions]  # a segment names a place
+    first = segments[0] if segments else alarmed[0]
     noun = result.periods.period
-    conditions = first.subpopulation.conditions
-    where = conditions_words(conditions) if conditions else "the full population"
+    where = (conditions_words(first.subpopulation.conditions) if segments
+             else "the full population")
     since = result.label(first.first_alarm)
-    more = (f" (and {len(alarmed) - 1:,} more alarmed segment"
-            f"{'' if len(alarmed) == 2 else 's'})" if len(alarmed) > 1 else "")
+    others = len(segments) - 1 if segments else 0
+    more = (f" (and {others:,} more alarmed segment{'' if others == 1 else 's'})"
+            if others else "")
     return (f"Look at {where}{more} from the {noun} of {since}: open it in Review from the "
             "Monitor page's heat map, then refit or fix the model on rows from after the change.")
 

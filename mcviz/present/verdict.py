@@ -127,7 +127,7 @@ class FindingLine:
     @property
     def facts(self) -> tuple[tuple[str, str], ...]:
         """Label and value pairs for a slide."""
-        return (("effect (observed − predicted)", self.effect), ("95% CI", self.interval),
+        return (("effect", self.effect), ("95% CI", self.interval),
                 ("share of rows", f"{self.share} ({self.size:,} rows)"),
                 ("adjusted p (Holm, held-out rows)", self.p_adjusted))
 

@@ -48,7 +48,7 @@ def test_a_fix_and_a_monitor_alarm_replace_the_verdicts_next_step():
     step = verdict.with_sections(section).next_step
     assert step.startswith("Look at ")
     assert "south" in step and "==" not in step  # the segment in words
-    first = watched.alarms[0]
+    first = next(s for s in watched.alarms if s.subpopulation.conditions)  # south, not all rows
     assert f"from the {watched.periods.period} of {watched.label(first.first_alarm)}" in step
     fix = verify_fix(pred, method="platt", holdout=0.5, seed=0, covariates=["region"])
     impact = fixing.scope_impact(fix, fixing.scope_view(fix, fixing.FULL), (0.5,),
