@@ -237,10 +237,7 @@ def review_cells(item: Current, scope: runs.Scope, variable: str | None, *,
 
 def review_section(item: Current, runs_: tuple) -> ReportSection | None:
     """Return the report's review section: the 2x2 grid of the chosen scope and variable."""
-    try:
-        scope = review_scope(item, runs_)
-    except ValidationError:
-        scope = runs.resolve_scope(item.pred, "full")
+    scope = _current_scope(item, runs_)
     variable = chosen_variable(item)
     cells = review_cells(item, scope, variable, runs_=runs_)
     notes = tuple(cell for cell in cells if isinstance(cell, str) and cell)
@@ -254,19 +251,25 @@ def review_section(item: Current, runs_: tuple) -> ReportSection | None:
 
 def scope_results(item: Current, runs_: tuple) -> tuple[str, Any]:
     """Return the Review page's scope in words and its results (cached through ``item.compute``)."""
-    try:
-        scope = review_scope(item, runs_)
-    except ValidationError:
-        scope = runs.resolve_scope(item.pred, "full")
+    scope = _current_scope(item, runs_)
     results = review.review_results(item.pred, scope, variable=chosen_variable(item),
                                      bins=bin_counts(), compute=item.compute)
     name = "The full population" if scope.is_full else f"The scope: {scope.description}"
     return name, results
 
 
+def _current_scope(item: Current, runs_: tuple) -> runs.Scope:
+    """Return the Review page's scope, the full population when it cannot be resolved."""
+    try:
+        return review_scope(item, runs_)
+    except ValidationError:
+        return runs.resolve_scope(item.pred, "full")
+
+
 def current_verdict(item: Current, runs_: tuple) -> Any:
     """Return the verdict of the Review page's scope (as the page states it): report, deck."""
     _, results = scope_results(item, runs_)
+    scope = _current_scope(item, runs_)
     null = None
     if runs_ and runs_[0].search is None:
         null = runs.held_null(st.session_state,
