@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from mcviz.stats.cumulative import CumulativeResult
 from mcviz.stats.deviation import DeviationResult
-from mcviz.present.figures._style import BLACK, BLUE, LIGHT_GRAY, VERMILION, apply_style
+from mcviz.present.figures._style import BLACK, BLUE, LIGHT_GRAY, VERMILION, apply_style, styled
 from mcviz.present.figures.format import format_number, format_p, format_ticks
 
 __all__ = ["cumulative_figure", "deviation_figure"]
@@ -23,20 +23,13 @@ __all__ = ["cumulative_figure", "deviation_figure"]
 TICKS = 6
 
 
-def cumulative_figure(
-    result: CumulativeResult,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-    triangle_width: float = 0.1,
-    height: int | None = None,
-    p_note: str | None = None,
-) -> go.Figure:
+@styled
+def cumulative_figure(result: CumulativeResult, *, title: str | None = None,
+                      presentation: bool = False, triangle_width: float = 0.1,
+                      height: int | None = None, p_note: str | None = None) -> go.Figure:
     """Plot the cumulative differences between responses and scores.
 
-    Parameters
-    ----------
-    result : CumulativeResult
+    {parameters}
         From :func:`mcviz.cumulative_differences` (ordered by score or by a variable).
     title : str, optional
         Replaces the default title (which says that the slope is the miscalibration).
@@ -49,9 +42,7 @@ def cumulative_figure(
         Said in place of the p-value: a subpopulation chosen for being extreme has no valid
         p-value of its own ("largest of 1,000: not yet tested against chance").
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
         Traces: the path, the triangle, and an invisible helper that draws the top axis.
     """
     variable = result.order_by or "score"
@@ -66,29 +57,18 @@ def cumulative_figure(
         path_name="response − score, cumulative",
         y_title="response − score",
         bottom_title=variable,
-        title=title or default_title,
-        subtitle=subtitle,
-        color=BLUE,
-        presentation=presentation,
-        triangle_width=triangle_width,
-        height=height,
+        title=title or default_title, subtitle=subtitle, color=BLUE,
+        presentation=presentation, triangle_width=triangle_width, height=height,
     )
 
 
-def deviation_figure(
-    result: DeviationResult,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-    triangle_width: float = 0.1,
-    height: int | None = None,
-    p_note: str | None = None,
-) -> go.Figure:
+@styled
+def deviation_figure(result: DeviationResult, *, title: str | None = None,
+                     presentation: bool = False, triangle_width: float = 0.1,
+                     height: int | None = None, p_note: str | None = None) -> go.Figure:
     """Plot the cumulative deviation of a subpopulation from the full population (paper 003).
 
-    Parameters
-    ----------
-    result : DeviationResult
+    {parameters}
         From :func:`mcviz.stats.deviation.subpopulation_deviation`.
     title : str, optional
     presentation : bool, default False
@@ -97,9 +77,7 @@ def deviation_figure(
     p_note : str, optional
         Said in place of the p-value (a subpopulation chosen for being extreme).
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
         Traces: the path, the triangle, and an invisible helper that draws the top axis.
     """
     name = result.description or "subpopulation"
@@ -112,12 +90,8 @@ def deviation_figure(
         path_name="subpopulation − full population, cumulative (Fₖ − F̃ₖ)",
         y_title="subpopulation − full population",
         bottom_title="score in the subpopulation",
-        title=title or default_title,
-        subtitle=subtitle,
-        color=BLACK,
-        presentation=presentation,
-        triangle_width=triangle_width,
-        height=height,
+        title=title or default_title, subtitle=subtitle, color=BLACK,
+        presentation=presentation, triangle_width=triangle_width, height=height,
     )
 
 
@@ -147,19 +121,9 @@ def _sigma_note(method: str) -> str:
     return f" · σ for non-binary responses ({source})" if source else ""
 
 
-def _path_figure(
-    result: CumulativeResult | DeviationResult,
-    *,
-    path_name: str,
-    y_title: str,
-    bottom_title: str,
-    title: str,
-    subtitle: str,
-    color: str,
-    presentation: bool,
-    triangle_width: float,
-    height: int | None,
-) -> go.Figure:
+def _path_figure(result: CumulativeResult | DeviationResult, *, path_name: str, y_title: str,
+                 bottom_title: str, title: str, subtitle: str, color: str, presentation: bool,
+                 triangle_width: float, height: int | None) -> go.Figure:
     keep = result.plot_index  # decimated: at most about MAX_POINTS points, extremes kept
     x = result.x[keep]
     position = result.position[keep]
