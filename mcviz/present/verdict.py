@@ -648,6 +648,46 @@ def next_step(*, ok: bool | None, findings: Sequence[FindingLine] = (), search: 
     return "Nothing to fix: what was measured is within what chance produces."
 
 
+def _search_appendix(search: Any, *, binary: bool, level: float) -> tuple[str, str]:
+    """Write the search's method and its minimum detectable effect for the appendix."""
+    count = len(search.findings)
+    return (f"Search: up to {int(search.max_conditions)} conditions on "
+            f"{len(search.covariates):,} covariates, ranked by D/σ on {int(search.n_search):,} "
+            f"rows; each finding tested on {int(search.n_holdout):,} held-out rows (a "
+            "Brownian-range p-value, or a simulated one for small groups of 0/1 responses), "
+            f"Holm-adjusted over the {count:,} finding{'' if count == 1 else 's'} reported "
+            f"(confirmed when < {level:g}).",
+            "Minimum detectable effect: " + mde_sentence(
+                search.mde, binary=binary).replace("It would", "the search would", 1))
+
+
+def _scope_headline(cumulative: Any, *, description: str, total: int, deviation: bool,
+                    rates: tuple[float, float] | None, selection: Selection | None,
+                    finding: Any, search: Any, binary: bool,
+                    level: float) -> tuple[str, bool | None, list[str]]:
+    """Return the scope's headline, whether it is calibrated, and its details line.
+
+    A finding: its sentence, judged by ``Finding.confirmed``; a selected group: by its
+    adjusted p-value (:func:`selected_sentence`); any other scope: by its own p-value.
+    """
+    if finding is not None:
+        ok = None if finding.p_kind == "void" else not finding.confirmed
+        return str(finding.sentence), ok, [
+            _finding_line(finding, binary, search).details if search is not None
+            else f"Adjusted p {_p_phrase(format_p(finding.p_adjusted))}.",
+            calibration_details(cumulative, deviation=deviation, selected=True)]
+    if selection is not None:
+        first, ok = selected_sentence(selection, description=description,
+                                      size=int(cumulative.n), total=total, rates=rates,
+                                      binary=binary, level=level)
+        return first, ok, [calibration_details(cumulative, deviation=deviation, selected=True),
+                           selection_details(selection)]
+    first, ok = calibration_sentence(cumulative, description=description, total=total,
+                                     deviation=deviation, rates=rates, binary=binary,
+                                     level=level)
+    return first, ok, [calibration_details(cumulative, deviation=deviation)]
+
+
 def review_verdict(
     cumulative: Any,
     *,
@@ -701,23 +741,10 @@ def review_verdict(
         and the number of numeric covariates its p is adjusted over (:func:`variable_sentence`).
     """
     size = int(cumulative.n)
-    if finding is not None:
-        first = str(finding.sentence)
-        ok = None if finding.p_kind == "void" else not finding.confirmed
-        details = [_finding_line(finding, binary, search).details if search is not None
-                   else f"Adjusted p {_p_phrase(format_p(finding.p_adjusted))}.",
-                   calibration_details(cumulative, deviation=deviation, selected=True)]
-    elif selection is not None:
-        first, ok = selected_sentence(selection, description=description, size=size,
-                                      total=total or size, rates=rates, binary=binary,
-                                      level=level)
-        details = [calibration_details(cumulative, deviation=deviation, selected=True),
-                   selection_details(selection)]
-    else:
-        first, ok = calibration_sentence(cumulative, description=description, total=total,
-                                         deviation=deviation, rates=rates, binary=binary,
-                                         level=level)
-        details = [calibration_details(cumulative, deviation=deviation)]
+    first, ok, details = _scope_headline(
+        cumulative, description=description, total=total or size, deviation=deviation,
+        rates=rates, selection=selection, finding=finding, search=search, binary=binary,
+        level=level)
     sentences = [first]
     findings: tuple[FindingLine, ...] = ()
     appendix = ["Calibration: cumulative differences of response − score (Tygert); D/σ is "
@@ -729,16 +756,7 @@ def review_verdict(
         sentences.extend(s for s in said if s != first)
         details.append(search_details(search))
         details.extend(line.details for line in findings)
-        appendix.append(
-            f"Search: up to {int(search.max_conditions)} conditions on "
-            f"{len(search.covariates):,} covariates, ranked by D/σ on {int(search.n_search):,} "
-            f"rows; each finding tested on {int(search.n_holdout):,} held-out rows (a "
-            "Brownian-range p-value, or a simulated one for small groups of 0/1 responses), "
-            f"Holm-adjusted over the {len(search.findings):,} finding"
-            f"{'' if len(search.findings) == 1 else 's'} reported (confirmed when < "
-            f"{level:g}).")
-        appendix.append("Minimum detectable effect: " + mde_sentence(
-            search.mde, binary=binary).replace("It would", "the search would", 1))
+        appendix.extend(_search_appendix(search, binary=binary, level=level))
     elif multicalibration is not None:
         sentences.append(multicalibration_sentence(multicalibration, null, level=level,
                                                    estimate=null_estimate, words=argmax_words))
