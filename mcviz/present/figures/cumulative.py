@@ -15,6 +15,8 @@ import plotly.graph_objects as go
 
 from mcviz.present.figures._style import BLACK, BLUE, LIGHT_GRAY, VERMILION, apply_style, styled
 from mcviz.present.figures.format import format_number, format_p, format_ticks
+from mcviz.stats.cumulative import CumulativeResult
+from mcviz.stats.deviation import DeviationResult
 
 __all__ = ["cumulative_figure", "deviation_figure"]
 
