@@ -73,7 +73,7 @@ def checked_scores(values, rows, map_name: str):
     bad = ~((values >= 0.0) & (values <= 1.0))  # NaN compares False: counted as bad
     if bad.any():
         where = np.sort(np.asarray(rows)[bad])
-        listed = ", ".join(f"{r + 1:,}" for r in where[:5]) + (", ..." if len(where) > 5 else "")
+        listed = ", ".join(f"{r:,}" for r in where[:5]) + (", ..." if len(where) > 5 else "")
         raise ValidationError(f"map {map_name!r} gives {int(bad.sum()):,} of {len(values):,} "
                               f"rows a score that is not a probability in [0, 1] (rows "
                               f"{listed}); nothing was written. Fit the map again with mcviz "
