@@ -125,8 +125,9 @@ def load_predictions(
     weight_values = _validated_weights(frame, weight, rows)
     rows.reject(frame[label].isna().to_numpy(), column=label, problem="are missing (NaN)")
     if probability_columns:
-        answer = _top_label_response(frame[label], label, probability_columns, scores, rows,
-                                     warnings)
+        answer = _top_label_response(
+            frame[label], label, probability_columns, scores, rows, warnings
+        )
     else:
         answer = _label_response(
             frame[label], label, score, scores, positive, rows, response, warnings
