@@ -108,17 +108,8 @@ def load_predictions(
     score, probability_columns, label, weight = _resolve_columns(
         frame, roles, score=score, probabilities=probabilities, label=label, weight=weight
     )
-    notices: list[str] = []
-    levels = pd.unique(frame[label].dropna()) if probability_columns else ()
-    if (probability_columns and not probabilities and len(levels) <= 2
-            and not any(labels_are_classes(probability_columns, [v]) for v in levels)):
-        # score_gbm, score_logistic, ... with two-valued labels that name no class: alternative
-        # scores of one binary model each (the page's rule, dashboard.state.default_mapping)
-        score, others = probability_columns[0], probability_columns[1:]
-        probability_columns = ()
-        notices.append(f"the columns {', '.join(map(repr, [score, *others]))} are alternative "
-                       f"scores (the labels in {label!r} are not their class names): {score!r} "
-                       "is analysed; name another as the score column to analyse it.")
+    score, probability_columns, notices = _alternative_scores(
+        frame, label, score, probability_columns, named=bool(probabilities))
     rows = _RowFilter(len(frame), drop_invalid)
     warnings: list[str] = []
     scores = _validated_scores(frame, probability_columns or (score,), rows)
@@ -142,6 +133,25 @@ def load_predictions(
         label=label, weight=weight, probability_columns=probability_columns, response=response,
         notices=notices,
     )
+
+
+def _alternative_scores(frame: pd.DataFrame, label: str, score: str | None,
+                        probability_columns: tuple[str, ...], *,
+                        named: bool) -> tuple[str | None, tuple[str, ...], list[str]]:
+    """Inferred per-class columns whose two label values name no class are alternative scores.
+
+    ``score_gbm``, ``score_logistic``, ... with 0/1 labels: one binary model each (the page's
+    rule, ``dashboard.state.default_mapping``): the first is the score, a note names the others.
+    """
+    levels = pd.unique(frame[label].dropna()) if probability_columns else ()
+    if (not probability_columns or named or len(levels) > 2
+            or any(labels_are_classes(probability_columns, [v]) for v in levels)):
+        return score, probability_columns, []
+    first = probability_columns[0]
+    return first, (), [f"the columns {', '.join(map(repr, probability_columns))} are "
+                       f"alternative scores (the labels in {label!r} are not their class "
+                       f"names): {first!r} is analysed; name another as the score column to "
+                       "analyse it."]
 
 
 def _resolve_columns(
