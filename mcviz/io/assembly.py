@@ -108,8 +108,10 @@ def load_predictions(
     score, probability_columns, label, weight = _resolve_columns(
         frame, roles, score=score, probabilities=probabilities, label=label, weight=weight
     )
-    score, probability_columns, notices = _alternative_scores(
-        frame, label, score, probability_columns, named=bool(probabilities))
+    notices: list[str] = []
+    if probability_columns and not probabilities:
+        score, probability_columns = _alternative_scores(
+            frame, label, score, probability_columns, notices)
     rows = _RowFilter(len(frame), drop_invalid)
     warnings: list[str] = []
     scores = _validated_scores(frame, probability_columns or (score,), rows)
@@ -135,23 +137,23 @@ def load_predictions(
     )
 
 
-def _alternative_scores(frame: pd.DataFrame, label: str, score: str | None,
-                        probability_columns: tuple[str, ...], *,
-                        named: bool) -> tuple[str | None, tuple[str, ...], list[str]]:
-    """Inferred per-class columns whose two label values name no class are alternative scores.
+def _alternative_scores(
+    frame: pd.DataFrame, label: str, score: str | None, columns: tuple, notices: list[str]
+) -> tuple[str | None, tuple]:
+    """Return ``(score, probability columns)``: inferred class columns that are alternative scores.
 
-    ``score_gbm``, ``score_logistic``, ... with 0/1 labels: one binary model each (the page's
-    rule, ``dashboard.state.default_mapping``): the first is the score, a note names the others.
+    ``score_gbm``, ``score_logistic``, ... with two-valued labels that name no class are
+    alternative scores of one binary model each (the page's rule,
+    ``dashboard.state.default_mapping``): the first is analysed and a notice names the others.
     """
-    levels = pd.unique(frame[label].dropna()) if probability_columns else ()
-    if (not probability_columns or named or len(levels) > 2
-            or any(labels_are_classes(probability_columns, [v]) for v in levels)):
-        return score, probability_columns, []
-    first = probability_columns[0]
-    return first, (), [f"the columns {', '.join(map(repr, probability_columns))} are "
-                       f"alternative scores (the labels in {label!r} are not their class "
-                       f"names): {first!r} is analysed; name another as the score column to "
-                       "analyse it."]
+    levels = pd.unique(frame[label].dropna())
+    if len(levels) > 2 or any(labels_are_classes(columns, [v]) for v in levels):
+        return score, columns
+    score, others = columns[0], columns[1:]
+    notices.append(f"the columns {', '.join(map(repr, [score, *others]))} are alternative "
+                   f"scores (the labels in {label!r} are not their class names): {score!r} "
+                   "is analysed; name another as the score column to analyse it.")
+    return score, ()
 
 
 def _resolve_columns(
