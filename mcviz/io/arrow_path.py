@@ -217,8 +217,9 @@ def parquet_predictions(
     roles = [score, label, *([weight] if weight else [])]
     if weight is None or len(set(roles)) != len(roles) or not set(roles) <= set(kinds):
         return None
+    id_names: list[str] = []
     if covariates is None:
-        candidates = _candidates(kinds, score, label, weight)
+        candidates, id_names = _candidates(kinds, score, label, weight)
     elif set(covariates) <= set(kinds) and len(set(covariates)) == len(covariates):
         candidates = [c for c in covariates if c not in roles]  # (an unknown one: the loader)
     else:
@@ -237,6 +238,13 @@ def parquet_predictions(
         return None
     nullable = {name for name, dtype in pandas.items() if dtype == "boolean"}
     covariate_kinds, notices = {}, []
+    if covariates is None:  # text of near-unique values is an id too (the loader's rule)
+        from mcviz.io.roles import id_note
+
+        text_ids = {name for name in candidates if kinds[name] in ("text", "category")
+                    and name in table.column_names and _text_id(table.column(name))}
+        candidates = [name for name in candidates if name not in text_ids]
+        notices = [id_note(name) for name in names if name in text_ids or name in id_names]
     for name in candidates:
         proven, nulls = counted[name]
         reason = "" if proven else _unusable(table.column(name), kinds[name])
@@ -296,15 +304,35 @@ def _footer(source: object) -> tuple[pa.Schema, pa.parquet.FileMetaData] | None:
     return schema, metadata
 
 
-def _candidates(kinds: dict[str, str], score: str, label: str, weight: str) -> list[str]:
-    """Return the loader's default covariate candidates: no role, id or score-like column."""
+def _candidates(kinds: dict[str, str], score: str, label: str,
+                weight: str) -> tuple[list[str], list[str]]:
+    """Return the default covariate candidates and the id columns (by name) left out of them.
+
+    The loader's rule: no role, id or score-like column.
+    """
     from mcviz.io.roles import roles_from_columns
 
     columns = list(kinds)
     roles = roles_from_columns(columns, {c for c in columns if kinds[c] == "number"})
-    excluded = {score, label, weight, *roles.id_columns, *roles.score_candidates,
-                *roles.probabilities, roles.score, roles.weight}
-    return [c for c in columns if c not in excluded]
+    taken = {score, label, weight, *roles.score_candidates, *roles.probabilities, roles.score,
+             roles.weight}
+    ids = [c for c in roles.id_columns if c not in taken]
+    return [c for c in columns if c not in taken and c not in ids], ids
+
+
+def _text_id(column: pa.ChunkedArray) -> bool:
+    """Apply the loader's content rule for text ids (:func:`mcviz.io.roles.text_looks_like_id`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from mcviz.io.roles import ID_MIN_ROWS, text_looks_like_id
+
+    present = len(column) - column.null_count
+    if present < ID_MIN_ROWS:
+        return False
+    if pa.types.is_dictionary(column.type):  # categories: count the decoded values
+        column = column.cast(column.type.value_type)
+    return text_looks_like_id(present, pc.count_distinct(column, mode="only_valid").as_py())
 
 
 def _statistics(parquet: pa.parquet.FileMetaData, j: int, kind: str,

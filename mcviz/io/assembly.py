@@ -18,7 +18,7 @@ from mcviz.io.covariates import plan_covariates
 from mcviz.io.model import LoadReport, Roles
 from mcviz.io.predictions import Predictions, sorted_predictions, validate_index
 from mcviz.io.readers import Source, read_table
-from mcviz.io.roles import _SCORE_NAME, _WEIGHT_NAME, infer_roles
+from mcviz.io.roles import _SCORE_NAME, _WEIGHT_NAME, id_note, infer_roles
 from mcviz.io.validation import (
     PROBABILITY_SUM_TOLERANCE,
     _check_declared_kinds,
@@ -126,8 +126,10 @@ def load_predictions(
     excluded = {answer.score_column, label, weight, *probability_columns}
     names = _covariate_names(frame, roles, covariates, id_columns, excluded)
     _check_declared_kinds(frame, names, nominal, ordinal)
+    left_out = (_id_notes(roles.id_columns, excluded)
+                if covariates is None and id_columns is None else [])
     return _assemble(
-        frame, rows, answer, weight_values, names, nominal, ordinal, warnings,
+        frame, rows, answer, weight_values, names, nominal, ordinal, warnings, left_out,
         label=label, weight=weight, probability_columns=probability_columns, response=response,
     )
 
@@ -201,6 +203,11 @@ def _covariate_names(
     return [c for c in covariates if c not in excluded]
 
 
+def _id_notes(ids: Sequence[str], excluded: set[str | None]) -> list[str]:
+    """Return one note per id column left out of the covariates (:func:`id_note`)."""
+    return [id_note(name) for name in ids if name not in excluded]
+
+
 def _assemble(
     frame: pd.DataFrame,
     rows: _RowFilter,
@@ -210,6 +217,7 @@ def _assemble(
     nominal: Sequence[str],
     ordinal: Sequence[str],
     warnings: list[str],
+    left_out: Sequence[str] = (),
     *,
     label: str,
     weight: str | None,
@@ -223,7 +231,7 @@ def _assemble(
         n_kept=int(rows.keep.sum()),
         dropped=tuple(rows.dropped),
         warnings=tuple(warnings),
-        notices=tuple(notices),
+        notices=(*left_out, *notices),
     )
     return sorted_predictions(
         answer.score, rows.keep, pending, report=report,
