@@ -12,7 +12,6 @@ from dashboard import fixing, review, runs
 from dashboard import monitor as monitoring
 from dashboard import state as s
 from dashboard.ui import Current, bin_counts, compute, figure
-from mcviz.stats.binning import calibration_metrics, reliability_diagrams
 from mcviz.errors import ValidationError
 from mcviz.present.figures import (
     categorical_levels_figure,
@@ -22,9 +21,10 @@ from mcviz.present.figures import (
     variable_curves_figure,
 )
 from mcviz.present.figures.corp import corp_figure  # not exported by mcviz.present.figures yet
-from mcviz.stats.measures import classical_measures
 from mcviz.present.report import ReportSection
 from mcviz.rules import lcs_applies
+from mcviz.stats.binning import calibration_metrics, reliability_diagrams
+from mcviz.stats.measures import classical_measures
 from mcviz.stats.smoothing import local_calibration_score
 from mcviz.stats.variables import level_calibration, rank_variables, variable_calibration
 
@@ -243,14 +243,21 @@ def review_section(item: Current, runs_: tuple) -> ReportSection | None:
     )
 
 
-def current_verdict(item: Current, runs_: tuple) -> Any:
-    """Return the verdict of the Review page's scope (as the page states it): report, deck."""
+def scope_results(item: Current, runs_: tuple) -> tuple[str, Any]:
+    """Return the Review page's scope in words and its results (cached through ``item.compute``)."""
     try:
         scope = review_scope(item, runs_)
     except ValidationError:
         scope = runs.resolve_scope(item.pred, "full")
     results = review.review_results(item.pred, scope, variable=chosen_variable(item),
                                      bins=bin_counts(), compute=item.compute)
+    name = "The full population" if scope.is_full else f"The scope: {scope.description}"
+    return name, results
+
+
+def current_verdict(item: Current, runs_: tuple) -> Any:
+    """Return the verdict of the Review page's scope (as the page states it): report, deck."""
+    _, results = scope_results(item, runs_)
     null = None
     if runs_ and runs_[0].search is None:
         null = runs.held_null(st.session_state,
@@ -264,34 +271,32 @@ def current_verdict(item: Current, runs_: tuple) -> Any:
 
 def deck_buttons(item: Current, verdict: Any, runs_: tuple, *, key: str) -> None:
     """Build the deck (PPTX or PDF) of ``verdict`` on a click and offer its download."""
-    from mcviz.present.deck import write_deck
-    from mcviz.present.report import ExportUnavailableError, chromium_path
+    from mcviz.present.deck import pdf_unavailable, write_deck
+    from mcviz.present.report import ExportUnavailableError
 
     findings = len(verdict.findings)
-    st.caption(f"16:9 slides: title, verdict, {findings} finding slide"
-               f"{'' if findings == 1 else 's'} (each with its 2×2 grid), appendix.")
-    if findings and chromium_path() is None:
-        st.caption("The findings' grids need chromium on the server (`apt-get install "
-                   "chromium`); without it they are left out.")
-    fmt = st.segmented_control("Deck format", ["pptx", "pdf"], default="pptx",
+    st.caption(f"16:9 slides with native, editable charts: title, verdict, the scope, "
+               f"{findings} confirmed finding{'' if findings == 1 else 's'}, appendix.")
+    why = pdf_unavailable()
+    formats = ["pptx"] if why else ["pptx", "pdf"]
+    if why:
+        st.caption(f"PDF: {why}")
+    fmt = st.segmented_control("Deck format", formats, default="pptx",
                                key=f"{key}_fmt") or "pptx"
     held = f"{key}_file"
     if st.button("Build the deck", key=f"{key}_build", icon=":material/slideshow:"):
-        try:
-            with st.spinner("Drawing the slides…"):
-                slides = review.deck_of(item.pred, verdict, runs_,
-                                        source=str(item.source["name"]), bins=bin_counts(),
-                                        variable=chosen_variable(item), compute=item.compute)
-        except ExportUnavailableError as error:
-            st.warning(f"{error} The deck is written without the grids.")
-            slides = review.deck_of(item.pred, verdict, runs_,
-                                    source=str(item.source["name"]), bins=bin_counts(),
-                                    variable=None, render=False)
+        with st.spinner("Drawing the slides…"):
+            slides = review.deck_of(item.pred, verdict, runs_, source=str(item.source["name"]),
+                                    bins=bin_counts(), variable=chosen_variable(item),
+                                    compute=item.compute, scope=scope_results(item, runs_))
         out = io.BytesIO()
         try:
             write_deck(slides, out, kind=fmt)
         except ImportError:  # python-pptx is the optional extra mcviz[export]
             st.warning("The deck needs python-pptx (`pip install 'mcviz[export]'`).")
+            return
+        except ExportUnavailableError as error:
+            st.warning(f"The PDF was not written: {error} Download the PPTX instead.")
             return
         st.session_state[held] = (fmt, out.getvalue())
     built = st.session_state.get(held)

@@ -17,7 +17,7 @@ from typing import Any
 
 from dashboard import state as s
 from mcviz.errors import ValidationError
-from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
+from mcviz.settings import CompareSettings, NullSettings, SearchSettings, SubpopulationSettings
 from mcviz.text import check_nesting
 
 __all__ = ["DecodedLink", "decode_params", "encode_state", "mapping_from_json"]
@@ -31,6 +31,9 @@ _SIMPLE = {  # query parameter -> widget key
     NullSettings.setting("draws").link: s.W_NULL_DRAWS,
     "mtime": s.W_MON_TIME, "mper": s.W_MON_PERIOD, "mref": s.W_MON_REFERENCE,
     "mfil": s.W_MON_FILTERS,
+    **{CompareSettings.setting(name).link: key for name, key in (  # the Compare page (#43)
+        ("n_findings", s.W_CMP_FINDINGS), ("holdout", s.W_CMP_HOLDOUT), ("seed", s.W_CMP_SEED))},
+    "cthr": s.W_CMP_THRESHOLDS, "corder": s.W_CMP_ORDER,
 }
 _SETTINGS = {s.W_L: "n_subpopulations", s.W_M: "min_size", s.W_SEED: "seed",
              s.W_REPEATS: "repeats"}  # widget key -> setting (bounds written once: mcviz.settings)

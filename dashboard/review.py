@@ -1,4 +1,4 @@
-"""The review view for a dashboard scope: :mod:`mcviz.present.review`'s grid and :mod:`mcviz.present.verdict`."""
+"""The review view for a dashboard scope: the grid of mcviz.present.review, the verdict, the deck."""
 
 from __future__ import annotations
 
@@ -45,27 +45,30 @@ def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any
 
 def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source: str,
             bins: Sequence[int], variable: str | None, compute: Compute = direct,
-            render: bool = True) -> list:
-    """Return the deck's slides for the verdict shown.
+            scope: tuple[str, ReviewResults] | None = None) -> list:
+    """Return the deck's slides for the verdict shown (native charts: no browser needed).
 
-    ``render``: the findings' grids and the sections' charts drawn.
-
-    Raises
-    ------
-    ExportUnavailableError
-        Without chromium or kaleido, when a finding's grid is to be drawn.
+    ``scope``: the scope's name in words and its results (the charts the page shows); the
+    findings' results come through ``compute`` (the page's cache).
     """
     from datetime import UTC, datetime
 
-    from mcviz.present.deck import DeckInfo, deck_slides, finding_grids, section_pictures
+    from mcviz.present.deck import (
+        DeckInfo,
+        deck_slides,
+        finding_charts,
+        scope_charts,
+        section_charts,
+    )
 
     model = f"score {pred.score_column}, label {pred.label_column}"
     if pred.weighted:
         model += f", weight {pred.weight_column}"
     info = DeckInfo(source, model, pred.n, datetime.now(UTC).strftime("%Y-%m-%d"))
     search = runs_[0].search if runs_ else None
-    grids = ({} if search is None or not verdict.findings or not render else
-             finding_grids(pred, search, verdict, bins=bins, variable=variable,
-                           compute=compute))
-    pictures = section_pictures(verdict.sections) if render else {}
-    return deck_slides(verdict, info, grids=grids, pictures=pictures)
+    charts = ({} if search is None or not verdict.findings else
+              finding_charts(pred, search, verdict, bins=bins, variable=variable,
+                             compute=compute))
+    drawn = None if scope is None else (scope[0], scope_charts(scope[1]))
+    return deck_slides(verdict, info, charts=charts, scope=drawn,
+                       sections=section_charts(verdict.sections))

@@ -4,16 +4,20 @@ Loads the file, measures the full population's calibration (cumulative differenc
 its p-value), runs the guided search (findings confirmed on held-out rows, Holm-adjusted) and
 states the verdict in sentences (:mod:`mcviz.present.verdict`). With ``--deck`` (once or more; the
 suffix chooses .pptx or .pdf) it writes the 16:9 deck of :mod:`mcviz.present.deck`: title, verdict,
-one slide per confirmed finding with its review grid as a picture, appendix.
+the full population's charts, each confirmed finding's slides with native charts, appendix. A PDF
+needs LibreOffice or kaleido; without either the PPTX is written and one line on stderr says why
+the PDF was not (exit 2 only when no deck could be written).
 
 Prints ``{"n", "verdict": [sentences], "findings": [{"rank", "description", "sentence",
-"effect", "interval", "share", "p_adjusted"}], "appendix": [...], "slides", "deck": [paths]}``.
+"effect", "interval", "share", "p_adjusted"}], "appendix": [...], "slides", "deck": [paths
+written]}``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,13 +31,9 @@ HELP = "state the verdict of a review and write the deck (PPTX or PDF)"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``mcviz report``."""
-    from mcviz.settings import SearchSettings
-
     parser = subparsers.add_parser("report", help=HELP, description=HELP)
     _common.add_input_arguments(parser)
-    parser.add_argument("--covariates", help="comma-separated covariates to search (default: "
-                        "every column that is not the score, label or weight)")
-    _common.add_settings_arguments(parser, SearchSettings)  # defaults, bounds: mcviz.settings
+    _common.add_search_arguments(parser)
     parser.add_argument("--bins", default="10,20,50",
                         help="reliability bin counts of the grids (default %(default)s)")
     parser.add_argument("--deck", action="append", metavar="OUT", default=[],
@@ -43,10 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """Load, measure, search, state the verdict and write the decks; return the JSON object."""
-    from mcviz.stats.cumulative import cumulative_differences
+    from mcviz.present.verdict import review_verdict
     from mcviz.search import search_subpopulations
     from mcviz.settings import SearchSettings
-    from mcviz.present.verdict import review_verdict
+    from mcviz.stats.cumulative import cumulative_differences
 
     for path in args.deck:
         _common.check_output(path, flag="--deck", suffixes=(".pptx", ".pdf"))
@@ -57,9 +57,9 @@ def run(args: argparse.Namespace) -> dict:
     search = search_subpopulations(pred, covariates=covariates, **dataclasses.asdict(settings))
     verdict = review_verdict(cumulative_differences(pred), total=pred.n, search=search,
                              binary=pred.response_kind == "binary")
-    slides = 0
+    slides, written = 0, []
     if args.deck:
-        slides = _write_decks(args, pred, search, verdict, bins)
+        slides, written = _write_decks(args, pred, search, verdict, bins)
     return {
         "n": pred.n,
         "verdict": list(verdict.sentences),
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> dict:
                       "p_adjusted": f.p_adjusted} for f in verdict.findings],
         "appendix": list(verdict.appendix),
         "slides": slides,
-        "deck": [str(Path(p)) for p in args.deck],
+        "deck": written,
     }
 
 
@@ -84,17 +84,39 @@ def _bins(text: str) -> tuple[int, ...]:
 
 
 def _write_decks(args: argparse.Namespace, pred: object, search: object, verdict: object,
-                 bins: tuple[int, ...]) -> int:
-    from mcviz.present.deck import DeckInfo, deck_slides, finding_grids, write_deck
+                 bins: tuple[int, ...]) -> tuple[int, list[str]]:
+    """Write every ``--deck``; return the slide count and the paths written.
+
+    A PDF that cannot be made here (no LibreOffice, no kaleido, or their failure) is said in
+    one line on stderr and left out; when nothing could be written the command fails (exit 2).
+    """
+    from mcviz.present.deck import DeckInfo, deck_slides, finding_charts, scope_charts, write_deck
+    from mcviz.present.report import ExportUnavailableError
+    from mcviz.present.review import review_results
+    from mcviz.text import display_text
 
     model = f"score {pred.score_column}, label {pred.label_column}"  # type: ignore[attr-defined]
     if pred.weighted:  # type: ignore[attr-defined]
         model += f", weight {pred.weight_column}"  # type: ignore[attr-defined]
     info = DeckInfo(Path(args.file).name, model, pred.n,  # type: ignore[attr-defined]
                     datetime.now(UTC).strftime("%Y-%m-%d"))
-    grids = finding_grids(pred, search, verdict, bins=bins)
-    slides = deck_slides(verdict, info, grids=grids)  # type: ignore[arg-type]
+    covariates = list(pred.covariate_kinds)  # type: ignore[attr-defined]
+    full = review_results(pred, None, variable=next(iter(covariates), None),  # type: ignore
+                          bins=bins)
+    slides = deck_slides(verdict, info,  # type: ignore[arg-type]
+                         charts=finding_charts(pred, search, verdict, bins=bins),  # type: ignore
+                         scope=("The full population", scope_charts(full)))
+    written, refused = [], []
     for path in args.deck:
-        with _common.atomic_output(path) as temporary:
-            write_deck(slides, temporary, kind=Path(path).suffix.lower()[1:])
-    return len(slides)
+        try:
+            with _common.atomic_output(path) as temporary:
+                write_deck(slides, temporary, kind=Path(path).suffix.lower()[1:])
+        except ExportUnavailableError as error:
+            refused.append(f"--deck {path}: not written: {error}")
+            continue
+        written.append(str(Path(path)))
+    if not written:
+        raise ValidationError(" ".join(refused))
+    for line in refused:
+        print(f"mcviz: note: {display_text(line)}", file=sys.stderr)
+    return len(slides), written

@@ -20,6 +20,7 @@ import io
 import os
 import shutil
 import threading
+import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -275,7 +276,8 @@ def chromium_path() -> str | None:
     return None
 
 
-def figure_image(figure: go.Figure, fmt: str = "png", *, scale: float = 2.0) -> bytes:
+def figure_image(figure: go.Figure, fmt: str = "png", *, scale: float = 2.0,
+                 timeout: float = IMAGE_TIMEOUT) -> bytes:
     """Render ``figure`` as PNG or SVG bytes with kaleido and the system's chromium.
 
     One kaleido server (one browser) is started on first use and kept alive for every later
@@ -304,13 +306,26 @@ def figure_image(figure: go.Figure, fmt: str = "png", *, scale: float = 2.0) -> 
         ) from None
     global _server_path
     with _lock:
-        if _server_path != path or not kaleido._global_server.is_running():
-            if kaleido._global_server.is_running():
-                kaleido.stop_sync_server(silence_warnings=True)
-            kaleido.start_sync_server(path=path, mathjax=False, silence_warnings=True)
-            _server_path = path
-        opts = {"format": fmt, "scale": scale if fmt == "png" else 1}
-        return _call_with_timeout(lambda: kaleido.calc_fig_sync(figure, opts=opts))
+        _silence_server_thread(kaleido)
+        if kaleido._global_server.is_running() and not _server_alive(kaleido):
+            kaleido.stop_sync_server(silence_warnings=True)  # its browser died: start again
+        try:
+            if _server_path != path or not kaleido._global_server.is_running():
+                if kaleido._global_server.is_running():
+                    kaleido.stop_sync_server(silence_warnings=True)
+                kaleido.start_sync_server(path=path, mathjax=False, silence_warnings=True)
+                _server_path = path
+            opts = {"format": fmt, "scale": scale if fmt == "png" else 1}
+            return _call_with_timeout(lambda: kaleido.calc_fig_sync(figure, opts=opts), timeout,
+                                      alive=lambda: _server_alive(kaleido))
+        except (RuntimeError, OSError) as error:  # the browser failed (kaleido, choreographer)
+            if isinstance(error, ExportUnavailableError):
+                raise
+            _server_path = None
+            raise ExportUnavailableError(
+                f"chromium failed to render the image ({type(error).__name__}: "
+                f"{str(error).strip().splitlines()[0] if str(error).strip() else 'no message'})."
+            ) from None
 
 
 def slide_image(
@@ -321,6 +336,7 @@ def slide_image(
     width: int = 1920,
     height: int = 1080,
     scale: float = 1.0,
+    timeout: float = IMAGE_TIMEOUT,
 ) -> bytes:
     """Render figures as one slide: a grid of ``columns`` per row filling ``width`` x ``height``.
 
@@ -339,7 +355,7 @@ def slide_image(
     images = []
     for figure in figures:
         sized = go.Figure(figure).update_layout(width=cell_w, height=cell_h)
-        images.append(figure_image(sized, fmt, scale=scale))
+        images.append(figure_image(sized, fmt, scale=scale, timeout=timeout))
     places = [((i % columns) * cell_w, (i // columns) * cell_h) for i in range(len(images))]
     if fmt == "svg":
         cells = "".join(
@@ -363,8 +379,39 @@ def slide_image(
     return out.getvalue()
 
 
-def _call_with_timeout(function: Any, timeout: float = IMAGE_TIMEOUT) -> bytes:
-    """Run ``function`` in a thread; a browser that never answers becomes an error."""
+_failures: list[str] = []
+"""The kaleido server thread's failures (its traceback is not printed: the caller says why)."""
+
+
+def _server_alive(kaleido: Any) -> bool:
+    """Return False once kaleido's server thread (the browser's session) has ended."""
+    thread = getattr(kaleido._global_server, "_thread", None)
+    return thread is None or thread.is_alive()
+
+
+def _silence_server_thread(kaleido: Any) -> None:
+    """Keep a failing browser's traceback (raised in kaleido's thread) off stderr; note it."""
+    previous = threading.excepthook
+    if getattr(previous, "mcviz_kaleido", False):
+        return
+
+    def hook(args: Any) -> None:
+        if args.thread is not None and args.thread is getattr(kaleido._global_server, "_thread",
+                                                              None):
+            first = args.exc_value.args[0] if args.exc_value and args.exc_value.args else ""
+            text = str(first if isinstance(first, str) else args.exc_value).strip()
+            _failures.append(f"{args.exc_type.__name__}: "
+                             f"{text.splitlines()[0][:200] if text else 'no message'}")
+            return
+        previous(args)
+
+    hook.mcviz_kaleido = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
+def _call_with_timeout(function: Any, timeout: float = IMAGE_TIMEOUT, *,
+                       alive: Any = None) -> bytes:
+    """Run ``function`` in a thread; a browser that never answers, or died, becomes an error."""
     answers: Queue = Queue(maxsize=1)
 
     def target() -> None:
@@ -374,12 +421,19 @@ def _call_with_timeout(function: Any, timeout: float = IMAGE_TIMEOUT) -> bytes:
             answers.put((False, error))
 
     threading.Thread(target=target, daemon=True).start()
-    try:
-        ok, value = answers.get(timeout=timeout)
-    except Empty:
-        raise ExportUnavailableError(
-            f"chromium did not render the image within {timeout:.0f} s."
-        ) from None
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            ok, value = answers.get(timeout=max(min(0.25, deadline - time.monotonic()), 0.01))
+            break
+        except Empty:
+            if alive is not None and not alive():
+                why = _failures[-1] if _failures else "no message"
+                raise ExportUnavailableError(
+                    f"chromium stopped before rendering the image ({why}).") from None
+            if time.monotonic() >= deadline:
+                raise ExportUnavailableError(
+                    f"chromium did not render the image within {timeout:.0f} s.") from None
     if not ok:
         raise value
     return value

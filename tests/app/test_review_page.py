@@ -57,10 +57,16 @@ def test_verdict_search_finding_click_and_deck():
     assert not at.exception, [e.value for e in at.exception]
     deck = at.session_state["review_deck_file"]
     assert deck[0] == "pptx"
-    slides = pptx.Presentation(io.BytesIO(deck[1])).slides
-    assert len(slides) == 3 + confirmed  # title, verdict, one per confirmed finding, appendix
-    texts = "\n".join(s.text_frame.text for s in slides[2].shapes if s.has_text_frame)
-    assert label.split("· ", 1)[1] in texts
+    slides = list(pptx.Presentation(io.BytesIO(deck[1])).slides)
+    texts = ["\n".join(s.text_frame.text for s in slide.shapes if s.has_text_frame)
+             for slide in slides]
+    # title, verdict, the scope's charts, each confirmed finding's slides, appendix
+    assert texts[1].startswith("Verdict")
+    assert any(label.split("· ", 1)[1] in text for text in texts)
+    findings = [slide for slide, text in zip(slides, texts, strict=True)
+                if text.startswith("Finding ")]
+    assert len(findings) >= confirmed
+    assert all(any(shape.has_chart for shape in slide.shapes) for slide in findings)
 
 
 def test_report_is_headed_by_the_verdict():

@@ -1,4 +1,4 @@
-"""The deck (mcviz.present.deck, `mcviz report --deck`): read back with python-pptx, PDF pages, text."""
+"""The deck (mcviz.present.deck, `mcviz report --deck`): read back with python-pptx, PDF, text."""
 
 from __future__ import annotations
 
@@ -11,14 +11,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcviz.present.deck import DeckInfo, Slide, clean_text, deck_slides, write_pdf, write_pptx
+from mcviz.present.deck import (
+    DeckInfo,
+    Slide,
+    clean_text,
+    deck_slides,
+    section_charts,
+    write_pdf,
+    write_pptx,
+)
+from mcviz.present.slide_charts import Series, SlideChart, thinned
 from mcviz.present.verdict import FindingLine, Section, Verdict
 
 pptx = pytest.importorskip("pptx")
 sys.path.insert(0, str(Path(__file__).parent))
 from test_verdict import _frame  # noqa: E402  (the planted frame: region r7 +15 points)
 
-CHROMIUM = Path("/usr/bin/chromium")
+SOFFICE = any(Path(p, "soffice").exists() for p in ("/usr/bin", "/usr/local/bin"))
+EMU_PER_INCH = 914_400
+SLIDE = (13.333, 7.5)
+CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069\u200e\u200f"
+                     "\u061c\u2028\u2029\x85]")
 
 
 def _png(width: int = 160, height: int = 90) -> bytes:
@@ -33,122 +46,112 @@ def _texts(slide) -> str:
     return "\n".join(shape.text_frame.text for shape in slide.shapes if shape.has_text_frame)
 
 
-def _pictures(slide) -> list:
-    return [shape for shape in slide.shapes if shape.shape_type == 13]  # MSO_SHAPE_TYPE.PICTURE
+def _charts(slide) -> list:
+    return [shape for shape in slide.shapes if shape.has_chart]
 
 
-def test_slides_read_back_editable_with_pictures(tmp_path):
-    line = FindingLine(1, 'region == "r7"', "Among rows with region == r7 (9.9%), ...",
+def _chart(title: str = "A chart", points: int = 50) -> SlideChart:
+    x = np.linspace(0, 1, points)
+    return SlideChart(title, "xy", (Series("path", tuple(x), tuple(x ** 2)),
+                                    Series("diagonal", (0.0, 0.5, 1.0), (0.0, 0.5, 1.0))),
+                      "score", "observed", note="a note under the chart")
+
+
+def _box(shape) -> tuple[float, float, float, float]:
+    return tuple(v / EMU_PER_INCH for v in (shape.left, shape.top, shape.left + shape.width,
+                                            shape.top + shape.height))
+
+
+def _sizes(slide) -> list[float]:
+    """Every font size (points) set on the slide: text runs, and each chart's text."""
+    sizes = [run.font.size.pt for shape in slide.shapes if shape.has_text_frame
+             for paragraph in shape.text_frame.paragraphs for run in paragraph.runs]
+    for shape in _charts(slide):
+        # chart text: every sz="..." in the chart part (hundredths of a point), and the default
+        sizes += [int(v) / 100 for v in re.findall(rb'\ssz="(\d+)"', shape.chart.part.blob)]
+        sizes.append(shape.chart.font.size.pt)
+    return sizes
+
+
+def _check_slide_rules(deck) -> None:
+    """Every run >= 12 pt, every shape inside the slide, at most two charts, no control char."""
+    width, height = deck.slide_width / EMU_PER_INCH, deck.slide_height / EMU_PER_INCH
+    assert (round(width, 2), round(height, 2)) == (13.33, 7.5)
+    for number, slide in enumerate(deck.slides, start=1):
+        sizes = _sizes(slide)
+        assert sizes, number
+        assert min(sizes) >= 12, (number, min(sizes))
+        for shape in slide.shapes:
+            left, top, right, bottom = _box(shape)
+            where = (number, shape.name, (left, top, right, bottom))
+            assert min(left, top) >= 0, where
+            assert right <= width + 1e-6, where
+            assert bottom <= height + 1e-6, where
+        assert len(_charts(slide)) <= 2, number
+        assert not CONTROL.search(_texts(slide)), number
+        for shape in _charts(slide):
+            assert not CONTROL.search(shape.chart.part.blob.decode("utf-8")), number
+
+
+def test_slides_read_back_editable_with_native_charts(tmp_path):
+    line = FindingLine(1, 'region == "r7"', "Among rows with region r7 (9.9%), ...",
                        "+16.6 points", "13.8 to 19.5 points", "9.87%", 1974, "< 0.001")
     verdict = Verdict(("The full population ...", line.sentence), (line,), False,
                       ("Method ...",), (Section("Decision", ("At 0.5 ...",), (("loss", "3"),)),))
+    charts = {1: (_chart("one"), _chart("two"), _chart("three"))}
     slides = deck_slides(verdict, DeckInfo("f.csv", "score p, label y", 20_000, "2026-11-26"),
-                         grids={1: _png()})
-    assert [s.kind for s in slides] == ["title", "verdict", "finding", "section", "appendix"]
+                         charts=charts, scope=("The full population", (_chart("full"),)))
+    assert [s.kind for s in slides] == ["title", "verdict", "scope", "finding", "finding",
+                                        "section", "appendix"]
     path = tmp_path / "deck.pptx"
     write_pptx(slides, path)
     deck = pptx.Presentation(str(path))
     assert deck.slide_width * 9 == deck.slide_height * 16  # 16:9
-    assert len(deck.slides) == 5
-    finding = deck.slides[2]
+    assert len(deck.slides) == 7
+    finding = deck.slides[3]
     assert line.sentence in _texts(finding)
     assert "+16.6 points" in _texts(finding)
     assert "13.8 to 19.5 points" in _texts(finding)
-    assert len(_pictures(finding)) == 1
-    assert "Decision" in _texts(deck.slides[3])
+    assert [c.chart.chart_title.text_frame.text for c in _charts(finding)] == ["one", "two"]
+    (rest,) = _charts(deck.slides[4])  # the third chart on the finding's next slide
+    assert rest.chart.chart_title.text_frame.text == "three"
+    assert "Finding 1: region is" in _texts(finding)  # the title in words, not the filter
+    assert "==" not in _texts(finding).splitlines()[0]
+    assert "Decision" in _texts(deck.slides[5])
+    _check_slide_rules(deck)
+    with pytest.raises(ValueError, match="at most 2 charts"):
+        Slide("t", charts=(_chart(), _chart(), _chart()))
 
 
-def test_user_text_is_neutralised_in_pptx_and_pdf(tmp_path):
-    hostile = "<b>x</b> \u202egnp.exe\x00 =cmd|\u2028next"
-    slides = [Slide(hostile, (hostile,), ((hostile, hostile),))]
+def test_user_text_never_reaches_a_slide_as_control_characters(tmp_path):
+    hostile = "<b>x</b> \u202egnp.exe\x00 =cmd|\u2028next\x07\r\n\u2066"
+    chart = SlideChart(hostile, "xy", (Series(hostile, (0.0, 0.5, 1.0), (0.0, 1.0, 0.0)),),
+                       hostile, hostile, note=hostile)
+    columns = SlideChart(hostile, "columns", (Series(hostile, (hostile,), (3.0,)),),
+                         categories=(hostile,))
+    slides = [Slide(hostile, (hostile,), ((hostile, hostile),), charts=(chart, columns))]
     write_pptx(slides, tmp_path / "h.pptx")  # lxml refuses NUL: cleaned, never an error
-    text = _texts(pptx.Presentation(str(tmp_path / "h.pptx")).slides[0])
-    assert "\u202e" not in text
-    assert "[U+202E]" in text
+    deck = pptx.Presentation(str(tmp_path / "h.pptx"))
+    text = _texts(deck.slides[0])
+    assert "[U+202E]" in text  # shown, not obeyed
     assert "<b>x</b>" in text  # shown as typed (text, not markup)
-    assert "\x00" not in text
-    assert clean_text("a\u2029b\r\nc") == "a[U+2029]b[U+000D] c"  # shown, not obeyed
-    out = io.BytesIO()
-    write_pdf(slides, out)
-    assert out.getvalue().startswith(b"%PDF")
+    _check_slide_rules(deck)
+    assert clean_text("a\u2029b\r\nc") == "a[U+2029]b[U+000D] c"
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium renders the grids (kaleido)")
-def test_report_cli_writes_the_deck(tmp_path, cli):
-    frame = _frame(20_000, 1, planted=0.15)
-    source = tmp_path / "planted.csv"
-    frame.to_csv(source, index=False)
-    pptx_path, pdf_path = tmp_path / "review.pptx", tmp_path / "review.pdf"
-    run = cli("report", source, "--score", "score", "--label", "y", "--covariates",
-              "region,age", "--max-conditions", "2", "--findings", "3", "--deck", pptx_path,
-              "--deck", pdf_path, "--json")
-    assert run.status == 0, run.err
-    out = run.json
-    confirmed = out["findings"]
-    assert confirmed, out["verdict"]  # the planted region is confirmed
-    assert "r7" in confirmed[0]["description"]
-    deck = pptx.Presentation(str(pptx_path))
-    assert len(deck.slides) == 3 + len(confirmed) == out["slides"]
-    assert out["verdict"][0] in _texts(deck.slides[1])
-    for number, finding in enumerate(confirmed, start=2):
-        slide = deck.slides[number]
-        assert finding["sentence"] in _texts(slide)
-        assert finding["p_adjusted"] in _texts(slide)
-        (picture,) = _pictures(slide)
-        assert picture.image.size[0] >= 1440  # the 2x2 grid, rendered
-    pdf = pdf_path.read_bytes()
-    assert pdf.startswith(b"%PDF")
-    assert len(re.findall(rb"/Type\s*/Page(?!s)", pdf)) == len(deck.slides)  # same slides
-
-
-def test_report_cli_refuses_a_bad_deck_name(tmp_path, cli):
-    frame = pd.DataFrame({"p": np.linspace(0.1, 0.9, 50), "y": [0, 1] * 25})
-    source = tmp_path / "p.csv"
-    frame.to_csv(source, index=False)
-    run = cli("report", source, "--score", "p", "--label", "y", "--deck", tmp_path / "x.key")
-    assert run.status == 2
-    assert "must end in .pptx or .pdf" in run.err
-
-
-def _box(shape) -> tuple[int, int, int, int]:
-    return shape.left, shape.top, shape.left + shape.width, shape.top + shape.height
-
-
-def _needed_points(shape) -> float:
-    """Height (pt) the box's text takes, wrapped with the font's own metrics (DejaVu Sans, what
-    LibreOffice draws these slides with here): each paragraph's lines at 1.17 × its size."""
-    from PIL import ImageFont
-
-    folder = Path("/usr/share/fonts/truetype/dejavu")
-    width = shape.width / 12700 - 14.4  # EMU to pt, less the box's insets (0.1 in each side)
-    total = 0.0
-    for paragraph in shape.text_frame.paragraphs:
-        for run in paragraph.runs:
-            size = run.font.size.pt
-            font = ImageFont.truetype(str(folder / ("DejaVuSans-Bold.ttf" if run.font.bold
-                                                    else "DejaVuSans.ttf")), size)
-            lines, line = 1, ""
-            for word in run.text.split(" "):
-                trial = f"{line} {word}".strip()
-                if line and font.getlength(trial) > width:
-                    lines, line = lines + 1, word
-                else:
-                    line = trial
-            total += lines * 1.17 * size
-    return total
-
-
-def test_no_value_is_a_bare_dash_and_slides_keep_their_text_apart(tmp_path):
-    # a fact without a number reads "not valid (why)"; the slide's title, text, picture and
-    # facts do not overlap, whatever the text's length and the picture's shape
-    long = "Among rows with " + " and ".join(f"x{i} ≥ {i}" for i in range(40)) + "."
+def test_long_text_is_set_smaller_then_cut_and_stays_inside_the_slide(tmp_path):
+    # a fact without a number reads "not valid (why)"; text, facts and charts do not overlap,
+    # whatever the text's length
+    long = "Among rows with " + " and ".join(f"x{i} ≥ {i}" for i in range(120)) + "."
     section = Section("Fix (platt) " + "with a very long title " * 5, (long, long),
                       (("held-out M", "– → –"), ("held-out log loss", "0.53 → 0.528")),
                       picture=_png(1440, 600))
-    line = FindingLine(1, "x0 ≥ 0 and " * 20, long, "+1 points", "– to –", "1%", 10, "< 0.001")
-    verdict = Verdict(("v",), (line,), False, ("m",), (section,))
-    slides = deck_slides(verdict, DeckInfo("f.csv", "m", 10, "d"), grids={1: _png(1440, 810)})
-    facts = dict(slides[3].facts)
+    line = FindingLine(1, "x0 >= 0 and " * 20 + "x1 < 3", long, "+1 points", "– to –", "1%",
+                       10, "< 0.001")
+    verdict = Verdict((long,) * 4, (line,), False, (long,) * 3, (section,))
+    slides = deck_slides(verdict, DeckInfo("f.csv", "m", 10, "d"),
+                         charts={1: (_chart(), _chart())})
+    facts = dict(slides[-2].facts)
     assert facts["held-out M"] == "not valid (no finite value on these rows)"
     assert facts["held-out log loss"] == "0.53 → 0.528"
     assert dict(slides[2].facts)["95% CI"].startswith("not valid (")
@@ -156,19 +159,30 @@ def test_no_value_is_a_bare_dash_and_slides_keep_their_text_apart(tmp_path):
     assert slides[2].title.endswith("…")
     path = tmp_path / "d.pptx"
     write_pptx(slides, path)
-    width, height = pptx.Presentation(str(path)).slide_width, 6_858_000
-    for page in list(pptx.Presentation(str(path)).slides)[2:4]:
-        title, text, facts_box = (s for s in page.shapes if s.has_text_frame)
-        (picture,) = _pictures(page)
-        if Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf").exists():
-            for box in (title, text):  # each box holds its text: nothing runs below it
-                assert box.height / 12700 >= _needed_points(box), box.text_frame.text[:60]
-        assert _box(title)[3] <= _box(text)[1] <= _box(text)[3] <= _box(picture)[1]
-        assert _box(picture)[2] <= _box(facts_box)[0]
-        assert all(0 <= v <= limit for s in page.shapes
-                   for v, limit in zip(_box(s), (width, height, width, height), strict=True))
-        shown = _texts(page)
-        assert "–" not in re.sub(r"\d–\d", "", shown)  # no bare dash for a missing value
+    deck = pptx.Presentation(str(path))
+    _check_slide_rules(deck)
+    finding = deck.slides[2]
+    texts = [s for s in finding.shapes if s.has_text_frame]
+    title, sentence, facts_box = texts[:3]
+    charts = _charts(finding)
+    assert _box(title)[3] <= _box(sentence)[1] + 1e-6
+    assert all(_box(sentence)[3] <= _box(c)[1] + 1e-6 for c in charts)  # text above charts
+    assert all(_box(c)[2] <= _box(facts_box)[0] + 1e-6 for c in charts)  # facts to the right
+    assert sentence.text_frame.text.endswith("…")  # too long for the slide: cut, not spilled
+    shown = "\n".join(_texts(s) for s in deck.slides)
+    assert "–" not in re.sub(r"\d–\d", "", shown)  # no bare dash for a missing value
+
+
+def test_thinned_paths_keep_their_range_and_order():
+    rng = np.random.default_rng(0)
+    y = np.cumsum(rng.normal(size=50_001))
+    x = np.arange(y.size) / y.size
+    tx, ty = thinned(x, y, 400)
+    assert tx.size <= 402
+    assert ty.max() == y.max()  # the drawn range is the path's range D
+    assert ty.min() == y.min()
+    assert np.all(np.diff(tx) > 0)
+    assert set(tx) <= set(x)  # points of the path, never new ones
 
 
 def test_void_p_values_are_said_not_compared():
@@ -204,28 +218,138 @@ def test_fix_and_monitor_sections_carry_their_charts():
     before, after = section.draw()
     assert "Before the fix" in before.layout.title.text
     assert "After the fix" in after.layout.title.text
-    noise = dict(section.facts)["held-out log loss"].endswith("(within noise)")
+    noise = dict(section.facts)["held-out log loss"].endswith("(no meaningful change)")
     assert noise == (not fix.meaningful)
     watched = monitor_calibration(pred, time="day", n_draws=99)
-    (heatmap,) = mon.verdict_section(watched).draw()
+    watch = mon.verdict_section(watched)
+    (heatmap,) = watch.draw()
     assert any(trace.type == "heatmap" for trace in heatmap.data)
+    # the fix's two figures become two native charts read from their traces; a heat map none
+    drawn = section_charts([section, watch])
+    assert set(drawn) == {0}
+    first, second = drawn[0]
+    assert "Before the fix" in first.title
+    assert "After the fix" in second.title
+    scatter = [t for t in before.data if t.type == "scatter" and (t.xaxis in (None, "x"))
+               and not str(t.name).startswith("bootstrap")]
+    points = {s.name: s for s in first.series}
+    for trace in scatter:  # the figure's own numbers, not recomputed
+        if trace.fill != "toself" and trace.name in points and len(trace.x) <= 400:
+            finite = np.isfinite(np.asarray(trace.y, dtype=float))
+            assert np.allclose(np.asarray(trace.y, dtype=float)[finite][:3],
+                               points[trace.name].y[:3])
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium renders the charts (kaleido)")
-def test_section_charts_become_the_slides_picture(tmp_path):
-    import plotly.graph_objects as go
+# --------------------------------------------------------------------------------------------
+# The command line
 
-    from mcviz.present.deck import section_pictures
 
-    drawn = Section("Monitor", ("s",), (("a", "1"),),
-                    draw=lambda: (go.Figure(go.Scatter(x=[0, 1], y=[0, 1], name="<b>x</b>")),))
-    kept = Section("Own", ("s",), picture=_png())
-    pictures = section_pictures([kept, drawn, Section("None")], scale=1.0)
-    assert set(pictures) == {1}  # its own picture kept, nothing to draw: left alone
-    from PIL import Image
+@pytest.fixture(scope="module")
+def planted_csv(tmp_path_factory) -> Path:
+    source = tmp_path_factory.mktemp("deck") / "planted.csv"
+    _frame(20_000, 1, planted=0.15).to_csv(source, index=False)
+    return source
 
-    assert Image.open(io.BytesIO(pictures[1])).size == (1440, 600)
-    slides = deck_slides(Verdict(("v",), sections=(kept, drawn)),
-                         DeckInfo("f", "m", 1, "d"), pictures=pictures)
-    assert slides[2].picture == kept.picture
-    assert slides[3].picture == pictures[1]
+
+def _report(cli, source: Path, *decks: Path):
+    args = ["report", source, "--score", "score", "--label", "y", "--covariates", "region,age",
+            "--max-conditions", "2", "--findings", "3", "--json"]
+    for deck in decks:
+        args += ["--deck", deck]
+    return cli(*args)
+
+
+def _no_pdf_tools(monkeypatch) -> None:
+    """kaleido's import fails and LibreOffice is not on PATH."""
+    monkeypatch.setitem(sys.modules, "kaleido", None)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("MCVIZ_SOFFICE", raising=False)
+
+
+@pytest.mark.skipif(not SOFFICE, reason="LibreOffice makes the PDF")
+def test_report_cli_writes_native_charts_and_the_same_slides_as_pdf(tmp_path, cli, planted_csv,
+                                                                    monkeypatch):
+    monkeypatch.setitem(sys.modules, "kaleido", None)  # no kaleido: LibreOffice alone
+    pptx_path, pdf_path = tmp_path / "review.pptx", tmp_path / "review.pdf"
+    run = _report(cli, planted_csv, pptx_path, pdf_path)
+    assert run.status == 0, run.err
+    out = run.json
+    confirmed = out["findings"]
+    assert confirmed, out["verdict"]  # the planted region is confirmed
+    assert "r7" in confirmed[0]["description"]
+    assert out["deck"] == [str(pptx_path), str(pdf_path)]
+    deck = pptx.Presentation(str(pptx_path))
+    assert len(deck.slides) == out["slides"]
+    assert out["verdict"][0] in _texts(deck.slides[1])
+    _check_slide_rules(deck)
+    findings = [s for s in deck.slides if _texts(s).startswith("Finding ")]
+    assert len(findings) >= len(confirmed)
+    assert all(_charts(s) for s in findings)  # every finding slide holds a native chart
+    kinds = {str(c.chart.chart_type) for s in deck.slides for c in _charts(s)}
+    assert any("XY_SCATTER" in k for k in kinds)
+    assert any("COLUMN_CLUSTERED" in k for k in kinds)
+    for finding in confirmed:
+        slide = next(s for s in findings if finding["sentence"] in _texts(s))
+        assert finding["p_adjusted"] in _texts(slide)
+        assert finding["interval"] in _texts(slide)
+        # one sign: the JSON's effect and the slide's effect read back agree (+ raised rate)
+        shown = re.search(r"^effect\n([+−-])", _texts(slide), re.M)
+        assert shown is not None, _texts(slide)
+        assert (shown.group(1) == "+") == (finding["effect"].lstrip()[0] == "+")
+    assert confirmed[0]["effect"].startswith("+")  # planted: more events than predicted
+    pdf = pdf_path.read_bytes()
+    assert pdf.startswith(b"%PDF")
+    assert len(re.findall(rb"/Type\s*/Page(?!s)", pdf)) == len(deck.slides)  # same slides
+
+
+def test_report_cli_without_kaleido_or_libreoffice_writes_the_pptx(tmp_path, cli, planted_csv,
+                                                                   monkeypatch):
+    _no_pdf_tools(monkeypatch)
+    pptx_path, pdf_path = tmp_path / "x.pptx", tmp_path / "x.pdf"
+    run = _report(cli, planted_csv, pptx_path, pdf_path)
+    assert run.status in (0, 2)
+    assert run.status == 0  # the PPTX was written: success, with one line about the PDF
+    lines = run.err.strip().splitlines()
+    assert len([line for line in lines if "x.pdf" in line]) == 1, run.err
+    assert "Traceback" not in run.err
+    assert "LibreOffice" in run.err
+    assert "kaleido" in run.err
+    assert not pdf_path.exists()
+    assert run.json["deck"] == [str(pptx_path)]
+    deck = pptx.Presentation(str(pptx_path))  # a valid PPTX
+    assert len(deck.slides) == run.json["slides"]
+    # nothing writable at all: exit 2, one line, no traceback
+    only_pdf = _report(cli, planted_csv, tmp_path / "y.pdf")
+    assert only_pdf.status == 2
+    assert len(only_pdf.err.strip().splitlines()) == 1, only_pdf.err
+    assert "y.pdf" in only_pdf.err
+    assert "Traceback" not in only_pdf.err
+
+
+def test_a_failing_browser_is_one_line_not_a_wait(tmp_path, monkeypatch):
+    # kaleido is there but its chromium dies at once: the PDF is refused in one message
+    from mcviz.present import report
+    from mcviz.present.report import ExportUnavailableError
+
+    pytest.importorskip("kaleido")
+    fake = tmp_path / "chromium"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("MCVIZ_CHROMIUM", str(fake))
+    monkeypatch.setenv("PATH", "/nonexistent")  # no LibreOffice
+    monkeypatch.setattr(report, "IMAGE_TIMEOUT", 20.0)
+    import mcviz.present.deck as deck_module
+
+    monkeypatch.setattr(deck_module, "IMAGE_TIMEOUT", 20.0)
+    with pytest.raises(ExportUnavailableError) as caught:
+        write_pdf([Slide("t", charts=(_chart(),))], io.BytesIO())
+    assert len(str(caught.value).splitlines()) == 1
+
+
+def test_report_cli_refuses_a_bad_deck_name(tmp_path, cli):
+    frame = pd.DataFrame({"p": np.linspace(0.1, 0.9, 50), "y": [0, 1] * 25})
+    source = tmp_path / "p.csv"
+    frame.to_csv(source, index=False)
+    run = cli("report", source, "--score", "p", "--label", "y", "--deck", tmp_path / "x.key")
+    assert run.status == 2
+    assert "must end in .pptx or .pdf" in run.err
