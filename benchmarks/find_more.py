@@ -21,9 +21,11 @@ from mcviz import load_predictions
 from mcviz.search import search_subpopulations
 from shapes_more import MORE_SHAPES, MORE_TEXT, calibrated_30, shaped_more
 
-VARIANTS = {"codes_declared": ("codes", ("code",))}
-"""Extra rows: a shape run with covariates declared nominal."""
-TEXT = MORE_TEXT | {"codes_declared": MORE_TEXT["codes"] + ", --nominal code"}
+VARIANTS = {"codes_declared": ("codes", ("code",), {}),
+            "four_depth4": ("four", (), {"max_conditions": 4})}
+"""Extra rows: a shape run with covariates declared nominal, or with other search settings."""
+TEXT = MORE_TEXT | {"codes_declared": MORE_TEXT["codes"] + ", --nominal code",
+                    "four_depth4": MORE_TEXT["four"] + ", --max-conditions 4"}
 
 
 def _load(frame, nominal=()):
@@ -60,12 +62,12 @@ def recovery(groups: list[np.ndarray], found: list[np.ndarray], p: list[float],
 
 def more_draw(name: str, n: int, seed: int) -> dict:
     """One draw of one shape (or variant): the search's recovery."""
-    shape, nominal = VARIANTS.get(name, (name, ()))
+    shape, nominal, options = VARIANTS.get(name, (name, (), {}))
     frame, first, second = shaped_more(n, shape, seed)
     pred = _load(frame, nominal)
     groups = [np.flatnonzero(m[pred.row]) for m in (first, second) if m.any()]
     cpu = time.process_time()
-    result = search_subpopulations(pred, seed=seed)
+    result = search_subpopulations(pred, seed=seed, **options)
     seconds = time.process_time() - cpu
     found = [np.asarray(f.subpopulation.index) for f in result.findings]
     ok, j, p = recovery(groups, found, [f.p_adjusted for f in result.findings], shape)
