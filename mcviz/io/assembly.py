@@ -137,12 +137,10 @@ def load_predictions(
     excluded = {answer.score_column, label, weight, *probability_columns}
     names = _covariate_names(frame, roles, covariates, id_columns, excluded)
     _check_declared_kinds(frame, names, nominal, ordinal)
-    left_out = (_id_notes(roles.id_columns, excluded)
-                if covariates is None and id_columns is None else [])
     return _assemble(
-        frame, rows, answer, weight_values, names, nominal, ordinal, warnings, left_out,
+        frame, rows, answer, weight_values, names, nominal, ordinal, warnings,
         label=label, weight=weight, probability_columns=probability_columns, response=response,
-        notices=notices,
+        notices=[*notices, *_id_notes(roles, excluded, covariates, id_columns)],
     )
 
 
@@ -215,9 +213,12 @@ def _covariate_names(
     return [c for c in covariates if c not in excluded]
 
 
-def _id_notes(ids: Sequence[str], excluded: set[str | None]) -> list[str]:
-    """Return one note per id column left out of the covariates (:func:`id_note`)."""
-    return [id_note(name) for name in ids if name not in excluded]
+def _id_notes(roles: Roles, excluded: set[str | None], covariates: Sequence[str] | None,
+              id_columns: Sequence[str] | None) -> list[str]:
+    """Return one note per id column left out of the default covariates (:func:`id_note`)."""
+    if covariates is not None or id_columns is not None:  # the caller chose
+        return []
+    return [id_note(name) for name in roles.id_columns if name not in excluded]
 
 
 def _assemble(
@@ -229,7 +230,6 @@ def _assemble(
     nominal: Sequence[str],
     ordinal: Sequence[str],
     warnings: list[str],
-    left_out: Sequence[str] = (),
     *,
     label: str,
     weight: str | None,
@@ -244,7 +244,7 @@ def _assemble(
         n_kept=int(rows.keep.sum()),
         dropped=tuple(rows.dropped),
         warnings=tuple(warnings),
-        notices=(*notices, *left_out, *dropped),
+        notices=(*notices, *dropped),
     )
     return sorted_predictions(
         answer.score, rows.keep, pending, report=report,
