@@ -236,14 +236,8 @@ def parquet_predictions(
     arrays = _role_arrays(table, kinds, score, label, weight, response)
     if arrays is None or table.num_rows != parquet.num_rows:
         return None
-    id_notices: list[str] = []
-    if covariates is None:  # text of near-unique values is an id too (the loader's rule)
-        from mcviz.io.roles import id_note
-
-        text_ids = {name for name in candidates if kinds[name] in ("text", "category")
-                    and name in table.column_names and _text_id(table.column(name))}
-        candidates = [name for name in candidates if name not in text_ids]
-        id_notices = [id_note(name) for name in names if name in text_ids or name in id_names]
+    candidates, id_notices = _ids_left_out(table, candidates, kinds, names, id_names,
+                                           default=covariates is None)
     found = _covariate_kinds(table, candidates, counted, kinds, pandas)
     if found is None:
         return None
@@ -333,6 +327,22 @@ def _candidates(kinds: dict[str, str], score: str, label: str,
              roles.weight}
     ids = [c for c in roles.id_columns if c not in taken]
     return [c for c in columns if c not in taken and c not in ids], ids
+
+
+def _ids_left_out(table: pa.Table, candidates: list[str], kinds: dict, names: list[str],
+                  id_names: list[str], *, default: bool) -> tuple[list[str], list[str]]:
+    """Return the candidates without text ids (the loader's rule) and the ids' notes.
+
+    Only for the default covariates (``default``); ``id_names`` are the ids by name.
+    """
+    if not default:
+        return candidates, []
+    from mcviz.io.roles import id_note
+
+    text_ids = {name for name in candidates if kinds[name] in ("text", "category")
+                and name in table.column_names and _text_id(table.column(name))}
+    return ([name for name in candidates if name not in text_ids],
+            [id_note(name) for name in names if name in text_ids or name in id_names])
 
 
 def _text_id(column: pa.ChunkedArray) -> bool:
