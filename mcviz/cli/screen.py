@@ -48,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--weight", help="weight column")
     parser.add_argument("--drop-invalid", action="store_true",
                         help="drop invalid rows (and say how many)")
+    _common.add_kind_arguments(parser)
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy")
     parser.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 2GB (spills beyond)")
     master = _spark_master_default()
@@ -185,6 +186,7 @@ def run(args: argparse.Namespace) -> dict:
         pred = load_predictions(
             sample, score=args.score, label=args.label, positive=args.positive,
             weight=args.weight, covariates=covariates, drop_invalid=True,
+            **_common.kind_options(args),
         )
         columns = sample_columns(pred, sample)
         del sample
