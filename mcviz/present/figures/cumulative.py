@@ -89,7 +89,7 @@ def deviation_figure(result: DeviationResult, *, title: str | None = None,
     return _path_figure(
         result,
         path_name="subpopulation − full population, cumulative (Fₖ − F̃ₖ)",
-        y_title="subpopulation − full population",
+        y_title="cumulative gap",
         bottom_title="score in the subpopulation",
         axis_title=f"score in the subpopulation (a tick every {100 // (TICKS - 1)}% of its rows)",
         title=title or default_title, subtitle=subtitle, color=BLACK,
