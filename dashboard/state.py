@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from mcviz.io import infer_roles
-from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
+from mcviz.settings import MonitorSettings, NullSettings, SearchSettings, SubpopulationSettings
 
 __all__ = ["DEFAULTS", "DEMOS", "ColumnMapping", "default_mapping", "parse_bin_counts",
            "subpopulation_params"]
@@ -60,8 +60,10 @@ NULL_SHOWN = "null_shown"  # the null distribution of the current subpopulations
 W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE = "w_mon_time", "w_mon_period", "w_mon_reference"
 W_MON_SEGMENTS, W_MON_FILTERS, W_MON_SEARCH = "w_mon_segments", "w_mon_filters", "w_mon_search"
 W_MON_SERIES, W_MON_FROM, W_MON_TO = "w_mon_series", "w_mon_from", "w_mon_to"
+W_MON_ALPHA, W_MON_DRAWS = "w_mon_alpha", "w_mon_draws"  # mcviz.settings.MonitorSettings
 MONITOR_KEYS = (W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE, W_MON_SEGMENTS, W_MON_FILTERS,
-                W_MON_SEARCH, W_MON_SERIES, W_MON_FROM, W_MON_TO)  # the Monitor page (issue 29)
+                W_MON_SEARCH, W_MON_SERIES, W_MON_FROM, W_MON_TO, W_MON_ALPHA,
+                W_MON_DRAWS)  # the Monitor page (issue 29)
 WIDGET_KEYS = (
     W_DEMO, W_PRESENTATION, W_SCORE2, W_VARIABLE, W_BINS, W_L, W_M, W_SEED, W_REPEATS,
     W_SUBCOVS, W_SELECTED, W_FILTER, W_GROUP, W_SCOPE, W_SCOPE_SUB, W_SCOPE_LEVEL,
@@ -83,7 +85,9 @@ DEFAULTS: dict[str, Any] = {
     W_CONDITIONS: SearchSettings.setting("max_conditions").default,
     W_FINDINGS: SearchSettings.setting("n_findings").default,
     W_NULL_DRAWS: NullSettings.setting("draws").default,
-    W_MON_PERIOD: "week",
+    W_MON_PERIOD: MonitorSettings.period,
+    W_MON_ALPHA: MonitorSettings.alpha,
+    W_MON_DRAWS: MonitorSettings.draws,
     W_MON_REFERENCE: "",
     W_MON_FILTERS: "",
     W_MON_SEARCH: False,

@@ -32,9 +32,10 @@ from typing import Any
 
 from mcviz.errors import ValidationError
 
-__all__ = ["DEFAULT_THRESHOLDS", "LOG_LOSS_CLIP", "CompareSettings", "DecisionSettings",
-           "MonitorSettings", "NullSettings", "SearchSettings", "Setting", "Settings",
-           "SubpopulationSettings", "format_thresholds", "parse_thresholds", "setting"]
+__all__ = ["DEFAULT_THRESHOLDS", "LOG_LOSS_CLIP", "PERIODS", "CompareSettings",
+           "DecisionSettings", "MonitorSettings", "NullSettings", "SearchSettings", "Setting",
+           "Settings", "SubpopulationSettings", "format_thresholds", "parse_thresholds",
+           "setting"]
 
 #: The decision thresholds every surface starts with (``mcviz decide``/``fix``, the Fix page).
 DEFAULT_THRESHOLDS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5)

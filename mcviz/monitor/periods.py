@@ -35,10 +35,11 @@ import numpy as np
 import pandas as pd
 
 from mcviz.errors import ValidationError
+from mcviz.settings import PERIODS
 
 __all__ = ["CALENDAR_PERIODS", "MAX_PERIODS", "Periods", "infer_time_column", "make_periods"]
 
-CALENDAR_PERIODS = ("day", "week", "month", "quarter")
+CALENDAR_PERIODS = PERIODS  # written once: mcviz.settings
 MAX_PERIODS = 1000
 """At most this many periods (the alarm statistic's windows grow with their square)."""
 _TIME_NAME = re.compile(r"(^|[_\s.-])(date|time|timestamp|datetime|day|week|month|quarter|year|"

@@ -9,7 +9,7 @@ from dashboard import links
 from dashboard import monitor as mon
 from dashboard import state as s
 from mcviz import Predictions
-from mcviz.monitor import monitor_calibration
+from mcviz.monitor import MonitorSettings, monitor_calibration
 from mcviz.subpopulations import parse_filter, select_rows
 
 
@@ -22,8 +22,9 @@ def _pred(time_values, n=400):
 def test_review_filter_selects_exactly_the_rows_of_the_cell():
     days = pd.Timestamp("2026-01-05") + pd.to_timedelta(np.arange(400) % 70, unit="D")
     pred = _pred(days)
-    result = monitor_calibration(pred, time="when", period="week", segments=["my group"],
-                                 n_draws=19)
+    result = monitor_calibration(pred,
+                                 settings=MonitorSettings(time="when", period="week",
+                                                          segments=["my group"], draws=19))
     expression = mon.review_filter(result, 1, 3, 4, pred.covariates["when"].dtype)
     assert expression == ("`my group` == a and when >= 2026-01-26 and when < 2026-02-09")
     rows = select_rows(pred, parse_filter(expression, pred))
@@ -35,13 +36,14 @@ def test_review_filter_selects_exactly_the_rows_of_the_cell():
 
 def test_review_filter_of_numbers_closes_the_last_period_and_refuses_text_times():
     pred = _pred(np.arange(400) % 40)
-    result = monitor_calibration(pred, time="when", period=4, n_draws=19)
+    result = monitor_calibration(pred, settings=MonitorSettings(time="when", period=4, draws=19))
     expression = mon.review_filter(result, 0, 2, 3, pred.covariates["when"].dtype)
     assert expression == "when >= 19.5 and when <= 39.0"
     rows = select_rows(pred, parse_filter(expression, pred))
     assert rows.size == int(np.sum(result.periods.code >= 2))
     text = _pred([f"2026-01-{d:02d}" for d in np.arange(400) % 28 + 1])
-    monthly = monitor_calibration(text, time="when", period="week", n_draws=19)
+    monthly = monitor_calibration(text,
+                                  settings=MonitorSettings(time="when", period="week", draws=19))
     assert mon.review_filter(monthly, 0, 1, 1, text.covariates["when"].dtype) is None
 
 
@@ -90,7 +92,8 @@ def test_report_section_carries_the_alarms_and_the_heat_map():
     label = rng.random(n) < np.clip(score + 0.3 * ((group == "b") & (day >= 60)), 0, 1)
     pred = Predictions.from_arrays(score, label, covariates={
         "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D"), "g": group})
-    result = monitor_calibration(pred, period="week", segments=["g"], n_draws=99)
+    result = monitor_calibration(pred,
+                                 settings=MonitorSettings(period="week", segments=["g"], draws=99))
     section = mon.report_section(result)
     assert any("Segment g == b" in paragraph for paragraph in section.text)
     assert len(section.figures) == 2
@@ -105,7 +108,7 @@ def test_verdict_section_is_held_for_its_own_analysis_only():
     day = rng.integers(0, 90, n)
     pred = Predictions.from_arrays(rng.uniform(0.2, 0.8, n), rng.integers(0, 2, n), covariates={
         "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D")})
-    result = monitor_calibration(pred, period="week", n_draws=99)
+    result = monitor_calibration(pred, settings=MonitorSettings(period="week", draws=99))
     section = mon.verdict_section(result)
     assert section.title == "Monitoring: calibration over time"
     assert section.sentences[1] == result.full.sentence
