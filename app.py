@@ -29,6 +29,7 @@ PAGE_LIST = [  # file and url path, title, icon
     ("screening", "Screening", ":material/storage:"),
     ("monitor", "Monitor", ":material/monitoring:"),
     ("fix", "Fix", ":material/build:"),
+    ("compare", "Compare", ":material/compare_arrows:"),
     ("report", "Report", ":material/description:"),
 ]
 # The default page is served at / only (Streamlit gives it the URL path ""), so /data would show

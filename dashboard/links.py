@@ -17,7 +17,13 @@ from typing import Any
 
 from dashboard import state as s
 from mcviz.errors import ValidationError
-from mcviz.settings import MonitorSettings, NullSettings, SearchSettings, SubpopulationSettings
+from mcviz.settings import (
+    CompareSettings,
+    MonitorSettings,
+    NullSettings,
+    SearchSettings,
+    SubpopulationSettings,
+)
 from mcviz.text import check_nesting
 
 __all__ = ["DecodedLink", "decode_params", "encode_state", "mapping_from_json"]
@@ -32,6 +38,9 @@ _SIMPLE = {  # query parameter -> widget key
     "mtime": s.W_MON_TIME, "mper": s.W_MON_PERIOD, "mref": s.W_MON_REFERENCE,
     "mfil": s.W_MON_FILTERS, MonitorSettings.setting("alpha").link: s.W_MON_ALPHA,
     MonitorSettings.setting("draws").link: s.W_MON_DRAWS,
+    **{CompareSettings.setting(name).link: key for name, key in (  # the Compare page (#43)
+        ("n_findings", s.W_CMP_FINDINGS), ("holdout", s.W_CMP_HOLDOUT), ("seed", s.W_CMP_SEED))},
+    "cthr": s.W_CMP_THRESHOLDS, "corder": s.W_CMP_ORDER,
 }
 _SPECS = {s.W_MON_ALPHA: MonitorSettings.setting("alpha"),
           s.W_MON_DRAWS: MonitorSettings.setting("draws")}  # read by Setting.parse

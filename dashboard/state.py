@@ -11,7 +11,15 @@ from typing import Any
 import pandas as pd
 
 from mcviz.io import infer_roles
-from mcviz.settings import MonitorSettings, NullSettings, SearchSettings, SubpopulationSettings
+from mcviz.settings import (
+    DEFAULT_THRESHOLDS,
+    CompareSettings,
+    MonitorSettings,
+    NullSettings,
+    SearchSettings,
+    SubpopulationSettings,
+    format_thresholds,
+)
 
 __all__ = ["DEFAULTS", "DEMOS", "ColumnMapping", "default_mapping", "parse_bin_counts",
            "subpopulation_params"]
@@ -61,13 +69,16 @@ W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE = "w_mon_time", "w_mon_period", "w_mon
 W_MON_SEGMENTS, W_MON_FILTERS, W_MON_SEARCH = "w_mon_segments", "w_mon_filters", "w_mon_search"
 W_MON_SERIES, W_MON_FROM, W_MON_TO = "w_mon_series", "w_mon_from", "w_mon_to"
 W_MON_ALPHA, W_MON_DRAWS = "w_mon_alpha", "w_mon_draws"  # mcviz.settings.MonitorSettings
+W_CMP_FINDINGS, W_CMP_HOLDOUT = "w_cmp_findings", "w_cmp_holdout"  # the Compare page (issue 43)
+W_CMP_SEED, W_CMP_THRESHOLDS, W_CMP_ORDER = "w_cmp_seed", "w_cmp_thresholds", "w_cmp_order"
+COMPARE_KEYS = (W_CMP_FINDINGS, W_CMP_HOLDOUT, W_CMP_SEED, W_CMP_THRESHOLDS, W_CMP_ORDER)
 MONITOR_KEYS = (W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE, W_MON_SEGMENTS, W_MON_FILTERS,
                 W_MON_SEARCH, W_MON_SERIES, W_MON_FROM, W_MON_TO, W_MON_ALPHA,
                 W_MON_DRAWS)  # the Monitor page (issue 29)
 WIDGET_KEYS = (
     W_DEMO, W_PRESENTATION, W_SCORE2, W_VARIABLE, W_BINS, W_L, W_M, W_SEED, W_REPEATS,
     W_SUBCOVS, W_SELECTED, W_FILTER, W_GROUP, W_SCOPE, W_SCOPE_SUB, W_SCOPE_LEVEL,
-    W_SUB_MODE, W_CONDITIONS, W_FINDINGS, W_NULL_DRAWS, *MONITOR_KEYS,
+    W_SUB_MODE, W_CONDITIONS, W_FINDINGS, W_NULL_DRAWS, *MONITOR_KEYS, *COMPARE_KEYS,
 )
 DEFAULTS: dict[str, Any] = {
     W_DEMO: "adult",
@@ -91,6 +102,10 @@ DEFAULTS: dict[str, Any] = {
     W_MON_REFERENCE: "",
     W_MON_FILTERS: "",
     W_MON_SEARCH: False,
+    W_CMP_FINDINGS: CompareSettings.n_findings,
+    W_CMP_HOLDOUT: CompareSettings.holdout,
+    W_CMP_SEED: CompareSettings.seed,
+    W_CMP_THRESHOLDS: format_thresholds(DEFAULT_THRESHOLDS),
 }
 NO_SCORE = "(none)"
 SCOPES = ("full", "argmax", "sub", "filter", "level")

@@ -250,6 +250,7 @@ def compare_models(
     n_findings: int = CompareSettings.n_findings,
     holdout: float = CompareSettings.holdout,
     seed: int = CompareSettings.seed,
+    name_b: str | None = None,
     budget=None,
 ) -> ModelComparison:
     r"""Compare model A (``pred``'s score) with model B on the same labelled rows.
@@ -270,6 +271,8 @@ def compare_models(
         Regressions and improvements to report at most (each).
     holdout, seed : float, int
         The search's held-out share and seed (:func:`mcviz.search_subpopulations`).
+    name_b : str, optional
+        B's name when ``score_b`` is an array (default ``"score_b"``).
     budget : Budget, int, str or None
         The search's budget.
 
@@ -320,7 +323,8 @@ def compare_models(
     """
     _check(pred)
     settings = CompareSettings(n_findings=n_findings, holdout=holdout, seed=seed)
-    scores_b, name_b = _score_b(pred, score_b)
+    scores_b, name = _score_b(pred, score_b)
+    name_b = name if isinstance(score_b, str) or name_b is None else str(name_b)
     names = [c for c in (pred.covariate_names if covariates is None
                          else dict.fromkeys(covariates)) if c != name_b]
     for name in names:

@@ -66,3 +66,9 @@ __all__ += ["monitor_heatmap_figure", "monitor_series_figure"]
 from mcviz.present.figures.decision import decision_curve_figure  # noqa: E402
 
 __all__ += ["decision_curve_figure"]
+from mcviz.present.figures.compare import (  # noqa: E402
+    paired_cumulative_figure,
+    paired_residuals_figure,
+)
+
+__all__ += ["paired_cumulative_figure", "paired_residuals_figure"]

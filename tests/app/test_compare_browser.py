@@ -1,0 +1,25 @@
+"""Real browser on the Compare page: a fresh server's /compare link (Adult demo, the GBM against
+the logistic model) at 1440x900 and in presentation mode at 1920x1080; no exception, no legend
+over an axis title, the verdict, both charts and a group to open in Review."""
+
+from __future__ import annotations
+
+import pytest
+from browser_kit import app_page, check_page, wait_charts, wait_idle
+
+pytestmark = pytest.mark.browser
+
+LINK = "/compare?demo=adult&score2=score_logistic&cthr=0.3"
+
+
+@pytest.mark.parametrize(("width", "height", "presentation"),
+                         [(1440, 900, False), (1920, 1080, True)])
+def test_compare_page_in_a_real_browser(width, height, presentation):
+    link = LINK + ("&pm=1" if presentation else "")
+    with app_page(link, heading="Compare two models", width=width, height=height) as page:
+        page.get_by_text("Next step:").first.wait_for(timeout=300_000)
+        wait_idle(page, timeout=300_000)
+        wait_charts(page, 2)
+        assert page.get_by_text("B predicts worse than A overall").count() == 1
+        assert page.get_by_role("button", name="Open in Review: capital_gain").count() >= 1
+        check_page(page, f"compare-{width}x{height}")

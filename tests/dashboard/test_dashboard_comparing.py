@@ -1,0 +1,89 @@
+"""The Compare page's services (dashboard.comparing): words, tables, Review, link values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import comparing
+from dashboard import state as s
+from dashboard.state import ColumnMapping
+from mcviz import Predictions, ValidationError
+from mcviz.settings import CompareSettings
+
+
+@pytest.fixture(scope="module")
+def result():
+    """B over-predicts by 0.15 in group g4 (a regression) and fixes A's error in g1."""
+    rng = np.random.default_rng(5)
+    n = 10_000
+    group = rng.integers(0, 6, n)
+    p = rng.uniform(0.1, 0.85, n)
+    label = (rng.random(n) < p).astype(int)
+    pred = Predictions.from_arrays(p + 0.15 * (group == 1), label,
+                                   covariates={"group": [f"g{g}" for g in group]})
+    request = comparing.CompareRequest("challenger", (0.3,), CompareSettings())
+    return comparing.run_comparison(pred, p + 0.15 * (group == 4), **request.options())
+
+
+def test_groups_table_reads_each_group(result):
+    table = comparing.groups_table(result.regressions)
+    first = result.regressions[0]
+    assert table.loc[0, "group"] == "group == g4" == first.description
+    assert table.loc[0, "Brier B − A (held-out)"] == first.effect > 0
+    assert table.loc[0, "B: observed − predicted (points)"] == pytest.approx(
+        100 * first.calibration_b)
+    assert table.loc[0, "confirmed"] == "yes"
+
+
+def test_verdict_lines_follow_the_intervals(result):
+    lines = comparing.verdict_lines(result)
+    worse = [line for line in lines if line.text.startswith("B is worse for group == g4")]
+    better = [line for line in lines if line.text.startswith("B is better for group == g1")]
+    assert [line.kind for line in worse] == ["bad"]
+    assert [line.kind for line in better] == ["good"]
+    assert "percentage points" in worse[0].text
+    assert "adjusted p" in worse[0].help  # statistics on hover
+    net = result.net_benefit
+    decision = next(line for line in lines if line.text.startswith("At a threshold of 0.3"))
+    significant = net.ci_low[0] > 0 or net.ci_high[0] < 0
+    assert ("within chance" in decision.text) == (not significant and net.changed[0] > 0)
+
+
+def test_net_benefit_table_is_per_1000_decisions(result):
+    table = comparing.net_benefit_table(result)
+    net = result.net_benefit
+    assert table.loc[0, "B − A per 1,000"] == pytest.approx(1000 * net.difference[0])
+    assert table.loc[0, "A per 1,000"] == pytest.approx(1000 * net.a[0])
+
+
+def test_review_state_opens_the_group_as_a_filter(result):
+    state = comparing.review_state(result.regressions[0])
+    assert state == {s.W_SCOPE: "filter", s.W_FILTER: "group == g4"}
+
+
+def test_widget_values_read_link_text_and_fall_back():
+    values, messages = comparing.widget_values({s.W_CMP_FINDINGS: "4", s.W_CMP_SEED: "x",
+                                                s.W_CMP_HOLDOUT: 0.5})
+    assert values == {s.W_CMP_FINDINGS: 4, s.W_CMP_HOLDOUT: 0.5, s.W_CMP_SEED: 0}
+    assert len(messages) == 1
+    assert "cseed='x'" in messages[0]
+
+
+def test_request_refuses_bad_thresholds():
+    with pytest.raises(ValidationError, match=r"Decision thresholds must lie in \(0, 1\)"):
+        comparing.request_from_state({s.W_CMP_THRESHOLDS: "0.2, 2"}, "b")
+
+
+def test_command_line_gives_the_same_request():
+    request = comparing.CompareRequest("b col", (0.1, 0.3), CompareSettings(n_findings=2))
+    line = comparing.command_line(ColumnMapping(score="a", label="y"), request)
+    assert line == ("mcviz compare FILE --score a --label y --score-b 'b col' --thresholds "
+                    "0.1,0.3 --findings 2 --json")
+
+
+def test_score_b_options_are_probability_columns():
+    frame = pd.DataFrame({"a": [0.2, 0.5], "b": [0.1, 0.7], "y": [0, 1], "n": [3, 9],
+                          "t": ["x", "y"]})
+    assert comparing.score_b_options(frame, ("a", "y")) == ["b"]
