@@ -369,7 +369,8 @@ def _cells(pred: Predictions, rows: np.ndarray, periods: Periods,
     v = cell(weight**2 * variance)  # eq. (5), per cell
     k3 = cell(weight**3 * variance * (1.0 - 2.0 * score))  # third cumulant of W(R - S)
     x = wr - ws
-    cells = CellSums(n, x, v, incidence, atom, periods.code, score, weight, k3)
+    cells = CellSums(n=n, x=x, v=v, incidence=incidence, atom=atom, period=periods.code,
+                     score=score, weight=weight, k3=k3)
     sums = {"count": incidence @ cell(None), "n": incidence @ n, "x": incidence @ x,
             "v": incidence @ v, "ws": incidence @ ws, "wr": incidence @ wr}
     return cells, sums

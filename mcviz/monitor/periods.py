@@ -184,7 +184,9 @@ def make_periods(
                                             timezone)
     code = code.astype(np.int32)
     code.flags.writeable = False
-    return Periods(column, name, code, labels, starts, n_reference, reference_end, timezone, kind)
+    return Periods(column=column, period=name, code=code, labels=labels, starts=starts,
+                   n_reference=n_reference, reference_end=reference_end, timezone=timezone,
+                   kind=kind)
 
 
 def _period_kind(period: str | int) -> tuple[int, str | None]:

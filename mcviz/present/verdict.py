@@ -255,9 +255,10 @@ def _finding_line(finding: Any, binary: bool) -> FindingLine:
     else:
         effect = format_number(finding.mean_residual, digits=3)
         interval = format_interval(finding.ci_low, finding.ci_high)
-    return FindingLine(int(finding.rank), str(finding.description), str(finding.sentence),
-                       effect, interval, format_percent(finding.share), int(finding.size),
-                       stated(format_p(finding.p_adjusted), VOID_P_VALUES))
+    return FindingLine(rank=int(finding.rank), expression=str(finding.description),
+                       sentence=str(finding.sentence), effect=effect, interval=interval,
+                       share=format_percent(finding.share), size=int(finding.size),
+                       p_adjusted=stated(format_p(finding.p_adjusted), VOID_P_VALUES))
 
 
 def findings_sentences(search: Any, *, binary: bool = True,

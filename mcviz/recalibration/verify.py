@@ -274,10 +274,10 @@ def _side(pred: Predictions, family: list, findings_ids: list[int], null_draws: 
 
         metric_p = float(null_distribution(pred, family, draws=null_draws, seed=seed).p_value)
     metrics = calibration_metrics(pred)
-    return FixSide(float(result.metric), float(result.metric_z), metric_p,
-                   float(metrics.ece_equal_width), float(smooth_ece(pred).smece),
-                   float(metrics.log_loss), float(metrics.brier),
-                   tuple(float(result.kuiper_z[k]) for k in findings_ids))
+    return FixSide(metric=float(result.metric), metric_z=float(result.metric_z), metric_p=metric_p,
+                   ece=float(metrics.ece_equal_width), smece=float(smooth_ece(pred).smece),
+                   log_loss=float(metrics.log_loss), brier=float(metrics.brier),
+                   findings_kuiper_z=tuple(float(result.kuiper_z[k]) for k in findings_ids))
 
 
 def _row_log_loss(pred: Predictions) -> np.ndarray:
@@ -393,8 +393,10 @@ def verify_fix(
     change = _loss_change(eval_pred, eval_after, position)
     accepted, meaningful, reason = _judgement(before, after, change)
     report(1.0, "done")
-    return FixResult(fix.method, fix, accepted, meaningful, reason,
-                     int(fit_index.size), int(eval_index.size), fit_index, eval_index,
-                     tuple(kept), tuple(d in confirmed for d in kept), before, after, change,
-                     eval_pred, eval_after, position,
-                     tuple(notes), time.perf_counter() - started)
+    return FixResult(method=fix.method, recalibrator=fix, accepted=accepted, meaningful=meaningful,
+                     reason=reason, n_fit=int(fit_index.size), n_eval=int(eval_index.size),
+                     fit_index=fit_index, eval_index=eval_index, findings=tuple(kept),
+                     confirmed=tuple(d in confirmed for d in kept), before=before, after=after,
+                     log_loss_change=change, eval_before=eval_pred, eval_after=eval_after,
+                     eval_position=position, notes=tuple(notes),
+                     seconds=time.perf_counter() - started)

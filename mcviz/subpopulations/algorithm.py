@@ -653,8 +653,9 @@ def generate_subpopulations(
         if n_subpopulations:
             notes.append("no covariates to split on: only the full population is used.")
         notice = " ".join(notes) or None
-        return SubpopulationSet(tuple(subpopulations), notice, int(seed), int(min_size),
-                                int(n_subpopulations), tuple(names), 0)
+        return SubpopulationSet(subpopulations=tuple(subpopulations), notice=notice, seed=int(seed),
+                                min_size=int(min_size), n_requested=int(n_subpopulations),
+                                covariates=tuple(names), n_paths=0)
     columns = _number_columns(pred, numbers, names) if numbers is not None else [
         _prepare_column(name, pred.covariates[name], pred.covariate_kinds.get(name, "ordinal"))
         for name in names
@@ -671,5 +672,6 @@ def generate_subpopulations(
             f"{idle:,} of which added nothing new."
         )
     notice = " ".join(notes) or None
-    return SubpopulationSet(tuple(subpopulations), notice, int(seed), int(min_size),
-                            int(n_subpopulations), tuple(names), paths)
+    return SubpopulationSet(subpopulations=tuple(subpopulations), notice=notice, seed=int(seed),
+                            min_size=int(min_size), n_requested=int(n_subpopulations),
+                            covariates=tuple(names), n_paths=paths)
