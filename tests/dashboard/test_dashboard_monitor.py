@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from dashboard import links
 from dashboard import monitor as mon
 from dashboard import state as s
-from mcviz import Predictions
+from mcviz import Predictions, ValidationError
 from mcviz.monitor import MonitorSettings, monitor_calibration
 from mcviz.subpopulations import parse_filter, select_rows
 
@@ -52,13 +53,35 @@ def test_settings_from_the_widgets_and_the_command_line():
              s.W_MON_SEGMENTS: ["region"], s.W_MON_FILTERS: "x >= 1\n\n age < 30 ",
              s.W_MON_SEARCH: True}
     settings = mon.settings_from_state(state, "date")
-    assert settings.call_options() == {
-        "time": "date", "period": 20, "reference": "2026-03-01", "segments": ["region"],
-        "filters": ["x >= 1", "age < 30"], "search_reference": True}
+    assert settings.call_options() == {"settings": MonitorSettings(
+        time="date", period=20, reference="2026-03-01", segments=("region",),
+        filters=("x >= 1", "age < 30"), search_reference=True)}
     assert settings.command_line() == (
         "mcviz monitor FILE --time date --period 20 --reference 2026-03-01 --segments region "
         "--filter 'x >= 1' --filter 'age < 30' --search-reference --json")
     assert mon.settings_from_state({s.W_MON_PERIOD: "fortnight"}, "t").period == "week"
+    # alpha and the null draws: widgets -> settings -> the command line's flags (mcviz.settings)
+    chosen = mon.settings_from_state({s.W_MON_ALPHA: 0.01, s.W_MON_DRAWS: 499}, "t")
+    assert (chosen.library().alpha, chosen.library().draws) == (0.01, 499)
+    assert chosen.command_line() == ("mcviz monitor FILE --time t --period week --alpha 0.01 "
+                                     "--draws 499 --json")
+    with pytest.raises(ValidationError, match="alpha must be a number from"):
+        mon.settings_from_state({s.W_MON_ALPHA: 0.7}, "t").call_options()
+
+
+def test_monitor_alpha_and_draws_travel_in_links_with_their_bounds():
+    state = {s.W_MON_ALPHA: 0.01, s.W_MON_DRAWS: 499}
+    params = links.encode_state(state, "monitor")
+    assert params["malpha"] == "0.01"
+    assert params["mdraws"] == "499"
+    decoded = links.decode_params(params)
+    assert not decoded.messages
+    assert decoded.restored[s.W_MON_ALPHA] == 0.01
+    assert decoded.restored[s.W_MON_DRAWS] == 499
+    bad = links.decode_params({"mdraws": "5", "malpha": "x"})
+    assert s.W_MON_DRAWS not in bad.restored
+    assert s.W_MON_ALPHA not in bad.restored
+    assert any("mdraws='5'" in m and "[19, 100,000]" in m for m in bad.messages)
 
 
 def test_monitor_settings_travel_in_links():
