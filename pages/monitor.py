@@ -61,10 +61,10 @@ pick_segments.multiselect("Segments: every level of", candidates, key=s.W_MON_SE
 pick_filters.text_area("Segments: filters, one per line", key=s.W_MON_FILTERS, height=68,
                        placeholder='e.g. distance >= 1000 and origin == "JFK"')
 pick_alpha, pick_draws, _ = st.columns([1, 1, 2])
-for column, name, key in ((pick_alpha, "alpha", s.W_MON_ALPHA), (pick_draws, "draws",
-                                                                 s.W_MON_DRAWS)):
-    st.session_state.setdefault(key, s.DEFAULTS[key])  # bounds, label, help: mcviz.settings
-    column.number_input(**MonitorSettings.setting(name).widget(), key=key)
+for column, name, widget in ((pick_alpha, "alpha", s.W_MON_ALPHA),
+                             (pick_draws, "draws", s.W_MON_DRAWS)):
+    st.session_state.setdefault(widget, s.DEFAULTS[widget])  # bounds, label: mcviz.settings
+    column.number_input(**MonitorSettings.setting(name).widget(), key=widget)
 
 settings = mon.settings_from_state(st.session_state, time)
 CELLS_TRACE = 3  # the heat map's click layer (mcviz.present.figures.monitor_heatmap_figure)
