@@ -1,7 +1,7 @@
 """mcviz dashboard: `streamlit run app.py` (127.0.0.1 only; README: Serving mcviz to others).
 
 The router: st.navigation over pages/ and the shared sidebar. A page script opened before this
-ran (a fresh server, AppTest's switch_page) runs this file itself (dashboard.ui.setup_page).
+ran (a fresh server, AppTest's switch_page) runs this file itself (dashboard.navigation.setup_page).
 """
 
 from pathlib import Path
@@ -43,7 +43,7 @@ PAGES.append(st.Page(HERE / "pages" / "data.py", title="Data", icon=PAGE_LIST[0]
                      url_path="data", visibility="hidden"))
 navigation = st.navigation(PAGES, position="top" if presenting else "sidebar")
 
-# A page script that ran first (dashboard.ui.setup_page) asks for itself: Streamlit matched the
+# A page script that ran first (dashboard.navigation.setup_page) asks for itself: Streamlit matched the
 # address to it (a fresh server), or not (AppTest), and then it is switched to.
 in_place = st.session_state.pop(s.RUN_IN_PLACE, None)
 requested = in_place or st.session_state.pop("requested_page", None)

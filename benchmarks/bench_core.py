@@ -6,11 +6,11 @@ Prints one row per n; times are the best of --repeats runs (seconds).
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from timing import best
 
 from mcviz import cumulative_differences, decimate_path, load_predictions, read_table
 
@@ -31,15 +31,6 @@ def make_frame(n: int, seed: int = 0) -> pd.DataFrame:
     for i, levels in enumerate((3, 12, 40)):
         frame[f"c{i}"] = pd.Categorical(rng.integers(0, levels, n).astype(str))
     return frame
-
-
-def best(function, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

@@ -7,23 +7,14 @@ subpopulation in about 0.05 s.
 """
 
 import argparse
-import time
 
 import numpy as np
+from timing import best
 
+from mcviz.io import Predictions
+from mcviz.present.figures import deviation_figure, reliability_figure
 from mcviz.stats.binning import calibration_metrics, reliability_diagrams
 from mcviz.stats.deviation import subpopulation_deviation
-from mcviz.present.figures import deviation_figure, reliability_figure
-from mcviz.io import Predictions
-
-
-def best(function, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

@@ -409,13 +409,13 @@ def psg_draw(shape: str, n: int, seed: int, *, extra: int = 0) -> dict:
     the search's; ``--psg-only`` prints one JSON line per draw.
     """
     from mcviz.search._confirm import split_rows
-    from mcviz.search._find import MAX_SEARCH_ROWS
+    from mcviz.search.rules import RULES
 
     frame, first, second = shaped(n, shape, seed, extra=extra)
     pred = predictions(frame)
     groups = [planted_rows(pred, m) for m in (first, second) if m.any()]
     search, held, _ = split_rows(pred, SearchSettings.holdout, np.random.default_rng(seed),
-                                 max_search=MAX_SEARCH_ROWS)
+                                 max_search=RULES.max_search_rows)
     psg = run_pysubgroup(frame, pred.row[search], depth=3 if shape == "three" else 2,
                          with_score=True)
     covered = _psg_covered(pred, psg)

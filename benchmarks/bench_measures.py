@@ -21,9 +21,10 @@ import argparse
 import time
 
 import numpy as np
+from timing import best
 
-from mcviz.stats.binning import calibration_metrics
 from mcviz.io import Predictions
+from mcviz.stats.binning import calibration_metrics
 from mcviz.stats.measures import (
     calibration_curve_summary,
     classical_measures,
@@ -34,15 +35,6 @@ from mcviz.stats.measures import (
     smooth_ece,
     smooth_reliability,
 )
-
-
-def best(function, repeats: int, clock=time.perf_counter) -> float:
-    times = []
-    for _ in range(repeats):
-        start = clock()
-        function()
-        times.append(clock() - start)
-    return min(times)
 
 
 def main() -> None:

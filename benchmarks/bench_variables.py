@@ -14,9 +14,9 @@ zero-inflated, spiked at 40, binary, two nominal), its cache cleared before each
 """
 
 import argparse
-import time
 
 import numpy as np
+from timing import best
 
 import mcviz.stats.variables
 from mcviz import Predictions
@@ -56,15 +56,6 @@ def ten_covariates(pred: Predictions, seed: int = 2) -> Predictions:
 def rank_fresh(pred: Predictions) -> None:
     mcviz.stats.variables._CACHE["pred"] = None  # time the computation, not the cache
     rank_variables(pred)
-
-
-def best(function, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def deviation(seed: int = 1) -> float:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,48 +15,127 @@ import pandas as pd
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.settings import DecisionSettings, FixSettings
+from mcviz.settings import parse_thresholds as read_thresholds
 
-__all__ = ["FULL", "SECTION_HELD", "FixSettings", "ScopeView", "fix_section", "fixed_source",
-           "held_section", "parse_thresholds", "scope_view", "scores_by_row", "summary_table"]
+__all__ = ["FULL", "SECTION_HELD", "FixRun", "MethodOption", "ScopeView", "fix_json",
+           "fix_section", "fixed_source", "held_section", "method_options", "parse_thresholds",
+           "reviewed_findings", "run_fix", "scope_view", "scores_by_row", "summary_table",
+           "term_overlap"]
 
 FULL = "full population"
 SECTION_HELD = "fix_section_held"
 """Session-state key: (analysis key, Section) of the last fix judged on the Fix page."""
-METHOD_TITLES = {
-    "findings": "findings: logit s plus one term per confirmed finding",
-    "platt": "Platt: logistic on logit s",
-    "beta": "beta calibration (Kull et al.)",
-    "isotonic": "isotonic regression",
-    "boost": "multicalibration boosting (MCGrad's scheme, LightGBM)",
-}
+TWICE_CAVEAT = (
+    "The reviewed findings were found and confirmed on all the rows, the held-out rows of this "
+    "fix among them: those rows are used twice, so the held-out judgement of this fix is "
+    "optimistic (the findings' own held-out evidence is the search's, not this split's).")
 
 
 @dataclass(frozen=True)
-class FixSettings:
-    """One fix computation: what :func:`mcviz.recalibration.verify_fix` is called with."""
+class MethodOption:
+    """A recalibration method as the page offers it: its name, title, and why not (or None)."""
+
+    name: str
+    title: str
+    unavailable: str | None
+
+
+def method_options(has_covariates: bool) -> tuple[MethodOption, ...]:
+    """Return the registered methods (:func:`mcviz.recalibration.methods`) the page lists.
+
+    Methods that need covariates are left out when the data have none; a method that cannot run
+    here (a package missing) is listed with the reason, and the page refuses to run it.
+    """
+    from mcviz.recalibration import methods
+
+    return tuple(MethodOption(m.name, m.title, m.unavailable()) for m in methods()
+                 if has_covariates or not m.needs_covariates)
+
+
+@dataclass(frozen=True)
+class FixRun:
+    """One fix computation of the page: what :func:`run_fix` is called with (the cache key).
+
+    ``reviewed``: fix exactly these reviewed findings (descriptions) instead of searching.
+    """
 
     method: str = "findings"
-    holdout: float = 0.5
-    seed: int = 0
     covariates: tuple[str, ...] = ()
+    settings: FixSettings = field(default_factory=FixSettings)
+    reviewed: tuple[str, ...] = ()
 
     def options(self) -> dict[str, Any]:
-        """Keyword arguments of ``verify_fix`` (JSON-able: they key the cache)."""
-        return {"method": self.method, "holdout": self.holdout, "seed": self.seed,
-                "covariates": list(self.covariates) or None, "n_subpopulations": 300}
+        """Keyword arguments of :func:`run_fix` (JSON-able: they key the cache)."""
+        return {"method": self.method, "covariates": list(self.covariates) or None,
+                **self.settings.verify_options(), "reviewed": list(self.reviewed)}
+
+
+def run_fix(pred: Predictions, *, method: str, covariates: Sequence[str] | None,
+            holdout: float, seed: int, n_subpopulations: int, reviewed: Sequence[str] = (),
+            findings: Sequence[Any] = (), progress: Any = None) -> Any:
+    """:func:`mcviz.recalibration.verify_fix` as ``mcviz fix`` calls it with the same options.
+
+    With ``reviewed`` the ``findings`` fix gets one term per reviewed finding (``findings``: the
+    reviewed search's :class:`~mcviz.search.Finding` objects) instead of its own searches.
+    """
+    from mcviz.recalibration import Recalibrator, verify_fix
+
+    recalibrator = None
+    if reviewed:
+        chosen = [f for f in findings if f.description in set(reviewed)]
+        recalibrator = Recalibrator("findings", covariates=covariates, findings=chosen,
+                                    seed=seed)
+    return verify_fix(pred, method=method, covariates=covariates, holdout=holdout, seed=seed,
+                      n_subpopulations=n_subpopulations, recalibrator=recalibrator,
+                      progress=progress)
+
+
+def fix_json(result: Any, decisions: DecisionSettings, seed: int) -> dict:
+    """Return the fix's JSON, exactly as ``mcviz fix --json`` prints it for the same options."""
+    from mcviz.recalibration import fix_summary
+
+    return fix_summary(result, decisions.thresholds, bootstrap=decisions.bootstrap, seed=seed)
 
 
 def parse_thresholds(text: str) -> tuple[float, ...]:
-    """Return the thresholds typed in the page (raises ValidationError naming the bad ones).
-
-    The one reader of thresholds, :func:`mcviz.settings.parse_thresholds`.
+    """Return the thresholds typed in the page (the one parser, the command line's).
 
     >>> parse_thresholds("0.1, 0.3;0.2")
     (0.1, 0.2, 0.3)
     """
-    from mcviz.settings import parse_thresholds as read_thresholds
-
     return read_thresholds(str(text))
+
+
+def reviewed_findings(search: Any) -> tuple[Any, ...]:
+    """Return the confirmed findings of the reviewed search (empty: no search reviewed)."""
+    if search is None:
+        return ()
+    return tuple(f for f in search.findings if f.confirmed)
+
+
+def term_overlap(result: Any, reviewed: Sequence[str]) -> pd.DataFrame:
+    """Each term of the fix, the reviewed finding sharing most of its held-out rows, and how much.
+
+    The overlap is the Jaccard index of the held-out rows (shared / either), 0 to 1.
+    """
+    from mcviz.subpopulations import filter_subpopulation
+
+    pred = result.eval_before
+    rows = {d: filter_subpopulation(pred, d).index for d in reviewed}
+    table = []
+    for term in result.terms:
+        own = filter_subpopulation(pred, term).index
+        best, share = "", 0.0
+        for description, other in rows.items():
+            union = np.union1d(own, other).size
+            jaccard = np.intersect1d(own, other).size / union if union else 0.0
+            if jaccard > share:
+                best, share = description, jaccard
+        table.append({"term of the fix": term, "closest reviewed finding": best or "none",
+                      "overlap (Jaccard, held-out rows)": share})
+    return pd.DataFrame(table, columns=["term of the fix", "closest reviewed finding",
+                                        "overlap (Jaccard, held-out rows)"])
 
 
 def summary_table(result: Any) -> pd.DataFrame:
@@ -72,13 +151,34 @@ def summary_table(result: Any) -> pd.DataFrame:
 
 
 def findings_table(result: Any) -> pd.DataFrame:
-    """Each finding's held-out D/σ before and after, and whether it was confirmed."""
+    """Each judged finding's held-out D/σ before and after, and whether it was confirmed."""
     return pd.DataFrame({
         "finding": list(result.findings),
         "confirmed on the fit rows": ["yes" if c else "no" for c in result.confirmed],
         "held-out D/σ before": list(result.before.findings_kuiper_z),
         "held-out D/σ after": list(result.after.findings_kuiper_z),
     })
+
+
+def terms_table(result: Any) -> pd.DataFrame:
+    """Each term of the fix: what it does, its held-out D/σ before and after, its log loss."""
+    changes = dict(result.finding_changes)
+    words = {t.description: t for t in result.recalibrator.terms}
+    return pd.DataFrame({
+        "term (finding)": list(result.terms),
+        "shape": [words[d].shape for d in result.terms],
+        "held-out D/σ before": list(result.before.terms_kuiper_z),
+        "held-out D/σ after": list(result.after.terms_kuiper_z),
+        "held-out log loss within": [changes[d].direction for d in result.terms],
+    })
+
+
+def bands_table(result: Any) -> pd.DataFrame:
+    """Return the bands the fix made miscalibrated beyond noise (held-out z before and after)."""
+    moved = result.bands_moved
+    return pd.DataFrame({"band": [b.band for b in moved], "rows": [b.rows for b in moved],
+                         "z before": [b.z_before for b in moved],
+                         "z after": [b.z_after for b in moved]})
 
 
 @dataclass(frozen=True)
@@ -105,7 +205,7 @@ def scope_view(result: Any, description: str) -> ScopeView:
 
 
 def scope_impact(result: Any, view: ScopeView, thresholds: Sequence[float] = (), *,
-                 n_bootstrap: int = 500) -> Any:
+                 n_bootstrap: int = DecisionSettings.bootstrap) -> Any:
     """Decision impact of the fix on the scope's held-out rows (the curve's and ``thresholds``)."""
     from mcviz.decision import CURVE_THRESHOLDS, decision_impact
 
@@ -156,9 +256,10 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
 
     Its sentences: the verdict line, the rows and the map, then what miscalibration costs at
     each threshold (the first four) on the held-out rows (``impact``: the full population's
-    :class:`~mcviz.decision.DecisionImpact`). Its facts say "within noise" when the held-out
-    log loss did not move beyond its interval, and "not valid (why)" for a statistic without a
-    value. Its slide draws the held-out rows' cumulative differences before and after the fix.
+    :class:`~mcviz.decision.DecisionImpact`). Its facts say "better", "worse" or "no meaningful
+    change" after the held-out log loss (by its interval), and "not valid (why)" for a statistic
+    without a value. Its slide draws the held-out rows' cumulative differences before and after
+    the fix.
     """
     from mcviz.present.figures import format_number
     from mcviz.present.verdict import Section, stated
@@ -167,7 +268,7 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
                  f"Fitted on {result.n_fit:,} rows, judged on {result.n_eval:,} held-out rows; "
                  f"map: {result.recalibrator.describe()}."]
     sentences += [s[0].upper() + s[1:] + "." for s in impact.sentences(thresholds[:4])]
-    noise = "" if result.meaningful else " (within noise)"
+    noise = f" ({result.log_loss_change.direction})"
     facts = (
         ("held-out M", stated(f"{format_number(result.before.metric)} → "
                               f"{format_number(result.after.metric)}",

@@ -62,22 +62,21 @@ def _end_expired_sessions(runtime: Any) -> int:
     return len(removed)
 
 
-def _orphaned_upload_sessions(runtime: Any) -> list[str]:
-    manager = runtime.uploaded_file_mgr
-    storage = getattr(manager, "file_storage", None)
-    if not isinstance(storage, dict):
+def _orphaned(runtime: Any, manager: str, held: str) -> list[str]:
+    """Session ids that ``runtime.<manager>.<held>`` (a dict by session) keeps for dead sessions."""
+    by_session = getattr(getattr(runtime, manager), held, None)
+    if not isinstance(by_session, dict):
         return []
     live = {info.session.id for info in runtime._session_mgr.list_sessions()}
-    return [sid for sid in list(storage) if sid not in live]
+    return [sid for sid in list(by_session) if sid not in live]
+
+
+def _orphaned_upload_sessions(runtime: Any) -> list[str]:
+    return _orphaned(runtime, "uploaded_file_mgr", "file_storage")
 
 
 def _orphaned_media_sessions(runtime: Any) -> list[str]:
-    manager = runtime.media_file_mgr
-    held = getattr(manager, "_files_by_session_and_coord", None)
-    if not isinstance(held, dict):
-        return []
-    live = {info.session.id for info in runtime._session_mgr.list_sessions()}
-    return [sid for sid in list(held) if sid not in live]
+    return _orphaned(runtime, "media_file_mgr", "_files_by_session_and_coord")
 
 
 def _drop_media(runtime: Any, *, ended: int = 0) -> int:

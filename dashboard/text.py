@@ -5,7 +5,7 @@ shortcodes, ``$`` LaTeX) in ``st.markdown``, ``st.caption``, the alert boxes, wi
 ``st.table`` cells. A column name, category value, file name or filter expression that reaches
 one of them could draw an image from another host (``![t](http://host/x.png)``), a link, or
 rewrite the page's text. :func:`escape_markdown` makes such a string show literally; the pages
-pass every data-derived string through it (via :mod:`dashboard.ui`'s wrappers), and only their
+pass every data-derived string through it (via :mod:`dashboard.widgets`' wrappers), and only their
 own fixed wording is Markdown. Plain Python, no Streamlit.
 """
 

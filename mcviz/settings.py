@@ -32,9 +32,9 @@ from typing import Any
 
 from mcviz.errors import ValidationError
 
-__all__ = ["DEFAULT_THRESHOLDS", "LOG_LOSS_CLIP", "PERIODS", "CompareSettings",
-           "DecisionSettings", "MonitorSettings", "NullSettings", "SearchSettings", "Setting",
-           "Settings", "SubpopulationSettings", "format_thresholds", "parse_thresholds",
+__all__ = ["DEFAULT_THRESHOLDS", "FIX_BAND_Z", "LOG_LOSS_CLIP", "PERIODS", "CompareSettings",
+           "DecisionSettings", "FixSettings", "MonitorSettings", "NullSettings", "SearchSettings",
+           "Setting", "Settings", "SubpopulationSettings", "format_thresholds", "parse_thresholds",
            "setting"]
 
 #: The decision thresholds every surface starts with (``mcviz decide``/``fix``, the Fix page).
@@ -408,6 +408,42 @@ class MonitorSettings(Settings):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, tuple(str(v) for v in value))
+
+
+FIX_BAND_Z = 2.5
+"""A band of a covariate the fix made miscalibrated beyond this |z| on held-out rows is named."""
+
+
+@dataclass(frozen=True)
+class FixSettings(Settings):
+    """A fix judged on held-out rows (:func:`mcviz.recalibration.verify_fix`).
+
+    Its decisions (thresholds, bootstrap) are :class:`DecisionSettings`.
+
+    Examples
+    --------
+    >>> FixSettings().key()
+    (0.5, 0, 1000)
+    >>> FixSettings(holdout=0.3).link_params()
+    {'fhold': '0.3'}
+    """
+
+    holdout: float = setting(
+        0.5, 0.1, 0.9, flag="--holdout", link="fhold", label="Held-out share",
+        help="share of the rows held out to judge the fix (stratified by score; neither the "
+             "search nor the fit sees them)", step=0.05, metavar="H")
+    seed: int = setting(
+        0, 0, 2**31 - 1, flag="--seed", link="fseed", label="Seed",
+        help="seed of the split, the search and Algorithm 1")
+    n_subpopulations: int = setting(
+        1000, 1, 20_000, flag="--subpopulations", link="fl", label="ℓ (subpopulations judged)",
+        help="Algorithm-1 subpopulations of the held-out rows in M, besides the findings",
+        step=100, metavar="L")
+
+    def verify_options(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`mcviz.recalibration.verify_fix` these settings give."""
+        return {"holdout": self.holdout, "seed": self.seed,
+                "n_subpopulations": self.n_subpopulations}
 
 
 LOG_LOSS_CLIP = 1e-15

@@ -6,7 +6,7 @@ from dashboard import charts, fixing, ui
 from dashboard import state as s
 from mcviz.errors import ValidationError
 from mcviz.present.figures import decision_curve_figure
-from mcviz.settings import DecisionSettings
+from mcviz.settings import DecisionSettings, FixSettings
 from mcviz.stats.cumulative import cumulative_differences
 from mcviz.text import display_text
 
@@ -15,27 +15,44 @@ analysis = ui.require_current()
 pred = analysis.pred
 kinds = dict(pred.covariate_kinds)
 
-methods = list(fixing.METHOD_TITLES) if kinds else ["platt", "beta", "isotonic"]
-ui.selectbox_state("w_fix_method", methods, methods[0])
+options = {o.name: o for o in fixing.method_options(bool(kinds))}
+names = list(options)
+ui.selectbox_state("w_fix_method", names, names[0])
 left, middle, right = st.columns([2, 1, 1])
-left.selectbox("Fix", methods, key="w_fix_method", format_func=fixing.METHOD_TITLES.get)
-middle.number_input("Held-out share", 0.1, 0.9, 0.5, 0.05, key="w_fix_holdout",
-                    help="Rows held out, stratified by score: neither the search nor the fit "
-                         "sees them; every number below is measured on them.")
-right.number_input("Seed", 0, 2**31 - 1, 0, key="w_fix_seed")
+left.selectbox("Fix", names, key="w_fix_method", format_func=lambda n: options[n].title + (
+    "" if options[n].unavailable is None else f" (unavailable: {options[n].unavailable})"))
+holdout_spec, seed_spec = FixSettings.setting("holdout"), FixSettings.setting("seed")
+middle.number_input(**holdout_spec.widget(), value=holdout_spec.default, key="w_fix_holdout")
+right.number_input(**seed_spec.widget(), value=seed_spec.default, key="w_fix_seed")
 st.text_input(**DecisionSettings.setting("thresholds").widget(), key="w_fix_thresholds")
 try:
     thresholds = fixing.parse_thresholds(st.session_state["w_fix_thresholds"])
 except ValidationError as error:
     ui.show_error(error)
     st.stop()
+chosen = options[st.session_state["w_fix_method"]]
+if chosen.unavailable is not None:
+    ui.show_warning(f"The {chosen.name} fix {chosen.unavailable}; choose another fix.")
+    st.stop()
 
-settings = fixing.FixSettings(st.session_state["w_fix_method"],
-                              float(st.session_state["w_fix_holdout"]),
-                              int(st.session_state["w_fix_seed"]), tuple(kinds))
-if st.session_state.get("fix_requested") != settings:
+runs_ = ui.subpopulation_runs(analysis)  # the reviewed search, when one was run
+reviewed = fixing.reviewed_findings(runs_[0].search if runs_ else None)
+exact = False
+if chosen.name == "findings" and reviewed:
+    exact = st.toggle(f"Fix exactly the {len(reviewed)} reviewed confirmed finding"
+                      f"{'' if len(reviewed) == 1 else 's'}", key="w_fix_reviewed",
+                      help="One term per finding of the search you reviewed, instead of the "
+                           "fix's own searches of its fit rows.")
+    if exact:
+        ui.caption(fixing.TWICE_CAVEAT)
+
+run = fixing.FixRun(chosen.name, tuple(kinds),
+                    FixSettings(holdout=float(st.session_state["w_fix_holdout"]),
+                                seed=int(st.session_state["w_fix_seed"])),
+                    tuple(f.description for f in reviewed) if exact else ())
+if st.session_state.get("fix_requested") != run:
     if st.button("Fit and judge the fix", type="primary", key="fix_run"):
-        st.session_state["fix_requested"] = settings
+        st.session_state["fix_requested"] = run
     else:
         st.caption("Fits on one score-stratified split (the guided search too), judges on the "
                    "other: M, each finding's D/σ, ECE, smECE, log loss, Brier, net benefit.")
@@ -43,21 +60,19 @@ if st.session_state.get("fix_requested") != settings:
 
 
 def _verify(pred, progress=None, **options):
-    from mcviz.recalibration import verify_fix
-
-    return verify_fix(pred, progress=progress, **options)
+    return fixing.run_fix(pred, findings=reviewed, progress=progress, **options)
 
 
 try:
     result = ui.compute_with_progress("fix", analysis.key, _verify, pred, label="Fitting the fix",
-                                      **settings.options())
+                                      **run.options())
 except ValidationError as error:
     ui.show_error(error)
     st.stop()
 
 verdict = result.verdict[0].upper() + result.verdict[1:]
-(ui.show_success if result.accepted and result.meaningful else ui.show_warning)(verdict)
-ui.caption(result.reason)
+(ui.show_success if result.recommended else ui.show_warning)(verdict)
+ui.caption(result.reason[0].upper() + result.reason[1:])
 ui.caption(f"Map: {result.recalibrator.describe()} · fitted on {result.n_fit:,} rows, judged on "
            f"{result.n_eval:,} held-out rows.")
 if result.notes:
@@ -73,11 +88,23 @@ with cells[1]:
         ui.show_table(fixing.findings_table(result), key="fix_findings")
     else:
         st.info("No findings to judge (no covariates, or the search found none).")
+if result.terms:
+    st.markdown("**The fix's terms** · each on its finding's held-out rows (not in M)")
+    ui.show_table(fixing.terms_table(result), key="fix_terms")
+    if reviewed:
+        ui.caption("How the terms map to the findings you reviewed (share of held-out rows in "
+                   "common):")
+        ui.show_table(fixing.term_overlap(result, [f.description for f in reviewed]),
+                      key="fix_overlap")
+if result.bands_moved:
+    ui.show_warning(f"{len(result.bands_moved)} band(s) of the covariates the fix did not "
+                    "target are now miscalibrated beyond noise on the held-out rows:")
+    ui.show_table(fixing.bands_table(result), key="fix_bands")
 
 scopes = list(fixing.scope_options(result))
 ui.selectbox_state("w_fix_scope", scopes, fixing.FULL)
 st.selectbox("Scope", scopes, key="w_fix_scope", format_func=display_text)
-run_key = f"{settings}"  # the fix's settings identify the result (cached on them)
+run_key = f"{run}"  # the fix's settings identify the result (cached on them)
 view = ui.compute(f"fix_scope:{run_key}:{st.session_state['w_fix_scope']}", analysis.key,
                   fixing.scope_view, result, st.session_state["w_fix_scope"])
 before_col, after_col = ui.chart_slots(2)
@@ -87,7 +114,7 @@ for slot, side, name in ((before_col, view.before, "before"), (after_col, view.a
         cumulative = cumulative_differences(side)
         ui.show_figure(ui.cumulative_fig(cumulative, title=f"Cumulative differences, {name}"),
                        key=f"fix_cum_{name}")
-        item = ui.Current(side, f"{analysis.key}|fix|{settings}|{view.description}|{name}",
+        item = ui.Current(side, f"{analysis.key}|fix|{run}|{view.description}|{name}",
                           analysis.source, analysis.mapping, analysis.frame)
         ui.show_figure(charts.reliability_fig(charts.reliability_result(item, "equal_width")),
                        key=f"fix_rel_{name}")

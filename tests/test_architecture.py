@@ -1,15 +1,22 @@
 """The structure drawn from the imports: layers point down, no circle, no private name shared.
 
+The layout these rules keep is written down in ``CONTRIBUTING.md`` at the root of the repository
+(where a new measure, page, fix method, engine or command goes, and which tests it needs).
+
 The import graph of ``mcviz/``, ``dashboard/``, ``pages/`` and ``app.py`` is read from the source
-(AST, every ``import`` at any depth, lazy ones inside functions included; only imports under
-``if TYPE_CHECKING:`` are left out, as they never run). Three rules, from STYLE.md:
+(AST, every ``import`` at any depth: lazy ones inside functions and those under
+``if TYPE_CHECKING:`` included, as a circle in type annotations is a circle for the reader and
+for a type checker). Three rules:
 
 1. no circle between modules (a strongly connected component of more than one module);
-2. no upward arrow between layers (:data:`LAYERS`, bottom first);
+2. no upward arrow between layers (:data:`LAYERS`, bottom first, read from the folders);
 3. no private name (a leading underscore, in the module path or the imported name) imported
    from another package: a shared helper gets a public home.
 
-Plus the size rule: no function longer than :data:`MAX_FUNCTION_LINES` lines.
+Plus the size rules: no module longer than :data:`MAX_MODULE_LINES` lines (a package once an idea
+outgrows it), no function longer than :data:`MAX_FUNCTION_LINES` lines. Each rule's checker is
+shown refusing a planted bad file (``test_checker_sees_what_it_must_refuse``,
+``test_size_checkers_refuse_what_they_must``).
 """
 
 from __future__ import annotations
@@ -45,10 +52,27 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 #: Packages whose sub-packages are packages of their own for the private-name rule.
 LAYER_FOLDERS = ("mcviz.stats", "mcviz.present")
-MAX_FUNCTION_LINES = 120
-#: Functions over the limit in files their owners are rewriting now (issues #25, #27, #29, #30):
-#: each may only shrink; delete its entry once it is within the limit (the test says so).
-PENDING_LONG: dict[str, int] = {}
+MAX_FUNCTION_LINES = 100
+MAX_MODULE_LINES = 800
+#: Functions over the limit in files other helpers are rewriting now (issues #39, #42): each may
+#: only shrink (its cap is its length when listed); delete its entry once it is within the limit
+#: (the test says so).
+PENDING_LONG: dict[str, int] = {
+    "variable_calibration": 113,  # mcviz/stats/variable_curves.py: variables, #42
+    "search_subpopulations": 120,  # mcviz/search/_find.py: findings' order and words, #39/#42
+    "monitor_calibration": 120,  # mcviz/monitor/monitor.py: monitor text, #39
+    "verify_fix": 110,  # mcviz/recalibration/verify.py: recalibration and fix, #39
+}
+#: Modules over the limit that their owners are splitting now; each may only shrink.
+PENDING_LARGE: dict[str, int] = {}
+#: Circles that cannot be cut without changing the public API, with the reason; the test fails
+#: when one grows or is gone (then delete it here).
+KNOWN_CIRCLES: dict[frozenset[str], str] = {
+    frozenset({"mcviz.io", "mcviz.io.assembly", "mcviz.io.covariates", "mcviz.io.predictions",
+               "mcviz.io.roles", "mcviz.io.validation"}):
+        "Predictions.from_arrays (io.predictions) calls the package's loader lazily "
+        "(io.assembly builds Predictions); the package re-exports both under TYPE_CHECKING",
+}
 
 
 @functools.cache
@@ -69,21 +93,11 @@ def _modules() -> dict[str, Path]:
     return modules
 
 
-def _is_type_checking(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (
-        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
-
-
 def _imports(tree: ast.AST):
-    """Yield every Import/ImportFrom node that runs (not under ``if TYPE_CHECKING:``)."""
+    """Yield every Import/ImportFrom node, those under ``if TYPE_CHECKING:`` included."""
     stack = [tree]
     while stack:
         node = stack.pop()
-        if _is_type_checking(node):
-            stack.extend(node.orelse)
-            continue
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
         stack.extend(ast.iter_child_nodes(node))
@@ -212,8 +226,11 @@ def graph():
 
 
 def test_no_import_circle(graph):
+    # type annotations included; a known circle may only shrink, and is deleted once gone
     edges, _ = graph
-    assert circles(edges) == []
+    found = [frozenset(component) for component in circles(edges)]
+    assert [sorted(c) for c in found if not any(c <= known for known in KNOWN_CIRCLES)] == []
+    assert [sorted(known) for known in KNOWN_CIRCLES if not any(c <= known for c in found)] == []
 
 
 def test_every_module_sits_in_a_listed_layer():
@@ -240,7 +257,7 @@ def test_no_private_name_across_packages(graph):
 
 def test_checker_sees_what_it_must_refuse(tmp_path):
     # The checker on a made-up tree with one of each fault: a lazy import circle, an upward
-    # arrow (core -> figures), a private name across packages; TYPE_CHECKING imports ignored.
+    # arrow (core -> figures), a private name across packages, a circle in type annotations.
     files = {
         "mcviz/__init__.py": "",
         "mcviz/core/__init__.py": "def f():\n    from mcviz.present.figures import g\n",
@@ -248,6 +265,10 @@ def test_checker_sees_what_it_must_refuse(tmp_path):
         "mcviz/io/__init__.py": "from mcviz.core._x import _helper\n",
         "mcviz/core/_x.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                             "    from mcviz.io import y\n",
+        "mcviz/subpopulations/model.py": "from mcviz.subpopulations.describe import d\n",
+        "mcviz/subpopulations/describe.py": "from typing import TYPE_CHECKING\n"
+                                            "if TYPE_CHECKING:\n"
+                                            "    from mcviz.subpopulations.model import C\n",
     }
     modules = {}
     for name, text in files.items():
@@ -257,9 +278,13 @@ def test_checker_sees_what_it_must_refuse(tmp_path):
         parts = list(Path(name).with_suffix("").parts)
         modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     edges, names = import_graph(modules)
-    assert circles(edges) == [["mcviz.core", "mcviz.present.figures"]]
+    assert sorted(circles(edges)) == [
+        ["mcviz.core", "mcviz.present.figures"],
+        ["mcviz.core._x", "mcviz.io"],  # io -> core._x -> io (in annotations)
+        ["mcviz.subpopulations.describe", "mcviz.subpopulations.model"],
+    ]
     assert layer("mcviz.core") < layer("mcviz.present.figures")
-    assert "mcviz.io" not in edges["mcviz.core._x"]
+    assert "mcviz.io" in edges["mcviz.core._x"]
     assert private_imports(names) == ["mcviz.io: mcviz.core._x._helper"]
 
 
@@ -277,18 +302,53 @@ def long_functions(paths, pending=None) -> list[str]:
     return found
 
 
-def test_functions_at_most_120_lines(tmp_path):
+def large_modules(paths, pending=None) -> list[str]:
+    """``path (lines)`` for every module longer than the limit (or its pending cap)."""
+    pending = pending or {}
+    found = []
+    for path in paths:
+        name = path.relative_to(ROOT).as_posix()
+        length = len(path.read_text(encoding="utf-8").splitlines())
+        if length > pending.get(name, MAX_MODULE_LINES):
+            found.append(f"{name} ({length})")
+    return found
+
+
+def test_functions_at_most_100_lines():
     assert long_functions(_modules().values(), PENDING_LONG) == []
     done = {name for name in PENDING_LONG if not any(
         line.split()[1] == name for line in long_functions(_modules().values()))}
     assert not done, f"within {MAX_FUNCTION_LINES} lines now: delete {done} from PENDING_LONG"
+
+
+def test_modules_at_most_800_lines():
+    assert large_modules(_modules().values(), PENDING_LARGE) == []
+    done = {name for name in PENDING_LARGE if not large_modules([ROOT / name])}
+    assert not done, f"within {MAX_MODULE_LINES} lines now: delete {done} from PENDING_LARGE"
+
+
+def test_size_checkers_refuse_what_they_must(tmp_path):
+    # planted files one line over each limit are refused, one line under are not; a pending
+    # entry admits its file up to its cap only
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
-    probe = tmp_path / "probe.py"
-    probe.write_text(f"def long():\n{body}\n")  # 121 lines with the def
+    long = tmp_path / "long.py"
+    long.write_text(f"def long():\n{body}\n")  # MAX_FUNCTION_LINES + 1 lines with the def
+    short = tmp_path / "short.py"
+    inner = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES - 2))
+    short.write_text(f"@staticmethod\ndef short():\n{inner}\n")  # decorator counted: at the limit
+    large = tmp_path / "large.py"
+    large.write_text("x = 0\n" * (MAX_MODULE_LINES + 1))
+    small = tmp_path / "small.py"
+    small.write_text("x = 0\n" * MAX_MODULE_LINES)
     global ROOT
     saved, ROOT = ROOT, tmp_path
     try:
-        assert long_functions([probe]) == [f"probe.py:1 long ({MAX_FUNCTION_LINES + 1})"]
+        assert long_functions([long, short]) == [f"long.py:1 long ({MAX_FUNCTION_LINES + 1})"]
+        assert long_functions([long], {"long": MAX_FUNCTION_LINES + 1}) == []
+        assert long_functions([long], {"long": MAX_FUNCTION_LINES}) != []
+        assert large_modules([large, small]) == [f"large.py ({MAX_MODULE_LINES + 1})"]
+        assert large_modules([large], {"large.py": MAX_MODULE_LINES}) != []
+        assert large_modules([large], {"large.py": MAX_MODULE_LINES + 1}) == []
     finally:
         ROOT = saved
 

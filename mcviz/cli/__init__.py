@@ -43,7 +43,7 @@ from mcviz.cli import _common
 from mcviz.errors import ValidationError
 from mcviz.text import display_text
 
-__all__ = ["SUBCOMMANDS", "build_parser", "main"]
+__all__ = ["SUBCOMMANDS", "build_parser", "flags_named", "main", "parse_arguments"]
 
 #: Subcommand modules of :mod:`mcviz.cli`, in the order ``mcviz --help`` lists them.
 SUBCOMMANDS: tuple[str, ...] = (
@@ -70,7 +70,64 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             importlib.import_module(f"mcviz.cli.{name}").register(subparsers)
         else:
             subparsers.add_parser(name, help=subcommand_help(name))
+    parser.set_defaults(subcommands=subparsers.choices)
     return parser
+
+
+def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse ``argv``; an unknown option is reported with the subcommand's own usage.
+
+    argparse hands a subcommand's unknown options back to the top-level parser, which would
+    print ``mcviz``'s usage; here the subcommand's parser says it (exit status 2).
+    """
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def flags_named(message: str, parser: argparse.ArgumentParser) -> str:
+    """Return ``message`` with the library's parameter names replaced by the command's flags.
+
+    The library says ``n_draws must be ...`` or ``(time=...)``; the command line's user typed
+    ``--draws`` and ``--time``. A parameter is matched to an option by its destination, with
+    or without the library's ``n_`` prefix, or by the setting behind the option.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> _ = p.add_argument("--draws", type=int)
+    >>> _ = p.add_argument("--time")
+    >>> flags_named("n_draws must be an integer; name one (time=...)", p)
+    'the --draws value must be an integer; name one (--time ...)'
+    """
+    import re
+
+    from mcviz.settings import Settings
+
+    names: dict[str, str] = {}
+    for action in parser._actions:  # argparse has no public list of a parser's options
+        flag = next((o for o in action.option_strings if o.startswith("--")), None)
+        if flag is not None and action.dest not in ("help", "json"):
+            names.setdefault(action.dest, flag)
+            names.setdefault(f"n_{action.dest}", flag)
+    flags = set(names.values())
+    for kind in _subclasses(Settings):
+        for spec in kind.settings():
+            if spec.flag in flags:
+                names.setdefault(spec.name, spec.flag)
+    for name in sorted(names, key=len, reverse=True):
+        message = re.sub(rf"(?<![\w-]){re.escape(name)} must be",
+                         f"the {names[name]} value must be", message)
+        message = re.sub(rf"(?<=\(){re.escape(name)}=", f"{names[name]} ", message)
+    return message
+
+
+def _subclasses(kind: type) -> list[type]:
+    found = []
+    for sub in kind.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
 
 
 def subcommand_help(name: str) -> str:
@@ -220,10 +277,11 @@ def _keep_freed_memory() -> bool:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    args = None
     with _common.signals_as_exceptions():
         try:
             argv = sys.argv[1:] if argv is None else list(argv)
-            args = build_parser(argv).parse_args(argv)
+            args = parse_arguments(build_parser(argv), argv)
             output = args.run(args)
             if args.json:
                 print(json.dumps(_common.json_safe(output)))
@@ -231,7 +289,10 @@ def _main(argv: Sequence[str] | None) -> int:
                 getattr(args, "text", _common.print_table)(output)
             sys.stdout.flush()  # a closed pipe shows here, inside the try
         except ValidationError as error:
-            print(f"mcviz: error: {display_text(error)}", file=sys.stderr)
+            text = str(error)
+            if args is not None:
+                text = flags_named(text, args.subcommands[args.command])
+            print(f"mcviz: error: {display_text(text)}", file=sys.stderr)
             return _common.EXIT_BAD_INPUT
         except MemoryError:
             print("mcviz: error: out of memory: the input or the computation is larger than "

@@ -96,6 +96,15 @@ def add_json_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def add_search_arguments(parser: Any) -> None:
+    """Add the search's flags: ``--covariates`` and the search settings' (mcviz.settings)."""
+    from mcviz.settings import SearchSettings
+
+    parser.add_argument("--covariates", help="comma-separated covariates to search (default: "
+                        "every column that is not the score, label or weight)")
+    add_settings_arguments(parser, SearchSettings)  # defaults, bounds: mcviz.settings
+
+
 def add_settings_arguments(parser: Any, settings: type[Settings], *,
                            required_default: bool = True) -> None:
     """Add one option per setting of a :mod:`mcviz.settings` class (flag, type, bounds).

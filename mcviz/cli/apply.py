@@ -1,10 +1,12 @@
 """``mcviz apply MAP FILE --out scored.parquet``: apply a saved recalibration map to new rows.
 
-The map (written by ``mcviz fix --map``) names the score column, the covariates and their kinds
-and the mcviz version; a map from another version, a file without those columns, or a
+The map (written by ``mcviz fix --map``) names the score column, the covariates and their kinds,
+the mcviz version and its held-out verdict; a map from another version, a map its judgement did
+not recommend (unless ``--force``: the reason is printed), a file without those columns, or a
 covariate holding text where the map expects numbers is refused (status 2, nothing written).
 Labels are not needed. Writes the file's columns plus ``score_recalibrated`` and prints
-``{"method", "map", "n", "score_column", "out", "mean_score", "mean_recalibrated"}``.
+``{"method", "map", "recommended", "n", "score_column", "out", "mean_score",
+"mean_recalibrated"}`` (``recommended``: the map's verdict, null for a map never judged).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("file", help="CSV/TSV (optionally .gz/.zip) or Parquet file to score")
     parser.add_argument("--score", help="score column (default: the one the map was fitted on)")
     parser.add_argument("--out", required=True, help="output file (.parquet or .csv)")
+    parser.add_argument("--force", action="store_true",
+                        help="apply a map whose held-out judgement did not recommend it")
     _common.add_json_argument(parser)
     parser.set_defaults(run=run)
 
@@ -42,12 +46,17 @@ def run(args: argparse.Namespace) -> dict:
     _common.check_output(args.out, flag="--out", suffixes=(".parquet", ".csv"))
     data = read_map(args.map)  # bounded, nesting- and schema-checked (mcviz.io.maps)
     fix = Recalibrator.from_json(json.dumps(data))
+    if fix.recommended is False and not args.force:
+        raise ValidationError(f"map {args.map!r}: its fix was judged on held-out rows and is "
+                              f"{fix.verdict['reason'].rstrip('.')}. Pass --force to apply it "
+                              "anyway.")
     frame = read_table(args.file)
     pred = frame_for_scoring(frame, fix, score=args.score)
     scores = np.empty(len(frame))
     scores[pred.row] = checked_scores(fix.transform(pred), pred.row, args.map)
     write_scored(frame, scores, args.out)
-    return {"method": fix.method, "map": fix.describe(), "n": len(frame),
+    return {"method": fix.method, "map": fix.describe(), "recommended": fix.recommended,
+            "n": len(frame),
             "score_column": args.score or fix.score_column, "out": args.out,
             "mean_score": float(np.mean(pred.score)), "mean_recalibrated": float(scores.mean())}
 
@@ -64,7 +73,7 @@ def checked_scores(values, rows, map_name: str):
     bad = ~((values >= 0.0) & (values <= 1.0))  # NaN compares False: counted as bad
     if bad.any():
         where = np.sort(np.asarray(rows)[bad])
-        listed = ", ".join(f"{r + 1:,}" for r in where[:5]) + (", ..." if len(where) > 5 else "")
+        listed = ", ".join(f"{r:,}" for r in where[:5]) + (", ..." if len(where) > 5 else "")
         raise ValidationError(f"map {map_name!r} gives {int(bad.sum()):,} of {len(values):,} "
                               f"rows a score that is not a probability in [0, 1] (rows "
                               f"{listed}); nothing was written. Fit the map again with mcviz "

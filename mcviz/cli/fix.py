@@ -1,15 +1,19 @@
 """``mcviz fix``: fit a fix on one score-stratified split, judge it on the other.
 
-Prints ``{"method", "accepted", "meaningful", "reason", "verdict", "n_fit", "n_eval", "map",
-"notes", "thresholds", "before": {"metric", "metric_z", "metric_p", "ece", "smece",
-"log_loss", "brier", "findings": [{"description", "holdout_kuiper_z"}], "net_benefit"},
-"after": {same keys}, "decision": {...}}``: every number is measured on the held-out rows,
-which neither the search nor the fit saw. ``metric_p`` is the Monte-Carlo p-value of M with
-``--null-draws`` (else null). ``net_benefit`` lists NB at ``--thresholds`` of the model
-(before) and of the fixed scores (after); ``decision`` adds the loss per 1,000 decisions with
-its bootstrap interval and a sentence per threshold. ``--map`` saves the fitted map (JSON, for
-``mcviz apply``); ``--out`` writes the input's columns plus ``score_recalibrated`` (Parquet or
-CSV by the extension; the fit rows are scored too, in sample).
+Prints ``{"method", "recommended", "reason", "verdict", "n_fit", "n_eval", "map",
+"log_loss_change": {"mean", "low", "high", "direction"}, "notes", "thresholds",
+"before": {"metric", "metric_z", "metric_p", "ece", "smece", "log_loss", "brier",
+"findings": [{"description", "holdout_kuiper_z"}], "terms": [...], "net_benefit"},
+"after": {same keys}, "finding_changes": [...], "bands_moved": [...], "decision": {...}}``
+(:func:`mcviz.recalibration.fix_summary`, the Fix page's too): every number is measured on the
+held-out rows, which neither the search nor the fit saw, against one family for every method.
+``metric_p`` is the Monte-Carlo p-value of M with ``--null-draws`` (else null). ``net_benefit``
+lists NB at ``--thresholds`` of the model (before) and of the fixed scores (after);
+``decision`` adds the loss per 1,000 decisions with its bootstrap interval and a sentence per
+threshold. ``--map`` saves the fitted map with its verdict (JSON, for ``mcviz apply``, which
+refuses a map not recommended unless ``--force``); ``--out`` writes the input's columns plus
+``score_recalibrated`` (Parquet or CSV by the extension; the fit rows are scored too, in
+sample). The options' defaults and bounds are :class:`mcviz.settings.FixSettings`'.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from mcviz.errors import ValidationError
 __all__ = ["OUT_COLUMN", "parse_thresholds", "register", "run", "write_scored"]
 
 HELP = "fit a recalibration on one split and judge it on held-out rows"
-METHODS = ("platt", "isotonic", "beta", "findings", "boost")
 OUT_COLUMN = "score_recalibrated"
 
 
@@ -42,17 +45,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_fix_arguments(parser: argparse.ArgumentParser, *, method: str | None) -> None:
-    """Add the options ``mcviz fix`` and ``mcviz decide`` share."""
+    """Add the options ``mcviz fix`` and ``mcviz decide`` share (from the registry, settings)."""
+    from mcviz.recalibration import method_names
+    from mcviz.settings import DecisionSettings, FixSettings
+
     parser.add_argument("--covariates", help="comma-separated covariates to search and fix by "
                         "(default: every column that is not the score, label or weight)")
-    parser.add_argument("--method", choices=METHODS, default=method,
+    parser.add_argument("--method", choices=method_names(), default=method,
                         help="the fix (default %(default)s" + (
                             "" if method else ": findings with covariates, else platt") + ")")
-    parser.add_argument("--holdout", type=float, default=0.5,
-                        help="share of rows held out to judge the fix (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the split and the search")
-    from mcviz.settings import DecisionSettings
-
+    _common.add_settings_arguments(parser, FixSettings)
     _common.add_settings_arguments(parser, DecisionSettings, required_default=False)
     parser.add_argument("--costs", metavar="FP:TP",
                         help="a threshold from costs: t = c_FP / (c_FP + c_TP)")
@@ -106,10 +108,11 @@ def write_scored(frame, scores, path: str) -> None:
 
 def prepare(args: argparse.Namespace):
     """Load the file, check the options; return (pred, covariates, thresholds, method)."""
-    covariates = _common.split(args.covariates)
-    from mcviz.settings import DecisionSettings
+    from mcviz.settings import DecisionSettings, FixSettings
 
+    covariates = _common.split(args.covariates)
     thresholds = parse_thresholds(args)
+    _common.settings_from_arguments(FixSettings, args)  # bounds, before the file is read
     args.bootstrap = _common.settings_from_arguments(DecisionSettings, args).bootstrap
     pred = _common.load_from_arguments(args, covariates=covariates)
     method = args.method or ("findings" if len(pred.covariates.columns) else "platt")
@@ -119,45 +122,34 @@ def prepare(args: argparse.Namespace):
 def held_out_decisions(result, thresholds, *, bootstrap: int, seed: int,
                        scopes: list[str] | None = None) -> tuple[dict, list[dict]]:
     """Decision impact on the held-out rows: the full population, then each scope."""
-    from mcviz.decision import decision_impact
-    from mcviz.subpopulations import filter_subpopulation
+    from mcviz.recalibration import held_out_decisions as decisions
 
-    fixed = result.eval_after.score[result.eval_position]
-    full = decision_impact(result.eval_before, fixed, thresholds=thresholds,
-                           n_bootstrap=bootstrap, seed=seed).at(thresholds)
-    per_scope = []
-    for description in scopes or []:
-        sub = filter_subpopulation(result.eval_before, description)
-        per_scope.append(decision_impact(result.eval_before, fixed, thresholds=thresholds,
-                                         index=sub.index, scope=description,
-                                         n_bootstrap=bootstrap, seed=seed).at(thresholds))
-    return full, per_scope
+    return decisions(result, thresholds, bootstrap=bootstrap, seed=seed, scopes=scopes)
 
 
 def run(args: argparse.Namespace) -> dict:
     """Fit, judge, optionally save the map and the scored file; return the JSON object."""
     import numpy as np
 
-    from mcviz.recalibration import verify_fix
+    from mcviz.recalibration import fix_summary, verify_fix
+    from mcviz.settings import FixSettings
 
     _common.check_output(args.out, flag="--out", suffixes=(".parquet", ".csv"))
     _common.check_output(args.map, flag="--map", suffixes=(".json",))
     if args.null_draws and args.null_draws < 19:
         raise ValidationError(f"--null-draws must be 0 or at least 19, not {args.null_draws}.")
     pred, covariates, thresholds, method = prepare(args)
-    result = verify_fix(pred, method=method, covariates=covariates, holdout=args.holdout,
-                        seed=args.seed, scopes=args.scope, null_draws=args.null_draws)
-    decision, _ = held_out_decisions(result, thresholds, bootstrap=args.bootstrap,
-                                     seed=args.seed)
-    output = result.as_json()
-    output["thresholds"] = thresholds
-    output["before"]["net_benefit"] = decision["net_benefit"]["model"]
-    output["after"]["net_benefit"] = decision["net_benefit"]["recalibrated"]
-    output["decision"] = decision
+    settings = _common.settings_from_arguments(FixSettings, args)
+    result = verify_fix(pred, method=method, covariates=covariates, scopes=args.scope,
+                        null_draws=args.null_draws, **settings.verify_options())
+    output = fix_summary(result, thresholds, bootstrap=args.bootstrap, seed=settings.seed)
     if args.map:
         with _common.atomic_output(args.map) as temporary:
             temporary.write_text(result.recalibrator.to_json(), encoding="utf-8")
         output["map_file"] = args.map
+        if not result.recommended:
+            output["notes"].append(f"the map in {args.map} says it is not recommended; mcviz "
+                                   "apply refuses it unless --force.")
     if args.out:
         from mcviz.io import read_table
 

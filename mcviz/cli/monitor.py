@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> dict:
     """Load the file, monitor it, and return the JSON object."""
     from mcviz.monitor import monitor_calibration
 
+    _check_segment_levels(args)  # from the segment columns alone, before the file is read
     pred = _common.load_from_arguments(args)
     numbers = _common.settings_from_arguments(MonitorSettings, args)
     period = args.period.strip()
@@ -68,6 +69,27 @@ def run(args: argparse.Namespace) -> dict:
         filters=tuple(args.filter), search_reference=args.search_reference,
         covariates=_common.split(args.covariates))
     return result_json(monitor_calibration(pred, settings=settings))
+
+
+def _check_segment_levels(args: argparse.Namespace) -> None:
+    """Refuse ``--segments`` with more levels than can be monitored, counted column by column."""
+    from mcviz.errors import ValidationError
+    from mcviz.io.levels import count_levels
+    from mcviz.monitor.segments import MAX_SEGMENTS
+
+    columns = _common.split(args.segments) or []
+    if not columns:
+        return
+    room = MAX_SEGMENTS - len(args.filter)
+    counts = count_levels(args.file, columns, stop_above=max(room, 0))
+    if sum(counts.values()) > room:
+        levels = ", ".join(f"{name!r} {count:,}{'+' if count > room else ''}"
+                           for name, count in counts.items())
+        raise ValidationError(
+            f"--segments: the columns have at least {sum(counts.values()):,} levels ({levels}), "
+            f"counted before the file was read; at most {MAX_SEGMENTS} segments (levels and "
+            "--filter expressions) can be monitored at once: choose columns with fewer levels, "
+            "or name the segments you want with --filter.")
 
 
 def result_json(result) -> dict:

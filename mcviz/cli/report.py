@@ -31,13 +31,9 @@ HELP = "state the verdict of a review and write the deck (PPTX or PDF)"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``mcviz report``."""
-    from mcviz.settings import SearchSettings
-
     parser = subparsers.add_parser("report", help=HELP, description=HELP)
     _common.add_input_arguments(parser)
-    parser.add_argument("--covariates", help="comma-separated covariates to search (default: "
-                        "every column that is not the score, label or weight)")
-    _common.add_settings_arguments(parser, SearchSettings)  # defaults, bounds: mcviz.settings
+    _common.add_search_arguments(parser)
     parser.add_argument("--bins", default="10,20,50",
                         help="reliability bin counts of the grids (default %(default)s)")
     parser.add_argument("--deck", action="append", metavar="OUT", default=[],

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 
 from mcviz.cli import _common
 from mcviz.errors import ValidationError
-from mcviz.settings import SearchSettings
 
 if TYPE_CHECKING:  # the search and the engines are imported only when they run (--help: at once)
     from mcviz.engines.base import ScreenResult
@@ -52,9 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``mcviz search``."""
     parser = subparsers.add_parser("search", help=HELP, description=HELP)
     _common.add_input_arguments(parser)
-    parser.add_argument("--covariates", help="comma-separated covariates to search (default: "
-                        "every column that is not the score, label or weight)")
-    _common.add_settings_arguments(parser, SearchSettings)  # defaults, bounds: mcviz.settings
+    _common.add_search_arguments(parser)
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy",
                         help="duckdb or spark: search a sample of the Parquet data, then "
                         "measure the findings on every row (default numpy: all in memory)")

@@ -11,7 +11,7 @@ statistics that order rows by a covariate (:func:`ordinal_values`). The
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MISSING_RULE",
     "OPERATORS",
+    "ConditionLike",
     "index_dtype",
     "is_datetime",
     "ordinal_keys",
@@ -38,6 +39,23 @@ MISSING_RULE = (
 
 OPERATORS = ("<", "<=", ">", ">=", "==", "!=", "in", "not in", "is missing", "is not missing")
 """The operators of a condition, in the order messages list them."""
+
+
+class ConditionLike(Protocol):
+    """What the functions that read a condition need: ``column op value``.
+
+    :class:`~mcviz.subpopulations.Condition` is one; the modules that describe conditions in
+    words and SQL annotate with this, so that they need not import the model that uses them.
+    """
+
+    @property
+    def column(self) -> str: ...  # noqa: D102
+
+    @property
+    def op(self) -> str: ...  # noqa: D102
+
+    @property
+    def value(self) -> object: ...  # noqa: D102
 
 
 def index_dtype(n: int) -> type:

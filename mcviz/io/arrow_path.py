@@ -235,21 +235,10 @@ def parquet_predictions(
     arrays = _role_arrays(table, kinds, score, label, weight, response)
     if arrays is None or table.num_rows != parquet.num_rows:
         return None
-    nullable = {name for name, dtype in pandas.items() if dtype == "boolean"}
-    covariate_kinds, notices = {}, []
-    for name in candidates:
-        proven, nulls = counted[name]
-        reason = "" if proven else _unusable(table.column(name), kinds[name])
-        if reason is None:
-            return None
-        if reason:
-            notices.append(f"covariate {name!r} dropped: {reason}.")
-            continue
-        if not proven:
-            nulls = table.column(name).null_count
-        nominal = kinds[name] in ("text", "category") or (
-            kinds[name] == "bool" and nulls > 0 and name not in nullable)
-        covariate_kinds[name] = "nominal" if nominal else "ordinal"
+    found = _covariate_kinds(table, candidates, counted, kinds, pandas)
+    if found is None:
+        return None
+    covariate_kinds, notices = found
     n = table.num_rows
     scores, labels, weights = arrays
     return sorted_predictions(
@@ -266,6 +255,30 @@ def parquet_predictions(
                  "classes": ("0", "1") if response == "binary" else (),
                  "positive": 1 if response == "binary" else None, "response_kind": response},
     )
+
+
+def _covariate_kinds(table: pa.Table, candidates: list[str], counted: dict, kinds: dict,
+                     pandas: dict) -> tuple[dict[str, str], list[str]] | None:
+    """Return each kept covariate's kind and the notices of those dropped, as the loader would.
+
+    None when a column's usability cannot be decided here (the caller then uses the loader).
+    """
+    nullable = {name for name, dtype in pandas.items() if dtype == "boolean"}
+    covariate_kinds, notices = {}, []
+    for name in candidates:
+        proven, nulls = counted[name]
+        reason = "" if proven else _unusable(table.column(name), kinds[name])
+        if reason is None:
+            return None
+        if reason:
+            notices.append(f"covariate {name!r} dropped: {reason}.")
+            continue
+        if not proven:
+            nulls = table.column(name).null_count
+        nominal = kinds[name] in ("text", "category") or (
+            kinds[name] == "bool" and nulls > 0 and name not in nullable)
+        covariate_kinds[name] = "nominal" if nominal else "ordinal"
+    return covariate_kinds, notices
 
 
 def _footer(source: object) -> tuple[pa.Schema, pa.parquet.FileMetaData] | None:

@@ -18,7 +18,7 @@ from mcviz.io.covariates import plan_covariates
 from mcviz.io.model import LoadReport, Roles
 from mcviz.io.predictions import Predictions, sorted_predictions, validate_index
 from mcviz.io.readers import Source, read_table
-from mcviz.io.roles import _SCORE_NAME, _WEIGHT_NAME, infer_roles
+from mcviz.io.roles import _SCORE_NAME, _WEIGHT_NAME, infer_roles, labels_are_classes
 from mcviz.io.validation import (
     PROBABILITY_SUM_TOLERANCE,
     _check_declared_kinds,
@@ -108,6 +108,17 @@ def load_predictions(
     score, probability_columns, label, weight = _resolve_columns(
         frame, roles, score=score, probabilities=probabilities, label=label, weight=weight
     )
+    notices: list[str] = []
+    levels = pd.unique(frame[label].dropna()) if probability_columns else ()
+    if (probability_columns and not probabilities and len(levels) <= 2
+            and not any(labels_are_classes(probability_columns, [v]) for v in levels)):
+        # score_gbm, score_logistic, ... with two-valued labels that name no class: alternative
+        # scores of one binary model each (the page's rule, dashboard.state.default_mapping)
+        score, others = probability_columns[0], probability_columns[1:]
+        probability_columns = ()
+        notices.append(f"the columns {', '.join(map(repr, [score, *others]))} are alternative "
+                       f"scores (the labels in {label!r} are not their class names): {score!r} "
+                       "is analysed; name another as the score column to analyse it.")
     rows = _RowFilter(len(frame), drop_invalid)
     warnings: list[str] = []
     scores = _validated_scores(frame, probability_columns or (score,), rows)
@@ -129,6 +140,7 @@ def load_predictions(
     return _assemble(
         frame, rows, answer, weight_values, names, nominal, ordinal, warnings,
         label=label, weight=weight, probability_columns=probability_columns, response=response,
+        notices=notices,
     )
 
 
@@ -215,15 +227,16 @@ def _assemble(
     weight: str | None,
     probability_columns: tuple[str, ...],
     response: Literal["binary", "continuous"],
+    notices: Sequence[str] = (),
 ) -> Predictions:
     """Decide the covariates, then sort the kept rows by score once (:func:`sorted_predictions`)."""
-    pending, kinds, notices = plan_covariates(frame, covariates, rows.keep, nominal, ordinal)
+    pending, kinds, dropped = plan_covariates(frame, covariates, rows.keep, nominal, ordinal)
     report = LoadReport(
         n_read=rows.n,
         n_kept=int(rows.keep.sum()),
         dropped=tuple(rows.dropped),
         warnings=tuple(warnings),
-        notices=tuple(notices),
+        notices=(*notices, *dropped),
     )
     return sorted_predictions(
         answer.score, rows.keep, pending, report=report,

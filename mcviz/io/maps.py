@@ -188,7 +188,11 @@ def _check_findings(params: dict, what: str) -> None:
         if not isinstance(term, dict):
             raise ValidationError(f"{where} must be a JSON object.")
         _text(term.get("description"), f"{where}.description")
-        _number(term, "coefficient", where)
+        if term.get("shape") not in ("offset", "slope", "additive"):
+            raise ValidationError(f"{where}.shape must be offset, slope or additive, not "
+                                  f"{str(term.get('shape'))[:20]!r}.")
+        for key in ("a", "b", "p_adjusted"):
+            _number(term, key, where)
 
 
 def _check_boost(params: dict, what: str) -> None:

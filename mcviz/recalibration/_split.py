@@ -1,10 +1,11 @@
 r"""The fit / evaluation split and the predictions of a split or of new scores.
 
-The split is stratified by score: the rows in score order are cut into strata of
-:data:`STRATUM` consecutive rows and a random share of every stratum is held out, so both halves
-cover the score range alike. Within a run of tied scores the rows are first put in an order
-fixed by their content (a hash of label, weight and covariates), so that the split -- and
-everything fitted on it -- does not depend on the input order of tied rows.
+The split is the guided search's (:func:`mcviz.search.split_rows`): stratified by score, the
+rows in score order cut into strata of 20 consecutive rows and a random share of every stratum
+held out, so both halves cover the score range alike. Within a run of tied scores the rows are
+first put in the search's one tie order (:func:`mcviz.search.canonical_order`: a hash of weight
+and covariates, never of labels), so the split -- and everything fitted on it -- depends neither
+on the input order of tied rows nor on any label.
 """
 
 from __future__ import annotations
@@ -12,15 +13,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 
-__all__ = ["STRATUM", "holdout_split", "rescored", "subset"]
-
-STRATUM = 20
-"""Consecutive rows in score order per stratum of the split."""
+__all__ = ["holdout_split", "rescored", "subset"]
 
 
 def holdout_split(pred: Predictions, holdout: float = 0.5, seed: int = 0
@@ -55,25 +52,10 @@ def holdout_split(pred: Predictions, holdout: float = 0.5, seed: int = 0
     if isinstance(holdout, bool) or not isinstance(holdout, int | float | np.floating) or not (
             0.0 < float(holdout) < 1.0):
         raise ValidationError(f"holdout must be a share in (0, 1), not {holdout!r}.")
-    n = pred.n
+    from mcviz.search import split_rows
+
     rng = np.random.default_rng(int(seed))
-    if pred.run_end.all():
-        canonical = np.arange(n)
-    else:  # tied rows in an order fixed by their content, not by the input order
-        tie_group = np.cumsum(np.concatenate(([0], pred.run_end[:-1])))
-        frame = pred.covariates.copy()
-        frame["__label"] = pred.label
-        frame["__weight"] = pred.weight
-        content = pd.util.hash_pandas_object(frame, index=False).to_numpy()
-        canonical = np.lexsort((content, tie_group))
-    stratum = np.arange(n) // STRATUM
-    sizes = np.bincount(stratum)
-    wanted = np.floor(float(holdout) * sizes + rng.random(sizes.size)).astype(np.int64)
-    shuffled = np.argsort(stratum + rng.random(n), kind="stable")  # by stratum, random within
-    position = np.arange(n) - stratum * STRATUM
-    held = np.zeros(n, dtype=bool)
-    held[canonical[shuffled[position < wanted[stratum]]]] = True
-    fit_rows, held_rows = np.flatnonzero(~held), np.flatnonzero(held)
+    fit_rows, held_rows, _ = split_rows(pred, float(holdout), rng, max_search=pred.n)
     if min(fit_rows.size, held_rows.size) < 20:
         raise ValidationError(
             f"a holdout of {holdout:g} leaves {fit_rows.size:,} rows to fit and "

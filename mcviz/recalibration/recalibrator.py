@@ -27,19 +27,23 @@ Methods
     the fitted :math:`a` (or :math:`b`) is negative the regression is refitted without that
     feature (its coefficient 0).
 ``findings``
-    :math:`\hat p = \sigma(c + a \operatorname{logit} s + \sum_k \beta_k 1\{x \in F_k\})`: one
-    term per *confirmed* finding :math:`F_k` (Holm-adjusted held-out p below ``alpha``). The
-    findings come from the guided search (:func:`mcviz.search_subpopulations`) run on the fit
-    rows after a Platt fit, so they are what is left once the global distortion is removed;
-    findings given by the caller must be confirmed or the fit is refused. Each term reads as
-    "within F_k the odds are multiplied by :math:`e^{\beta_k}`".
+    A Platt step, then one term per *confirmed* finding :math:`F_k` (Holm-adjusted held-out p
+    below ``alpha``) in the shape it has on the fit rows: a logit offset, a slope on the logit,
+    or an additive shift of the rate within :math:`F_k`
+    (:mod:`mcviz.recalibration._findings`). The findings come from the guided search
+    (:func:`mcviz.search_subpopulations`) run on the fit rows after a Platt fit, so they are
+    what is left once the global distortion is removed; findings given by the caller must be
+    confirmed or the fit is refused.
 ``boost``
     Multicalibration boosting (:mod:`mcviz.recalibration._boost`, the scheme of MCGrad [4]).
 
-Every method is fitted by weighted maximum likelihood (:mod:`mcviz.recalibration._logistic`).
-The fitted map is JSON (:meth:`Recalibrator.to_json`): the method, its coefficients or knots,
-the findings' descriptions in the filter language, the covariates and their kinds, the score
-column and the mcviz version.
+Each method is one registered object (:mod:`mcviz.recalibration.registry`). Every method is
+fitted by weighted maximum likelihood (:mod:`mcviz.recalibration._logistic`). The fitted map is
+JSON (:meth:`Recalibrator.to_json`, keys :data:`MAP_KEYS`): the method, its coefficients or
+knots, the findings' descriptions in the filter language, the covariates and their kinds, the
+score column, the mcviz version and the verdict of the held-out judgement (``verdict``: null
+when the map was never judged; ``{"recommended": false, "reason": ...}`` for a fix its
+judgement rejected, which ``mcviz apply`` refuses unless ``--force``).
 
 References
 ----------
@@ -61,21 +65,23 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import isotonic_regression
-from scipy.special import expit
+from scipy.special import expit  # noqa: F401  (the doctest's namespace)
 
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.recalibration import _boost
-from mcviz.recalibration._logistic import clip_probability, fit_logistic, logit
-from mcviz.recalibration._split import holdout_split, rescored, subset
+from mcviz.recalibration._logistic import logit  # noqa: F401  (the doctest's namespace)
+from mcviz.recalibration._split import subset
+from mcviz.recalibration.registry import get_method, method_names
 
-__all__ = ["FORMAT", "METHODS", "FixTerm", "Recalibrator"]
+__all__ = ["FORMAT", "MAP_KEYS", "METHODS", "FixTerm", "Recalibrator", "frame_for_scoring"]
 
-METHODS = ("platt", "isotonic", "beta", "findings", "boost")
+METHODS = method_names()
+"""The methods registered when this module was imported (the registry is the truth)."""
 FORMAT = "mcviz-recalibration-map"
-PASSES = 3
-"""The findings fix searches at most this many times (see ``_search_passes``)."""
+MAP_KEYS = ("format", "mcviz_version", "method", "score_column", "covariates", "n_fit",
+            "alpha", "seed", "notes", "verdict", "params")
+"""The keys of a saved map (:meth:`Recalibrator.to_dict`), in order: the map's schema."""
 
 
 def _version() -> str:
@@ -86,21 +92,31 @@ def _version() -> str:
 
 @dataclass(frozen=True, slots=True)
 class FixTerm:
-    r"""One term of the ``findings`` fix.
+    r"""One term of the ``findings`` fix (:mod:`mcviz.recalibration._findings`).
 
     Attributes
     ----------
     description : str
         The finding in the filter language.
-    coefficient : float
-        Its log-odds shift :math:`\\beta_k`.
+    shape : {"offset", "slope", "additive"}
+        What the term does within the finding: :math:`\eta + b`, :math:`a\eta + b`, or
+        :math:`p + b`.
+    a, b : float
+        Its slope (1 for an offset, 0 for a shift) and its offset or shift.
     p_adjusted : float
         The finding's Holm-adjusted held-out p-value in the search that found it.
     """
 
     description: str
-    coefficient: float
+    shape: str
+    a: float
+    b: float
     p_adjusted: float
+
+    @property
+    def coefficient(self) -> float:
+        """The term's offset (log-odds) or shift (rate): ``b``."""
+        return self.b
 
 
 class Recalibrator:
@@ -108,8 +124,9 @@ class Recalibrator:
 
     Parameters
     ----------
-    method : {"platt", "isotonic", "beta", "findings", "boost"}, default "platt"
-        See the module docstring.
+    method : str, default "platt"
+        A registered method (:func:`mcviz.recalibration.method_names`: ``findings``,
+        ``platt``, ``isotonic``, ``beta``, ``boost``); see the module docstring.
     covariates : sequence of str, optional
         ``findings`` and ``boost``: the covariates to search or to boost on (default all).
     findings : sequence of Finding, optional
@@ -142,8 +159,7 @@ class Recalibrator:
                  findings: Sequence | None = None, alpha: float = 0.05,
                  max_conditions: int = 3, n_findings: int = 5, max_rounds: int = 100,
                  trees: Mapping | None = None, seed: int = 0) -> None:
-        if method not in METHODS:
-            raise ValidationError(f"method must be one of {', '.join(METHODS)}, not {method!r}.")
+        self.registered = get_method(method)
         if not 0.0 < float(alpha) < 1.0:
             raise ValidationError(f"alpha must lie in (0, 1), not {alpha!r}.")
         self.method = method
@@ -162,6 +178,7 @@ class Recalibrator:
         self.covariate_kinds: dict[str, str] = {}
         self.n_fit = 0
         self.notes: list[str] = []
+        self.verdict: dict | None = None
 
     # ---------------------------------------------------------------------------------
     # fitting
@@ -174,10 +191,13 @@ class Recalibrator:
         ------
         ValidationError
             Responses outside [0, 1], unknown covariates, unconfirmed findings given, or
-            LightGBM missing for ``boost``.
+            the method unavailable here (LightGBM missing for ``boost``).
         """
         if not isinstance(pred, Predictions):
             raise ValidationError(f"fit needs Predictions, not {type(pred).__name__}.")
+        missing = self.registered.unavailable()
+        if missing is not None:
+            raise ValidationError(f"method {self.method!r} {missing}.")
         if index is not None:
             pred = subset(pred, np.sort(np.asarray(index)))
         label = pred.label
@@ -185,148 +205,10 @@ class Recalibrator:
             raise ValidationError(f"column {pred.label_column!r}: recalibration needs "
                                   "responses in [0, 1].", column=pred.label_column)
         self.score_column, self.n_fit, self.notes = pred.score_column, pred.n, []
+        self.covariate_kinds, self.verdict = {}, None
         w = pred.weight / pred.weight.mean()
-        fit = getattr(self, f"_fit_{self.method}")
-        self.params = fit(pred, w, progress)
+        self.params = self.registered.fit(self, pred, w, progress)
         return self
-
-    def _fit_platt(self, pred: Predictions, w: np.ndarray, progress=None) -> dict:
-        z = logit(pred.score)
-        beta = fit_logistic(np.column_stack((np.ones_like(z), z)), pred.label, w)
-        return {"intercept": float(beta[0]), "slope": float(beta[1])}
-
-    def _fit_beta(self, pred: Predictions, w: np.ndarray, progress=None) -> dict:
-        s = clip_probability(pred.score)
-        features = np.column_stack((np.log(s), -np.log1p(-s)))
-        design = np.column_stack((np.ones_like(s), features))
-        beta = fit_logistic(design, pred.label, w)
-        if beta[1] < 0 or beta[2] < 0:  # keep the map monotone (Kull et al., Section 3.3)
-            keep = 2 if beta[1] < 0 else 1
-            refit = fit_logistic(design[:, [0, keep]], pred.label, w)
-            beta = np.zeros(3)
-            beta[0], beta[keep] = refit
-        return {"c": float(beta[0]), "a": float(beta[1]), "b": float(beta[2])}
-
-    def _fit_isotonic(self, pred: Predictions, w: np.ndarray, progress=None) -> dict:
-        ends = np.flatnonzero(pred.run_end)  # pool tied scores first
-        starts = np.concatenate(([0], ends[:-1] + 1))
-        x = pred.score[ends]
-        weight = np.add.reduceat(w, starts)
-        mean = np.add.reduceat(w * pred.label, starts) / weight
-        fitted = isotonic_regression(mean, weights=weight, increasing=True)
-        blocks = fitted.blocks
-        block_weight = np.add.reduceat(weight, blocks[:-1])
-        block_label = np.add.reduceat(weight * mean, blocks[:-1])
-        block_score = np.add.reduceat(weight * x, blocks[:-1]) / block_weight
-        value = np.maximum.accumulate((block_label + block_score) / (block_weight + 1.0))
-        lo, hi = x[blocks[:-1]], x[blocks[1:] - 1]
-        knots_x = np.ravel(np.column_stack((lo, hi)))
-        knots_y = np.repeat(value, 2)
-        keep = np.concatenate(([True], np.diff(knots_x) > 0))  # one-score blocks: one knot
-        return {"x": knots_x[keep].tolist(), "y": knots_y[keep].tolist()}
-
-    def _covariate_names(self, pred: Predictions) -> list[str]:
-        names = list(pred.covariates.columns) if self.covariates is None else self.covariates
-        for name in names:
-            pred.require_covariate(name, f" for the {self.method} fix")
-        if not names:
-            raise ValidationError(f"the {self.method} fix needs covariates; the predictions "
-                                  "have none.")
-        return names
-
-    def _fit_findings(self, pred: Predictions, w: np.ndarray, progress=None) -> dict:
-        from mcviz.subpopulations import parse_filter
-
-        if self.findings is None:
-            found, descriptions, beta = self._search_passes(pred, w, progress)
-        else:
-            found = self.findings
-            unconfirmed = [f for f in found if not f.p_adjusted < self.alpha]
-            if unconfirmed:
-                listed = "; ".join(f"{f.description!r} (p adjusted {f.p_adjusted:.3g})"
-                                   for f in unconfirmed)
-                raise ValidationError(
-                    f"the findings fix adds terms for confirmed findings only (Holm-adjusted "
-                    f"held-out p below {self.alpha:g}); not confirmed: {listed}.")
-            descriptions = list(dict.fromkeys(f.description for f in found))
-            beta = fit_logistic(_findings_design(pred, descriptions), pred.label, w)
-        confirmed = [f for f in found if f.p_adjusted < self.alpha]
-        for f in {f.description: f for f in found if f not in confirmed}.values():
-            self.notes.append(f"no term for {f.description!r}: not confirmed "
-                              f"(Holm-adjusted held-out p {f.p_adjusted:.3g}).")
-        p_adjusted = {f.description: float(f.p_adjusted) for f in confirmed}
-        if not descriptions:
-            self.notes.append("no confirmed finding: the findings fix is the Platt fit alone.")
-        used = sorted({c.column for d in descriptions for c in parse_filter(d, pred)})
-        self.covariate_kinds = {name: pred.covariate_kinds[name] for name in used}
-        return {"intercept": float(beta[0]), "slope": float(beta[1]),
-                "terms": [{"description": d, "coefficient": float(b),
-                           "p_adjusted": p_adjusted[d]}
-                          for d, b in zip(descriptions, beta[2:], strict=True)]}
-
-    def _search_passes(self, pred: Predictions, w: np.ndarray, progress=None):
-        """Search the rows as fixed so far, add the confirmed findings as terms, refit; again.
-
-        Pass 1 searches after the Platt fit; pass k + 1 after the fix of pass k, so that a
-        segment the first terms got wrong (the overlap of two findings, say) is found too.
-        Stops after :data:`PASSES` passes or when a pass confirms nothing new.
-        """
-        from mcviz.search import search_subpopulations
-
-        names = self._covariate_names(pred)
-        found: list = []
-        descriptions: list[str] = []
-        beta = fit_logistic(_findings_design(pred, []), pred.label, w)
-        for k in range(PASSES):
-            scores = expit(_findings_design(pred, descriptions) @ beta)
-            adjusted, _ = rescored(pred, scores)
-            step = None if progress is None else (
-                lambda f, t, k=k: progress((k + f) / PASSES, f"search {k + 1}: {t}"))
-            result = search_subpopulations(
-                adjusted, covariates=names, max_conditions=self.max_conditions,
-                n_findings=self.n_findings, seed=self.seed + k, progress=step)
-            usable = self._covariate_findings(result.findings, adjusted.score_column)
-            new = [f for f in usable
-                   if f.p_adjusted < self.alpha and f.description not in descriptions]
-            found += [f for f in usable if f.description not in descriptions]
-            if not new:
-                break
-            descriptions += [f.description for f in new]
-            beta = fit_logistic(_findings_design(pred, descriptions), pred.label, w)
-        return found, descriptions, beta
-
-    def _covariate_findings(self, findings: Sequence, score_column: str) -> list:
-        """Return the findings a term can be made of: those bounding no score of a pass.
-
-        The search may bound the score it is given (a band "where the model says"); in a pass
-        that score is the fix so far (column ``<score>_recalibrated``), which no term on the
-        input rows can name. Such findings are left out, with a note.
-        """
-        usable = []
-        for finding in findings:
-            if any(c.column == score_column for c in finding.subpopulation.conditions):
-                self.notes.append(f"no term for {finding.description!r}: it bounds the scores "
-                                  "as fixed so far, not a covariate.")
-            else:
-                usable.append(finding)
-        return usable
-
-    def _fit_boost(self, pred: Predictions, w: np.ndarray, progress=None) -> dict:
-        names = self._covariate_names(pred)
-        self.covariate_kinds = {name: pred.covariate_kinds[name] for name in names}
-        features, spec = _boost.encode_covariates(pred.covariates, self.covariate_kinds)
-        _, valid_rows = holdout_split(pred, _boost.VALID_SHARE, self.seed)
-        valid = np.zeros(pred.n, dtype=bool)
-        valid[valid_rows] = True
-        categorical = [k for k, item in enumerate(spec) if item["kind"] == "nominal"]
-        params = _boost.boost_fit(features, categorical, pred.score, pred.label, w, valid,
-                                  max_rounds=self.max_rounds, trees=self.trees,
-                                  progress=progress)
-        params["features"] = spec
-        if params["n_rounds"] == 0:
-            self.notes.append("boosting stopped before its first round: no round lowered the "
-                              "validation log loss (the map is the identity).")
-        return params
 
     # ---------------------------------------------------------------------------------
     # applying
@@ -338,19 +220,20 @@ class Recalibrator:
 
     @property
     def coefficients(self) -> list[float]:
-        """Platt, findings: [intercept, slope, terms...]; beta: [c, a, b]; else []."""
-        p = self._params()
-        if self.method in ("platt", "findings"):
-            return [p["intercept"], p["slope"], *(t["coefficient"] for t in p.get("terms", ()))]
-        if self.method == "beta":
-            return [p["c"], p["a"], p["b"]]
-        return []
+        """Platt, findings: [intercept, slope, terms' b...]; beta: [c, a, b]; else []."""
+        return self.registered.coefficients(self._params())
 
     @property
     def terms(self) -> tuple[FixTerm, ...]:
         """The terms of the ``findings`` fix (empty for other methods)."""
-        return tuple(FixTerm(t["description"], t["coefficient"], t["p_adjusted"])
+        return tuple(FixTerm(description=t["description"], shape=t["shape"], a=t["a"],
+                             b=t["b"], p_adjusted=t["p_adjusted"])
                      for t in self._params().get("terms", ()))
+
+    @property
+    def recommended(self) -> bool | None:
+        """The held-out judgement's recommendation (None: never judged)."""
+        return None if self.verdict is None else bool(self.verdict["recommended"])
 
     def _params(self) -> dict:
         if self.params is None:
@@ -372,49 +255,26 @@ class Recalibrator:
                 raise ValidationError(
                     f"column {name!r} is {pred.covariate_kinds[name]} here but was {kind} "
                     "when the map was fitted.", column=name)
-        score = pred.score
-        if self.method == "platt":
-            out = _platt(params, score)
-        elif self.method == "beta":
-            s = clip_probability(score)
-            out = expit(params["c"] + params["a"] * np.log(s) - params["b"] * np.log1p(-s))
-        elif self.method == "isotonic":
-            out = np.interp(score, params["x"], params["y"])
-        elif self.method == "findings":
-            out = self._findings_scores(params, pred)
-        else:
-            features, _ = _boost.encode_covariates(pred.covariates, self.covariate_kinds,
-                                                   params["features"])
-            out = _boost.boost_transform(params, features, score)
-        out = np.asarray(out, dtype=float)
+        out = np.asarray(self.registered.transform(self, params, pred), dtype=float)
         return out if index is None else out[np.asarray(index)]
-
-    @staticmethod
-    def _findings_scores(params: dict, pred: Predictions) -> np.ndarray:
-        from mcviz.subpopulations import parse_filter, select_rows
-
-        eta = params["intercept"] + params["slope"] * logit(pred.score)
-        for term in params["terms"]:
-            rows = select_rows(pred, parse_filter(term["description"], pred))
-            eta[rows] += term["coefficient"]
-        return expit(eta)
 
     # ---------------------------------------------------------------------------------
     # the saved map
 
     def to_dict(self) -> dict:
-        """Return the map as a JSON-able dict (see :meth:`to_json`)."""
-        return {"format": FORMAT, "mcviz_version": _version(), "method": self.method,
-                "score_column": self.score_column, "covariates": self.covariate_kinds,
-                "n_fit": self.n_fit, "alpha": self.alpha, "seed": self.seed,
-                "notes": list(self.notes), "params": self._params()}
+        """Return the map as a JSON-able dict (keys :data:`MAP_KEYS`; see :meth:`to_json`)."""
+        values = {"format": FORMAT, "mcviz_version": _version(), "method": self.method,
+                  "score_column": self.score_column, "covariates": self.covariate_kinds,
+                  "n_fit": self.n_fit, "alpha": self.alpha, "seed": self.seed,
+                  "notes": list(self.notes), "verdict": self.verdict, "params": self._params()}
+        return {key: values[key] for key in MAP_KEYS}
 
     def to_json(self) -> str:
         """Return the map as JSON text.
 
         It holds the method, its coefficients or knots (or the boosted trees), the findings'
-        descriptions in the filter language, the covariates and their kinds, the score column
-        and the mcviz version.
+        descriptions in the filter language, the covariates and their kinds, the score column,
+        the mcviz version and the held-out verdict (null when never judged).
         """
         return json.dumps(self.to_dict())
 
@@ -444,41 +304,24 @@ class Recalibrator:
             fix.covariate_kinds = {str(k): str(v) for k, v in data["covariates"].items()}
             fix.n_fit, fix.notes, fix.params = int(data["n_fit"]), list(data["notes"]), \
                 dict(data["params"])
+            fix.verdict = _read_verdict(data["verdict"])
         except (KeyError, TypeError, AttributeError) as error:
             raise ValidationError(f"recalibration map: missing or malformed {error}.") from None
         return fix
 
     def describe(self) -> str:
-        """Describe the fitted map in one line."""
-        p = self._params()
-        if self.method == "platt":
-            return (f"Platt: logit p = {p['intercept']:.3g} + {p['slope']:.3g} · logit s")
-        if self.method == "beta":
-            return (f"beta: logit p = {p['c']:.3g} + {p['a']:.3g} · ln s − {p['b']:.3g} · "
-                    "ln(1 − s)")
-        if self.method == "isotonic":
-            return f"isotonic: {len(p['x']):,} knots"
-        if self.method == "findings":
-            terms = "".join(f" {t['coefficient']:+.3g} · [{t['description']}]"
-                            for t in p["terms"])
-            return f"findings: logit p = {p['intercept']:.3g} + {p['slope']:.3g} · logit s{terms}"
-        return f"boost: {p['n_rounds']} rounds of {p['trees']['n_trees']} trees"
+        """Say in one line what the fitted map does to a score."""
+        return self.registered.describe(self._params())
 
 
-def _findings_design(pred: Predictions, descriptions: Sequence[str]) -> np.ndarray:
-    """Columns 1, logit s and one indicator per finding."""
-    from mcviz.subpopulations import parse_filter, select_rows
-
-    columns = [np.ones(pred.n), logit(pred.score)]
-    for description in descriptions:
-        indicator = np.zeros(pred.n)
-        indicator[select_rows(pred, parse_filter(description, pred))] = 1.0
-        columns.append(indicator)
-    return np.column_stack(columns)
-
-
-def _platt(params: dict, score: np.ndarray) -> np.ndarray:
-    return expit(params["intercept"] + params["slope"] * logit(score))
+def _read_verdict(value) -> dict | None:
+    """Read the map's ``verdict``: null, or ``{"recommended": bool, "reason": str}``."""
+    if value is None:
+        return None
+    if (not isinstance(value, dict) or not isinstance(value.get("recommended"), bool)
+            or not isinstance(value.get("reason"), str)):
+        raise TypeError("'verdict' (null or {\"recommended\": true/false, \"reason\": text})")
+    return {"recommended": value["recommended"], "reason": value["reason"]}
 
 
 def frame_for_scoring(frame: pd.DataFrame, fix: Recalibrator, *, score: str | None = None

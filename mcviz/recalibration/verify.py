@@ -1,19 +1,25 @@
 r"""A fix judged on rows it never saw: :func:`verify_fix`.
 
-The rows are split once, stratified by score (:func:`~mcviz.recalibration.holdout_split`). On
-the fit part only: the guided search (the findings reported) and the fit of the map (with its
-own search, for ``findings``). On the held-out part only: the statistics before and after --
-the multi-calibration metric M (eq. (4) of [1]) over Algorithm-1 subpopulations generated on
-the held-out rows plus the findings, each finding's :math:`D/\sigma` (eqs. (2), (5)), the ECE
-(10 equal-width bins), smECE, log loss and Brier score. The subpopulations are the same rows
-before and after (their members are carried over to the new score order).
+The rows are split once (:func:`~mcviz.recalibration.holdout_split`, the guided search's split
+and tie order). On the fit part only: the guided search (its findings are judged) and the fit of
+the map (with its own searches, for ``findings``). On the held-out part only: the statistics
+before and after (:func:`mcviz.recalibration.judge.before_after`) -- the multi-calibration
+metric M (eq. (4) of [1]) over one *judged family*, each finding's :math:`D/\sigma` (eqs. (2),
+(5)), the ECE (10 equal-width bins), smECE, log loss and Brier score, and the bands of each
+covariate (:func:`~mcviz.recalibration.judge.band_shifts`).
 
-Acceptance. A fix is *rejected* when it raises the held-out weighted mean log loss. Its change
-is *meaningful* when the 95% interval of the mean per-row change of log loss,
-:math:`\bar\Delta \pm 1.96\,\widehat{se}`, :math:`\Delta_i = \ell_i^{after} - \ell_i^{before}`,
-lies below 0; :math:`\widehat{se}^2 = \frac{k}{k-1}\sum_i W_i^2 (\Delta_i - \bar\Delta)^2 /
-(\sum_i W_i)^2` (the ratio-estimator variance; the held-out rows are independent of the fit,
-so the interval is valid conditionally on the fitted map).
+The judged family is the same for every method on the same rows, covariates and seed:
+Algorithm-1 subpopulations generated on the held-out rows, the search's findings from the fit
+rows and the caller's scopes. A fix's own terms are reported beside it (their D/sigma) but are
+not in M, so "before" is identical across methods.
+
+Recommendation. A fix is *recommended* when its held-out log loss is not worse beyond noise
+(the 95% interval of its change does not lie above 0) and no confirmed finding -- of the search,
+or a term of the fix -- got worse beyond noise (the interval of the log loss change within it
+does not lie above 0). Changes are "better", "worse" or "no meaningful change" by their
+interval (:class:`~mcviz.recalibration.judge.Change`); a fitted map carries the verdict
+(:attr:`Recalibrator.verdict`), and ``mcviz apply`` refuses a map not recommended unless
+``--force``.
 
 References
 ----------
@@ -32,13 +38,23 @@ import numpy as np
 from mcviz.budget import Budget, Estimate, check
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.recalibration._logistic import clip_probability
-from mcviz.recalibration._split import holdout_split, rescored, subset
+from mcviz.recalibration._findings import is_confirmed
+from mcviz.recalibration._split import holdout_split, subset
+from mcviz.recalibration.judge import (
+    BandShift,
+    Change,
+    FixSide,
+    band_shifts,
+    before_after,
+    loss_change,
+)
 from mcviz.recalibration.recalibrator import Recalibrator
+from mcviz.recalibration.registry import get_method
+from mcviz.settings import FIX_BAND_Z, DecisionSettings, FixSettings
 
-__all__ = ["FixResult", "FixSide", "fix_estimate", "verify_fix"]
+__all__ = ["BandShift", "Change", "FixResult", "FixSide", "fix_estimate", "fix_summary",
+           "held_out_decisions", "recommend", "verify_fix"]
 
-Z_95 = 1.959963984540054
 ALPHA = 0.05
 
 # Measured by benchmarks/bench_fix.py (planted data, 4 covariates, 300 subpopulations) on the
@@ -47,49 +63,13 @@ ALPHA = 0.05
 # searches of the fit rows), 18.4 s for boost. The constants err high.
 # Peak RSS above the RSS before the call (benchmarks/bench_budget.py, issue #25): 215 B per
 # row (platt at 6x10^5 rows, findings at 4x10^5), rounded up; held within 1.5x by
-# tests/test_budget_measured.py.
+# tests/test_budget_measured.py. A method's own cost: RecalibrationMethod.cost.
 _BYTES_FIXED = 10_000_000
 _BYTES_PER_ROW = 230
-_BYTES_PER_ROW_COVARIATE_BOOST = 24
 # Time besides the guided search's own estimate (CPU time of benchmarks/bench_budget.py fix at
 # 2x10^5-8x10^5 rows, issue #25, 2026-11-26 at load 8: 1.0-6.7 s): the estimates lie 1.3-1.8x
 # above it (the findings fix searches the fit rows again in its passes).
 _SECONDS_FIXED = 0.3
-_SECONDS_PER_ROW = {"platt": 2.5e-6, "isotonic": 2.5e-6, "beta": 2.5e-6, "findings": 9e-6,
-                    "boost": 2.5e-5}
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class FixSide:
-    r"""Held-out statistics of one set of scores (before or after the fix).
-
-    Attributes
-    ----------
-    metric, metric_z : float
-        M (eq. (4)) and :math:`M/\sigma_0` over the held-out subpopulations.
-    metric_p : float or None
-        Monte-Carlo p-value of M under perfect calibration (when ``null_draws`` was given).
-    ece, smece, log_loss, brier : float
-    findings_kuiper_z : tuple of float
-        :math:`D/\sigma` of each finding (:attr:`FixResult.findings`) on the held-out rows.
-    """
-
-    metric: float
-    metric_z: float
-    metric_p: float | None
-    ece: float
-    smece: float
-    log_loss: float
-    brier: float
-    findings_kuiper_z: tuple[float, ...]
-
-    def as_json(self, findings: Sequence[str]) -> dict:
-        """Return the ``before`` / ``after`` object of ``mcviz fix --json``."""
-        return {"metric": self.metric, "metric_z": self.metric_z, "metric_p": self.metric_p,
-                "ece": self.ece, "smece": self.smece, "log_loss": self.log_loss,
-                "brier": self.brier,
-                "findings": [{"description": d, "holdout_kuiper_z": z}
-                             for d, z in zip(findings, self.findings_kuiper_z, strict=True)]}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -100,26 +80,30 @@ class FixResult:
     ----------
     method : str
     recalibrator : Recalibrator
-        The fitted map.
-    accepted : bool
-        False when the held-out log loss got worse.
-    meaningful : bool
-        True when the held-out log loss improved beyond its 95% interval.
+        The fitted map (its ``verdict`` set from this judgement).
+    recommended : bool
+        Held-out log loss not worse beyond noise, and no confirmed finding worse beyond noise.
     reason : str
-        The verdict in words, with the numbers.
+        Why (not) recommended, with the numbers.
     n_fit, n_eval : int
     fit_index, eval_index : ndarray
         Sorted positions (score order of the input) of the fit and held-out rows.
     findings : tuple of str
-        Descriptions (filter language) of the findings judged: the search's on the fit rows,
-        the fix's terms and the caller's scopes, each once (a description selecting the same
-        held-out rows as an earlier one is left out).
+        Descriptions (filter language) of the judged findings: the search's on the fit rows and
+        the caller's scopes, each once (one selecting the same held-out rows as an earlier one
+        is left out). With the Algorithm-1 subpopulations they make the judged family of M.
     confirmed : tuple of bool
         Per finding: confirmed (Holm-adjusted held-out p below 0.05 in the search on the fit
-        rows, or a term of the fix); False for the caller's scopes and unconfirmed findings.
+        rows); False for the caller's scopes.
+    terms : tuple of str
+        The fix's terms' findings (``findings`` fix), judged beside the family, not in M.
     before, after : FixSide
-    log_loss_change : tuple of float
+    log_loss_change : Change
         Mean per-row change of the held-out log loss and its 95% interval.
+    finding_changes : tuple of (str, Change)
+        The log loss change within each confirmed finding and each term.
+    bands : tuple of BandShift
+        Each covariate's bands on the held-out rows, before and after.
     eval_before, eval_after : Predictions
         The held-out rows with the model's scores and with the fixed scores (each sorted).
     eval_position : ndarray
@@ -130,8 +114,7 @@ class FixResult:
 
     method: str
     recalibrator: Recalibrator
-    accepted: bool
-    meaningful: bool
+    recommended: bool
     reason: str
     n_fit: int
     n_eval: int
@@ -139,9 +122,12 @@ class FixResult:
     eval_index: np.ndarray
     findings: tuple[str, ...]
     confirmed: tuple[bool, ...]
+    terms: tuple[str, ...]
     before: FixSide
     after: FixSide
-    log_loss_change: tuple[float, float, float]
+    log_loss_change: Change
+    finding_changes: tuple[tuple[str, Change], ...]
+    bands: tuple[BandShift, ...]
     eval_before: Predictions
     eval_after: Predictions
     eval_position: np.ndarray
@@ -149,35 +135,51 @@ class FixResult:
     seconds: float
 
     @property
+    def accepted(self) -> bool:
+        """The same as :attr:`recommended` (the older name)."""
+        return self.recommended
+
+    @property
+    def meaningful(self) -> bool:
+        """True when the held-out log loss moved beyond noise (its interval excludes 0)."""
+        return self.log_loss_change.direction != "no meaningful change"
+
+    @property
     def metric_reduction(self) -> float:
         """Share of the held-out M the fix removes (negative when M grew)."""
         return 1.0 - self.after.metric / self.before.metric if self.before.metric > 0 else 0.0
 
     @property
+    def bands_moved(self) -> tuple[BandShift, ...]:
+        """The bands miscalibrated beyond noise after the fix, and more than before."""
+        return tuple(b for b in self.bands if b.moved)
+
+    @property
     def verdict(self) -> str:
-        """One line: "the findings fix removes 78% of held-out M and improves log loss by ..."."""
-        loss = (self.before.log_loss - self.after.log_loss) / self.before.log_loss
+        """One line: "the findings fix removes 78% of held-out M; held-out log loss: better ..."."""
         m = self.metric_reduction
         m_text = (f"removes {m:.0%} of held-out M" if m >= 0
                   else f"raises held-out M by {-m:.0%}")
-        l_text = (f"improves log loss by {_percent(loss)}" if loss >= 0
-                  else f"worsens log loss by {_percent(-loss)}")
-        tail = "" if self.meaningful else " (no meaningful change: within noise)"
-        head = "" if self.accepted else "rejected: "
-        return f"{head}the {self.method} fix {m_text} and {l_text}{tail}"
+        head = "recommended: " if self.recommended else "not recommended: "
+        return (f"{head}the {self.method} fix {m_text}; "
+                + self.log_loss_change.sentence("held-out log loss"))
 
     def as_json(self) -> dict:
         """Return the object of ``mcviz fix --json`` (the CLI adds the net benefit)."""
-        return {"method": self.method, "accepted": self.accepted, "meaningful": self.meaningful,
+        return {"method": self.method, "recommended": self.recommended,
                 "reason": self.reason, "verdict": self.verdict, "n_fit": self.n_fit,
                 "n_eval": self.n_eval, "map": self.recalibrator.describe(),
+                "log_loss_change": self.log_loss_change.as_json(),
                 "notes": list(self.notes),
-                "before": self.before.as_json(self.findings),
-                "after": self.after.as_json(self.findings)}
+                "before": self.before.as_json(self.findings, self.terms),
+                "after": self.after.as_json(self.findings, self.terms),
+                "finding_changes": [{"description": d, **c.as_json()}
+                                    for d, c in self.finding_changes],
+                "bands_moved": [b.as_json() for b in self.bands_moved]}
 
 
 def fix_estimate(rows: int, covariates: int, *, method: str = "findings",
-                 search: bool = True, holdout: float = 0.5) -> Estimate:
+                 search: bool = True, holdout: float = FixSettings.holdout) -> Estimate:
     """Cost of :func:`verify_fix` on ``rows`` rows and ``covariates`` covariates.
 
     Memory :math:`O(n)`: the split, the held-out rows before and after, the subpopulations of
@@ -192,11 +194,11 @@ def fix_estimate(rows: int, covariates: int, *, method: str = "findings",
     from mcviz.search import search_estimate
 
     rows, covariates = int(rows), max(int(covariates), 1)
-    memory = _BYTES_FIXED + rows * _BYTES_PER_ROW
-    if method == "boost":
-        memory += rows * covariates * _BYTES_PER_ROW_COVARIATE_BOOST
-    seconds = _SECONDS_FIXED + rows * _SECONDS_PER_ROW.get(method, 2.5e-5)
-    if search or method == "findings":
+    registered = get_method(method)
+    method_bytes, method_seconds = registered.cost(rows, covariates)
+    memory = _BYTES_FIXED + rows * _BYTES_PER_ROW + method_bytes
+    seconds = _SECONDS_FIXED + method_seconds
+    if search or registered.searches:
         searched = search_estimate(int(rows * (1 - holdout)), covariates)
         memory = max(memory, searched.bytes)
         seconds += searched.seconds if search else 0.0
@@ -206,12 +208,11 @@ def fix_estimate(rows: int, covariates: int, *, method: str = "findings",
         advice="fit on a random sample of the rows, or with fewer covariates")
 
 
-def _judged_family(eval_pred, names, scopes, descriptions, confirmed, notes, *,
-                   n_subpopulations, seed):
-    """Algorithm-1 subpopulations of the held-out rows, then each finding once.
+def _judged_family(eval_pred, names, scopes, descriptions, notes, *, n_subpopulations, seed):
+    """Algorithm-1 subpopulations of the held-out rows, then each finding and scope once.
 
-    Returns the family, the findings' descriptions kept and their positions in the family
-    with the full population first; ``confirmed`` and ``notes`` are updated in place.
+    Returns the family, the descriptions kept and their positions in the family with the full
+    population first.
     """
     from mcviz.subpopulations import filter_subpopulation, generate_subpopulations
 
@@ -221,7 +222,7 @@ def _judged_family(eval_pred, names, scopes, descriptions, confirmed, notes, *,
                                               n_subpopulations=n_subpopulations,
                                               seed=seed).subpopulations[1:])
     kept, ids = [], []
-    for description in dict.fromkeys([*map(str, scopes), *descriptions]):  # scopes: own words
+    for description in dict.fromkeys([*descriptions, *map(str, scopes)]):
         try:
             sub = filter_subpopulation(eval_pred, description, id=len(family) + 1)
         except ValidationError as error:
@@ -229,71 +230,34 @@ def _judged_family(eval_pred, names, scopes, descriptions, confirmed, notes, *,
                 raise
             notes.append(f"{description!r} is not judged: {error}")
             continue
-        same = next((k for k, i in enumerate(ids) if np.array_equal(family[i - 1].index,
-                                                                     sub.index)), None)
-        if same is not None:  # the same rows in other words (a search's and a term's): once
-            if description in confirmed:
-                confirmed.add(kept[same])
-            continue
+        if any(np.array_equal(family[i - 1].index, sub.index) for i in ids):
+            continue  # the same rows in other words: once
         family.append(sub)
         kept.append(description)
         ids.append(len(family))
     return family, kept, ids
 
 
-def _judgement(before: FixSide, after: FixSide, change: tuple[float, float, float]
-               ) -> tuple[bool, bool, str]:
-    """Return accepted (log loss not worse), meaningful (its 95% CI below 0), the reason."""
-    accepted = after.log_loss <= before.log_loss
-    meaningful = change[2] < 0
-    reason = (f"held-out log loss {before.log_loss:.5g} -> {after.log_loss:.5g} (per-row change "
-              f"{change[0]:+.3g}, 95% CI {change[1]:+.3g} to {change[2]:+.3g}); held-out M "
-              f"{before.metric:.4g} -> {after.metric:.4g}")
-    if not accepted:
-        reason = "rejected: the held-out log loss got worse; " + reason
-    elif not meaningful:
-        reason = "no meaningful change: " + reason
-    return bool(accepted), bool(meaningful), reason
+def _term_subpopulations(eval_pred, terms: Sequence[str]) -> list:
+    from mcviz.subpopulations import filter_subpopulation
+
+    return [filter_subpopulation(eval_pred, d, id=k + 1) for k, d in enumerate(terms)]
 
 
-def _percent(share: float) -> str:
-    """Write a share as a percentage, two significant digits below 1% (0.043%, 0.4%, 3.6%)."""
-    return f"{share:.1%}" if share >= 0.01 else f"{share * 100:.2g}%"
-
-
-def _side(pred: Predictions, family: list, findings_ids: list[int], null_draws: int,
-          seed: int) -> FixSide:
-    from mcviz.stats.binning import calibration_metrics
-    from mcviz.stats.measures import smooth_ece
-    from mcviz.stats.multical import multicalibration
-
-    result = multicalibration(pred, family)
-    metric_p = None
-    if null_draws:
-        from mcviz.stats.significance import null_distribution
-
-        metric_p = float(null_distribution(pred, family, draws=null_draws, seed=seed).p_value)
-    metrics = calibration_metrics(pred)
-    return FixSide(metric=float(result.metric), metric_z=float(result.metric_z), metric_p=metric_p,
-                   ece=float(metrics.ece_equal_width), smece=float(smooth_ece(pred).smece),
-                   log_loss=float(metrics.log_loss), brier=float(metrics.brier),
-                   findings_kuiper_z=tuple(float(result.kuiper_z[k]) for k in findings_ids))
-
-
-def _row_log_loss(pred: Predictions) -> np.ndarray:
-    s = clip_probability(pred.score)
-    return -(pred.label * np.log(s) + (1.0 - pred.label) * np.log1p(-s))
-
-
-def _loss_change(before: Predictions, after: Predictions, position: np.ndarray
-                 ) -> tuple[float, float, float]:
-    delta = _row_log_loss(after)[position] - _row_log_loss(before)
-    w = before.weight
-    total = float(w.sum())
-    mean = float(w @ delta) / total
-    k = delta.size
-    se = float(np.sqrt(np.sum(w**2 * (delta - mean) ** 2) / total**2 * k / max(k - 1, 1)))
-    return mean, mean - Z_95 * se, mean + Z_95 * se
+def recommend(log_loss: Change, finding_changes: Sequence[tuple[str, Change]]
+              ) -> tuple[bool, str]:
+    """Return whether the fix is recommended, and why (the rule: module docstring)."""
+    causes = []
+    if log_loss.worse:
+        causes.append(f"the held-out log loss got worse beyond noise (95% CI "
+                      f"{log_loss.low:+.2g} to {log_loss.high:+.2g} per row)")
+    causes += [f"confirmed finding {d!r} got worse beyond noise (its held-out log loss "
+               f"{c.mean:+.2g} per row, 95% CI {c.low:+.2g} to {c.high:+.2g})"
+               for d, c in finding_changes if c.worse]
+    if causes:
+        return False, "not recommended: " + "; ".join(causes) + "."
+    return True, ("recommended: the held-out log loss is not worse beyond noise ("
+                  f"{log_loss.direction}) and no confirmed finding got worse beyond noise.")
 
 
 def verify_fix(
@@ -301,11 +265,11 @@ def verify_fix(
     *,
     method: str = "findings",
     covariates: Sequence[str] | None = None,
-    holdout: float = 0.5,
-    seed: int = 0,
+    holdout: float = FixSettings.holdout,
+    seed: int = FixSettings.seed,
     scopes: Sequence[str] = (),
     search: bool = True,
-    n_subpopulations: int = 1000,
+    n_subpopulations: int = FixSettings.n_subpopulations,
     null_draws: int = 0,
     recalibrator: Recalibrator | None = None,
     progress: Callable[[float, str], None] | None = None,
@@ -317,17 +281,17 @@ def verify_fix(
     ----------
     pred : Predictions
     method : str, default "findings"
-        A method of :class:`Recalibrator` (ignored when ``recalibrator`` is given).
+        A registered method (ignored when ``recalibrator`` is given).
     covariates : sequence of str, optional
-        Searched, boosted on and split by Algorithm 1 (default all).
+        Searched, boosted on, split by Algorithm 1 and cut into bands (default all).
     holdout : float, default 0.5
-        Share of the rows held out to judge the fix.
+        Share of the rows held out to judge the fix (:class:`mcviz.settings.FixSettings`).
     seed : int, default 0
         The split, the search and Algorithm 1.
     scopes : sequence of str
-        Further subpopulations (filter expressions) whose held-out D/sigma is reported.
+        Further subpopulations (filter expressions) judged with the findings.
     search : bool, default True
-        Run the guided search on the fit rows and report its findings.
+        Run the guided search on the fit rows and judge its findings.
     n_subpopulations : int, default 1000
         Algorithm-1 subpopulations of the held-out rows in M (besides the findings).
     null_draws : int, default 0
@@ -349,8 +313,6 @@ def verify_fix(
     ValidationError
         Bad options, too few rows, unknown covariates or scopes.
     """
-    from mcviz.subpopulations import Subpopulation
-
     started = time.perf_counter()
 
     def report(fraction: float, text: str) -> None:
@@ -360,7 +322,7 @@ def verify_fix(
     fix = recalibrator or Recalibrator(method, covariates=covariates, seed=seed)
     n_covariates = len(pred.covariate_kinds) if covariates is None else len(covariates)
     check(fix_estimate(pred.n, n_covariates, method=fix.method, search=search,
-                       holdout=float(holdout) if 0 < holdout < 1 else 0.5), budget)
+                       holdout=float(holdout) if 0 < holdout < 1 else FixSettings.holdout), budget)
     fit_index, eval_index = holdout_split(pred, holdout, seed)
     fit_pred, eval_pred = subset(pred, fit_index), subset(pred, eval_index)
     names = list(pred.covariates.columns) if covariates is None else list(covariates)
@@ -373,30 +335,76 @@ def verify_fix(
         found = search_subpopulations(fit_pred, covariates=names, seed=seed,
                                       progress=lambda f, t: report(0.2 * f, t))
         descriptions += [f.description for f in found.findings]
-        confirmed |= {f.description for f in found.findings if f.p_adjusted < ALPHA}
+        confirmed |= {f.description for f in found.findings if is_confirmed(f, ALPHA)}
     report(0.2, f"fitting the {fix.method} fix")
     fix.fit(fit_pred, progress=lambda f, t: report(0.2 + 0.5 * f, t))
-    descriptions += [t.description for t in fix.terms]
-    confirmed |= {t.description for t in fix.terms}
-    descriptions += [str(s) for s in scopes]
     report(0.7, "judging on the held-out rows")
-    new_scores = fix.transform(eval_pred)
-    eval_after, position = rescored(eval_pred, new_scores)
     notes = list(fix.notes)
-    family, kept, ids = _judged_family(eval_pred, names, scopes, descriptions, confirmed, notes,
+    family, kept, ids = _judged_family(eval_pred, names, scopes, descriptions, notes,
                                        n_subpopulations=n_subpopulations, seed=seed)
-    family_after = [Subpopulation(s.id, s.depth, s.conditions, s.description,
-                                  np.sort(position[s.index])) for s in family]
-    before = _side(eval_pred, family, ids, null_draws, seed)
-    report(0.85, "judging the fixed scores")
-    after = _side(eval_after, family_after, ids, null_draws, seed)
-    change = _loss_change(eval_pred, eval_after, position)
-    accepted, meaningful, reason = _judgement(before, after, change)
+    terms = tuple(dict.fromkeys(t.description for t in fix.terms))
+    term_subs = _term_subpopulations(eval_pred, terms)
+    eval_after, position, (before, after), change = before_after(
+        eval_pred, fix.transform(eval_pred), family, ids, term_subs, null_draws=null_draws,
+        seed=seed)
+    report(0.9, "checking the bands and the findings")
+    checked = [(d, family[i - 1].index) for d, i in zip(kept, ids, strict=True)
+               if d in confirmed] + [(s.description, s.index) for s in term_subs]
+    finding_changes = tuple((d, loss_change(eval_pred, eval_after, position, index))
+                            for d, index in dict(checked).items())
+    bands = band_shifts(eval_pred, eval_after, position, names)
+    recommended, reason = recommend(change, finding_changes)
+    fix.verdict = {"recommended": recommended, "reason": reason}
+    moved = [b for b in bands if b.moved]
+    if moved:
+        notes.append(f"bands made miscalibrated beyond noise (|z| > {FIX_BAND_Z:g} and more than "
+                     "before): "
+                     + "; ".join(f"{b.band} (z {b.z_before:+.1f} -> {b.z_after:+.1f})"
+                                 for b in moved[:10]) + ("" if len(moved) <= 10 else "; ..."))
     report(1.0, "done")
-    return FixResult(method=fix.method, recalibrator=fix, accepted=accepted, meaningful=meaningful,
-                     reason=reason, n_fit=int(fit_index.size), n_eval=int(eval_index.size),
-                     fit_index=fit_index, eval_index=eval_index, findings=tuple(kept),
-                     confirmed=tuple(d in confirmed for d in kept), before=before, after=after,
-                     log_loss_change=change, eval_before=eval_pred, eval_after=eval_after,
-                     eval_position=position, notes=tuple(notes),
-                     seconds=time.perf_counter() - started)
+    return FixResult(
+        method=fix.method, recalibrator=fix, recommended=recommended, reason=reason,
+        n_fit=int(fit_index.size), n_eval=int(eval_index.size), fit_index=fit_index,
+        eval_index=eval_index, findings=tuple(kept),
+        confirmed=tuple(d in confirmed for d in kept), terms=terms, before=before,
+        after=after, log_loss_change=change, finding_changes=finding_changes, bands=bands,
+        eval_before=eval_pred, eval_after=eval_after, eval_position=position,
+        notes=tuple(notes), seconds=time.perf_counter() - started)
+
+
+def held_out_decisions(result: FixResult, thresholds: Sequence[float], *,
+                       bootstrap: int = DecisionSettings.bootstrap, seed: int = FixSettings.seed,
+                       scopes: Sequence[str] | None = None) -> tuple[dict, list[dict]]:
+    """Decision impact of the fix on the held-out rows: the full population, then each scope.
+
+    :func:`mcviz.decision.decision_impact` at ``thresholds`` (its JSON objects).
+    """
+    from mcviz.decision import decision_impact
+    from mcviz.subpopulations import filter_subpopulation
+
+    fixed = result.eval_after.score[result.eval_position]
+    full = decision_impact(result.eval_before, fixed, thresholds=thresholds,
+                           n_bootstrap=bootstrap, seed=seed).at(thresholds)
+    per_scope = []
+    for description in scopes or []:
+        sub = filter_subpopulation(result.eval_before, description)
+        per_scope.append(decision_impact(result.eval_before, fixed, thresholds=thresholds,
+                                         index=sub.index, scope=description,
+                                         n_bootstrap=bootstrap, seed=seed).at(thresholds))
+    return full, per_scope
+
+
+def fix_summary(result: FixResult, thresholds: Sequence[float], *,
+                bootstrap: int = DecisionSettings.bootstrap, seed: int = FixSettings.seed) -> dict:
+    """Return the fix in JSON, as ``mcviz fix --json`` prints it and the Fix page offers it.
+
+    :meth:`FixResult.as_json` plus ``thresholds``, the net benefit before and after at them and
+    ``decision`` (:func:`held_out_decisions`).
+    """
+    decision, _ = held_out_decisions(result, thresholds, bootstrap=bootstrap, seed=seed)
+    output = result.as_json()
+    output["thresholds"] = [float(t) for t in thresholds]
+    output["before"]["net_benefit"] = decision["net_benefit"]["model"]
+    output["after"]["net_benefit"] = decision["net_benefit"]["recalibrated"]
+    output["decision"] = decision
+    return output

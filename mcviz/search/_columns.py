@@ -1,7 +1,7 @@
 """Covariates prepared once for the guided search: codes for screening, keys for exact masks.
 
 A numeric (ordinal or datetime) covariate gets comparable keys (float64, NaN where missing) and
-codes of up to :data:`NUMERIC_BINS` bins cut at quantiles of the search rows (the candidate cut
+codes of up to ``RULES.numeric_bins`` bins cut at quantiles of the search rows (the candidate cut
 points); the missing rows get a code of their own. A nominal or boolean covariate gets its level
 codes (missing last). Every candidate condition is a :class:`Cut` that turns into
 :class:`~mcviz.subpopulations.Condition` objects with exactly the members the filter language
@@ -17,16 +17,9 @@ import numpy as np
 
 from mcviz.io import Predictions
 from mcviz.io.columns import CovariateColumn
+from mcviz.search.rules import RULES
 from mcviz.subpopulations import Condition
 from mcviz.subpopulations.describe import shortest_timestamp
-
-NUMERIC_BINS = 64
-"""Candidate cut points per numeric covariate (quantiles of the search rows; refined later)."""
-DISTINCT_BINS = 128
-"""A numeric covariate with at most this many distinct values is cut at every one of them."""
-
-MAX_LEVELS = 1000
-"""Nominal covariates with more levels are left out of the search (with a notice)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -91,7 +84,7 @@ def prepare_columns(
     for name in names:
         value = values[name]
         if value.kind in ("nominal", "bool"):
-            if len(value.levels) > MAX_LEVELS:
+            if len(value.levels) > RULES.max_levels:
                 left_out.append(name)
                 continue
             columns.append(_nominal(name, value))
@@ -133,10 +126,10 @@ def _numeric_keys(name: str, keys: np.ndarray, search_rows: np.ndarray, *,
         edges = np.empty(0)
     else:
         uniques = observed[np.concatenate(([True], observed[1:] != observed[:-1]))]
-        if uniques.size <= DISTINCT_BINS:
+        if uniques.size <= RULES.distinct_bins:
             edges = uniques[1:]
         else:  # quantiles of the search rows, each an observed value
-            at = (np.arange(1, NUMERIC_BINS) * observed.size) // NUMERIC_BINS
+            at = (np.arange(1, RULES.numeric_bins) * observed.size) // RULES.numeric_bins
             edges = np.unique(observed[at])
             edges = edges[edges > observed[0]]
     bins = edges.size + 1

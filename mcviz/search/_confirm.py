@@ -17,6 +17,7 @@ import numpy as np
 
 from mcviz.core.special import ndtri
 from mcviz.io import VOID_P_VALUES, Predictions
+from mcviz.search.rules import RULES
 from mcviz.stats.cumulative import brownian_range_sf
 from mcviz.text import format_count, format_number, format_percent, format_points
 
@@ -132,24 +133,12 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     return adjusted
 
 
-SIMULATE_BELOW = 50.0
-r"""Held-out groups of binary responses whose effective variance
-:math:`V_{\text{eff}} = V^3 / (\sum_j W_j^3 S_j(1-S_j)(S_j^2 + (1-S_j)^2))^2` (the inverse
-square of the Lyapunov ratio of eq. (5)'s terms; :math:`V = \sum_j S_j(1-S_j)W_j^2`, and
-:math:`V_{\text{eff}} \approx V` at extreme scores, :math:`4V` at 0.5) is below this get a
-simulated p-value (:func:`holdout_p_values`)."""
-SIMULATED_DRAWS = 9_999
-"""Most simulated draws per finding (the smallest simulated p-value is 1 / 10,000)."""
-SIMULATED_STOP = 50
-"""The simulation stops once this many draws reach the observed D/sigma (Besag–Clifford)."""
 SIMULATED_CELLS = 2**20
 """Rows x draws simulated at once (bounded memory: a few arrays of this many floats)."""
-SIMULATED_WORK = 3 * 10**7
-"""Rows x draws simulated per finding at most (fewer draws for groups of many rows)."""
 
 
 def effective_variance(score: np.ndarray, weight: np.ndarray) -> float:
-    r"""Return :math:`V_{\text{eff}}` of :data:`SIMULATE_BELOW` for rows of these scores, weights.
+    r"""Return :math:`V_{\text{eff}}` of ``RULES.simulate_below`` for rows of these scores, weights.
 
     Examples
     --------
@@ -170,8 +159,8 @@ def _range_z(score, weight, ends, labels) -> np.ndarray:
 
 
 def simulated_p(score: np.ndarray, weight: np.ndarray, run: np.ndarray, label: np.ndarray,
-                rng: np.random.Generator, *, draws: int = SIMULATED_DRAWS,
-                stop: int = SIMULATED_STOP) -> tuple[float, float, int]:
+                rng: np.random.Generator, *, draws: int = RULES.simulated_draws,
+                stop: int = RULES.simulated_stop) -> tuple[float, float, int]:
     r"""Monte-Carlo p-value of the D/sigma of binary responses under calibration.
 
     Parameters
@@ -215,7 +204,7 @@ def simulated_p(score: np.ndarray, weight: np.ndarray, run: np.ndarray, label: n
     chunk = max(1, SIMULATED_CELLS // max(score.size, 1))
     reached = used = 0
     while used < draws:
-        size = min(chunk, max(SIMULATED_STOP * 2, used), draws - used)  # doubling chunks
+        size = min(chunk, max(RULES.simulated_stop * 2, used), draws - used)  # doubling chunks
         z = _range_z(score, weight, ends, (rng.random((size, score.size)) < score).astype(float))
         hits = np.cumsum(z >= bar)
         if reached + hits[-1] >= stop:  # Besag-Clifford: stop at the stop-th draw reaching T
@@ -226,16 +215,13 @@ def simulated_p(score: np.ndarray, weight: np.ndarray, run: np.ndarray, label: n
     return (1.0 + reached) / (1.0 + used), observed, used
 
 
-ALPHA = 0.05
-"""A finding is confirmed when its valid held-out p-value, Holm-adjusted, is below this."""
-
 P_KINDS = ("brownian", "simulated", "void")
 """What a finding's held-out p-value is (``Finding.p_kind``): the Brownian-range tail of its
 D/sigma, a simulated p-value of the same statistic (small groups of binary responses), or void
 (weights that depend on the labels, Appendix B of paper 000: no valid p-value, NaN)."""
 
 
-def is_confirmed(p_kind: str, p_adjusted: float, *, alpha: float = ALPHA) -> bool:
+def is_confirmed(p_kind: str, p_adjusted: float, *, alpha: float = RULES.alpha) -> bool:
     """Say whether a finding is confirmed: a valid held-out p-value, Holm-adjusted, below alpha.
 
     The one rule for "confirmed": ``Finding.confirmed`` reads it (and so does the finding's
@@ -252,7 +238,7 @@ def p_value_kinds(pred: Predictions, held_members: Sequence[np.ndarray]) -> list
 
     The one rule :func:`holdout_p_values` follows, decided from the scores and weights only
     (never the labels): void under label-dependent weights; simulated for binary responses
-    and :math:`V_{\text{eff}} <` :data:`SIMULATE_BELOW`; Brownian otherwise.
+    and :math:`V_{\text{eff}} <` ``RULES.simulate_below``; Brownian otherwise.
     """
     if pred.weights_depend_on_label:
         return ["void"] * len(held_members)
@@ -262,7 +248,7 @@ def p_value_kinds(pred: Predictions, held_members: Sequence[np.ndarray]) -> list
     for members in held_members:
         members = np.asarray(members)
         small = members.size > 0 and effective_variance(
-            pred.score[members], pred.weight[members]) < SIMULATE_BELOW
+            pred.score[members], pred.weight[members]) < RULES.simulate_below
         kinds.append("simulated" if small else "brownian")
     return kinds
 
@@ -272,7 +258,7 @@ def holdout_p_values(pred: Predictions, held_members: Sequence[np.ndarray], z: n
     r"""P-values of the findings' held-out D/sigma ``z`` (one per member array).
 
     Binary responses, weights that do not depend on labels, and a held-out group of
-    :math:`V_{\text{eff}} <` :data:`SIMULATE_BELOW` (:func:`effective_variance`): the
+    :math:`V_{\text{eff}} <` ``RULES.simulate_below`` (:func:`effective_variance`): the
     simulated p-value alone (:func:`simulated_p`); otherwise P(range of standard Brownian
     motion on [0, 1] > z). NaN where the weights depend on the labels (Appendix B of paper
     000: no valid p-value). Real-valued responses: the Brownian p-value of their eq. (6)
@@ -296,7 +282,7 @@ def holdout_p_values(pred: Predictions, held_members: Sequence[np.ndarray], z: n
     The draws of each finding come from a generator seeded by ``seed`` and the finding's
     ``keys`` entry (its description), never from row positions, so the p-values do not depend
     on the order of rows or of tied rows. The smallest simulated p-value is 1/10,000
-    (:data:`SIMULATED_DRAWS`; fewer draws, at most :data:`SIMULATED_WORK` rows x draws, for a
+    (``RULES.simulated_draws``; fewer draws, at most ``RULES.simulated_work`` rows x draws, for a
     group of many rows with very uneven weights).
     """
     p_values = np.array([float(brownian_range_sf(value)) for value in z])
@@ -310,7 +296,7 @@ def holdout_p_values(pred: Predictions, held_members: Sequence[np.ndarray], z: n
         members = np.asarray(members)
         score, weight = pred.score[members], pred.weight[members]
         rng = np.random.default_rng([int(seed), zlib.crc32(keys[k].encode("utf-8"))])
-        draws = int(min(SIMULATED_DRAWS, max(999, SIMULATED_WORK // members.size)))
+        draws = int(min(RULES.simulated_draws, max(999, RULES.simulated_work // members.size)))
         p_values[k] = simulated_p(score, weight, run[members], pred.label[members], rng,
                                   draws=draws)[0]
     return p_values

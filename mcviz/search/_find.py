@@ -14,10 +14,9 @@ from mcviz.core import Evaluator
 from mcviz.core.sigma import pooled_response_variance
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.search._beam import MASKS_CACHED, SETS_CACHED, Beam, Node
-from mcviz.search._columns import MAX_LEVELS, prepare_columns, round_cut
+from mcviz.search._beam import Beam, Node
+from mcviz.search._columns import prepare_columns, round_cut
 from mcviz.search._confirm import (
-    ALPHA,
     effect,
     holdout_p_values,
     holm,
@@ -28,7 +27,8 @@ from mcviz.search._confirm import (
     split_rows,
     subsample_rows,
 )
-from mcviz.search._screen import NODES_GATHERED, Data, _score_candidates
+from mcviz.search._screen import NODES_GATHERED, Data, score_candidates
+from mcviz.search.rules import RULES
 from mcviz.settings import SearchSettings
 from mcviz.subpopulations import (
     Subpopulation,
@@ -42,13 +42,8 @@ from mcviz.subpopulations import (
 if TYPE_CHECKING:
     import pandas as pd
 
-MAX_SEARCH_ROWS = 1_000_000
-"""At most this many rows are searched (a random subset of the search rows)."""
-FINISH_ROWS = 400_000
-"""At most this many search rows are used to refine the candidates' cut points (``_finish``)."""
-MIN_ROWS = 20
-"""No finding has fewer search rows (whatever ``min_share``)."""
 MDE_SHARES = (0.01, 0.05, 0.2)
+"""Shares of the rows whose minimum detectable effect the search reports."""
 
 # Measured with tracemalloc and wall time on the 2-core reference machine (planted data of
 # benchmarks/bench_find.py, max_conditions 3): peak 136-194 B per row at 7-12 covariates,
@@ -64,7 +59,7 @@ _BYTES_FIXED_POINT = 16
 _BYTES_LAYOUT = 17
 """Per searched row, for each of the :data:`NODES_GATHERED` block layouts kept."""
 # CPU time (user + sys) of the search, 2026-11-26 16:40 at load 1.7 after session 6's #30
-# changes (beam admission, bounded findings work above FINISH_ROWS, exact integer masked sums):
+# changes (beam admission, bounded findings work above finish_rows, exact integer masked sums):
 # the planted three-condition shape of benchmarks/shapes.py 0.38-0.81 s at 10^5 x 8 and
 # 2.46-2.82 s at 10^6 x 10 (seeds 0-2, benchmarks/bench_search_time.py), and
 # benchmarks/bench_budget.py search 0.40 s (600,000 x 4, random covariates: little to refine)
@@ -126,7 +121,7 @@ class Finding:
         what was predicted against what happened, the interval, confirmed or not).
     confirmed : bool
         A property: a valid held-out p-value (``p_kind`` not void) whose Holm adjustment is
-        below :data:`ALPHA`. The one rule for "confirmed" (verdict, fix, report and deck read
+        below ``RULES.alpha``. The one rule for "confirmed" (verdict, fix, report and deck read
         it). An unconfirmed finding is a lead, not a result (the sentence says so).
     """
 
@@ -151,7 +146,7 @@ class Finding:
 
     @property
     def confirmed(self) -> bool:
-        """True when the held-out p-value is valid and its Holm adjustment is below ALPHA.
+        """True when the held-out p-value is valid and its Holm adjustment is below RULES.alpha.
 
         The one rule (:func:`~mcviz.search._confirm.is_confirmed`); every surface reads it.
         """
@@ -235,12 +230,12 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
 
     Memory is :math:`O(n + \text{candidates})`: the split, per-row arrays of the residuals,
     covariate codes and the beam's member positions (measured constants, upper estimates), and
-    up to :data:`~mcviz.search._beam.MASKS_CACHED` one-byte masks per searched row,
-    :data:`~mcviz.search._beam.SETS_CACHED` times the searched rows' positions and the
+    up to ``RULES.masks_cached`` one-byte masks per searched row,
+    ``RULES.sets_cached`` times the searched rows' positions and the
     fixed-point block layouts of :mod:`~mcviz.search._masked`; the score
     counts as one more covariate;
-    time grows with the rows searched (at most :data:`MAX_SEARCH_ROWS`; the candidates are
-    refined on at most :data:`FINISH_ROWS` of them), the covariates and the depth.
+    time grows with the rows searched (at most ``RULES.max_search_rows``; the candidates are
+    refined on at most ``RULES.finish_rows`` of them), the covariates and the depth.
 
     Examples
     --------
@@ -249,17 +244,17 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
     (True, True)
     """
     rows, covariates = int(rows), max(int(covariates), 1)
-    searched = min(rows * (1.0 - holdout), MAX_SEARCH_ROWS)
-    finished = min(searched, FINISH_ROWS)  # cut points refined on at most FINISH_ROWS rows
+    searched = min(rows * (1.0 - holdout), RULES.max_search_rows)
+    finished = min(searched, RULES.finish_rows)  # cut points refined on at most these rows
     # the time constant is per row of data searched on half of its rows; refining takes 0.3 of
     # the time at 10^6 x 10 and scales with the rows refined (_finish), the rest with the rows
     # searched
     work = ((1.0 - _REFINE_SHARE) * searched + _REFINE_SHARE * finished) / 0.5
     columns = covariates + 1  # the score is searched too (score bands)
-    extra_masks = finished if searched > FINISH_ROWS else 0  # the refiner's own mask cache
+    extra_masks = finished if searched > RULES.finish_rows else 0  # the refiner's own mask cache
     memory = (_BYTES_FIXED + rows * (_BYTES_PER_ROW + _BYTES_PER_ROW_COVARIATE * columns)
-              + (searched + extra_masks) * (MASKS_CACHED + 8 * SETS_CACHED)  # masks: 1 B/row,
-              # and the members of recent conjunctions: 8 B per position
+              # masks: 1 B/row, and the members of recent conjunctions: 8 B per position
+              + (searched + extra_masks) * (RULES.masks_cached + 8 * RULES.sets_cached)
               + rows * _BYTES_FIXED_POINT + searched * NODES_GATHERED * _BYTES_LAYOUT)
     depth = (1 + max_conditions) / 4  # measured at max_conditions = 3
     seconds = _SECONDS_FIXED + work * columns * _SECONDS_PER_ROW_COVARIATE * depth
@@ -318,8 +313,8 @@ def _check(pred, covariates, max_conditions, n_findings, min_share, holdout, see
         pred.require_covariate(name, " to search")
     if not names:
         raise ValidationError("search: there are no covariates to describe subpopulations by.")
-    if pred.n * (1 - holdout) < 2 * MIN_ROWS:
-        need = 2 * MIN_ROWS / (1 - holdout)
+    if pred.n * (1 - holdout) < 2 * RULES.min_rows:
+        need = 2 * RULES.min_rows / (1 - holdout)
         raise ValidationError(f"search: {pred.n:,} rows are too few to search on "
                               f"{1 - holdout:.0%} of them (need {need:,.0f}).")
     return names
@@ -416,17 +411,17 @@ def search_subpopulations(
                           holdout=float(holdout)), budget)
     rng = np.random.default_rng(int(seed))
     search_rows, holdout_rows, rank = split_rows(pred, holdout, rng,
-                                                 max_search=MAX_SEARCH_ROWS)
+                                                 max_search=RULES.max_search_rows)
     holdout_rows.flags.writeable = False
     columns, notes = _columns(pred, names, search_rows, holdout_rows)
     data = _data(pred, (rank % 2).astype(bool), (search_rows, holdout_rows))
-    min_rows = max(MIN_ROWS, int(np.ceil(min_share * search_rows.size)))
+    min_rows = max(RULES.min_rows, int(np.ceil(min_share * search_rows.size)))
 
     def report(fraction: float, text: str) -> None:
         if progress is not None:
             progress(0.9 * fraction, text)
 
-    beam = Beam(data, columns, search_rows, min_rows, report)
+    beam = Beam(data, columns, search_rows, min_rows, report, rules=RULES)
     beam.run(int(max_conditions))
     found = _finish(beam, rank, int(n_findings), min_share, int(seed))
     if progress is not None:
@@ -449,7 +444,7 @@ def search_subpopulations(
 
 def _finish(beam: Beam, rank: np.ndarray, n_findings: int, min_share: float,
             seed: int) -> list[tuple[Node, np.ndarray]]:
-    r"""Return the beam's findings, their cut points refined on at most :data:`FINISH_ROWS` rows.
+    r"""Return the beam's findings, their cut points refined on at most ``RULES.finish_rows`` rows.
 
     Above the cap the cut points of the candidates are chosen again
     (:meth:`~mcviz.search._beam.Beam.refine`, the costliest step at 10^6 rows) on a random
@@ -468,11 +463,11 @@ def _finish(beam: Beam, rank: np.ndarray, n_findings: int, min_share: float,
     :math:`\sqrt{k/m}` of that on all of them (0.76 at 10^6 rows, 700,000 searched). Below the
     cap nothing changes.
     """
-    if beam.rows.size > FINISH_ROWS:
+    if beam.rows.size > RULES.finish_rows:
         rng = np.random.default_rng([int(seed), 1])  # independent of the split's draws
-        rows = subsample_rows(rank, beam.rows, FINISH_ROWS, rng)
-        min_rows = max(MIN_ROWS, int(np.ceil(min_share * rows.size)))
-        beam.refiner = Beam(beam.data, beam.columns, rows, min_rows, None)
+        rows = subsample_rows(rank, beam.rows, RULES.finish_rows, rng)
+        min_rows = max(RULES.min_rows, int(np.ceil(min_share * rows.size)))
+        beam.refiner = Beam(beam.data, beam.columns, rows, min_rows, None, rules=RULES)
     found = beam.findings(n_findings)
     if beam.refiner is not None:
         beam.screened += beam.refiner.screened
@@ -489,17 +484,17 @@ def _columns(pred: Predictions, names: list[str], search_rows: np.ndarray,
     columns, left_out = prepare_columns(pred, names, search_rows)
     if left_out:
         notes.append(f"not searched: {', '.join(map(repr, left_out))} (nominal with more than "
-                     f"{MAX_LEVELS:,} levels).")
+                     f"{RULES.max_levels:,} levels).")
     if not columns:
         raise ValidationError("search: no covariate can be searched (" + " ".join(notes) + ")")
     return columns, notes
 
 
 def _mde(pred: Predictions, data: Data, n_holdout: int, n_tests: int) -> MinimumDetectableEffect:
-    sigma_all = _score_candidates(data, [np.arange(pred.n)])[0, 2]
+    sigma_all = score_candidates(data, [np.arange(pred.n)])[0, 2]
     shift = minimum_detectable_effect(sigma_all, pred.n, n_holdout, MDE_SHARES, n_tests=n_tests,
-                                      alpha=ALPHA)
-    return MinimumDetectableEffect(MDE_SHARES, shift, ALPHA, 0.8, n_tests)
+                                      alpha=RULES.alpha)
+    return MinimumDetectableEffect(MDE_SHARES, shift, RULES.alpha, 0.8, n_tests)
 
 
 def _confirm(pred, data, columns, found, holdout_rows, seed, search_rows):
@@ -518,8 +513,8 @@ def _confirm(pred, data, columns, found, holdout_rows, seed, search_rows):
         held_members.append(np.asarray(select_rows(pred, conditions, within=holdout_rows)))
     whole = data if data.bernoulli else replace(  # all rows: the table's pooled floor
         data, evaluator=Evaluator.from_predictions(pred), _nodes=[])
-    everywhere = _score_candidates(whole, all_members)
-    held = _score_candidates(data, held_members)
+    everywhere = score_candidates(whole, all_members)
+    held = score_candidates(data, held_members)
     p_values = holdout_p_values(pred, held_members, held[:, 0],  # NaN: Appendix B weights
                                 [sub.description for sub in subs], seed)
     adjusted = holm(p_values)
@@ -543,7 +538,7 @@ def _confirm(pred, data, columns, found, holdout_rows, seed, search_rows):
                               p_kind=kinds[k], binary=binary),
         ))
     searched = [np.asarray(select_rows(pred, sub.conditions, within=search_rows)) for sub in subs]
-    return _by_held_out_evidence(findings, _score_candidates(whole, searched)[:, 0])
+    return _by_held_out_evidence(findings, score_candidates(whole, searched)[:, 0])
 
 
 def _by_held_out_evidence(findings: list[Finding],
@@ -601,8 +596,8 @@ def _shortfall(findings: list[Finding], wanted: int, stops: dict, min_rows: int)
     unconfirmed = sum(not f.confirmed for f in findings)
     if findings and unconfirmed == len(findings):
         notes.append("No finding is confirmed on the held-out rows (every adjusted p ≥ "
-                     f"{ALPHA:g}): nothing here is more than chance would give.")
+                     f"{RULES.alpha:g}): nothing here is more than chance would give.")
     elif unconfirmed:
         notes.append(f"{unconfirmed} of the {len(findings)} findings are not confirmed on the "
-                     f"held-out rows (adjusted p ≥ {ALPHA:g}): leads, not results.")
+                     f"held-out rows (adjusted p ≥ {RULES.alpha:g}): leads, not results.")
     return notes

@@ -12,7 +12,7 @@ with :math:`P` read only at the last member of each run of tied scores; hence
 :math:`D/\sigma = \operatorname{range}(P) / \sqrt{\sum_j S(1-S)W^2}`.
 
 Coarse screen. The rows of a node (a parent subpopulation) are cut, in score order, into at most
-:data:`BLOCKS` blocks that end at ends of tie runs. One weighted bincount gives, for every code
+``RULES.blocks`` blocks that end at ends of tie runs. One weighted bincount gives, for every code
 ``c`` of a covariate and block ``b``, the sum :math:`T_{cb}` of :math:`W(R-S)` (and per code the
 sum of :math:`S(1-S)W^2` and the count). The path of any set of codes, read at the block ends, is
 the cumulative sum over blocks of the set's rows of :math:`T`; for numeric bins every interval of
@@ -39,9 +39,8 @@ import numpy as np
 from mcviz.core import ChunkSummaries, Evaluator, SigmaMethod, finish, safe_ratio
 from mcviz.search._columns import Column, Cut
 from mcviz.search._masked import Fixed, Layout, fixed_point, layout, level_sums, masked_sums
+from mcviz.search.rules import RULES
 
-BLOCKS = 256
-"""Blocks of the coarse path (block ends are tie-run ends)."""
 NODES_GATHERED = 3
 """Row arrays whose per-row arrays :meth:`Data.at` keeps gathered."""
 
@@ -110,7 +109,7 @@ def _ranges(paths: np.ndarray) -> np.ndarray:
     return np.maximum(paths.max(axis=-1), 0.0) - np.minimum(paths.min(axis=-1), 0.0)
 
 
-def _score_candidates(data: Data, members: list[np.ndarray]) -> np.ndarray:
+def score_candidates(data: Data, members: list[np.ndarray]) -> np.ndarray:
     """Exact D/sigma, D, sigma and mean residual of each member set (rows ``(k, 4)``).
 
     Members are sorted positions in score order; the core's evaluator computes eqs. (1), (2)
@@ -125,7 +124,7 @@ def _score_candidates(data: Data, members: list[np.ndarray]) -> np.ndarray:
 
 
 def masked_scores(data: Data, rows: np.ndarray, masks: list[np.ndarray]) -> np.ndarray:
-    r""":func:`_score_candidates` of the subsets ``rows[mask]``, without gathering them.
+    r""":func:`score_candidates` of the subsets ``rows[mask]``, without gathering them.
 
     Rows ``(k, 4)``: exact D/sigma, D, sigma and mean residual of each subset. A row outside
     the subset adds 0 to the cumulative sum of :math:`W(R-S)` over ``rows`` (exactly: a sum
@@ -200,7 +199,7 @@ def slab_variants_z(data: Data, rows: np.ndarray, base: np.ndarray, slab: np.nda
 
     and likewise the minimum, so every variant costs :math:`O(|\text{slab}|)` after one
     :math:`O(|\text{rows}|)` pass; :math:`\sigma^2` (eq. (5)) adds the slab rows'
-    :math:`S(1-S)W^2` to the base's. The same numbers as :func:`_score_candidates` (Bernoulli
+    :math:`S(1-S)W^2` to the base's. The same numbers as :func:`score_candidates` (Bernoulli
     responses only; ``tests/search`` compares them on tied, weighted rows).
     """
     weighted = data.weighted_residual[rows]
@@ -240,7 +239,7 @@ def block_ids(data: Data, rows: np.ndarray) -> tuple[np.ndarray, int]:
     ends = _run_ends(data, rows)
     if ends is None:
         ends = np.arange(rows.size)
-    n_blocks = min(BLOCKS, ends.size)
+    n_blocks = min(RULES.blocks, ends.size)
     last = ends[(np.arange(1, n_blocks + 1) * ends.size) // n_blocks - 1]
     sizes = np.diff(np.concatenate(([-1], last)))
     return np.repeat(np.arange(n_blocks, dtype=np.int64), sizes), n_blocks
@@ -366,17 +365,6 @@ def _screen_numeric(table, variance, count, column: Column, j: int):
     return all_z, all_sizes, cut
 
 
-SET_PENALTY = 0.75
-r"""The out-of-fold D/sigma of a set of :math:`k` levels is penalised by
-``SET_PENALTY * log2(k)`` (:func:`_level_sets`)."""
-PREFIX_PENALTY = 0.0
-r"""Within a finding's other conditions, a prefix set of :math:`k` levels is penalised by
-``PREFIX_PENALTY * log2(k)`` (:func:`best_level_prefix`; measured on the planted shapes)."""
-JOIN_TAIL = 0.1
-"""A level joins a set within a finding's other conditions only when its own drift there is
-beyond the ``1 - JOIN_TAIL / L`` normal quantile (:func:`best_level_prefix`)."""
-MAX_SET_LEVELS = 64
-"""Level sets hold at most this many levels (the rest is described as a complement)."""
 
 
 def _level_order(codes: np.ndarray, n_codes: int):
@@ -404,7 +392,7 @@ def _level_z(data: Data, rows: np.ndarray, order: np.ndarray, sizes: np.ndarray,
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     if data.evaluator.weighted or not data.bernoulli:
         members = np.split(rows[order], starts[1:])
-        z[usable] = _score_candidates(data, [members[i] for i in np.flatnonzero(usable)])[:, 0]
+        z[usable] = score_candidates(data, [members[i] for i in np.flatnonzero(usable)])[:, 0]
         return z
     node, residual, variance = data.layout(rows)
     run = data.evaluator.run_id[rows].take(order) if data.evaluator.has_ties else None
@@ -479,7 +467,7 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
     table, variance = table.reshape(n_codes, 2, n_blocks), variance.reshape(n_codes, 2)
     v0 = min_rows * float(variance.sum()) / max(rows.size, 1)
     sums = table.sum(axis=2)  # (codes, folds)
-    top = min(observed.size - 1, MAX_SET_LEVELS)
+    top = min(observed.size - 1, RULES.max_set_levels)
     found = []
     for sign in (1.0, -1.0):
         oof = np.zeros(top)
@@ -489,7 +477,7 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
             paths = _set_path(table[:, test, :], order)
             oof += _z(_ranges(paths), np.cumsum(variance[order, test]))
         oof /= np.sqrt(2.0)
-        penalised = oof - SET_PENALTY * np.log2(np.arange(1, top + 1))
+        penalised = oof - RULES.set_penalty * np.log2(np.arange(1, top + 1))
         best_k = int(np.argmax(penalised)) + 1  # the first of equal maxima: the smaller set
         if best_k < 2:
             continue
@@ -512,14 +500,14 @@ def best_level_prefix(data: Data, rows: np.ndarray, column: Column, j: int, unde
     the levels are ordered by :func:`level_priority` in the finding's direction (``under``:
     observed above predicted) and the set is the prefix of :math:`k^*` levels,
     :math:`k^* = \arg\max_k z(k) - 0.5\log_2 k`, :math:`z(k)` the D/sigma of the first
-    :math:`k` levels (block-end paths, :data:`BLOCKS` blocks): the same complexity penalty as
+    :math:`k` levels (block-end paths, ``RULES.blocks`` blocks): the same complexity penalty as
     :func:`_level_sets`, but in-sample on all the rows (the held-out confirmation judges the
     finding; halving the rows here lost the smallest true levels). A level joins only when its
     own drift there, :math:`\pm\sum W(R-S)/\sqrt{\sum S(1-S)W^2}`, is at least
     :math:`\Phi^{-1}(1 - 1/(2L))` for :math:`L` levels present (the largest of :math:`L` noise
     levels passes that with probability about 0.4), so a many-level nominal does not fill a
     set with noise levels. A level set keeps at most
-    :data:`MAX_SET_LEVELS` levels; None when no level is usable.
+    ``RULES.max_set_levels`` levels; None when no level is usable.
     """
     codes = column.codes[rows]
     n_codes = column.n_codes
@@ -534,11 +522,11 @@ def best_level_prefix(data: Data, rows: np.ndarray, column: Column, j: int, unde
     sums = table[observed].sum(axis=1)
     order = np.argsort(-level_priority(sums, variance[observed], v0, sign), kind="stable")
     own = _z(sign * sums, variance[observed])[order]  # each level's own drift there
-    order = observed[order][:MAX_SET_LEVELS]
+    order = observed[order][:RULES.max_set_levels]
     z = _z(_ranges(_set_path(table, order)), np.cumsum(variance[order]))
     sizes = np.cumsum(count[order])
-    penalised = z - PREFIX_PENALTY * np.log2(np.arange(1, order.size + 1))
-    joins = own[: order.size] >= NormalDist().inv_cdf(1.0 - JOIN_TAIL / observed.size)
+    penalised = z - RULES.prefix_penalty * np.log2(np.arange(1, order.size + 1))
+    joins = own[: order.size] >= NormalDist().inv_cdf(1.0 - RULES.join_tail / observed.size)
     eligible = np.concatenate(([True], np.cumprod(joins[1:]).astype(bool)))
     penalised = np.where((sizes >= min_rows) & (sizes < rows.size) & eligible, penalised,
                          -np.inf)

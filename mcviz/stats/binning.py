@@ -71,7 +71,6 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from mcviz.core.arrays import readonly as _readonly
-from mcviz.core.path import run_ends
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.special import ndtr, ndtri
 from mcviz.errors import ValidationError
@@ -79,6 +78,7 @@ from mcviz.io import (
     Predictions,
     validate_index,  # one rule for indices
 )
+from mcviz.stats.score_bins import BinArrays, bin_arrays, bin_bounds, equal_count_runs
 
 if TYPE_CHECKING:  # pandas is imported by the tables (to_frame), not by the metrics
     import pandas as pd
@@ -343,8 +343,8 @@ def reliability_bins(
     n_bins = _check_bin_count(n_bins)
     generator = np.random.default_rng(rng)
     members = None if index is None else validate_index(pred, index)
-    arrays = _population(pred, members)
-    bounds, low, high = _bounds(arrays, n_bins, kind, generator)
+    arrays = bin_arrays(pred, members)
+    bounds, low, high = bin_bounds(arrays, n_bins, kind, generator)
     (diagram,) = _diagrams(
         arrays, [(n_bins, bounds, low, high)], kind, confidence, n_bootstrap, generator,
         binary=pred.response_kind == "binary",
@@ -401,8 +401,8 @@ def reliability_diagrams(
     histogram_bins = _check_bin_count(histogram_bins)
     generator = np.random.default_rng(rng)
     binary = pred.response_kind == "binary"
-    full_arrays = _population(pred, None)
-    full_specs = [(k, *_bounds(full_arrays, k, kind, generator)) for k in counts]
+    full_arrays = bin_arrays(pred, None)
+    full_specs = [(k, *bin_bounds(full_arrays, k, kind, generator)) for k in counts]
     edges = np.arange(histogram_bins + 1) / histogram_bins
     histogram_full = _histogram(full_arrays, edges)
     if index is None:
@@ -412,8 +412,8 @@ def reliability_diagrams(
         histogram_sub = np.empty(0)
     else:
         members = validate_index(pred, index)
-        sub_arrays = _population(pred, members)
-        sub_specs = [(k, *_bounds(sub_arrays, k, kind, generator)) for k in counts]
+        sub_arrays = bin_arrays(pred, members)
+        sub_specs = [(k, *bin_bounds(sub_arrays, k, kind, generator)) for k in counts]
         full = _diagrams(full_arrays, full_specs, kind, confidence, 0, generator, binary=binary)
         sub = _diagrams(sub_arrays, sub_specs, kind, confidence, n_bootstrap, generator,
                         binary=binary)
@@ -476,13 +476,13 @@ def calibration_metrics(
     if not 0 <= clip < 0.5:
         raise ValidationError(f"clip must lie in [0, 0.5), not {clip!r}.")
     members = None if index is None else validate_index(pred, index)
-    arrays = _population(pred, members)
+    arrays = bin_arrays(pred, members)
     score, label, weight = arrays.score, arrays.label, arrays.weight
     total = float(weight.sum())
     generator = np.random.default_rng(0)  # unused by these two kinds
 
     def group_errors(kind: str) -> tuple[np.ndarray, np.ndarray]:
-        bounds, _, _ = _bounds(arrays, n_bins, kind, generator)
+        bounds, _, _ = bin_bounds(arrays, n_bins, kind, generator)
         bin_weight = arrays.sums("w", bounds)
         error = arrays.sums("wd", bounds)
         keep = bin_weight > 0
@@ -544,7 +544,7 @@ def score_bin_bounds(
     """
     n_bins = _check_bin_count(n_bins)
     _check_options(kind, 0.95, 0)
-    bounds, _, _ = _bounds(_population(pred, None), n_bins, kind, np.random.default_rng(rng))
+    bounds, _, _ = bin_bounds(bin_arrays(pred, None), n_bins, kind, np.random.default_rng(rng))
     return _readonly(bounds)
 
 
@@ -552,181 +552,8 @@ def score_bin_bounds(
 # Private helpers (inputs are trusted)
 
 
-@dataclass(frozen=True, slots=True)
-class _Arrays:
-    score: np.ndarray
-    label: np.ndarray
-    weight: np.ndarray
-    ends: np.ndarray  # last index of each run of tied scores
-    cache: dict  # name -> values (and "w@ends"), computed once and shared by every binning
-    unit: bool = False  # every weight is 1 (W x = x: the same numbers without the products)
-
-    def values(self, name: str) -> np.ndarray:
-        """Return the named per-row quantity (weight, weight × score, ...), computed once."""
-        if name not in self.cache:
-            unit = self.unit
-            self.cache[name] = {
-                "w": lambda: self.weight,
-                "ws": lambda: self.score if unit else self.weight * self.score,
-                "wr": lambda: self.label if unit else self.weight * self.label,
-                "wrr": lambda: self.label**2 if unit else self.weight * self.label**2,
-                "ww": lambda: self.weight if unit else self.weight**2,
-                "wd": lambda: (self.score - self.label) if unit
-                else self.weight * (self.score - self.label),
-            }[name]()
-        return self.cache[name]
-
-    def sums(self, name: str, bounds: np.ndarray) -> np.ndarray:
-        """Bin sums over ``bounds[k]:bounds[k+1]`` (0 if empty), each bin summed over its rows.
-
-        Differences of prefix sums lost a light bin after a heavy one (1e9 then 1e-9: weight 0).
-        """
-        starts = bounds[:-1]
-        if self.unit and name == "w":  # sums of ones: the counts, exactly
-            return np.diff(bounds).astype(float)
-        nonempty = starts < bounds[1:]
-        sums = np.zeros(starts.size)
-        if nonempty.any():  # each non-empty bin runs to the next one's start (or bounds[-1])
-            sums[nonempty] = np.add.reduceat(self.values(name)[: bounds[-1]], starts[nonempty])
-        return sums
-
-    def run_sums(self, name: str) -> np.ndarray:
-        """Return the sums of the named quantity over each run of tied scores (each directly)."""
-        key, values = name + "@runs", self.values(name)
-        if key not in self.cache:
-            tied = self.ends.size < values.size
-            starts = np.concatenate(([0], self.ends[:-1] + 1))
-            self.cache[key] = np.add.reduceat(values, starts) if tied else values
-        return self.cache[key]
-
-    def at_run_ends(self, name: str) -> np.ndarray:
-        """Prefix sums of the named quantity at 0 and after each run of tied scores."""
-        key = name + "@ends"
-        if key not in self.cache:
-            values = self.values(name)
-            # unit weights: the prefix sums of ones are the integers 1..n, exactly
-            prefix = np.arange(1.0, values.size + 1.0) if self.unit and name == "w" else (
-                np.cumsum(values))
-            self.cache[key] = np.concatenate(([0.0], prefix[self.ends]))
-        return self.cache[key]
-
-
-def _population(pred: Predictions, members: np.ndarray | None) -> _Arrays:
-    if members is None:
-        return _Arrays(pred.score, pred.label, pred.weight, np.flatnonzero(pred.run_end), {},
-                       unit=not pred.weighted)
-    score = pred.score[members]
-    return _Arrays(
-        score, pred.label[members], pred.weight[members], np.flatnonzero(run_ends(score)), {},
-        unit=not pred.weighted,
-    )
-
-
-def _bounds(
-    arrays: _Arrays, n_bins: int, kind: str, generator: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bin boundaries as positions into the sorted arrays, plus lower and upper edges."""
-    score = arrays.score
-    if kind == "equal_width":
-        edges = np.arange(n_bins + 1) / n_bins
-        inner = np.searchsorted(score, edges[1:-1], side="right")  # right-closed bins
-        bounds = np.concatenate(([0], inner, [score.size]))
-        return bounds, edges[:-1].copy(), edges[1:].copy()
-    if kind == "equal_count":
-        bounds = _equal_count_bounds(arrays, n_bins)
-    else:
-        bounds = _similar_ratio_bounds(arrays, n_bins, generator)
-    return bounds, *_data_edges(score, bounds)
-
-
-def _equal_count_bounds(arrays: _Arrays, n_bins: int) -> np.ndarray:
-    runs_through = equal_count_runs(arrays.at_run_ends("w")[1:], n_bins)
-    ends_plus = np.concatenate(([0], arrays.ends + 1))
-    return np.concatenate(([0], ends_plus[runs_through]))
-
-
-def equal_count_runs(cumulative: np.ndarray, n_bins: int) -> np.ndarray:
-    r"""Return, for each equal-count bin, the number of tie runs up to its end.
-
-    The one equal-count rule (reliability diagrams, ECE, score-bin groupings, the
-    Hosmer-Lemeshow groups): a run of tied scores goes to bin
-    :math:`\lceil K \cdot \text{cumulative weight} / \text{total} \rceil - 1` (with a 1e-9
-    tolerance for rounding), so bin k holds runs ``runs[k-1]:runs[k]`` (``runs[-1]`` = 0) and
-    may be empty.
-
-    Parameters
-    ----------
-    cumulative : ndarray, shape (q,)
-        Cumulative weight at the end of each tie run, in score order.
-    n_bins : int
-
-    Examples
-    --------
-    >>> equal_count_runs(np.array([1.0, 2.0, 3.0, 4.0]), 2).tolist()
-    [2, 4]
-    """
-    thresholds = (np.arange(1, n_bins + 1) + 1e-9) * (cumulative[-1] / n_bins)
-    runs_through = np.searchsorted(cumulative, thresholds, side="right")
-    runs_through[-1] = cumulative.size
-    return runs_through
-
-
-def _similar_ratio_bounds(
-    arrays: _Arrays, n_bins: int, generator: np.random.Generator
-) -> np.ndarray:
-    """Paper 003 Remark 5 with U from eq. (40); returns boundary positions."""
-    weight = arrays.weight
-    n = weight.size
-    size = max(n // n_bins, 1)
-    # The first `size` entries of a uniformly random permutation: a sample without replacement.
-    # With tied scores the weights are permuted from a canonical (sorted) order, so that U does
-    # not depend on the order of tied rows.
-    pool = np.sort(weight) if arrays.ends.size < n else weight
-    sample = pool[generator.choice(n, size, replace=False)]
-    target = np.sqrt(np.sum(sample**2)) / np.sum(sample)  # eq. (40)
-    # Bins grow one run of tied scores at a time, their sums accumulated from their own first
-    # run (prefix-sum differences lose a light bin after a heavy one, and the weights' scale).
-    first, second = arrays.run_sums("w"), arrays.run_sums("ww")
-    runs, cuts, start = arrays.ends.size, [0], 0
-    chunk = size + size // 4 + 1  # bins hold about `size` observations
-    bound = target * (1 + 1e-12)
-    while start < runs:
-        stop = None
-        low, sum1, sum2 = start + 1, 0.0, 0.0  # stops low..high-1 tried; sums of start..low-2
-        while low <= runs:
-            high = min(low + chunk, runs + 1)
-            part1 = first[low - 1 : high - 1].cumsum()
-            part2 = second[low - 1 : high - 1].cumsum()
-            part1 += sum1
-            part2 += sum2
-            hit = (np.sqrt(part2) / part1 <= bound).nonzero()[0]  # eq. (38): U_k <= U
-            if hit.size:
-                stop = low + int(hit[0])
-                break
-            sum1, sum2 = part1[-1], part2[-1]
-            low = high
-        if stop is None:
-            stop = runs  # the remainder forms the last bin
-        cuts.append(stop)
-        start = stop
-    ends_plus = np.concatenate(([0], arrays.ends + 1))
-    bounds = ends_plus[np.array(cuts)]
-    counts = np.diff(bounds)
-    if counts.size >= 2 and counts[-1] < counts[-2] / 2:  # Remark 5: merge a small last bin
-        bounds = np.delete(bounds, -2)
-    return bounds
-
-
-def _data_edges(score: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    starts, stops = bounds[:-1], bounds[1:]
-    empty = stops <= starts
-    low = np.where(empty, np.nan, score[np.minimum(starts, score.size - 1)])
-    high = np.where(empty, np.nan, score[np.maximum(stops - 1, 0)])
-    return low, high
-
-
 def _diagrams(
-    arrays: _Arrays,
+    arrays: BinArrays,
     specs: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]],
     kind: str,
     confidence: float,
@@ -743,7 +570,7 @@ def _diagrams(
     for r in range(n_bootstrap):
         times = np.bincount(generator.integers(0, n, n), minlength=n)
         resampled = weight * times
-        replicate = _Arrays(score, label, resampled, arrays.ends, {})
+        replicate = BinArrays(score, label, resampled, arrays.ends, {})
         for i, (_, bounds, _, _) in enumerate(specs):
             total = replicate.sums("w", bounds)
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -799,7 +626,7 @@ def _wilson(p: np.ndarray, size: np.ndarray, z: float) -> tuple[np.ndarray, np.n
     return np.clip(center - half, 0.0, 1.0), np.clip(center + half, 0.0, 1.0)
 
 
-def _histogram(arrays: _Arrays, edges: np.ndarray) -> np.ndarray:
+def _histogram(arrays: BinArrays, edges: np.ndarray) -> np.ndarray:
     inner = np.searchsorted(arrays.score, edges[1:-1], side="right")
     bounds = np.concatenate(([0], inner, [arrays.score.size]))
     return arrays.sums("w", bounds)

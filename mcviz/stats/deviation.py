@@ -60,12 +60,12 @@ from mcviz.core.sigma import (
     sigma_floored,
     sigma_from_variance,
 )
-from mcviz.stats.cumulative import path_statistics
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import (
     Predictions,
     validate_index,  # one rule for indices
 )
+from mcviz.stats.cumulative import path_statistics
 
 __all__ = ["DeviationResult", "subpopulation_deviation"]
 
@@ -208,28 +208,14 @@ def subpopulation_deviation(
     method = resolve_sigma_method(sigma_method, pred.response_kind, statistic="deviation")
     _check_bernoulli(pred, method)
     members = validate_index(pred, index)
-    score, label, weight = pred.score, pred.label, pred.weight
-
-    sub_score = score[members]
-    sub_weight = weight[members]
-    sub_label = label[members]
+    sub_score, sub_weight = pred.score[members], pred.weight[members]
+    sub_label = pred.label[members]
     n = members.size
-    # Runs of tied subpopulation scores: one bin per distinct score (the documented tie rule).
-    ends = np.flatnonzero(run_ends(sub_score))
-    distinct = sub_score[ends]
-    q = distinct.size
-
-    # eq. (7): midpoints between consecutive distinct subpopulation scores, guarded so that
-    # every distinct score lies in its own right-closed bin (B_{k-1} < S <= B_k).
-    middle = 0.5 * (distinct[:-1] + distinct[1:])
-    middle = np.where(middle >= distinct[1:], distinct[:-1], middle)
-    bin_edges = np.concatenate(([-np.inf], middle, [np.inf]))
-    bounds = np.concatenate(([0], np.searchsorted(score, middle, side="right"), [score.size]))
-
+    ends, distinct, bin_edges, bounds = _bins(pred.score, sub_score)
     full_count, full_mean, full_variance = _full_bins(pred, bounds)
 
     # Each subpopulation member's bin (the run it belongs to).
-    run_of = np.repeat(np.arange(q), np.diff(np.concatenate(([-1], ends))))
+    run_of = np.repeat(np.arange(distinct.size), np.diff(np.concatenate(([-1], ends))))
     member_mean = full_mean[run_of]
     weight_total = float(sub_weight.sum())
     f_sub = np.cumsum(sub_weight * sub_label)[ends] / weight_total  # eq. (5) / (25)
@@ -238,14 +224,9 @@ def subpopulation_deviation(
     f_full = np.concatenate(([0.0], f_full))
     path = f_sub - f_full
     kuiper, ks = path_kuiper_ks(path)  # eqs. (13), (12)
-    spread = (
-        member_mean * (1.0 - member_mean) if method is SigmaMethod.BERNOULLI
-        else full_variance[run_of]
-    )
-    sigma = float(sigma_from_variance(np.sum(sub_weight**2 * spread), weight_total))  # (21)-(22)
-    if method is SigmaMethod.VARIANCE:  # floored by the pooled variance at nearby scores
-        pooled = pooled_response_variance(score, label, weight, pred.run_end)[members]
-        sigma = float(sigma_floored(sigma, np.sum(sub_weight**2 * pooled), weight_total))
+    spread = (member_mean * (1.0 - member_mean) if method is SigmaMethod.BERNOULLI
+              else full_variance[run_of])
+    sigma = _sigma(pred, method, members, sub_weight**2, spread, weight_total)
 
     x, fraction = path_axes(sub_weight, ends, weighted=pred.weighted)  # eq. (28)
     return DeviationResult(
@@ -266,6 +247,34 @@ def subpopulation_deviation(
         sigma_method=method.value,
         description=description,
     )
+
+
+def _bins(score: np.ndarray, sub_score: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Return the subpopulation's run ends, distinct scores, bin edges and full-row bounds.
+
+    Runs of tied subpopulation scores make one bin per distinct score (the documented tie
+    rule); eq. (7): the edges are midpoints between consecutive distinct subpopulation scores,
+    guarded so that every distinct score lies in its own right-closed bin
+    (B_{k-1} < S <= B_k); ``bounds`` are the full population's rows at the edges.
+    """
+    ends = np.flatnonzero(run_ends(sub_score))
+    distinct = sub_score[ends]
+    middle = 0.5 * (distinct[:-1] + distinct[1:])
+    middle = np.where(middle >= distinct[1:], distinct[:-1], middle)
+    bin_edges = np.concatenate(([-np.inf], middle, [np.inf]))
+    bounds = np.concatenate(([0], np.searchsorted(score, middle, side="right"), [score.size]))
+    return ends, distinct, bin_edges, bounds
+
+
+def _sigma(pred: Predictions, method: SigmaMethod, members: np.ndarray, w2: np.ndarray,
+           spread: np.ndarray, weight_total: float) -> float:
+    """Return sigma, eqs. (21)-(22) (weighted (31)-(32)): floored for real-valued responses."""
+    sigma = float(sigma_from_variance(np.sum(w2 * spread), weight_total))  # (21)-(22)
+    if method is SigmaMethod.VARIANCE:  # floored by the pooled variance at nearby scores
+        pooled = pooled_response_variance(pred.score, pred.label, pred.weight,
+                                          pred.run_end)[members]
+        sigma = float(sigma_floored(sigma, np.sum(w2 * pooled), weight_total))
+    return sigma
 
 
 def _check_bernoulli(pred: Predictions, method: SigmaMethod) -> None:

@@ -244,13 +244,7 @@ def null_distribution(
     >>> null.p_adjusted.shape[0] == len(subs.subpopulations), 0 < null.p_value <= 1
     (True, True)
     """
-    if isinstance(draws, bool) or not isinstance(draws, int | np.integer) or draws < 19:
-        raise ValidationError(f"draws must be a whole number of at least 19, not {draws!r}.")
-    method = resolve_sigma_method("auto", pred.response_kind)
-    if low_prevalence and method is not SigmaMethod.BERNOULLI:
-        raise ValidationError(
-            f"column {pred.label_column!r}: low-prevalence weights need 0/1 responses, and the "
-            "responses are real-valued.", column=pred.label_column)
+    method = _null_method(pred, draws, low_prevalence)
     members = _members(pred, subpopulations)
     check(null_draws_estimate(pred.n, sum(m.size for m in members), int(draws)), budget)
     rng = np.random.default_rng(seed)
@@ -280,6 +274,18 @@ def null_distribution(
         p_adjusted=p_adjusted,
         full_p_value=float((1 + np.sum(full >= z_observed[0])) / (draws + 1)),
     )
+
+
+def _null_method(pred: Predictions, draws: int, low_prevalence: bool) -> SigmaMethod:
+    """Return the null draws' sigma method; refuse too few draws or real-valued low prevalence."""
+    if isinstance(draws, bool) or not isinstance(draws, int | np.integer) or draws < 19:
+        raise ValidationError(f"draws must be a whole number of at least 19, not {draws!r}.")
+    method = resolve_sigma_method("auto", pred.response_kind)
+    if low_prevalence and method is not SigmaMethod.BERNOULLI:
+        raise ValidationError(
+            f"column {pred.label_column!r}: low-prevalence weights need 0/1 responses, and the "
+            "responses are real-valued.", column=pred.label_column)
+    return method
 
 
 def _simulate(evaluator, pred, members, method, low_prevalence, *, rng, draws,

@@ -10,14 +10,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mcviz.core.conditions import OPERATORS
+from mcviz.core.conditions import OPERATORS, ConditionLike
 from mcviz.errors import ValidationError
 from mcviz.subpopulations.sql import DUCKDB, Query, _is_timestamp, predicate_sql
 
-if TYPE_CHECKING:  # model imports this module (Condition.__str__)
+if TYPE_CHECKING:
     import pandas as pd
-
-    from mcviz.subpopulations.model import Condition
 
 # --------------------------------------------------------------------------------------------
 # Descriptions in words
@@ -113,7 +111,7 @@ def shortest_timestamp(value: pd.Timestamp, previous: pd.Timestamp | None) -> pd
     return value
 
 
-def describe_conditions(conditions: Sequence[Condition]) -> str:
+def describe_conditions(conditions: Sequence[ConditionLike]) -> str:
     """Describe a conjunction in words, with the original column names and values.
 
     The text is valid input to :func:`parse_filter` (which selects the same rows).
@@ -166,7 +164,7 @@ def _sql_literal(value: object) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def conditions_sql(conditions: Sequence[Condition]) -> str:
+def conditions_sql(conditions: Sequence[ConditionLike]) -> str:
     """Translate a conjunction into a standard SQL boolean expression (with the missing rule).
 
     The one translation of :mod:`mcviz.subpopulations.sql` (:func:`~.sql.predicate_sql`)

@@ -18,15 +18,11 @@ import datetime as _dt
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mcviz.core.conditions import OPERATORS
+from mcviz.core.conditions import OPERATORS, ConditionLike
 from mcviz.errors import ValidationError
-
-if TYPE_CHECKING:  # model imports this module (Condition.__str__)
-    from mcviz.subpopulations.model import Condition
 
 __all__ = ["DUCKDB", "SPARK", "Dialect", "Query", "condition_sql", "missing_sql", "predicate_sql"]
 
@@ -131,7 +127,7 @@ def _operand(column: str, kind: str, value: object, q: Query) -> str:
     return ident
 
 
-def condition_sql(condition: Condition, kinds: Mapping[str, str], q: Query) -> str:
+def condition_sql(condition: ConditionLike, kinds: Mapping[str, str], q: Query) -> str:
     """One condition as a SQL boolean expression that is never NULL."""
     column, op, value = condition.column, condition.op, condition.value
     if column not in kinds:
@@ -166,7 +162,7 @@ def condition_sql(condition: Condition, kinds: Mapping[str, str], q: Query) -> s
     return f"({compare} AND NOT {missing})"
 
 
-def predicate_sql(conditions: Sequence[Condition], kinds: Mapping[str, str], q: Query) -> str:
+def predicate_sql(conditions: Sequence[ConditionLike], kinds: Mapping[str, str], q: Query) -> str:
     """Translate a conjunction of conditions (TRUE when empty)."""
     if not conditions:
         return "TRUE"

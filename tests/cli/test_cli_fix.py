@@ -9,7 +9,7 @@ import pytest
 from mcviz.recalibration.simulate import planted_fix_data
 
 FIX_KEYS = {"metric", "metric_z", "metric_p", "ece", "smece", "log_loss", "brier", "findings",
-            "net_benefit"}
+            "terms", "net_benefit"}
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +29,11 @@ def test_fix_json_map_and_out(cli, planted_files, tmp_path):
               "0.2,0.3", "--map", map_file, "--out", out, "--bootstrap", "200", "--json")
     assert run.status == 0, run.err
     data = run.json
-    assert {"method", "accepted", "reason", "n_fit", "n_eval", "before", "after"} <= set(data)
+    assert {"method", "recommended", "reason", "n_fit", "n_eval", "before", "after",
+            "log_loss_change", "finding_changes", "bands_moved"} <= set(data)
     assert data["method"] == "findings"
-    assert data["accepted"] is True
+    assert data["recommended"] is True
+    assert data["log_loss_change"]["direction"] == "better"
     assert data["n_fit"] + data["n_eval"] == 20_000
     assert set(data["before"]) == FIX_KEYS
     assert set(data["after"]) == FIX_KEYS
@@ -45,7 +47,9 @@ def test_fix_json_map_and_out(cli, planted_files, tmp_path):
     original = pd.read_parquet(planted_files / "pred.parquet")
     assert list(written.columns) == [*original.columns, "score_recalibrated"]
     assert written["score_recalibrated"].between(0, 1).all()
-    assert json.loads(map_file.read_text())["method"] == "findings"
+    saved = json.loads(map_file.read_text())
+    assert saved["method"] == "findings"
+    assert saved["verdict"] == {"recommended": True, "reason": data["reason"]}
 
 
 def test_apply_scores_new_rows_like_the_fit(cli, planted_files, tmp_path):

@@ -203,9 +203,14 @@ def test_maps_of_the_wrong_types_are_refused(cli, files, maps, tmp_path):
              "params.intercept", "must be a number")
     _refused(_apply(cli, files, tmp_path, _with(maps["beta"], {"a": None})),
              "params.a", "must be a number")
-    broken = [{"description": "age > 30", "coefficient": [1], "p_adjusted": 0.01}]
+    broken = [{"description": "age > 30", "shape": "offset", "a": 1.0, "b": [1],
+               "p_adjusted": 0.01}]
     _refused(_apply(cli, files, tmp_path, _with(maps["findings"], {"terms": broken})),
-             "terms[0].coefficient", "must be a number")
+             "terms[0].b", "must be a number")
+    broken = [{"description": "age > 30", "shape": "wiggle", "a": 1.0, "b": 0.1,
+               "p_adjusted": 0.01}]
+    _refused(_apply(cli, files, tmp_path, _with(maps["findings"], {"terms": broken})),
+             "terms[0].shape", "offset, slope or additive")
     _refused(_apply(cli, files, tmp_path, [1, 2]), "not a JSON object")
 
 
@@ -217,7 +222,8 @@ def test_a_broken_boosted_map_is_refused(cli, files, maps, tmp_path):
 
 def test_a_deep_or_huge_or_special_map_is_refused_before_parsing(cli, files, maps, tmp_path):
     _refused(_apply(cli, files, tmp_path, "[" * 100_000 + "]" * 100_000), "nests", "100,000")
-    terms = [{"description": "age > 30", "coefficient": 0.1, "p_adjusted": 0.01}] * 100_000
+    terms = [{"description": "age > 30", "shape": "offset", "a": 1.0, "b": 0.1,
+              "p_adjusted": 0.01}] * 100_000
     _refused(_apply(cli, files, tmp_path, _with(maps["findings"], {"terms": terms})),
              "100,000 terms", "at most")
     from mcviz.settings import MAP_MAX_BYTES
@@ -240,6 +246,58 @@ def test_scores_outside_zero_one_are_never_written():
     from mcviz.errors import ValidationError
 
     values = np.array([0.2, np.nan, 1.0, 0.0, np.inf, -0.1])
-    with pytest.raises(ValidationError, match=r"3 of 6 rows .* \(rows 2, 5, 6\)"):
+    with pytest.raises(ValidationError, match=r"3 of 6 rows .* \(rows 1, 4, 5\)"):
         checked_scores(values, np.arange(6), "m.json")
     assert checked_scores(values[[0, 2, 3]], np.arange(3), "m.json").tolist() == [0.2, 1.0, 0.0]
+
+
+# ------------------------------------------------------------------------------------------
+# The command line (item 8)
+
+def test_a_bad_flag_prints_the_subcommands_usage(capsys, files):
+    from mcviz.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["metrics", str(files / "pred.parquet"), "--bogus", "1"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: mcviz metrics"), err
+    assert "unrecognized arguments: --bogus 1" in err
+
+
+def test_messages_name_flags_not_python_parameters(cli, files, adult_demo_path):
+    line = _refused(cli("compare", adult_demo_path, "--score", "score_gbm", "--score-b",
+                        "score_logistic", "--findings", "50"), "--findings")
+    assert "n_findings" not in line
+    line = _refused(cli("monitor", files / "pred.parquet", "--score", "score", "--label",
+                        "label"), "no time column", "--time")
+    assert "time=" not in line
+
+
+def test_score_columns_with_binary_labels_are_alternative_scores(cli, adult_demo_path):
+    run = cli("metrics", adult_demo_path, "--json")
+    assert run.status == 0, run.err
+    assert run.json["columns"]["score"] == "score_gbm"
+    assert run.json["columns"]["probabilities"] == []
+    assert run.json["n"] == 48_842  # no row dropped
+    note = next(line for line in run.err.splitlines() if "alternative scores" in line)
+    assert "'score_logistic'" in note
+    assert "'score_uncalibrated'" in note
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_segment_levels_are_counted_before_the_file_is_read(cli, tmp_path, suffix):
+    # 229 levels, and a score column holding text: had the file been read first, the message
+    # would be about the score
+    n = 2_000
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({
+        "date": pd.date_range("2024-01-01", periods=n, freq="h").astype(str),
+        "score": ["high"] + list(rng.random(n - 1).round(3).astype(str)),
+        "label": rng.integers(0, 2, n),
+        "region": [f"r{k % 229}" for k in range(n)],
+    })
+    path = tmp_path / f"segments{suffix}"
+    frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path)
+    _refused(cli("monitor", path, "--score", "score", "--label", "label", "--time", "date",
+                 "--segments", "region"), "--segments", "229", "before the file was read")

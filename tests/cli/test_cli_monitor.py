@@ -113,7 +113,7 @@ def test_inferred_time_column_and_table_output(drift_csv, capsys):
     ({}, ["--time", "date", "--period", "quarter"], "every row falls in one quarter"),
     ({}, ["--time", "date", "--period", "day"], "have no rows"),
     ({}, ["--time", "date", "--reference", "2030-01-01"], "covers every period"),
-    ({}, ["--time", "date", "--period", "fortnight"], "period must be one of"),
+    ({}, ["--time", "date", "--period", "fortnight"], "the --period value must be one of"),
     ({}, ["--time", "nothing"], "no covariate 'nothing'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, frame_change, options, message):

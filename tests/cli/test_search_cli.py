@@ -53,4 +53,4 @@ def test_bad_option_is_a_one_line_error(planted_file, capsys):
     status = cli.main(["search", str(planted_file), "--score", "score", "--label", "label",
                        "--max-conditions", "0", "--json"])
     assert status == 2
-    assert "max_conditions must be an integer from 1 to 5" in capsys.readouterr().err
+    assert "the --max-conditions value must be an integer from 1 to 5" in capsys.readouterr().err

@@ -218,7 +218,7 @@ def test_fix_and_monitor_sections_carry_their_charts():
     before, after = section.draw()
     assert "Before the fix" in before.layout.title.text
     assert "After the fix" in after.layout.title.text
-    noise = dict(section.facts)["held-out log loss"].endswith("(within noise)")
+    noise = dict(section.facts)["held-out log loss"].endswith("(no meaningful change)")
     assert noise == (not fix.meaningful)
     watched = monitor_calibration(pred, settings=MonitorSettings(time="day", draws=99))
     watch = mon.verdict_section(watched)

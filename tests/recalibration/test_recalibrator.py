@@ -193,7 +193,8 @@ def test_boost_tree_settings_are_checked_and_saved():
 def test_findings_fix_skips_findings_that_bound_the_pass_score():
     # A bump in the middle of the scores that Platt cannot fix: the search of a pass bounds the
     # scores as fixed so far ("score_recalibrated ≥ ..."), which no term on the input rows can
-    # name. Such a finding is noted and left out (it raised "unknown column" on the Adult demo).
+    # name. Such a finding is noted; it keeps its covariate conditions when it has some, and is
+    # left out when it bounds the score alone (it raised "unknown column" on the Adult demo).
     import mcviz
 
     rng = np.random.default_rng(0)
@@ -205,7 +206,8 @@ def test_findings_fix_skips_findings_that_bound_the_pass_score():
         score, (rng.random(n) < truth).astype(int),
         covariates={"x": rng.normal(size=n), "g": pd.Categorical(level)})
     fix = Recalibrator("findings").fit(pred)
-    assert any("score_recalibrated" in note and "not a covariate" in note for note in fix.notes)
+    assert any("score_recalibrated" in note and "bounds the scores as fixed so far" in note
+               for note in fix.notes)
     assert all("score_recalibrated" not in term["description"]
                for term in fix.params["terms"])
     assert np.all(np.isfinite(fix.transform(pred)))

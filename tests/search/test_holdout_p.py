@@ -9,15 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcviz.stats.cumulative import brownian_range_sf
 from mcviz.io import Predictions
 from mcviz.search import search_subpopulations
 from mcviz.search._confirm import (
-    SIMULATE_BELOW,
     effective_variance,
     holdout_p_values,
     simulated_p,
 )
+from mcviz.search.rules import RULES
+from mcviz.stats.cumulative import brownian_range_sf
 
 
 def test_simulated_p_keeps_the_level_where_the_brownian_p_does_not():
@@ -30,7 +30,7 @@ def test_simulated_p_keeps_the_level_where_the_brownian_p_does_not():
     for k in range(groups):
         score = np.sort(rng.uniform(0.005, 0.015, m))
         label = (rng.random(m) < score).astype(float)
-        assert effective_variance(score, np.ones(m)) < SIMULATE_BELOW
+        assert effective_variance(score, np.ones(m)) < RULES.simulate_below
         p, z, _ = simulated_p(score, np.ones(m), np.arange(m), label,
                               np.random.default_rng([k, 1]))
         brownian.append(float(brownian_range_sf(z)))
@@ -86,7 +86,7 @@ def test_held_out_p_values_are_free_of_row_order_and_deterministic():
         z = np.array([2.0, 2.0])
         got.append(holdout_p_values(pred, groups, z, ["a == 1", "b == 2"], seed=4))
     assert effective_variance(score[(ident % 5 == 0) & (score < 0.1)],
-                              weight[(ident % 5 == 0) & (score < 0.1)]) < SIMULATE_BELOW
+                              weight[(ident % 5 == 0) & (score < 0.1)]) < RULES.simulate_below
     assert got[0][0] != pytest.approx(float(brownian_range_sf(2.0)))  # simulated
     assert got[0][1] == float(brownian_range_sf(2.0))  # a large group: the Brownian p
     np.testing.assert_array_equal(got[0], got[1])
@@ -141,7 +141,7 @@ def test_a_small_held_out_finding_gets_the_simulated_p_in_the_search():
     for f in result.findings:
         rows = np.intersect1d(f.subpopulation.index, result.holdout_index)
         brownian = float(brownian_range_sf(f.holdout_kuiper_z))
-        if effective_variance(pred.score[rows], pred.weight[rows]) >= SIMULATE_BELOW:
+        if effective_variance(pred.score[rows], pred.weight[rows]) >= RULES.simulate_below:
             assert f.p_value == brownian
             continue
         small += 1

@@ -17,8 +17,8 @@ from mcviz.search._screen import (
     _level_order,
     _level_z,
     _run_ends,
-    _score_candidates,
     masked_scores,
+    score_candidates,
 )
 
 
@@ -177,7 +177,7 @@ def test_nominal_levels_are_scored_as_the_evaluator_scores_them(digits):
     order, present, sizes = _level_order(codes, 31)
     usable = sizes >= 20
     z = _level_z(data, rows, order, sizes, usable)
-    expected = _score_candidates(data, [rows[codes == c] for c in present[usable]])[:, 0]
+    expected = score_candidates(data, [rows[codes == c] for c in present[usable]])[:, 0]
     assert z[usable] == pytest.approx(expected, rel=1e-12)
     assert np.all(z[~usable] == -np.inf)
 

@@ -24,11 +24,11 @@ from mcviz.core.path import run_ends
 from mcviz.core.sigma import pooled_response_variance, sigma_adjacent
 from mcviz.search._columns import Cut, prepare_columns
 from mcviz.search._confirm import (
-    SIMULATE_BELOW,
     effective_variance,
     holm,
     minimum_detectable_effect,
 )
+from mcviz.search.rules import RULES
 from mcviz.settings import SearchSettings
 from mcviz.stats.cumulative import sigma_bernoulli
 from mcviz.subpopulations import describe_conditions, select_rows
@@ -186,7 +186,7 @@ def test_statistics_agree_with_independent_implementations():
         assert f.holdout_kuiper_z == pytest.approx(alone.kuiper_z, rel=1e-9)
         # the Brownian tail, except for small held-out groups, whose p-value is simulated
         # (tests/search/test_holdout_p.py)
-        if effective_variance(pred.score[rows], np.ones(rows.size)) >= SIMULATE_BELOW:
+        if effective_variance(pred.score[rows], np.ones(rows.size)) >= RULES.simulate_below:
             assert f.p_value == pytest.approx(alone.p_value, rel=1e-9)
             asymptotic += 1
         residual = pred.label[rows] - pred.score[rows]

@@ -26,7 +26,8 @@ from mcviz import load_predictions, search_subpopulations
 from mcviz.cli import main
 from mcviz.io import arrow_path
 from mcviz.io.arrow_path import parquet_predictions
-from mcviz.search._columns import MAX_LEVELS, prepare_columns
+from mcviz.search._columns import prepare_columns
+from mcviz.search.rules import RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 12_000
@@ -54,7 +55,8 @@ def _mixed(seed: int, *, ties: bool = True) -> pd.DataFrame:
         "visits": rng.integers(0, 6, N),
         "bmi": bmi,
         "name": np.where(rng.random(N) < 0.05, None, words),
-        "code": np.array([f"u{i}" for i in rng.integers(0, MAX_LEVELS + 200, N)], dtype=object),
+        "code": np.array([f"u{i}" for i in rng.integers(0, RULES.max_levels + 200, N)],
+                         dtype=object),
     })
 
 
@@ -91,7 +93,7 @@ def test_the_search_finds_the_same_through_either_loader(tmp_path, seed):
     # what the comparison covers: a finding on the planted conjunction, the level rule
     assert any("region" in f.description and "flag" in f.description for f in found.findings)
     assert "'code'" in found.notice
-    assert f"more than {MAX_LEVELS:,} levels" in found.notice
+    assert f"more than {RULES.max_levels:,} levels" in found.notice
 
 
 def test_the_search_prepares_the_same_columns_from_arrow(tmp_path):

@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import tracemalloc
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +29,10 @@ from mcviz import (
 )
 from mcviz.budget import check, default_budget
 from mcviz.search import _beam, _find, search_estimate, search_subpopulations
-from mcviz.search._beam import DROP_T, DROP_T_OOF, SURE_T, Node, _next_beam, material
+from mcviz.search._beam import Node, _next_beam
 from mcviz.search._columns import Cut
-from mcviz.search._screen import _score_candidates
+from mcviz.search._screen import score_candidates
+from mcviz.search.rules import RULES
 from mcviz.subpopulations import Subpopulation, SubpopulationSet, select_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -206,7 +208,7 @@ def test_candidates_are_refined_on_at_most_finish_rows(monkeypatch):
 
     frame, mask = planted(40_000, "level", 0.2, seed=4)
     pred = predictions(frame)
-    monkeypatch.setattr(_find, "FINISH_ROWS", 10_000)
+    monkeypatch.setattr(_find, "RULES", replace(RULES, finish_rows=10_000))
     refined_on = set()
     refine = _beam.Beam.refine
 
@@ -244,8 +246,7 @@ def test_candidates_are_refined_on_at_most_finish_rows(monkeypatch):
     assert len(found & planted_set) / len(found | planted_set) >= 0.8
     held = set(np.asarray(first.holdout_index).tolist())
     searched_members = np.array(sorted(found - held))
-    from mcviz.search._screen import _score_candidates
-    z = _score_candidates(_find._data(pred, np.zeros(pred.n, dtype=bool)),
+    z = score_candidates(_find._data(pred, np.zeros(pred.n, dtype=bool)),
                           [searched_members])[0, 0]
     assert top.search_kuiper_z == pytest.approx(z, rel=1e-9)
     keys = [(not f.confirmed, f.p_value) for f in first.findings]  # by held-out evidence
@@ -257,7 +258,7 @@ def _beam_after_run(pred, seed=3):
     from mcviz.search import _beam, _confirm, _find
 
     search_rows, holdout_rows, rank = _confirm.split_rows(
-        pred, 0.3, np.random.default_rng(seed), max_search=_find.MAX_SEARCH_ROWS)
+        pred, 0.3, np.random.default_rng(seed), max_search=RULES.max_search_rows)
     columns, _ = _find._columns(pred, list(pred.covariates.columns), search_rows,
                                 holdout_rows)
     data = _find._data(pred, (rank % 2).astype(bool), (search_rows, holdout_rows))
@@ -342,13 +343,13 @@ def test_refined_subset_does_not_depend_on_the_order_of_tied_rows():
 def test_level_one_expands_only_conditions_with_a_material_gain(monkeypatch):
     frame, _ = planted(40_000, "level", 0.2, seed=2, extra=8)
     beam, _ = _beam_after_run(predictions(frame))
-    root_z = float(_score_candidates(beam.data, [beam.rows])[0, 0])
+    root_z = float(score_candidates(beam.data, [beam.rows])[0, 0])
     root = Node((), root_z, 0.0, beam.rows.size, beam.rows)
     children = beam.expand(root, pool=False)
     weak = {child.key() for child in children
-            if child.z - root_z < material(root_z, child.count / beam.rows.size)}
+            if child.z - root_z < RULES.material(root_z, child.count / beam.rows.size)}
     # without the rule, the beam's diversity choice would expand some of them
-    assert weak & {node.key() for node in _next_beam(children)}
+    assert weak & {node.key() for node in _next_beam(children, RULES.beam_width)}
     expanded = []
     expand = _beam.Beam.expand
 
@@ -361,7 +362,7 @@ def test_level_one_expands_only_conditions_with_a_material_gain(monkeypatch):
     level_one = [node for node in expanded if len(node.cuts) == 1]
     assert level_one
     for node in level_one:
-        assert node.z - root_z >= material(root_z, node.count / beam.rows.size)
+        assert node.z - root_z >= RULES.material(root_z, node.count / beam.rows.size)
     # every child of the root still enters the pool (a finding may be one condition)
     assert weak <= set(beam.pool)
 
@@ -379,9 +380,9 @@ def test_grow_adds_only_conditions_that_pass_the_pruning_test_out_of_fold(monkey
 
     def passes(child, ti):
         under = bool(mean >= 0)
-        return ti >= SURE_T or beam._oof_t(child.cuts[-1], cuts, under) >= DROP_T_OOF
+        return ti >= RULES.sure_t or beam._oof_t(child.cuts[-1], cuts, under) >= RULES.drop_t_oof
 
-    significant = [(child, ti) for child, ti in zip(children, t, strict=True) if ti >= DROP_T]
+    significant = [(child, ti) for child, ti in zip(children, t, strict=True) if ti >= RULES.drop_t]
     # the largest of some 600 noise cuts passes the in-sample threshold ...
     assert significant
     best = max(significant, key=lambda item: item[0].z)
@@ -399,7 +400,7 @@ def test_above_finish_rows_fewer_entries_are_examined(monkeypatch):
     pred = predictions(frame)
 
     def examined(finish_rows):
-        monkeypatch.setattr(_find, "FINISH_ROWS", finish_rows)
+        monkeypatch.setattr(_find, "RULES", replace(RULES, finish_rows=finish_rows))
         checked = []
         tell = _beam.Beam._tell
 
@@ -417,7 +418,7 @@ def test_above_finish_rows_fewer_entries_are_examined(monkeypatch):
     capped, checked_capped = examined(7_000)
     searched = whole.n_search
     assert searched == 28_000
-    cap = int(np.ceil((_beam.EXAMINE_PER_FINDING * 5 + 5) * 7_000 / searched))
+    cap = int(np.ceil((RULES.examine_per_finding * 5 + 5) * 7_000 / searched))
     assert checked_whole > cap  # all the rows: more entries examined than the cap allows
     assert 0 < checked_capped <= cap
     # the planted level is still the first finding
@@ -436,9 +437,9 @@ def test_above_finish_rows_entries_whose_last_condition_fails_pruning_are_skippe
         return out
 
     monkeypatch.setattr(_beam.Beam, "_noise_tail", spy)
-    search_subpopulations(pred, seed=3)  # 28,000 search rows: below FINISH_ROWS
+    search_subpopulations(pred, seed=3)  # 28,000 search rows: below finish_rows
     assert not calls
-    monkeypatch.setattr(_find, "FINISH_ROWS", 10_000)
+    monkeypatch.setattr(_find, "RULES", replace(RULES, finish_rows=10_000))
     refined = _record_refines(monkeypatch)
     result = search_subpopulations(pred, seed=3)
     skipped = [(beam, entry) for beam, entry, out in calls if out]
@@ -449,8 +450,9 @@ def test_above_finish_rows_entries_whose_last_condition_fails_pruning_are_skippe
         (z, _, _, mean), (z0, _, _, _) = beam.scores([entry.cuts, node])
         f = beam.members(entry.cuts).size / beam.members(node).size
         t = (z - np.sqrt(f) * z0) / np.sqrt(1.0 - f) if f < 1 else -np.inf
-        assert t < SURE_T
-        assert t < DROP_T or beam._oof_t(entry.cuts[-1], node, bool(mean >= 0)) < DROP_T_OOF
+        assert t < RULES.sure_t
+        assert t < RULES.drop_t or beam._oof_t(entry.cuts[-1], node,
+                                               bool(mean >= 0)) < RULES.drop_t_oof
     assert any(out is False and len(entry.cuts) > 1 for _, entry, out in calls)
     assert "region == r" in result.findings[0].description  # the planted level, still first
 
@@ -458,7 +460,7 @@ def test_above_finish_rows_entries_whose_last_condition_fails_pruning_are_skippe
 def test_polished_findings_are_grown_and_never_overlap(monkeypatch):
     frame, _ = planted(40_000, "level", 0.2, seed=4, extra=8)
     pred = predictions(frame)
-    monkeypatch.setattr(_find, "FINISH_ROWS", 10_000)
+    monkeypatch.setattr(_find, "RULES", replace(RULES, finish_rows=10_000))
     grown = []
     polished = _beam.Beam._polished
     grow = _beam.Beam.grow
@@ -481,4 +483,4 @@ def test_polished_findings_are_grown_and_never_overlap(monkeypatch):
     members = [set(np.asarray(f.subpopulation.index).tolist()) for f in result.findings]
     for i, a in enumerate(members):  # polishing never leaves two findings as one
         for b in members[:i]:
-            assert len(a & b) / len(a | b) <= _beam.JACCARD_FOLD
+            assert len(a & b) / len(a | b) <= RULES.jaccard_fold

@@ -30,12 +30,12 @@ from mcviz import (
 )
 from mcviz.search._columns import BIN_CHUNK, bin_codes, prepare_columns
 from mcviz.search._confirm import (
-    SIMULATE_BELOW,
     effective_variance,
     simulated_p,
 )
 from mcviz.search._find import _data
 from mcviz.search._screen import block_ids, masked_scores, screen_column, slab_variants_z
+from mcviz.search.rules import RULES
 from mcviz.settings import SearchSettings
 from mcviz.subpopulations import select_rows
 
@@ -118,7 +118,7 @@ def test_p_adjusted_is_holm_over_the_reported_findings():
         alone = cumulative_differences(Predictions.from_arrays(pred.score[rows],
                                                                pred.label[rows]))
         assert f.holdout_kuiper_z == pytest.approx(alone.kuiper_z, rel=1e-9)
-        if effective_variance(pred.score[rows], pred.weight[rows]) >= SIMULATE_BELOW:
+        if effective_variance(pred.score[rows], pred.weight[rows]) >= RULES.simulate_below:
             assert f.p_value == pytest.approx(float(brownian_range_sf(alone.kuiper_z)), rel=1e-9)
         else:  # a small group: the simulated p-value (tests/search/test_holdout_p.py)
             run = np.searchsorted(np.unique(pred.score), pred.score[rows])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from functools import lru_cache
 from typing import Literal
 
@@ -44,38 +45,43 @@ STYLE_OPTIONS = """title : str, optional
 
 
 def styled(builder):
-    """Document a figure builder's ``title``, ``presentation`` and ``height`` options.
+    """Write the documentation every figure builder shares: its input, options and output.
 
-    The builder's docstring holds ``{style}`` where the three options belong; they are written
-    once here (:data:`STYLE_OPTIONS`) and passed on to :func:`apply_style`.
+    The builder's docstring holds ``{parameters}`` where its Parameters section starts (the
+    heading and the first parameter, named and typed from the signature), ``{style}`` where the
+    ``title``, ``presentation`` and ``height`` options belong (written once here,
+    :data:`STYLE_OPTIONS`, and passed on to :func:`apply_style`) and ``{returns}`` where its
+    Returns section starts (a plotly figure).
 
     >>> @styled
-    ... def f(result, *, title=None, presentation=False, height=None):
+    ... def f(result: int, *, title=None, presentation=False, height=None):
     ...     '''Draw.
     ...
-    ...     Parameters
-    ...     ----------
+    ...     {parameters}
     ...     {style}
+    ...
+    ...     {returns}
     ...     '''
-    >>> "presentation : bool, default False" in f.__doc__
-    True
+    >>> print(f.__doc__.split("----------")[1].split("title")[0].strip())
+    result : int
+    >>> "presentation : bool, default False" in f.__doc__, "graph_objects.Figure" in f.__doc__
+    (True, True)
     """
     if builder.__doc__:
-        builder.__doc__ = builder.__doc__.replace("{style}", STYLE_OPTIONS)
+        first = next(iter(inspect.signature(builder).parameters.values()))
+        kind = first.annotation if first.annotation is not inspect.Parameter.empty else "object"
+        builder.__doc__ = (
+            builder.__doc__.replace("{style}", STYLE_OPTIONS)
+            .replace("{parameters}", f"Parameters\n    ----------\n    {first.name} : {kind}")
+            .replace("{returns}", "Returns\n    -------\n    plotly.graph_objects.Figure")
+        )
     return builder
 
 
-def apply_style(
-    figure: go.Figure,
-    *,
-    title: str | None = None,
-    subtitle: str | None = None,
-    presentation: bool = False,
-    height: int | None = None,
-    legend: LegendPlace = "bottom",
-    top_axis: bool = False,
-    x_title: bool = True,
-) -> go.Figure:
+def apply_style(figure: go.Figure, *, title: str | None = None, subtitle: str | None = None,
+                presentation: bool = False, height: int | None = None,
+                legend: LegendPlace = "bottom", top_axis: bool = False,
+                x_title: bool = True) -> go.Figure:
     """Apply the house layout; the one place that places titles, axes and legends.
 
     The title (and its subtitle line) sits at the top of the figure; below it a top axis when

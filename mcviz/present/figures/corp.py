@@ -28,24 +28,15 @@ _CORP_HOVER = (
 
 
 @styled
-def corp_figure(
-    result: CorpResult,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-    height: int | None = None,
-) -> go.Figure:
+def corp_figure(result: CorpResult, *, title: str | None = None, presentation: bool = False,
+                height: int | None = None) -> go.Figure:
     """Draw the CORP reliability diagram: isotonic curve, consistency band and diagonal.
 
-    Parameters
-    ----------
-    result : CorpResult
+    {parameters}
         From :func:`mcviz.stats.measures.corp_reliability`.
     {style}
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
         Traces in order: the diagonal; the band's lower and upper edges (filled between, when
         the result has a band); the CORP curve. The subtitle gives the Brier score's
         decomposition.
@@ -89,24 +80,15 @@ def corp_figure(
 
 
 @styled
-def smooth_reliability_figure(
-    result: SmoothReliability,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-    height: int | None = None,
-) -> go.Figure:
+def smooth_reliability_figure(result: SmoothReliability, *, title: str | None = None,
+                              presentation: bool = False, height: int | None = None) -> go.Figure:
     """Draw the smoothed (smECE) reliability diagram with its band, and the score density.
 
-    Parameters
-    ----------
-    result : SmoothReliability
+    {parameters}
         From :func:`mcviz.stats.measures.smooth_reliability`.
     {style}
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
         Top panel, in order: the diagonal; the band's edges (filled between, when the result has
         a band); the smoothed curve. Bottom panel: the density of the scores.
     """

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from mcviz.stats.cumulative import CumulativeResult
 from mcviz.stats.deviation import DeviationResult
-from mcviz.present.figures._style import BLACK, BLUE, LIGHT_GRAY, VERMILION, apply_style
+from mcviz.present.figures._style import BLACK, BLUE, LIGHT_GRAY, VERMILION, apply_style, styled
 from mcviz.present.figures.format import format_number, format_ticks
 
 __all__ = ["cumulative_figure", "deviation_figure"]
@@ -23,19 +23,13 @@ __all__ = ["cumulative_figure", "deviation_figure"]
 TICKS = 6
 
 
-def cumulative_figure(
-    result: CumulativeResult,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-    triangle_width: float = 0.1,
-    height: int | None = None,
-) -> go.Figure:
+@styled
+def cumulative_figure(result: CumulativeResult, *, title: str | None = None,
+                      presentation: bool = False, triangle_width: float = 0.1,
+                      height: int | None = None) -> go.Figure:
     """Plot the cumulative differences between responses and scores.
 
-    Parameters
-    ----------
-    result : CumulativeResult
+    {parameters}
         From :func:`mcviz.cumulative_differences` (ordered by score or by a variable).
     title : str, optional
         Replaces the default title (which says that the slope is the miscalibration).
@@ -45,9 +39,7 @@ def cumulative_figure(
         Horizontal extent of the triangle at the origin, in units of the abscissa.
     height : int, optional
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
         Traces: the path, the triangle, and an invisible helper that draws the top axis.
     """
     variable = result.order_by or "score"
@@ -62,37 +54,25 @@ def cumulative_figure(
         path_name="response − score, cumulative",
         y_title="response − score",
         bottom_title=variable,
-        title=title or default_title,
-        subtitle=subtitle,
-        color=BLUE,
-        presentation=presentation,
-        triangle_width=triangle_width,
-        height=height,
+        title=title or default_title, subtitle=subtitle, color=BLUE,
+        presentation=presentation, triangle_width=triangle_width, height=height,
     )
 
 
-def deviation_figure(
-    result: DeviationResult,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-    triangle_width: float = 0.1,
-    height: int | None = None,
-) -> go.Figure:
+@styled
+def deviation_figure(result: DeviationResult, *, title: str | None = None,
+                     presentation: bool = False, triangle_width: float = 0.1,
+                     height: int | None = None) -> go.Figure:
     """Plot the cumulative deviation of a subpopulation from the full population (paper 003).
 
-    Parameters
-    ----------
-    result : DeviationResult
+    {parameters}
         From :func:`mcviz.stats.deviation.subpopulation_deviation`.
     title : str, optional
     presentation : bool, default False
     triangle_width : float, default 0.1
     height : int, optional
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
         Traces: the path, the triangle, and an invisible helper that draws the top axis.
     """
     name = result.description or "subpopulation"
@@ -105,12 +85,8 @@ def deviation_figure(
         path_name="Fₖ − F̃ₖ (subpopulation − full population)",
         y_title="Fₖ − F̃ₖ",
         bottom_title="score in the subpopulation",
-        title=title or default_title,
-        subtitle=subtitle,
-        color=BLACK,
-        presentation=presentation,
-        triangle_width=triangle_width,
-        height=height,
+        title=title or default_title, subtitle=subtitle, color=BLACK,
+        presentation=presentation, triangle_width=triangle_width, height=height,
     )
 
 
@@ -137,19 +113,9 @@ def _sigma_note(method: str) -> str:
     return f" · σ for non-binary responses ({source})" if source else ""
 
 
-def _path_figure(
-    result: CumulativeResult | DeviationResult,
-    *,
-    path_name: str,
-    y_title: str,
-    bottom_title: str,
-    title: str,
-    subtitle: str,
-    color: str,
-    presentation: bool,
-    triangle_width: float,
-    height: int | None,
-) -> go.Figure:
+def _path_figure(result: CumulativeResult | DeviationResult, *, path_name: str, y_title: str,
+                 bottom_title: str, title: str, subtitle: str, color: str, presentation: bool,
+                 triangle_width: float, height: int | None) -> go.Figure:
     keep = result.plot_index  # decimated: at most about MAX_POINTS points, extremes kept
     x = result.x[keep]
     position = result.position[keep]

@@ -33,27 +33,18 @@ def _band(x: np.ndarray, low: np.ndarray, high: np.ndarray, color: str, name: st
 
 
 @styled
-def decision_curve_figure(
-    impact: DecisionImpact,
-    *,
-    thresholds: Sequence[float] = (),
-    title: str | None = None,
-    presentation: bool = False,
-    height: int | None = None,
-) -> go.Figure:
+def decision_curve_figure(impact: DecisionImpact, *, thresholds: Sequence[float] = (),
+                          title: str | None = None, presentation: bool = False,
+                          height: int | None = None) -> go.Figure:
     """Draw net benefit against the threshold for the model, the fix, treat-all and treat-none.
 
-    Parameters
-    ----------
-    impact : DecisionImpact
+    {parameters}
         From :func:`mcviz.decision.decision_impact` (on held-out rows).
     thresholds : sequence of float
         The user's thresholds, drawn as dotted vertical lines.
     {style}
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
         Traces in order: the model's band (two traces) and curve, the recalibrated scores'
         band and curve, treat all, treat none.
     """

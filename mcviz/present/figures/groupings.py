@@ -19,6 +19,7 @@ from mcviz.present.figures._style import (
     ORANGE,
     VERMILION,
     apply_style,
+    styled,
 )
 from mcviz.stats.groupings import (
     GroupErrors,
@@ -43,18 +44,12 @@ MAX_BARS = 60
 _DIVERGING = [[0.0, VERMILION], [0.5, "#F7F7F7"], [1.0, BLUE]]
 
 
-def cvar_curve_figure(
-    curve: CVaRCurve,
-    *,
-    alpha: float | None = None,
-    title: str | None = None,
-    presentation: bool = False,
-) -> go.Figure:
+@styled
+def cvar_curve_figure(curve: CVaRCurve, *, alpha: float | None = None, title: str | None = None,
+                      presentation: bool = False) -> go.Figure:
     """CVaR_alpha of the absolute group errors against alpha, from the mean to the maximum.
 
-    Parameters
-    ----------
-    curve : CVaRCurve
+    {parameters}
         From :func:`mcviz.stats.agglomeration.cvar_curve`.
     alpha : float, optional
         Mark this alpha (the one the score uses) with a vertical line.
@@ -86,23 +81,16 @@ def cvar_curve_figure(
     )
 
 
-def group_errors_figure(
-    groups: GroupErrors,
-    *,
-    title: str | None = None,
-    sort: bool = False,
-    presentation: bool = False,
-    seed: int = 0,
-) -> go.Figure:
+@styled
+def group_errors_figure(groups: GroupErrors, *, title: str | None = None, sort: bool = False,
+                        presentation: bool = False, seed: int = 0) -> go.Figure:
     """Signed calibration error of each group with ±2 standard errors.
 
     Up to 60 groups are drawn as horizontal bars (with error bars); more groups as a scatter of
     error against the group's mean score (a seeded sample of at most 10,000 groups, said in the
     subtitle).
 
-    Parameters
-    ----------
-    groups : GroupErrors
+    {parameters}
     title : str, optional
     sort : bool, default False
         Order the bars by error instead of the grouping's order.
@@ -165,17 +153,12 @@ def group_errors_figure(
     )
 
 
-def local_calibration_figure(
-    local_map: LocalMap,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-) -> go.Figure:
+@styled
+def local_calibration_figure(local_map: LocalMap, *, title: str | None = None,
+                             presentation: bool = False) -> go.Figure:
     """Scatter over two covariates coloured by each point's local calibration error.
 
-    Parameters
-    ----------
-    local_map : LocalMap
+    {parameters}
         From :func:`mcviz.stats.groupings.local_calibration_map` (at most 10,000 points, a seeded
         sample that the subtitle states).
     title : str, optional
@@ -203,20 +186,13 @@ def local_calibration_figure(
     )
     figure.update_xaxes(title=local_map.x_name)
     figure.update_yaxes(title=local_map.y_name)
-    return apply_style(
-        figure,
-        title=title or "Local calibration error, label − score (vermilion: over-prediction)",
-        subtitle=local_map.note,
-        presentation=presentation,
-    )
+    default = "Local calibration error, label − score (vermilion: over-prediction)"
+    return apply_style(figure, title=title or default, subtitle=local_map.note,
+                       presentation=presentation)
 
 
-def local_error_histogram_figure(
-    distribution: LocalErrorDistribution,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-) -> go.Figure:
+def local_error_histogram_figure(distribution: LocalErrorDistribution, *, title: str | None = None,
+                                 presentation: bool = False) -> go.Figure:
     """Distribution of the local calibration errors (mass per bin), with the median marked."""
     edges = distribution.edges
     centres = (edges[:-1] + edges[1:]) / 2
@@ -233,20 +209,12 @@ def local_error_histogram_figure(
                      annotation_text=f"median {median:.3g}")
     figure.update_xaxes(title="local calibration error e(I_x) = mean(label − score)")
     figure.update_yaxes(title="share of points", tickformat=".0%")
-    return apply_style(
-        figure,
-        title=title or "Distribution of local calibration errors",
-        subtitle=distribution.note,
-        presentation=presentation,
-    )
+    return apply_style(figure, title=title or "Distribution of local calibration errors",
+                       subtitle=distribution.note, presentation=presentation)
 
 
-def neighbourhood_tradeoff_figure(
-    tradeoff: NeighbourhoodTradeoff,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-) -> go.Figure:
+def neighbourhood_tradeoff_figure(tradeoff: NeighbourhoodTradeoff, *, title: str | None = None,
+                                  presentation: bool = False) -> go.Figure:
     """Group-size trade-off: local errors and their standard error against k (log axis).
 
     Larger k: smaller standard error (Proposition 3) but wider neighbourhoods that average away

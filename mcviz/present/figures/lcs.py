@@ -45,23 +45,14 @@ def _shade_boundary(figure: go.Figure, result: LocalCalibrationScore) -> None:
 
 
 @styled
-def lcs_figure(
-    result: LocalCalibrationScore,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-    height: int | None = None,
-) -> go.Figure:
+def lcs_figure(result: LocalCalibrationScore, *, title: str | None = None,
+               presentation: bool = False, height: int | None = None) -> go.Figure:
     """Calibration curve by k-NN local regression with its 95% band and the score density.
 
-    Parameters
-    ----------
-    result : LocalCalibrationScore
+    {parameters}
     {style}
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
         Top panel: band, ĝ, diagonal; bottom panel: density of the scores (reflected KDE).
     """
     grid = result.grid

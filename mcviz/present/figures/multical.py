@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from mcviz.present.figures._style import BLUE, MAX_POINTS, VERMILION, apply_style
+from mcviz.present.figures._style import BLUE, MAX_POINTS, VERMILION, apply_style, styled
 from mcviz.stats.multical import MulticalResult
 
 __all__ = ["subpopulation_scatter_figure"]
@@ -19,20 +19,14 @@ deep split paths run to hundreds of characters, and a thousand of them would mak
 heavier than everything else on the page together."""
 
 
-def subpopulation_scatter_figure(
-    result: MulticalResult,
-    *,
-    selected: int | None = None,
-    title: str | None = None,
-    presentation: bool = False,
-    max_points: int = MAX_POINTS,
-    height: int | None = None,
-) -> go.Figure:
+@styled
+def subpopulation_scatter_figure(result: MulticalResult, *, selected: int | None = None,
+                                 title: str | None = None, presentation: bool = False,
+                                 max_points: int = MAX_POINTS,
+                                 height: int | None = None) -> go.Figure:
     r"""Scatter of :math:`D_k/\sigma_k` against subpopulation size, the selected one ringed.
 
-    Parameters
-    ----------
-    result : MulticalResult
+    {parameters}
     selected : int, optional
         Id of the subpopulation to ring (the drill-down's).
     title : str, optional
@@ -42,9 +36,7 @@ def subpopulation_scatter_figure(
         are drawn (the rest cannot be the worst).
     height : int, optional
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
         Trace 0: the subpopulations, each point's ``customdata`` its id (for click
         selection); trace 1 (when ``selected`` is drawn): the ring.
     """

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from mcviz.stats.binning import CalibrationMetrics, ReliabilityBins, ReliabilityResult
-from mcviz.present.figures._style import BLACK, GRAY, LIGHT_GRAY, apply_style
+from mcviz.present.figures._style import BLACK, GRAY, LIGHT_GRAY, apply_style, styled
 
 __all__ = ["metrics_table_figure", "reliability_figure"]
 
@@ -35,19 +35,13 @@ _HOVER = (
 )
 
 
-def reliability_figure(
-    result: ReliabilityResult,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-    show_bootstrap: bool = True,
-    height: int | None = None,
-) -> go.Figure:
+@styled
+def reliability_figure(result: ReliabilityResult, *, title: str | None = None,
+                       presentation: bool = False, show_bootstrap: bool = True,
+                       height: int | None = None) -> go.Figure:
     """Reliability diagrams for every bin count of ``result``, side by side.
 
-    Parameters
-    ----------
-    result : ReliabilityResult
+    {parameters}
         From :func:`mcviz.stats.binning.reliability_diagrams`.
     title : str, optional
         Replaces the default (the paper's title for the kind of bins).
@@ -57,9 +51,7 @@ def reliability_figure(
         Draw the bootstrap replicates (when the result has any) in light gray.
     height : int, optional
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
         Per column, in order: the diagonal; the bootstrap replicates (one trace, when drawn); the
         full population; the subpopulation (when given); then the histogram bars of the full
         population and of the subpopulation (when given). Empty bins are never drawn.
@@ -228,20 +220,17 @@ def _replicate_lines(bins: ReliabilityBins) -> tuple[list, list]:
     return xs, ys
 
 
+@styled
 def metrics_table_figure(
     metrics: CalibrationMetrics, *, title: str | None = None, presentation: bool = False
 ) -> go.Figure:
     """Draw the classical calibration metrics as a table (the rows of ``metrics.to_frame()``).
 
-    Parameters
-    ----------
-    metrics : CalibrationMetrics
+    {parameters}
     title : str, optional
     presentation : bool, default False
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
         One ``go.Table`` trace.
     """
     frame = metrics.to_frame()

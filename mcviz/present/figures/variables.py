@@ -145,33 +145,29 @@ def _with_rug_axes(figure: go.Figure, result: VariableCalibration) -> None:
                             ticktext=format_ticks(ticks.to_numpy()))
 
 
+def _thin_and_rug(figure: go.Figure, result: VariableCalibration, curve: LoessCurve) -> None:
+    """Shade where ``curve`` is thin, then add the rug of rows along V and its axes."""
+    _shade_thin(figure, curve)
+    figure.add_trace(_rug(result))
+    _with_rug_axes(figure, result)
+
+
 @styled
-def variable_curves_figure(
-    result: VariableCalibration,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-    height: int | None = None,
-) -> go.Figure:
+def variable_curves_figure(result: VariableCalibration, *, title: str | None = None,
+                           presentation: bool = False, height: int | None = None) -> go.Figure:
     """Error and predicted-error curves (percent) with 95% bands, and the rows along V.
 
-    Parameters
-    ----------
-    result : VariableCalibration
+    {parameters}
     {style}
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
     """
     figure = go.Figure()
     for trace in _band_traces(result.error, VERMILION, "error rate"):
         figure.add_trace(trace)
     for trace in _band_traces(result.predicted, BLUE, "predicted error"):
         figure.add_trace(trace)
-    _shade_thin(figure, result.error)
-    figure.add_trace(_rug(result))
-    _with_rug_axes(figure, result)
+    _thin_and_rug(figure, result, result.error)
     _mark_v_star(figure, result)
     figure.update_layout(yaxis_title="error (%)")
     chosen = " (cross-validated)" if result.span_chosen else ""
@@ -189,18 +185,12 @@ def variable_curves_figure(
     return figure
 
 
-def gap_figure(
-    result: VariableCalibration,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-    height: int | None = None,
-) -> go.Figure:
+@styled
+def gap_figure(result: VariableCalibration, *, title: str | None = None, presentation: bool = False,
+               height: int | None = None) -> go.Figure:
     """Plot the gap curve (error − predicted error, percent) with its own band and VCE(v*).
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
     """
     figure = go.Figure()
     for trace in _band_traces(result.gap, VERMILION, "error − predicted error"):
@@ -220,9 +210,7 @@ def gap_figure(
             textposition="top left" if where > x.size / 2 else "top right",
             name="VCE(v*)", hovertemplate="v* = %{x:.4g}<br>gap %{y:.2f}%<extra></extra>",
         ))
-    _shade_thin(figure, result.gap)
-    figure.add_trace(_rug(result))
-    _with_rug_axes(figure, result)
+    _thin_and_rug(figure, result, result.gap)
     figure.update_layout(yaxis_title="error − predicted (%)")
     subtitle = (
         f"above 0: more errors than predicted (overconfident) · VECE {100 * result.vece:.2f}%"
@@ -237,25 +225,17 @@ def gap_figure(
     return figure
 
 
-def categorical_levels_figure(
-    result: LevelCalibration,
-    *,
-    title: str | None = None,
-    presentation: bool = False,
-    height: int | None = None,
-    max_levels: int = 40,
-) -> go.Figure:
+@styled
+def categorical_levels_figure(result: LevelCalibration, *, title: str | None = None,
+                              presentation: bool = False, height: int | None = None,
+                              max_levels: int = 40) -> go.Figure:
     """Per-level error rate and mean predicted error (percent) with 95% intervals.
 
-    Parameters
-    ----------
-    result : LevelCalibration
+    {parameters}
     max_levels : int, default 40
         Only the first ``max_levels`` levels by row count are drawn (the subtitle says so).
 
-    Returns
-    -------
-    plotly.graph_objects.Figure
+    {returns}
     """
     order = np.argsort(-result.count, kind="stable")[:max_levels]
     levels = [result.levels[i] for i in order]

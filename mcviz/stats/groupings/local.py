@@ -23,6 +23,7 @@ from mcviz.budget import (
 )
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.errors import ValidationError
+from mcviz.io import Predictions
 from mcviz.stats.groupings._sums import SUM_KEYS, _from_sums
 from mcviz.stats.groupings.input_space import (
     _centres,
@@ -39,8 +40,7 @@ from mcviz.stats.groupings.neighbours import (
     _Inputs,
     _Searcher,
 )
-from mcviz.stats.groupings.results import InputSpace, LocalCalibration, Scaling
-from mcviz.io import Predictions
+from mcviz.stats.groupings.results import GroupErrors, InputSpace, LocalCalibration, Scaling
 
 CHUNK_NEIGHBOURS = 1_000_000
 """At most this many (centre, candidate) cells are searched at once (bounds the search's memory;
@@ -207,26 +207,8 @@ def local_calibration(
     total, size, radius, covered = _search(prep, k, progress)
     inputs = prep.inputs
     report_progress(progress, 0.95, "assembling the group errors")
-    total = total[prep.inverse]
-    sums = {key: np.ascontiguousarray(total[:, j]) for j, key in enumerate(SUM_KEYS)}
-    note = f", {prep.centres.size:,} sampled centres (seed {seed})" if prep.sampled else ""
-    groups = _from_sums(
-        pred=pred,
-        kind="k-NN",
-        description=(
-            f"{k} nearest neighbours (ties at the k-th distance included) in "
-            f"({', '.join(prep.space.covariates)}){note}"
-        ),
-        labels=[f"row {r}" for r in pred.row[prep.centres]],
-        size=np.rint(size[prep.inverse]).astype(np.int64),
-        mass=pred.weight[prep.centres].astype(float),
-        centre=prep.centres,
-        overlapping=True,
-        notice=None,
-        sums=sums,
-    )
     return LocalCalibration(
-        groups=groups,
+        groups=_knn_groups(pred, prep, k, seed, total, size),
         method="k-NN",
         k=k,
         bandwidth=None,
@@ -236,6 +218,29 @@ def local_calibration(
         space=prep.space,
         sampled=prep.sampled,
         seed=seed,
+    )
+
+
+def _knn_groups(pred: Predictions, prep: _Prepared, k: int, seed: int, total: np.ndarray,
+                size: np.ndarray) -> GroupErrors:
+    """Return the k-NN groups (one per centre) from the searched sums and sizes per input."""
+    total = total[prep.inverse]
+    sums = {key: np.ascontiguousarray(total[:, j]) for j, key in enumerate(SUM_KEYS)}
+    note = f", {prep.centres.size:,} sampled centres (seed {seed})" if prep.sampled else ""
+    description = (f"{k} nearest neighbours (ties at the k-th distance included) in "
+                   f"({', '.join(prep.space.covariates)}){note}")
+    return _centre_groups(pred, prep, "k-NN", description,
+                          np.rint(size[prep.inverse]).astype(np.int64), sums)
+
+
+def _centre_groups(pred: Predictions, prep: _Prepared, kind: str, description: str,
+                   size: np.ndarray, sums: dict[str, np.ndarray]) -> GroupErrors:
+    """Return one overlapping group per centre, labelled by its row, from its sums."""
+    return _from_sums(
+        pred=pred, kind=kind, description=description,
+        labels=[f"row {r}" for r in pred.row[prep.centres]], size=size,
+        mass=pred.weight[prep.centres].astype(float), centre=prep.centres, overlapping=True,
+        notice=None, sums=sums,
     )
 
 
@@ -463,21 +468,10 @@ def kernel_calibration(
     size, covered, sums = _kernel_sums(prep, rows, cols, distance, bandwidth, kernel)
     sums = {key: sums[key] for key in SUM_KEYS}
     note = f", {m:,} sampled centres (seed {seed})" if prep.sampled else ""
-    groups = _from_sums(
-        pred=pred,
-        kind="kernel",
-        description=(
-            f"{kernel} kernel, bandwidth {bandwidth:g}, in ({', '.join(prep.space.covariates)})"
-            f"{note}"
-        ),
-        labels=[f"row {r}" for r in pred.row[prep.centres]],
-        size=np.rint(size).astype(np.int64),
-        mass=pred.weight[prep.centres].astype(float),
-        centre=prep.centres,
-        overlapping=True,
-        notice=None,
-        sums=sums,
-    )
+    description = (f"{kernel} kernel, bandwidth {bandwidth:g}, in "
+                   f"({', '.join(prep.space.covariates)}){note}")
+    groups = _centre_groups(pred, prep, "kernel", description, np.rint(size).astype(np.int64),
+                            sums)
     report_progress(progress, 1.0, "done")
     return LocalCalibration(
         groups=groups,

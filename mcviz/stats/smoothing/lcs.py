@@ -172,6 +172,48 @@ def _arrays(score, label, weight, index) -> tuple:
     return score[rows], label[rows], None if weight is None else np.asarray(weight)[rows]
 
 
+def _prepared(arrays: tuple, span: float, grid_points: int, jitter: bool,
+              rng: np.random.Generator | int | None) -> tuple:
+    """Return the scores, labels, weights (ascending, jittered if asked) and neighbours k.
+
+    Raises ValidationError for invalid arrays, ``grid_points`` or a span of no neighbour.
+    """
+    s, y, w = _validated(*arrays, span)
+    if grid_points < 2:
+        raise ValidationError(f"grid_points must be at least 2, not {grid_points!r}.")
+    if jitter:
+        generator = np.random.default_rng(rng)
+        s = s + generator.normal(0.0, 0.001, s.size)
+    if jitter or np.any(s[1:] < s[:-1]):
+        order = np.argsort(s, kind="stable")
+        s, y = s[order], y[order]
+        w = None if w is None else w[order]
+    k = int(np.floor(span * s.size))
+    if k < 1:
+        raise ValidationError(
+            f"the LCS needs at least one neighbour: span {span:g} × n {s.size:,} < 1."
+        )
+    return s, y, w, k
+
+
+def _grid(s: np.ndarray, grid_points: int) -> np.ndarray:
+    """Return the :math:`l_j = (j-1)/(J-1)` inside [min score, max score] (or their midpoint)."""
+    full = np.arange(grid_points) / (grid_points - 1)
+    grid = full[(full >= s[0]) & (full <= s[-1])]
+    return grid if grid.size else np.array([0.5 * (s[0] + s[-1])])
+
+
+def _r_density(s: np.ndarray, w: np.ndarray | None, grid_points: int) -> tuple:
+    """Return R's ``density(c(-s, s, 2 - s), from = 0, to = 1, n = grid_points)``.
+
+    Its grid, values and bandwidth (:func:`_reflected`, on R's internal grid of at least 512
+    points, a power of two), to be read at the :math:`l_j`.
+    """
+    internal = max(grid_points, 512)
+    internal = internal if internal == 512 else int(2 ** np.ceil(np.log2(internal)))
+    return _reflected(s, w, internal)
+
+
 def local_calibration_score(
     score: Predictions | np.ndarray,
     label: np.ndarray | None = None,
@@ -238,33 +280,12 @@ def local_calibration_score(
     >>> local_calibration_score(pred, index=np.arange(10_000)).k   # the lower half alone
     1500
     """
-    score, label, weight = _arrays(score, label, weight, index)
-    s, y, w = _validated(score, label, weight, span)
-    if grid_points < 2:
-        raise ValidationError(f"grid_points must be at least 2, not {grid_points!r}.")
-    if jitter:
-        generator = np.random.default_rng(rng)
-        s = s + generator.normal(0.0, 0.001, s.size)
-    if jitter or np.any(s[1:] < s[:-1]):
-        order = np.argsort(s, kind="stable")
-        s, y = s[order], y[order]
-        w = None if w is None else w[order]
+    s, y, w, k = _prepared(_arrays(score, label, weight, index), span, grid_points, jitter, rng)
     n = s.size
-    k = int(np.floor(span * n))
-    if k < 1:
-        raise ValidationError(
-            f"the LCS needs at least one neighbour: span {span:g} × n {n:,} < 1."
-        )
-    full = np.arange(grid_points) / (grid_points - 1)
-    grid = full[(full >= s[0]) & (full <= s[-1])]
-    if grid.size == 0:
-        grid = np.array([0.5 * (s[0] + s[-1])])
+    grid = _grid(s, grid_points)
     mean, count, events = knn_mean(s, y, grid, k, w)
     fit = np.clip(mean, 0.0, 1.0)
-    # R's density(c(-s, s, 2 - s), from = 0, to = 1, n = grid_points), read at the l_j.
-    internal = max(grid_points, 512)
-    internal = internal if internal == 512 else int(2 ** np.ceil(np.log2(internal)))
-    density_grid, density_values, bandwidth = _reflected(s, w, internal)
+    density_grid, density_values, bandwidth = _r_density(s, w, grid_points)
     density = np.interp(grid, density_grid, density_values)
     weights = density / density.sum() if density.sum() > 0 else np.full(grid.size, 1 / grid.size)
     lcs = float(np.sum(weights * (fit - grid) ** 2))  # eq. (6)

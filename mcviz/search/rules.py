@@ -1,0 +1,228 @@
+r"""The guided search's rules: every tuning constant of the search, in one documented object.
+
+Each field of :class:`SearchRules` states the rule, the guarantee it protects, the benchmark
+that set it (under ``benchmarks/``; its history: ``benchmarks/search_rules.md``) and the test
+(under ``tests/search/``) that fails if it drifts. The search
+reads the one instance :data:`RULES`; a test that needs another rule builds
+``dataclasses.replace(RULES, ...)`` and hands it to :class:`~mcviz.search._beam.Beam` (or
+patches ``mcviz.search._find.RULES``).
+
+The rules come in six groups: the beam (which candidates are expanded), pruning and growth
+(which conditions a finding keeps, :meth:`SearchRules.material` and the test statistic
+:math:`T = (z - \sqrt f z_0)/\sqrt{1-f}` of :meth:`~mcviz.search._prune.Pruning.prune`),
+folding (when two candidates are one finding), the bounded work (rows searched, entries
+examined, caches), level sets and candidate cuts (what the screen offers), and the held-out
+confirmation (when a p-value is simulated). They are not user settings
+(:class:`mcviz.settings.SearchSettings` holds those): changing one changes what the search
+finds, so it is re-measured on ``benchmarks/bench_find.py`` first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["RULES", "SearchRules"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRules:
+    """The guided search's tuning constants (one frozen instance, :data:`RULES`)."""
+
+    # -- the beam ---------------------------------------------------------------------------
+    beam_width: int = 16
+    """Nodes kept per level of the beam, half under-, half over-predicted. Protects: every planted
+    shape of up to three conditions is reached from some node. Set by: ``bench_find.py`` shape
+    table, 10^5 rows. Test: ``test_search_shapes.py::test_three_conditions_most_of_the_time``."""
+    beam_gain: float = 0.5
+    """A condition added to a node of level 1 or more (and by
+    :meth:`~mcviz.search._prune.Pruning.grow`) must raise its D/sigma on the search rows by more
+    than this. Protects: a node is not its parent less a few rows. Set by: ``bench_find.py`` shape
+    table, 10^5 rows. Test: ``test_search_shapes.py::test_three_conditions_most_of_the_time``."""
+    keep_per_column: int = 3
+    """Screened cuts per covariate that an expansion re-scores exactly. Protects: the coarse
+    screen's ranking error (block ends) does not lose the best cut. Set by: ``bench_find.py``
+    shape table. Test: ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    material_absolute: float = 1.0
+    """With :attr:`material_relative`, the cap of :meth:`material`: no condition must bring more
+    than ``max(1, 0.05 z)``. Protects: a condition that trims many rows is not dropped for a
+    gain a strong deviation cannot show. Set by: ``bench_find.py`` shape table. Test:
+    ``test_search_scale.py::test_level_one_expands_only_conditions_with_a_material_gain``."""
+    material_relative: float = 0.05
+    """The share of D/sigma in the cap of :meth:`material` (see :attr:`material_absolute`).
+    Protects: as :attr:`material_absolute`, for strong deviations. Set by: ``bench_find.py``
+    shape table. Test:
+    ``test_search_scale.py::test_level_one_expands_only_conditions_with_a_material_gain``."""
+    # -- pruning and growth -----------------------------------------------------------------
+    drop_t: float = 3.0
+    r"""A condition stays only when its :math:`T = (z - \sqrt f z_0)/\sqrt{1-f}` (its gain over the
+    rest of the finding in standard errors of an unrelated condition) is at least this.
+    Protects: the best of a few thousand unrelated cuts is dropped (the largest of that many
+    standard normals rarely reaches 3). Set by: ``bench_find.py`` shape table and calibrated
+    null. Test:
+    ``test_search_scale.py::test_grow_adds_only_conditions_that_pass_the_pruning_test_out_of_fold``."""
+    drop_t_oof: float = 2.5
+    """... and its out-of-fold :math:`T` (chosen on one fold, measured on the other) at least this,
+    unless its :math:`T` reaches :attr:`sure_t`. Protects: no condition stays only because it was
+    chosen on the rows it is measured on. Set by: ``bench_find.py`` at 10^5 and 10^6 rows. Test:
+    ``test_search_scale.py::test_grow_adds_only_conditions_that_pass_the_pruning_test_out_of_fold``."""
+    sure_t: float = 5.0
+    """A :math:`T` this large skips the out-of-fold test (the largest of a few thousand unrelated
+    cuts hardly reaches it). Protects: bounded work without losing a strong condition. Set by:
+    ``bench_find.py`` at 10^6 rows. Test:
+    ``test_search_scale.py::test_above_finish_rows_entries_whose_last_condition_fails_pruning_are_skipped``."""
+    min_fold_rows: int = 10
+    """A fold of fewer rows (or of fewer than half the smallest finding) gives an out-of-fold
+    :math:`T` of 0. Protects: no out-of-fold test on a handful of rows. Set by:
+    ``bench_find.py`` rare shape. Test:
+    ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    grow_limit: int = 4
+    """Pruned candidates (the strongest, examined first) that
+    :meth:`~mcviz.search._prune.Pruning.grow` tries to complete; it screens every covariate.
+    Protects: bounded finishing work. Set by: ``bench_find.py`` speed table. Test:
+    ``test_search_shapes.py::test_three_conditions_most_of_the_time``."""
+    grow_tries: int = 3
+    """:meth:`~mcviz.search._prune.Pruning.grow`'s candidate conditions tested out of fold per step
+    (the largest D/sigma first). Protects: bounded work per step. Set by: ``bench_find.py --big-n
+    1000000``. Test:
+    ``test_search_scale.py::test_grow_adds_only_conditions_that_pass_the_pruning_test_out_of_fold``."""
+    refine_passes: int = 2
+    """Passes of the coordinate ascent over a finding's conditions
+    (:meth:`~mcviz.search._refine.Refining.refine`). Protects: bounded work (most findings converge
+    in one pass). Set by: ``bench_find.py`` shape table. Test:
+    ``test_search_shapes.py::test_three_conditions_most_of_the_time``."""
+    refine_steps: int = 8
+    """Observed values tried for each cut point between its neighbouring candidate cuts. Protects: a
+    cut point lands within an eighth of a bin of the best observed value. Set by: ``bench_find.py``
+    shape table. Test: ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    # -- folding ----------------------------------------------------------------------------
+    jaccard_fold: float = 0.5
+    """Two candidates whose members overlap with a Jaccard index above this are one finding (the
+    better stays). Protects: no two reported findings are mostly the same rows. Set by:
+    ``bench_find.py`` shape table (two groups). Test:
+    ``test_search_scale.py::test_polished_findings_are_grown_and_never_overlap``."""
+    explained: float = 0.5
+    """A candidate whose D/sigma outside the rows of better findings falls below this share of its
+    own folds into them. Protects: a finding is not a better one seen through a window. Set by:
+    ``bench_find.py`` at 10^6 rows. Test:
+    ``test_search_scale.py::test_entries_explained_by_a_better_finding_are_folded_before_refining``."""
+    # -- bounded work -----------------------------------------------------------------------
+    examine_per_finding: int = 3
+    """Pool entries examined per finding wanted (plus 5; in proportion to the rows above
+    :attr:`finish_rows`). Protects: the finishing work is bounded whatever the pool. Set by:
+    ``bench_find.py`` speed table. Test:
+    ``test_search_scale.py::test_above_finish_rows_fewer_entries_are_examined``."""
+    max_search_rows: int = 1_000_000
+    """At most this many rows are searched (a random subset of the search rows); findings are
+    measured on every row. Protects: bounded memory and time. Set by: ``bench_find.py --scale``.
+    Test: ``test_search_scale.py::test_default_budget_admits_the_planted_searches``."""
+    finish_rows: int = 400_000
+    """At most this many search rows refine the candidates' cut points (pruning and ranking stay on
+    all the search rows). Protects: bounded finishing work at 10^6 rows, the same recovery. Set
+    by: ``bench_find.py --big-n 1000000``. Test:
+    ``test_search_scale.py::test_candidates_are_refined_on_at_most_finish_rows``."""
+    min_rows: int = 20
+    """No finding has fewer search rows, whatever ``min_share``; a search needs twice as many.
+    Protects: no finding of a handful of rows. Set by: none (a floor). Test:
+    ``test_search.py::test_too_few_rows``."""
+    masks_cached: int = 32
+    """Boolean masks over the search rows kept for reuse (one byte per search row each; the memory
+    estimate counts them). Protects: memory within :func:`~mcviz.search.search_estimate`. Set by:
+    ``bench_budget.py``. Test:
+    ``test_search_scale.py::test_estimate_is_an_upper_bound_of_the_measured_peak``."""
+    masked_share: float = 0.125
+    """Subsets of at least this share of a node's rows are scored from masks, smaller ones gathered
+    (the same numbers: exact integer sums). Protects: speed only. Set by: ``bench_search_time.py``.
+    Test: ``test_search_shapes.py::test_masked_subsets_are_scored_exactly``."""
+    sets_cached: int = 2
+    """Members of recent conjunctions kept for reuse, in all at most this many times the search rows
+    (eight bytes per position; the memory estimate counts them). Protects: memory within
+    :func:`~mcviz.search.search_estimate`. Set by: ``bench_budget.py``. Test:
+    ``test_search_scale.py::test_estimate_is_an_upper_bound_of_the_measured_peak``."""
+    # -- candidate cuts and level sets ------------------------------------------------------
+    numeric_bins: int = 64
+    """Candidate cut points per numeric covariate (quantiles of the search rows; refined later).
+    Protects: any threshold or band is within a bin of a candidate. Set by: ``bench_find.py`` shape
+    table. Test: ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    distinct_bins: int = 128
+    """A numeric covariate with at most this many distinct values is cut at every one of them.
+    Protects: counts and small integers are cut exactly. Set by: ``bench_find.py`` shape table.
+    Test: ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    max_levels: int = 1000
+    """Nominal covariates with more levels are left out of the search, with a notice. Protects:
+    bounded work; no identifier column searched. Set by: none (a bound). Test:
+    ``test_search_from_arrow.py::test_the_search_prepares_the_same_columns_from_arrow``."""
+    blocks: int = 256
+    """Blocks of the screen's coarse path (block ends are tie-run ends). Protects: the screen's D is
+    within a block's drift of the exact one. Set by: ``bench_find.py`` speed table. Test:
+    ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    set_penalty: float = 0.75
+    """The out-of-fold D/sigma of a set of :math:`k` levels is lowered by ``set_penalty * log2(k)``.
+    Protects: a level set is not chosen for its many levels alone. Set by: ``bench_find.py`` shape
+    table (the set group). Test: ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    prefix_penalty: float = 0.0
+    """Within a finding's other conditions, a prefix set of :math:`k` levels is lowered by
+    ``prefix_penalty * log2(k)`` (there :attr:`join_tail` guards instead). Protects: as
+    :attr:`set_penalty`, within a finding. Set by: ``bench_find.py`` shape table. Test:
+    ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    join_tail: float = 0.1
+    """A level joins a set within a finding's other conditions only when its own drift there is
+    beyond the ``1 - join_tail / L`` normal quantile (``L`` levels). Protects: about
+    ``join_tail`` unrelated levels join by chance. Set by: ``bench_find.py`` shape table. Test:
+    ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    max_set_levels: int = 64
+    """Level sets hold at most this many levels (the rest is described as a complement). Protects: a
+    sentence a person can read. Set by: none (a bound). Test:
+    ``test_search_shapes.py::test_words_of_long_level_sets_and_scores``."""
+    # -- held-out confirmation --------------------------------------------------------------
+    simulate_below: float = 50.0
+    r"""Held-out groups of binary responses whose effective variance :math:`V_{\text{eff}} = V^3 /
+    (\sum_j W_j^3 S_j(1-S_j)(S_j^2 + (1-S_j)^2))^2` (the inverse square of the Lyapunov ratio of eq.
+    (5)'s terms; :math:`V = \sum_j S_j(1-S_j)W_j^2`; :math:`V_{\text{eff}} \approx V` at extreme
+    scores, :math:`4V` at 0.5) is below this get a simulated p-value. Protects: a held-out p-value
+    keeps its level where the Brownian tail does not. Set by: ``bench_holdout_tail.py``. Test:
+    ``test_holdout_p.py::test_simulated_p_keeps_the_level_where_the_brownian_p_does_not``."""
+    simulated_draws: int = 9_999
+    """Most simulated draws per finding (the smallest simulated p-value is 1 / 10,000). Protects:
+    p-values small enough for Holm over the findings. Set by: ``bench_holdout_tail.py``. Test:
+    ``test_holdout_p.py::test_simulated_p_agrees_with_the_exact_tail``."""
+    simulated_stop: int = 50
+    """The simulation stops once this many draws reach the observed D/sigma (Besag and Clifford's
+    sequential p-value, valid at any stop). Protects: bounded time for large p-values. Set by:
+    ``bench_holdout_tail.py``. Test:
+    ``test_holdout_p.py::test_simulated_p_agrees_with_the_exact_tail``."""
+    simulated_work: int = 3 * 10**7
+    """Rows x draws simulated per finding at most (fewer draws for groups of many rows). Protects:
+    bounded time. Set by: ``bench_holdout_tail.py``. Test:
+    ``test_holdout_p.py::test_a_small_held_out_finding_gets_the_simulated_p_in_the_search``."""
+    alpha: float = 0.05
+    """A finding is confirmed when its Holm-adjusted held-out p-value is below this; the minimum
+    detectable effect is at this level. Protects: the family-wise error of the confirmed findings.
+    Set by: ``bench_find.py`` calibrated null. Test:
+    ``test_search_shapes.py::test_fewer_findings_say_why_and_unconfirmed_are_flagged``."""
+
+    def material(self, z: float, kept: float | np.ndarray = 0.0) -> float | np.ndarray:
+        r"""Return the gain in D/sigma a condition must bring to stay.
+
+        The condition keeps a share :math:`f` (``kept``) of the rows it is added to. If it had
+        nothing to do with the deviation, the D/sigma with it would be that without it, shrunk
+        by :math:`\sqrt f`, plus a noise of standard deviation about :math:`\sqrt{1-f}` (the
+        part of the path it removes); a condition stays when it raises D/sigma by at least
+        :math:`\min(\max(1, 0.05\,D/\sigma),\ 0.2 + 0.5\sqrt{1 - f})`
+        (:attr:`material_absolute`, :attr:`material_relative`): a condition that trims a few
+        rows must bring a small gain, one that halves the rows a gain of the order of the noise.
+
+        Examples
+        --------
+        >>> round(float(RULES.material(40.0)), 12)  # min(max(1, 2), 0.2 + 0.5)
+        0.7
+        >>> round(float(RULES.material(4.0, kept=0.96)), 12)  # min(1, 0.2 + 0.5 * 0.2)
+        0.3
+        """
+        cap = max(self.material_absolute, self.material_relative * z)
+        return np.minimum(cap, 0.2 + 0.5 * np.sqrt(np.clip(1.0 - np.asarray(kept), 0.0, 1.0)))
+
+
+RULES = SearchRules()
+"""The rules the search runs with."""
