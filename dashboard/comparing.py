@@ -23,6 +23,8 @@ __all__ = ["CHALLENGER", "CompareRequest", "Line", "challenger_scores", "command
            "run_comparison", "score_b_options", "summary_table", "verdict_lines",
            "widget_values"]
 
+GAP_NOTE = ("gap: observed − predicted on the group's held-out rows, in percentage points "
+            "(negative: the model over-predicts there). Brier B − A > 0: B's loss is higher.")
 CHALLENGER = "challenger_upload"
 """Session-state key: the challenger's uploaded file ``{"name", "digest", "frame"}``."""
 
@@ -189,16 +191,19 @@ def summary_table(result: Any) -> pd.DataFrame:
 
 
 def groups_table(found: tuple) -> pd.DataFrame:
-    """Regressions or improvements: one row per group, in plain units."""
+    """Return regressions or improvements: one row per group, in plain units.
+
+    gap: held-out observed − predicted in percentage points under each model (:data:`GAP_NOTE`).
+    """
     return pd.DataFrame([{
         "group": f.description, "share of rows": f.share,
         "Brier B − A (held-out)": f.effect, "95% CI": f"{f.ci_low:+.4f} to {f.ci_high:+.4f}",
-        "A: observed − predicted (points)": f.calibration_a * 100,
-        "B: observed − predicted (points)": f.calibration_b * 100,
-        "adjusted p": f.p_adjusted, "confirmed": "yes" if f.confirmed else "no",
+        "A: gap (points)": f.calibration_a * 100, "B: gap (points)": f.calibration_b * 100,
+        "adjusted p": format_p(f.p_adjusted).removeprefix("p "),
+        "confirmed": "yes" if f.confirmed else "no",
     } for f in found], columns=["group", "share of rows", "Brier B − A (held-out)", "95% CI",
-                                "A: observed − predicted (points)",
-                                "B: observed − predicted (points)", "adjusted p", "confirmed"])
+                                "A: gap (points)", "B: gap (points)", "adjusted p",
+                                "confirmed"])
 
 
 def net_benefit_table(result: Any) -> pd.DataFrame:

@@ -89,20 +89,16 @@ except ValidationError as error:
     st.stop()
 
 with st.container(key="verdict"):
-    marks = {"good": "🟢", "bad": "🔴", "neutral": "⚪"}
+    marks = {"good": ":green[●]", "bad": ":red[●]", "neutral": ":gray[○]"}  # no emoji font
     for line in comparing.verdict_lines(result):
         st.markdown(f"{marks[line.kind]} {escape_markdown(line.text)}", help=line.help)
     ui.show_info(f"Next step: {result.next_step}")
 
-summary_col, net_col = st.columns(2) if not ui.presentation() else (st.container(),) * 2
-with summary_col:
-    st.markdown(f"**A = {code(result.score_a)} · B = {code(result.score_b)}** · "
-                f"{result.n:,} rows")
-    ui.show_table(comparing.summary_table(result), key="compare_summary")
-with net_col:
-    st.markdown("**Net benefit** (net true positives per 1,000 decisions)")
-    ui.show_table(comparing.net_benefit_table(result), percent=("decisions changed",),
-                  key="compare_net")
+st.markdown(f"**A = {code(result.score_a)} · B = {code(result.score_b)}** · {result.n:,} rows")
+ui.show_table(comparing.summary_table(result), key="compare_summary")
+st.markdown("**Net benefit** (net true positives per 1,000 decisions)")
+ui.show_table(comparing.net_benefit_table(result), percent=("decisions changed",),
+              key="compare_net")
 
 orders = [p.order_by for p in result.paths]
 ui.selectbox_state(s.W_CMP_ORDER, orders, AVERAGE_SCORE)
@@ -123,6 +119,7 @@ for title, found, word in (("Where B is worse (regressions)", result.regressions
         continue
     ui.show_table(comparing.groups_table(found), percent=("share of rows",),
                   key=f"compare_{word}")
+    ui.caption(comparing.GAP_NOTE)
     buttons = st.columns(min(len(found), 4))
     for k, finding in enumerate(found):
         label = display_text(f"Open in Review: {finding.description}")

@@ -32,7 +32,7 @@ def test_groups_table_reads_each_group(result):
     first = result.regressions[0]
     assert table.loc[0, "group"] == "group == g4" == first.description
     assert table.loc[0, "Brier B − A (held-out)"] == first.effect > 0
-    assert table.loc[0, "B: observed − predicted (points)"] == pytest.approx(
+    assert table.loc[0, "B: gap (points)"] == pytest.approx(
         100 * first.calibration_b)
     assert table.loc[0, "confirmed"] == "yes"
 

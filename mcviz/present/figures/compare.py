@@ -85,7 +85,7 @@ def paired_cumulative_figure(path: PairedPath, *, title: str | None = None,
                 f"D = {format_number(path.kuiper)} · n = {path.n:,}")
     if path.n_missing:
         subtitle += f" · {path.n_missing:,} rows without {plotly_text(path.order_by)} left off"
-    default = f"Loss of B minus loss of A, cumulative along {plotly_text(path.order_by)}"
+    default = "Loss of B minus loss of A, cumulative"
     return _layout(figure, path, y_title=f"B − A {loss} loss (cumulative)",
                    title=title or default, subtitle=subtitle, presentation=presentation,
                    height=height)
@@ -109,16 +109,15 @@ def paired_residuals_figure(path: PairedPath, *, title: str | None = None,
     """
     keep = path.plot_index
     figure = go.Figure()
-    for name, values, color, kuiper, sigma in (
-            ("A", path.path_a, BLUE, path.kuiper_a, path.sigma_a),
-            ("B", path.path_b, VERMILION, path.kuiper_b, path.sigma_b)):
+    for name, values, color, kuiper in (("A", path.path_a, BLUE, path.kuiper_a),
+                                        ("B", path.path_b, VERMILION, path.kuiper_b)):
         figure.add_trace(go.Scatter(
             x=path.x[keep], y=values[keep], mode="lines", line={"color": color, "width": 2.5},
-            name=f"{name}: observed − predicted, cumulative (D = {format_number(kuiper)}, "
-                 f"D/σ = {format_number(kuiper / sigma if sigma else 0.0, digits=3)})",
+            name=f"{name}: observed − predicted, cumulative (range {format_number(kuiper)} "
+                 "in this order)",
             hovertemplate=f"{name}: cumulative = %{{y:.4g}}<extra></extra>"))
-    default = f"Each model's calibration along {plotly_text(path.order_by)}"
-    return _layout(figure, path, y_title="observed − predicted (cumulative)",
+    default = "Each model's calibration in the same order"
+    return _layout(figure, path, y_title="observed − predicted",
                    title=title or default,
                    subtitle="slope = miscalibration; flat: calibrated there",
                    presentation=presentation, height=height)

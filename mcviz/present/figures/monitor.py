@@ -9,10 +9,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from mcviz.present.figures._format import format_number
+from mcviz.monitor import MonitorResult
 from mcviz.present.figures._style import BLACK, BLUE, GRAY, VERMILION, apply_style, tick_size
 from mcviz.present.figures._text import plotly_texts
-from mcviz.monitor import MonitorResult
+from mcviz.present.figures.format import format_number
 
 __all__ = ["monitor_heatmap_figure", "monitor_series_figure"]
 
