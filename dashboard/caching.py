@@ -184,6 +184,13 @@ def figure(build: Callable, result: Any, cache: str | None, **options: Any) -> A
     return compute(f"figure:{cache}", "", build, result, presentation=presentation(), **options)
 
 
-def cumulative_fig(result: Any, *, title: str | None = None, cache: str | None = None) -> Any:
-    """Return the cumulative calibration plot of a result (via :mod:`mcviz.present.figures`)."""
+def cumulative_fig(result: Any, *, title: str | None = None, cache: str | None = None,
+                   p_note: str | None = None) -> Any:
+    """Return the cumulative calibration plot of a result (via :mod:`mcviz.present.figures`).
+
+    ``p_note`` is said in place of the p-value (rows chosen for being extreme).
+    """
+    if p_note:
+        return figure(cumulative_figure, result, None if cache is None else f"{cache}:{p_note}",
+                      title=title, p_note=p_note)
     return figure(cumulative_figure, result, cache, title=title)

@@ -27,6 +27,7 @@ from mcviz.stats.binning import calibration_metrics, reliability_diagrams
 from mcviz.stats.measures import classical_measures
 from mcviz.stats.smoothing import local_calibration_score
 from mcviz.stats.variables import level_calibration, rank_variables, variable_calibration
+from mcviz.subpopulations import subpopulation_words
 
 BIN_KIND_TITLES = {"equal_width": "Equal-width bins", "equal_count": "Equal-count bins"}
 CORP = "corp"
@@ -119,7 +120,8 @@ def argmax_verdict(item: Current, runs_: Any) -> runs.Verdict:
         return runs.search_verdict(run.search)
     held = runs.held_null(st.session_state,
                           runs.run_id(item.key, st.session_state.get(s.SUBPOP) or {}))
-    return runs.argmax_verdict(run.result, held)
+    return runs.argmax_verdict(run.result, held, total=item.pred.n,
+                               words=subpopulation_words(item.pred, run.result.argmax))
 
 
 def variable_ranking(item: Current) -> pd.DataFrame:
@@ -213,27 +215,31 @@ def review_scope(item: Current, runs_: tuple) -> runs.Scope:
 
 def review_cells(item: Current, scope: runs.Scope, variable: str | None, *,
                  own_calibration: bool = False, presentation: bool = False,
-                 corp: bool = False) -> list:
+                 corp: bool = False, runs_: tuple = ()) -> list:
     """Return the four cells of the review grid for a scope (figures, or text saying why not).
 
     ``corp``: the CORP diagram (no bins) in place of the binned reliability diagrams.
+    ``runs_``: a scope chosen from them for being extreme shows no p-value of its own
+    (:func:`dashboard.review.chosen_note` says what stands in its place).
     """
     results = review.review_results(item.pred, scope, variable=variable, bins=bin_counts(),
                                      compute=item.compute, corp=corp)
-    return compute(f"review:{scope.cache_key}:{variable}:{own_calibration}:{corp}", item.key,
-                   review.review_figures, results, presentation=presentation,
+    null = None
+    if runs_ and runs_[0].search is None:
+        null = runs.held_null(st.session_state,
+                              runs.run_id(item.key, st.session_state.get(s.SUBPOP) or {}))
+    note = review.chosen_note(scope, runs_, null)
+    return compute(f"review:{scope.cache_key}:{variable}:{own_calibration}:{corp}:{note}",
+                   item.key, review.review_figures, results, presentation=presentation,
                    height=REVIEW_HEIGHT[presentation], own_calibration=own_calibration,
-                   bins=list(bin_counts()))
+                   bins=list(bin_counts()), p_note=note)
 
 
 def review_section(item: Current, runs_: tuple) -> ReportSection | None:
     """Return the report's review section: the 2x2 grid of the chosen scope and variable."""
-    try:
-        scope = review_scope(item, runs_)
-    except ValidationError:
-        scope = runs.resolve_scope(item.pred, "full")
+    scope = _current_scope(item, runs_)
     variable = chosen_variable(item)
-    cells = review_cells(item, scope, variable)
+    cells = review_cells(item, scope, variable, runs_=runs_)
     notes = tuple(cell for cell in cells if isinstance(cell, str) and cell)
     return ReportSection(
         f"Review: {scope.description}",
@@ -245,24 +251,30 @@ def review_section(item: Current, runs_: tuple) -> ReportSection | None:
 
 def scope_results(item: Current, runs_: tuple) -> tuple[str, Any]:
     """Return the Review page's scope in words and its results (cached through ``item.compute``)."""
-    try:
-        scope = review_scope(item, runs_)
-    except ValidationError:
-        scope = runs.resolve_scope(item.pred, "full")
+    scope = _current_scope(item, runs_)
     results = review.review_results(item.pred, scope, variable=chosen_variable(item),
                                      bins=bin_counts(), compute=item.compute)
     name = "The full population" if scope.is_full else f"The scope: {scope.description}"
     return name, results
 
 
+def _current_scope(item: Current, runs_: tuple) -> runs.Scope:
+    """Return the Review page's scope, the full population when it cannot be resolved."""
+    try:
+        return review_scope(item, runs_)
+    except ValidationError:
+        return runs.resolve_scope(item.pred, "full")
+
+
 def current_verdict(item: Current, runs_: tuple) -> Any:
     """Return the verdict of the Review page's scope (as the page states it): report, deck."""
     _, results = scope_results(item, runs_)
+    scope = _current_scope(item, runs_)
     null = None
     if runs_ and runs_[0].search is None:
         null = runs.held_null(st.session_state,
                               runs.run_id(item.key, st.session_state.get(s.SUBPOP) or {}))
-    verdict = review.scope_verdict(item.pred, results, runs_, null=null)
+    verdict = review.scope_verdict(item.pred, results, runs_, null=null, scope=scope)
     fix = fixing.held_section(st.session_state, item.key)  # the Fix page's judgement (#27)
     verdict = verdict if fix is None else verdict.with_sections(fix)
     watch = monitoring.held_section(st.session_state, item.key)  # the Monitor page's (#29)

@@ -196,12 +196,12 @@ def groups_table(found: tuple) -> pd.DataFrame:
     gap: held-out observed − predicted in percentage points under each model (:data:`GAP_NOTE`).
     """
     return pd.DataFrame([{
-        "group": f.description, "share of rows": f.share,
-        "Brier B − A (held-out)": f.effect, "95% CI": f"{f.ci_low:+.4f} to {f.ci_high:+.4f}",
+        "group": f.description, "share": f.share,
+        "Brier B − A, held-out (95% CI)": f"{f.effect:+.4f} ({f.ci_low:+.4f} to {f.ci_high:+.4f})",
         "A: gap (points)": f.calibration_a * 100, "B: gap (points)": f.calibration_b * 100,
         "adjusted p": format_p(f.p_adjusted).removeprefix("p "),
         "confirmed": "yes" if f.confirmed else "no",
-    } for f in found], columns=["group", "share of rows", "Brier B − A (held-out)", "95% CI",
+    } for f in found], columns=["group", "share", "Brier B − A, held-out (95% CI)",
                                 "A: gap (points)", "B: gap (points)", "adjusted p",
                                 "confirmed"])
 

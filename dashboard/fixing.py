@@ -278,7 +278,25 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
                                      "not computable on the held-out rows")),
     )
     return Section(f"Fix ({result.method})", tuple(sentences), facts,
-                   draw=lambda: before_after_figures(result))
+                   draw=lambda: before_after_figures(result), next_step=fix_next_step(result))
+
+
+def fix_next_step(result: Any) -> str:
+    """Say ship or don't ship, from the fix's judgement on held-out rows (one sentence).
+
+    Ship only when the held-out log loss improved beyond its 95% interval (``meaningful``);
+    a fix whose change is within noise is not worth shipping yet; a rejected one never.
+    """
+    recommended = getattr(result, "recommended", None)  # a stricter rule, when the fix has one
+    ship = result.accepted and result.meaningful if recommended is None else bool(recommended)
+    if ship:
+        return (f"Ship the {result.method} fix: on {result.n_eval:,} held-out rows it "
+                f"{result.verdict.split(' fix ', 1)[-1]}; download its map and apply it.")
+    if result.accepted:
+        return (f"Don't ship the {result.method} fix yet: on {result.n_eval:,} held-out rows its "
+                "effect is within noise; collect more rows or try another method.")
+    return (f"Don't ship the {result.method} fix: it made the held-out predictions worse; "
+            "keep the model as it is or try another method.")
 
 
 def before_after_figures(result: Any) -> tuple:

@@ -17,6 +17,7 @@ import pandas as pd
 from mcviz.io import Predictions
 from mcviz.monitor import MonitorResult, infer_time_column
 from mcviz.settings import MonitorSettings as LibrarySettings
+from mcviz.subpopulations import conditions_words
 from mcviz.subpopulations.describe import timestamp_text
 
 __all__ = ["PERIOD_CHOICES", "MonitorSettings", "default_segments", "review_filter",
@@ -49,7 +50,7 @@ class MonitorSettings:
     draws: int = LibrarySettings.draws
 
     def library(self) -> LibrarySettings:
-        """The library's settings of this run (validated: bounds named in the message)."""
+        """Return the library's settings of this run (validated: bounds named in the message)."""
         return LibrarySettings(
             time=self.time, period=int(self.period) if self.period.isdigit() else self.period,
             reference=self.reference.strip() or None, segments=self.segments,
@@ -238,7 +239,25 @@ def verdict_section(result: MonitorResult) -> object:
              ("alarms (family-wise false-alarm rate ≤ " f"{result.alpha:g})",
               f"{len(alarmed)} of {len(result.series)} series"))
     return Section("Monitoring: calibration over time", (head, *shown), facts,
-                   draw=lambda: _slide_figures(result))
+                   draw=lambda: _slide_figures(result), next_step=monitor_next_step(result))
+
+
+def monitor_next_step(result: MonitorResult) -> str | None:
+    """Say which periods and segments to look at when monitoring alarms (None: no alarm)."""
+    alarmed = result.alarms
+    if not alarmed:
+        return None
+    segments = [s for s in alarmed if s.subpopulation.conditions]  # a segment names a place
+    first = segments[0] if segments else alarmed[0]
+    noun = result.periods.period
+    where = (conditions_words(first.subpopulation.conditions) if segments
+             else "the full population")
+    since = result.label(first.first_alarm)
+    others = len(segments) - 1 if segments else 0
+    more = (f" (and {others:,} more alarmed segment{'' if others == 1 else 's'})"
+            if others else "")
+    return (f"Look at {where}{more} from the {noun} of {since}: open it in Review from the "
+            "Monitor page's heat map, then refit or fix the model on rows from after the change.")
 
 
 def _slide_figures(result: MonitorResult) -> tuple:

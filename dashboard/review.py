@@ -7,12 +7,15 @@ from typing import Any
 
 from dashboard.runs import Compute, Scope, direct
 from mcviz.io import Predictions
+from mcviz.stats.cumulative import mean_rates
+from mcviz.subpopulations import subpopulation_words
+from mcviz.text import format_p
 from mcviz.present.review import ReviewResults, corp_of, corp_resamples, review_figures
 from mcviz.present.review import review_results as _review_results
-from mcviz.present.verdict import Verdict, review_verdict
+from mcviz.present.verdict import Selection, Verdict, review_verdict
 
-__all__ = ["ReviewResults", "corp_of", "corp_resamples", "deck_of", "review_figures",
-           "review_results", "scope_verdict"]
+__all__ = ["ReviewResults", "chosen_note", "corp_of", "corp_resamples", "deck_of",
+           "review_figures", "review_results", "scope_verdict"]
 
 
 def review_results(pred: Predictions, scope: Scope, *, variable: str | None,
@@ -25,22 +28,75 @@ def review_results(pred: Predictions, scope: Scope, *, variable: str | None,
 
 
 def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any], *,
-                  null: Any = None, null_estimate: str | None = None) -> Verdict:
+                  null: Any = None, null_estimate: str | None = None,
+                  scope: Scope | None = None) -> Verdict:
     """Return the verdict of the review's scope (:func:`mcviz.present.verdict.review_verdict`).
 
     ``runs_`` are the Subpopulations page's runs (the first one's search or generated
-    subpopulations speak), ``null`` the held null distribution of a generated run.
+    subpopulations speak), ``null`` the held null distribution of a generated run, ``scope``
+    how the scope was chosen: the argmax or a row of the generated table is judged by its
+    adjusted p-value from ``null`` (untested without one), never by its own; a finding of the
+    search (argmax or id of a searched run) by ``Finding.confirmed``; a filter or a level,
+    which the user wrote, by its own deviation.
     """
     sub = results.subpopulation
     run = runs_[0] if runs_ else None
     search = run.search if run is not None else None
     generated = run.result if run is not None and search is None else None
+    finding, selection = None, None
+    if sub is not None and scope is not None and scope.kind in ("argmax", "sub"):
+        if search is not None:
+            finding = next((f for f in search.findings if f.rank == sub.id), None)
+        elif generated is not None:
+            selection = _selection(generated, sub.id, null, largest=scope.kind == "argmax")
+    argmax_words = (None if generated is None else
+                    subpopulation_words(pred, generated.argmax))
     return review_verdict(
-        results.cumulative, description="full population" if sub is None else sub.description,
-        total=pred.n, deviation=sub is not None, multicalibration=generated, null=null,
-        null_estimate=null_estimate, search=search, binary=pred.response_kind == "binary",
-        curves=results.curves,
+        results.cumulative,
+        description="full population" if sub is None else subpopulation_words(pred, sub),
+        total=pred.n, deviation=sub is not None,
+        rates=mean_rates(pred, index=None if sub is None else sub.index),
+        selection=selection, finding=finding, multicalibration=generated, null=null,
+        null_estimate=null_estimate, argmax_words=argmax_words, search=search,
+        binary=pred.response_kind == "binary", curves=results.curves,
         n_variables=sum(kind != "nominal" for kind in pred.covariate_kinds.values()))
+
+
+def chosen_note(scope: Scope, runs_: Sequence[Any], null: Any = None) -> str | None:
+    """Return what a chart says in place of the p-value of a scope chosen for being extreme.
+
+    None for the full population, a filter or a level (their own p-value is a test).
+    """
+    if scope.kind not in ("argmax", "sub") or not runs_ or scope.subpopulation.id == 0:
+        return None
+    run = runs_[0]
+    if run.search is not None:
+        finding = next((f for f in run.search.findings if f.rank == scope.subpopulation.id),
+                       None)
+        if finding is None:
+            return None
+        if finding.p_kind == "void":
+            return "held-out p not valid with label-dependent weights"
+        return f"held-out adjusted p {_phrase(format_p(finding.p_adjusted))}"
+    selection = _selection(run.result, scope.subpopulation.id, null,
+                           largest=scope.kind == "argmax")
+    if selection.p_adjusted is None:
+        return f"{selection.phrase}: not yet tested against chance"
+    return f"adjusted p {_phrase(format_p(selection.p_adjusted))}, {selection.phrase}"
+
+
+def _phrase(p: str) -> str:
+    return p if p.startswith("<") else f"= {p}"
+
+
+def _selection(result: Any, sub_id: int, null: Any, *, largest: bool) -> Selection:
+    """How a generated subpopulation was chosen, with its adjusted p-value when tested."""
+    if null is None:
+        return Selection(int(result.n_subpopulations), largest=largest)
+    ids = [s.id for s in result.subpopulations]
+    p = float(null.p_adjusted[ids.index(sub_id)]) if sub_id in ids else None
+    return Selection(int(result.n_subpopulations), largest=largest, p_adjusted=p,
+                     draws=int(null.draws))
 
 
 def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source: str,

@@ -174,39 +174,42 @@ class Verdict:
                 "untested": "not yet tested against chance"}[self.kind]
 
 
-def argmax_verdict(result: Any, null: Any = None, *, level: float = 0.05) -> Verdict:
+def argmax_verdict(result: Any, null: Any = None, *, level: float = 0.05,
+                   words: str | None = None, total: int | None = None) -> Verdict:
     """State the worst subpopulation honestly: a finding only when its adjusted p < ``level``.
 
     ``null`` is the :class:`mcviz.stats.significance.NullDistribution` of ``result``'s
-    subpopulations (its ``p_adjusted`` in the order of ``result.subpopulations``), or None.
-    The argmax's own (unadjusted) p-value is never the evidence: with ℓ subpopulations,
-    chance alone makes the smallest of ℓ p-values tiny.
+    subpopulations (its ``p_adjusted`` in the order of ``result.subpopulations``), or None;
+    ``words`` the argmax in words (:func:`mcviz.subpopulations.subpopulation_words`), ``total``
+    the rows of the full population (default: the largest subpopulation's, the full one). The
+    argmax's own (unadjusted) p-value is never the evidence: with ℓ subpopulations, chance
+    alone makes the smallest of ℓ p-values tiny. The words are the verdict's
+    (:func:`mcviz.present.verdict.selected_sentence`), its adjusted p after them.
     """
+    from mcviz.present.verdict import Selection, selected_sentence, selection_details
+
     argmax = result.argmax
-    count = result.n_subpopulations
-    head = (f"Worst subpopulation (argmax, #{argmax.id}): {argmax.description} — "
-            f"{argmax.size:,} rows")
-    if null is None:
-        return Verdict("untested", f"{head}. Not yet tested against chance: compute the null "
-                                   f"distribution (with {count:,} subpopulations, chance alone "
-                                   "makes the largest deviation look large).")
-    position = [sub.id for sub in result.subpopulations].index(argmax.id)
-    p_adjusted = float(null.p_adjusted[position])
-    if p_adjusted < level:
-        return Verdict("finding", f"{head}. Adjusted p = {p_adjusted:.3g} (max-statistic over "
-                                  f"{count:,} subpopulations, {null.draws:,} null draws).")
-    return Verdict("chance", f"{head}. The largest deviation is within what chance produces "
-                             f"with {count:,} subpopulations: adjusted p = {p_adjusted:.3g} "
-                             f"({null.draws:,} draws of perfectly calibrated responses).")
+    count = int(result.n_subpopulations)
+    selection = Selection(count)
+    if null is not None:
+        position = [sub.id for sub in result.subpopulations].index(argmax.id)
+        selection = Selection(count, p_adjusted=float(null.p_adjusted[position]),
+                              draws=int(null.draws))
+    total = total or max(int(sub.size) for sub in result.subpopulations)
+    said, ok = selected_sentence(selection, description=words or argmax.description,
+                                 size=int(argmax.size), total=total, level=level)
+    text = f"Worst subpopulation (argmax, #{argmax.id}): {said} {selection_details(selection)}"
+    if ok is None:
+        return Verdict("untested", text)
+    return Verdict("chance" if ok else "finding", text)
 
 
-def search_verdict(search: Any, *, level: float = 0.05) -> Verdict:
-    """State the first finding: a finding only when its Holm-adjusted held-out p < ``level``."""
-    if search.findings and search.findings[0].p_adjusted < level:
+def search_verdict(search: Any) -> Verdict:
+    """State the first finding: a finding only when it is confirmed (``Finding.confirmed``)."""
+    if search.findings and search.findings[0].confirmed:
         return Verdict("finding", search.findings[0].sentence)
-    return Verdict("chance", "No finding is confirmed on the held-out rows (every Holm-adjusted "
-                             f"p ≥ {level:g}): what the search found is within what chance "
-                             "produces.")
+    return Verdict("chance", "No group is confirmed on the rows the search did not use: what "
+                             "it found is within what chance produces.")
 
 
 def with_adjusted(table: pd.DataFrame, null: Any) -> pd.DataFrame:

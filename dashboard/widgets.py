@@ -94,10 +94,12 @@ def show_table(frame: pd.DataFrame, *, percent: tuple[str, ...] = (), **options:
     return st.dataframe(shown, column_config=config, **options)
 
 
-def cumulative_metrics(result: Any, *, per_row: int = 5) -> None:
+def cumulative_metrics(result: Any, *, per_row: int = 5, p_note: str | None = None) -> None:
     """Show the five headline numbers of a cumulative result: D, G, σ, D/σ and p.
 
     ``per_row`` below 5 wraps them onto rows (half-width columns would cut the numbers).
+    ``p_note``: the rows were chosen for being extreme, so the p-value cell says "not tested"
+    and why, never the rows' own p-value.
     """
     items = [
         ("Kuiper D", result.kuiper, None, "range of the cumulative differences (eq. 2)"),
@@ -109,7 +111,9 @@ def cumulative_metrics(result: Any, *, per_row: int = 5) -> None:
     for start in range(0, len(items), per_row):
         row = items[start : start + per_row]
         for cell, (name, value, kind, help_text) in zip(st.columns(per_row), row, strict=False):
-            if kind == "p" and value != value:  # NaN: weights that depend on the labels
+            if kind == "p" and p_note:  # chosen for being extreme: its own p is no test
+                cell.metric(name, "not tested", help=p_note)
+            elif kind == "p" and value != value:  # NaN: weights that depend on the labels
                 cell.metric(name, "not valid", help=VOID_P_VALUES)
             else:
                 cell.metric(name, format_number(value, kind=kind), help=help_text)

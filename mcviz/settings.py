@@ -315,6 +315,16 @@ class SearchSettings(Settings):
         help="seed of the split into search and held-out rows")
 
 
+VERDICT_LEVEL = 0.05
+"""The verdict calls a (properly adjusted) p-value below this "beyond chance"."""
+MATERIAL_GAP = 0.02
+"""What matters to the verdict's next step: a gap of 2 percentage points between what happened
+and what was predicted, in :data:`MATERIAL_SHARE` of the rows. When the search's minimum
+detectable effect at that share is larger, the next step is to collect more rows."""
+MATERIAL_SHARE = 0.05
+"""The share of the rows :data:`MATERIAL_GAP` is judged at (one of the search's MDE shares)."""
+
+
 @dataclass(frozen=True)
 class NullSettings(Settings):
     """The null distribution of M (:func:`mcviz.stats.significance.null_distribution`).

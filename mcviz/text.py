@@ -43,7 +43,7 @@ from mcviz.errors import ValidationError
 __all__ = ["BIDI_CONTROLS", "LINE_SEPARATORS", "MAX_NESTING", "P_FLOOR", "P_SMALLEST",
            "TIME_RESOLUTIONS", "check_nesting", "csv_text", "display_text", "format_count",
            "format_interval", "format_number", "format_p", "format_percent", "format_points",
-           "format_time", "readable_number"]
+           "format_time", "readable_number", "sentence_text"]
 
 BIDI_CONTROLS = frozenset(
     "\u202a\u202b\u202c\u202d\u202e"  # LRE, RLE, PDF, LRO, RLO
@@ -81,6 +81,25 @@ def display_text(value: object) -> str:
     if not _SHOWN.search(text):
         return text
     return _SHOWN.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def sentence_text(value: object) -> str:
+    r"""Return user text for a sentence: :func:`display_text`, and every control shown too.
+
+    A sentence (a verdict, a finding, a slide's text) is one line: the line feed, the tab and
+    every other C0/C1 control character become a visible ``[U+000A]``, so no name or level
+    can break a sentence, a slide's text run or a terminal line.
+
+    >>> sentence_text("a\nb\tc\u202ed\x00")
+    'a[U+000A]b[U+0009]c[U+202E]d[U+0000]'
+    """
+    text = display_text(value)
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
 
 
 def csv_text(value: object) -> object:

@@ -117,7 +117,7 @@ for title, found, word in (("Where B is worse (regressions)", result.regressions
     if not found:
         st.caption(f"No group where B is {word} was found.")
         continue
-    ui.show_table(comparing.groups_table(found), percent=("share of rows",),
+    ui.show_table(comparing.groups_table(found), percent=("share",),
                   key=f"compare_{word}")
     ui.caption(comparing.GAP_NOTE)
     buttons = st.columns(min(len(found), 4))

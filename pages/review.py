@@ -131,7 +131,7 @@ def verdict_block(results):
                 ui.show_error(error)
         st.session_state[s.NULL_SHOWN] = null is not None
     verdict = review.scope_verdict(
-        pred, results, runs_, null=null,
+        pred, results, runs_, null=null, scope=scope,
         null_estimate=None if estimate is None else f"about {estimate.seconds:,.1f} s")
     fix = fixing.held_section(st.session_state, analysis.key)  # judged on the Fix page (#27)
     verdict = verdict if fix is None else verdict.with_sections(fix)
@@ -143,8 +143,8 @@ def verdict_block(results):
                          if run is None or (run.search is None and null is None)
                          else (st.container(), None))
     with words:
-        for sentence in verdict.sentences:
-            line = finding_sentences.get(sentence)
+        for index, sentence in enumerate(verdict.sentences):  # the first: the scope itself
+            line = finding_sentences.get(sentence) if index else None
             if line is None:
                 st.markdown(md(sentence))
             else:
@@ -153,6 +153,8 @@ def verdict_block(results):
                           help="Open this finding as the scope of the four charts")
         for section in verdict.sections:
             st.markdown(f"**{md(section.title)}** " + md(" ".join(section.sentences)))
+        st.markdown(f"**Next step:** {md(verdict.next_step)}")
+        st.caption(md(" · ".join(verdict.details)), help=" ".join(verdict.appendix))
     if action is not None:
         action = action.container()
         if run is None:
@@ -175,7 +177,7 @@ results = review.review_results(pred, scope, variable=variable, bins=ui.bin_coun
 verdict = verdict_block(results)
 with st.spinner("Computing the review grid…"):
     cells = charts.review_cells(analysis, scope, variable, own_calibration=own_calibration,
-                                presentation=ui.presentation(), corp=corp)
+                                presentation=ui.presentation(), corp=corp, runs_=runs_)
 names_of_cells = ("cumulative", "reliability", "curves", "lcs")
 for row in (0, 1):
     for slot, position in zip(st.columns(2, gap="small"), (2 * row, 2 * row + 1), strict=True):

@@ -43,8 +43,13 @@ cells[1].metric("Mode", "exact" if screen.exact else "histogram",
 cells[2].metric("Rows screened", f"{screen.n:,}")
 cells[3].metric("Subpopulations", f"{len(table) - 1:,}")
 argmax = table.iloc[screen.argmax]
-st.success(f"Worst subpopulation (argmax, #{argmax['id']}): "
-           f"**{escape_markdown(argmax['description'])}** — {argmax['size']:,} rows")
+COUNT = len(table) - 1
+UNTESTED = (f"chosen from {COUNT:,} screened subpopulations for its value: not yet tested "
+            "against chance (a screen computes no null distribution, and the rows' own p-value "
+            "is no test of a group picked for being extreme)")
+st.info(f"Worst subpopulation (argmax, #{argmax['id']}): "
+        f"**{escape_markdown(argmax['description'])}** — {argmax['size']:,} rows. "
+        f"Largest of {COUNT:,}: not yet tested against chance.")
 st.caption(f"Engine {escape_markdown(screen.engine)} · files: "
            + ", ".join(code(f) for f in screen.files[:5])
            + (f" and {len(screen.files) - 5} more" if len(screen.files) > 5 else ""))
@@ -79,9 +84,11 @@ st.dataframe(pd.DataFrame({
     "Kuiper D": [float(screened["kuiper"]), own.kuiper],
     "σ": [float(screened["sigma"]), own.sigma],
 }), hide_index=True)
-ui.cumulative_metrics(own)
+ui.cumulative_metrics(own, p_note=UNTESTED)
 ui.show_figure(ui.cumulative_fig(own, title="The subpopulation's own calibration",
-                                 cache=f"screen_cum:{table_key}:{row}"),
+                                 cache=f"screen_cum:{table_key}:{row}",
+                                 p_note=("largest" if row == screen.argmax else "one")
+                                 + f" of {COUNT:,}: not yet tested against chance"),
                key=f"screen_cum_{row}")
 reliability = ui.compute("screen_reliability", f"{table_key}:{row}", reliability_diagrams, pred,
                          n_bins=list(ui.bin_counts()), kind="equal_width", n_bootstrap=0)

@@ -24,10 +24,13 @@ from mcviz.present.figures import (
     format_percent,
     subpopulation_scatter_figure,
 )
+from mcviz.present.verdict import Selection, selected_sentence, selection_details
 from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
+from mcviz.stats.cumulative import mean_rates
 from mcviz.subpopulations import (
     filter_subpopulation,
     group_subpopulations,
+    subpopulation_words,
 )
 from mcviz.text import display_text
 from mcviz.stats.weighting import SCHEMES
@@ -121,6 +124,8 @@ def drill_down(sub, row: dict | None) -> None:
                 f"weight {format_number(weight)} ({weight / pred.weight_total:.1%} of the total)")
     if sub.conditions:
         st.markdown("Path of splits: " + " → ".join(md(c) for c in sub.conditions))
+    if row is not None and runs_ and runs_[0].search is None:  # picked from the table
+        chosen_among(sub, row)
     left, right = ui.chart_slots(2)
     with left:
         deviation = ui.compute(f"deviation:{sub.description}", analysis.key,
@@ -141,6 +146,25 @@ def drill_down(sub, row: dict | None) -> None:
                               kind="equal_width", n_bootstrap=0, description=sub.description)
     ui.show_figure(charts.reliability_fig(result, f"relsub:{analysis.key}:{sub.description}"),
                    key=f"rel_{sub.id}_{sub.description}")
+
+
+def chosen_among(sub, row: dict) -> None:
+    """Say what a subpopulation picked from the generated table is: never its own p.
+
+    "Largest of 1,000 (one of 1,000): not yet tested against chance" until the null
+    distribution exists, then judged by its adjusted p-value (:mod:`mcviz.present.verdict`).
+    """
+    result = runs_[0].result
+    adjusted = row.get("p_adjusted")
+    tested = null is not None and adjusted is not None and adjusted == adjusted
+    selection = Selection(int(result.n_subpopulations), largest=sub.id == result.argmax.id,
+                          p_adjusted=float(adjusted) if tested else None,
+                          draws=int(null.draws) if tested else 0)
+    said, _ = selected_sentence(selection, description=subpopulation_words(pred, sub),
+                                size=sub.size, total=pred.n,
+                                rates=mean_rates(pred, index=sub.index),
+                                binary=pred.response_kind == "binary")
+    st.markdown(md(said), help=selection_details(selection))
 
 
 def null_section(result, run: str, seed: int):
@@ -189,14 +213,17 @@ def show_verdict(verdict: runs.Verdict) -> None:
 
 def search_section(search) -> None:
     """The findings in sentences, their held-out table and the minimum detectable effect."""
-    st.markdown(f"**Findings** of the guided search ({search.candidates_scored:,} candidates "
-                f"scored on {search.n_search:,} rows; {search.n_holdout:,} rows held out)")
+    st.markdown(f"**Findings** of the guided search, tested on {search.n_holdout:,} rows it "
+                f"did not search", help=f"{search.candidates_scored:,} candidate groups scored "
+                f"on {search.n_search:,} rows; each finding's p-value is from its held-out rows, "
+                "Holm-adjusted over the findings reported.")
     if not search.findings:
         st.info("The search found no subpopulation to report.")
     for finding in search.findings:
         st.markdown(f"{finding.rank}\\. {md(finding.sentence)}")
-    st.caption("p shown: the Brownian p-value of each finding's D/σ on the held-out rows (the "
-               "search never saw them), Holm-adjusted over the findings reported.")
+    st.caption("p shown: each finding's p-value on the held-out rows (the search never saw "
+               "them; Brownian-range, or simulated for small groups of 0/1 responses), "
+               "Holm-adjusted over the findings reported.")
     binary = pred.response_kind == "binary"
     scale, unit = (100.0, " points") if binary else (1.0, "")
     table = search.table
@@ -253,7 +280,8 @@ if runs_:
         st.session_state[s.NULL_SHOWN] = null is not None  # the link says nu=1
         if null is not None:
             show_null(null)
-        show_verdict(runs.argmax_verdict(result, null))
+        show_verdict(runs.argmax_verdict(result, null, total=pred.n,
+                                         words=subpopulation_words(pred, result.argmax)))
     if subsets.notice:
         ui.caption(subsets.notice)
     table = (runs.with_adjusted(result.table, null) if search is None

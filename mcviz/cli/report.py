@@ -8,9 +8,14 @@ the full population's charts, each confirmed finding's slides with native charts
 needs LibreOffice or kaleido; without either the PPTX is written and one line on stderr says why
 the PDF was not (exit 2 only when no deck could be written).
 
-Prints ``{"n", "verdict": [sentences], "findings": [{"rank", "description", "sentence",
-"effect", "interval", "share", "p_adjusted"}], "appendix": [...], "slides", "deck": [paths
-written]}``.
+Prints ``{"n", "verdict": [sentences], "next_step": sentence, "details": [lines],
+"findings": [{"rank", "description", "sentence", "effect", "interval", "effect_value", "ci_low",
+"ci_high", "share", "p_adjusted"}], "appendix": [...], "slides", "deck": [paths written]}``.
+The verdict's sentences are words (no statistical symbol); ``details`` holds the statistics. A
+finding's ``description`` is its exact filter expression (it re-parses), ``sentence`` the same
+group in words; ``effect`` is observed − predicted on its held-out rows (negative: fewer
+positives than predicted), written as the deck writes it, ``effect_value``, ``ci_low`` and
+``ci_high`` the same numbers as fractions.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ def run(args: argparse.Namespace) -> dict:
     from mcviz.present.verdict import review_verdict
     from mcviz.search import search_subpopulations
     from mcviz.settings import SearchSettings
-    from mcviz.stats.cumulative import cumulative_differences
+    from mcviz.stats.cumulative import cumulative_differences, mean_rates
 
     for path in args.deck:
         _common.check_output(path, flag="--deck", suffixes=(".pptx", ".pdf"))
@@ -56,20 +61,31 @@ def run(args: argparse.Namespace) -> dict:
     settings = _common.settings_from_arguments(SearchSettings, args)
     search = search_subpopulations(pred, covariates=covariates, **dataclasses.asdict(settings))
     verdict = review_verdict(cumulative_differences(pred), total=pred.n, search=search,
-                             binary=pred.response_kind == "binary")
+                             rates=mean_rates(pred), binary=pred.response_kind == "binary")
+    found = {f.rank: f for f in search.findings}
     slides, written = 0, []
     if args.deck:
         slides, written = _write_decks(args, pred, search, verdict, bins)
     return {
         "n": pred.n,
         "verdict": list(verdict.sentences),
+        "next_step": verdict.next_step,
+        "details": list(verdict.details),
         "findings": [{"rank": f.rank, "description": f.expression, "sentence": f.sentence,
-                      "effect": f.effect, "interval": f.interval, "share": f.share,
+                      "effect": f.effect, "interval": f.interval,
+                      "effect_value": _number(found[f.rank].mean_residual),
+                      "ci_low": _number(found[f.rank].ci_low),
+                      "ci_high": _number(found[f.rank].ci_high), "share": f.share,
                       "p_adjusted": f.p_adjusted} for f in verdict.findings],
         "appendix": list(verdict.appendix),
         "slides": slides,
         "deck": written,
     }
+
+
+def _number(value: float) -> float | None:
+    """Return a JSON number (None for NaN)."""
+    return None if value != value else float(value)
 
 
 def _bins(text: str) -> tuple[int, ...]:

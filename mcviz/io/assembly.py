@@ -109,16 +109,9 @@ def load_predictions(
         frame, roles, score=score, probabilities=probabilities, label=label, weight=weight
     )
     notices: list[str] = []
-    levels = pd.unique(frame[label].dropna()) if probability_columns else ()
-    if (probability_columns and not probabilities and len(levels) <= 2
-            and not any(labels_are_classes(probability_columns, [v]) for v in levels)):
-        # score_gbm, score_logistic, ... with two-valued labels that name no class: alternative
-        # scores of one binary model each (the page's rule, dashboard.state.default_mapping)
-        score, others = probability_columns[0], probability_columns[1:]
-        probability_columns = ()
-        notices.append(f"the columns {', '.join(map(repr, [score, *others]))} are alternative "
-                       f"scores (the labels in {label!r} are not their class names): {score!r} "
-                       "is analysed; name another as the score column to analyse it.")
+    if probability_columns and not probabilities:
+        score, probability_columns = _alternative_scores(
+            frame, label, score, probability_columns, notices)
     rows = _RowFilter(len(frame), drop_invalid)
     warnings: list[str] = []
     scores = _validated_scores(frame, probability_columns or (score,), rows)
@@ -142,6 +135,25 @@ def load_predictions(
         label=label, weight=weight, probability_columns=probability_columns, response=response,
         notices=notices,
     )
+
+
+def _alternative_scores(
+    frame: pd.DataFrame, label: str, score: str | None, columns: tuple, notices: list[str]
+) -> tuple[str | None, tuple]:
+    """Return ``(score, probability columns)``: inferred class columns that are alternative scores.
+
+    ``score_gbm``, ``score_logistic``, ... with two-valued labels that name no class are
+    alternative scores of one binary model each (the page's rule,
+    ``dashboard.state.default_mapping``): the first is analysed and a notice names the others.
+    """
+    levels = pd.unique(frame[label].dropna())
+    if len(levels) > 2 or any(labels_are_classes(columns, [v]) for v in levels):
+        return score, columns
+    score, others = columns[0], columns[1:]
+    notices.append(f"the columns {', '.join(map(repr, [score, *others]))} are alternative "
+                   f"scores (the labels in {label!r} are not their class names): {score!r} "
+                   "is analysed; name another as the score column to analyse it.")
+    return score, ()
 
 
 def _resolve_columns(

@@ -57,9 +57,15 @@ BASE_SHARE = 0.2
 """The base is fitted outside the findings when at least this share of the weight lies there."""
 
 
-def is_confirmed(finding, alpha: float) -> bool:
-    """Return whether the finding's Holm-adjusted held-out p-value is below ``alpha``."""
-    return bool(finding.p_adjusted < alpha)
+def is_confirmed(finding, level: float) -> bool:
+    """Say whether the finding is confirmed at ``level`` (the search's one rule, at that level).
+
+    :func:`mcviz.search.is_confirmed` (a valid held-out p-value, Holm-adjusted, below the
+    level); at ``alpha`` = 0.05 it is ``Finding.confirmed`` itself.
+    """
+    from mcviz.search import is_confirmed as confirmed
+
+    return confirmed(finding.p_kind, finding.p_adjusted, alpha=level)
 
 
 def _masks(pred, descriptions: Sequence[str]) -> list[np.ndarray]:
@@ -267,6 +273,7 @@ class _Covariates:
 
     description: str
     p_adjusted: float
+    p_kind: str
 
 
 def _covariate_findings(fix, findings: Sequence, score_column: str) -> list:
@@ -294,5 +301,5 @@ def _covariate_findings(fix, findings: Sequence, score_column: str) -> list:
             description = describe_conditions(kept)
             fix.notes.append(f"{finding.description!r} bounds the scores as fixed so far: its "
                              f"term is fitted on {description!r} (its covariates).")
-            usable.append(_Covariates(description, float(finding.p_adjusted)))
+            usable.append(_Covariates(description, float(finding.p_adjusted), finding.p_kind))
     return usable

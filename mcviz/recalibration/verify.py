@@ -38,7 +38,6 @@ import numpy as np
 from mcviz.budget import Budget, Estimate, check
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.recalibration._findings import is_confirmed
 from mcviz.recalibration._split import holdout_split, subset
 from mcviz.recalibration.judge import (
     BandShift,
@@ -55,7 +54,6 @@ from mcviz.settings import FIX_BAND_Z, DecisionSettings, FixSettings
 __all__ = ["BandShift", "Change", "FixResult", "FixSide", "fix_estimate", "fix_summary",
            "held_out_decisions", "recommend", "verify_fix"]
 
-ALPHA = 0.05
 
 # Measured by benchmarks/bench_fix.py (planted data, 4 covariates, 300 subpopulations) on the
 # 2-core reference machine: the peak RSS rose by 52-81 MB at 10^5 rows and 255-287 MB at 10^6
@@ -335,7 +333,7 @@ def verify_fix(
         found = search_subpopulations(fit_pred, covariates=names, seed=seed,
                                       progress=lambda f, t: report(0.2 * f, t))
         descriptions += [f.description for f in found.findings]
-        confirmed |= {f.description for f in found.findings if is_confirmed(f, ALPHA)}
+        confirmed |= {f.description for f in found.findings if f.confirmed}
     report(0.2, f"fitting the {fix.method} fix")
     fix.fit(fit_pred, progress=lambda f, t: report(0.2 + 0.5 * f, t))
     report(0.7, "judging on the held-out rows")

@@ -9,7 +9,7 @@ The findings form a :class:`~mcviz.subpopulations.SubpopulationSet`, so every vi
 subpopulations works on them.
 """
 
-from mcviz.search._confirm import canonical_order, split_rows
+from mcviz.search._confirm import canonical_order, is_confirmed, split_rows
 from mcviz.search._find import (
     Finding,
     MinimumDetectableEffect,
@@ -19,4 +19,4 @@ from mcviz.search._find import (
 )
 
 __all__ = ["Finding", "MinimumDetectableEffect", "SearchResult", "canonical_order",
-           "search_estimate", "search_subpopulations", "split_rows"]
+           "is_confirmed", "search_estimate", "search_subpopulations", "split_rows"]

@@ -51,6 +51,7 @@ __all__ = [
     "brownian_range_sf",
     "cumulative_differences",
     "decimate_path",
+    "mean_rates",
     "sigma_adjacent",
     "sigma_bernoulli",
 ]
@@ -313,3 +314,25 @@ def decimate_path(path: np.ndarray, *, target: int = DECIMATION_TARGET) -> np.nd
     highs = offsets + blocks.argmax(axis=1)
     index = np.concatenate(([0, size - 1], np.minimum(lows, size - 1), np.minimum(highs, size - 1)))
     return np.unique(index)
+
+
+def mean_rates(pred: Predictions, *, index: np.ndarray | None = None) -> tuple[float, float]:
+    r"""Return the weighted mean score and mean response of the rows ``index`` (all: None).
+
+    :math:`\sum W S / \sum W` and :math:`\sum W R / \sum W`: what the model predicted and what
+    happened, the words of a verdict ("the model predicted 24.1% positive and 20.9% were");
+    their difference is the end of the cumulative path, :math:`C_n` of eq. (1). NaN without rows
+    or weight.
+
+    Examples
+    --------
+    >>> pred = Predictions.from_arrays(np.array([0.2, 0.4, 0.6]), np.array([0, 1, 1]))
+    >>> [round(v, 12) for v in mean_rates(pred)], mean_rates(pred, index=np.array([0]))
+    ([0.4, 0.666666666667], (0.2, 0.0))
+    """
+    rows = slice(None) if index is None else np.asarray(index)
+    weight = pred.weight[rows]
+    total = float(weight.sum())
+    if not total > 0:
+        return float("nan"), float("nan")
+    return (float(weight @ pred.score[rows]) / total, float(weight @ pred.label[rows]) / total)

@@ -5,26 +5,30 @@ machine re-parses (``fnlwgt ≥ 30730 and fnlwgt < 88840``); :func:`conditions_w
 same group for a sentence, with no filter operator (no ``==``, ``!=``, ``>=``, ``<=``, ``≥``,
 ``≤``, ``<``, ``>`` or ``in {``) and bounds rounded to three significant digits:
 
-* two bounds on an integer column: "age 29 to 49" (``age ≥ 29 and age < 50``);
+* two bounds on a column of whole numbers below 1,000: "age 29 to 49" (``age ≥ 29 and
+  age < 50``);
 * two bounds on another number: "fnlwgt between 30,700 and 88,800";
-* one bound: "age 50 or more", "capital_gain below 100", "hours_per_week above 40";
+* one bound: "age 50 or more", "capital_gain below 100", "x above 0.123", "x 7 or less";
 * categories: "region is South", "region is not South", "marital_status is Married-civ-spouse
   or Married-AF-spouse", "workclass is none of Private, State-gov";
 * the score column: "where the model predicts 60% or more", "below 0.0176%";
 * missing values: "bmi is missing", "bmi is known", and "or missing" after a lower bound whose
   missing rows are among the group's (the library's missing rule).
 
-Rounding is for reading only; the exact expression stays in the description.
+Rounding is for reading only; the exact expression stays in the description. Names and levels
+are user text: :func:`mcviz.text.sentence_text` shows their control characters (bidi
+controls, line breaks, tabs) as ``[U+XXXX]``, so none reaches a sentence.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mcviz.text import format_time, readable_number
+from mcviz.text import format_time, readable_number, sentence_text
 
 if TYPE_CHECKING:
     from mcviz.io import Predictions
@@ -35,6 +39,10 @@ __all__ = ["FILTER_OPERATORS", "MAX_LEVELS_SAID", "conditions_words", "integer_c
 
 MAX_LEVELS_SAID = 5
 """A sentence lists at most this many levels of a set, then "or K more"."""
+
+SAID_EXACTLY = 1000
+"""Whole-number ranges below this are said exactly ("age 29 to 49"); above, rounded
+("fnlwgt between 30,700 and 88,800")."""
 
 FILTER_OPERATORS = ("==", "!=", ">=", "<=", "≥", "≤", "≠", "<", ">", " in {")
 """What a sentence in words never holds (tests read it)."""
@@ -81,12 +89,13 @@ def conditions_words(conditions: Sequence[Condition], *, score_column: str | Non
     for condition in conditions:
         by_column.setdefault(condition.column, []).append(condition)
     parts, said = [], ""
-    for column, group in by_column.items():
-        if column == score_column:
+    for name, group in by_column.items():
+        column = sentence_text(name)  # user text: no control character reaches a sentence
+        if name == score_column:
             said = "where the model predicts " + _bounds_words(group, score=True)
             continue
-        text = _column_words(column, group, integer=column in integers)
-        if column in missing and all(c.op in (">", ">=", "!=", "not in") for c in group):
+        text = _column_words(column, group, integer=name in integers)
+        if name in missing and all(c.op in (">", ">=", "!=", "not in") for c in group):
             text += ", or missing" if any(c.op in _LOWER for c in group) else " or missing"
         parts.append(text)
     return ", ".join(part for part in (" and ".join(parts), said) if part)
@@ -109,7 +118,7 @@ def _value_words(value: Any, *, score: bool = False) -> str:
         if score:
             return readable_number(100.0 * float(value)) + "%"
         return readable_number(float(value))
-    return str(value)
+    return sentence_text(value)
 
 
 def _bounds_words(group: list[Condition], *, integer: bool = False, score: bool = False) -> str:
@@ -118,14 +127,17 @@ def _bounds_words(group: list[Condition], *, integer: bool = False, score: bool 
     numeric = all(isinstance(c.value, int | float | np.integer | np.floating)
                   and not isinstance(c.value, bool | np.bool_) for c in group)
     if integer and numeric and not score:
-        low = None if lower is None else _whole_low(lower)
-        high = None if upper is None else _whole_high(upper)
-        if low is not None and high is not None:
-            return f"{low:,}" if low == high else f"{low:,} to {high:,}"
-        if low is not None:
-            return f"{low:,} or more"
-        if high is not None:
-            return f"{high:,} or less"
+        low = None if lower is None else _whole_low(lower)  # first whole number in
+        end = None if upper is None else _whole_high(upper) + 1  # first whole number out
+        if low is not None and end is not None and end - 1 < SAID_EXACTLY:
+            return f"{low:,}" if low == end - 1 else f"{low:,} to {end - 1:,}"
+        if low is not None and end is None:
+            return f"{readable_number(low)} or more"
+        if end is not None and low is None:
+            return f"below {readable_number(end)}"
+        if low is not None and end is not None:
+            lower, upper = (replace(lower, op=">=", value=low),  # type: ignore[arg-type]
+                            replace(upper, op="<", value=end))  # type: ignore[arg-type]
     low_text = None if lower is None else _value_words(lower.value, score=score)
     high_text = None if upper is None else _value_words(upper.value, score=score)
     if low_text is not None and high_text is not None:

@@ -378,7 +378,11 @@ def test_screening_table_opens_and_drills_down(tmp_path, capsys, monkeypatch):
         ("screen.parquet", out.read_bytes(), "application/octet-stream")).run()
     no_exceptions(at)
     assert metrics(at)["Rows screened"] == "5,000"
-    assert argmax["description"] in shown(at.success[0].value)
+    assert argmax["description"] in shown(at.info[0].value)
+    # picked for its value among 60: never judged by its own p (no null here)
+    assert "Largest of 60: not yet tested against chance." in shown(at.info[0].value)
+    assert not at.success
+    assert metrics(at)["p-value"] == "not tested"
     # the drill-down opens on the argmax and reads exactly its rows
     assert f"{argmax['size']:,} rows read" in " ".join(m.value for m in at.markdown)
     assert float(metrics(at)["Kuiper D"]) == pytest.approx(argmax["kuiper"], rel=1e-3)

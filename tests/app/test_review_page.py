@@ -30,8 +30,9 @@ def test_verdict_search_finding_click_and_deck():
     pptx = pytest.importorskip("pptx")
     at = _review()
     text = _verdict_text(at)
-    assert "The full population (48,842 rows) is calibrated" in text
-    assert "Subpopulations are not examined yet" in text
+    assert "Over all 48,842 rows the model is calibrated within what chance produces" in text
+    assert "Groups are not examined yet" in text
+    assert "Next step:" in text
     at.button(key="verdict_search").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["w_sub_mode"] == "searched"
@@ -43,16 +44,18 @@ def test_verdict_search_finding_click_and_deck():
     finding = at.button(key="open_finding_1")
     label = finding.label.replace("\\", "")  # data-derived text: escaped Markdown
     assert label.startswith("#1 · Among rows with")
-    assert "fnlwgt <" in label  # the low-census-weight region (its words may name more first)
+    assert "fnlwgt between" in label  # the low-census-weight region, in words
     assert "on held-out rows" in label
+    assert not any(op in label for op in ("<", ">", "≥", "≤", "=="))
     assert "not confirmed" not in label  # confirmed: adjusted p < 0.05 (0.008 since #30's split)
     finding.click().run()
     assert at.session_state["w_scope"] == "sub"
     assert at.session_state["w_scope_sub"] == 1
     assert at.query_params["smode"] == "searched"
     assert at.query_params["ssub"] == "1"
-    assert "deviates from the full population" in _verdict_text(at) or \
-        "calibrated like the full population" in _verdict_text(at)
+    # a finding as the scope: stated by its own sentence, judged by Finding.confirmed
+    assert label.split("· ", 1)[1] in _verdict_text(at)
+    assert "Open Fix" in _verdict_text(at)
     at.button(key="review_deck_build").click().run()
     assert not at.exception, [e.value for e in at.exception]
     deck = at.session_state["review_deck_file"]

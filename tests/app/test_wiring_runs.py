@@ -30,8 +30,10 @@ def test_no_null_means_untested_never_a_finding(generated):
     verdict = runs.argmax_verdict(generated.result)
     assert verdict.kind == "untested"
     assert not verdict.is_finding
-    assert "Not yet tested against chance: compute the null distribution" in verdict.text
-    assert f"with {generated.result.n_subpopulations:,} subpopulations" in verdict.text
+    count = generated.result.n_subpopulations
+    assert f"Largest of {count:,}: not yet tested against chance." in verdict.text
+    assert "compute the null distribution" in verdict.text
+    assert "beyond chance" not in verdict.text
     assert verdict.short == "not yet tested against chance"
 
 
@@ -52,8 +54,10 @@ def test_the_argmax_is_a_finding_only_below_the_level(generated):
     adjusted[position] = 0.05  # not below 0.05: within chance
     verdict = runs.argmax_verdict(result, _Null(adjusted))
     assert verdict.kind == "chance"
-    assert "within what chance produces with 30 subpopulations" in verdict.text
-    assert "adjusted p = 0.05" in verdict.text
+    assert "Tested against all 30, allowing for choosing the largest: within what chance " \
+        "produces." in verdict.text
+    assert "Adjusted p = 0.05 (max statistic over 30 subpopulations, 99 null draws)" \
+        in verdict.text
 
 
 def test_with_adjusted_lines_up_with_the_table(pred, generated):

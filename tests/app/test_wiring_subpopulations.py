@@ -67,8 +67,8 @@ def test_worst_subpopulation_is_untested_until_the_null_is_computed():
     at.button[0].click().run()
     no_exceptions(at)
     assert not at.success  # no green box before the null distribution
-    assert any("Not yet tested against chance: compute the null distribution" in t
-               for t in texts(at, "info"))
+    assert any("Largest of 100: not yet tested against chance." in t
+               and "compute the null distribution" in t for t in texts(at, "info"))
     table = numeric(at.dataframe[0].value)
     assert list(table.columns) == ["id", "description", "size", "D/σ", "p", "p_adjusted",
                                    "normalised"]
@@ -93,8 +93,8 @@ def test_worst_subpopulation_is_untested_until_the_null_is_computed():
     order = np.argsort(-table["D/σ"].to_numpy())
     assert np.all(np.diff(adjusted[order]) >= -1e-12)
     assert not at.success
-    assert any("within what chance produces with 100 subpopulations" in t
-               for t in texts(at, "info"))
+    assert any("Tested against all 100, allowing for choosing the largest: within what chance "
+               "produces." in t for t in texts(at, "info"))
 
 
 def test_a_planted_miscalibration_is_a_finding_after_the_null():
@@ -109,6 +109,7 @@ def test_a_planted_miscalibration_is_a_finding_after_the_null():
     assert len(success) == 1
     assert "Worst subpopulation (argmax" in success[0]
     assert "Adjusted p = 0.025" in success[0]
+    assert "allowing for choosing the largest: beyond chance" in success[0]
 
 
 def test_low_prevalence_weighting_voids_the_brownian_p_values():

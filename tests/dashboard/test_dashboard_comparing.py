@@ -31,7 +31,9 @@ def test_groups_table_reads_each_group(result):
     table = comparing.groups_table(result.regressions)
     first = result.regressions[0]
     assert table.loc[0, "group"] == "group == g4" == first.description
-    assert table.loc[0, "Brier B − A (held-out)"] == first.effect > 0
+    assert first.effect > 0
+    assert table.loc[0, "Brier B − A, held-out (95% CI)"] == (
+        f"{first.effect:+.4f} ({first.ci_low:+.4f} to {first.ci_high:+.4f})")
     assert table.loc[0, "B: gap (points)"] == pytest.approx(
         100 * first.calibration_b)
     assert table.loc[0, "confirmed"] == "yes"

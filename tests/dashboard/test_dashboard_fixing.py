@@ -1,4 +1,4 @@
-"""The Fix page's services: the same JSON as ``mcviz fix --json``; terms mapped to reviewed findings.
+"""The Fix page's services: the JSON of ``mcviz fix --json``; terms mapped to reviewed findings.
 
 The page loads the file with its default mapping (:func:`dashboard.state.default_mapping`), runs
 :func:`dashboard.fixing.run_fix` with :class:`dashboard.fixing.FixRun`'s options and writes
@@ -37,7 +37,7 @@ def test_the_page_and_the_command_line_print_the_same_json(cli, tmp_path, source
         frame = planted_fix_data(20_000, seed=1).drop(columns="truth")
         path = tmp_path / "pred.parquet"
         frame.to_parquet(path, index=False)
-    mapping, pred, result, page = _page(frame, method)
+    mapping, pred, _result, page = _page(frame, method)
     run = cli("fix", path, "--score", mapping.score, "--label", mapping.label, "--method",
               method, "--json")
     assert run.status == 0, run.err

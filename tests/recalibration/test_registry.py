@@ -120,7 +120,8 @@ def test_the_command_line_fits_the_toy_and_apply_refuses_its_worse_map(toy, cli,
     out = tmp_path / "scored.csv"
     refused = cli("apply", map_file, planted_file, "--out", out)
     assert refused.status == 2
-    assert "not recommended" in refused.err and "--force" in refused.err
+    assert "not recommended" in refused.err
+    assert "--force" in refused.err
     assert "log loss got worse beyond noise" in refused.err
     assert not out.exists()
     forced = cli("apply", map_file, planted_file, "--out", out, "--force", "--json")
@@ -140,7 +141,8 @@ def test_a_map_never_judged_is_applied_and_says_so(cli, planted_file, tmp_path):
 
     pred = load_predictions(planted_file, score="score", label="label")
     fix = Recalibrator("platt").fit(pred)
-    assert fix.verdict is None and fix.recommended is None
+    assert fix.verdict is None
+    assert fix.recommended is None
     map_file = tmp_path / "platt.json"
     map_file.write_text(fix.to_json())
     assert json.loads(map_file.read_text())["verdict"] is None

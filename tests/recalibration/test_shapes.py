@@ -16,7 +16,8 @@ from mcviz.recalibration import Recalibrator, holdout_split, verify_fix
 from mcviz.recalibration.simulate import planted_fix_data
 
 N = 80_000
-FINDING = SimpleNamespace(description='g == "a"', p_adjusted=1e-12)  # confirmed
+FINDING = SimpleNamespace(description='g == "a"', p_adjusted=1e-12, p_kind="brownian",
+                          confirmed=True)
 
 
 def _data(shape: str, seed: int = 0) -> Predictions:

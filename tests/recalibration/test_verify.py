@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from mcviz.stats.binning import calibration_metrics
 from mcviz.errors import ValidationError
 from mcviz.io import load_predictions
-from mcviz.stats.multical import multicalibration
 from mcviz.recalibration import Recalibrator, frame_for_scoring, rescored, verify_fix
 from mcviz.recalibration.simulate import PLANTED, planted_fix_data
+from mcviz.stats.binning import calibration_metrics
+from mcviz.stats.multical import multicalibration
 from mcviz.subpopulations import Subpopulation, filter_subpopulation, generate_subpopulations
 
 COVARIATES = ["region", "age", "channel", "tenure"]

@@ -22,7 +22,13 @@ from mcviz.subpopulations.words import (
     ([Condition("age", ">", 28.5), Condition("age", "<=", 49.5)], {"integers": {"age"}},
      "age 29 to 49"),
     ([Condition("age", ">=", 50)], {"integers": {"age"}}, "age 50 or more"),
-    ([Condition("age", "<", 50)], {"integers": {"age"}}, "age 49 or less"),
+    ([Condition("age", "<", 50)], {"integers": {"age"}}, "age below 50"),
+    ([Condition("age", "<=", 49.5)], {"integers": {"age"}}, "age below 50"),
+    ([Condition("c", "<", 100), Condition("d", "<", 100)], {"integers": {"c", "d"}},
+     "c below 100 and d below 100"),
+    # whole numbers of 1,000 and more: rounded, as other numbers
+    ([Condition("fnlwgt", ">=", 30730), Condition("fnlwgt", "<", 88840)],
+     {"integers": {"fnlwgt"}}, "fnlwgt between 30,700 and 88,800"),
     # three significant digits: 30730 -> 30,700, 88840 -> 88,800
     ([Condition("fnlwgt", ">=", 30730.0), Condition("fnlwgt", "<", 88840.0)], {},
      "fnlwgt between 30,700 and 88,800"),

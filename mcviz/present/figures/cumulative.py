@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from mcviz.stats.cumulative import CumulativeResult
 from mcviz.stats.deviation import DeviationResult
 from mcviz.present.figures._style import BLACK, BLUE, LIGHT_GRAY, VERMILION, apply_style, styled
-from mcviz.present.figures.format import format_number, format_ticks
+from mcviz.present.figures.format import format_number, format_p, format_ticks
 
 __all__ = ["cumulative_figure", "deviation_figure"]
 
@@ -26,7 +26,7 @@ TICKS = 6
 @styled
 def cumulative_figure(result: CumulativeResult, *, title: str | None = None,
                       presentation: bool = False, triangle_width: float = 0.1,
-                      height: int | None = None) -> go.Figure:
+                      height: int | None = None, p_note: str | None = None) -> go.Figure:
     """Plot the cumulative differences between responses and scores.
 
     {parameters}
@@ -38,6 +38,9 @@ def cumulative_figure(result: CumulativeResult, *, title: str | None = None,
     triangle_width : float, default 0.1
         Horizontal extent of the triangle at the origin, in units of the abscissa.
     height : int, optional
+    p_note : str, optional
+        Said in place of the p-value: a subpopulation chosen for being extreme has no valid
+        p-value of its own ("largest of 1,000: not yet tested against chance").
 
     {returns}
         Traces: the path, the triangle, and an invisible helper that draws the top axis.
@@ -46,7 +49,7 @@ def cumulative_figure(result: CumulativeResult, *, title: str | None = None,
     along = f" along {result.order_by}" if result.order_by else ""
     default_title = f"Cumulative differences{along} (slope = miscalibration)"
     subtitle = _statistics_text(result.kuiper, result.kuiper_z, result.p_value, result.ks,
-                                result.ks_z, result.n) + _sigma_note(result.sigma_method)
+                                result.ks_z, result.n, p_note) + _sigma_note(result.sigma_method)
     if result.n_missing:
         subtitle += f" · {result.n_missing:,} rows without {result.order_by} left off"
     return _path_figure(
@@ -62,7 +65,7 @@ def cumulative_figure(result: CumulativeResult, *, title: str | None = None,
 @styled
 def deviation_figure(result: DeviationResult, *, title: str | None = None,
                      presentation: bool = False, triangle_width: float = 0.1,
-                     height: int | None = None) -> go.Figure:
+                     height: int | None = None, p_note: str | None = None) -> go.Figure:
     """Plot the cumulative deviation of a subpopulation from the full population (paper 003).
 
     {parameters}
@@ -71,6 +74,8 @@ def deviation_figure(result: DeviationResult, *, title: str | None = None,
     presentation : bool, default False
     triangle_width : float, default 0.1
     height : int, optional
+    p_note : str, optional
+        Said in place of the p-value (a subpopulation chosen for being extreme).
 
     {returns}
         Traces: the path, the triangle, and an invisible helper that draws the top axis.
@@ -78,12 +83,12 @@ def deviation_figure(result: DeviationResult, *, title: str | None = None,
     name = result.description or "subpopulation"
     default_title = f"Deviation of {name} from the full population (slope = deviation)"
     subtitle = _statistics_text(result.kuiper, result.kuiper_z, result.p_value, result.ks,
-                                result.ks_z, result.n)
+                                result.ks_z, result.n, p_note)
     subtitle += f" of {result.n_full:,}" + _sigma_note(result.sigma_method)
     return _path_figure(
         result,
-        path_name="Fₖ − F̃ₖ (subpopulation − full population)",
-        y_title="Fₖ − F̃ₖ",
+        path_name="subpopulation − full population, cumulative (Fₖ − F̃ₖ)",
+        y_title="subpopulation − full population",
         bottom_title="score in the subpopulation",
         title=title or default_title, subtitle=subtitle, color=BLACK,
         presentation=presentation, triangle_width=triangle_width, height=height,
@@ -91,12 +96,15 @@ def deviation_figure(result: DeviationResult, *, title: str | None = None,
 
 
 def _statistics_text(
-    kuiper: float, kuiper_z: float, p_value: float, ks: float, ks_z: float, n: int
+    kuiper: float, kuiper_z: float, p_value: float, ks: float, ks_z: float, n: int,
+    p_note: str | None = None,
 ) -> str:
-    p_text = format_number(p_value, digits=3, kind="p")
+    p_text = format_p(p_value)
     p_text = f"p {p_text}" if p_text.startswith("<") else f"p = {p_text}"
     if np.isnan(p_value):  # the Brownian p-value is void: weights that depend on the labels
         p_text = "p not valid with label-dependent weights"
+    if p_note:  # chosen for being extreme: its own p is no test
+        p_text = p_note
     # the headline first: a narrow chart keeps it when the line is cut
     return (
         f"D/σ = {format_number(kuiper_z, digits=3)} ({p_text}) · G/σ = "
