@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from datetime import date, datetime
 
-import numpy as np
 
 from mcviz.errors import ValidationError
 
@@ -210,12 +210,15 @@ def format_number(value: object, *, digits: int = 4, kind: str | None = None) ->
     """
     if value is None:
         return "–"
-    if isinstance(value, datetime | date | np.datetime64) or type(value).__name__ in (
-            "Timestamp", "NaTType"):
+    # a numpy value means numpy is loaded: never import it here (the command line sets its
+    # native defaults before numpy loads)
+    np = sys.modules.get("numpy")
+    if isinstance(value, datetime | date) or type(value).__name__ in (
+            "Timestamp", "NaTType", "datetime64"):
         return format_time(value)
-    if isinstance(value, bool | np.bool_):
+    if isinstance(value, bool) or (np is not None and isinstance(value, np.bool_)):
         return str(bool(value))
-    if isinstance(value, int | np.integer):
+    if isinstance(value, int) or (np is not None and isinstance(value, np.integer)):
         return f"{int(value):,}"
     try:
         number = float(value)  # type: ignore[arg-type]

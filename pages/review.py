@@ -154,7 +154,9 @@ def verdict_block(results):
         for section in verdict.sections:
             st.markdown(f"**{md(section.title)}** " + md(" ".join(section.sentences)))
         st.markdown(f"**Next step:** {md(verdict.next_step)}")
-        st.caption(md(" · ".join(verdict.details)), help=" ".join(verdict.appendix))
+        if verdict.details:  # the scope's statistics in one line; all of them on hover
+            st.caption(md(verdict.details[0]) + (" · more on hover" if verdict.details[1:] else ""),
+                       help=" · ".join([*verdict.details, *verdict.appendix]))
     if action is not None:
         action = action.container()
         if run is None:

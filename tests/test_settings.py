@@ -64,11 +64,11 @@ def test_command_line_options_carry_the_bounds(cli, write_csv, random_frame):
     run = cli("metrics", path, "--score", "prob", "--label", "y", "--subpopulations", "0",
               "--json")
     assert run.status == 2
-    assert "n_subpopulations must be an integer from 1 to 20,000, not 0" in run.err
+    assert "--subpopulations value must be an integer from 1 to 20,000, not 0" in run.err
     run = cli("search", path, "--score", "prob", "--label", "y", "--max-conditions", "9",
               "--json")
     assert run.status == 2
-    assert "max_conditions must be an integer from 1 to 5, not 9" in run.err
+    assert "--max-conditions value must be an integer from 1 to 5, not 9" in run.err
 
 
 def test_thresholds_have_one_parser_and_one_default():

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 
 from mcviz.cli import _common
 from mcviz.settings import PERIODS, MonitorSettings
@@ -41,8 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--period", default=MonitorSettings.period,
                         help=", ".join(PERIODS) + ", or a count of equal periods (default "
                         "%(default)s)")
-    parser.add_argument("--reference", metavar="DATE", help="the reference is the periods "
-                        "ending by DATE (default: the first quarter of the time range)")
+    parser.add_argument("--reference", metavar="DATE", help="the reference is every whole "
+                        "period that ends by DATE (a date without a time counts through its "
+                        "last moment: 2013-01-31 takes in January; a period DATE cuts in two is "
+                        "monitored, and a note says so); default: the first quarter of the time "
+                        "range")
     parser.add_argument("--segments", metavar="COL,COL", help="comma-separated covariates whose "
                         "every level is monitored")
     parser.add_argument("--filter", action="append", default=[], metavar="EXPR",
@@ -68,7 +72,10 @@ def run(args: argparse.Namespace) -> dict:
         reference=args.reference, segments=tuple(_common.split(args.segments) or ()),
         filters=tuple(args.filter), search_reference=args.search_reference,
         covariates=_common.split(args.covariates))
-    return result_json(monitor_calibration(pred, settings=settings))
+    result = monitor_calibration(pred, settings=settings)
+    for notice in result.notices:
+        print(f"mcviz: note: {notice}", file=sys.stderr)
+    return result_json(result)
 
 
 def _check_segment_levels(args: argparse.Namespace) -> None:

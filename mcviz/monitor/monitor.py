@@ -291,7 +291,7 @@ def monitor_calibration(
     return MonitorResult(periods=periods, series=series, alpha=float(alpha), threshold=c,
                          null_maxima=draws.maxima, null_method=draws.method, n=int(rows.size),
                          seed=int(seed), seconds=perf_counter() - started,
-                         notices=(notice,) if notice else ())
+                         notices=(*periods.notes, *((notice,) if notice else ())))
 
 
 def _time_periods(pred: Predictions, rows: np.ndarray, time: str | None, period: str | int,

@@ -753,7 +753,10 @@ def review_verdict(
                 "judged by a p-value adjusted for the choice, never by its own."]
     if search is not None:
         said, findings = findings_sentences(search, binary=binary, level=level)
-        sentences.extend(s for s in said if s != first)
+        said = tuple(s for s in said if s != first)  # a finding as the scope: said once
+        if finding is not None and len(said) == 1 and said[0].endswith(":"):
+            said = ()  # its header alone, with nothing under it
+        sentences.extend(said)
         details.append(search_details(search))
         details.extend(line.details for line in findings)
         appendix.extend(_search_appendix(search, binary=binary, level=level))
@@ -781,5 +784,6 @@ def review_verdict(
                      multicalibration=multicalibration, null=null, n=total or size,
                      binary=binary, full=not deviation and finding is None)
     verdict = Verdict(sentences=tuple(sentences), findings=findings, calibrated=ok,
-                      appendix=tuple(appendix), details=tuple(details), next_step=step)
+                      appendix=tuple(appendix), details=tuple(dict.fromkeys(details)),
+                      next_step=step)
     return verdict.with_sections(*sections) if sections else verdict

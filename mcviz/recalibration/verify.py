@@ -258,6 +258,29 @@ def recommend(log_loss: Change, finding_changes: Sequence[tuple[str, Change]]
                   f"{log_loss.direction}) and no confirmed finding got worse beyond noise.")
 
 
+def _searched(fit_pred, names, seed, report) -> tuple[list[str], set[str]]:
+    """Return the search's findings on the fit rows (descriptions) and the confirmed ones."""
+    if not names:
+        return [], set()
+    from mcviz.search import search_subpopulations
+
+    report(0.0, "searching the fit rows")
+    found = search_subpopulations(fit_pred, covariates=names, seed=seed,
+                                  progress=lambda f, t: report(0.2 * f, t))
+    return ([f.description for f in found.findings],
+            {f.description for f in found.findings if f.confirmed})
+
+
+def _bands_note(bands) -> list[str]:
+    """Return a note naming the bands the fix made miscalibrated beyond noise (or none)."""
+    moved = [b for b in bands if b.moved]
+    if not moved:
+        return []
+    listed = "; ".join(f"{b.band} (z {b.z_before:+.1f} -> {b.z_after:+.1f})" for b in moved[:10])
+    return [f"bands made miscalibrated beyond noise (|z| > {FIX_BAND_Z:g} and more than before): "
+            f"{listed}{'' if len(moved) <= 10 else '; ...'}"]
+
+
 def verify_fix(
     pred: Predictions,
     *,
@@ -324,16 +347,7 @@ def verify_fix(
     fit_index, eval_index = holdout_split(pred, holdout, seed)
     fit_pred, eval_pred = subset(pred, fit_index), subset(pred, eval_index)
     names = list(pred.covariates.columns) if covariates is None else list(covariates)
-    descriptions: list[str] = []
-    confirmed: set[str] = set()
-    if search and names:
-        from mcviz.search import search_subpopulations
-
-        report(0.0, "searching the fit rows")
-        found = search_subpopulations(fit_pred, covariates=names, seed=seed,
-                                      progress=lambda f, t: report(0.2 * f, t))
-        descriptions += [f.description for f in found.findings]
-        confirmed |= {f.description for f in found.findings if f.confirmed}
+    descriptions, confirmed = _searched(fit_pred, names if search else [], seed, report)
     report(0.2, f"fitting the {fix.method} fix")
     fix.fit(fit_pred, progress=lambda f, t: report(0.2 + 0.5 * f, t))
     report(0.7, "judging on the held-out rows")
@@ -353,12 +367,7 @@ def verify_fix(
     bands = band_shifts(eval_pred, eval_after, position, names)
     recommended, reason = recommend(change, finding_changes)
     fix.verdict = {"recommended": recommended, "reason": reason}
-    moved = [b for b in bands if b.moved]
-    if moved:
-        notes.append(f"bands made miscalibrated beyond noise (|z| > {FIX_BAND_Z:g} and more than "
-                     "before): "
-                     + "; ".join(f"{b.band} (z {b.z_before:+.1f} -> {b.z_after:+.1f})"
-                                 for b in moved[:10]) + ("" if len(moved) <= 10 else "; ..."))
+    notes += _bands_note(bands)
     report(1.0, "done")
     return FixResult(
         method=fix.method, recalibrator=fix, recommended=recommended, reason=reason,

@@ -88,7 +88,7 @@ def deviation_figure(result: DeviationResult, *, title: str | None = None,
     return _path_figure(
         result,
         path_name="subpopulation − full population, cumulative (Fₖ − F̃ₖ)",
-        y_title="subpopulation − full population",
+        y_title="cumulative gap",
         bottom_title="score in the subpopulation",
         title=title or default_title, subtitle=subtitle, color=BLACK,
         presentation=presentation, triangle_width=triangle_width, height=height,
