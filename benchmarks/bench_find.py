@@ -3,6 +3,7 @@
 Run (about 55 minutes on the shared 2-core machine with the defaults)::
 
     nice -n 10 prlimit --as=8000000000 -- python benchmarks/bench_find.py \\
+        [--more all [--more-start 0]]  # only issue #42's shapes and null (find_more.py)
         [--n 100000] [--draws 15] [--big-n 1000000] [--big-draws 15] [--psg-big-draws 2] \\
         [--null-draws 400] [--null-start 0] [--null-jobs 1] [--null-n 20000] [--no-pysubgroup] \\
         [--shapes rare,three,...]
@@ -636,9 +637,24 @@ def main() -> None:
     parser.add_argument("--sample-rows", type=int, default=1_000_000)
     parser.add_argument("--engine", choices=("duckdb", "spark", "numpy"), default="duckdb")
     parser.add_argument("--estimate", action="store_true", help="also the memory estimate table")
+    parser.add_argument("--more", default="", metavar="SHAPES",
+                        help="only the shapes of issue #42 (benchmarks/shapes_more.py: "
+                        "levels25,codes,four,union,tiny,opposite,codes_declared or 'all'), "
+                        "--draws each at --n, then --null-draws calibrated draws of 30 "
+                        "covariates at --null-n (find_more.py)")
+    parser.add_argument("--more-start", type=int, default=0, help="first seed of --more")
     parser.add_argument("--psg-only", default="", metavar="SEEDS",
                         help="only pysubgroup, on these draws (e.g. 0-4) of --shapes: JSON lines")
     args = parser.parse_args()
+    if args.more:
+        from find_more import ALL, more_table, null_30
+
+        names = list(ALL) if args.more == "all" else [s for s in args.more.split(",") if s]
+        if args.draws:
+            more_table(names, args.n, args.draws, args.more_start)
+        if args.null_draws:
+            null_30(args.null_n, args.null_draws, args.null_start)
+        return
     if args.psg_only:
         low, _, high = args.psg_only.partition("-")
         problem = ensure_pysubgroup()

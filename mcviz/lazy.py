@@ -11,7 +11,7 @@ import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "require_module"]
 
 
 def lazy_exports(
@@ -46,3 +46,32 @@ def lazy_exports(
         return sorted({*namespace, *home})
 
     return __getattr__, __dir__
+
+
+def require_module(name: str, *, needed_for: str, install: str) -> None:
+    """Refuse, in one line, work that needs an optional module that cannot be imported.
+
+    Called before the work starts (not when the module is first used, after it), so that a
+    missing extra costs the user nothing.
+
+    Raises
+    ------
+    mcviz.errors.ValidationError
+        "<needed_for> needs <name>, which cannot be imported here (...): <install>."
+
+    Examples
+    --------
+    >>> require_module("json", needed_for="reading", install="nothing")
+    >>> require_module("no_such_module_h41", needed_for="--engine x", install="pip install x")
+    Traceback (most recent call last):
+    ...
+    mcviz.errors.ValidationError: --engine x needs no_such_module_h41, which cannot be imported \
+here (No module named 'no_such_module_h41'): pip install x.
+    """
+    from mcviz.errors import ValidationError
+
+    try:
+        importlib.import_module(name)
+    except ImportError as error:
+        raise ValidationError(f"{needed_for} needs {name}, which cannot be imported here "
+                              f"({error}): {install}.") from None

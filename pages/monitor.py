@@ -12,6 +12,7 @@ from dashboard import monitor as mon
 from dashboard import state as s
 from dashboard import ui
 from dashboard.text import code
+from mcviz.monitor.periods import REFERENCE_RULE
 from mcviz.errors import ValidationError
 from mcviz.present.figures import format_number, monitor_heatmap_figure, monitor_series_figure
 from mcviz.monitor import monitor_calibration
@@ -43,8 +44,7 @@ pick_period.selectbox("Periods", list(mon.PERIOD_CHOICES), key=s.W_MON_PERIOD,
                       format_func=mon.PERIOD_CHOICES.get)
 pick_reference.text_input("Reference ends by", key=s.W_MON_REFERENCE,
                           placeholder="default: first quarter of the time range",
-                          help="A date (or number): the reference is the whole periods that "
-                               "end by it.")
+                          help=f"A date (or number): {REFERENCE_RULE}.")
 pick_search.toggle("Search the reference", key=s.W_MON_SEARCH,
                    help="Also monitor the subpopulations a guided search finds on the reference "
                         "periods (confirmed on held-out reference rows).")

@@ -169,7 +169,23 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--drop-invalid", action="store_true", help="drop invalid rows (and say how many)"
     )
+    add_kind_arguments(parser)
     add_json_argument(parser)
+
+
+def add_kind_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--nominal``: covariates read as levels (integer codes, zip codes, ids forced in)."""
+    parser.add_argument(
+        "--nominal", metavar="COL[,COL]",
+        help="comma-separated covariates to read as levels (a set of values) even when they "
+        "hold numbers, such as integer codes; default: text columns are nominal, numbers and "
+        "dates ordinal")
+
+
+def kind_options(args: argparse.Namespace) -> dict:
+    """Return the loader's ``nominal=`` from ``--nominal`` (nothing when the command has none)."""
+    nominal = split(getattr(args, "nominal", None))
+    return {"nominal": nominal} if nominal else {}
 
 
 def load_from_arguments(args: argparse.Namespace, **options: object) -> Predictions:
@@ -188,7 +204,8 @@ def load_parquet_first(args: argparse.Namespace, *, covariates: Sequence[str] | 
     loader's. ``weighted=False``: before ``--weighting`` (:func:`load_file`).
     """
     pred = None
-    if args.probabilities is None and args.positive is None and args.score and args.label:
+    if (args.probabilities is None and args.positive is None and args.score and args.label
+            and not kind_options(args)):  # declared kinds: the loader's
         from mcviz.io.arrow_path import parquet_predictions
 
         pred = parquet_predictions(args.file, score=args.score, label=args.label,
@@ -214,6 +231,7 @@ def load_file(args: argparse.Namespace, **options: object) -> Predictions:
         weight=args.weight,
         drop_invalid=args.drop_invalid,
         response=args.response,
+        **kind_options(args),
         **options,
     )
     say_what_loading_did(pred.report)

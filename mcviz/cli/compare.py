@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> dict:
     pred = load_predictions(
         frame, score=args.score, probabilities=_common.split(args.probabilities),
         label=args.label, positive=args.positive, weight=args.weight,
-        drop_invalid=args.drop_invalid, response=args.response, covariates=[score_b, *names])
+        drop_invalid=args.drop_invalid, response=args.response, covariates=[score_b, *names],
+        **_common.kind_options(args))
     _common.say_what_loading_did(pred.report)
     pred = _common.apply_weighting(args, pred)
     result = compare_models(pred, score_b, covariates=names, thresholds=thresholds,

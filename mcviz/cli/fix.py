@@ -114,6 +114,11 @@ def prepare(args: argparse.Namespace):
     thresholds = parse_thresholds(args)
     _common.settings_from_arguments(FixSettings, args)  # bounds, before the file is read
     args.bootstrap = _common.settings_from_arguments(DecisionSettings, args).bootstrap
+    if args.method == "boost":  # an optional extra: refused before the file is read
+        from mcviz.lazy import require_module
+
+        require_module("lightgbm", needed_for="--method boost",
+                       install="pip install 'mcviz[boost]' (or pip install lightgbm)")
     pred = _common.load_from_arguments(args, covariates=covariates)
     method = args.method or ("findings" if len(pred.covariates.columns) else "platt")
     return pred, covariates, thresholds, method

@@ -15,6 +15,7 @@ standardised gap relative to the reference). The alarm rule is derived in
 from __future__ import annotations
 
 import argparse
+import sys
 
 from mcviz.cli import _common
 
@@ -33,8 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "numbers; default: inferred)")
     parser.add_argument("--period", default="week", help="day, week, month, quarter, or a "
                         "count of equal periods (default %(default)s)")
-    parser.add_argument("--reference", metavar="DATE", help="the reference is the periods "
-                        "ending by DATE (default: the first quarter of the time range)")
+    parser.add_argument("--reference", metavar="DATE", help="the reference is every whole "
+                        "period that ends by DATE (a date without a time counts through its "
+                        "last moment: 2013-01-31 takes in January; a period DATE cuts in two is "
+                        "monitored, and a note says so); default: the first quarter of the time "
+                        "range")
     parser.add_argument("--segments", metavar="COL,COL", help="comma-separated covariates whose "
                         "every level is monitored")
     parser.add_argument("--filter", action="append", default=[], metavar="EXPR",
@@ -65,6 +69,8 @@ def run(args: argparse.Namespace) -> dict:
         filters=args.filter, search_reference=args.search_reference,
         covariates=_common.split(args.covariates), alpha=args.alpha, n_draws=args.draws,
         seed=args.seed)
+    for notice in result.notices:
+        print(f"mcviz: note: {notice}", file=sys.stderr)
     return result_json(result)
 
 

@@ -55,6 +55,15 @@ def run(args: argparse.Namespace) -> dict:
 
     for path in args.deck:
         _common.check_output(path, flag="--deck", suffixes=(".pptx", ".pdf"))
+    if args.deck:  # the deck's parts, before the search (not after it)
+        from mcviz.lazy import require_module
+        from mcviz.present.deck import pdf_unavailable
+
+        require_module("pptx", needed_for="--deck", install="pip install 'mcviz[export]' (or "
+                       "pip install python-pptx)")
+        missing = pdf_unavailable() if any(p.lower().endswith(".pdf") for p in args.deck) else None
+        if missing:
+            raise ValidationError(f"--deck: {missing} Write the .pptx instead.")
     bins = _bins(args.bins)
     covariates = _common.split(args.covariates)
     pred = _common.load_from_arguments(args, covariates=covariates)

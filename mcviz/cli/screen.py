@@ -48,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--weight", help="weight column")
     parser.add_argument("--drop-invalid", action="store_true",
                         help="drop invalid rows (and say how many)")
+    _common.add_kind_arguments(parser)
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy")
     parser.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 2GB (spills beyond)")
     master = _spark_master_default()
@@ -126,6 +127,18 @@ def make_engine(name: str, files, columns: Columns, *, memory_limit: str | None 
     raise ValidationError(f"unknown engine {name!r}; use numpy, duckdb or spark.")
 
 
+def _require_engine(name: str) -> None:
+    """Refuse an engine whose package is missing, before the sample is read."""
+    from mcviz.lazy import require_module
+
+    if name == "duckdb":
+        require_module("duckdb", needed_for="--engine duckdb",
+                       install="pip install 'mcviz[duckdb]' (or pip install duckdb)")
+    elif name == "spark":
+        require_module("pyspark", needed_for="--engine spark",
+                       install="pip install 'mcviz[spark]' (and Java 17)")
+
+
 def cancel_engine(engine: Engine) -> None:
     """Cancel the engine's running query, if it has one to cancel (called on a signal)."""
     con = getattr(engine, "con", None)  # DuckDB
@@ -161,6 +174,7 @@ def run(args: argparse.Namespace) -> dict:
     """Run ``mcviz screen``; return the summary (the table goes to ``--out``)."""
     out = Path(args.out)
     _common.check_output(out, flag="--out")  # say so before the work, not after it
+    _require_engine(args.engine)
     files = expand_paths(args.file)
     if args.sample_rows < 1:
         raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
@@ -172,6 +186,7 @@ def run(args: argparse.Namespace) -> dict:
         pred = load_predictions(
             sample, score=args.score, label=args.label, positive=args.positive,
             weight=args.weight, covariates=covariates, drop_invalid=True,
+            **_common.kind_options(args),
         )
         columns = sample_columns(pred, sample)
         del sample

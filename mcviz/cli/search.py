@@ -130,7 +130,7 @@ def run_sampled(args: argparse.Namespace) -> dict:
         pred = load_predictions(sample, score=args.score, label=args.label,
                                 positive=args.positive, weight=args.weight,
                                 covariates=covariates, drop_invalid=True,
-                                response=args.response)
+                                response=args.response, **_common.kind_options(args))
         columns = sample_columns(pred, sample)
         del sample
         result = search_subpopulations(

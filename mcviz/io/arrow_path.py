@@ -217,8 +217,9 @@ def parquet_predictions(
     roles = [score, label, *([weight] if weight else [])]
     if weight is None or len(set(roles)) != len(roles) or not set(roles) <= set(kinds):
         return None
+    id_names: list[str] = []
     if covariates is None:
-        candidates = _candidates(kinds, score, label, weight)
+        candidates, id_names = _candidates(kinds, score, label, weight)
     elif set(covariates) <= set(kinds) and len(set(covariates)) == len(covariates):
         candidates = [c for c in covariates if c not in roles]  # (an unknown one: the loader)
     else:
@@ -235,10 +236,13 @@ def parquet_predictions(
     arrays = _role_arrays(table, kinds, score, label, weight, response)
     if arrays is None or table.num_rows != parquet.num_rows:
         return None
+    candidates, id_notices = _ids_left_out(table, candidates, kinds, names, id_names,
+                                           default=covariates is None)
     found = _covariate_kinds(table, candidates, counted, kinds, pandas)
     if found is None:
         return None
     covariate_kinds, notices = found
+    notices = [*id_notices, *notices]
     n = table.num_rows
     scores, labels, weights = arrays
     return sorted_predictions(
@@ -309,15 +313,51 @@ def _footer(source: object) -> tuple[pa.Schema, pa.parquet.FileMetaData] | None:
     return schema, metadata
 
 
-def _candidates(kinds: dict[str, str], score: str, label: str, weight: str) -> list[str]:
-    """Return the loader's default covariate candidates: no role, id or score-like column."""
+def _candidates(kinds: dict[str, str], score: str, label: str,
+                weight: str) -> tuple[list[str], list[str]]:
+    """Return the default covariate candidates and the id columns (by name) left out of them.
+
+    The loader's rule: no role, id or score-like column.
+    """
     from mcviz.io.roles import roles_from_columns
 
     columns = list(kinds)
     roles = roles_from_columns(columns, {c for c in columns if kinds[c] == "number"})
-    excluded = {score, label, weight, *roles.id_columns, *roles.score_candidates,
-                *roles.probabilities, roles.score, roles.weight}
-    return [c for c in columns if c not in excluded]
+    taken = {score, label, weight, *roles.score_candidates, *roles.probabilities, roles.score,
+             roles.weight}
+    ids = [c for c in roles.id_columns if c not in taken]
+    return [c for c in columns if c not in taken and c not in ids], ids
+
+
+def _ids_left_out(table: pa.Table, candidates: list[str], kinds: dict, names: list[str],
+                  id_names: list[str], *, default: bool) -> tuple[list[str], list[str]]:
+    """Return the candidates without text ids (the loader's rule) and the ids' notes.
+
+    Only for the default covariates (``default``); ``id_names`` are the ids by name.
+    """
+    if not default:
+        return candidates, []
+    from mcviz.io.roles import id_note
+
+    text_ids = {name for name in candidates if kinds[name] in ("text", "category")
+                and name in table.column_names and _text_id(table.column(name))}
+    return ([name for name in candidates if name not in text_ids],
+            [id_note(name) for name in names if name in text_ids or name in id_names])
+
+
+def _text_id(column: pa.ChunkedArray) -> bool:
+    """Apply the loader's content rule for text ids (:func:`mcviz.io.roles.text_looks_like_id`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from mcviz.io.roles import ID_MIN_ROWS, text_looks_like_id
+
+    present = len(column) - column.null_count
+    if present < ID_MIN_ROWS:
+        return False
+    if pa.types.is_dictionary(column.type):  # categories: count the decoded values
+        column = column.cast(column.type.value_type)
+    return text_looks_like_id(present, pc.count_distinct(column, mode="only_valid").as_py())
 
 
 def _statistics(parquet: pa.parquet.FileMetaData, j: int, kind: str,

@@ -18,7 +18,7 @@ from mcviz.io.covariates import plan_covariates
 from mcviz.io.model import LoadReport, Roles
 from mcviz.io.predictions import Predictions, sorted_predictions, validate_index
 from mcviz.io.readers import Source, read_table
-from mcviz.io.roles import _SCORE_NAME, _WEIGHT_NAME, infer_roles, labels_are_classes
+from mcviz.io.roles import _SCORE_NAME, _WEIGHT_NAME, id_note, infer_roles, labels_are_classes
 from mcviz.io.validation import (
     PROBABILITY_SUM_TOLERANCE,
     _check_declared_kinds,
@@ -133,7 +133,7 @@ def load_predictions(
     return _assemble(
         frame, rows, answer, weight_values, names, nominal, ordinal, warnings,
         label=label, weight=weight, probability_columns=probability_columns, response=response,
-        notices=notices,
+        notices=[*notices, *_id_notes(roles, excluded, covariates, id_columns)],
     )
 
 
@@ -223,6 +223,14 @@ def _covariate_names(
     for column in covariates:
         _require_column(frame, column)
     return [c for c in covariates if c not in excluded]
+
+
+def _id_notes(roles: Roles, excluded: set[str | None], covariates: Sequence[str] | None,
+              id_columns: Sequence[str] | None) -> list[str]:
+    """Return one note per id column left out of the default covariates (:func:`id_note`)."""
+    if covariates is not None or id_columns is not None:  # the caller chose
+        return []
+    return [id_note(name) for name in roles.id_columns if name not in excluded]
 
 
 def _assemble(

@@ -18,8 +18,16 @@ from mcviz.io.predictions import roles_sentence  # defined beside Predictions (n
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["class_names", "infer_roles", "labels_are_classes", "roles_from_columns",
-           "roles_sentence"]
+__all__ = [
+    "class_names",
+    "id_note",
+    "infer_roles",
+    "labels_are_classes",
+    "looks_like_id",
+    "roles_from_columns",
+    "roles_sentence",
+    "text_looks_like_id",
+]
 
 _SCORE_NAME = re.compile(
     r"^(score|scores|prob|probs|probability|proba|pred|prediction|predicted|y_prob|y_proba|"
@@ -30,7 +38,17 @@ _LABEL_NAME = re.compile(
     r"^(label|labels|y|y_true|target|outcome|class|truth|response|actual)$", re.IGNORECASE
 )
 _WEIGHT_NAME = re.compile(r"^(weight|weights|w|sample_weight|wt)$", re.IGNORECASE)
-_ID_NAME = re.compile(r"^(id|row_id|rowid|index|unnamed: ?0|record_id|uid)$", re.IGNORECASE)
+_ID_NAME = re.compile(
+    r"^(id|row_id|rowid|index|unnamed: ?0|record_id|uid|guid)$|^id[_\-.\s].+|.+[_\-.\s]id$"
+    r"|.*uuid.*",
+    re.IGNORECASE,
+)
+ID_MIN_ROWS = 200
+"""Columns with fewer present values are never called ids by their content."""
+ID_DISTINCT_SHARE = 0.95
+"""A text or integer column with at least this share of distinct values is an id (content)."""
+ID_INTEGER_SPREAD = 1.5
+"""An integer id's values span at most this many times its distinct values (dense codes)."""
 _PROBABILITY_PREFIX = re.compile(
     r"^(prob|proba|probability|p|score|pred)[_\-.:](.+)$", re.IGNORECASE
 )
@@ -45,7 +63,9 @@ def infer_roles(frame: pd.DataFrame) -> Roles:
     all the same, so that loading it says what is wrong with it (a score never silently moves to
     another column). Probabilities: three or more numeric columns sharing a prefix
     such as ``prob_``. Label: ``label``/``y``/``target``/``outcome``..., else the last column
-    holding only 0 and 1. Weight: ``weight``/``w``. Id: ``id``/``row_id``/``index``.
+    holding only 0 and 1. Weight: ``weight``/``w``. Id: ``id``/``row_id``/``index``, a name
+    ``*_id``, ``id_*`` or holding ``uuid``, or by content a column of near-unique values
+    (:func:`looks_like_id`). Ids are not covariates unless named as such.
 
     Examples
     --------
@@ -109,10 +129,12 @@ def roles_from_columns(
                 break
 
     weight = next((c for c in columns if _WEIGHT_NAME.match(c) and c in numeric), None)
-    id_columns = tuple(c for c in columns if _ID_NAME.match(c))
     if label == score:
         label = None
-    used = {score, label, weight, *candidates, *probabilities, *id_columns}
+    roles_taken = {score, label, weight, *candidates, *probabilities}
+    id_columns = tuple(c for c in columns if c not in roles_taken and (
+        _ID_NAME.match(c) or (frame is not None and looks_like_id(frame[c]))))
+    used = roles_taken | set(id_columns)
     covariates = tuple(c for c in columns if c not in used)
     return Roles(
         score=score,
@@ -123,6 +145,55 @@ def roles_from_columns(
         id_columns=id_columns,
         covariates=covariates,
     )
+
+
+def id_note(name: str) -> str:
+    """Return the note saying an id column was left out of the covariates, and how to keep it."""
+    return (f"column {name!r} left out of the covariates: it reads as an id (an id-like name, "
+            "or near-unique values); name it among the covariates to use it.")
+
+
+def text_looks_like_id(present: int, distinct: int) -> bool:
+    """Apply the content rule for text: at least ``ID_MIN_ROWS`` present values, 95% distinct."""
+    return present >= ID_MIN_ROWS and distinct >= ID_DISTINCT_SHARE * present
+
+
+def looks_like_id(series: pd.Series) -> bool:
+    """Whether a column's content reads as an id: near-unique text or dense integer codes.
+
+    At least :data:`ID_MIN_ROWS` present values, of which at least :data:`ID_DISTINCT_SHARE`
+    (95%) distinct; text, categorical or integer columns only (real numbers and dates are
+    measurements, near-unique by nature), and integers only when their values are dense codes
+    (their span at most :data:`ID_INTEGER_SPREAD` times the distinct values: 1..n shuffled,
+    not incomes in dollars).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> looks_like_id(pd.Series([f"c{i:05d}" for i in range(300)]))
+    True
+    >>> looks_like_id(pd.Series(range(1000, 1300)))
+    True
+    >>> looks_like_id(pd.Series([i * 97 for i in range(300)]))  # sparse integers: a measure
+    False
+    >>> looks_like_id(pd.Series(["a", "b"] * 150))
+    False
+    """
+    import pandas as pd
+
+    kind = series.dtype.kind if isinstance(series.dtype, np.dtype) else ""
+    if kind and kind in "fcmMb":  # real numbers, dates, durations, booleans
+        return False
+    present = series.dropna()
+    if present.size < ID_MIN_ROWS:
+        return False
+    distinct = present.nunique()
+    if not text_looks_like_id(present.size, distinct):
+        return False
+    if pd.api.types.is_integer_dtype(series.dtype):
+        spread = float(present.max()) - float(present.min()) + 1.0
+        return spread <= ID_INTEGER_SPREAD * distinct
+    return True
 
 
 def _is_numeric(series: pd.Series) -> bool:

@@ -299,7 +299,7 @@ def monitor_calibration(
     draws.maxima.flags.writeable = False
     return MonitorResult(periods, series, float(alpha), c, draws.maxima, draws.method,
                          int(rows.size), int(seed), perf_counter() - started,
-                         (notice,) if notice else ())
+                         (*periods.notes, *((notice,) if notice else ())))
 
 
 def _time_periods(pred: Predictions, rows: np.ndarray, time: str | None, period: str | int,

@@ -20,8 +20,11 @@ Reference
 ---------
 The reference is the periods that end by the reference end (whole periods only): by default
 :math:`t_{min} + (t_{max} - t_{min})/4` (the first quarter of the time range; at least the first
-period), or a date (or number) the caller gives. It must hold at least one period and leave at
-least one to monitor.
+period), or a date (or number) the caller gives. A date without a time of day counts through
+its last moment (``2013-01-31`` takes in all of January). It must hold at least one period and
+leave at least one to monitor. A period that the reference end cuts in two is monitored, not
+part of the reference, and :attr:`Periods.notes` says so. Dates must lie within what pandas
+holds (:data:`DATE_RANGE`); others are refused with that range.
 """
 
 from __future__ import annotations
@@ -36,9 +39,17 @@ import pandas as pd
 
 from mcviz.errors import ValidationError
 
-__all__ = ["CALENDAR_PERIODS", "MAX_PERIODS", "Periods", "infer_time_column", "make_periods"]
+__all__ = ["CALENDAR_PERIODS", "DATE_RANGE", "MAX_PERIODS", "REFERENCE_RULE", "Periods",
+           "infer_time_column", "make_periods"]
 
 CALENDAR_PERIODS = ("day", "week", "month", "quarter")
+REFERENCE_RULE = ("the reference is every whole period that ends by the reference end (a date "
+                  "without a time counts through its last moment); a period the end cuts in two "
+                  "is monitored")
+"""The reference rule in words (messages, ``mcviz monitor --help``)."""
+DATE_RANGE = (pd.Timestamp.min.ceil("D").date().isoformat(),
+              pd.Timestamp.max.floor("D").date().isoformat())
+"""The first and last dates a time column or a reference may hold (pandas' nanosecond range)."""
 MAX_PERIODS = 1000
 """At most this many periods (the alarm statistic's windows grow with their square)."""
 _TIME_NAME = re.compile(r"(^|[_\s.-])(date|time|timestamp|datetime|day|week|month|quarter|year|"
@@ -72,6 +83,8 @@ class Periods:
     timezone : str or None
         The time zone of time-zone aware times (periods are in its wall time).
     kind : {"datetime", "number"}
+    notes : tuple of str
+        What the reference rule did that a reader may not expect (a period cut in two).
     """
 
     column: str
@@ -83,6 +96,7 @@ class Periods:
     reference_end: str
     timezone: str | None
     kind: str
+    notes: tuple[str, ...] = ()
 
     @property
     def n_periods(self) -> int:
@@ -179,11 +193,12 @@ def make_periods(
         name = f"{count} equal periods"
     labels = tuple(_label(s, kind) for s in starts[:-1])
     _check_periods(code, labels, name, column)
-    n_reference, reference_end = _reference(times, starts, labels, reference, kind, column,
-                                            timezone)
+    n_reference, reference_end, notes = _reference(times, starts, labels, reference, kind,
+                                                   column, timezone)
     code = code.astype(np.int32)
     code.flags.writeable = False
-    return Periods(column, name, code, labels, starts, n_reference, reference_end, timezone, kind)
+    return Periods(column, name, code, labels, starts, n_reference, reference_end, timezone, kind,
+                   notes)
 
 
 def _period_kind(period: str | int) -> tuple[int, str | None]:
@@ -223,6 +238,13 @@ def _times(values: pd.Series, column: str, rows: np.ndarray) -> tuple[np.ndarray
     if isinstance(series.dtype, pd.DatetimeTZDtype):
         timezone = str(series.dt.tz)
         series = series.dt.tz_localize(None)  # wall time in its own zone
+    try:  # pandas 3 parses to microseconds; to_numpy(ns) would wrap year 9999 silently
+        series = series.dt.as_unit("ns")
+    except (pd.errors.OutOfBoundsDatetime, OverflowError):
+        bad = ((series < pd.Timestamp.min) | (series > pd.Timestamp.max)).to_numpy()
+        raise ValidationError(_rows_message(
+            column, bad, rows, f"lie outside the dates that can be monitored ({DATE_RANGE[0]} "
+            f"to {DATE_RANGE[1]})", f" (first: {series[bad].iloc[0]!s})"), column=column) from None
     return series.to_numpy(dtype="datetime64[ns]").astype(np.int64), "datetime", timezone
 
 
@@ -243,9 +265,24 @@ def _parse_text(series: pd.Series, column: str, rows: np.ndarray) -> pd.Series:
     bad = parsed.isna().to_numpy()
     if bad.any():
         first = text[bad].iloc[0][:40]
-        raise ValidationError(_rows_message(column, bad, rows, "cannot be parsed as dates",
-                                            f" (first: {first!r})"), column=column)
+        outside = _beyond_range(first)
+        problem = (f"lie outside the dates that can be monitored ({DATE_RANGE[0]} to "
+                   f"{DATE_RANGE[1]})" if outside else "cannot be parsed as dates")
+        raise ValidationError(_rows_message(column, bad, rows, problem, f" (first: {first!r})"),
+                              column=column)
     return parsed
+
+
+def _beyond_range(text: str) -> bool:
+    """Tell whether ``text`` is a date outside pandas' nanosecond range (``9999-12-31``)."""
+    try:
+        stamp = pd.Timestamp(text)  # pandas 2 holds such dates at a coarser unit
+        stamp.as_unit("ns")
+    except (pd.errors.OutOfBoundsDatetime, OverflowError):
+        return True
+    except (TypeError, ValueError):
+        return False
+    return False
 
 
 def _rows_message(column: str, bad: np.ndarray, rows: np.ndarray, problem: str,
@@ -321,9 +358,10 @@ def _check_periods(code: np.ndarray, labels: tuple[str, ...], name: str, column:
 
 
 def _reference(times: np.ndarray, starts: np.ndarray, labels: tuple[str, ...], reference: object,
-               kind: str, column: str, timezone: str | None) -> tuple[int, str]:
+               kind: str, column: str, timezone: str | None) -> tuple[int, str, tuple[str, ...]]:
     numeric_starts = starts.astype(np.float64) if kind == "number" else starts.astype(np.int64)
-    if reference is None or (isinstance(reference, str) and not reference.strip()):
+    default = reference is None or (isinstance(reference, str) and not reference.strip())
+    if default:
         low, high = times.min(), times.max()
         end = float(low) + (float(high) - float(low)) / 4.0
         what = "the first quarter of the time range"
@@ -331,15 +369,25 @@ def _reference(times: np.ndarray, starts: np.ndarray, labels: tuple[str, ...], r
         end = _reference_value(reference, kind, column, timezone)
         what = f"the reference end {reference!s}"
     n_reference = int(np.sum(numeric_starts[1:] <= end))  # whole periods ending by the end
-    if reference is None or (isinstance(reference, str) and not reference.strip()):
+    if default:
         n_reference = max(n_reference, 1)  # periods longer than the quarter: the first one
     if n_reference == 0:
-        raise ValidationError(f"column {column!r}: {what} comes before the first period "
-                              f"({labels[0]}): the reference would be empty.", column=column)
+        raise ValidationError(
+            f"column {column!r}: {what} comes before the end of the first period (it starts "
+            f"{labels[0]} and ends {_label(starts[1], kind)}), so the reference would be empty; "
+            f"{REFERENCE_RULE}. Give a later reference.", column=column)
     if n_reference >= len(labels):
-        raise ValidationError(f"column {column!r}: {what} covers every period (the last starts "
-                              f"{labels[-1]}): nothing is left to monitor.", column=column)
-    return n_reference, labels[n_reference]
+        raise ValidationError(
+            f"column {column!r}: {what} covers every period (the last starts {labels[-1]}), so "
+            f"nothing is left to monitor; {REFERENCE_RULE}. Give an earlier reference.",
+            column=column)
+    notes = ()
+    if not default and numeric_starts[n_reference] <= end < numeric_starts[n_reference + 1] \
+            and end > numeric_starts[n_reference]:
+        notes = (f"the period starting {labels[n_reference]} is cut in two by {what}: it is "
+                 "monitored, not part of the reference (the reference takes whole periods "
+                 "only).",)
+    return n_reference, labels[n_reference], notes
 
 
 def _reference_value(reference: object, kind: str, column: str, timezone: str | None) -> float:
@@ -350,13 +398,25 @@ def _reference_value(reference: object, kind: str, column: str, timezone: str | 
             raise ValidationError(f"reference {reference!r} is not a number (column {column!r} "
                                   f"holds numbers).", column=column) from None
         return value
+    outside = (f"reference {reference!s} lies outside the dates that can be monitored "
+               f"({DATE_RANGE[0]} to {DATE_RANGE[1]}); give a date within the data's range.")
     try:
         stamp = pd.Timestamp(reference)  # type: ignore[arg-type]
+    except (pd.errors.OutOfBoundsDatetime, OverflowError):
+        raise ValidationError(outside, column=column) from None
     except (TypeError, ValueError):
         raise ValidationError(f"reference {reference!r} is not a date.", column=column) from None
     if pd.isna(stamp):
         raise ValidationError(f"reference {reference!r} is not a date.", column=column)
-    if stamp.tzinfo is not None:
-        stamp = stamp.tz_convert(timezone).tz_localize(None) if timezone else stamp.tz_convert(
-            "UTC").tz_localize(None)
-    return float(stamp.as_unit("ns").value)
+    whole_day = isinstance(reference, str) and stamp == stamp.normalize() and not re.search(
+        r"\d[T ]\d|:", reference.strip())
+    try:
+        if stamp.tzinfo is not None:
+            stamp = stamp.tz_convert(timezone).tz_localize(None) if timezone else \
+                stamp.tz_convert("UTC").tz_localize(None)
+        value = stamp.as_unit("ns").value
+        if whole_day:  # a date without a time: through its last moment
+            value = (stamp + pd.Timedelta(days=1)).as_unit("ns").value
+    except (pd.errors.OutOfBoundsDatetime, OverflowError):
+        raise ValidationError(outside, column=column) from None
+    return float(value)

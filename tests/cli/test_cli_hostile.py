@@ -301,3 +301,99 @@ def test_segment_levels_are_counted_before_the_file_is_read(cli, tmp_path, suffi
     frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path)
     _refused(cli("monitor", path, "--score", "score", "--label", "label", "--time", "date",
                  "--segments", "region"), "--segments", "229", "before the file was read")
+
+
+# ------------------------------------------------------------------------------------------
+# Dates (item 4)
+
+@pytest.fixture(scope="module")
+def dated(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("dates")
+    rng = np.random.default_rng(0)
+    n = 6_000
+    frame = pd.DataFrame({
+        "date": (pd.Timestamp("2013-01-01")
+                 + pd.to_timedelta(rng.integers(0, 365, n), unit="D")).astype(str),
+        "score": rng.random(n).round(4), "label": rng.integers(0, 2, n)})
+    frame.to_csv(directory / "dates.csv", index=False)
+    far = frame.copy()
+    far.loc[5, "date"] = "9999-12-31"
+    far.to_csv(directory / "far.csv", index=False)
+    return directory
+
+
+def _monitor(cli, path, *options):
+    return cli("monitor", path, "--score", "score", "--label", "label", "--time", "date",
+               "--draws", "99", "--json", *options)
+
+
+@pytest.mark.parametrize("reference", ["2999-01-01", "9999-12-31", "1200-01-01"])
+def test_a_reference_beyond_pandas_range_is_a_message(cli, dated, reference):
+    _refused(_monitor(cli, dated / "dates.csv", "--period", "month", "--reference", reference),
+             reference, "outside the dates", "2262-04-11")
+
+
+def test_times_beyond_pandas_range_are_named_not_wrapped(cli, dated):
+    # pandas 3 parses 9999-12-31 (microseconds); a cast to nanoseconds wraps it to 1816
+    _refused(_monitor(cli, dated / "far.csv", "--period", "week"), "column 'date'",
+             "1 of 6,000 rows", "outside the dates", "(rows 5)")
+
+
+def test_a_reference_date_counts_through_its_last_moment(cli, dated):
+    run = _monitor(cli, dated / "dates.csv", "--period", "month", "--reference", "2013-01-31")
+    assert run.status == 0, run.err  # was: "comes before the first period (2013-01-01)"
+    assert run.json["reference_end"] == "2013-02-01"
+    assert run.json["periods"][0] == "2013-01-01"
+
+
+def test_a_period_cut_by_the_reference_is_never_dropped_silently(cli, dated):
+    run = _monitor(cli, dated / "dates.csv", "--period", "week", "--reference", "2013-01-31")
+    assert run.status == 0, run.err
+    assert run.json["reference_end"] == "2013-01-28"  # the week of Monday 28 January: monitored
+    note = next(line for line in run.err.splitlines() if "cut in two" in line)
+    assert "2013-01-28" in note
+    assert "monitored" in note
+
+
+def test_the_reference_rule_is_stated_in_the_help_and_the_message(cli, dated, capsys):
+    from mcviz.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["monitor", "--help"])
+    assert "counts through its last" in " ".join(capsys.readouterr().out.split())
+    line = _refused(_monitor(cli, dated / "dates.csv", "--period", "month", "--reference",
+                             "2012-06-30"), "whole period", "ends by the reference end")
+    assert "ends 2013-02-01" in line
+
+
+# ------------------------------------------------------------------------------------------
+# Optional parts degrade in one line (item 6)
+
+@pytest.fixture
+def without(monkeypatch):
+    """Make the named modules fail to import, as on an install without the extra."""
+    import sys
+
+    def hide(*names):
+        for name in names:
+            monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError
+            for loaded in [m for m in sys.modules if m.startswith(f"{name}.")]:
+                monkeypatch.delitem(sys.modules, loaded)
+    return hide
+
+
+@pytest.mark.parametrize(("argv", "module", "words"), [
+    (["screen", "{pred}", "--engine", "duckdb", "--out", "{out}.parquet"], "duckdb",
+     ("--engine duckdb", "pip install 'mcviz[duckdb]'")),
+    (["screen", "{pred}", "--engine", "spark", "--out", "{out}.parquet"], "pyspark",
+     ("--engine spark", "mcviz[spark]")),
+    (["report", "{pred}", "--covariates", "region", "--deck", "{out}.pptx"], "pptx",
+     ("--deck", "mcviz[export]")),
+    (["fix", "{pred}", "--method", "boost"], "lightgbm", ("--method boost", "mcviz[boost]")),
+])
+def test_a_missing_extra_is_one_line_before_the_work(cli, files, tmp_path, without, argv,
+                                                     module, words):
+    without(module)
+    argv = [a.format(pred=files / "pred.parquet", out=tmp_path / "out") for a in argv]
+    _refused(cli(*argv, "--score", "score", "--label", "label"), *words)
+    assert not list(tmp_path.iterdir())

@@ -113,3 +113,16 @@ def test_bad_span_exits_2_with_message(prediction_file):
     assert completed.returncode == 2
     assert "--span 'wide': give a number from 0.3 to 1, or 'auto'" in completed.stderr
     assert "Traceback" not in completed.stderr
+
+
+def test_nominal_flag_reads_integer_codes_as_levels(prediction_file, capsys):
+    rows = run_json(capsys, "variables", str(prediction_file), "--score", "prob", "--label", "y",
+                    "--nominal", "age")["variables"]
+    age = next(r for r in rows if r["name"] == "age")
+    assert age["kind"] == "nominal"
+    assert age["kuiper_z"] is None
+    completed = subprocess.run(
+        [sys.executable, "-m", "mcviz", "metrics", str(prediction_file), "--score", "prob",
+         "--label", "y", "--nominal", "nope"], capture_output=True, text=True, check=False)
+    assert completed.returncode == 2
+    assert "nope" in completed.stderr and "Traceback" not in completed.stderr

@@ -130,7 +130,8 @@ def test_many_column_kinds_give_the_loaders_predictions(tmp_path, seed, pandas_m
     assert kinds["flag_missing"] == ("ordinal" if pandas_metadata else "nominal")
     assert kinds["when_utc"] == "ordinal"
     assert kinds["int_missing"] == "ordinal"
-    dropped = {n.split("'")[1] for n in fast.report.notices}
+    dropped = {n.split("'")[1] for n in fast.report.notices if " dropped: " in n}
+    assert [n.split("'")[1] for n in fast.report.notices if "reads as an id" in n] == ["id"]
     assert dropped == {"real_all_nan", "zeros_signed", "const_int", "const_real", "const_flag",
                        "int_all_missing", "const_text", "text_all_missing", "const_when",
                        "const_cat", "cat_all_missing"}
@@ -420,3 +421,21 @@ def test_categories_of_row_groups_with_their_own_dictionaries(tmp_path):
 
     _assert_same_column(column, column_of_series(slow.covariates["group"]))
     _assert_same(fast, slow)
+
+
+def test_ids_left_out_by_name_and_text_content_as_the_loader_does(tmp_path):
+    rng = np.random.default_rng(4)
+    n = 500
+    frame = pd.DataFrame({
+        "score": rng.random(n), "label": rng.integers(0, 2, n).astype(np.int64),
+        "customer_id": rng.permutation(n).astype(np.int64),
+        "ref": [f"R{i:06d}" for i in rng.permutation(n)],
+        "city": rng.choice(["a", "b", "c"], n), "age": rng.integers(18, 90, n),
+    })
+    path = _write(tmp_path, frame, pandas=False)
+    fast = parquet_predictions(path, score="score", label="label")
+    slow = load_predictions(path, score="score", label="label")
+    assert fast is not None
+    assert set(fast.covariate_kinds) == set(slow.covariate_kinds) == {"city", "age"}
+    assert fast.report.notices == slow.report.notices
+    assert any("'ref' left out" in note for note in fast.report.notices)

@@ -98,3 +98,42 @@ def test_tied_scores_any_order_inside_a_run_same_rows():
     assert np.array_equal(pred.score, score[pred.row])
     ends = np.flatnonzero(pred.run_end)
     assert np.array_equal(ends, np.searchsorted(pred.score, np.unique(score), side="right") - 1)
+
+
+def _with_ids(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "score": rng.random(n), "label": rng.integers(0, 2, n),
+        "customer_id": rng.permutation(n) + 10_000,  # by name (*_id)
+        "id_region": rng.integers(0, 5, n),  # by name (id_*), few values all the same
+        "session_uuid": [f"{i:032x}" for i in rng.permutation(n)],  # by name (uuid)
+        "ref": [f"R{i:06d}" for i in rng.permutation(n)],  # by content: unique text
+        "code": rng.permutation(n) + 1,  # by content: dense integer codes 1..n
+        "income": rng.permutation(n) * 97 + 20_000,  # unique integers, but a measure
+        "height": rng.normal(170, 10, n),  # unique reals: a measure
+        "city": rng.choice(["a", "b", "c"], n),
+        "paid": rng.integers(0, 2, n).astype(bool),  # ends in "id" without a separator
+    })
+
+
+def test_ids_are_left_out_by_name_and_content_with_a_note():
+    pred = load_predictions(_with_ids(), score="score", label="label")
+    assert set(pred.covariate_kinds) == {"income", "height", "city", "paid"}
+    notes = " ".join(pred.report.notices)
+    for name in ("customer_id", "id_region", "session_uuid", "ref", "code"):
+        assert f"column {name!r} left out of the covariates: it reads as an id" in notes
+    assert "name it among the covariates to use it" in notes
+
+
+def test_an_id_named_among_the_covariates_is_kept():
+    pred = load_predictions(_with_ids(), score="score", label="label",
+                            covariates=["customer_id", "ref", "city"], nominal=["customer_id"])
+    assert pred.covariate_kinds == {"customer_id": "nominal", "ref": "nominal",
+                                    "city": "nominal"}
+    assert not any("reads as an id" in n for n in pred.report.notices)
+
+
+def test_small_tables_keep_unique_text():
+    # fewer than 200 values: unique text is not called an id by its content
+    frame = _with_ids().head(50)
+    assert "ref" in load_predictions(frame, score="score", label="label").covariate_kinds

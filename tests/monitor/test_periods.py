@@ -50,7 +50,14 @@ def test_reference_date_takes_the_periods_starting_before_it():
     assert periods.n_reference == 2
     assert periods.reference_end == "2026-03-01"
     later = make_periods(values, column="d", period="month", reference="2026-03-31")
-    assert later.n_reference == 2  # March ends on April 1: whole periods only
+    assert later.n_reference == 3  # a date counts through its last moment: March ends by it
+    assert later.notes == ()
+    cut = make_periods(values, column="d", period="month", reference="2026-03-30")
+    assert cut.n_reference == 2  # whole periods only: March is cut, monitored, and said so
+    assert len(cut.notes) == 1
+    assert "2026-03-01 is cut in two" in cut.notes[0]
+    assert make_periods(values, column="d", period="month",
+                        reference="2026-03-31 00:00").n_reference == 2  # a time: that moment
     assert make_periods(values, column="d", period="month",
                         reference="2026-04-01").n_reference == 3
 
