@@ -272,16 +272,18 @@ def _child(case: str, p: dict) -> dict:
         def run():
             return null_distribution(pred, subsets, draws=p["draws"], seed=0, budget=2**40)
     elif case == "monitor":
-        from mcviz.monitor import monitor_calibration
+        from mcviz.monitor import MonitorSettings, monitor_calibration
 
         pred = _dated(p["rows"], p["days"], p["levels"])
         filters = [f"x0 >= {q:.2f}" for q in (-1.0, -0.5, 0.0, 0.5, 1.0, 1.5)][:p["filters"]]
         estimate = None
 
         def run():
-            return monitor_calibration(pred, time="when", period=p["period"],
-                                       segments=["group"], filters=filters, n_draws=999,
-                                       budget=2**40)
+            return monitor_calibration(pred,
+                                       settings=MonitorSettings(time="when", period=p["period"],
+                                                                segments=["group"],
+                                                                filters=filters, draws=999),
+                                                                budget=2**40)
     elif case == "fix":
         from mcviz.recalibration import verify_fix
 

@@ -57,7 +57,7 @@ from scipy.stats import binomtest
 
 from mcviz import Predictions
 from mcviz.core import brownian_range_sf
-from mcviz.monitor import make_periods, monitor_calibration
+from mcviz.monitor import MonitorSettings, make_periods, monitor_calibration
 from mcviz.monitor.alarm import CellSums, null_maxima, scan, threshold, window_plan
 
 PERIODS, SEGMENTS, SHIFT, SHIFT_SEGMENT, SHIFT_START = 52, 50, 0.05, 7, 30
@@ -182,8 +182,9 @@ def check_end_to_end(design: Design, labels: list[np.ndarray], fast: list[np.nda
         pred = Predictions.from_arrays(design.score, label, covariates={
             "when": design.when, "segment": segment})
         started = time.perf_counter()
-        result = monitor_calibration(pred, time="when", period="week", segments=["segment"],
-                                     seed=0)
+        result = monitor_calibration(pred,
+                                     settings=MonitorSettings(time="when", period="week",
+                                                              segments=["segment"], seed=0))
         seconds = time.perf_counter() - started
         library = [s.alarm for s in result.series]
         print(f"  end to end: {seconds:.2f} s; alarms {sum(library)} (library, seed 0) vs "

@@ -93,7 +93,30 @@ def require_current() -> Current:
         st.stop()
     _gate_link_subpopulations(analysis)
     void_p_values_notice(analysis.pred)
+    reweighted_notice(analysis)
     return analysis
+
+
+def reweighted_notice(analysis: Current) -> None:
+    """Say that the magnitudes come from label-dependent weights, with the unweighted D/σ.
+
+    The sentence of :func:`mcviz.stats.weighting.reweighted_magnitudes`, as ``mcviz metrics``
+    says it (the same two D/σ: the cumulative statistics of the weighted and unweighted rows).
+    """
+    if not analysis.pred.weights_depend_on_label:
+        return
+    from dataclasses import replace
+
+    from mcviz.stats.weighting import prevalence, reweighted_magnitudes
+
+    unweighted = predictions_for(analysis.source_key,
+                                 replace(analysis.mapping, weighting=None, rho=None),
+                                 analysis.frame)
+    weighted_z = compute("cumulative", analysis.key, cumulative_differences,
+                         analysis.pred).kuiper_z
+    unweighted_z = compute("cumulative_unweighted", analysis.key, cumulative_differences,
+                           unweighted).kuiper_z
+    st.warning(reweighted_magnitudes(weighted_z, unweighted_z, prevalence(unweighted)))
 
 
 def void_p_values_notice(pred: Predictions) -> None:

@@ -17,7 +17,13 @@ from typing import Any
 
 from dashboard import state as s
 from mcviz.errors import ValidationError
-from mcviz.settings import CompareSettings, NullSettings, SearchSettings, SubpopulationSettings
+from mcviz.settings import (
+    CompareSettings,
+    MonitorSettings,
+    NullSettings,
+    SearchSettings,
+    SubpopulationSettings,
+)
 from mcviz.text import check_nesting
 
 __all__ = ["DecodedLink", "decode_params", "encode_state", "mapping_from_json"]
@@ -30,11 +36,14 @@ _SIMPLE = {  # query parameter -> widget key
     SearchSettings.setting("n_findings").link: s.W_FINDINGS,
     NullSettings.setting("draws").link: s.W_NULL_DRAWS,
     "mtime": s.W_MON_TIME, "mper": s.W_MON_PERIOD, "mref": s.W_MON_REFERENCE,
-    "mfil": s.W_MON_FILTERS,
+    "mfil": s.W_MON_FILTERS, MonitorSettings.setting("alpha").link: s.W_MON_ALPHA,
+    MonitorSettings.setting("draws").link: s.W_MON_DRAWS,
     **{CompareSettings.setting(name).link: key for name, key in (  # the Compare page (#43)
         ("n_findings", s.W_CMP_FINDINGS), ("holdout", s.W_CMP_HOLDOUT), ("seed", s.W_CMP_SEED))},
     "cthr": s.W_CMP_THRESHOLDS, "corder": s.W_CMP_ORDER,
 }
+_SPECS = {s.W_MON_ALPHA: MonitorSettings.setting("alpha"),
+          s.W_MON_DRAWS: MonitorSettings.setting("draws")}  # read by Setting.parse
 _SETTINGS = {s.W_L: "n_subpopulations", s.W_M: "min_size", s.W_SEED: "seed",
              s.W_REPEATS: "repeats"}  # widget key -> setting (bounds written once: mcviz.settings)
 _INT_RANGES = {  # widget key -> inclusive range accepted from a link
@@ -135,7 +144,12 @@ def decode_params(params: Mapping[str, Any]) -> DecodedLink:
         if name not in params or params[name] is None:
             continue
         value: Any = _text(params[name])
-        if key in _INT_RANGES:
+        if key in _SPECS:
+            value, message = _SPECS[key].parse(value)
+            if message:
+                messages.append(message)
+                continue
+        elif key in _INT_RANGES:
             value, message = _integer(name, value, key)
             if message:
                 messages.append(message)

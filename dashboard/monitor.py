@@ -16,6 +16,7 @@ import pandas as pd
 
 from mcviz.io import Predictions
 from mcviz.monitor import MonitorResult, infer_time_column
+from mcviz.settings import MonitorSettings as LibrarySettings
 from mcviz.subpopulations import conditions_words
 from mcviz.subpopulations.describe import timestamp_text
 
@@ -33,21 +34,35 @@ DEMO_SEGMENTS = ("carrier", "origin")
 
 @dataclass(frozen=True)
 class MonitorSettings:
-    """What the Monitor page computes (widgets -> library call, cache key, CLI)."""
+    """What the Monitor page computes (widgets -> library call, cache key, CLI).
+
+    α and the null draws are :class:`mcviz.settings.MonitorSettings` settings: their widgets,
+    links, bounds and the command line's flags come from there.
+    """
 
     time: str
-    period: str = "week"
+    period: str = LibrarySettings.period
     reference: str = ""
     segments: tuple[str, ...] = ()
     filters: tuple[str, ...] = ()
     search_reference: bool = False
+    alpha: float = LibrarySettings.alpha
+    draws: int = LibrarySettings.draws
+
+    def library(self) -> LibrarySettings:
+        """Return the library's settings of this run (validated: bounds named in the message)."""
+        return LibrarySettings(
+            time=self.time, period=int(self.period) if self.period.isdigit() else self.period,
+            reference=self.reference.strip() or None, segments=self.segments,
+            filters=self.filters, search_reference=self.search_reference, alpha=self.alpha,
+            draws=self.draws)
 
     def call_options(self) -> dict:
-        """Keyword arguments of :func:`~mcviz.monitor.monitor_calibration` (JSON-able)."""
-        return {"time": self.time,
-                "period": int(self.period) if self.period.isdigit() else self.period,
-                "reference": self.reference.strip() or None, "segments": list(self.segments),
-                "filters": list(self.filters), "search_reference": self.search_reference}
+        """Keyword arguments of :func:`~mcviz.monitor.monitor_calibration`.
+
+        The settings object's text (every field) keys the cache.
+        """
+        return {"settings": self.library()}
 
     def command_line(self, file: str = "FILE") -> str:
         """Return the equivalent ``mcviz monitor`` command.
@@ -56,6 +71,8 @@ class MonitorSettings:
         --------
         >>> MonitorSettings("when", "month", segments=("region",)).command_line()
         'mcviz monitor FILE --time when --period month --segments region --json'
+        >>> MonitorSettings("when", alpha=0.01).command_line()
+        'mcviz monitor FILE --time when --period week --alpha 0.01 --json'
         """
         parts = ["mcviz monitor", file, "--time", _shell(self.time), "--period", self.period]
         if self.reference.strip():
@@ -66,6 +83,10 @@ class MonitorSettings:
             parts += ["--filter", _shell(expression)]
         if self.search_reference:
             parts.append("--search-reference")
+        for spec in LibrarySettings.settings():
+            value = getattr(self, spec.name, spec.default)
+            if value != spec.default:
+                parts += [spec.flag, spec.text(value)]
         return " ".join([*parts, "--json"])
 
 
@@ -113,7 +134,9 @@ def settings_from_state(state: Mapping, time: str) -> MonitorSettings:
     return MonitorSettings(time=time, period=period if period in PERIOD_CHOICES else "week",
                            reference=str(state.get(s.W_MON_REFERENCE) or ""),
                            segments=tuple(state.get(s.W_MON_SEGMENTS) or ()), filters=filters,
-                           search_reference=bool(state.get(s.W_MON_SEARCH)))
+                           search_reference=bool(state.get(s.W_MON_SEARCH)),
+                           alpha=float(state.get(s.W_MON_ALPHA, LibrarySettings.alpha)),
+                           draws=int(state.get(s.W_MON_DRAWS, LibrarySettings.draws)))
 
 
 def _column(name: str) -> str:
@@ -136,8 +159,8 @@ def review_filter(result: MonitorResult, series: int, first: int, last: int,
     >>> days = pd.Timestamp("2026-01-05") + pd.to_timedelta(np.arange(60) % 30, unit="D")
     >>> pred = Predictions.from_arrays(np.full(60, 0.5), np.arange(60) % 2,
     ...                                covariates={"day": days, "g": ["a", "b"] * 30})
-    >>> result = monitor_calibration(pred, period="week", segments=["g"], n_draws=19,
-    ...                              alpha=0.05)
+    >>> result = monitor_calibration(pred, settings=LibrarySettings(
+    ...     period="week", segments=["g"], draws=19, alpha=0.05))
     >>> review_filter(result, 1, 1, 2, pred.covariates["day"].dtype)
     'g == a and day >= 2026-01-12 and day < 2026-01-26'
     """

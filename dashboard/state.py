@@ -14,6 +14,7 @@ from mcviz.io import infer_roles
 from mcviz.settings import (
     DEFAULT_THRESHOLDS,
     CompareSettings,
+    MonitorSettings,
     NullSettings,
     SearchSettings,
     SubpopulationSettings,
@@ -67,11 +68,13 @@ NULL_SHOWN = "null_shown"  # the null distribution of the current subpopulations
 W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE = "w_mon_time", "w_mon_period", "w_mon_reference"
 W_MON_SEGMENTS, W_MON_FILTERS, W_MON_SEARCH = "w_mon_segments", "w_mon_filters", "w_mon_search"
 W_MON_SERIES, W_MON_FROM, W_MON_TO = "w_mon_series", "w_mon_from", "w_mon_to"
+W_MON_ALPHA, W_MON_DRAWS = "w_mon_alpha", "w_mon_draws"  # mcviz.settings.MonitorSettings
 W_CMP_FINDINGS, W_CMP_HOLDOUT = "w_cmp_findings", "w_cmp_holdout"  # the Compare page (issue 43)
 W_CMP_SEED, W_CMP_THRESHOLDS, W_CMP_ORDER = "w_cmp_seed", "w_cmp_thresholds", "w_cmp_order"
 COMPARE_KEYS = (W_CMP_FINDINGS, W_CMP_HOLDOUT, W_CMP_SEED, W_CMP_THRESHOLDS, W_CMP_ORDER)
 MONITOR_KEYS = (W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE, W_MON_SEGMENTS, W_MON_FILTERS,
-                W_MON_SEARCH, W_MON_SERIES, W_MON_FROM, W_MON_TO)  # the Monitor page (issue 29)
+                W_MON_SEARCH, W_MON_SERIES, W_MON_FROM, W_MON_TO, W_MON_ALPHA,
+                W_MON_DRAWS)  # the Monitor page (issue 29)
 WIDGET_KEYS = (
     W_DEMO, W_PRESENTATION, W_SCORE2, W_VARIABLE, W_BINS, W_L, W_M, W_SEED, W_REPEATS,
     W_SUBCOVS, W_SELECTED, W_FILTER, W_GROUP, W_SCOPE, W_SCOPE_SUB, W_SCOPE_LEVEL,
@@ -93,7 +96,9 @@ DEFAULTS: dict[str, Any] = {
     W_CONDITIONS: SearchSettings.setting("max_conditions").default,
     W_FINDINGS: SearchSettings.setting("n_findings").default,
     W_NULL_DRAWS: NullSettings.setting("draws").default,
-    W_MON_PERIOD: "week",
+    W_MON_PERIOD: MonitorSettings.period,
+    W_MON_ALPHA: MonitorSettings.alpha,
+    W_MON_DRAWS: MonitorSettings.draws,
     W_MON_REFERENCE: "",
     W_MON_FILTERS: "",
     W_MON_SEARCH: False,

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -180,7 +181,33 @@ def memory_budget(value: int | str | None = None) -> int:
     env = os.environ.get("MCVIZ_MEMORY_BUDGET", "").strip()
     if env:
         return parse_bytes(env)
-    return int(DEFAULT_SHARE * _physical_memory())
+    return int(min(DEFAULT_SHARE * _physical_memory(), LIMIT_SHARE * _process_limit()))
+
+
+LIMIT_SHARE = 0.5
+"""Share of the process's own memory limit (RLIMIT_AS, the cgroup's) one computation may use: the
+interpreter, the libraries and the data already loaded need the rest."""
+
+
+def _process_limit() -> float:
+    """The process's memory limit: the smaller of RLIMIT_AS and the cgroup's (inf if none)."""
+    limit = float("inf")
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            limit = float(soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text(encoding="ascii").strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:  # cgroup v1 writes a huge number for none
+            limit = min(limit, float(text))
+    return limit
 
 
 def time_budget(value: float | None = None) -> float | None:

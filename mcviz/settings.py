@@ -32,7 +32,7 @@ from typing import Any
 
 from mcviz.errors import ValidationError
 
-__all__ = ["DEFAULT_THRESHOLDS", "FIX_BAND_Z", "LOG_LOSS_CLIP", "CompareSettings",
+__all__ = ["DEFAULT_THRESHOLDS", "FIX_BAND_Z", "LOG_LOSS_CLIP", "PERIODS", "CompareSettings",
            "DecisionSettings", "FixSettings", "MonitorSettings", "NullSettings", "SearchSettings",
            "Setting", "Settings", "SubpopulationSettings", "format_thresholds", "parse_thresholds",
            "setting"]

@@ -16,6 +16,7 @@ from mcviz.monitor.periods import REFERENCE_RULE
 from mcviz.errors import ValidationError
 from mcviz.present.figures import format_number, monitor_heatmap_figure, monitor_series_figure
 from mcviz.monitor import monitor_calibration
+from mcviz.settings import MonitorSettings
 from mcviz.text import display_text
 
 ui.setup_page("monitor", "Monitor")
@@ -59,6 +60,11 @@ pick_segments.multiselect("Segments: every level of", candidates, key=s.W_MON_SE
                           help=f"Categorical covariates with at most {mon.MAX_LEVELS} levels.")
 pick_filters.text_area("Segments: filters, one per line", key=s.W_MON_FILTERS, height=68,
                        placeholder='e.g. distance >= 1000 and origin == "JFK"')
+pick_alpha, pick_draws, _ = st.columns([1, 1, 2])
+for column, name, widget in ((pick_alpha, "alpha", s.W_MON_ALPHA),
+                             (pick_draws, "draws", s.W_MON_DRAWS)):
+    st.session_state.setdefault(widget, s.DEFAULTS[widget])  # bounds, label: mcviz.settings
+    column.number_input(**MonitorSettings.setting(name).widget(), key=widget)
 
 settings = mon.settings_from_state(st.session_state, time)
 CELLS_TRACE = 3  # the heat map's click layer (mcviz.present.figures.monitor_heatmap_figure)
@@ -123,8 +129,8 @@ chosen_series = result.series[series]
 labels = list(periods.labels)
 if st.session_state.get(s.W_MON_FROM) not in labels or st.session_state.get(
         s.W_MON_TO) not in labels:  # the series' strongest window (or the monitored periods)
-    start = chosen_series.change_start if chosen_series.alarm else periods.n_reference
-    end = chosen_series.change_end if chosen_series.alarm else periods.n_periods - 1
+    start = chosen_series.change_start  # the window of its shift
+    end = chosen_series.change_end
     st.session_state[s.W_MON_FROM], st.session_state[s.W_MON_TO] = labels[start], labels[end]
 first, last = sorted((labels.index(pick_from.selectbox("From period", labels, key=s.W_MON_FROM)),
                       labels.index(pick_to.selectbox("To period", labels, key=s.W_MON_TO))))

@@ -44,3 +44,15 @@ def test_estimate_is_within_one_and_a_half_times_the_measured_peak(case, shape,
     cpu = max(result["cpu_seconds"], 1e-3)
     record_property("time_estimate_over_cpu", round(result["estimate_seconds"] / cpu, 2))
     assert result["estimate_seconds"] >= cpu / 5, result
+
+
+def test_the_default_budget_stays_below_the_process_limit():
+    # issue #41: under prlimit --as=6e9 the default was 6.3 GB (a quarter of physical memory)
+    import subprocess
+    import sys
+
+    code = "from mcviz.budget import memory_budget; print(memory_budget())"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "MCVIZ_MEMORY_BUDGET"}
+    out = subprocess.run(["prlimit", "--as=6000000000", "--", sys.executable, "-c", code],
+                         capture_output=True, text=True, env=env, check=True).stdout
+    assert int(out) <= 3_000_000_000  # half of the 6e9 the process may allocate

@@ -43,6 +43,7 @@ __all__ = [
     "print_table",
     "settings_from_arguments",
     "split",
+    "text_table",
     "user_umask",
     "work_abandoned",
 ]
@@ -301,6 +302,29 @@ def print_table(output: dict, indent: str = "") -> None:
                     print(f"{indent}  - {_format(item)}")
         else:
             print(f"{indent}{display_text(key):<16} {_format(value)}")
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Return a compact table: one line per row, columns padded, numbers right-aligned.
+
+    Cells are shown as :func:`_format` shows values (user text made safe by
+    :func:`~mcviz.text.display_text`); None is "-".
+
+    Examples
+    --------
+    >>> print(text_table(["series", "shift"], [["a", 0.25], ["bb", -1.5]]))
+    series  shift
+    a        0.25
+    bb       -1.5
+    """
+    cells = [[display_text(h) for h in header]]
+    cells += [["-" if v is None else _format(v) for v in row] for row in rows]
+    numeric = [all(isinstance(row[k], int | float) or row[k] is None for row in rows)
+               for k in range(len(header))]
+    widths = [max(len(line[k]) for line in cells) for k in range(len(header))]
+    return "\n".join("  ".join(cell.rjust(w) if right else cell.ljust(w)
+                               for cell, w, right in zip(line, widths, numeric, strict=True))
+                     .rstrip() for line in cells)
 
 
 def _format(value: object) -> str:

@@ -9,15 +9,19 @@ with covariates, else ``platt``) and, on the held-out rows: ``"holdout": {"metho
 "sentences"}`` and ``"findings": [...]`` with the same keys for each confirmed finding of the
 search on the fit rows (and each ``--scope``). The loss per 1,000 decisions is NB(recalibrated)
 - NB(model) times 1,000, with a 95% bootstrap interval (:mod:`mcviz.decision.impact`).
+Without ``--json``: sentences (the model against treating everyone and no one at each
+threshold, the fix's verdict, what miscalibration costs on the held-out rows and in each
+finding), then a compact table per block.
 """
 
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from mcviz.cli import _common
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "text"]
 
 HELP = "net benefit at decision thresholds and what miscalibration costs there"
 
@@ -31,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_fix_arguments(parser, method=None)
     parser.add_argument("--no-fix", action="store_true",
                         help="only the net benefit of the model, treat-all and treat-none")
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, text=text)
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -59,3 +63,45 @@ def run(args: argparse.Namespace) -> dict:
     output["held_out"] = full
     output["findings"] = [{"description": item.pop("scope"), **item} for item in per_scope]
     return output
+
+
+def text(output: dict) -> None:
+    """Print the decisions for a reader: sentences first, then a compact table per block."""
+    from mcviz.text import display_text
+
+    def say(sentence: str, indent: str = "") -> None:
+        print(textwrap.fill(display_text(sentence), width=100, initial_indent=indent,
+                            subsequent_indent=" " * len(indent) if indent else "  "))
+
+    thresholds, net = output["thresholds"], output["net_benefit"]
+    say(f"Net benefit on all {output['n']:,} rows (a row is treated when its score is at least "
+        f"the threshold t; true positives minus false positives weighted by t/(1 - t), per "
+        f"row):")
+    for k, t in enumerate(thresholds):
+        model, everyone = net["model"][k], net["treat_all"][k]
+        best = max(everyone, 0.0)
+        side = "above" if model > best else "not above"
+        say(f"at t = {t:g} the model's net benefit is {model:.4f}, {side} the better of treating "
+            f"everyone ({everyone:.4f}) and no one (0).", "- ")
+    print(_common.text_table(["threshold", "model", "treat all", "treat none"],
+                             [[t, net["model"][k], net["treat_all"][k], net["treat_none"][k]]
+                              for k, t in enumerate(thresholds)]))
+    if "holdout" not in output:
+        return
+    holdout, held = output["holdout"], output["held_out"]
+    print()
+    say(f"The {holdout['method']} fix, fitted on {holdout['n_fit']:,} rows and judged on the "
+        f"other {holdout['n_eval']:,}: {holdout['verdict'].rstrip('.')}.")
+    for sentence in held["sentences"]:
+        say(sentence[0].upper() + sentence[1:] + ".", "- ")
+    print(_common.text_table(
+        ["threshold", "model", "fixed", "loss per 1,000", "95% CI", "rows changed"],
+        [[t, held["net_benefit"]["model"][k], held["net_benefit"]["recalibrated"][k],
+          f"{held['loss_per_1000'][k]:+.1f}",
+          f"{held['ci_low'][k]:+.1f} to {held['ci_high'][k]:+.1f}",
+          f"{held['changed_share'][k]:.1%}"] for k, t in enumerate(thresholds)]))
+    for finding in output["findings"]:
+        print()
+        say(f"In {finding['description']} (held-out rows):")
+        for sentence in finding["sentences"]:
+            say(sentence[0].upper() + sentence[1:] + ".", "- ")

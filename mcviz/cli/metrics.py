@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> dict:
             "kuiper_z": result.kuiper_z,
             "p_value": result.p_value,  # NaN (null) with label-dependent weights
             "p_value_kind": "brownian",
+            "unweighted_kuiper_z": None,  # beside D/sigma when the weights depend on the labels
             "warnings": [],
         },
         "classical": _classical(pred),
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> dict:
         output["multicalibration"] = block
     if pred.weights_depend_on_label:
         calibration = output["calibration"]
+        _say_reweighted(calibration, result.kuiper_z, loaded)
         calibration["warnings"].append(
             f"p-values {VOID_P_VALUES}: --weighting {args.weighting} (paper 000 Appendix B) makes "
             "the weights depend on the labels, so calibration.p_value, the classical p-values "
@@ -113,6 +115,20 @@ def run(args: argparse.Namespace) -> dict:
         else:
             calibration["p_value_kind"] = None
     return output
+
+
+def _say_reweighted(calibration: dict, weighted_z: float, unweighted: Predictions) -> None:
+    """Put the unweighted D/sigma beside the reweighted one; say where the magnitudes come from.
+
+    The sentence is :func:`~mcviz.stats.weighting.reweighted_magnitudes` (on stderr too).
+    """
+    from mcviz.stats.weighting import prevalence, reweighted_magnitudes
+
+    unweighted_z = cumulative_differences(unweighted).kuiper_z
+    calibration["unweighted_kuiper_z"] = unweighted_z
+    calibration["warnings"].append(reweighted_magnitudes(weighted_z, unweighted_z,
+                                                         prevalence(unweighted)))
+    print(f"mcviz: warning: {calibration['warnings'][-1]}", file=sys.stderr)
 
 
 def _asked(args: argparse.Namespace) -> bool:

@@ -1,29 +1,36 @@
 """``mcviz monitor``: calibration over time, per segment, with family-wise controlled alarms.
 
-Prints ``{"periods": [...], "reference_end": "...", "full": {...}, "segments": [{"description",
-"alarm", "first_alarm", "shift", "ci_low", "ci_high", "p_adjusted"}]}``. ``periods`` are the
+Prints ``{"n", "time", "period", "periods": [...], "reference_end", "alpha", "draws", "full":
+{...}, "segments": [{"description", "alarm", "first_alarm", "change_start", "change_end",
+"shift", "ci_low", "ci_high", "p_adjusted", "sentence"}], "notices"}``. ``periods`` are the
 period labels (each period's start); ``reference_end`` the start of the first monitored period;
 ``first_alarm`` the label of the first period whose alarm statistic crossed the threshold, or
-null; ``shift`` the mean of observed - predicted since the change (without an alarm: since the
-reference) minus the reference's, with its 95% interval; ``p_adjusted`` is adjusted for every
-segment and every period (single-step max-T over the horizon). ``full`` has the same keys for
-the full population and, per period, ``count``, ``mean_score``, ``mean_response`` and ``z`` (the
-standardised gap relative to the reference). The alarm rule is derived in
-:mod:`mcviz.monitor.alarm`.
+null; ``change_start`` and ``change_end`` the first and last period of the window ``shift`` is
+measured over (with an alarm: the window where the change shows most; without one: every
+monitored period); ``shift`` the mean of observed - predicted over that window minus the
+reference's, with its 95% interval; ``p_adjusted`` is adjusted for every segment and every
+period (single-step max-T over the horizon); ``sentence`` says it in words. ``full`` has the
+same keys for the full population and, per period, ``count``, ``mean_score``,
+``mean_response`` and ``z`` (the standardised gap relative to the reference). ``alpha``,
+``draws`` and the seed come from :class:`mcviz.settings.MonitorSettings` (``--alpha``,
+``--draws``, ``--seed``). The alarm rule is derived in :mod:`mcviz.monitor.alarm`. Without
+``--json``: a sentence per series (alarms first), then a compact table.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from mcviz.cli import _common
+from mcviz.settings import PERIODS, MonitorSettings
 
-__all__ = ["SEGMENT_KEYS", "register", "result_json", "run"]
+__all__ = ["SEGMENT_KEYS", "register", "result_json", "run", "text"]
 
 HELP = "watch calibration over time per segment, with alarms controlled over the whole horizon"
-SEGMENT_KEYS = ("description", "alarm", "first_alarm", "shift", "ci_low", "ci_high",
-                "p_adjusted")
+SEGMENT_KEYS = ("description", "alarm", "first_alarm", "change_start", "change_end", "shift",
+                "ci_low", "ci_high", "p_adjusted", "sentence")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,8 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common.add_input_arguments(parser)
     parser.add_argument("--time", metavar="COLUMN", help="the time column (dates, datetimes or "
                         "numbers; default: inferred)")
-    parser.add_argument("--period", default="week", help="day, week, month, quarter, or a "
-                        "count of equal periods (default %(default)s)")
+    parser.add_argument("--period", default=MonitorSettings.period,
+                        help=", ".join(PERIODS) + ", or a count of equal periods (default "
+                        "%(default)s)")
     parser.add_argument("--reference", metavar="DATE", help="the reference is every whole "
                         "period that ends by DATE (a date without a time counts through its "
                         "last moment: 2013-01-31 takes in January; a period DATE cuts in two is "
@@ -47,13 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "confirmed findings of a search on the reference periods")
     parser.add_argument("--covariates", help="comma-separated covariates the search may use "
                         "(default: all but the time column)")
-    parser.add_argument("--alpha", type=float, default=0.05,
-                        help="family-wise false-alarm rate over every segment and period "
-                        "(default %(default)s)")
-    parser.add_argument("--draws", type=int, default=999,
-                        help="null draws of the alarm threshold (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed (default %(default)s)")
-    parser.set_defaults(run=run)
+    _common.add_settings_arguments(parser, MonitorSettings)  # alpha, draws, seed: settings
+    parser.set_defaults(run=run, text=text)
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -62,13 +65,14 @@ def run(args: argparse.Namespace) -> dict:
 
     _check_segment_levels(args)  # from the segment columns alone, before the file is read
     pred = _common.load_from_arguments(args)
+    numbers = _common.settings_from_arguments(MonitorSettings, args)
     period = args.period.strip()
-    result = monitor_calibration(
-        pred, time=args.time, period=int(period) if period.isdigit() else period,
-        reference=args.reference, segments=_common.split(args.segments) or (),
-        filters=args.filter, search_reference=args.search_reference,
-        covariates=_common.split(args.covariates), alpha=args.alpha, n_draws=args.draws,
-        seed=args.seed)
+    settings = dataclasses.replace(
+        numbers, time=args.time, period=int(period) if period.isdigit() else period,
+        reference=args.reference, segments=tuple(_common.split(args.segments) or ()),
+        filters=tuple(args.filter), search_reference=args.search_reference,
+        covariates=_common.split(args.covariates))
+    result = monitor_calibration(pred, settings=settings)
     for notice in result.notices:
         print(f"mcviz: note: {notice}", file=sys.stderr)
     return result_json(result)
@@ -104,11 +108,18 @@ def result_json(result) -> dict:
         "mean_response": result.full.mean_response.tolist(),
         "z": result.full.z.tolist(),
     })
+    periods = result.periods
     return {
-        "periods": list(result.periods.labels),
-        "reference_end": result.periods.reference_end,
+        "n": result.n,
+        "time": periods.column,
+        "period": periods.period,
+        "periods": list(periods.labels),
+        "reference_end": periods.reference_end,
+        "alpha": result.alpha,
+        "draws": int(result.null_maxima.size),
         "full": full,
         "segments": [_series_json(result, s) for s in result.segments],
+        "notices": list(result.notices),
     }
 
 
@@ -117,8 +128,41 @@ def _series_json(result, series) -> dict:
         "description": series.description,
         "alarm": bool(series.alarm),
         "first_alarm": result.label(series.first_alarm),
+        "change_start": result.label(series.change_start),
+        "change_end": result.label(series.change_end),
         "shift": float(series.shift),
         "ci_low": float(series.ci_low),
         "ci_high": float(series.ci_high),
         "p_adjusted": float(series.p_adjusted),
+        "sentence": series.sentence,
     }
+
+
+def text(output: dict) -> None:
+    """Print the monitor for a reader: what was watched, one sentence per series, a table."""
+    import textwrap
+
+    from mcviz.text import display_text
+
+    noun = output["period"] if output["period"] in PERIODS else "period"
+    series = [output["full"], *output["segments"]]
+    alarms = sum(s["alarm"] for s in series)
+    print(textwrap.fill(display_text(
+        f"Monitored {output['n']:,} rows over {len(output['periods'])} {noun}s of "
+        f"{output['time']}; the reference ends at {output['reference_end']}. "
+        f"{alarms} of {len(series)} series alarmed (false alarms at most "
+        f"{output['alpha']:g} over every series and {noun}, {output['draws']:,} null draws)."),
+        width=100))
+    for item in sorted(series, key=lambda s: not s["alarm"]):  # alarms first
+        print(textwrap.fill(display_text(item["sentence"]), width=100, initial_indent="- ",
+                            subsequent_indent="  "))
+    for notice in output["notices"]:
+        print(textwrap.fill(display_text(notice), width=100))
+    print()
+    rows = [[s["description"], "yes" if s["alarm"] else "no", s["first_alarm"],
+             s["change_start"] if s["change_start"] == s["change_end"]
+             else f"{s['change_start']} to {s['change_end']}",
+             f"{s['shift']:+.3f}", f"{s['ci_low']:+.3f} to {s['ci_high']:+.3f}",
+             f"{s['p_adjusted']:.3g}"] for s in series]
+    print(_common.text_table(["series", "alarm", "first alarm", "window of the shift",
+                              "shift", "95% CI", "p adjusted"], rows))

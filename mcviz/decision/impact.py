@@ -259,10 +259,12 @@ def decision_impact(
     quantiles = lambda x: np.quantile(x, [0.025, 0.975], axis=0)  # noqa: E731
     loss_ci = quantiles(loss_star)
     changed = np.array([float(weight[(score >= v) != (fixed >= v)].sum()) for v in t])
-    return DecisionImpact(
-        scope, t, base.model, fixed_nb.model, base.treat_all, base.treat_none,
-        quantiles(model_star), quantiles(recal_star), 1000.0 * (fixed_nb.model - base.model),
-        loss_ci[0], loss_ci[1], changed / float(weight.sum()), int(rows.size), int(n_bootstrap))
+    return DecisionImpact(scope=scope, thresholds=t, model=base.model, recalibrated=fixed_nb.model,
+                          treat_all=base.treat_all, treat_none=base.treat_none,
+                          model_ci=quantiles(model_star), recalibrated_ci=quantiles(recal_star),
+                          loss_per_1000=1000.0 * (fixed_nb.model - base.model), ci_low=loss_ci[0],
+                          ci_high=loss_ci[1], changed=changed / float(weight.sum()),
+                          n=int(rows.size), n_bootstrap=int(n_bootstrap))
 
 
 def _sorted_view(pred: Predictions, score: np.ndarray, label: np.ndarray,

@@ -161,5 +161,5 @@ def net_benefit(pred: Predictions, *, thresholds: Sequence[float],
     model = (positive - negative * odds) / total  # eq. (1)
     all_positive = float(weight @ label)
     treat_all = (all_positive - (total - all_positive) * odds) / total
-    return NetBenefit(t, model, treat_all, np.zeros_like(t), (positive + negative) / total,
-                      int(score.size), total)
+    return NetBenefit(thresholds=t, model=model, treat_all=treat_all, treat_none=np.zeros_like(t),
+                      treated=(positive + negative) / total, n=int(score.size), weight_total=total)

@@ -152,7 +152,8 @@ def _label_response(
             f"({'positive' if kept[0] == 1 else 'negative'}); calibration can still be "
             "measured but reliability is limited."
         )
-    return _Response(scores[score], values, score, classes, positive_value)
+    return _Response(score=scores[score], response=values, score_column=score, classes=classes,
+                     positive=positive_value)
 
 
 

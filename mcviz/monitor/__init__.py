@@ -10,12 +10,13 @@ per-period views, alarms          :mod:`mcviz.monitor.monitor` (:func:`monitor_c
 ================================  ===============================================================
 """
 
-from mcviz.monitor.monitor import MonitorResult, SeriesMonitor, monitor_calibration
+from mcviz.monitor.monitor import MonitorResult, MonitorSettings, SeriesMonitor, monitor_calibration
 from mcviz.monitor.periods import CALENDAR_PERIODS, Periods, infer_time_column, make_periods
 
 __all__ = [
     "CALENDAR_PERIODS",
     "MonitorResult",
+    "MonitorSettings",
     "Periods",
     "SeriesMonitor",
     "infer_time_column",

@@ -43,9 +43,11 @@ from mcviz.monitor.alarm import (
 )
 from mcviz.monitor.periods import Periods, infer_time_column, make_periods
 from mcviz.monitor.segments import membership_atoms, monitored_segments
+from mcviz.settings import MonitorSettings
 from mcviz.subpopulations import Subpopulation, full_population
 
-__all__ = ["MonitorResult", "SeriesMonitor", "monitor_calibration", "monitor_estimate"]
+__all__ = ["MonitorResult", "MonitorSettings", "SeriesMonitor", "monitor_calibration",
+           "monitor_estimate"]
 
 Z95 = 1.959963984540054
 @dataclass(frozen=True, slots=True, eq=False)
@@ -84,9 +86,10 @@ class SeriesMonitor:
     alarm : bool
     first_alarm : int or None
         The first period whose statistic exceeds the threshold.
-    change_start, change_end : int or None
-        With an alarm, the first and last period of the window with the largest :math:`|z|`
-        (eq. (1) of :mod:`mcviz.monitor.alarm`) over the horizon: where the change shows most.
+    change_start, change_end : int
+        The first and last period of the window ``shift`` is measured over: with an alarm, the
+        window with the largest :math:`|z|` (eq. (1) of :mod:`mcviz.monitor.alarm`) over the
+        horizon, where the change shows most; without one, every monitored period.
     shift, ci_low, ci_high : float
         Mean of R - S over that window (without an alarm: over every monitored period) minus
         the reference gap :math:`\hat\delta`, and its 95% interval
@@ -113,8 +116,8 @@ class SeriesMonitor:
     statistic: np.ndarray
     alarm: bool
     first_alarm: int | None
-    change_start: int | None
-    change_end: int | None
+    change_start: int
+    change_end: int
     shift: float
     ci_low: float
     ci_high: float
@@ -183,17 +186,7 @@ class MonitorResult:
 def monitor_calibration(
     pred: Predictions,
     *,
-    time: str | None = None,
-    period: str | int = "week",
-    reference: object = None,
-    segments: Sequence[str] = (),
-    filters: Sequence[str] = (),
-    search_reference: bool = False,
-    covariates: Sequence[str] | None = None,
-    alpha: float = 0.05,
-    n_draws: int = 999,
-    null: str = "auto",
-    seed: int = 0,
+    settings: MonitorSettings | None = None,
     index: np.ndarray | None = None,
     progress: Callable[[float, str], None] | None = None,
     budget: Budget | int | str | None = None,
@@ -204,29 +197,20 @@ def monitor_calibration(
     ----------
     pred : Predictions
         Binary (or top-label) responses; the time column is one of its covariates.
-    time : str, optional
-        The time column (dates, datetimes, text that parses as dates, or numbers). Inferred when
-        omitted (:func:`~mcviz.monitor.periods.infer_time_column`).
-    period : {"day", "week", "month", "quarter"} or int, default "week"
-        Calendar periods, or a count of equal-width periods.
-    reference : date, number or None
-        The reference periods are those ending by it (default: the first quarter of the
-        time range).
-    segments : sequence of str
-        Covariates whose every level is monitored.
-    filters : sequence of str
-        Filter expressions, one monitored segment each.
-    search_reference : bool
-        Also monitor the confirmed findings of :func:`~mcviz.search_subpopulations` run on the
-        reference periods (over ``covariates``; default all but the time column).
-    covariates : sequence of str, optional
-    alpha : float, default 0.05
-        Family-wise false-alarm rate over every series and every monitored period.
-    n_draws : int, default 999
-        Null draws (:math:`B`; :math:`\alpha(B+1) \ge 1` is needed).
-    null : {"auto", "bernoulli", "normal"}
-        How the null is simulated (:mod:`mcviz.monitor.alarm`).
-    seed : int
+    settings : MonitorSettings, optional
+        What is watched and how (:class:`mcviz.settings.MonitorSettings`; None: its defaults):
+        ``time`` (the time column: dates, datetimes, text that parses as dates, or numbers;
+        inferred when None, :func:`~mcviz.monitor.periods.infer_time_column`); ``period``
+        (``"day"``, ``"week"``, ``"month"``, ``"quarter"`` or a count of equal-width periods);
+        ``reference`` (the reference periods are those ending by it; None: the first quarter
+        of the time range); ``segments`` (covariates whose every level is monitored);
+        ``filters`` (filter expressions, one monitored segment each); ``search_reference``
+        (also monitor the confirmed findings of :func:`~mcviz.search_subpopulations` run on
+        the reference periods, over ``covariates``; None: all but the time column);
+        ``alpha`` (family-wise false-alarm rate over every series and every monitored
+        period); ``draws`` (null draws :math:`B`; :math:`\alpha(B+1) \ge 1` is needed);
+        ``null`` (how the null is simulated, ``"auto"``, ``"bernoulli"`` or ``"normal"``:
+        :mod:`mcviz.monitor.alarm`); ``seed``.
     index : ndarray of int, optional
         Monitor only these positions (score order).
     progress : callable(fraction, text), optional
@@ -257,23 +241,29 @@ def monitor_calibration(
     >>> when = pd.Timestamp("2024-01-01") + pd.to_timedelta(day, unit="D")
     >>> pred = Predictions.from_arrays(score, label, covariates={
     ...     "when": when, "group": pd.Categorical(group)})
-    >>> result = monitor_calibration(pred, period="month", segments=["group"], n_draws=199)
+    >>> watch = MonitorSettings(period="month", segments=("group",), draws=199)
+    >>> result = monitor_calibration(pred, settings=watch)
     >>> [(s.description, result.label(s.first_alarm)) for s in result.alarms]
     [('group == b', '2024-03-01')]
     """
     started = perf_counter()
-    _check(pred, alpha, n_draws, null, seed)
+    chosen = MonitorSettings() if settings is None else settings
+    _check(pred, chosen)
+    alpha, n_draws, seed = chosen.alpha, chosen.draws, chosen.seed
+    segments, filters = chosen.segments, chosen.filters
+    search_reference = chosen.search_reference
     say = progress or (lambda fraction, text: None)
     rows = np.arange(pred.n) if index is None else _positions(pred, index)
     say(0.0, "periods")
-    column, periods = _time_periods(pred, rows, time, period, reference)
+    column, periods = _time_periods(pred, rows, chosen.time, chosen.period, chosen.reference)
     monitored = periods.n_periods - periods.n_reference
     guess = (len(list(segments)), len(list(filters)), 5 * bool(search_reference))  # upper bound
     cost = {"periods": monitored, "n_draws": n_draws}
     check(monitor_estimate(rows.size, segment_rows=rows.size * sum(guess), series=1 + sum(guess),
                            **cost), budget)
     found, notice = monitored_segments(
-        pred, levels=segments, filters=filters, search_covariates=covariates, exclude=(column,),
+        pred, levels=segments, filters=filters, search_covariates=chosen.covariates,
+        exclude=(column,),
         search_rows=rows[periods.code < periods.n_reference] if search_reference else None,
         alpha=alpha, seed=seed)
     found = found if index is None else tuple(_restricted(sub, rows, pred.n) for sub in found)
@@ -288,7 +278,8 @@ def monitor_calibration(
           budget)  # the null draws' batches sized as they will be
     observed = scan(sums["x"], sums["n"], sums["v"], periods.n_reference, plan)
     rng = np.random.default_rng(seed)
-    draws = null_maxima(cells, periods.n_reference, plan, n_draws=n_draws, method=null, rng=rng,
+    draws = null_maxima(cells, periods.n_reference, plan, n_draws=n_draws, method=chosen.null,
+                        rng=rng,
                         progress=lambda f: say(0.15 + 0.8 * f, "null draws"))
     c = threshold(draws.maxima, alpha)
     everyone = (full_population(pred) if index is None else Subpopulation(
@@ -297,9 +288,10 @@ def monitor_calibration(
         _series(sub, k, sums, observed[k], periods, plan, c, draws.maxima)
         for k, sub in enumerate(everyone))
     draws.maxima.flags.writeable = False
-    return MonitorResult(periods, series, float(alpha), c, draws.maxima, draws.method,
-                         int(rows.size), int(seed), perf_counter() - started,
-                         (*periods.notes, *((notice,) if notice else ())))
+    return MonitorResult(periods=periods, series=series, alpha=float(alpha), threshold=c,
+                         null_maxima=draws.maxima, null_method=draws.method, n=int(rows.size),
+                         seed=int(seed), seconds=perf_counter() - started,
+                         notices=(*periods.notes, *((notice,) if notice else ())))
 
 
 def _time_periods(pred: Predictions, rows: np.ndarray, time: str | None, period: str | int,
@@ -315,7 +307,10 @@ def _time_periods(pred: Predictions, rows: np.ndarray, time: str | None, period:
                                 reference=reference, rows=pred.row[rows])
 
 
-def _check(pred: Predictions, alpha: float, n_draws: int, null: str, seed: int) -> None:
+def _check(pred: Predictions, settings: MonitorSettings) -> None:
+    if not isinstance(settings, MonitorSettings):
+        raise ValidationError(f"settings must be MonitorSettings, not "
+                              f"{type(settings).__name__}.")
     if not isinstance(pred, Predictions):
         raise ValidationError(f"monitor needs Predictions, not {type(pred).__name__}.")
     if getattr(pred, "weights_depend_on_label", False):
@@ -325,18 +320,13 @@ def _check(pred: Predictions, alpha: float, n_draws: int, null: str, seed: int) 
     if pred.response_kind != "binary":
         raise ValidationError("monitoring needs 0/1 responses (the null redraws them from the "
                               "scores); these predictions have real-valued responses.")
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 0.5:
-        raise ValidationError(f"alpha must be a number in (0, 0.5), not {alpha!r}.")
-    if isinstance(n_draws, bool) or not isinstance(n_draws, int | np.integer) or not (
-            19 <= n_draws <= 100_000):
-        raise ValidationError(f"n_draws must be an integer from 19 to 100,000, not {n_draws!r}.")
+    alpha, n_draws = settings.alpha, settings.draws  # their bounds: MonitorSettings
     if alpha * (n_draws + 1) < 1:
         raise ValidationError(f"alpha = {alpha:g} needs at least {int(np.ceil(1 / alpha)) - 1} "
                               f"null draws, not {n_draws}.")
-    if null not in ("auto", "bernoulli", "normal"):
-        raise ValidationError(f"null must be 'auto', 'bernoulli' or 'normal', not {null!r}.")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValidationError(f"seed must be a non-negative integer, not {seed!r}.")
+    if settings.null not in ("auto", "bernoulli", "normal"):
+        raise ValidationError(f"null must be 'auto', 'bernoulli' or 'normal', not "
+                              f"{settings.null!r}.")
 
 
 def _positions(pred: Predictions, index: np.ndarray) -> np.ndarray:
@@ -379,7 +369,8 @@ def _cells(pred: Predictions, rows: np.ndarray, periods: Periods,
     v = cell(weight**2 * variance)  # eq. (5), per cell
     k3 = cell(weight**3 * variance * (1.0 - 2.0 * score))  # third cumulant of W(R - S)
     x = wr - ws
-    cells = CellSums(n, x, v, incidence, atom, periods.code, score, weight, k3)
+    cells = CellSums(n=n, x=x, v=v, incidence=incidence, atom=atom, period=periods.code,
+                     score=score, weight=weight, k3=k3)
     sums = {"count": incidence @ cell(None), "n": incidence @ n, "x": incidence @ x,
             "v": incidence @ v, "ws": incidence @ ws, "wr": incidence @ wr}
     return cells, sums
@@ -422,8 +413,7 @@ def _series(sub: Subpopulation, k: int, sums: dict[str, np.ndarray], statistic: 
             "z": z, "reference_gap": delta, "path": path, "path_x": path_x, "sigma": sigma,
             "kuiper_z": kuiper_z, "kuiper_p": float(brownian_range_sf(kuiper_z)),
             "statistic": full_statistic, "alarm": first is not None, "first_alarm": first,
-            "change_start": start if first is not None else None,
-            "change_end": end if first is not None else None, "shift": shift,
+            "change_start": start, "change_end": end, "shift": shift,
             "ci_low": shift - half, "ci_high": shift + half, "p_adjusted": p_adjusted}
     return SeriesMonitor(**view, sentence=_sentence(view, periods))
 

@@ -38,11 +38,12 @@ import numpy as np
 import pandas as pd
 
 from mcviz.errors import ValidationError
+from mcviz.settings import PERIODS
 
 __all__ = ["CALENDAR_PERIODS", "DATE_RANGE", "MAX_PERIODS", "REFERENCE_RULE", "Periods",
            "infer_time_column", "make_periods"]
 
-CALENDAR_PERIODS = ("day", "week", "month", "quarter")
+CALENDAR_PERIODS = PERIODS  # written once: mcviz.settings
 REFERENCE_RULE = ("the reference is every whole period that ends by the reference end (a date "
                   "without a time counts through its last moment); a period the end cuts in two "
                   "is monitored")
@@ -197,8 +198,9 @@ def make_periods(
                                                    column, timezone)
     code = code.astype(np.int32)
     code.flags.writeable = False
-    return Periods(column, name, code, labels, starts, n_reference, reference_end, timezone, kind,
-                   notes)
+    return Periods(column=column, period=name, code=code, labels=labels, starts=starts,
+                   n_reference=n_reference, reference_end=reference_end, timezone=timezone,
+                   kind=kind, notes=notes)
 
 
 def _period_kind(period: str | int) -> tuple[int, str | None]:

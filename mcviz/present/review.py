@@ -122,8 +122,9 @@ def review_results(
         size = pred.n if subpopulation is None else subpopulation.size
         corp_result = compute(f"corp:{key}", corp_of, pred, index,
                               n_resamples=corp_resamples(size))
-    return ReviewResults(subpopulation, cumulative, own, reliability, variable, curves, curves_note,
-                         lcs, lcs_note, corp_result)
+    return ReviewResults(subpopulation=subpopulation, cumulative=cumulative, own=own,
+                         reliability=reliability, variable=variable, curves=curves,
+                         curves_note=curves_note, lcs=lcs, lcs_note=lcs_note, corp=corp_result)
 
 
 def subset_predictions(pred: Predictions, index: Any) -> Predictions:

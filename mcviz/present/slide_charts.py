@@ -146,10 +146,11 @@ def cumulative_chart(result: Any, *, deviation: bool = False, title: str | None 
     slope = "slope = how far the subpopulation departs" if deviation else \
         "slope = miscalibration"
     return SlideChart(
-        title or ("Deviation from the full population" if deviation
-                  else "Cumulative differences"),
-        "xy", tuple(series), x_title,
-        "difference in the subpopulation" if deviation else "observed − predicted, summed",
+        title=title or ("Deviation from the full population" if deviation
+                        else "Cumulative differences"),
+        kind="xy", series=tuple(series), x_title=x_title,
+        y_title=("difference in the subpopulation" if deviation
+                 else "observed − predicted, summed"),
         note="; ".join(part for part in (slope, _quantile_note(result, ordered)) if part),
         x_range=(0.0, 1.0))
 
@@ -181,8 +182,9 @@ def reliability_chart(result: Any, *, title: str | None = None) -> SlideChart:
         series += _pieces("subpopulation", np.asarray(bins.mean_score)[keep],
                           np.asarray(bins.mean_response)[keep], BLACK, "markers")
     binary = getattr(result, "response_kind", "binary") == "binary"
-    return SlideChart(title or f"Reliability ({k} score bins)", "xy", tuple(series),
-                      "predicted (mean score in the bin)", "observed (mean response)",
+    return SlideChart(title=title or f"Reliability ({k} score bins)", kind="xy",
+                      series=tuple(series), x_title="predicted (mean score in the bin)",
+                      y_title="observed (mean response)",
                       note="points above the diagonal: more events than predicted",
                       x_range=(0.0, 1.0), y_range=(0.0, 1.0) if binary else None)
 
@@ -202,8 +204,8 @@ def counts_chart(result: Any, *, title: str | None = None) -> SlideChart:
         series.append(Series("subpopulation", tuple(labels), tuple(np.add.reduceat(sub, starts)),
                              BLACK))
     word = "weight" if result.weighted else "rows"
-    return SlideChart(title or f"{word.capitalize()} per score bin", "columns", tuple(series),
-                      "score bin", word, categories=labels)
+    return SlideChart(title=title or f"{word.capitalize()} per score bin", kind="columns",
+                      series=tuple(series), x_title="score bin", y_title=word, categories=labels)
 
 
 def curves_chart(curves: Any, *, title: str | None = None) -> SlideChart:
@@ -217,9 +219,9 @@ def curves_chart(curves: Any, *, title: str | None = None) -> SlideChart:
         series = (Series("error rate", labels, tuple(np.asarray(curves.error)[order]), VERMILION),
                   Series("predicted error", labels, tuple(np.asarray(curves.predicted)[order]),
                          BLUE))
-        return SlideChart(title or f"Error and predicted error by {curves.name}", "columns",
-                          series, str(curves.name), "error rate", categories=labels,
-                          y_percent=True)
+        return SlideChart(title=title or f"Error and predicted error by {curves.name}",
+                          kind="columns", series=series, x_title=str(curves.name),
+                          y_title="error rate", categories=labels, y_percent=True)
     series: list[Series] = []
     low, high = math.inf, -math.inf
     for name, curve, color in (("error rate", curves.error, VERMILION),
@@ -245,10 +247,10 @@ def curves_chart(curves: Any, *, title: str | None = None) -> SlideChart:
     if dates:  # nanoseconds since 1970 to spreadsheet day numbers (days since 1899-12-30)
         series = [Series(s.name, tuple(v / 86_400e9 + 25_569 for v in s.x), s.y, s.color,
                          s.style) for s in series]
-    return SlideChart(title or f"Error and predicted error along {curves.name}", "xy",
-                      tuple(_clip(series, y_range)), str(curves.name), "error rate",
-                      note="dotted: too few rows to read the curve", y_percent=True,
-                      x_range=x_range, y_range=y_range, x_dates=dates)
+    return SlideChart(title=title or f"Error and predicted error along {curves.name}", kind="xy",
+                      series=tuple(_clip(series, y_range)), x_title=str(curves.name),
+                      y_title="error rate", note="dotted: too few rows to read the curve",
+                      y_percent=True, x_range=x_range, y_range=y_range, x_dates=dates)
 
 
 def _clip(series: list[Series], y_range: tuple[float, float] | None) -> list[Series]:
@@ -266,8 +268,9 @@ def lcs_chart(lcs: Any, *, title: str | None = None) -> SlideChart:
     series = [*_pieces("perfect calibration", [0.0, 1.0], [0.0, 1.0], GRAY, "dotted"),
               *_band("local calibration", grid, lcs.lower, lcs.upper, BLUE),
               *_pieces("local calibration", grid, lcs.fit, BLUE, "line")]
-    return SlideChart(title or "Local calibration curve", "xy", tuple(_clip(series, (0.0, 1.0))),
-                      "score", "observed rate near the score",
+    return SlideChart(title=title or "Local calibration curve", kind="xy",
+                      series=tuple(_clip(series, (0.0, 1.0))), x_title="score",
+                      y_title="observed rate near the score",
                       note=f"local calibration score {format_number(float(lcs.lcs), digits=3)}",
                       x_range=(0.0, 1.0), y_range=(0.0, 1.0))
 
@@ -348,14 +351,16 @@ def figure_charts(figure: Any) -> tuple[SlideChart, ...]:
                 x, y = thinned(x, y)
                 mode = str(trace.mode or "lines")
                 series += _pieces(name, x, y, color, "markers" if "markers" in mode else "line")
-        return (SlideChart(title, "xy", tuple(series), x_title, y_title),) if series else ()
+        return (SlideChart(title=title, kind="xy", series=tuple(series), x_title=x_title,
+                           y_title=y_title),) if series else ()
     if bars:
         labels = tuple(str(v) for v in bars[0].x)[:MAX_COLUMNS]
         series = [Series(str(t.name or f"series {i + 1}"), labels,
                          tuple(float(v) for v in list(t.y)[:len(labels)]),
                          (BLUE, VERMILION, BLACK)[i % 3]) for i, t in enumerate(bars)
                   if len(t.x) == len(bars[0].x)]
-        return (SlideChart(title, "columns", tuple(series), x_title, y_title, labels),)
+        return (SlideChart(title=title, kind="columns", series=tuple(series), x_title=x_title,
+                           y_title=y_title, categories=labels),)
     return ()
 
 

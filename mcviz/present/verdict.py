@@ -783,6 +783,7 @@ def review_verdict(
     step = next_step(ok=ok, findings=findings, search=search, selection=selection,
                      multicalibration=multicalibration, null=null, n=total or size,
                      binary=binary, full=not deviation and finding is None)
-    verdict = Verdict(tuple(sentences), findings, ok, tuple(appendix), (),
-                      tuple(dict.fromkeys(details)), step)
+    verdict = Verdict(sentences=tuple(sentences), findings=findings, calibrated=ok,
+                      appendix=tuple(appendix), details=tuple(dict.fromkeys(details)),
+                      next_step=step)
     return verdict.with_sections(*sections) if sections else verdict

@@ -429,17 +429,17 @@ def search_subpopulations(
     findings, subs = _confirm(pred, data, columns, found, holdout_rows, int(seed), search_rows)
     notes += _shortfall(findings, int(n_findings), beam.stops, min_rows)
     mde = _mde(pred, data, holdout_rows.size, int(n_findings))
-    notice = " ".join(notes) or None
-    sub_set = SubpopulationSet((full_population(pred), *subs), notice, int(seed),
-                               min_rows, int(n_findings), tuple(c.name for c in columns), 0,
-                               source="searched")
+    notice, names = " ".join(notes) or None, tuple(c.name for c in columns)
+    sub_set = SubpopulationSet(subpopulations=(full_population(pred), *subs), notice=notice,
+                               seed=int(seed), min_size=min_rows, n_requested=int(n_findings),
+                               covariates=names, n_paths=0, source="searched")
     if progress is not None:
         progress(1.0, "done")
-    return SearchResult(
-        tuple(findings), sub_set, mde, pred.n, search_rows.size, holdout_rows.size,
-        int(max_conditions), float(holdout), int(seed), beam.screened,
-        time.perf_counter() - started, tuple(c.name for c in columns), notice, holdout_rows,
-    )
+    return SearchResult(findings=tuple(findings), subpopulations=sub_set, mde=mde, n=pred.n,
+                        n_search=search_rows.size, n_holdout=holdout_rows.size,
+                        max_conditions=int(max_conditions), holdout=float(holdout), seed=int(seed),
+                        candidates_scored=beam.screened, seconds=time.perf_counter() - started,
+                        covariates=names, notice=notice, holdout_index=holdout_rows)
 
 
 def _finish(beam: Beam, rank: np.ndarray, n_findings: int, min_share: float,

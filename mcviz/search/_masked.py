@@ -99,7 +99,8 @@ def layout(residual: np.ndarray, variance: np.ndarray, rows: np.ndarray,
         valid = flags[:, -1].copy()
         if n_blocks:
             valid[-1] = True  # the padding repeats the last row's point, which ends a run
-    return Layout(size, blocks, np.take(variance, rows, mode="clip"), up, down, flags, valid)
+    return Layout(size=size, blocks=blocks, variance=np.take(variance, rows, mode="clip"), up=up,
+                  down=down, ends=flags, valid=valid)
 
 
 def masked_sums(node: Layout, masks: list[np.ndarray]) -> np.ndarray:

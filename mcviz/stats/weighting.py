@@ -37,7 +37,7 @@ import numpy as np
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io import Predictions
 
-__all__ = ["SCHEMES", "Scheme", "reweight", "scheme_factors"]
+__all__ = ["SCHEMES", "Scheme", "prevalence", "reweight", "reweighted_magnitudes", "scheme_factors"]
 
 Scheme = Literal["proportional", "proportional-shifted", "low-prevalence"]
 SCHEMES: tuple[str, ...] = ("proportional", "proportional-shifted", "low-prevalence")
@@ -116,8 +116,7 @@ def scheme_factors(pred: Predictions, scheme: Scheme, *, rho: float | None = Non
             "the low-prevalence weight 1/A is undefined.",
             column=pred.label_column,
         )
-    prevalence = float(np.sum(pred.weight * pred.label) / np.sum(pred.weight))
-    return np.where(positive, 1.0 / prevalence, 1.0)  # Appendix B
+    return np.where(positive, 1.0 / prevalence(pred), 1.0)  # Appendix B
 
 
 def _describe(scheme: str, rho: float | None) -> str:
@@ -158,3 +157,28 @@ def reweight(pred: Predictions, scheme: Scheme, *, rho: float | None = None) -> 
     depends = pred.weights_depend_on_label or scheme == "low-prevalence"  # Appendix B: 1/A on R=1
     return dataclasses.replace(pred, weight=weight, weight_column=column,
                                weights_depend_on_label=depends)
+
+
+def reweighted_magnitudes(weighted_z: float, unweighted_z: float, prevalence: float) -> str:
+    r"""Say that the magnitudes of a low-prevalence run come from its reweighting.
+
+    Under the weights of Appendix B every positive counts :math:`1/A` times (:math:`A` the
+    prevalence), so :math:`D/\sigma`, ECE and observed/expected describe the reweighted
+    problem (positives and negatives as if equally common), not the scores as probabilities;
+    the unweighted :math:`D/\sigma` is put beside them. The command line and the pages say this
+    sentence.
+
+    Examples
+    --------
+    >>> print(reweighted_magnitudes(88.2, 1.88, 0.24))
+    Magnitudes come from the low-prevalence reweighting (Appendix B): every positive counts 4.17 times, so D/σ (88.2), ECE and O/E describe the reweighted problem, not the scores as probabilities; unweighted, D/σ is 1.88.
+    """  # noqa: E501
+    return (f"Magnitudes come from the low-prevalence reweighting (Appendix B): every positive "
+            f"counts {1.0 / prevalence:.3g} times, so D/σ ({weighted_z:.3g}), ECE and O/E "
+            f"describe the reweighted problem, not the scores as probabilities; unweighted, "
+            f"D/σ is {unweighted_z:.3g}.")
+
+
+def prevalence(pred: Predictions) -> float:
+    """Return the weighted mean response :math:`A` (the prevalence of Appendix B)."""
+    return float(np.sum(pred.weight * pred.label) / np.sum(pred.weight))

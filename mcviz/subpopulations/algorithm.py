@@ -652,9 +652,7 @@ def generate_subpopulations(
     if not names or n_subpopulations == 0:
         if n_subpopulations:
             notes.append("no covariates to split on: only the full population is used.")
-        notice = " ".join(notes) or None
-        return SubpopulationSet(tuple(subpopulations), notice, int(seed), int(min_size),
-                                int(n_subpopulations), tuple(names), 0)
+        return _result(subpopulations, notes, seed, min_size, n_subpopulations, names, 0)
     columns = _number_columns(pred, numbers, names) if numbers is not None else [
         _prepare_column(name, pred.covariates[name], pred.covariate_kinds.get(name, "ordinal"))
         for name in names
@@ -670,6 +668,11 @@ def generate_subpopulations(
             f"{n_subpopulations:,}); stopped after {paths:,} random paths, the last "
             f"{idle:,} of which added nothing new."
         )
-    notice = " ".join(notes) or None
-    return SubpopulationSet(tuple(subpopulations), notice, int(seed), int(min_size),
-                            int(n_subpopulations), tuple(names), paths)
+    return _result(subpopulations, notes, seed, min_size, n_subpopulations, names, paths)
+
+
+def _result(subpopulations, notes, seed, min_size, requested, names, paths) -> SubpopulationSet:
+    """Algorithm 1's result, built by keyword."""
+    return SubpopulationSet(subpopulations=tuple(subpopulations), notice=" ".join(notes) or None,
+                            seed=int(seed), min_size=int(min_size), n_requested=int(requested),
+                            covariates=tuple(names), n_paths=paths)

@@ -188,20 +188,19 @@ def _other_words(column: str, condition: Condition) -> str:
 
 
 def integer_columns(pred: Predictions, columns: Collection[str]) -> frozenset[str]:
-    """Return those of ``columns`` whose observed values are all whole numbers."""
+    """Return those of ``columns`` whose observed values are all whole numbers.
+
+    Read through :meth:`~mcviz.io.Predictions.covariate_column` (numpy arrays, no pandas on the
+    Parquet path): a number column whose finite keys are all integral.
+    """
+    wanted = [column for column in columns if column in pred.covariate_kinds]
     whole = set()
-    for column in columns:
-        if column not in pred.covariate_kinds:
+    for column, values in pred.covariate_columns(wanted).items():
+        if values.kind != "number" or values.keys is None:
             continue
-        values = pred.covariates[column]
-        kind = getattr(values.dtype, "kind", "O")
-        if kind in "iu":
+        finite = values.keys[np.isfinite(values.keys)]
+        if finite.size and bool(np.all(finite == np.round(finite))):
             whole.add(column)
-        elif kind == "f":
-            finite = values.to_numpy()
-            finite = finite[np.isfinite(finite)]
-            if finite.size and bool(np.all(finite == np.round(finite))):
-                whole.add(column)
     return frozenset(whole)
 
 

@@ -124,6 +124,10 @@ def test_label_dependent_weights_void_the_p_values_on_every_page():
         at.switch_page(f"pages/{page}.py").run()
         no_exceptions(at)
         assert any(void in w.value for w in at.warning), (page, [w.value for w in at.warning])
+        # issue 39: the magnitudes come from the reweighting, the unweighted D/σ beside them
+        said = [w.value for w in at.warning if "Magnitudes come from the low-prevalence" in w.value]
+        assert said, (page, [w.value for w in at.warning])
+        assert "unweighted, D/σ is" in said[0]
         if page == "calibration":
             assert metrics(at)["p-value"] == "not valid"
 

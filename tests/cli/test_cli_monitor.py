@@ -39,12 +39,18 @@ def test_json_keys_and_the_planted_drift(drift_csv, capsys):
                        "--filter", "region != east and x >= 0", "--draws", "199", "--json"])
     assert status == 0
     output = json.loads(capsys.readouterr().out)
-    assert list(output) == ["periods", "reference_end", "full", "segments"]
+    assert list(output) == ["n", "time", "period", "periods", "reference_end", "alpha", "draws",
+                            "full", "segments", "notices"]
     assert output["periods"][:2] == ["2026-01-05", "2026-01-12"]
     assert output["reference_end"] in output["periods"]
+    assert (output["alpha"], output["draws"]) == (0.05, 199)
     for item in output["segments"]:
-        assert list(item) == ["description", "alarm", "first_alarm", "shift", "ci_low",
-                              "ci_high", "p_adjusted"]
+        assert list(item) == ["description", "alarm", "first_alarm", "change_start",
+                              "change_end", "shift", "ci_low", "ci_high", "p_adjusted",
+                              "sentence"]
+        if not item["alarm"]:  # the shift's window: every monitored period
+            assert item["change_start"] == output["reference_end"]
+            assert item["change_end"] == output["periods"][-1]
     by_name = {item["description"]: item for item in output["segments"]}
     assert set(by_name) == {"region == east", "region == north", "region == south",
                            "region ≠ east and x ≥ 0"}
@@ -56,13 +62,49 @@ def test_json_keys_and_the_planted_drift(drift_csv, capsys):
     assert east["p_adjusted"] <= 0.05
     assert not any(item["alarm"] for name, item in by_name.items() if name != "region == east")
     assert len(output["full"]["count"]) == len(output["periods"])
+    # the change window is the one the shift was measured over: recomputed from the rows
+    # (mean of label - score over the window minus over the reference periods, unweighted)
+    assert planted <= east["change_start"] <= east["change_end"]
+    frame = _frame()
+    frame = frame[frame["region"] == "east"]
+    residual = frame["label"] - frame["score"]
+    labels = output["periods"]
+    after = labels.index(east["change_end"]) + 1
+    end = labels[after] if after < len(labels) else "9999"
+    window = (frame["date"] >= east["change_start"]) & (frame["date"] < end)
+    reference = frame["date"] < output["reference_end"]
+    shift = residual[window].mean() - residual[reference].mean()
+    assert east["shift"] == pytest.approx(shift, rel=1e-9)
+    assert east["change_start"] in east["sentence"]
+
+
+def test_text_output_is_sentences_and_a_compact_table(drift_csv, capsys):
+    status = cli.main(["monitor", str(drift_csv), "--score", "score", "--label", "label",
+                       "--time", "date", "--segments", "region", "--draws", "199"])
+    assert status == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("Monitored 6,000 rows over ")
+    assert "2 of 4 series alarmed" in lines[0] + " " + lines[1]  # east, and so the population
+    # the alarmed series' sentences first, in words, then one table row per series
+    bullets = [line for line in lines if line.startswith("- ")]
+    assert len(bullets) == 4
+    assert any(line.startswith("- Segment region == east: from the week of 2026-")
+               for line in bullets[:2])
+    assert all("no alarm" in line for line in bullets[2:])
+    header = next(line for line in lines if line.startswith("series"))
+    assert "window of the shift" in header
+    table = lines[lines.index(header) + 1:]
+    assert [row.split()[0] for row in table] == ["full", "region", "region", "region"]
+    assert "=" not in header
+    assert not any("periods:" in line or line.startswith("  - ") for line in lines)  # no dump
 
 
 def test_inferred_time_column_and_table_output(drift_csv, capsys):
     status = cli.main(["monitor", str(drift_csv), "--score", "score", "--label", "label",
                        "--period", "month", "--draws", "99"])
     assert status == 0
-    assert "2026-01-01" in capsys.readouterr().out
+    assert "the reference ends at 2026-02-01" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("frame_change", "options", "message"), [

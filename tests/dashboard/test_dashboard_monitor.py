@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from dashboard import links
 from dashboard import monitor as mon
 from dashboard import state as s
-from mcviz import Predictions
-from mcviz.monitor import monitor_calibration
+from mcviz import Predictions, ValidationError
+from mcviz.monitor import MonitorSettings, monitor_calibration
 from mcviz.subpopulations import parse_filter, select_rows
 
 
@@ -22,8 +23,9 @@ def _pred(time_values, n=400):
 def test_review_filter_selects_exactly_the_rows_of_the_cell():
     days = pd.Timestamp("2026-01-05") + pd.to_timedelta(np.arange(400) % 70, unit="D")
     pred = _pred(days)
-    result = monitor_calibration(pred, time="when", period="week", segments=["my group"],
-                                 n_draws=19)
+    result = monitor_calibration(pred,
+                                 settings=MonitorSettings(time="when", period="week",
+                                                          segments=["my group"], draws=19))
     expression = mon.review_filter(result, 1, 3, 4, pred.covariates["when"].dtype)
     assert expression == ("`my group` == a and when >= 2026-01-26 and when < 2026-02-09")
     rows = select_rows(pred, parse_filter(expression, pred))
@@ -35,13 +37,14 @@ def test_review_filter_selects_exactly_the_rows_of_the_cell():
 
 def test_review_filter_of_numbers_closes_the_last_period_and_refuses_text_times():
     pred = _pred(np.arange(400) % 40)
-    result = monitor_calibration(pred, time="when", period=4, n_draws=19)
+    result = monitor_calibration(pred, settings=MonitorSettings(time="when", period=4, draws=19))
     expression = mon.review_filter(result, 0, 2, 3, pred.covariates["when"].dtype)
     assert expression == "when >= 19.5 and when <= 39.0"
     rows = select_rows(pred, parse_filter(expression, pred))
     assert rows.size == int(np.sum(result.periods.code >= 2))
     text = _pred([f"2026-01-{d:02d}" for d in np.arange(400) % 28 + 1])
-    monthly = monitor_calibration(text, time="when", period="week", n_draws=19)
+    monthly = monitor_calibration(text,
+                                  settings=MonitorSettings(time="when", period="week", draws=19))
     assert mon.review_filter(monthly, 0, 1, 1, text.covariates["when"].dtype) is None
 
 
@@ -50,13 +53,35 @@ def test_settings_from_the_widgets_and_the_command_line():
              s.W_MON_SEGMENTS: ["region"], s.W_MON_FILTERS: "x >= 1\n\n age < 30 ",
              s.W_MON_SEARCH: True}
     settings = mon.settings_from_state(state, "date")
-    assert settings.call_options() == {
-        "time": "date", "period": 20, "reference": "2026-03-01", "segments": ["region"],
-        "filters": ["x >= 1", "age < 30"], "search_reference": True}
+    assert settings.call_options() == {"settings": MonitorSettings(
+        time="date", period=20, reference="2026-03-01", segments=("region",),
+        filters=("x >= 1", "age < 30"), search_reference=True)}
     assert settings.command_line() == (
         "mcviz monitor FILE --time date --period 20 --reference 2026-03-01 --segments region "
         "--filter 'x >= 1' --filter 'age < 30' --search-reference --json")
     assert mon.settings_from_state({s.W_MON_PERIOD: "fortnight"}, "t").period == "week"
+    # alpha and the null draws: widgets -> settings -> the command line's flags (mcviz.settings)
+    chosen = mon.settings_from_state({s.W_MON_ALPHA: 0.01, s.W_MON_DRAWS: 499}, "t")
+    assert (chosen.library().alpha, chosen.library().draws) == (0.01, 499)
+    assert chosen.command_line() == ("mcviz monitor FILE --time t --period week --alpha 0.01 "
+                                     "--draws 499 --json")
+    with pytest.raises(ValidationError, match="alpha must be a number from"):
+        mon.settings_from_state({s.W_MON_ALPHA: 0.7}, "t").call_options()
+
+
+def test_monitor_alpha_and_draws_travel_in_links_with_their_bounds():
+    state = {s.W_MON_ALPHA: 0.01, s.W_MON_DRAWS: 499}
+    params = links.encode_state(state, "monitor")
+    assert params["malpha"] == "0.01"
+    assert params["mdraws"] == "499"
+    decoded = links.decode_params(params)
+    assert not decoded.messages
+    assert decoded.restored[s.W_MON_ALPHA] == 0.01
+    assert decoded.restored[s.W_MON_DRAWS] == 499
+    bad = links.decode_params({"mdraws": "5", "malpha": "x"})
+    assert s.W_MON_DRAWS not in bad.restored
+    assert s.W_MON_ALPHA not in bad.restored
+    assert any("mdraws='5'" in m and "[19, 100,000]" in m for m in bad.messages)
 
 
 def test_monitor_settings_travel_in_links():
@@ -90,7 +115,8 @@ def test_report_section_carries_the_alarms_and_the_heat_map():
     label = rng.random(n) < np.clip(score + 0.3 * ((group == "b") & (day >= 60)), 0, 1)
     pred = Predictions.from_arrays(score, label, covariates={
         "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D"), "g": group})
-    result = monitor_calibration(pred, period="week", segments=["g"], n_draws=99)
+    result = monitor_calibration(pred,
+                                 settings=MonitorSettings(period="week", segments=["g"], draws=99))
     section = mon.report_section(result)
     assert any("Segment g == b" in paragraph for paragraph in section.text)
     assert len(section.figures) == 2
@@ -105,7 +131,7 @@ def test_verdict_section_is_held_for_its_own_analysis_only():
     day = rng.integers(0, 90, n)
     pred = Predictions.from_arrays(rng.uniform(0.2, 0.8, n), rng.integers(0, 2, n), covariates={
         "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D")})
-    result = monitor_calibration(pred, period="week", n_draws=99)
+    result = monitor_calibration(pred, settings=MonitorSettings(period="week", draws=99))
     section = mon.verdict_section(result)
     assert section.title == "Monitoring: calibration over time"
     assert section.sentences[1] == result.full.sentence

@@ -28,7 +28,7 @@ def test_fix_next_step_follows_its_held_out_judgement(accepted, meaningful, word
 
 
 def test_a_fix_and_a_monitor_alarm_replace_the_verdicts_next_step():
-    from mcviz.monitor import monitor_calibration
+    from mcviz.monitor import MonitorSettings, monitor_calibration
     from mcviz.recalibration import verify_fix
 
     rng = np.random.default_rng(4)
@@ -42,7 +42,9 @@ def test_a_fix_and_a_monitor_alarm_replace_the_verdicts_next_step():
     pred = load_predictions(frame, score="score", label="y", covariates=["region", "day"],
                             nominal=["region"])
     verdict = review_verdict(R(kuiper_z=1.0, p_value=0.6, n=n, path=None))
-    watched = monitor_calibration(pred, time="day", segments=["region"], n_draws=99)
+    watched = monitor_calibration(pred,
+                                  settings=MonitorSettings(time="day", segments=["region"],
+                                                           draws=99))
     assert watched.alarms
     section = mon.verdict_section(watched)
     step = verdict.with_sections(section).next_step

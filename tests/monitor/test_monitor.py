@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 from mcviz import Predictions
-from mcviz.stats.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.monitor import monitor_calibration
+from mcviz.monitor import MonitorSettings, monitor_calibration
 from mcviz.monitor.alarm import adjusted_p, scan, threshold, window_plan
 from mcviz.monitor.segments import membership_atoms
+from mcviz.stats.cumulative import cumulative_differences
 
 
 def _stream(seed, *, n=4000, days=140, shift=0.0, segment="c", start_day=None, k=5):
@@ -35,8 +35,9 @@ def _stream(seed, *, n=4000, days=140, shift=0.0, segment="c", start_day=None, k
 def test_planted_drift_is_reported_for_its_segment_only_and_soon(seed):
     # 20 weekly periods, reference = the first 5; segment c drifts by +0.25 from week 12.
     pred = _stream(seed, n=8000, days=140, shift=0.25, segment="c", start_day=84)
-    result = monitor_calibration(pred, time="when", period="week", segments=["group"],
-                                 n_draws=199, seed=seed)
+    result = monitor_calibration(pred,
+                                 settings=MonitorSettings(time="when", period="week",
+                                                          segments=["group"], draws=199, seed=seed))
     planted = result.periods.labels.index("2024-03-25")  # the Monday of day 84
     alarmed = {s.description for s in result.segments if s.alarm}
     assert alarmed == {"group == c"}
@@ -53,8 +54,10 @@ def test_calibrated_streams_raise_no_alarm_in_19_of_20_draws():
     quiet = 0
     for seed in range(20):
         pred = _stream(100 + seed, n=3000, days=140)
-        result = monitor_calibration(pred, time="when", period="week", segments=["group"],
-                                     n_draws=199, seed=seed)
+        result = monitor_calibration(pred,
+                                     settings=MonitorSettings(time="when", period="week",
+                                                              segments=["group"], draws=199,
+                                                              seed=seed))
         assert result.null_method == "bernoulli"
         quiet += not result.alarms
     assert quiet >= 19
@@ -62,8 +65,9 @@ def test_calibrated_streams_raise_no_alarm_in_19_of_20_draws():
 
 def test_alarm_is_where_the_adjusted_p_value_is_at_most_alpha():
     pred = _stream(5, n=6000, days=140, shift=0.15, segment="b", start_day=70)
-    result = monitor_calibration(pred, time="when", period="week", segments=["group"],
-                                 n_draws=199)
+    result = monitor_calibration(pred,
+                                 settings=MonitorSettings(time="when", period="week",
+                                                          segments=["group"], draws=199))
     for s in result.series:
         assert s.alarm == (s.p_adjusted <= result.alpha)
         peak = np.nanmax(s.statistic)
@@ -120,8 +124,9 @@ def test_threshold_and_adjusted_p_agree_at_every_level():
 
 def test_series_sums_path_and_sigma_match_the_cumulative_differences_along_periods():
     pred = _stream(7, n=2000, days=70)
-    result = monitor_calibration(pred, time="when", period="week", filters=["x >= 0"],
-                                 n_draws=99)
+    result = monitor_calibration(pred,
+                                 settings=MonitorSettings(time="when", period="week",
+                                                          filters=["x >= 0"], draws=99))
     # The same path from the library's cumulative differences ordered by the week number.
     week = (pred.covariates["when"] - pd.Timestamp("2024-01-01")).dt.days // 7
     keep = pred.covariates["x"].to_numpy() >= 0
@@ -159,8 +164,12 @@ def test_result_does_not_depend_on_row_order():
     rows = np.argsort(pred.row)
     shuffled = Predictions.from_arrays(pred.score[rows][order], pred.label[rows][order],
                                        covariates=frame.iloc[order].reset_index(drop=True))
-    a = monitor_calibration(pred, time="when", period="week", segments=["group"], n_draws=99)
-    b = monitor_calibration(shuffled, time="when", period="week", segments=["group"], n_draws=99)
+    a = monitor_calibration(pred,
+                            settings=MonitorSettings(time="when", period="week",
+                                                     segments=["group"], draws=99))
+    b = monitor_calibration(shuffled,
+                            settings=MonitorSettings(time="when", period="week",
+                                                     segments=["group"], draws=99))
     assert a.threshold == pytest.approx(b.threshold, rel=1e-9) or a.null_method == "bernoulli"
     for s, t in zip(a.series, b.series, strict=True):
         np.testing.assert_allclose(s.z, t.z, atol=1e-12)
@@ -169,10 +178,14 @@ def test_result_does_not_depend_on_row_order():
 
 def test_normal_and_bernoulli_nulls_give_close_thresholds():
     pred = _stream(11, n=20000, days=140)
-    exact = monitor_calibration(pred, time="when", period="week", segments=["group"],
-                                n_draws=399, null="bernoulli")
-    normal = monitor_calibration(pred, time="when", period="week", segments=["group"],
-                                 n_draws=399, null="normal")
+    exact = monitor_calibration(pred,
+                                settings=MonitorSettings(time="when", period="week",
+                                                         segments=["group"], draws=399,
+                                                         null="bernoulli"))
+    normal = monitor_calibration(pred,
+                                 settings=MonitorSettings(time="when", period="week",
+                                                          segments=["group"], draws=399,
+                                                          null="normal"))
     assert normal.null_method == "normal"
     # quantiles of two independent samples of 399 maxima: within Monte-Carlo error (~0.15)
     assert abs(np.quantile(exact.null_maxima, 0.9) - np.quantile(normal.null_maxima, 0.9)) < 0.3
@@ -181,8 +194,10 @@ def test_normal_and_bernoulli_nulls_give_close_thresholds():
 def test_index_restricts_the_rows_monitored():
     pred = _stream(4, n=3000, days=100)
     index = np.flatnonzero(pred.covariates["x"].to_numpy() > 0)
-    result = monitor_calibration(pred, time="when", period="month", segments=["group"],
-                                 n_draws=99, index=index)
+    result = monitor_calibration(pred,
+                                 settings=MonitorSettings(time="when", period="month",
+                                                          segments=["group"], draws=99),
+                                                          index=index)
     assert result.n == index.size == result.full.count.sum()
     assert sum(s.count.sum() for s in result.segments) == index.size
 
@@ -198,7 +213,9 @@ def test_search_on_the_reference_monitors_confirmed_findings():
     pred = Predictions.from_arrays(score, label, covariates={
         "when": pd.Timestamp("2024-01-01") + pd.to_timedelta(day, unit="D"),
         "region": pd.Categorical(region)})
-    result = monitor_calibration(pred, period="month", search_reference=True, n_draws=99)
+    result = monitor_calibration(pred,
+                                 settings=MonitorSettings(period="month", search_reference=True,
+                                                          draws=99))
     assert any("region" in s.description and "e" in s.description for s in result.segments)
     assert result.notices
     assert "confirmed" in result.notices[0]
@@ -208,7 +225,8 @@ def test_search_on_the_reference_monitors_confirmed_findings():
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"alpha": 0.7}, "alpha must be"),
-    ({"n_draws": 5}, "n_draws must be"),
+    ({"draws": 5}, "draws must be"),
+    ({"alpha": 0.01, "draws": 50}, "needs at least 99 null draws"),
     ({"null": "exact"}, "null must be"),
     ({"time": "nope"}, "no covariate 'nope'"),
     ({"segments": ["x"]}, "neither boolean"),
@@ -218,7 +236,7 @@ def test_bad_parameters_are_refused(kwargs, message):
     pred = _stream(0, n=500, days=60)
     kwargs = {"time": "when", **kwargs}
     with pytest.raises(ValidationError, match=message):
-        monitor_calibration(pred, **kwargs)
+        monitor_calibration(pred, settings=MonitorSettings(**kwargs))
 
 
 def test_no_time_column_is_explained():
@@ -230,7 +248,8 @@ def test_no_time_column_is_explained():
 def test_a_run_over_the_budget_is_refused_before_it_starts():
     pred = _stream(0, n=2000, days=60)
     with pytest.raises(ValidationError, match="refused before starting: monitor: 2,000 rows"):
-        monitor_calibration(pred, time="when", segments=["group"], budget="1MB")
+        monitor_calibration(pred,
+                            settings=MonitorSettings(time="when", segments=["group"]), budget="1MB")
 
 
 def test_weights_that_depend_on_the_label_are_refused():
@@ -240,4 +259,4 @@ def test_weights_that_depend_on_the_label_are_refused():
     if not hasattr(pred, "weights_depend_on_label"):  # the flag of issue #31, once on main
         pytest.skip("Predictions.weights_depend_on_label is not on this branch yet")
     with pytest.raises(ValidationError, match="low-prevalence"):
-        monitor_calibration(pred, time="when")
+        monitor_calibration(pred, settings=MonitorSettings(time="when"))

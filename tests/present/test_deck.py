@@ -203,7 +203,7 @@ def test_fix_and_monitor_sections_carry_their_charts():
     from dashboard import fixing
     from dashboard import monitor as mon
     from mcviz.io import load_predictions
-    from mcviz.monitor import monitor_calibration
+    from mcviz.monitor import MonitorSettings, monitor_calibration
     from mcviz.recalibration import verify_fix
 
     frame = _frame(6_000, 2, planted=0.15)
@@ -220,7 +220,7 @@ def test_fix_and_monitor_sections_carry_their_charts():
     assert "After the fix" in after.layout.title.text
     noise = dict(section.facts)["held-out log loss"].endswith("(no meaningful change)")
     assert noise == (not fix.meaningful)
-    watched = monitor_calibration(pred, time="day", n_draws=99)
+    watched = monitor_calibration(pred, settings=MonitorSettings(time="day", draws=99))
     watch = mon.verdict_section(watched)
     (heatmap,) = watch.draw()
     assert any(trace.type == "heatmap" for trace in heatmap.data)

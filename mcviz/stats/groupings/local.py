@@ -117,8 +117,8 @@ def _prepare(
     queries, inverse, multiplicity = np.unique(
         inputs.of_row[centres], return_inverse=True, return_counts=True
     )
-    return _Prepared(space, centres, sampled, inputs, queries, inverse.ravel(), multiplicity,
-                     budget, cells)
+    return _Prepared(space=space, centres=centres, sampled=sampled, inputs=inputs, queries=queries,
+                     inverse=inverse.ravel(), multiplicity=multiplicity, budget=budget, cells=cells)
 
 
 def local_calibration(

@@ -105,7 +105,8 @@ def _rows(pred: Predictions, index: np.ndarray | None, *, what: str) -> _Rows:
         )
     starts = np.concatenate(([0], np.flatnonzero(run_end[:-1]) + 1))
     binary = pred.response_kind == "binary"
-    return _Rows(score, label, weight, starts, pred.weighted, binary)
+    return _Rows(score=score, label=label, weight=weight, starts=starts, weighted=pred.weighted,
+                 binary=binary)
 
 
 def _dot(x: np.ndarray, y: np.ndarray) -> float:

@@ -433,10 +433,9 @@ def _curve_summary(
                 "every score is the same; the ICI needs a calibration curve against the score."
             )
         empty = _readonly(np.empty(0))
-        return CalibrationCurveSummary(
-            np.nan, np.nan, np.nan, np.nan, empty, empty, LOESS_SPAN, LOESS_DEGREE, False,
-            rows.n, rows.weighted,
-        )
+        return CalibrationCurveSummary(ici=np.nan, e50=np.nan, e90=np.nan, emax=np.nan, x=empty,
+                                       curve=empty, span=LOESS_SPAN, degree=LOESS_DEGREE,
+                                       interpolated=False, n=rows.n, weighted=rows.weighted)
     interpolated = distinct.size > curve_points
     at = np.linspace(distinct[0], distinct[-1], curve_points) if interpolated else distinct
     weight = rows.weight if rows.weighted else None

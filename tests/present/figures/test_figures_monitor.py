@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from mcviz import Predictions
+from mcviz.monitor import MonitorSettings, monitor_calibration
 from mcviz.present.figures import monitor_heatmap_figure, monitor_series_figure
-from mcviz.monitor import monitor_calibration
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,8 @@ def result():
     label = rng.random(n) < np.clip(score + 0.3 * ((group == "<b>") & (day >= 70)), 0, 1)
     pred = Predictions.from_arrays(score, label, covariates={
         "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D"), "g": group})
-    return monitor_calibration(pred, period="week", segments=["g"], n_draws=99)
+    return monitor_calibration(pred,
+                               settings=MonitorSettings(period="week", segments=["g"], draws=99))
 
 
 def test_heatmap_cells_and_alarm_marks(result):
@@ -59,7 +60,8 @@ def test_heatmap_rows_leave_room_for_every_label():
         rng.uniform(0.1, 0.9, n), rng.random(n) < 0.5, covariates={
             "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(rng.integers(0, 90, n), "D"),
             "g": rng.choice([f"level {i}" for i in range(19)], n)})
-    watched = monitor_calibration(pred, period="week", segments=["g"], n_draws=19)
+    watched = monitor_calibration(pred,
+                                  settings=MonitorSettings(period="week", segments=["g"], draws=19))
     for presentation in (False, True):
         layout = monitor_heatmap_figure(watched, presentation=presentation).layout
         plot = layout.height - layout.margin.t - layout.margin.b
