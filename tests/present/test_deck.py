@@ -322,7 +322,7 @@ def test_report_cli_without_kaleido_or_libreoffice_writes_the_pptx(tmp_path, cli
     only_pdf = _report(cli, planted_csv, tmp_path / "y.pdf")
     assert only_pdf.status == 2
     assert len(only_pdf.err.strip().splitlines()) == 1, only_pdf.err
-    assert "y.pdf" in only_pdf.err
+    assert "--deck" in only_pdf.err
     assert "Traceback" not in only_pdf.err
 
 
