@@ -77,6 +77,14 @@ def _csv_batches(path: str | Path, columns: Sequence[str]):
         header = read_header(stream, name, default_max_columns())
     if header is None:
         return
+    read = pacsv.ReadOptions(encoding=header.encoding, block_size=_BLOCK)
+    parse = pacsv.ParseOptions(delimiter=header.delimiter, newlines_in_values=True)
+    stream, _ = decompressed(Path(path).open("rb"), name, default_max_bytes())
+    with stream:  # the file's column names (one block): a column not in the file is left out
+        names = set(pacsv.open_csv(stream, read_options=read, parse_options=parse).schema.names)
+    columns = [column for column in columns if column in names]
+    if not columns:
+        return
     stream, _ = decompressed(Path(path).open("rb"), name, default_max_bytes())
     with stream:
         reader = pacsv.open_csv(

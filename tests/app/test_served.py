@@ -205,7 +205,9 @@ def test_stop_ends_a_long_computation_and_leaves_the_page_usable(server, browser
     wait_text(page, "Press Compute", timeout=90_000)
     wait_idle(page)
     page.get_by_role("button", name="Compute", exact=True).first.click()
-    stop = page.get_by_role("button", name="Stop")
+    # the page's Stop (secondary), not Streamlit's own header "Stop" shown while a script runs
+    stop = page.get_by_role("button", name="Stop").and_(
+        page.get_by_test_id("stBaseButton-secondary"))
     stop.wait_for(timeout=90_000)  # a loaded machine (the full suite) starts the run late
     started = time.monotonic()
     stop.click()

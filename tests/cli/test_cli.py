@@ -34,7 +34,7 @@ def test_metrics_json_keys_and_values(prediction_file, capsys):
     output = json.loads(capsys.readouterr().out)
     assert set(output) == {"n", "weight_total", "columns", "calibration", "classical"}
     assert set(output["calibration"]) == {"kuiper", "ks", "sigma", "kuiper_z", "p_value",
-                                          "p_value_kind", "warnings"}
+                                          "p_value_kind", "warnings", "unweighted_kuiper_z"}
     assert output["calibration"]["warnings"] == []
     assert output["calibration"]["p_value_kind"] == "brownian"
     assert output["n"] == 400

@@ -108,7 +108,7 @@ def test_bad_min_size_exits_2(cli, random_file):
     done = cli(*["metrics", str(random_file), "--score", "score", "--label", "label",
                  "--subpopulations", "10", "--min-size", "0", "--json"])
     assert done.status == 2
-    assert "min_size" in done.err
+    assert "--min-size" in done.err
 
 
 def test_repeats_edge_cases(cli, random_file, appendix_f_file):

@@ -55,9 +55,13 @@ def test_json_nulls_the_p_values_and_says_why(tmp_path, capsys):
     calibration = output["calibration"]
     assert calibration["p_value"] is None
     assert calibration["p_value_kind"] is None
-    assert len(calibration["warnings"]) == 1
-    assert VOID_P_VALUES in calibration["warnings"][0]
-    assert "low-prevalence" in calibration["warnings"][0]
+    # the void p-values, and (#39) that the magnitudes come from the reweighting
+    assert len(calibration["warnings"]) == 2
+    void = [w for w in calibration["warnings"] if VOID_P_VALUES in w]
+    assert len(void) == 1
+    assert "low-prevalence" in void[0]
+    assert any("Magnitudes come from the low-prevalence reweighting" in w
+               for w in calibration["warnings"])
     assert output["classical"]["hosmer_lemeshow_p"] is None
     assert output["classical"]["spiegelhalter_p"] is None
     assert VOID_P_VALUES in captured.err
@@ -94,6 +98,7 @@ def test_search_sentence_says_a_void_p_value():
     # finding then says why instead of "adjusted p = nan"
     from mcviz.search._confirm import sentence
 
-    text = sentence("g == 2", 0.2, 0.3, 0.25, 0.35, float("nan"), binary=True)
+    text = sentence("g is 2", size=100, share=0.1, effect=0.05, low=0.01, high=0.09,
+                    predicted=0.25, observed=0.3, confirmed=False, p_kind="void", binary=True)
     assert VOID_P_VALUES in text
     assert "nan" not in text
