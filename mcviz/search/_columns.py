@@ -46,6 +46,9 @@ class Column:
         For datetime covariates: the time zone (``is_datetime`` True).
     is_score : bool
         The score itself (conditions such as ``score >= 0.6``: where the model says 0.6+).
+    ranges : Column or None
+        For the level view of a whole-number column (:func:`integer_levels`): the column as
+        ranges (its sets must beat the best range, :func:`~mcviz.search._screen.screen_column`).
     """
 
     name: str
@@ -59,6 +62,7 @@ class Column:
     is_datetime: bool = False
     datetime_tz: object = None
     is_score: bool = False
+    ranges: Column | None = None
 
     def value(self, key: float) -> object:
         """Return the condition value of a numeric key (a Timestamp for datetimes)."""
@@ -122,7 +126,7 @@ def integer_levels(column: Column) -> Column | None:
     if not np.array_equal(values.take(column.codes[present]), column.keys[present]):
         return None  # a value of a held-out row is not one of the search rows' values
     return Column(column.name, "nominal", column.codes, column.n_codes, None, None,
-                  tuple(int(v) for v in values), column.has_missing)
+                  tuple(int(v) for v in values), column.has_missing, ranges=column)
 
 
 def _nominal(name: str, value: CovariateColumn) -> Column:

@@ -404,7 +404,13 @@ def _level_z(data: Data, rows: np.ndarray, order: np.ndarray, sizes: np.ndarray,
 
 def _screen_nominal(data: Data, rows, block, n_blocks: int, codes, column: Column, j: int,
                     *, min_rows: int, keep: int) -> tuple[list[Screened], int]:
-    """Every level exactly, ``is missing``, and the level sets."""
+    """Every level exactly, ``is missing``, and the level sets.
+
+    On the level view of a whole-number column (``column.ranges``) a level set is kept only when
+    its out-of-fold D/sigma beats the coarse in-sample D/sigma of every range of the column in
+    the node: numbers are read as ranges unless a set of codes is clearly better (a band of ages
+    is not replaced by a subset of its ages).
+    """
     n_codes = column.n_codes
     missing_code = n_codes - 1
     order, present, sizes = _level_order(codes, n_codes)
@@ -420,8 +426,16 @@ def _screen_nominal(data: Data, rows, block, n_blocks: int, codes, column: Colum
     chosen = _best(z, sizes, single, rows.size, min_rows, keep)
     observed = present[present != missing_code]
     if observed.size >= 3:
-        chosen += _level_sets(data, rows, block, n_blocks, codes, column, j, observed,
-                              count, min_rows=min_rows)
+        sets = _level_sets(data, rows, block, n_blocks, codes, column, j, observed, count,
+                           min_rows=min_rows)
+        if sets and column.ranges is not None:  # codes: a set must beat every range
+            weighted, variance, _ = data.at(rows)
+            ranges = _screen_numeric(*_code_sums(codes, n_codes, block, n_blocks, weighted,
+                                                 variance), column.ranges, j)
+            usable = (ranges[1] >= min_rows) & (ranges[1] < rows.size)
+            best_range = float(ranges[0][usable].max()) if usable.any() else -np.inf
+            sets = [s for s in sets if s.z > best_range]
+        chosen += sets
     return chosen, int(present.size + 2 * observed.size)
 
 

@@ -263,7 +263,7 @@ def _beam_after_run(pred, seed=3):
                                 holdout_rows)
     data = _find._data(pred, (rank % 2).astype(bool), (search_rows, holdout_rows))
     beam = _beam.Beam(data, columns, search_rows, 20, None)
-    return beam, {column.name: j for j, column in enumerate(columns)}
+    return beam, dict(reversed([(c.name, j) for j, c in enumerate(columns)]))  # ranges first
 
 
 def _record_refines(monkeypatch) -> list:
