@@ -32,6 +32,14 @@ def test_fix_page_fits_judges_and_adds_the_fixed_scores():
     frames = [d.value for d in at.dataframe]
     summary = next(f for f in frames if "held-out statistic" in f.columns)
     assert list(summary["held-out statistic"])[:2] == ["M (multi-calibration metric)", "M/σ₀"]
+    # the fix judged as a challenger is (#43): the Compare page's verdict and table, whose
+    # Brier scores of A (before) and B (after) are the fix's own held-out ones
+    assert "B predicts" in text or "A and B predict equally well" in text
+    paired = next(f for f in frames if "95% CI (paired)" in f.columns and "statistic" in f.columns)
+    brier = paired[paired["statistic"] == "Brier score"].iloc[0]
+    own = summary[summary["held-out statistic"] == "Brier score"].iloc[0]
+    assert abs(brier["A"] - own["before"]) < 1e-9
+    assert abs(brier["B"] - own["after"]) < 1e-9
     # a finding as the scope: the before/after charts and the curve of its rows
     scopes = at.selectbox(key="w_fix_scope").options
     assert scopes[0] == "full population"
