@@ -123,3 +123,14 @@ def test_a_budget_refusal_the_fix_page_did_not_catch_is_a_message(monkeypatch):
     _no_traceback(at)
     assert any("refused before starting: the decision impact" in e for e in _errors(at)), \
         _errors(at)
+
+
+def test_a_failed_computation_clears_its_progress_bar_and_stop_button():
+    """Monitor: a filter that fails inside the run (raised under the progress bar)."""
+    at = _open({"page": "monitor", "demo": "adult"})
+    _no_traceback(at)
+    at.text_area(key="w_mon_filters").set_value("distance >>= 1000").run()
+    _no_traceback(at)
+    assert any("filter" in e for e in _errors(at)), _errors(at)
+    assert not [b for b in at.button if b.label == "Stop"], [b.label for b in at.button]
+    assert not at.get("progress")
