@@ -106,8 +106,12 @@ scopes = list(fixing.scope_options(result))
 ui.selectbox_state("w_fix_scope", scopes, fixing.FULL)
 st.selectbox("Scope", scopes, key="w_fix_scope", format_func=display_text)
 run_key = f"{run}"  # the fix's settings identify the result (cached on them)
-view = ui.compute(f"fix_scope:{run_key}:{st.session_state['w_fix_scope']}", analysis.key,
-                  fixing.scope_view, result, st.session_state["w_fix_scope"])
+try:  # a refusal (the budget's) is a message, as for the fit
+    view = ui.compute(f"fix_scope:{run_key}:{st.session_state['w_fix_scope']}", analysis.key,
+                      fixing.scope_view, result, st.session_state["w_fix_scope"])
+except ValidationError as error:
+    ui.show_error(error)
+    st.stop()
 before_col, after_col = ui.chart_slots(2)
 for slot, side, name in ((before_col, view.before, "before"), (after_col, view.after, "after")):
     with slot:
@@ -120,8 +124,12 @@ for slot, side, name in ((before_col, view.before, "before"), (after_col, view.a
         ui.show_figure(charts.reliability_fig(charts.reliability_result(item, "equal_width")),
                        key=f"fix_rel_{name}")
 
-impact = ui.compute(f"fix_impact:{run_key}:{view.description}:{thresholds}", analysis.key,
-                    fixing.scope_impact, result, view, thresholds)
+try:
+    impact = ui.compute(f"fix_impact:{run_key}:{view.description}:{thresholds}", analysis.key,
+                        fixing.scope_impact, result, view, thresholds)
+except ValidationError as error:
+    ui.show_error(error)
+    st.stop()
 ui.show_figure(decision_curve_figure(impact, thresholds=thresholds,
                                      presentation=ui.presentation()), key="fix_curve")
 for sentence in impact.sentences(thresholds):
