@@ -111,3 +111,27 @@ def cli(capsys) -> Callable[..., CliRun]:
 def adult_demo_path() -> Path:
     """The embedded Adult demo (Parquet)."""
     return demo_path("adult")
+
+
+@pytest.fixture(scope="session")
+def drifting() -> Callable[..., Predictions]:
+    """A factory of weekly-monitorable predictions whose group ``bad`` drifts from ``start``.
+
+    ``make(n, seed, days=, start=, groups=("a", "b"), bad=groups[-1], scores=(low, high))``:
+    a day in 0..days-1 per row (column ``when``, from 2026-01-05), a group (column ``g``),
+    uniform scores, and labels Bernoulli(score), raised by 0.3 in group ``bad`` from day
+    ``start`` on (clipped to [0, 1]).
+    """
+
+    def make(n: int, seed: int, *, days: int, start: int, groups=("a", "b"), bad=None,
+             scores=(0.2, 0.8)) -> Predictions:
+        rng = np.random.default_rng(seed)
+        day = rng.integers(0, days, n)
+        group = rng.choice(list(groups), n)
+        score = rng.uniform(*scores, n)
+        shifted = (group == (groups[-1] if bad is None else bad)) & (day >= start)
+        label = rng.random(n) < np.clip(score + 0.3 * shifted, 0, 1)
+        return Predictions.from_arrays(score, label, covariates={
+            "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D"), "g": group})
+
+    return make
