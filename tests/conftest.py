@@ -135,3 +135,20 @@ def drifting() -> Callable[..., Predictions]:
             "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D"), "g": group})
 
     return make
+
+
+def text_in_the_score(n: int) -> pd.DataFrame:
+    """Issue 31's file: a text ``score`` column with one non-number ("oops", row 7) beside a
+    numeric column in [0, 1] (``x0``) that must never be analysed in its place."""
+    rng = np.random.default_rng(0)
+    score = rng.uniform(0.05, 0.95, n)
+    frame = pd.DataFrame({"x0": rng.uniform(0, 1, n), "score": score.round(4).astype(str),
+                          "label": (rng.random(n) < score).astype(int), "x1": rng.normal(size=n)})
+    frame.loc[7, "score"] = "oops"
+    return frame
+
+
+@pytest.fixture(scope="session")
+def bad_score_frame() -> Callable[[int], pd.DataFrame]:
+    """:func:`text_in_the_score`, as a fixture."""
+    return text_in_the_score

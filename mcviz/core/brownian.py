@@ -101,16 +101,9 @@ def bridge_range_sf(r):
     .. math:: P(\text{range} \le r) = \frac{\sqrt{2\pi}\,\pi^2}{r^3} \sum_{k \ge 1} k^2
               \exp\!\left(-\frac{\pi^2 k^2}{2 r^2}\right)
 
-    does (the two agree to rounding, checked in the tests over (0.3, 2)).
-
-    Parameters
-    ----------
-    r : float or ndarray
-        NaN gives NaN, :math:`r \le 0` gives 1 and :math:`\infty` gives 0.
-
-    Returns
-    -------
-    float or ndarray of the shape of ``r``
+    does (the two agree to rounding, checked in the tests over (0.3, 2)). ``r`` and the result
+    as for :func:`brownian_range_sf` (NaN gives NaN, :math:`r \le 0` gives 1, :math:`\infty`
+    gives 0).
 
     Examples
     --------

@@ -14,7 +14,7 @@ screen and of the whole page go to test-artifacts/pages-<size>-<page>.png.
 from __future__ import annotations
 
 import pytest
-from browser_kit import ARTIFACTS, launched, served, wait_idle
+from browser_kit import ARTIFACTS, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -107,18 +107,6 @@ PAGES = (  # address, the charts it draws at least
     ("fix?demo=adult", 0), ("report?demo=adult", 0))
 REVIEW_SCOPES = ("review?demo=adult", "review?demo=adult&sp=1&l=100&scope=argmax",
                  "review?demo=flights&smode=searched&scope=sub&ssub=1")
-
-
-@pytest.fixture(scope="module")
-def app_url():
-    with served() as (_, base):
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser(app_url):
-    with launched() as chromium:
-        yield chromium
 
 
 def _visit(browser, url: str, size: str, charts: int, name: str) -> dict:
