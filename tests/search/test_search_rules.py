@@ -20,13 +20,14 @@ from mcviz.search._columns import Cut, prepare_columns
 from mcviz.search._screen import best_level_prefix
 
 
-def _beam_over(pred: Predictions, seed: int = 0) -> tuple[_beam.Beam, dict[str, int]]:
+def _beam_over(pred: Predictions, seed: int = 0,
+               min_rows: int = 20) -> tuple[_beam.Beam, dict[str, int]]:
     """A search's beam over ``pred`` (its own set-up: split, columns, per-row data)."""
     search_rows, holdout_rows, rank = _confirm.split_rows(
         pred, 0.3, np.random.default_rng(seed), max_search=10**6)
     columns, _ = _find._columns(pred, list(pred.covariate_names), search_rows, holdout_rows)
     data = _find._data(pred, (rank % 2).astype(bool), (search_rows, holdout_rows))
-    return _beam.Beam(data, columns, search_rows, 20, None), {
+    return _beam.Beam(data, columns, search_rows, min_rows, None), {
         column.name: j for j, column in enumerate(columns)}
 
 
@@ -186,3 +187,90 @@ def test_a_finding_is_confirmed_below_005():
     assert _confirm.is_confirmed("brownian", 0.049)
     assert not _confirm.is_confirmed("brownian", 0.051)
     assert not _confirm.is_confirmed("simulated", 0.05)
+
+
+# -- the beam, pruning and the screen ------------------------------------------------------
+
+
+def test_a_node_is_expanded_into_the_best_3_cuts_of_each_numeric_covariate():
+    # keep_per_column = 3: "screened cuts per covariate that an expansion re-scores exactly"
+    pred = _uniform(6000, x=np.arange(6000.0), y=np.arange(6000.0)[::-1].copy())
+    beam, index = _beam_over(pred)
+    root = _beam.Node((), 0.0, 0.0, beam.rows.size, beam.rows)
+    children = beam.expand(root, pool=False)
+    per_column = [sum(child.cuts[0].column == index[name] for child in children)
+                  for name in ("x", "y")]
+    assert per_column == [3, 3]
+
+
+def test_each_level_of_the_beam_expands_16_nodes(monkeypatch):
+    # beam_width = 16: "nodes kept per level of the beam, half under-, half over-predicted".
+    # 20 binary covariates each move the rate by +-0.03: 40 (covariate, side) children pass
+    # the material gain, 16 of them are expanded at level 1.
+    n = 20_000
+    rng = np.random.default_rng(4)
+    flags = {f"f{k}": rng.integers(0, 2, n) for k in range(20)}
+    score = rng.uniform(0.3, 0.7, n)
+    truth = score + 0.03 * sum(2 * f - 1 for f in flags.values()) / 2
+    pred = Predictions.from_arrays(score, rng.random(n) < np.clip(truth, 0, 1),
+                                   covariates={k: v.astype(float) for k, v in flags.items()})
+    beam, _ = _beam_over(pred)
+    expanded = []
+    expand = _beam.Beam.expand
+
+    def spy(self, node, *args, **kwargs):
+        expanded.append(node)
+        return expand(self, node, *args, **kwargs)
+
+    monkeypatch.setattr(_beam.Beam, "expand", spy)
+    beam.run(2)
+    level_one = [node for node in expanded if len(node.cuts) == 1]
+    assert len(level_one) == 16
+
+
+def test_the_screen_path_has_256_blocks_ending_at_tie_runs():
+    # blocks = 256: "blocks of the screen's coarse path (block ends are tie-run ends)"
+    beam, _ = _beam_over(_uniform(10_000, x=np.arange(10_000.0)))  # distinct scores
+    block, n_blocks = _screen_block_ids(beam)
+    assert n_blocks == 256
+    sizes = np.bincount(block)
+    assert sizes.size == 256 and sizes.max() - sizes.min() <= 1  # 7,000 rows in 256 blocks
+
+
+def _screen_block_ids(beam):
+    from mcviz.search._screen import block_ids
+
+    return block_ids(beam.data, beam.rows)
+
+
+def test_an_out_of_fold_t_needs_folds_of_more_than_10_rows():
+    # min_fold_rows = 10: "a fold of fewer rows (or of fewer than half the smallest finding)
+    # gives an out-of-fold T of 0" (the smallest finding here: 4 rows, so the rule decides)
+    rng = np.random.default_rng(5)
+    n = 4000
+    x = rng.uniform(0, 1, n)
+    score = rng.uniform(0.2, 0.4, n)
+    pred = Predictions.from_arrays(score, rng.random(n) < np.where(x < 0.5, 0.9, score),
+                                   covariates={"x": x})
+    beam, index = _beam_over(pred, min_rows=4)
+    odd = beam.data.parity[beam.rows]
+    cut = Cut(index["x"], "lt", hi=0.5)
+
+    def oof(per_fold):
+        base = np.sort(np.concatenate((beam.rows[odd][:per_fold], beam.rows[~odd][:per_fold])))
+        return beam._oof_t_of(cut, base, True)
+
+    assert oof(10) == 0.0
+    assert oof(200) > 2.0  # x < 0.5 is the planted group: found on either fold
+
+
+def test_a_condition_must_bring_02_plus_05_root_1_minus_f():
+    # material_absolute = 1, material_relative = 0.05: the cap max(1, 0.05 z) of the gain a
+    # condition keeping the share f must bring, min(cap, 0.2 + 0.5 sqrt(1 - f)). The second
+    # term is at most 0.7 < 1, so the cap never binds with these values: the gain is
+    # 0.2 + 0.5 sqrt(1 - f) at any z (a cap lowered below 0.7 would change it).
+    from mcviz.search.rules import RULES
+
+    for z in (2.0, 5.0, 13.0, 40.0):
+        for f, gain in ((0.0, 0.7), (0.75, 0.45), (0.96, 0.3), (1.0, 0.2)):
+            assert float(RULES.material(z, f)) == pytest.approx(gain, abs=1e-12)
