@@ -152,3 +152,24 @@ def text_in_the_score(n: int) -> pd.DataFrame:
 def bad_score_frame() -> Callable[[int], pd.DataFrame]:
     """:func:`text_in_the_score`, as a fixture."""
     return text_in_the_score
+
+
+@pytest.fixture
+def spy(monkeypatch) -> Callable[[type, str], list]:
+    """``spy(owner, name)``: a list of the first argument of each call of ``owner.name``.
+
+    The method still runs (the spy records and calls it); undone after the test.
+    """
+
+    def install(owner: type, name: str) -> list:
+        calls: list = []
+        original = getattr(owner, name)
+
+        def recorded(self, first, *args, **kwargs):
+            calls.append(first)
+            return original(self, first, *args, **kwargs)
+
+        monkeypatch.setattr(owner, name, recorded)
+        return calls
+
+    return install

@@ -120,8 +120,6 @@ def bridge_range_sf(r):
     --------
     >>> float(np.round(bridge_range_sf(1.5), 12))
     0.17774501071
-    >>> bridge_range_sf(np.array([0.0, np.inf])).tolist()
-    [1.0, 0.0]
     """
     return _by_blocks(r, _bridge_sf)
 

@@ -40,16 +40,6 @@ def _uniform(n: int, seed: int = 0, **covariates) -> Predictions:
 # -- candidate cuts and level sets ---------------------------------------------------------
 
 
-def test_a_nominal_of_1000_levels_is_searched_and_one_of_1001_left_out():
-    # max_levels = 1000: "nominal covariates with more levels are left out, with a notice"
-    n = 3003
-    pred = _uniform(n, k1000=pd.Categorical([f"l{k % 1000}" for k in range(n)]),
-                    k1001=pd.Categorical([f"l{k % 1001}" for k in range(n)]))
-    columns, left_out = prepare_columns(pred, ["k1000", "k1001"], np.arange(n))
-    assert [c.name for c in columns if not c.is_score] == ["k1000"]
-    assert left_out == ["k1001"]
-
-
 def test_128_distinct_values_are_cut_at_each_and_more_at_64_quantiles():
     # distinct_bins = 128: "at most this many distinct values: cut at every one of them";
     # numeric_bins = 64: otherwise 64 quantile bins of the search rows, each an observed value
@@ -99,13 +89,13 @@ def test_candidates_are_refined_on_at_most_400000_search_rows(monkeypatch, rows,
     # finish_rows = 400,000: "at most this many search rows refine the candidates' cut points"
     made = []
 
-    def refiner(data, columns, rows, min_rows, progress, *, rules):
+    def refiner(data, columns, rows, *args, **kwargs):  # records the rows it is built on
         made.append(rows.size)
         return SimpleNamespace(screened=0)
 
     monkeypatch.setattr(_find, "Beam", refiner)
     beam = SimpleNamespace(rows=np.arange(rows), data=None, columns=[], refiner=None,
-                           screened=0, findings=lambda n: [])
+                           screened=0, findings=lambda n: [], min_rows=20, regular_rows=20)
     _find._finish(beam, np.arange(rows), 3, 0.05, 0)
     assert made == refined_on
 
@@ -203,7 +193,7 @@ def test_a_node_is_expanded_into_the_best_3_cuts_of_each_numeric_covariate():
     assert per_column == [3, 3]
 
 
-def test_each_level_of_the_beam_expands_16_nodes(monkeypatch):
+def test_each_level_of_the_beam_expands_16_nodes(spy):
     # beam_width = 16: "nodes kept per level of the beam, half under-, half over-predicted".
     # 20 binary covariates each move the rate by +-0.03: 40 (covariate, side) children pass
     # the material gain, 16 of them are expanded at level 1.
@@ -215,14 +205,7 @@ def test_each_level_of_the_beam_expands_16_nodes(monkeypatch):
     pred = Predictions.from_arrays(score, rng.random(n) < np.clip(truth, 0, 1),
                                    covariates={k: v.astype(float) for k, v in flags.items()})
     beam, _ = _beam_over(pred)
-    expanded = []
-    expand = _beam.Beam.expand
-
-    def spy(self, node, *args, **kwargs):
-        expanded.append(node)
-        return expand(self, node, *args, **kwargs)
-
-    monkeypatch.setattr(_beam.Beam, "expand", spy)
+    expanded = spy(_beam.Beam, "expand")
     beam.run(2)
     level_one = [node for node in expanded if len(node.cuts) == 1]
     assert len(level_one) == 16
