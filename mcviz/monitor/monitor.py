@@ -250,25 +250,13 @@ def monitor_calibration(
     chosen = MonitorSettings() if settings is None else settings
     _check(pred, chosen)
     alpha, n_draws, seed = chosen.alpha, chosen.draws, chosen.seed
-    segments, filters = chosen.segments, chosen.filters
-    search_reference = chosen.search_reference
     say = progress or (lambda fraction, text: None)
     rows = np.arange(pred.n) if index is None else _positions(pred, index)
     say(0.0, "periods")
     column, periods = _time_periods(pred, rows, chosen.time, chosen.period, chosen.reference)
-    monitored = periods.n_periods - periods.n_reference
-    guess = (len(list(segments)), len(list(filters)), 5 * bool(search_reference))  # upper bound
-    cost = {"periods": monitored, "n_draws": n_draws}
-    check(monitor_estimate(rows.size, segment_rows=rows.size * sum(guess), series=1 + sum(guess),
-                           **cost), budget)
-    found, notice = monitored_segments(
-        pred, levels=segments, filters=filters, search_covariates=chosen.covariates,
-        exclude=(column,),
-        search_rows=rows[periods.code < periods.n_reference] if search_reference else None,
-        alpha=alpha, seed=seed)
-    found = found if index is None else tuple(_restricted(sub, rows, pred.n) for sub in found)
-    check(monitor_estimate(rows.size, segment_rows=sum(sub.size for sub in found),
-                           series=1 + len(found), **cost), budget)
+    cost = {"periods": periods.n_periods - periods.n_reference, "n_draws": n_draws}
+    found, notice = _segments(pred, rows, periods, column, chosen, whole=index is None,
+                              cost=cost, budget=budget)
     say(0.1, "cells")
     cells, sums = _cells(pred, rows, periods, found)
     plan = window_plan(periods.n_periods - periods.n_reference)
@@ -292,6 +280,29 @@ def monitor_calibration(
                          null_maxima=draws.maxima, null_method=draws.method, n=int(rows.size),
                          seed=int(seed), seconds=perf_counter() - started,
                          notices=(*periods.notes, *((notice,) if notice else ())))
+
+
+def _segments(pred: Predictions, rows: np.ndarray, periods: Periods, column: str,
+              chosen: MonitorSettings, *, whole: bool, cost: dict[str, int],
+              budget: Budget | int | str | None) -> tuple[tuple[Subpopulation, ...], str | None]:
+    """The monitored segments (levels, filters, the reference's findings) restricted to ``rows``.
+
+    The budget is checked before (with an upper bound on the segments' rows) and after they are
+    found (with their actual rows).
+    """
+    guess = (len(list(chosen.segments)), len(list(chosen.filters)),
+             5 * bool(chosen.search_reference))  # upper bound
+    check(monitor_estimate(rows.size, segment_rows=rows.size * sum(guess), series=1 + sum(guess),
+                           **cost), budget)
+    found, notice = monitored_segments(
+        pred, levels=chosen.segments, filters=chosen.filters,
+        search_covariates=chosen.covariates, exclude=(column,),
+        search_rows=rows[periods.code < periods.n_reference] if chosen.search_reference else None,
+        alpha=chosen.alpha, seed=chosen.seed)
+    found = found if whole else tuple(_restricted(sub, rows, pred.n) for sub in found)
+    check(monitor_estimate(rows.size, segment_rows=sum(sub.size for sub in found),
+                           series=1 + len(found), **cost), budget)
+    return found, notice
 
 
 def _time_periods(pred: Predictions, rows: np.ndarray, time: str | None, period: str | int,

@@ -397,3 +397,27 @@ def test_a_missing_extra_is_one_line_before_the_work(cli, files, tmp_path, witho
     argv = [a.format(pred=files / "pred.parquet", out=tmp_path / "out") for a in argv]
     _refused(cli(*argv, "--score", "score", "--label", "label"), *words)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("hidden", [True, False])
+def test_screen_on_a_csv_is_one_line_with_or_without_duckdb(cli, files, tmp_path, without,
+                                                            hidden):
+    """``mcviz screen FILE.csv`` ended in a traceback (pyarrow's "Parquet magic bytes not found"
+    without duckdb, DuckDB's read_parquet error with it): every engine reads Parquet only."""
+    if hidden:
+        without("duckdb")
+    csv = tmp_path / "pred.csv"
+    pd.read_parquet(files / "pred.parquet").to_csv(csv, index=False)
+    _refused(cli("screen", csv, "--score", "score", "--label", "label", "--out",
+                 tmp_path / "out.parquet"), "reads Parquet files", "pred.csv")
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_screen_engine_duckdb_on_a_csv_without_duckdb_names_what_to_install(
+        cli, files, tmp_path, without):
+    without("duckdb")
+    csv = tmp_path / "pred.csv"
+    pd.read_parquet(files / "pred.parquet").to_csv(csv, index=False)
+    _refused(cli("screen", csv, "--engine", "duckdb", "--score", "score", "--label", "label",
+                 "--out", tmp_path / "out.parquet"),
+             "--engine duckdb", "pip install 'mcviz[duckdb]'")
