@@ -13,44 +13,28 @@ import dataclasses
 import tempfile
 
 from mcviz.cli import _common
-from mcviz.cli.engine_options import require_engine
+from mcviz.cli.engine_options import require_engine, sample_roles
 from mcviz.errors import ValidationError
 
 __all__ = ["monitor_in_engine"]
 
-SAMPLE_ROWS = 10_000
-"""Rows read to recognise the columns' roles and the time column."""
-
-
 def monitor_in_engine(args: argparse.Namespace, settings):
     """Run the monitor on the engine; return the :class:`~mcviz.monitor.MonitorResult`."""
-    from mcviz.cli.screen import read_sample_interruptible, sample_columns
     from mcviz.engines.base import expand_paths
     from mcviz.engines.tables import open_table
-    from mcviz.io import load_predictions
     from mcviz.monitor.at_scale import monitor_table
     from mcviz.monitor.periods import infer_time_column
 
     require_engine(args.engine)
-    for flag, value in (("--drop-invalid", args.drop_invalid), ("--weighting", args.weighting),
-                        ("--probabilities", args.probabilities),
-                        ("--response continuous", args.response == "continuous")):
-        if value:
-            raise ValidationError(f"{flag} is not supported with --engine {args.engine}; use "
-                                  "--engine numpy.")
     files = expand_paths(args.file)
     with tempfile.TemporaryDirectory(prefix="mcviz-monitor-", ignore_cleanup_errors=True) as spill:
-        sample = read_sample_interruptible(files, SAMPLE_ROWS, 0, spill)
-        pred = load_predictions(sample, score=args.score, label=args.label,
-                                positive=args.positive, weight=args.weight, covariates=[],
-                                drop_invalid=True)
-        columns = sample_columns(pred, sample)
+        columns, sample = sample_roles(args, files, spill)
         time = settings.time or infer_time_column(
             sample, exclude=[c for c in (columns.score, columns.label, columns.weight) if c])
         if time is None:
             raise ValidationError("no time column recognised in the file: name it with --time.")
         settings = dataclasses.replace(settings, time=time)
-        del sample, pred
+        del sample
         table = open_table(args.engine, files, memory_limit=args.memory_limit,
                            temp_directory=spill, spark_master=args.spark_master)
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from spark_available import spark_missing
+from spark_available import spark_table
 
 from mcviz.engines.base import Columns
 from mcviz.engines.tables import DuckDBTable
@@ -122,25 +122,14 @@ def test_engine_monitor_refusals_are_one_line(cli, logged, tmp_path):
 
 @pytest.mark.spark
 def test_spark_monitor_equals_the_in_memory_monitor(logged):
-    missing = spark_missing()
-    if missing is not None:
-        pytest.skip(missing)
-    from mcviz.engines.spark_engine import local_session
-    from mcviz.engines.tables import SparkTable
-
     path, frame = logged
-    session = local_session("local[2]")
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        table = SparkTable(path, spark=session)
+    with spark_table(path) as table:
         for period, segments, filters, weight in CASES:
             settings = MonitorSettings(period=period, segments=segments, filters=filters,
                                        draws=199, null="normal", time="when")
             got = monitor_table(table, Columns("score", "label", weight), time="when",
                                 settings=settings)
             assert_same_monitor(got, in_memory(frame, settings, weight))
-    finally:
-        session.stop()
 
 
 def test_a_missing_engine_names_what_to_install(cli, logged, monkeypatch):
