@@ -17,14 +17,17 @@ from dashboard import state as s
 from mcviz.compare.words import format_p, points
 from mcviz.errors import ValidationError
 from mcviz.settings import CompareSettings, parse_thresholds
+from mcviz.text import display_text
 
-__all__ = ["CHALLENGER", "CompareRequest", "Line", "challenger_scores", "command_line",
-           "groups_table", "net_benefit_table", "request_from_state", "review_state",
-           "run_comparison", "score_b_options", "summary_table", "verdict_lines",
-           "widget_values"]
+__all__ = ["CHALLENGER", "MARKS", "CompareRequest", "Line", "challenger_scores", "command_line",
+           "deck_key", "deck_slides", "groups_table", "net_benefit_table", "request_from_state",
+           "review_b_column", "review_state", "run_comparison", "score_b_options",
+           "summary_table", "verdict_lines", "widget_values"]
 
 GAP_NOTE = ("gap: observed − predicted on the group's held-out rows, in percentage points "
             "(negative: the model over-predicts there). Brier B − A > 0: B's loss is higher.")
+MARKS = {"good": ":green[●]", "bad": ":red[●]", "neutral": ":gray[○]"}
+"""Markdown mark of a verdict line's kind (colour dots: headless browsers lack emoji fonts)."""
 CHALLENGER = "challenger_upload"
 """Session-state key: the challenger's uploaded file ``{"name", "digest", "frame"}``."""
 
@@ -218,9 +221,59 @@ def net_benefit_table(result: Any) -> pd.DataFrame:
     })
 
 
-def review_state(finding: Any) -> dict[str, Any]:
-    """Session-state entries that open the Review page on a group's rows."""
-    return {s.W_SCOPE: "filter", s.W_FILTER: finding.description}
+def deck_slides(result: Any, source: str) -> list:
+    """Return the comparison's slides (:func:`mcviz.present.comparison.comparison_slides`)."""
+    from datetime import UTC, datetime
+
+    from mcviz.present.comparison import comparison_slides, deck_info
+
+    return comparison_slides(result, deck_info(source, result,
+                                               datetime.now(UTC).strftime("%Y-%m-%d")))
+
+
+def deck_key(request: CompareRequest, source: str) -> str:
+    """Return a short key of one comparison (B, its source, the settings) for its deck's widgets.
+
+    >>> deck_key(CompareRequest("q", (0.2,), CompareSettings()), "") == deck_key(
+    ...     CompareRequest("q", (0.2,), CompareSettings()), "")
+    True
+    """
+    import hashlib
+
+    text = repr((request.score_b, request.thresholds, request.settings, source))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def review_state(finding: Any, score_b: str | None = None) -> dict[str, Any]:
+    """Session-state entries that open the Review page on a group's rows, with B beside A.
+
+    ``score_b``: B's score column when it is a column of the data (a challenger's joined
+    file is not: Review then shows A alone).
+
+    >>> review_state(type("F", (), {"description": "age ≥ 65"})(), "q")[s.W_REVIEW_B]
+    'q'
+    """
+    return {s.W_SCOPE: "filter", s.W_FILTER: finding.description, s.W_REVIEW_B: score_b or ""}
+
+
+def review_b_column(state: Mapping[str, Any], columns: Any, score: str) -> tuple[str | None,
+                                                                                   str | None]:
+    """Return the second model Review shows beside A (or None), and why not when it cannot.
+
+    A link is user text: a name that is no column of the data is refused with a message.
+
+    >>> review_b_column({s.W_REVIEW_B: "q"}, ["p", "q"], "p")
+    ('q', None)
+    >>> review_b_column({s.W_REVIEW_B: "z"}, ["p", "q"], "p")[1]
+    "Model B 'z' is not a column of this data: Review shows A only."
+    """
+    name = state.get(s.W_REVIEW_B) or ""
+    if not name or name == score:
+        return None, None
+    if name not in {str(c) for c in columns}:
+        shown = display_text(str(name)[:60])
+        return None, f"Model B '{shown}' is not a column of this data: Review shows A only."
+    return str(name), None
 
 
 def challenger_scores(frame: pd.DataFrame, upload: pd.DataFrame, *, id_column: str,

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["comparison_sentences", "finding_sentence", "format_p", "points"]
+__all__ = ["comparison_sentences", "decision_sentences", "finding_sentence", "format_p",
+           "points"]
 
 ALPHA = 0.05
 
@@ -96,7 +97,8 @@ def _groups(regressions, improvements) -> list[str]:
     return sentences
 
 
-def _decisions(net) -> list[str]:
+def decision_sentences(net) -> list[str]:
+    """Return what switching to B does at each threshold, one sentence each (the verdict's last)."""
     sentences = []
     for k, t in enumerate(net.thresholds):
         per = 1000.0
@@ -148,6 +150,6 @@ def comparison_sentences(*, brier, calibration_a, calibration_b, paths, regressi
         (f"Ordered by the {head.order_by}, the running difference of the two models' losses "
          f"varies {along} ({format_p(head.p_value)})."),
         *_groups(regressions, improvements),
-        *_decisions(net_benefit),
+        *decision_sentences(net_benefit),
     ]
     return tuple(sentences), _next_step(brier, regressions)
