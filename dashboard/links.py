@@ -43,7 +43,7 @@ _SIMPLE = {  # query parameter -> widget key
     MonitorSettings.setting("draws").link: s.W_MON_DRAWS,
     **{CompareSettings.setting(name).link: key for name, key in (  # the Compare page (#43)
         ("n_findings", s.W_CMP_FINDINGS), ("holdout", s.W_CMP_HOLDOUT), ("seed", s.W_CMP_SEED))},
-    "cthr": s.W_CMP_THRESHOLDS, "corder": s.W_CMP_ORDER,
+    "cthr": s.W_CMP_THRESHOLDS, "corder": s.W_CMP_ORDER, "rb": s.W_REVIEW_B,
 }
 _SPECS = {s.W_MON_ALPHA: MonitorSettings.setting("alpha"),
           s.W_MON_DRAWS: MonitorSettings.setting("draws")}  # read by Setting.parse

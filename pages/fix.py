@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from dashboard import charts, fixing, ui
+from dashboard import charts, comparing, fixing, ui
 from dashboard import state as s
+from dashboard.text import escape_markdown
 from mcviz.errors import ValidationError
 from mcviz.present.figures import decision_curve_figure
 from mcviz.settings import DecisionSettings, FixSettings
@@ -136,6 +137,22 @@ for sentence in impact.sentences(thresholds):
 if view.description == fixing.FULL:  # the Review page, the report and the deck show it
     st.session_state[fixing.SECTION_HELD] = (analysis.key,
                                              fixing.fix_section(result, impact, thresholds))
+
+if result.comparison is not None:  # the fix judged as a challenger is (Compare page, #43)
+    judged = result.comparison
+    with st.expander("Judged as a challenger: the model (A) against the fixed scores (B), "
+                     f"{judged.n:,} held-out rows", key="fix_as_challenger"):
+        for line in comparing.verdict_lines(judged):
+            st.markdown(f"{comparing.MARKS[line.kind]} {escape_markdown(line.text)}",
+                        help=line.help)
+        ui.show_table(comparing.summary_table(judged), key="fix_cmp_summary")
+        for title, found in (("Where the fix is worse", judged.regressions),
+                             ("Where the fix is better", judged.improvements)):
+            if found:
+                st.markdown(f"**{title}**")
+                ui.show_table(comparing.groups_table(found), percent=("share",),
+                              key=f"fix_cmp_{title.split()[-1]}")
+        ui.caption(comparing.GAP_NOTE)
 
 st.divider()
 column = fixing.fixed_column(pred.score_column)

@@ -13,9 +13,10 @@ scope) or its minimum detectable effect; the same sentences head the report and 
 
 import streamlit as st
 
-from dashboard import charts, fixing, limits, review, runs, ui
+from dashboard import charts, comparing, fixing, limits, review, runs, ui
 from dashboard import monitor as monitoring
 from dashboard import state as s
+from dashboard.text import code
 from dashboard.text import escape_markdown as md
 from mcviz.errors import ValidationError
 from mcviz.present.report import ExportUnavailableError, chromium_path, slide_image
@@ -191,6 +192,34 @@ for row in (0, 1):
                 ui.show_info(cell or "Nothing to show.")
             else:
                 ui.show_figure(cell, key=f"review_{names_of_cells[position]}")
+
+name_b, problem = comparing.review_b_column(st.session_state, analysis.frame.columns,
+                                            pred.score_column)
+if problem:
+    ui.show_warning(problem)
+if name_b is not None:  # a group opened from the Compare page: model B beside A (#43)
+    try:
+        analysis_b = analysis.with_score(name_b)
+        scope_b = charts.review_scope(analysis_b, ())
+        cells_b = charts.review_cells(analysis_b, scope_b, None, own_calibration=own_calibration,
+                                      presentation=ui.presentation(), corp=corp)
+    except ValidationError as error:
+        ui.show_warning(f"Model B ({display_text(name_b)}) cannot be shown on this scope: "
+                        f"{error}")
+    else:
+        with st.container(key="review_b"):
+            head, hide = st.columns([5, 1], vertical_alignment="center")
+            head.markdown(f"**Model B: {code(name_b)}** on the same rows "
+                          f"({scope_b.subpopulation.size:,}) · above: A, {code(pred.score_column)}")
+            hide.button("Show A only", key="review_b_hide", on_click=st.session_state.update,
+                        args=({s.W_REVIEW_B: ""},))
+            for slot, cell, part in zip(st.columns(2, gap="small"), cells_b[:2],
+                                        names_of_cells[:2], strict=True):
+                with slot:
+                    if isinstance(cell, str):
+                        ui.show_info(cell or "Nothing to show.")
+                    else:
+                        ui.show_figure(cell, key=f"review_b_{part}")
 
 export = pick_export.popover("Export", icon=":material/download:",
                              help="The deck (PPTX or PDF), or the four charts as one slide")

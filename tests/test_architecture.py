@@ -64,12 +64,7 @@ PENDING_LONG: dict[str, int] = {
 PENDING_LARGE: dict[str, int] = {}
 #: Circles that cannot be cut without changing the public API, with the reason; the test fails
 #: when one grows or is gone (then delete it here).
-KNOWN_CIRCLES: dict[frozenset[str], str] = {
-    frozenset({"mcviz.io", "mcviz.io.assembly", "mcviz.io.covariates", "mcviz.io.predictions",
-               "mcviz.io.roles", "mcviz.io.validation"}):
-        "Predictions.from_arrays (io.predictions) calls the package's loader lazily "
-        "(io.assembly builds Predictions); the package re-exports both under TYPE_CHECKING",
-}
+KNOWN_CIRCLES: dict[frozenset[str], str] = {}
 
 
 @functools.cache

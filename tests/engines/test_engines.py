@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcviz.cli import main
-from mcviz.stats.cumulative import cumulative_differences
 from mcviz.engines import Columns, NumpyEngine
 from mcviz.engines.base import BinSummaries, HistogramAccumulator, as_specs
 from mcviz.engines.duckdb_engine import DuckDBEngine
 from mcviz.engines.sql import DUCKDB, SPARK, Query, condition_sql
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.stats.cumulative import cumulative_differences
 from mcviz.stats.multical import multicalibration
 from mcviz.subpopulations import Condition, generate_subpopulations, select_rows
 

@@ -8,26 +8,15 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 
 import numpy as np
 import pytest
+from spark_available import spark_missing
 
 from mcviz.engines import Columns, NumpyEngine
 from mcviz.subpopulations import Condition, generate_subpopulations
 
-
-def _spark_missing() -> str | None:
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        return "pyspark is not installed (pip install mcviz[spark])"
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "no Java runtime (apt-get install default-jre-headless)"
-    return None
-
-
-_MISSING = _spark_missing()
+_MISSING = spark_missing()
 if _MISSING is not None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI must run the Spark tests: {_MISSING}", pytrace=False)
