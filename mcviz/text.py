@@ -261,13 +261,10 @@ def format_fixed(value: object, *, decimals: int = 1, signed: bool = False) -> s
     ('+4.1', '–', '12,345.6')
     """
     try:
-        number = float(value)  # type: ignore[arg-type]
+        text = f"{float(value):{'+' if signed else ''},.{decimals}f}"  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return str(value)
-    if math.isnan(number):
-        return "–"
-    text = f"{number:{'+' if signed else ''},.{decimals}f}".replace("-", MINUS)
-    return _unsigned_zero(text)
+    return "–" if "nan" in text else _unsigned_zero(text.replace("-", MINUS))
 
 
 def format_percent(fraction: object, *, digits: int = 3, signed: bool = False) -> str:
