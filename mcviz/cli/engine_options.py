@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_engine_arguments", "require_engine"]
+__all__ = ["add_engine_arguments", "on_table", "require_engine", "sample_roles"]
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -30,3 +30,54 @@ def require_engine(name: str) -> None:
     from mcviz.cli.screen import _require_engine
 
     _require_engine(name)
+
+
+SAMPLE_ROWS = 10_000
+"""Rows read to recognise the columns' roles (and a time column) before the engine runs."""
+
+
+def sample_roles(args: argparse.Namespace, files, spill: str):
+    """Recognise the score, label and weight on a sample as in memory; return (columns, sample).
+
+    Options the engines do not support (``--drop-invalid``, ``--weighting``,
+    ``--probabilities``, ``--response continuous``) are refused, naming the flag.
+    """
+    from mcviz.cli.screen import read_sample_interruptible, sample_columns
+    from mcviz.errors import ValidationError
+    from mcviz.io import load_predictions
+
+    for flag, value in (("--drop-invalid", args.drop_invalid), ("--weighting", args.weighting),
+                        ("--probabilities", args.probabilities),
+                        ("--response continuous", args.response == "continuous")):
+        if value:
+            raise ValidationError(f"{flag} is not supported with --engine {args.engine}; use "
+                                  "--engine numpy.")
+    sample = read_sample_interruptible(files, SAMPLE_ROWS, 0, spill)
+    pred = load_predictions(sample, score=args.score, label=args.label, positive=args.positive,
+                            weight=args.weight, covariates=[], drop_invalid=True)
+    return sample_columns(pred, sample), sample
+
+
+def on_table(args: argparse.Namespace, work):
+    """Run ``work(table, columns)`` on ``args.file`` in ``args.engine``; return its result.
+
+    The roles come from :func:`sample_roles`; the engine spills into a temporary directory
+    removed however the command ends, and a signal cancels the running query.
+    """
+    import tempfile
+
+    from mcviz.cli import _common
+    from mcviz.engines.base import expand_paths
+    from mcviz.engines.tables import open_table
+
+    require_engine(args.engine)
+    files = expand_paths(args.file)
+    with tempfile.TemporaryDirectory(prefix="mcviz-engine-", ignore_cleanup_errors=True) as spill:
+        columns, _ = sample_roles(args, files, spill)
+        table = open_table(args.engine, files, memory_limit=args.memory_limit,
+                           temp_directory=spill, spark_master=args.spark_master)
+        try:
+            return _common.interruptible(lambda: work(table, columns), table.cancel)
+        finally:
+            if not _common.work_abandoned():
+                table.close()

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from spark_available import spark_missing
+from spark_available import spark_table
 
 from mcviz.io import load_predictions
 from mcviz.recalibration import Recalibrator, frame_for_scoring
@@ -153,18 +153,9 @@ def test_memory_limit_reaches_duckdb(tmp_path):
 
 @pytest.mark.spark
 def test_spark_apply_equals_the_in_memory_apply(maps, tmp_path):
-    missing = spark_missing()
-    if missing is not None:
-        pytest.skip(missing)
     from mcviz.cli.engine_apply import score_table
-    from mcviz.engines.spark_engine import local_session
-    from mcviz.engines.tables import SparkTable
-
     directory, files, fresh = maps
-    session = local_session("local[2]")
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        table = SparkTable(directory / "new.parquet", spark=session)
+    with spark_table(directory / "new.parquet") as table:
         for method, map_file in files.items():
             out = tmp_path / f"{method}.parquet"
             n, _, mean = score_table(table, json.loads(map_file.read_text()), "score", out,
@@ -178,5 +169,3 @@ def test_spark_apply_equals_the_in_memory_apply(maps, tmp_path):
             np.testing.assert_allclose(written["score_recalibrated"].to_numpy(),
                                        reference[order], rtol=0, atol=1e-9, err_msg=method)
             assert mean == pytest.approx(reference.mean(), abs=1e-9)
-    finally:
-        session.stop()
