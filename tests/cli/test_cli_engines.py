@@ -14,6 +14,7 @@ COMMANDS = {
     "apply": ["apply", "{tmp}/map.json", "{tmp}/rows.parquet", "--out", "{tmp}/o.parquet"],
     "monitor": ["monitor", "{tmp}/rows.parquet", "--time", "when"],
     "decide": ["decide", "{tmp}/rows.parquet", "--no-fix"],
+    "metrics": ["metrics", "{tmp}/rows.parquet"],
 }
 
 
