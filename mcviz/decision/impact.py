@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mcviz.budget import Budget, bootstrap_estimate, check
 from mcviz.decision.net_benefit import check_thresholds, net_benefit
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
@@ -190,6 +191,7 @@ def decision_impact(
     scope: str = "full population",
     n_bootstrap: int = 1000,
     seed: int = 0,
+    budget: Budget | int | str | None = None,
 ) -> DecisionImpact:
     r"""Net benefit of the model and of recalibrated scores, and the loss per 1,000 with its CI.
 
@@ -206,6 +208,9 @@ def decision_impact(
         Its description.
     n_bootstrap : int, default 1000
     seed : int, default 0
+    budget : Budget, int, str or None
+        Memory budget (default: :func:`mcviz.budget.default_budget`); the bootstrap
+        (``n_bootstrap × cells`` values) is refused above it before it starts.
 
     Returns
     -------
@@ -214,7 +219,8 @@ def decision_impact(
     Raises
     ------
     ValidationError
-        Thresholds outside (0, 1), a length mismatch, recalibrated scores outside [0, 1].
+        Thresholds outside (0, 1), a length mismatch, recalibrated scores outside [0, 1]; a
+        bootstrap over the budget.
     """
     t = check_thresholds(thresholds)
     recalibrated = np.asarray(recalibrated, dtype=float)
@@ -239,6 +245,8 @@ def decision_impact(
     recal_bin = np.searchsorted(t, fixed, side="right")
     exact = pred.response_kind == "binary" and not pred.weighted
     m_bin, r_bin, counts, mean, factor = _cells(model_bin, recal_bin, a, b, exact)
+    check(bootstrap_estimate(counts.size, thresholds=t.size, n_bootstrap=int(n_bootstrap),
+                             exact=exact), budget)  # before the replicates are drawn
     rng = np.random.default_rng(int(seed))
     draws = rng.multinomial(rows.size, counts / rows.size, size=int(n_bootstrap)).astype(float)
     sum_a, sum_b = draws * mean[:, 0], draws * mean[:, 1]
