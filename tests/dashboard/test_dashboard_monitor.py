@@ -111,7 +111,7 @@ def test_report_section_carries_the_alarms_and_the_heat_map(drifting):
     result = monitor_calibration(pred,
                                  settings=MonitorSettings(period="week", segments=["g"], draws=99))
     section = mon.report_section(result)
-    assert any("Segment g == b" in paragraph for paragraph in section.text)
+    assert any("Segment g is b" in paragraph for paragraph in section.text)  # in words (#40)
     assert len(section.figures) == 2
     assert section.tables[0][1]["alarm"].tolist() == [s.alarm for s in result.series]
     html = html_report([section])
