@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import state as s
-from mcviz.compare.words import format_p, points
+from mcviz.compare.words import format_p, points, relative, signed
 from mcviz.errors import ValidationError
 from mcviz.settings import CompareSettings, parse_thresholds
 from mcviz.text import display_text
@@ -128,14 +128,14 @@ def verdict_lines(result: Any) -> list[Line]:
     b = result.brier
     kind = "good" if b.ci_high < 0 else ("bad" if b.ci_low > 0 else "neutral")
     if kind == "good":
-        text = f"B predicts better than A overall: its Brier score is {-b.relative:.1%} lower."
+        text = f"B predicts better than A overall: its Brier score is {relative(b.relative)} lower."
     elif kind == "bad":
-        text = f"B predicts worse than A overall: its Brier score is {b.relative:.1%} higher."
+        text = f"B predicts worse than A overall: its Brier score is {relative(b.relative)} higher."
     else:
         text = "Overall, A and B predict equally well: the difference is within chance."
-    lines = [Line(text, kind, f"Brier B {b.b:.4f}, A {b.a:.4f}; B − A {b.difference:+.4f} "
-                              f"(95% CI {b.ci_low:+.4f} to {b.ci_high:+.4f}, paired); log loss "
-                              f"B − A {result.log_loss.difference:+.4f}.")]
+    lines = [Line(text, kind, f"Brier B {b.b:.4f}, A {b.a:.4f}; B − A {signed(b.difference)} "
+                              f"(95% CI {signed(b.ci_low)} to {signed(b.ci_high)}, paired); log "
+                              f"loss B − A {signed(result.log_loss.difference)}.")]
     ca, cb = result.calibration_a, result.calibration_b
     lines.append(Line(
         f"Largest cumulative calibration gap: A {ca.kuiper * 100:.1f} percentage points, "
@@ -182,8 +182,8 @@ def summary_table(result: Any) -> pd.DataFrame:
     """Return A and B side by side, with B − A and its paired interval where there is one."""
     b, lg, ca, cb = result.brier, result.log_loss, result.calibration_a, result.calibration_b
     rows = [
-        ("Brier score", b.a, b.b, b.difference, f"{b.ci_low:+.4f} to {b.ci_high:+.4f}"),
-        ("Log loss", lg.a, lg.b, lg.difference, f"{lg.ci_low:+.4f} to {lg.ci_high:+.4f}"),
+        ("Brier score", b.a, b.b, b.difference, f"{signed(b.ci_low)} to {signed(b.ci_high)}"),
+        ("Log loss", lg.a, lg.b, lg.difference, f"{signed(lg.ci_low)} to {signed(lg.ci_high)}"),
         ("Calibration gap D (percentage points)", ca.kuiper * 100, cb.kuiper * 100,
          (cb.kuiper - ca.kuiper) * 100, ""),
         ("Calibration D/σ", ca.kuiper_z, cb.kuiper_z, np.nan, ""),

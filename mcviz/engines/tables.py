@@ -42,12 +42,15 @@ class Table:
     kinds : dict
         Column name to kind (``float``, ``int``, ``bool``, ``string``, ``timestamp``, ``other``),
         in the files' column order.
+    types : dict
+        Column name to the engine's own type name (``TIMESTAMP WITH TIME ZONE``, ``date``).
     """
 
     name = ""
     dialect: sql.Dialect
     source: str
     kinds: dict[str, str]
+    types: dict[str, str]
 
     def query(self) -> sql.Query:
         """Return an empty statement of this engine's dialect."""
@@ -110,6 +113,7 @@ class DuckDBTable(Table):
         from mcviz.engines.duckdb_engine import duckdb_kind
 
         self.kinds = {row[0]: duckdb_kind(row[1]) for row in described}
+        self.types = {row[0]: str(row[1]) for row in described}
 
     def _execute(self, q: sql.Query, text: str):
         import duckdb
@@ -177,6 +181,7 @@ class SparkTable(Table):
         self.source = "__mcviz_table"
         frame.createOrReplaceTempView(self.source)
         self.kinds = {f.name: spark_kind(f.dataType) for f in frame.schema.fields}
+        self.types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
 
     def _sql(self, q: sql.Query, text: str):
         return self.spark.sql(text, args=q.params)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from mcviz.compare.words import format_p, points
+from mcviz.compare.words import format_p, points, signed
 from mcviz.present.deck import filter_words
 from mcviz.present.slide_charts import (
     BLUE,
@@ -183,10 +183,10 @@ def comparison_slides(result: Any, info: DeckInfo) -> list[Slide]:
                                   ("better", result.improvements)) for f in found}
     said = [short.get(s, s) for s in result.verdict]
     head = result.headline
-    facts = (("Brier B − A", f"{result.brier.difference:+.4f}"),
-             ("95% interval (paired)", f"{result.brier.ci_low:+.4f} to "
-                                       f"{result.brier.ci_high:+.4f}"),
-             ("log loss B − A", f"{result.log_loss.difference:+.4f}"),
+    facts = (("Brier B − A", signed(result.brier.difference)),
+             ("95% interval (paired)", f"{signed(result.brier.ci_low)} to "
+                                       f"{signed(result.brier.ci_high)}"),
+             ("log loss B − A", signed(result.log_loss.difference)),
              (f"D/σ in {head.order_by} order", f"{head.kuiper_z:.2f} ({format_p(head.p_value)})"))
     slides = [
         Slide(short_title(info.title), (f"File: {info.source}", info.model,

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from spark_available import spark_missing
+from spark_available import spark_table
 
 from mcviz.io import load_predictions
 from mcviz.recalibration import Recalibrator, frame_for_scoring
@@ -126,22 +126,6 @@ def test_bad_scores_and_options_are_one_line_each(cli, maps, tmp_path):
     assert ".parquet" in run.err
 
 
-def test_a_missing_engine_names_what_to_install(cli, maps, tmp_path, monkeypatch):
-    directory, files, _ = maps
-    import sys
-
-    for name in ("duckdb", "pyspark"):
-        monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
-    for engine, package in (("duckdb", "duckdb"), ("spark", "pyspark")):
-        run = cli("apply", files["platt"], directory / "new.parquet", "--out",
-                  tmp_path / "o.parquet", "--engine", engine)
-        assert run.status == 2
-        lines = run.err.strip().splitlines()
-        assert len(lines) == 1
-        assert f"needs {package}" in lines[0]
-        assert "pip install" in lines[0]
-
-
 def test_memory_limit_reaches_duckdb(tmp_path):
     from mcviz.engines.tables import DuckDBTable
 
@@ -153,18 +137,9 @@ def test_memory_limit_reaches_duckdb(tmp_path):
 
 @pytest.mark.spark
 def test_spark_apply_equals_the_in_memory_apply(maps, tmp_path):
-    missing = spark_missing()
-    if missing is not None:
-        pytest.skip(missing)
     from mcviz.cli.engine_apply import score_table
-    from mcviz.engines.spark_engine import local_session
-    from mcviz.engines.tables import SparkTable
-
     directory, files, fresh = maps
-    session = local_session("local[2]")
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        table = SparkTable(directory / "new.parquet", spark=session)
+    with spark_table(directory / "new.parquet") as table:
         for method, map_file in files.items():
             out = tmp_path / f"{method}.parquet"
             n, _, mean = score_table(table, json.loads(map_file.read_text()), "score", out,
@@ -178,5 +153,3 @@ def test_spark_apply_equals_the_in_memory_apply(maps, tmp_path):
             np.testing.assert_allclose(written["score_recalibrated"].to_numpy(),
                                        reference[order], rtol=0, atol=1e-9, err_msg=method)
             assert mean == pytest.approx(reference.mean(), abs=1e-9)
-    finally:
-        session.stop()

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from mcviz import compare_models
+from mcviz.compare.words import signed
 from mcviz.io import Predictions
 from mcviz.present.comparison import comparison_slides, deck_info
 from mcviz.present.deck import write_pptx
@@ -81,7 +82,7 @@ def test_comparison_slides_read_back_with_the_comparison_numbers(tmp_path, compa
     assert triangle.max() == pytest.approx(2 * head.sigma, rel=1e-9)
     _, a_path = _xy(residuals, "A: observed − predicted, summed")
     assert a_path.max() - a_path.min() == pytest.approx(head.kuiper_a, rel=1e-9)
-    assert f"{compared.brier.difference:+.4f}" in texts[2]
+    assert signed(compared.brier.difference) in texts[2]
     # net benefit: A, B and B − A per 1,000 decisions at each threshold, and the interval
     levels, change = _charts(deck.slides[3])
     net = compared.net_benefit
