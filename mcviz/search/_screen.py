@@ -515,8 +515,10 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
     complexity, so a set of :math:`k` levels must beat its best single level by
     :math:`0.75\log_2 k` and each smaller set of :math:`j` levels by :math:`0.75\log_2(k/j)`
     out of fold (noise levels lower the out-of-fold score in expectation, so a set of noise
-    levels cannot outrank a real one-level group). When :math:`k^* \ge 2` the set is the first
-    :math:`k^*` levels in the order of all the node's rows. ``count``: rows per code. Per-level
+    levels cannot outrank a real one-level group); :math:`k` ranges over the sizes whose set (the
+    first :math:`k` levels in the order of all the node's rows) holds at least ``min_rows`` rows,
+    so a true set of many small levels is not lost because its best out-of-fold size fell below
+    the minimum. When :math:`k^* \ge 2` that set is the candidate. ``count``: rows per code. Per-level
     sums are bincounts over the level codes and the paths are built for the first
     ``RULES.max_set_levels`` levels only (:func:`_prefix_paths`): memory O(rows + levels).
     """
@@ -529,8 +531,13 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
     top = min(observed.size - 1, RULES.max_set_levels)
     folds = [parity == 0, None]
     folds[1] = ~folds[0]
+    whole_variance = variance[observed].sum(axis=1)
     found = []
     for sign in (1.0, -1.0):
+        whole = level_priority(sums[observed].sum(axis=1), whole_variance,
+                               prior_precision(whole_variance), sign)
+        whole = observed[np.argsort(-whole, kind="stable")][:top]
+        sizes = np.cumsum(count[whole])  # the sets a size k* gives (on all the node's rows)
         oof = np.zeros(top)
         for fit, test in ((0, 1), (1, 0)):
             v0 = prior_precision(variance[observed, fit])
@@ -540,18 +547,12 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
             oof += _z(_ranges(paths), np.cumsum(variance[order, test]))
         oof /= np.sqrt(2.0)
         penalised = oof - RULES.set_penalty * np.log2(np.arange(1, top + 1))
+        penalised[(sizes < min_rows) | (sizes >= rows.size)] = -np.inf  # usable sets only
         best_k = int(np.argmax(penalised)) + 1  # the first of equal maxima: the smaller set
-        if best_k < 2:
+        if best_k < 2 or not np.isfinite(penalised[best_k - 1]):
             continue
-        best = float(oof[best_k - 1])
-        whole_variance = variance[observed].sum(axis=1)
-        whole = level_priority(sums[observed].sum(axis=1), whole_variance,
-                               prior_precision(whole_variance), sign)
-        levels = observed[np.argsort(-whole, kind="stable")][:best_k]
-        size = int(count[levels].sum())
-        if min_rows <= size < rows.size:
-            found.append(Screened(float(best), Cut(j, "in", levels=tuple(sorted(
-                int(c) for c in levels))), size))
+        found.append(Screened(float(oof[best_k - 1]), Cut(j, "in", levels=tuple(sorted(
+            int(c) for c in whole[:best_k]))), int(sizes[best_k - 1])))
     return found
 
 
