@@ -55,8 +55,9 @@ planted slope group, 3.4 x 10^3 held-out rows: score test p 1e-5 to 1e-6 against
 3e-3, seeds 0-2). After each pass the map is refitted: the base on the rows outside every
 term's group (so the bands a term does not target keep the Platt fit of their own rows; all
 rows when fewer than a fifth of the weight lies outside), then each term on its group's rows
-given the map so far. Reviewed findings passed in (``Recalibrator(findings=...)``) must be confirmed by the search's rule
-(:func:`mcviz.search.is_confirmed`) and get a term each, with no search.
+given the map so far. Reviewed findings passed in (``Recalibrator(findings=...)``) must be
+confirmed by the search's rule (:func:`mcviz.search.is_confirmed`) and get a term each, with no
+search.
 
 References
 ----------
