@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy.special import expit
 
 import mcviz
@@ -22,10 +23,14 @@ from mcviz.core.sigma import (
 )
 
 
-def _top_heavy(n: int, seed: int):
-    """Scores with a long tail towards 1 (a third above 0.9); 0/1 labels drawn from them."""
+def _top_heavy(n: int, seed: int, centre: float = -1.0):
+    """Scores with long tails towards 0 and 1 (logits N(centre, 2.5^2)); 0/1 labels from them.
+
+    With ``centre`` -1 most labels are 0 (as on Adult) and about 250 of 20,000 scores exceed
+    0.99; with +1 most are 1 and the rare value near 0 is the 1.
+    """
     rng = np.random.default_rng(seed)
-    score = np.sort(expit(rng.normal(1.0, 2.5, n)))
+    score = np.sort(expit(rng.normal(centre, 2.5, n)))
     label = (rng.random(n) < score).astype(float)
     return score, label
 
@@ -48,16 +53,18 @@ def test_a_block_is_judged_by_its_own_most_common_response():
     assert pool_block_starts(np.ones(600, dtype=bool), mode_off).tolist() == [0]
 
 
-def test_calibrated_top_scores_are_not_beyond_chance():
-    # 200 label draws: the top 200 rows' D/sigma exceeds 2.5 (a two-sided 5% event or so for the
-    # range of Brownian motion is ~2.5) in few draws. The global-spike rule gave 0.71 of the draws
-    # on the Adult scores (median D/sigma 20): that inversion makes this test fail.
+@pytest.mark.parametrize(("centre", "end"), [(-1.0, "top"), (1.0, "bottom")])
+def test_calibrated_extreme_scores_are_not_beyond_chance(centre, end):
+    # 200 label draws: the 200 most extreme rows' D/sigma exceeds 2.5 (the range of Brownian
+    # motion exceeds 2.5 with probability near 5%) in few draws. Counting rare responses off the
+    # population's most common value gave 0.71 of the draws at the top of the Adult scores
+    # (median D/sigma 20), where that value is 0; at the bottom when it is 1.
     beyond = []
     for seed in range(200):
-        score, label = _top_heavy(20_000, seed)
+        score, label = _top_heavy(20_000, seed, centre)
         floor = pooled_response_variance(score, label)
-        top = np.arange(score.size - 200, score.size)
-        beyond.append(_range_z(score, label, top, floor) > 2.5)
+        rows = np.arange(score.size - 200, score.size) if end == "top" else np.arange(200)
+        beyond.append(_range_z(score, label, rows, floor) > 2.5)
     assert np.mean(beyond) <= 0.08, np.mean(beyond)
 
 
