@@ -18,17 +18,14 @@ to test-artifacts/served-refusal-memory.json.
 
 from __future__ import annotations
 
-import io
 import json
 import time
 import zlib
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 from browser_kit import ARTIFACTS, launched, served, wait_idle
-from test_served import no_exception, rss, upload, wait_text
+from test_served import big_session_file, no_exception, proc_bytes, rss, upload, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -39,10 +36,7 @@ NUMBERS: dict[str, object] = {}
 
 
 def _peak(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmHWM")
+    return proc_bytes(pid, "VmHWM")
 
 
 def _reset_peak(pid: int) -> None:
@@ -109,23 +103,12 @@ def test_a_refused_gzip_upload_hands_its_memory_back_with_the_shipped_ttl():
         assert after <= idle + MARGIN, NUMBERS["refused_gzip"]
 
 
-def session_file(tag: str, n: int = 1_000_000) -> bytes:
-    rng = np.random.default_rng(zlib.crc32(tag.encode()))
-    score = rng.beta(2, 3, n).round(4).clip(0.001, 0.999)
-    frame = pd.DataFrame({"score": score, "label": (rng.random(n) < score).astype(int),
-                          f"col_{tag}": rng.normal(size=n).round(3),
-                          "city": rng.choice(["a", "b", "c"], n)})
-    buffer = io.BytesIO()
-    frame.to_csv(buffer, index=False)
-    return buffer.getvalue()
-
-
 def test_four_concurrent_million_row_sessions_hand_their_memory_back():
     with served(cap=CAP, ttl=30, env={"MCVIZ_MEMORY_BUDGET": None}) as (process, base), \
             launched() as browser:
         pid = process.pid
         idle = _idle(browser, base, pid)
-        files = {f"s{k}": session_file(f"s{k}") for k in range(4)}
+        files = {f"s{k}": big_session_file(f"s{k}") for k in range(4)}
         contexts = [browser.new_context(viewport={"width": 1280, "height": 900}) for _ in files]
         pages = [c.new_page() for c in contexts]
         for page in pages:
