@@ -42,7 +42,8 @@ from mcviz.errors import ValidationError
 
 __all__ = ["BIDI_CONTROLS", "LINE_SEPARATORS", "MAX_NESTING", "P_FLOOR", "P_SMALLEST",
            "TIME_RESOLUTIONS", "check_nesting", "csv_text", "display_text", "format_count",
-           "format_interval", "format_number", "format_p", "format_percent", "format_points",
+           "format_fixed", "format_interval", "format_number", "format_p", "format_percent",
+           "format_points",
            "format_time", "readable_number", "sentence_text"]
 
 BIDI_CONTROLS = frozenset(
@@ -220,12 +221,9 @@ def format_number(value: object, *, digits: int = 4, kind: str | None = None) ->
         return str(bool(value))
     if isinstance(value, int) or (np is not None and isinstance(value, np.integer)):
         return f"{int(value):,}"
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(value)
-    if math.isnan(number):
-        return "–"
+    number = _parsed(value)
+    if isinstance(number, str):
+        return number
     if math.isinf(number):
         return "∞" if number > 0 else "−∞"
     if kind == "p" and number < P_FLOOR:
@@ -249,6 +247,21 @@ def _scientific(number: float, digits: int) -> str:
     if "." in mantissa:
         mantissa = mantissa.rstrip("0").rstrip(".")
     return f"{mantissa}e{int(exponent):+03d}"
+
+
+def format_fixed(value: object, *, decimals: int = 1, signed: bool = False) -> str:
+    """Write a number with a fixed count of decimals (a rate per 1,000): no "−0.0", a true minus.
+
+    >>> format_fixed(-0.04, signed=True), format_fixed(0.04, signed=True), format_fixed(-2.06)
+    ('0.0', '0.0', '−2.1')
+    >>> format_fixed(4.1, signed=True), format_fixed(float("nan")), format_fixed(12345.6)
+    ('+4.1', '–', '12,345.6')
+    """
+    try:
+        text = f"{float(value):{'+' if signed else ''},.{decimals}f}"  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    return "–" if "nan" in text else _unsigned_zero(text.replace("-", MINUS))
 
 
 def format_percent(fraction: object, *, digits: int = 3, signed: bool = False) -> str:
@@ -277,15 +290,22 @@ def format_p(p: object) -> str:
     >>> format_p(0.148), format_p(0.0004), format_p(0.00004), format_p(0.05), format_p(1.0)
     ('0.15', '0.0004', '< 0.0001', '0.05', '1')
     """
-    try:
-        number = float(p)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(p)
-    if math.isnan(number):
-        return "–"
+    number = _parsed(p)
+    if isinstance(number, str):
+        return number
     if number < P_SMALLEST:
         return "< 0.0001"
     return format_number(number, digits=2)
+
+
+def _parsed(value: object) -> float | str:
+    """``value`` as a float, or the text shown for it: itself when it is not a number, "–"
+    for NaN (the rule :func:`format_number` and :func:`format_p` share)."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    return "–" if math.isnan(number) else number
 
 
 def format_interval(low: object, high: object, *, percent: bool = False,

@@ -13,16 +13,15 @@ __all__ = ["add_engine_arguments", "on_table", "require_engine", "sample_roles"]
 
 def add_engine_arguments(parser: argparse.ArgumentParser, help_text: str) -> None:
     """Add ``--engine numpy|duckdb|spark``, ``--memory-limit`` and ``--spark-master``."""
-    from mcviz.cli.screen import _spark_master_default
-
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy",
                         help=help_text)
     parser.add_argument("--memory-limit", metavar="SIZE",
                         help="memory limit of the engine, e.g. 2GB: DuckDB's memory_limit "
                         "(spills beyond), Spark's driver memory in local mode")
-    master = _spark_master_default()
-    parser.add_argument("--spark-master", default=master, metavar="URL",
-                        help=f"Spark master (default {master}), e.g. spark://host:7077")
+    # no default here: the Spark engine's own (local mode), without importing it at start-up
+    parser.add_argument("--spark-master", metavar="URL",
+                        help="Spark master, e.g. spark://host:7077 (default: local mode, as "
+                        "mcviz screen)")
 
 
 def require_engine(name: str) -> None:

@@ -46,6 +46,7 @@ from mcviz.budget import Budget, bootstrap_estimate, check
 from mcviz.decision.net_benefit import check_thresholds, net_benefit
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.text import format_fixed, format_percent
 
 __all__ = ["CURVE_THRESHOLDS", "DecisionImpact", "decision_impact", "impact_sentence"]
 
@@ -132,19 +133,24 @@ def impact_sentence(t: float, loss: float, low: float, high: float, changed: flo
     'costs 4.1 net true positives per 1,000 decisions (CI 2.0–6.3)'
     >>> impact_sentence(0.3, 0.0, 0.0, 0.0, 0.0)
     'at a threshold of 0.3, this miscalibration does not change decisions'
+    >>> said = impact_sentence(0.1, -0.04, -0.2, 0.1, 0.0021)
+    >>> said[said.index("changes"):said.index(" but")], said[said.index("noise"):said.index(" per")]
+    ('changes 0.21% of decisions', 'noise: 0.0 net true positives')
     """
     head = f"at a threshold of {t:g}, "
     if changed == 0:
         return head + "this miscalibration does not change decisions"
-    ci = f"(CI {low:.1f}–{high:.1f})" if low >= 0 else f"(CI {low:.1f} to {high:.1f})"
+    one = format_fixed  # one number formatter: no "−0.0" (#40)
+    ci = (f"(CI {one(low)}–{one(high)})" if low >= 0 else f"(CI {one(low)} to {one(high)})")
     if low > 0:
-        return (head + f"this miscalibration costs {loss:.1f} net true positives per 1,000 "
+        return (head + f"this miscalibration costs {one(loss)} net true positives per 1,000 "
                 f"decisions {ci}")
     if high < 0:
-        return (head + f"the recalibrated scores do worse: {-loss:.1f} fewer net true "
+        return (head + f"the recalibrated scores do worse: {one(-loss)} fewer net true "
                 f"positives per 1,000 decisions {ci}")
-    return (head + f"the recalibration changes {changed:.1%} of decisions but its effect is "
-            f"within noise: {loss:+.1f} net true positives per 1,000 decisions {ci}")
+    return (head + f"the recalibration changes {format_percent(changed, digits=2)} of "
+            f"decisions but its effect is within noise: {one(loss, signed=True)} net true "
+            f"positives per 1,000 decisions {ci}")
 
 
 def _cells(model_bin, recal_bin, a, b, binary_unweighted):

@@ -44,7 +44,8 @@ from mcviz.monitor.alarm import (
 from mcviz.monitor.periods import Periods, infer_time_column, make_periods
 from mcviz.monitor.segments import membership_atoms, monitored_segments
 from mcviz.settings import MonitorSettings
-from mcviz.subpopulations import Subpopulation, full_population
+from mcviz.subpopulations import Subpopulation, conditions_words, full_population
+from mcviz.text import format_interval, format_p, format_points
 
 __all__ = ["MonitorResult", "MonitorSettings", "SeriesMonitor", "monitor_calibration",
            "monitor_estimate"]
@@ -123,6 +124,12 @@ class SeriesMonitor:
     ci_high: float
     p_adjusted: float
     sentence: str
+
+    @property
+    def details(self) -> str:
+        """The statistics behind :attr:`sentence` (for a details line or hover help)."""
+        return (f"adjusted p = {format_p(self.p_adjusted)} (eq. (4): over every segment and "
+                f"period); the interval does not allow for the window chosen by the scan")
 
     @property
     def description(self) -> str:
@@ -440,24 +447,27 @@ def _strongest_window(x, n, v, delta, ref_var, r, plan) -> tuple[int, int]:
 
 
 def _sentence(view: dict, periods: Periods) -> str:
-    name = view["subpopulation"].description
-    who = "The full population" if name == "full population" else f"Segment {name}"
+    """Say in words when, which way and how far outcomes moved from the scores.
+
+    No statistical symbols (#40): the adjusted p is in :attr:`SeriesMonitor.details`.
+    """
+    sub = view["subpopulation"]
+    who = ("The full population" if not sub.conditions
+           else f"Segment {conditions_words(sub.conditions)}")
     shift, low, high = view["shift"], view["ci_low"], view["ci_high"]
-    p = view["p_adjusted"]
     noun = periods.period if periods.period in ("day", "week", "month", "quarter") else "period"
     if not np.isfinite(shift):
         return f"{who} has no rows after the reference."
     direction = "above" if shift > 0 else "below"
+    interval = f"95% interval {format_interval(100 * low, 100 * high)} points"
     if view["alarm"]:
         span = (f"in the {noun} of {periods.labels[view['change_start']]}"
                 if view["change_start"] == view["change_end"] else
                 f"from the {noun} of {periods.labels[view['change_start']]} to that of "
                 f"{periods.labels[view['change_end']]}")
-        return (f"{who}: {span} outcomes ran {abs(shift):.3f} {direction} the scores "
-                f"relative to the reference (95% CI "
-                f"{low:+.3f} to {high:+.3f}); first alarm in the {noun} of "
-                f"{periods.labels[view['first_alarm']]} (p = {p:.3g}, adjusted for every "
-                f"segment and period).")
+        return (f"{who}: {span} outcomes ran {format_points(abs(shift))} {direction} the "
+                f"scores, relative to the reference ({interval}); first alarm in the {noun} of "
+                f"{periods.labels[view['first_alarm']]}, beyond chance over every segment and "
+                f"period.")
     return (f"{who}: no alarm; after the reference, outcomes minus scores changed by "
-            f"{shift:+.3f} (95% CI {low:+.3f} to {high:+.3f}) relative to the reference "
-            f"(p = {p:.3g}, adjusted).")
+            f"{format_points(shift, signed=True)} relative to the reference ({interval}).")

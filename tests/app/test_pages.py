@@ -85,15 +85,10 @@ def test_bad_file_shows_a_message_next_to_the_score_widget():
     assert metrics(at)["Rows dropped"] == "3"
 
 
-def test_text_in_the_score_column_stops_with_its_message():
+def test_text_in_the_score_column_stops_with_its_message(bad_score_frame):
     # Issue 31: a `score` column with one non-number was replaced by another [0, 1] column
     # (x0) without a word; now the mapping keeps `score` and the loader's message names it.
-    rng = np.random.default_rng(0)
-    n = 500
-    score = rng.uniform(0.05, 0.95, n)
-    frame = pd.DataFrame({"x0": rng.uniform(0, 1, n), "score": score.round(4).astype(str),
-                          "label": (rng.random(n) < score).astype(int), "x1": rng.normal(size=n)})
-    frame.loc[7, "score"] = "oops"
+    frame = bad_score_frame(500)
     at = upload(new_app(), frame.to_csv(index=False).encode())
     no_exceptions(at)
     messages = [shown(e.value) for e in at.error]

@@ -15,7 +15,7 @@ screen and of the whole page go to test-artifacts/pages-<size>-<page>.png.
 from __future__ import annotations
 
 import pytest
-from browser_kit import ARTIFACTS, launched, served, wait_idle
+from browser_kit import ARTIFACTS, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -112,18 +112,6 @@ REVIEW_SCOPES = {  # scope: (the address opened first, the button clicked there,
     "finding": ("review?demo=flights&smode=searched&sp=1&scope=sub&ssub=1", None),
     "monitor": ("monitor?demo=flights", "Open in Review"),
     "fix": ("fix?demo=adult", "Fit and judge the fix")}
-
-
-@pytest.fixture(scope="module")
-def app_url():
-    with served() as (_, base):
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser(app_url):
-    with launched() as chromium:
-        yield chromium
 
 
 def _visit(browser, url: str, size: str, charts: int, name: str, then=None) -> dict:

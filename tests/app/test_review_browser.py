@@ -13,7 +13,7 @@ from __future__ import annotations
 import urllib.parse
 
 import pytest
-from browser_kit import ARTIFACTS, launched, served, wait_idle
+from browser_kit import ARTIFACTS, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -62,18 +62,6 @@ LAYOUT_JS = """
                                       text: verdict.innerText} : null};
 }
 """
-
-
-@pytest.fixture(scope="module")
-def app_url():
-    with served() as (_, base):
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser(app_url):
-    with launched() as chromium:
-        yield chromium
 
 
 def _fresh_page(browser, width: int = 1440, height: int = 900):

@@ -13,17 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcviz.recalibration.simulate import planted_fix_data
-
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("hostile")
-    frame = planted_fix_data(4_000, seed=1).drop(columns="truth")
-    frame.to_parquet(directory / "pred.parquet", index=False)
-    fresh = planted_fix_data(2_000, seed=2).drop(columns=["truth", "label"])
-    fresh.to_csv(directory / "new.csv", index=False)
-    return directory
+def files(planted_directory):
+    return planted_directory("hostile", 4_000, 2_000)
 
 
 @pytest.fixture
@@ -79,20 +72,15 @@ def test_apply_out_follows_the_umask(cli, files, tmp_path):
     assert _mode(out) == 0o640
 
 
-def test_metrics_table_follows_the_umask(cli, files, tmp_path, umask_022):
-    table = tmp_path / "table.csv"
-    run = cli("metrics", files / "pred.parquet", "--score", "score", "--label", "label",
-              "--subpopulations", "10", "--table", table, "--json")
+@pytest.mark.parametrize(("command", "flag", "name"), [
+    ("metrics", "--table", "table.csv"), ("screen", "--out", "screen.parquet")])
+def test_metrics_table_and_screen_out_follow_the_umask(cli, files, tmp_path, umask_022,
+                                                       command, flag, name):
+    written = tmp_path / name
+    run = cli(command, files / "pred.parquet", "--score", "score", "--label", "label",
+              "--subpopulations", "10", flag, written, "--json")
     assert run.status == 0, run.err
-    assert _mode(table) == 0o644
-
-
-def test_screen_out_follows_the_umask(cli, files, tmp_path, umask_022):
-    out = tmp_path / "screen.parquet"
-    run = cli("screen", files / "pred.parquet", "--score", "score", "--label", "label",
-              "--subpopulations", "10", "--out", out, "--json")
-    assert run.status == 0, run.err
-    assert _mode(out) == 0o644
+    assert _mode(written) == 0o644
 
 
 def test_report_deck_follows_the_umask(cli, files, tmp_path, umask_022):

@@ -126,22 +126,6 @@ def test_bad_scores_and_options_are_one_line_each(cli, maps, tmp_path):
     assert ".parquet" in run.err
 
 
-def test_a_missing_engine_names_what_to_install(cli, maps, tmp_path, monkeypatch):
-    directory, files, _ = maps
-    import sys
-
-    for name in ("duckdb", "pyspark"):
-        monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
-    for engine, package in (("duckdb", "duckdb"), ("spark", "pyspark")):
-        run = cli("apply", files["platt"], directory / "new.parquet", "--out",
-                  tmp_path / "o.parquet", "--engine", engine)
-        assert run.status == 2
-        lines = run.err.strip().splitlines()
-        assert len(lines) == 1
-        assert f"needs {package}" in lines[0]
-        assert "pip install" in lines[0]
-
-
 def test_memory_limit_reaches_duckdb(tmp_path):
     from mcviz.engines.tables import DuckDBTable
 

@@ -130,18 +130,3 @@ def test_spark_monitor_equals_the_in_memory_monitor(logged):
             got = monitor_table(table, Columns("score", "label", weight), time="when",
                                 settings=settings)
             assert_same_monitor(got, in_memory(frame, settings, weight))
-
-
-def test_a_missing_engine_names_what_to_install(cli, logged, monkeypatch):
-    import sys
-
-    path, _ = logged
-    for name in ("duckdb", "pyspark"):
-        monkeypatch.setitem(sys.modules, name, None)  # import fails as if not installed
-    for engine, package in (("duckdb", "duckdb"), ("spark", "pyspark")):
-        run = cli("monitor", path, "--time", "when", "--engine", engine)
-        assert run.status == 2
-        lines = run.err.strip().splitlines()
-        assert len(lines) == 1
-        assert f"needs {package}" in lines[0]
-        assert "pip install" in lines[0]
