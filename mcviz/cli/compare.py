@@ -170,3 +170,5 @@ def text(output: dict) -> None:
                   f"{'' if item['confirmed'] else ' (not confirmed)'}")
     if output.get("notice"):
         print("\n" + textwrap.fill(display_text(f"Note: {output['notice']}"), width=100))
+    for path in output.get("deck", ()):
+        print(f"\nDeck ({output['slides']} slides): {display_text(path)}")
