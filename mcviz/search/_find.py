@@ -546,8 +546,10 @@ def _look_again(beam: Beam, found: list[tuple[Node, np.ndarray]], rank: np.ndarr
     if outside.size < 2 * beam.regular_rows:
         return found
     small = None if beam.min_rows == beam.regular_rows else (beam.min_rows, beam.small_z)
-    again = Beam(beam.data, beam.columns, outside, beam.regular_rows, beam.progress,
-                 rules=RULES, small=small)
+    tell = beam.progress
+    again = Beam(beam.data, beam.columns, outside, beam.regular_rows, None if tell is None else (
+        lambda fraction, text: tell(fraction, f"second look outside the findings: {text}")),
+        rules=RULES, small=small)
     again.run(beam.max_conditions)
     more = _finish(again, rank, n_findings - len(found), min_share, seed)
     beam.screened += again.screened

@@ -405,7 +405,8 @@ def test_above_finish_rows_fewer_entries_are_examined(monkeypatch):
         tell = _beam.Beam._tell
 
         def spy_tell(self, fraction, text):  # one "checking candidate k" per entry examined
-            if text.startswith("checking candidate"):
+            if text.startswith("checking candidate"):  # the first search's (the second
+                # look outside its findings, _find._look_again, has its own cap)
                 checked.append(text)
             return tell(self, fraction, text)
 
