@@ -121,7 +121,7 @@ for message in st.session_state.pop(s.LINK_MESSAGES, ()):
 
 st.session_state[s.APP_RAN] = True  # the page script sees that this file ran
 try:
-    navigation.run()
+    ui.run_page(navigation)  # a refusal no page caught is a message, never a traceback
 finally:
     st.session_state[s.APP_RAN] = False
     show_summary()

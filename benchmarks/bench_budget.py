@@ -84,6 +84,16 @@ SHAPES: dict[str, dict[str, dict]] = {
         "weeks": {"rows": 1_000_000, "days": 364, "period": "week", "levels": 50, "filters": 0},
         "days_filters": {"rows": 600_000, "days": 120, "period": "day", "levels": 12,
                          "filters": 6},
+        # issue 41: many segment levels (the most the monitor takes) and many periods
+        "levels_200": {"rows": 1_000_000, "days": 364, "period": "week", "levels": 200,
+                       "filters": 0},
+        "days_levels": {"rows": 1_000_000, "days": 730, "period": "day", "levels": 100,
+                        "filters": 0},
+    },
+    "bootstrap": {  # issue 41: --bootstrap in the estimate (the Fix page's curve: 99 thresholds)
+        "binary": {"rows": 200_000, "bootstrap": 2_000, "weighted": False},
+        "weighted": {"rows": 200_000, "bootstrap": 1_000, "weighted": True},
+        "binary_big": {"rows": 1_000_000, "bootstrap": 3_000, "weighted": False},
     },
     "fix": {
         "platt": {"rows": 600_000, "covariates": 4, "method": "platt"},
@@ -192,7 +202,8 @@ def _record_checks() -> list:
 
     budget.check = check
     for name in ("mcviz.stats.groupings.local", "mcviz.stats.groupings.partitions", "mcviz.stats.significance",
-                 "mcviz.search._find", "mcviz.recalibration.verify", "mcviz.monitor.monitor"):
+                 "mcviz.search._find", "mcviz.recalibration.verify", "mcviz.monitor.monitor",
+                 "mcviz.decision.impact"):
         module = importlib.import_module(name)
         if hasattr(module, "check"):
             module.check = check
@@ -284,6 +295,22 @@ def _child(case: str, p: dict) -> dict:
                                                                 segments=["group"],
                                                                 filters=filters, draws=999),
                                                                 budget=2**40)
+    elif case == "bootstrap":
+        import numpy as np
+
+        from mcviz.decision import decision_impact
+        from mcviz.io import Predictions
+
+        rng = np.random.default_rng(0)
+        rows = p["rows"]
+        score = rng.random(rows)
+        pred = Predictions.from_arrays(score, (rng.random(rows) < score).astype(int),
+                                       weight=rng.uniform(0.5, 2, rows) if p["weighted"] else None)
+        fixed = np.clip(score + rng.normal(0, 0.05, rows), 0, 1)
+        estimate = None
+
+        def run():
+            return decision_impact(pred, fixed, n_bootstrap=p["bootstrap"], budget=2**40)
     elif case == "fix":
         from mcviz.recalibration import verify_fix
 

@@ -120,6 +120,12 @@ def calibrated_wide(n: int, seed: int) -> pd.DataFrame:
     nominal among them, and 22 more of pure noise (normals, uniforms and nominals)."""
     frame, _, _ = shaped(n, None, seed, extra=2)
     rng = np.random.default_rng(seed + 10**6)
+    return pure_noise(frame, rng)
+
+
+def pure_noise(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """Add 20 covariates of pure noise (normals, uniforms and 12-level nominals) to ``frame``."""
+    n = len(frame)
     for k in range(20):
         if k % 4 == 3:
             frame[f"pure{k}"] = _nominal(rng.integers(0, 12, n), "p", 12)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from shapes import pure_noise
 
 MORE_SHAPES = ("levels25", "codes", "four", "union", "tiny", "opposite")
 MORE_TEXT = {
@@ -131,11 +132,4 @@ def calibrated_30(n: int, seed: int) -> pd.DataFrame:
     5,000-level nominal and the id column among them) and 20 more of pure noise."""
     frame, _, _ = shaped_more(n, None, seed)
     rng = np.random.default_rng(seed + 10**7)
-    for k in range(20):
-        if k % 4 == 3:
-            frame[f"pure{k}"] = _nominal(rng.integers(0, 12, n), "p", 12)
-        elif k % 4 == 2:
-            frame[f"pure{k}"] = rng.uniform(size=n)
-        else:
-            frame[f"pure{k}"] = rng.normal(size=n)
-    return frame
+    return pure_noise(frame, rng)

@@ -145,7 +145,8 @@ def run_with_progress(run_key: str, label: str, work: Callable[[Callable], Any])
     Stop (or :class:`mcviz.budget.Cancelled` from the work) ends the run at its next progress
     report -- Streamlit reruns the page and nothing is cached -- and the page then shows
     "Stopped" with a "Run again" button and stops there (``st.stop()``): the widgets drawn
-    above stay usable, and other settings (another ``run_key``) run at once.
+    above stay usable, and other settings (another ``run_key``) run at once. A run that is
+    refused or fails clears its progress bar and Stop button before the error propagates.
     """
     stopped = st.session_state.setdefault(STOPPED_RUNS, set())
     if run_key in stopped:
@@ -169,7 +170,8 @@ def run_with_progress(run_key: str, label: str, work: Callable[[Callable], Any])
         stopped.add(run_key)
         slot.empty()
         st.rerun()
-    slot.empty()
+    finally:  # a refused or failed run clears its bar and Stop too (the page shows why)
+        slot.empty()
     return result
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -283,12 +284,23 @@ def current_verdict(item: Current, runs_: tuple) -> Any:
 
 def deck_buttons(item: Current, verdict: Any, runs_: tuple, *, key: str) -> None:
     """Build the deck (PPTX or PDF) of ``verdict`` on a click and offer its download."""
-    from mcviz.present.deck import pdf_unavailable, write_deck
-    from mcviz.present.report import ExportUnavailableError
-
     findings = len(verdict.findings)
     st.caption(f"16:9 slides with native, editable charts: title, verdict, the scope, "
                f"{findings} confirmed finding{'' if findings == 1 else 's'}, appendix.")
+
+    def slides() -> list:
+        return review.deck_of(item.pred, verdict, runs_, source=str(item.source["name"]),
+                              bins=bin_counts(), variable=chosen_variable(item),
+                              compute=item.compute, scope=scope_results(item, runs_))
+
+    deck_download(slides, key=key, file_name="mcviz-review")
+
+
+def deck_download(slides: Callable[[], Any], *, key: str, file_name: str) -> None:
+    """Offer PPTX (and PDF where it can be made): build ``slides()`` on a click, then download."""
+    from mcviz.present.deck import pdf_unavailable, write_deck
+    from mcviz.present.report import ExportUnavailableError
+
     why = pdf_unavailable()
     formats = ["pptx"] if why else ["pptx", "pdf"]
     if why:
@@ -297,13 +309,10 @@ def deck_buttons(item: Current, verdict: Any, runs_: tuple, *, key: str) -> None
                                key=f"{key}_fmt") or "pptx"
     held = f"{key}_file"
     if st.button("Build the deck", key=f"{key}_build", icon=":material/slideshow:"):
-        with st.spinner("Drawing the slides…"):
-            slides = review.deck_of(item.pred, verdict, runs_, source=str(item.source["name"]),
-                                    bins=bin_counts(), variable=chosen_variable(item),
-                                    compute=item.compute, scope=scope_results(item, runs_))
         out = io.BytesIO()
         try:
-            write_deck(slides, out, kind=fmt)
+            with st.spinner("Drawing the slides…"):
+                write_deck(slides(), out, kind=fmt)
         except ImportError:  # python-pptx is the optional extra mcviz[export]
             st.warning("The deck needs python-pptx (`pip install 'mcviz[export]'`).")
             return
@@ -316,4 +325,4 @@ def deck_buttons(item: Current, verdict: Any, runs_: tuple, *, key: str) -> None
         mime = ("application/vnd.openxmlformats-officedocument.presentationml.presentation"
                 if built[0] == "pptx" else "application/pdf")
         st.download_button(f"Download the deck ({built[0].upper()})", built[1],
-                           file_name=f"mcviz-review.{built[0]}", mime=mime, key=f"{key}_dl")
+                           file_name=f"{file_name}.{built[0]}", mime=mime, key=f"{key}_dl")

@@ -14,17 +14,20 @@ import numpy as np
 import pandas as pd
 
 from dashboard import state as s
-from mcviz.compare.words import format_p, points
+from mcviz.compare.words import format_p, points, relative, signed
 from mcviz.errors import ValidationError
 from mcviz.settings import CompareSettings, parse_thresholds
+from mcviz.text import display_text
 
-__all__ = ["CHALLENGER", "CompareRequest", "Line", "challenger_scores", "command_line",
-           "groups_table", "net_benefit_table", "request_from_state", "review_state",
-           "run_comparison", "score_b_options", "summary_table", "verdict_lines",
-           "widget_values"]
+__all__ = ["CHALLENGER", "MARKS", "CompareRequest", "Line", "challenger_scores", "command_line",
+           "deck_key", "deck_slides", "groups_table", "net_benefit_table", "request_from_state",
+           "review_b_column", "review_state", "run_comparison", "score_b_options",
+           "summary_table", "verdict_lines", "widget_values"]
 
 GAP_NOTE = ("gap: observed − predicted on the group's held-out rows, in percentage points "
             "(negative: the model over-predicts there). Brier B − A > 0: B's loss is higher.")
+MARKS = {"good": ":green[●]", "bad": ":red[●]", "neutral": ":gray[○]"}
+"""Markdown mark of a verdict line's kind (colour dots: headless browsers lack emoji fonts)."""
 CHALLENGER = "challenger_upload"
 """Session-state key: the challenger's uploaded file ``{"name", "digest", "frame"}``."""
 
@@ -125,14 +128,14 @@ def verdict_lines(result: Any) -> list[Line]:
     b = result.brier
     kind = "good" if b.ci_high < 0 else ("bad" if b.ci_low > 0 else "neutral")
     if kind == "good":
-        text = f"B predicts better than A overall: its Brier score is {-b.relative:.1%} lower."
+        text = f"B predicts better than A overall: its Brier score is {relative(b.relative)} lower."
     elif kind == "bad":
-        text = f"B predicts worse than A overall: its Brier score is {b.relative:.1%} higher."
+        text = f"B predicts worse than A overall: its Brier score is {relative(b.relative)} higher."
     else:
         text = "Overall, A and B predict equally well: the difference is within chance."
-    lines = [Line(text, kind, f"Brier B {b.b:.4f}, A {b.a:.4f}; B − A {b.difference:+.4f} "
-                              f"(95% CI {b.ci_low:+.4f} to {b.ci_high:+.4f}, paired); log loss "
-                              f"B − A {result.log_loss.difference:+.4f}.")]
+    lines = [Line(text, kind, f"Brier B {b.b:.4f}, A {b.a:.4f}; B − A {signed(b.difference)} "
+                              f"(95% CI {signed(b.ci_low)} to {signed(b.ci_high)}, paired); log "
+                              f"loss B − A {signed(result.log_loss.difference)}.")]
     ca, cb = result.calibration_a, result.calibration_b
     lines.append(Line(
         f"Largest cumulative calibration gap: A {ca.kuiper * 100:.1f} percentage points, "
@@ -179,8 +182,8 @@ def summary_table(result: Any) -> pd.DataFrame:
     """Return A and B side by side, with B − A and its paired interval where there is one."""
     b, lg, ca, cb = result.brier, result.log_loss, result.calibration_a, result.calibration_b
     rows = [
-        ("Brier score", b.a, b.b, b.difference, f"{b.ci_low:+.4f} to {b.ci_high:+.4f}"),
-        ("Log loss", lg.a, lg.b, lg.difference, f"{lg.ci_low:+.4f} to {lg.ci_high:+.4f}"),
+        ("Brier score", b.a, b.b, b.difference, f"{signed(b.ci_low)} to {signed(b.ci_high)}"),
+        ("Log loss", lg.a, lg.b, lg.difference, f"{signed(lg.ci_low)} to {signed(lg.ci_high)}"),
         ("Calibration gap D (percentage points)", ca.kuiper * 100, cb.kuiper * 100,
          (cb.kuiper - ca.kuiper) * 100, ""),
         ("Calibration D/σ", ca.kuiper_z, cb.kuiper_z, np.nan, ""),
@@ -218,9 +221,59 @@ def net_benefit_table(result: Any) -> pd.DataFrame:
     })
 
 
-def review_state(finding: Any) -> dict[str, Any]:
-    """Session-state entries that open the Review page on a group's rows."""
-    return {s.W_SCOPE: "filter", s.W_FILTER: finding.description}
+def deck_slides(result: Any, source: str) -> list:
+    """Return the comparison's slides (:func:`mcviz.present.comparison.comparison_slides`)."""
+    from datetime import UTC, datetime
+
+    from mcviz.present.comparison import comparison_slides, deck_info
+
+    return comparison_slides(result, deck_info(source, result,
+                                               datetime.now(UTC).strftime("%Y-%m-%d")))
+
+
+def deck_key(request: CompareRequest, source: str) -> str:
+    """Return a short key of one comparison (B, its source, the settings) for its deck's widgets.
+
+    >>> deck_key(CompareRequest("q", (0.2,), CompareSettings()), "") == deck_key(
+    ...     CompareRequest("q", (0.2,), CompareSettings()), "")
+    True
+    """
+    import hashlib
+
+    text = repr((request.score_b, request.thresholds, request.settings, source))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def review_state(finding: Any, score_b: str | None = None) -> dict[str, Any]:
+    """Session-state entries that open the Review page on a group's rows, with B beside A.
+
+    ``score_b``: B's score column when it is a column of the data (a challenger's joined
+    file is not: Review then shows A alone).
+
+    >>> review_state(type("F", (), {"description": "age ≥ 65"})(), "q")[s.W_REVIEW_B]
+    'q'
+    """
+    return {s.W_SCOPE: "filter", s.W_FILTER: finding.description, s.W_REVIEW_B: score_b or ""}
+
+
+def review_b_column(state: Mapping[str, Any], columns: Any, score: str) -> tuple[str | None,
+                                                                                   str | None]:
+    """Return the second model Review shows beside A (or None), and why not when it cannot.
+
+    A link is user text: a name that is no column of the data is refused with a message.
+
+    >>> review_b_column({s.W_REVIEW_B: "q"}, ["p", "q"], "p")
+    ('q', None)
+    >>> review_b_column({s.W_REVIEW_B: "z"}, ["p", "q"], "p")[1]
+    "Model B 'z' is not a column of this data: Review shows A only."
+    """
+    name = state.get(s.W_REVIEW_B) or ""
+    if not name or name == score:
+        return None, None
+    if name not in {str(c) for c in columns}:
+        shown = display_text(str(name)[:60])
+        return None, f"Model B '{shown}' is not a column of this data: Review shows A only."
+    return str(name), None
 
 
 def challenger_scores(frame: pd.DataFrame, upload: pd.DataFrame, *, id_column: str,

@@ -18,6 +18,8 @@ from typing import Any
 from dashboard import state as s
 from mcviz.errors import ValidationError
 from mcviz.settings import (
+    FILTER_MAX_CHARS,
+    LINK_MAX_CHARS,
     CompareSettings,
     MonitorSettings,
     NullSettings,
@@ -26,7 +28,8 @@ from mcviz.settings import (
 )
 from mcviz.text import check_nesting
 
-__all__ = ["DecodedLink", "decode_params", "encode_state", "mapping_from_json"]
+__all__ = ["JSON_KEYS", "LINK_KEYS", "DecodedLink", "decode_params", "encode_state",
+           "mapping_from_json"]
 
 _SIMPLE = {  # query parameter -> widget key
     "l": s.W_L, "m": s.W_M, "seed": s.W_SEED, "reps": s.W_REPEATS, "bins": s.W_BINS,
@@ -40,7 +43,7 @@ _SIMPLE = {  # query parameter -> widget key
     MonitorSettings.setting("draws").link: s.W_MON_DRAWS,
     **{CompareSettings.setting(name).link: key for name, key in (  # the Compare page (#43)
         ("n_findings", s.W_CMP_FINDINGS), ("holdout", s.W_CMP_HOLDOUT), ("seed", s.W_CMP_SEED))},
-    "cthr": s.W_CMP_THRESHOLDS, "corder": s.W_CMP_ORDER,
+    "cthr": s.W_CMP_THRESHOLDS, "corder": s.W_CMP_ORDER, "rb": s.W_REVIEW_B,
 }
 _SPECS = {s.W_MON_ALPHA: MonitorSettings.setting("alpha"),
           s.W_MON_DRAWS: MonitorSettings.setting("draws")}  # read by Setting.parse
@@ -55,8 +58,14 @@ _INT_RANGES = {  # widget key -> inclusive range accepted from a link
     s.W_SELECTED: (0, 10**9), s.W_SCOPE_SUB: (0, 10**9),
 }
 _CHOICES = {s.W_SCOPE: s.SCOPES, s.W_SUB_MODE: s.SUB_MODES}
-_KNOWN = {*_SIMPLE, "page", "demo", "sha", "map", "subcov", "pm", "sp", "nu", "mseg", "msrch"}
-_MAX_TEXT = 2_000
+JSON_KEYS = ("map", "subcov", "mseg")
+"""The link keys whose value is JSON: read by :func:`_json` (size and nesting checked first)."""
+LINK_KEYS: dict[str, int] = {  # every key the codec knows -> the most characters it reads
+    **dict.fromkeys(_SIMPLE, LINK_MAX_CHARS), "filter": FILTER_MAX_CHARS,
+    "mfil": FILTER_MAX_CHARS, **dict.fromkeys(JSON_KEYS, LINK_MAX_CHARS),
+    "page": 32, "demo": 64, "sha": 64, **dict.fromkeys(("pm", "sp", "nu", "msrch"), 1)}
+"""Every query parameter a link may hold, with its limit: a longer value is refused with a
+message (the page keeps its default), never cut into another value."""
 _SHA = re.compile(r"[0-9a-f]{64}")
 _WEIGHTINGS = (None, "proportional", "proportional-shifted", "low-prevalence")
 
@@ -104,8 +113,47 @@ def encode_state(state: Mapping[str, Any], page: str | None = None) -> dict[str,
     return params
 
 
-def _text(value: Any) -> str:
-    return str(value)[:_MAX_TEXT]
+def _sized(params: Mapping[str, Any], messages: list[str]) -> dict[str, str]:
+    """The known keys' values as text, each within its limit (one over it is left out, named)."""
+    sized = {}
+    for name, value in params.items():
+        if name not in LINK_KEYS or value is None:
+            continue
+        text = str(value)
+        if len(text) > LINK_KEYS[name]:
+            messages.append(f"link parameter {name} has {len(text):,} characters; at most "
+                            f"{LINK_KEYS[name]:,} are read, so it is ignored (the page shows "
+                            "its default instead).")
+            continue
+        sized[name] = text
+    return sized
+
+
+def _json(name: str, text: str) -> Any:
+    """The one reader of a link's JSON value: nesting checked before the recursive parser.
+
+    Raises ValidationError (too deep) or ValueError (not JSON); never RecursionError.
+    """
+    check_nesting(text, what=f"link parameter {name}", quotes='"')
+    try:
+        return json.loads(text)
+    except RecursionError:  # unreachable after check_nesting; kept as the last guard
+        raise ValueError(f"link parameter {name} nests too deep") from None
+
+
+def _names(name: str, text: str, messages: list[str]) -> list[str] | None:
+    """A JSON list of column names from a link, or None (named in ``messages``)."""
+    try:
+        names = _json(name, text)
+    except ValidationError as error:
+        messages.append(f"{error} It is ignored.")
+        return None
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(c, str) for c in names):
+        messages.append(f"link parameter {name} is not a list of column names; ignored.")
+        return None
+    return names
 
 
 def _shown(value: Any, limit: int = 40) -> str:
@@ -136,14 +184,15 @@ def decode_params(params: Mapping[str, Any]) -> DecodedLink:
     """
     restored: dict[str, Any] = {}
     messages: list[str] = []
-    unknown = sorted(k for k in map(str, params) if k not in _KNOWN)
+    unknown = sorted(k for k in map(str, params) if k not in LINK_KEYS)
     if unknown:
         messages.append("unknown link parameters ignored: "
                         + ", ".join(_shown(k, 24) for k in unknown[:10]) + ".")
+    params = _sized(params, messages)
     for name, key in _SIMPLE.items():
-        if name not in params or params[name] is None:
+        if name not in params:
             continue
-        value: Any = _text(params[name])
+        value: Any = params[name]
         if key in _SPECS:
             value, message = _SPECS[key].parse(value)
             if message:
@@ -159,26 +208,10 @@ def decode_params(params: Mapping[str, Any]) -> DecodedLink:
                             f"{', '.join(_CHOICES[key])}; ignored.")
             continue
         restored[key] = value
-    if "subcov" in params:
-        try:
-            check_nesting(_text(params["subcov"]), what="link parameter subcov")
-            covariates = json.loads(_text(params["subcov"]))
-            if not isinstance(covariates, list) or not all(isinstance(c, str)
-                                                           for c in covariates):
-                raise TypeError
-            restored[s.W_SUBCOVS] = covariates
-        except ValidationError as error:
-            messages.append(f"{error} It is ignored.")
-        except (ValueError, TypeError):
-            messages.append("link parameter subcov is not a list of column names; ignored.")
-    if "mseg" in params:  # the Monitor page's segment columns (issue 29)
-        try:
-            columns = json.loads(_text(params["mseg"]))
-            if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
-                raise TypeError
-            restored[s.W_MON_SEGMENTS] = columns
-        except (ValueError, TypeError):
-            messages.append("link parameter mseg is not a list of column names; ignored.")
+    for name, key in (("subcov", s.W_SUBCOVS), ("mseg", s.W_MON_SEGMENTS)):
+        names = _names(name, params[name], messages) if name in params else None
+        if names is not None:
+            restored[key] = names
     if params.get("msrch") == "1":
         restored[s.W_MON_SEARCH] = True
     if params.get("pm") == "1":
@@ -189,7 +222,7 @@ def decode_params(params: Mapping[str, Any]) -> DecodedLink:
             restored[s.AUTO_NULL] = True
     mapping = None
     if "map" in params:
-        mapping, problems = mapping_from_json(_text(params["map"]))
+        mapping, problems = mapping_from_json(params["map"])
         messages.extend(problems)
     if "demo" in params:
         if params["demo"] in s.DEMOS:
@@ -216,9 +249,11 @@ def mapping_from_json(text: str) -> tuple[s.ColumnMapping | None, list[str]]:
     A value of the wrong type is dropped (the field keeps its default) and named; unknown keys
     are named; text that is not a JSON object gives ``None`` (the inferred mapping is used).
     """
+    if len(text) > LINK_MAX_CHARS:
+        return None, [f"link parameter map has {len(text):,} characters; at most "
+                      f"{LINK_MAX_CHARS:,} are read. The inferred mapping is used."]
     try:
-        check_nesting(text, what="link parameter map")
-        data = json.loads(text)
+        data = _json("map", text)
     except ValidationError as error:
         return None, [f"{error} The inferred mapping is used."]
     except ValueError:

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.monitor import MonitorResult, infer_time_column
+from mcviz.monitor.segments import MAX_SEGMENTS
+from mcviz.settings import FILTER_MAX_CHARS
 from mcviz.settings import MonitorSettings as LibrarySettings
 from mcviz.subpopulations import conditions_words
 from mcviz.subpopulations.describe import timestamp_text
@@ -129,8 +132,14 @@ def settings_from_state(state: Mapping, time: str) -> MonitorSettings:
     from dashboard import state as s
 
     period = str(state.get(s.W_MON_PERIOD) or "week")
-    filters = tuple(line.strip() for line in str(state.get(s.W_MON_FILTERS) or "").splitlines()
-                    if line.strip())
+    text = str(state.get(s.W_MON_FILTERS) or "")
+    if len(text) > FILTER_MAX_CHARS:  # bounded before it is split or parsed
+        raise ValidationError(f"Segments: filters: {len(text):,} characters typed; at most "
+                              f"{FILTER_MAX_CHARS:,} are read. Give fewer or shorter filters.")
+    filters = tuple(line.strip() for line in text.splitlines() if line.strip())
+    if len(filters) > MAX_SEGMENTS:
+        raise ValidationError(f"Segments: filters: {len(filters):,} lines; at most "
+                              f"{MAX_SEGMENTS} segments can be monitored at once.")
     return MonitorSettings(time=time, period=period if period in PERIOD_CHOICES else "week",
                            reference=str(state.get(s.W_MON_REFERENCE) or ""),
                            segments=tuple(state.get(s.W_MON_SEGMENTS) or ()), filters=filters,

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import runpy
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
 from dashboard import links
 from dashboard import state as s
+from dashboard.janitor import OUT_OF_MEMORY, release_memory
+from dashboard.widgets import show_error
+from mcviz.errors import ValidationError
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 LINK_SUBPOP = "link_subpop_pending"  # a link's sp=1, not yet checked against the budget
@@ -55,6 +59,24 @@ def setup_page(url_path: str, title: str) -> None:
     st.session_state[s.PAGE] = url_path
     sync_query_params(url_path)
     st.header(title)
+
+
+def run_page(navigation: Any) -> None:
+    """Run the page; a refusal or an out-of-memory failure no page caught is a message.
+
+    The backstop of every page: a :class:`~mcviz.errors.ValidationError` (the budget's refusal,
+    a bounded text box) or a :class:`MemoryError` raised outside the guarded computations is
+    shown as an error box with what to do, and the memory is handed back, never a traceback.
+    Streamlit's own control flow (``st.stop``, reruns) passes through.
+    """
+    try:
+        navigation.run()
+    except ValidationError as error:
+        release_memory()
+        show_error(error)
+    except MemoryError:
+        release_memory()
+        show_error(OUT_OF_MEMORY)
 
 
 def page_path(name: str) -> str:

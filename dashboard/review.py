@@ -7,15 +7,15 @@ from typing import Any
 
 from dashboard.runs import Compute, Scope, direct
 from mcviz.io import Predictions
-from mcviz.stats.cumulative import mean_rates
-from mcviz.subpopulations import subpopulation_words
-from mcviz.text import format_p
 from mcviz.present.review import ReviewResults, corp_of, corp_resamples, review_figures
 from mcviz.present.review import review_results as _review_results
 from mcviz.present.verdict import Selection, Verdict, review_verdict
+from mcviz.stats.cumulative import mean_rates
+from mcviz.subpopulations import subpopulation_words
+from mcviz.text import format_p
 
 __all__ = ["ReviewResults", "chosen_note", "corp_of", "corp_resamples", "deck_of",
-           "review_figures", "review_results", "scope_verdict"]
+           "folded_label", "review_figures", "review_results", "scope_verdict"]
 
 
 def review_results(pred: Predictions, scope: Scope, *, variable: str | None,
@@ -60,6 +60,26 @@ def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any
         null_estimate=null_estimate, argmax_words=argmax_words, search=search,
         binary=pred.response_kind == "binary", curves=results.curves,
         n_variables=sum(kind != "nominal" for kind in pred.covariate_kinds.values()))
+
+
+def folded_label(verdict: Verdict) -> str:
+    """Return the label of the verdict's folded part ("" when nothing folds).
+
+    The Review page shows the headline (the scope's sentence) and the next step; the other
+    sentences, the confirmed findings, the fix and monitoring sections and the statistics
+    fold under this label, which names what is there.
+    """
+    findings = len(verdict.findings)
+    others = len(verdict.sentences) - 1 - findings
+    parts = []
+    if others > 0:
+        parts.append(f"{others} more sentence{'s' if others > 1 else ''}")
+    if findings:
+        parts.append(f"{findings} confirmed finding{'s' if findings > 1 else ''} to open")
+    parts.extend(section.title.split(":")[0] for section in verdict.sections)
+    if verdict.details:
+        parts.append("the statistics")
+    return ("More: " + ", ".join(parts)) if parts else ""
 
 
 def chosen_note(scope: Scope, runs_: Sequence[Any], null: Any = None) -> str | None:

@@ -71,7 +71,9 @@ W_MON_SERIES, W_MON_FROM, W_MON_TO = "w_mon_series", "w_mon_from", "w_mon_to"
 W_MON_ALPHA, W_MON_DRAWS = "w_mon_alpha", "w_mon_draws"  # mcviz.settings.MonitorSettings
 W_CMP_FINDINGS, W_CMP_HOLDOUT = "w_cmp_findings", "w_cmp_holdout"  # the Compare page (issue 43)
 W_CMP_SEED, W_CMP_THRESHOLDS, W_CMP_ORDER = "w_cmp_seed", "w_cmp_thresholds", "w_cmp_order"
-COMPARE_KEYS = (W_CMP_FINDINGS, W_CMP_HOLDOUT, W_CMP_SEED, W_CMP_THRESHOLDS, W_CMP_ORDER)
+W_REVIEW_B = "w_review_b"  # Review: the second model (B's score column) shown beside A (#43)
+COMPARE_KEYS = (W_CMP_FINDINGS, W_CMP_HOLDOUT, W_CMP_SEED, W_CMP_THRESHOLDS, W_CMP_ORDER,
+                W_REVIEW_B)
 MONITOR_KEYS = (W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE, W_MON_SEGMENTS, W_MON_FILTERS,
                 W_MON_SEARCH, W_MON_SERIES, W_MON_FROM, W_MON_TO, W_MON_ALPHA,
                 W_MON_DRAWS)  # the Monitor page (issue 29)
@@ -106,6 +108,7 @@ DEFAULTS: dict[str, Any] = {
     W_CMP_HOLDOUT: CompareSettings.holdout,
     W_CMP_SEED: CompareSettings.seed,
     W_CMP_THRESHOLDS: format_thresholds(DEFAULT_THRESHOLDS),
+    W_REVIEW_B: "",
 }
 NO_SCORE = "(none)"
 SCOPES = ("full", "argmax", "sub", "filter", "level")

@@ -43,7 +43,14 @@ from dashboard.caching import (
     read_upload,
     run_with_progress,
 )
-from dashboard.navigation import init_session, page_path, setup_page, sync, sync_query_params
+from dashboard.navigation import (
+    init_session,
+    page_path,
+    run_page,
+    setup_page,
+    sync,
+    sync_query_params,
+)
 from dashboard.state import DEMOS, NO_SCORE, ColumnMapping, default_mapping, score_candidates
 from dashboard.widgets import (
     bin_counts,
@@ -68,8 +75,8 @@ __all__ = [
     "cumulative_fig", "cumulative_metrics", "current", "default_mapping", "figure",
     "full_cumulative", "init_session", "null_estimate", "null_of", "page_path", "predictions_for",
     "presentation", "read_demo", "read_upload", "require_covariates", "require_current",
-    "run_with_progress", "score_candidates", "selectbox_state", "set_source", "setup_page",
-    "show_error", "show_figure", "show_info", "show_success", "show_table", "show_text",
+    "run_page", "run_with_progress", "score_candidates", "selectbox_state", "set_source",
+    "setup_page", "show_error", "show_figure", "show_info", "show_success", "show_table", "show_text",
     "show_warning", "subpopulation_runs", "sync", "sync_query_params", "use_demo",
     "void_p_values_notice",
 ]

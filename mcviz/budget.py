@@ -49,6 +49,7 @@ __all__ = [
     "Estimate",
     "Progress",
     "as_budget",
+    "bootstrap_estimate",
     "check",
     "default_budget",
     "format_bytes",
@@ -585,10 +586,11 @@ _MONITOR_BYTES_PER_MEMBER = 12
 _MONITOR_BATCH_VALUES = 4_000_000  # mcviz.monitor.alarm: values of one batch of null draws
 _MONITOR_BYTES_PER_CELL_DRAW = 40  # a batch's (atom, period) draws: 5 float64 arrays
 _MONITOR_BYTES_PER_PATH_DRAW = 16  # a batch's series paths along the monitored periods
-_MONITOR_SECONDS_PER_ROW = 5e-7
+_MONITOR_SECONDS_PER_ROW = 3e-7  # CPU 0.43 s for 10^6 rows x 52 weeks x 51 series (issue 41)
 _MONITOR_SECONDS_PER_MEMBER = 4e-9
-_MONITOR_SECONDS_PER_WINDOW_DRAW = 5e-9  # a (series, window) of one draw: the scan
-_MONITOR_SECONDS_PER_CELL_DRAW = 3e-8  # an (atom, period) of one draw: normal draws, sums
+_MONITOR_SECONDS_PER_WINDOW_DRAW = 3e-9  # a (series, window) of one draw: the scan (CPU
+# 4.4-4.8 s for 10^6 rows x 730 days x 101 series x 999 draws, where 5e-9 said 8.6 s; #41)
+_MONITOR_SECONDS_PER_CELL_DRAW = 2.4e-8  # an (atom, period) of one draw: normal draws, sums
 
 
 def monitor_estimate(rows: int, *, segment_rows: int, series: int, periods: int,
@@ -637,4 +639,47 @@ def monitor_estimate(rows: int, *, segment_rows: int, series: int, periods: int,
                           f"{n_draws} null draws"), bytes=int(memory), seconds=float(seconds),
                     advice="fewer filters or segment columns, longer periods (--period month), "
                            "fewer null draws (--draws), or a sample of the rows")
+
+
+_BOOTSTRAP_BYTES_PER_CELL_DRAW = (34, 67)  # (0/1 unweighted, otherwise): multinomial counts,
+# their float copy, two sums, a gathered column block; weighted adds sqrt and two normal draws
+# (measured peak 33.4 and 66.7 bytes per cell and replicate, 200,000 rows, 99 thresholds)
+_BOOTSTRAP_BYTES_PER_THRESHOLD_DRAW = 80  # per-threshold sums and net benefits of a replicate
+_BOOTSTRAP_SECONDS_PER_CELL_DRAW = (1.9e-7, 3.1e-7)  # CPU 1.8-1.9e-7 and 3.0-3.1e-7
+
+
+def bootstrap_estimate(cells: int, *, thresholds: int, n_bootstrap: int,
+                       exact: bool = True) -> Estimate:
+    """Cost of the decision impact's bootstrap (:func:`mcviz.decision.decision_impact`).
+
+    Each replicate draws a count for every cell (rows with the same treated-at bins under the
+    model and the fix, and the same label), so memory and time grow as
+    ``n_bootstrap × cells``; a weighted or real-valued response also draws two normals per cell.
+
+    Parameters
+    ----------
+    cells : int
+        Occupied cells (at most rows; at most ``2 (thresholds + 1)²``).
+    thresholds : int
+        Thresholds of the curve and the ones asked for.
+    n_bootstrap : int
+        Bootstrap replicates (``--bootstrap``).
+    exact : bool
+        0/1 responses without weights (multinomial counts only).
+
+    Examples
+    --------
+    >>> e = bootstrap_estimate(19_000, thresholds=99, n_bootstrap=100_000)
+    >>> round(e.bytes / 1e9)  # what --bootstrap 100000 would have allocated on 200,000 rows
+    65
+    """
+    kind = 0 if exact else 1
+    values = int(n_bootstrap) * max(int(cells), 1)
+    memory = (values * _BOOTSTRAP_BYTES_PER_CELL_DRAW[kind]
+              + int(n_bootstrap) * int(thresholds) * _BOOTSTRAP_BYTES_PER_THRESHOLD_DRAW)
+    return Estimate(what=(f"the decision impact's bootstrap: {int(n_bootstrap):,} replicates × "
+                          f"{int(cells):,} cells"), bytes=int(memory),
+                    seconds=float(values * _BOOTSTRAP_SECONDS_PER_CELL_DRAW[kind]),
+                    advice="fewer bootstrap replicates (--bootstrap, default 1,000) or fewer "
+                           "thresholds")
 

@@ -37,6 +37,21 @@ __all__ = ["DEFAULT_THRESHOLDS", "FIX_BAND_Z", "LOG_LOSS_CLIP", "PERIODS", "Comp
            "Setting", "Settings", "SubpopulationSettings", "format_thresholds", "parse_thresholds",
            "setting"]
 
+THRESHOLDS_MAX = 100
+"""Decision thresholds accepted at once (command line, pages, links): each is a point of the
+decision curve and a row of the tables, so more than this is not a reading anyone can use."""
+
+THRESHOLDS_MAX_CHARS = 2_000
+"""Characters of typed thresholds read at most (100 thresholds of up to 19 characters each)."""
+
+FILTER_MAX_CHARS = 100_000
+"""Characters of one filter expression read at most (a condition listing a few thousand levels
+fits; the parser is linear, this bounds what one text box or link can make it do)."""
+
+LINK_MAX_CHARS = 20_000
+"""Characters of one shareable-link value read at most (a filter: :data:`FILTER_MAX_CHARS`).
+A longer value is refused with a message, never cut into another value."""
+
 #: The decision thresholds every surface starts with (``mcviz decide``/``fix``, the Fix page).
 DEFAULT_THRESHOLDS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5)
 
@@ -62,6 +77,10 @@ def parse_thresholds(text: str | Any, *, name: str = "thresholds") -> tuple[floa
     mcviz.errors.ValidationError: thresholds must lie in (0, 1); got 1.5.
     """
     if isinstance(text, str):
+        if len(text) > THRESHOLDS_MAX_CHARS:  # bounded before it is split or parsed
+            raise ValidationError(
+                f"{name}: {len(text):,} characters given; at most {THRESHOLDS_MAX_CHARS:,} are "
+                f"read (up to {THRESHOLDS_MAX} thresholds). Give fewer thresholds.")
         parts = [part.strip() for part in text.replace(";", ",").split(",") if part.strip()]
     elif isinstance(text, numbers.Real):
         parts = [text]
@@ -70,6 +89,9 @@ def parse_thresholds(text: str | Any, *, name: str = "thresholds") -> tuple[floa
             parts = list(text)
         except TypeError:
             raise ValidationError(f"{name} must be numbers in (0, 1), not {text!r}.") from None
+    if len(parts) > THRESHOLDS_MAX:
+        raise ValidationError(f"{name}: {len(parts):,} thresholds given; at most "
+                              f"{THRESHOLDS_MAX} are accepted. Give fewer thresholds.")
     values, problems, outside = [], [], []
     for part in parts:
         try:
@@ -183,7 +205,7 @@ class Setting:
         shown = text if len(text) <= 20 else text[:17] + "..."
         if isinstance(self.default, tuple):
             try:
-                return parse_thresholds(text[:1000], name=self.name), None
+                return parse_thresholds(text, name=self.name), None
             except ValidationError:
                 return None, (f"link parameter {self.link}={shown!r} is not a list of numbers "
                               f"in ({self.low:g}, {self.high:g}); ignored.")

@@ -42,7 +42,8 @@ from mcviz.errors import ValidationError
 
 __all__ = ["BIDI_CONTROLS", "LINE_SEPARATORS", "MAX_NESTING", "P_FLOOR", "P_SMALLEST",
            "TIME_RESOLUTIONS", "check_nesting", "csv_text", "display_text", "format_count",
-           "format_interval", "format_number", "format_p", "format_percent", "format_points",
+           "format_fixed", "format_interval", "format_number", "format_p", "format_percent",
+           "format_points",
            "format_time", "readable_number", "sentence_text"]
 
 BIDI_CONTROLS = frozenset(
@@ -249,6 +250,21 @@ def _scientific(number: float, digits: int) -> str:
     if "." in mantissa:
         mantissa = mantissa.rstrip("0").rstrip(".")
     return f"{mantissa}e{int(exponent):+03d}"
+
+
+def format_fixed(value: object, *, decimals: int = 1, signed: bool = False) -> str:
+    """Write a number with a fixed count of decimals (a rate per 1,000): no "−0.0", a true minus.
+
+    >>> format_fixed(-0.04, signed=True), format_fixed(0.04, signed=True), format_fixed(-2.06)
+    ('0.0', '0.0', '−2.1')
+    >>> format_fixed(4.1, signed=True), format_fixed(float("nan")), format_fixed(12345.6)
+    ('+4.1', '–', '12,345.6')
+    """
+    try:
+        text = f"{float(value):{'+' if signed else ''},.{decimals}f}"  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    return "–" if "nan" in text else _unsigned_zero(text.replace("-", MINUS))
 
 
 def format_percent(fraction: object, *, digits: int = 3, signed: bool = False) -> str:

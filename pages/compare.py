@@ -8,7 +8,7 @@ them in Review), and the net benefit at the decision thresholds.
 
 import streamlit as st
 
-from dashboard import comparing, ui
+from dashboard import charts, comparing, ui
 from dashboard import state as s
 from dashboard.text import code, escape_markdown
 from mcviz.compare import AVERAGE_SCORE
@@ -48,6 +48,7 @@ for slot, key, name in ((pick_findings, s.W_CMP_FINDINGS, "n_findings"),
     slot.number_input(**CompareSettings.setting(name).widget(), key=key)
 
 compared, scores_b, name_b = pred, None, st.session_state[s.W_SCORE2]
+join_name = None  # B's column when it comes from the challenger's file (not in the data)
 if name_b == FILE_OPTION:
     upload = st.file_uploader("The challenger's file (CSV, TSV, Parquet): an id column and B's "
                               "scores", type=["csv", "tsv", "txt", "parquet", "pq", "gz", "zip"],
@@ -76,6 +77,7 @@ if name_b == FILE_OPTION:
         st.stop()
     ui.caption(join.sentence())
     name_b, scores_b, key = join.score_column, joined[join.score_column], f"join:{digest}"
+    join_name = name_b
 else:
     scores_b, key = frame[name_b], ""
 
@@ -89,9 +91,9 @@ except ValidationError as error:
     st.stop()
 
 with st.container(key="verdict"):
-    marks = {"good": ":green[●]", "bad": ":red[●]", "neutral": ":gray[○]"}  # no emoji font
     for line in comparing.verdict_lines(result):
-        st.markdown(f"{marks[line.kind]} {escape_markdown(line.text)}", help=line.help)
+        st.markdown(f"{comparing.MARKS[line.kind]} {escape_markdown(line.text)}",
+                    help=line.help)
     ui.show_info(f"Next step: {result.next_step}")
 
 st.markdown(f"**A = {code(result.score_a)} · B = {code(result.score_b)}** · {result.n:,} rows")
@@ -124,8 +126,17 @@ for title, found, word in (("Where B is worse (regressions)", result.regressions
     for k, finding in enumerate(found):
         label = display_text(f"Open in Review: {finding.description}")
         if buttons[k % len(buttons)].button(label, key=f"compare_open_{word}_{k}"):
-            st.session_state.update(comparing.review_state(finding))
+            st.session_state.update(comparing.review_state(
+                finding, None if name_b == join_name else name_b))
             st.switch_page(ui.page_path("review"))
+
+with st.popover("Deck", icon=":material/download:",
+                help="The comparison as 16:9 slides with native, editable charts"):
+    st.caption("Title, verdict, the paired cumulative differences, net benefit by threshold, "
+               "one slide per regression and improvement, the method.")
+    charts.deck_download(lambda: comparing.deck_slides(result, str(analysis.source["name"])),
+                         key=f"compare_deck_{comparing.deck_key(request, key)}",
+                         file_name="mcviz-compare")
 
 if result.notice:
     with st.expander("Notes"):

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from dashboard import charts, fixing, ui
+from dashboard import charts, comparing, fixing, ui
 from dashboard import state as s
+from dashboard.text import escape_markdown
 from mcviz.errors import ValidationError
 from mcviz.present.figures import decision_curve_figure
 from mcviz.settings import DecisionSettings, FixSettings
@@ -105,8 +106,12 @@ scopes = list(fixing.scope_options(result))
 ui.selectbox_state("w_fix_scope", scopes, fixing.FULL)
 st.selectbox("Scope", scopes, key="w_fix_scope", format_func=display_text)
 run_key = f"{run}"  # the fix's settings identify the result (cached on them)
-view = ui.compute(f"fix_scope:{run_key}:{st.session_state['w_fix_scope']}", analysis.key,
-                  fixing.scope_view, result, st.session_state["w_fix_scope"])
+try:  # a refusal (the budget's) is a message, as for the fit
+    view = ui.compute(f"fix_scope:{run_key}:{st.session_state['w_fix_scope']}", analysis.key,
+                      fixing.scope_view, result, st.session_state["w_fix_scope"])
+except ValidationError as error:
+    ui.show_error(error)
+    st.stop()
 before_col, after_col = ui.chart_slots(2)
 for slot, side, name in ((before_col, view.before, "before"), (after_col, view.after, "after")):
     with slot:
@@ -119,8 +124,12 @@ for slot, side, name in ((before_col, view.before, "before"), (after_col, view.a
         ui.show_figure(charts.reliability_fig(charts.reliability_result(item, "equal_width")),
                        key=f"fix_rel_{name}")
 
-impact = ui.compute(f"fix_impact:{run_key}:{view.description}:{thresholds}", analysis.key,
-                    fixing.scope_impact, result, view, thresholds)
+try:
+    impact = ui.compute(f"fix_impact:{run_key}:{view.description}:{thresholds}", analysis.key,
+                        fixing.scope_impact, result, view, thresholds)
+except ValidationError as error:
+    ui.show_error(error)
+    st.stop()
 ui.show_figure(decision_curve_figure(impact, thresholds=thresholds,
                                      presentation=ui.presentation()), key="fix_curve")
 for sentence in impact.sentences(thresholds):
@@ -128,6 +137,22 @@ for sentence in impact.sentences(thresholds):
 if view.description == fixing.FULL:  # the Review page, the report and the deck show it
     st.session_state[fixing.SECTION_HELD] = (analysis.key,
                                              fixing.fix_section(result, impact, thresholds))
+
+if result.comparison is not None:  # the fix judged as a challenger is (Compare page, #43)
+    judged = result.comparison
+    with st.expander("Judged as a challenger: the model (A) against the fixed scores (B), "
+                     f"{judged.n:,} held-out rows", key="fix_as_challenger"):
+        for line in comparing.verdict_lines(judged):
+            st.markdown(f"{comparing.MARKS[line.kind]} {escape_markdown(line.text)}",
+                        help=line.help)
+        ui.show_table(comparing.summary_table(judged), key="fix_cmp_summary")
+        for title, found in (("Where the fix is worse", judged.regressions),
+                             ("Where the fix is better", judged.improvements)):
+            if found:
+                st.markdown(f"**{title}**")
+                ui.show_table(comparing.groups_table(found), percent=("share",),
+                              key=f"fix_cmp_{title.split()[-1]}")
+        ui.caption(comparing.GAP_NOTE)
 
 st.divider()
 column = fixing.fixed_column(pred.score_column)

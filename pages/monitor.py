@@ -146,6 +146,7 @@ if pick_open.button("Open in Review", disabled=expression is None,
     st.switch_page(ui.page_path("review"))
 
 ui.show_text(chosen_series.sentence)
+ui.caption(chosen_series.details)  # the statistics beside the words (#40)
 ui.show_figure(ui.figure(monitor_series_figure, result, None, series=series),
                key=f"monitor_series_{series}")
 

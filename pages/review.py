@@ -13,9 +13,10 @@ scope) or its minimum detectable effect; the same sentences head the report and 
 
 import streamlit as st
 
-from dashboard import charts, fixing, limits, review, runs, ui
+from dashboard import charts, comparing, fixing, limits, review, runs, ui
 from dashboard import monitor as monitoring
 from dashboard import state as s
+from dashboard.text import code
 from dashboard.text import escape_markdown as md
 from mcviz.errors import ValidationError
 from mcviz.present.report import ExportUnavailableError, chromium_path, slide_image
@@ -23,10 +24,16 @@ from mcviz.text import display_text
 
 ui.setup_page("review", "Review")
 if not ui.presentation():  # the verdict and the whole grid on one 1440×900 screen
-    st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 3.4rem !important;"
-            " padding-bottom: 1rem !important;} [data-testid='stMainBlockContainer'] h2"
+    st.html("<style>[data-testid='stMainBlockContainer'] {padding: 2.3rem 1.5rem 1rem 1.5rem"
+            " !important;} [data-testid='stHeader'] {background: transparent !important;}"
+            " [data-testid='stMainBlockContainer'] h2"
             " {padding: 0 !important; font-size: 1.5rem !important;}"
-            " .st-key-verdict p {margin-bottom: 0.15rem !important;}</style>")
+            " .st-key-verdict p {margin-bottom: 0.1rem !important; line-height: 1.45;"
+            " font-size: 0.95rem;}"
+            " .st-key-verdict {gap: 0.4rem !important; padding: 0.6rem 1rem !important;}"
+            " .st-key-verdict [data-testid=stMarkdownContainer] {padding-bottom: 0.35rem;}"
+            " .st-key-verdict summary {padding-top: 0.15rem !important;"
+            " padding-bottom: 0.15rem !important;}</style>")
 analysis = ui.require_current()
 pred = analysis.pred
 kinds = dict(pred.covariate_kinds)
@@ -37,11 +44,11 @@ except ValidationError as error:
     ui.show_error(error)
     runs_ = ()
 
-SCOPE_NAMES = {"full": "Full population", "argmax": "Worst subpopulation (argmax)",
-               "sub": "Subpopulation or finding by id", "filter": "Filter",
+SCOPE_NAMES = {"full": "Full population", "argmax": "Worst subpopulation",
+               "sub": "Finding or subpopulation", "filter": "Filter",
                "level": "Level of a variable"}
-pick_scope, pick_detail, pick_variable, pick_own, pick_export = st.columns(
-    [2.3, 2.6, 2.0, 1.9, 1.4], vertical_alignment="bottom")  # "Own calibration" uncut (#40)
+pick_scope, pick_detail, pick_variable, pick_own, pick_corp, pick_export = st.columns(
+    [2.5, 2.05, 1.9, 1.85, 1.2, 1.15], vertical_alignment="center")  # one row, uncut (#40)
 ui.selectbox_state(s.W_SCOPE, list(SCOPE_NAMES), "full")
 scope_kind = pick_scope.selectbox("Scope", list(SCOPE_NAMES), key=s.W_SCOPE,
                                   format_func=lambda k: f"Scope: {SCOPE_NAMES[k]}",
@@ -55,15 +62,12 @@ if names:
                                        help="The variable of the error curves (bottom left)",
                                        label_visibility="collapsed")
 with pick_detail:
-    if scope_kind in ("argmax", "sub") and not runs_:
-        st.info("Compute subpopulations on the **Subpopulations** page first.")
-    elif scope_kind == "sub":
+    if scope_kind == "sub" and runs_:  # the verdict below names the group in words
         subpopulations = {sub.id: sub for sub in runs_[0].subsets.subpopulations}
         ui.selectbox_state(s.W_SCOPE_SUB, list(subpopulations), runs_[0].result.argmax.id)
         word = "finding" if runs_[0].search is not None else "subpopulation"
         st.selectbox("Subpopulation", list(subpopulations), key=s.W_SCOPE_SUB,
-                     format_func=lambda i: display_text(
-                         f"{word} #{i} · {subpopulations[i].description}"),
+                     format_func=lambda i: f"{word} #{i} · {subpopulations[i].size:,} rows",
                      label_visibility="collapsed")
     elif scope_kind == "filter":
         st.text_input("Filter", key=s.W_FILTER, label_visibility="collapsed",
@@ -88,17 +92,15 @@ except ValidationError as error:
 
 own_calibration = False
 if not scope.is_full:
-    if scope.kind == "argmax":
-        # the group itself is named by the verdict below: two lines here, not four (#40)
-        pick_detail.caption(f"{scope.subpopulation.size:,} of {pred.n:,} rows · "
-                            f"{charts.argmax_verdict(analysis, runs_).short}",
+    if scope.kind == "argmax":  # the verdict below names the group and how it was chosen
+        pick_detail.caption(f"{scope.subpopulation.size:,} of {pred.n:,} rows",
                             help=display_text(scope.description))
     own_calibration = pick_own.toggle(
         "Own calibration", key="w_review_own",
         help="Top left: the subpopulation's own calibration instead of its deviation from the "
              "full population.")
 
-corp = pick_own.toggle(
+corp = pick_corp.toggle(
     "CORP", key="w_review_corp",
     help="Top right: the CORP reliability diagram (isotonic regression, no bins, with its "
          "consistency band) in place of the binned diagrams.")
@@ -140,25 +142,27 @@ def verdict_block(results):
     watch = monitoring.held_section(st.session_state, analysis.key)  # the Monitor page (#29)
     verdict = verdict if watch is None else verdict.with_sections(watch)
     finding_sentences = {line.sentence: line for line in verdict.findings}
-    with st.container(key="verdict", border=True):
-        words, action = (st.columns([5, 1.3], vertical_alignment="center")
-                         if run is None or (run.search is None and null is None)
-                         else (st.container(), None))
-    with words:
-        for index, sentence in enumerate(verdict.sentences):  # the first: the scope itself
-            line = finding_sentences.get(sentence) if index else None
-            if line is None:
-                st.markdown(md(sentence))
-            else:
-                st.button(md(f"#{line.rank} · {sentence}"), key=f"open_finding_{line.rank}",
-                          type="tertiary", on_click=_open_finding, args=(line.rank,),
-                          help="Open this finding as the scope of the four charts")
-        for section in verdict.sections:
-            st.markdown(f"**{md(section.title)}** " + md(" ".join(section.sentences)))
-        st.markdown(f"**Next step:** {md(verdict.next_step)}")
-        if verdict.details:  # the scope's statistics in one line; all of them on hover
-            st.caption(md(verdict.details[0]) + (" · more on hover" if verdict.details[1:] else ""),
-                       help=" · ".join([*verdict.details, *verdict.appendix]))
+    with st.container(key="verdict", border=True):  # the headline and the next step in view
+        st.markdown(md(verdict.sentences[0]) + f"  \n**Next step:** {md(verdict.next_step)}")
+        folded, action = (st.columns([5, 1.4], vertical_alignment="center")
+                          if run is None or (run.search is None and null is None)
+                          else (st.container(), None))
+        more = review.folded_label(verdict)
+        if more:  # the rest folds: the grid stays on the first 1440×900 screen (#40)
+            with folded.expander(more, expanded=False):
+                for sentence in verdict.sentences[1:]:
+                    line = finding_sentences.get(sentence)
+                    if line is None:
+                        st.markdown(md(sentence))
+                    else:
+                        st.button(md(f"#{line.rank} · {sentence}"),
+                                  key=f"open_finding_{line.rank}", type="tertiary",
+                                  on_click=_open_finding, args=(line.rank,),
+                                  help="Open this finding as the scope of the four charts")
+                for section in verdict.sections:
+                    st.markdown(f"**{md(section.title)}** " + md(" ".join(section.sentences)))
+                for line in verdict.details:  # the statistics, in the analyst's symbols
+                    st.caption(md(line))
     if action is not None:
         action = action.container()
         if run is None:
@@ -191,6 +195,34 @@ for row in (0, 1):
                 ui.show_info(cell or "Nothing to show.")
             else:
                 ui.show_figure(cell, key=f"review_{names_of_cells[position]}")
+
+name_b, problem = comparing.review_b_column(st.session_state, analysis.frame.columns,
+                                            pred.score_column)
+if problem:
+    ui.show_warning(problem)
+if name_b is not None:  # a group opened from the Compare page: model B beside A (#43)
+    try:
+        analysis_b = analysis.with_score(name_b)
+        scope_b = charts.review_scope(analysis_b, ())
+        cells_b = charts.review_cells(analysis_b, scope_b, None, own_calibration=own_calibration,
+                                      presentation=ui.presentation(), corp=corp)
+    except ValidationError as error:
+        ui.show_warning(f"Model B ({display_text(name_b)}) cannot be shown on this scope: "
+                        f"{error}")
+    else:
+        with st.container(key="review_b"):
+            head, hide = st.columns([5, 1], vertical_alignment="center")
+            head.markdown(f"**Model B: {code(name_b)}** on the same rows "
+                          f"({scope_b.subpopulation.size:,}) · above: A, {code(pred.score_column)}")
+            hide.button("Show A only", key="review_b_hide", on_click=st.session_state.update,
+                        args=({s.W_REVIEW_B: ""},))
+            for slot, cell, part in zip(st.columns(2, gap="small"), cells_b[:2],
+                                        names_of_cells[:2], strict=True):
+                with slot:
+                    if isinstance(cell, str):
+                        ui.show_info(cell or "Nothing to show.")
+                    else:
+                        ui.show_figure(cell, key=f"review_b_{part}")
 
 export = pick_export.popover("Export", icon=":material/download:",
                              help="The deck (PPTX or PDF), or the four charts as one slide")

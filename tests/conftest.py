@@ -111,3 +111,65 @@ def cli(capsys) -> Callable[..., CliRun]:
 def adult_demo_path() -> Path:
     """The embedded Adult demo (Parquet)."""
     return demo_path("adult")
+
+
+@pytest.fixture(scope="session")
+def drifting() -> Callable[..., Predictions]:
+    """A factory of weekly-monitorable predictions whose group ``bad`` drifts from ``start``.
+
+    ``make(n, seed, days=, start=, groups=("a", "b"), bad=groups[-1], scores=(low, high))``:
+    a day in 0..days-1 per row (column ``when``, from 2026-01-05), a group (column ``g``),
+    uniform scores, and labels Bernoulli(score), raised by 0.3 in group ``bad`` from day
+    ``start`` on (clipped to [0, 1]).
+    """
+
+    def make(n: int, seed: int, *, days: int, start: int, groups=("a", "b"), bad=None,
+             scores=(0.2, 0.8)) -> Predictions:
+        rng = np.random.default_rng(seed)
+        day = rng.integers(0, days, n)
+        group = rng.choice(list(groups), n)
+        score = rng.uniform(*scores, n)
+        shifted = (group == (groups[-1] if bad is None else bad)) & (day >= start)
+        label = rng.random(n) < np.clip(score + 0.3 * shifted, 0, 1)
+        return Predictions.from_arrays(score, label, covariates={
+            "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D"), "g": group})
+
+    return make
+
+
+def text_in_the_score(n: int) -> pd.DataFrame:
+    """Issue 31's file: a text ``score`` column with one non-number ("oops", row 7) beside a
+    numeric column in [0, 1] (``x0``) that must never be analysed in its place."""
+    rng = np.random.default_rng(0)
+    score = rng.uniform(0.05, 0.95, n)
+    frame = pd.DataFrame({"x0": rng.uniform(0, 1, n), "score": score.round(4).astype(str),
+                          "label": (rng.random(n) < score).astype(int), "x1": rng.normal(size=n)})
+    frame.loc[7, "score"] = "oops"
+    return frame
+
+
+@pytest.fixture(scope="session")
+def bad_score_frame() -> Callable[[int], pd.DataFrame]:
+    """:func:`text_in_the_score`, as a fixture."""
+    return text_in_the_score
+
+
+@pytest.fixture
+def spy(monkeypatch) -> Callable[[type, str], list]:
+    """``spy(owner, name)``: a list of the first argument of each call of ``owner.name``.
+
+    The method still runs (the spy records and calls it); undone after the test.
+    """
+
+    def install(owner: type, name: str) -> list:
+        calls: list = []
+        original = getattr(owner, name)
+
+        def recorded(self, first, *args, **kwargs):
+            calls.append(first)
+            return original(self, first, *args, **kwargs)
+
+        monkeypatch.setattr(owner, name, recorded)
+        return calls
+
+    return install

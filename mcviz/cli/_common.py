@@ -34,6 +34,7 @@ __all__ = [
     "add_settings_arguments",
     "apply_weighting",
     "atomic_output",
+    "check_decks",
     "check_output",
     "default",
     "interruptible",
@@ -46,6 +47,7 @@ __all__ = [
     "text_table",
     "user_umask",
     "work_abandoned",
+    "write_decks",
 ]
 
 T = TypeVar("T")
@@ -439,6 +441,51 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
 
 # ------------------------------------------------------------------------------------------
 # Signals
+
+
+def check_decks(paths: Sequence[str]) -> None:
+    """Refuse ``--deck`` outputs before any work is done.
+
+    Checked: their names and folders, python-pptx, and a PDF-only request where no PDF can be
+    made (LibreOffice or kaleido).
+    """
+    for path in paths:
+        check_output(path, flag="--deck", suffixes=(".pptx", ".pdf"))
+    if not paths:
+        return
+    from mcviz.lazy import require_module
+    from mcviz.present.deck import pdf_unavailable
+
+    require_module("pptx", needed_for="--deck", install="pip install 'mcviz[export]' (or "
+                   "pip install python-pptx)")
+    missing = pdf_unavailable() if all(p.lower().endswith(".pdf") for p in paths) else None
+    if missing:
+        raise ValidationError(f"--deck: {missing} Write the .pptx instead.")
+
+
+def write_decks(paths: Sequence[str], slides: Sequence[Any]) -> list[str]:
+    """Write the slides to every ``--deck`` path (atomically); return the paths written.
+
+    A PDF that cannot be made here (no LibreOffice, no kaleido, or their failure) is said in
+    one line on stderr and left out; when nothing could be written the command fails (exit 2).
+    """
+    from mcviz.present.deck import write_deck
+    from mcviz.present.report import ExportUnavailableError
+
+    written, refused = [], []
+    for path in paths:
+        try:
+            with atomic_output(path) as temporary:
+                write_deck(slides, temporary, kind=Path(path).suffix.lower()[1:])
+        except ExportUnavailableError as error:
+            refused.append(f"--deck {path}: not written: {error}")
+            continue
+        written.append(str(Path(path)))
+    if not written:
+        raise ValidationError(" ".join(refused))
+    for line in refused:
+        print(f"mcviz: note: {display_text(line)}", file=sys.stderr)
+    return written
 
 
 def _raise_terminated(signum: int, frame: object) -> None:

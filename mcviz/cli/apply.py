@@ -7,6 +7,14 @@ covariate holding text where the map expects numbers is refused (status 2, nothi
 Labels are not needed. Writes the file's columns plus ``score_recalibrated`` and prints
 ``{"method", "map", "recommended", "n", "score_column", "out", "mean_score",
 "mean_recalibrated"}`` (``recommended``: the map's verdict, null for a map never judged).
+
+``--engine duckdb|spark`` scores Parquet files that never come into memory: the map is compiled
+to one SQL ``SELECT`` (:mod:`mcviz.recalibration.compiled`) that keeps every column and adds
+``score_recalibrated``, run by DuckDB (out of core under ``--memory-limit``, written as one
+Parquet file) or Spark (``--spark-master``; written as Spark's directory of Parquet part files
+at ``--out``). The rows are checked first (a missing, NaN or out-of-range score is refused with
+its count, as in memory), and the written scores are read back and checked to be probabilities
+(otherwise nothing is left at ``--out``). The JSON is the same; ``engine`` names the engine.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import argparse
 import json
 
 from mcviz.cli import _common
+from mcviz.cli.engine_options import add_engine_arguments
 from mcviz.errors import ValidationError
 
 __all__ = ["checked_scores", "register", "run"]
@@ -31,6 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="output file (.parquet or .csv)")
     parser.add_argument("--force", action="store_true",
                         help="apply a map whose held-out judgement did not recommend it")
+    add_engine_arguments(parser, "duckdb or spark: score Parquet files inside the engine (the "
+                         "map compiled to SQL; default numpy: in memory)")
     _common.add_json_argument(parser)
     parser.set_defaults(run=run)
 
@@ -43,13 +54,23 @@ def run(args: argparse.Namespace) -> dict:
     from mcviz.io import read_map, read_table
     from mcviz.recalibration import Recalibrator, frame_for_scoring
 
-    _common.check_output(args.out, flag="--out", suffixes=(".parquet", ".csv"))
+    engine = getattr(args, "engine", "numpy")
+    if engine == "numpy":
+        _common.check_output(args.out, flag="--out", suffixes=(".parquet", ".csv"))
+    else:
+        from mcviz.cli.engine_apply import check_engine_output
+
+        check_engine_output(args, engine)
     data = read_map(args.map)  # bounded, nesting- and schema-checked (mcviz.io.maps)
     fix = Recalibrator.from_json(json.dumps(data))
     if fix.recommended is False and not args.force:
         raise ValidationError(f"map {args.map!r}: its fix was judged on held-out rows and is "
                               f"{fix.verdict['reason'].rstrip('.')}. Pass --force to apply it "
                               "anyway.")
+    if engine != "numpy":
+        from mcviz.cli.engine_apply import apply_in_engine
+
+        return apply_in_engine(args, data, fix)
     frame = read_table(args.file)
     pred = frame_for_scoring(frame, fix, score=args.score)
     scores = np.empty(len(frame))

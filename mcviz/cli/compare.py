@@ -7,7 +7,8 @@ Prints ``{"n", "models": {"a", "b"} (each: {"score", "calibration", "classical"}
 "p_adjusted", "confirmed", "calibration_a", "calibration_b", ...}], "improvements": [same],
 "net_benefit": {"thresholds", "a", "b", "difference", "ci_low", "ci_high",
 "difference_per_1000", ...}, "verdict": [sentences], "next_step", "notice"}`` (plus ``"join"``
-with ``--challenger``). Differences are B - A: a positive Brier difference or regression
+with ``--challenger``; ``"slides"`` and ``"deck"``, the paths written, with ``--deck``).
+Differences are B - A: a positive Brier difference or regression
 effect means B's loss is higher. Without ``--json``: the sentences and a compact table.
 """
 
@@ -44,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="comma-separated decision thresholds in (0, 1) (default "
                         "%(default)s)")
     _common.add_settings_arguments(parser, CompareSettings)
+    parser.add_argument("--deck", action="append", metavar="OUT", default=[],
+                        help="write the comparison's slides to OUT.pptx or OUT.pdf (may be "
+                        "given twice)")
     parser.set_defaults(run=run, text=text)
 
 
@@ -92,6 +96,7 @@ def run(args: argparse.Namespace) -> dict:
 
     settings = _common.settings_from_arguments(CompareSettings, args)
     thresholds = parse_thresholds(args.thresholds, name="--thresholds")
+    _common.check_decks(args.deck)  # before any work
     frame, join = _frame(args)
     score_b = args.score_b if join is None else join.score_column
     names = _covariates(args, frame, score_b)
@@ -109,7 +114,19 @@ def run(args: argparse.Namespace) -> dict:
         print(f"mcviz: {join.sentence()}", file=sys.stderr)
         notice = " ".join(filter(None, (join.sentence(), result.notice)))
         result = dataclasses.replace(result, join=join, notice=notice)
-    return result.as_json()
+    output = result.as_json()
+    if args.deck:
+        from datetime import UTC, datetime
+        from pathlib import Path
+
+        from mcviz.present.comparison import comparison_slides, deck_info
+
+        source = Path(args.file).name + ("" if join is None else
+                                         f" joined with {Path(args.challenger).name}")
+        slides = comparison_slides(result, deck_info(source, result,
+                                                     datetime.now(UTC).strftime("%Y-%m-%d")))
+        output["slides"], output["deck"] = len(slides), _common.write_decks(args.deck, slides)
+    return output
 
 
 def _number(value: object, digits: int = 4) -> str:
@@ -153,3 +170,5 @@ def text(output: dict) -> None:
                   f"{'' if item['confirmed'] else ' (not confirmed)'}")
     if output.get("notice"):
         print("\n" + textwrap.fill(display_text(f"Note: {output['notice']}"), width=100))
+    for path in output.get("deck", ()):
+        print(f"\nDeck ({output['slides']} slides): {display_text(path)}")

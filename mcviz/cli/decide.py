@@ -12,6 +12,10 @@ search on the fit rows (and each ``--scope``). The loss per 1,000 decisions is N
 Without ``--json``: sentences (the model against treating everyone and no one at each
 threshold, the fix's verdict, what miscalibration costs on the held-out rows and in each
 finding), then a compact table per block.
+
+``--engine duckdb|spark --no-fix`` computes the net benefit block over every row of Parquet
+files by the engine (one aggregate pass: :mod:`mcviz.decision.at_scale`), with ``"engine"``
+added; the fix's held-out judgement needs the rows in memory and is refused there.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import argparse
 import textwrap
 
 from mcviz.cli import _common
+from mcviz.cli.engine_options import add_engine_arguments
 
 __all__ = ["register", "run", "text"]
 
@@ -35,6 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_fix_arguments(parser, method=None)
     parser.add_argument("--no-fix", action="store_true",
                         help="only the net benefit of the model, treat-all and treat-none")
+    add_engine_arguments(parser, "duckdb or spark: the net benefit's sums by the engine over "
+                         "every row of Parquet files (with --no-fix; default numpy: in memory)")
     parser.set_defaults(run=run, text=text)
 
 
@@ -43,6 +50,8 @@ def run(args: argparse.Namespace) -> dict:
     from mcviz.cli.fix import held_out_decisions, prepare
     from mcviz.decision import net_benefit
 
+    if getattr(args, "engine", "numpy") != "numpy":
+        return _in_engine(args)
     pred, covariates, thresholds, method = prepare(args)
     output: dict = {"thresholds": thresholds, "n": pred.n,
                     "net_benefit": net_benefit(pred, thresholds=thresholds).as_json()}
@@ -63,6 +72,25 @@ def run(args: argparse.Namespace) -> dict:
     output["held_out"] = full
     output["findings"] = [{"description": item.pop("scope"), **item} for item in per_scope]
     return output
+
+
+def _in_engine(args: argparse.Namespace) -> dict:
+    """Return the net benefit block, its sums computed by the engine (decision.at_scale)."""
+    from mcviz.cli.engine_options import on_table, require_engine
+    from mcviz.cli.fix import parse_thresholds
+    from mcviz.decision.at_scale import net_benefit_table
+    from mcviz.errors import ValidationError
+
+    require_engine(args.engine)
+    if not args.no_fix:
+        raise ValidationError(f"--engine {args.engine} computes the net benefit of every row; "
+                              "the fix's held-out judgement needs the rows in memory: add "
+                              "--no-fix (and judge a fix with mcviz fix on a sample).")
+    thresholds = parse_thresholds(args)
+    result = on_table(args, lambda table, columns: net_benefit_table(
+        table, columns, thresholds=thresholds))
+    return {"thresholds": thresholds, "n": result.n, "net_benefit": result.as_json(),
+            "engine": args.engine}
 
 
 def text(output: dict) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from mcviz.budget import check, subpopulations_estimate
 from mcviz.cli import _common
+from mcviz.cli.engine_options import add_engine_arguments
 from mcviz.stats.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import VOID_P_VALUES, Predictions, roles_sentence
@@ -40,6 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("metrics", help=HELP, description=HELP)
     _common.add_input_arguments(parser)
     add_multicalibration_arguments(parser)
+    add_engine_arguments(parser, "duckdb: the calibration block from rows sorted by score out of "
+                         "core (Parquet; no classical measures; default numpy: in memory)")
     parser.set_defaults(run=run)
 
 
@@ -67,6 +70,8 @@ def add_multicalibration_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """Return the metrics of the file (and the multi-calibration block when asked)."""
+    if getattr(args, "engine", "numpy") != "numpy":
+        return _in_engine(args)
     _settings(args)  # out-of-bounds settings are refused before the file is read
     _common.check_output(args.table, flag="--table", suffixes=(".csv", ".parquet"))
     covariates = _common.split(args.covariates)
@@ -115,6 +120,40 @@ def run(args: argparse.Namespace) -> dict:
         else:
             calibration["p_value_kind"] = None
     return output
+
+
+def _in_engine(args: argparse.Namespace) -> dict:
+    """Return the calibration block computed by DuckDB out of core (mcviz.engines.calibration)."""
+    from mcviz.cli.engine_options import on_table, require_engine
+    from mcviz.engines.calibration import calibration_block
+    from mcviz.engines.duckdb_engine import DuckDBEngine
+
+    require_engine(args.engine)
+    if args.engine != "duckdb":
+        raise ValidationError("mcviz metrics runs on --engine duckdb or numpy; Spark is not "
+                              "supported yet for metrics.")
+    if _asked(args) or args.table:
+        raise ValidationError("--engine duckdb gives the calibration block only; for "
+                              "multi-calibration on every row use mcviz screen --engine duckdb.")
+
+    def work(table, columns):
+        table.close()  # the screening engine streams the sorted rows itself
+        engine = DuckDBEngine(table.files, columns, memory_limit=args.memory_limit)
+        try:
+            return columns, calibration_block(engine)
+        finally:
+            engine.close()
+
+    columns, (n, total, statistics) = on_table(args, work)
+    note = ("the classical measures (ECE, smECE, ICI, Brier, log loss, ...) need the rows in "
+            "memory and are not computed with --engine duckdb.")
+    print(f"mcviz: note: {note}", file=sys.stderr)
+    return {"n": n, "weight_total": total,
+            "columns": {"score": columns.score, "probabilities": [], "label": columns.label,
+                        "weight": columns.weight, "response": "binary", "covariates": []},
+            "calibration": {**statistics, "p_value_kind": "brownian",
+                            "unweighted_kuiper_z": None, "warnings": []},
+            "classical": None, "engine": args.engine}
 
 
 def _say_reweighted(calibration: dict, weighted_z: float, unweighted: Predictions) -> None:

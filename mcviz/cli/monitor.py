@@ -15,6 +15,10 @@ same keys for the full population and, per period, ``count``, ``mean_score``,
 ``draws`` and the seed come from :class:`mcviz.settings.MonitorSettings` (``--alpha``,
 ``--draws``, ``--seed``). The alarm rule is derived in :mod:`mcviz.monitor.alarm`. Without
 ``--json``: a sentence per series (alarms first), then a compact table.
+
+``--engine duckdb|spark`` (Parquet): the engine sums the periods x segments cells in one grouped
+pass and the scan runs on those sums (:mod:`mcviz.monitor.at_scale`; the null draws are the
+cell-level normal ones, which memory uses too above 10^5 rows at 199 draws).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import dataclasses
 import sys
 
 from mcviz.cli import _common
+from mcviz.cli.engine_options import add_engine_arguments, require_engine
 from mcviz.settings import PERIODS, MonitorSettings
 
 __all__ = ["SEGMENT_KEYS", "register", "result_json", "run", "text"]
@@ -56,6 +61,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--covariates", help="comma-separated covariates the search may use "
                         "(default: all but the time column)")
     _common.add_settings_arguments(parser, MonitorSettings)  # alpha, draws, seed: settings
+    add_engine_arguments(parser, "duckdb or spark: sum the periods x segments cells in the "
+                         "engine (Parquet; one grouped pass), then scan them in memory "
+                         "(default numpy: all in memory)")
     parser.set_defaults(run=run, text=text)
 
 
@@ -63,8 +71,10 @@ def run(args: argparse.Namespace) -> dict:
     """Load the file, monitor it, and return the JSON object."""
     from mcviz.monitor import monitor_calibration
 
+    engine = getattr(args, "engine", "numpy")
+    if engine != "numpy":
+        require_engine(engine)  # one line naming what to install, before any work
     _check_segment_levels(args)  # from the segment columns alone, before the file is read
-    pred = _common.load_from_arguments(args)
     numbers = _common.settings_from_arguments(MonitorSettings, args)
     period = args.period.strip()
     settings = dataclasses.replace(
@@ -72,7 +82,12 @@ def run(args: argparse.Namespace) -> dict:
         reference=args.reference, segments=tuple(_common.split(args.segments) or ()),
         filters=tuple(args.filter), search_reference=args.search_reference,
         covariates=_common.split(args.covariates))
-    result = monitor_calibration(pred, settings=settings)
+    if engine != "numpy":
+        from mcviz.cli.engine_monitor import monitor_in_engine
+
+        result = monitor_in_engine(args, settings)
+    else:
+        result = monitor_calibration(_common.load_from_arguments(args), settings=settings)
     for notice in result.notices:
         print(f"mcviz: note: {notice}", file=sys.stderr)
     return result_json(result)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -53,17 +52,7 @@ def run(args: argparse.Namespace) -> dict:
     from mcviz.settings import SearchSettings
     from mcviz.stats.cumulative import cumulative_differences, mean_rates
 
-    for path in args.deck:
-        _common.check_output(path, flag="--deck", suffixes=(".pptx", ".pdf"))
-    if args.deck:  # the deck's parts, before the search (not after it)
-        from mcviz.lazy import require_module
-        from mcviz.present.deck import pdf_unavailable
-
-        require_module("pptx", needed_for="--deck", install="pip install 'mcviz[export]' (or "
-                       "pip install python-pptx)")
-        missing = pdf_unavailable() if all(p.lower().endswith(".pdf") for p in args.deck) else None
-        if missing:
-            raise ValidationError(f"--deck: {missing} Write the .pptx instead.")
+    _common.check_decks(args.deck)  # the deck's parts, before the search (not after it)
     bins = _bins(args.bins)
     covariates = _common.split(args.covariates)
     pred = _common.load_from_arguments(args, covariates=covariates)
@@ -112,13 +101,11 @@ def _write_decks(args: argparse.Namespace, pred: object, search: object, verdict
                  bins: tuple[int, ...]) -> tuple[int, list[str]]:
     """Write every ``--deck``; return the slide count and the paths written.
 
-    A PDF that cannot be made here (no LibreOffice, no kaleido, or their failure) is said in
-    one line on stderr and left out; when nothing could be written the command fails (exit 2).
+    A PDF that cannot be made here is said in one line and left out
+    (:func:`mcviz.cli._common.write_decks`).
     """
-    from mcviz.present.deck import DeckInfo, deck_slides, finding_charts, scope_charts, write_deck
-    from mcviz.present.report import ExportUnavailableError
+    from mcviz.present.deck import DeckInfo, deck_slides, finding_charts, scope_charts
     from mcviz.present.review import review_results
-    from mcviz.text import display_text
 
     model = f"score {pred.score_column}, label {pred.label_column}"  # type: ignore[attr-defined]
     if pred.weighted:  # type: ignore[attr-defined]
@@ -131,17 +118,4 @@ def _write_decks(args: argparse.Namespace, pred: object, search: object, verdict
     slides = deck_slides(verdict, info,  # type: ignore[arg-type]
                          charts=finding_charts(pred, search, verdict, bins=bins),  # type: ignore
                          scope=("The full population", scope_charts(full)))
-    written, refused = [], []
-    for path in args.deck:
-        try:
-            with _common.atomic_output(path) as temporary:
-                write_deck(slides, temporary, kind=Path(path).suffix.lower()[1:])
-        except ExportUnavailableError as error:
-            refused.append(f"--deck {path}: not written: {error}")
-            continue
-        written.append(str(Path(path)))
-    if not written:
-        raise ValidationError(" ".join(refused))
-    for line in refused:
-        print(f"mcviz: note: {display_text(line)}", file=sys.stderr)
-    return len(slides), written
+    return len(slides), _common.write_decks(args.deck, slides)

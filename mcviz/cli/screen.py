@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -139,6 +140,27 @@ def _require_engine(name: str) -> None:
                        install="pip install 'mcviz[spark]' (and Java 17)")
 
 
+def _check_parquet(name: str) -> None:
+    """Refuse a file that is not Parquet (a CSV, a FIFO) in one line, before any work.
+
+    Every engine reads Parquet only (DuckDB's ``read_parquet``, the pyarrow fallback); a CSV
+    ended in the engine's traceback.
+    """
+    try:
+        regular = stat.S_ISREG(os.stat(name).st_mode)
+        if regular:
+            with open(name, "rb") as stream:  # noqa: PTH123
+                head = stream.read(4)
+    except OSError as error:
+        raise ValidationError(f"file {name!r} cannot be read ({error.strerror}).") from None
+    if not regular or head != b"PAR1":
+        what = "not a regular file" if not regular else "not a Parquet file"
+        raise ValidationError(
+            f"mcviz screen reads Parquet files, and {name!r} is {what}. Convert a CSV first "
+            "(e.g. pandas: pd.read_csv(FILE).to_parquet('FILE.parquet')), or analyse a file "
+            "that fits in memory with mcviz metrics or mcviz subpopulations.")
+
+
 def cancel_engine(engine: Engine) -> None:
     """Cancel the engine's running query, if it has one to cancel (called on a signal)."""
     con = getattr(engine, "con", None)  # DuckDB
@@ -176,6 +198,8 @@ def run(args: argparse.Namespace) -> dict:
     _common.check_output(out, flag="--out")  # say so before the work, not after it
     _require_engine(args.engine)
     files = expand_paths(args.file)
+    for name in files:
+        _check_parquet(name)
     if args.sample_rows < 1:
         raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
     with tempfile.TemporaryDirectory(prefix="mcviz-screen-", ignore_cleanup_errors=True) as spill:

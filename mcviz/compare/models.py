@@ -252,6 +252,7 @@ def compare_models(
     seed: int = CompareSettings.seed,
     name_b: str | None = None,
     budget=None,
+    progress=None,
 ) -> ModelComparison:
     r"""Compare model A (``pred``'s score) with model B on the same labelled rows.
 
@@ -275,6 +276,8 @@ def compare_models(
         B's name when ``score_b`` is an array (default ``"score_b"``).
     budget : Budget, int, str or None
         The search's budget.
+    progress : callable(fraction, text), optional
+        The search's progress (raising from it stops the work).
 
     Returns
     -------
@@ -329,11 +332,11 @@ def compare_models(
                          else dict.fromkeys(covariates)) if c != name_b]
     for name in names:
         pred.require_covariate(name, " to compare by")
-    return _compare(pred, scores_b, name_b, names, settings, thresholds, budget)
+    return _compare(pred, scores_b, name_b, names, settings, thresholds, (budget, progress))
 
 
 def _compare(pred: Predictions, scores_b: np.ndarray, name_b: str, names: list[str],
-             settings: CompareSettings, thresholds, budget) -> ModelComparison:
+             settings: CompareSettings, thresholds, run: tuple) -> ModelComparison:
     """Do the work of :func:`compare_models` on validated input."""
     from mcviz.compare.words import comparison_sentences
     from mcviz.stats.cumulative import cumulative_differences
@@ -354,7 +357,7 @@ def _compare(pred: Predictions, scores_b: np.ndarray, name_b: str, names: list[s
         notes.append("No covariates: the search for groups where B is worse or better did "
                      "not run.")
     else:
-        search, regressions, improvements = _search(pred, scores_b, names, settings, budget)
+        search, regressions, improvements = _search(pred, scores_b, names, settings, *run)
         if search.notice:
             notes.append(f"Search: {search.notice}")
     fields = {
@@ -439,14 +442,15 @@ def _fresh(base: str, taken: list[str]) -> str:
 
 
 def _search(pred: Predictions, scores_b: np.ndarray, names: list[str],
-            settings: CompareSettings, budget) -> tuple:
+            settings: CompareSettings, budget, progress) -> tuple:
     """Run the search on the paired Brier difference; split its groups by direction."""
     from mcviz.search import search_subpopulations
 
     searched = _search_predictions(pred, scores_b, names)
     result = search_subpopulations(searched, covariates=names,
                                    n_findings=2 * settings.n_findings,
-                                   holdout=settings.holdout, seed=settings.seed, budget=budget)
+                                   holdout=settings.holdout, seed=settings.seed, budget=budget,
+                                   progress=progress)
     held = np.zeros(pred.n, dtype=bool)
     held[searched.row[result.holdout_index]] = True  # searched.row: positions in pred's order
     regressions, improvements = [], []

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["comparison_sentences", "finding_sentence", "format_p", "points"]
+__all__ = ["comparison_sentences", "decision_sentences", "finding_sentence", "format_p",
+           "points", "relative", "signed"]
 
 ALPHA = 0.05
 
@@ -23,6 +24,29 @@ def points(value: float) -> str:
     """
     shown = round(value * 100, 1)
     return f"{shown + 0.0:+.1f} percentage points" if shown else "0.0 percentage points"
+
+
+def signed(value: float) -> str:
+    """Write a loss difference with its sign: four decimals, two significant digits if tiny.
+
+    Examples
+    --------
+    >>> signed(0.0234), signed(-0.00041), signed(7.43e-06), signed(0.0)
+    ('+0.0234', '-0.0004', '+7.4e-06', '+0.0000')
+    """
+    return f"{value:+.4f}" if value == 0 or abs(value) >= 5e-5 else f"{value:+.2g}"
+
+
+def relative(value: float) -> str:
+    """Write a relative change (a fraction) as a percentage: 0.1 % or more to one decimal.
+
+    Examples
+    --------
+    >>> relative(0.267), relative(8.4e-05)
+    ('26.7%', '0.0084%')
+    """
+    value = abs(value)
+    return f"{value:.1%}" if value >= 0.001 or value == 0 else f"{value * 100:.2g}%"
 
 
 def format_p(p: float) -> str:
@@ -64,13 +88,14 @@ def finding_sentence(description: str, share: float, effect: float, low: float, 
 
 def _overall(brier) -> str:
     numbers = (f"Brier score {brier.b:.4f} against {brier.a:.4f}; difference "
-               f"{brier.difference:+.4f}, 95% CI {brier.ci_low:+.4f} to {brier.ci_high:+.4f}")
+               f"{signed(brier.difference)}, 95% CI {signed(brier.ci_low)} to "
+               f"{signed(brier.ci_high)}")
     if brier.ci_high < 0:
-        return (f"B predicts better overall: its Brier score is {-brier.relative:.1%} lower "
-                f"than A's ({numbers}).")
+        return (f"B predicts better overall: its Brier score is {relative(brier.relative)} "
+                f"lower than A's ({numbers}).")
     if brier.ci_low > 0:
-        return (f"B predicts worse overall: its Brier score is {brier.relative:.1%} higher "
-                f"than A's ({numbers}).")
+        return (f"B predicts worse overall: its Brier score is {relative(brier.relative)} "
+                f"higher than A's ({numbers}).")
     return f"Overall, B and A predict equally well within chance ({numbers})."
 
 
@@ -96,7 +121,8 @@ def _groups(regressions, improvements) -> list[str]:
     return sentences
 
 
-def _decisions(net) -> list[str]:
+def decision_sentences(net) -> list[str]:
+    """Return what switching to B does at each threshold, one sentence each (the verdict's last)."""
     sentences = []
     for k, t in enumerate(net.thresholds):
         per = 1000.0
@@ -148,6 +174,6 @@ def comparison_sentences(*, brier, calibration_a, calibration_b, paths, regressi
         (f"Ordered by the {head.order_by}, the running difference of the two models' losses "
          f"varies {along} ({format_p(head.p_value)})."),
         *_groups(regressions, improvements),
-        *_decisions(net_benefit),
+        *decision_sentences(net_benefit),
     ]
     return tuple(sentences), _next_step(brier, regressions)

@@ -42,9 +42,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mcviz.budget import Budget, bootstrap_estimate, check
 from mcviz.decision.net_benefit import check_thresholds, net_benefit
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.text import format_fixed, format_percent
 
 __all__ = ["CURVE_THRESHOLDS", "DecisionImpact", "decision_impact", "impact_sentence"]
 
@@ -131,19 +133,24 @@ def impact_sentence(t: float, loss: float, low: float, high: float, changed: flo
     'costs 4.1 net true positives per 1,000 decisions (CI 2.0–6.3)'
     >>> impact_sentence(0.3, 0.0, 0.0, 0.0, 0.0)
     'at a threshold of 0.3, this miscalibration does not change decisions'
+    >>> said = impact_sentence(0.1, -0.04, -0.2, 0.1, 0.0021)
+    >>> said[said.index("changes"):said.index(" but")], said[said.index("noise"):said.index(" per")]
+    ('changes 0.21% of decisions', 'noise: 0.0 net true positives')
     """
     head = f"at a threshold of {t:g}, "
     if changed == 0:
         return head + "this miscalibration does not change decisions"
-    ci = f"(CI {low:.1f}–{high:.1f})" if low >= 0 else f"(CI {low:.1f} to {high:.1f})"
+    one = format_fixed  # one number formatter: no "−0.0" (#40)
+    ci = (f"(CI {one(low)}–{one(high)})" if low >= 0 else f"(CI {one(low)} to {one(high)})")
     if low > 0:
-        return (head + f"this miscalibration costs {loss:.1f} net true positives per 1,000 "
+        return (head + f"this miscalibration costs {one(loss)} net true positives per 1,000 "
                 f"decisions {ci}")
     if high < 0:
-        return (head + f"the recalibrated scores do worse: {-loss:.1f} fewer net true "
+        return (head + f"the recalibrated scores do worse: {one(-loss)} fewer net true "
                 f"positives per 1,000 decisions {ci}")
-    return (head + f"the recalibration changes {changed:.1%} of decisions but its effect is "
-            f"within noise: {loss:+.1f} net true positives per 1,000 decisions {ci}")
+    return (head + f"the recalibration changes {format_percent(changed, digits=2)} of "
+            f"decisions but its effect is within noise: {one(loss, signed=True)} net true "
+            f"positives per 1,000 decisions {ci}")
 
 
 def _cells(model_bin, recal_bin, a, b, binary_unweighted):
@@ -190,6 +197,7 @@ def decision_impact(
     scope: str = "full population",
     n_bootstrap: int = 1000,
     seed: int = 0,
+    budget: Budget | int | str | None = None,
 ) -> DecisionImpact:
     r"""Net benefit of the model and of recalibrated scores, and the loss per 1,000 with its CI.
 
@@ -206,6 +214,9 @@ def decision_impact(
         Its description.
     n_bootstrap : int, default 1000
     seed : int, default 0
+    budget : Budget, int, str or None
+        Memory budget (default: :func:`mcviz.budget.default_budget`); the bootstrap
+        (``n_bootstrap × cells`` values) is refused above it before it starts.
 
     Returns
     -------
@@ -214,7 +225,8 @@ def decision_impact(
     Raises
     ------
     ValidationError
-        Thresholds outside (0, 1), a length mismatch, recalibrated scores outside [0, 1].
+        Thresholds outside (0, 1), a length mismatch, recalibrated scores outside [0, 1]; a
+        bootstrap over the budget.
     """
     t = check_thresholds(thresholds)
     recalibrated = np.asarray(recalibrated, dtype=float)
@@ -239,6 +251,8 @@ def decision_impact(
     recal_bin = np.searchsorted(t, fixed, side="right")
     exact = pred.response_kind == "binary" and not pred.weighted
     m_bin, r_bin, counts, mean, factor = _cells(model_bin, recal_bin, a, b, exact)
+    check(bootstrap_estimate(counts.size, thresholds=t.size, n_bootstrap=int(n_bootstrap),
+                             exact=exact), budget)  # before the replicates are drawn
     rng = np.random.default_rng(int(seed))
     draws = rng.multinomial(rows.size, counts / rows.size, size=int(n_bootstrap)).astype(float)
     sum_a, sum_b = draws * mean[:, 0], draws * mean[:, 1]

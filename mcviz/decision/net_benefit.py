@@ -34,7 +34,8 @@ import numpy as np
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 
-__all__ = ["NetBenefit", "check_thresholds", "net_benefit", "threshold_from_costs"]
+__all__ = ["NetBenefit", "check_thresholds", "net_benefit", "net_benefit_from_sums",
+           "threshold_from_costs"]
 
 
 def check_thresholds(thresholds: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -155,11 +156,22 @@ def net_benefit(pred: Predictions, *, thresholds: Sequence[float],
     if np.any((label < 0) | (label > 1)):
         raise ValidationError(f"column {pred.label_column!r}: net benefit needs responses in "
                               "[0, 1].", column=pred.label_column)
-    total = float(weight.sum())
-    odds = t / (1.0 - t)
     positive, negative = treated_sums(score, label, weight, t)
+    return net_benefit_from_sums(t, positive, negative, all_positive=float(weight @ label),
+                                 total=float(weight.sum()), n=int(score.size))
+
+
+def net_benefit_from_sums(t: np.ndarray, positive: np.ndarray, negative: np.ndarray, *,
+                          all_positive: float, total: float, n: int) -> NetBenefit:
+    r"""Return the net benefits from their sufficient statistics (eq. (1)).
+
+    ``positive`` and ``negative``: :math:`\sum W R` and :math:`\sum W (1 - R)` over the rows
+    treated at each threshold ``t`` (sorted, checked); ``all_positive`` and ``total``:
+    :math:`\sum W R` and :math:`\sum W` over every row; ``n`` the rows. The engines
+    (:mod:`mcviz.decision.at_scale`) compute the sums in SQL.
+    """
+    odds = t / (1.0 - t)
     model = (positive - negative * odds) / total  # eq. (1)
-    all_positive = float(weight @ label)
     treat_all = (all_positive - (total - all_positive) * odds) / total
     return NetBenefit(thresholds=t, model=model, treat_all=treat_all, treat_none=np.zeros_like(t),
-                      treated=(positive + negative) / total, n=int(score.size), weight_total=total)
+                      treated=(positive + negative) / total, n=int(n), weight_total=float(total))

@@ -45,10 +45,44 @@ from mcviz.engines.base import (
 )
 from mcviz.errors import ValidationError
 
-__all__ = ["BATCH_ROWS", "DuckDBEngine", "duckdb_kind"]
+__all__ = ["BATCH_ROWS", "DuckDBEngine", "connect", "duckdb_kind", "parquet_source",
+           "quote_literal"]
 
 BATCH_ROWS = 1 << 17
 """Rows per streamed Arrow batch (cache-sized work for the evaluator)."""
+
+
+def connect(temp_directory: str, *, memory_limit: str | None = None, threads: int | None = None,
+            keep_order: bool = False):
+    """Open an in-process DuckDB that spills into ``temp_directory`` under ``memory_limit``.
+
+    ``keep_order``: results keep the files' row order (a table written back row for row);
+    otherwise DuckDB may reorder rows, which costs less memory.
+    """
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"SET preserve_insertion_order = {'true' if keep_order else 'false'}")
+    con.execute("SET enable_progress_bar = false")  # never on stdout (--json)
+    con.execute(f"SET temp_directory = {quote_literal(temp_directory)}")
+    if memory_limit is not None:
+        try:
+            con.execute(f"SET memory_limit = {quote_literal(str(memory_limit))}")
+        except duckdb.Error as error:
+            con.close()
+            raise ValidationError(
+                f"memory limit {memory_limit!r} is not understood (use e.g. 2GB or 500MB): "
+                f"{str(error).splitlines()[0]}"
+            ) from None
+    if threads is not None:
+        con.execute(f"SET threads = {int(threads)}")
+    return con
+
+
+def parquet_source(files: Sequence[str]) -> str:
+    """Return the ``read_parquet`` relation over the files (paths as escaped literals)."""
+    listed = ", ".join(quote_literal(f) for f in files)
+    return f"read_parquet([{listed}], union_by_name = true)"
 
 
 def duckdb_kind(type_name: str) -> str:
@@ -113,23 +147,12 @@ class DuckDBEngine(Engine):
             temp_directory = self._tmp.name
         self.temp_directory = temp_directory
         self.memory_limit = memory_limit
-        self.con = duckdb.connect()
-        self.con.execute("SET preserve_insertion_order = false")
-        self.con.execute("SET enable_progress_bar = false")  # never on stdout (--json)
-        self.con.execute(f"SET temp_directory = '{_escape(temp_directory)}'")
-        if memory_limit is not None:
-            try:
-                self.con.execute(f"SET memory_limit = '{_escape(str(memory_limit))}'")
-            except duckdb.Error as error:
-                self.close()
-                raise ValidationError(
-                    f"memory limit {memory_limit!r} is not understood (use e.g. 2GB or 500MB): "
-                    f"{str(error).splitlines()[0]}"
-                ) from None
-        if threads is not None:
-            self.con.execute(f"SET threads = {int(threads)}")
-        listed = ", ".join(f"'{_escape(f)}'" for f in self.files)
-        self.source = f"read_parquet([{listed}], union_by_name = true)"
+        try:
+            self.con = connect(temp_directory, memory_limit=memory_limit, threads=threads)
+        except ValidationError:
+            self.close()
+            raise
+        self.source = parquet_source(self.files)
         try:
             described = self.con.execute(f"DESCRIBE SELECT * FROM {self.source}").fetchall()
         except duckdb.Error as error:
@@ -146,7 +169,8 @@ class DuckDBEngine(Engine):
 
     def close(self) -> None:
         """Close the connection and remove the spill directory."""
-        self.con.close()
+        if getattr(self, "con", None) is not None:
+            self.con.close()
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
@@ -263,6 +287,11 @@ def read_sample(files: Sequence[str], rows: int, seed: int, *, con=None) -> pd.D
 
 def _limit_text(engine: DuckDBEngine) -> str:
     return "" if engine.memory_limit is None else f" under memory_limit {engine.memory_limit}"
+
+
+def quote_literal(text: str) -> str:
+    """Return ``text`` as a single-quoted SQL literal (for paths and settings, never values)."""
+    return f"'{_escape(text)}'"
 
 
 def _escape(text: str) -> str:

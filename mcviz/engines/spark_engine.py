@@ -75,7 +75,8 @@ from mcviz.engines.base import (
 )
 from mcviz.errors import ValidationError
 
-__all__ = ["PARTITION_ROWS", "SparkEngine", "local_session", "spark_kind", "spark_session"]
+__all__ = ["PARTITION_ROWS", "SparkEngine", "local_session", "spark_files", "spark_kind",
+           "spark_session"]
 
 PARTITION_ROWS = 1 << 21
 """Rows per range partition (at least one partition per core). A Python worker holds one
@@ -123,8 +124,13 @@ def local_session(master: str = "local[2]", *, app_name: str = "mcviz-screen"):
     return spark_session(master, app_name=app_name)
 
 
-def spark_session(master: str = "local[2]", *, app_name: str = "mcviz-screen"):
+def spark_session(master: str = "local[2]", *, app_name: str = "mcviz-screen",
+                  memory: str | None = None):
     """Start (or reuse) a SparkSession for ``master``.
+
+    ``memory`` (Spark's form, e.g. ``"2048m"``) sets ``spark.driver.memory``: in ``local[...]``
+    mode the driver's JVM holds the executors too, so it caps the whole job's heap (it takes
+    effect only when this call starts the JVM).
 
     ``local[...]`` masters are bound to 127.0.0.1 with the web UI off; any other master URL
     (``spark://host:7077``, ``yarn``, ``k8s://...``) keeps Spark's network defaults.
@@ -143,6 +149,8 @@ def spark_session(master: str = "local[2]", *, app_name: str = "mcviz-screen"):
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS))
         .config("spark.ui.showConsoleProgress", "false")
     )
+    if memory is not None:
+        builder = builder.config("spark.driver.memory", memory)
     if master.startswith("local"):
         builder = (builder.config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1")
@@ -159,7 +167,7 @@ def spark_session(master: str = "local[2]", *, app_name: str = "mcviz-screen"):
         ) from None
 
 
-def _spark_paths(paths) -> tuple[str, ...]:
+def spark_files(paths) -> tuple[str, ...]:
     """URIs (``scheme://...``) go to Spark unchanged; local paths and globs are expanded."""
     items = [paths] if isinstance(paths, str) or not hasattr(paths, "__iter__") else list(paths)
     remote = tuple(str(p) for p in items if "://" in str(p))
@@ -188,7 +196,7 @@ class SparkEngine(Engine):
 
     def __init__(self, paths, columns: Columns, *, spark=None, spark_master: str = "local[2]",
                  drop_invalid: bool = False, partition_rows: int = PARTITION_ROWS) -> None:
-        self.files = _spark_paths(paths)
+        self.files = spark_files(paths)
         self.columns = columns
         self.drop_invalid = drop_invalid
         self.partition_rows = int(partition_rows)

@@ -42,6 +42,7 @@ __all__ = [
     "Query",
     "condition_sql",
     "predicate_sql",
+    "response_sql",
     "rows_sql",
 ]
 
@@ -63,7 +64,7 @@ def rows_sql(columns: Columns, kinds: Mapping[str, str], q: Query, source: str,
             raise ValidationError(f"a condition names column {name!r}, which the data do not "
                                   "have.", column=name)
     parts = [f"CAST({ident(columns.score)} AS DOUBLE) + 0.0 AS {S}",
-             f"{_response_sql(columns, kinds, q)} AS {R}"]
+             f"{response_sql(columns, kinds, q)} AS {R}"]
     if columns.weight is not None:
         parts.append(f"CAST({ident(columns.weight)} AS DOUBLE) AS {W}")
     parts += [f"{ident(name)} AS {alias}" for name, alias in covariate_aliases(covariates).items()]
@@ -99,7 +100,8 @@ def _label_value(columns: Columns, kinds: Mapping[str, str], value: str,
     return f"TRIM(CAST({ident} AS {q.dialect.string_type}))", q.bind(str(value).strip())
 
 
-def _response_sql(columns: Columns, kinds: Mapping[str, str], q: Query) -> str:
+def response_sql(columns: Columns, kinds: Mapping[str, str], q: Query) -> str:
+    """Return the response (0.0 or 1.0, or the label's number) of a row as SQL."""
     ident = q.dialect.ident(columns.label)
     if columns.positive is None:
         return f"CAST({ident} AS DOUBLE)"

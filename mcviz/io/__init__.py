@@ -36,12 +36,18 @@ DataFrame), :mod:`~mcviz.io.roles` (which column plays which role), :mod:`~mcviz
 :mod:`~mcviz.io.assembly` (all of it to one :class:`Predictions`, defined in
 :mod:`~mcviz.io.predictions`); :mod:`~mcviz.io.arrow_path` reads a Parquet file to the same
 :class:`Predictions` without pandas when it can. Names are imported on first use, so that
-``from mcviz.io import Predictions`` does not import pandas.
+``from mcviz.io import Predictions`` does not import pandas. ``Predictions.from_arrays`` is
+:func:`mcviz.io.arrays.from_arrays`, bound to the class here (the package is imported before
+any of its modules), so that the class's module does not import the loader that builds it.
 """
 
 from typing import TYPE_CHECKING
 
+from mcviz.io.arrays import from_arrays as _from_arrays
+from mcviz.io.predictions import Predictions as _Predictions
 from mcviz.lazy import lazy_exports
+
+_Predictions.from_arrays = staticmethod(_from_arrays)  # type: ignore[misc]
 
 if TYPE_CHECKING:
     from mcviz.io.assembly import demo_path, load_demo, load_predictions

@@ -20,6 +20,9 @@ from mcviz.io.columns import CovariateColumn, column_of_series
 from mcviz.io.model import LoadReport
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import ClassVar
+
     import pandas as pd
 
 __all__ = ["CovariateColumn", "PendingColumns", "Predictions", "roles_sentence",
@@ -96,6 +99,9 @@ class _LazyCovariates:
 class Predictions:
     """Validated predictions, sorted once by ascending score.
 
+    Built by the loaders (:func:`~mcviz.io.load_predictions`, the Parquet path) and, from
+    arrays in memory, by ``Predictions.from_arrays`` (:func:`mcviz.io.arrays.from_arrays`).
+
     Attributes
     ----------
     score : ndarray of shape (n,)
@@ -156,6 +162,8 @@ class Predictions:
     response_kind: Literal["binary", "continuous"] = "binary"
     report: LoadReport = field(default_factory=lambda: LoadReport(0, 0))
     weights_depend_on_label: bool = False
+    if TYPE_CHECKING:  # bound by the package (mcviz.io): mcviz.io.arrays.from_arrays
+        from_arrays: ClassVar[Callable[..., Predictions]]
 
     @property
     def n(self) -> int:
@@ -266,72 +274,6 @@ class Predictions:
         listed = ", ".join(map(str, names[:20])) or "none"
         raise ValidationError(f"no covariate {name!r}{purpose}; covariates: {listed}.",
                               column=name)
-
-    @classmethod
-    def from_arrays(
-        cls,
-        score: np.ndarray | Sequence[float],
-        label: np.ndarray | Sequence[float],
-        weight: np.ndarray | Sequence[float] | None = None,
-        covariates: pd.DataFrame | Mapping[str, Sequence] | None = None,
-        *,
-        response: Literal["binary", "continuous"] = "binary",
-    ) -> Predictions:
-        """Validate and sort plain arrays: the library's entry point without a file.
-
-        Every statistic of mcviz takes the result, ``(pred, *, index=None, ...)``.
-
-        Parameters
-        ----------
-        score : array of shape (n,)
-            Predicted probability of the positive class, in [0, 1].
-        label : array of shape (n,)
-            0/1 (or booleans) for a binary response; real values with
-            ``response="continuous"``.
-        weight : array of shape (n,), optional
-            Positive weights (all ones when omitted).
-        covariates : DataFrame or mapping of name to array of shape (n,), optional
-            Columns to split, filter and order by (subpopulations, variables, LCS curves).
-        response : {"binary", "continuous"}, default "binary"
-
-        Returns
-        -------
-        Predictions
-            Sorted once by ascending score; ``row`` gives each observation's input position.
-
-        Raises
-        ------
-        ValidationError
-            Invalid values, named by column with counts and rows (as for a file).
-
-        Examples
-        --------
-        >>> pred = Predictions.from_arrays([0.9, 0.1, 0.5], [1, 0, 0])
-        >>> pred.score.tolist(), pred.row.tolist()
-        ([0.1, 0.5, 0.9], [1, 2, 0])
-        """
-        import pandas as pd
-
-        from mcviz.io import load_predictions  # the package's loader (which builds this class)
-
-        frame = pd.DataFrame({"score": np.asarray(score), "label": np.asarray(label)})
-        if weight is not None:
-            frame["weight"] = np.asarray(weight)
-        if covariates is not None:
-            covariate_frame = pd.DataFrame(covariates).reset_index(drop=True)
-            for name in covariate_frame.columns:
-                frame[name] = covariate_frame[name].to_numpy()
-            names: Sequence[str] | None = list(covariate_frame.columns)
-        else:
-            names = []
-        return load_predictions(
-            frame,
-            score="score",
-            label="label",
-            weight="weight" if weight is not None else False,
-            covariates=names,
-            response=response,
-        )
 
     def subset(self, index: np.ndarray | Sequence[int] | None) -> Predictions:
         """Return the predictions of a subpopulation: the rows at ``index``, still score-sorted.

@@ -44,7 +44,8 @@ from mcviz.monitor.alarm import (
 from mcviz.monitor.periods import Periods, infer_time_column, make_periods
 from mcviz.monitor.segments import membership_atoms, monitored_segments
 from mcviz.settings import MonitorSettings
-from mcviz.subpopulations import Subpopulation, full_population
+from mcviz.subpopulations import Subpopulation, conditions_words, full_population
+from mcviz.text import format_interval, format_p, format_points
 
 __all__ = ["MonitorResult", "MonitorSettings", "SeriesMonitor", "monitor_calibration",
            "monitor_estimate"]
@@ -123,6 +124,12 @@ class SeriesMonitor:
     ci_high: float
     p_adjusted: float
     sentence: str
+
+    @property
+    def details(self) -> str:
+        """The statistics behind :attr:`sentence` (for a details line or hover help)."""
+        return (f"adjusted p = {format_p(self.p_adjusted)} (eq. (4): over every segment and "
+                f"period); the interval does not allow for the window chosen by the scan")
 
     @property
     def description(self) -> str:
@@ -250,25 +257,13 @@ def monitor_calibration(
     chosen = MonitorSettings() if settings is None else settings
     _check(pred, chosen)
     alpha, n_draws, seed = chosen.alpha, chosen.draws, chosen.seed
-    segments, filters = chosen.segments, chosen.filters
-    search_reference = chosen.search_reference
     say = progress or (lambda fraction, text: None)
     rows = np.arange(pred.n) if index is None else _positions(pred, index)
     say(0.0, "periods")
     column, periods = _time_periods(pred, rows, chosen.time, chosen.period, chosen.reference)
-    monitored = periods.n_periods - periods.n_reference
-    guess = (len(list(segments)), len(list(filters)), 5 * bool(search_reference))  # upper bound
-    cost = {"periods": monitored, "n_draws": n_draws}
-    check(monitor_estimate(rows.size, segment_rows=rows.size * sum(guess), series=1 + sum(guess),
-                           **cost), budget)
-    found, notice = monitored_segments(
-        pred, levels=segments, filters=filters, search_covariates=chosen.covariates,
-        exclude=(column,),
-        search_rows=rows[periods.code < periods.n_reference] if search_reference else None,
-        alpha=alpha, seed=seed)
-    found = found if index is None else tuple(_restricted(sub, rows, pred.n) for sub in found)
-    check(monitor_estimate(rows.size, segment_rows=sum(sub.size for sub in found),
-                           series=1 + len(found), **cost), budget)
+    cost = {"periods": periods.n_periods - periods.n_reference, "n_draws": n_draws}
+    found, notice = _segments(pred, rows, periods, column, chosen, whole=index is None,
+                              cost=cost, budget=budget)
     say(0.1, "cells")
     cells, sums = _cells(pred, rows, periods, found)
     plan = window_plan(periods.n_periods - periods.n_reference)
@@ -292,6 +287,29 @@ def monitor_calibration(
                          null_maxima=draws.maxima, null_method=draws.method, n=int(rows.size),
                          seed=int(seed), seconds=perf_counter() - started,
                          notices=(*periods.notes, *((notice,) if notice else ())))
+
+
+def _segments(pred: Predictions, rows: np.ndarray, periods: Periods, column: str,
+              chosen: MonitorSettings, *, whole: bool, cost: dict[str, int],
+              budget: Budget | int | str | None) -> tuple[tuple[Subpopulation, ...], str | None]:
+    """The monitored segments (levels, filters, the reference's findings) restricted to ``rows``.
+
+    The budget is checked before (with an upper bound on the segments' rows) and after they are
+    found (with their actual rows).
+    """
+    guess = (len(list(chosen.segments)), len(list(chosen.filters)),
+             5 * bool(chosen.search_reference))  # upper bound
+    check(monitor_estimate(rows.size, segment_rows=rows.size * sum(guess), series=1 + sum(guess),
+                           **cost), budget)
+    found, notice = monitored_segments(
+        pred, levels=chosen.segments, filters=chosen.filters,
+        search_covariates=chosen.covariates, exclude=(column,),
+        search_rows=rows[periods.code < periods.n_reference] if chosen.search_reference else None,
+        alpha=chosen.alpha, seed=chosen.seed)
+    found = found if whole else tuple(_restricted(sub, rows, pred.n) for sub in found)
+    check(monitor_estimate(rows.size, segment_rows=sum(sub.size for sub in found),
+                           series=1 + len(found), **cost), budget)
+    return found, notice
 
 
 def _time_periods(pred: Predictions, rows: np.ndarray, time: str | None, period: str | int,
@@ -429,24 +447,27 @@ def _strongest_window(x, n, v, delta, ref_var, r, plan) -> tuple[int, int]:
 
 
 def _sentence(view: dict, periods: Periods) -> str:
-    name = view["subpopulation"].description
-    who = "The full population" if name == "full population" else f"Segment {name}"
+    """Say in words when, which way and how far outcomes moved from the scores.
+
+    No statistical symbols (#40): the adjusted p is in :attr:`SeriesMonitor.details`.
+    """
+    sub = view["subpopulation"]
+    who = ("The full population" if not sub.conditions
+           else f"Segment {conditions_words(sub.conditions)}")
     shift, low, high = view["shift"], view["ci_low"], view["ci_high"]
-    p = view["p_adjusted"]
     noun = periods.period if periods.period in ("day", "week", "month", "quarter") else "period"
     if not np.isfinite(shift):
         return f"{who} has no rows after the reference."
     direction = "above" if shift > 0 else "below"
+    interval = f"95% interval {format_interval(100 * low, 100 * high)} points"
     if view["alarm"]:
         span = (f"in the {noun} of {periods.labels[view['change_start']]}"
                 if view["change_start"] == view["change_end"] else
                 f"from the {noun} of {periods.labels[view['change_start']]} to that of "
                 f"{periods.labels[view['change_end']]}")
-        return (f"{who}: {span} outcomes ran {abs(shift):.3f} {direction} the scores "
-                f"relative to the reference (95% CI "
-                f"{low:+.3f} to {high:+.3f}); first alarm in the {noun} of "
-                f"{periods.labels[view['first_alarm']]} (p = {p:.3g}, adjusted for every "
-                f"segment and period).")
+        return (f"{who}: {span} outcomes ran {format_points(abs(shift))} {direction} the "
+                f"scores, relative to the reference ({interval}); first alarm in the {noun} of "
+                f"{periods.labels[view['first_alarm']]}, beyond chance over every segment and "
+                f"period.")
     return (f"{who}: no alarm; after the reference, outcomes minus scores changed by "
-            f"{shift:+.3f} (95% CI {low:+.3f} to {high:+.3f}) relative to the reference "
-            f"(p = {p:.3g}, adjusted).")
+            f"{format_points(shift, signed=True)} relative to the reference ({interval}).")

@@ -42,7 +42,8 @@ from mcviz.present.slides import (
 )
 from mcviz.present.verdict import Section, Verdict, stated
 
-__all__ = ["DeckInfo", "Slide", "clean_text", "deck_slides", "finding_charts", "pdf_unavailable",
+__all__ = ["DeckInfo", "Slide", "clean_text", "deck_slides", "filter_words", "finding_charts",
+           "pdf_unavailable",
            "scope_charts", "section_charts", "short_title", "write_deck", "write_pdf",
            "write_pptx"]
 
@@ -108,10 +109,18 @@ def group_words(line: Any) -> str:
     words = getattr(line, "group", None)
     if words:
         return str(words)
-    text = str(line.expression)
+    return filter_words(str(line.expression))
+
+
+def filter_words(expression: str) -> str:
+    """Return a filter expression with its operators said in words (for a slide's title).
+
+    >>> filter_words('age >= 65 and plan in {basic, gold}')
+    'age at least 65 and plan is one of {basic, gold}'
+    """
     for operator, said in WORDS:
-        text = text.replace(operator, said)
-    return text
+        expression = expression.replace(operator, said)
+    return expression
 
 
 def _pairs(charts: Sequence[SlideChart]) -> list[tuple[SlideChart, ...]]:

@@ -33,9 +33,9 @@ import numpy as np
 
 from mcviz.present.figures.format import format_number
 
-__all__ = ["MAX_COLUMNS", "MAX_POINTS", "Series", "SlideChart", "chart_figure", "counts_chart",
-           "cumulative_chart", "curves_chart", "figure_charts", "lcs_chart", "reliability_chart",
-           "review_charts", "thinned"]
+__all__ = ["MAX_COLUMNS", "MAX_POINTS", "Series", "SlideChart", "band", "chart_figure",
+           "counts_chart", "cumulative_chart", "curves_chart", "figure_charts", "lcs_chart",
+           "pieces", "reliability_chart", "review_charts", "thinned"]
 
 MAX_POINTS = 400
 """Points per drawn series at most (a slide is about 1,200 px wide on a projector)."""
@@ -102,7 +102,7 @@ def thinned(x: Any, y: Any, limit: int = MAX_POINTS) -> tuple[np.ndarray, np.nda
     return x[index], y[index]
 
 
-def _pieces(name: str, x: Any, y: Any, color: str, style: str) -> list[Series]:
+def pieces(name: str, x: Any, y: Any, color: str, style: str) -> list[Series]:
     """Split a series at its NaN (a native chart cannot hold them): one name, several pieces."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     finite = np.isfinite(x) & np.isfinite(y)
@@ -120,37 +120,42 @@ def _pieces(name: str, x: Any, y: Any, color: str, style: str) -> list[Series]:
     return out
 
 
-def _band(name: str, x: Any, lower: Any, upper: Any, color: str) -> list[Series]:
-    return [*_pieces(f"{name}: 95% band", x, upper, color, "band"),
-            *_pieces(f"{name}: 95% band", x, lower, color, "band")]
+def band(name: str, x: Any, lower: Any, upper: Any, color: str) -> list[Series]:
+    """Return a band's two edges, thin and dashed, under one legend name ("<name>: 95% band")."""
+    return [*pieces(f"{name}: 95% band", x, upper, color, "band"),
+            *pieces(f"{name}: 95% band", x, lower, color, "band")]
 
 
 def cumulative_chart(result: Any, *, deviation: bool = False, title: str | None = None,
-                     triangle_width: float = 0.1) -> SlideChart:
+                     triangle_width: float = 0.1, name: str | None = None,
+                     y_title: str | None = None, slope: str | None = None) -> SlideChart:
     """Chart the cumulative differences (or a subpopulation's deviation) with the ±2σ triangle.
 
     The abscissa is the share of rows in score order (k/n, or the cumulative weight): its
     score quantiles are named in the note (the axis is quantile-spaced in the score).
+    ``name``, ``y_title`` and ``slope`` (what a slope means, for the note) name another path
+    drawn the same way (two models' paired loss differences, :mod:`mcviz.present.comparison`).
     """
     keep = np.asarray(result.plot_index)
     x, path = thinned(np.asarray(result.x)[keep], np.asarray(result.path)[keep])
     sigma = float(result.sigma)
-    name = ("subpopulation − full population" if deviation else "observed − predicted, summed")
-    series = [*_pieces(name, x, path, BLACK if deviation else BLUE, "line"),
-              *_pieces("±2σ: what noise alone reaches", [0.0, triangle_width, triangle_width, 0.0],
+    name = name or ("subpopulation − full population" if deviation
+                    else "observed − predicted, summed")
+    series = [*pieces(name, x, path, BLACK if deviation else BLUE, "line"),
+              *pieces("±2σ: what noise alone reaches", [0.0, triangle_width, triangle_width, 0.0],
                        [0.0, 2 * sigma, -2 * sigma, 0.0], VERMILION, "line")]
     ordered = getattr(result, "order_by", None) or "score"
     weighted = bool(getattr(result, "weighted", False))
     x_title = (f"share of {'weight' if weighted else 'rows'}, ordered by {ordered} "
                f"({'in the subpopulation' if deviation else 'quantile scale'})")
-    slope = "slope = how far the subpopulation departs" if deviation else \
-        "slope = miscalibration"
+    slope = slope or ("slope = how far the subpopulation departs" if deviation
+                      else "slope = miscalibration")
     return SlideChart(
         title=title or ("Deviation from the full population" if deviation
                         else "Cumulative differences"),
         kind="xy", series=tuple(series), x_title=x_title,
-        y_title=("difference in the subpopulation" if deviation
-                 else "observed − predicted, summed"),
+        y_title=y_title or ("difference in the subpopulation" if deviation
+                            else "observed − predicted, summed"),
         note="; ".join(part for part in (slope, _quantile_note(result, ordered)) if part),
         x_range=(0.0, 1.0))
 
@@ -170,16 +175,16 @@ def reliability_chart(result: Any, *, title: str | None = None) -> SlideChart:
     """Chart the reliability diagram at the result's first bin count: observed against predicted."""
     which = 0
     k = result.n_bins[which]
-    series = _pieces("perfect calibration", [0.0, 1.0], [0.0, 1.0], GRAY, "dotted")
+    series = pieces("perfect calibration", [0.0, 1.0], [0.0, 1.0], GRAY, "dotted")
     full = result.full[which]
     keep = np.asarray(full.count) > 0
     sub = result.has_subpopulation
-    series += _pieces("full population", np.asarray(full.mean_score)[keep],
+    series += pieces("full population", np.asarray(full.mean_score)[keep],
                       np.asarray(full.mean_response)[keep], GRAY if sub else BLUE, "markers")
     if sub:
         bins = result.subpopulation[which]
         keep = np.asarray(bins.count) > 0
-        series += _pieces("subpopulation", np.asarray(bins.mean_score)[keep],
+        series += pieces("subpopulation", np.asarray(bins.mean_score)[keep],
                           np.asarray(bins.mean_response)[keep], BLACK, "markers")
     binary = getattr(result, "response_kind", "binary") == "binary"
     return SlideChart(title=title or f"Reliability ({k} score bins)", kind="xy",
@@ -229,10 +234,10 @@ def curves_chart(curves: Any, *, title: str | None = None) -> SlideChart:
         x = np.asarray(curve.x, dtype=float)
         fit, thin = np.asarray(curve.fit, dtype=float), np.asarray(curve.thin, dtype=bool)
         lower, upper = np.asarray(curve.lower, dtype=float), np.asarray(curve.upper, dtype=float)
-        series += _band(name, x, lower, upper, color)
-        series += _pieces(name, x, np.where(thin, np.nan, fit), color, "line")
+        series += band(name, x, lower, upper, color)
+        series += pieces(name, x, np.where(thin, np.nan, fit), color, "line")
         reach = thin | np.r_[thin[1:], False] | np.r_[False, thin[:-1]]
-        series += _pieces(f"{name} (few rows)", x, np.where(reach, fit, np.nan), color, "dotted")
+        series += pieces(f"{name} (few rows)", x, np.where(reach, fit, np.nan), color, "dotted")
         supported = ~thin & np.isfinite(lower) & np.isfinite(upper)
         if supported.any():
             low = min(low, float(lower[supported].min()))
@@ -265,9 +270,9 @@ def _clip(series: list[Series], y_range: tuple[float, float] | None) -> list[Ser
 def lcs_chart(lcs: Any, *, title: str | None = None) -> SlideChart:
     """Chart the local calibration curve ĝ with its 95% band against the diagonal."""
     grid = np.asarray(lcs.grid, dtype=float)
-    series = [*_pieces("perfect calibration", [0.0, 1.0], [0.0, 1.0], GRAY, "dotted"),
-              *_band("local calibration", grid, lcs.lower, lcs.upper, BLUE),
-              *_pieces("local calibration", grid, lcs.fit, BLUE, "line")]
+    series = [*pieces("perfect calibration", [0.0, 1.0], [0.0, 1.0], GRAY, "dotted"),
+              *band("local calibration", grid, lcs.lower, lcs.upper, BLUE),
+              *pieces("local calibration", grid, lcs.fit, BLUE, "line")]
     return SlideChart(title=title or "Local calibration curve", kind="xy",
                       series=tuple(_clip(series, (0.0, 1.0))), x_title="score",
                       y_title="observed rate near the score",
@@ -345,12 +350,12 @@ def figure_charts(figure: Any) -> tuple[SlideChart, ...]:
             name = str(trace.name or f"series {i + 1}")
             if trace.fill == "toself" and x.size >= 4 and x.size % 2 == 0:
                 half = x.size // 2
-                series += _band(name.replace(": 95% band", ""), x[:half], y[half:][::-1],
+                series += band(name.replace(": 95% band", ""), x[:half], y[half:][::-1],
                                 y[:half], color)
             else:
                 x, y = thinned(x, y)
                 mode = str(trace.mode or "lines")
-                series += _pieces(name, x, y, color, "markers" if "markers" in mode else "line")
+                series += pieces(name, x, y, color, "markers" if "markers" in mode else "line")
         return (SlideChart(title=title, kind="xy", series=tuple(series), x_title=x_title,
                            y_title=y_title),) if series else ()
     if bars:

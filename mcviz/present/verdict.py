@@ -761,8 +761,9 @@ def review_verdict(
         details.extend(line.details for line in findings)
         appendix.extend(_search_appendix(search, binary=binary, level=level))
     elif multicalibration is not None:
-        sentences.append(multicalibration_sentence(multicalibration, null, level=level,
-                                                   estimate=null_estimate, words=argmax_words))
+        if selection is None or not selection.largest:  # the argmax as scope: said once
+            sentences.append(multicalibration_sentence(
+                multicalibration, null, level=level, estimate=null_estimate, words=argmax_words))
         details.append(multicalibration_details(multicalibration, null))
         appendix.append(
             f"Multi-calibration: M/σ₀ over {int(multicalibration.n_subpopulations):,} random "

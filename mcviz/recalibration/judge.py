@@ -21,8 +21,9 @@ its standard deviation under calibration) before and after. A band *moved beyond
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,8 @@ from mcviz.io import Predictions
 from mcviz.recalibration._logistic import clip_probability
 from mcviz.settings import FIX_BAND_Z
 
-__all__ = ["BandShift", "Change", "FixSide", "band_shifts", "before_after", "loss_change"]
+__all__ = ["BandShift", "Change", "FixSide", "band_shifts", "before_after",
+           "judged_as_challenger", "loss_change"]
 
 Z_95 = 1.959963984540054
 MAX_LEVELS = 20
@@ -197,7 +199,8 @@ def _side(pred: Predictions, family: list, ids: Sequence[int], terms: list, null
 
 
 def before_after(before: Predictions, new_scores: np.ndarray, family: list, ids: Sequence[int],
-                 terms: list, *, null_draws: int = 0, seed: int = 0):
+                 terms: list, *, null_draws: int = 0, seed: int = 0,
+                 compare: Mapping[str, Any] | None = None):
     """Judge new scores of the same rows against the model's: the one before/after computation.
 
     Parameters
@@ -211,6 +214,11 @@ def before_after(before: Predictions, new_scores: np.ndarray, family: list, ids:
         ``ids`` the positions in it of the findings whose D/sigma is reported.
     terms : list of Subpopulation
         Further subpopulations (a fix's terms) whose D/sigma is reported, not in M.
+    compare : mapping, optional
+        When given, the options of :func:`mcviz.compare_models` (``covariates``,
+        ``thresholds``, ``seed``, ``progress``): the fix is also judged as a challenger is,
+        model A the scores before and model B the fixed scores of the same held-out rows
+        (:func:`judged_as_challenger`).
 
     Returns
     -------
@@ -222,6 +230,8 @@ def before_after(before: Predictions, new_scores: np.ndarray, family: list, ids:
         Before and after.
     change : Change
         The change of held-out log loss.
+    comparison : ModelComparison or None
+        The comparison of before (A) and after (B) when ``compare`` was given.
     """
     from mcviz.recalibration._split import rescored
     from mcviz.subpopulations import Subpopulation
@@ -234,7 +244,28 @@ def before_after(before: Predictions, new_scores: np.ndarray, family: list, ids:
 
     first = _side(before, family, ids, terms, null_draws, seed)
     second = _side(after, moved(family), ids, moved(terms), null_draws, seed)
-    return after, position, (first, second), loss_change(before, after, position)
+    comparison = (None if compare is None
+                  else judged_as_challenger(before, new_scores, **dict(compare)))
+    return after, position, (first, second), loss_change(before, after, position), comparison
+
+
+def judged_as_challenger(before: Predictions, new_scores: np.ndarray, **options: Any):
+    """Compare the fixed scores with the model's on the same rows, as a challenger is compared.
+
+    :func:`mcviz.compare_models` with model A the model's scores of ``before`` (the held-out
+    rows) and model B ``new_scores`` (``before``'s order), named ``"<score>_recalibrated"``:
+    the paired Brier and log-loss differences with their intervals, the paired cumulative
+    differences, the groups where the fix is worse (``regressions``) or better
+    (``improvements``), confirmed on the comparison's own held-out share of these rows and
+    Holm-adjusted, and the net benefit of A and B. ``options``: compare_models' keywords.
+    """
+    from mcviz.compare import compare_models
+
+    n_input = before.report.n_read if before.report.n_read else before.n
+    scores = np.full(n_input, np.nan)  # compare_models reads B per input row: before.row
+    scores[before.row] = np.asarray(new_scores, dtype=float)
+    return compare_models(before, scores, name_b=f"{before.score_column}_recalibrated",
+                          **options)
 
 
 def _band_codes(values, kind: str) -> tuple[np.ndarray, list[str]]:

@@ -28,6 +28,26 @@ PLANTED = ('region == "r3" and channel != "web"', 'age >= 60 and channel == "web
 """The two planted findings in the filter language (+delta and -delta on the logit)."""
 
 
+def _customers(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
+    """Draw the covariates (region, age, channel, tenure) and the base logit :math:`b`."""
+    region = rng.integers(0, 8, n)
+    age = rng.uniform(18, 80, n)
+    channel = rng.choice(np.array(["web", "store", "phone"]), n, p=[0.4, 0.35, 0.25])
+    tenure = rng.integers(0, 21, n)
+    return region, age, channel, tenure, rng.normal(-0.6, 1.1, n)
+
+
+def _frame(rng: np.random.Generator, score: np.ndarray, truth: np.ndarray, region: np.ndarray,
+           age: np.ndarray, channel: np.ndarray, tenure: np.ndarray) -> pd.DataFrame:
+    """Draw the labels from ``truth``; return the rows as a frame (region named r0..r7)."""
+    n = score.size
+    return pd.DataFrame({
+        "score": score, "label": (rng.random(n) < truth).astype(np.int8),
+        "region": pd.Categorical([f"r{k}" for k in region]), "age": age,
+        "channel": pd.Categorical(channel), "tenure": tenure, "truth": truth,
+    })
+
+
 def planted_fix_data(n: int, *, seed: int = 0, distortion: float = 1.3, shift: float = 0.8,
                      calibrated: bool = False, weighted: bool = False) -> pd.DataFrame:
     """Return ``n`` rows: score, label, (weight), region, age, channel, tenure, and ``truth``.
@@ -41,19 +61,11 @@ def planted_fix_data(n: int, *, seed: int = 0, distortion: float = 1.3, shift: f
     ['age', 'channel', 'label', 'region', 'score', 'tenure', 'truth']
     """
     rng = np.random.default_rng(seed)
-    region = rng.integers(0, 8, n)
-    age = rng.uniform(18, 80, n)
-    channel = rng.choice(np.array(["web", "store", "phone"]), n, p=[0.4, 0.35, 0.25])
-    tenure = rng.integers(0, 21, n)
-    base = rng.normal(-0.6, 1.1, n)
+    region, age, channel, tenure, base = _customers(rng, n)
     web = channel == "web"
     truth = expit(base + shift * ((region == 3) & ~web) - shift * ((age >= 60) & web))
     score = truth if calibrated else expit(distortion * base)
-    frame = pd.DataFrame({
-        "score": score, "label": (rng.random(n) < truth).astype(np.int8),
-        "region": pd.Categorical([f"r{k}" for k in region]), "age": age,
-        "channel": pd.Categorical(channel), "tenure": tenure, "truth": truth,
-    })
+    frame = _frame(rng, score, truth, region, age, channel, tenure)
     if weighted:
         frame.insert(2, "weight", rng.choice([0.5, 1.0, 2.0], n))
     return frame
@@ -85,11 +97,7 @@ def planted_shapes_data(n: int, *, seed: int = 0, distortion: float = 1.3, shift
     (True, 2000)
     """
     rng = np.random.default_rng(seed)
-    region = rng.integers(0, 8, n)
-    age = rng.uniform(18, 80, n)
-    channel = rng.choice(np.array(["web", "store", "phone"]), n, p=[0.4, 0.35, 0.25])
-    tenure = rng.integers(0, 21, n)
-    base = rng.normal(-0.6, 1.1, n)
+    region, age, channel, tenure, base = _customers(rng, n)
     score = expit(distortion * base)
     truth = expit(base)
     logit_rows = (region == 3) & (channel == "store")
@@ -98,8 +106,4 @@ def planted_shapes_data(n: int, *, seed: int = 0, distortion: float = 1.3, shift
     truth[logit_rows] = expit(base[logit_rows] + shift)
     truth[additive_rows] = np.maximum(truth[additive_rows] - rate_shift, 0.001)
     truth[slope_rows] = expit(slope * distortion * base[slope_rows])
-    return pd.DataFrame({
-        "score": score, "label": (rng.random(n) < truth).astype(np.int8),
-        "region": pd.Categorical([f"r{k}" for k in region]), "age": age,
-        "channel": pd.Categorical(channel), "tenure": tenure, "truth": truth,
-    })
+    return _frame(rng, score, truth, region, age, channel, tenure)

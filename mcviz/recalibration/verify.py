@@ -32,6 +32,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -49,7 +50,10 @@ from mcviz.recalibration.judge import (
 )
 from mcviz.recalibration.recalibrator import Recalibrator
 from mcviz.recalibration.registry import get_method
-from mcviz.settings import FIX_BAND_Z, DecisionSettings, FixSettings
+from mcviz.settings import DEFAULT_THRESHOLDS, FIX_BAND_Z, DecisionSettings, FixSettings
+
+if TYPE_CHECKING:
+    from mcviz.compare import ModelComparison
 
 __all__ = ["BandShift", "Change", "FixResult", "FixSide", "fix_estimate", "fix_summary",
            "held_out_decisions", "recommend", "verify_fix"]
@@ -108,6 +112,10 @@ class FixResult:
         Position in ``eval_after`` of each row of ``eval_before``.
     notes : tuple of str
     seconds : float
+    comparison : ModelComparison or None
+        The fix judged as a challenger is (:func:`mcviz.recalibration.judge.judged_as_challenger`):
+        the model's scores (A) against the fixed ones (B) on the held-out rows — paired loss
+        differences, regressions and improvements of the fix, net benefit of A and B.
     """
 
     method: str
@@ -131,6 +139,7 @@ class FixResult:
     eval_position: np.ndarray
     notes: tuple[str, ...]
     seconds: float
+    comparison: ModelComparison | None = None
 
     @property
     def accepted(self) -> bool:
@@ -173,16 +182,20 @@ class FixResult:
                 "after": self.after.as_json(self.findings, self.terms),
                 "finding_changes": [{"description": d, **c.as_json()}
                                     for d, c in self.finding_changes],
-                "bands_moved": [b.as_json() for b in self.bands_moved]}
+                "bands_moved": [b.as_json() for b in self.bands_moved],
+                "comparison": (None if self.comparison is None
+                               else self.comparison.as_json())}
 
 
 def fix_estimate(rows: int, covariates: int, *, method: str = "findings",
-                 search: bool = True, holdout: float = FixSettings.holdout) -> Estimate:
+                 search: bool = True, holdout: float = FixSettings.holdout,
+                 compare: bool = True) -> Estimate:
     """Cost of :func:`verify_fix` on ``rows`` rows and ``covariates`` covariates.
 
     Memory :math:`O(n)`: the split, the held-out rows before and after, the subpopulations of
     M; the boosting adds its feature matrix. The guided search (its own estimate) runs before
-    and is counted when larger.
+    and is counted when larger; so is the comparison's search of the held-out rows
+    (``compare``).
 
     Examples
     --------
@@ -200,6 +213,9 @@ def fix_estimate(rows: int, covariates: int, *, method: str = "findings",
         searched = search_estimate(int(rows * (1 - holdout)), covariates)
         memory = max(memory, searched.bytes)
         seconds += searched.seconds if search else 0.0
+    if compare and covariates:
+        judged = search_estimate(int(rows * holdout), covariates)
+        memory, seconds = max(memory, judged.bytes), seconds + judged.seconds
     return Estimate(
         what=f"the {method} fix, judged on held-out rows: {rows:,} rows × {covariates} covariates",
         bytes=int(memory), seconds=float(seconds),
@@ -271,6 +287,20 @@ def _searched(fit_pred, names, seed, report) -> tuple[list[str], set[str]]:
             {f.description for f in found.findings if f.confirmed})
 
 
+def _as_challenger(compare: bool, pred: Predictions, names: list[str],
+                   thresholds: Sequence[float], seed: int,
+                   report: Callable[[float, str], None], notes: list[str]) -> dict | None:
+    """Options of the comparison of the fix as a challenger, or None when it is not made."""
+    if not compare:
+        return None
+    if pred.multiclass or np.any((pred.label < 0) | (pred.label > 1)):
+        notes.append("the fix is not compared as a challenger: that needs one score and "
+                     "responses in [0, 1].")
+        return None
+    return {"covariates": names, "thresholds": thresholds, "seed": seed,
+            "progress": lambda f, t: report(0.75 + 0.15 * f, f"as a challenger: {t}")}
+
+
 def _bands_note(bands) -> list[str]:
     """Return a note naming the bands the fix made miscalibrated beyond noise (or none)."""
     moved = [b for b in bands if b.moved]
@@ -295,6 +325,7 @@ def verify_fix(
     recalibrator: Recalibrator | None = None,
     progress: Callable[[float, str], None] | None = None,
     budget: Budget | int | str | None = None,
+    compare: bool = True, thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
 ) -> FixResult:
     """Fit a fix on one score-stratified split and judge it on the other (module docstring).
 
@@ -324,6 +355,8 @@ def verify_fix(
     budget : Budget, int, str or None
         Refuse before starting when :func:`fix_estimate` exceeds it (:func:`mcviz.budget.check`;
         None: the default budget).
+    compare, thresholds : bool, sequence of float
+        Also judge the fix as a challenger is (:attr:`FixResult.comparison`; net benefit).
 
     Returns
     -------
@@ -343,7 +376,8 @@ def verify_fix(
     fix = recalibrator or Recalibrator(method, covariates=covariates, seed=seed)
     n_covariates = len(pred.covariate_kinds) if covariates is None else len(covariates)
     check(fix_estimate(pred.n, n_covariates, method=fix.method, search=search,
-                       holdout=float(holdout) if 0 < holdout < 1 else FixSettings.holdout), budget)
+                       holdout=float(holdout) if 0 < holdout < 1 else FixSettings.holdout,
+                       compare=compare), budget)
     fit_index, eval_index = holdout_split(pred, holdout, seed)
     fit_pred, eval_pred = subset(pred, fit_index), subset(pred, eval_index)
     names = list(pred.covariates.columns) if covariates is None else list(covariates)
@@ -356,9 +390,9 @@ def verify_fix(
                                        n_subpopulations=n_subpopulations, seed=seed)
     terms = tuple(dict.fromkeys(t.description for t in fix.terms))
     term_subs = _term_subpopulations(eval_pred, terms)
-    eval_after, position, (before, after), change = before_after(
+    eval_after, position, (before, after), change, comparison = before_after(
         eval_pred, fix.transform(eval_pred), family, ids, term_subs, null_draws=null_draws,
-        seed=seed)
+        seed=seed, compare=_as_challenger(compare, pred, names, thresholds, seed, report, notes))
     report(0.9, "checking the bands and the findings")
     checked = [(d, family[i - 1].index) for d, i in zip(kept, ids, strict=True)
                if d in confirmed] + [(s.description, s.index) for s in term_subs]
@@ -376,7 +410,7 @@ def verify_fix(
         confirmed=tuple(d in confirmed for d in kept), terms=terms, before=before,
         after=after, log_loss_change=change, finding_changes=finding_changes, bands=bands,
         eval_before=eval_pred, eval_after=eval_after, eval_position=position,
-        notes=tuple(notes), seconds=time.perf_counter() - started)
+        notes=tuple(notes), seconds=time.perf_counter() - started, comparison=comparison)
 
 
 def held_out_decisions(result: FixResult, thresholds: Sequence[float], *,

@@ -2,8 +2,9 @@ r"""The guided search's rules: every tuning constant of the search, in one docum
 
 Each field of :class:`SearchRules` states the rule, the guarantee it protects, the benchmark
 that set it (under ``benchmarks/``; its history: ``benchmarks/search_rules.md``) and the test
-(under ``tests/search/``) that fails if it drifts -- or says that no test pins it yet: a mutation
-check (each field set far off, its test run) found 6 of the 21 fields checked pinned. The search
+(under ``tests/search/``) that fails if it drifts -- or says that no test pins it yet. A mutation
+check (each field set far off, below and above, its test run) finds 22 of the 35 fields pinned,
+16 of them by ``tests/search/test_search_rules.py`` (one small planted case each). The search
 reads the one instance :data:`RULES`; a test that needs another rule builds
 ``dataclasses.replace(RULES, ...)`` and hands it to :class:`~mcviz.search._beam.Beam` (or
 patches ``mcviz.search._find.RULES``).
@@ -35,8 +36,8 @@ class SearchRules:
     beam_width: int = 16
     """Nodes kept per level of the beam, half under-, half over-predicted. Protects: every planted
     shape of up to three conditions is reached from some node. Set by: ``bench_find.py`` shape
-    table, 10^5 rows. Test (exercises it; not mutation-checked):
-    ``test_search_shapes.py::test_three_conditions_most_of_the_time``."""
+    table, 10^5 rows. Test (fails when it drifts: checked with 2 and 32):
+    ``test_search_rules.py::test_each_level_of_the_beam_expands_16_nodes``."""
     beam_gain: float = 0.5
     """A condition added to a node of level 1 or more (and by
     :meth:`~mcviz.search._prune.Pruning.grow`) must raise its D/sigma on the search rows by more
@@ -46,20 +47,22 @@ class SearchRules:
     keep_per_column: int = 3
     """Screened cuts per covariate that an expansion re-scores exactly. Protects: the coarse
     screen's ranking error (block ends) does not lose the best cut. Set by: ``bench_find.py``
-    shape table. Test (exercises it; not mutation-checked):
-    ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    shape table. Test (fails when it drifts: checked with 1 and 10):
+    ``test_search_rules.py::test_a_node_is_expanded_into_the_best_3_cuts_of_each_numeric_covariate``.
+    """
     material_absolute: float = 1.0
     """With :attr:`material_relative`, the cap of :meth:`material`: no condition must bring more
     than ``max(1, 0.05 z)``. Protects: a condition that trims many rows is not dropped for a
-    gain a strong deviation cannot show. Set by: ``bench_find.py`` shape table. No test pins it
-    yet: ``test_search_scale.py::test_level_one_expands_only_conditions_with_a_material_gain``
-    exercises it but still passes with 5.0 (mutation check, 01:55 UTC)."""
+    gain a strong deviation cannot show. Set by: ``bench_find.py`` shape table. Test (fails when it
+    drops below 0.7: checked with 0.1; 5.0 changes nothing, as the cap is never below the second
+    term, at most 0.7):
+    ``test_search_rules.py::test_a_condition_must_bring_02_plus_05_root_1_minus_f``."""
     material_relative: float = 0.05
     """The share of D/sigma in the cap of :meth:`material` (see :attr:`material_absolute`).
     Protects: as :attr:`material_absolute`, for strong deviations. Set by: ``bench_find.py``
-    shape table. No test pins it yet:
-    ``test_search_scale.py::test_level_one_expands_only_conditions_with_a_material_gain``
-    exercises it but still passes with 0.5 (mutation check, 01:55 UTC)."""
+    shape table. No test can pin it: with :attr:`material_absolute` = 1 the cap never binds (checked
+    with 0.5 and 0.001: no change); it matters only if :attr:`material_absolute` is lowered below
+    0.7."""
     # -- pruning and growth -----------------------------------------------------------------
     drop_t: float = 3.0
     r"""A condition stays only when its :math:`T = (z - \sqrt f z_0)/\sqrt{1-f}` (its gain over the
@@ -83,8 +86,8 @@ class SearchRules:
     min_fold_rows: int = 10
     """A fold of fewer rows (or of fewer than half the smallest finding) gives an out-of-fold
     :math:`T` of 0. Protects: no out-of-fold test on a handful of rows. Set by:
-    ``bench_find.py`` rare shape. Test (exercises it; not mutation-checked):
-    ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    ``bench_find.py`` rare shape. Test (fails when it drifts: checked with 2 and 10_000):
+    ``test_search_rules.py::test_an_out_of_fold_t_needs_folds_of_more_than_10_rows``."""
     grow_limit: int = 4
     """Pruned candidates (the strongest, examined first) that
     :meth:`~mcviz.search._prune.Pruning.grow` tries to complete; it screens every covariate.
@@ -142,14 +145,14 @@ class SearchRules:
     finish_rows: int = 400_000
     """At most this many search rows refine the candidates' cut points (pruning and ranking stay on
     all the search rows). Protects: bounded finishing work at 10^6 rows, the same recovery. Set
-    by: ``bench_find.py --big-n 1000000``. No test pins it yet:
-    ``test_search_scale.py::test_candidates_are_refined_on_at_most_finish_rows`` exercises it
-    but still passes with 1_000 (mutation check, 01:55 UTC)."""
+    by: ``bench_find.py --big-n 1000000``. Test (fails when it drifts: checked with 1_000 and
+    1_000_000): ``test_search_rules.py::test_candidates_are_refined_on_at_most_400000_search_rows``.
+    """
     min_rows: int = 20
     """No finding has fewer search rows, whatever ``min_share``; a search needs twice as many.
-    Protects: no finding of a handful of rows. Set by: none (a floor). No test pins it yet:
-    ``test_search.py::test_too_few_rows`` exercises it but still passes with 2 (mutation check,
-    01:55 UTC)."""
+    Protects: no finding of a handful of rows. Set by: none (a floor). Test (fails when it drifts:
+    checked with 2 and 200):
+    ``test_search_rules.py::test_a_search_needs_40_search_rows_and_a_finding_20``."""
     small_rows: int = 100
     """With :attr:`small_share`, the floor of small groups: below ``min_share`` (at its default
     or below), groups of down to ``max(small_rows, small_share x search rows)`` are searched when
@@ -166,9 +169,8 @@ class SearchRules:
     masks_cached: int = 32
     """Boolean masks over the search rows kept for reuse (one byte per search row each; the memory
     estimate counts them). Protects: memory within :func:`~mcviz.search.search_estimate`. Set
-    by: ``bench_budget.py``. No test pins it yet:
-    ``test_search_scale.py::test_estimate_is_an_upper_bound_of_the_measured_peak`` exercises it
-    but still passes with 256 (mutation check, 01:55 UTC)."""
+    by: ``bench_budget.py``. Test (fails when it drifts: checked with 8 and 256):
+    ``test_search_rules.py::test_the_last_32_masks_are_kept``."""
     masked_share: float = 0.125
     """Subsets of at least this share of a node's rows are scored from masks, smaller ones gathered
     (the same numbers: exact integer sums). Protects: speed only. Set by:
@@ -177,20 +179,20 @@ class SearchRules:
     sets_cached: int = 2
     """Members of recent conjunctions kept for reuse, in all at most this many times the search
     rows (eight bytes per position; the memory estimate counts them). Protects: memory within
-    :func:`~mcviz.search.search_estimate`. Set by: ``bench_budget.py``. No test pins it yet:
-    ``test_search_scale.py::test_estimate_is_an_upper_bound_of_the_measured_peak`` exercises it
-    but still passes with 16 (mutation check, 01:55 UTC)."""
+    :func:`~mcviz.search.search_estimate`. Set by: ``bench_budget.py``. Test (fails when it drifts:
+    checked with 1 and 16):
+    ``test_search_rules.py::test_recent_conjunctions_hold_at_most_twice_the_search_rows``."""
     # -- candidate cuts and level sets ------------------------------------------------------
     numeric_bins: int = 64
     """Candidate cut points per numeric covariate (quantiles of the search rows; refined later).
     Protects: any threshold or band is within a bin of a candidate. Set by: ``bench_find.py``
-    shape table. Test (exercises it; not mutation-checked):
-    ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    shape table. Test (fails when it drifts: checked with 4 and 128):
+    ``test_search_rules.py::test_128_distinct_values_are_cut_at_each_and_more_at_64_quantiles``."""
     distinct_bins: int = 128
     """A numeric covariate with at most this many distinct values is cut at every one of them.
     Protects: counts and small integers are cut exactly. Set by: ``bench_find.py`` shape table.
-    Test (exercises it; not mutation-checked):
-    ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    Test (fails when it drifts: checked with 2 and 256):
+    ``test_search_rules.py::test_128_distinct_values_are_cut_at_each_and_more_at_64_quantiles``."""
     max_levels: int = 1000
     """Nominal covariates with more levels are left out of the search, with a notice. Protects:
     bounded work; no identifier column searched. Set by: none (a bound). No test pins it yet:
@@ -198,9 +200,9 @@ class SearchRules:
     exercises it but still passes with 50 (mutation check, 01:55 UTC)."""
     blocks: int = 256
     """Blocks of the screen's coarse path (block ends are tie-run ends). Protects: the screen's D
-    is within a block's drift of the exact one. Set by: ``bench_find.py`` speed table. Test
-    (exercises it; not mutation-checked):
-    ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    is within a block's drift of the exact one. Set by: ``bench_find.py`` speed table. Test (fails
+    when it drifts: checked with 4 and 1024):
+    ``test_search_rules.py::test_the_screen_path_has_256_blocks_ending_at_tie_runs``."""
     set_penalty: float = 0.75
     """The out-of-fold D/sigma of a set of :math:`k` levels is lowered by ``set_penalty *
     log2(k)``. Protects: a level set is not chosen for its many levels alone. Set by:
@@ -220,8 +222,8 @@ class SearchRules:
     ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
     max_set_levels: int = 64
     """Level sets hold at most this many levels (the rest is described as a complement). Protects:
-    a sentence a person can read. Set by: none (a bound). No test pins it yet (the words test it
-    had was renamed)."""
+    a sentence a person can read. Set by: none (a bound). Test (fails when it drifts: checked with 2
+    and 128): ``test_search_rules.py::test_a_level_set_keeps_at_most_64_levels``."""
     # -- held-out confirmation --------------------------------------------------------------
     simulate_below: float = 50.0
     r"""Held-out groups of binary responses whose effective variance :math:`V_{\text{eff}} = V^3 /
@@ -233,26 +235,24 @@ class SearchRules:
     ``test_holdout_p.py::test_simulated_p_keeps_the_level_where_the_brownian_p_does_not``."""
     simulated_draws: int = 9_999
     """Most simulated draws per finding (the smallest simulated p-value is 1 / 10,000). Protects:
-    p-values small enough for Holm over the findings. Set by: ``bench_holdout_tail.py``. No test
-    pins it yet: ``test_holdout_p.py::test_simulated_p_agrees_with_the_exact_tail`` exercises it
-    but still passes with 99 (mutation check, 01:55 UTC)."""
+    p-values small enough for Holm over the findings. Set by: ``bench_holdout_tail.py``. Test (fails
+    when it drifts: checked with 99 and 99_999):
+    ``test_search_rules.py::test_the_smallest_simulated_p_value_is_one_in_10000``."""
     simulated_stop: int = 50
     """The simulation stops once this many draws reach the observed D/sigma (Besag and Clifford's
     sequential p-value, valid at any stop). Protects: bounded time for large p-values. Set by:
-    ``bench_holdout_tail.py``. No test pins it yet:
-    ``test_holdout_p.py::test_simulated_p_agrees_with_the_exact_tail`` exercises it but still
-    passes with 5 (mutation check, 01:55 UTC)."""
+    ``bench_holdout_tail.py``. Test (fails when it drifts: checked with 5 and 500):
+    ``test_search_rules.py::test_the_simulation_stops_at_the_50th_draw_reaching_the_observed``."""
     simulated_work: int = 3 * 10**7
     """Rows x draws simulated per finding at most (fewer draws for groups of many rows). Protects:
-    bounded time. Set by: ``bench_holdout_tail.py``. No test pins it yet:
-    ``test_holdout_p.py::test_a_small_held_out_finding_gets_the_simulated_p_in_the_search``
-    exercises it but still passes with 10_000 (mutation check, 01:55 UTC)."""
+    bounded time. Set by: ``bench_holdout_tail.py``. Test (fails when it drifts: checked with 10_000
+    and 3 x 10^9):
+    ``test_search_rules.py::test_a_group_of_5000_rows_gets_at_most_30_million_rows_times_draws``."""
     alpha: float = 0.05
     """A finding is confirmed when its Holm-adjusted held-out p-value is below this; the minimum
     detectable effect is at this level. Protects: the family-wise error of the confirmed
-    findings. Set by: ``bench_find.py`` calibrated null. No test pins it yet:
-    ``test_search_shapes.py::test_fewer_findings_say_why_and_unconfirmed_are_flagged`` exercises
-    it but still passes with 0.5 (mutation check, 01:55 UTC)."""
+    findings. Set by: ``bench_find.py`` calibrated null. Test (fails when it drifts: checked with
+    0.01 and 0.5): ``test_search_rules.py::test_a_finding_is_confirmed_below_005``."""
 
     def material(self, z: float, kept: float | np.ndarray = 0.0) -> float | np.ndarray:
         r"""Return the gain in D/sigma a condition must bring to stay.

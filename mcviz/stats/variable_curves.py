@@ -515,24 +515,8 @@ def variable_calibration(
     ``warnings`` and left out of VCE(v*).
     """
     pred = pred.subset(index)
-    pred.require_covariate(variable)
-    if span is not None:
-        check_span(span, 0.3)
-    if is_nominal(pred, variable):
-        raise ValidationError(
-            f"covariate {variable!r} is nominal; use level_calibration for per-level errors.",
-            column=variable,
-        )
-    values, error, predicted, weight, n_missing = _present_values(pred, variable)
-    sorted_values = sorted_copy(values)
-    if sorted_values[0] == sorted_values[-1]:
-        single = (pd.Timestamp(round(sorted_values[0])) if pd.api.types.is_datetime64_any_dtype(
-            pred.covariates[variable]) else f"{sorted_values[0]:g}")
-        raise ValidationError(
-            f"covariate {variable!r} takes a single value ({single}) on the "
-            f"{values.size:,} rows where it is present; there is no curve to draw.",
-            column=variable,
-        )
+    values, error, predicted, weight, n_missing, sorted_values = _ordinal_values(
+        pred, variable, span)
     chosen = span is None
     if chosen:
         span = cross_validated_span(values, error, predicted, weight, degree=degree,
@@ -571,6 +555,34 @@ def variable_calibration(
         vce_ci=vce_ci, vce_significant=bool(vce_ci[0] > 0 or vce_ci[1] < 0),
         kuiper_z=float(along.kuiper_z), p_value=float(along.p_value), span_chosen=chosen,
     )
+
+
+def _ordinal_values(pred: Predictions, variable: str, span: float | None) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, int, np.ndarray]:
+    """Check ``variable`` and ``span``; return :func:`_present_values` and the sorted values.
+
+    Refused (:class:`ValidationError` naming the column): unknown, nominal, or a single value
+    where present.
+    """
+    pred.require_covariate(variable)
+    if span is not None:
+        check_span(span, 0.3)
+    if is_nominal(pred, variable):
+        raise ValidationError(
+            f"covariate {variable!r} is nominal; use level_calibration for per-level errors.",
+            column=variable,
+        )
+    values, error, predicted, weight, n_missing = _present_values(pred, variable)
+    sorted_values = sorted_copy(values)
+    if sorted_values[0] == sorted_values[-1]:
+        single = (pd.Timestamp(round(sorted_values[0])) if pd.api.types.is_datetime64_any_dtype(
+            pred.covariates[variable]) else f"{sorted_values[0]:g}")
+        raise ValidationError(
+            f"covariate {variable!r} takes a single value ({single}) on the "
+            f"{values.size:,} rows where it is present; there is no curve to draw.",
+            column=variable,
+        )
+    return values, error, predicted, weight, n_missing, sorted_values
 
 
 def _vce_band(gap: LoessCurve, vce: float, vce_at: float) -> tuple[float, float]:

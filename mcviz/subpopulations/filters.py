@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from mcviz.core.conditions import is_datetime
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.settings import FILTER_MAX_CHARS
 from mcviz.subpopulations.describe import _KEYWORDS, describe_conditions
 from mcviz.subpopulations.model import Condition, Subpopulation
 from mcviz.subpopulations.selection import (
@@ -334,6 +335,10 @@ def parse_filter(
         raise ValidationError(f"filter: expected text, got {type(expression).__name__}.")
     if expression.strip().lower() == "full population":
         return ()
+    if len(expression) > FILTER_MAX_CHARS:  # bounded before it is parsed
+        raise ValidationError(f"filter: the expression has {len(expression):,} characters; at "
+                              f"most {FILTER_MAX_CHARS:,} are accepted. Shorten it (for many "
+                              "levels, name the few that matter).")
     # the parser recurses once per parenthesis: refuse deep nesting before it starts
     check_nesting(expression, what="filter: the expression", pairs="()[]{}", quotes="\"'`")
     return _Parser(expression, kinds, pred).parse()

@@ -155,7 +155,7 @@ def test_dashboard_in_a_real_browser(tmp_path):
         # the review grid of the argmax subpopulation
         open_page(page, "Review")
         page.get_by_test_id("stSelectbox").first.click()
-        page.get_by_role("option", name="Worst subpopulation (argmax)").click()
+        page.get_by_role("option", name="Worst subpopulation").click()
         wait_idle(page)
         wait_charts(page, 4)
         check_page(page, "12-review-argmax")

@@ -23,3 +23,16 @@ def test_compare_page_in_a_real_browser(width, height, presentation):
         assert page.get_by_text("B predicts worse than A overall").count() == 1
         assert page.get_by_role("button", name="Open in Review: capital_gain").count() >= 1
         check_page(page, f"compare-{width}x{height}")
+
+
+def test_review_with_both_models_in_a_real_browser():
+    # the link "Open in Review" gives on the Compare page: the group as the scope, B beside A
+    from urllib.parse import quote
+
+    link = f"/review?demo=adult&scope=filter&filter={quote('capital_gain ≥ 100')}&rb=score_logistic"
+    with app_page(link, heading="Review", width=1440, height=900) as page:
+        page.get_by_text("Model B:").first.wait_for(timeout=300_000)
+        wait_idle(page, timeout=300_000)
+        wait_charts(page, 6)  # A's four charts and B's two
+        assert page.get_by_role("button", name="Show A only").count() == 1
+        check_page(page, "review-both-models-1440x900")

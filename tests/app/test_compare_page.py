@@ -43,6 +43,13 @@ def test_compare_page_shows_the_verdict_tables_and_groups():
     assert "age" in order.options
     order.set_value("age").run()
     assert not at.exception, [e.value for e in at.exception]
+    # the comparison's deck: built on a click, then offered for download
+    build = next(b for b in at.button
+                 if b.key and b.key.startswith("compare_deck_") and b.key.endswith("_build"))
+    build.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = [d.proto.label for d in at.get("download_button")]
+    assert "Download the deck (PPTX)" in labels, labels
 
 
 def test_a_group_opens_in_review():
@@ -82,3 +89,43 @@ def test_a_malformed_link_value_falls_back_with_a_message():
     warnings = " ".join(w.value for w in at.warning).replace("\\", "")
     assert "cf='999'" in warnings
     assert at.number_input(key="w_cmp_findings").value == 3
+
+
+def _review_b_text(at: AppTest) -> str:
+    return "\n".join(str(m.value) for m in at.markdown if "Model B" in str(m.value))
+
+
+def test_a_group_opens_in_review_with_both_models_and_its_link_reopens_it():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.switch_page("pages/compare.py").run()
+    at.selectbox(key="w_score2").set_value("score_logistic").run()
+    opens = [b for b in at.button if b.key and b.key.startswith("compare_open_worse")]
+    assert opens
+    opens[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["w_review_b"] == "score_logistic"
+    shown = _review_b_text(at)  # the Review page: B's charts on the group's rows, under A's
+    assert "Model B: `score_logistic`" in shown, shown
+    assert "above: A, `score_gbm`" in shown
+    figures = list(at.get("plotly_chart"))
+    assert len(figures) >= 6  # A's four charts and B's two
+    # the link of this view reopens it on a fresh server: the scope and both models
+    state = {key: at.session_state[key] for key in ("w_scope", "w_filter", "w_review_b")}
+    params = links.encode_state(state, "review")
+    assert params["rb"] == "score_logistic"
+    assert params["scope"] == "filter"
+    fresh = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    fresh.query_params.update({**params, "demo": "adult"})
+    fresh.run()
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    assert fresh.session_state["w_filter"] == state["w_filter"]
+    assert "Model B: `score_logistic`" in _review_b_text(fresh)
+    # "Show A only" removes B; a link naming no column says so and shows A alone
+    fresh.button(key="review_b_hide").click().run()
+    assert _review_b_text(fresh) == ""
+    bad = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    bad.query_params.update({**params, "demo": "adult", "rb": "no_such_column"})
+    bad.run()
+    assert not bad.exception, [e.value for e in bad.exception]
+    assert "is not a column of this data" in " ".join(w.value for w in bad.warning)
+    assert _review_b_text(bad) == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -14,6 +15,11 @@ def _texts(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
     parts += [e.value for e in at.success] + [e.value for e in at.warning]
     return "\n".join(str(p) for p in parts).replace("\\", "").replace("\u2060", "")
+
+
+def _number(shown: object) -> float:
+    """A number as a table shows it (a minus sign, thousands separators)."""
+    return float(str(shown).replace("\u2212", "-").replace(",", ""))
 
 
 def test_fix_page_fits_judges_and_adds_the_fixed_scores():
@@ -32,6 +38,14 @@ def test_fix_page_fits_judges_and_adds_the_fixed_scores():
     frames = [d.value for d in at.dataframe]
     summary = next(f for f in frames if "held-out statistic" in f.columns)
     assert list(summary["held-out statistic"])[:2] == ["M (multi-calibration metric)", "M/σ₀"]
+    # the fix judged as a challenger is (#43): the Compare page's verdict and table, whose
+    # Brier scores of A (before) and B (after) are the fix's own held-out ones
+    assert "B predicts" in text or "A and B predict equally well" in text
+    paired = next(f for f in frames if "95% CI (paired)" in f.columns and "statistic" in f.columns)
+    brier = paired[paired["statistic"] == "Brier score"].iloc[0]
+    own = summary[summary["held-out statistic"] == "Brier score"].iloc[0]
+    assert _number(brier["A"]) == pytest.approx(_number(own["before"]), rel=1e-3)
+    assert _number(brier["B"]) == pytest.approx(_number(own["after"]), rel=1e-3)
     # a finding as the scope: the before/after charts and the curve of its rows
     scopes = at.selectbox(key="w_fix_scope").options
     assert scopes[0] == "full population"
@@ -63,3 +77,21 @@ def test_the_judged_fix_appears_in_the_review_verdict():
     at.switch_page("pages/review.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert "Fix (beta)" in _texts(at)
+
+
+def test_a_failed_fix_leaves_no_progress_bar_or_stop_button(monkeypatch):
+    """#40: after a Fix error the page shows the message, and no progress bar or Stop stays."""
+    from dashboard import fixing
+    from mcviz.errors import ValidationError
+
+    def refused(*_args, **_options):
+        raise ValidationError("planted refusal: the fix cannot run on these rows.")
+
+    monkeypatch.setattr(fixing, "run_fix", refused)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.switch_page("pages/fix.py").run()
+    at.button(key="fix_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("planted refusal" in e.value for e in at.error)
+    assert not at.get("progress")
+    assert not [b for b in at.button if b.label == "Stop"]

@@ -85,15 +85,10 @@ def test_bad_file_shows_a_message_next_to_the_score_widget():
     assert metrics(at)["Rows dropped"] == "3"
 
 
-def test_text_in_the_score_column_stops_with_its_message():
+def test_text_in_the_score_column_stops_with_its_message(bad_score_frame):
     # Issue 31: a `score` column with one non-number was replaced by another [0, 1] column
     # (x0) without a word; now the mapping keeps `score` and the loader's message names it.
-    rng = np.random.default_rng(0)
-    n = 500
-    score = rng.uniform(0.05, 0.95, n)
-    frame = pd.DataFrame({"x0": rng.uniform(0, 1, n), "score": score.round(4).astype(str),
-                          "label": (rng.random(n) < score).astype(int), "x1": rng.normal(size=n)})
-    frame.loc[7, "score"] = "oops"
+    frame = bad_score_frame(500)
     at = upload(new_app(), frame.to_csv(index=False).encode())
     no_exceptions(at)
     messages = [shown(e.value) for e in at.error]
@@ -460,10 +455,12 @@ def test_review_of_the_argmax_subpopulation_and_its_own_calibration():
     assert "Fₖ − F̃ₖ" in drawn[0]["data"][0]["name"]
     assert any(t.get("legendgroup") == "sub" for t in drawn[1]["data"])  # against the full
     description = argmax.split("\\: ", 1)[1].split(" — ")[0]  # escaped, as the caption shows it
-    shown = [c for c in at.caption if c.value.endswith("rows · not yet tested against chance")]
+    shown = [c for c in at.caption if c.value.endswith(" of 48,842 rows")]
     assert shown
-    # the group is named on hover (the verdict below names it; two lines, not four, #40)
+    # the group is named on hover; the verdict's headline names it and how it was chosen (#40)
     assert all(c.proto.help.strip() for c in shown)
+    headline = next(m.value for m in at.markdown if "Next step" in m.value)
+    assert "not yet tested against chance" in headline.split("Next step")[0]
     at.toggle(key="w_review_own").set_value(True).run()
     drawn = assert_review_grid(at)
     assert "Own calibration" in _title(drawn[0])
@@ -483,7 +480,7 @@ def test_review_of_a_filter_a_level_and_a_generated_id():
     assert len(figures(at)) == 4
     at.selectbox(key="w_scope").set_value("sub").run()  # nothing computed yet: a message
     no_exceptions(at)
-    assert any("Subpopulations" in i.value for i in at.info)
+    assert any("Subpopulations page" in w.value for w in at.warning)  # and the full population
 
 
 def test_review_link_restores_the_scope():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -14,13 +13,8 @@ from mcviz.errors import ValidationError
 
 
 @pytest.fixture
-def bad_score(tmp_path):
-    rng = np.random.default_rng(0)
-    n = 300
-    score = rng.uniform(0.05, 0.95, n)
-    frame = pd.DataFrame({"x0": rng.uniform(0, 1, n), "score": score.round(4).astype(str),
-                          "label": (rng.random(n) < score).astype(int), "x1": rng.normal(size=n)})
-    frame.loc[7, "score"] = "oops"
+def bad_score(tmp_path, bad_score_frame):
+    frame = bad_score_frame(300)
     path = tmp_path / "bad.csv"
     frame.to_csv(path, index=False)
     return path

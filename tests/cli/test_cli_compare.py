@@ -79,13 +79,16 @@ def test_a_challengers_file_is_joined_on_the_id_and_unmatched_rows_counted(cli, 
     assert out["regressions"][0]["description"] == "region == r4"
 
 
-def test_text_output_has_sentences_and_a_table(cli, files):
+def test_text_output_has_sentences_and_a_table(cli, files, tmp_path):
     both, _, _ = files
+    deck = tmp_path / "compare.pptx"
     run = cli("compare", both, "--score", "prod", "--score-b", "chall", "--label", "y",
-              "--findings", "1")
+              "--findings", "1", "--deck", deck)
     assert run.status == 0, run.err
-    for text in ("Next step:", "Brier score", "Regressions", "region == r4"):
+    for text in ("Next step:", "Brier score", "Regressions", "region == r4",
+                 f"slides): {deck}"):
         assert text in run.out
+    assert deck.stat().st_size > 0
 
 
 @pytest.mark.parametrize(("extra", "message"), [

@@ -6,20 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcviz.recalibration.simulate import planted_fix_data
-
 FIX_KEYS = {"metric", "metric_z", "metric_p", "ece", "smece", "log_loss", "brier", "findings",
             "terms", "net_benefit"}
 
 
 @pytest.fixture(scope="module")
-def planted_files(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("fix")
-    frame = planted_fix_data(20_000, seed=1).drop(columns="truth")
-    frame.to_parquet(directory / "pred.parquet", index=False)
-    fresh = planted_fix_data(6_000, seed=2).drop(columns=["truth", "label"])
-    fresh.to_csv(directory / "new.csv", index=False)
-    return directory
+def planted_files(planted_directory):
+    return planted_directory("fix", 20_000, 6_000)
 
 
 def test_fix_json_map_and_out(cli, planted_files, tmp_path):

@@ -62,7 +62,21 @@ def test_net_benefit_table_is_per_1000_decisions(result):
 
 def test_review_state_opens_the_group_as_a_filter(result):
     state = comparing.review_state(result.regressions[0])
-    assert state == {s.W_SCOPE: "filter", s.W_FILTER: "group == g4"}
+    assert state == {s.W_SCOPE: "filter", s.W_FILTER: "group == g4", s.W_REVIEW_B: ""}
+    both = comparing.review_state(result.regressions[0], "score_b")  # B is a data column
+    assert both[s.W_REVIEW_B] == "score_b"
+
+
+def test_review_shows_b_only_when_it_is_a_column_of_the_data():
+    columns = ["p", "q", "y"]
+    assert comparing.review_b_column({}, columns, "p") == (None, None)
+    assert comparing.review_b_column({s.W_REVIEW_B: "q"}, columns, "p") == ("q", None)
+    assert comparing.review_b_column({s.W_REVIEW_B: "p"}, columns, "p") == (None, None)
+    name, problem = comparing.review_b_column({s.W_REVIEW_B: "x\u202e" * 50}, columns, "p")
+    assert name is None
+    assert "is not a column of this data" in problem
+    assert len(problem) < 400  # a long name from a link is cut
+    assert "\u202e" not in problem  # its bidi control is shown, not acted on
 
 
 def test_widget_values_read_link_text_and_fall_back():

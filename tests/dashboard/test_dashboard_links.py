@@ -86,9 +86,49 @@ def test_page_names_are_checked():
     assert links.decode_params({"page": "../etc"}).page is None
 
 
-def test_huge_text_is_cut():
-    decoded = links.decode_params({"filter": "x" * 100_000})
-    assert len(decoded.restored[s.W_FILTER]) <= 2_000
+DEEP = "[" * 1_999  # the reported link: /monitor?...&mseg=[[[[... (1,999 brackets)
+
+
+@pytest.mark.parametrize("name", sorted(links.LINK_KEYS))
+def test_every_key_answers_a_deep_value_with_a_message(name):
+    """Every key the codec knows (read from it), fed 1,999 nested brackets: never raises."""
+    for value in (DEEP, DEEP + "]" * 1_999, '{"a":' * 1_999):
+        decoded = links.decode_params({"demo": "adult", name: value})
+        if name in links.JSON_KEYS:
+            assert any(f"link parameter {name} nests" in m for m in decoded.messages), \
+                decoded.messages
+        restored = {k: v for k, v in decoded.restored.items() if k not in (s.W_DEMO, s.PENDING)}
+        # a text field may keep brackets (its own parser checks them); nothing else keeps them
+        assert all(isinstance(v, str) for v in restored.values()), restored
+
+
+@pytest.mark.parametrize("name", sorted(links.LINK_KEYS))
+def test_every_key_over_its_limit_is_refused_with_a_message_never_cut(name):
+    limit = links.LINK_KEYS[name]
+    decoded = links.decode_params({name: "1" * (limit + 1)})
+    assert any(f"link parameter {name} has {limit + 1:,} characters" in m
+               for m in decoded.messages), decoded.messages
+    assert decoded.restored == {} and decoded.page is None
+
+
+def test_a_110_kb_filter_link_is_refused_not_cut_into_another_scope():
+    expression = "age >= 40 and (" + " or ".join(f"age == {k}" for k in range(9_000)) + ")"
+    assert len(expression) > 110_000
+    decoded = links.decode_params({"demo": "adult", "scope": "filter", "filter": expression})
+    assert s.W_FILTER not in decoded.restored  # not its first 2,000 characters
+    assert any("link parameter filter has" in m for m in decoded.messages)
+    # a filter within the limit comes back whole
+    whole = expression[:90_000]
+    assert links.decode_params({"filter": whole}).restored[s.W_FILTER] == whole
+
+
+def test_every_key_the_codec_writes_it_also_knows():
+    state = {s.SOURCE: {"kind": "demo", "name": "adult", "digest": None},
+             s.MAPPING: s.ColumnMapping(score="p"), s.W_SUBCOVS: ["a"],
+             s.W_MON_SEGMENTS: ["b"], s.W_MON_SEARCH: True, s.W_PRESENTATION: True,
+             s.SUBPOP: {}, s.NULL_SHOWN: True,
+             **{key: "text" for key in links._SIMPLE.values()}}
+    assert set(links.encode_state(state, "data")) <= set(links.LINK_KEYS)
 
 
 def test_round_trip_of_a_searched_finding_with_its_settings_and_null():

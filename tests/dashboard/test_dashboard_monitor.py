@@ -104,21 +104,14 @@ def test_candidates_of_time_and_segments():
     assert mon.default_segments(["carrier", "x", "origin"]) == ["carrier", "origin"]
 
 
-def test_report_section_carries_the_alarms_and_the_heat_map():
+def test_report_section_carries_the_alarms_and_the_heat_map(drifting):
     from mcviz.present.report import html_report
 
-    rng = np.random.default_rng(3)
-    n = 5000
-    day = rng.integers(0, 100, n)
-    group = rng.choice(["a", "b"], n)
-    score = rng.uniform(0.2, 0.8, n)
-    label = rng.random(n) < np.clip(score + 0.3 * ((group == "b") & (day >= 60)), 0, 1)
-    pred = Predictions.from_arrays(score, label, covariates={
-        "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D"), "g": group})
+    pred = drifting(5000, 3, days=100, start=60)
     result = monitor_calibration(pred,
                                  settings=MonitorSettings(period="week", segments=["g"], draws=99))
     section = mon.report_section(result)
-    assert any("Segment g == b" in paragraph for paragraph in section.text)
+    assert any("Segment g is b" in paragraph for paragraph in section.text)  # in words (#40)
     assert len(section.figures) == 2
     assert section.tables[0][1]["alarm"].tolist() == [s.alarm for s in result.series]
     html = html_report([section])

@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcviz.cli import main
-from mcviz.stats.cumulative import cumulative_differences
 from mcviz.engines import Columns, NumpyEngine
 from mcviz.engines.base import BinSummaries, HistogramAccumulator, as_specs
 from mcviz.engines.duckdb_engine import DuckDBEngine
 from mcviz.engines.sql import DUCKDB, SPARK, Query, condition_sql
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
+from mcviz.stats.cumulative import cumulative_differences
 from mcviz.stats.multical import multicalibration
 from mcviz.subpopulations import Condition, generate_subpopulations, select_rows
 
@@ -571,13 +571,22 @@ def test_library_and_engines_agree_on_m(tmp_path, engine_name, case):
         got = engine.screen(subpopulations)
     assert got.table["description"].iloc[0] == "full population"
     assert len(got.table) == len(expected.subpopulations)
+    assert_same_m(got, expected, sigma0_zero=case == "sigma0_zero")
+
+
+def assert_same_m(got, expected, *, sigma0_zero: bool) -> None:
+    """An engine's screen agrees with the library's multicalibration: D_k, sigma_k and M.
+
+    With every sigma_k = 0 (scores 0 and 1 only) the metric is D_0 (paper 000 after eq. (4)).
+    """
     np.testing.assert_allclose(got.table["kuiper"], expected.kuiper, rtol=0, atol=1e-12)
     np.testing.assert_allclose(got.table["sigma"], expected.sigma, rtol=0, atol=1e-12)
     assert abs(got.metric - expected.metric) <= 1e-12
-    if case == "sigma0_zero":
+    if sigma0_zero:
         assert expected.sigma[0] == 0
         assert expected.kuiper[0] > 0
-        assert expected.metric == expected.kuiper[0]  # M = D_0
+        assert expected.metric == expected.kuiper[0]  # M = D_0, in each implementation
+        assert got.metric == got.table["kuiper"].iloc[0]
 
 
 def test_interrupt_and_close_remove_the_spill_directory(parquet):

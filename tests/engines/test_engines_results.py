@@ -12,9 +12,9 @@ import pytest
 from test_engines import make_frame
 
 from mcviz.cli import main
-from mcviz.stats.cumulative import cumulative_differences
 from mcviz.engines.results import load_subpopulation, read_screen
 from mcviz.errors import ValidationError
+from mcviz.stats.cumulative import cumulative_differences
 
 
 @pytest.fixture(scope="module")

@@ -8,32 +8,21 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 
 import numpy as np
 import pytest
+from spark_available import spark_missing
 
 from mcviz.engines import Columns, NumpyEngine
 from mcviz.subpopulations import Condition, generate_subpopulations
 
-
-def _spark_missing() -> str | None:
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        return "pyspark is not installed (pip install mcviz[spark])"
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "no Java runtime (apt-get install default-jre-headless)"
-    return None
-
-
-_MISSING = _spark_missing()
+_MISSING = spark_missing()
 if _MISSING is not None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI must run the Spark tests: {_MISSING}", pytrace=False)
     pytest.skip(_MISSING, allow_module_level=True)
 
-from test_engines import COLUMNS, HANDMADE, assert_same, make_frame  # noqa: E402
+from test_engines import COLUMNS, HANDMADE, assert_same, assert_same_m, make_frame  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -158,10 +147,4 @@ def test_spark_m_equals_the_library_with_ties_across_partitions(spark, tmp_path,
     # each partition holds every row of each of its scores
     for low, high, rows in parts:
         assert rows == int(((frame["score"] >= low) & (frame["score"] <= high)).sum())
-    np.testing.assert_allclose(got.table["kuiper"], expected.kuiper, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(got.table["sigma"], expected.sigma, rtol=0, atol=1e-12)
-    assert abs(got.metric - expected.metric) <= 1e-12
-    if case == "sigma0_zero":
-        assert expected.sigma[0] == 0
-        assert expected.kuiper[0] > 0
-        assert got.metric == got.table["kuiper"].iloc[0]  # M = D_0 (paper 000 after eq. (4))
+    assert_same_m(got, expected, sigma0_zero=case == "sigma0_zero")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import string
 from pathlib import Path
 
@@ -13,17 +14,17 @@ DATA = Path(__file__).resolve().parents[2] / "mcviz" / "data"
 SCORES = ["score_gbm", "score_logistic", "score_uncalibrated"]
 LETTERS = list(string.ascii_uppercase)
 PROBS = [f"prob_{c}" for c in LETTERS]
-ADULT_CATEGORICAL = [
-    "workclass",
-    "education",
-    "marital_status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "native_country",
-]
-ADULT_INTEGER = ["age", "education_num", "capital_gain", "capital_loss", "hours_per_week"]
+
+
+def _built(name: str) -> list[str]:
+    """A column list as ``scripts/build_demo.py`` declares it (read, not imported: sklearn)."""
+    tree = ast.parse((DATA.parents[1] / "scripts" / "build_demo.py").read_text())
+    return next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                and [getattr(t, "id", None) for t in node.targets] == [name])
+
+
+ADULT_CATEGORICAL = _built("ADULT_CATEGORICAL")  # the nominal columns the build wrote
+ADULT_INTEGER = _built("ADULT_NUMERIC_FEATURES")
 LETTER_FEATURES = [
     "x_box",
     "y_box",

@@ -110,28 +110,23 @@ def test_duplicate_column_names_csv_and_frame():
         read_table(df)
 
 
-def test_empty_file_and_header_only(tmp_path):
-    empty = tmp_path / "empty.csv"
-    empty.write_bytes(b"")
-    with pytest.raises(ValidationError, match="is empty"):
-        load_predictions(empty)
-    header = tmp_path / "header.csv"
-    header.write_bytes(b"score,label\n")
-    with pytest.raises(ValidationError, match="has a header but no rows"):
-        load_predictions(header)
+@pytest.mark.parametrize(("name", "content", "match"), [
+    ("empty.csv", b"", "is empty"),
+    ("header.csv", b"score,label\n", "has a header but no rows"),
+    ("garbage.parquet", b"PAR1" + bytes(range(256)) * 3,
+     r"'garbage\.parquet' could not be read as Parquet"),
+    ("ragged.csv", b"score,label\n0.1,0\n0.2,1,5,6\n", "not a valid CSV/TSV file"),
+])
+def test_empty_header_only_and_unreadable_files(tmp_path, name, content, match):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(ValidationError, match=match):
+        load_predictions(path)
 
 
-def test_unreadable_and_nonexistent(tmp_path):
+def test_nonexistent_file(tmp_path):
     with pytest.raises(ValidationError, match="does not exist"):
         load_predictions(tmp_path / "nope.csv")
-    garbage = tmp_path / "garbage.parquet"
-    garbage.write_bytes(b"PAR1" + bytes(range(256)) * 3)
-    with pytest.raises(ValidationError, match=r"'garbage\.parquet' could not be read as Parquet"):
-        load_predictions(garbage)
-    ragged = tmp_path / "ragged.csv"
-    ragged.write_bytes(b"score,label\n0.1,0\n0.2,1,5,6\n")
-    with pytest.raises(ValidationError, match="not a valid CSV/TSV file"):
-        load_predictions(ragged)
 
 
 def test_oversized_file_is_refused(tmp_path):

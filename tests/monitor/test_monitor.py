@@ -46,7 +46,11 @@ def test_planted_drift_is_reported_for_its_segment_only_and_soon(seed):
     segment = next(s for s in result.segments if s.alarm)
     assert segment.ci_low < 0.25 < segment.ci_high or abs(segment.shift - 0.25) < 0.08
     assert segment.p_adjusted <= 0.05
-    assert "group == c" in segment.sentence
+    # in words (#40): the group, the direction, percentage points; the statistics in details
+    assert "Segment group is c:" in segment.sentence
+    assert "percentage points above the scores" in segment.sentence
+    assert not any(sym in segment.sentence for sym in ("p =", "==", "CI"))
+    assert "adjusted p = " in segment.details
     assert result.label(first) >= "2024-03-25"
 
 

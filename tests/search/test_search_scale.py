@@ -405,10 +405,9 @@ def test_above_finish_rows_fewer_entries_are_examined(monkeypatch):
         tell = _beam.Beam._tell
 
         def spy_tell(self, fraction, text):  # one "checking candidate k" per entry examined
-            if text.startswith("checking candidate"):  # the first search's (the second
-                # look outside its findings, _find._look_again, has its own cap)
-                checked.append(text)
-            return tell(self, fraction, text)
+            if text.startswith("checking candidate") and self.rows.size == 28_000:
+                checked.append(text)  # the first search's (the second look outside its
+            return tell(self, fraction, text)  # findings, _find._look_again, has its own cap)
 
         monkeypatch.setattr(_beam.Beam, "_tell", spy_tell)
         result = search_subpopulations(pred, seed=3, n_findings=5)

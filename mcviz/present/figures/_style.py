@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from functools import lru_cache
 from typing import Literal
 
@@ -94,10 +95,14 @@ def apply_style(figure: go.Figure, *, title: str | None = None, subtitle: str | 
     size = PRESENTATION_FONT_SIZE if presentation else FONT_SIZE
     line = 1.35 * size
     text = title or ""
-    if subtitle:  # the headline numbers: never smaller than the tick labels
-        text += f"<br><span style='font-size:{tick_size(presentation)}px'>{subtitle}</span>"
-    # plotly anchors a two-line title by its first line: the pad makes room for the second
-    top = 12 + (line if title else 0) + (1.7 * line if subtitle else 0)
+    lines = subtitle_lines(subtitle or "", figure.layout.width, presentation)
+    if lines:  # the headline numbers: never smaller than the tick labels
+        text += (f"<br><span style='font-size:{tick_size(presentation)}px'>"
+                 f"{'<br>'.join(lines)}</span>")
+    # plotly anchors a two-line title by its first line: the pad makes room for the second;
+    # each further subtitle line (wrapped to the chart's width, #40) takes a tick line more
+    top = 12 + (line if title else 0) + (1.7 * line if lines else 0)
+    top += max(len(lines) - 1, 0) * 1.85 * size  # plotly's <br> advance, measured
     top += 2 * line + 6 if top_axis else 8
     bottom = 1.5 * line + (line if x_title else 0)
     legend_layout: dict = {"visible": False}
@@ -138,6 +143,40 @@ _BASE_TRACES = frozenset({"scatter", "scattergl", "bar", "table"})
 """Trace types whose defaults every template carries (the ones mcviz draws)."""
 _UNUSED_LAYOUT = ("colorscale", "geo", "polar", "scene", "ternary")
 """``simple_white`` layout parts for subplots and default colour scales mcviz never uses."""
+
+
+def subtitle_lines(subtitle: str, width: float | None = None,
+                   presentation: bool = False) -> list[str]:
+    """Split a subtitle into the lines that fit the chart's width (at its `` · `` separators).
+
+    Lines the caller broke (``<br>``) stay broken; a line longer than the width holds (tick
+    size, Arial's mean glyph width ≈ 0.45 em, measured on the Review grid; ``width`` None: a half-screen grid cell,
+    :data:`ASSUMED_WIDTH` or 1.5 times it in presentation mode) is broken before the first
+    separator that would overrun it. A part with no separator is never cut.
+
+    >>> subtitle_lines("a · b", 560)
+    ['a · b']
+    >>> [len(line) for line in subtitle_lines(" · ".join(["x" * 40] * 3), 560)]  # 96 fit
+    [83, 40]
+    """
+    if not subtitle:
+        return []
+    room = (width or ASSUMED_WIDTH * (1.5 if presentation else 1.0)) - 40
+    fits = max(int(room / (0.45 * tick_size(presentation))), 20)
+    lines = []
+    for given in subtitle.split("<br>"):
+        current = ""
+        for part in given.split(" · "):
+            joined = f"{current} · {part}" if current else part
+            if current and len(_TAG.sub("", joined)) > fits:
+                lines.append(current)
+                joined = part
+            current = joined
+        lines.append(current)
+    return lines
+
+
+_TAG = re.compile(r"<[^>]*>")
 
 
 def tick_size(presentation: bool = False) -> int:

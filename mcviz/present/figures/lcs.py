@@ -15,7 +15,6 @@ from mcviz.present.figures._style import (
     apply_style,
     strip_below,
     styled,
-    tick_size,
 )
 from mcviz.present.figures.format import format_number
 from mcviz.stats.smoothing import LocalCalibrationScore
@@ -97,7 +96,4 @@ def lcs_figure(result: LocalCalibrationScore, *, title: str | None = None,
         figure, title=title or "Local calibration curve", subtitle=subtitle,
         presentation=presentation, height=height, legend="inside",
     )
-    if result.boundary.any():  # room for the second subtitle line
-        figure.update_layout(margin_t=figure.layout.margin.t
-                             + round(2.2 * tick_size(presentation)))
     return figure

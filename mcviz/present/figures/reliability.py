@@ -97,7 +97,9 @@ def _add_panel(figure: go.Figure, result: ReliabilityResult, c: int, *,
     """Column ``c``: diagonal, bootstrap lines, points and the histogram bars below."""
     sub = result.has_subpopulation
     sub_name = result.subpopulation_description or "subpopulation"
-    legend_name = sub_name if len(sub_name) <= LEGEND_CHARS else sub_name[:LEGEND_CHARS - 1] + "…"
+    # a long name took a legend row of its own (the data area fell to 23%, #40): the subtitle
+    # says the subpopulation is in black, the hover names it
+    legend_name = sub_name if len(sub_name) <= LEGEND_CHARS else "subpopulation"
     main_color = BLACK
     full_color = GRAY if sub else BLACK
     centers = 0.5 * (result.histogram_edges[:-1] + result.histogram_edges[1:])
@@ -117,9 +119,10 @@ def _add_panel(figure: go.Figure, result: ReliabilityResult, c: int, *,
         xs, ys = _replicate_lines(boot_source)
         figure.add_trace(
             go.Scatter(
-                x=xs, y=ys, mode="lines", name=f"bootstrap ({result.n_bootstrap})",
+                x=xs, y=ys, mode="lines", name="bootstrap",  # no count: one legend row (#40)
                 line={"color": LIGHT_GRAY, "width": 1}, opacity=0.8,
-                showlegend=first, legendgroup="bootstrap", hoverinfo="skip",
+                # with a subpopulation the subtitle names them: one legend row (#40)
+                showlegend=first and not sub, legendgroup="bootstrap", hoverinfo="skip",
             ),
             row=1, col=col,
         )
@@ -129,7 +132,8 @@ def _add_panel(figure: go.Figure, result: ReliabilityResult, c: int, *,
     )
     if sub:
         figure.add_trace(
-            _points(result.subpopulation[c], legend_name, main_color, first, "sub"),
+            _points(result.subpopulation[c], legend_name, main_color, first, "sub",
+                    meta=sub_name),
             row=1, col=col,
         )
     figure.add_trace(
@@ -166,12 +170,13 @@ def _subtitle(result: ReliabilityResult) -> str:
                 f"{'weight' if result.weighted else 'rows'} per score bin")
     if result.weighted:
         subtitle += " (effective sample size)"
-    if result.has_subpopulation:  # the legend names the subpopulation; a long name would run
-        subtitle += " · subpopulation in black, full population in gray"  # off the subtitle
+    if result.has_subpopulation and result.n_bootstrap:  # its legend entry is left out
+        subtitle += " · light lines: bootstrap"
     return subtitle
 
 
-def _points(bins: ReliabilityBins, name: str, color: str, legend: bool, group: str) -> go.Scatter:
+def _points(bins: ReliabilityBins, name: str, color: str, legend: bool, group: str,
+            meta: str | None = None) -> go.Scatter:
     keep = bins.nonempty
     y = bins.mean_response[keep]
     return go.Scatter(
@@ -179,7 +184,7 @@ def _points(bins: ReliabilityBins, name: str, color: str, legend: bool, group: s
         y=y,
         mode="lines+markers",
         name=name,
-        meta=name,
+        meta=meta or name,  # the hover: the whole name
         legendgroup=group,
         showlegend=legend,
         line={"color": color, "width": 1.5},

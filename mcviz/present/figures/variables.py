@@ -20,7 +20,6 @@ from mcviz.present.figures._style import (
     apply_style,
     strip_below,
     styled,
-    tick_size,
 )
 from mcviz.present.figures.format import format_number, format_p, format_ticks
 from mcviz.stats.smoothing import LoessCurve
@@ -188,13 +187,7 @@ def variable_curves_figure(result: VariableCalibration, *, title: str | None = N
         title=title or f"Error and predicted error along {result.name}",
         subtitle=subtitle, presentation=presentation, height=height, legend="inside",
     )
-    return _second_line(figure, presentation)
-
-
-def _second_line(figure: go.Figure, presentation: bool) -> go.Figure:
-    """Make room above the plot for the subtitle's second line."""
-    return figure.update_layout(margin_t=figure.layout.margin.t
-                                + round(1.35 * tick_size(presentation)))
+    return figure
 
 
 @styled
@@ -234,7 +227,7 @@ def gap_figure(result: VariableCalibration, *, title: str | None = None, present
         figure, title=title or f"Calibration gap along {result.name}", subtitle=subtitle,
         presentation=presentation, height=height, legend="bottom",
     )
-    return _second_line(figure, presentation)
+    return figure
 
 
 @styled

@@ -12,15 +12,8 @@ from mcviz.present.figures import monitor_heatmap_figure, monitor_series_figure
 
 
 @pytest.fixture(scope="module")
-def result():
-    rng = np.random.default_rng(0)
-    n = 6000
-    day = rng.integers(0, 120, n)
-    group = rng.choice(["a", "<b>"], n)
-    score = rng.uniform(0.1, 0.9, n)
-    label = rng.random(n) < np.clip(score + 0.3 * ((group == "<b>") & (day >= 70)), 0, 1)
-    pred = Predictions.from_arrays(score, label, covariates={
-        "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(day, unit="D"), "g": group})
+def result(drifting):
+    pred = drifting(6000, 0, days=120, start=70, groups=("a", "<b>"), scores=(0.1, 0.9))
     return monitor_calibration(pred,
                                settings=MonitorSettings(period="week", segments=["g"], draws=99))
 

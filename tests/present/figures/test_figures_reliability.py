@@ -72,7 +72,12 @@ def test_subpopulation_in_black_full_in_gray(pred):
     assert sub[0].marker.color == BLACK
     assert full[0].marker.color == GRAY
     np.testing.assert_allclose(sub[1].x, result.subpopulation[1].mean_score)
-    assert "subpopulation in black" in figure.layout.title.text  # the legend names it
+    long = reliability_figure(reliability_diagrams(
+        pred, n_bins=(10,), index=index, description="x" * 80, kind="equal_count",
+        n_bootstrap=0))  # a long name took a legend row of its own (#40): "subpopulation"
+    names = {t.name for t in long.data if t.showlegend is not False}
+    assert "subpopulation" in names and "x" * 80 not in names
+    assert any(t.meta == "x" * 80 for t in long.data)  # the hover still names it
     # Equal-count bins carry the smallest and largest score in the bin (both included), not
     # nominal right-closed edges.
     assert "scores %{customdata[0]" in sub[0].hovertemplate

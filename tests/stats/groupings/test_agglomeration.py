@@ -97,10 +97,8 @@ def test_cvar_curve_is_non_decreasing_from_mean_to_max(data):
 # Axioms A1-A5 for the risk measures (mean, CVaR_alpha, max), on a fixed measure
 
 
-@pytest.mark.parametrize("risk", RISKS)
-@settings(max_examples=50, deadline=None)
-@given(data=st.data())
-def test_risk_measure_axioms(risk, data):
+def _axiom_case(data):
+    """Draw n groups' errors c and mass, other errors c2, alpha, a shift, a scale, a tolerance."""
     n = data.draw(st.integers(1, 10))
     c, mass = data.draw(errors_and_mass(n))
     c2 = data.draw(arrays(float, n, elements=finite))
@@ -108,6 +106,14 @@ def test_risk_measure_axioms(risk, data):
     shift = data.draw(finite)
     scale = data.draw(st.floats(0.01, 10))
     tol = 1e-9 * (1 + np.abs(c).max() + np.abs(c2).max() + abs(shift)) * 10
+    return n, c, mass, c2, alpha, shift, scale, tol
+
+
+@pytest.mark.parametrize("risk", RISKS)
+@settings(max_examples=50, deadline=None)
+@given(data=st.data())
+def test_risk_measure_axioms(risk, data):
+    n, c, mass, c2, alpha, shift, scale, tol = _axiom_case(data)
     # A1 monotonicity
     bigger = c + np.abs(c2)
     assert risk(c, mass, alpha) <= risk(bigger, mass, alpha) + tol
@@ -145,13 +151,7 @@ DEVIATIONS = [
 @settings(max_examples=50, deadline=None)
 @given(data=st.data())
 def test_deviation_measure_axioms(deviation, data):
-    n = data.draw(st.integers(1, 10))
-    c, mass = data.draw(errors_and_mass(n))
-    c2 = data.draw(arrays(float, n, elements=finite))
-    alpha = data.draw(alpha_strategy)
-    scale = data.draw(st.floats(0.01, 10))
-    shift = data.draw(finite)
-    tol = 1e-9 * (1 + np.abs(c).max() + np.abs(c2).max() + abs(shift)) * 10
+    n, c, mass, c2, alpha, shift, scale, tol = _axiom_case(data)
     value = deviation(c, mass, alpha)
     # A6 normalisation: non-negative, zero for constants, positive otherwise
     assert value >= 0

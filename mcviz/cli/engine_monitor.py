@@ -1,0 +1,46 @@
+"""``mcviz monitor --engine duckdb|spark``: the cell sums by one grouped pass in the engine.
+
+The score, label and weight columns (and the time column, when ``--time`` is not given) are
+recognised on a 10,000-row sample as in memory; the engine then checks every row and sums the
+cells (:mod:`mcviz.monitor.at_scale`, which states the one approximation: the null draws are
+the cell-level normal ones).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tempfile
+
+from mcviz.cli import _common
+from mcviz.cli.engine_options import require_engine, sample_roles
+from mcviz.errors import ValidationError
+
+__all__ = ["monitor_in_engine"]
+
+def monitor_in_engine(args: argparse.Namespace, settings):
+    """Run the monitor on the engine; return the :class:`~mcviz.monitor.MonitorResult`."""
+    from mcviz.engines.base import expand_paths
+    from mcviz.engines.tables import open_table
+    from mcviz.monitor.at_scale import monitor_table
+    from mcviz.monitor.periods import infer_time_column
+
+    require_engine(args.engine)
+    files = expand_paths(args.file)
+    with tempfile.TemporaryDirectory(prefix="mcviz-monitor-", ignore_cleanup_errors=True) as spill:
+        columns, sample = sample_roles(args, files, spill)
+        time = settings.time or infer_time_column(
+            sample, exclude=[c for c in (columns.score, columns.label, columns.weight) if c])
+        if time is None:
+            raise ValidationError("no time column recognised in the file: name it with --time.")
+        settings = dataclasses.replace(settings, time=time)
+        del sample
+        table = open_table(args.engine, files, memory_limit=args.memory_limit,
+                           temp_directory=spill, spark_master=args.spark_master)
+        try:
+            return _common.interruptible(
+                lambda: monitor_table(table, columns, time=time, settings=settings),
+                table.cancel)
+        finally:
+            if not _common.work_abandoned():
+                table.close()

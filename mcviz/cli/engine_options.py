@@ -1,0 +1,82 @@
+"""The ``--engine``, ``--memory-limit`` and ``--spark-master`` options.
+
+The commands that run on DuckDB or Spark as well as in memory take the same flags as
+``mcviz screen``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_engine_arguments", "on_table", "require_engine", "sample_roles"]
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """Add ``--engine numpy|duckdb|spark``, ``--memory-limit`` and ``--spark-master``."""
+    parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy",
+                        help=help_text)
+    parser.add_argument("--memory-limit", metavar="SIZE",
+                        help="memory limit of the engine, e.g. 2GB: DuckDB's memory_limit "
+                        "(spills beyond), Spark's driver memory in local mode")
+    # no default here: the Spark engine's own (local mode), without importing it at start-up
+    parser.add_argument("--spark-master", metavar="URL",
+                        help="Spark master, e.g. spark://host:7077 (default: local mode, as "
+                        "mcviz screen)")
+
+
+def require_engine(name: str) -> None:
+    """Refuse, in one line naming what to install, an engine whose package is missing."""
+    from mcviz.cli.screen import _require_engine
+
+    _require_engine(name)
+
+
+SAMPLE_ROWS = 10_000
+"""Rows read to recognise the columns' roles (and a time column) before the engine runs."""
+
+
+def sample_roles(args: argparse.Namespace, files, spill: str):
+    """Recognise the score, label and weight on a sample as in memory; return (columns, sample).
+
+    Options the engines do not support (``--drop-invalid``, ``--weighting``,
+    ``--probabilities``, ``--response continuous``) are refused, naming the flag.
+    """
+    from mcviz.cli.screen import read_sample_interruptible, sample_columns
+    from mcviz.errors import ValidationError
+    from mcviz.io import load_predictions
+
+    for flag, value in (("--drop-invalid", args.drop_invalid), ("--weighting", args.weighting),
+                        ("--probabilities", args.probabilities),
+                        ("--response continuous", args.response == "continuous")):
+        if value:
+            raise ValidationError(f"{flag} is not supported with --engine {args.engine}; use "
+                                  "--engine numpy.")
+    sample = read_sample_interruptible(files, SAMPLE_ROWS, 0, spill)
+    pred = load_predictions(sample, score=args.score, label=args.label, positive=args.positive,
+                            weight=args.weight, covariates=[], drop_invalid=True)
+    return sample_columns(pred, sample), sample
+
+
+def on_table(args: argparse.Namespace, work):
+    """Run ``work(table, columns)`` on ``args.file`` in ``args.engine``; return its result.
+
+    The roles come from :func:`sample_roles`; the engine spills into a temporary directory
+    removed however the command ends, and a signal cancels the running query.
+    """
+    import tempfile
+
+    from mcviz.cli import _common
+    from mcviz.engines.base import expand_paths
+    from mcviz.engines.tables import open_table
+
+    require_engine(args.engine)
+    files = expand_paths(args.file)
+    with tempfile.TemporaryDirectory(prefix="mcviz-engine-", ignore_cleanup_errors=True) as spill:
+        columns, _ = sample_roles(args, files, spill)
+        table = open_table(args.engine, files, memory_limit=args.memory_limit,
+                           temp_directory=spill, spark_master=args.spark_master)
+        try:
+            return _common.interruptible(lambda: work(table, columns), table.cancel)
+        finally:
+            if not _common.work_abandoned():
+                table.close()

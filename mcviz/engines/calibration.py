@@ -1,0 +1,86 @@
+r"""The calibration block of ``mcviz metrics`` from score-sorted batches (DuckDB, out of core).
+
+The cumulative differences of eq. (1) of [1] along the score, :math:`C_k = \sum_{j \le k} W_j
+(R_j - S_j) / \sum_j W_j` at the origin and at the end of every run of tied scores, give the
+Kuiper range :math:`D = \max C - \min C` and :math:`G = \max |C|` (eq. (2)); :math:`\sigma` is
+eq. (5), :math:`\sqrt{\sum W^2 S(1-S)} / \sum W`, and :math:`p` the Brownian-range tail of
+:math:`D/\sigma` (eq. (3)). :class:`PathAccumulator` keeps only the running sum, the path's
+largest and smallest values so far and the last row of the previous batch (a tie run may
+straddle two batches: its end is known when the next batch's first score differs), so one pass
+over the rows sorted by score (DuckDB sorts out of core) gives the statistics exactly, in
+memory of one batch. The numbers equal :func:`mcviz.cumulative_differences`' up to the order of
+floating-point additions (``tests/engines/test_metrics_engines.py``: 1e-12). Binary responses
+only (eq. (5)); the classical measures (ECE, smECE, LOESS-based ICI, ...) are not computed here.
+
+References
+----------
+.. [1] I. Guy et al., "Measuring multi-calibration", 2025; eqs. (1)-(3), (5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcviz.core.brownian import brownian_range_sf
+from mcviz.core.ratio import safe_ratio
+from mcviz.core.sigma import sigma_from_variance
+
+__all__ = ["PathAccumulator", "calibration_block"]
+
+
+class PathAccumulator:
+    """Running statistics of the cumulative path over batches of rows sorted by score."""
+
+    def __init__(self) -> None:
+        self.total = 0.0  # sum of W (R - S) so far
+        self.high = 0.0  # the path's extremes so far (times the total weight), origin included
+        self.low = 0.0
+        self.pending: tuple[float, float] | None = None  # (score, running sum) of the last row
+        self.weight = 0.0
+        self.variance = 0.0
+        self.rows = 0
+
+    def _see(self, values: np.ndarray) -> None:
+        if values.size:
+            self.high = max(self.high, float(values.max()))
+            self.low = min(self.low, float(values.min()))
+
+    def add(self, score: np.ndarray, label: np.ndarray, weight: np.ndarray | None) -> None:
+        """Take the next batch (scores ascending, continuing the previous batch)."""
+        if score.size == 0:
+            return
+        w = np.ones(score.size) if weight is None else weight
+        steps = self.total + np.cumsum(w * (label - score))
+        if self.pending is not None and score[0] != self.pending[0]:
+            self._see(np.array([self.pending[1]]))  # the previous batch ended a tie run
+        self._see(steps[:-1][score[1:] != score[:-1]])
+        self.pending = (float(score[-1]), float(steps[-1]))
+        self.total = float(steps[-1])
+        self.weight += float(w.sum())
+        self.variance += float(np.sum(score * (1.0 - score) * w**2))
+        self.rows += score.size
+
+    def finish(self) -> dict:
+        """Return kuiper, ks, sigma, kuiper_z and p_value (keys of the metrics JSON)."""
+        if self.pending is not None:
+            self._see(np.array([self.pending[1]]))
+        kuiper = float(safe_ratio(self.high - self.low, self.weight))
+        ks = float(safe_ratio(max(abs(self.high), abs(self.low)), self.weight))
+        sigma = float(sigma_from_variance(self.variance, self.weight))  # eq. (5)
+        z = float(safe_ratio(kuiper, sigma))
+        return {"kuiper": kuiper, "ks": ks, "sigma": sigma, "kuiper_z": z,
+                "p_value": float(brownian_range_sf(z))}
+
+
+def calibration_block(engine) -> tuple[int, float, dict]:
+    """Stream ``engine``'s rows sorted by score; return rows, total weight and the statistics.
+
+    ``engine`` is a :class:`~mcviz.engines.duckdb_engine.DuckDBEngine` (validated rows).
+    """
+    from mcviz.core.membership import MembershipPlan
+
+    engine.overview()  # every row checked once (invalid rows: an error with their counts)
+    accumulator = PathAccumulator()
+    for score, label, weight, _ in engine._batches(MembershipPlan(()), ordered=True):
+        accumulator.add(score, label, weight)
+    return accumulator.rows, accumulator.weight, accumulator.finish()
