@@ -139,10 +139,15 @@ def format_interval(ci: tuple[float, float]) -> str:
     return f"{low} to {points(ci[1])}"
 
 
+def _group(found: Any) -> str:
+    """Return a group in words: its own (``group``), else its filter's operators in words."""
+    return getattr(found, "group", "") or filter_words(found.description)
+
+
 def _group_slide(found: Any, worse: bool) -> Slide:
     where = "worse" if worse else "better"
     lead = "" if found.confirmed else " (a lead, not confirmed)"
-    title = short_title(f"Where B is {where}{lead}: {filter_words(found.description)}")
+    title = short_title(f"Where B is {where}{lead}: {_group(found)}")
     facts = (
         ("rows", f"{found.size:,} ({found.share:.1%})"),
         ("Brier B − A, held-out", f"{found.effect:+.4f} ({found.ci_low:+.4f} to "
@@ -182,7 +187,7 @@ def comparison_slides(result: Any, info: DeckInfo) -> list[Slide]:
     read from ``result``.
     """
     net = result.net_benefit
-    short = {f.sentence: f"B is {where} among rows with {filter_words(f.description)} "
+    short = {f.sentence: f"B is {where} among rows with {_group(found=f)} "
                          f"({f.share:.1%} of rows): its slide below says how."
              for where, found in (("worse", result.regressions),
                                   ("better", result.improvements)) for f in found}

@@ -71,7 +71,7 @@ def test_comparison_slides_read_back_with_the_comparison_numbers(tmp_path, compa
     # the verdict in words, a group's sentence shortened to its words and share
     assert compared.verdict[0] in texts[1]
     assert compared.next_step in texts[1]
-    assert 'B is worse among rows with group is "g5[U+202E]' in texts[1]
+    assert "B is worse among rows with group is g5[U+202E]" in texts[1]  # the group in words
     assert "B is better among rows with group is g2" in texts[1]
     # the paired path: its drawn range is D, its triangle ±2σ
     difference, residuals = _charts(deck.slides[2])
