@@ -151,7 +151,7 @@ def verdict_lines(result: Any) -> list[Line]:
                                          "Holm-adjusted held-out p-values."))
         for f in confirmed:
             lines.append(Line(
-                f"B is {name} for {f.description} ({f.share:.1%} of rows): there A's "
+                f"B is {name} for {f.group or f.description} ({f.share:.1%} of rows): there A's "
                 f"observed − predicted is {points(f.calibration_a)}, B's "
                 f"{points(f.calibration_b)}.", "bad" if bad else "good",
                 f"Held-out Brier B − A {f.effect:+.4f} (95% CI {f.ci_low:+.4f} to "

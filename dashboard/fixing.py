@@ -151,12 +151,16 @@ def summary_table(result: Any) -> pd.DataFrame:
 
 
 def findings_table(result: Any) -> pd.DataFrame:
-    """Each judged finding's held-out D/σ before and after, and whether it was confirmed."""
+    """Each judged finding's held-out D/σ before and after, and whether it was confirmed.
+
+    The numbers first, the finding's (long) filter last: a column as wide as its text put
+    the before/after columns out of sight (#40).
+    """
     return pd.DataFrame({
-        "finding": list(result.findings),
-        "confirmed on the fit rows": ["yes" if c else "no" for c in result.confirmed],
         "held-out D/σ before": list(result.before.findings_kuiper_z),
         "held-out D/σ after": list(result.after.findings_kuiper_z),
+        "confirmed on the fit rows": ["yes" if c else "no" for c in result.confirmed],
+        "finding": list(result.findings),
     })
 
 
@@ -164,12 +168,12 @@ def terms_table(result: Any) -> pd.DataFrame:
     """Each term of the fix: what it does, its held-out D/σ before and after, its log loss."""
     changes = dict(result.finding_changes)
     words = {t.description: t for t in result.recalibrator.terms}
-    return pd.DataFrame({
-        "term (finding)": list(result.terms),
-        "shape": [words[d].shape for d in result.terms],
+    return pd.DataFrame({  # the numbers first, the long filter last (findings_table)
         "held-out D/σ before": list(result.before.terms_kuiper_z),
         "held-out D/σ after": list(result.after.terms_kuiper_z),
         "held-out log loss within": [changes[d].direction for d in result.terms],
+        "shape": [words[d].shape for d in result.terms],
+        "term (finding)": list(result.terms),
     })
 
 

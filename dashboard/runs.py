@@ -198,7 +198,9 @@ def argmax_verdict(result: Any, null: Any = None, *, level: float = 0.05,
     total = total or max(int(sub.size) for sub in result.subpopulations)
     said, ok = selected_sentence(selection, description=words or argmax.description,
                                  size=int(argmax.size), total=total, level=level)
-    text = f"Worst subpopulation (argmax, #{argmax.id}): {said} {selection_details(selection)}"
+    step = ("To test it, compute the null distribution." if selection.p_adjusted is None
+            else selection_details(selection))  # the sentence said "largest of …" once (#40)
+    text = f"Worst subpopulation (argmax, #{argmax.id}): {said} {step}"
     if ok is None:
         return Verdict("untested", text)
     return Verdict("chance" if ok else "finding", text)

@@ -588,8 +588,9 @@ _MONITOR_BYTES_PER_CELL_DRAW = 40  # a batch's (atom, period) draws: 5 float64 a
 _MONITOR_BYTES_PER_PATH_DRAW = 16  # a batch's series paths along the monitored periods
 _MONITOR_SECONDS_PER_ROW = 3e-7  # CPU 0.43 s for 10^6 rows x 52 weeks x 51 series (issue 41)
 _MONITOR_SECONDS_PER_MEMBER = 4e-9
-_MONITOR_SECONDS_PER_WINDOW_DRAW = 3e-9  # a (series, window) of one draw: the scan (CPU
-# 4.4-4.8 s for 10^6 rows x 730 days x 101 series x 999 draws, where 5e-9 said 8.6 s; #41)
+_MONITOR_SECONDS_PER_WINDOW_DRAW = 3.5e-9  # a (series, window) of one draw: the scan (CPU
+# 4.4-4.8 s for 10^6 rows x 730 days x 101 series x 999 draws, where 5e-9 said 8.6 s, and
+# 1.3-1.6 s for 52 weeks x 201 series: a compromise within 1.5x of both; issue 41)
 _MONITOR_SECONDS_PER_CELL_DRAW = 2.4e-8  # an (atom, period) of one draw: normal draws, sums
 
 

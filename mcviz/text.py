@@ -221,12 +221,9 @@ def format_number(value: object, *, digits: int = 4, kind: str | None = None) ->
         return str(bool(value))
     if isinstance(value, int) or (np is not None and isinstance(value, np.integer)):
         return f"{int(value):,}"
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(value)
-    if math.isnan(number):
-        return "–"
+    number = _parsed(value)
+    if isinstance(number, str):
+        return number
     if math.isinf(number):
         return "∞" if number > 0 else "−∞"
     if kind == "p" and number < P_FLOOR:
@@ -293,15 +290,22 @@ def format_p(p: object) -> str:
     >>> format_p(0.148), format_p(0.0004), format_p(0.00004), format_p(0.05), format_p(1.0)
     ('0.15', '0.0004', '< 0.0001', '0.05', '1')
     """
-    try:
-        number = float(p)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(p)
-    if math.isnan(number):
-        return "–"
+    number = _parsed(p)
+    if isinstance(number, str):
+        return number
     if number < P_SMALLEST:
         return "< 0.0001"
     return format_number(number, digits=2)
+
+
+def _parsed(value: object) -> float | str:
+    """``value`` as a float, or the text shown for it: itself when it is not a number, "–"
+    for NaN (the rule :func:`format_number` and :func:`format_p` share)."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    return "–" if math.isnan(number) else number
 
 
 def format_interval(low: object, high: object, *, percent: bool = False,

@@ -50,6 +50,8 @@ class ComparisonFinding:
         1 for the strongest in its direction (regressions: B worse; improvements: B better).
     description : str
         Its conditions (the filter language: valid input to :func:`~mcviz.parse_filter`).
+    group : str
+        The same group in plain words (:func:`mcviz.subpopulations.subpopulation_words`).
     sentence : str
         The group in one plain sentence.
     size, share : int, float
@@ -89,11 +91,13 @@ class ComparisonFinding:
     calibration_a_ci: tuple[float, float]
     calibration_b_ci: tuple[float, float]
     index: np.ndarray
+    group: str = ""
 
     def as_json(self) -> dict:
         """One entry of ``"regressions"`` / ``"improvements"`` of ``mcviz compare --json``."""
         return {
-            "description": self.description, "sentence": self.sentence, "size": self.size,
+            "description": self.description, "group": self.group or self.description,
+            "sentence": self.sentence, "size": self.size,
             "share": self.share, "effect": self.effect, "ci_low": self.ci_low,
             "ci_high": self.ci_high, "kuiper_z": self.kuiper_z, "p_value": self.p_value,
             "p_adjusted": self.p_adjusted, "confirmed": self.confirmed,
@@ -445,6 +449,7 @@ def _search(pred: Predictions, scores_b: np.ndarray, names: list[str],
             settings: CompareSettings, budget, progress) -> tuple:
     """Run the search on the paired Brier difference; split its groups by direction."""
     from mcviz.search import search_subpopulations
+    from mcviz.subpopulations import subpopulation_words
 
     searched = _search_predictions(pred, scores_b, names)
     result = search_subpopulations(searched, covariates=names,
@@ -461,12 +466,13 @@ def _search(pred: Predictions, scores_b: np.ndarray, names: list[str],
             improvements if finding.mean_residual < 0 else None)
         if side is None or len(side) >= settings.n_findings:
             continue
-        side.append(_finding(pred, scores_b, finding, members, held, len(side) + 1))
+        side.append(_finding(pred, scores_b, finding, members, held, len(side) + 1,
+                             subpopulation_words(searched, finding.subpopulation)))
     return result, tuple(regressions), tuple(improvements)
 
 
 def _finding(pred: Predictions, scores_b: np.ndarray, finding, members: np.ndarray,
-             held: np.ndarray, rank: int) -> ComparisonFinding:
+             held: np.ndarray, rank: int, group: str) -> ComparisonFinding:
     from mcviz.compare.words import finding_sentence
 
     rows = members[held[members]]
@@ -478,7 +484,7 @@ def _finding(pred: Predictions, scores_b: np.ndarray, finding, members: np.ndarr
     share = members.size / pred.n
     return ComparisonFinding(
         rank=rank, description=finding.description,
-        sentence=finding_sentence(finding.description, share, finding.mean_residual,
+        sentence=finding_sentence(group or finding.description, share, finding.mean_residual,
                                   finding.ci_low, finding.ci_high, cal_a[0], cal_b[0],
                                   finding.p_adjusted, confirmed),
         size=int(members.size), share=share, effect=float(finding.mean_residual),
@@ -487,5 +493,5 @@ def _finding(pred: Predictions, scores_b: np.ndarray, finding, members: np.ndarr
         p_adjusted=float(finding.p_adjusted), confirmed=confirmed,
         holdout_size=int(rows.size), calibration_a=cal_a[0], calibration_b=cal_b[0],
         calibration_a_ci=(cal_a[1], cal_a[2]), calibration_b_ci=(cal_b[1], cal_b[2]),
-        index=members,
+        index=members, group=group,
     )

@@ -75,13 +75,17 @@ def net_benefit_charts(net: Any) -> tuple[SlideChart, SlideChart]:
     t = np.asarray(net.thresholds, dtype=float)
     low, high = float(t.min()), float(t.max())
     x_range = (low, high) if high > low else None
-    series = [*pieces("A", t, np.asarray(net.a) * PER, BLUE, "markers"),
-              *pieces("B", t, np.asarray(net.b) * PER, VERMILION, "markers")]
+    labels = tuple(f"{v:g}" for v in t)  # columns side by side: equal values both show
+    values = {name: tuple(float(v) * PER for v in np.nan_to_num(getattr(net, name)))
+              for name in ("a", "b")}
     levels = SlideChart(
-        title="Net benefit of A and B by threshold", kind="xy", series=tuple(series),
+        title="Net benefit of A and B by threshold", kind="columns",
+        series=(Series("A", labels, values["a"], BLUE), Series("B", labels, values["b"],
+                                                              VERMILION)),
         x_title="decision threshold", y_title="net true positives per 1,000 decisions",
-        note="higher is better; a row is treated when its score is at least the threshold",
-        x_range=x_range)
+        categories=labels, y_range=_nice_range(min(0.0, *values["a"], *values["b"]),
+                                               max(0.0, *values["a"], *values["b"])),
+        note="higher is better; a row is treated when its score is at least the threshold")
     difference = [*band("B − A", t, np.asarray(net.ci_low) * PER, np.asarray(net.ci_high) * PER,
                          VERMILION),
                   *pieces("B − A", t, np.asarray(net.difference) * PER, VERMILION, "markers"),
@@ -135,10 +139,15 @@ def format_interval(ci: tuple[float, float]) -> str:
     return f"{low} to {points(ci[1])}"
 
 
+def _group(found: Any) -> str:
+    """Return a group in words: its own (``group``), else its filter's operators in words."""
+    return getattr(found, "group", "") or filter_words(found.description)
+
+
 def _group_slide(found: Any, worse: bool) -> Slide:
     where = "worse" if worse else "better"
     lead = "" if found.confirmed else " (a lead, not confirmed)"
-    title = short_title(f"Where B is {where}{lead}: {filter_words(found.description)}")
+    title = short_title(f"Where B is {where}{lead}: {_group(found)}")
     facts = (
         ("rows", f"{found.size:,} ({found.share:.1%})"),
         ("Brier B − A, held-out", f"{found.effect:+.4f} ({found.ci_low:+.4f} to "
@@ -158,7 +167,8 @@ def _appendix(result: Any) -> tuple[str, ...]:
         "Cumulative differences between paired samples (Kloumann, Korevaar, McConnell, Tygert, "
         "Zhao, arXiv:2305.11323): D = the path's range, σ from the paired differences, p from "
         "the range of Brownian motion.",
-        "Orderings: " + "; ".join(
+        "Orderings (each p on its own, not adjusted across orderings; the verdict reads the "
+        "first): " + "; ".join(
             f"{p.order_by}: D/σ {p.kuiper_z:.2f} ({format_p(p.p_value)})" for p in result.paths)
         + ".",
         f"Groups: the guided search on the paired Brier difference, {settings.holdout:.0%} of "
@@ -177,7 +187,7 @@ def comparison_slides(result: Any, info: DeckInfo) -> list[Slide]:
     read from ``result``.
     """
     net = result.net_benefit
-    short = {f.sentence: f"B is {where} among rows with {filter_words(f.description)} "
+    short = {f.sentence: f"B is {where} among rows with {_group(found=f)} "
                          f"({f.share:.1%} of rows): its slide below says how."
              for where, found in (("worse", result.regressions),
                                   ("better", result.improvements)) for f in found}

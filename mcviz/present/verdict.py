@@ -123,6 +123,7 @@ class FindingLine:
     p_adjusted: str
     direction: int = 0
     details: str = ""
+    group: str = ""  # the group in the sentence's words (a slide's title)
 
     @property
     def facts(self) -> tuple[tuple[str, str], ...]:
@@ -502,6 +503,10 @@ def variable_details(curves: Any, n_variables: int) -> str | None:
             f"after {count:,} variable{'' if count == 1 else 's'} (Bonferroni){vce}.")
 
 
+GROUP_LEAD = "Among rows with "
+"""How a finding's sentence starts (:func:`mcviz.search._confirm.sentence`), the group next."""
+
+
 def _finding_line(finding: Any, binary: bool, search: Any) -> FindingLine:
     if binary:
         effect = format_points(finding.mean_residual, signed=True)
@@ -521,8 +526,11 @@ def _finding_line(finding: Any, binary: bool, search: Any) -> FindingLine:
                f"{count:,} finding{'' if count == 1 else 's'} on {held}; {kind}); D/σ on "
                f"held-out rows {format_number(finding.holdout_kuiper_z, digits=3)}."
                if hasattr(finding, "holdout_kuiper_z") else f"Adjusted p {_p_phrase(p)}.")
-    return FindingLine(rank=int(finding.rank), expression=str(finding.description),
-                       sentence=str(finding.sentence), effect=effect, interval=interval,
+    said = str(finding.sentence)  # "Among rows with <group> (<n> rows, …": its words
+    cut = said.rfind(" (", 0, max(said.find(" rows, "), 0))
+    group = said[len(GROUP_LEAD):cut] if said.startswith(GROUP_LEAD) and cut > 0 else ""
+    return FindingLine(rank=int(finding.rank), expression=str(finding.description), group=group,
+                       sentence=said, effect=effect, interval=interval,
                        share=format_percent(finding.share), size=int(finding.size),
                        p_adjusted=p, direction=direction, details=details)
 

@@ -77,3 +77,21 @@ def test_the_judged_fix_appears_in_the_review_verdict():
     at.switch_page("pages/review.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert "Fix (beta)" in _texts(at)
+
+
+def test_a_failed_fix_leaves_no_progress_bar_or_stop_button(monkeypatch):
+    """#40: after a Fix error the page shows the message, and no progress bar or Stop stays."""
+    from dashboard import fixing
+    from mcviz.errors import ValidationError
+
+    def refused(*_args, **_options):
+        raise ValidationError("planted refusal: the fix cannot run on these rows.")
+
+    monkeypatch.setattr(fixing, "run_fix", refused)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.switch_page("pages/fix.py").run()
+    at.button(key="fix_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("planted refusal" in e.value for e in at.error)
+    assert not at.get("progress")
+    assert not [b for b in at.button if b.label == "Stop"]

@@ -34,12 +34,17 @@ LINK_LIMIT = int(2.5 * 2**30)
 MEMORY: dict[str, float] = {}
 
 
-def rss(pid: int) -> int:
-    """Resident set size of a process, in bytes (Linux /proc)."""
+def proc_bytes(pid: int, key: str) -> int:
+    """A size line of a process's /proc status (``VmRSS``, ``VmHWM``...), in bytes (Linux)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{key}:"):
             return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
+    raise RuntimeError(f"no {key}")
+
+
+def rss(pid: int) -> int:
+    """Resident set size of a process, in bytes."""
+    return proc_bytes(pid, "VmRSS")
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +162,18 @@ def test_hostile_names_and_values_fetch_nothing_from_outside(server, browser):
                if not u.startswith((base, "data:", "blob:", "about:"))]
     assert not outside, outside[:5]
     context.close()
+
+
+def big_session_file(tag: str, n: int = 1_000_000) -> bytes:
+    """A million-row upload of its own (a column named after ``tag``); the same rows every run."""
+    rng = np.random.default_rng(zlib.crc32(tag.encode()))
+    score = rng.beta(2, 3, n).round(4).clip(0.001, 0.999)
+    frame = pd.DataFrame({"score": score, "label": (rng.random(n) < score).astype(int),
+                          f"col_{tag}": rng.normal(size=n).round(3),
+                          "city": rng.choice(["a", "b", "c"], n)})
+    buffer = io.BytesIO()
+    frame.to_csv(buffer, index=False)
+    return buffer.getvalue()
 
 
 def session_file(tag: str, n: int = 100_000) -> bytes:

@@ -16,17 +16,14 @@ The numbers are written to test-artifacts/served-limits.json.
 
 from __future__ import annotations
 
-import io
 import json
 import time
 import urllib.error
 import urllib.request
 
-import numpy as np
-import pandas as pd
 import pytest
 from browser_kit import ARTIFACTS, healthy, launched, open_page, served, wait_idle
-from test_served import no_exception, open_sessions, rss, upload, wait_text
+from test_served import big_session_file, no_exception, open_sessions, rss, upload, wait_text
 
 pytestmark = pytest.mark.browser
 
@@ -92,17 +89,6 @@ def test_the_million_column_csv_is_refused_and_the_demo_loads_beside_it(server, 
     two.context.close()
 
 
-def session_file(tag: str, n: int = 1_000_000) -> bytes:
-    rng = np.random.default_rng(abs(hash(tag)) % 2**32)
-    score = rng.beta(2, 3, n).round(4).clip(0.001, 0.999)
-    frame = pd.DataFrame({"score": score, "label": (rng.random(n) < score).astype(int),
-                          f"col_{tag}": rng.normal(size=n).round(3),
-                          "city": rng.choice(["a", "b", "c"], n)})
-    buffer = io.BytesIO()
-    frame.to_csv(buffer, index=False)
-    return buffer.getvalue()
-
-
 def test_memory_comes_back_after_sessions_with_million_row_uploads_close(server, browser):
     process, base = server
     warm = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
@@ -112,7 +98,7 @@ def test_memory_comes_back_after_sessions_with_million_row_uploads_close(server,
     warm.context.close()
     idle = settle(process.pid)
     NUMBERS["rss_idle_MB"] = idle / 2**20
-    files = {f"r{r}s{s}": session_file(f"r{r}s{s}") for r in range(3) for s in range(3)}
+    files = {f"r{r}s{s}": big_session_file(f"r{r}s{s}") for r in range(3) for s in range(3)}
     for round_ in range(3):
         tags = [f"r{round_}s{s}" for s in range(3)]
         contexts, pages = open_sessions(browser, base, {tag: files[tag] for tag in tags},

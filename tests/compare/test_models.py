@@ -37,6 +37,8 @@ def test_planted_groups_are_found_in_their_direction(planted):
     assert forward.regressions[0].description == "group == g5"  # B broken there
     assert forward.improvements[0].description == "group == g2"  # B fixed A's error
     assert forward.regressions[0].confirmed
+    assert forward.regressions[0].group == "group is g5"  # in words, for sentences and slides
+    assert forward.regressions[0].as_json()["group"] == "group is g5"
     assert forward.improvements[0].confirmed
     worse = forward.regressions[0]
     # in g5 B over-predicts by 0.15 and A is right: observed - predicted near -0.15 and 0

@@ -41,8 +41,8 @@ def test_groups_table_reads_each_group(result):
 
 def test_verdict_lines_follow_the_intervals(result):
     lines = comparing.verdict_lines(result)
-    worse = [line for line in lines if line.text.startswith("B is worse for group == g4")]
-    better = [line for line in lines if line.text.startswith("B is better for group == g1")]
+    worse = [line for line in lines if line.text.startswith("B is worse for group is g4")]
+    better = [line for line in lines if line.text.startswith("B is better for group is g1")]
     assert [line.kind for line in worse] == ["bad"]
     assert [line.kind for line in better] == ["good"]
     assert "percentage points" in worse[0].text

@@ -71,7 +71,7 @@ def test_comparison_slides_read_back_with_the_comparison_numbers(tmp_path, compa
     # the verdict in words, a group's sentence shortened to its words and share
     assert compared.verdict[0] in texts[1]
     assert compared.next_step in texts[1]
-    assert 'B is worse among rows with group is "g5[U+202E]' in texts[1]
+    assert "B is worse among rows with group is g5[U+202E]" in texts[1]  # the group in words
     assert "B is better among rows with group is g2" in texts[1]
     # the paired path: its drawn range is D, its triangle ±2σ
     difference, residuals = _charts(deck.slides[2])
@@ -86,9 +86,10 @@ def test_comparison_slides_read_back_with_the_comparison_numbers(tmp_path, compa
     # net benefit: A, B and B − A per 1,000 decisions at each threshold, and the interval
     levels, change = _charts(deck.slides[3])
     net = compared.net_benefit
-    x, b_values = _xy(levels, "B")
-    np.testing.assert_allclose(x, net.thresholds)
-    np.testing.assert_allclose(b_values, net.b * 1000)
+    by_name = {s.name: list(s.values) for s in levels.chart.plots[0].series}
+    np.testing.assert_allclose(by_name["A"], net.a * 1000)
+    np.testing.assert_allclose(by_name["B"], net.b * 1000)
+    assert list(levels.chart.plots[0].categories) == [f"{t:g}" for t in net.thresholds]
     _, gain = _xy(change, "B − A")
     np.testing.assert_allclose(gain, net.difference * 1000)
     assert f"{net.difference[0] * 1000:+.1f} ({net.ci_low[0] * 1000:+.1f} to" in texts[3]

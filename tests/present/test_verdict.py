@@ -94,6 +94,20 @@ def test_finding_sentences_hold_no_filter_operator_and_descriptions_reparse(plan
         np.testing.assert_array_equal(rows, finding.subpopulation.index)
 
 
+def test_a_finding_slide_is_titled_by_its_group_in_words(planted):
+    """#40: the deck's finding title is the sentence's group, never the filter's raw bounds."""
+    from mcviz.present.deck import group_words
+
+    _, pred, search = planted
+    lines = review_verdict(cumulative_differences(pred), total=pred.n, search=search).findings
+    assert lines
+    for line in lines:
+        assert line.group and line.sentence.startswith(f"Among rows with {line.group} (")
+        assert group_words(line) == line.group
+        assert not any(op in line.group for op in FILTER_OPERATORS)
+    assert any("region is r7" in line.group for line in lines)
+
+
 def test_headlines_hold_no_statistical_symbol(planted):
     _, pred, search = planted
     verdict = review_verdict(cumulative_differences(pred), total=pred.n, search=search,

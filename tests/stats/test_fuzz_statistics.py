@@ -130,6 +130,15 @@ def refused(error: ValidationError):
     reject()
 
 
+def built(data, compute=lambda pred: None):
+    """Return :func:`build` of the data and ``compute`` of it; a refusal discards the example."""
+    try:
+        pred = build(data)
+        return pred, compute(pred)
+    except ValidationError as error:
+        refused(error)
+
+
 def build(data, order=None, weight_scale=1.0):
     """Predictions from the data, rows taken in ``order`` and weights multiplied by a constant."""
     order = np.arange(data["n"]) if order is None else order
@@ -221,11 +230,7 @@ def bf_level_vece(error, predicted, weight, codes):
 @FUZZ
 @given(data=datasets(), seed=st.integers(0, 2**16))
 def test_cumulative_differences(data, seed):
-    try:
-        pred = build(data)
-        result = mcviz.cumulative_differences(pred)
-    except ValidationError as error:
-        refused(error)
+    pred, result = built(data, mcviz.cumulative_differences)
     tol = noise(pred.label - pred.score, pred.weight)
     path, d, g = bf_path(pred.score, pred.label, pred.weight)
     assert g <= d + tol  # bf: G <= D <= 2G
@@ -260,11 +265,7 @@ def test_cumulative_differences(data, seed):
 @given(data=datasets(response="continuous", weighted=False, ties=["none"], min_n=2))
 def test_cumulative_continuous_sigma_without_ties(data):
     """Appendix C eq. (6) by a loop, in score order, when no scores tie, and its floor."""
-    try:
-        pred = build(data)
-        result = mcviz.cumulative_differences(pred)
-    except ValidationError as error:
-        refused(error)
+    pred, result = built(data, mcviz.cumulative_differences)
     assert pred.run_end.all()  # the strategy draws distinct scores
     d = pred.label - pred.score
     w = pred.weight
@@ -466,10 +467,7 @@ def bf_deviation(pred, members):
 @given(data=datasets(max_n=120), pick=st.floats(0.05, 1.0),
        shuffle=st.integers(0, 2**16))
 def test_subpopulation_deviation(data, pick, shuffle):
-    try:
-        pred = build(data)
-    except ValidationError as error:
-        refused(error)
+    pred, _ = built(data)
     chosen = np.random.default_rng(shuffle).random(data["n"]) < pick  # over original rows
     members = np.flatnonzero(chosen[pred.row])
     try:
@@ -517,11 +515,7 @@ def bf_equal_width(score, label, weight, bins):
 @given(data=datasets(response="binary"), bins=st.integers(1, 25),
        shuffle=st.integers(0, 2**16))
 def test_calibration_metrics(data, bins, shuffle):
-    try:
-        pred = build(data)
-        metrics = mcviz.calibration_metrics(pred, n_bins=bins)
-    except ValidationError as error:
-        refused(error)
+    pred, metrics = built(data, lambda pred: mcviz.calibration_metrics(pred, n_bins=bins))
     weights, errors = bf_equal_width(pred.score, pred.label, pred.weight, bins)
     total = sum(weights)
     groups = [abs(e) / w for w, e in zip(weights, errors, strict=True) if w > 0]
@@ -553,11 +547,7 @@ def test_calibration_metrics(data, bins, shuffle):
        kind=st.sampled_from(["equal_width", "equal_count", "similar_ratio"]),
        shuffle=st.integers(0, 2**16))
 def test_reliability_bins(data, bins, kind, shuffle):
-    try:
-        pred = build(data)
-        result = mcviz.reliability_bins(pred, n_bins=bins, kind=kind)
-    except ValidationError as error:
-        refused(error)
+    pred, result = built(data, lambda pred: mcviz.reliability_bins(pred, n_bins=bins, kind=kind))
     assert result.count.sum() == pred.n
     assert math.isclose(result.weight.sum(), pred.weight_total, rel_tol=1e-12)
     keep = result.nonempty
@@ -682,11 +672,7 @@ def test_local_calibration_score(data, span, shuffle):
 @settings(max_examples=20, deadline=None)
 @given(data=datasets(response="binary", max_n=150), shuffle=st.integers(0, 2**16))
 def test_rank_variables(data, shuffle):
-    try:
-        pred = build(data)
-        table = mcviz.rank_variables(pred)
-    except ValidationError as error:
-        refused(error)
+    pred, table = built(data, mcviz.rank_variables)
     assert set(table["name"]) == set(pred.covariates.columns)
     ranked = table["vece"].dropna()
     assert ((ranked >= 0) & (ranked <= 1 + 1e-12)).all()
