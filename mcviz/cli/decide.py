@@ -4,14 +4,15 @@ Prints ``{"thresholds", "n", "net_benefit": {"model", "treat_all", "treat_none"}
 row (a row is treated when its score is at least the threshold; weighted), then -- unless
 ``--no-fix`` -- the fix fitted on one score-stratified split (``--method``, default ``findings``
 with covariates, else ``platt``) and, on the held-out rows: ``"holdout": {"method", "n_fit",
-"n_eval", "accepted", "verdict"}``, ``"held_out": {"net_benefit": {"model", "recalibrated",
-"treat_all", "treat_none"}, "loss_per_1000", "ci_low", "ci_high", "changed_share",
-"sentences"}`` and ``"findings": [...]`` with the same keys for each confirmed finding of the
-search on the fit rows (and each ``--scope``). The loss per 1,000 decisions is NB(recalibrated)
-- NB(model) times 1,000, with a 95% bootstrap interval (:mod:`mcviz.decision.impact`).
-Without ``--json``: sentences (the model against treating everyone and no one at each
-threshold, the fix's verdict, what miscalibration costs on the held-out rows and in each
-finding), then a compact table per block.
+"n_eval", "accepted", "verdict", "metric_before", "metric_after"}`` (M over the family and
+split ``mcviz fix`` judges: :func:`mcviz.cli.fix.judged_fix`), ``"held_out": {"net_benefit":
+{"model", "recalibrated", "treat_all", "treat_none"}, "loss_per_1000", "ci_low", "ci_high",
+"changed_share", "sentences"}`` and ``"findings": [...]`` with the same keys for each confirmed
+finding of the search on the fit rows (and each ``--scope``). The loss per 1,000 decisions is
+NB(recalibrated) - NB(model) times 1,000, with a 95% bootstrap interval
+(:mod:`mcviz.decision.impact`). Without ``--json``: sentences (the model against treating
+everyone and no one at each threshold, the fix's verdict, what miscalibration costs on the
+held-out rows and in each finding), then a compact table per block.
 
 ``--engine duckdb|spark --no-fix`` computes the net benefit block over every row of Parquet
 files by the engine (one aggregate pass: :mod:`mcviz.decision.at_scale`), with ``"engine"``
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """Compute the net benefits (and the fix's held-out gain); return the JSON object."""
-    from mcviz.cli.fix import held_out_decisions, prepare
+    from mcviz.cli.fix import held_out_decisions, judged_fix, prepare
     from mcviz.decision import net_benefit
 
     if getattr(args, "engine", "numpy") != "numpy":
@@ -57,17 +58,15 @@ def run(args: argparse.Namespace) -> dict:
                     "net_benefit": net_benefit(pred, thresholds=thresholds).as_json()}
     if args.no_fix:
         return output
-    from mcviz.recalibration import verify_fix
-
-    result = verify_fix(pred, method=method, covariates=covariates, holdout=args.holdout,
-                        seed=args.seed, scopes=args.scope, n_subpopulations=200)
+    settings, result = judged_fix(args, pred, covariates, method)
     confirmed = [d for d, ok in zip(result.findings, result.confirmed, strict=True) if ok]
     scopes = list(dict.fromkeys([*confirmed, *args.scope]))
     full, per_scope = held_out_decisions(result, thresholds, bootstrap=args.bootstrap,
-                                         seed=args.seed, scopes=scopes)
+                                         seed=settings.seed, scopes=scopes)
     output["holdout"] = {"method": result.method, "n_fit": result.n_fit,
                          "n_eval": result.n_eval, "accepted": result.accepted,
-                         "verdict": result.verdict}
+                         "verdict": result.verdict, "metric_before": result.before.metric,
+                         "metric_after": result.after.metric}
     full.pop("scope")
     output["held_out"] = full
     output["findings"] = [{"description": item.pop("scope"), **item} for item in per_scope]

@@ -132,21 +132,34 @@ def held_out_decisions(result, thresholds, *, bootstrap: int, seed: int,
     return decisions(result, thresholds, bootstrap=bootstrap, seed=seed, scopes=scopes)
 
 
+def judged_fix(args: argparse.Namespace, pred, covariates, method: str):
+    """Fit and judge the fix as ``mcviz fix`` and ``mcviz decide`` both do (one family, one split).
+
+    The options come from :class:`mcviz.settings.FixSettings` (hold-out share, seed, the
+    Algorithm-1 subpopulations judged), so the same file and seed give the same "before" in
+    both commands.
+    """
+    from mcviz.recalibration import verify_fix
+    from mcviz.settings import FixSettings
+
+    settings = _common.settings_from_arguments(FixSettings, args)
+    return settings, verify_fix(pred, method=method, covariates=covariates, scopes=args.scope,
+                                null_draws=getattr(args, "null_draws", 0),
+                                **settings.verify_options())
+
+
 def run(args: argparse.Namespace) -> dict:
     """Fit, judge, optionally save the map and the scored file; return the JSON object."""
     import numpy as np
 
-    from mcviz.recalibration import fix_summary, verify_fix
-    from mcviz.settings import FixSettings
+    from mcviz.recalibration import fix_summary
 
     _common.check_output(args.out, flag="--out", suffixes=(".parquet", ".csv"))
     _common.check_output(args.map, flag="--map", suffixes=(".json",))
     if args.null_draws and args.null_draws < 19:
         raise ValidationError(f"--null-draws must be 0 or at least 19, not {args.null_draws}.")
     pred, covariates, thresholds, method = prepare(args)
-    settings = _common.settings_from_arguments(FixSettings, args)
-    result = verify_fix(pred, method=method, covariates=covariates, scopes=args.scope,
-                        null_draws=args.null_draws, **settings.verify_options())
+    settings, result = judged_fix(args, pred, covariates, method)
     output = fix_summary(result, thresholds, bootstrap=args.bootstrap, seed=settings.seed)
     if args.map:
         with _common.atomic_output(args.map) as temporary:

@@ -17,7 +17,7 @@ import numpy as np
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 
-__all__ = ["holdout_split", "rescored", "subset"]
+__all__ = ["holdout_split", "rescored", "subset", "top_label"]
 
 
 def holdout_split(pred: Predictions, holdout: float = 0.5, seed: int = 0
@@ -107,6 +107,34 @@ def rescored(pred: Predictions, score: np.ndarray) -> tuple[Predictions, np.ndar
     position[order] = np.arange(order.size)
     new = _taken(pred, order, score[order], score_column=f"{pred.score_column}_recalibrated")
     return new, position
+
+
+def top_label(pred: Predictions) -> Predictions:
+    r"""Return the predictions as the chance of an error: :math:`\min(s, 1 - s)`, 1 on a miss.
+
+    A row with :math:`s > 1/2` predicts the positive class; its error is :math:`1 - y` with
+    predicted probability :math:`1 - s`; a row with :math:`s \le 1/2` errs when :math:`y = 1`, with
+    probability :math:`s`. So :math:`E[y' \mid x] = s'` exactly when :math:`E[y \mid x] = s`
+    (the same Bernoulli variance :math:`s'(1 - s') = s(1 - s)`): a calibrated model stays
+    calibrated, and a model too sure of itself in a group (probabilities too far from 1/2 on both
+    sides) under-predicts its errors there on both sides of 1/2 -- one sign, not two that cancel
+    in the cumulative differences (the "top-label" or confidence calibration of a binary
+    classifier). Binary responses only. The rows are sorted by the new score; ``score_column``
+    is ``"<old>_error"``.
+
+    Examples
+    --------
+    >>> pred = Predictions.from_arrays([0.2, 0.6, 0.9], [1, 0, 1])
+    >>> error = top_label(pred)
+    >>> error.score.round(2).tolist(), error.label.tolist()
+    ([0.1, 0.2, 0.4], [0.0, 1.0, 1.0])
+    """
+    high = pred.score > 0.5
+    score = np.where(high, 1.0 - pred.score, pred.score)
+    label = np.where(high, 1.0 - pred.label, pred.label).astype(pred.label.dtype)
+    order = np.argsort(score, kind="stable")
+    new = _taken(pred, order, score[order], score_column=f"{pred.score_column}_error")
+    return replace(new, label=_readonly(label[order]))
 
 
 def _taken(pred: Predictions, rows: np.ndarray, score: np.ndarray, **changes) -> Predictions:

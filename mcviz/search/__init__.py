@@ -9,7 +9,7 @@ The findings form a :class:`~mcviz.subpopulations.SubpopulationSet`, so every vi
 subpopulations works on them.
 """
 
-from mcviz.search._confirm import canonical_order, is_confirmed, split_rows
+from mcviz.search._confirm import canonical_order, holm, is_confirmed, split_rows
 from mcviz.search._find import (
     Finding,
     MinimumDetectableEffect,
@@ -18,5 +18,5 @@ from mcviz.search._find import (
     search_subpopulations,
 )
 
-__all__ = ["Finding", "MinimumDetectableEffect", "SearchResult", "canonical_order",
+__all__ = ["Finding", "MinimumDetectableEffect", "SearchResult", "canonical_order", "holm",
            "is_confirmed", "search_estimate", "search_subpopulations", "split_rows"]

@@ -42,5 +42,9 @@ def test_decide_text_with_the_fix_has_the_verdict_and_the_cost_in_words(cli, pla
     assert "judged on the other " in out
     # the held-out sentences of mcviz.decision.impact, one per threshold
     assert "- At a threshold of 0.3, " in out
+    # one for all held-out rows (before the first finding's block), one per finding
+    first_block = out.find("(held-out rows):")
+    assert "- At a threshold of 0.3, " in (out if first_block < 0 else out[:first_block])
+    assert out.count("- At a threshold of 0.3, ") == 1 + out.count("(held-out rows):")
     assert "loss per 1,000" in out
     assert not re.search(r"\w=\S", out)

@@ -117,3 +117,19 @@ def test_apply_refuses_other_columns_and_versions(cli, planted_files, tmp_path):
     assert run.status == 2
     assert "written by mcviz 0.0.0-" in run.err
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_decide_judges_the_family_and_split_fix_judges(cli, planted_files):
+    """One source of truth: for the same file, method and seed, decide's M before and after
+    (and the split) are fix's, at the default number of subpopulations and at another."""
+    for extra in ([], ["--subpopulations", "300", "--seed", "3"]):
+        options = ["--method", "platt", "--bootstrap", "50", *extra, "--json"]
+        fixed = cli("fix", planted_files / "pred.parquet", *options)
+        decided = cli("decide", planted_files / "pred.parquet", *options)
+        assert fixed.status == 0, fixed.err
+        assert decided.status == 0, decided.err
+        held = decided.json["holdout"]
+        assert (held["n_fit"], held["n_eval"]) == (fixed.json["n_fit"], fixed.json["n_eval"])
+        assert held["metric_before"] == fixed.json["before"]["metric"]
+        assert held["metric_after"] == fixed.json["after"]["metric"]
+        assert held["verdict"] == fixed.json["verdict"]

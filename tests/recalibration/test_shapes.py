@@ -85,6 +85,16 @@ def test_before_is_the_same_for_every_method():
     assert len(results["findings"].before.terms_kuiper_z) == len(results["findings"].terms)
 
 
+def test_before_is_the_same_for_every_method_when_no_finding_dominates_m():
+    # calibrated rows: M is the largest D/sigma over the Algorithm-1 subpopulations themselves,
+    # so a family that differed between methods (other subpopulations) would show in M
+    frame = planted_fix_data(6_000, seed=4, calibrated=True).drop(columns="truth")
+    pred = load_predictions(frame, score="score", label="label", weight=False)
+    before = {m: verify_fix(pred, method=m, n_subpopulations=60, search=False).before
+              for m in ("platt", "isotonic", "findings")}
+    assert len({(side.metric, side.metric_z) for side in before.values()}) == 1, before
+
+
 def test_the_split_reads_no_label():
     # the same scores, weights and covariates with other labels: the same split (the search's
     # tie order; a split hashing labels into the order of tied rows would move rows)

@@ -172,21 +172,24 @@ class ClassicalMeasures:
             (curve, "MCE", m.mce, f"largest |score - response| over {k} equal-width bins"),
             (curve, "ACE", m.ace, f"average |score - response| over {k} equal-width bins"),
             (parts, "Brier score", m.brier, "mean (score - response)² = MCB - DSC + UNC"),
-            (parts, "Brier miscalibration (MCB)", self.brier.miscalibration,
-             "Brier score minus that of the CORP (isotonic) recalibrated scores"),
-            (parts, "Brier discrimination (DSC)", self.brier.discrimination,
-             "Brier score of the base rate minus that of the recalibrated scores"),
-            (parts, "Brier uncertainty (UNC)", self.brier.uncertainty,
-             "Brier score of the base rate, r(1 - r)"),
+            *_decomposition_rows(parts, "Brier", "Brier score", self.brier, ", r(1 - r)"),
             (parts, "log loss", m.log_loss, f"scores clipped to [{m.clip:g}, 1 - {m.clip:g}]"),
-            (parts, "log-loss miscalibration (MCB)", self.log_loss.miscalibration,
-             "log loss minus that of the CORP recalibrated scores"),
-            (parts, "log-loss discrimination (DSC)", self.log_loss.discrimination,
-             "log loss of the base rate minus that of the recalibrated scores"),
-            (parts, "log-loss uncertainty (UNC)", self.log_loss.uncertainty,
-             "log loss of the base rate (its entropy)"),
+            *_decomposition_rows(parts, "log-loss", "log loss", self.log_loss, " (its entropy)"),
         ]
         return pd.DataFrame(rows, columns=["group", "name", "value", "help"])
+
+
+def _decomposition_rows(group: str, label: str, score: str, parts: object,
+                        base: str) -> list[tuple]:
+    """The rows of a score's CORP decomposition: MCB, DSC and UNC, with their help texts."""
+    return [
+        (group, f"{label} miscalibration (MCB)", parts.miscalibration,
+         f"{score} minus that of the CORP (isotonic) recalibrated scores"),
+        (group, f"{label} discrimination (DSC)", parts.discrimination,
+         f"{score} of the base rate minus that of the recalibrated scores"),
+        (group, f"{label} uncertainty (UNC)", parts.uncertainty,
+         f"{score} of the base rate{base}"),
+    ]
 
 
 def classical_measures(
