@@ -19,6 +19,10 @@ numpy and DuckDB runs are capped at --as-limit bytes of address space (``prlimit
 JVM cannot run under such a cap). Under load from other processes CPU time is the more robust
 number.
 
+A file ``engines_<rows>.parquet`` already in --dir is used as it is: for 10^8 rows the 10^7 file
+repeated ten times by DuckDB (``COPY (SELECT b.* FROM range(10), read_parquet('.../engines_
+10000000.parquet') AS b) TO '.../engines_100000000.parquet'``) is much faster to make.
+
 Run: python benchmarks/bench_engines.py [--rows 10000000] [--engines numpy,duckdb,spark]
      [--commands apply,monitor,decide] [--memory-limit 2GB] [--dir /tmp/mcviz-engines]
 """

@@ -30,7 +30,10 @@ from mcviz.search._prune import Pruning
 from mcviz.search._rows import Node, _inside, _jaccard
 from mcviz.search._screen import score_candidates
 
-__all__ = ["Beam", "Node"]
+__all__ = ["Beam", "Node", "jaccard"]
+
+jaccard = _jaccard
+"""|a & b| / |a | b| of two sorted position arrays (the fold rule's index)."""
 
 
 class Beam(Pruning):
@@ -77,7 +80,7 @@ class Beam(Pruning):
             if not beam:
                 break
 
-    def _explained(self, members: np.ndarray, z: float, others: list[np.ndarray]) -> bool:
+    def explained(self, members: np.ndarray, z: float, others: list[np.ndarray]) -> bool:
         """Return True when the deviation of ``members`` lies in the rows of ``others``.
 
         That is, when its D/sigma outside their rows is below ``rules.explained`` of ``z`` (or
@@ -105,7 +108,7 @@ class Beam(Pruning):
 
         An entry whose own (unrefined) rows deviate by less than ``rules.explained`` of its
         D/sigma outside the rows of better accepted findings is folded before it is refined:
-        the test a refined entry faces last (:meth:`_explained`), made first. Refining and
+        the test a refined entry faces last (:meth:`explained`), made first. Refining and
         pruning re-choose and drop conditions among those rows, so such an entry would end as
         a part of those findings; it counts against the entries examined.
         When the cut points are refined on a subset of the rows (:attr:`refiner`: above
@@ -145,7 +148,7 @@ class Beam(Pruning):
                 self.stops["budget"] = True
                 break
             self._tell(0.8 + 0.2 * refinements / budget, f"checking candidate {refinements}")
-            if self._explained(raw, entry.z, [o for node, o in accepted if node.z >= entry.z]):
+            if self.explained(raw, entry.z, [o for node, o in accepted if node.z >= entry.z]):
                 self.stops["overlap"] += 1  # the check below, on its unrefined rows: refining
                 continue  # and pruning keep it inside the rows of the better findings
             if self.refiner is not None and self._noise_tail(entry):
@@ -163,7 +166,8 @@ class Beam(Pruning):
                 continue
             seen.add(key)
             members = self.members(cuts)
-            if members.size < self.min_rows:
+            if members.size < self.min_rows or (members.size < self.regular_rows and self.scores(
+                    [cuts])[0, 0] < self.small_z):
                 self.stops["small"] += 1
                 continue
             accepted, added = self._admitted(accepted, cuts, members)
@@ -185,14 +189,16 @@ class Beam(Pruning):
         refiner = self.refiner or self  # cut points on a subset of the rows, at 10^6
         refined = refiner.refine(cuts)
         cuts = self.prune(refined)
-        grew = False
-        if cuts and len(cuts) < len(refined):  # re-choose those left (none left: weak)
+        dropped = bool(cuts) and len(cuts) < len(refined)
+        if dropped:  # re-choose those left (none left: weak)
             cuts = refiner.refine(cuts)
-            if grow:  # the strongest candidates (examined first) only
-                grew = True
-                grown = self.grow(cuts)
-                if grown != cuts:
-                    cuts = self.prune(grown)
+        # grown when a condition was dropped, or when the beam's depth was reached (depth by
+        # evidence: past max_conditions only through grow's out-of-fold tests)
+        grew = bool(grow and cuts and (dropped or len(cuts) >= self.max_conditions))
+        if grew:  # the strongest candidates (examined first) only
+            grown = self.grow(cuts)
+            if grown != cuts:
+                cuts = self.prune(grown)
         return cuts, grew
 
     def _admitted(self, accepted: list[tuple[Node, np.ndarray]], cuts: tuple[Cut, ...],
@@ -201,7 +207,7 @@ class Beam(Pruning):
 
         It folds into an accepted finding it overlaps (Jaccard above
         ``rules.jaccard_fold``) that ranks at least as high, or
-        whose rows explain its deviation (:meth:`_explained`); it replaces the overlapping ones
+        whose rows explain its deviation (:meth:`explained`); it replaces the overlapping ones
         that rank lower (even when it then folds), and the weaker findings whose deviation lies
         in its rows fold into it.
         """
@@ -215,11 +221,11 @@ class Beam(Pruning):
         if same:  # a better version of accepted findings (their pool entry ranked higher)
             self.stops["overlap"] += len(same)
             accepted = [item for k, item in enumerate(accepted) if k not in same]
-        if self._explained(members, z, [o for n, o in accepted if n.z >= z]):
+        if self.explained(members, z, [o for n, o in accepted if n.z >= z]):
             self.stops["overlap"] += 1
             return accepted, False  # most of its deviation lies in better findings' rows
         keep = [(n, o) for n, o in accepted
-                if n.z >= z or not self._explained(o, n.z, [members])]
+                if n.z >= z or not self.explained(o, n.z, [members])]
         self.stops["overlap"] += len(accepted) - len(keep)
         # weaker findings whose deviation lies in its rows fold into it
         return [*keep, (Node(cuts, z, float(mean), members.size), members)], True
@@ -244,7 +250,7 @@ class Beam(Pruning):
         then pruned: ``benchmarks/search_rules.md``).
         """
         cuts = self.prune(self.refine(node.cuts))
-        if cuts and len(cuts) < self.max_conditions:
+        if cuts and len(cuts) < self.depth:
             grown = self.grow(cuts)
             if grown != cuts:
                 cuts = self.prune(grown)
@@ -252,7 +258,8 @@ class Beam(Pruning):
             return node, members
         found = self.members(cuts)
         z, _, _, mean = self.scores([cuts])[0]
-        if found.size < self.min_rows or not z > node.z:
+        if found.size < self.min_rows or not z > node.z or (
+                found.size < self.regular_rows and z < self.small_z):
             return node, members
         return Node(cuts, float(z), float(mean), found.size), found
 

@@ -1,4 +1,32 @@
-r"""The guided search for the worst subpopulations, confirmed on held-out rows."""
+r"""The guided search for the worst subpopulations, confirmed on held-out rows.
+
+Score: :math:`D/\sigma` of each candidate over its members in score order, eq. (2) over
+eq. (5) of [1] (Appendix C eq. (6) for real-valued responses), by the core's evaluator.
+Conditions, on every covariate and on the score itself (``score >= 0.6``: "where the model
+says 0.6 or more"): numeric thresholds and bands at 63 quantile cuts, refined between them;
+``is missing``; every single level of a nominal scored exactly, and a level set only when
+it beats its best single level out of fold by a margin growing with its size
+(:mod:`mcviz.search._screen`). A beam of width 16 (half under-, half over-predicted) adds
+one condition per level, the best cut of each covariate in the node's rows (a first one only
+if it raises D/sigma materially); the best candidates are refined, pruned out of fold, grown
+and folded (:mod:`mcviz.search._beam`, :func:`_finish`); a finding that reached
+``max_conditions`` may grow to ``RULES.max_depth`` conditions by evidence; the search looks again
+among the search rows outside its findings (:func:`_look_again`); groups smaller than
+``min_share`` are searched when their effect could be confirmed at their size
+(:func:`_small_groups`); memory O(n + candidates).
+
+Confirmation: each finding's held-out :math:`D/\sigma`, its p-value and Holm's adjustment
+over the findings reported (no held-out label reaches the split, the findings or their
+number: no adjustment for the candidates searched; listed by held-out evidence); effects
+are held-out weighted means of R - S with 95% intervals (MDE:
+:func:`~mcviz.search._confirm.minimum_detectable_effect`). The p-value is P(range of standard
+Brownian motion > it); small held-out groups of binary responses, where that tail is
+anti-conservative at extreme scores, get a simulated p-value of the same statistic under
+labels drawn Bernoulli(score) (:func:`~mcviz.search._confirm.holdout_p_values`).
+
+References: I. Guy, D. Haimovich, F. Linder, N. Okati, L. Perini, N. Tax, M. Tygert, "Measuring
+multi-calibration", 2025; eqs. (1), (2), (5), Appendix C eq. (6).
+"""
 
 from __future__ import annotations
 
@@ -14,9 +42,10 @@ from mcviz.core import Evaluator
 from mcviz.core.sigma import pooled_response_variance
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.search._beam import Beam, Node
+from mcviz.search._beam import Beam, Node, jaccard
 from mcviz.search._columns import prepare_columns, round_cut
 from mcviz.search._confirm import (
+    detectable_drift,
     effect,
     holdout_p_values,
     holm,
@@ -340,10 +369,13 @@ def search_subpopulations(
     covariates : sequence of str, optional
         Covariates to describe subpopulations by (default: all).
     max_conditions : int, default 3
-        Conditions per finding at most (a band ``a <= x < b`` counts as one).
+        Depth of the beam (a band ``a <= x < b`` counts as one condition); a finding may grow
+        past it to ``RULES.max_depth`` when each added condition passes the pruning tests.
     n_findings : int, default 5
     min_share : float, default 0.005
-        Smallest share of the searched rows a finding may hold (and at least 20 rows).
+        Smallest share of the searched rows a finding may hold (and at least 20 rows); at the
+        default or below, smaller groups when their effect could be confirmed
+        (:func:`_small_groups`).
     holdout : float, default 0.3
         Share of the rows held out (a random share of every 20 consecutive rows in score
         order); the search sees the rest. Why 0.3: :func:`~mcviz.search._confirm.split_rows`.
@@ -358,39 +390,14 @@ def search_subpopulations(
     Returns
     -------
     SearchResult
-
-    Raises
-    ------
-    ValidationError
-        Unknown covariates, invalid parameters, too few rows, or an estimate above the
-        budget (the message says what to change).
+        ValidationError is raised for unknown covariates, invalid parameters, too few rows or
+        an estimate above the budget (the message says what to change).
 
     Notes
     -----
-    Score: :math:`D/\sigma` of each candidate over its members in score order, eq. (2) over
-    eq. (5) of [1] (Appendix C eq. (6) for real-valued responses), by the core's evaluator.
-    Conditions, on every covariate and on the score itself (``score >= 0.6``: "where the model
-    says 0.6 or more"): numeric thresholds and bands at 63 quantile cuts, refined between them;
-    ``is missing``; every single level of a nominal scored exactly, and a level set only when
-    it beats its best single level out of fold by a margin growing with its size
-    (:mod:`mcviz.search._screen`). A beam of width 16 (half under-, half over-predicted) adds
-    one condition per level, the best cut of each covariate in the node's rows (a first one only
-    if it raises D/sigma materially); the best candidates are refined, pruned out of fold, grown
-    and folded (:mod:`mcviz.search._beam`, :func:`_finish`); memory O(n + candidates).
-
-    Confirmation: each finding's held-out :math:`D/\sigma`, its p-value and Holm's adjustment
-    over the findings reported (no held-out label reaches the split, the findings or their
-    number: no adjustment for the candidates searched; listed by held-out evidence); effects
-    are held-out weighted means of R - S with 95% intervals (MDE:
-    :func:`~mcviz.search._confirm.minimum_detectable_effect`). The p-value is P(range of standard
-    Brownian motion > it); small held-out groups of binary responses, where that tail is
-    anti-conservative at extreme scores, get a simulated p-value of the same statistic under
-    labels drawn Bernoulli(score) (:func:`~mcviz.search._confirm.holdout_p_values`).
-
-    References
-    ----------
-    .. [1] I. Guy, D. Haimovich, F. Linder, N. Okati, L. Perini, N. Tax, M. Tygert, "Measuring
-       multi-calibration", 2025; eqs. (1), (2), (5), Appendix C eq. (6).
+    How candidates are made, searched and confirmed: the module's docstring
+    (:mod:`mcviz.search._find`); D/sigma is eq. (2) over eq. (5) (Appendix C eq. (6)) of Guy et
+    al., "Measuring multi-calibration", 2025.
 
     Examples
     --------
@@ -409,37 +416,74 @@ def search_subpopulations(
     names = _check(pred, covariates, max_conditions, n_findings, min_share, holdout, seed)
     check(search_estimate(pred.n, len(names), max_conditions=int(max_conditions),
                           holdout=float(holdout)), budget)
-    rng = np.random.default_rng(int(seed))
-    search_rows, holdout_rows, rank = split_rows(pred, holdout, rng,
+    search_rows, holdout_rows, rank = split_rows(pred, holdout, np.random.default_rng(int(seed)),
                                                  max_search=RULES.max_search_rows)
     holdout_rows.flags.writeable = False
     columns, notes = _columns(pred, names, search_rows, holdout_rows)
     data = _data(pred, (rank % 2).astype(bool), (search_rows, holdout_rows))
     min_rows = max(RULES.min_rows, int(np.ceil(min_share * search_rows.size)))
+    small = _small_groups(min_share, search_rows.size, holdout_rows.size, int(n_findings))
 
     def report(fraction: float, text: str) -> None:
         if progress is not None:
             progress(0.9 * fraction, text)
 
-    beam = Beam(data, columns, search_rows, min_rows, report, rules=RULES)
+    beam = Beam(data, columns, search_rows, min_rows, report, rules=RULES, small=small)
     beam.run(int(max_conditions))
-    found = _finish(beam, rank, int(n_findings), min_share, int(seed))
+    found = _look_again(beam, _finish(beam, rank, int(n_findings), min_share, int(seed)), rank,
+                        int(n_findings), min_share, int(seed), holdout_rows.size)
     if progress is not None:
         progress(0.9, "confirming on held-out rows")
     findings, subs = _confirm(pred, data, columns, found, holdout_rows, int(seed), search_rows)
     notes += _shortfall(findings, int(n_findings), beam.stops, min_rows)
-    mde = _mde(pred, data, holdout_rows.size, int(n_findings))
     notice, names = " ".join(notes) or None, tuple(c.name for c in columns)
     sub_set = SubpopulationSet(subpopulations=(full_population(pred), *subs), notice=notice,
                                seed=int(seed), min_size=min_rows, n_requested=int(n_findings),
                                covariates=names, n_paths=0, source="searched")
     if progress is not None:
         progress(1.0, "done")
-    return SearchResult(findings=tuple(findings), subpopulations=sub_set, mde=mde, n=pred.n,
+    return SearchResult(findings=tuple(findings), subpopulations=sub_set,
+                        mde=_mde(pred, data, holdout_rows.size, int(n_findings)), n=pred.n,
                         n_search=search_rows.size, n_holdout=holdout_rows.size,
                         max_conditions=int(max_conditions), holdout=float(holdout), seed=int(seed),
                         candidates_scored=beam.screened, seconds=time.perf_counter() - started,
                         covariates=names, notice=notice, holdout_index=holdout_rows)
+
+
+def _small_groups(min_share: float, n_search: int, n_holdout: int,
+                  n_findings: int) -> tuple[int, float] | None:
+    r"""Return the floor and D/sigma of small groups, below ``min_share`` (None: none searched).
+
+    With the default ``min_share`` or a smaller one, groups of down to
+    :math:`\max(` ``RULES.small_rows``, ``RULES.small_share`` of the search rows:math:`)` are
+    searched -- but a candidate of fewer rows than ``min_share`` asks is kept only when its
+    effect could be confirmed at its size: its D/sigma on the :math:`n_s` search rows,
+    :math:`z`, predicts :math:`z\sqrt{n_h/n_s}` on the :math:`n_h` held-out rows (the same
+    shift, :math:`n_h/n_s` as many rows), which must reach the drift :math:`\mu^*` that the
+    minimum detectable effect is built on (:func:`~mcviz.search._confirm.detectable_drift` at
+    Holm's first level ``alpha / n_findings``, 80% power): :math:`z \ge \mu^* \sqrt{n_s/n_h}`
+    (5.5 at the defaults). That is, the candidate's mean shift is at least the MDE at its share
+    (:func:`~mcviz.search._confirm.minimum_detectable_effect`). A group too small for its
+    effect to be confirmed is not searched, so it cannot crowd out one that can; every small
+    group reported is still confirmed on its held-out rows (simulated p-values below
+    ``RULES.simulate_below``), so the false-find rate is that of the held-out test.
+    A larger ``min_share`` is the user's floor: no smaller group is searched.
+    """
+    if min_share > SearchSettings.min_share or n_holdout == 0:
+        return None
+    floor = max(RULES.small_rows, int(np.ceil(RULES.small_share * n_search)))
+    return floor, _detectable_z(n_search, n_holdout, n_findings)
+
+
+def _detectable_z(n_search: int, n_holdout: int, n_findings: int) -> float:
+    r"""D/sigma on the search rows whose held-out counterpart reaches the MDE's drift.
+
+    :math:`\mu^* \sqrt{n_s / n_h}` (:func:`_small_groups`); infinite with no held-out rows.
+    """
+    if n_holdout == 0:
+        return float("inf")
+    mu = detectable_drift(RULES.alpha / max(n_findings, 1), 0.8)
+    return float(mu * np.sqrt(n_search / n_holdout))
 
 
 def _finish(beam: Beam, rank: np.ndarray, n_findings: int, min_share: float,
@@ -467,11 +511,60 @@ def _finish(beam: Beam, rank: np.ndarray, n_findings: int, min_share: float,
         rng = np.random.default_rng([int(seed), 1])  # independent of the split's draws
         rows = subsample_rows(rank, beam.rows, RULES.finish_rows, rng)
         min_rows = max(RULES.min_rows, int(np.ceil(min_share * rows.size)))
-        beam.refiner = Beam(beam.data, beam.columns, rows, min_rows, None, rules=RULES)
+        small = None if beam.min_rows == beam.regular_rows else (  # the same share of the subset
+            max(RULES.min_rows, int(beam.min_rows * rows.size / beam.rows.size)), beam.small_z)
+        beam.refiner = Beam(beam.data, beam.columns, rows, min_rows, None, rules=RULES,
+                            small=small)
     found = beam.findings(n_findings)
     if beam.refiner is not None:
         beam.screened += beam.refiner.screened
     return found
+
+
+def _look_again(beam: Beam, found: list[tuple[Node, np.ndarray]], rank: np.ndarray,
+                n_findings: int, min_share: float, seed: int,
+                n_holdout: int) -> list[tuple[Node, np.ndarray]]:
+    r"""Return the findings and those of a second search among the search rows outside them.
+
+    A deviation that a finding does not explain can still be hidden by it: the search's first
+    conditions must raise D/sigma over *all* the search rows, whose own deviation the finding
+    carries (the second arm of a union -- ``kind in {k3, k7}`` or ``0.8 <= u < 0.9`` -- and a
+    second group of the opposite sign were not reported, issue #42). So when fewer than
+    ``n_findings`` were found, the beam runs again (the same depth and rules) on the search rows
+    in no finding; each finding of that search, its members and D/sigma taken again on all
+    the search rows, is added when its D/sigma could be confirmed (at least
+    :func:`_detectable_z`: the second look adds no lead that would only dilute Holm's
+    adjustment) unless it overlaps a finding (Jaccard above ``RULES.jaccard_fold``) or its
+    deviation lies in a better finding's rows
+    (:meth:`~mcviz.search._beam.Beam.explained`). Only search rows are read: the held-out
+    rows still decide, with Holm's adjustment over every finding reported, whether each is
+    confirmed (no held-out label chooses a finding or their number).
+    """
+    if not found or len(found) >= n_findings:
+        return found
+    outside = np.setdiff1d(beam.rows, np.concatenate([m for _, m in found]))
+    if outside.size < 2 * beam.regular_rows:
+        return found
+    small = None if beam.min_rows == beam.regular_rows else (beam.min_rows, beam.small_z)
+    tell = beam.progress
+    again = Beam(beam.data, beam.columns, outside, beam.regular_rows, None if tell is None else (
+        lambda fraction, text: tell(fraction, f"second look outside the findings: {text}")),
+        rules=RULES, small=small)
+    again.run(beam.max_conditions)
+    more = _finish(again, rank, n_findings - len(found), min_share, seed)
+    beam.screened += again.screened
+    detectable = _detectable_z(beam.rows.size, n_holdout, n_findings)
+    for node, _ in more:
+        members = beam.members(node.cuts)
+        z, _, _, mean = beam.scores([node.cuts])[0]
+        better = [m for n, m in found if n.z >= z]
+        if members.size < beam.min_rows or z < detectable or any(
+                jaccard(members, m) > RULES.jaccard_fold for _, m in found) or beam.explained(
+                members, float(z), better):
+            beam.stops["overlap"] = beam.stops.get("overlap", 0) + 1
+            continue
+        found.append((Node(node.cuts, float(z), float(mean), members.size), members))
+    return found[:n_findings]
 
 
 def _columns(pred: Predictions, names: list[str], search_rows: np.ndarray,

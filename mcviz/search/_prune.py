@@ -84,7 +84,7 @@ class Pruning(Refining):
         beam can reach a conjunction by a detour (a score band in place of the count that
         bounds the group); once the detour is pruned, this puts the missing condition in.
         """
-        while len(cuts) < self.max_conditions:
+        while len(cuts) < self.depth:  # past max_conditions by evidence only
             rows = self.members(cuts)
             if rows.size < 2 * self.min_rows:
                 break

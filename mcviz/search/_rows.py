@@ -67,9 +67,13 @@ class SearchRows:
 
     def __init__(self, data: Data, columns: list[Column], rows: np.ndarray, min_rows: int,
                  progress: Callable[[float, str], None] | None, *,
-                 rules: SearchRules = RULES):
+                 rules: SearchRules = RULES, small: tuple[int, float] | None = None):
         self.data, self.columns, self.rows = data, columns, rows
-        self.min_rows = min_rows
+        self.regular_rows = min_rows
+        """Candidates of fewer search rows are small: kept only with D/sigma >= :attr:`small_z`."""
+        self.min_rows, self.small_z = (min_rows, 0.0) if small is None else (
+            min(small[0], min_rows), float(small[1]))
+        """No candidate has fewer search rows (``small``'s floor when given)."""
         self.progress = progress
         self.rules = rules
         """The search's tuning constants (:class:`~mcviz.search.rules.SearchRules`)."""
@@ -87,6 +91,15 @@ class SearchRows:
         self.refiner: SearchRows | None = None
         """Another search over a subset of the rows that refines the candidates' cut points
         in :meth:`~mcviz.search._beam.Beam.findings` (None: this one)."""
+
+    @property
+    def depth(self) -> int:
+        """Return the conditions a finding may reach: past ``max_conditions`` by evidence.
+
+        Up to ``rules.max_depth``, each added condition passing the tests of
+        :meth:`~mcviz.search._prune.Pruning.grow` (in sample, out of fold, material).
+        """
+        return max(self.max_conditions, self.rules.max_depth)
 
     def _tell(self, fraction: float, text: str) -> None:
         if self.progress is not None:
@@ -181,6 +194,8 @@ class SearchRows:
                 self._scores.setdefault(key, row)  # exact: the same members as members()
                 if node.cuts and not z > node.z + gain:
                     continue
+                if size < self.regular_rows and z < self.small_z:
+                    continue  # a small group that could not be confirmed at its size
                 if pool and (key not in self.pool or self.pool[key].z < child.z):
                     self.pool[key] = child
                 children.append(child)  # members are not kept: O(n + candidates) memory

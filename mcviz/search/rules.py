@@ -99,6 +99,16 @@ class SearchRules:
     --big-n 1000000``. No test pins it yet:
     ``test_search_scale.py::test_grow_adds_only_conditions_that_pass_the_pruning_test_out_of_fold``
     exercises it but still passes with 1 (mutation check, 01:55 UTC)."""
+    max_depth: int = 5
+    """Conditions a finding may reach past ``max_conditions`` (depth by evidence): the beam
+    stops at ``max_conditions``, then :meth:`~mcviz.search._prune.Pruning.grow` adds a condition
+    to a finding that reached it only when it passes the pruning tests (:attr:`drop_t` in
+    sample, :attr:`drop_t_oof` out of fold unless :attr:`sure_t`, a :meth:`material` gain), up to
+    this many conditions. Protects: a four-condition group is found at the default depth 3
+    without the cost of a fourth beam level; an unrelated condition is added only as often as
+    the out-of-fold test lets one pass. Set by: ``bench_find.py --more four`` (0/15 at depth 3
+    before, issue #42 item 3) and the calibrated null. Test (exercises it):
+    ``test_search_more.py::test_four_conditions_are_found_at_the_default_depth``."""
     refine_passes: int = 2
     """Passes of the coordinate ascent over a finding's conditions
     (:meth:`~mcviz.search._refine.Refining.refine`). Protects: bounded work (most findings
@@ -143,6 +153,19 @@ class SearchRules:
     Protects: no finding of a handful of rows. Set by: none (a floor). Test (fails when it drifts:
     checked with 2 and 200):
     ``test_search_rules.py::test_a_search_needs_40_search_rows_and_a_finding_20``."""
+    small_rows: int = 100
+    """With :attr:`small_share`, the floor of small groups: below ``min_share`` (at its default
+    or below), groups of down to ``max(small_rows, small_share x search rows)`` are searched when
+    their D/sigma could reach the held-out level at their size
+    (:func:`~mcviz.search._find._small_groups`: their mean shift at least the MDE at their
+    share). Protects: a tiny group with a strong effect is found (0.3% of rows, own D/sigma 10:
+    0/15 before, issue #42 item 5); a group too small to be confirmed is not searched, and the
+    held-out test holds the false-find rate. Set by: ``bench_find.py --more tiny`` and the
+    calibrated null. Test (exercises it): ``test_search_more.py::test_a_tiny_group_is_found``."""
+    small_share: float = 0.001
+    """The share of the search rows in the floor of small groups (see :attr:`small_rows`).
+    Protects: as :attr:`small_rows`, at 10^6 rows and more. Set by: issue #42 (0.1%). Test
+    (exercises it): ``test_search_more.py::test_a_tiny_group_is_found``."""
     masks_cached: int = 32
     """Boolean masks over the search rows kept for reuse (one byte per search row each; the memory
     estimate counts them). Protects: memory within :func:`~mcviz.search.search_estimate`. Set

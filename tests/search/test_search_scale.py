@@ -299,7 +299,7 @@ def test_entries_explained_by_a_better_finding_are_folded_before_refining(monkey
     # outside them it does not deviate (the test a refined entry faces last)
     inside, planted_rows = beam.members(entries[1]), beam.members(entries[0])
     assert np.isin(inside, planted_rows).mean() < 0.5  # not mostly inside the planted rows
-    assert beam._explained(inside, float(scores[1, 0]), [planted_rows])
+    assert beam.explained(inside, float(scores[1, 0]), [planted_rows])
     beam.pool = {frozenset(c.key() for c in cuts): _beam.Node(cuts, float(z), float(mean), 0)
                  for cuts, (z, _, _, mean) in zip(entries, scores, strict=True)}
     refined = _record_refines(monkeypatch)
@@ -405,9 +405,9 @@ def test_above_finish_rows_fewer_entries_are_examined(monkeypatch):
         tell = _beam.Beam._tell
 
         def spy_tell(self, fraction, text):  # one "checking candidate k" per entry examined
-            if text.startswith("checking candidate"):
-                checked.append(text)
-            return tell(self, fraction, text)
+            if text.startswith("checking candidate") and self.rows.size == 28_000:
+                checked.append(text)  # the first search's (the second look outside its
+            return tell(self, fraction, text)  # findings, _find._look_again, has its own cap)
 
         monkeypatch.setattr(_beam.Beam, "_tell", spy_tell)
         result = search_subpopulations(pred, seed=3, n_findings=5)
