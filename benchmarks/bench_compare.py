@@ -33,6 +33,14 @@ Measured 2026-11-29 00:48-01:10 UTC (2-core machine shared by 8 developers, defa
     null: paired path by the average score, p < 0.05         200           0.055
     null: Brier difference interval excludes 0               200           0.050
 
+Re-measured 2026-11-29 04:38-05:05 UTC on the final code of lead8 (same command; the search
+changed under it: h39's sigma floor, h42a's level sets), one run per main commit:
+
+    main commit                          planted (need >= 13/15)   null confirmed (need <= 5%)
+    55d13ee (#43 done)                   14/15 (median 4.3 s)      7/200 = 0.035
+    46ed80e (+ #39 sigma floor)          14/15 (median 4.1 s)      7/200 = 0.035
+    5b4a848 (+ #42 level sets)           14/15 (median 11.7 s)     5/200 = 0.025 (CI .008-.057)
+
 The one miss (seed 0): the first regression was ``plan == basic and region not in {r1, r5,
 r6} and age >= 63`` (Jaccard 0.69, p_adj 3e-13): the search also cut two unrelated regions.
 At 30,000-40,000 rows (a first try) the regression's held-out p_adj was often above 0.01: a
