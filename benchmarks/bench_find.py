@@ -647,11 +647,14 @@ def main() -> None:
                         help="only pysubgroup, on these draws (e.g. 0-4) of --shapes: JSON lines")
     args = parser.parse_args()
     if args.more:
-        from find_more import ALL, more_table, null_30
+        from find_more import ALL, levels_oracle, more_table, null_30
 
         names = list(ALL) if args.more == "all" else [s for s in args.more.split(",") if s]
         if args.draws:
             more_table(names, args.n, args.draws, args.more_start)
+            for name, target in (("levels25", 13.0), ("levels25_d30", 30.0)):
+                if name in names:
+                    levels_oracle(args.n, args.draws, args.more_start, target)
         if args.null_draws:
             null_30(args.null_n, args.null_draws, args.null_start)
         return

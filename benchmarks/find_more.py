@@ -19,13 +19,17 @@ import numpy as np
 
 from mcviz import load_predictions
 from mcviz.search import search_subpopulations
-from shapes_more import MORE_SHAPES, MORE_TEXT, calibrated_30, shaped_more
+from shapes_more import (MERCHANT_SET, MERCHANTS, MORE_SHAPES, MORE_TEXT, calibrated_30,
+                         shaped_more)
 
-VARIANTS = {"codes_declared": ("codes", ("code",), {}),
-            "four_depth4": ("four", (), {"max_conditions": 4})}
-"""Extra rows: a shape run with covariates declared nominal, or with other search settings."""
+VARIANTS = {"codes_declared": ("codes", ("code",), {}, {}),
+            "four_depth4": ("four", (), {"max_conditions": 4}, {}),
+            "levels25_d30": ("levels25", (), {}, {"target": 30.0})}
+"""Extra rows: a shape run with covariates declared nominal, other search settings, or another
+planted strength (the generator's keywords)."""
 TEXT = MORE_TEXT | {"codes_declared": MORE_TEXT["codes"] + ", --nominal code",
-                    "four_depth4": MORE_TEXT["four"] + ", --max-conditions 4"}
+                    "four_depth4": MORE_TEXT["four"] + ", --max-conditions 4",
+                    "levels25_d30": MORE_TEXT["levels25"] + ", own D/sigma 30"}
 
 
 def _load(frame, nominal=()):
@@ -62,8 +66,8 @@ def recovery(groups: list[np.ndarray], found: list[np.ndarray], p: list[float],
 
 def more_draw(name: str, n: int, seed: int) -> dict:
     """One draw of one shape (or variant): the search's recovery."""
-    shape, nominal, options = VARIANTS.get(name, (name, (), {}))
-    frame, first, second = shaped_more(n, shape, seed)
+    shape, nominal, options, planted = VARIANTS.get(name, (name, (), {}, {}))
+    frame, first, second = shaped_more(n, shape, seed, **planted)
     pred = _load(frame, nominal)
     groups = [np.flatnonzero(m[pred.row]) for m in (first, second) if m.any()]
     cpu = time.process_time()
@@ -95,6 +99,46 @@ def more_table(names: list[str], n: int, draws: int, first_seed: int = 0) -> Non
               f"| {np.median([r['j'] for r in rows]):.2f} "
               f"| {np.median([r['p'] for r in rows]):.2g} "
               f"| {np.median([r['s'] for r in rows]):.1f} |", flush=True)
+
+
+def levels_oracle(n: int, draws: int, first_seed: int = 0, target: float = 13.0) -> None:
+    """What any level ranking can reach on ``levels25``: the best Jaccard of a prefix set.
+
+    On each draw's search rows (the split the search makes with the draw's seed) the merchants
+    are ordered by their own D/sigma there, :math:`\\sum(R-S)/\\sqrt{\\sum S(1-S)}`, and the
+    Jaccard index with the planted rows (search rows) of every prefix is computed knowing the
+    truth; the table gives the best over prefixes (an oracle's choice of the size), and how many
+    of the 25 true levels are among the first 25. A search that ranks levels by their rows cannot
+    do better than an oracle that also knows where to stop.
+    """
+    from mcviz.search._confirm import split_rows
+    from mcviz.search.rules import RULES
+    from mcviz.settings import SearchSettings
+
+    best, top = [], []
+    for seed in range(first_seed, first_seed + draws):
+        frame, first, _ = shaped_more(n, "levels25", seed, target=target)
+        pred = _load(frame)
+        search, _, _ = split_rows(pred, SearchSettings.holdout, np.random.default_rng(seed),
+                                  max_search=RULES.max_search_rows)
+        rows = pred.row[search]
+        codes = frame["merchant"].cat.codes.to_numpy()[rows]
+        s = frame["score"].to_numpy()[rows]
+        d = np.bincount(codes, frame["label"].to_numpy()[rows] - s, MERCHANTS)
+        v = np.bincount(codes, s * (1 - s), MERCHANTS)
+        size = np.bincount(codes, minlength=MERCHANTS)
+        truth = np.zeros(MERCHANTS, dtype=bool)
+        truth[list(MERCHANT_SET)] = True
+        order = np.argsort(-np.where(v > 0, d / np.sqrt(np.where(v > 0, v, 1)), -np.inf),
+                           kind="stable")[:200]
+        common = np.cumsum(size[order] * truth[order])
+        union = size[truth].sum() + np.cumsum(size[order] * ~truth[order])
+        best.append(float((common / union).max()))
+        top.append(int(truth[order[:25]].sum()))
+    print(f"levels25 oracle (own D/sigma {target:g}, n = {n:,}, seeds {first_seed}-"
+          f"{first_seed + draws - 1}): best prefix Jaccard median {np.median(best):.2f}, "
+          f"max {max(best):.2f}, draws >= 0.8: {sum(b >= 0.8 for b in best)}/{draws}; true "
+          f"levels among the first 25: median {np.median(top):.0f}", flush=True)
 
 
 def null_30(n: int, draws: int, start: int = 0) -> None:

@@ -159,7 +159,7 @@ def findings_table(result: Any) -> pd.DataFrame:
     return pd.DataFrame({
         "held-out D/σ before": list(result.before.findings_kuiper_z),
         "held-out D/σ after": list(result.after.findings_kuiper_z),
-        "confirmed on the fit rows": ["yes" if c else "no" for c in result.confirmed],
+        "confirmed (fit rows)": ["yes" if c else "no" for c in result.confirmed],
         "finding": list(result.findings),
     })
 

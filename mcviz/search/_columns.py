@@ -46,6 +46,9 @@ class Column:
         For datetime covariates: the time zone (``is_datetime`` True).
     is_score : bool
         The score itself (conditions such as ``score >= 0.6``: where the model says 0.6+).
+    ranges : Column or None
+        For the level view of a whole-number column (:func:`integer_levels`): the column as
+        ranges (its sets must beat the best range, :func:`~mcviz.search._screen.screen_column`).
     """
 
     name: str
@@ -59,6 +62,7 @@ class Column:
     is_datetime: bool = False
     datetime_tz: object = None
     is_score: bool = False
+    ranges: Column | None = None
 
     def value(self, key: float) -> object:
         """Return the condition value of a numeric key (a Timestamp for datetimes)."""
@@ -79,7 +83,7 @@ def prepare_columns(
     The covariates are read as numpy arrays (:meth:`~mcviz.io.Predictions.covariate_columns`:
     from a Parquet file without pandas when it can, else from the DataFrame; the same values).
     """
-    columns, left_out = [], []
+    columns, left_out, codes = [], [], []
     values = pred.covariate_columns(names)
     for name in names:
         value = values[name]
@@ -90,10 +94,39 @@ def prepare_columns(
             columns.append(_nominal(name, value))
         else:
             columns.append(_numeric(name, value, search_rows))
+            view = integer_levels(columns[-1])
+            if view is not None:
+                codes.append(view)
     if pred.score_column not in pred.covariate_kinds:  # score bands: "where the model says"
         columns.append(_numeric_keys(pred.score_column, np.asarray(pred.score, dtype=float),
                                      search_rows, is_score=True))
-    return columns, left_out
+    return columns + codes, left_out
+
+
+def integer_levels(column: Column) -> Column | None:
+    """The level view of a whole-number column of few values, or None.
+
+    A numeric column whose values over all rows are whole numbers, 3 to ``RULES.code_levels``
+    of them, is cut at every value (``RULES.distinct_bins`` is larger), so its bin codes are
+    level codes: the view shares them (no copy) and names each level by its number; the search
+    then offers ``code in {3, 11, 19}`` beside ``code >= 3`` (the held-out test judges the
+    finding). Datetimes and the score are never viewed so; the two views are one covariate
+    (a finding uses one of them, :meth:`~mcviz.search._rows.SearchRows.expand`).
+    """
+    if column.is_datetime or column.is_score or column.edges is None:
+        return None
+    bins = column.n_codes - 1
+    if not 3 <= bins <= RULES.code_levels or column.edges.size != bins - 1:
+        return None
+    present = ~np.isnan(column.keys)
+    first = column.keys[present].min() if present.any() else np.nan
+    values = np.concatenate(([first], column.edges))
+    if not np.all(values == np.round(values)):
+        return None
+    if not np.array_equal(values.take(column.codes[present]), column.keys[present]):
+        return None  # a value of a held-out row is not one of the search rows' values
+    return Column(column.name, "nominal", column.codes, column.n_codes, None, None,
+                  tuple(int(v) for v in values), column.has_missing, ranges=column)
 
 
 def _nominal(name: str, value: CovariateColumn) -> Column:
@@ -252,7 +285,8 @@ class Cut:
         chosen = [column.levels[c] for c in sorted(self.levels)]
         if len(chosen) == 1:
             return (Condition(name, "==", chosen[0]),)
-        others = [v for c, v in enumerate(column.levels) if c not in set(self.levels)]
+        chosen_codes = set(self.levels)
+        others = [v for c, v in enumerate(column.levels) if c not in chosen_codes]
         if not column.has_missing and len(others) < len(chosen):  # "not in" would add missing
             if len(others) == 1:
                 return (Condition(name, "!=", others[0]),)

@@ -436,7 +436,7 @@ def search_subpopulations(
         progress(0.9, "confirming on held-out rows")
     findings, subs = _confirm(pred, data, columns, found, holdout_rows, int(seed), search_rows)
     notes += _shortfall(findings, int(n_findings), beam.stops, min_rows)
-    notice, names = " ".join(notes) or None, tuple(c.name for c in columns)
+    notice, names = " ".join(notes) or None, tuple(dict.fromkeys(c.name for c in columns))
     sub_set = SubpopulationSet(subpopulations=(full_population(pred), *subs), notice=notice,
                                seed=int(seed), min_size=min_rows, n_requested=int(n_findings),
                                covariates=names, n_paths=0, source="searched")

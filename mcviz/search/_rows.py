@@ -170,10 +170,10 @@ class SearchRows:
         """
         rows = node.rows
         block, n_blocks = block_ids(self.data, rows)
-        used = {cut.column for cut in node.cuts}
+        used = {self.columns[cut.column].name for cut in node.cuts}  # one covariate, two views
         children = []
         for j, column in enumerate(self.columns):
-            if j in used:
+            if column.name in used:
                 continue
             codes = column.codes[rows]  # gathered once: the screen and the masks read it
             screened, count = screen_column(

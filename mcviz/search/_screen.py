@@ -404,7 +404,13 @@ def _level_z(data: Data, rows: np.ndarray, order: np.ndarray, sizes: np.ndarray,
 
 def _screen_nominal(data: Data, rows, block, n_blocks: int, codes, column: Column, j: int,
                     *, min_rows: int, keep: int) -> tuple[list[Screened], int]:
-    """Every level exactly, ``is missing``, and the level sets."""
+    """Every level exactly, ``is missing``, and the level sets.
+
+    On the level view of a whole-number column (``column.ranges``) a level set is kept only when
+    its out-of-fold D/sigma beats the coarse in-sample D/sigma of every range of the column in
+    the node: numbers are read as ranges unless a set of codes is clearly better (a band of ages
+    is not replaced by a subset of its ages).
+    """
     n_codes = column.n_codes
     missing_code = n_codes - 1
     order, present, sizes = _level_order(codes, n_codes)
@@ -420,25 +426,79 @@ def _screen_nominal(data: Data, rows, block, n_blocks: int, codes, column: Colum
     chosen = _best(z, sizes, single, rows.size, min_rows, keep)
     observed = present[present != missing_code]
     if observed.size >= 3:
-        chosen += _level_sets(data, rows, block, n_blocks, codes, column, j, observed,
-                              count, min_rows=min_rows)
+        sets = _level_sets(data, rows, block, n_blocks, codes, column, j, observed, count,
+                           min_rows=min_rows)
+        if sets and column.ranges is not None:  # codes: a set must beat every range
+            weighted, variance, _ = data.at(rows)
+            ranges = _screen_numeric(*_code_sums(codes, n_codes, block, n_blocks, weighted,
+                                                 variance), column.ranges, j)
+            usable = (ranges[1] >= min_rows) & (ranges[1] < rows.size)
+            best_range = float(ranges[0][usable].max()) if usable.any() else -np.inf
+            sets = [s for s in sets if s.z > best_range]
+        chosen += sets
     return chosen, int(present.size + 2 * observed.size)
 
 
 def level_priority(sums: np.ndarray, variance: np.ndarray, v0: float,
                    sign: float) -> np.ndarray:
-    r"""Return the order in which levels join a set (largest first).
+    r"""Return the order in which levels join a set (largest first): the shrunken shift.
 
-    :math:`\pm\sum W(R-S) / \sqrt{\sum S(1-S)W^2 + v_0}`: each level's own D/sigma-like
-    drift, shrunk for tiny levels by :math:`v_0` (the variance of ``min_rows`` average rows): a
-    large level with a real shift leads, a tiny level with an extreme mean (noise) does not.
+    A level :math:`l` with drift :math:`d_l = \sum W(R-S)` and variance
+    :math:`v_l = \sum S(1-S)W^2` over its rows. If the model's log-odds are off by
+    :math:`\theta_l` on the level, :math:`E[R-S] \approx \theta_l S(1-S)` row by row, so
+    :math:`d_l \mid \theta_l \sim N(\theta_l v_l, v_l)` (unweighted rows; with weights the same
+    with :math:`W`). With the prior :math:`\theta_l \sim N(0, 1/v_0)` the posterior mean is
+
+    .. math:: \hat\theta_l = d_l / (v_l + v_0),
+
+    the level's drift per unit variance shrunk toward 0 by its variance: a large level keeps its
+    mean residual, a level of a few rows (:math:`v_l \ll v_0`) is pulled to 0 in proportion, so an
+    extreme mean of three rows does not lead. Why the order of :math:`\hat\theta`: the set
+    :math:`S` maximising the expected :math:`D/\sigma \approx \sum_S d_l / \sqrt{\sum_S v_l}`
+    (a set's whole-path drift over its deviation) with :math:`E[d_l] = \hat\theta_l v_l` is a
+    prefix of that order -- adding :math:`l` to :math:`(A, B) = (\sum d, \sum v)` raises
+    :math:`A/\sqrt B` iff :math:`\hat\theta_l v_l / v_l` exceeds a threshold that depends on
+    :math:`(A, B)` only (to first order :math:`A/(2B)`), so the optimum holds every level above
+    a cut of :math:`\hat\theta` and none below (an exchange argument). The prior's precision
+    :math:`v_0` is the callers' (:func:`prior_precision`). ``sign``: +1 for observed above
+    predicted, -1 below.
     """
-    return sign * sums / np.sqrt(variance + v0)
+    return sign * sums / (variance + v0)
 
 
-def _set_path(table: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """Block-end paths of the prefix sets of ``order`` (row k: the first k + 1 levels)."""
-    return np.cumsum(np.cumsum(table[order], axis=1), axis=0)
+def prior_precision(variance: np.ndarray) -> float:
+    r"""Return :math:`v_0` of :func:`level_priority`: the median variance of the levels present.
+
+    The prior :math:`\theta_l \sim N(0, 1/v_0)` says a typical level's own shift is about one of
+    its standard errors (:math:`\theta\sqrt{v_{\text{med}}} \approx 1`): a level smaller than
+    the typical one is shrunk by more than half, a larger one less. The median, not a moment
+    estimate of :math:`\tau^2`: a sparse shift (25 of 5,000 levels) hardly moves a moment
+    estimate, which the largest levels' noise sets (``benchmarks/bench_find.py --more levels25``
+    measured the orders: this one ranks as many true levels first as the plain z and leads to
+    sets of fewer noise levels).
+    """
+    present = variance[variance > 0]
+    return float(np.median(present)) if present.size else 1.0
+
+
+def _prefix_paths(codes: np.ndarray, order: np.ndarray, n_codes: int, block: np.ndarray,
+                  n_blocks: int, weighted: np.ndarray,
+                  keep: np.ndarray | None = None) -> np.ndarray:
+    """Block-end paths of the prefix sets of ``order`` (row k: the first k + 1 levels).
+
+    Only the rows of the levels in ``order`` (and ``keep``, a row mask) are summed, into a table
+    of ``len(order)`` x ``n_blocks``: memory O(rows + levels + len(order) x blocks) whatever the
+    number of levels (never levels x blocks).
+    """
+    rank = np.full(n_codes, -1, dtype=np.intp)
+    rank[order] = np.arange(order.size)
+    ranks = rank.take(codes)
+    if keep is not None:
+        ranks[~keep] = -1
+    inside = np.flatnonzero(ranks >= 0)
+    index = ranks[inside] * n_blocks + block[inside]
+    table = np.bincount(index, weights=weighted[inside], minlength=order.size * n_blocks)
+    return np.cumsum(np.cumsum(table.reshape(order.size, n_blocks), axis=1), axis=0)
 
 
 def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j: int,
@@ -446,49 +506,53 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
                 min_rows: int) -> list[Screened]:
     r"""At most one level set per direction, chosen out of fold with a complexity penalty.
 
-    Levels are ordered by their shrunken mean residual
-    :math:`\sum W(R-S) / (\sum S(1-S)W^2 + v_0)` (:math:`v_0`: the variance of ``min_rows``
-    average rows, so a tiny level with an extreme mean does not lead); the best set of each size
-    :math:`k` is a prefix of that order (as for trees). The order is learnt on one fold of the
+    Levels are ordered by their shrunken shift :math:`d_l / (v_l + v_0)`
+    (:func:`level_priority`, :math:`v_0` by :func:`prior_precision`); the best set of each size
+    :math:`k` is a prefix of that order. The order is learnt on one fold of the
     node's rows (:attr:`Data.parity`) and the prefix sets scored (coarse D/sigma at block ends)
     on the other, both ways: :math:`z_{\text{oof}}(k) = (z_{A\to B}(k) + z_{B\to A}(k))/\sqrt 2`.
     The size is :math:`k^* = \arg\max_k z_{\text{oof}}(k) - 0.75\log_2 k`: a penalty for
     complexity, so a set of :math:`k` levels must beat its best single level by
     :math:`0.75\log_2 k` and each smaller set of :math:`j` levels by :math:`0.75\log_2(k/j)`
     out of fold (noise levels lower the out-of-fold score in expectation, so a set of noise
-    levels cannot outrank a real one-level group). When :math:`k^* \ge 2` the set is the first
-    :math:`k^*` levels in the order of all the node's rows. ``count``: rows per code.
+    levels cannot outrank a real one-level group); :math:`k` ranges over the sizes whose set (the
+    first :math:`k` levels in the order of all the node's rows) holds at least ``min_rows`` rows,
+    so a true set of many small levels is not lost because its best out-of-fold size fell below
+    the minimum. When :math:`k^* \ge 2` that set is the candidate. ``count``: rows per code. Per-level
+    sums are bincounts over the level codes and the paths are built for the first
+    ``RULES.max_set_levels`` levels only (:func:`_prefix_paths`): memory O(rows + levels).
     """
     n_codes = column.n_codes
     weighted, row_variance, parity = data.at(rows)
-    code_fold = codes * 2 + parity  # codes of (level, fold), computed once for both tables
-    table, variance, _ = _code_sums(code_fold, n_codes * 2, block, n_blocks, weighted,
-                                    row_variance, count=False)
-    table, variance = table.reshape(n_codes, 2, n_blocks), variance.reshape(n_codes, 2)
-    v0 = min_rows * float(variance.sum()) / max(rows.size, 1)
-    sums = table.sum(axis=2)  # (codes, folds)
+    code_fold = codes.astype(np.intp) * 2 + parity
+    sums = np.bincount(code_fold, weights=weighted, minlength=n_codes * 2).reshape(n_codes, 2)
+    variance = np.bincount(code_fold, weights=row_variance,
+                           minlength=n_codes * 2).reshape(n_codes, 2)
     top = min(observed.size - 1, RULES.max_set_levels)
+    folds = [parity == 0, None]
+    folds[1] = ~folds[0]
+    whole_variance = variance[observed].sum(axis=1)
     found = []
     for sign in (1.0, -1.0):
+        whole = level_priority(sums[observed].sum(axis=1), whole_variance,
+                               prior_precision(whole_variance), sign)
+        whole = observed[np.argsort(-whole, kind="stable")][:top]
+        sizes = np.cumsum(count[whole])  # the sets a size k* gives (on all the node's rows)
         oof = np.zeros(top)
         for fit, test in ((0, 1), (1, 0)):
+            v0 = prior_precision(variance[observed, fit])
             priority = level_priority(sums[observed, fit], variance[observed, fit], v0, sign)
             order = observed[np.argsort(-priority, kind="stable")][:top]
-            paths = _set_path(table[:, test, :], order)
+            paths = _prefix_paths(codes, order, n_codes, block, n_blocks, weighted, folds[test])
             oof += _z(_ranges(paths), np.cumsum(variance[order, test]))
         oof /= np.sqrt(2.0)
         penalised = oof - RULES.set_penalty * np.log2(np.arange(1, top + 1))
+        penalised[(sizes < min_rows) | (sizes >= rows.size)] = -np.inf  # usable sets only
         best_k = int(np.argmax(penalised)) + 1  # the first of equal maxima: the smaller set
-        if best_k < 2:
+        if best_k < 2 or not np.isfinite(penalised[best_k - 1]):
             continue
-        best = float(oof[best_k - 1])
-        whole = level_priority(sums[observed].sum(axis=1), variance[observed].sum(axis=1), v0,
-                               sign)
-        levels = observed[np.argsort(-whole, kind="stable")][:best_k]
-        size = int(count[levels].sum())
-        if min_rows <= size < rows.size:
-            found.append(Screened(float(best), Cut(j, "in", levels=tuple(sorted(
-                int(c) for c in levels))), size))
+        found.append(Screened(float(oof[best_k - 1]), Cut(j, "in", levels=tuple(sorted(
+            int(c) for c in whole[:best_k]))), int(sizes[best_k - 1])))
     return found
 
 
@@ -504,32 +568,38 @@ def best_level_prefix(data: Data, rows: np.ndarray, column: Column, j: int, unde
     :func:`_level_sets`, but in-sample on all the rows (the held-out confirmation judges the
     finding; halving the rows here lost the smallest true levels). A level joins only when its
     own drift there, :math:`\pm\sum W(R-S)/\sqrt{\sum S(1-S)W^2}`, is at least
-    :math:`\Phi^{-1}(1 - 1/(2L))` for :math:`L` levels present (the largest of :math:`L` noise
-    levels passes that with probability about 0.4), so a many-level nominal does not fill a
-    set with noise levels. A level set keeps at most
+    :math:`\Phi^{-1}(1 - t/L)` for :math:`L` levels present, :math:`t` = ``RULES.join_tail``
+    (about :math:`t` of :math:`L` noise levels pass), so a many-level nominal does not fill a
+    set with noise levels; a level that fails is passed over (a true level of a few rows that
+    fails does not end the set: of 25 true levels of 5,000 a prefix ended at the first failure
+    kept 16). The sums are bincounts over the level codes and the paths are built for the
+    joining levels only (:func:`_prefix_paths`): memory O(rows + levels). A level set keeps at most
     ``RULES.max_set_levels`` levels; None when no level is usable.
     """
     codes = column.codes[rows]
     n_codes = column.n_codes
     block, n_blocks = block_ids(data, rows)
     weighted, row_variance, _ = data.at(rows)
-    table, variance, count = _code_sums(codes, n_codes, block, n_blocks, weighted, row_variance)
+    wide = codes.astype(np.intp)
+    sums = np.bincount(wide, weights=weighted, minlength=n_codes)
+    variance = np.bincount(wide, weights=row_variance, minlength=n_codes)
+    count = np.bincount(wide, minlength=n_codes)
     observed = np.flatnonzero(count[:-1])  # the last code is missing: never in a set
     if observed.size == 0:
         return None
     sign = 1.0 if under else -1.0
-    v0 = min_rows * float(variance.sum()) / max(rows.size, 1)
-    sums = table[observed].sum(axis=1)
+    sums = sums[observed]
+    v0 = prior_precision(variance[observed])
     order = np.argsort(-level_priority(sums, variance[observed], v0, sign), kind="stable")
     own = _z(sign * sums, variance[observed])[order]  # each level's own drift there
-    order = observed[order][:RULES.max_set_levels]
-    z = _z(_ranges(_set_path(table, order)), np.cumsum(variance[order]))
+    joins = own >= NormalDist().inv_cdf(1.0 - RULES.join_tail / observed.size)
+    joins[0] = True  # the leader may be the set alone
+    order = observed[order][joins][:RULES.max_set_levels]
+    paths = _prefix_paths(codes, order, n_codes, block, n_blocks, weighted)
+    z = _z(_ranges(paths), np.cumsum(variance[order]))
     sizes = np.cumsum(count[order])
     penalised = z - RULES.prefix_penalty * np.log2(np.arange(1, order.size + 1))
-    joins = own[: order.size] >= NormalDist().inv_cdf(1.0 - RULES.join_tail / observed.size)
-    eligible = np.concatenate(([True], np.cumprod(joins[1:]).astype(bool)))
-    penalised = np.where((sizes >= min_rows) & (sizes < rows.size) & eligible, penalised,
-                         -np.inf)
+    penalised = np.where((sizes >= min_rows) & (sizes < rows.size), penalised, -np.inf)
     best = int(np.argmax(penalised))
     if not np.isfinite(penalised[best]):
         return None

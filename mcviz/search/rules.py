@@ -3,8 +3,9 @@ r"""The guided search's rules: every tuning constant of the search, in one docum
 Each field of :class:`SearchRules` states the rule, the guarantee it protects, the benchmark
 that set it (under ``benchmarks/``; its history: ``benchmarks/search_rules.md``) and the test
 (under ``tests/search/``) that fails if it drifts -- or says that no test pins it yet. A mutation
-check (each field set far off, below and above, its test run) finds 22 of the 35 fields pinned,
-16 of them by ``tests/search/test_search_rules.py`` (one small planted case each). The search
+check (each field set far off, below and above, its test run; session lead8) found 22 of the 35
+fields then present pinned, 16 of them by ``tests/search/test_search_rules.py`` (one small
+planted case each); the fields added since say in their docstrings which test pins them. The search
 reads the one instance :data:`RULES`; a test that needs another rule builds
 ``dataclasses.replace(RULES, ...)`` and hands it to :class:`~mcviz.search._beam.Beam` (or
 patches ``mcviz.search._find.RULES``).
@@ -193,11 +194,19 @@ class SearchRules:
     Protects: counts and small integers are cut exactly. Set by: ``bench_find.py`` shape table.
     Test (fails when it drifts: checked with 2 and 256):
     ``test_search_rules.py::test_128_distinct_values_are_cut_at_each_and_more_at_64_quantiles``."""
-    max_levels: int = 1000
+    max_levels: int = 100_000
     """Nominal covariates with more levels are left out of the search, with a notice. Protects:
-    bounded work; no identifier column searched. Set by: none (a bound). No test pins it yet:
-    ``test_search_from_arrow.py::test_the_search_prepares_the_same_columns_from_arrow``
-    exercises it but still passes with 50 (mutation check, 01:55 UTC)."""
+    bounded work (the level sets' memory is O(rows + levels): bincounts over the level codes,
+    paths for the first :attr:`max_set_levels` levels only; a 10^5-level column searched
+    under ``prlimit``: ``test_search_levels.py``). Set by: none (a bound; id columns are left out
+    by the loader before). Test (fails when it drifts below 5,000):
+    ``test_search_levels.py::test_a_set_of_25_of_5000_levels_is_found``."""
+    code_levels: int = 100
+    """A whole-number covariate with 3 to this many distinct values (over all rows) is searched
+    both as ranges and as level sets (codes such as 1..60 stored as integers); the held-out test
+    judges whichever the search reports. Protects: a set of integer codes is found without
+    ``--nominal``. Set by: ``bench_find.py --more codes``. Test (fails when it drifts below 60):
+    ``test_search_levels.py::test_integer_codes_are_searched_as_level_sets_too``."""
     blocks: int = 256
     """Blocks of the screen's coarse path (block ends are tie-run ends). Protects: the screen's D
     is within a block's drift of the exact one. Set by: ``bench_find.py`` speed table. Test (fails

@@ -149,6 +149,11 @@ def test_searched_finding_link_reopens_on_a_fresh_browser(app_url, browser):
     # rewrite of #30, the search honestly confirms none, so there is no finding to open)
     _review(page, f"{app_url}/review?demo=flights")
     page.locator(".st-key-verdict").get_by_role("button", name="Search subpopulations").click()
+    # the findings fold under the verdict's expander (#40: the grid on the first screen)
+    more = page.locator(".st-key-verdict summary").filter(has_text="confirmed finding")
+    more.wait_for(timeout=120_000)
+    wait_idle(page)
+    more.click()
     finding = page.locator(".st-key-verdict").get_by_role("button", name="#1 · Among rows").first
     finding.wait_for(timeout=120_000)
     sentence = finding.inner_text()

@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mcviz.recalibration.simulate import planted_fix_data
+
 FIX_KEYS = {"metric", "metric_z", "metric_p", "ece", "smece", "log_loss", "brier", "findings",
             "terms", "net_benefit"}
 
@@ -119,13 +121,18 @@ def test_apply_refuses_other_columns_and_versions(cli, planted_files, tmp_path):
     assert not (tmp_path / "o.parquet").exists()
 
 
-def test_decide_judges_the_family_and_split_fix_judges(cli, planted_files):
+def test_decide_judges_the_family_and_split_fix_judges(cli, tmp_path):
     """One source of truth: for the same file, method and seed, decide's M before and after
-    (and the split) are fix's, at the default number of subpopulations and at another."""
+    (and the split) are fix's, at the default number of subpopulations and at another. The
+    rows are calibrated, so M is set by the Algorithm-1 subpopulations themselves (a planted
+    finding would set it whatever the rest of the family: a decide judging 200 subpopulations
+    passed that version of this test)."""
+    path = tmp_path / "calibrated.parquet"
+    planted_fix_data(8_000, seed=5, calibrated=True).drop(columns="truth").to_parquet(path)
     for extra in ([], ["--subpopulations", "300", "--seed", "3"]):
         options = ["--method", "platt", "--bootstrap", "50", *extra, "--json"]
-        fixed = cli("fix", planted_files / "pred.parquet", *options)
-        decided = cli("decide", planted_files / "pred.parquet", *options)
+        fixed = cli("fix", path, *options)
+        decided = cli("decide", path, *options)
         assert fixed.status == 0, fixed.err
         assert decided.status == 0, decided.err
         held = decided.json["holdout"]

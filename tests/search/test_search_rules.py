@@ -27,8 +27,8 @@ def _beam_over(pred: Predictions, seed: int = 0,
         pred, 0.3, np.random.default_rng(seed), max_search=10**6)
     columns, _ = _find._columns(pred, list(pred.covariate_names), search_rows, holdout_rows)
     data = _find._data(pred, (rank % 2).astype(bool), (search_rows, holdout_rows))
-    return _beam.Beam(data, columns, search_rows, min_rows, None), {
-        column.name: j for j, column in enumerate(columns)}
+    return _beam.Beam(data, columns, search_rows, min_rows, None), dict(reversed(
+        [(column.name, j) for j, column in enumerate(columns)]))  # a name's first: its ranges
 
 
 def _uniform(n: int, seed: int = 0, **covariates) -> Predictions:

@@ -21,7 +21,7 @@ from mcviz.present.figures._style import (
     strip_below,
     styled,
 )
-from mcviz.present.figures.format import format_number, format_p, format_ticks
+from mcviz.present.figures.format import format_number, format_p, format_ticks, format_time
 from mcviz.stats.smoothing import LoessCurve
 from mcviz.stats.variables import LevelCalibration, VariableCalibration
 
@@ -103,9 +103,13 @@ def _shade_thin(figure: go.Figure, curve: LoessCurve) -> None:
 def _vce_text(result: VariableCalibration) -> str:
     if not np.isfinite(result.vce):
         return "VCE(v*) not reported (no point with enough support)"
-    at = pd.Timestamp(round(result.vce_at)) if result.dates else result.vce_at
     noise = "" if result.vce_significant else " (within noise)"
-    return f"VCE(v*) {100 * result.vce:.2f}%{noise} at {result.name} = {format_number(at)}"
+    if result.dates:  # at the resolution the axis spans: a day, never nanoseconds (#40)
+        wide = float(result.gap.x[-1] - result.gap.x[0]) >= 2 * 86_400e9
+        at = format_time(pd.Timestamp(round(result.vce_at)), "day" if wide else "minute")
+    else:
+        at = format_number(result.vce_at)
+    return f"VCE(v*) {100 * result.vce:.2f}%{noise} at {result.name} = {at}"
 
 
 def _cumulative_text(result: VariableCalibration) -> str:

@@ -1,5 +1,7 @@
 """Figures of variable-based calibration and of the LCS (mcviz/present/figures/variables.py, lcs.py)."""
 
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -152,3 +154,27 @@ def test_levels_without_enough_rows_are_lighter():
     figure = categorical_levels_figure(result)
     assert list(figure.data[0].marker.opacity) == [1.0, 0.4]
     assert "too few rows" in figure.layout.title.text
+
+
+def test_v_star_on_a_date_axis_is_written_at_the_day():
+    """#40: VCE(v*) on a datetime variable reads "at when = 2024-03-01", never nanoseconds."""
+    import pandas as pd
+
+    from mcviz import load_predictions
+    from mcviz.present.figures import variable_curves_figure
+    from mcviz.stats.variable_curves import variable_calibration
+
+    rng = np.random.default_rng(5)
+    n = 6_000
+    day = rng.integers(0, 120, n)
+    score = rng.uniform(0.1, 0.9, n)
+    label = rng.random(n) < np.clip(score + 0.2 * (day > 80), 0, 1)
+    frame = pd.DataFrame({"s": score, "y": label.astype(int),
+                          "when": pd.Timestamp("2024-01-01 00:00:00.123456789")
+                          + pd.to_timedelta(day * 86_400 + rng.integers(0, 86_400, n),
+                                            unit="s")})
+    pred = load_predictions(frame, score="s", label="y", covariates=["when"])
+    title = variable_curves_figure(variable_calibration(pred, variable="when")).layout.title.text
+    said = re.search(r"at when = (.+?)(?: ·|<|$)", title)
+    assert said, title
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", said.group(1)), title
