@@ -41,8 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("metrics", help=HELP, description=HELP)
     _common.add_input_arguments(parser)
     add_multicalibration_arguments(parser)
-    add_engine_arguments(parser, "duckdb: the calibration block from rows sorted by score out of "
-                         "core (Parquet; no classical measures; default numpy: in memory)")
+    add_engine_arguments(parser, "duckdb or spark: the calibration block from rows sorted by "
+                         "score out of core (Parquet; no classical measures; default numpy: in "
+                         "memory)")
     parser.set_defaults(run=run)
 
 
@@ -123,30 +124,36 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _in_engine(args: argparse.Namespace) -> dict:
-    """Return the calibration block computed by DuckDB out of core (mcviz.engines.calibration)."""
+    """Return the calibration block computed by the engine (mcviz.engines.calibration)."""
     from mcviz.cli.engine_options import on_table, require_engine
-    from mcviz.engines.calibration import calibration_block
-    from mcviz.engines.duckdb_engine import DuckDBEngine
+    from mcviz.engines.calibration import calibration_block, spark_calibration_block
 
     require_engine(args.engine)
-    if args.engine != "duckdb":
-        raise ValidationError("mcviz metrics runs on --engine duckdb or numpy; Spark is not "
-                              "supported yet for metrics.")
     if _asked(args) or args.table:
-        raise ValidationError("--engine duckdb gives the calibration block only; for "
-                              "multi-calibration on every row use mcviz screen --engine duckdb.")
+        raise ValidationError(f"--engine {args.engine} gives the calibration block only; for "
+                              "multi-calibration on every row use mcviz screen --engine "
+                              f"{args.engine}.")
 
     def work(table, columns):
-        table.close()  # the screening engine streams the sorted rows itself
-        engine = DuckDBEngine(table.files, columns, memory_limit=args.memory_limit)
+        if table.name == "duckdb":
+            from mcviz.engines.duckdb_engine import DuckDBEngine
+
+            table.close()  # the screening engine streams the sorted rows itself
+            engine, block = (DuckDBEngine(table.files, columns, memory_limit=args.memory_limit),
+                             calibration_block)
+        else:
+            from mcviz.engines.spark_engine import SparkEngine
+
+            engine, block = (SparkEngine(table.files, columns, spark=table.spark),
+                             spark_calibration_block)
         try:
-            return columns, calibration_block(engine)
+            return columns, block(engine)
         finally:
             engine.close()
 
     columns, (n, total, statistics) = on_table(args, work)
     note = ("the classical measures (ECE, smECE, ICI, Brier, log loss, ...) need the rows in "
-            "memory and are not computed with --engine duckdb.")
+            f"memory and are not computed with --engine {args.engine}.")
     print(f"mcviz: note: {note}", file=sys.stderr)
     return {"n": n, "weight_total": total,
             "columns": {"score": columns.score, "probabilities": [], "label": columns.label,

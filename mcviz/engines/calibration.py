@@ -1,4 +1,4 @@
-r"""The calibration block of ``mcviz metrics`` from score-sorted batches (DuckDB, out of core).
+r"""The calibration block of ``mcviz metrics`` from score-sorted batches (DuckDB and Spark).
 
 The cumulative differences of eq. (1) of [1] along the score, :math:`C_k = \sum_{j \le k} W_j
 (R_j - S_j) / \sum_j W_j` at the origin and at the end of every run of tied scores, give the
@@ -8,8 +8,11 @@ eq. (5), :math:`\sqrt{\sum W^2 S(1-S)} / \sum W`, and :math:`p` the Brownian-ran
 largest and smallest values so far and the last row of the previous batch (a tie run may
 straddle two batches: its end is known when the next batch's first score differs), so one pass
 over the rows sorted by score (DuckDB sorts out of core) gives the statistics exactly, in
-memory of one batch. The numbers equal :func:`mcviz.cumulative_differences`' up to the order of
-floating-point additions (``tests/engines/test_metrics_engines.py``: 1e-12). Binary responses
+memory of one batch. On Spark (:func:`spark_calibration_block`) each range partition of the
+score (a tie run never straddles two: :func:`~mcviz.engines.spark_engine.check_partitions`)
+returns its accumulator's sum and extremes, and the driver chains them in score order (the
+path's extremes are each partition's extremes shifted by the sums before it). The numbers
+equal :func:`mcviz.cumulative_differences`' up to the order of floating-point additions (``tests/engines/test_metrics_engines.py``: 1e-12). Binary responses
 only (eq. (5)); the classical measures (ECE, smECE, LOESS-based ICI, ...) are not computed here.
 
 References
@@ -25,7 +28,7 @@ from mcviz.core.brownian import brownian_range_sf
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import sigma_from_variance
 
-__all__ = ["PathAccumulator", "calibration_block"]
+__all__ = ["PathAccumulator", "calibration_block", "spark_calibration_block"]
 
 
 class PathAccumulator:
@@ -84,3 +87,65 @@ def calibration_block(engine) -> tuple[int, float, dict]:
     for score, label, weight, _ in engine._batches(MembershipPlan(()), ordered=True):
         accumulator.add(score, label, weight)
     return accumulator.rows, accumulator.weight, accumulator.finish()
+
+
+_PARTS = "lo DOUBLE, hi DOUBLE, total DOUBLE, high DOUBLE, low DOUBLE, weight DOUBLE, " \
+    "variance DOUBLE, rows LONG"
+
+
+def _partition_path(weighted: bool, batches):
+    """Executor side: one sorted partition's path statistics, as one row."""
+    import pyarrow as pa
+
+    from mcviz.engines import sql
+
+    accumulator = PathAccumulator()
+    low_score, high_score = float("nan"), float("nan")
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        score = batch.column(sql.S).to_numpy()
+        if accumulator.rows == 0:
+            low_score = float(score[0])
+        high_score = float(score[-1])
+        accumulator.add(score, batch.column(sql.R).to_numpy(),
+                        batch.column(sql.W).to_numpy() if weighted else None)
+    if accumulator.rows:
+        if accumulator.pending is not None:
+            accumulator._see(np.array([accumulator.pending[1]]))
+        yield pa.RecordBatch.from_pydict(
+            {"lo": [low_score], "hi": [high_score], "total": [accumulator.total],
+             "high": [accumulator.high], "low": [accumulator.low],
+             "weight": [accumulator.weight], "variance": [accumulator.variance],
+             "rows": [accumulator.rows]},
+            schema=pa.schema([(name, pa.float64()) for name in
+                              ("lo", "hi", "total", "high", "low", "weight", "variance")]
+                             + [("rows", pa.int64())]))
+
+
+def spark_calibration_block(engine) -> tuple[int, float, dict]:
+    """Return rows, total weight and the statistics from ``engine``'s range partitions.
+
+    ``engine`` is a :class:`~mcviz.engines.spark_engine.SparkEngine`.
+    """
+    from functools import partial
+
+    from mcviz.core.membership import MembershipPlan
+    from mcviz.engines import sql
+    from mcviz.engines.spark_engine import check_partitions
+
+    engine.overview()
+    frame = engine._rows(MembershipPlan(()))
+    ranged = frame.repartitionByRange(engine._partition_count(), sql.S).sortWithinPartitions(sql.S)
+    task = partial(_partition_path, engine.columns.weight is not None)
+    parts = sorted(ranged.mapInArrow(task, _PARTS).collect(), key=lambda r: r["lo"])
+    check_partitions([(r["lo"], r["hi"], r["rows"]) for r in parts])
+    total = PathAccumulator()
+    for part in parts:  # the path continues from the sum of the partitions before
+        total.high = max(total.high, total.total + part["high"])
+        total.low = min(total.low, total.total + part["low"])
+        total.total += part["total"]
+        total.weight += part["weight"]
+        total.variance += part["variance"]
+        total.rows += part["rows"]
+    return total.rows, total.weight, total.finish()

@@ -89,7 +89,7 @@ def test_text_output_is_sentences_and_a_compact_table(drift_csv, capsys):
     # the alarmed series' sentences first, in words, then one table row per series
     bullets = [line for line in lines if line.startswith("- ")]
     assert len(bullets) == 4
-    assert any(line.startswith("- Segment region == east: from the week of 2026-")
+    assert any(line.startswith("- Segment region is east: from the week of 2026-")  # words
                for line in bullets[:2])
     assert all("no alarm" in line for line in bullets[2:])
     header = next(line for line in lines if line.startswith("series"))

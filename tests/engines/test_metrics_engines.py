@@ -1,8 +1,9 @@
-"""``mcviz metrics --engine duckdb``: the calibration block from score-sorted batches.
+"""``mcviz metrics --engine duckdb|spark``: the calibration block from score-sorted batches.
 
 The reference is :func:`mcviz.cumulative_differences` on the same rows. Scores are rounded to
 two decimals (long tie runs) and the batches are 7 rows long, so tie runs straddle batches:
-the path is evaluated at the end of each run only, as in memory.
+the path is evaluated at the end of each run only, as in memory. On Spark the range
+partitions are about 97 rows (many partition edges, each between two tie runs).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from spark_available import spark_table
 
 from mcviz import cumulative_differences
 from mcviz.engines.base import Columns
@@ -71,6 +73,19 @@ def test_metrics_engine_refuses_what_it_does_not_compute(cli, rows):
     run = cli("metrics", path, "--covariates", "score", "--engine", "duckdb")
     assert run.status == 2
     assert "use mcviz screen --engine duckdb" in run.err
-    run = cli("metrics", path, "--engine", "spark")
-    assert run.status == 2
-    assert "Spark is not supported yet for metrics" in run.err
+
+
+@pytest.mark.spark
+def test_spark_calibration_equals_the_library(rows):
+    from mcviz.engines.calibration import spark_calibration_block
+    from mcviz.engines.spark_engine import SparkEngine
+
+    path, columns, pred = rows
+    expected = cumulative_differences(pred)
+    with spark_table(path) as table:  # ~97-row range partitions: many edges between runs
+        engine = SparkEngine(path, columns, spark=table.spark, partition_rows=97)
+        n, total, got = spark_calibration_block(engine)
+    assert n == pred.n
+    assert total == pytest.approx(pred.weight_total, rel=1e-12)
+    for key in KEYS:
+        assert got[key] == pytest.approx(getattr(expected, key), rel=1e-12, abs=1e-15), key
