@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from dashboard import state as s
-from mcviz.compare.words import format_p, points, relative, signed
+from mcviz.compare.words import points, relative, signed
+from mcviz.text import format_p, p_phrase
 from mcviz.errors import ValidationError
 from mcviz.settings import CompareSettings, parse_thresholds
 from mcviz.text import display_text
@@ -140,8 +141,8 @@ def verdict_lines(result: Any) -> list[Line]:
     lines.append(Line(
         f"Largest cumulative calibration gap: A {ca.kuiper * 100:.1f} percentage points, "
         f"B {cb.kuiper * 100:.1f} percentage points.",
-        "neutral", f"A: D/σ {ca.kuiper_z:.2f}, {format_p(ca.p_value)}; B: D/σ "
-                   f"{cb.kuiper_z:.2f}, {format_p(cb.p_value)} (Kuiper, paper 000 eqs. 2, 5)."))
+        "neutral", f"A: D/σ {ca.kuiper_z:.2f}, {p_phrase(ca.p_value)}; B: D/σ "
+                   f"{cb.kuiper_z:.2f}, {p_phrase(cb.p_value)} (Kuiper, paper 000 eqs. 2, 5)."))
     for name, found, bad in (("worse", result.regressions, True),
                              ("better", result.improvements, False)):
         confirmed = [f for f in found if f.confirmed]
@@ -155,7 +156,7 @@ def verdict_lines(result: Any) -> list[Line]:
                 f"observed − predicted is {points(f.calibration_a)}, B's "
                 f"{points(f.calibration_b)}.", "bad" if bad else "good",
                 f"Held-out Brier B − A {f.effect:+.4f} (95% CI {f.ci_low:+.4f} to "
-                f"{f.ci_high:+.4f}); adjusted {format_p(f.p_adjusted)}; "
+                f"{f.ci_high:+.4f}); adjusted {p_phrase(f.p_adjusted)}; "
                 f"{f.holdout_size:,} held-out rows."))
     net = result.net_benefit
     for k, t in enumerate(net.thresholds):
@@ -202,7 +203,7 @@ def groups_table(found: tuple) -> pd.DataFrame:
         "group": f.description, "share": f.share,
         "Brier B − A, held-out (95% CI)": f"{f.effect:+.4f} ({f.ci_low:+.4f} to {f.ci_high:+.4f})",
         "A: gap (points)": f.calibration_a * 100, "B: gap (points)": f.calibration_b * 100,
-        "adjusted p": format_p(f.p_adjusted).removeprefix("p "),
+        "adjusted p": format_p(f.p_adjusted),
         "confirmed": "yes" if f.confirmed else "no",
     } for f in found], columns=["group", "share", "Brier B − A, held-out (95% CI)",
                                 "A: gap (points)", "B: gap (points)", "adjusted p",

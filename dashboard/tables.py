@@ -48,7 +48,7 @@ def formatted(frame: pd.DataFrame, *, percent: tuple[str, ...] = ()) -> pd.DataF
     :func:`is_percent_column` recognises by name). Integer columns get thousands separators.
 
     >>> formatted(pd.DataFrame({"size": [2086], "share": [0.0427], "p": [3e-5]})).iloc[0].tolist()
-    ['2,086', '4.27%', '3e-05']
+    ['2,086', '4.27%', '< 0.0001']
     """
     shown = frame.copy()
     for column in shown.columns:

@@ -42,7 +42,7 @@ from mcviz.errors import ValidationError
 
 __all__ = ["BIDI_CONTROLS", "LINE_SEPARATORS", "MAX_NESTING", "P_FLOOR", "P_SMALLEST",
            "TIME_RESOLUTIONS", "check_nesting", "csv_text", "display_text", "format_count",
-           "format_fixed", "format_interval", "format_number", "format_p", "format_percent",
+           "format_fixed", "format_interval", "format_number", "format_p", "format_percent", "p_phrase",
            "format_points",
            "format_time", "readable_number", "sentence_text"]
 
@@ -197,13 +197,13 @@ def format_number(value: object, *, digits: int = 4, kind: str | None = None) ->
 
     Dates are written as dates; integers with thousands separators; other numbers with
     ``digits`` significant digits, in plain notation from 1e-4 up to 1e15 (large whole numbers
-    with separators) and in scientific notation outside; ``kind="p"`` writes p-values that
-    underflow as ``"< 1e-300"``.
+    with separators) and in scientific notation outside; ``kind="p"`` writes p-values below 0.0001 as ``"< 0.0001"``
+    (as :func:`format_p` does in sentences).
 
     >>> format_number(0.00404), format_number(4960.2), format_number(1234567)
     ('0.00404', '4,960', '1,234,567')
     >>> format_number(4.04e-06), format_number(0.0, kind="p"), format_number(0.031, kind="p")
-    ('4.04e-06', '< 1e-300', '0.031')
+    ('4.04e-06', '< 0.0001', '0.031')
     >>> format_number(0.000706), format_number(7.06e-05)
     ('0.000706', '7.06e-05')
     >>> format_number(date(2021, 3, 4)), format_number(float("nan")), format_number(-0.0)
@@ -226,8 +226,8 @@ def format_number(value: object, *, digits: int = 4, kind: str | None = None) ->
         return number
     if math.isinf(number):
         return "∞" if number > 0 else "−∞"
-    if kind == "p" and number < P_FLOOR:
-        return f"< {P_FLOOR:g}"
+    if kind == "p" and number < P_SMALLEST:
+        return "< 0.0001"
     if number == 0:
         return "0"
     size = abs(number)
@@ -296,6 +296,18 @@ def format_p(p: object) -> str:
     if number < P_SMALLEST:
         return "< 0.0001"
     return format_number(number, digits=2)
+
+
+def p_phrase(p: object) -> str:
+    """Write "p < 0.0001", "p = 0.031" or "p not available" (:func:`format_p` after "p").
+
+    >>> p_phrase(0.00001), p_phrase(0.0312), p_phrase(float("nan")), p_phrase(None)
+    ('p < 0.0001', 'p = 0.031', 'p not available', 'p not available')
+    """
+    text = format_p(p)
+    if text in ("–", "None"):
+        return "p not available"
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
 def _parsed(value: object) -> float | str:

@@ -41,10 +41,16 @@ def test_nesting_is_refused_with_a_message_not_a_recursion_error():
     check_nesting(json.dumps({"a": [[["x"]]]}), what="shallow")
 
 
-@pytest.mark.parametrize("depth", [1_000, 100_000])
+@pytest.mark.parametrize("depth", [1_000, 40_000])
 def test_a_deeply_nested_filter_is_a_message(depth):
     expression = "(" * depth + "age >= 40" + ")" * depth
     with pytest.raises(ValidationError, match=f"filter: the expression nests {depth:,} levels"):
+        parse_filter(expression, {"age": "ordinal"})
+
+
+def test_a_filter_past_the_length_limit_is_refused_before_its_nesting_is_read():
+    expression = "(" * 100_000 + "age >= 40" + ")" * 100_000
+    with pytest.raises(ValidationError, match="filter: the expression has 200,009 characters; at most 100,000"):
         parse_filter(expression, {"age": "ordinal"})
 
 

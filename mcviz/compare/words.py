@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["comparison_sentences", "decision_sentences", "finding_sentence", "format_p",
+from mcviz.text import p_phrase
+
+__all__ = ["comparison_sentences", "decision_sentences", "finding_sentence",
            "points", "relative", "signed"]
 
 ALPHA = 0.05
@@ -49,19 +51,6 @@ def relative(value: float) -> str:
     return f"{value:.1%}" if value >= 0.001 or value == 0 else f"{value * 100:.2g}%"
 
 
-def format_p(p: float) -> str:
-    """Write a p-value for a sentence.
-
-    Examples
-    --------
-    >>> format_p(0.00001), format_p(0.0312), format_p(float("nan"))
-    ('p < 0.001', 'p = 0.031', 'p not available')
-    """
-    if not np.isfinite(p):
-        return "p not available"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
-
-
 def finding_sentence(description: str, share: float, effect: float, low: float, high: float,
                      calibration_a: float, calibration_b: float, p_adjusted: float,
                      confirmed: bool) -> str:
@@ -73,14 +62,14 @@ def finding_sentence(description: str, share: float, effect: float, low: float, 
     ... # doctest: +NORMALIZE_WHITESPACE
     "Among rows with region == north (12.0% of rows), B's Brier loss is higher than A's by
     0.0310 per row (95% CI 0.0200 to 0.0420, held-out rows); there observed - predicted is
-    +1.0 percentage points under A and -6.0 percentage points under B (adjusted p < 0.001)."
+    +1.0 percentage points under A and -6.0 percentage points under B (adjusted p < 0.0001)."
     """
     direction = "higher" if effect > 0 else "lower"
     text = (f"Among rows with {description} ({share:.1%} of rows), B's Brier loss is "
             f"{direction} than A's by {abs(effect):.4f} per row (95% CI {low:.4f} to "
             f"{high:.4f}, held-out rows); there observed - predicted is "
             f"{points(calibration_a)} under A and {points(calibration_b)} under B (adjusted "
-            f"{format_p(p_adjusted)}).")
+            f"{p_phrase(p_adjusted)}).")
     if not confirmed:
         text += " Not confirmed on the held-out rows: a lead, not a result."
     return text
@@ -104,7 +93,7 @@ def _calibration(calibration_a, calibration_b) -> str:
         beyond = "beyond chance" if result.p_value < ALPHA else "within chance"
         return (f"{name}'s largest cumulative gap between observed and predicted is "
                 f"{result.kuiper * 100:.1f} percentage points ({beyond}, "
-                f"{format_p(result.p_value)})")
+                f"{p_phrase(result.p_value)})")
 
     return f"Calibration: {one('A', calibration_a)}; {one('B', calibration_b)}."
 
@@ -172,7 +161,7 @@ def comparison_sentences(*, brier, calibration_a, calibration_b, paths, regressi
         _overall(brier),
         _calibration(calibration_a, calibration_b),
         (f"Ordered by the {head.order_by}, the running difference of the two models' losses "
-         f"varies {along} ({format_p(head.p_value)})."),
+         f"varies {along} ({p_phrase(head.p_value)})."),
         *_groups(regressions, improvements),
         *decision_sentences(net_benefit),
     ]

@@ -45,7 +45,7 @@ from mcviz.monitor.periods import Periods, infer_time_column, make_periods
 from mcviz.monitor.segments import membership_atoms, monitored_segments
 from mcviz.settings import MonitorSettings
 from mcviz.subpopulations import Subpopulation, conditions_words, full_population
-from mcviz.text import format_interval, format_p, format_points
+from mcviz.text import format_interval, format_points, p_phrase
 
 __all__ = ["MonitorResult", "MonitorSettings", "SeriesMonitor", "monitor_calibration",
            "monitor_estimate"]
@@ -128,7 +128,7 @@ class SeriesMonitor:
     @property
     def details(self) -> str:
         """The statistics behind :attr:`sentence` (for a details line or hover help)."""
-        return (f"adjusted p = {format_p(self.p_adjusted)} (eq. (4): over every segment and "
+        return (f"adjusted {p_phrase(self.p_adjusted)} (eq. (4): over every segment and "
                 f"period); the interval does not allow for the window chosen by the scan")
 
     @property

@@ -12,7 +12,7 @@ Compare page's download write these slides.
 
 Nothing is recomputed: every number is read from the comparison, written as the page and
 ``mcviz compare`` write it (Brier differences to four decimals, calibration gaps in
-percentage points, p as :func:`mcviz.compare.words.format_p`). User text (column names,
+percentage points, p as :func:`mcviz.text.p_phrase`). User text (column names,
 category values in a group's description) goes through the deck's :func:`clean_text`.
 """
 
@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from mcviz.compare.words import format_p, points, signed
+from mcviz.compare.words import points, signed
+from mcviz.text import format_p, p_phrase
 from mcviz.present.deck import filter_words
 from mcviz.present.slide_charts import (
     BLUE,
@@ -152,7 +153,7 @@ def _group_slide(found: Any, worse: bool) -> Slide:
         ("rows", f"{found.size:,} ({found.share:.1%})"),
         ("Brier B − A, held-out", f"{found.effect:+.4f} ({found.ci_low:+.4f} to "
                                   f"{found.ci_high:+.4f})"),
-        ("adjusted p (Holm)", format_p(found.p_adjusted).removeprefix("p ").lstrip("= ")),
+        ("adjusted p (Holm)", format_p(found.p_adjusted)),
     )
     return Slide(title, (found.sentence,), facts, kind="finding", charts=(group_chart(found),))
 
@@ -169,7 +170,7 @@ def _appendix(result: Any) -> tuple[str, ...]:
         "the range of Brownian motion.",
         "Orderings (each p on its own, not adjusted across orderings; the verdict reads the "
         "first): " + "; ".join(
-            f"{p.order_by}: D/σ {p.kuiper_z:.2f} ({format_p(p.p_value)})" for p in result.paths)
+            f"{p.order_by}: D/σ {p.kuiper_z:.2f} ({p_phrase(p.p_value)})" for p in result.paths)
         + ".",
         f"Groups: the guided search on the paired Brier difference, {settings.holdout:.0%} of "
         f"the rows held out (seed {settings.seed}); p-values from the held-out rows, "
@@ -197,7 +198,7 @@ def comparison_slides(result: Any, info: DeckInfo) -> list[Slide]:
              ("95% interval (paired)", f"{signed(result.brier.ci_low)} to "
                                        f"{signed(result.brier.ci_high)}"),
              ("log loss B − A", signed(result.log_loss.difference)),
-             (f"D/σ in {head.order_by} order", f"{head.kuiper_z:.2f} ({format_p(head.p_value)})"))
+             (f"D/σ in {head.order_by} order", f"{head.kuiper_z:.2f} ({p_phrase(head.p_value)})"))
     slides = [
         Slide(short_title(info.title), (f"File: {info.source}", info.model,
                                         f"Rows: {info.rows:,}", f"Date: {info.date}"),

@@ -26,11 +26,12 @@ from mcviz.text import (
     format_percent,
     format_points,
     format_time,
+    p_phrase,
     readable_number,
 )
 
 __all__ = ["P_FLOOR", "format_count", "format_interval", "format_number", "format_p",
-           "format_percent", "format_points", "format_ticks", "format_time", "readable_number",
+           "format_percent", "format_points", "format_ticks", "p_phrase", "format_time", "readable_number",
            "subscript"]
 _SUBSCRIPTS = str.maketrans("0123456789aehijklmnoprstuvx+-=()",
                             "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ₊₋₌₍₎")

@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 from mcviz.monitor import MonitorResult
 from mcviz.present.figures._style import BLACK, BLUE, GRAY, VERMILION, apply_style, tick_size
 from mcviz.present.figures._text import plotly_texts
-from mcviz.present.figures.format import format_number
+from mcviz.present.figures.format import format_number, p_phrase
 
 __all__ = ["monitor_heatmap_figure", "monitor_series_figure"]
 
@@ -157,8 +157,7 @@ def monitor_series_figure(result: MonitorResult, series: int = 0, *,
     verdict = (f"alarm from {labels[s.first_alarm]}" if s.alarm else "no alarm")
     title = f"{_short(s.description)}: {verdict}"
     subtitle = (f"post-reference Kuiper D/σ = {format_number(s.kuiper_z, digits=3)} "
-                f"(p = {format_number(s.kuiper_p, kind='p')}); adjusted p = "
-                f"{format_number(s.p_adjusted, kind='p')}; dashed: end of the reference, "
+                f"({p_phrase(s.kuiper_p)}); adjusted {p_phrase(s.p_adjusted)}; dashed: end of the reference, "
                 f"solid: first alarm")
     apply_style(figure, title=plotly_texts([title])[0], subtitle=subtitle,
                 presentation=presentation, height=height or 620)
