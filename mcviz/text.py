@@ -42,7 +42,7 @@ from mcviz.errors import ValidationError
 
 __all__ = ["BIDI_CONTROLS", "LINE_SEPARATORS", "MAX_NESTING", "P_FLOOR", "P_SMALLEST",
            "TIME_RESOLUTIONS", "check_nesting", "csv_text", "display_text", "format_count",
-           "format_fixed", "format_interval", "format_number", "format_p", "format_percent", "p_phrase",
+           "format_fixed", "format_interval", "format_number", "format_p", "format_percent", "format_signed", "p_phrase",
            "format_points",
            "format_time", "readable_number", "sentence_text"]
 
@@ -247,6 +247,20 @@ def _scientific(number: float, digits: int) -> str:
     if "." in mantissa:
         mantissa = mantissa.rstrip("0").rstrip(".")
     return f"{mantissa}e{int(exponent):+03d}"
+
+
+def format_signed(value: object, *, digits: int = 2) -> str:
+    """Write a change with its sign (a true minus) and ``digits`` significant digits.
+
+    >>> format_signed(-2.5e-06), format_signed(5.5e-05), format_signed(-0.0012), format_signed(0.0)
+    ('−2.5e-06', '+5.5e-05', '−0.0012', '0')
+    """
+    text = format_number(value, digits=digits)
+    if text.startswith("-"):
+        return MINUS + text[1:]
+    if text in ("0", "–") or not text[:1].isdigit():
+        return text
+    return "+" + text
 
 
 def format_fixed(value: object, *, decimals: int = 1, signed: bool = False) -> str:

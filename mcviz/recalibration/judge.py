@@ -30,6 +30,7 @@ import numpy as np
 from mcviz.io import Predictions
 from mcviz.recalibration._logistic import clip_probability
 from mcviz.settings import FIX_BAND_Z
+from mcviz.text import format_signed
 
 __all__ = ["BandShift", "Change", "FixSide", "band_shifts", "before_after",
            "judged_as_challenger", "loss_change"]
@@ -77,9 +78,9 @@ class Change:
                 "direction": self.direction}
 
     def sentence(self, what: str) -> str:
-        """E.g. "held-out log loss: better (-0.0012 per row, 95% CI -0.002 to -0.0004)"."""
-        return (f"{what}: {self.direction} ({self.mean:+.2g} per row, 95% CI "
-                f"{self.low:+.2g} to {self.high:+.2g})")
+        """E.g. "held-out log loss: better (−0.0012 per row, 95% CI −0.002 to −0.0004)"."""
+        return (f"{what}: {self.direction} ({format_signed(self.mean)} per row, 95% CI "
+                f"{format_signed(self.low)} to {format_signed(self.high)})")
 
 
 @dataclass(frozen=True, slots=True, eq=False)

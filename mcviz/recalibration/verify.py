@@ -51,6 +51,7 @@ from mcviz.recalibration.judge import (
 from mcviz.recalibration.recalibrator import Recalibrator
 from mcviz.recalibration.registry import get_method
 from mcviz.settings import DEFAULT_THRESHOLDS, FIX_BAND_Z, DecisionSettings, FixSettings
+from mcviz.text import format_percent, format_signed
 
 if TYPE_CHECKING:
     from mcviz.compare import ModelComparison
@@ -165,8 +166,9 @@ class FixResult:
     def verdict(self) -> str:
         """One line: "the findings fix removes 78% of held-out M; held-out log loss: better ..."."""
         m = self.metric_reduction
-        m_text = (f"removes {m:.0%} of held-out M" if m >= 0
-                  else f"raises held-out M by {-m:.0%}")
+        # three significant digits: "0%" for an M that moved 0.06% read as no change (#40)
+        m_text = (f"removes {format_percent(m)} of held-out M" if m >= 0
+                  else f"raises held-out M by {format_percent(-m)}")
         head = "recommended: " if self.recommended else "not recommended: "
         return (f"{head}the {self.method} fix {m_text}; "
                 + self.log_loss_change.sentence("held-out log loss"))
@@ -264,9 +266,10 @@ def recommend(log_loss: Change, finding_changes: Sequence[tuple[str, Change]]
     causes = []
     if log_loss.worse:
         causes.append(f"the held-out log loss got worse beyond noise (95% CI "
-                      f"{log_loss.low:+.2g} to {log_loss.high:+.2g} per row)")
+                      f"{format_signed(log_loss.low)} to {format_signed(log_loss.high)} per row)")
     causes += [f"confirmed finding {d!r} got worse beyond noise (its held-out log loss "
-               f"{c.mean:+.2g} per row, 95% CI {c.low:+.2g} to {c.high:+.2g})"
+               f"{format_signed(c.mean)} per row, 95% CI {format_signed(c.low)} to "
+               f"{format_signed(c.high)})"
                for d, c in finding_changes if c.worse]
     if causes:
         return False, "not recommended: " + "; ".join(causes) + "."

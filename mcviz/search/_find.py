@@ -424,11 +424,8 @@ def search_subpopulations(
     min_rows = max(RULES.min_rows, int(np.ceil(min_share * search_rows.size)))
     small = _small_groups(min_share, search_rows.size, holdout_rows.size, int(n_findings))
 
-    def report(fraction: float, text: str) -> None:
-        if progress is not None:
-            progress(0.9 * fraction, text)
-
-    beam = Beam(data, columns, search_rows, min_rows, report, rules=RULES, small=small)
+    beam = Beam(data, columns, search_rows, min_rows, _searching(progress), rules=RULES,
+                small=small)
     beam.run(int(max_conditions))
     found = _look_again(beam, _finish(beam, rank, int(n_findings), min_share, int(seed)), rank,
                         int(n_findings), min_share, int(seed), holdout_rows.size)
@@ -565,6 +562,19 @@ def _look_again(beam: Beam, found: list[tuple[Node, np.ndarray]], rank: np.ndarr
             continue
         found.append((Node(node.cuts, float(z), float(mean), members.size), members))
     return found[:n_findings]
+
+
+def _searching(progress: Callable[[float, str], None] | None) -> Callable[[float, str], None]:
+    """The beams' progress as 0-90% of the search's, never going back (the second look
+    restarts its beam at 0)."""
+    reached = [0.0]
+
+    def report(fraction: float, text: str) -> None:
+        if progress is not None:
+            reached[0] = max(reached[0], fraction)
+            progress(0.9 * reached[0], text)
+
+    return report
 
 
 def _columns(pred: Predictions, names: list[str], search_rows: np.ndarray,
