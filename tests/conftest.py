@@ -173,3 +173,45 @@ def spy(monkeypatch) -> Callable[[type, str], list]:
         return calls
 
     return install
+
+
+# -- the command-line tests' planted files (one conftest: --doctest-modules imports every
+# conftest.py as the module "conftest", so a second one in a subfolder is an import mismatch)
+@pytest.fixture(scope="session")
+def planted_directory(tmp_path_factory):
+    """A factory: ``make(name, rows, fresh_rows)`` writes planted data to a new directory.
+
+    ``pred.parquet``: ``rows`` labelled rows of :func:`planted_fix_data` (seed 1) without the
+    truth; ``new.csv``: ``fresh_rows`` rows (seed 2) without truth or label, to apply a fix to.
+    """
+    from mcviz.recalibration.simulate import planted_fix_data
+
+    def make(name: str, rows: int, fresh_rows: int):
+        directory = tmp_path_factory.mktemp(name)
+        frame = planted_fix_data(rows, seed=1).drop(columns="truth")
+        frame.to_parquet(directory / "pred.parquet", index=False)
+        fresh = planted_fix_data(fresh_rows, seed=2).drop(columns=["truth", "label"])
+        fresh.to_csv(directory / "new.csv", index=False)
+        return directory
+
+    return make
+
+
+# -- the browser tests' fixtures: one served app and one chromium per test module
+# (tests/app/browser_kit.py is importable when a test of tests/app runs)
+@pytest.fixture(scope="module")
+def app_url():
+    """The base address of a fresh ``streamlit run app.py`` (stopped after the module)."""
+    from browser_kit import served
+
+    with served() as (_, base):
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser(app_url):
+    """Debian's chromium (never ``playwright install``), after the app is up."""
+    from browser_kit import launched
+
+    with launched() as chromium:
+        yield chromium

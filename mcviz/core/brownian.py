@@ -70,7 +70,7 @@ def brownian_range_sf(r):
 
 
 def _by_blocks(r, series) -> float | np.ndarray:
-    """Apply ``series`` to the positive finite values of ``r``, :data:`_BLOCK` at a time.
+    r"""Apply ``series`` to the positive finite values of ``r``, :data:`_BLOCK` at a time.
 
     NaN gives NaN, :math:`r \le 0` gives 1 and :math:`\infty` gives 0; a float for a scalar.
     """

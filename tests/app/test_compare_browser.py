@@ -21,7 +21,10 @@ def test_compare_page_in_a_real_browser(width, height, presentation):
         wait_idle(page, timeout=300_000)
         wait_charts(page, 2)
         assert page.get_by_text("B predicts worse than A overall").count() == 1
-        assert page.get_by_role("button", name="Open in Review: capital_gain").count() >= 1
+        # the groups' buttons come after the charts: wait for them (timing under load)
+        opener = page.get_by_role("button", name="Open in Review: capital_gain")
+        opener.first.wait_for(timeout=120_000)
+        assert opener.count() >= 1
         check_page(page, f"compare-{width}x{height}")
 
 
