@@ -12,8 +12,13 @@ memory of one batch. On Spark (:func:`spark_calibration_block`) each range parti
 score (a tie run never straddles two: :func:`~mcviz.engines.spark_engine.check_partitions`)
 returns its accumulator's sum and extremes, and the driver chains them in score order (the
 path's extremes are each partition's extremes shifted by the sums before it). The numbers
-equal :func:`mcviz.cumulative_differences`' up to the order of floating-point additions (``tests/engines/test_metrics_engines.py``: 1e-12). Binary responses
-only (eq. (5)); the classical measures (ECE, smECE, LOESS-based ICI, ...) are not computed here.
+equal :func:`mcviz.cumulative_differences`' up to the order of floating-point additions
+(``tests/engines/test_metrics_engines.py``: 1e-12). Binary responses only (eq. (5)).
+
+The classical measures (ECE, smECE, ICI, Hosmer-Lemeshow, ...) come from
+:func:`score_runs_table`: one ``GROUP BY`` of the rows by their score (by fine score bins when
+there are more distinct scores than ``limit``), whose sums
+:func:`mcviz.stats.measures.runs.classical_from_runs` turns into the in-memory numbers.
 
 References
 ----------
@@ -28,7 +33,7 @@ from mcviz.core.brownian import brownian_range_sf
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import sigma_from_variance
 
-__all__ = ["PathAccumulator", "calibration_block", "spark_calibration_block"]
+__all__ = ["PathAccumulator", "calibration_block", "score_runs_table", "spark_calibration_block"]
 
 
 class PathAccumulator:
@@ -149,3 +154,68 @@ def spark_calibration_block(engine) -> tuple[int, float, dict]:
         total.variance += part["variance"]
         total.rows += part["rows"]
     return total.rows, total.weight, total.finish()
+
+
+_RUN_SUMS = ("n", "w", "wr", "ww", "ws", "lo", "hi", "se", "ll", "sn", "sv")
+
+
+def score_runs_table(table, columns, *, limit: int) -> dict:
+    r"""Return the rows' sums per distinct score, or per fine score bin (one aggregate pass).
+
+    ``table`` is a :class:`mcviz.engines.tables.Table` (rows checked first, as the screening
+    checks them). With at most ``limit`` distinct scores (counted approximately first, so up to
+    a few per cent more may come back) each run is one distinct score; otherwise the runs are
+    ``limit`` equal-width bins nested in the ECE's 10 (:mod:`mcviz.stats.measures.runs`), each at
+    its weighted mean score (kept within its rows' range). Returns the keyword arguments of
+    :class:`~mcviz.stats.measures.runs.ScoreRuns` (arrays ascending by score).
+    """
+    from mcviz.engines import sql
+
+    q = table.query()
+    overview = table.frame(q, sql.overview_sql(columns, table.kinds, q, table.source)).iloc[0]
+    sql.read_overview(overview, columns, table.kinds, drop_invalid=False)
+    q = table.query()
+    s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+    distinct = table.frame(q, f"SELECT approx_count_distinct({s}) AS d FROM {table.source}")
+    binned = int(distinct["d"].iloc[0]) > limit
+    q = table.query()
+    s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+    r = sql.response_sql(columns, table.kinds, q)
+    w = "1.0" if columns.weight is None else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)"
+    if binned:
+        per_coarse = max(limit // 10, 1)
+        edges = " + ".join(f"CASE WHEN s > {q.bind(k / 10)} THEN 1 ELSE 0 END"
+                           for k in range(1, 10))
+        low = f"CAST(c AS DOUBLE) / {q.bind(10.0)}"
+        # the fine bin within its ECE bin (c/10, (c+1)/10]: ceil of the share of the width
+        sub = (f"LEAST(GREATEST(CAST(CEIL((s - {low}) * {q.bind(10.0 * per_coarse)}) AS BIGINT)"
+               f" - 1, 0), {q.bind(per_coarse - 1)})")
+        inner = (f"SELECT s, r, w, c * {q.bind(per_coarse)} + {sub} AS k FROM (SELECT s, r, w, "
+                 f"{edges} AS c FROM (SELECT {s} AS s, {r} AS r, {w} AS w FROM {table.source}) "
+                 "a) b")
+    else:
+        inner = f"SELECT s, r, w, s AS k FROM (SELECT {s} AS s, {r} AS r, {w} AS w FROM " \
+                f"{table.source}) a"
+    clip_low, clip_high = q.bind(1e-15), q.bind(1.0 - 1e-15)
+    clipped = f"LEAST(GREATEST(s, {clip_low}), {clip_high})"
+    parts = ["COUNT(*) AS n", "SUM(w) AS w", "SUM(w * r) AS wr", "SUM(w * w) AS ww",
+             "SUM(w * s) AS ws", "MIN(s) AS lo", "MAX(s) AS hi",
+             "SUM(w * (s - r) * (s - r)) AS se",
+             f"SUM(w * (r * LN({clipped}) + (1.0 - r) * LN(1.0 - {clipped}))) AS ll",
+             "SUM(w * (r - s) * (1.0 - 2.0 * s)) AS sn",
+             "SUM(w * w * (1.0 - 2.0 * s) * (1.0 - 2.0 * s) * s * (1.0 - s)) AS sv"]
+    frame = table.frame(q, f"SELECT {', '.join(parts)} FROM ({inner}) t GROUP BY k")
+    values = {name: frame[name].to_numpy(dtype=float) for name in _RUN_SUMS}
+    order = np.argsort(values["lo"], kind="stable")  # runs never overlap: by their lowest score
+    values = {name: v[order] for name, v in values.items()}
+    if binned:  # each bin at its weighted mean score, within its rows' range
+        score = np.clip(values["ws"] / values["w"], values["lo"], values["hi"])
+    else:
+        score = values["lo"]
+    return {"score": score, "count": values["n"].astype(np.int64), "weight": values["w"],
+            "positive": values["wr"], "square_weight": values["ww"],
+            "square_error": float(values["se"].sum()),
+            "log_likelihood": float(values["ll"].sum()),
+            "spiegelhalter_numerator": float(values["sn"].sum()),
+            "spiegelhalter_variance": float(values["sv"].sum()),
+            "weighted": columns.weight is not None, "bins": limit if binned else None}
