@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from mcviz.compare.words import points, signed
-from mcviz.text import format_p, p_phrase
 from mcviz.present.deck import filter_words
 from mcviz.present.slide_charts import (
     BLUE,
@@ -38,6 +37,7 @@ from mcviz.present.slide_charts import (
     thinned,
 )
 from mcviz.present.slides import DeckInfo, Slide, short_title
+from mcviz.text import format_fixed, format_p, p_phrase
 
 __all__ = ["comparison_slides", "deck_info", "format_interval", "group_chart", "net_benefit_charts",
            "paired_charts"]
@@ -208,7 +208,8 @@ def comparison_slides(result: Any, info: DeckInfo) -> list[Slide]:
         Slide("Where B's loss differs from A's", (), facts, kind="scope",
               charts=paired_charts(head)),
         Slide("What switching changes at the decision thresholds", (), tuple(
-            (f"B − A at {t:g}, per 1,000", f"{d * PER:+.1f} ({lo * PER:+.1f} to {hi * PER:+.1f})")
+            (f"B − A at {t:g}, per 1,000", f"{format_fixed(d * PER, signed=True)} "
+             f"({format_fixed(lo * PER, signed=True)} to {format_fixed(hi * PER, signed=True)})")
             for t, d, lo, hi in zip(net.thresholds, net.difference, net.ci_low, net.ci_high,
                                     strict=True))[:6],
               kind="scope", charts=net_benefit_charts(net)),
