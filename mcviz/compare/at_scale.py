@@ -161,12 +161,20 @@ def _ordered(engine, score_b: str, name: str, key: str, step: str, variance: str
             f"isnan({key})")
     if engine.name == "duckdb":
         accumulator = PathAccumulator()
-        reader = engine.con.sql(f"{text} ORDER BY {KEY}", params=q.params).to_arrow_reader(
-            1 << 17)
-        for batch in reader:
-            accumulator.add_steps(batch.column(KEY).to_numpy(), batch.column(STEP).to_numpy(),
-                                  float(np.sum(batch.column(sql.W).to_numpy())),
-                                  float(np.sum(batch.column(VARIANCE).to_numpy())))
+        import duckdb
+        import pyarrow as pa
+
+        try:  # a relation streams the sorted rows (DuckDB sorts out of core)
+            reader = engine.con.sql(f"{text} ORDER BY {KEY}", params=q.params).to_arrow_reader(
+                1 << 17)
+            for batch in reader:
+                key, step, weight, variance = (batch.column(c).to_numpy(zero_copy_only=False)
+                                               for c in (KEY, STEP, sql.W, VARIANCE))
+                accumulator.add_steps(key, step, float(np.sum(weight)), float(np.sum(variance)))
+        except (duckdb.Error, pa.ArrowException) as error:
+            raise ValidationError(f"DuckDB could not order the rows by {name!r}: "
+                                  f"{str(error).splitlines()[0]} Raise --memory-limit or free "
+                                  "disk space for spilling.") from None
         rows, stats = accumulator.rows, accumulator.finish()
     else:
         rows, _, stats = spark_ordered_path(engine, engine.spark.sql(text, args=q.params))

@@ -96,6 +96,23 @@ def test_duckdb_gives_the_in_memory_comparison(data_file):
     _assert_engine_equals_memory(output, reference, "duckdb")
 
 
+def test_duckdb_unweighted_gives_the_in_memory_paired_statistics(tmp_path):
+    path = tmp_path / "unweighted.parquet"
+    _frame(2000, seed=1).drop(columns="w").to_parquet(path)
+    args = [a for a in ARGS if a not in ("--weight", "w")]
+    status, reference, err = _run(path, *args)
+    assert status == 0, err
+    status, output, err = _run(path, *args, "--engine", "duckdb", "--sample-rows", "2000")
+    assert status == 0, err
+    for block in ("n", "models", "paired", "net_benefit", "regressions", "improvements"):
+        if block == "models":
+            for model in ("a", "b"):
+                _assert_same(output[block][model]["calibration"],
+                             reference[block][model]["calibration"])
+        else:
+            _assert_same(output[block], reference[block], block)
+
+
 def test_duckdb_refuses_bad_input_in_one_line(data_file, tmp_path):
     frame = _frame()
     frame.loc[[3, 77, 1200], "chall"] = [1.5, np.nan, -0.1]
