@@ -8,7 +8,9 @@ process, under ``nice -n 10``:
 
 * ``apply MAP FILE --out ...`` (the map compiled to SQL on the engines);
 * ``monitor FILE --time when --period week --segments segment`` (52 weeks x 50 segments);
-* ``decide FILE --no-fix --thresholds 0.1,0.2,0.3,0.5``.
+* ``decide FILE --no-fix --thresholds 0.1,0.2,0.3,0.5``;
+* ``metrics FILE`` (the calibration block and the classical measures; on the engines from one
+  ``GROUP BY`` by score, or 2^20 fine score bins above that many distinct scores).
 
 For each run it prints the wall time, the CPU time and the peak resident memory of the process
 tree (polled from /proc every 0.2 s: DuckDB's threads, Spark's JVM and Python workers
@@ -102,6 +104,9 @@ def command(name: str, engine: str, data: Path, fix_map: Path, out_dir: Path,
     if name == "monitor":
         return ["monitor", str(data), "--score", "score", "--label", "label", "--no-weight",
                 "--time", "when", "--period", "week", "--segments", "segment", "--json", *tail]
+    if name == "metrics":  # the calibration block and the classical measures
+        return ["metrics", str(data), "--score", "score", "--label", "label", "--no-weight",
+                "--json", *tail]
     return ["decide", str(data), "--score", "score", "--label", "label", "--no-weight",
             "--no-fix", "--thresholds", "0.1,0.2,0.3,0.5", "--json", *tail]
 
@@ -188,6 +193,9 @@ def _summary(name: str, result: dict) -> object:
     if name == "monitor":
         return [[s["description"], s["alarm"], s["first_alarm"], s["p_adjusted"]]
                 for s in [output["full"], *output["segments"]] if s["alarm"]]
+    if name == "metrics":
+        return [output["calibration"]["kuiper_z"], output["classical"]["ece"],
+                output["classical"]["ici"], output.get("classical_runs")]
     return output["net_benefit"]["model"]
 
 

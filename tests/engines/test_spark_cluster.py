@@ -6,12 +6,14 @@ in a process of their own (a process holds one SparkSession). The reference is t
 answer (``--engine numpy``), which Spark ``local[2]`` equals (``test_engines_spark.py``,
 ``test_monitor_engines.py``): the screened subpopulations' descriptions, sizes, D and sigma to
 1e-9, and the monitor's alarms, change windows and adjusted p identical. 20,000 rows; skipped
-when Spark, Java or the scripts are missing.
+when Spark, Java or the scripts are missing, and unless ``MCVIZ_SPARK_CLUSTER=1`` (it takes
+minutes: 13 min measured at load 20 on 2 cores, too long for every CI run).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -24,6 +26,7 @@ from test_monitor_engines import assert_same_monitor_json
 from mcviz.engines.results import read_screen
 
 pytestmark = pytest.mark.spark
+OPT_IN = "MCVIZ_SPARK_CLUSTER"
 
 MONITOR = ["--time", "when", "--segments", "group", "--filter", "age >= 60", "--period", "week",
            "--draws", "1999", "--no-weight", "--json"]
@@ -57,6 +60,9 @@ def _on_cluster(url, env, *argv):
 
 
 def test_cluster_screen_and_monitor_equal_the_local_answer(cli, logged, tmp_path):
+    if not os.environ.get(OPT_IN):  # three JVMs and two drivers: minutes, not seconds
+        pytest.skip(f"set {OPT_IN}=1 to start a master and two workers (measured 13 min at "
+                    "load 20 on 2 cores)")
     screen = ["screen", logged, "--score", "score", "--label", "label", "--covariates",
               "group,age", "--subpopulations", "200"]
     local = cli(*screen, "--out", tmp_path / "local.parquet")
