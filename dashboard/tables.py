@@ -173,4 +173,4 @@ def variable_table(ranking: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]
     shown = formatted(shown[[c for c in VARIABLE_COLUMNS if c in shown.columns]],
                       percent=("vece", "vce"))
     shown.columns = [VARIABLE_COLUMNS[c][0] for c in shown.columns]
-    return shown, {words: help_text for words, help_text in VARIABLE_COLUMNS.values()}
+    return shown, dict(VARIABLE_COLUMNS.values())

@@ -32,8 +32,9 @@ from mcviz.engines.sql import _valid_sql
 from mcviz.errors import ValidationError
 from mcviz.subpopulations import Condition
 
-__all__ = ["FILE_KEY", "ROW_KEY", "SUMS", "exclude_rows", "held_out_rows", "held_out_sums",
-           "keyed_source", "sample_keys"]
+__all__ = ["FILE_KEY", "ROW_KEY", "SUMS", "dialect_of", "exclude_rows", "held_out_rows",
+           "held_out_sums", "keyed_source", "mean_interval_from_sums", "query_frame",
+           "role_rows_sql", "sample_keys"]
 
 SUMS = ("rows", "w", "wd", "wdd", "ww", "wws", "wwss", "ws", "wr", "third")
 r"""Per finding: rows, :math:`\sum W`, :math:`\sum W d`, :math:`\sum W^2 d^2`, :math:`\sum W^2`,
@@ -106,10 +107,11 @@ def _exclude_spark(engine, keys: np.ndarray) -> None:
     engine.n = 0  # counted again by the next overview
 
 
-def _rows(engine, q: sql.Query) -> str:
+def role_rows_sql(engine, q: sql.Query) -> str:
     """Select the engine's (narrowed) valid rows with S, R, W and every column."""
     columns, kinds, ident = engine.columns, engine.kinds, q.dialect.ident
-    weight = "1.0" if columns.weight is None else f"CAST({ident(columns.weight)} AS DOUBLE)"
+    weight = "CAST(1.0 AS DOUBLE)" if columns.weight is None else (
+        f"CAST({ident(columns.weight)} AS DOUBLE)")
     text = (f"SELECT *, CAST({ident(columns.score)} AS DOUBLE) + 0.0 AS {sql.S}, "
             f"{sql.response_sql(columns, kinds, q)} AS {sql.R}, {weight} AS {sql.W} "
             f"FROM {engine.source}")
@@ -118,11 +120,13 @@ def _rows(engine, q: sql.Query) -> str:
     return text
 
 
-def _dialect(engine) -> sql.Dialect:
+def dialect_of(engine) -> sql.Dialect:
+    """Return the SQL dialect of a DuckDB or Spark engine."""
     return sql.DUCKDB if engine.name == "duckdb" else sql.SPARK
 
 
-def _frame(engine, q: sql.Query, text: str) -> pd.DataFrame:
+def query_frame(engine, q: sql.Query, text: str) -> pd.DataFrame:
+    """Run a query on a DuckDB or Spark engine; return its result as a DataFrame."""
     if engine.name == "duckdb":
         return engine._execute(text, q.params).df()  # same package
     return engine.spark.sql(text, args=q.params).toPandas()
@@ -136,7 +140,7 @@ def held_out_sums(engine, conditions: Sequence[Sequence[Condition]]) -> np.ndarr
     """
     if not conditions:
         return np.zeros((0, len(SUMS)))
-    q = sql.Query(_dialect(engine))
+    q = sql.Query(dialect_of(engine))
     s, r, w = sql.S, sql.R, sql.W
     d = f"({r} - {s})"
     terms = {"rows": "1.0", "w": w, "wd": f"{w} * {d}", "wdd": f"{w} * {w} * {d} * {d}",
@@ -149,15 +153,45 @@ def held_out_sums(engine, conditions: Sequence[Sequence[Condition]]) -> np.ndarr
         where = sql.predicate_sql(tuple(conds), engine.kinds, q) if conds else "TRUE"
         parts += [f"COALESCE(SUM({terms[name]}) FILTER (WHERE {where}), 0.0) AS c{k}_{name}"
                   for name in SUMS]
-    row = _frame(engine, q, f"SELECT {', '.join(parts)} FROM ({_rows(engine, q)}) AS h").iloc[0]
+    text = f"SELECT {', '.join(parts)} FROM ({role_rows_sql(engine, q)}) AS h"
+    row = query_frame(engine, q, text).iloc[0]
     return np.array([[float(row[f"c{k}_{name}"]) for name in SUMS]
                      for k in range(len(conditions))])
 
 
 def held_out_rows(engine, conditions: Sequence[Condition]) -> tuple[np.ndarray, ...]:
     """Return (score, response, weight) of the rows meeting ``conditions``, in score order."""
-    q = sql.Query(_dialect(engine))
+    q = sql.Query(dialect_of(engine))
     where = sql.predicate_sql(tuple(conditions), engine.kinds, q) if conditions else "TRUE"
-    frame = _frame(engine, q, f"SELECT {sql.S}, {sql.R}, {sql.W} FROM ({_rows(engine, q)}) AS h "
-                              f"WHERE {where} ORDER BY {sql.S}, {sql.W}, {sql.R}")
+    frame = query_frame(engine, q, f"SELECT {sql.S}, {sql.R}, {sql.W} FROM "
+                                   f"({role_rows_sql(engine, q)}) AS h WHERE {where} "
+                                   f"ORDER BY {sql.S}, {sql.W}, {sql.R}")
     return tuple(frame[c].to_numpy(dtype=float) for c in (sql.S, sql.R, sql.W))
+
+
+Z_95 = 1.959963984540054
+
+
+def mean_interval_from_sums(rows: float, total: float, wv: float, wvv: float, wwv: float,
+                            ww: float) -> tuple[float, float, float]:
+    r"""Weighted mean of :math:`v` and its 95% interval from sums over the rows.
+
+    ``rows`` rows, ``total`` :math:`= \sum W`, ``wv`` :math:`= \sum W v`, ``wvv``
+    :math:`= \sum W^2 v^2`, ``wwv`` :math:`= \sum W^2 v`, ``ww`` :math:`= \sum W^2`. The
+    interval of :func:`mcviz.compare.paired.mean_interval` (and of the search's effects):
+    :math:`\bar v \pm 1.96\,\widehat{se}` with :math:`\widehat{se}^2 = \frac{k}{k-1}
+    \sum W^2 (v - \bar v)^2 / (\sum W)^2`, where :math:`\sum W^2 (v - \bar v)^2 =
+    \sum W^2 v^2 - 2 \bar v \sum W^2 v + \bar v^2 \sum W^2`. NaN with no weight; an
+    infinite interval for one row.
+
+    Examples
+    --------
+    >>> mean_interval_from_sums(2, 2.0, 4.0, 10.0, 4.0, 2.0)  # v = 1, 3: se^2 = 2/1 * 2/4
+    (2.0, 0.04003601545994595, 3.959963984540054)
+    """
+    if not total > 0:
+        return (float("nan"),) * 3
+    mean = wv / total
+    spread = max(wvv - 2.0 * mean * wwv + mean**2 * ww, 0.0) / total**2
+    se = float(np.sqrt(spread * rows / (rows - 1))) if rows > 1 else float("inf")
+    return mean, mean - Z_95 * se, mean + Z_95 * se

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mcviz.engines.holdout import SUMS, held_out_rows, held_out_sums
+from mcviz.engines.holdout import SUMS, held_out_rows, held_out_sums, mean_interval_from_sums
 from mcviz.search._confirm import (
     holm,
     is_confirmed,
@@ -59,8 +59,6 @@ if TYPE_CHECKING:
 
 __all__ = ["confirm_at_scale", "effect_from_sums", "sample_rows"]
 
-Z_95 = 1.959963984540054
-
 
 def effect_from_sums(sums: np.ndarray) -> tuple[float, ...]:
     r"""``(mean, low, high, ratio, predicted, observed)`` from one row of :data:`SUMS`.
@@ -79,13 +77,10 @@ def effect_from_sums(sums: np.ndarray) -> tuple[float, ...]:
     rows, total = value["rows"], value["w"]
     if rows == 0 or total == 0:
         return (np.nan,) * 6
-    mean = value["wd"] / total
-    spread = max(value["wdd"] - 2.0 * mean * value["wws"] + mean**2 * value["ww"], 0.0)
-    spread /= total**2
-    se = np.sqrt(spread * rows / (rows - 1)) if rows > 1 else np.inf
+    mean, low, high = mean_interval_from_sums(rows, total, value["wd"], value["wdd"],
+                                              value["wws"], value["ww"])
     ratio = value["wr"] / value["ws"] if value["ws"] > 0 else np.inf
-    return (mean, mean - Z_95 * se, mean + Z_95 * se, ratio, value["ws"] / total,
-            value["wr"] / total)
+    return mean, low, high, ratio, value["ws"] / total, value["wr"] / total
 
 
 def _p_value(pred: Predictions, engine, finding: Finding, z: float, sums: np.ndarray,

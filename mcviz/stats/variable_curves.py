@@ -54,7 +54,7 @@ References
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -150,6 +150,9 @@ class VariableCalibration:
         when the weights depend on the labels.
     span_chosen : bool
         ``span`` was chosen from the data (generalised cross-validation of the gap curve).
+    rank_knots : ndarray
+        V at the row quantiles 0%, 1%, ..., 100% of the rows outside the spikes (101 values;
+        empty when every row is at a spike): the ranks a quantile-spaced axis draws V at.
     """
 
     name: str
@@ -177,6 +180,7 @@ class VariableCalibration:
     kuiper_z: float = float("nan")
     p_value: float = float("nan")
     span_chosen: bool = False
+    rank_knots: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     def record(self) -> dict:
         """Return the JSON-ready summary (the fields of ``mcviz variables --json``)."""
@@ -581,7 +585,20 @@ def variable_calibration(
         dates=pd.api.types.is_datetime64_any_dtype(pred.covariates[variable]),
         vce_ci=vce_ci, vce_significant=bool(vce_ci[0] > 0 or vce_ci[1] < 0),
         kuiper_z=float(along.kuiper_z), p_value=float(along.p_value), span_chosen=chosen,
+        rank_knots=_rank_knots(sorted_values, gap.x[gap.spike]),
     )
+
+
+def _rank_knots(sorted_values: np.ndarray, spikes: np.ndarray) -> np.ndarray:
+    """V at the row quantiles 0%, 1%, ..., 100% of the rows off the spikes (R type 7).
+
+    >>> _rank_knots(np.array([0.0, 0, 0, 0, 1, 2, 3, 4, 5]), np.array([0.0]))[[0, 25, 100]].tolist()
+    [1.0, 2.0, 5.0]
+    """
+    rest = sorted_values[~np.isin(sorted_values, spikes)] if spikes.size else sorted_values
+    if not rest.size:
+        return _readonly(np.empty(0))
+    return _readonly(sorted_quantile(rest, np.linspace(0.0, 1.0, 101)))
 
 
 def _ordinal_values(pred: Predictions, variable: str, span: float | None) -> tuple[
