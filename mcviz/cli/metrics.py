@@ -7,6 +7,11 @@ multi-calibration option (``--covariates``, ``--subpopulations``, ``--groups``, 
 with ``--null-draws N`` its null distribution and every subpopulation's family-wise adjusted
 p-value (:func:`mcviz.stats.significance.null_distribution`). ``--table FILE`` writes one row per
 subpopulation (CSV, formulas neutralised, or Parquet, by the file's extension).
+
+With ``--engine duckdb|spark`` (Parquet) the calibration block comes from the rows sorted by
+score out of core, and the classical measures and the review's reliability diagrams
+(``"reliability"``) from the engine's sums per distinct score; ``"classical_runs"`` says whether
+those were exact (at most 2^20 distinct scores) or fine score bins (:mod:`mcviz.stats.measures.runs`).
 """
 
 from __future__ import annotations
