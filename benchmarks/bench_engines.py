@@ -14,7 +14,9 @@ process, under ``nice -n 10``:
   confirmed on every row not searched);
 * ``compare FILE --score-b score_b --covariates region,age,channel,tenure`` on a copy of the
   file with a second score (:func:`write_compare_data`: A's score moved up by 0.08 in region
-  r1 and by a small deterministic noise elsewhere, clipped to [0.001, 0.999]).
+  r1 and by a small deterministic noise elsewhere, clipped to [0.001, 0.999]);
+* ``metrics FILE`` (the calibration block and the classical measures; on the engines from one
+  ``GROUP BY`` by score, or 2^20 fine score bins above that many distinct scores).
 
 For each run it prints the wall time, the CPU time and the peak resident memory of the process
 tree (polled from /proc every 0.2 s: DuckDB's threads, Spark's JVM and Python workers
@@ -133,6 +135,9 @@ def command(name: str, engine: str, data: Path, fix_map: Path, out_dir: Path,
     if name == "monitor":
         return ["monitor", str(data), "--score", "score", "--label", "label", "--no-weight",
                 "--time", "when", "--period", "week", "--segments", "segment", "--json", *tail]
+    if name == "metrics":  # the calibration block and the classical measures
+        return ["metrics", str(data), "--score", "score", "--label", "label", "--no-weight",
+                "--json", *tail]
     return ["decide", str(data), "--score", "score", "--label", "label", "--no-weight",
             "--no-fix", "--thresholds", "0.1,0.2,0.3,0.5", "--json", *tail]
 
@@ -225,6 +230,9 @@ def _summary(name: str, result: dict) -> object:
     if name == "compare":
         return [output["paired"]["brier_difference"], output["paired"]["kuiper_z"],
                 [f["description"] for f in output["regressions"]]]
+    if name == "metrics":
+        return [output["calibration"]["kuiper_z"], output["classical"]["ece"],
+                output["classical"]["ici"], output.get("classical_runs")]
     return output["net_benefit"]["model"]
 
 
