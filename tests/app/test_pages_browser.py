@@ -72,7 +72,7 @@ PAGE_JS = """
       }
     }
     for (const t of texts) {  // axis titles (x, x2, y, ...) inside the chart's box
-      if (!/^[xy]\d*title$/.test(t.getAttribute('class') || '')) continue;
+      if (!/^[xy]\\d*title$/.test(t.getAttribute('class') || '')) continue;
       const q = box(t);
       if (q.left < rect.left - 1 || q.right > rect.right + 1 || q.top < rect.top - 1 ||
           q.bottom > rect.bottom + 1)
