@@ -181,7 +181,8 @@ def main() -> None:
     kinds = list(PLANTED_SHAPES)
     print("| rows | seed | method | " + " | ".join(f"{k}: D/σ before → after" for k in kinds)
           + " | worst band made worse, |z| (moved beyond the bound) "
-            "| same bands, true probabilities |z| | held-out log loss change (95% CI) | M removed | recommended | seconds (CPU) "
+            "| same bands, true probabilities |z| | held-out log loss change (95% CI) "
+            "| M removed | recommended | seconds (CPU) "
             "| memory |")
     print("|---|---|---|" + "---|" * len(kinds) + "---|---|---|---|---|---|---|")
     maps = []
