@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import fixing, review, runs
+from dashboard import fixing, review, runs, tables
 from dashboard import monitor as monitoring
 from dashboard import state as s
 from dashboard.ui import Current, bin_counts, compute, figure
@@ -186,11 +186,14 @@ def variables_section(item: Current) -> list[ReportSection]:
         return []
     variable = chosen_variable(item, ranking)
     figures = [] if variable is None else [f for _, f in variable_figures(item, variable)]
+    table, header_help = tables.variable_table(ranking)  # the page's table, in words
     return [ReportSection(
         "Variables",
-        text=(f"Variables ranked by VECE; curves for {variable}." if variable else "",),
+        text=(f"Variables ranked: evidence of a miscalibration along them first, then by the "
+              f"average gap (VECE); curves for {variable}." if variable else "",),
         figures=tuple(figures),
-        tables=(("Variables ranked by variable-based calibration error (VECE)", ranking),),
+        tables=(("Variables ranked (hover a header for what it means)", table),),
+        column_help=tuple(header_help.items()),
     )]
 
 

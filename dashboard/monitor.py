@@ -212,7 +212,7 @@ def report_section(result: MonitorResult) -> object:
     figures = (monitor_heatmap_figure(result),
                monitor_series_figure(result, result.series.index(shown)))
     table = pd.DataFrame([{
-        "series": s.description, "alarm": s.alarm, "first_alarm": result.label(s.first_alarm),
+        "series": s.words, "alarm": s.alarm, "first_alarm": result.label(s.first_alarm),
         "shift": s.shift, "ci_low": s.ci_low, "ci_high": s.ci_high,
         "p_adjusted": s.p_adjusted, "rows": int(s.count.sum())} for s in result.series])
     metrics = (("periods", f"{periods.n_periods} {periods.period}s"),

@@ -72,8 +72,11 @@ def csv_download(label: str, frame: pd.DataFrame, file_name: str, *,
                               mime="text/csv", key=key)
 
 
-def show_table(frame: pd.DataFrame, *, percent: tuple[str, ...] = (), **options: Any) -> Any:
+def show_table(frame: pd.DataFrame, *, percent: tuple[str, ...] = (),
+               help: dict[str, str] | None = None, **options: Any) -> Any:  # noqa: A002
     """Draw a table: an interactive grid, or a large static table in presentation mode.
+
+    ``help``: hover text per column header (the grid's tooltips).
 
     Numbers are written by :func:`mcviz.present.figures.format_number` (the one number formatter;
     :func:`dashboard.tables.formatted`) and every column is as wide as its longest text
@@ -88,7 +91,7 @@ def show_table(frame: pd.DataFrame, *, percent: tuple[str, ...] = (), **options:
                 shown[column] = [escape_markdown(v) for v in shown[column]]
         return st.table(shown.set_index(shown.columns[0]) if len(shown.columns) else shown)
     options.setdefault("hide_index", True)
-    config = {name: st.column_config.Column(width=width)
+    config = {name: st.column_config.Column(width=width, help=(help or {}).get(name))
               for name, width in tables.content_widths(shown).items()}
     config.update(options.pop("column_config", None) or {})
     return st.dataframe(shown, column_config=config, **options)

@@ -526,3 +526,9 @@ the findings fix writes at most a few dozen)."""
 
 MAP_MAX_ROUNDS = 1_000
 """Boosting rounds a saved map may hold."""
+
+ENGINE_SCORE_RUNS = 1 << 20
+"""``mcviz metrics --engine``: at most this many runs come back from the engine -- one per
+distinct score when there are no more (the classical measures are then exact), else one per
+fine equal-width score bin of this many (scores move by less than 1/2^20 ≈ 1e-6;
+mcviz.stats.measures.runs). About 60 MB in memory."""

@@ -115,7 +115,7 @@ if click is not None and st.session_state.get("mon_click") != (key, click):  # a
         st.session_state[s.W_FILTER] = opened
         st.switch_page(ui.page_path("review"))
 
-names = [display_text(f"{i}. {'★ ' if s_.alarm else ''}{s_.description}")
+names = [display_text(f"{i}. {'★ ' if s_.alarm else ''}{s_.words}")
          for i, s_ in enumerate(result.series)]
 first_alarm = result.alarms[0] if result.alarms else result.full
 default_series = result.series.index(first_alarm)
@@ -151,7 +151,7 @@ ui.show_figure(ui.figure(monitor_series_figure, result, None, series=series),
                key=f"monitor_series_{series}")
 
 table = pd.DataFrame([{
-    "series": item.description, "alarm": "yes" if item.alarm else "no",
+    "series": item.words, "alarm": "yes" if item.alarm else "no",
     "first alarm": result.label(item.first_alarm) or "", "shift": item.shift,
     "CI low": item.ci_low, "CI high": item.ci_high, "p adjusted": item.p_adjusted,
     "rows": int(item.count.sum()),

@@ -4,12 +4,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, runs, ui
+from dashboard import charts, runs, tables, ui
 from dashboard import state as s
 from dashboard.text import escape_markdown as md
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
-from mcviz.present.figures import format_number
 from mcviz.subpopulations import group_subpopulations
 from mcviz.text import display_text
 
@@ -27,30 +26,16 @@ except ValidationError as error:  # e.g. real-valued responses: no predicted cla
 else:
     st.markdown("**Variables ranked: evidence of a miscalibration along them first, then by "
                 "variable-based calibration error (VECE)**")
-    ui.show_table(
-        ranking.drop(columns=["warnings"]).assign(
-            vce_at=[format_number(v) if isinstance(v, float) else str(v)
-                    for v in ranking["vce_at"]],
-            vce_significant=["yes" if sig else ("within noise" if vce == vce else "–")
-                             for sig, vce in zip(ranking["vce_significant"], ranking["vce"],
-                                                 strict=True)],
-            warnings=[len(w) for w in ranking["warnings"]]),
-        percent=("vece", "vce"),  # as the charts write them; vce_support is a weight (rows)
-        height=min(40 + 35 * len(ranking), 360),
-    )
-    ui.caption("VCE(v*): the largest |error − predicted error| where the data can say it: "
-               "thin-support stretches of a curve, and levels with fewer than 30 effective "
-               "rows or a gap interval wider than ±10 points, are left out, and so is every point "
-               "within reach of thin support. vce_significant: whether the band of the gap at "
-               "v* (valid for a v* picked as the largest gap) excludes 0; otherwise VCE(v*) is "
-               "within noise. vce_support: the rows (weight) within the window at v*. kuiper_z and "
-               "p_value: the cumulative differences of response − score about their mean, "
-               "ordered by the variable (no span, so a local error a smooth curve averages away "
-               "still shows): Kuiper's D/σ and its p; p_adjusted: Bonferroni's over the "
-               "variables (none for nominal ones: their levels have no order). Variables with "
-               "p_adjusted < 0.05 or a significant VCE(v*) come first. The curves' span is "
-               "chosen per variable by cross-validation. warnings: listed under the variable's "
-               "charts.")
+    table, header_help = tables.variable_table(ranking)
+    ui.show_table(table, help=header_help, height=min(40 + 35 * len(ranking), 360))
+    ui.caption("Gaps are |error rate − predicted error rate| in percentage points: the average "
+               "over the rows (VECE), and the largest where the data can say it (VCE(v*), "
+               "\"where\"; thin-support stretches and small levels are left out; \"rows "
+               "there\": the rows it rests on). \"Evidence along it\": the cumulative "
+               "differences along the variable (no span), with its p and the p adjusted over "
+               "the variables. Variables with an adjusted p below 0.05 or a largest gap beyond "
+               "noise come first. Hover a header for more; warnings are listed under the "
+               "variable's charts.")
 
 names = list(kinds)
 if ranking is not None:

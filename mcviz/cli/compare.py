@@ -10,6 +10,10 @@ Prints ``{"n", "models": {"a", "b"} (each: {"score", "calibration", "classical"}
 with ``--challenger``; ``"slides"`` and ``"deck"``, the paths written, with ``--deck``).
 Differences are B - A: a positive Brier difference or regression
 effect means B's loss is higher. Without ``--json``: the sentences and a compact table.
+
+``--engine duckdb|spark`` (Parquet; ``--memory-limit``, ``--spark-master``): every sum and path
+on every row inside the engine, the groups on a random sample (``--sample-rows``), the
+classical measures null, and ``"engine"`` added (:mod:`mcviz.cli.engine_compare`).
 """
 
 from __future__ import annotations
@@ -45,6 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="comma-separated decision thresholds in (0, 1) (default "
                         "%(default)s)")
     _common.add_settings_arguments(parser, CompareSettings)
+    from mcviz.cli.engine_options import add_engine_arguments
+
+    add_engine_arguments(parser, "duckdb or spark: the paired statistics on every row of the "
+                         "Parquet data inside the engine; the groups on a random sample "
+                         "(default numpy: all in memory)")
+    parser.add_argument("--sample-rows", type=int, metavar="N",
+                        help="rows sampled to search the groups with --engine duckdb or spark "
+                        "(default: as many as the memory budget allows)")
     parser.add_argument("--deck", action="append", metavar="OUT", default=[],
                         help="write the comparison's slides to OUT.pptx or OUT.pdf (may be "
                         "given twice)")
@@ -96,6 +108,10 @@ def run(args: argparse.Namespace) -> dict:
 
     settings = _common.settings_from_arguments(CompareSettings, args)
     thresholds = parse_thresholds(args.thresholds, name="--thresholds")
+    if args.engine != "numpy":
+        from mcviz.cli.engine_compare import compare_in_engine
+
+        return compare_in_engine(args, settings, thresholds, default_covariates=_covariates)
     _common.check_decks(args.deck)  # before any work
     frame, join = _frame(args)
     score_b = args.score_b if join is None else join.score_column

@@ -42,8 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common.add_input_arguments(parser)
     add_multicalibration_arguments(parser)
     add_engine_arguments(parser, "duckdb or spark: the calibration block from rows sorted by "
-                         "score out of core (Parquet; no classical measures; default numpy: in "
-                         "memory)")
+                         "score out of core and the classical measures from sums per score "
+                         "(Parquet; default numpy: in memory)")
     parser.set_defaults(run=run)
 
 
@@ -124,17 +124,29 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _in_engine(args: argparse.Namespace) -> dict:
-    """Return the calibration block computed by the engine (mcviz.engines.calibration)."""
+    """Return the calibration block and the classical measures computed by the engine.
+
+    The calibration block streams the rows sorted by score (:mod:`mcviz.engines.calibration`);
+    the classical measures come from one ``GROUP BY`` of the rows by score
+    (:func:`~mcviz.engines.calibration.score_runs_table`, then
+    :func:`~mcviz.stats.measures.runs.classical_from_runs`).
+    """
     from mcviz.cli.engine_options import on_table, require_engine
-    from mcviz.engines.calibration import calibration_block, spark_calibration_block
+    from mcviz.engines.calibration import (
+        calibration_block,
+        score_runs_table,
+        spark_calibration_block,
+    )
+    from mcviz.settings import ENGINE_SCORE_RUNS
 
     require_engine(args.engine)
     if _asked(args) or args.table:
-        raise ValidationError(f"--engine {args.engine} gives the calibration block only; for "
-                              "multi-calibration on every row use mcviz screen --engine "
-                              f"{args.engine}.")
+        raise ValidationError(f"--engine {args.engine} gives the calibration block and the "
+                              "classical measures; for multi-calibration on every row use "
+                              f"mcviz screen --engine {args.engine}.")
 
     def work(table, columns):
+        runs = score_runs_table(table, columns, limit=ENGINE_SCORE_RUNS)
         if table.name == "duckdb":
             from mcviz.engines.duckdb_engine import DuckDBEngine
 
@@ -147,20 +159,35 @@ def _in_engine(args: argparse.Namespace) -> dict:
             engine, block = (SparkEngine(table.files, columns, spark=table.spark),
                              spark_calibration_block)
         try:
-            return columns, block(engine)
+            return columns, runs, block(engine)
         finally:
             engine.close()
 
-    columns, (n, total, statistics) = on_table(args, work)
-    note = ("the classical measures (ECE, smECE, ICI, Brier, log loss, ...) need the rows in "
-            f"memory and are not computed with --engine {args.engine}.")
-    print(f"mcviz: note: {note}", file=sys.stderr)
+    columns, runs, (n, total, statistics) = on_table(args, work)
     return {"n": n, "weight_total": total,
             "columns": {"score": columns.score, "probabilities": [], "label": columns.label,
                         "weight": columns.weight, "response": "binary", "covariates": []},
             "calibration": {**statistics, "p_value_kind": "brownian",
                             "unweighted_kuiper_z": None, "warnings": []},
-            "classical": None, "engine": args.engine}
+            **_classical_from_engine(runs), "engine": args.engine}
+
+
+def _classical_from_engine(parts: dict) -> dict:
+    """The ``"classical"`` block from the engine's runs, and ``"classical_runs"``: how exact."""
+    from mcviz.stats.measures.runs import ScoreRuns, binned_bound, classical_from_runs
+
+    runs = ScoreRuns(**parts)
+    bound = binned_bound(runs)
+    about = {"runs": int(runs.score.size), "exact": bound is None}
+    if bound is not None:
+        about |= {"bins": runs.bins, "max_score_move": bound.bin_width,
+                  "ece_equal_count_bound": bound.ece_equal_count}
+        print(f"mcviz: note: {runs.bins:,} fine score bins (more distinct scores than that): "
+              "Brier, log loss, Spiegelhalter, calibration-in-the-large, O/E and the "
+              "equal-width ECE/MCE/ACE are exact; the equal-count ECE within "
+              f"{bound.ece_equal_count:.2g}; the other classical measures are those of the rows "
+              f"with each score moved by less than {bound.bin_width:.2g}.", file=sys.stderr)
+    return {"classical": classical_from_runs(runs).as_json(), "classical_runs": about}
 
 
 def _say_reweighted(calibration: dict, weighted_z: float, unweighted: Predictions) -> None:

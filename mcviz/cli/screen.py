@@ -172,20 +172,23 @@ def cancel_engine(engine: Engine) -> None:
 
 
 def read_sample_interruptible(
-    files: Sequence[str], rows: int, seed: int, temp_directory: str
+    files: Sequence[str], rows: int, seed: int, temp_directory: str, *, keys: bool = False
 ) -> pd.DataFrame:
-    """Reservoir-sample the rows on a connection that a signal can interrupt."""
+    """Reservoir-sample the rows on a connection that a signal can interrupt.
+
+    ``keys``: each row also gets its file and row number (:func:`read_sample`).
+    """
     try:
         import duckdb
     except ImportError:  # pragma: no cover - the pyarrow fallback of read_sample
         from mcviz.engines.duckdb_engine import read_sample
 
-        return read_sample(files, rows, seed)
+        return read_sample(files, rows, seed, keys=keys)
     from mcviz.engines.duckdb_engine import read_sample
 
     con = duckdb.connect(config={"temp_directory": temp_directory})
     try:
-        return _common.interruptible(lambda: read_sample(files, rows, seed, con=con),
+        return _common.interruptible(lambda: read_sample(files, rows, seed, con=con, keys=keys),
                                      con.interrupt)
     finally:
         if not _common.work_abandoned():

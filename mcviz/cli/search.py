@@ -13,13 +13,19 @@ are not confirmed (null when there is nothing to say). ``mde`` is the mean shift
 subpopulation of 1%, 5% and 20% of the rows needs to be confirmed with 80% power.
 
 At scale (``--engine duckdb`` or ``spark``, or ``--sample-rows`` given) the search runs on a
-random sample of at most ``--sample-rows`` rows of the Parquet data (DuckDB's reservoir sample,
-as ``mcviz screen`` draws it) and the engine then measures the findings' conditions on EVERY
-row: each finding gains ``all_rows_size``, ``all_rows_share``, ``all_rows_kuiper_z`` (D/sigma,
-eqs. (2) and (5) of paper 000), ``all_rows_p_value`` (its Brownian-range tail) and
-``measured_on`` (``"all rows (duckdb)"``); the object gains ``sample``, ``all_rows`` and
-``notice``. The held-out confirmation (``p_value``, ``p_adjusted``) is on the sample's held-out
-rows; the all-rows p-value includes the rows searched and is not adjusted for the search.
+random sample of the Parquet data (DuckDB's reservoir sample, as ``mcviz screen`` draws it) of
+``--sample-rows`` rows, by default as many as the memory budget allows
+(:func:`mcviz.search.at_scale.sample_rows`), and the engine then measures the findings'
+conditions on EVERY row: each finding gains ``all_rows_size``, ``all_rows_share``,
+``all_rows_kuiper_z`` (D/sigma, eqs. (2) and (5) of paper 000), ``all_rows_p_value`` (its
+Brownian-range tail, which includes the rows searched and is not adjusted for the search) and
+``measured_on`` (``"all rows (duckdb)"``); the object gains ``sample``, ``all_rows``,
+``held_out`` and ``notice``. On DuckDB and Spark the held-out numbers (``holdout_size``,
+``holdout_kuiper_z``, ``p_value``, Holm's ``p_adjusted``, ``confirmed``, the effect and its
+interval, the sentence) are measured by the engine on every row the search did not look at
+(the sample's held-out rows and every row outside the sample: ``held_out.rows``), and the
+findings are listed by that evidence; with ``--engine numpy --sample-rows N`` they are the
+sample's held-out rows' (``held_out`` null).
 Without those options (the default) the whole file is loaded and searched in memory.
 """
 
@@ -54,15 +60,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common.add_search_arguments(parser)
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy",
                         help="duckdb or spark: search a sample of the Parquet data, then "
-                        "measure the findings on every row (default numpy: all in memory)")
+                        "measure the findings on every row and confirm them on every row not "
+                        "searched (default numpy: all in memory)")
     parser.add_argument("--sample-rows", type=int, metavar="N",
-                        help=f"rows sampled for the search at scale (default "
-                        f"{DEFAULT_SAMPLE_ROWS:,} with --engine duckdb or spark)")
+                        help="rows sampled for the search at scale (default with --engine "
+                        "duckdb or spark: as many as the memory budget allows, at most "
+                        "1,428,572, i.e. 10^6 searched rows at --holdout 0.3)")
     parser.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 2GB (spills beyond)")
+    parser.add_argument("--spark-master", metavar="URL",
+                        help="Spark master, e.g. spark://host:7077 (default: local mode)")
     parser.set_defaults(run=run)
-
-
-DEFAULT_SAMPLE_ROWS = 1_000_000
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -104,18 +111,18 @@ def result_json(result: SearchResult) -> dict:
 
 
 def run_sampled(args: argparse.Namespace) -> dict:
-    """Search a random sample of the rows, then measure the findings on every row."""
-    from mcviz.cli.screen import (
-        cancel_engine,
-        make_engine,
-        read_sample_interruptible,
-        sample_columns,
-    )
-    from mcviz.engines.base import expand_paths
-    from mcviz.io import load_predictions
-    from mcviz.search import search_subpopulations
+    """Search a random sample of the rows, then measure the findings on every row.
 
-    rows = DEFAULT_SAMPLE_ROWS if args.sample_rows is None else args.sample_rows
+    On DuckDB and Spark the findings' held-out numbers are then measured on every row the
+    search did not look at (:func:`mcviz.search.at_scale.confirm_at_scale`).
+    """
+    from mcviz.cli.screen import cancel_engine, make_engine, read_sample_interruptible
+    from mcviz.engines.base import expand_paths
+
+    covariates = _common.split(args.covariates)
+    rows = args.sample_rows
+    if rows is None:
+        rows = _budget_rows(args, covariates)
     if rows < 1:
         raise ValidationError(f"--sample-rows must be positive, not {rows}.")
     for option in ("probabilities", "weighting", "rho"):
@@ -123,53 +130,109 @@ def run_sampled(args: argparse.Namespace) -> dict:
             raise ValidationError(f"--{option} is not supported when the search runs on a "
                                   f"sample (--engine {args.engine}); use one score column.")
     files = expand_paths(args.file)
-    covariates = _common.split(args.covariates)
+    keyed = args.engine != "numpy"
     with tempfile.TemporaryDirectory(prefix="mcviz-search-", ignore_cleanup_errors=True) as spill:
-        sample = read_sample_interruptible(files, rows, args.seed, spill)
-        # Invalid rows of the sample are skipped (and counted); the engine validates every row.
-        pred = load_predictions(sample, score=args.score, label=args.label,
-                                positive=args.positive, weight=args.weight,
-                                covariates=covariates, drop_invalid=True,
-                                response=args.response, **_common.kind_options(args))
-        columns = sample_columns(pred, sample)
+        sample = read_sample_interruptible(files, rows, args.seed, spill, keys=keyed)
+        pred, result, columns, keys = _search_sample(args, sample, files, covariates, keyed)
         del sample
-        result = search_subpopulations(
-            pred, covariates=covariates, max_conditions=args.max_conditions,
-            n_findings=args.findings, min_share=args.min_share, holdout=args.holdout,
-            seed=args.seed,
-        )
         if args.engine == "spark":  # the JVM's shuffle and spill files go there too
             os.environ["SPARK_LOCAL_DIRS"] = spill
         engine = make_engine(args.engine, files, columns, memory_limit=args.memory_limit,
-                             drop_invalid=args.drop_invalid, temp_directory=spill)
+                             drop_invalid=args.drop_invalid, temp_directory=spill,
+                             spark_master=getattr(args, "spark_master", None))
         try:
             if args.engine == "numpy":
-                measured = engine.screen(result.subpopulations)
-            else:  # a query in native code: cancelled from the main thread on a signal
-                measured = _common.interruptible(
-                    lambda: engine.screen(result.subpopulations), lambda: cancel_engine(engine))
+                measured, held = engine.screen(result.subpopulations), None
+            else:  # queries in native code: cancelled from the main thread on a signal
+                measured, held = _common.interruptible(
+                    lambda: _measure(engine, result, pred, keys), lambda: cancel_engine(engine))
         finally:
             if not _common.work_abandoned():
                 engine.close()
-    return sampled_json(result, measured, sample_dropped=pred.report.n_dropped)
+    return sampled_json(result, measured, sample_dropped=pred.report.n_dropped, held=held)
 
 
-def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped: int) -> dict:
+def _budget_rows(args: argparse.Namespace, covariates: list[str] | None) -> int:
+    """Return the sample's rows from the budget (:func:`mcviz.search.at_scale.sample_rows`)."""
+    from mcviz.engines.base import expand_paths
+    from mcviz.search.at_scale import sample_rows
+
+    if covariates is None:  # every column but the score, label and weight may be searched
+        import pyarrow.parquet as pq
+
+        try:
+            count = len(pq.read_schema(expand_paths(args.file)[0]).names) - 1
+        except (OSError, ValueError, TypeError):
+            count = 1  # the sample's read says what is wrong with the file
+    else:
+        count = len(covariates)
+    return sample_rows(max(count, 1), holdout=args.holdout, max_conditions=args.max_conditions)
+
+
+def _search_sample(args, sample, files, covariates, keyed: bool):
+    """Load the sample, search it; return (pred, result, engine columns, searched keys)."""
+    import numpy as np
+
+    from mcviz.cli.screen import sample_columns
+    from mcviz.engines.holdout import FILE_KEY, ROW_KEY, sample_keys
+    from mcviz.io import load_predictions
+    from mcviz.search import search_subpopulations
+
+    keys = None
+    if keyed:
+        keys = sample_keys(sample, files)
+        sample = sample.drop(columns=[FILE_KEY, ROW_KEY])
+    # Invalid rows of the sample are skipped (and counted); the engine validates every row.
+    pred = load_predictions(sample, score=args.score, label=args.label,
+                            positive=args.positive, weight=args.weight,
+                            covariates=covariates, drop_invalid=True,
+                            response=args.response, **_common.kind_options(args))
+    columns = sample_columns(pred, sample)
+    result = search_subpopulations(
+        pred, covariates=covariates, max_conditions=args.max_conditions,
+        n_findings=args.findings, min_share=args.min_share, holdout=args.holdout,
+        seed=args.seed,
+    )
+    if keys is not None:  # the rows the search looked at: every sampled row not held out
+        searched = np.ones(pred.n, dtype=bool)
+        searched[result.holdout_index] = False
+        keys = keys[pred.row[searched]]
+    return pred, result, columns, keys
+
+
+def _measure(engine, result, pred, keys):
+    """All rows' D/sigma of each finding, then its held-out numbers on every held-out row."""
+    from mcviz.engines.holdout import exclude_rows
+    from mcviz.search.at_scale import confirm_at_scale
+
+    measured = engine.screen(result.subpopulations)
+    exclude_rows(engine, keys)
+    confirmed, n_held = confirm_at_scale(result, pred, engine, everywhere=measured)
+    return measured, (confirmed, n_held)
+
+
+def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped: int,
+                 held: tuple[SearchResult, int] | None = None) -> dict:
     """Return the JSON object of a search on a sample, the findings measured on every row.
 
     The keys of :func:`result_json`, each finding with ``all_rows_size``, ``all_rows_share``,
     ``all_rows_kuiper_z``, ``all_rows_p_value`` and ``measured_on``, then ``sample``,
-    ``all_rows`` and ``notice``.
+    ``all_rows``, ``held_out`` and ``notice``. ``held``: the findings confirmed on every
+    held-out row and their number (DuckDB, Spark); None: confirmed on the sample's held-out
+    rows (``held_out`` null).
     """
     import numpy as np
 
     from mcviz.core import brownian_range_sf
 
+    sample_held = result.n_holdout
+    if held is not None:
+        result, n_held = held
     output = result_json(result)
-    table = measured.table.set_index("id")
+    table = measured.table.set_index("description")  # ids are the sample's ranks
     where = f"all rows ({measured.engine})"
     for item in output["findings"]:
-        row = table.loc[item["rank"]]  # subpopulation id = rank; id 0 is the full population
+        row = table.loc[item["description"]]
         z = float(row["kuiper_z"])
         item.update({
             "all_rows_size": int(row["size"]),
@@ -178,20 +241,26 @@ def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped
             "all_rows_p_value": float(brownian_range_sf(np.float64(z))),
             "measured_on": where,
         })
-    notice = (f"searched a random sample of {result.n:,} of the {measured.n:,} rows; the "
-              f"held-out confirmation (p_value, p_adjusted) is on the sample's "
-              f"{result.n_holdout:,} held-out rows. all_rows_kuiper_z is measured on every row "
-              f"by {measured.engine}; its p-value includes the rows searched and is not "
-              "adjusted for the search.")
+    notice = f"searched a random sample of {result.n:,} of the {measured.n:,} rows; the "
+    if held is None:
+        notice += (f"held-out confirmation (p_value, p_adjusted) is on the sample's "
+                   f"{sample_held:,} held-out rows. ")
+    else:
+        notice += (f"held-out numbers (holdout_kuiper_z, p_value, p_adjusted, the effect and its "
+                   f"interval) are measured by {measured.engine} on all {n_held:,} rows the "
+                   "search did not look at. ")
+    notice += (f"all_rows_kuiper_z is measured on every row by {measured.engine}; its p-value "
+               "includes the rows searched and is not adjusted for the search.")
     if sample_dropped:
         notice += f" {sample_dropped:,} invalid rows of the sample were skipped."
     if result.notice:
         notice += f" {result.notice}"
     del output["notice"]  # re-added last, with the sample's part
     output["sample"] = {"rows": result.n, "n_dropped": int(sample_dropped),
-                        "searched": result.n_search, "held_out": result.n_holdout}
+                        "searched": result.n_search, "held_out": sample_held}
     output["all_rows"] = {"engine": measured.engine, "n": measured.n,
                           "n_dropped": measured.n_dropped}
+    output["held_out"] = None if held is None else {"engine": measured.engine, "rows": n_held}
     output["notice"] = notice
     return output
 

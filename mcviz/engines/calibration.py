@@ -12,8 +12,13 @@ memory of one batch. On Spark (:func:`spark_calibration_block`) each range parti
 score (a tie run never straddles two: :func:`~mcviz.engines.spark_engine.check_partitions`)
 returns its accumulator's sum and extremes, and the driver chains them in score order (the
 path's extremes are each partition's extremes shifted by the sums before it). The numbers
-equal :func:`mcviz.cumulative_differences`' up to the order of floating-point additions (``tests/engines/test_metrics_engines.py``: 1e-12). Binary responses
-only (eq. (5)); the classical measures (ECE, smECE, LOESS-based ICI, ...) are not computed here.
+equal :func:`mcviz.cumulative_differences`' up to the order of floating-point additions
+(``tests/engines/test_metrics_engines.py``: 1e-12). Binary responses only (eq. (5)).
+
+The classical measures (ECE, smECE, ICI, Hosmer-Lemeshow, ...) come from
+:func:`score_runs_table`: one ``GROUP BY`` of the rows by their score (by fine score bins when
+there are more distinct scores than ``limit``), whose sums
+:func:`mcviz.stats.measures.runs.classical_from_runs` turns into the in-memory numbers.
 
 References
 ----------
@@ -28,7 +33,8 @@ from mcviz.core.brownian import brownian_range_sf
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import sigma_from_variance
 
-__all__ = ["PathAccumulator", "calibration_block", "spark_calibration_block"]
+__all__ = ["KEY", "STEP", "VARIANCE", "PathAccumulator", "calibration_block", "score_runs_table",
+           "spark_calibration_block", "spark_ordered_path"]
 
 
 class PathAccumulator:
@@ -52,16 +58,26 @@ class PathAccumulator:
         """Take the next batch (scores ascending, continuing the previous batch)."""
         if score.size == 0:
             return
-        w = np.ones(score.size) if weight is None else weight
-        steps = self.total + np.cumsum(w * (label - score))
-        if self.pending is not None and score[0] != self.pending[0]:
+        self.add_steps(*_calibration_steps(score, label, weight))
+
+    def add_steps(self, key: np.ndarray, step: np.ndarray, weight: float,
+                  variance: float) -> None:
+        r"""Take the next batch of path steps in ascending ``key`` (ties: equal keys).
+
+        ``step`` is each row's step of the path (times the total weight), ``weight`` and
+        ``variance`` the batch's sums of :math:`W` and of the terms of :math:`\sigma^2`.
+        """
+        if key.size == 0:
+            return
+        steps = self.total + np.cumsum(step)
+        if self.pending is not None and key[0] != self.pending[0]:
             self._see(np.array([self.pending[1]]))  # the previous batch ended a tie run
-        self._see(steps[:-1][score[1:] != score[:-1]])
-        self.pending = (float(score[-1]), float(steps[-1]))
+        self._see(steps[:-1][key[1:] != key[:-1]])
+        self.pending = (float(key[-1]), float(steps[-1]))
         self.total = float(steps[-1])
-        self.weight += float(w.sum())
-        self.variance += float(np.sum(score * (1.0 - score) * w**2))
-        self.rows += score.size
+        self.weight += weight
+        self.variance += variance
+        self.rows += key.size
 
     def finish(self) -> dict:
         """Return kuiper, ks, sigma, kuiper_z and p_value (keys of the metrics JSON)."""
@@ -89,38 +105,80 @@ def calibration_block(engine) -> tuple[int, float, dict]:
     return accumulator.rows, accumulator.weight, accumulator.finish()
 
 
+def _calibration_steps(score: np.ndarray, label: np.ndarray,
+                       weight: np.ndarray | None) -> tuple:
+    """Return eq. (1)'s steps of sorted rows: (key, step, sum of W, sum of eq. (5)'s terms)."""
+    w = np.ones(score.size) if weight is None else weight
+    return score, w * (label - score), float(w.sum()), float(np.sum(score * (1.0 - score) * w**2))
+
+
 _PARTS = "lo DOUBLE, hi DOUBLE, total DOUBLE, high DOUBLE, low DOUBLE, weight DOUBLE, " \
     "variance DOUBLE, rows LONG"
 
+KEY, STEP, VARIANCE = "__mcviz_key", "__mcviz_step", "__mcviz_variance"
+"""Columns of a frame of path steps (:func:`spark_ordered_path`)."""
 
-def _partition_path(weighted: bool, batches):
+
+def _score_batch(weighted: bool, batch) -> tuple:
+    from mcviz.engines import sql
+
+    return _calibration_steps(batch.column(sql.S).to_numpy(), batch.column(sql.R).to_numpy(),
+                              batch.column(sql.W).to_numpy() if weighted else None)
+
+
+def _step_batch(batch) -> tuple:
+    from mcviz.engines import sql
+
+    return (batch.column(KEY).to_numpy(), batch.column(STEP).to_numpy(),
+            float(batch.column(sql.W).to_numpy().sum()),
+            float(batch.column(VARIANCE).to_numpy().sum()))
+
+
+def _partition_path(read, batches):
     """Executor side: one sorted partition's path statistics, as one row."""
     import pyarrow as pa
 
-    from mcviz.engines import sql
-
     accumulator = PathAccumulator()
-    low_score, high_score = float("nan"), float("nan")
+    low_key, high_key = float("nan"), float("nan")
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        score = batch.column(sql.S).to_numpy()
+        key, step, weight, variance = read(batch)
         if accumulator.rows == 0:
-            low_score = float(score[0])
-        high_score = float(score[-1])
-        accumulator.add(score, batch.column(sql.R).to_numpy(),
-                        batch.column(sql.W).to_numpy() if weighted else None)
+            low_key = float(key[0])
+        high_key = float(key[-1])
+        accumulator.add_steps(key, step, weight, variance)
     if accumulator.rows:
         if accumulator.pending is not None:
             accumulator._see(np.array([accumulator.pending[1]]))
         yield pa.RecordBatch.from_pydict(
-            {"lo": [low_score], "hi": [high_score], "total": [accumulator.total],
+            {"lo": [low_key], "hi": [high_key], "total": [accumulator.total],
              "high": [accumulator.high], "low": [accumulator.low],
              "weight": [accumulator.weight], "variance": [accumulator.variance],
              "rows": [accumulator.rows]},
             schema=pa.schema([(name, pa.float64()) for name in
                               ("lo", "hi", "total", "high", "low", "weight", "variance")]
                              + [("rows", pa.int64())]))
+
+
+def _chained(ranged, read) -> PathAccumulator:
+    """Run :func:`_partition_path` on each sorted range partition; chain them in key order."""
+    from functools import partial
+
+    from mcviz.engines.spark_engine import check_partitions
+
+    parts = sorted(ranged.mapInArrow(partial(_partition_path, read), _PARTS).collect(),
+                   key=lambda r: r["lo"])
+    check_partitions([(r["lo"], r["hi"], r["rows"]) for r in parts])
+    total = PathAccumulator()
+    for part in parts:  # the path continues from the sum of the partitions before
+        total.high = max(total.high, total.total + part["high"])
+        total.low = min(total.low, total.total + part["low"])
+        total.total += part["total"]
+        total.weight += part["weight"]
+        total.variance += part["variance"]
+        total.rows += part["rows"]
+    return total
 
 
 def spark_calibration_block(engine) -> tuple[int, float, dict]:
@@ -132,20 +190,86 @@ def spark_calibration_block(engine) -> tuple[int, float, dict]:
 
     from mcviz.core.membership import MembershipPlan
     from mcviz.engines import sql
-    from mcviz.engines.spark_engine import check_partitions
 
     engine.overview()
     frame = engine._rows(MembershipPlan(()))
     ranged = frame.repartitionByRange(engine._partition_count(), sql.S).sortWithinPartitions(sql.S)
-    task = partial(_partition_path, engine.columns.weight is not None)
-    parts = sorted(ranged.mapInArrow(task, _PARTS).collect(), key=lambda r: r["lo"])
-    check_partitions([(r["lo"], r["hi"], r["rows"]) for r in parts])
-    total = PathAccumulator()
-    for part in parts:  # the path continues from the sum of the partitions before
-        total.high = max(total.high, total.total + part["high"])
-        total.low = min(total.low, total.total + part["low"])
-        total.total += part["total"]
-        total.weight += part["weight"]
-        total.variance += part["variance"]
-        total.rows += part["rows"]
+    total = _chained(ranged, partial(_score_batch, engine.columns.weight is not None))
     return total.rows, total.weight, total.finish()
+
+
+def spark_ordered_path(engine, frame) -> tuple[int, float, dict]:
+    """Return rows, total weight and the path statistics of a Spark frame of path steps.
+
+    ``frame`` has the columns :data:`KEY` (the ordering variable), :data:`STEP`,
+    :data:`VARIANCE` and the weight ``mcviz.engines.sql.W``; it is range-partitioned by the
+    key (a tie run never straddles two partitions) and chained as the score's path is.
+    """
+    ranged = frame.repartitionByRange(engine._partition_count(), KEY).sortWithinPartitions(KEY)
+    total = _chained(ranged, _step_batch)
+    return total.rows, total.weight, total.finish()
+
+
+_RUN_SUMS = ("n", "w", "wr", "ww", "ws", "lo", "hi", "se", "ll", "sn", "sv")
+
+
+def score_runs_table(table, columns, *, limit: int) -> dict:
+    r"""Return the rows' sums per distinct score, or per fine score bin (one aggregate pass).
+
+    ``table`` is a :class:`mcviz.engines.tables.Table` (rows checked first, as the screening
+    checks them). With at most ``limit`` distinct scores (counted approximately first, so up to
+    a few per cent more may come back) each run is one distinct score; otherwise the runs are
+    ``limit`` equal-width bins nested in the ECE's 10 (:mod:`mcviz.stats.measures.runs`), each at
+    its weighted mean score (kept within its rows' range). Returns the keyword arguments of
+    :class:`~mcviz.stats.measures.runs.ScoreRuns` (arrays ascending by score).
+    """
+    from mcviz.engines import sql
+
+    q = table.query()
+    overview = table.frame(q, sql.overview_sql(columns, table.kinds, q, table.source)).iloc[0]
+    sql.read_overview(overview, columns, table.kinds, drop_invalid=False)
+    q = table.query()
+    s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+    distinct = table.frame(q, f"SELECT approx_count_distinct({s}) AS d FROM {table.source}")
+    binned = int(distinct["d"].iloc[0]) > limit
+    q = table.query()
+    s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+    r = sql.response_sql(columns, table.kinds, q)
+    w = "1.0" if columns.weight is None else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)"
+    if binned:
+        per_coarse = max(limit // 10, 1)
+        edges = " + ".join(f"CASE WHEN s > {q.bind(k / 10)} THEN 1 ELSE 0 END"
+                           for k in range(1, 10))
+        low = f"CAST(c AS DOUBLE) / {q.bind(10.0)}"
+        # the fine bin within its ECE bin (c/10, (c+1)/10]: ceil of the share of the width
+        sub = (f"LEAST(GREATEST(CAST(CEIL((s - {low}) * {q.bind(10.0 * per_coarse)}) AS BIGINT)"
+               f" - 1, 0), {q.bind(per_coarse - 1)})")
+        inner = (f"SELECT s, r, w, c * {q.bind(per_coarse)} + {sub} AS k FROM (SELECT s, r, w, "
+                 f"{edges} AS c FROM (SELECT {s} AS s, {r} AS r, {w} AS w FROM {table.source}) "
+                 "a) b")
+    else:
+        inner = f"SELECT s, r, w, s AS k FROM (SELECT {s} AS s, {r} AS r, {w} AS w FROM " \
+                f"{table.source}) a"
+    clip_low, clip_high = q.bind(1e-15), q.bind(1.0 - 1e-15)
+    clipped = f"LEAST(GREATEST(s, {clip_low}), {clip_high})"
+    parts = ["COUNT(*) AS n", "SUM(w) AS w", "SUM(w * r) AS wr", "SUM(w * w) AS ww",
+             "SUM(w * s) AS ws", "MIN(s) AS lo", "MAX(s) AS hi",
+             "SUM(w * (s - r) * (s - r)) AS se",
+             f"SUM(w * (r * LN({clipped}) + (1.0 - r) * LN(1.0 - {clipped}))) AS ll",
+             "SUM(w * (r - s) * (1.0 - 2.0 * s)) AS sn",
+             "SUM(w * w * (1.0 - 2.0 * s) * (1.0 - 2.0 * s) * s * (1.0 - s)) AS sv"]
+    frame = table.frame(q, f"SELECT {', '.join(parts)} FROM ({inner}) t GROUP BY k")
+    values = {name: frame[name].to_numpy(dtype=float) for name in _RUN_SUMS}
+    order = np.argsort(values["lo"], kind="stable")  # runs never overlap: by their lowest score
+    values = {name: v[order] for name, v in values.items()}
+    if binned:  # each bin at its weighted mean score, within its rows' range
+        score = np.clip(values["ws"] / values["w"], values["lo"], values["hi"])
+    else:
+        score = values["lo"]
+    return {"score": score, "count": values["n"].astype(np.int64), "weight": values["w"],
+            "positive": values["wr"], "square_weight": values["ww"],
+            "square_error": float(values["se"].sum()),
+            "log_likelihood": float(values["ll"].sum()),
+            "spiegelhalter_numerator": float(values["sn"].sum()),
+            "spiegelhalter_variance": float(values["sv"].sum()),
+            "weighted": columns.weight is not None, "bins": limit if binned else None}

@@ -45,8 +45,8 @@ from mcviz.engines.base import (
 )
 from mcviz.errors import ValidationError
 
-__all__ = ["BATCH_ROWS", "DuckDBEngine", "connect", "duckdb_kind", "parquet_source",
-           "quote_literal"]
+__all__ = ["BATCH_ROWS", "FILE_KEY", "ROW_KEY", "DuckDBEngine", "connect", "duckdb_kind",
+           "keyed_source", "parquet_source", "quote_literal"]
 
 BATCH_ROWS = 1 << 17
 """Rows per streamed Arrow batch (cache-sized work for the evaluator)."""
@@ -260,29 +260,50 @@ class DuckDBEngine(Engine):
         return read_sample(self.files, rows, seed, con=self.con)
 
 
-def read_sample(files: Sequence[str], rows: int, seed: int, *, con=None) -> pd.DataFrame:
+def read_sample(files: Sequence[str], rows: int, seed: int, *, con=None,
+                keys: bool = False) -> pd.DataFrame:
     """Read a reproducible random sample of at most ``rows`` rows of Parquet files.
 
     Uses DuckDB's reservoir sampling (one streaming pass), or the first rows via pyarrow when
-    DuckDB is not installed.
+    DuckDB is not installed. ``keys``: each row also gets its file and its row number in it
+    (:data:`mcviz.engines.holdout.FILE_KEY`, ``ROW_KEY``; DuckDB needed).
     """
     try:
         import duckdb
     except ImportError:  # pragma: no cover - duckdb is a dev dependency
+        if keys:
+            raise ValidationError("a search at scale draws its sample with DuckDB: pip install "
+                                  "duckdb.") from None
         import pyarrow.dataset as ds
 
         return ds.dataset(list(files), format="parquet").head(int(rows)).to_pandas()
     own = con is None
     con = duckdb.connect() if own else con
     try:
-        listed = ", ".join(f"'{_escape(f)}'" for f in files)
+        if keys:
+            source = keyed_source(files)
+        else:
+            listed = ", ".join(f"'{_escape(f)}'" for f in files)
+            source = f"read_parquet([{listed}], union_by_name = true)"
         return con.execute(
-            f"SELECT * FROM read_parquet([{listed}], union_by_name = true) "
+            f"SELECT * FROM {source} "
             f"USING SAMPLE reservoir({int(rows)} ROWS) REPEATABLE ({int(seed)})"
         ).df()
     finally:
         if own:
             con.close()
+
+
+FILE_KEY, ROW_KEY = "__mcviz_file", "__mcviz_row"
+"""Columns of a keyed sample: the file's path as the engine read it, the row's number in it."""
+
+
+def keyed_source(files: Sequence[str]) -> str:
+    """Return ``read_parquet`` over the files with each row's file path and row number."""
+    listed = ", ".join(quote_literal(f) for f in files)
+    return (f"(SELECT * EXCLUDE (file_row_number), file_row_number AS {ROW_KEY} FROM "
+            f"read_parquet([{listed}], union_by_name = true, filename = '{FILE_KEY}', "
+            "file_row_number = true))")
 
 
 def _limit_text(engine: DuckDBEngine) -> str:

@@ -133,8 +133,25 @@ class SeriesMonitor:
 
     @property
     def description(self) -> str:
-        """The segment's conditions in words (``"full population"`` for the full population)."""
+        """The segment's exact filter expression (``"full population"`` for the full one).
+
+        Links and machines read it; people read :attr:`words`.
+        """
         return self.subpopulation.description
+
+    @property
+    def words(self) -> str:
+        """The segment in plain words, as the findings say a group (no filter operator).
+
+        >>> from mcviz.subpopulations import Condition, Subpopulation
+        >>> view = dict.fromkeys(SeriesMonitor.__dataclass_fields__)
+        >>> view["subpopulation"] = Subpopulation(1, 1, (Condition("carrier", "==", "9E"),),
+        ...                                       'carrier == "9E"', np.arange(3))
+        >>> SeriesMonitor(**view).words
+        'carrier is 9E'
+        """
+        conditions = self.subpopulation.conditions
+        return conditions_words(conditions) if conditions else "full population"
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -76,6 +76,8 @@ class ReportSection:
         Caption and table.
     columns : int, default 1
         Figures per row (2 lays four figures out as the review view's 2x2 grid).
+    column_help : tuple of (str, str)
+        Hover text of the tables' column headers (header, help), as the page's tooltips.
     """
 
     title: str
@@ -84,6 +86,7 @@ class ReportSection:
     figures: tuple[go.Figure, ...] = ()
     tables: tuple[tuple[str, pd.DataFrame], ...] = ()
     columns: int = 1
+    column_help: tuple[tuple[str, str], ...] = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,8 +117,13 @@ def _cell(value: object) -> str:
     return _text(value)
 
 
-def _table_html(frame: pd.DataFrame, *, max_rows: int = MAX_TABLE_ROWS) -> str:
-    head = "".join(f"<th>{_text(c)}</th>" for c in frame.columns)
+def _table_html(frame: pd.DataFrame, *, max_rows: int = MAX_TABLE_ROWS,
+                help: Mapping[str, str] | None = None) -> str:  # noqa: A002
+    def header(column: object) -> str:
+        tip = (help or {}).get(str(column))
+        return f"<th title='{_text(tip)}'>" if tip else "<th>"
+
+    head = "".join(f"{header(c)}{_text(c)}</th>" for c in frame.columns)
     rows = []
     for values in frame.head(max_rows).itertuples(index=False, name=None):
         rows.append("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in values) + "</tr>")
@@ -203,7 +211,8 @@ def html_report(
         if columns > 1:
             parts.append("</div>")
         for caption, frame in section.tables:
-            parts.append(f"<p class='caption'>{_text(caption)}</p>{_table_html(frame)}")
+            parts.append(f"<p class='caption'>{_text(caption)}</p>"
+                         f"{_table_html(frame, help=dict(section.column_help))}")
     parts.append("</body></html>")
     return "".join(parts)
 

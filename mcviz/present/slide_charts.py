@@ -195,22 +195,32 @@ def reliability_chart(result: Any, *, title: str | None = None) -> SlideChart:
 
 
 def counts_chart(result: Any, *, title: str | None = None) -> SlideChart:
-    """Rows (or weight) per score bin: clustered columns, the subpopulation beside the full."""
+    """Rows (or weight) per score bin: clustered columns, the subpopulation beside the full.
+
+    With a subpopulation both are drawn as shares of their own total: a group of 2,000 rows
+    beside 26,000 rows per bin would be invisible as counts (seen on the Adult deck); the
+    totals stay in the series' names.
+    """
     edges = np.asarray(result.histogram_edges, dtype=float)
     full = np.asarray(result.histogram_full, dtype=float)
     group = max(math.ceil(full.size / MAX_COLUMNS), 1)
     starts = np.arange(0, full.size, group)
     labels = tuple(f"{format_number(edges[s], digits=2)}–"
                    f"{format_number(edges[min(s + group, full.size)], digits=2)}" for s in starts)
-    series = [Series("full population", tuple(labels), tuple(np.add.reduceat(full, starts)),
-                     GRAY if result.has_subpopulation else BLUE)]
-    if result.has_subpopulation:
-        sub = np.asarray(result.histogram_subpopulation, dtype=float)
-        series.append(Series("subpopulation", tuple(labels), tuple(np.add.reduceat(sub, starts)),
-                             BLACK))
     word = "weight" if result.weighted else "rows"
-    return SlideChart(title=title or f"{word.capitalize()} per score bin", kind="columns",
-                      series=tuple(series), x_title="score bin", y_title=word, categories=labels)
+    full = np.add.reduceat(full, starts)
+    if not result.has_subpopulation:
+        return SlideChart(title=title or f"{word.capitalize()} per score bin", kind="columns",
+                          series=(Series("full population", labels, tuple(full), BLUE),),
+                          x_title="score bin", y_title=word, categories=labels)
+    sub = np.add.reduceat(np.asarray(result.histogram_subpopulation, dtype=float), starts)
+    series = tuple(Series(f"{name} ({format_number(values.sum())} {word})", labels,
+                          tuple(values / values.sum() if values.sum() > 0 else values), color)
+                   for name, values, color in (("full population", full, GRAY),
+                                               ("subpopulation", sub, BLACK)))
+    return SlideChart(title=title or f"Share of {word} per score bin", kind="columns",
+                      series=series, x_title="score bin", y_title=f"share of its {word}",
+                      categories=labels, y_percent=True)
 
 
 def curves_chart(curves: Any, *, title: str | None = None) -> SlideChart:

@@ -26,7 +26,10 @@ want of distinct values in the window, no row inside it, an ill-conditioned desi
 used to extrapolate. Such points stay on the curve, flagged (``thin``, ``degenerate``), are named
 in ``warnings`` and are left out of VCE(v*). Nor is v* chosen within reach of them (issue 31:
 it used to be the last point before a thin stretch, or an island between two): a LOESS point is
-eligible only when no thin point lies within :data:`REACH` (a tenth) of its window radius.
+eligible only when no thin point lies within :data:`REACH` (a tenth) of its window radius. Nor
+is v* a point where the error or the predicted-error fit leaves [0, 1] (a local quadratic
+overshooting at a steep edge): those rates are drawn clipped, and the gap there is not the gap
+between the drawn curves (issue 40); such points are named in ``warnings``.
 VCE(v*) carries a band, the gap at v* ± z se(v*) with Scheffé's z over the curve's degrees of
 freedom (:func:`simultaneous_z`: v* was picked as the largest of many correlated estimates),
 and is *within noise* when the band holds 0 (``vce_significant``). Displayed rates and bands
@@ -51,7 +54,7 @@ References
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -83,6 +86,8 @@ CV_ROWS = 100_000
 """Above this many rows the span is cross-validated on this many, evenly spaced in score order."""
 REACH = 0.1
 """v* keeps this share of its window radius away from thin support."""
+CLIP_TOLERANCE = 1e-9
+"""A fitted rate this far outside [0, 1] is still drawn as fitted (rounding)."""
 
 @dataclass(frozen=True, slots=True, eq=False)
 class VariableCalibration:
@@ -145,6 +150,9 @@ class VariableCalibration:
         when the weights depend on the labels.
     span_chosen : bool
         ``span`` was chosen from the data (generalised cross-validation of the gap curve).
+    rank_knots : ndarray
+        V at the row quantiles 0%, 1%, ..., 100% of the rows outside the spikes (101 values;
+        empty when every row is at a spike): the ranks a quantile-spaced axis draws V at.
     """
 
     name: str
@@ -172,6 +180,7 @@ class VariableCalibration:
     kuiper_z: float = float("nan")
     p_value: float = float("nan")
     span_chosen: bool = False
+    rank_knots: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     def record(self) -> dict:
         """Return the JSON-ready summary (the fields of ``mcviz variables --json``)."""
@@ -361,6 +370,29 @@ def _clipped(curve: LoessCurve, low: float) -> LoessCurve:
     )
 
 
+def _drawn_as_fitted(rate: LoessCurve) -> np.ndarray:
+    """Grid points where a rate's fit lies in [0, 1], so clipping leaves it as fitted.
+
+    Only there is the gap between the drawn curves the gap of VCE(v*) (issue 40: "VCE(v*)
+    2.67% at age = 90" where both drawn rates were 0, the fits -5.3% and -8.0%). A tolerance of
+    1e-9 keeps a rate that is 0 or 1 up to rounding.
+    """
+    return (rate.fit >= -CLIP_TOLERANCE) & (rate.fit <= 1.0 + CLIP_TOLERANCE)
+
+
+def _eligible(name: str, gap: LoessCurve, rates: list[LoessCurve],
+              radius: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Grid points eligible for v* (module notes) and the warnings about the curve's edges."""
+    candidates = _candidates(gap, radius)
+    overshoot = candidates & ~(_drawn_as_fitted(rates[0]) & _drawn_as_fitted(rates[1]))
+    notes = _edge_warnings(name, gap)
+    if overshoot.any():
+        notes.append(f"{name}: at {int(overshoot.sum())} grid points "
+                     f"({_intervals(gap.x, overshoot)}) a fitted rate leaves [0, 1] (the local "
+                     "fit overshoots) and is drawn clipped; left out of VCE(v*).")
+    return candidates & ~overshoot, notes
+
+
 def _intervals(x: np.ndarray, mask: np.ndarray) -> str:
     """Describe the runs of ``mask`` over the grid ``x`` in words: "[0, 3.5], [98, 120]"."""
     edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
@@ -527,10 +559,10 @@ def variable_calibration(
     )
     used = int(fits.degree.max(initial=0))
     gap = _clipped(fits.curve(np.array([1.0, -1.0]), span=span, degree=used), -1.0)
-    candidates = _candidates(gap, fits.radius)
+    rates = [fits.curve(np.array(c), span=span, degree=used) for c in ([1.0, 0.0], [0.0, 1.0])]
+    candidates, warnings = _eligible(variable, gap, rates, fits.radius)
     vce, vce_at, vce_support = _worst_point(gap, fits.radius, values, weight, candidates)
     vce_ci = _vce_band(gap, vce, vce_at)
-    warnings = _edge_warnings(variable, gap)
     if not np.isfinite(vce):
         warnings.append(f"{variable}: no point of the curve has enough support; VCE(v*) is not "
                         "reported.")
@@ -544,8 +576,7 @@ def variable_calibration(
     along = cumulative_differences(pred, order_by=variable, centred=True)  # no bandwidth
     return VariableCalibration(
         name=variable, kind="ordinal",
-        error=_clipped(fits.curve(np.array([1.0, 0.0]), span=span, degree=used), 0.0),
-        predicted=_clipped(fits.curve(np.array([0.0, 1.0]), span=span, degree=used), 0.0),
+        error=_clipped(rates[0], 0.0), predicted=_clipped(rates[1], 0.0),
         gap=gap, vce=vce, vce_at=vce_at, vce_support=vce_support, vece=value,
         bin_edges=_readonly(edges), bin_weight=_readonly(share),
         bin_error=_readonly(error_mean), bin_predicted=_readonly(predicted_mean),
@@ -554,7 +585,20 @@ def variable_calibration(
         dates=pd.api.types.is_datetime64_any_dtype(pred.covariates[variable]),
         vce_ci=vce_ci, vce_significant=bool(vce_ci[0] > 0 or vce_ci[1] < 0),
         kuiper_z=float(along.kuiper_z), p_value=float(along.p_value), span_chosen=chosen,
+        rank_knots=_rank_knots(sorted_values, gap.x[gap.spike]),
     )
+
+
+def _rank_knots(sorted_values: np.ndarray, spikes: np.ndarray) -> np.ndarray:
+    """V at the row quantiles 0%, 1%, ..., 100% of the rows off the spikes (R type 7).
+
+    >>> _rank_knots(np.array([0.0, 0, 0, 0, 1, 2, 3, 4, 5]), np.array([0.0]))[[0, 25, 100]].tolist()
+    [1.0, 2.0, 5.0]
+    """
+    rest = sorted_values[~np.isin(sorted_values, spikes)] if spikes.size else sorted_values
+    if not rest.size:
+        return _readonly(np.empty(0))
+    return _readonly(sorted_quantile(rest, np.linspace(0.0, 1.0, 101)))
 
 
 def _ordinal_values(pred: Predictions, variable: str, span: float | None) -> tuple[

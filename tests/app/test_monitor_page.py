@@ -59,7 +59,7 @@ def test_monthly_periods_and_a_filter_segment():
     assert shown["Periods"] == "12"
     assert shown["Alarms"].endswith("of 21")
     table = at.dataframe[0].value
-    assert "distance ≥ 1000" in set(table["series"])
+    assert "distance 1,000 or more" in set(table["series"])  # in words (#40)
 
 
 def test_the_report_carries_the_monitor_of_the_same_data():

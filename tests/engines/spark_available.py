@@ -43,3 +43,88 @@ def spark_table(path):
 
     with local_spark() as session:
         yield SparkTable(path, spark=session)
+
+
+def spark_scripts_missing() -> str | None:
+    """Return why a standalone cluster cannot start here (Spark's sbin scripts), or None."""
+    missing = spark_missing()
+    if missing is not None:
+        return missing
+    import pyspark
+
+    if not os.path.exists(os.path.join(os.path.dirname(pyspark.__file__), "sbin",
+                                       "spark-daemon.sh")):
+        return "pyspark has no sbin/spark-daemon.sh"
+    return None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def standalone_cluster(directory, workers: int = 2, timeout: float = 240.0):
+    """Yield the URL of a standalone Spark cluster on this machine, stopped afterwards.
+
+    A master and ``workers`` workers (one core, 1 GB each) started by Spark's own script
+    ``sbin/spark-daemon.sh`` (``start-master.sh`` and ``start-worker.sh`` call it the same
+    way; the pip package ships only this one), bound to 127.0.0.1, with logs, pids and the
+    workers' directories under ``directory``. The workers' Python is this interpreter and
+    finds mcviz where this process finds it. Skips when Spark or its scripts are missing.
+    """
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import pytest
+
+    missing = spark_scripts_missing()
+    if missing is not None:
+        pytest.skip(missing)
+    import pyspark
+
+    import mcviz
+
+    home = os.path.dirname(pyspark.__file__)
+    directory = Path(directory)
+    port = _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    env = {**os.environ, "SPARK_HOME": home, "SPARK_LOG_DIR": str(directory / "logs"),
+           "SPARK_PID_DIR": str(directory / "pids"), "SPARK_WORKER_DIR": str(directory / "work"),
+           "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "SPARK_IDENT_STRING": f"mcviz{port}",
+           "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
+           "PYTHONPATH": os.pathsep.join(filter(None, [
+               os.path.dirname(os.path.dirname(mcviz.__file__)), os.environ.get("PYTHONPATH")]))}
+    daemon = os.path.join(home, "sbin", "spark-daemon.sh")
+    started = [("org.apache.spark.deploy.master.Master", 1,
+                ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port())])]
+    started += [("org.apache.spark.deploy.worker.Worker", i,
+                 ["--host", "127.0.0.1", "--webui-port", str(_free_port()), "--cores", "1",
+                  "--memory", "1g", url]) for i in range(1, workers + 1)]
+
+    def daemon_run(action: str, name: str, instance: int, args: list[str]):
+        return subprocess.Popen(["bash", daemon, action, name, str(instance), *args], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    try:
+        for process in [daemon_run("start", *spec) for spec in started]:  # all at once
+            process.wait(timeout=120)
+        deadline = time.monotonic() + timeout
+        while True:
+            log = "".join(p.read_text(errors="replace")
+                          for p in (directory / "logs").glob("*Master*.out"))
+            if log.count("Registering worker") >= workers:
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"the cluster did not start within {timeout:.0f} s: {log[-2000:]}")
+            time.sleep(1.0)
+        yield url, env
+    finally:
+        for process in [daemon_run("stop", name, i, []) for name, i, _ in reversed(started)]:
+            process.wait(timeout=120)

@@ -1,9 +1,16 @@
-"""``mcviz metrics --engine duckdb|spark``: the calibration block from score-sorted batches.
+"""``mcviz metrics --engine duckdb|spark``: the calibration block and the classical measures.
 
 The reference is :func:`mcviz.cumulative_differences` on the same rows. Scores are rounded to
 two decimals (long tie runs) and the batches are 7 rows long, so tie runs straddle batches:
 the path is evaluated at the end of each run only, as in memory. On Spark the range
 partitions are about 97 rows (many partition edges, each between two tie runs).
+
+The classical measures come from the engine's sums per distinct score
+(:func:`~mcviz.engines.calibration.score_runs_table`): equal to the in-memory measures to 1e-9;
+with more distinct scores than the limit, from fine score bins, where the measures
+:mod:`mcviz.stats.measures.runs` calls exact stay exact and the equal-count ECE stays within
+its bound (the binning itself is checked against an independent numpy binning in
+``tests/stats/measures/test_measures_runs.py``).
 """
 
 from __future__ import annotations
@@ -11,15 +18,25 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from spark_available import spark_table
+from spark_available import local_spark
 
 from mcviz import cumulative_differences
 from mcviz.engines.base import Columns
-from mcviz.engines.calibration import calibration_block
+from mcviz.engines.calibration import calibration_block, score_runs_table
 from mcviz.engines.duckdb_engine import DuckDBEngine
+from mcviz.engines.tables import DuckDBTable
 from mcviz.io import load_predictions
+from mcviz.stats.measures import classical_measures
+from mcviz.stats.measures.runs import ScoreRuns, binned_bound, classical_from_runs, score_runs
 
 KEYS = ("kuiper", "ks", "sigma", "kuiper_z", "p_value")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One local[2] session for every Spark test of this file (skipped without Spark)."""
+    with local_spark() as session:
+        yield session
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["unweighted", "weighted"])
@@ -61,8 +78,14 @@ def test_cli_metrics_engine_calibration_equals_numpy(cli, rows):
     assert numpy_run.status == 0, numpy_run.err
     assert duck_run.status == 0, duck_run.err
     a, b = numpy_run.json, duck_run.json
-    assert (b["n"], b["engine"], b["classical"]) == (a["n"], "duckdb", None)
-    assert "classical measures" in duck_run.err
+    assert (b["n"], b["engine"]) == (a["n"], "duckdb")
+    assert b["classical_runs"] == {"runs": 101, "exact": True}  # scores rounded to 2 decimals
+    assert list(b["classical"]) == list(a["classical"])
+    for key, value in a["classical"].items():
+        if isinstance(value, float | list):
+            assert b["classical"][key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+        else:
+            assert b["classical"][key] == value, key
     for key in KEYS:
         assert b["calibration"][key] == pytest.approx(a["calibration"][key], rel=1e-12), key
     assert b["calibration"]["p_value_kind"] == a["calibration"]["p_value_kind"]
@@ -76,16 +99,81 @@ def test_metrics_engine_refuses_what_it_does_not_compute(cli, rows):
 
 
 @pytest.mark.spark
-def test_spark_calibration_equals_the_library(rows):
+def test_spark_calibration_equals_the_library(spark, rows):
     from mcviz.engines.calibration import spark_calibration_block
     from mcviz.engines.spark_engine import SparkEngine
 
     path, columns, pred = rows
     expected = cumulative_differences(pred)
-    with spark_table(path) as table:  # ~97-row range partitions: many edges between runs
-        engine = SparkEngine(path, columns, spark=table.spark, partition_rows=97)
-        n, total, got = spark_calibration_block(engine)
+    # ~97-row range partitions: many edges between runs
+    engine = SparkEngine(path, columns, spark=spark, partition_rows=97)
+    n, total, got = spark_calibration_block(engine)
     assert n == pred.n
     assert total == pytest.approx(pred.weight_total, rel=1e-12)
     for key in KEYS:
         assert got[key] == pytest.approx(getattr(expected, key), rel=1e-12, abs=1e-15), key
+
+
+EXACT_WHEN_BINNED = ("ece", "brier", "log_loss", "spiegelhalter_z", "calibration_in_the_large",
+                     "oe_ratio", "mce", "ace", "brier_uncertainty", "n", "weight_total")
+
+
+@pytest.fixture(scope="module")
+def continuous(tmp_path_factory):
+    """3,000 weighted rows with (almost surely) distinct scores."""
+    rng = np.random.default_rng(8)
+    n = 3_000
+    frame = pd.DataFrame({"score": rng.beta(2, 5, n), "w": rng.uniform(0.2, 3.0, n)})
+    frame["label"] = (rng.random(n) < np.clip(1.2 * frame["score"], 0, 1)).astype(int)
+    path = tmp_path_factory.mktemp("runs") / "continuous.parquet"
+    frame.to_parquet(path, index=False)
+    return path, Columns("score", "label", "w"), load_predictions(frame, score="score",
+                                                                  label="label", weight="w")
+
+
+def _runs(table, columns, limit):
+    try:
+        return score_runs_table(table, columns, limit=limit)
+    finally:
+        table.close()
+
+
+def _check_runs(parts, pred, limit):
+    runs = ScoreRuns(**parts)
+    expected = classical_measures(pred).as_json()
+    got = classical_from_runs(runs).as_json()
+    if runs.bins is None:  # one run per distinct score: the rows' own sums
+        memory = score_runs(pred)
+        for name in ("score", "count", "weight", "positive", "square_weight"):
+            assert getattr(runs, name) == pytest.approx(getattr(memory, name), rel=1e-12), name
+        keys = [k for k, v in expected.items() if isinstance(v, float)]
+    else:
+        assert runs.bins == limit and 0 < runs.score.size <= limit
+        assert runs.count.sum() == pred.n and (np.diff(runs.score) > 0).all()
+        keys = EXACT_WHEN_BINNED
+        bound = binned_bound(runs).ece_equal_count
+        assert abs(got["ece_equal_count"] - expected["ece_equal_count"]) <= bound + 1e-12
+    for key in keys:
+        assert got[key] == pytest.approx(expected[key], rel=1e-9, abs=1e-12), key
+
+
+@pytest.mark.parametrize("limit", [1 << 20, 200], ids=["exact", "binned"])
+def test_duckdb_runs_give_the_classical_measures(continuous, rows, limit):
+    for path, columns, pred in (continuous, rows):
+        parts = _runs(DuckDBTable(path), columns, limit)
+        assert (parts["bins"] is not None) == (limit == 200 and path == continuous[0])
+        _check_runs(parts, pred, limit)
+
+
+@pytest.mark.spark
+def test_spark_runs_equal_duckdb_runs(spark, continuous):
+    from mcviz.engines.tables import SparkTable
+
+    path, columns, pred = continuous
+    table = SparkTable(path, spark=spark)
+    results = {limit: score_runs_table(table, columns, limit=limit) for limit in (1 << 20, 200)}
+    for limit, spark in results.items():
+        duck = _runs(DuckDBTable(path), columns, limit)
+        for name, value in duck.items():
+            assert spark[name] == pytest.approx(value, rel=1e-12), name
+        _check_runs(spark, pred, limit)

@@ -353,3 +353,26 @@ def test_report_cli_refuses_a_bad_deck_name(tmp_path, cli):
     run = cli("report", source, "--score", "p", "--label", "y", "--deck", tmp_path / "x.key")
     assert run.status == 2
     assert "must end in .pptx or .pdf" in run.err
+
+
+def test_a_subpopulations_columns_are_shares_and_visible_beside_the_full_population(tmp_path):
+    # 5% of the rows beside the full population: as counts its columns were ~5% as tall
+    from mcviz.io import load_predictions
+    from mcviz.present.slide_charts import counts_chart
+    from mcviz.stats.binning import reliability_diagrams
+
+    frame = _frame(4_000, 3, planted=0.0)
+    pred = load_predictions(frame, score="score", label="y", covariates=["region"],
+                            nominal=["region"])
+    index = np.flatnonzero(pred.covariates["region"].to_numpy() == "r7")[::2]
+    chart = counts_chart(reliability_diagrams(pred, index=index, n_bins=(10,)))
+    full, sub = chart.series
+    assert chart.y_percent and sum(full.y) == pytest.approx(1) and sum(sub.y) == pytest.approx(1)
+    assert full.name == "full population (4,000 rows)"
+    assert sub.name == f"subpopulation ({len(index):,} rows)"
+    path = tmp_path / "shares.pptx"
+    write_pptx([Slide("Rows per score bin", charts=(chart,))], path)
+    (drawn,) = _charts(pptx.Presentation(str(path)).slides[0])
+    values = [list(series.values) for series in drawn.chart.plots[0].series]
+    assert max(values[1]) >= 0.5 * max(values[0])  # the group's tallest column is seen
+    assert drawn.chart.value_axis.tick_labels.number_format == "0%"

@@ -179,3 +179,14 @@ def test_slide_is_one_image_of_the_four_figures():
     assert svg.startswith("<svg")
     assert svg.count("<svg") == 5
     assert "x='400' y='300' width='400' height='300'" in svg
+
+
+def test_a_table_header_carries_its_help_as_hover_text_escaped():
+    import pandas as pd
+
+    from mcviz.present.report import ReportSection, html_report
+
+    section = ReportSection("Variables", tables=(("ranked", pd.DataFrame({"largest gap": [1]})),),
+                            column_help=(("largest gap", "VCE(v*) <b>'x'</b>"),))
+    text = html_report([section])
+    assert "<th title='VCE(v*) &lt;b&gt;&#x27;x&#x27;&lt;/b&gt;'>largest gap</th>" in text

@@ -156,14 +156,19 @@ def _assert_measured_on_all_rows(output, path, engine):
         assert finding["all_rows_p_value"] == pytest.approx(reference.p_value[k], rel=1e-9,
                                                             abs=1e-15)
     assert output["all_rows"] == {"engine": engine, "n": 40_000, "n_dropped": 0}
-    assert "held-out confirmation (p_value, p_adjusted) is on the sample" in output["notice"]
+    if engine == "numpy":  # DuckDB, Spark: confirmed on every row not searched (tests/engines)
+        assert "held-out confirmation (p_value, p_adjusted) is on the sample" in output["notice"]
+        assert output["held_out"] is None
+    else:
+        assert output["held_out"] == {"engine": engine, "rows": 40_000 - 17_500}
     assert "not adjusted for the search" in output["notice"]
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "numpy"])
 def test_search_on_a_sample_measures_findings_on_every_row(planted_file, capsys, engine):
     output = _run(capsys, planted_file, "--engine", engine, "--sample-rows", "25000")
-    assert list(output) == ["n", "search", "mde", "findings", "sample", "all_rows", "notice"]
+    assert list(output) == ["n", "search", "mde", "findings", "sample", "all_rows", "held_out",
+                            "notice"]
     assert output["n"] == 25_000  # the findings' size and share are of the sample
     assert output["sample"] == {"rows": 25_000, "n_dropped": 0, "searched": 17_500,
                                 "held_out": 7_500}  # the default held-out share, 0.3

@@ -474,6 +474,27 @@ def test_displayed_rates_are_clipped_to_the_unit_interval():
     assert result.gap.lower.min() >= -1
 
 
+@pytest.mark.parametrize(("seed", "error_drop", "predicted_drop", "power"),
+                         [(0, 80, 78, 1.0), (0, 80, 82, 1.5), (1, 84, 86, 1.5)])
+def test_v_star_is_where_the_drawn_curves_are_the_fitted_ones(seed, error_drop,
+                                                              predicted_drop, power):
+    # The top end of age is thin (power > 1) and both rates step to 0 there: the quadratic
+    # fits overshoot below 0 at age 90 and were drawn as 0 while VCE(v*) read 2.7-9.7% there
+    # (issue 40: "VCE(v*) 1.32% at age = 90" where both drawn curves are 0)
+    rng = np.random.default_rng(seed)
+    age = np.round(17 + 73 * rng.random(4000) ** power)
+    score = np.where(age >= predicted_drop, 0.999, 0.7)  # predicted error 0.1% or 30%
+    label = rng.random(age.size) >= np.where(age >= error_drop, 0.0, 0.3)
+    result = variable_calibration(Predictions.from_arrays(score, label, covariates={"age": age}),
+                                  "age", span=0.3 if seed else None)
+    assert np.isfinite(result.vce)
+    at = int(np.flatnonzero(result.gap.x == result.vce_at)[0])
+    drawn = result.error.fit[at] - result.predicted.fit[at]
+    assert abs(drawn) == pytest.approx(result.vce, abs=1e-9)
+    assert abs(result.gap.fit[at] - drawn) < 1e-9
+    assert any("a fitted rate leaves [0, 1]" in w for w in result.warnings)
+
+
 def test_levels_need_enough_rows_for_vce():
     # Level "tiny" (12 rows) has the largest gap but too few rows; "big" (3,000 rows, gap
     # about 0.25) is VCE(v*); "mid" (600 rows) is calibrated.

@@ -38,7 +38,7 @@ def monitor_heatmap_figure(result: MonitorResult, *, presentation: bool = False,
     """
     periods = result.periods
     labels = list(periods.labels)
-    names = [("★ " if s.alarm else "") + _short(s.description) for s in result.series]
+    names = [("★ " if s.alarm else "") + _short(s.words) for s in result.series]  # in words
     rows = [f"{i}. {name}" for i, name in enumerate(names)]  # unique even for equal prefixes
     z = np.vstack([s.z for s in result.series])
     count = np.vstack([s.count for s in result.series])
@@ -155,7 +155,7 @@ def monitor_series_figure(result: MonitorResult, series: int = 0, *,
     figure.update_yaxes(title_text="mean", row=1, col=1)
     figure.update_yaxes(title_text="cumulative R − S", row=2, col=1)
     verdict = (f"alarm from {labels[s.first_alarm]}" if s.alarm else "no alarm")
-    title = f"{_short(s.description)}: {verdict}"
+    title = f"{_short(s.words)}: {verdict}"
     subtitle = (f"post-reference Kuiper D/σ = {format_number(s.kuiper_z, digits=3)} "
                 f"({p_phrase(s.kuiper_p)}); adjusted {p_phrase(s.p_adjusted)}; dashed: end of the reference, "
                 f"solid: first alarm")

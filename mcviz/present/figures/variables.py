@@ -74,11 +74,13 @@ def _band_traces(curve: LoessCurve, colour: str, name: str, scale: float = 100.0
     return traces
 
 
-def _shade_thin(figure: go.Figure, curve: LoessCurve) -> None:
+def _shade_thin(figure: go.Figure, curve: LoessCurve,
+                curves: tuple[LoessCurve, ...] = ()) -> None:
     """Shade the stretches of thin support (left out of VCE(v*)) behind the curves.
 
-    The y axis then spans the supported points' bands (and 0), so a thin stretch whose fit
-    wanders off does not set the scale.
+    The y axis then spans the supported points' bands (and 0) of ``curves`` (default: ``curve``),
+    so a thin stretch whose fit wanders off does not set the scale; what is drawn stays inside
+    it (:func:`_inside`).
     """
     smooth = ~curve.spike
     x, thin = curve.x[smooth], curve.thin[smooth]
@@ -92,12 +94,28 @@ def _shade_thin(figure: go.Figure, curve: LoessCurve) -> None:
         figure.add_trace(go.Scatter(
             x=[None], y=[None], mode="markers", name="grey: thin support",
             marker={"symbol": "square", "size": 12, "color": LIGHT_GRAY}, hoverinfo="skip"))
-        # The axis follows the supported part (and the spikes): a thin stretch may leave it.
-        keep = ~curve.thin | curve.spike
-        low = min(float(curve.lower[keep].min()), 0.0) * 100
-        high = max(float(curve.upper[keep].max()), 0.0) * 100
+        keep = [(c, ~c.thin | c.spike) for c in curves or (curve,)]
+        low = min(min(float(c.lower[k].min()) for c, k in keep if k.any()), 0.0) * 100
+        high = max(max(float(c.upper[k].max()) for c, k in keep if k.any()), 0.0) * 100
         pad = 0.08 * (high - low) or 1.0
         figure.update_layout(yaxis_range=[low - pad, high + pad])
+        _inside(figure, low - pad, high + pad)
+
+
+def _inside(figure: go.Figure, low: float, high: float) -> None:
+    """Keep what is drawn within the y axis [low, high] (a thin stretch's fit may leave it).
+
+    A thin stretch's line is cut where it leaves the axis (drawing it along the edge would
+    show a value the fit does not have); a band is clipped to the axis (it reaches beyond).
+    """
+    for trace in figure.data:
+        if trace.type != "scatter" or trace.y is None or trace.yaxis not in (None, "y"):
+            continue
+        y = np.asarray(trace.y, dtype=float)
+        if trace.fill == "toself":
+            trace.y = np.clip(y, low, high)
+        elif str(trace.name).endswith("(thin support)"):
+            trace.y = np.where((y < low) | (y > high), np.nan, y)
 
 
 def _vce_text(result: VariableCalibration) -> str:
@@ -153,11 +171,101 @@ def _with_rug_axes(figure: go.Figure, result: VariableCalibration) -> None:
                             ticktext=format_ticks(ticks.to_numpy()))
 
 
-def _thin_and_rug(figure: go.Figure, result: VariableCalibration, curve: LoessCurve) -> None:
+def _thin_and_rug(figure: go.Figure, result: VariableCalibration, curve: LoessCurve,
+                  curves: tuple[LoessCurve, ...] = ()) -> None:
     """Shade where ``curve`` is thin, then add the rug of rows along V and its axes."""
-    _shade_thin(figure, curve)
+    _shade_thin(figure, curve, curves)
     figure.add_trace(_rug(result))
     _with_rug_axes(figure, result)
+
+
+RANK_AXIS_SPREAD = 0.5
+"""V is drawn at its ranks when the middle 90% of its rows (off the spikes) spans less than
+this share of its observed range: a long tail (fnlwgt, capital_gain) would otherwise give most
+of the chart to stretches of thin support whose curves leave the axis (#40)."""
+THIN_AXIS_SHARE = 0.25
+"""... or when stretches of thin support would take more than this share of a linear axis."""
+_OUTSIDE = 0.08
+"""A spike below (above) the other rows' range is drawn this far left (right) of rank 0 (1)."""
+
+
+def rank_scale(result: VariableCalibration):
+    """Return V -> its rank (0 to 1 over the rows off the spikes), or None for a linear axis.
+
+    Piecewise linear through :attr:`~VariableCalibration.rank_knots` (tied knots at their
+    mean rank); a spike outside the knots' range sits :data:`_OUTSIDE` beyond 0 or 1; other
+    points there (no row of V lies between) map to NaN. Dates keep their time axis.
+    """
+    knots = np.asarray(result.rank_knots, dtype=float)
+    if result.dates or knots.size < 101 or knots[0] == knots[-1]:
+        return None
+    span = float(result.histogram_edges[-1] - result.histogram_edges[0])
+    smooth = ~np.asarray(result.gap.spike)
+    x, thin = np.asarray(result.gap.x)[smooth], np.asarray(result.gap.thin)[smooth]
+    thin_width = float(np.diff(x)[thin[1:] | thin[:-1]].sum())  # steps touching thin support
+    if (knots[95] - knots[5] >= RANK_AXIS_SPREAD * span
+            and thin_width < THIN_AXIS_SHARE * span):
+        return None
+    values, inverse = np.unique(knots, return_inverse=True)
+    ranks = np.bincount(inverse, np.linspace(0, 1, knots.size)) / np.bincount(inverse)
+    spikes = set(np.asarray(result.gap.x)[np.asarray(result.gap.spike)].tolist())
+
+    def scale(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        mapped = np.interp(x, values, ranks)
+        below, above = x < values[0], x > values[-1]
+        spike = np.isin(x, list(spikes))
+        mapped[below] = np.where(spike[below], -_OUTSIDE, np.nan)
+        mapped[above] = np.where(spike[above], 1 + _OUTSIDE, np.nan)
+        return mapped
+
+    scale.values, scale.ranks = values, ranks
+    return scale
+
+
+def _rank_axis(figure: go.Figure, result: VariableCalibration) -> None:
+    """Draw V at its ranks (:func:`rank_scale`), ticks at every 20% of rows, said in the title.
+
+    Every trace's x, the shaded stretches, v* and the rug are moved; hover keeps V's values.
+    """
+    scale = rank_scale(result)
+    if scale is None:
+        return
+    for trace in figure.data:
+        if trace.x is None or trace.type not in ("scatter", "bar") or all(
+                v is None for v in trace.x):
+            continue
+        x = np.asarray([np.nan if v is None else v for v in trace.x], dtype=float)
+        if trace.type == "bar":  # the rug: each bin between its mapped edges
+            width = np.broadcast_to(np.asarray(trace.width, dtype=float), x.shape)
+            left, right = (np.interp(e, scale.values, scale.ranks, left=-_OUTSIDE,
+                                     right=1 + _OUTSIDE) for e in (x - width / 2, x + width / 2))
+            trace.update(x=(left + right) / 2, width=right - left)
+            continue
+        if trace.customdata is None and trace.hovertemplate:
+            trace.update(customdata=x, hovertemplate=trace.hovertemplate.replace(
+                "%{x", "%{customdata"))
+        trace.x = scale(x)
+        if trace.mode and "text" in trace.mode:  # the label on the side with room for it
+            trace.textposition = "top left" if np.nanmax(trace.x) > 0.5 else "top right"
+    items = [(shape, ("x0", "x1")) for shape in figure.layout.shapes]
+    for item, keys in items + [(note, ("x",)) for note in figure.layout.annotations]:
+        for key in keys:
+            if item.xref in (None, "x") and item[key] is not None:
+                item[key] = float(np.nan_to_num(scale(np.array([float(item[key])]))[0]))
+    at = np.linspace(0.0, 1.0, 6)
+    ticks = list(at)
+    text = [format_number(float(v), digits=3) for v in np.interp(at, scale.ranks, scale.values)]
+    for spike in np.asarray(result.gap.x)[np.asarray(result.gap.spike)]:
+        place = float(scale(np.array([spike]))[0])
+        if place < 0 or place > 1:
+            ticks.append(place)
+            text.append(format_number(float(spike), digits=3))
+    note = " off the spikes" if np.asarray(result.gap.spike).any() else ""
+    edges = [-0.03 - _OUTSIDE * (min(ticks) < 0), 1.03 + _OUTSIDE * (max(ticks) > 1)]
+    figure.update_xaxes(
+        tickmode="array", tickvals=ticks, ticktext=text, range=edges,
+        title_text=f"{result.name} (spaced by rank: a tick every 20% of the rows{note})")
 
 
 @styled
@@ -175,9 +283,10 @@ def variable_curves_figure(result: VariableCalibration, *, title: str | None = N
         figure.add_trace(trace)
     for trace in _band_traces(result.predicted, BLUE, "predicted error"):
         figure.add_trace(trace)
-    _thin_and_rug(figure, result, result.error)
+    _thin_and_rug(figure, result, result.error, (result.error, result.predicted))
     _mark_v_star(figure, result)
     figure.update_layout(yaxis_title="error (%)")
+    _rank_axis(figure, result)
     chosen = " (cross-validated)" if result.span_chosen else ""
     # two lines: one line of it all was cut at a half-width chart's edge (#40)
     subtitle = (
@@ -221,6 +330,7 @@ def gap_figure(result: VariableCalibration, *, title: str | None = None, present
         ))
     _thin_and_rug(figure, result, result.gap)
     figure.update_layout(yaxis_title="error − predicted (%)")
+    _rank_axis(figure, result)
     subtitle = (
         f"above 0: more errors than predicted (overconfident) · VECE {100 * result.vece:.2f}%"
         f"<br>{_cumulative_text(result).removeprefix(' · ')}"

@@ -32,6 +32,9 @@ class _Rows:
     weighted: bool
     binary: bool  # responses are 0/1
     _cache: dict = field(default_factory=dict)
+    # rows given by their sums per distinct score (mcviz.stats.measures.runs): each entry of
+    # the arrays above is one run, ``counts`` its rows (None: the arrays hold the rows)
+    counts: np.ndarray | None = None
 
     @property
     def unit_weights(self) -> bool:
@@ -126,3 +129,21 @@ def _weighted_quantile(
     if equal:
         return np.quantile(values, p)  # type 7, by partial sorting
     return weighted_quantile(values, weight, p)
+
+
+def counted_quantile(values: np.ndarray, counts: np.ndarray, p: list[float]) -> np.ndarray:
+    """R's type-7 quantiles of ``values`` each repeated ``counts`` times (no repeat made).
+
+    The same interpolation as ``np.quantile(np.repeat(values, counts), p)``: position
+    :math:`h = (N - 1) p` in the sorted repeated values, linear between its two neighbours.
+    """
+    order = np.argsort(values, kind="stable")
+    v = np.asarray(values, dtype=float)[order]
+    ends = np.cumsum(np.asarray(counts, dtype=np.int64)[order])  # last position + 1 of each
+    h = (ends[-1] - 1) * np.asarray(p, dtype=float)
+    low = np.floor(h).astype(np.int64)
+    below = v[np.searchsorted(ends, low, side="right")]
+    above = v[np.searchsorted(ends, np.minimum(low + 1, ends[-1] - 1), side="right")]
+    t = h - low
+    # numpy's lerp: from the nearer end (the same rounding as np.quantile)
+    return np.where(t >= 0.5, above - (above - below) * (1 - t), below + (above - below) * t)

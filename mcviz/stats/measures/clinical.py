@@ -81,8 +81,15 @@ from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.special import chi2_sf, expit
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
-from mcviz.stats.measures._data import CLIP, _dot, _Rows, _rows, _weighted_quantile
-from mcviz.stats.smoothing import loess_curve
+from mcviz.stats.measures._data import (
+    CLIP,
+    _dot,
+    _Rows,
+    _rows,
+    _weighted_quantile,
+    counted_quantile,
+)
+from mcviz.stats.smoothing import loess_curve, loess_fit_from_counts
 
 __all__ = [
     "CalibrationCurveSummary",
@@ -439,15 +446,20 @@ def _curve_summary(
     interpolated = distinct.size > curve_points
     at = np.linspace(distinct[0], distinct[-1], curve_points) if interpolated else distinct
     weight = rows.weight if rows.weighted else None
-    fit = loess_curve(
-        rows.score, rows.label, weight, span=LOESS_SPAN, degree=LOESS_DEGREE, at=at, name="score"
-    ).fit
+    if rows.counts is not None:  # runs standing for their rows: the same fit from their sums
+        fit = loess_fit_from_counts(distinct, rows.counts, rows.weight, rows.label, at,
+                                    span=LOESS_SPAN, degree=LOESS_DEGREE)
+    else:
+        fit = loess_curve(rows.score, rows.label, weight, span=LOESS_SPAN, degree=LOESS_DEGREE,
+                          at=at, name="score").fit
     run_fit = np.interp(distinct, at, fit) if interpolated else fit
     run_weight = rows.run_sum("w")
     gap = np.abs(run_fit - distinct)  # d_i, constant on a run of tied scores
     ones = rows.unit_weights and rows.no_ties  # every run one row of weight 1: W d = d
     ici = float(np.sum(gap if ones else run_weight * gap) / rows.total)  # the ICI of [3]
-    if rows.weighted:
+    if rows.counts is not None and np.array_equal(run_weight, rows.counts):  # unit weights
+        e50, e90 = counted_quantile(gap, rows.counts, [0.5, 0.9])
+    elif rows.weighted:
         e50, e90 = _weighted_quantile(gap, run_weight, [0.5, 0.9], equal=False)
     else:  # each row's gap once (np.quantile leaves its input as it is)
         every = gap if ones else np.repeat(gap, run_weight.astype(np.int64))

@@ -15,7 +15,7 @@ from mcviz.core.arrays import readonly as _readonly
 from mcviz.lazy import lazy_exports
 from mcviz.stats.smoothing._common import check_span, sorted_quantile
 from mcviz.stats.smoothing._kernel import _moments, _tricube_both
-from mcviz.stats.smoothing.curves import _grid, loess_curve, spiked_fits
+from mcviz.stats.smoothing.curves import _grid, loess_curve, loess_fit_from_counts, spiked_fits
 from mcviz.stats.smoothing.density import reflected_density
 from mcviz.stats.smoothing.loess import LoessCurve, _loess_fits
 from mcviz.stats.smoothing.neighbours import knn_mean, neighbour_radius
@@ -32,6 +32,7 @@ __all__ = [
     "knn_mean",
     "local_calibration_score",
     "loess_curve",
+    "loess_fit_from_counts",
     "neighbour_radius",
     "reflected_density",
     "sorted_quantile",

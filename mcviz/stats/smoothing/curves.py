@@ -33,7 +33,7 @@ from mcviz.stats.smoothing._common import (
 )
 from mcviz.stats.smoothing.loess import LoessCurve, _Fits, _loess_fits
 
-__all__ = ["loess_curve"]
+__all__ = ["loess_curve", "loess_fit_from_counts"]
 
 SPIKE_SHARE = 0.05
 """A value holding at least this share of the weight is estimated from its own rows."""
@@ -294,3 +294,46 @@ def loess_curve(
         spike_share=spike_share,
     )
     return fits.curve(np.ones(1), span=span, degree=int(fits.degree.max(initial=0)))
+
+
+def loess_fit_from_counts(
+    values: np.ndarray,
+    counts: np.ndarray,
+    weight: np.ndarray,
+    mean: np.ndarray,
+    at: np.ndarray,
+    *,
+    span: float,
+    degree: int = 2,
+) -> np.ndarray:
+    r"""The plain LOESS fit at ``at`` of rows given by their sufficient statistics per value.
+
+    For data too large to hold (an engine's ``GROUP BY`` of the column): ``values`` are the
+    distinct values in ascending order, ``counts`` their rows, ``weight`` the rows' sums of
+    :math:`W` and ``mean`` their weighted mean responses :math:`\sum W y / \sum W`. The
+    neighbourhoods count rows (:math:`q = \lfloor n\,\mathrm{span}\rfloor` over the
+    :math:`n = \sum` counts rows, radii to the :math:`q`-th nearest row) and the kernel sums run
+    over the values, so the fit is the one :func:`loess_curve` (``spike_share`` None) gives on
+    the rows themselves, up to the order of floating-point additions
+    (``tests/stats/smoothing/test_loess_counts.py``). Only the fit: its band needs
+    :math:`\sum W y^2` and :math:`\sum W^2` per value, which are not taken here.
+
+    Examples
+    --------
+    >>> fit = loess_fit_from_counts(np.array([0.0, 1.0, 2.0]), np.array([2, 1, 2]),
+    ...                             np.array([2.0, 1.0, 2.0]), np.array([1.0, 3.0, 5.0]),
+    ...                             np.array([0.5, 1.5]), span=1.0, degree=1)
+    >>> np.round(fit, 10).tolist()
+    [2.0, 4.0]
+    """
+    xs = np.asarray(values, dtype=float)
+    if xs.size < 2 or (np.diff(xs) <= 0).any():
+        raise ValidationError("values must be at least two distinct values in ascending order.")
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.shape != xs.shape or (counts <= 0).any():
+        raise ValidationError("counts must be positive, one per value.")
+    check_span(span)
+    fits = _loess_fits(xs, [np.asarray(mean, dtype=float)], np.asarray(weight, dtype=float),
+                       np.asarray(at, dtype=float), span=span, degree=degree, sorted_x=xs,
+                       counts=counts)
+    return fits.fit[:, 0]

@@ -351,12 +351,70 @@ class _Bins:
     direct: np.ndarray  # (G,) points to fit from their rows (bins too coarse for them)
 
 
+class _RowCounts:
+    """Row positions over sorted observations, each standing for ``counts`` rows (None: one).
+
+    With counts the observations are the distinct values of a column and their row counts
+    (sufficient statistics an engine computed by one ``GROUP BY``): the span's :math:`q`, the
+    neighbour radii, the residual nodes and the thin-support rule count rows, as they do in
+    memory, while the sums run over the observations (a value's rows share their kernel weight).
+    """
+
+    def __init__(self, xs: np.ndarray, counts: np.ndarray | None) -> None:
+        self.xs = xs
+        self.cum = None if counts is None else np.concatenate(([0], np.cumsum(counts)))
+        self.n = xs.size if self.cum is None else int(self.cum[-1])
+
+    def position(self, values: np.ndarray, side: str) -> np.ndarray:
+        """Rows below ``values`` (side "left") or at or below them ("right")."""
+        index = np.searchsorted(self.xs, values, side=side)
+        return index if self.cum is None else self.cum[index]
+
+    def value_at(self, position: np.ndarray) -> np.ndarray:
+        """The value of the rows at ``position`` in the sorted rows."""
+        if self.cum is None:
+            return self.xs[position]
+        return self.xs[np.searchsorted(self.cum, position, side="right") - 1]
+
+    def run_lengths(self, starts: np.ndarray) -> np.ndarray:
+        """Rows per distinct value (``starts``: first observation of each)."""
+        if self.cum is None:
+            return np.diff(np.append(starts, self.xs.size))
+        return np.add.reduceat(np.diff(self.cum), starts)
+
+    def radius(self, points: np.ndarray, q: int) -> np.ndarray:
+        """Distance from each point to its ``q``-th nearest row.
+
+        The rule of :func:`~mcviz.stats.smoothing.neighbours.neighbour_radius` over the rows
+        the counts stand for: the first block start ``i`` with ``x[i+q-1] - v >= v - x[i]``,
+        found by bisection (O(log n) lookups per point), then ``min(b(i), a(i-1))``.
+        """
+        if self.cum is None:
+            return neighbour_radius(self.xs, points, q)
+        q = int(min(max(q, 1), self.n))
+        blocks = self.n - q + 1
+        lo = np.zeros(points.size, dtype=np.int64)
+        hi = np.full(points.size, blocks, dtype=np.int64)
+        active = np.flatnonzero(lo < hi)
+        while active.size:
+            mid = (lo[active] + hi[active]) // 2
+            v = points[active]
+            after = self.value_at(mid + q - 1) - v >= v - self.value_at(mid)
+            hi[active] = np.where(after, mid, hi[active])
+            lo[active] = np.where(after, lo[active], mid + 1)
+            active = active[lo[active] < hi[active]]
+        b = np.where(lo < blocks, self.value_at(np.minimum(lo, blocks - 1) + q - 1) - points,
+                     np.inf)
+        a = np.where(lo > 0, points - self.value_at(np.maximum(lo - 1, 0)), np.inf)
+        return np.minimum(a, b)
+
+
 def _bin_index(
     x: np.ndarray, xs: np.ndarray, starts: np.ndarray, points: np.ndarray, radius: np.ndarray,
-    q: int, taylor: bool,
+    q: int, taylor: bool, rows: _RowCounts,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
     """Bin of each observation, the bin centres, offsets from them and the direct points."""
-    n = x.size
+    n = rows.n
     distinct = xs[starts]
     direct = np.zeros(points.size, dtype=bool)
     if not taylor:
@@ -370,14 +428,13 @@ def _bin_index(
         return locate(distinct, x, bins - 1), distinct, None, direct
     # Heavily tied values get bins of their own (exact sums, no expansion): a large mass
     # sitting on a window's edge would otherwise dominate the expansion error.
-    runs = np.diff(np.append(starts, n))
+    runs = rows.run_lengths(starts)
     heavy = distinct[runs >= max(HEAVY_TIES, n // 2000)]
     edges, too_coarse = _window_edges(xs[0], xs[-1], points, radius)
     direct |= too_coarse  # (only when MAX_BINS bins cannot be fine enough everywhere)
     # A window whose q nearest rows are mostly tied on its boundary (kernel weight 0) may
     # fit a handful of rows: ill-conditioned, so it is fitted from the observations.
-    inside = np.searchsorted(xs, points + radius, side="left") - np.searchsorted(
-        xs, points - radius, side="right")
+    inside = rows.position(points + radius, "left") - rows.position(points - radius, "right")
     direct |= inside < min(q // 2, FEW_ROWS)
     bins = edges.size - 1
     index = locate(edges, x, bins - 1)
@@ -394,11 +451,13 @@ def _bin_index(
 def _bin_observations(
     x: np.ndarray, ys: list[np.ndarray], weight: np.ndarray | None, xs: np.ndarray,
     starts: np.ndarray, points: np.ndarray, radius: np.ndarray, q: int, taylor: bool,
+    rows: _RowCounts,
 ) -> _Bins:
     """Aggregate the observations into bins: the power sums of the module notes."""
     m = len(ys)
     weighted = weight is not None
-    index, bin_centres, offset, direct = _bin_index(x, xs, starts, points, radius, q, taylor)
+    index, bin_centres, offset, direct = _bin_index(x, xs, starts, points, radius, q, taylor,
+                                                    rows)
     bins = bin_centres.size
 
     # rows in ascending order (score-sorted arrays) fall into bins in runs: sums per run, then
@@ -530,7 +589,8 @@ def _residual_sums(
     return rss, trace
 
 
-def _sparse(sorted_x: np.ndarray, points: np.ndarray, radius: np.ndarray, q: int) -> np.ndarray:
+def _sparse(sorted_x: np.ndarray, points: np.ndarray, radius: np.ndarray, q: int,
+            rows: _RowCounts) -> np.ndarray:
     """Points with few rows near them (the thin-support rule of :class:`LoessCurve`)."""
     low, high = sorted_x[0], sorted_x[-1]
     n = sorted_x.size
@@ -541,8 +601,7 @@ def _sparse(sorted_x: np.ndarray, points: np.ndarray, radius: np.ndarray, q: int
     spacing = above - below
     reach = np.where(spacing <= 4 * NEAR * radius,
                      np.maximum(NEAR * radius, 0.5 * spacing * (1 + 1e-9)), NEAR * radius)
-    near = (np.searchsorted(sorted_x, points + reach, side="right")
-            - np.searchsorted(sorted_x, points - reach, side="left"))
+    near = rows.position(points + reach, "right") - rows.position(points - reach, "left")
 
     def covered(reach: np.ndarray) -> np.ndarray:
         return np.minimum(points + reach, high) - np.maximum(points - reach, low)
@@ -562,13 +621,21 @@ def _loess_fits(
     degree: int,
     exact: bool | None = None,
     sorted_x: np.ndarray | None = None,
+    counts: np.ndarray | None = None,
 ) -> _Fits:
-    """LOESS fits of the columns of ``responses`` (n, m) at ``at``; see the module notes."""
+    """LOESS fits of the columns of ``responses`` (n, m) at ``at``; see the module notes.
+
+    ``counts``: ``x`` holds distinct values in ascending order, each standing for that many
+    rows (:class:`_RowCounts`); ``weight`` and the responses are then the rows' sums of
+    :math:`W` and their weighted means, which gives the fits of the rows themselves.
+    """
     x = np.asarray(x, dtype=float)
     ys = [np.ascontiguousarray(column, dtype=float) for column in responses]
-    n, m = x.size, len(ys)
-    w = np.ones(n) if weight is None else np.ascontiguousarray(weight, dtype=float)
+    m = len(ys)
+    w = np.ones(x.size) if weight is None else np.ascontiguousarray(weight, dtype=float)
     xs = np.sort(x) if sorted_x is None else sorted_x
+    rows = _RowCounts(xs, counts)
+    n = rows.n
     q = _span_size(n, span)
     starts = np.flatnonzero(np.concatenate(([True], xs[1:] != xs[:-1])))
     distinct = xs[starts]
@@ -576,14 +643,15 @@ def _loess_fits(
     if distinct.size <= RESIDUAL_NODES:
         nodes = distinct
     else:
-        nodes = np.unique(xs[np.linspace(0, n - 1, RESIDUAL_NODES).round().astype(int)])
+        nodes = np.unique(rows.value_at(np.linspace(0, n - 1, RESIDUAL_NODES).round()
+                                        .astype(np.int64)))
     points = np.concatenate((np.asarray(at, dtype=float), nodes))
-    radius = neighbour_radius(xs, points, q)
+    radius = rows.radius(points, q)
     grid_count = points.size - nodes.size
 
     taylor = not (exact or (exact is None and distinct.size <= DISTINCT_LIMIT))
     bins = _bin_observations(
-        x, ys, None if weight is None else w, xs, starts, points, radius, q, taylor
+        x, ys, None if weight is None else w, xs, starts, points, radius, q, taylor, rows
     )
     lo_d = np.searchsorted(distinct, points - radius, side="right")
     hi_d = np.searchsorted(distinct, points + radius, side="left")
@@ -625,6 +693,6 @@ def _loess_fits(
         binned=taylor,
         radius=radius[:grid_count],
         degenerate=degenerate[:grid_count],
-        sparse=_sparse(xs, points[:grid_count], radius[:grid_count], q),
+        sparse=_sparse(xs, points[:grid_count], radius[:grid_count], q, rows),
         spike=np.zeros(grid_count, dtype=bool),
     )

@@ -31,6 +31,18 @@ def test_heatmap_cells_and_alarm_marks(result):
     assert "&lt;b&gt;" in " ".join(heat.y)  # a category value is text, not markup
 
 
+def test_heatmap_rows_and_series_titles_name_segments_in_words(result):
+    from mcviz.subpopulations.words import FILTER_OPERATORS
+
+    rows = [label.replace("&lt;", "").replace("&gt;", "") for label in
+            monitor_heatmap_figure(result).data[0].y]  # the level "<b>" is data, not an operator
+    assert any(row.endswith("g is a") for row in rows), rows
+    assert not [row for row in rows if any(op in row for op in FILTER_OPERATORS)], rows
+    assert any("==" in s.description for s in result.series)  # links keep the filter
+    title = monitor_series_figure(result, 2).layout.title.text
+    assert title.startswith(f"{result.series[2].words}: "), title
+
+
 def test_series_figure_draws_the_path_and_the_triangle(result):
     series = result.series[2]
     figure = monitor_series_figure(result, 2)

@@ -14,6 +14,7 @@ from mcviz.present.figures import (
     lcs_figure,
     variable_curves_figure,
 )
+from mcviz.present.figures.variables import rank_scale
 from mcviz.stats.smoothing import local_calibration_score
 from mcviz.stats.variables import level_calibration, variable_calibration
 
@@ -121,11 +122,12 @@ def test_thin_support_spikes_and_clipping_are_drawn():
         dotted = next(t for t in figure.data if t.name == f"{name} (thin support)")
         assert dotted.line.dash == "dot"
         spike = next(t for t in figure.data if t.name and t.name.startswith(f"{name} (own rows"))
-        assert list(spike.x) == [0.0]
+        scale = rank_scale(result)  # a long tail: V drawn at its ranks, the spike left of 0
+        assert list(spike.x) == [-0.08] and list(spike.customdata) == [0.0]
         assert spike.y[0] == pytest.approx(100 * curve.fit[curve.spike][0])
         shaded = [shape for shape in figure.layout.shapes if shape.type == "rect"]
         assert shaded
-        assert shaded[0].x1 == pytest.approx(curve.x[smooth][-1])
+        assert shaded[-1].x1 == pytest.approx(scale(curve.x[smooth][-1:])[0])
         # named in the legend, not written on the shading (where it ran over the legend)
         assert any(t.name == "grey: thin support" for t in figure.data)
         assert not any(a.text == "thin support" for a in figure.layout.annotations)
@@ -178,3 +180,50 @@ def test_v_star_on_a_date_axis_is_written_at_the_day():
     said = re.search(r"at when = (.+?)(?: ·|<|$)", title)
     assert said, title
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", said.group(1)), title
+
+
+def _drawn_outside(figure: go.Figure) -> list[str]:
+    """Points of scatter traces (curves, bands, markers) outside the axes' ranges."""
+    x_range, y_range = figure.layout.xaxis.range, figure.layout.yaxis.range
+    outside = []
+    for trace in figure.data:
+        if trace.type != "scatter" or trace.x is None or trace.yaxis not in (None, "y"):
+            continue
+        x = np.asarray([np.nan if v is None else v for v in trace.x], dtype=float)
+        y = np.asarray([np.nan if v is None else v for v in trace.y], dtype=float)
+        drawn = np.isfinite(x) & np.isfinite(y)
+        if not (x_range[0] <= x[drawn]).all() or not (x[drawn] <= x_range[1]).all():
+            outside.append(f"{trace.name}: x")
+        if not (y_range[0] <= y[drawn]).all() or not (y[drawn] <= y_range[1]).all():
+            outside.append(f"{trace.name}: y")
+    return outside
+
+
+def test_a_long_tail_is_drawn_at_its_ranks_and_every_drawn_point_is_inside_the_axes():
+    # capital_gain's shape (#40): 85% zeros, a long log-normal tail whose thin stretches took
+    # most of a linear axis, and curves that left the y axis there
+    rng = np.random.default_rng(5)
+    n = 6000
+    gain = np.where(rng.random(n) < 0.85, 0.0, rng.lognormal(8.0, 1.5, n))
+    score = rng.uniform(0.05, 0.95, n)
+    truth = np.where(gain > 20_000, 0.9, score)  # wrong in the tail
+    pred = Predictions.from_arrays(score, (rng.random(n) < truth).astype(int),
+                                   covariates={"gain": gain, "age": rng.integers(18, 90, n)})
+    result = variable_calibration(pred, "gain")
+    assert result.gap.thin.any()
+    positive = np.sort(gain[gain > 0])
+    for figure in (variable_curves_figure(result), gap_figure(result)):
+        axis = figure.layout.xaxis
+        assert axis.title.text.startswith("gain (spaced by rank: a tick every 20% of the rows")
+        assert figure.layout.yaxis.range is not None
+        assert not _drawn_outside(figure), _drawn_outside(figure)
+        labels = {round(v, 6): t for v, t in zip(axis.tickvals, axis.ticktext, strict=True)}
+        assert labels[-0.08] == "0"  # the spike, left of the ranks
+        for rank in (0.2, 0.6):  # ticks: V at every 20% of the positive rows
+            value = float(labels[rank].replace(",", ""))
+            assert np.mean(positive <= value) == pytest.approx(rank, abs=0.01)
+        line = next(t for t in figure.data if t.name in ("error rate", "error − predicted error"))
+        assert np.array_equal(np.asarray(line.customdata), result.gap.x[~result.gap.spike])
+        assert "%{customdata" in line.hovertemplate  # hover says V's value, not its rank
+    plain = variable_curves_figure(variable_calibration(pred, "age"))
+    assert plain.layout.xaxis.title.text == "age"  # spread evenly: a linear axis

@@ -1,0 +1,102 @@
+"""``mcviz compare --engine duckdb|spark``: the paired statistics on every row, in the engine.
+
+The score, label and weight are recognised on a 10,000-row sample as in memory; the engine checks
+every row (and B's scores), then sums the paired losses and net benefits and walks each ordered
+path on every row (:mod:`mcviz.compare.at_scale`). The groups where B is worse or better are
+searched and confirmed on a random sample (``--sample-rows``; by default as many rows as the
+memory budget allows, as ``mcviz search --engine``), the notice says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+
+from mcviz.cli import _common
+from mcviz.cli.engine_options import require_engine, sample_roles
+from mcviz.errors import ValidationError
+
+__all__ = ["compare_in_engine"]
+
+
+def _refuse(args: argparse.Namespace) -> None:
+    for flag, value in (("--challenger", args.challenger), ("--deck", args.deck)):
+        if value:
+            raise ValidationError(f"{flag} is not supported with --engine {args.engine}; use "
+                                  "--engine numpy (or join the files first).")
+    if args.sample_rows is not None and args.sample_rows < 1:
+        raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
+
+
+def _groups(args, settings, thresholds, files, spill, names, default_covariates):
+    """Compare on a random sample in memory: the groups where B is worse or better."""
+    from mcviz.cli.screen import read_sample_interruptible
+    from mcviz.compare import compare_models
+    from mcviz.io import load_predictions
+    from mcviz.search.at_scale import sample_rows
+
+    rows = args.sample_rows or sample_rows(max(len(names or ()) or 8, 1),
+                                           holdout=settings.holdout, max_conditions=3)
+    sample = read_sample_interruptible(files, rows, settings.seed, spill)
+    names = default_covariates(args, sample, args.score_b) if names is None else names
+    pred = load_predictions(sample, score=args.score, label=args.label, positive=args.positive,
+                            weight=args.weight, covariates=[args.score_b, *names],
+                            drop_invalid=True)
+    del sample
+    found = compare_models(pred, args.score_b, covariates=names, thresholds=thresholds,
+                           n_findings=settings.n_findings, holdout=settings.holdout,
+                           seed=settings.seed)
+    return found, pred, names
+
+
+def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
+                      default_covariates) -> dict:
+    """Run ``mcviz compare`` on the engine; return its JSON object.
+
+    ``default_covariates(args, frame, score_b)`` names the covariates when none are asked for
+    (``mcviz compare``'s own rule, applied to the sample).
+    """
+    from mcviz.cli.screen import cancel_engine, make_engine
+    from mcviz.compare.at_scale import ORDERED_KINDS, check_score_b, compare_on_engine
+    from mcviz.engines.base import expand_paths
+
+    require_engine(args.engine)
+    _refuse(args)
+    files = expand_paths(args.file)
+    asked = _common.split(args.covariates)
+    asked = None if asked is None else [c for c in asked if c != args.score_b]
+    with tempfile.TemporaryDirectory(prefix="mcviz-compare-", ignore_cleanup_errors=True) as spill:
+        columns, _ = sample_roles(args, files, spill)
+        if args.engine == "spark":
+            os.environ["SPARK_LOCAL_DIRS"] = spill
+        engine = make_engine(args.engine, files, columns, memory_limit=args.memory_limit,
+                             temp_directory=spill, spark_master=args.spark_master)
+        try:
+            def work() -> dict:
+                engine.overview()
+                check_score_b(engine, args.score_b)  # B's rows checked on every row first
+                found, pred, names = _groups(args, settings, thresholds, files, spill, asked,
+                                            default_covariates)
+                orders = [c for c in names if pred.covariate_kinds.get(c) != "nominal"
+                          and engine.kinds.get(c) in ORDERED_KINDS]
+                skipped = [c for c in names if pred.covariate_kinds.get(c) != "nominal"
+                           and c not in orders]
+                notes = [found.notice] if found.notice else []
+                if skipped:
+                    notes.append(f"Not ordered by {', '.join(map(repr, skipped))} on the "
+                                 "engine (dates and times: use --engine numpy).")
+                notes.append(
+                    f"Regressions and improvements were searched and confirmed on a random "
+                    f"sample of {pred.n:,} rows (their held-out rows); every other number is "
+                    f"measured on all rows by {args.engine}. The classical measures are "
+                    "computed in memory only (--engine numpy).")
+                return compare_on_engine(
+                    engine, score_b=args.score_b, orders=orders, thresholds=thresholds,
+                    regressions=found.regressions, improvements=found.improvements,
+                    notes=notes, validated=True)
+
+            return _common.interruptible(work, lambda: cancel_engine(engine))
+        finally:
+            if not _common.work_abandoned():
+                engine.close()

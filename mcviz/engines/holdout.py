@@ -1,0 +1,196 @@
+r"""Every row but the searched ones: a search's held-out rows at scale, measured by the engine.
+
+``mcviz search --engine duckdb|spark`` searches a random sample of the rows in memory. The rows
+the search looked at are the sample's search rows; every other valid row of the data (the
+sample's held-out rows and every row never sampled) was chosen without looking at any label the
+search used, so all of them are held out. This module names each row by its file and its
+position in the file (DuckDB's ``file_row_number``, Spark's ``_metadata.row_index``: both the
+0-based row number within the Parquet file), narrows an engine to the rows NOT searched
+(:func:`exclude_rows`, an anti-join with the searched rows' keys), and computes on those rows
+the sums a finding's held-out effect needs (:func:`held_out_sums`, one aggregate pass for every
+finding) and, for the few small groups whose p-value is simulated, their rows
+(:func:`held_out_rows`). :math:`D/\sigma` comes from the engine's own exact screen over the
+narrowed rows.
+
+Memory: the searched keys (two 8-byte integers per searched row, at most
+``RULES.max_search_rows``) go to the engine; everything else stays in it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import unquote
+
+import numpy as np
+import pandas as pd
+
+from mcviz.engines import sql
+from mcviz.engines.duckdb_engine import FILE_KEY, ROW_KEY, keyed_source, quote_literal
+from mcviz.engines.sql import _valid_sql
+from mcviz.errors import ValidationError
+from mcviz.subpopulations import Condition
+
+__all__ = ["FILE_KEY", "ROW_KEY", "SUMS", "dialect_of", "exclude_rows", "held_out_rows",
+           "held_out_sums", "keyed_source", "mean_interval_from_sums", "query_frame",
+           "role_rows_sql", "sample_keys"]
+
+SUMS = ("rows", "w", "wd", "wdd", "ww", "wws", "wwss", "ws", "wr", "third")
+r"""Per finding: rows, :math:`\sum W`, :math:`\sum W d`, :math:`\sum W^2 d^2`, :math:`\sum W^2`,
+:math:`\sum W^2 d` (``wws``), :math:`\sum W^2 S(1-S)` (``wwss``), :math:`\sum W S`,
+:math:`\sum W R`, :math:`\sum |W|^3 S(1-S)(S^2+(1-S)^2)` (``third``), with :math:`d = R - S`."""
+
+
+def sample_keys(sample: pd.DataFrame, files: Sequence[str]) -> np.ndarray:
+    """Return the (file index, row number) of each row of a keyed sample, shape (n, 2)."""
+    index = {name: k for k, name in enumerate(files)}
+    try:
+        file_index = sample[FILE_KEY].map(index).to_numpy(dtype=np.int64)
+    except (ValueError, TypeError):  # a file name DuckDB spelled otherwise: never silently
+        raise ValidationError("the sample's rows could not be matched to their files.") from None
+    return np.column_stack((file_index, sample[ROW_KEY].to_numpy(dtype=np.int64)))
+
+
+def exclude_rows(engine, keys: np.ndarray) -> None:
+    """Narrow ``engine`` (DuckDB or Spark) to the rows whose (file index, row) is NOT in ``keys``.
+
+    ``keys`` index ``engine.files``. The engine's ``source`` becomes the anti-join; its later
+    screens, sums and row reads see only those rows (and its overview counts them).
+    """
+    keys = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
+    if engine.name == "duckdb":
+        _exclude_duckdb(engine, keys)
+    elif engine.name == "spark":
+        _exclude_spark(engine, keys)
+    else:
+        raise ValidationError(f"held-out rows at scale need DuckDB or Spark, not {engine.name}.")
+
+
+def _exclude_duckdb(engine, keys: np.ndarray) -> None:
+    import pyarrow as pa
+
+    engine.con.register("__mcviz_searched", pa.table({"f": keys[:, 0], "r": keys[:, 1]}))
+    cases = " ".join(f"WHEN {quote_literal(name)} THEN {k}" for k, name in enumerate(engine.files))
+    engine.source = (
+        f"(SELECT t.* EXCLUDE ({FILE_KEY}, {ROW_KEY}) FROM {keyed_source(engine.files)} AS t "
+        f"ANTI JOIN __mcviz_searched AS k ON k.f = (CASE t.{FILE_KEY} {cases} END) "
+        f"AND k.r = t.{ROW_KEY})")
+
+
+def _same_file(uri: str, name: str) -> bool:
+    path = unquote(uri[len("file:"):]) if uri.startswith("file:") else uri
+    return os.path.normpath(path) == os.path.normpath(str(Path(name).resolve()))
+
+
+def _exclude_spark(engine, keys: np.ndarray) -> None:
+    from pyspark.sql import functions as F
+
+    frame = engine.spark.read.parquet(*engine.files)
+    keyed = frame.select("*", F.col("_metadata.file_path").alias(FILE_KEY),
+                         F.col("_metadata.row_index").alias(ROW_KEY))
+    uris = [row[0] for row in keyed.select(FILE_KEY).distinct().collect()]
+    pairs = []
+    for uri in uris:
+        match = [k for k, name in enumerate(engine.files) if _same_file(uri, name)]
+        if len(match) != 1:
+            raise ValidationError(f"Spark read a file {uri!r} that is not one of the files "
+                                  "given once; give each file once, as a local path.")
+        pairs.append((uri, match[0]))
+    files = engine.spark.createDataFrame(pairs, f"{FILE_KEY} string, f long")
+    searched = engine.spark.createDataFrame(
+        pd.DataFrame({"f": keys[:, 0], ROW_KEY: keys[:, 1]}), f"f long, {ROW_KEY} long")
+    searched = searched.join(F.broadcast(files), "f").drop("f")
+    held = keyed.join(searched, [FILE_KEY, ROW_KEY], "left_anti").drop(FILE_KEY, ROW_KEY)
+    engine.source = "__mcviz_held_out"
+    held.createOrReplaceTempView(engine.source)
+    engine.n = 0  # counted again by the next overview
+
+
+def role_rows_sql(engine, q: sql.Query) -> str:
+    """Select the engine's (narrowed) valid rows with S, R, W and every column."""
+    columns, kinds, ident = engine.columns, engine.kinds, q.dialect.ident
+    weight = "1.0" if columns.weight is None else f"CAST({ident(columns.weight)} AS DOUBLE)"
+    text = (f"SELECT *, CAST({ident(columns.score)} AS DOUBLE) + 0.0 AS {sql.S}, "
+            f"{sql.response_sql(columns, kinds, q)} AS {sql.R}, {weight} AS {sql.W} "
+            f"FROM {engine.source}")
+    if engine.drop_invalid:
+        text += f" WHERE {_valid_sql(columns, kinds, q)}"
+    return text
+
+
+def dialect_of(engine) -> sql.Dialect:
+    """Return the SQL dialect of a DuckDB or Spark engine."""
+    return sql.DUCKDB if engine.name == "duckdb" else sql.SPARK
+
+
+def query_frame(engine, q: sql.Query, text: str) -> pd.DataFrame:
+    """Run a query on a DuckDB or Spark engine; return its result as a DataFrame."""
+    if engine.name == "duckdb":
+        return engine._execute(text, q.params).df()  # same package
+    return engine.spark.sql(text, args=q.params).toPandas()
+
+
+def held_out_sums(engine, conditions: Sequence[Sequence[Condition]]) -> np.ndarray:
+    """Return the :data:`SUMS` of each condition set over the engine's rows, shape (k, 10).
+
+    One aggregate pass with a ``FILTER`` per set; every value a bound parameter. Run
+    ``engine.overview()`` first: it refuses invalid rows (or counts them with ``drop_invalid``).
+    """
+    if not conditions:
+        return np.zeros((0, len(SUMS)))
+    q = sql.Query(dialect_of(engine))
+    s, r, w = sql.S, sql.R, sql.W
+    d = f"({r} - {s})"
+    terms = {"rows": "1.0", "w": w, "wd": f"{w} * {d}", "wdd": f"{w} * {w} * {d} * {d}",
+             "ww": f"{w} * {w}", "wws": f"{w} * {w} * {d}",
+             "wwss": f"{w} * {w} * {s} * (1.0 - {s})", "ws": f"{w} * {s}", "wr": f"{w} * {r}",
+             "third": f"ABS({w} * {w} * {w}) * {s} * (1.0 - {s}) * ({s} * {s} + (1.0 - {s}) * "
+                      f"(1.0 - {s}))"}
+    parts = []
+    for k, conds in enumerate(conditions):
+        where = sql.predicate_sql(tuple(conds), engine.kinds, q) if conds else "TRUE"
+        parts += [f"COALESCE(SUM({terms[name]}) FILTER (WHERE {where}), 0.0) AS c{k}_{name}"
+                  for name in SUMS]
+    text = f"SELECT {', '.join(parts)} FROM ({role_rows_sql(engine, q)}) AS h"
+    row = query_frame(engine, q, text).iloc[0]
+    return np.array([[float(row[f"c{k}_{name}"]) for name in SUMS]
+                     for k in range(len(conditions))])
+
+
+def held_out_rows(engine, conditions: Sequence[Condition]) -> tuple[np.ndarray, ...]:
+    """Return (score, response, weight) of the rows meeting ``conditions``, in score order."""
+    q = sql.Query(dialect_of(engine))
+    where = sql.predicate_sql(tuple(conditions), engine.kinds, q) if conditions else "TRUE"
+    frame = query_frame(engine, q, f"SELECT {sql.S}, {sql.R}, {sql.W} FROM "
+                                   f"({role_rows_sql(engine, q)}) AS h WHERE {where} "
+                                   f"ORDER BY {sql.S}, {sql.W}, {sql.R}")
+    return tuple(frame[c].to_numpy(dtype=float) for c in (sql.S, sql.R, sql.W))
+
+
+Z_95 = 1.959963984540054
+
+
+def mean_interval_from_sums(rows: float, total: float, wv: float, wvv: float, wwv: float,
+                            ww: float) -> tuple[float, float, float]:
+    r"""Weighted mean of :math:`v` and its 95% interval from sums over the rows.
+
+    ``rows`` rows, ``total`` :math:`= \sum W`, ``wv`` :math:`= \sum W v`, ``wvv``
+    :math:`= \sum W^2 v^2`, ``wwv`` :math:`= \sum W^2 v`, ``ww`` :math:`= \sum W^2`. The
+    interval of :func:`mcviz.compare.paired.mean_interval` (and of the search's effects):
+    :math:`\bar v \pm 1.96\,\widehat{se}` with :math:`\widehat{se}^2 = \frac{k}{k-1}
+    \sum W^2 (v - \bar v)^2 / (\sum W)^2`, where :math:`\sum W^2 (v - \bar v)^2 =
+    \sum W^2 v^2 - 2 \bar v \sum W^2 v + \bar v^2 \sum W^2`. NaN with no weight; an
+    infinite interval for one row.
+
+    Examples
+    --------
+    >>> mean_interval_from_sums(2, 2.0, 4.0, 10.0, 4.0, 2.0)  # v = 1, 3: se^2 = 2/1 * 2/4
+    (2.0, 0.04003601545994595, 3.959963984540054)
+    """
+    if not total > 0:
+        return (float("nan"),) * 3
+    mean = wv / total
+    spread = max(wvv - 2.0 * mean * wwv + mean**2 * ww, 0.0) / total**2
+    se = float(np.sqrt(spread * rows / (rows - 1))) if rows > 1 else float("inf")
+    return mean, mean - Z_95 * se, mean + Z_95 * se

@@ -1,0 +1,196 @@
+r"""A search at scale: the findings of a sample's search confirmed on EVERY held-out row.
+
+``mcviz search --engine duckdb|spark`` searches a random sample in memory
+(:func:`~mcviz.search.search_subpopulations`), then asks the engine to measure each finding on
+all rows the search never looked at: the sample's held-out rows and every row outside the
+sample (:mod:`mcviz.engines.holdout` narrows the engine to them by an anti-join with the
+searched rows' keys). Which rows are held out depends on the sample draw and the split only,
+never on a label the search used, so the held-out test keeps its validity on the larger set, and
+its power grows with it.
+
+Per finding, on the held-out rows (the same formulas as in memory,
+:mod:`mcviz.search._confirm`):
+
+* :math:`D/\sigma` of eqs. (2), (5) of paper 000, exact, from the engine's score-sorted screen;
+* its p-value: the Brownian-range tail, or for a small group of binary responses
+  (:math:`V_{\text{eff}} <` ``RULES.simulate_below``, from two sums) the simulated p-value on
+  the group's rows, read from the engine (few rows by that rule), with the in-memory seed;
+* Holm's adjustment over the findings;
+* the effect: weighted mean of :math:`d = R - S` and its 95% interval from
+  :math:`\sum W, \sum W d, \sum W^2 d^2, \sum W^2 d, \sum W^2` (one aggregate pass):
+  :math:`\sum W^2 (d - \bar d)^2 = \sum W^2 d^2 - 2 \bar d \sum W^2 d + \bar d^2 \sum W^2`;
+  observed / expected and the rates from :math:`\sum W R, \sum W S`.
+
+Then the findings are listed by held-out evidence as in memory, and the MDE is that of the
+held-out rows at scale (eq. (5)'s :math:`\sigma` of all rows). When the sample holds every row,
+the held-out rows are the in-memory search's and every number equals the in-memory one (to
+rounding: tested to 1e-9).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mcviz.engines.holdout import SUMS, held_out_rows, held_out_sums, mean_interval_from_sums
+from mcviz.search._confirm import (
+    holm,
+    is_confirmed,
+    minimum_detectable_effect,
+    sentence,
+    simulated_p,
+)
+from mcviz.search._find import (
+    Finding,
+    MinimumDetectableEffect,
+    SearchResult,
+    _by_held_out_evidence,
+)
+from mcviz.search.rules import RULES
+from mcviz.stats.cumulative import brownian_range_sf
+from mcviz.subpopulations import subpopulation_words
+
+if TYPE_CHECKING:
+    from mcviz.engines.base import ScreenResult
+    from mcviz.io import Predictions
+
+__all__ = ["confirm_at_scale", "effect_from_sums", "sample_rows"]
+
+
+def effect_from_sums(sums: np.ndarray) -> tuple[float, ...]:
+    r"""``(mean, low, high, ratio, predicted, observed)`` from one row of :data:`SUMS`.
+
+    As :func:`mcviz.search._confirm.effect`; NaN (six times) for a group with no rows.
+
+    Examples
+    --------
+    >>> w, d = np.array([1.0, 2.0, 1.0]), np.array([0.5, -0.25, 1.0])  # scores 0.5, R = S + d
+    >>> s = np.full(3, 0.5)
+    >>> sums = [3, w.sum(), w @ d, w**2 @ d**2, w @ w, w**2 @ d, 0, w @ s, w @ (s + d), 0]
+    >>> [round(float(v), 6) for v in effect_from_sums(np.array(sums, dtype=float))[:3]]
+    [0.25, -0.514998, 1.014998]
+    """
+    value = dict(zip(SUMS, (float(v) for v in sums), strict=True))
+    rows, total = value["rows"], value["w"]
+    if rows == 0 or total == 0:
+        return (np.nan,) * 6
+    mean, low, high = mean_interval_from_sums(rows, total, value["wd"], value["wdd"],
+                                              value["wws"], value["ww"])
+    ratio = value["wr"] / value["ws"] if value["ws"] > 0 else np.inf
+    return mean, low, high, ratio, value["ws"] / total, value["wr"] / total
+
+
+def _p_value(pred: Predictions, engine, finding: Finding, z: float, sums: np.ndarray,
+             seed: int) -> tuple[float, str]:
+    """Return the held-out p-value and its kind (:data:`mcviz.search._confirm.P_KINDS`)."""
+    if pred.weights_depend_on_label:
+        return np.nan, "void"
+    value = dict(zip(SUMS, sums, strict=True))
+    binary = pred.response_kind == "binary"
+    small = (binary and value["rows"] > 0 and value["third"] > 0
+             and value["wwss"] ** 3 / value["third"] ** 2 < RULES.simulate_below)
+    if not small:
+        return float(brownian_range_sf(np.float64(z))), "brownian"
+    score, label, weight = held_out_rows(engine, finding.subpopulation.conditions)
+    run = np.concatenate(([0], np.cumsum(score[1:] != score[:-1])))
+    rng = np.random.default_rng([int(seed), zlib.crc32(finding.description.encode("utf-8"))])
+    draws = int(min(RULES.simulated_draws, max(999, RULES.simulated_work // score.size)))
+    return simulated_p(score, weight, run, label, rng, draws=draws)[0], "simulated"
+
+
+def confirm_at_scale(result: SearchResult, pred: Predictions, engine, *,
+                     everywhere: ScreenResult) -> tuple[SearchResult, int]:
+    r"""Re-measure ``result``'s findings on the rows of ``engine`` (narrowed to the held-out rows).
+
+    Parameters
+    ----------
+    result, pred : SearchResult, Predictions
+        The search of the sample and the sample's predictions.
+    engine : DuckDBEngine or SparkEngine
+        Narrowed by :func:`mcviz.engines.holdout.exclude_rows` to the rows not searched.
+    everywhere : ScreenResult
+        The findings measured on all rows (their sizes for the sentences; :math:`\sigma` of
+        all rows for the MDE).
+
+    Returns
+    -------
+    SearchResult, int
+        The findings with held-out numbers from every held-out row, listed by held-out
+        evidence; and the number of held-out rows.
+    """
+    findings = result.findings
+    screened = engine.screen([f.subpopulation for f in findings])
+    held, n_held = screened.table.set_index("id"), int(screened.n)
+    sums = held_out_sums(engine, [f.subpopulation.conditions for f in findings])
+    all_rows = everywhere.table.set_index("id")
+    z = [float(held.loc[f.rank, "kuiper_z"]) if sums[k, 0] else np.nan
+         for k, f in enumerate(findings)]
+    tested = [_p_value(pred, engine, f, z[k], sums[k], result.seed) if sums[k, 0]
+              else (np.nan, "brownian") for k, f in enumerate(findings)]
+    adjusted = holm(np.array([p for p, _ in tested]))
+    binary = pred.response_kind == "binary"
+    measured = []
+    for k, f in enumerate(findings):
+        mean, low, high, ratio, predicted, observed = effect_from_sums(sums[k])
+        size = int(all_rows.loc[f.rank, "size"])
+        share = size / everywhere.n if everywhere.n else np.nan
+        kind = tested[k][1]
+        measured.append(replace(
+            f, holdout_size=int(sums[k, 0]), holdout_kuiper_z=z[k], p_value=float(tested[k][0]),
+            p_adjusted=float(adjusted[k]), p_kind=kind, mean_residual=mean, ci_low=low,
+            ci_high=high, predicted=predicted, observed=observed, observed_expected=ratio,
+            sentence=sentence(subpopulation_words(pred, f.subpopulation), size=size,
+                              share=share, effect=mean, low=low, high=high,
+                              predicted=predicted, observed=observed,
+                              confirmed=is_confirmed(kind, adjusted[k]), p_kind=kind,
+                              binary=binary)))
+    listed, subs = _by_held_out_evidence(measured, np.array([f.search_kuiper_z
+                                                             for f in findings]))
+    population = result.subpopulations.subpopulations[0]
+    sub_set = replace(result.subpopulations, subpopulations=(population, *subs))
+    mde = result.mde
+    shift = minimum_detectable_effect(everywhere.sigma0, everywhere.n, max(n_held, 1),
+                                      mde.shares, n_tests=mde.n_tests, alpha=mde.alpha)
+    mde = MinimumDetectableEffect(mde.shares, shift, mde.alpha, mde.power, mde.n_tests)
+    return replace(result, findings=tuple(listed), subpopulations=sub_set, mde=mde), n_held
+
+
+def sample_rows(covariates: int, *, holdout: float, max_conditions: int,
+                budget=None) -> int:
+    r"""Rows to sample for a search at scale: the most the memory budget allows, up to a cap.
+
+    The cap is :math:`\lceil m / (1 - h) \rceil` with :math:`m` = ``RULES.max_search_rows``:
+    a larger sample adds only held-out rows, and at scale every row outside the searched ones is
+    held out anyway. Below the cap, the largest :math:`n` (to 1,000 rows) whose
+    :func:`~mcviz.search.search_estimate` (``covariates`` columns, ``max_conditions``) stays
+    within ``budget`` (:func:`mcviz.budget.as_budget`: the default budget when None), at
+    least 1,000. The estimate is the one the in-memory search refuses by, so the sample's
+    search is never refused for memory.
+
+    Examples
+    --------
+    >>> sample_rows(10, holdout=0.3, max_conditions=3, budget="100GB")
+    1428572
+    >>> sample_rows(10, holdout=0.3, max_conditions=3, budget="250MB")  # to 1,000 rows
+    858378
+    """
+    from mcviz.budget import as_budget
+    from mcviz.search._find import search_estimate
+
+    allowed = as_budget(budget).bytes
+    cap = int(np.ceil(RULES.max_search_rows / (1.0 - holdout)))
+
+    def fits(rows: int) -> bool:
+        return search_estimate(rows, covariates, max_conditions=max_conditions,
+                               holdout=holdout).bytes <= allowed
+
+    if fits(cap):
+        return cap
+    low, high = 1_000, cap  # fits(high) is False
+    while high - low > 1_000:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low

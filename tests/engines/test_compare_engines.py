@@ -1,0 +1,139 @@
+"""``mcviz compare --engine duckdb|spark``: the paired statistics computed by the engine.
+
+Reference: the in-memory ``mcviz compare`` (numpy over the loaded rows, an independent
+implementation of every sum and path). With the whole file as the groups' sample, every number
+of the JSON must equal it to 1e-9 (the classical measures are not computed on engines: null),
+the groups must be the same (descriptions and numbers), and bad input must be refused in one
+line naming the column, counted on every row. Small data: a few seconds on DuckDB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from spark_available import local_spark
+
+pytest.importorskip("duckdb")
+cli = pytest.importorskip("mcviz.cli")
+
+N = 5000
+ARGS = ("--score", "prod", "--score-b", "chall", "--label", "y", "--weight", "w",
+        "--thresholds", "0.2,0.5", "--json")
+
+
+def _frame(n=N, seed=0):
+    """B worse in region r4, better in r1 (as tests/cli/test_cli_compare.py plants them)."""
+    rng = np.random.default_rng(seed)
+    group = rng.integers(0, 6, n)
+    p = rng.uniform(0.1, 0.85, n)
+    age = rng.integers(18, 90, n).astype(float)
+    age[rng.random(n) < 0.05] = np.nan  # missing ages: left off the path ordered by age
+    return pd.DataFrame({
+        "prod": np.round(p + 0.15 * (group == 1), 3),  # ties in both scores
+        "chall": np.round(p + 0.15 * (group == 4), 3),
+        "y": (rng.random(n) < p).astype(int), "region": [f"r{g}" for g in group],
+        "age": age, "w": rng.uniform(0.5, 2.0, n)})
+
+
+@pytest.fixture(scope="module")
+def data_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("compare_engines") / "both.parquet"
+    _frame().to_parquet(path)
+    return path
+
+
+def _run(path, *options) -> tuple[int, dict | None, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main(["compare", str(path), *options])
+    return status, (json.loads(out.getvalue()) if status == 0 else None), err.getvalue()
+
+
+def _assert_same(got, want, path=""):
+    """Every key of ``want`` in ``got``, numbers to 1e-9, everything else equal."""
+    if isinstance(want, dict):
+        for key, value in want.items():
+            _assert_same(got[key], value, f"{path}.{key}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), path
+        for k, (a, b) in enumerate(zip(got, want, strict=True)):
+            _assert_same(a, b, f"{path}[{k}]")
+    elif isinstance(want, float) and not isinstance(want, bool):
+        assert isinstance(got, float), path
+        assert (np.isnan(got) and np.isnan(want)) or abs(got - want) <= 1e-9 * max(
+            1.0, abs(want)), (path, got, want)
+    else:
+        assert got == want, (path, got, want)
+
+
+def _assert_engine_equals_memory(output, reference, engine):
+    assert output["engine"] == engine
+    for model in ("a", "b"):
+        assert output["models"][model]["classical"] is None  # in memory only, said so
+        _assert_same(output["models"][model]["calibration"],
+                     reference["models"][model]["calibration"])
+    for block in ("n", "paired", "regressions", "improvements", "net_benefit", "verdict",
+                  "next_step"):
+        _assert_same(output[block], reference[block], block)
+    assert [p["order_by"] for p in output["paired"]["paths"]] == [
+        "average score", "prod", "chall", "age"]
+    assert 0 < output["paired"]["paths"][3]["n_missing"] < 0.1 * N
+    assert output["regressions"][0]["description"].startswith("region == r4")
+    assert output["improvements"][0]["description"].startswith("region == r1")
+    assert f"measured on all rows by {engine}" in output["notice"]
+
+
+def test_duckdb_gives_the_in_memory_comparison(data_file):
+    status, reference, err = _run(data_file, *ARGS)
+    assert status == 0, err
+    status, output, err = _run(data_file, *ARGS, "--engine", "duckdb", "--sample-rows", str(N))
+    assert status == 0, err
+    _assert_engine_equals_memory(output, reference, "duckdb")
+
+
+def test_duckdb_refuses_bad_input_in_one_line(data_file, tmp_path):
+    frame = _frame()
+    frame.loc[[3, 77, 1200], "chall"] = [1.5, np.nan, -0.1]
+    bad = tmp_path / "bad.parquet"
+    frame.to_parquet(bad)
+    status, _, err = _run(bad, *ARGS, "--engine", "duckdb")
+    assert status == 2
+    assert "column 'chall': 3 of 5,000 rows are missing or outside [0, 1]" in err  # all rows
+    assert "Traceback" not in err
+    for extra, flag in ((("--deck", str(tmp_path / "d.pptx")), "--deck"),
+                        (("--score-b", "region"), "must be numbers"),
+                        (("--score-b", "nope"), "no such column")):
+        args = list(ARGS)
+        if extra[0] == "--score-b":
+            args[args.index("--score-b") + 1] = extra[1]
+            extra = ()
+        status, _, err = _run(data_file, *args, *extra, "--engine", "duckdb")
+        assert status == 2
+        assert flag in err, err
+        assert err.count("\n") == 1, err
+
+
+@pytest.mark.spark
+def test_spark_gives_the_in_memory_paired_statistics(data_file):
+    """The library on Spark (one local session): sums and every ordered path."""
+    from mcviz.compare.at_scale import compare_on_engine
+    from mcviz.engines.base import Columns
+    from mcviz.engines.spark_engine import SparkEngine
+
+    status, reference, err = _run(data_file, *ARGS)
+    assert status == 0, err
+    with local_spark() as session:
+        engine = SparkEngine(data_file, Columns("prod", "y", "w"), spark=session,
+                             partition_rows=1000)  # several range partitions to chain
+        output = compare_on_engine(engine, score_b="chall", orders=["age"],
+                                   thresholds=[0.2, 0.5])
+    for block in ("n", "paired", "net_benefit"):
+        _assert_same(output[block], reference[block], block)
+    for model in ("a", "b"):
+        _assert_same(output["models"][model]["calibration"],
+                     reference["models"][model]["calibration"])

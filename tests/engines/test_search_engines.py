@@ -1,0 +1,167 @@
+"""``mcviz search --engine duckdb|spark``: findings confirmed on EVERY row the search did not see.
+
+Two checks, each against an independent reference:
+
+* the sample holds every row: the engine's held-out rows are the in-memory search's, so every
+  number of every finding (held-out D/sigma, p, Holm, effect, interval, sentence) and the MDE
+  equal ``mcviz search`` in memory (to 1e-9), with the same descriptions and order;
+* the sample is smaller: the held-out numbers are recomputed here by brute force on the full
+  file in memory, over the rows that are not the sample's search rows (the sample's keys drawn
+  again with the same seed), with numpy formulas written out in this file and the core's
+  multicalibration statistics for D/sigma.
+
+Small data (8,000 rows): each run takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from spark_available import spark_missing
+
+from mcviz import load_predictions, multicalibration, parse_filter
+from mcviz.subpopulations import Subpopulation, select_rows
+
+pytest.importorskip("duckdb")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from bench_find import planted
+
+cli = pytest.importorskip("mcviz.cli")
+
+N = 8000
+HELD = ("holdout_size", "holdout_kuiper_z", "p_value", "p_adjusted", "confirmed",
+        "mean_residual", "ci_low", "ci_high", "sentence")
+
+
+@pytest.fixture(scope="module")
+def planted_file(tmp_path_factory):
+    frame, _ = planted(N, "level", 0.3, seed=3)
+    frame.insert(2, "w", np.random.default_rng(11).uniform(0.5, 2.0, len(frame)))
+    path = tmp_path_factory.mktemp("search_engines") / "planted.parquet"
+    frame.to_parquet(path)
+    return path
+
+
+def _run(path, *options) -> dict:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = cli.main(["search", str(path), "--score", "score", "--label", "label",
+                           "--weight", "w", "--findings", "3", "--seed", "2", "--json",
+                           *options])
+    assert status == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def in_memory(planted_file):
+    return _run(planted_file)
+
+
+def _close(a: float, b: float) -> bool:
+    if isinstance(a, str | bool) or a is None:
+        return a == b
+    if np.isnan(a) or np.isnan(b):
+        return bool(np.isnan(a) and np.isnan(b))
+    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def _assert_equal_to_in_memory(output, reference, engine):
+    assert [f["description"] for f in output["findings"]] == [
+        f["description"] for f in reference["findings"]]
+    assert output["findings"][0]["description"] == "region == r7"  # the planted group
+    for got, want in zip(output["findings"], reference["findings"], strict=True):
+        for key in reference["findings"][0]:
+            assert _close(got[key], want[key]), (key, got[key], want[key])
+    for share, shift in reference["mde"].items():
+        assert _close(output["mde"][share], shift)
+    assert output["held_out"] == {"engine": engine, "rows": output["sample"]["held_out"]}
+    assert f"measured by {engine} on all {output['held_out']['rows']:,} rows" in output["notice"]
+
+
+def test_duckdb_with_every_row_sampled_gives_the_in_memory_search(planted_file, in_memory):
+    output = _run(planted_file, "--engine", "duckdb", "--sample-rows", str(N))
+    assert output["sample"] == {"rows": N, "n_dropped": 0, "searched": 5600, "held_out": 2400}
+    _assert_equal_to_in_memory(output, in_memory, "duckdb")
+
+
+@pytest.mark.spark
+def test_spark_with_every_row_sampled_gives_the_in_memory_search(planted_file, in_memory):
+    missing = spark_missing()
+    if missing is not None:
+        pytest.skip(missing)
+    output = _run(planted_file, "--engine", "spark", "--sample-rows", str(N))
+    _assert_equal_to_in_memory(output, in_memory, "spark")
+
+
+def _brute_force(path, sample_rows: int, findings: list[dict]) -> list[dict]:
+    """Held-out numbers of each finding over every row but the sample's search rows."""
+    from mcviz.engines.duckdb_engine import read_sample
+    from mcviz.engines.holdout import ROW_KEY
+    from mcviz.search import search_subpopulations
+    from mcviz.stats.cumulative import brownian_range_sf
+
+    sample = read_sample([str(path)], sample_rows, 2, keys=True)  # the CLI's draw (seed 2)
+    rows = sample[ROW_KEY].to_numpy()
+    sample = sample.drop(columns=[c for c in sample.columns if c.startswith("__mcviz")])
+    spred = load_predictions(sample, score="score", label="label", weight="w")
+    searched = np.ones(spred.n, dtype=bool)
+    searched[search_subpopulations(spred, n_findings=3, seed=2).holdout_index] = False
+    frame = pd.read_parquet(path)
+    held = frame.drop(index=rows[spred.row[searched]]).reset_index(drop=True)
+    pred = load_predictions(held, score="score", label="label", weight="w")
+    subs, out = [], []
+    for k, item in enumerate(findings, start=1):
+        conditions = parse_filter(item["description"], pred)
+        members = np.asarray(select_rows(pred, conditions))
+        subs.append(Subpopulation(k, len(conditions), conditions, item["description"],
+                                  members))
+        w, d = pred.weight[members], pred.label[members] - pred.score[members]
+        mean = float(w @ d / w.sum())
+        se = np.sqrt(np.sum(w**2 * (d - mean) ** 2) / w.sum() ** 2 * d.size / (d.size - 1))
+        out.append({"holdout_size": members.size, "mean_residual": mean,
+                    "ci_low": mean - 1.959963984540054 * se,
+                    "ci_high": mean + 1.959963984540054 * se})
+    stats = multicalibration(pred, subs)
+    p = np.array([float(brownian_range_sf(z)) for z in stats.kuiper_z[1:]])
+    order = np.argsort(p)  # Holm, written out
+    steps = np.maximum.accumulate(np.minimum(1.0, (p.size - np.arange(p.size)) * p[order]))
+    for j, k in enumerate(order):
+        out[k].update(holdout_kuiper_z=float(stats.kuiper_z[k + 1]), p_value=float(p[k]),
+                      p_adjusted=float(steps[j]))
+    return out, held.shape[0]
+
+
+def test_held_out_numbers_are_measured_on_every_row_not_searched(planted_file):
+    output = _run(planted_file, "--engine", "duckdb", "--sample-rows", "3000")
+    assert output["sample"]["searched"] == 2100
+    reference, n_held = _brute_force(planted_file, 3000, output["findings"])
+    assert output["held_out"] == {"engine": "duckdb", "rows": n_held}
+    assert n_held == N - 2100
+    for got, want in zip(output["findings"], reference, strict=True):
+        for key, value in want.items():
+            assert _close(got[key], value), (got["description"], key, got[key], value)
+        assert got["confirmed"] == (got["p_adjusted"] < 0.05)
+    keys = [(not f["confirmed"], f["p_value"]) for f in output["findings"]]
+    assert keys == sorted(keys)  # listed by the evidence of every held-out row
+    assert output["findings"][0]["description"] == "region == r7"
+    assert output["findings"][0]["holdout_size"] > 3 * 0.3 * output["findings"][0]["size"]
+
+
+def test_sample_size_comes_from_the_memory_budget(planted_file, monkeypatch):
+    from mcviz.search import search_estimate
+    from mcviz.search.at_scale import sample_rows
+
+    budget = search_estimate(4000, 7).bytes + 1  # room for about 4,000 rows, not 8,000
+    rows = sample_rows(7, holdout=0.3, max_conditions=3, budget=budget)
+    assert search_estimate(rows, 7).bytes <= budget < search_estimate(rows + 1000, 7).bytes
+    monkeypatch.setenv("MCVIZ_MEMORY_BUDGET", str(budget))
+    output = _run(planted_file, "--engine", "duckdb", "--covariates",
+                  "region,sex,occupation,age,income,x1,x2")
+    assert output["sample"]["rows"] == rows < N
