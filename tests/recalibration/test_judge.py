@@ -90,8 +90,8 @@ def test_a_band_the_fix_pushed_off_is_named_and_the_others_are_not():
 def test_the_band_bound_holds_its_level_on_calibrated_rows():
     # 31 bands (the planted data's four covariates), labels drawn from the true probabilities and
     # the true probabilities as the fix: the largest |z| over the bands passes band_bound(31)
-    # (3.15) in at most alpha = 5% of draws (Bonferroni; measured 3.7% of 2,000 draws at 2 x 10^4
-    # rows), where a fixed 2.5 is passed in ~30% of them. 400 draws: Binomial(400, 0.05) exceeds
+    # (3.15) in about alpha = 5% of draws (Bonferroni; measured 5.05% of 2,000 draws at 2 x 10^4
+    # rows), where a fixed 2.5 is passed in 28% of them. 400 draws: Binomial(400, 0.05) exceeds
     # 34 with probability < 0.001; Binomial(400, 0.25) stays below 80 with probability < 1e-3.
     from dataclasses import replace
 
