@@ -1,4 +1,4 @@
-"""apply, monitor and decide on numpy, DuckDB and Spark: wall, CPU, peak memory, spill.
+"""apply, monitor, decide, search and compare on numpy, DuckDB, Spark: wall, CPU, memory, spill.
 
 Generates --rows rows of planted predictions (:func:`mcviz.recalibration.simulate.planted_fix_data`
 in chunks of 10^6, plus a timestamp over 52 weeks and a 50-level segment column) to one Parquet
@@ -8,7 +8,15 @@ process, under ``nice -n 10``:
 
 * ``apply MAP FILE --out ...`` (the map compiled to SQL on the engines);
 * ``monitor FILE --time when --period week --segments segment`` (52 weeks x 50 segments);
-* ``decide FILE --no-fix --thresholds 0.1,0.2,0.3,0.5``.
+* ``decide FILE --no-fix --thresholds 0.1,0.2,0.3,0.5``;
+* ``search FILE --covariates region,age,channel,tenure --findings 5`` (on the engines: a sample
+  sized from the memory budget searched in memory, the findings measured on every row and
+  confirmed on every row not searched);
+* ``compare FILE --score-b score_b --covariates region,age,channel,tenure`` on a copy of the
+  file with a second score (:func:`write_compare_data`: A's score moved up by 0.08 in region
+  r1 and by a small deterministic noise elsewhere, clipped to [0.001, 0.999]);
+* ``metrics FILE`` (the calibration block and the classical measures; on the engines from one
+  ``GROUP BY`` by score, or 2^20 fine score bins above that many distinct scores).
 
 For each run it prints the wall time, the CPU time and the peak resident memory of the process
 tree (polled from /proc every 0.2 s: DuckDB's threads, Spark's JVM and Python workers
@@ -24,7 +32,8 @@ repeated ten times by DuckDB (``COPY (SELECT b.* FROM range(10), read_parquet('.
 10000000.parquet') AS b) TO '.../engines_100000000.parquet'``) is much faster to make.
 
 Run: python benchmarks/bench_engines.py [--rows 10000000] [--engines numpy,duckdb,spark]
-     [--commands apply,monitor,decide] [--memory-limit 2GB] [--dir /tmp/mcviz-engines]
+     [--commands apply,monitor,decide,search,compare] [--memory-limit 2GB]
+     [--dir /tmp/mcviz-engines]
 """
 
 from __future__ import annotations
@@ -92,16 +101,43 @@ def write_map(directory: Path) -> Path:
     return path
 
 
+def write_compare_data(data: Path) -> Path:
+    """The data with a second model's score ``score_b`` (DuckDB COPY: no rows in memory)."""
+    import duckdb
+
+    path = data.with_name(data.stem + "_ab.parquet")
+    if path.exists():
+        return path
+    noise = "((hash(age, tenure, score) % 2001)::DOUBLE - 1000.0) / 50000.0"
+    con = duckdb.connect()
+    con.execute(f"COPY (SELECT *, LEAST(GREATEST(score + CASE WHEN region = 'r1' THEN 0.08 "
+                f"ELSE 0.0 END + {noise}, 0.001), 0.999) AS score_b FROM "
+                f"read_parquet('{data}')) TO '{path.with_suffix('.tmp')}' (FORMAT parquet)")
+    con.close()
+    path.with_suffix(".tmp").rename(path)
+    return path
+
+
 def command(name: str, engine: str, data: Path, fix_map: Path, out_dir: Path,
             memory_limit: str) -> list[str]:
     """The mcviz command line of one run."""
     tail = [] if engine == "numpy" else ["--engine", engine, "--memory-limit", memory_limit]
+    covariates = ["--covariates", ",".join(COVARIATES)]
+    if name == "search":
+        return ["search", str(data), "--score", "score", "--label", "label", "--no-weight",
+                *covariates, "--findings", "5", "--json", *tail]
+    if name == "compare":
+        return ["compare", str(write_compare_data(data)), "--score", "score", "--score-b",
+                "score_b", "--label", "label", "--no-weight", *covariates, "--json", *tail]
     if name == "apply":
         out = out_dir / f"scored_{engine}.parquet"
         return ["apply", str(fix_map), str(data), "--out", str(out), "--json", *tail]
     if name == "monitor":
         return ["monitor", str(data), "--score", "score", "--label", "label", "--no-weight",
                 "--time", "when", "--period", "week", "--segments", "segment", "--json", *tail]
+    if name == "metrics":  # the calibration block and the classical measures
+        return ["metrics", str(data), "--score", "score", "--label", "label", "--no-weight",
+                "--json", *tail]
     return ["decide", str(data), "--score", "score", "--label", "label", "--no-weight",
             "--no-fix", "--thresholds", "0.1,0.2,0.3,0.5", "--json", *tail]
 
@@ -188,6 +224,15 @@ def _summary(name: str, result: dict) -> object:
     if name == "monitor":
         return [[s["description"], s["alarm"], s["first_alarm"], s["p_adjusted"]]
                 for s in [output["full"], *output["segments"]] if s["alarm"]]
+    if name == "search":
+        return [[f["description"], f["holdout_size"], f["p_adjusted"], f["mean_residual"]]
+                for f in output["findings"]] + [output.get("held_out"), output.get("sample")]
+    if name == "compare":
+        return [output["paired"]["brier_difference"], output["paired"]["kuiper_z"],
+                [f["description"] for f in output["regressions"]]]
+    if name == "metrics":
+        return [output["calibration"]["kuiper_z"], output["classical"]["ece"],
+                output["classical"]["ici"], output.get("classical_runs")]
     return output["net_benefit"]["model"]
 
 

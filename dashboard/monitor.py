@@ -22,9 +22,10 @@ from mcviz.settings import FILTER_MAX_CHARS
 from mcviz.settings import MonitorSettings as LibrarySettings
 from mcviz.subpopulations import conditions_words
 from mcviz.subpopulations.describe import timestamp_text
+from mcviz.text import format_interval, format_points
 
 __all__ = ["PERIOD_CHOICES", "MonitorSettings", "default_segments", "review_filter",
-           "segment_candidates", "settings_from_state", "time_candidates"]
+           "segment_candidates", "series_table", "settings_from_state", "time_candidates"]
 
 PERIOD_CHOICES = {"day": "day", "week": "week", "month": "month", "quarter": "quarter",
                   "10": "10 equal periods", "20": "20 equal periods", "52": "52 equal periods"}
@@ -211,10 +212,7 @@ def report_section(result: MonitorResult) -> object:
     shown = alarmed[0] if alarmed else result.full
     figures = (monitor_heatmap_figure(result),
                monitor_series_figure(result, result.series.index(shown)))
-    table = pd.DataFrame([{
-        "series": s.words, "alarm": s.alarm, "first_alarm": result.label(s.first_alarm),
-        "shift": s.shift, "ci_low": s.ci_low, "ci_high": s.ci_high,
-        "p_adjusted": s.p_adjusted, "rows": int(s.count.sum())} for s in result.series])
+    table = series_table(result)
     metrics = (("periods", f"{periods.n_periods} {periods.period}s"),
                ("alarms", f"{len(alarmed)} of {len(result.series)}"),
                ("threshold c", f"{result.threshold:.3f}"), ("α", f"{result.alpha:g}"))
@@ -284,3 +282,18 @@ def held_section(state: Mapping, analysis_key: str) -> object | None:
     """Return the Monitor page's last run on this analysis as a verdict section, or None."""
     held = state.get(HELD)
     return verdict_section(held[1]) if held is not None and held[0] == analysis_key else None
+
+
+def series_table(result: MonitorResult) -> pd.DataFrame:
+    """Every monitored series in a row: in words, the shift and its interval in percentage points.
+
+    The numbers the sentences say (:attr:`~mcviz.monitor.SeriesMonitor.sentence`), written by
+    the same formatters; the Monitor page and the report show this one table.
+    """
+    return pd.DataFrame([{
+        "series": item.words, "alarm": "yes" if item.alarm else "no",
+        "first alarm": result.label(item.first_alarm) or "",
+        "shift (points)": format_points(item.shift, signed=True, unit="").strip(),
+        "95% interval (points)": format_interval(100 * item.ci_low, 100 * item.ci_high),
+        "p adjusted": item.p_adjusted, "rows": int(item.count.sum()),
+    } for item in result.series])

@@ -87,19 +87,31 @@ def chosen_note(scope: Scope, runs_: Sequence[Any], null: Any = None) -> str | N
 
     None for the full population, a filter or a level (their own p-value is a test).
     """
-    if scope.kind not in ("argmax", "sub") or not runs_ or scope.subpopulation.id == 0:
+    if scope.kind not in ("argmax", "sub"):
+        return None
+    return chosen_note_by_id(scope.subpopulation.id, runs_, null,
+                             largest=scope.kind == "argmax")
+
+
+def chosen_note_by_id(sub_id: int, runs_: Sequence[Any], null: Any = None, *,
+                      largest: bool = False) -> str | None:
+    """:func:`chosen_note` of the run's subpopulation (or finding) ``sub_id``.
+
+    The Subpopulations page's drill-down charts say the same as Review's (#40: they printed
+    the argmax's own "p < 0.0001"). ``largest``: it is the argmax (else compared as one of
+    the run's subpopulations, as the table lists them).
+    """
+    if not runs_ or sub_id == 0:
         return None
     run = runs_[0]
     if run.search is not None:
-        finding = next((f for f in run.search.findings if f.rank == scope.subpopulation.id),
-                       None)
+        finding = next((f for f in run.search.findings if f.rank == sub_id), None)
         if finding is None:
             return None
         if finding.p_kind == "void":
             return "held-out p not valid with label-dependent weights"
         return f"held-out adjusted p {_phrase(format_p(finding.p_adjusted))}"
-    selection = _selection(run.result, scope.subpopulation.id, null,
-                           largest=scope.kind == "argmax")
+    selection = _selection(run.result, sub_id, null, largest=largest)
     if selection.p_adjusted is None:
         return f"{selection.phrase}: not yet tested against chance"
     return f"adjusted p {_phrase(format_p(selection.p_adjusted))}, {selection.phrase}"

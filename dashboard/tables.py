@@ -118,59 +118,53 @@ def content_widths(frame: pd.DataFrame, *, index: bool = False) -> dict[str, int
 
 
 VARIABLE_COLUMNS: dict[str, tuple[str, str]] = {
-    "name": ("variable", "The covariate."),
-    "kind": ("kind", "ordinal: numbers or dates, curves along them; nominal: levels."),
+    "name": ("variable", "The covariate (its kind, ordinal or nominal, is in the Variable list "
+             "below)."),
     "vece": ("average gap", "VECE (Kelly & Smyth eq. 7): |error rate - predicted error rate| "
              "averaged over the variable's rows, in percentage points."),
     "vce": ("largest gap", "VCE(v*): the largest |error rate - predicted error rate| where the "
-            "data can say it (thin support and small levels left out), in percentage points."),
+            "data can say it (thin support, small levels and overshooting fits left out), in "
+            "percentage points; beyond noise: the 95% band of the gap at v* (valid for a v* "
+            "picked as the largest gap) excludes 0; within noise: it does not."),
     "vce_at": ("where", "v*: the value or level of the variable at the largest gap."),
     "vce_support": ("rows there", "The rows (weight) within the curve's window at v*: how much "
                     "data the largest gap rests on."),
-    "vce_significant": ("beyond noise?", "yes: the 95% band of the gap at v* (valid for a v* "
-                        "picked as the largest gap) excludes 0; within noise: it does not."),
-    "kuiper_z": ("evidence along it (D/σ)", "Kuiper's D/σ of the cumulative differences of "
-                 "response - score about their mean, ordered by the variable (no span, so a "
-                 "local error a smooth curve averages away still shows). None for nominal "
-                 "variables: their levels have no order."),
-    "p_value": ("p (this variable)", "The p-value of that D/σ (range of Brownian motion), for "
-                "this variable alone."),
-    "p_adjusted": ("p (adjusted)", "Bonferroni's p over the numeric variables: a variable picked "
-                   "because its p is the smallest is judged by this one."),
-    "warnings": ("warnings", "How many warnings the variable has; they are listed under its "
-                 "charts."),
+    "kuiper_z": ("evidence (D/σ)", "Kuiper's D/σ of the cumulative differences of response - "
+                 "score about their mean, ordered by the variable (no span, so a local error a "
+                 "smooth curve averages away still shows); – for nominal variables: their "
+                 "levels have no order."),
+    "p_adjusted": ("p adjusted", "The p-value of that D/σ (range of Brownian motion), "
+                   "Bonferroni-adjusted over the numeric variables: a variable picked because "
+                   "its p is the smallest is judged by this one (mcviz variables --json also "
+                   "gives each variable's own p)."),
 }
-"""The Variables ranking as people read it: each column of
+"""The Variables ranking as people read it: columns of
 :func:`mcviz.stats.variables.rank_variables` -> (header in words, hover help). Page and report
-read this one mapping."""
+read this one mapping; seven columns fit the 1440-px page without a scroll (the kind is in the
+Variable list, the unadjusted p and the warnings in ``mcviz variables --json``, the warnings
+also under each variable's charts)."""
 
 
 def variable_table(ranking: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     """Return the ranking with headers in words and values as text, and each header's help.
 
-    Gaps are percentages (as the charts write them), ``rows there`` is a row count (weight),
-    never a percentage; p-values through the one p formatter; ``beyond noise?`` reads yes,
-    within noise, or – (no curve); ``warnings`` counts them.
+    Gaps are percentages (as the charts write them), the largest with "beyond noise" or
+    "within noise"; ``rows there`` is a row count (weight), never a percentage; p-values through
+    the one p formatter.
 
-    >>> import numpy as np
     >>> frame = pd.DataFrame({"name": ["age"], "kind": ["ordinal"], "vece": [0.0123],
     ...     "vce": [0.031], "vce_at": [41.5], "vce_support": [3630.0],
     ...     "vce_significant": [True], "kuiper_z": [5.2], "p_value": [2e-6],
     ...     "p_adjusted": [1.2e-5], "warnings": [("thin",)]})
     >>> table, _ = variable_table(frame)
     >>> table.iloc[0].tolist()
-    ['age', 'ordinal', '1.23%', '3.1%', '41.5', '3,630', 'yes', '5.2', '< 0.0001', '< 0.0001', '1']
+    ['age', '1.23%', '3.1%, beyond noise', '41.5', '3,630', '5.2', '< 0.0001']
     """
-    shown = ranking.assign(
-        vce_at=[format_number(v) if isinstance(v, float) else ("–" if v is None else str(v))
-                for v in ranking["vce_at"]],
-        vce_support=[format_number(float(v)) if v == v else "–"
-                     for v in ranking["vce_support"]],
-        vce_significant=["yes" if sig else ("within noise" if vce == vce else "–")
-                         for sig, vce in zip(ranking["vce_significant"], ranking["vce"],
-                                             strict=True)],
-        warnings=[format_number(len(w)) for w in ranking["warnings"]])
-    shown = formatted(shown[[c for c in VARIABLE_COLUMNS if c in shown.columns]],
+    shown = formatted(ranking[[c for c in VARIABLE_COLUMNS if c in ranking.columns]],
                       percent=("vece", "vce"))
+    shown["vce"] = [gap if gap == "–" else f"{gap}, {'beyond' if sig else 'within'} noise"
+                    for gap, sig in zip(shown["vce"], ranking["vce_significant"], strict=True)]
+    shown["vce_at"] = [format_number(v) if isinstance(v, float) else
+                       ("–" if v is None else str(v)) for v in ranking["vce_at"]]
     shown.columns = [VARIABLE_COLUMNS[c][0] for c in shown.columns]
-    return shown, {words: help_text for words, help_text in VARIABLE_COLUMNS.values()}
+    return shown, dict(VARIABLE_COLUMNS.values())

@@ -73,7 +73,7 @@ def csv_download(label: str, frame: pd.DataFrame, file_name: str, *,
 
 
 def show_table(frame: pd.DataFrame, *, percent: tuple[str, ...] = (),
-               help: dict[str, str] | None = None, **options: Any) -> Any:  # noqa: A002
+               help: dict[str, str] | None = None, **options: Any) -> Any:
     """Draw a table: an interactive grid, or a large static table in presentation mode.
 
     ``help``: hover text per column header (the grid's tooltips).

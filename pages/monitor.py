@@ -5,7 +5,6 @@ a click on a cell (or the pickers below it) opens the Review grid for that segme
 of periods. Data without a time column: the dated demo (NYC flights 2013) is shown instead.
 """
 
-import pandas as pd
 import streamlit as st
 
 from dashboard import monitor as mon
@@ -150,16 +149,12 @@ ui.caption(chosen_series.details)  # the statistics beside the words (#40)
 ui.show_figure(ui.figure(monitor_series_figure, result, None, series=series),
                key=f"monitor_series_{series}")
 
-table = pd.DataFrame([{
-    "series": item.words, "alarm": "yes" if item.alarm else "no",
-    "first alarm": result.label(item.first_alarm) or "", "shift": item.shift,
-    "CI low": item.ci_low, "CI high": item.ci_high, "p adjusted": item.p_adjusted,
-    "rows": int(item.count.sum()),
-} for item in result.series])
+table = mon.series_table(result)  # percentage points, as the sentences say (#40)
 st.markdown("**Every series**")
 ui.show_table(table)
-ui.caption("shift: mean of outcome − score over the window where the change shows most (without "
-           "an alarm: over every monitored period) minus the reference's, with its 95% interval "
+ui.caption("shift: percentage points of outcome − score over the window where the change "
+           "shows most (without an alarm: over every monitored period) minus the reference's, "
+           "with its 95% interval "
            "(not adjusted for the choice of the window). p adjusted: for every series and every "
            "period (single-step max-T over the horizon).")
 st.markdown(f"Command line: {code(settings.command_line())}")

@@ -1,16 +1,16 @@
-"""Screening page: open a table written by `mcviz screen` and drill into any subpopulation."""
+"""Screening page: open a table an engine wrote (screen, search, monitor) and drill into a row."""
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import charts, tables, ui
+from dashboard.screening import table_view
 from dashboard import state as s
 from dashboard.text import code, escape_markdown
 from mcviz import cumulative_differences
 from mcviz.stats.binning import reliability_diagrams
 from mcviz.engines.results import load_subpopulation, read_screen
 from mcviz.errors import ValidationError
-from mcviz.present.figures import format_number
 from mcviz.text import display_text
 
 ui.setup_page("screening", "Screening")
@@ -21,7 +21,8 @@ st.caption(
     "subpopulation's rows from the screened Parquet files (DuckDB pushes its conditions into "
     "the scan), so those files must be on the machine that runs this app."
 )
-upload = st.file_uploader("Screening table written by `mcviz screen --out` (.parquet)",
+upload = st.file_uploader("Table written by `mcviz screen --out`, or by `mcviz search` / "
+                          "`mcviz monitor` with `--engine duckdb|spark --out` (.parquet)",
                           type=["parquet"], key="screen_upload")
 if upload is None:
     st.info("Upload a screening table to see its subpopulations.")
@@ -35,35 +36,21 @@ except ValidationError as error:
     st.stop()
 
 table = screen.table
-cells = st.columns(4)
-cells[0].metric("M", format_number(screen.metric),
-                help="max over subpopulations of Dₖ σ₀ / σₖ (eq. (4))")
-cells[1].metric("Mode", "exact" if screen.exact else "histogram",
-                help=None if screen.exact else f"M may be up to {screen.metric_bound:.3g} higher")
-cells[2].metric("Rows screened", f"{screen.n:,}")
-cells[3].metric("Subpopulations", f"{len(table) - 1:,}")
-argmax = table.iloc[screen.argmax]
-COUNT = len(table) - 1
-UNTESTED = (f"chosen from {COUNT:,} screened subpopulations for its value: not yet tested "
-            "against chance (a screen computes no null distribution, and the rows' own p-value "
-            "is no test of a group picked for being extreme)")
-st.info(f"Worst subpopulation (argmax, #{argmax['id']}): "
-        f"**{escape_markdown(argmax['description'])}** — {argmax['size']:,} rows. "
-        f"Largest of {COUNT:,}: not yet tested against chance.")
+view = table_view(screen)
+cells = st.columns(len(view.metrics))
+for cell, (label, value, hover) in zip(cells, view.metrics, strict=True):
+    cell.metric(label, value, help=hover)
+st.info(view.headline)
 st.caption(f"Engine {escape_markdown(screen.engine)} · files: "
            + ", ".join(code(f) for f in screen.files[:5])
            + (f" and {len(screen.files) - 5} more" if len(screen.files) > 5 else ""))
-
-top = table.sort_values("normalized", ascending=False).head(50)
-st.dataframe(tables.displayed(top[["id", "description", "size", "kuiper", "sigma", "kuiper_z",
-                                   "normalized"]]),
-             hide_index=True, height=300,
+st.dataframe(tables.displayed(view.shown), hide_index=True, height=300,
              column_config={c: st.column_config.NumberColumn(format="%.4g")
-                            for c in ("kuiper", "sigma", "kuiper_z", "normalized")})
+                            for c in ("kuiper", "sigma", "kuiper_z", "normalized",
+                                      "D/σ (held out)") if c in view.shown})
 
-rows = [screen.argmax, *(int(r) for r in top.index if r != screen.argmax)]
-row = st.selectbox("Drill down into", rows, key=f"screen_row|{table_key}",
-                   format_func=lambda r: ("★ " if r == screen.argmax else "")
+row = st.selectbox("Drill down into", view.rows, key=f"screen_row|{table_key}",
+                   format_func=lambda r: ("★ " if r == view.rows[0] else "")
                    + display_text(f"#{table['id'].iloc[r]} · {table['description'].iloc[r]}"))
 with st.spinner("Reading the subpopulation's rows…"):
     try:
@@ -78,17 +65,19 @@ st.markdown(f"**{escape_markdown(screened['description'])}** · {pred.n:,} rows 
 if pred.report.n_dropped:
     ui.show_warning(f"{pred.report.n_dropped:,} invalid rows of this subpopulation were left out: "
                     + "; ".join(f"{reason} ({count:,})" for reason, count in pred.report.dropped))
-st.dataframe(pd.DataFrame({
-    "": ["screened", "recomputed from the rows read"],
-    "rows": [int(screened["size"]), pred.n],
-    "Kuiper D": [float(screened["kuiper"]), own.kuiper],
-    "σ": [float(screened["sigma"]), own.sigma],
-}), hide_index=True)
-ui.cumulative_metrics(own, p_note=UNTESTED)
+if screen.kind == "screen":
+    st.dataframe(pd.DataFrame({
+        "": ["screened", "recomputed from the rows read"],
+        "rows": [int(screened["size"]), pred.n],
+        "Kuiper D": [float(screened["kuiper"]), own.kuiper],
+        "σ": [float(screened["sigma"]), own.sigma],
+    }), hide_index=True)
+else:
+    st.caption(f"{int(screened['size']):,} rows in the table, {pred.n:,} read now.")
+ui.cumulative_metrics(own, p_note=view.p_note)
 ui.show_figure(ui.cumulative_fig(own, title="The subpopulation's own calibration",
                                  cache=f"screen_cum:{table_key}:{row}",
-                                 p_note=("largest" if row == screen.argmax else "one")
-                                 + f" of {COUNT:,}: not yet tested against chance"),
+                                 p_note=view.p_note.split(":")[0]),
                key=f"screen_cum_{row}")
 reliability = ui.compute("screen_reliability", f"{table_key}:{row}", reliability_diagrams, pred,
                          n_bins=list(ui.bin_counts()), kind="equal_width", n_bootstrap=0)

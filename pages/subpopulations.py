@@ -11,7 +11,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, limits, runs, tables, ui
+from dashboard import charts, limits, review, runs, tables, ui
 from dashboard import state as s
 from dashboard.text import escape_markdown as md
 from mcviz.stats.binning import reliability_diagrams
@@ -124,22 +124,27 @@ def drill_down(sub, row: dict | None) -> None:
                 f"weight {format_number(weight)} ({weight / pred.weight_total:.1%} of the total)")
     if sub.conditions:
         st.markdown("Path of splits: " + " → ".join(md(c) for c in sub.conditions))
-    if row is not None and runs_ and runs_[0].search is None:  # picked from the table
-        chosen_among(sub, row)
+    note = None
+    if row is not None and runs_:  # picked from the table: its own p is no test (#40)
+        if runs_[0].search is None:
+            chosen_among(sub, row)
+        largest = runs_[0].search is None and sub.id == runs_[0].result.argmax.id
+        note = review.chosen_note_by_id(sub.id, runs_, null, largest=largest)
     left, right = ui.chart_slots(2)
     with left:
         deviation = ui.compute(f"deviation:{sub.description}", analysis.key,
                                subpopulation_deviation, pred, sub.index,
                                description=sub.description)
         ui.show_figure(ui.figure(deviation_figure, deviation,
-                                 f"dev:{analysis.key}:{sub.description}",
-                                 title="Deviation from the full population"),
+                                 f"dev:{analysis.key}:{sub.description}:{note}",
+                                 title="Deviation from the full population", p_note=note),
                        key=f"dev_{sub.id}_{sub.description}")
     with right:
         own = ui.compute(f"own:{sub.description}", analysis.key, runs.own_cumulative, pred,
                          sub.index)
         ui.show_figure(ui.cumulative_fig(own, title="The subpopulation's own calibration",
-                                         cache=f"own:{analysis.key}:{sub.description}"),
+                                         cache=f"own:{analysis.key}:{sub.description}",
+                                         p_note=note),
                        key=f"own_{sub.id}_{sub.description}")
     result = analysis.compute(f"reliability:{sub.description}", reliability_diagrams, pred,
                               index=sub.index, n_bins=list(ui.bin_counts()),

@@ -29,13 +29,12 @@ else:
     table, header_help = tables.variable_table(ranking)
     ui.show_table(table, help=header_help, height=min(40 + 35 * len(ranking), 360))
     ui.caption("Gaps are |error rate − predicted error rate| in percentage points: the average "
-               "over the rows (VECE), and the largest where the data can say it (VCE(v*), "
+               "over the rows (VECE), and the largest where the data can say it (VCE(v*) at "
                "\"where\"; thin-support stretches and small levels are left out; \"rows "
-               "there\": the rows it rests on). \"Evidence along it\": the cumulative "
-               "differences along the variable (no span), with its p and the p adjusted over "
-               "the variables. Variables with an adjusted p below 0.05 or a largest gap beyond "
-               "noise come first. Hover a header for more; warnings are listed under the "
-               "variable's charts.")
+               "there\": the rows it rests on). \"Evidence\": the cumulative differences along "
+               "the variable (no span) and their p adjusted over the variables. Variables with "
+               "an adjusted p below 0.05 or a largest gap beyond noise come first. Hover a "
+               "header for more; warnings are listed under the variable's charts.")
 
 names = list(kinds)
 if ranking is not None:

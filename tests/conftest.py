@@ -215,3 +215,29 @@ def browser(app_url):
 
     with launched() as chromium:
         yield chromium
+
+
+# -- the order the files run in. pytest-xdist's --dist loadfile hands each worker whole files;
+# by default it starts with the files that have the MOST tests, so the few-test heavy files (a
+# served app and chromium, the mutation run, the measured budgets) came last and one worker ran
+# them alone while the other idled. Longest first (the list below, measured with --durations=0
+# over the whole suite: tests/slowest_files.txt) lets the small files fill the end of the run.
+def _slowest_files() -> dict[str, int]:
+    listed = Path(__file__).with_name("slowest_files.txt").read_text().split("\n")
+    names = [line.split("#")[0].strip() for line in listed]
+    return {name: rank for rank, name in enumerate(n for n in names if n)}
+
+
+def pytest_configure(config) -> None:
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep the order set below
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Run the listed files first, the longest first; the others by their number of tests."""
+    rank = _slowest_files()
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    order = sorted(files, key=lambda name: (rank.get(name, len(rank)), -len(files[name])))
+    items[:] = [item for name in order for item in files[name]]

@@ -276,6 +276,23 @@ def _keep_freed_memory() -> bool:
             and mallopt(_M_ARENA_MAX, _ARENAS) == 1)
 
 
+def _engine_failure(error: BaseException) -> str | None:
+    """One line for a Spark job that failed (an executor's error, a lost cluster), else None.
+
+    Spark reports an executor's Python error as the worker's whole traceback; its last line
+    names the cause (``ModuleNotFoundError: No module named 'mcviz'``: the workers' Python
+    lacks mcviz).
+    """
+    module = type(error).__module__ or ""
+    if not module.startswith(("pyspark", "py4j")):
+        return None
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    causes = [line for line in lines if "Error" in line.split(":")[0]]
+    cause = (causes[-1] if causes else lines[0] if lines else type(error).__name__)[:300]
+    return (f"the Spark job failed: {cause} (an executor's Python needs mcviz and its "
+            "dependencies; see the Spark logs for the rest).")
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = None
     with _common.signals_as_exceptions():
@@ -313,4 +330,10 @@ def _main(argv: Sequence[str] | None) -> int:
             os.dup2(devnull, sys.stdout.fileno())
             os.close(devnull)
             return _common.EXIT_SIGPIPE
+        except Exception as error:  # noqa: BLE001 - only an engine's failure is said here
+            reason = _engine_failure(error)
+            if reason is None:
+                raise
+            print(f"mcviz: error: {display_text(reason)}", file=sys.stderr)
+            return 1
     return 0

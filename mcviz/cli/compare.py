@@ -12,8 +12,9 @@ Differences are B - A: a positive Brier difference or regression
 effect means B's loss is higher. Without ``--json``: the sentences and a compact table.
 
 ``--engine duckdb|spark`` (Parquet; ``--memory-limit``, ``--spark-master``): every sum and path
-on every row inside the engine, the groups on a random sample (``--sample-rows``), the
-classical measures null, and ``"engine"`` added (:mod:`mcviz.cli.engine_compare`).
+on every row inside the engine (the classical measures as ``mcviz metrics --engine``), the
+groups on a random sample (``--sample-rows``), and ``"engine"`` added
+(:mod:`mcviz.cli.engine_compare`).
 """
 
 from __future__ import annotations

@@ -50,6 +50,32 @@ def _groups(args, settings, thresholds, files, spill, names, default_covariates)
     return found, pred, names
 
 
+def _classical(engine, columns, args) -> tuple[dict, dict]:
+    """A's and B's classical measures from one ``GROUP BY`` by score each (as metrics)."""
+    from dataclasses import replace
+
+    from mcviz.cli.metrics import _classical_from_engine
+    from mcviz.engines.calibration import score_runs_table
+    from mcviz.settings import ENGINE_SCORE_RUNS
+
+    if engine.name == "duckdb":
+        from mcviz.engines.tables import DuckDBTable
+
+        table = DuckDBTable(engine.files, memory_limit=args.memory_limit,
+                            temp_directory=engine.temp_directory)
+    else:
+        from mcviz.engines.tables import SparkTable
+
+        table = SparkTable(engine.files, spark=engine.spark)
+    try:
+        return tuple(_classical_from_engine(score_runs_table(
+            table, replace(columns, score=name), limit=ENGINE_SCORE_RUNS))["classical"]
+            for name in (columns.score, args.score_b))
+    finally:
+        if engine.name == "duckdb":
+            table.close()
+
+
 def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                       default_covariates) -> dict:
     """Run ``mcviz compare`` on the engine; return its JSON object.
@@ -89,12 +115,12 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                 notes.append(
                     f"Regressions and improvements were searched and confirmed on a random "
                     f"sample of {pred.n:,} rows (their held-out rows); every other number is "
-                    f"measured on all rows by {args.engine}. The classical measures are "
-                    "computed in memory only (--engine numpy).")
-                return compare_on_engine(
+                    f"measured on all rows by {args.engine}.")
+                output = compare_on_engine(
                     engine, score_b=args.score_b, orders=orders, thresholds=thresholds,
                     regressions=found.regressions, improvements=found.improvements,
-                    notes=notes, validated=True)
+                    notes=notes, validated=True, classical=_classical(engine, columns, args))
+                return output
 
             return _common.interruptible(work, lambda: cancel_engine(engine))
         finally:

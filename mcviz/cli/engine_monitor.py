@@ -19,8 +19,13 @@ from mcviz.errors import ValidationError
 __all__ = ["monitor_in_engine"]
 
 def monitor_in_engine(args: argparse.Namespace, settings):
-    """Run the monitor on the engine; return the :class:`~mcviz.monitor.MonitorResult`."""
+    """Run the monitor on the engine; return the :class:`~mcviz.monitor.MonitorResult`.
+
+    With it, where the rows are (the keywords of :func:`mcviz.engines.results.write_results`:
+    files, columns, the columns' kinds, engine), for ``--out``.
+    """
     from mcviz.engines.base import expand_paths
+    from mcviz.engines.results import engine_kinds
     from mcviz.engines.tables import open_table
     from mcviz.monitor.at_scale import monitor_table
     from mcviz.monitor.periods import infer_time_column
@@ -37,10 +42,12 @@ def monitor_in_engine(args: argparse.Namespace, settings):
         del sample
         table = open_table(args.engine, files, memory_limit=args.memory_limit,
                            temp_directory=spill, spark_master=args.spark_master)
+        where = {"files": files, "columns": columns, "kinds": engine_kinds(table.kinds),
+                 "engine": args.engine}
         try:
             return _common.interruptible(
                 lambda: monitor_table(table, columns, time=time, settings=settings),
-                table.cancel)
+                table.cancel), where
         finally:
             if not _common.work_abandoned():
                 table.close()

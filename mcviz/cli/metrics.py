@@ -7,6 +7,11 @@ multi-calibration option (``--covariates``, ``--subpopulations``, ``--groups``, 
 with ``--null-draws N`` its null distribution and every subpopulation's family-wise adjusted
 p-value (:func:`mcviz.stats.significance.null_distribution`). ``--table FILE`` writes one row per
 subpopulation (CSV, formulas neutralised, or Parquet, by the file's extension).
+
+With ``--engine duckdb|spark`` (Parquet) the calibration block comes from the rows sorted by
+score out of core, and the classical measures and the review's reliability diagrams
+(``"reliability"``) from the engine's sums per distinct score; ``"classical_runs"`` says whether
+those were exact (at most 2^20 distinct scores) or fine score bins (:mod:`mcviz.stats.measures.runs`).
 """
 
 from __future__ import annotations
@@ -187,7 +192,21 @@ def _classical_from_engine(parts: dict) -> dict:
               "equal-width ECE/MCE/ACE are exact; the equal-count ECE within "
               f"{bound.ece_equal_count:.2g}; the other classical measures are those of the rows "
               f"with each score moved by less than {bound.bin_width:.2g}.", file=sys.stderr)
-    return {"classical": classical_from_runs(runs).as_json(), "classical_runs": about}
+    return {"classical": classical_from_runs(runs).as_json(), "classical_runs": about,
+            "reliability": _reliability(runs)}
+
+
+def _reliability(runs) -> dict:
+    """The review's reliability diagrams (10, 20, 50 equal-width bins) from the runs' sums."""
+    from mcviz.stats.binning import reliability_from_runs
+
+    result = reliability_from_runs(runs.score, runs.count, runs.weight, runs.positive,
+                                   runs.square_weight, weighted=runs.weighted)
+    fields = ("lower_edge", "upper_edge", "count", "weight", "mean_score", "mean_response",
+              "interval_low", "interval_high")
+    return {"kind": result.kind, "confidence": result.confidence,
+            "diagrams": [{"n_bins": d.n_bins, **{f: getattr(d, f).tolist() for f in fields}}
+                         for d in result.full]}
 
 
 def _say_reweighted(calibration: dict, weighted_z: float, unweighted: Predictions) -> None:

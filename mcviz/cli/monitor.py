@@ -27,9 +27,15 @@ import argparse
 import dataclasses
 import sys
 
+from typing import TYPE_CHECKING
+
 from mcviz.cli import _common
 from mcviz.cli.engine_options import add_engine_arguments, require_engine
+from mcviz.errors import ValidationError
 from mcviz.settings import PERIODS, MonitorSettings
+
+if TYPE_CHECKING:  # pandas only when a table is written
+    import pandas as pd
 
 __all__ = ["SEGMENT_KEYS", "register", "result_json", "run", "text"]
 
@@ -64,6 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_engine_arguments(parser, "duckdb or spark: sum the periods x segments cells in the "
                          "engine (Parquet; one grouped pass), then scan them in memory "
                          "(default numpy: all in memory)")
+    parser.add_argument("--out", metavar="FILE.parquet",
+                        help="with --engine duckdb or spark: write one row per monitored series "
+                        "(alarm, change window, shift, adjusted p) with the run's context, for "
+                        "the dashboard's Screening page (it drills into a series' rows)")
     parser.set_defaults(run=run, text=text)
 
 
@@ -74,6 +84,12 @@ def run(args: argparse.Namespace) -> dict:
     engine = getattr(args, "engine", "numpy")
     if engine != "numpy":
         require_engine(engine)  # one line naming what to install, before any work
+    out = getattr(args, "out", None)
+    if out is not None:
+        if engine == "numpy":
+            raise ValidationError("--out is written by --engine duckdb or spark (the dashboard's "
+                                  "Monitor page shows an in-memory monitor itself).")
+        _common.check_output(out, flag="--out", suffixes=(".parquet",))
     _check_segment_levels(args)  # from the segment columns alone, before the file is read
     numbers = _common.settings_from_arguments(MonitorSettings, args)
     period = args.period.strip()
@@ -85,17 +101,34 @@ def run(args: argparse.Namespace) -> dict:
     if engine != "numpy":
         from mcviz.cli.engine_monitor import monitor_in_engine
 
-        result = monitor_in_engine(args, settings)
+        result, where = monitor_in_engine(args, settings)
     else:
         result = monitor_calibration(_common.load_from_arguments(args), settings=settings)
     for notice in result.notices:
         print(f"mcviz: note: {notice}", file=sys.stderr)
-    return result_json(result)
+    output = result_json(result)
+    if out is not None:
+        from mcviz.engines.results import write_results
+
+        with _common.atomic_output(out) as temporary:
+            write_results(series_frame(output, result), temporary, kind="monitor", n=result.n,
+                          **where)
+    return output
+
+
+def series_frame(output: dict, result) -> pd.DataFrame:
+    """One row per series of the monitor's JSON (row 0: the full population), with its rows."""
+    import pandas as pd
+
+    series = [result.full, *result.segments]
+    frame = pd.DataFrame([output["full"], *output["segments"]])
+    frame.insert(0, "id", range(len(frame)))
+    frame.insert(2, "size", [int(s.count.sum()) for s in series])
+    return frame
 
 
 def _check_segment_levels(args: argparse.Namespace) -> None:
     """Refuse ``--segments`` with more levels than can be monitored, counted column by column."""
-    from mcviz.errors import ValidationError
     from mcviz.io.levels import count_levels
     from mcviz.monitor.segments import MAX_SEGMENTS
 

@@ -66,6 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="rows sampled for the search at scale (default with --engine "
                         "duckdb or spark: as many as the memory budget allows, at most "
                         "1,428,572, i.e. 10^6 searched rows at --holdout 0.3)")
+    parser.add_argument("--out", metavar="FILE.parquet",
+                        help="with --engine duckdb or spark (or --sample-rows): write the "
+                        "findings with their held-out numbers and the run's context, for the "
+                        "dashboard's Screening page (it drills into a finding's rows)")
     parser.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 2GB (spills beyond)")
     parser.add_argument("--spark-master", metavar="URL",
                         help="Spark master, e.g. spark://host:7077 (default: local mode)")
@@ -76,6 +80,10 @@ def run(args: argparse.Namespace) -> dict:
     """Load the file, search, and return the JSON object."""
     if args.engine != "numpy" or args.sample_rows is not None:
         return run_sampled(args)
+    if getattr(args, "out", None) is not None:
+        raise ValidationError("--out is written by the search at scale (--engine duckdb or "
+                              "spark, or --sample-rows): its findings' rows are read back from "
+                              "the Parquet files.")
     from mcviz.search import search_subpopulations
 
     covariates = _common.split(args.covariates)
@@ -129,6 +137,9 @@ def run_sampled(args: argparse.Namespace) -> dict:
         if getattr(args, option, None) is not None:
             raise ValidationError(f"--{option} is not supported when the search runs on a "
                                   f"sample (--engine {args.engine}); use one score column.")
+    out = getattr(args, "out", None)
+    if out is not None:
+        _common.check_output(out, flag="--out", suffixes=(".parquet",))
     files = expand_paths(args.file)
     keyed = args.engine != "numpy"
     with tempfile.TemporaryDirectory(prefix="mcviz-search-", ignore_cleanup_errors=True) as spill:
@@ -149,7 +160,27 @@ def run_sampled(args: argparse.Namespace) -> dict:
         finally:
             if not _common.work_abandoned():
                 engine.close()
-    return sampled_json(result, measured, sample_dropped=pred.report.n_dropped, held=held)
+    output = sampled_json(result, measured, sample_dropped=pred.report.n_dropped, held=held)
+    if out is not None:
+        _write_findings(out, output, files=files, columns=columns,
+                        kinds=dict(pred.covariate_kinds), engine=args.engine)
+    return output
+
+
+def _write_findings(out, output: dict, **where) -> None:
+    """Write the findings (row 0: the full population) for the dashboard's Screening page."""
+    import pandas as pd
+
+    from mcviz.engines.results import KIND_COLUMNS, write_results
+
+    rows = [{"id": 0, "description": "full population", "size": output["n"]}]
+    # size: the finding's rows in the files (all_rows_size when the sample is not every row)
+    rows += [{"id": f["rank"], **{k: v for k, v in f.items() if k != "rank"},
+              "sample_size": f["size"], "size": f.get("all_rows_size", f["size"])}
+             for f in output["findings"]]
+    frame = pd.DataFrame(rows, columns=list(dict.fromkeys([*KIND_COLUMNS["search"], *rows[-1]])))
+    with _common.atomic_output(out) as temporary:
+        write_results(frame, temporary, kind="search", n=output["n"], **where)
 
 
 def _budget_rows(args: argparse.Namespace, covariates: list[str] | None) -> int:

@@ -19,9 +19,10 @@ computed by the engine on every row, with the in-memory formulas (:mod:`mcviz.co
 
 The groups where B is worse or better (``regressions``, ``improvements``) are searched and
 confirmed as in memory on a random sample of the rows (:func:`compare_models` on the sample:
-its held-out rows); the notice says so. The classical measures (ECE, ...) are not computed on
-the engines (``classical`` null). With the whole file as the sample every number equals the
-in-memory comparison (``tests/engines/test_compare_engines.py``: 1e-9).
+its held-out rows); the notice says so. Each model's classical measures (ECE, ...) come from
+the caller (``mcviz compare --engine``: one ``GROUP BY`` by score each,
+:func:`~mcviz.engines.calibration.score_runs_table`). With the whole file as the sample every
+number equals the in-memory comparison (``tests/engines/test_compare_engines.py``: 1e-9).
 """
 
 from __future__ import annotations
@@ -161,12 +162,20 @@ def _ordered(engine, score_b: str, name: str, key: str, step: str, variance: str
             f"isnan({key})")
     if engine.name == "duckdb":
         accumulator = PathAccumulator()
-        reader = engine.con.sql(f"{text} ORDER BY {KEY}", params=q.params).to_arrow_reader(
-            1 << 17)
-        for batch in reader:
-            accumulator.add_steps(batch.column(KEY).to_numpy(), batch.column(STEP).to_numpy(),
-                                  float(np.sum(batch.column(sql.W).to_numpy())),
-                                  float(np.sum(batch.column(VARIANCE).to_numpy())))
+        import duckdb
+        import pyarrow as pa
+
+        try:  # a relation streams the sorted rows (DuckDB sorts out of core)
+            reader = engine.con.sql(f"{text} ORDER BY {KEY}", params=q.params).to_arrow_reader(
+                1 << 17)
+            for batch in reader:
+                key, step, weight, variance = (batch.column(c).to_numpy(zero_copy_only=False)
+                                               for c in (KEY, STEP, sql.W, VARIANCE))
+                accumulator.add_steps(key, step, float(np.sum(weight)), float(np.sum(variance)))
+        except (duckdb.Error, pa.ArrowException) as error:
+            raise ValidationError(f"DuckDB could not order the rows by {name!r}: "
+                                  f"{str(error).splitlines()[0]} Raise --memory-limit or free "
+                                  "disk space for spilling.") from None
         rows, stats = accumulator.rows, accumulator.finish()
     else:
         rows, _, stats = spark_ordered_path(engine, engine.spark.sql(text, args=q.params))
@@ -194,7 +203,7 @@ def _paths(engine, score_b: str, orders: Sequence[str], n_all: int,
 def compare_on_engine(engine, *, score_b: str, orders: Sequence[str], thresholds,
                       regressions: tuple = (), improvements: tuple = (),
                       average: str = "average score", notes: Sequence[str] = (),
-                      validated: bool = False) -> dict:
+                      validated: bool = False, classical: tuple = (None, None)) -> dict:
     """Return the JSON object of ``mcviz compare --json`` computed on the engine's rows.
 
     Parameters
@@ -212,6 +221,8 @@ def compare_on_engine(engine, *, score_b: str, orders: Sequence[str], thresholds
         Sentences for ``notice``.
     validated : bool
         True when the caller has run ``engine.overview()`` and :func:`check_score_b`.
+    classical : (dict or None, dict or None)
+        A's and B's ``"classical"`` blocks when the caller computed them (None: null).
     """
     t = check_thresholds(thresholds)
     for name in orders:
@@ -234,23 +245,24 @@ def compare_on_engine(engine, *, score_b: str, orders: Sequence[str], thresholds
               "regressions": regressions, "improvements": improvements,
               "net_benefit": _net_benefit(sums, t)}
     verdict, next_step = comparison_sentences(**fields)
-    return _json(fields, n_all, engine, score_b, verdict, next_step, notes)
+    return _json(fields, n_all, engine, score_b, verdict, next_step, notes, classical)
 
 
-def _json(fields: dict, n: int, engine, score_b: str, verdict, next_step, notes) -> dict:
+def _json(fields: dict, n: int, engine, score_b: str, verdict, next_step, notes,
+          classical) -> dict:
     """Return the object of ``mcviz compare --json`` (as ModelComparison.as_json)."""
     brier, logs, head = fields["brier"], fields["log_loss"], fields["paths"][0]
 
-    def model(column: str, calibration: PathSummary) -> dict:
+    def model(column: str, calibration: PathSummary, measures: dict | None) -> dict:
         return {"score": column, "calibration": {
             "kuiper": calibration.kuiper, "ks": calibration.ks, "sigma": calibration.sigma,
             "kuiper_z": calibration.kuiper_z, "p_value": calibration.p_value},
-            "classical": None}
+            "classical": measures}
 
     return {
         "n": n,
-        "models": {"a": model(engine.columns.score, fields["calibration_a"]),
-                   "b": model(score_b, fields["calibration_b"])},
+        "models": {"a": model(engine.columns.score, fields["calibration_a"], classical[0]),
+                   "b": model(score_b, fields["calibration_b"], classical[1])},
         "paired": {
             "brier_a": brier.a, "brier_b": brier.b, "brier_difference": brier.difference,
             "ci_low": brier.ci_low, "ci_high": brier.ci_high, "log_loss_a": logs.a,

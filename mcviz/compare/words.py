@@ -6,9 +6,7 @@ follows its interval (a difference whose 95% interval holds 0 is "not beyond cha
 
 from __future__ import annotations
 
-import numpy as np
-
-from mcviz.text import p_phrase
+from mcviz.text import MINUS, format_fixed, p_phrase
 
 __all__ = ["comparison_sentences", "decision_sentences", "finding_sentence",
            "points", "relative", "signed"]
@@ -22,10 +20,9 @@ def points(value: float) -> str:
     Examples
     --------
     >>> points(0.0612), points(-0.004), points(-0.0002)
-    ('+6.1 percentage points', '-0.4 percentage points', '0.0 percentage points')
+    ('+6.1 percentage points', '−0.4 percentage points', '0.0 percentage points')
     """
-    shown = round(value * 100, 1)
-    return f"{shown + 0.0:+.1f} percentage points" if shown else "0.0 percentage points"
+    return f"{format_fixed(value * 100, signed=True)} percentage points"
 
 
 def signed(value: float) -> str:
@@ -34,9 +31,10 @@ def signed(value: float) -> str:
     Examples
     --------
     >>> signed(0.0234), signed(-0.00041), signed(7.43e-06), signed(0.0)
-    ('+0.0234', '-0.0004', '+7.4e-06', '+0.0000')
+    ('+0.0234', '−0.0004', '+7.4e-06', '+0.0000')
     """
-    return f"{value:+.4f}" if value == 0 or abs(value) >= 5e-5 else f"{value:+.2g}"
+    text = f"{value:+.4f}" if value == 0 or abs(value) >= 5e-5 else f"{value:+.2g}"
+    return text.replace("-", MINUS, 1) if text.startswith("-") else text
 
 
 def relative(value: float) -> str:
@@ -61,13 +59,13 @@ def finding_sentence(description: str, share: float, effect: float, low: float, 
     >>> finding_sentence("region == north", 0.12, 0.031, 0.02, 0.042, 0.01, -0.06, 1e-5, True)
     ... # doctest: +NORMALIZE_WHITESPACE
     "Among rows with region == north (12.0% of rows), B's Brier loss is higher than A's by
-    0.0310 per row (95% CI 0.0200 to 0.0420, held-out rows); there observed - predicted is
-    +1.0 percentage points under A and -6.0 percentage points under B (adjusted p < 0.0001)."
+    0.0310 per row (95% CI 0.0200 to 0.0420, held-out rows); there observed − predicted is
+    +1.0 percentage points under A and −6.0 percentage points under B (adjusted p < 0.0001)."
     """
     direction = "higher" if effect > 0 else "lower"
     text = (f"Among rows with {description} ({share:.1%} of rows), B's Brier loss is "
             f"{direction} than A's by {abs(effect):.4f} per row (95% CI {low:.4f} to "
-            f"{high:.4f}, held-out rows); there observed - predicted is "
+            f"{high:.4f}, held-out rows); there observed − predicted is "
             f"{points(calibration_a)} under A and {points(calibration_b)} under B (adjusted "
             f"{p_phrase(p_adjusted)}).")
     if not confirmed:
@@ -119,14 +117,16 @@ def decision_sentences(net) -> list[str]:
         if net.changed[k] == 0:
             sentences.append(f"At a threshold of {t:g}, switching to B changes no decision.")
             continue
-        interval = f"95% CI {low:+.1f} to {high:+.1f}"
+        interval = (f"95% CI {format_fixed(low, signed=True)} to "
+                    f"{format_fixed(high, signed=True)}")
         changed = f"{net.changed[k]:.1%} of the decisions change"
         if low > 0:
             what = f"gains {gain:.1f} net true positives per 1,000 decisions ({interval})"
         elif high < 0:
             what = f"loses {-gain:.1f} net true positives per 1,000 decisions ({interval})"
         else:
-            what = (f"changes the net benefit by {gain:+.1f} per 1,000 decisions, within "
+            what = (f"changes the net benefit by {format_fixed(gain, signed=True)} per 1,000 "
+                    "decisions, within "
                     f"chance ({interval})")
         sentences.append(f"At a threshold of {t:g}, switching to B {what}; {changed}.")
     return sentences

@@ -219,8 +219,9 @@ def score_runs_table(table, columns, *, limit: int) -> dict:
     ``table`` is a :class:`mcviz.engines.tables.Table` (rows checked first, as the screening
     checks them). With at most ``limit`` distinct scores (counted approximately first, so up to
     a few per cent more may come back) each run is one distinct score; otherwise the runs are
-    ``limit`` equal-width bins nested in the ECE's 10 (:mod:`mcviz.stats.measures.runs`), each at
-    its weighted mean score (kept within its rows' range). Returns the keyword arguments of
+    about ``limit`` equal-width bins nested in the ECE's 10 (:mod:`mcviz.stats.measures.runs`;
+    a multiple of 10 per ECE bin), each at its weighted mean score (kept within its rows'
+    range). Returns the keyword arguments of
     :class:`~mcviz.stats.measures.runs.ScoreRuns` (arrays ascending by score).
     """
     from mcviz.engines import sql
@@ -237,7 +238,8 @@ def score_runs_table(table, columns, *, limit: int) -> dict:
     r = sql.response_sql(columns, table.kinds, q)
     w = "1.0" if columns.weight is None else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)"
     if binned:
-        per_coarse = max(limit // 10, 1)
+        # a multiple of 10 per ECE bin: the fine bins nest in 20 and 50 equal-width bins too
+        per_coarse = max(limit // 100, 1) * 10
         edges = " + ".join(f"CASE WHEN s > {q.bind(k / 10)} THEN 1 ELSE 0 END"
                            for k in range(1, 10))
         low = f"CAST(c AS DOUBLE) / {q.bind(10.0)}"
@@ -272,4 +274,5 @@ def score_runs_table(table, columns, *, limit: int) -> dict:
             "log_likelihood": float(values["ll"].sum()),
             "spiegelhalter_numerator": float(values["sn"].sum()),
             "spiegelhalter_variance": float(values["sv"].sum()),
-            "weighted": columns.weight is not None, "bins": limit if binned else None}
+            "weighted": columns.weight is not None,
+            "bins": 10 * max(limit // 100, 1) * 10 if binned else None}

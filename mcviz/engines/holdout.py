@@ -110,7 +110,8 @@ def _exclude_spark(engine, keys: np.ndarray) -> None:
 def role_rows_sql(engine, q: sql.Query) -> str:
     """Select the engine's (narrowed) valid rows with S, R, W and every column."""
     columns, kinds, ident = engine.columns, engine.kinds, q.dialect.ident
-    weight = "1.0" if columns.weight is None else f"CAST({ident(columns.weight)} AS DOUBLE)"
+    weight = "CAST(1.0 AS DOUBLE)" if columns.weight is None else (
+        f"CAST({ident(columns.weight)} AS DOUBLE)")
     text = (f"SELECT *, CAST({ident(columns.score)} AS DOUBLE) + 0.0 AS {sql.S}, "
             f"{sql.response_sql(columns, kinds, q)} AS {sql.R}, {weight} AS {sql.W} "
             f"FROM {engine.source}")

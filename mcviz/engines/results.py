@@ -33,14 +33,27 @@ from mcviz.io import Predictions, load_predictions, read_parquet_table
 from mcviz.subpopulations import parse_filter
 from mcviz.text import check_nesting
 
-__all__ = ["DATA_ROOTS_VARIABLE", "ScreenTable", "data_roots", "load_subpopulation",
-           "read_screen", "write_screen"]
+__all__ = ["DATA_ROOTS_VARIABLE", "KIND_COLUMNS", "ScreenTable", "data_roots", "engine_kinds",
+           "load_subpopulation", "read_screen", "write_results", "write_screen"]
 
 METADATA_KEY = b"mcviz"
 FORMAT_VERSION = 1
 DATA_ROOTS_VARIABLE = "MCVIZ_DATA_ROOTS"
 """Environment variable: more directories (``os.pathsep``-separated) a server may read data from."""
 TABLE_COLUMNS = ("id", "description", "size", "kuiper", "sigma", "kuiper_z", "normalized")
+KIND_COLUMNS = {
+    "screen": TABLE_COLUMNS,
+    "search": ("id", "description", "size", "holdout_size", "holdout_kuiper_z", "p_adjusted",
+               "mean_residual", "ci_low", "ci_high"),
+    "monitor": ("id", "description", "size", "alarm", "shift", "ci_low", "ci_high",
+                "p_adjusted"),
+}
+"""The columns each kind of table must hold (row 0 is the full population in every kind):
+``mcviz screen --out`` (every subpopulation), ``mcviz search --engine ... --out`` (the
+findings, held-out numbers measured on every held-out row) and ``mcviz monitor --engine ...
+--out`` (each monitored series: alarm, change window, shift and adjusted p)."""
+_TEXT_COLUMNS = frozenset({"description", "sentence", "first_alarm", "change_start",
+                           "change_end"})
 _GLOB = frozenset("*?[]{}")
 
 
@@ -81,6 +94,7 @@ class ScreenTable:
     metric_bound: float | None
     n: int
     argmax: int
+    kind: str = "screen"
 
 
 def write_screen(
@@ -92,21 +106,49 @@ def write_screen(
     kinds: Mapping[str, str],
 ) -> None:
     """Write ``result.table`` to Parquet with the run's context in the file metadata."""
+    write_results(result.table, path, kind="screen", files=files, columns=columns, kinds=kinds,
+                  engine=result.engine, n=result.n,
+                  screen={"exact": result.exact, "metric": result.metric,
+                          "metric_bound": result.metric_bound, "argmax": result.argmax})
+
+
+def write_results(
+    frame: pd.DataFrame,
+    path: str | Path,
+    *,
+    kind: str,
+    files: Sequence[str],
+    columns: Columns,
+    kinds: Mapping[str, str],
+    engine: str,
+    n: int,
+    screen: Mapping[str, object] | None = None,
+) -> None:
+    """Write one kind of engine table (:data:`KIND_COLUMNS`) with the run's context.
+
+    ``kinds`` are the covariates' kinds the descriptions are written against (``"ordinal"`` or
+    ``"nominal"``); ``screen`` the screening fields (exact, metric, metric_bound, argmax).
+    """
     context = {
         "version": FORMAT_VERSION,
+        "kind": kind,
         "files": [str(Path(f).resolve()) for f in files],
         "columns": asdict(columns),
         "kinds": dict(kinds),
-        "engine": result.engine,
-        "exact": result.exact,
-        "metric": result.metric,
-        "metric_bound": result.metric_bound,
-        "n": result.n,
-        "argmax": result.argmax,
+        "engine": engine,
+        "n": int(n),
+        **({"exact": True, "metric": None, "metric_bound": None, "argmax": 0}
+           if screen is None else dict(screen)),
     }
-    table = pa.Table.from_pandas(result.table, preserve_index=False)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
     metadata = {**(table.schema.metadata or {}), METADATA_KEY: json.dumps(context).encode()}
     pq.write_table(table.replace_schema_metadata(metadata), path)
+
+
+def engine_kinds(kinds: Mapping[str, str]) -> dict[str, str]:
+    """The filter language's kinds (``nominal``/``ordinal``) of an engine table's columns."""
+    return {name: "nominal" if kind in ("string", "bool") else "ordinal"
+            for name, kind in kinds.items() if kind in ("string", "bool", "float", "int")}
 
 
 def read_screen(source: str | Path | bytes) -> ScreenTable:
@@ -142,11 +184,16 @@ def read_screen(source: str | Path | bytes) -> ScreenTable:
             f"screening table format {context.get('version')!r} is not {FORMAT_VERSION}: "
             "screen the data again with this version of mcviz."
         )
+    kind = context.get("kind", "screen")
+    if kind not in KIND_COLUMNS:
+        raise ValidationError(f"the table's kind {str(kind)[:40]!r} is not one of "
+                              f"{', '.join(KIND_COLUMNS)}.")
     frame = table.to_pandas()
-    missing = [c for c in TABLE_COLUMNS if c not in frame.columns]
+    required = KIND_COLUMNS[kind]
+    missing = [c for c in required if c not in frame.columns]
     if missing:
-        raise ValidationError(f"the screening table lacks the column(s) {', '.join(missing)}.")
-    not_numbers = [c for c in TABLE_COLUMNS if c != "description"
+        raise ValidationError(f"the {kind} table lacks the column(s) {', '.join(missing)}.")
+    not_numbers = [c for c in required if c not in _TEXT_COLUMNS
                    and not pd.api.types.is_numeric_dtype(frame[c])]
     if not_numbers:
         raise ValidationError(f"the screening table's column {not_numbers[0]!r} does not hold "
@@ -163,10 +210,11 @@ def read_screen(source: str | Path | bytes) -> ScreenTable:
         kinds=_kinds_field(context),
         engine=_field(context, "engine", str),
         exact=_field(context, "exact", bool),
-        metric=_field(context, "metric", float),
+        metric=_field(context, "metric", float) if kind == "screen" else float("nan"),
         metric_bound=None if bound is None else _field(context, "metric_bound", float),
         n=_field(context, "n", int),
         argmax=argmax,
+        kind=kind,
     )
 
 

@@ -18,13 +18,11 @@ category values in a group's description) goes through the deck's :func:`clean_t
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from mcviz.compare.words import points, signed
-from mcviz.text import format_p, p_phrase
 from mcviz.present.deck import filter_words
 from mcviz.present.slide_charts import (
     BLUE,
@@ -34,10 +32,12 @@ from mcviz.present.slide_charts import (
     SlideChart,
     band,
     cumulative_chart,
+    nice_range,
     pieces,
     thinned,
 )
 from mcviz.present.slides import DeckInfo, Slide, short_title
+from mcviz.text import format_fixed, format_p, p_phrase
 
 __all__ = ["comparison_slides", "deck_info", "format_interval", "group_chart", "net_benefit_charts",
            "paired_charts"]
@@ -84,7 +84,7 @@ def net_benefit_charts(net: Any) -> tuple[SlideChart, SlideChart]:
         series=(Series("A", labels, values["a"], BLUE), Series("B", labels, values["b"],
                                                               VERMILION)),
         x_title="decision threshold", y_title="net true positives per 1,000 decisions",
-        categories=labels, y_range=_nice_range(min(0.0, *values["a"], *values["b"]),
+        categories=labels, y_range=nice_range(min(0.0, *values["a"], *values["b"]),
                                                max(0.0, *values["a"], *values["b"])),
         note="higher is better; a row is treated when its score is at least the threshold")
     difference = [*band("B − A", t, np.asarray(net.ci_low) * PER, np.asarray(net.ci_high) * PER,
@@ -106,7 +106,7 @@ def group_chart(found: Any) -> SlideChart:
     """
     values = (found.calibration_a * 100, found.calibration_b * 100)
     bounds = [v * 100 for v in (*found.calibration_a_ci, *found.calibration_b_ci, 0.0)]
-    low, high = _nice_range(min(bounds), max(bounds))
+    low, high = nice_range(min(bounds), max(bounds))
     note = "; ".join(f"{name} {format_interval(ci)}" for name, ci in (
         ("A", found.calibration_a_ci), ("B", found.calibration_b_ci)))
     return SlideChart(
@@ -118,23 +118,11 @@ def group_chart(found: Any) -> SlideChart:
         y_range=(low, high))
 
 
-def _nice_range(low: float, high: float) -> tuple[float, float]:
-    """Widen [low, high] to multiples of a round step (1, 2 or 5 times a power of ten).
-
-    >>> _nice_range(-0.9, 13.6)
-    (-2.0, 14.0)
-    """
-    span = (high - low) or 1.0
-    power = 10.0 ** math.floor(math.log10(span / 5))
-    step = next(m * power for m in (1, 2, 5, 10) if span / (m * power) <= 8)
-    return math.floor(low / step) * step, math.ceil(high / step) * step
-
-
 def format_interval(ci: tuple[float, float]) -> str:
     """Write a 95% interval of a probability difference in percentage points.
 
     >>> format_interval((-0.012, 0.008))
-    '-1.2 to +0.8 percentage points'
+    '−1.2 to +0.8 percentage points'
     """
     low = points(ci[0]).removesuffix(" percentage points")
     return f"{low} to {points(ci[1])}"
@@ -208,7 +196,8 @@ def comparison_slides(result: Any, info: DeckInfo) -> list[Slide]:
         Slide("Where B's loss differs from A's", (), facts, kind="scope",
               charts=paired_charts(head)),
         Slide("What switching changes at the decision thresholds", (), tuple(
-            (f"B − A at {t:g}, per 1,000", f"{d * PER:+.1f} ({lo * PER:+.1f} to {hi * PER:+.1f})")
+            (f"B − A at {t:g}, per 1,000", f"{format_fixed(d * PER, signed=True)} "
+             f"({format_fixed(lo * PER, signed=True)} to {format_fixed(hi * PER, signed=True)})")
             for t, d, lo, hi in zip(net.thresholds, net.difference, net.ci_low, net.ci_high,
                                     strict=True))[:6],
               kind="scope", charts=net_benefit_charts(net)),

@@ -118,7 +118,7 @@ def _cell(value: object) -> str:
 
 
 def _table_html(frame: pd.DataFrame, *, max_rows: int = MAX_TABLE_ROWS,
-                help: Mapping[str, str] | None = None) -> str:  # noqa: A002
+                help: Mapping[str, str] | None = None) -> str:
     def header(column: object) -> str:
         tip = (help or {}).get(str(column))
         return f"<th title='{_text(tip)}'>" if tip else "<th>"

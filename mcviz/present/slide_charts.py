@@ -35,6 +35,7 @@ from mcviz.present.figures.format import format_number
 
 __all__ = ["MAX_COLUMNS", "MAX_POINTS", "Series", "SlideChart", "band", "chart_figure",
            "counts_chart", "cumulative_chart", "curves_chart", "figure_charts", "lcs_chart",
+           "nice_range",
            "pieces", "reliability_chart", "review_charts", "thinned"]
 
 MAX_POINTS = 400
@@ -253,7 +254,7 @@ def curves_chart(curves: Any, *, title: str | None = None) -> SlideChart:
             low = min(low, float(lower[supported].min()))
             high = max(high, float(upper[supported].max()))
     y_range, xs = None, np.asarray(curves.error.x, dtype=float)
-    x_range = (float(xs.min()), float(xs.max())) if xs.size and not getattr(
+    x_range = nice_range(float(xs.min()), float(xs.max())) if xs.size and not getattr(
         curves, "dates", False) else None
     if math.isfinite(low):  # the axis spans the supported bands and 0; thin ends may leave it
         pad = 0.05 * (high - min(low, 0.0) or 1.0)
@@ -266,6 +267,20 @@ def curves_chart(curves: Any, *, title: str | None = None) -> SlideChart:
                       series=tuple(_clip(series, y_range)), x_title=str(curves.name),
                       y_title="error rate", note="dotted: too few rows to read the curve",
                       y_percent=True, x_range=x_range, y_range=y_range, x_dates=dates)
+
+
+def nice_range(low: float, high: float) -> tuple[float, float]:
+    """Widen [low, high] to multiples of a round step (1, 2 or 5 times a power of ten).
+
+    A chart's axis starts at its minimum: 30,751 gave ticks 30751, 40751, ... on a slide.
+
+    >>> nice_range(-0.9, 13.6), nice_range(30751.0, 88840.0)
+    ((-2.0, 14.0), (30000.0, 90000.0))
+    """
+    span = (high - low) or 1.0
+    power = 10.0 ** math.floor(math.log10(span / 5))
+    step = next(m * power for m in (1, 2, 5, 10) if span / (m * power) <= 8)
+    return math.floor(low / step) * step, math.ceil(high / step) * step
 
 
 def _clip(series: list[Series], y_range: tuple[float, float] | None) -> list[Series]:

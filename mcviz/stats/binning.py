@@ -93,6 +93,7 @@ __all__ = [
     "equal_count_runs",
     "reliability_bins",
     "reliability_diagrams",
+    "reliability_from_runs",
     "score_bin_bounds",
 ]
 
@@ -552,6 +553,54 @@ def score_bin_bounds(
 # Private helpers (inputs are trusted)
 
 
+def reliability_from_runs(
+    score: np.ndarray,
+    count: np.ndarray,
+    weight: np.ndarray,
+    positive: np.ndarray,
+    square_weight: np.ndarray,
+    *,
+    n_bins: Sequence[int] = (10, 20, 50),
+    kind: BinKind = "equal_width",
+    weighted: bool = False,
+    confidence: float = 0.95,
+    histogram_bins: int = 50,
+) -> ReliabilityResult:
+    r"""The full population's reliability diagrams from sums per distinct score (no rows).
+
+    For binary responses given by an engine's ``GROUP BY`` of the score
+    (:func:`mcviz.engines.calibration.score_runs_table`): ``score`` ascending, and per score
+    the rows, :math:`\sum W`, :math:`\sum W R` and :math:`\sum W^2`. Bins never split tied
+    scores, so every bin's sums, its count, its effective size (Kish) and its interval are those
+    of :func:`reliability_diagrams` on the rows (``"equal_width"`` and ``"equal_count"``;
+    ``tests/stats/test_binning_runs.py``); no bootstrap (it resamples rows).
+    """
+    if kind not in ("equal_width", "equal_count"):
+        raise ValidationError(f"kind {kind!r}: the diagrams from sums per score take "
+                              "'equal_width' or 'equal_count' bins.")
+    _check_options(kind, confidence, 0)
+    counts = tuple(_check_bin_count(k) for k in n_bins)
+    weight = np.asarray(weight, dtype=float)
+    score = np.asarray(score, dtype=float)
+    positive = np.asarray(positive, dtype=float)
+    arrays = BinArrays(score, positive / weight, weight, np.arange(score.size),
+                       {"ws": weight * score, "wr": positive, "wrr": positive,
+                        "ww": np.asarray(square_weight, dtype=float)})
+    generator = np.random.default_rng(0)  # unused by these two kinds
+    specs = [(k, *bin_bounds(arrays, k, kind, generator)) for k in counts]
+    edges = np.arange(_check_bin_count(histogram_bins) + 1) / histogram_bins
+    return ReliabilityResult(
+        kind=kind, n_bins=counts,
+        full=_diagrams(arrays, specs, kind, confidence, 0, generator, binary=True,
+                       rows=np.asarray(count, dtype=np.int64)),
+        subpopulation=(), histogram_edges=_readonly(edges),
+        histogram_full=_readonly(_histogram(arrays, edges)),
+        histogram_subpopulation=_readonly(np.empty(0)), weighted=weighted,
+        response_kind="binary", confidence=confidence, n_bootstrap=0,
+        subpopulation_description=None,
+    )
+
+
 def _diagrams(
     arrays: BinArrays,
     specs: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]],
@@ -561,9 +610,12 @@ def _diagrams(
     generator: np.random.Generator,
     *,
     binary: bool,
+    rows: np.ndarray | None = None,
 ) -> tuple[ReliabilityBins, ...]:
+    """The diagrams of ``specs``; ``rows``: each entry of ``arrays`` is a run of that many rows."""
     score, label, weight = arrays.score, arrays.label, arrays.weight
-    n = score.size
+    n = score.size if rows is None else int(rows.sum())
+    row_at = None if rows is None else np.concatenate(([0], np.cumsum(rows)))
     z = float(ndtri(0.5 + confidence / 2.0))
     boot_score = [np.full((n_bootstrap, b.size - 1), np.nan) for _, b, _, _ in specs]
     boot_response = [np.full((n_bootstrap, b.size - 1), np.nan) for _, b, _, _ in specs]
@@ -578,7 +630,7 @@ def _diagrams(
                 boot_response[i][r] = replicate.sums("wr", bounds) / total
     diagrams = []
     for i, (n_bins, bounds, low, high) in enumerate(specs):
-        count = np.diff(bounds)
+        count = np.diff(bounds if row_at is None else row_at[bounds])
         total = arrays.sums("w", bounds)
         squares = arrays.sums("ww", bounds)
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -60,6 +60,9 @@ def test_monthly_periods_and_a_filter_segment():
     assert shown["Alarms"].endswith("of 21")
     table = at.dataframe[0].value
     assert "distance 1,000 or more" in set(table["series"])  # in words (#40)
+    full = table[table["series"] == "full population"].iloc[0]  # points, as the sentence says
+    assert full["shift (points)"].lstrip("+−").replace(".", "").isdigit()
+    assert " to " in full["95% interval (points)"]
 
 
 def test_the_report_carries_the_monitor_of_the_same_data():

@@ -7,6 +7,7 @@ only when its adjusted p < 0.05, low-prevalence caveat) and #19 item 3 (searched
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +75,14 @@ def test_worst_subpopulation_is_untested_until_the_null_is_computed():
                                    "normalised"]
     assert table["p_adjusted"].isna().all()
     assert any(t.startswith("Cost estimate: about") for t in texts(at, "caption"))
+    # the drilled-down argmax's charts say so too, never its own p (#40)
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"]
+              for c in at.get("plotly_chart")]
+    drilled = [t for t in titles if t.startswith(("Deviation from the full population",
+                                                  "The subpopulation's own calibration"))]
+    assert len(drilled) == 2, titles
+    for title in drilled:
+        assert "not yet tested against chance" in title and "(p " not in title, title
 
     compute_null(at, 99)
     shown = {m.label: m.value for m in at.metric}

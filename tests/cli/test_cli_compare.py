@@ -52,15 +52,11 @@ def test_json_has_the_issues_keys_and_the_planted_groups(cli, files):
     assert set(out["models"]["a"]) >= MODEL_KEYS
     assert out["models"]["b"]["score"] == "chall"
     assert set(out["paired"]) >= PAIRED_KEYS
-    # the planted groups come first (the issue's rule: Jaccard >= 0.8 with the planted rows, and
-    # confirmed); since #42's integer level sets the regression may carry a noise exclusion of a
-    # few ages (open defect, noted on #42), so the exact filter is not asserted here
-    frame = _frame()
+    # the planted groups come first, exactly (no noise exclusion of ages: a set of several levels
+    # always faces the out-of-fold test, tests/compare/test_models.py), and confirmed
     for item, region in ((out["regressions"][0], "r4"), (out["improvements"][0], "r1")):
-        assert item["description"].startswith(f"region == {region}")
+        assert item["description"] == f"region == {region}"
         assert item["confirmed"] and item["p_adjusted"] < 0.05
-        planted = frame["region"].to_numpy() == region
-        assert item["share"] / planted.mean() >= 0.8  # a subset of the planted rows: J = share ratio
     for item in out["regressions"] + out["improvements"]:
         assert set(item) >= GROUP_KEYS
     assert set(out["net_benefit"]) >= NET_KEYS

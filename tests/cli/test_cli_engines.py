@@ -31,3 +31,34 @@ def test_a_missing_engine_names_what_to_install(cli, tmp_path, monkeypatch, comm
     assert len(lines) == 1, run.err
     assert f"--engine {engine} needs {package}" in lines[0]
     assert "pip install" in lines[0]
+
+
+def test_a_failed_spark_job_is_one_line(cli, monkeypatch, tmp_path):
+    """An executor's error (here: the workers' Python lacks mcviz) is its cause, no traceback."""
+    import mcviz.cli.metrics
+
+    class PythonException(Exception):
+        pass
+
+    PythonException.__module__ = "pyspark.errors.exceptions.captured"
+
+    def fail(args):
+        raise PythonException("An exception was thrown from the Python worker:\nTraceback "
+                              "(most recent call last):\n  File \"worker.py\", line 1\n"
+                              "ModuleNotFoundError: No module named 'mcviz'\n")
+
+    monkeypatch.setattr(mcviz.cli.metrics, "_in_engine", fail)
+    data = tmp_path / "rows.csv"
+    data.write_text("score,label\n0.2,0\n0.7,1\n")
+    run = cli("metrics", data, "--engine", "spark")
+    assert run.status == 1
+    assert run.err.strip().splitlines() == [
+        "mcviz: error: the Spark job failed: ModuleNotFoundError: No module named 'mcviz' (an "
+        "executor's Python needs mcviz and its dependencies; see the Spark logs for the rest)."]
+
+    def other(args):
+        raise RuntimeError("not an engine's")
+
+    monkeypatch.setattr(mcviz.cli.metrics, "_in_engine", other)
+    with pytest.raises(RuntimeError):  # anything else is a defect, shown as one
+        cli("metrics", data, "--engine", "spark")

@@ -113,7 +113,10 @@ def test_report_section_carries_the_alarms_and_the_heat_map(drifting):
     section = mon.report_section(result)
     assert any("Segment g is b" in paragraph for paragraph in section.text)  # in words (#40)
     assert len(section.figures) == 2
-    assert section.tables[0][1]["alarm"].tolist() == [s.alarm for s in result.series]
+    table = section.tables[0][1]
+    assert table["alarm"].tolist() == ["yes" if s.alarm else "no" for s in result.series]
+    for row, series in zip(table.itertuples(), result.series, strict=True):  # points (#40)
+        assert float(row[4].replace("−", "-")) == pytest.approx(100 * series.shift, abs=0.05)
     html = html_report([section])
     assert "Calibration over time (monitor)" in html
 

@@ -32,25 +32,27 @@ def test_no_column_is_narrower_than_its_longest_text():
 
 
 def test_the_variables_ranking_reads_in_words_with_help_on_every_header():
-    from dashboard.tables import VARIABLE_COLUMNS, variable_table
-    from mcviz.stats.variables import RANK_COLUMNS
+    from dashboard.tables import variable_table
 
     ranking = pd.DataFrame({
-        "name": ["age", "region"], "kind": ["ordinal", "nominal"], "vece": [0.0123, 0.004],
-        "vce": [0.031, np.nan], "vce_at": [90.0, None], "vce_support": [43956.0, np.nan],
-        "vce_significant": [True, False], "kuiper_z": [5.2, np.nan], "p_value": [2e-6, np.nan],
-        "p_adjusted": [0.049, np.nan], "warnings": [("thin support at 83",), ()]})
+        "name": ["native_country", "region"], "kind": ["ordinal", "nominal"],
+        "vece": [0.0123, 0.004], "vce": [0.00657, np.nan],
+        "vce_at": ["Asian-Pac-Islander", None], "vce_support": [43956.0, np.nan],
+        "vce_significant": [False, False],
+        "kuiper_z": [5.2, np.nan], "p_value": [2e-6, np.nan], "p_adjusted": [0.049, np.nan],
+        "warnings": [("thin support at 83",), ()]})
     table, header_help = variable_table(ranking)
-    assert set(RANK_COLUMNS) == set(VARIABLE_COLUMNS)  # every column has words
     raw = {"vece", "vce", "vce_at", "vce_support", "vce_significant", "kuiper_z", "p_value",
            "p_adjusted"}
     assert not raw & set(table.columns)
     assert all(header_help.get(c) for c in table.columns)
     row = dict(zip(table.columns, table.iloc[0], strict=True))
     assert row["rows there"] == "43,956"  # a row count, never "4,395,600%"
-    assert row["average gap"] == "1.23%" and row["largest gap"] == "3.1%"
-    assert row["p (this variable)"] == "< 0.0001" and row["p (adjusted)"] == "0.049"
-    assert row["beyond noise?"] == "yes" and row["warnings"] == "1"
+    assert row["average gap"] == "1.23%" and row["largest gap"] == "0.657%, within noise"
+    significant = variable_table(ranking.assign(vce_significant=[True, False]))[0]
+    assert significant["largest gap"].iloc[0] == "0.657%, beyond noise"
+    assert row["p adjusted"] == "0.049"
     empty = dict(zip(table.columns, table.iloc[1], strict=True))
-    assert empty["beyond noise?"] == "–" and empty["rows there"] == "–"
-    assert empty["where"] == "–"
+    assert empty["largest gap"] == "–" and empty["rows there"] == "–" and empty["where"] == "–"
+    # Adult's longest texts still fit the 1440-px page's ~980-px table (no scroll)
+    assert sum(content_widths(table).values()) <= 980, content_widths(table)

@@ -75,3 +75,29 @@ def test_plain_parquet_and_moved_data_are_messages(screened, tmp_path):
                              "files": (str(gone),)})
     with pytest.raises(ValidationError, match="not on this machine"):
         load_subpopulation(screen, 1, roots=[tmp_path])
+
+
+def test_every_kind_is_checked_when_read(screened, tmp_path):
+    from dataclasses import asdict
+
+    from mcviz.engines.results import KIND_COLUMNS, write_results
+
+    screen = read_screen(screened[1])
+    assert screen.kind == "screen"
+    where = {"files": screen.files, "columns": screen.columns, "kinds": screen.kinds,
+             "engine": "duckdb", "n": screen.n}
+    for kind, required in KIND_COLUMNS.items():
+        frame = pd.DataFrame({c: ["full population"] if c == "description" else [0.0]
+                              for c in required})
+        fields = {"exact": True, "metric": 1.0, "metric_bound": None, "argmax": 0}
+        write_results(frame, tmp_path / "ok.parquet", kind=kind, **where,
+                      screen=fields if kind == "screen" else None)
+        assert read_screen(tmp_path / "ok.parquet").kind == kind
+        write_results(frame.drop(columns=[required[-1]]), tmp_path / "bad.parquet", kind=kind,
+                      **where, screen=fields if kind == "screen" else None)
+        with pytest.raises(ValidationError, match=f"the {kind} table lacks the column"):
+            read_screen(tmp_path / "bad.parquet")
+    write_results(frame, tmp_path / "odd.parquet", kind="<script>", **where)
+    with pytest.raises(ValidationError, match="is not one of screen, search, monitor"):
+        read_screen(tmp_path / "odd.parquet")
+    assert asdict(read_screen(tmp_path / "ok.parquet").columns) == asdict(screen.columns)

@@ -26,6 +26,7 @@ from mcviz.engines.calibration import calibration_block, score_runs_table
 from mcviz.engines.duckdb_engine import DuckDBEngine
 from mcviz.engines.tables import DuckDBTable
 from mcviz.io import load_predictions
+from mcviz.stats.binning import reliability_diagrams
 from mcviz.stats.measures import classical_measures
 from mcviz.stats.measures.runs import ScoreRuns, binned_bound, classical_from_runs, score_runs
 
@@ -71,7 +72,7 @@ def test_calibration_from_sorted_batches_equals_the_library(rows, batch_rows):
 
 
 def test_cli_metrics_engine_calibration_equals_numpy(cli, rows):
-    path, columns, _ = rows
+    path, columns, pred = rows
     weight = ["--weight", columns.weight] if columns.weight else ["--no-weight"]
     args = ["metrics", path, "--score", "score", "--label", "label", *weight, "--json"]
     numpy_run, duck_run = cli(*args), cli(*args, "--engine", "duckdb", "--memory-limit", "300MB")
@@ -89,6 +90,14 @@ def test_cli_metrics_engine_calibration_equals_numpy(cli, rows):
     for key in KEYS:
         assert b["calibration"][key] == pytest.approx(a["calibration"][key], rel=1e-12), key
     assert b["calibration"]["p_value_kind"] == a["calibration"]["p_value_kind"]
+    # the review's reliability diagrams, from the same sums: those of the rows
+    expected = reliability_diagrams(pred, n_bins=(10, 20, 50), n_bootstrap=0).full
+    for got, want in zip(b["reliability"]["diagrams"], expected, strict=True):
+        assert got["n_bins"] == want.n_bins
+        for field in ("count", "mean_score", "mean_response", "interval_low", "interval_high"):
+            values = np.array([np.nan if v is None else v for v in got[field]], dtype=float)
+            np.testing.assert_allclose(values, getattr(want, field), rtol=1e-12, atol=1e-15,
+                                       equal_nan=True, err_msg=field)
 
 
 def test_metrics_engine_refuses_what_it_does_not_compute(cli, rows):

@@ -15,6 +15,7 @@ from mcviz.compare.words import signed
 from mcviz.io import Predictions
 from mcviz.present.comparison import comparison_slides, deck_info
 from mcviz.present.deck import write_pptx
+from mcviz.text import format_fixed
 
 pptx = pytest.importorskip("pptx")
 sys.path.insert(0, str(Path(__file__).parent))
@@ -92,7 +93,9 @@ def test_comparison_slides_read_back_with_the_comparison_numbers(tmp_path, compa
     assert list(levels.chart.plots[0].categories) == [f"{t:g}" for t in net.thresholds]
     _, gain = _xy(change, "B − A")
     np.testing.assert_allclose(gain, net.difference * 1000)
-    assert f"{net.difference[0] * 1000:+.1f} ({net.ci_low[0] * 1000:+.1f} to" in texts[3]
+    assert (f"{format_fixed(net.difference[0] * 1000, signed=True)} "
+            f"({format_fixed(net.ci_low[0] * 1000, signed=True)} to") in texts[3]
+    assert not re.search(r"(?<![\w.])-\d", texts[3])  # a true minus, never a hyphen (#40)
     # each group: its sentence, its held-out effect and each model's gap, as the JSON says
     groups = [*compared.regressions, *compared.improvements]
     for found, slide, text in zip(groups, list(deck.slides)[4:-1], texts[4:-1], strict=True):

@@ -248,10 +248,8 @@ def test_an_out_of_fold_t_needs_folds_of_more_than_10_rows():
 
 
 def test_a_condition_must_bring_02_plus_05_root_1_minus_f():
-    # material_absolute = 1, material_relative = 0.05: the cap max(1, 0.05 z) of the gain a
-    # condition keeping the share f must bring, min(cap, 0.2 + 0.5 sqrt(1 - f)). The second
-    # term is at most 0.7 < 1, so the cap never binds with these values: the gain is
-    # 0.2 + 0.5 sqrt(1 - f) at any z (a cap lowered below 0.7 would change it).
+    # material_base = 0.2, material_noise = 0.5: the gain a condition keeping the share f must
+    # bring is 0.2 + 0.5 sqrt(1 - f) at any z (the dead cap max(1, 0.05 z) was removed)
     from mcviz.search.rules import RULES
 
     for z in (2.0, 5.0, 13.0, 40.0):
