@@ -174,13 +174,16 @@ for sign in (1.0, -1.0):  # under- and over-prediction
     task = ps.SubgroupDiscoveryTask(frame, ps.NumericTarget("residual"), space,
                                     result_set_size=5, depth=int(sys.argv[3]),
                                     qf=ps.StandardQFNumeric(0.5))
-    quality, subgroup, *_ = ps.BeamSearch(beam_width=20).execute(task).results[0]
-    bests.append((quality, subgroup))
+    results = ps.BeamSearch(beam_width=20).execute(task).results
+    quality, subgroup, *_ = results[0]
+    bests.append((quality, subgroup, results[1][1] if len(results) > 1 else subgroup))
 seconds = time.process_time() - started
 bests.sort(key=lambda item: -item[0])  # the better direction first
 print(json.dumps({"description": str(bests[0][1]), "seconds": seconds,
                   "rows": np.flatnonzero(bests[0][1].covers(everything)).tolist(),
-                  "second": np.flatnonzero(bests[1][1].covers(everything)).tolist()}))
+                  "second": np.flatnonzero(bests[1][1].covers(everything)).tolist(),
+                  "next": np.flatnonzero(bests[0][2].covers(everything)).tolist(),
+                  "next_description": str(bests[0][2])}))
 '''
 
 
@@ -201,17 +204,26 @@ def ensure_pysubgroup() -> str | None:
 
 
 def run_pysubgroup(frame: pd.DataFrame, search_rows: np.ndarray, *, depth: int = 2,
-                   with_score: bool = False) -> dict:
-    """pysubgroup's best subgroup on the search rows (frame order), covering all rows."""
+                   with_score: bool = False, cpu_limit: int | None = None) -> dict | None:
+    """pysubgroup's best subgroup on the search rows (frame order), covering all rows.
+
+    ``rows``: the best subgroup (the better direction), ``second``: the other direction's best,
+    ``next``: the better direction's second best. With ``cpu_limit`` (CPU seconds, the process's
+    RLIMIT_CPU) a run that exceeds it returns None.
+    """
     data = frame.drop(columns=["label"] if with_score else ["score", "label"]).copy()
     data["residual"] = frame["label"] - frame["score"]
     with tempfile.TemporaryDirectory() as tmp:
         search_path, all_path = Path(tmp) / "search.csv", Path(tmp) / "all.csv"
         data.iloc[search_rows].reset_index(drop=True).to_csv(search_path, index=False)
         data.drop(columns=["residual"]).to_csv(all_path, index=False)
+        limit = None if cpu_limit is None else (
+            lambda: resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_limit + 5)))
         done = subprocess.run([str(VENV / "bin" / "python"), "-c", PYSUBGROUP_SCRIPT,
                                str(search_path), str(all_path), str(depth)],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, preexec_fn=limit)
+    if cpu_limit is not None and done.returncode < 0:  # SIGXCPU / SIGKILL at the CPU limit
+        return None
     if done.returncode:
         raise RuntimeError(done.stderr[-500:])
     return json.loads(done.stdout)
@@ -643,11 +655,17 @@ def main() -> None:
                         "--draws each at --n, then --null-draws calibrated draws of 30 "
                         "covariates at --null-n (find_more.py)")
     parser.add_argument("--more-start", type=int, default=0, help="first seed of --more")
+    parser.add_argument("--more-psg", type=int, default=0, metavar="DRAWS",
+                        help="pysubgroup 0.9 on this many draws of each --more shape")
+    parser.add_argument("--psg-cpu", type=int, default=300,
+                        help="CPU seconds per pysubgroup draw of --more-psg")
+    parser.add_argument("--psg-drop", default="", metavar="COLUMNS",
+                        help="covariates pysubgroup is not given in --more-psg (e.g. merchant)")
     parser.add_argument("--psg-only", default="", metavar="SEEDS",
                         help="only pysubgroup, on these draws (e.g. 0-4) of --shapes: JSON lines")
     args = parser.parse_args()
     if args.more:
-        from find_more import ALL, levels_oracle, more_table, null_30
+        from find_more import ALL, levels_oracle, more_table, null_30, psg_table
 
         names = list(ALL) if args.more == "all" else [s for s in args.more.split(",") if s]
         if args.draws:
@@ -655,6 +673,12 @@ def main() -> None:
             for name, target in (("levels25", 13.0), ("levels25_d30", 30.0)):
                 if name in names:
                     levels_oracle(args.n, args.draws, args.more_start, target)
+        if args.more_psg:
+            problem = ensure_pysubgroup()
+            if problem:
+                raise SystemExit(f"pysubgroup 0.9: {problem}")
+            psg_table(names, args.n, args.more_psg, args.more_start, args.psg_cpu,
+                      tuple(c for c in args.psg_drop.split(",") if c))
         if args.null_draws:
             null_30(args.null_n, args.null_draws, args.null_start)
         return

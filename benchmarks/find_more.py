@@ -7,8 +7,8 @@ settings and the draw's seed. A draw is recovered when the first finding's Jacca
 the planted group is at least 0.8 (``union``: the first finding covers the union, or each arm
 is among the first two; ``opposite``: each group among the first two) and its held-out
 p_adjusted is below 0.05. pysubgroup 0.9 (its own virtual environment, :func:`bench_find
-.run_pysubgroup`, without the id column) runs on the first ``psg_draws`` draws when asked, with
-a time limit per draw.
+.run_pysubgroup`, without the id column) runs on ``--more-psg`` draws of each shape when asked,
+with a CPU limit per draw (:func:`psg_table`).
 """
 
 from __future__ import annotations
@@ -79,6 +79,17 @@ def more_draw(name: str, n: int, seed: int) -> dict:
             "desc": " | ".join(f.description for f in result.findings[:2]) or "(none)"}
 
 
+def _draws(name: str, first_seed: int, draws: int, draw) -> list[dict]:
+    """Run ``draw(seed)`` over the seeds, printing one line per draw; return the rows."""
+    rows = []
+    for seed in range(first_seed, first_seed + draws):
+        rows.append(draw(seed))
+        r = rows[-1]
+        print(f"|   {name} draw {seed}: {'ok' if r['ok'] else 'missed'} J {r['j']:.2f} "
+              f"p {r['p']:.2g} {r['s']:.1f}s: {r['desc']}", flush=True)
+    return rows
+
+
 def more_table(names: list[str], n: int, draws: int, first_seed: int = 0) -> None:
     """Print one row per shape: recovered draws, medians of Jaccard, p_adjusted, CPU s."""
     print(f"\nissue #42 shapes, n = {n:,}, 10 covariates (a 5,000-level nominal and an id "
@@ -88,14 +99,74 @@ def more_table(names: list[str], n: int, draws: int, first_seed: int = 0) -> Non
     print("| shape | share | recovered | median J | median p_adj | median CPU s |\n"
           "|---|---|---|---|---|---|", flush=True)
     for name in names:
-        rows = []
-        for seed in range(first_seed, first_seed + draws):
-            rows.append(more_draw(name, n, seed))
-            r = rows[-1]
-            print(f"|   {name} draw {seed}: {'ok' if r['ok'] else 'missed'} J {r['j']:.2f} "
-                  f"p {r['p']:.2g} {r['s']:.1f}s: {r['desc']}", flush=True)
+        rows = _draws(name, first_seed, draws, lambda seed, name=name: more_draw(name, n, seed))
         print(f"| {name}: {TEXT[name]} | {np.median([r['share'] for r in rows]):.2%} "
               f"| {sum(r['ok'] for r in rows)}/{len(rows)} "
+              f"| {np.median([r['j'] for r in rows]):.2f} "
+              f"| {np.median([r['p'] for r in rows]):.2g} "
+              f"| {np.median([r['s'] for r in rows]):.1f} |", flush=True)
+
+
+def psg_more(name: str, n: int, seed: int, cpu_limit: int, drop: tuple[str, ...] = ()) -> dict:
+    """pysubgroup 0.9 on one draw of a shape: the search rows the search uses with ``seed``.
+
+    The same frame without the id column (which the loader leaves out), the score among the
+    covariates, beam 20, depth 2 (3 for ``four``'s four conditions would not run in time), 10
+    bins per numeric column and one selector per level (5,000 for ``merchant``); its best
+    subgroup, and as the second candidate its other direction's best (``opposite``) or its
+    better direction's second best (``union``). Held-out p: the Brownian-range tail of the
+    subgroup's own D/sigma on the held-out rows (not adjusted). None when the run exceeds
+    ``cpu_limit`` CPU seconds. ``drop``: covariates pysubgroup is not given (``merchant``: its
+    5,000 selectors alone take pysubgroup past 120 CPU s per draw at 10,000 rows).
+    """
+    from bench_find import brownian_range_sf, own_z, run_pysubgroup
+
+    from mcviz.search._confirm import split_rows
+    from mcviz.search.rules import RULES
+    from mcviz.settings import SearchSettings
+
+    shape, _, _, planted = VARIANTS.get(name, (name, (), {}, {}))
+    frame, first, second = shaped_more(n, shape, seed, **planted)
+    pred = _load(frame)
+    groups = [np.flatnonzero(m[pred.row]) for m in (first, second) if m.any()]
+    search, held, _ = split_rows(pred, SearchSettings.holdout, np.random.default_rng(seed),
+                                 max_search=RULES.max_search_rows)
+    psg = run_pysubgroup(frame.drop(columns=["customer_id", *drop]), pred.row[search],
+                         depth=2, with_score=True, cpu_limit=cpu_limit)
+    if psg is None:
+        return {"ok": False, "timeout": True, "j": 0.0, "p": 1.0, "s": float(cpu_limit),
+                "desc": f"(over {cpu_limit} CPU s)"}
+    found = []
+    for key in ("rows", "next" if shape == "union" else "second"):
+        in_frame = np.zeros(pred.n, dtype=bool)
+        in_frame[psg[key]] = True
+        found.append(np.flatnonzero(in_frame[pred.row]))
+    p = []
+    for rows in found:
+        rows = np.intersect1d(rows, held)
+        z = own_z(pred, rows) if rows.size else np.nan
+        p.append(float(brownian_range_sf(z)) if np.isfinite(z) else 1.0)
+    ok, j, worst = recovery(groups, found, p, shape)
+    return {"ok": ok, "timeout": False, "j": j, "p": worst, "s": psg["seconds"],
+            "desc": psg["description"]}
+
+
+def psg_table(names: list[str], n: int, draws: int, first_seed: int, cpu_limit: int,
+              drop: tuple[str, ...] = ()) -> None:
+    """Print pysubgroup's row per shape (the rule of :func:`more_table`, p not adjusted)."""
+    print(f"\npysubgroup 0.9 on the issue #42 shapes, n = {n:,}, seeds {first_seed}-"
+          f"{first_seed + draws - 1}, at most {cpu_limit} CPU s per draw (beam 20, depth 2)"
+          + (f", without {', '.join(drop)}" if drop else ""),
+          flush=True)
+    print("| shape | recovered | over the CPU limit | median J | median p | median CPU s |\n"
+          "|---|---|---|---|---|---|", flush=True)
+    for name in names:
+        if name in ("codes_declared", "four_depth4"):
+            continue  # search settings of this search: pysubgroup's row is the shape's
+        rows = _draws(name, first_seed, draws,
+                      lambda seed, name=name: psg_more(name, n, seed, cpu_limit, drop))
+        print(f"| {name}: {TEXT[name]} | {sum(r['ok'] for r in rows)}/{len(rows)} "
+              f"| {sum(r['timeout'] for r in rows)} "
               f"| {np.median([r['j'] for r in rows]):.2f} "
               f"| {np.median([r['p'] for r in rows]):.2g} "
               f"| {np.median([r['s'] for r in rows]):.1f} |", flush=True)
@@ -150,6 +221,9 @@ def null_30(n: int, draws: int, start: int = 0) -> None:
         hits += bool(confirmed)
         for f in confirmed:
             print(f"  seed {seed}: {f.description} p_adjusted {f.p_adjusted:.2g}", flush=True)
+        if (seed - start + 1) % 10 == 0:  # a partial count, should the run be stopped
+            print(f"  seeds {start}-{seed}: {hits}/{seed - start + 1} with a confirmed finding, "
+                  f"{time.process_time() - cpu:.0f} CPU s", flush=True)
     print(f"calibrated, n = {n:,}, 30 covariates (5,000-level nominal, id), seeds {start}-"
           f"{start + draws - 1}: {hits}/{draws} = {hits / draws:.1%} draws with a confirmed "
           f"finding (target <= 5%); {time.process_time() - cpu:.0f} CPU s", flush=True)

@@ -446,11 +446,13 @@ def _style_axes(drawn: Any, chart: SlideChart) -> None:
     if chart.x_dates:
         x_axis.tick_labels.number_format = "yyyy-mm-dd"
         x_axis.tick_labels.number_format_is_linked = False
-    if chart.kind == "xy":  # the y axis crosses at the left edge, not at x = 0 mid-chart
-        from pptx.enum.chart import XL_TICK_LABEL_POSITION
+    from pptx.enum.chart import XL_TICK_LABEL_POSITION
 
+    # labels at the bottom edge, not at y = 0 mid-chart (a category's name sat on its own
+    # negative column on the comparison deck, #40); an XY chart's y axis at the left edge
+    x_axis.tick_label_position = XL_TICK_LABEL_POSITION.LOW
+    if chart.kind == "xy":
         y_axis.tick_label_position = XL_TICK_LABEL_POSITION.LOW
-        x_axis.tick_label_position = XL_TICK_LABEL_POSITION.LOW
 
 
 def _one_legend_entry_per_name(drawn: Any, chart: SlideChart) -> None:

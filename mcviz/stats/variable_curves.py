@@ -151,8 +151,9 @@ class VariableCalibration:
     span_chosen : bool
         ``span`` was chosen from the data (generalised cross-validation of the gap curve).
     rank_knots : ndarray
-        V at the row quantiles 0%, 1%, ..., 100% of the rows outside the spikes (101 values;
-        empty when every row is at a spike): the ranks a quantile-spaced axis draws V at.
+        V at the row quantiles 0%, 1%, ..., 100% of the rows outside the spikes (101 order
+        statistics; empty when every row is at a spike): the ranks a quantile-spaced axis
+        draws V at.
     """
 
     name: str
@@ -590,7 +591,10 @@ def variable_calibration(
 
 
 def _rank_knots(sorted_values: np.ndarray, spikes: np.ndarray) -> np.ndarray:
-    """V at the row quantiles 0%, 1%, ..., 100% of the rows off the spikes (R type 7).
+    """V at the row quantiles 0%, 1%, ..., 100% of the rows off the spikes: order statistics.
+
+    Values the data hold (R type 1 on the positions 0 .. n - 1), so a tick reads "26", not an
+    interpolated "26.4" years.
 
     >>> _rank_knots(np.array([0.0, 0, 0, 0, 1, 2, 3, 4, 5]), np.array([0.0]))[[0, 25, 100]].tolist()
     [1.0, 2.0, 5.0]
@@ -598,7 +602,7 @@ def _rank_knots(sorted_values: np.ndarray, spikes: np.ndarray) -> np.ndarray:
     rest = sorted_values[~np.isin(sorted_values, spikes)] if spikes.size else sorted_values
     if not rest.size:
         return _readonly(np.empty(0))
-    return _readonly(sorted_quantile(rest, np.linspace(0.0, 1.0, 101)))
+    return _readonly(rest[np.floor(np.linspace(0.0, 1.0, 101) * (rest.size - 1)).astype(int)])
 
 
 def _ordinal_values(pred: Predictions, variable: str, span: float | None) -> tuple[

@@ -4,12 +4,12 @@ One server for the module (Debian's chromium via Playwright, never `playwright i
 page is opened by its address in a fresh browser context (a colleague opening a link) and
 fails on: an exception element; two texts of a chart that overlap (a legend over a title or
 over another text included); a chart whose data area is below 35% of its height; a chart
-title or subtitle running past its chart's edge; one axis with the same tick label twice; a
-widget label, select box value, toggle, button, caption or tab cut by its box; and, at
-1440×900, a Review grid (verdict included) that does not end on the first screen — for the
-full population, the argmax subpopulation, a searched finding, a period opened from Monitor
-and after a fix was judged (their sections join the verdict). Screenshots of the first
-screen and of the whole page go to test-artifacts/pages-<size>-<page>.png.
+title, subtitle or (horizontal) axis title running past its chart's edge; one axis with the
+same tick label twice; a widget label, select box value, toggle, button, caption or tab cut by
+its box; and, at 1440×900, a Review grid (verdict included) that does not end on the first
+screen — for the full population, the argmax subpopulation, a searched finding, a period
+opened from Monitor and after a fix was judged (their sections join the verdict). Screenshots
+of the first screen and of the whole page go to test-artifacts/pages-<size>-<page>.png.
 """
 
 from __future__ import annotations
@@ -70,6 +70,13 @@ PAGE_JS = """
         if (q.width > 0 && (q.left < rect.left - 1 || q.right > rect.right + 1))
           problems.push(`${name}: title cut: '${t.textContent.slice(0, 50)}'`);
       }
+    }
+    for (const t of texts) {  // axis titles (x, x2, y, ...) inside the chart's box
+      if (!/^[xy]\\d*title$/.test(t.getAttribute('class') || '')) continue;
+      const q = box(t);
+      if (q.left < rect.left - 1 || q.right > rect.right + 1 || q.top < rect.top - 1 ||
+          q.bottom > rect.bottom + 1)
+        problems.push(`${name}: axis title cut: '${t.textContent.slice(0, 50)}'`);
     }
     plot.querySelectorAll('g.subplot').forEach(sub => {
       for (const axis of ['xtick', 'ytick']) {

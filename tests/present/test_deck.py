@@ -376,3 +376,5 @@ def test_a_subpopulations_columns_are_shares_and_visible_beside_the_full_populat
     values = [list(series.values) for series in drawn.chart.plots[0].series]
     assert max(values[1]) >= 0.5 * max(values[0])  # the group's tallest column is seen
     assert drawn.chart.value_axis.tick_labels.number_format == "0%"
+    from pptx.enum.chart import XL_TICK_LABEL_POSITION  # labels at the foot, never on a
+    assert drawn.chart.category_axis.tick_label_position == XL_TICK_LABEL_POSITION.LOW  # bar

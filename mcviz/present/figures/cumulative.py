@@ -91,7 +91,8 @@ def deviation_figure(result: DeviationResult, *, title: str | None = None,
         path_name="subpopulation − full population (Fₖ − F̃ₖ)",
         y_title="cumulative gap",
         bottom_title="score in the subpopulation",
-        axis_title=f"score in the subpopulation (a tick every {100 // (TICKS - 1)}% of its rows)",
+        axis_title=f"score (a tick every {100 // (TICKS - 1)}% of the group's rows)",  # half a
+        # page wide: "score in the subpopulation (... of its rows)" was cut at the edge (#40)
         title=title or default_title, subtitle=subtitle, color=BLACK,
         presentation=presentation, triangle_width=triangle_width, height=height,
     )

@@ -253,9 +253,10 @@ def _rank_axis(figure: go.Figure, result: VariableCalibration) -> None:
         for key in keys:
             if item.xref in (None, "x") and item[key] is not None:
                 item[key] = float(np.nan_to_num(scale(np.array([float(item[key])]))[0]))
-    at = np.linspace(0.0, 1.0, 6)
-    ticks = list(at)
-    text = [format_number(float(v), digits=3) for v in np.interp(at, scale.ranks, scale.values)]
+    # a tick at the value whose rank is nearest each 20% of the rows: labels are data values
+    nearest = np.unique([int(np.argmin(np.abs(scale.ranks - t))) for t in np.linspace(0, 1, 6)])
+    ticks = [float(scale.ranks[i]) for i in nearest]
+    text = [format_number(float(scale.values[i]), digits=3) for i in nearest]
     for spike in np.asarray(result.gap.x)[np.asarray(result.gap.spike)]:
         place = float(scale(np.array([spike]))[0])
         if place < 0 or place > 1:

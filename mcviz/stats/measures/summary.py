@@ -21,6 +21,7 @@ import numpy as np
 from mcviz.stats.binning import CalibrationMetrics, calibration_metrics
 from mcviz.errors import ValidationError
 from mcviz.io import VOID_P_VALUES, Predictions
+from mcviz.text import format_interval
 from mcviz.stats.measures._data import _rows
 from mcviz.stats.measures.clinical import (
     CalibrationCurveSummary,
@@ -146,13 +147,13 @@ class ClassicalMeasures:
         rows = [
             (overall, "calibration intercept", r.intercept,
              f"logit offset with slope fixed at 1; 0 is ideal; 95% CI "
-             f"[{r.intercept_low:.4g}, {r.intercept_high:.4g}]"),
+             f"{format_interval(r.intercept_low, r.intercept_high, digits=4)}"),
             (overall, "calibration slope", r.slope,
              f"logistic recalibration; 1 is ideal, < 1 too extreme; 95% CI "
-             f"[{r.slope_low:.4g}, {r.slope_high:.4g}]"),
+             f"{format_interval(r.slope_low, r.slope_high, digits=4)}"),
             (overall, "O/E ratio", r.oe_ratio, "observed over expected events; 1 is ideal"),
             (overall, "calibration-in-the-large", m.calibration_in_the_large,
-             "mean score - mean response"),
+             "mean score − mean response"),
             (overall, "Spiegelhalter Z", m.spiegelhalter_z,
              f"≈ N(0, 1) under perfect calibration (p = {m.spiegelhalter_p:.3g})"
              if math.isfinite(m.spiegelhalter_p) else f"p {VOID_P_VALUES}"),
@@ -162,18 +163,18 @@ class ClassicalMeasures:
             (curve, "smECE", self.smooth.smece,
              f"smooth ECE, reflected Gaussian kernel of automatic width σ* = "
              f"{self.smooth.sigma:.3g}"),
-            (curve, "ICI", c.ici, "mean |LOESS calibration curve - score| (span 0.75)"),
-            (curve, "E50", c.e50, "median |LOESS calibration curve - score|"),
-            (curve, "E90", c.e90, "90th percentile of |LOESS calibration curve - score|"),
+            (curve, "ICI", c.ici, "mean |LOESS calibration curve − score| (span 0.75)"),
+            (curve, "E50", c.e50, "median |LOESS calibration curve − score|"),
+            (curve, "E90", c.e90, "90th percentile of |LOESS calibration curve − score|"),
             (curve, "ECE (equal-width)", m.ece_equal_width,
              f"{k} equal-width bins, weighted by size"),
             (curve, "ECE (equal-count)", m.ece_equal_count,
              f"{k} equal-count bins, weighted by size"),
-            (curve, "MCE", m.mce, f"largest |score - response| over {k} equal-width bins"),
-            (curve, "ACE", m.ace, f"average |score - response| over {k} equal-width bins"),
-            (parts, "Brier score", m.brier, "mean (score - response)² = MCB - DSC + UNC"),
-            *_decomposition_rows(parts, "Brier", "Brier score", self.brier, ", r(1 - r)"),
-            (parts, "log loss", m.log_loss, f"scores clipped to [{m.clip:g}, 1 - {m.clip:g}]"),
+            (curve, "MCE", m.mce, f"largest |score − response| over {k} equal-width bins"),
+            (curve, "ACE", m.ace, f"average |score − response| over {k} equal-width bins"),
+            (parts, "Brier score", m.brier, "mean (score − response)² = MCB − DSC + UNC"),
+            *_decomposition_rows(parts, "Brier", "Brier score", self.brier, ", r(1 − r)"),
+            (parts, "log loss", m.log_loss, f"scores clipped to [{m.clip:g}, 1 − {m.clip:g}]"),
             *_decomposition_rows(parts, "log-loss", "log loss", self.log_loss, " (its entropy)"),
         ]
         return pd.DataFrame(rows, columns=["group", "name", "value", "help"])

@@ -219,9 +219,12 @@ def test_a_long_tail_is_drawn_at_its_ranks_and_every_drawn_point_is_inside_the_a
         assert not _drawn_outside(figure), _drawn_outside(figure)
         labels = {round(v, 6): t for v, t in zip(axis.tickvals, axis.ticktext, strict=True)}
         assert labels[-0.08] == "0"  # the spike, left of the ranks
-        for rank in (0.2, 0.6):  # ticks: V at every 20% of the positive rows
+        inside = sorted(rank for rank in labels if 0 <= rank <= 1)
+        assert len(inside) == 6  # ticks: V near every 20% of the positive rows, data values
+        for target, rank in zip(np.linspace(0, 1, 6), inside, strict=True):
             value = float(labels[rank].replace(",", ""))
-            assert np.mean(positive <= value) == pytest.approx(rank, abs=0.01)
+            assert rank == pytest.approx(target, abs=0.011)
+            assert np.mean(positive <= value) == pytest.approx(rank, abs=0.02)
         line = next(t for t in figure.data if t.name in ("error rate", "error − predicted error"))
         assert np.array_equal(np.asarray(line.customdata), result.gap.x[~result.gap.spike])
         assert "%{customdata" in line.hovertemplate  # hover says V's value, not its rank

@@ -1,6 +1,7 @@
 """classical_measures: every measure at once, its JSON object and its grouped table."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -95,6 +96,8 @@ def test_grouped_table(demo):
     intercept = frame.set_index("name").loc["calibration intercept"]
     assert intercept["group"] == "overall calibration"
     assert "95% CI" in intercept["help"]
+    assert " to " in intercept["help"] and "[" not in intercept["help"]  # the one formatter
+    assert not re.search(r"(?<![\w.])-(?=[\d ])", "".join(frame["help"]))  # a true minus
 
 
 def test_nan_becomes_null():
