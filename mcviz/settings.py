@@ -32,7 +32,8 @@ from typing import Any
 
 from mcviz.errors import ValidationError
 
-__all__ = ["DEFAULT_THRESHOLDS", "FIX_BAND_Z", "LOG_LOSS_CLIP", "PERIODS", "CompareSettings",
+__all__ = ["DEFAULT_THRESHOLDS", "FIX_BAND_ALPHA", "FIX_TERM_SEARCH_HOLDOUT",
+           "FIX_TERM_TEST_SHARE", "LOG_LOSS_CLIP", "PERIODS", "CompareSettings",
            "DecisionSettings", "FixSettings", "MonitorSettings", "NullSettings", "SearchSettings",
            "Setting", "Settings", "SubpopulationSettings", "format_thresholds", "parse_thresholds",
            "setting"]
@@ -442,8 +443,18 @@ class MonitorSettings(Settings):
                 object.__setattr__(self, name, tuple(str(v) for v in value))
 
 
-FIX_BAND_Z = 2.5
-"""A band of a covariate the fix made miscalibrated beyond this |z| on held-out rows is named."""
+FIX_TERM_TEST_SHARE = 0.5
+"""The findings fix holds out this share of its fit rows, anew in every pass, to test the terms
+its searches propose on the other rows (:mod:`mcviz.recalibration._findings`)."""
+
+FIX_TERM_SEARCH_HOLDOUT = 0.1
+"""The findings fix's searches hold out this share of the rows they are given (the least the
+search takes): the fix tests their candidates on rows of its own, not on these."""
+
+FIX_BAND_ALPHA = 0.05
+"""A band of a covariate the fix made miscalibrated on held-out rows is named when its |z| exceeds
+the bound that all the bands of a calibrated fix stay within with probability 1 - this
+(Bonferroni over the bands: :func:`mcviz.recalibration.judge.band_bound`)."""
 
 
 @dataclass(frozen=True)

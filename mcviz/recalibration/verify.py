@@ -50,7 +50,7 @@ from mcviz.recalibration.judge import (
 )
 from mcviz.recalibration.recalibrator import Recalibrator
 from mcviz.recalibration.registry import get_method
-from mcviz.settings import DEFAULT_THRESHOLDS, FIX_BAND_Z, DecisionSettings, FixSettings
+from mcviz.settings import DEFAULT_THRESHOLDS, DecisionSettings, FixSettings
 from mcviz.text import format_percent, format_signed
 
 if TYPE_CHECKING:
@@ -312,8 +312,9 @@ def _bands_note(bands) -> list[str]:
     if not moved:
         return []
     listed = "; ".join(f"{b.band} (z {b.z_before:+.1f} -> {b.z_after:+.1f})" for b in moved[:10])
-    return [f"bands made miscalibrated beyond noise (|z| > {FIX_BAND_Z:g} and more than before): "
-            f"{listed}{'' if len(moved) <= 10 else '; ...'}"]
+    return [f"bands made miscalibrated beyond noise (|z| > {moved[0].bound:.2f}, the bound a "
+            f"calibrated fix keeps over all {len(bands)} bands in 95% of draws, and more than "
+            f"before): {listed}{'' if len(moved) <= 10 else '; ...'}"]
 
 
 def verify_fix(
