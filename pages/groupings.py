@@ -62,11 +62,16 @@ except ValidationError as error:
 
 if groups.notice:
     ui.caption(groups.notice)
+AGGLOMERATIONS = {  # the agglomeration's name (CLI, API) -> what it says (#40: words first)
+    "mean": "mean error over the groups", "max": "the worst group's error",
+    "cvar:0.9": "mean over the worst 10% of groups", "range": "largest minus smallest error",
+    "std": "spread of the errors", "superquantile:0.5": "mean over the worst half of groups"}
 rows = []
-for name in ("mean", "max", "cvar:0.9", "range", "std", "superquantile:0.5"):
+for name, words in AGGLOMERATIONS.items():
     score = calibration_score(groups, name)
-    rows.append({"agglomeration": name, "kind": score.kind, "value": score.value,
-                 "worst group": score.worst_group, "its error": score.worst_error})
+    rows.append({"agglomeration": f"{words} ({name})", "kind": score.kind,
+                 "value": score.value, "worst group": score.worst_group,
+                 "its error": score.worst_error})
 scores = pd.DataFrame(rows)
 st.markdown(f"**{escape_markdown(groups.kind)}**: {escape_markdown(groups.description)} — "
             f"{groups.n_groups:,} groups")
@@ -83,6 +88,11 @@ with right:
         curve = cvar_curve(groups)
         ui.show_figure(cvar_curve_figure(curve, alpha=0.9, presentation=ui.presentation()),
                        key="grouping_cvar")
-st.dataframe(tables.displayed(table.head(500)), hide_index=True)
+shown = table.head(500).rename(columns={  # people read words; the CSV keeps the names
+    "size": "rows", "effective_size": "effective rows", "weight_total": "weight",
+    "mass": "share of weight", "error": "error (response − score)",
+    "standard_error": "standard error", "mean_score": "mean score",
+    "mean_label": "mean response"})
+st.dataframe(tables.displayed(tables.formatted(shown)), hide_index=True)
 ui.csv_download("Download the group table (CSV)", table, "groups.csv")
 ui.sync()

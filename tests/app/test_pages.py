@@ -205,6 +205,11 @@ def test_groupings_page():
     no_exceptions(at)
     groups = set(at.dataframe[-1].value["group"])
     assert any("White" in g for g in groups), groups  # recomputed for the new column
+    columns = set(at.dataframe[-1].value.columns)  # headers in words (#40), not field names
+    assert {"rows", "effective rows", "standard error", "mean response"} <= columns, columns
+    assert not {"effective_size", "mean_label"} & columns
+    agglomerations = list(at.dataframe[0].value["agglomeration"])
+    assert "mean over the worst 10% of groups (cvar:0.9)" in agglomerations, agglomerations
 
 
 def test_variables_page():

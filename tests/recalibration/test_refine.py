@@ -130,3 +130,33 @@ def test_candidates_refined_on_search_rows_keep_the_level_on_the_test_rows():
     print(f"chance terms {false_terms} of 100 draws; on the search rows {on_search_rows}")
     assert false_terms <= 12, false_terms
     assert on_search_rows >= 20, on_search_rows
+
+
+def test_the_fix_tests_its_terms_on_rows_its_searches_never_saw(monkeypatch):
+    # every row a search (either view) or the refinement was given is outside the rows the score
+    # test reads; those are half the fit rows, drawn anew each pass
+    import mcviz.recalibration._findings as findings
+    import mcviz.search as search
+    from mcviz.recalibration import Recalibrator
+    from mcviz.recalibration.simulate import planted_fix_data
+
+    seen, tested = [], []
+    searching, scoring = search.search_subpopulations, findings.score_tests
+
+    def spy_search(pred, **options):
+        seen.append(set(pred.row.tolist()))
+        return searching(pred, **options)
+
+    def spy_score(pred, eta, w, descriptions, held, **options):
+        tested.append(set(pred.row[held].tolist()))
+        return scoring(pred, eta, w, descriptions, held, **options)
+
+    monkeypatch.setattr(search, "search_subpopulations", spy_search)
+    monkeypatch.setattr(findings, "score_tests", spy_score)
+    frame = planted_fix_data(4_000, seed=2)
+    pred = load_predictions(frame.drop(columns="truth"), score="score", label="label")
+    Recalibrator("findings").fit(pred)
+    assert len(seen) == 2 * len(tested) >= 2  # two views per pass
+    for k, held in enumerate(tested):
+        assert not held & (seen[2 * k] | seen[2 * k + 1])
+        assert 0.45 * pred.n <= len(held) <= 0.55 * pred.n
