@@ -129,11 +129,14 @@ VARIABLE_COLUMNS: dict[str, tuple[str, str]] = {
     "vce_at": ("where", "v*: the value or level of the variable at the largest gap."),
     "vce_support": ("rows there", "The rows (weight) within the curve's window at v*: how much "
                     "data the largest gap rests on."),
-    "kuiper_z": ("evidence (D/σ)", "Kuiper's D/σ of the cumulative differences of response - "
-                 "score about their mean, ordered by the variable (no span, so a local error a "
-                 "smooth curve averages away still shows); – for nominal variables: their "
+    "kuiper_z": ("change along (D/σ)", "Kuiper's D/σ of the cumulative differences of "
+                 "response - score about their mean, ordered by the variable: does the "
+                 "miscalibration change along it (no span, so a local error a smooth curve "
+                 "averages away still shows)? The cumulative chart along the variable keeps the "
+                 "overall offset, so its D/σ is another number; – for nominal variables: their "
                  "levels have no order."),
-    "p_adjusted": ("p adjusted", "The p-value of that D/σ (range of Brownian motion), "
+    "p_adjusted": ("p adjusted", "The p-value of that D/σ (Kuiper's distribution: the range of a "
+                   "Brownian bridge, as the path about its mean ends at 0), "
                    "Bonferroni-adjusted over the numeric variables: a variable picked because "
                    "its p is the smallest is judged by this one (mcviz variables --json also "
                    "gives each variable's own p)."),

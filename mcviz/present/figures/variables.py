@@ -137,7 +137,7 @@ def _cumulative_text(result: VariableCalibration) -> str:
     written = format_p(result.p_value)
     p = ("" if not np.isfinite(result.p_value)
          else f", p {written}" if written.startswith("<") else f", p = {written}")
-    return f" · cumulative (no span): D/σ {result.kuiper_z:.2f}{p}"
+    return f" · change along it (no span): D/σ {result.kuiper_z:.2f}{p}"
 
 
 def _mark_v_star(figure: go.Figure, result: VariableCalibration) -> None:
