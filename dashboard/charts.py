@@ -232,7 +232,9 @@ def review_cells(item: Current, scope: runs.Scope, variable: str | None, *,
     if runs_ and runs_[0].search is None:
         null = runs.held_null(st.session_state,
                               runs.run_id(item.key, st.session_state.get(s.SUBPOP) or {}))
-    note = review.chosen_note(scope, runs_, null)
+    picked = monitoring.picked_selection(st.session_state, item.key,
+                                         st.session_state.get(s.W_FILTER))
+    note = review.chosen_note(scope, runs_, null, picked)
     return compute(f"review:{scope.cache_key}:{variable}:{own_calibration}:{corp}:{note}",
                    item.key, review.review_figures, results, presentation=presentation,
                    height=REVIEW_HEIGHT[presentation], own_calibration=own_calibration,

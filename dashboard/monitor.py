@@ -278,6 +278,42 @@ def _slide_figures(result: MonitorResult) -> tuple:
     return (monitor_heatmap_figure(result, presentation=True),)
 
 
+PICKED = "monitor_picked"
+"""Session key of the scope the Monitor page opened in Review: ``(analysis key, filter, series)``."""
+
+
+def remember_pick(state: dict, analysis_key: str, expression: str, series: int) -> None:
+    """Remember that Monitor opened ``expression`` (series ``series``, chosen periods) in Review."""
+    state[PICKED] = (analysis_key, expression.strip(), int(series))
+
+
+def picked_selection(state: Mapping, analysis_key: str, filter_text: str | None) -> object | None:
+    """Return how a Review filter opened from Monitor was chosen, or None.
+
+    The segment and periods come from the heat map, where they were picked for their colour
+    among every monitored series and period: the window's own p-value is no test (#40; the
+    rule of the argmax). It is judged instead by its series' adjusted p-value of the monitor
+    (the series' largest standardised shift over every window against the null maxima over
+    every series, :attr:`mcviz.monitor.SeriesMonitor.p_adjusted`), as a
+    :class:`mcviz.present.verdict.Selection` among the monitor's series. None when the filter
+    is not the one Monitor opened (edited, or another analysis): then the user wrote it.
+    """
+    from mcviz.present.verdict import Selection
+
+    picked, held = state.get(PICKED), state.get(HELD)
+    if picked is None or held is None or filter_text is None:
+        return None
+    key, expression, series = picked
+    if key != analysis_key or held[0] != analysis_key or expression != filter_text.strip():
+        return None
+    result = held[1]
+    if not 0 <= series < len(result.series):
+        return None
+    return Selection(len(result.series), largest=False,
+                     p_adjusted=float(result.series[series].p_adjusted),
+                     draws=int(result.null_maxima.size), what="monitored series")
+
+
 def held_section(state: Mapping, analysis_key: str) -> object | None:
     """Return the Monitor page's last run on this analysis as a verdict section, or None."""
     held = state.get(HELD)

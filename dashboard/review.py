@@ -29,7 +29,7 @@ def review_results(pred: Predictions, scope: Scope, *, variable: str | None,
 
 def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any], *,
                   null: Any = None, null_estimate: str | None = None,
-                  scope: Scope | None = None) -> Verdict:
+                  scope: Scope | None = None, picked: Selection | None = None) -> Verdict:
     """Return the verdict of the review's scope (:func:`mcviz.present.verdict.review_verdict`).
 
     ``runs_`` are the Subpopulations page's runs (the first one's search or generated
@@ -37,7 +37,9 @@ def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any
     how the scope was chosen: the argmax or a row of the generated table is judged by its
     adjusted p-value from ``null`` (untested without one), never by its own; a finding of the
     search (argmax or id of a searched run) by ``Finding.confirmed``; a filter or a level,
-    which the user wrote, by its own deviation.
+    which the user wrote, by its own deviation — unless Monitor picked it from its heat map:
+    ``picked`` (:func:`dashboard.monitor.picked_selection`) judges it by the monitor's
+    adjusted p-value, never its own.
     """
     sub = results.subpopulation
     run = runs_[0] if runs_ else None
@@ -49,6 +51,8 @@ def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any
             finding = next((f for f in search.findings if f.rank == sub.id), None)
         elif generated is not None:
             selection = _selection(generated, sub.id, null, largest=scope.kind == "argmax")
+    if sub is not None and scope is not None and scope.kind == "filter" and picked is not None:
+        selection = picked
     argmax_words = (None if generated is None else
                     subpopulation_words(pred, generated.argmax))
     return review_verdict(
@@ -82,11 +86,16 @@ def folded_label(verdict: Verdict) -> str:
     return ("More: " + ", ".join(parts)) if parts else ""
 
 
-def chosen_note(scope: Scope, runs_: Sequence[Any], null: Any = None) -> str | None:
+def chosen_note(scope: Scope, runs_: Sequence[Any], null: Any = None,
+                picked: Selection | None = None) -> str | None:
     """Return what a chart says in place of the p-value of a scope chosen for being extreme.
 
-    None for the full population, a filter or a level (their own p-value is a test).
+    None for the full population, a filter or a level (their own p-value is a test), except a
+    filter Monitor ``picked`` from its heat map: the monitor's adjusted p-value.
     """
+    if scope.kind == "filter" and picked is not None:
+        return (f"adjusted p {_phrase(format_p(picked.p_adjusted))}, {picked.phrase} "
+                f"{picked.what}")
     if scope.kind not in ("argmax", "sub"):
         return None
     return chosen_note_by_id(scope.subpopulation.id, runs_, null,

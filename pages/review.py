@@ -136,6 +136,8 @@ def verdict_block(results):
         st.session_state[s.NULL_SHOWN] = null is not None
     verdict = review.scope_verdict(
         pred, results, runs_, null=null, scope=scope,
+        picked=monitoring.picked_selection(st.session_state, analysis.key,
+                                           st.session_state.get(s.W_FILTER)),
         null_estimate=None if estimate is None else f"about {estimate.seconds:,.1f} s")
     fix = fixing.held_section(st.session_state, analysis.key)  # judged on the Fix page (#27)
     verdict = verdict if fix is None else verdict.with_sections(fix)

@@ -41,6 +41,8 @@ def test_fresh_session_shows_the_dated_demo_with_alarms_and_opens_review():
     assert "departure >= 2013-" in at.session_state["w_filter"]
     assert at.query_params["demo"] == "flights"
     assert at.query_params["page"] == "review"
+    # the window was picked on the heat map: Review judges it by the monitor's adjusted p (#40)
+    assert at.session_state["monitor_picked"][1] == at.session_state["w_filter"].strip()
 
 
 def test_a_bad_reference_is_explained_on_the_page():

@@ -136,3 +136,52 @@ def test_verdict_section_is_held_for_its_own_analysis_only():
     state = {mon.HELD: ("key-a", result)}
     assert mon.held_section(state, "key-a").sentences == section.sentences
     assert mon.held_section(state, "key-b") is None
+
+
+def test_a_window_picked_on_the_heat_map_is_judged_by_the_monitors_adjusted_p():
+    """#40: Review opened from Monitor judges the picked cell by the monitor, never its own p.
+
+    Calibrated labels, six segments × 13 weeks: the cell a user clicks because it is the
+    reddest has a small own p by selection alone (checked below as the trap's precondition);
+    picked from Monitor its verdict is "one of 7 monitored series", tested by its series'
+    adjusted p. The same filter typed by the user (or edited) is judged by its own p.
+    """
+    from dashboard import review
+    from dashboard.runs import Scope, filter_subpopulation
+    from mcviz.stats.cumulative import cumulative_differences
+
+    rng = np.random.default_rng(11)
+    n = 6000
+    score = rng.uniform(0.2, 0.8, n)
+    pred = Predictions.from_arrays(score, rng.random(n) < score, covariates={
+        "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(rng.integers(0, 91, n), unit="D"),
+        "g": rng.choice(list("abcdef"), n)})
+    result = monitor_calibration(pred, settings=MonitorSettings(period="week", segments=["g"],
+                                                                draws=99))
+    cells = [(series, week) for series in range(len(result.series))
+             for week in range(result.periods.n_periods)]
+    filters = [mon.review_filter(result, i, w, w, pred.covariates["when"].dtype)
+               for i, w in cells]
+    own = [float(cumulative_differences(pred, index=select_rows(pred, parse_filter(f, pred)))
+                 .p_value) for f in filters]
+    reddest = int(np.argmin(own))
+    expression, (series, _) = filters[reddest], cells[reddest]
+    assert own[reddest] < 0.05  # the trap: chance alone makes the reddest cell "significant"
+    state = {mon.HELD: ("key", result)}
+    mon.remember_pick(state, "key", expression, series)
+    picked = mon.picked_selection(state, "key", expression)
+    adjusted = result.series[series].p_adjusted
+    assert picked.p_adjusted == adjusted and picked.among == len(result.series) == 7
+    assert mon.picked_selection(state, "key", expression + " and g != z") is None  # edited
+    assert mon.picked_selection(state, "other", expression) is None
+    scope = Scope("filter", filter_subpopulation(pred, expression))
+    results = review.review_results(pred, scope, variable=None, bins=(10,))
+    typed = review.scope_verdict(pred, results, (), scope=scope)
+    chosen = review.scope_verdict(pred, results, (), scope=scope, picked=picked)
+    assert "beyond chance" in typed.sentences[0]  # its own p, as for a filter the user wrote
+    assert "one of 7 monitored series" in chosen.sentences[0]
+    assert ("beyond chance" in chosen.sentences[0]) == (adjusted < 0.05)
+    assert adjusted >= 0.05  # calibrated: the monitor's test does not alarm here
+    note = review.chosen_note(scope, (), None, picked)
+    assert note.startswith("adjusted p") and "one of 7 monitored series" in note
+    assert review.chosen_note(scope, (), None) is None
