@@ -28,9 +28,9 @@ def test_clicking_a_cell_picks_its_series_and_opens_review():
         wait_charts(page, 2)
         check_page(page, "monitor")
         page.get_by_text("NYC flights 2013").first.wait_for(timeout=10_000)
-        # row 17 is origin == EWR; column 30 is a week of July 2013
+        # row 17 is origin == EWR (labelled in words, #40); column 30 is a week of July 2013
         x, y, row_label, period = page.evaluate(CELL_JS, [17, 30])
-        assert "origin == EWR" in row_label
+        assert "origin is EWR" in row_label
         page.mouse.click(x, y)  # a click opens Review on that series and period (#40)
         page.get_by_role("heading", name="Review").first.wait_for(timeout=120_000)
         wait_idle(page)
@@ -41,4 +41,6 @@ def test_clicking_a_cell_picks_its_series_and_opens_review():
         week = f"departure >= {period} and departure < "
         assert query["filter"][0].startswith(f"origin == EWR and {week}"), query["filter"]
         wait_charts(page, 1)
+        # the cell was picked for its colour: judged by the monitor's adjusted p (#40)
+        page.get_by_text("one of 20 monitored series").first.wait_for(timeout=30_000)
         check_page(page, "monitor-review")

@@ -88,7 +88,7 @@ def test_deviation_figure_content(pred):
     assert triangle.y[2] == pytest.approx(-2 * result.sigma)
     assert "age ≥ 60" in figure.layout.title.text
     assert f"D/σ = {result.kuiper_z:.3g}" in figure.layout.title.text
-    assert "subpopulation" in figure.layout.xaxis.title.text
+    assert "the group's rows" in figure.layout.xaxis.title.text  # the subpopulation's scores
 
 
 def test_weighted_top_axis_ticks_follow_k_over_n():
