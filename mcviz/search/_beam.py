@@ -128,6 +128,7 @@ class Beam(Pruning):
         accepted: list[tuple[Node, np.ndarray]] = []
         seen: set[frozenset] = set()
         examined: set[tuple] = set()
+        origin: dict[frozenset, float] = {}  # accepted finding -> D/sigma of its pool entry
         refinements = grows = 0
         budget = self.rules.examine_per_finding * n_findings + 5
         if self.refiner is not None:  # entries cost work in proportion to the rows
@@ -139,7 +140,8 @@ class Beam(Pruning):
                 continue
             examined.add(shape)
             raw = self.members(entry.cuts[1:], self._first(entry.cuts[0]))
-            if any(_inside(raw, other) > self.rules.jaccard_fold and entry.z <= node.z
+            if any(_inside(raw, other) > self.rules.jaccard_fold
+                   and entry.z <= max(node.z, origin.get(node.key(), node.z))
                    for node, other in accepted):
                 self.stops["overlap"] += 1
                 continue  # mostly a part of a better finding
@@ -155,7 +157,8 @@ class Beam(Pruning):
                 self.stops["weak"] += 1  # pruning would drop its last condition; its shape
                 examined.discard(shape)  # may still come from another order of conditions
                 continue
-            cuts, grew = self._finished(entry.cuts, grow=grows < self.rules.grow_limit)
+            finisher = self._outside([o for node, o in accepted if node.z >= entry.z])
+            cuts, grew = finisher._finished(entry.cuts, grow=grows < self.rules.grow_limit)
             grows += grew
             if not cuts:
                 self.stops["weak"] += 1
@@ -171,12 +174,85 @@ class Beam(Pruning):
                 self.stops["small"] += 1
                 continue
             accepted, added = self._admitted(accepted, cuts, members)
+            if added:  # the pool entry it came from: later entries rank below it
+                origin[frozenset(cut.key() for cut in cuts)] = entry.z
             if added and len(accepted) == n_findings:
                 break
         if self.refiner is not None:
             accepted = self._polish_all(accepted)
+        accepted = self._apart(accepted)
         accepted.sort(key=lambda item: -item[0].z)
+        self.screened += sum(beam.screened for beam in self._outsides.values())
+        self._outsides.clear()
         return accepted
+
+    def _apart(self, accepted: list[tuple[Node, np.ndarray]]) -> list[tuple[Node, np.ndarray]]:
+        """Each finding's conditions re-chosen outside the rows of the others (:meth:`_outside`).
+
+        A finding accepted before another was chosen with the other's rows among its own
+        search rows (the first arm of a union, its band stretched by the second arm's rows,
+        issue #42); once every finding is known, each is refined and pruned again where no other
+        lies, kept when that changes it, and a finding that then overlaps a better one folds.
+        """
+        if len(accepted) < 2:
+            return accepted
+        redone = []
+        for k, (node, members) in enumerate(accepted):
+            others = [o for j, (_, o) in enumerate(accepted) if j != k]
+            cuts, _ = self._outside(others)._finished(node.cuts, grow=False)
+            if not cuts or cuts == node.cuts:
+                redone.append((node, members))
+                continue
+            found = self.members(cuts)
+            z, _, _, mean = self.scores([cuts])[0]
+            if found.size < self.min_rows or (found.size < self.regular_rows
+                                              and z < self.small_z):
+                redone.append((node, members))
+                continue
+            redone.append((Node(cuts, float(z), float(mean), found.size), found))
+        redone.sort(key=lambda item: -item[0].z)
+        kept: list[tuple[Node, np.ndarray]] = []
+        for node, members in redone:
+            if any(_jaccard(members, other) > self.rules.jaccard_fold for _, other in kept):
+                self.stops["overlap"] += 1
+            else:
+                kept.append((node, members))
+        return kept
+
+    def _outside(self, better: list[np.ndarray]) -> Beam:
+        """Return the search over the search rows outside ``better`` findings (self: none).
+
+        A candidate's conditions are re-chosen, pruned and grown where no better finding lies
+        (:meth:`findings`): inside those rows the better finding's own deviation would pull a
+        cut point toward it -- the band of a union's second arm ``0.8 <= u < 0.9`` stretched
+        to ``u < 0.977`` by the rows of the first arm ``kind in {k3, k7}`` beyond 0.9 (issue
+        #42), where on the rows outside the first arm 0.9 is the best end. The candidate is
+        still scored, ranked and folded on all the search rows. The most recent such search
+        is kept (its caches are those of :class:`~mcviz.search._rows.SearchRows`); above
+        ``rules.finish_rows`` its cut points are refined on the refiner's rows outside the same
+        findings.
+        """
+        if not better:
+            return self
+        taken = np.unique(np.concatenate(better))
+        key = (taken.size, hash(taken.tobytes()))
+        if key not in self._outsides:
+            self.screened += sum(beam.screened for beam in self._outsides.values())
+            self._outsides.clear()
+            small = None if self.min_rows == self.regular_rows else (self.min_rows, self.small_z)
+            outside = Beam(self.data, self.columns, np.setdiff1d(self.rows, taken,
+                                                                 assume_unique=True),
+                           self.regular_rows, None, rules=self.rules, small=small)
+            outside.max_conditions = self.max_conditions
+            if self.refiner is not None:
+                outside.refiner = Beam(self.data, self.columns, np.setdiff1d(
+                    self.refiner.rows, taken, assume_unique=True), self.refiner.regular_rows,
+                    None, rules=self.rules, small=None if self.refiner.min_rows
+                    == self.refiner.regular_rows else (self.refiner.min_rows,
+                                                        self.refiner.small_z))
+                outside.refiner.max_conditions = self.max_conditions
+            self._outsides[key] = outside
+        return self._outsides[key]
 
     def _finished(self, cuts: tuple[Cut, ...], *, grow: bool) -> tuple[tuple[Cut, ...], bool]:
         """Return a pool entry's conditions refined, pruned (and grown), and whether it grew.

@@ -88,6 +88,7 @@ class SearchRows:
         self.stops: dict[str, int | bool] = {}
         """Why candidates were not reported (see :meth:`~mcviz.search._beam.Beam.findings`)."""
         self.max_conditions = 3
+        self._outsides: dict[tuple, SearchRows] = {}  # findings' search outside better ones
         self.refiner: SearchRows | None = None
         """Another search over a subset of the rows that refines the candidates' cut points
         in :meth:`~mcviz.search._beam.Beam.findings` (None: this one)."""
