@@ -192,22 +192,26 @@ class Beam(Pruning):
         A finding accepted before another was chosen with the other's rows among its own
         search rows (the first arm of a union, its band stretched by the second arm's rows,
         issue #42); once every finding is known, each is refined and pruned again where no other
-        lies, kept when that changes it, and a finding that then overlaps a better one folds.
+        finding lies whose D/sigma could be confirmed (at least :attr:`small_z` when small groups
+        are searched: a lead below it would only move the cut points by chance), and the result kept when it is the same finding re-chosen (Jaccard index with it
+        above ``rules.jaccard_fold``; else it moved elsewhere); a finding that then overlaps a
+        better one folds.
         """
-        if len(accepted) < 2:
+        strong = [k for k, (node, _) in enumerate(accepted) if node.z >= self.small_z]
+        if len(accepted) < 2 or not strong:
             return accepted
         redone = []
         for k, (node, members) in enumerate(accepted):
-            others = [o for j, (_, o) in enumerate(accepted) if j != k]
-            cuts, _ = self._outside(others)._finished(node.cuts, grow=False)
+            others = [accepted[j][1] for j in strong if j != k]
+            cuts = self._outside(others)._finished(node.cuts, grow=False)[0] if others else ()
             if not cuts or cuts == node.cuts:
                 redone.append((node, members))
                 continue
             found = self.members(cuts)
             z, _, _, mean = self.scores([cuts])[0]
-            if found.size < self.min_rows or (found.size < self.regular_rows
-                                              and z < self.small_z):
-                redone.append((node, members))
+            if found.size < self.min_rows or (found.size < self.regular_rows and z < self.small_z
+                                              ) or _jaccard(found, members) <= self.rules.jaccard_fold:
+                redone.append((node, members))  # not the same finding re-chosen: kept as found
                 continue
             redone.append((Node(cuts, float(z), float(mean), found.size), found))
         redone.sort(key=lambda item: -item[0].z)
