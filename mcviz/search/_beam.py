@@ -193,9 +193,10 @@ class Beam(Pruning):
         search rows (the first arm of a union, its band stretched by the second arm's rows,
         issue #42); once every finding is known, each is refined and pruned again where no other
         finding lies whose D/sigma could be confirmed (at least :attr:`small_z` when small groups
-        are searched: a lead below it would only move the cut points by chance), and the result kept when it is the same finding re-chosen (Jaccard index with it
-        above ``rules.jaccard_fold``; else it moved elsewhere); a finding that then overlaps a
-        better one folds.
+        are searched: a lead below it would only move the cut points by chance), and the
+        result kept when it is the same finding re-chosen (Jaccard index with it above
+        ``rules.jaccard_fold``; else it moved elsewhere); a finding that then overlaps a better
+        one folds.
         """
         strong = [k for k, (node, _) in enumerate(accepted) if node.z >= self.small_z]
         if len(accepted) < 2 or not strong:
@@ -209,8 +210,9 @@ class Beam(Pruning):
                 continue
             found = self.members(cuts)
             z, _, _, mean = self.scores([cuts])[0]
-            if found.size < self.min_rows or (found.size < self.regular_rows and z < self.small_z
-                                              ) or _jaccard(found, members) <= self.rules.jaccard_fold:
+            small = found.size < self.regular_rows and z < self.small_z
+            if found.size < self.min_rows or small or (
+                    _jaccard(found, members) <= self.rules.jaccard_fold):
                 redone.append((node, members))  # not the same finding re-chosen: kept as found
                 continue
             redone.append((Node(cuts, float(z), float(mean), found.size), found))

@@ -51,7 +51,9 @@ def test_the_second_arm_of_a_union_keeps_its_own_band_ends(seed):
     found = [node.cuts for node, _ in beam.findings(2)]
     assert first in found
     bands = [cuts for cuts in found if cuts[0].column == index["u"]]
-    assert len(bands) == 1 and len(bands[0]) == 1
+    assert len(bands) == 1
+    assert len(bands[0]) == 1
     band = bands[0][0]
     assert band.op == "band"
-    assert abs(band.lo - 0.6) < 0.01 and abs(band.hi - 0.8) < 0.01
+    assert abs(band.lo - 0.6) < 0.01
+    assert abs(band.hi - 0.8) < 0.01
