@@ -157,9 +157,10 @@ class Beam(Pruning):
                 self.stops["weak"] += 1  # pruning would drop its last condition; its shape
                 examined.discard(shape)  # may still come from another order of conditions
                 continue
-            finisher = self._outside([o for node, o in accepted if node.z >= entry.z])
-            cuts, grew = finisher._finished(entry.cuts, grow=grows < self.rules.grow_limit)
+            cuts, grew = self._finished(entry.cuts, grow=grows < self.rules.grow_limit)
             grows += grew
+            cuts = self._apart_from(entry.cuts, cuts,
+                                    [o for node, o in accepted if node.z >= entry.z])
             if not cuts:
                 self.stops["weak"] += 1
                 continue
@@ -186,6 +187,32 @@ class Beam(Pruning):
         self._outsides.clear()
         return accepted
 
+    def _apart_from(self, entry: tuple[Cut, ...], cuts: tuple[Cut, ...],
+                    better: list[np.ndarray]) -> tuple[Cut, ...]:
+        """Return a pool entry's finished conditions, re-chosen outside ``better`` findings' rows.
+
+        ``cuts`` are the entry's conditions refined and pruned on all the search rows. When
+        they overlap a better finding (Jaccard index above ``rules.jaccard_fold``) they are
+        kept: a better version of it, which :meth:`_admitted` lets replace it. Otherwise the
+        entry may be another group -- the second arm of a union -- whose cut points the
+        better findings' rows pull toward them, or whose deviation, no larger than that of
+        all the search rows that hold the first arm, pruning drops (:meth:`_outside`); the
+        entry is refined and pruned again outside those rows, and that result kept when
+        nothing was left on all the rows or it is the same group re-chosen (:func:`_same`).
+        """
+        if not better:
+            return cuts
+        members = self.members(cuts) if cuts else None
+        if members is not None and any(_jaccard(members, other) > self.rules.jaccard_fold
+                                       for other in better):
+            return cuts
+        apart, _ = self._outside(better)._finished(entry, grow=False)
+        if not apart or apart == cuts:
+            return cuts
+        if members is None or _same(self.members(apart), members, self.rules.jaccard_fold):
+            return apart
+        return cuts
+
     def _apart(self, accepted: list[tuple[Node, np.ndarray]]) -> list[tuple[Node, np.ndarray]]:
         """Each finding's conditions re-chosen outside the rows of the others (:meth:`_outside`).
 
@@ -194,9 +221,8 @@ class Beam(Pruning):
         issue #42); once every finding is known, each is refined and pruned again where no other
         finding lies whose D/sigma could be confirmed (at least :attr:`small_z` when small groups
         are searched: a lead below it would only move the cut points by chance), and the
-        result kept when it is the same finding re-chosen (Jaccard index with it above
-        ``rules.jaccard_fold``; else it moved elsewhere); a finding that then overlaps a better
-        one folds.
+        result kept when it is the same finding re-chosen (:func:`_same`; else it moved
+        elsewhere); a finding that then overlaps a better one folds.
         """
         strong = [k for k, (node, _) in enumerate(accepted) if node.z >= self.small_z]
         if len(accepted) < 2 or not strong:
@@ -211,8 +237,8 @@ class Beam(Pruning):
             found = self.members(cuts)
             z, _, _, mean = self.scores([cuts])[0]
             small = found.size < self.regular_rows and z < self.small_z
-            if found.size < self.min_rows or small or (
-                    _jaccard(found, members) <= self.rules.jaccard_fold):
+            if found.size < self.min_rows or small or not _same(found, members,
+                                                                self.rules.jaccard_fold):
                 redone.append((node, members))  # not the same finding re-chosen: kept as found
                 continue
             redone.append((Node(cuts, float(z), float(mean), found.size), found))
@@ -345,6 +371,15 @@ class Beam(Pruning):
             return node, members
         return Node(cuts, float(z), float(mean), found.size), found
 
+
+
+def _same(new: np.ndarray, old: np.ndarray, share: float) -> bool:
+    """Return True when one of two row sets lies mostly (above ``share``) in the other.
+
+    A finding re-chosen in place (a band's end moved back, a stray level dropped), not moved
+    to other rows.
+    """
+    return _inside(new, old) > share or _inside(old, new) > share
 
 
 def _next_beam(children: list[Node], width: int) -> list[Node]:
