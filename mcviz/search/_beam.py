@@ -14,9 +14,11 @@ neighbouring candidate cuts), conditions without which D/sigma is not significan
 dropped (:meth:`~mcviz.search._prune.Pruning.prune`), a significant missing condition is added
 (:meth:`~mcviz.search._prune.Pruning.grow`), and a candidate whose members overlap an accepted
 finding's with Jaccard > 1/2 folds into it (so does one whose D/sigma without the accepted
-findings' rows falls below half its own). Every constant named here is a field of
-:class:`~mcviz.search.rules.SearchRules`; the classes build on each other:
-:class:`~mcviz.search._rows.SearchRows` (rows, pool, caches) ->
+findings' rows falls below half its own). A finding that overlaps no better one is
+re-chosen outside their rows, and at the end each outside the others' (the second arm of a
+union, whose cut points the first arm's rows pull toward it; :meth:`Beam._apart`). Every
+constant named here is a field of :class:`~mcviz.search.rules.SearchRules`; the classes
+build on each other: :class:`~mcviz.search._rows.SearchRows` (rows, pool, caches) ->
 :class:`~mcviz.search._refine.Refining` (cut points) -> :class:`~mcviz.search._prune.Pruning`
 (which conditions stay) -> :class:`Beam`.
 """
@@ -116,6 +118,12 @@ class Beam(Pruning):
         entries are examined (:math:`k` rows in the subset, :math:`m` searched): an entry's
         work grows with the rows, so the phase costs about what it costs on :math:`k` rows.
         Pruning stays on all the search rows (a subset's noise can drop a true condition).
+        An entry whose finished conditions overlap no better finding is finished again outside
+        their rows (:meth:`_apart_from`), and an entry that lies mostly in an accepted finding's
+        rows and ranks below the pool entry that finding came from is folded before it is
+        refined (a variant of it: refining it would give the same finding again, at the cost of
+        the examination budget); the findings are last re-chosen each outside the others
+        (:meth:`_apart`).
         There an entry whose last condition fails
         :meth:`prune`'s test against the rest (:meth:`_noise_tail`) is not refined (it counts
         as examined). Each accepted finding's conditions are re-chosen, grown and pruned once
@@ -254,9 +262,9 @@ class Beam(Pruning):
     def _outside(self, better: list[np.ndarray]) -> Beam:
         """Return the search over the search rows outside ``better`` findings (self: none).
 
-        A candidate's conditions are re-chosen, pruned and grown where no better finding lies
-        (:meth:`findings`): inside those rows the better finding's own deviation would pull a
-        cut point toward it -- the band of a union's second arm ``0.8 <= u < 0.9`` stretched
+        A candidate's conditions are re-chosen and pruned where no better finding lies
+        (:meth:`_apart_from`, :meth:`_apart`): inside those rows the better finding's own
+        deviation would pull a cut point toward it -- the band of a union's second arm ``0.8 <= u < 0.9`` stretched
         to ``u < 0.977`` by the rows of the first arm ``kind in {k3, k7}`` beyond 0.9 (issue
         #42), where on the rows outside the first arm 0.9 is the best end. The candidate is
         still scored, ranked and folded on all the search rows. The most recent such search
