@@ -266,10 +266,11 @@ class Beam(Pruning):
         (:meth:`_apart_from`, :meth:`_apart`): inside those rows the better finding's own
         deviation would pull a cut point toward it -- the band of a union's second arm
         ``0.8 <= u < 0.9`` stretched to ``u < 0.977`` by the rows of the first arm
-        ``kind in {k3, k7}`` beyond 0.9 (issue #42), where on the rows outside the first arm
-        0.9 is the best end. The candidate is still scored, ranked and folded on all the search rows. The most recent such search
-        is kept (its caches are those of :class:`~mcviz.search._rows.SearchRows`); above
-        ``rules.finish_rows`` its cut points are refined on the refiner's rows outside the same
+        ``kind in {k3, k7}`` beyond 0.9 (issue #42), where on the rows outside the first
+        arm 0.9 is the best end. The candidate is still scored, ranked and folded on all
+        the search rows. The most recent such search is kept (its caches are those of
+        :class:`~mcviz.search._rows.SearchRows`); above ``rules.finish_rows`` its cut points
+        are refined on the refiner's rows outside the same
         findings.
         """
         if not better:
