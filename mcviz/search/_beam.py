@@ -200,18 +200,19 @@ class Beam(Pruning):
         """Return a pool entry's finished conditions, re-chosen outside ``better`` findings' rows.
 
         ``cuts`` are the entry's conditions refined and pruned on all the search rows. When
-        they overlap a better finding (Jaccard index above ``rules.jaccard_fold``) they are
-        kept: a better version of it, which :meth:`_admitted` lets replace it. Otherwise the
-        entry may be another group -- the second arm of a union -- whose cut points the
-        better findings' rows pull toward them, or whose deviation, no larger than that of
-        all the search rows that hold the first arm, pruning drops (:meth:`_outside`); the
-        entry is refined and pruned again outside those rows, and that result kept when
-        nothing was left on all the rows or it is the same group re-chosen (:func:`_same`).
+        their rows and a better finding's lie mostly one in the other (:func:`_same`) they
+        are kept: a better version of it, which :meth:`_admitted` lets replace it, or a part.
+        Otherwise the entry may be another group -- the second arm of a union -- whose cut
+        points the better findings' rows pull toward them, or whose deviation, no larger than
+        that of all the search rows that hold the first arm, pruning drops
+        (:meth:`_outside`); the entry is refined and pruned again outside those rows, and that
+        result kept when nothing was left on all the rows or it is the same group re-chosen
+        (:func:`_same`).
         """
         if not better:
             return cuts
         members = self.members(cuts) if cuts else None
-        if members is not None and any(_jaccard(members, other) > self.rules.jaccard_fold
+        if members is not None and any(_same(members, other, self.rules.jaccard_fold)
                                        for other in better):
             return cuts
         apart, _ = self._outside(better)._finished(entry, grow=False)
@@ -227,7 +228,8 @@ class Beam(Pruning):
         A finding accepted before another was chosen with the other's rows among its own
         search rows (the first arm of a union, its band stretched by the second arm's rows,
         issue #42); once every finding is known, each is refined and pruned again where no other
-        finding lies whose D/sigma could be confirmed (at least :attr:`small_z` when small groups
+        finding lies -- another group, not one nested in it or holding it (:func:`_same`) --
+        whose D/sigma could be confirmed (at least :attr:`small_z` when small groups
         are searched: a lead below it would only move the cut points by chance), and the
         result kept when it is the same finding re-chosen (:func:`_same`; else it moved
         elsewhere); a finding that then overlaps a better one folds.
@@ -237,7 +239,8 @@ class Beam(Pruning):
             return accepted
         redone = []
         for k, (node, members) in enumerate(accepted):
-            others = [accepted[j][1] for j in strong if j != k]
+            others = [accepted[j][1] for j in strong  # distinct groups, not nested ones
+                      if j != k and not _same(members, accepted[j][1], self.rules.jaccard_fold)]
             cuts = self._outside(others)._finished(node.cuts, grow=False)[0] if others else ()
             if not cuts or cuts == node.cuts:
                 redone.append((node, members))
