@@ -53,10 +53,12 @@ pulls the residuals of its own groups toward 0 there, which makes the test conse
 liberal) -- by the score test of adding :math:`b + a\eta` to the logits of its rows
 (:func:`score_tests`, 2 degrees of freedom: an offset, a slope or both), adjusted over the
 candidates by Holm's weighted procedure with weights halving along the order (the first tested
-at about ``alpha / 2``); a candidate gets a term when its adjusted p is below ``alpha /
-passes`` (Bonferroni over the passes: a chance term anywhere has probability at most ``alpha``,
-and on calibrated rows at most ``alpha / passes``, since a pass runs only after one that added
-a term). Why the score test and not the search's own held-out p
+at about ``alpha / 2``), step-down, each step on the logits adjusted by the terms of the
+candidates it accepted before (fitted on the test rows: :func:`stepwise_tests`; a broad group
+is not given a term for the groups inside it); a candidate gets a term when its adjusted p is
+below ``alpha / passes`` (Bonferroni over the passes: a chance term anywhere has probability
+at most ``alpha``, and on calibrated rows at most ``alpha / passes``, since a pass runs only
+after one that added a term). Why the score test and not the search's own held-out p
 (the range of the walk): a term has a shape, and the score test for it is far more powerful
 against it than the range, which is built to detect any shape (measured on the planted slope
 group, 3.4 x 10^3 held-out rows: score test p 1e-5 to 1e-6 against a range p near 3e-3, seeds
@@ -295,7 +297,8 @@ class FindingsMethod(RecalibrationMethod):
         :data:`~mcviz.settings.FIX_TERM_TEST_SHARE` held out, seed ``fix.seed + pass``): both
         views are searched, and the candidates refined (:mod:`~mcviz.recalibration._refine`),
         on the other rows only, which also set their order; they are tested on the held-out
-        rows (weighted Holm, weights halving along the order); a candidate gets a term
+        rows (weighted Holm, weights halving along the order, step-down given the terms
+        accepted before: :func:`stepwise_tests`); a candidate gets a term
         when its adjusted p is below ``level`` (``alpha`` over the passes, Bonferroni: a chance
         term anywhere has probability at most ``alpha``; module docstring).
         """

@@ -38,12 +38,17 @@ group is described in the filter language and its rows selected again from the d
 group whose rows differ from the ones refined (a value that does not read back) is left as the
 search proposed it.
 
-The same ascent from all rows finds the group a term fits best from scratch; it is run
-:data:`FROM_SCRATCH` times, each time given the terms (offset and slope, fitted on the search
-rows) of the groups found before, so a strong group does not hide a weaker one. The order to
-test in (:func:`refine_candidates`): the groups from scratch as found, then the search's
-candidates, refined, by :math:`Q`; a group sharing half its search rows with one before it is
-left out.
+The same ascent finds the group a term fits best from scratch, started at the best group of one
+or two simple conditions (:func:`_starts`: every interval of an ordinal covariate's cut points,
+every level of a nominal one alone or left out, and every pair of those, scored exactly from
+two-way tables of the sums; the ascent from all rows could not reach a group that no single
+condition shows); it is run :data:`FROM_SCRATCH` times, each time given the terms (offset and
+slope, fitted on the search rows) of the groups found before, so a strong group does not hide a
+weaker one, and each brings :data:`ALTERNATIVES` runners-up (the next best starts, ascended),
+tested after the groups found from scratch. The order to
+test in (:func:`refine_candidates`): the groups from scratch as found, their runners-up, then
+the search's candidates, refined, by :math:`Q`; a group sharing half its search rows with one
+before it is left out.
 """
 
 from __future__ import annotations
