@@ -63,7 +63,8 @@ JSON_KEYS = ("map", "subcov", "mseg")
 LINK_KEYS: dict[str, int] = {  # every key the codec knows -> the most characters it reads
     **dict.fromkeys(_SIMPLE, LINK_MAX_CHARS), "filter": FILTER_MAX_CHARS,
     "mfil": FILTER_MAX_CHARS, **dict.fromkeys(JSON_KEYS, LINK_MAX_CHARS),
-    "page": 32, "demo": 64, "sha": 64, **dict.fromkeys(("pm", "sp", "nu", "msrch"), 1)}
+    "page": 32, "demo": 64, "sha": 64, **dict.fromkeys(("pm", "sp", "nu", "msrch"), 1),
+    "mpick": 13}
 """Every query parameter a link may hold, with its limit: a longer value is refused with a
 message (the page keeps its default), never cut into another value."""
 _SHA = re.compile(r"[0-9a-f]{64}")
@@ -104,6 +105,9 @@ def encode_state(state: Mapping[str, Any], page: str | None = None) -> dict[str,
         params["mseg"] = json.dumps(list(state[s.W_MON_SEGMENTS]), separators=(",", ":"))
     if state.get(s.W_MON_SEARCH):
         params["msrch"] = "1"
+    pick = _pick(state)
+    if pick:
+        params["mpick"] = pick
     if state.get(s.W_PRESENTATION):
         params["pm"] = "1"
     if state.get(s.SUBPOP) is not None:
@@ -111,6 +115,22 @@ def encode_state(state: Mapping[str, Any], page: str | None = None) -> dict[str,
         if state.get(s.NULL_SHOWN):
             params["nu"] = "1"
     return params
+
+
+def _pick(state: Mapping[str, Any]) -> str | None:
+    """``series-count`` when the Review filter is the one Monitor picked (or a link said it was).
+
+    The window was chosen on the heat map for its colour: the link carries that, so a fresh
+    server never judges it by its own p-value (:func:`dashboard.monitor.picked_selection`).
+    """
+    text = str(state.get(s.W_FILTER) or "").strip()
+    if state.get(s.W_SCOPE) != "filter" or not text:
+        return None
+    picked, linked = state.get(s.MON_PICKED), state.get(s.MON_PICKED_LINK)
+    for pick in (picked[1:] if picked else None, linked):
+        if pick is not None and pick[0] == text:
+            return f"{int(pick[1])}-{int(pick[2])}"
+    return None
 
 
 def _sized(params: Mapping[str, Any], messages: list[str]) -> dict[str, str]:
@@ -214,6 +234,14 @@ def decode_params(params: Mapping[str, Any]) -> DecodedLink:
             restored[key] = names
     if params.get("msrch") == "1":
         restored[s.W_MON_SEARCH] = True
+    if "mpick" in params:
+        pick = re.fullmatch(r"(\d{1,6})-(\d{1,6})", params["mpick"])
+        if pick is None or int(pick[1]) >= int(pick[2]) or s.W_FILTER not in restored:
+            messages.append(f"link parameter mpick={_shown(params['mpick'])} is not a series "
+                            "of the monitored series with a filter; ignored.")
+        else:
+            restored[s.MON_PICKED_LINK] = (str(restored[s.W_FILTER]).strip(), int(pick[1]),
+                                           int(pick[2]))
     if params.get("pm") == "1":
         restored[s.W_PRESENTATION] = True
     if params.get("sp") == "1":

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from dashboard import state as s
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.monitor import MonitorResult, infer_time_column
@@ -130,8 +131,6 @@ def default_segments(candidates: Sequence[str]) -> list[str]:
 
 def settings_from_state(state: Mapping, time: str) -> MonitorSettings:
     """Read the page's widget values (keys of :mod:`dashboard.state`) into settings."""
-    from dashboard import state as s
-
     period = str(state.get(s.W_MON_PERIOD) or "week")
     text = str(state.get(s.W_MON_FILTERS) or "")
     if len(text) > FILTER_MAX_CHARS:  # bounded before it is split or parsed
@@ -278,13 +277,25 @@ def _slide_figures(result: MonitorResult) -> tuple:
     return (monitor_heatmap_figure(result, presentation=True),)
 
 
-PICKED = "monitor_picked"
-"""Session key of the scope the Monitor page opened in Review: ``(analysis key, filter, series)``."""
+PICKED = s.MON_PICKED
+"""Session key of the scope the Monitor page opened in Review: ``(analysis key, filter, series,
+number of series)``."""
 
 
-def remember_pick(state: dict, analysis_key: str, expression: str, series: int) -> None:
-    """Remember that Monitor opened ``expression`` (series ``series``, chosen periods) in Review."""
-    state[PICKED] = (analysis_key, expression.strip(), int(series))
+def remember_pick(state: dict, analysis_key: str, expression: str, series: int,
+                  among: int) -> None:
+    """Remember that Monitor opened ``expression`` (series ``series`` of ``among``) in Review."""
+    state[PICKED] = (analysis_key, expression.strip(), int(series), int(among))
+
+
+def _picked_by(result: MonitorResult, series: int, expression: str) -> bool:
+    """Whether ``expression`` is series ``series`` over some window of ``result``'s periods."""
+    if not 0 <= series < len(result.series):
+        return False
+    dtype = "float64" if result.periods.kind == "number" else "datetime64[ns]"
+    count = result.periods.n_periods
+    return any(review_filter(result, series, first, last, dtype) == expression
+               for first in range(count) for last in range(first, count))
 
 
 def picked_selection(state: Mapping, analysis_key: str, filter_text: str | None) -> object | None:
@@ -295,23 +306,33 @@ def picked_selection(state: Mapping, analysis_key: str, filter_text: str | None)
     rule of the argmax). It is judged instead by its series' adjusted p-value of the monitor
     (the series' largest standardised shift over every window against the null maxima over
     every series, :attr:`mcviz.monitor.SeriesMonitor.p_adjusted`), as a
-    :class:`mcviz.present.verdict.Selection` among the monitor's series. None when the filter
-    is not the one Monitor opened (edited, or another analysis): then the user wrote it.
+    :class:`mcviz.present.verdict.Selection` among the monitor's series. A link that says
+    Monitor picked it (``mpick``, :mod:`dashboard.links`), reopened where this session has no
+    monitor run of the same series and window, is "not yet tested against chance" until Monitor
+    runs — never judged by its own p-value. None when the filter is not the one Monitor
+    opened (edited, or another analysis): then the user wrote it.
     """
     from mcviz.present.verdict import Selection
 
-    picked, held = state.get(PICKED), state.get(HELD)
-    if picked is None or held is None or filter_text is None:
+    if filter_text is None:
         return None
-    key, expression, series = picked
-    if key != analysis_key or held[0] != analysis_key or expression != filter_text.strip():
+    text, held = filter_text.strip(), state.get(HELD)
+    picked, linked = state.get(PICKED), state.get(s.MON_PICKED_LINK)
+    if picked is not None and picked[0] == analysis_key and picked[1] == text:
+        series, among = picked[2], picked[3]
+    elif linked is not None and linked[0] == text:
+        series, among = linked[1], linked[2]
+    else:
         return None
-    result = held[1]
-    if not 0 <= series < len(result.series):
-        return None
+    how = "picked on the Monitor heat map"
+    result = held[1] if held is not None and held[0] == analysis_key else None
+    if result is None or len(result.series) != among or not _picked_by(result, series, text):
+        return Selection(among, largest=False, what="monitored series", how=how,
+                         remedy="run Monitor on this file (the link keeps its settings) to get "
+                                "its adjusted p-value")
     return Selection(len(result.series), largest=False,
                      p_adjusted=float(result.series[series].p_adjusted),
-                     draws=int(result.null_maxima.size), what="monitored series")
+                     draws=int(result.null_maxima.size), what="monitored series", how=how)
 
 
 def held_section(state: Mapping, analysis_key: str) -> object | None:

@@ -94,6 +94,8 @@ def chosen_note(scope: Scope, runs_: Sequence[Any], null: Any = None,
     filter Monitor ``picked`` from its heat map: the monitor's adjusted p-value.
     """
     if scope.kind == "filter" and picked is not None:
+        if picked.p_adjusted is None:  # a link's pick, no monitor run here yet
+            return f"{picked.phrase} {picked.what}: not yet tested against chance"
         return (f"adjusted p {_phrase(format_p(picked.p_adjusted))}, {picked.phrase} "
                 f"{picked.what}")
     if scope.kind not in ("argmax", "sub"):

@@ -72,6 +72,8 @@ W_MON_ALPHA, W_MON_DRAWS = "w_mon_alpha", "w_mon_draws"  # mcviz.settings.Monito
 W_CMP_FINDINGS, W_CMP_HOLDOUT = "w_cmp_findings", "w_cmp_holdout"  # the Compare page (issue 43)
 W_CMP_SEED, W_CMP_THRESHOLDS, W_CMP_ORDER = "w_cmp_seed", "w_cmp_thresholds", "w_cmp_order"
 W_REVIEW_B = "w_review_b"  # Review: the second model (B's score column) shown beside A (#43)
+MON_PICKED = "monitor_picked"  # (analysis key, filter, series, series count): Monitor opened it
+MON_PICKED_LINK = "monitor_picked_link"  # (filter, series, series count): a link says Monitor did
 COMPARE_KEYS = (W_CMP_FINDINGS, W_CMP_HOLDOUT, W_CMP_SEED, W_CMP_THRESHOLDS, W_CMP_ORDER,
                 W_REVIEW_B)
 MONITOR_KEYS = (W_MON_TIME, W_MON_PERIOD, W_MON_REFERENCE, W_MON_SEGMENTS, W_MON_FILTERS,

@@ -112,7 +112,7 @@ if click is not None and st.session_state.get("mon_click") != (key, click):  # a
             ui.use_demo("flights")
         st.session_state[s.W_SCOPE] = "filter"
         st.session_state[s.W_FILTER] = opened
-        mon.remember_pick(st.session_state, key, opened, series_clicked)
+        mon.remember_pick(st.session_state, key, opened, series_clicked, len(result.series))
         st.switch_page(ui.page_path("review"))
 
 names = [display_text(f"{i}. {'★ ' if s_.alarm else ''}{s_.words}")
@@ -143,7 +143,7 @@ if pick_open.button("Open in Review", disabled=expression is None,
         ui.use_demo("flights")
     st.session_state[s.W_SCOPE] = "filter"
     st.session_state[s.W_FILTER] = expression
-    mon.remember_pick(st.session_state, key, expression, series)
+    mon.remember_pick(st.session_state, key, expression, series, len(result.series))
     st.switch_page(ui.page_path("review"))
 
 ui.show_text(chosen_series.sentence)

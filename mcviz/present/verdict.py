@@ -144,12 +144,11 @@ class Selection:
     largest : bool
         The largest of them (the argmax); False: picked from their table.
     p_adjusted : float or None
-        Its p-value adjusted for the choice (max statistic over every subpopulation from the
-        null draws); None: the null distribution is not computed yet.
+        Its p-value adjusted for the choice (max statistic over every group); None: not yet.
     draws : int
         Null draws behind ``p_adjusted``.
-    what : str
-        What the groups are, plural ("generated subpopulations").
+    what, how, remedy : str
+        The groups, plural; how one not the largest was chosen; what gives ``p_adjusted``.
     """
 
     among: int
@@ -157,6 +156,8 @@ class Selection:
     p_adjusted: float | None = None
     draws: int = 0
     what: str = "generated subpopulations"
+    how: str = "picked from their table"
+    remedy: str = "compute the null distribution to test it"
 
     @property
     def phrase(self) -> str:
@@ -381,7 +382,7 @@ def selected_sentence(selection: Selection, *, description: str, size: int, tota
     """  # noqa: E501
     said = _rates(rates, binary=binary)
     role = (f"the largest deviation of {selection.among:,} {selection.what}" if selection.largest
-            else f"one of {selection.among:,} {selection.what}, picked from their table")
+            else f"one of {selection.among:,} {selection.what}, {selection.how}")
     scope = (f"The full population ({format_count(size, 'row')})" if size >= total
              else f"The subpopulation {description} ({_share(size, total)})")
     head = f"{scope} is {role}{': ' + said if said else ''}."
@@ -399,10 +400,10 @@ def selection_details(selection: Selection) -> str:
     """Write the adjusted p-value of a selected scope, or that there is none yet."""
     if selection.p_adjusted is None:
         return (f"{selection.phrase[0].upper() + selection.phrase[1:]}: its own p-value is no "
-                "test; compute the null distribution to test it.")
+                f"test; {selection.remedy}.")
     p = format_p(selection.p_adjusted)
     return (f"Adjusted p {_p_phrase(p)} (max statistic over {selection.among:,} "
-            f"subpopulations, {selection.draws:,} null draws).")
+            f"{selection.what}, {selection.draws:,} null draws).")
 
 
 def multicalibration_sentence(result: Any, null: Any = None, *, level: float = LEVEL,
@@ -615,8 +616,7 @@ def next_step(*, ok: bool | None, findings: Sequence[FindingLine] = (), search: 
     page; a search that could miss ``material`` in ``material_share`` of the rows → collect
     more rows (how many: the MDE shrinks as one over the square root of the rows); else
     nothing to fix, with what could still be missed. ``full``: the scope is the full population
-    (``ok`` is the whole model's). A fix or a monitor adds its own next
-    step (:class:`Section`), which replaces this one.
+    (``ok`` is the whole model's). A fix or a monitor's :class:`Section` replaces this step.
 
     >>> next_step(ok=True)
     'Nothing to fix: the model is calibrated within what chance produces; run the guided search to look for groups where it is not.'
@@ -633,8 +633,10 @@ def next_step(*, ok: bool | None, findings: Sequence[FindingLine] = (), search: 
     untested = (selection is not None and selection.p_adjusted is None) or (
         search is None and multicalibration is not None and null is None)
     if untested:
-        return ("Test the largest deviation against chance (the button above) before acting "
-                "on it: chosen for being extreme, it is not yet evidence.")
+        own = selection is not None and selection.remedy != Selection.remedy  # not the button
+        what = f"it against chance ({selection.remedy})" if own else (
+            "the largest deviation against chance (the button above)")
+        return f"Test {what} before acting on it: chosen for being extreme, it is not yet evidence."
     if ok is False:
         return ("Open Fix to recalibrate the model (Platt or isotonic), judged on held-out "
                 "rows; then run the guided search to see whether any group needs more.")

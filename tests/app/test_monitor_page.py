@@ -43,6 +43,14 @@ def test_fresh_session_shows_the_dated_demo_with_alarms_and_opens_review():
     assert at.query_params["page"] == "review"
     # the window was picked on the heat map: Review judges it by the monitor's adjusted p (#40)
     assert at.session_state["monitor_picked"][1] == at.session_state["w_filter"].strip()
+    assert re.fullmatch(r"\d+-20", at.query_params["mpick"])  # the link says Monitor picked it
+    fresh = AppTest.from_file(APP, default_timeout=TIMEOUT)  # a colleague opens the link
+    fresh.query_params.update({k: at.query_params[k] for k in at.query_params})
+    fresh.run()
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    said = " ".join(m.value for m in fresh.markdown).replace("\\", "")
+    assert "picked on the Monitor heat map" in said and "not yet tested against chance" in said
+    assert "beyond chance" not in said.split("Next step")[0]  # never by its own p
 
 
 def test_a_bad_reference_is_explained_on_the_page():

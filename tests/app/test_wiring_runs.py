@@ -56,7 +56,7 @@ def test_the_argmax_is_a_finding_only_below_the_level(generated):
     assert verdict.kind == "chance"
     assert "Tested against all 30, allowing for choosing the largest: within what chance " \
         "produces." in verdict.text
-    assert "Adjusted p = 0.05 (max statistic over 30 subpopulations, 99 null draws)" \
+    assert "Adjusted p = 0.05 (max statistic over 30 generated subpopulations, 99 null draws)" \
         in verdict.text
 
 

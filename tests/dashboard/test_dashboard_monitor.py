@@ -168,7 +168,7 @@ def test_a_window_picked_on_the_heat_map_is_judged_by_the_monitors_adjusted_p():
     expression, (series, _) = filters[reddest], cells[reddest]
     assert own[reddest] < 0.05  # the trap: chance alone makes the reddest cell "significant"
     state = {mon.HELD: ("key", result)}
-    mon.remember_pick(state, "key", expression, series)
+    mon.remember_pick(state, "key", expression, series, len(result.series))
     picked = mon.picked_selection(state, "key", expression)
     adjusted = result.series[series].p_adjusted
     assert picked.p_adjusted == adjusted and picked.among == len(result.series) == 7
@@ -185,3 +185,66 @@ def test_a_window_picked_on_the_heat_map_is_judged_by_the_monitors_adjusted_p():
     note = review.chosen_note(scope, (), None, picked)
     assert note.startswith("adjusted p") and "one of 7 monitored series" in note
     assert review.chosen_note(scope, (), None) is None
+
+
+def test_a_link_to_a_picked_window_is_never_judged_by_its_own_p_on_a_fresh_server():
+    """#40: the link of a window Monitor picked says so (``mpick``); reopened where no monitor ran.
+
+    A fresh server has no monitor run: the reddest cell of calibrated data (own p < 0.05 by
+    selection alone) must read "not yet tested against chance" with what to run, never
+    "beyond chance"; once Monitor runs with the link's settings the series' adjusted p judges
+    it. An edited filter drops the marker (the user's own filter), and a malformed marker is
+    named and ignored.
+    """
+    from dashboard import review
+    from dashboard.runs import Scope, filter_subpopulation
+    from mcviz.stats.cumulative import cumulative_differences
+
+    rng = np.random.default_rng(11)
+    n = 6000
+    score = rng.uniform(0.2, 0.8, n)
+    pred = Predictions.from_arrays(score, rng.random(n) < score, covariates={
+        "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(rng.integers(0, 91, n), unit="D"),
+        "g": rng.choice(list("abcdef"), n)})
+    result = monitor_calibration(pred, settings=MonitorSettings(period="week", segments=["g"],
+                                                                draws=99))
+    cells = [(i, w) for i in range(len(result.series)) for w in range(result.periods.n_periods)]
+    filters = [mon.review_filter(result, i, w, w, pred.covariates["when"].dtype)
+               for i, w in cells]
+    own = [float(cumulative_differences(pred, index=select_rows(pred, parse_filter(f, pred)))
+                 .p_value) for f in filters]
+    reddest = int(np.argmin(own))
+    expression, (series, _) = filters[reddest], cells[reddest]
+    assert own[reddest] < 0.05  # the trap
+    live = {mon.HELD: ("key", result), s.W_SCOPE: "filter", s.W_FILTER: expression}
+    mon.remember_pick(live, "key", expression, series, len(result.series))
+    params = links.encode_state(live, "review")
+    assert params["mpick"] == f"{series}-{len(result.series)}"
+    fresh = links.decode_params(params)
+    assert not fresh.messages
+    state = dict(fresh.restored)  # a fresh server: no monitor run, no live pick
+    picked = mon.picked_selection(state, "another-session-key", expression)
+    assert picked.p_adjusted is None and picked.among == len(result.series)
+    scope = Scope("filter", filter_subpopulation(pred, expression))
+    results = review.review_results(pred, scope, variable=None, bins=(10,))
+    verdict = review.scope_verdict(pred, results, (), scope=scope, picked=picked)
+    assert "beyond chance" not in verdict.sentences[0]
+    assert "not yet tested against chance" in verdict.sentences[0]
+    assert "picked on the Monitor heat map" in verdict.sentences[0]
+    assert "run Monitor" in verdict.next_step
+    note = review.chosen_note(scope, (), None, picked)
+    assert note == f"one of {len(result.series)} monitored series: not yet tested against chance"
+    assert links.encode_state(state, "review")["mpick"] == params["mpick"]  # the link keeps it
+    state[mon.HELD] = ("key2", result)  # Monitor ran here with the link's settings
+    judged = mon.picked_selection(state, "key2", expression)
+    assert judged.p_adjusted == result.series[series].p_adjusted
+    other = (series + 1) % len(result.series)  # a marker naming another series is not trusted
+    state[s.MON_PICKED_LINK] = (expression, other, len(result.series))
+    assert mon.picked_selection(state, "key2", expression).p_adjusted is None
+    edited = dict(state, **{s.W_FILTER: expression + " and g != z"})
+    assert "mpick" not in links.encode_state(edited, "review")
+    assert mon.picked_selection(edited, "key2", expression + " and g != z") is None
+    for bad in ("7-7", "x", "1-2-3", "9" * 13):
+        assert "mpick" in " ".join(links.decode_params(
+            {"filter": expression, "mpick": bad}).messages)
+    assert links.decode_params({"mpick": "1-7"}).messages  # no filter: ignored, said

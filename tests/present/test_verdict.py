@@ -186,7 +186,7 @@ def test_a_selected_group_is_never_beyond_chance_on_its_own_p():
     tested = review_verdict(own, description="age 40 or more", total=1000, deviation=True,
                             selection=Selection(1000, p_adjusted=0.31, draws=200))
     assert "within what chance produces" in tested.sentences[0]
-    assert "Adjusted p = 0.31 (max statistic over 1,000 subpopulations, 200 null draws)." \
+    assert "Adjusted p = 0.31 (max statistic over 1,000 generated subpopulations, 200 null draws)." \
         in tested.details
     beyond = review_verdict(own, description="age 40 or more", total=1000, deviation=True,
                             selection=Selection(1000, p_adjusted=0.004, draws=200))
@@ -218,8 +218,8 @@ def test_argmax_scope_of_the_dashboard_before_and_after_the_null():
     assert adjusted > own_p  # choosing the largest costs: the adjusted p is the larger
     from mcviz.text import format_p
 
-    assert f"Adjusted p = {format_p(adjusted)} (max statistic over 200 subpopulations, 39 " \
-           "null draws)." in after.details
+    assert (f"Adjusted p = {format_p(adjusted)} (max statistic over 200 generated "
+            "subpopulations, 39 null draws).") in after.details
     assert ("beyond chance" in after.sentences[0]) == (adjusted < 0.05)
     assert "not yet tested" not in after.sentences[0]
 
