@@ -73,5 +73,5 @@ def test_histogram_and_tradeoff_figures(pred, local):
     np.testing.assert_allclose(np.sum(histogram.data[0].y), 1.0)
     tradeoff = neighbourhood_tradeoff(pred, ["x"], ks=(10, 100), max_centres=500)
     figure = neighbourhood_tradeoff_figure(tradeoff)
-    assert [trace.name for trace in figure.data][:2] == ["mean |local c|", "mean standard error"]
+    assert [trace.name for trace in figure.data][:2] == ["mean |local error|", "mean standard error"]
     assert list(figure.data[0].x) == [10, 100]
