@@ -173,12 +173,12 @@ def cancel_engine(engine: Engine) -> None:
 
 def read_sample_interruptible(
     files: Sequence[str], rows: int, seed: int, temp_directory: str, *, keys: bool = False,
-    memory_limit: str | None = None,
+    memory_limit: str | None = None, columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Reservoir-sample the rows on a connection that a signal can interrupt.
 
     ``keys``: each row also gets its file and row number (:func:`read_sample`);
-    ``memory_limit``: DuckDB's memory limit for the draw.
+    ``memory_limit``: DuckDB's memory limit for the draw; ``columns``: only these are read.
     """
     try:
         import duckdb
@@ -193,8 +193,8 @@ def read_sample_interruptible(
         config["memory_limit"] = memory_limit
     con = duckdb.connect(config=config)
     try:
-        return _common.interruptible(lambda: read_sample(files, rows, seed, con=con, keys=keys),
-                                     con.interrupt)
+        return _common.interruptible(lambda: read_sample(files, rows, seed, con=con, keys=keys,
+                                                         columns=columns), con.interrupt)
     finally:
         if not _common.work_abandoned():
             con.close()

@@ -146,7 +146,7 @@ def run_sampled(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="mcviz-search-", ignore_cleanup_errors=True) as spill:
         share = engine_share(args.memory_limit) if args.engine == "duckdb" else None
         sample = read_sample_interruptible(files, rows, args.seed, spill, keys=keyed,
-                                           memory_limit=share)
+                                           memory_limit=share, columns=_read_columns(args))
         pred, result, columns, keys = _search_sample(args, sample, files, covariates, keyed)
         del sample
         if args.engine == "spark":  # the JVM's shuffle and spill files go there too
@@ -170,6 +170,19 @@ def run_sampled(args: argparse.Namespace) -> dict:
         _write_findings(out, output, files=files, columns=columns,
                         kinds=dict(pred.covariate_kinds), engine=args.engine)
     return output
+
+
+def _read_columns(args: argparse.Namespace) -> list[str] | None:
+    """The sample's columns when the command line names every one (None: all columns).
+
+    The score, the label, the weight (or ``--no-weight``) and the covariates given: the draw
+    reads only those (the same rows), not every column of a wide file.
+    """
+    covariates = _common.split(args.covariates)
+    if not (args.score and args.label and covariates) or args.weight is None:
+        return None
+    names = [args.score, args.label, *([args.weight] if args.weight else []), *covariates]
+    return list(dict.fromkeys(names))
 
 
 def _write_findings(out, output: dict, **where) -> None:
