@@ -72,7 +72,7 @@ def cvar_curve_figure(curve: CVaRCurve, *, alpha: float | None = None, title: st
                      annotation_position="top left")
     if alpha is not None:
         figure.add_vline(x=alpha, line={"color": ORANGE, "width": 2})
-    figure.update_xaxes(title="share of groups set aside, least error first (α)", range=[0, 1],
+    figure.update_xaxes(title="share of groups set aside, least error first", range=[0, 1],
                        tickformat=".0%")
     figure.update_yaxes(title="mean |error| of the rest", rangemode="tozero")
     return apply_style(
