@@ -208,6 +208,8 @@ def format_number(value: object, *, digits: int = 4, kind: str | None = None) ->
     ('0.000706', '7.06e-05')
     >>> format_number(date(2021, 3, 4)), format_number(float("nan")), format_number(-0.0)
     ('2021-03-04', '–', '0')
+    >>> format_number(-0.02492), format_number(-3), format_number(-2.5e-06)  # a true minus
+    ('−0.02492', '−3', '−2.5e-06')
     """
     if value is None:
         return "–"
@@ -220,7 +222,7 @@ def format_number(value: object, *, digits: int = 4, kind: str | None = None) ->
     if isinstance(value, bool) or (np is not None and isinstance(value, np.bool_)):
         return str(bool(value))
     if isinstance(value, int) or (np is not None and isinstance(value, np.integer)):
-        return f"{int(value):,}"
+        return f"{int(value):,}".replace("-", MINUS)
     number = _parsed(value)
     if isinstance(number, str):
         return number
@@ -232,14 +234,17 @@ def format_number(value: object, *, digits: int = 4, kind: str | None = None) ->
         return "0"
     size = abs(number)
     if size < 1e-4 or size >= 1e15:
-        return _scientific(number, digits)
-    if size >= 10 ** (digits - 1) and number == round(number):
-        return f"{round(number):,}"
-    decimals = max(digits - 1 - math.floor(math.log10(size)), 0)
-    text = f"{number:,.{decimals}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
+        text = _scientific(number, digits)
+    elif size >= 10 ** (digits - 1) and number == round(number):
+        text = f"{round(number):,}"
+    else:
+        decimals = max(digits - 1 - math.floor(math.log10(size)), 0)
+        text = f"{number:,.{decimals}f}"
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+    # a true minus sign (U+2212) in every table cell, card and axis (#40); rounding to zero
+    # drops the sign: never "−0"
+    return _unsigned_zero(MINUS + text[1:]) if text.startswith("-") else text
 
 
 def _scientific(number: float, digits: int) -> str:
@@ -256,8 +261,6 @@ def format_signed(value: object, *, digits: int = 2) -> str:
     ('−2.5e-06', '+5.5e-05', '−0.0012', '0')
     """
     text = format_number(value, digits=digits)
-    if text.startswith("-"):
-        return MINUS + text[1:]
     if text in ("0", "–") or not text[:1].isdigit():
         return text
     return "+" + text
@@ -344,8 +347,7 @@ def format_interval(low: object, high: object, *, percent: bool = False,
     def one(value: object) -> str:
         if percent:
             return format_percent(value, digits=digits)
-        text = format_number(value, digits=digits)
-        return MINUS + text[1:] if text.startswith("-") else text
+        return format_number(value, digits=digits)
 
     return f"{one(low)} to {one(high)}"
 

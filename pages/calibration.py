@@ -8,6 +8,7 @@ from dashboard.text import code
 from mcviz import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.present.figures import format_number
+from mcviz.stats.measures.clinical import HL_NOTE
 from mcviz.subpopulations import filter_subpopulation
 from mcviz.text import display_text
 
@@ -134,6 +135,8 @@ def metrics_section(item: ui.Current, slot_key: str) -> None:
         ui.show_table(rows[["name", "value", "help"]].rename(
             columns={"name": "measure", "help": "what it says"}),
             key=f"classical_{group}_{slot_key}")
+        if "Hosmer-Lemeshow p" in set(rows["name"]):
+            ui.caption(f"Hosmer-Lemeshow: the p-value {HL_NOTE}.")
 
 
 for slot, item, slot_key in zip(ui.chart_slots(len(analyses)), analyses, ["a", "b"],

@@ -3,8 +3,9 @@
 The score, label and weight are recognised on a 10,000-row sample as in memory; the engine checks
 every row (and B's scores), then sums the paired losses and net benefits and walks each ordered
 path on every row (:mod:`mcviz.compare.at_scale`). The groups where B is worse or better are
-searched and confirmed on a random sample (``--sample-rows``; by default as many rows as the
-memory budget allows, as ``mcviz search --engine``), the notice says so.
+searched on a random sample (``--sample-rows``; by default as many rows as the memory budget
+allows, as ``mcviz search --engine``) and confirmed by the engine on every row the search did
+not look at (:mod:`mcviz.compare.groups_at_scale`), the notice says so.
 """
 
 from __future__ import annotations
@@ -30,15 +31,23 @@ def _refuse(args: argparse.Namespace) -> None:
 
 
 def _groups(args, settings, thresholds, files, spill, names, default_covariates):
-    """Compare on a random sample in memory: the groups where B is worse or better."""
+    """Compare on a random sample in memory: the groups' search (confirmed later by the engine).
+
+    Returns the comparison, the sample's predictions, the covariates, the search's rows and
+    the keys (file, row) of every row the search looked at.
+    """
     from mcviz.cli.screen import read_sample_interruptible
     from mcviz.compare import compare_models
+    from mcviz.compare.groups_at_scale import searched_rows
+    from mcviz.engines.holdout import FILE_KEY, ROW_KEY, sample_keys
     from mcviz.io import load_predictions
     from mcviz.search.at_scale import sample_rows
 
     rows = args.sample_rows or sample_rows(max(len(names or ()) or 8, 1),
                                            holdout=settings.holdout, max_conditions=3)
-    sample = read_sample_interruptible(files, rows, settings.seed, spill)
+    sample = read_sample_interruptible(files, rows, settings.seed, spill, keys=True)
+    keys = sample_keys(sample, files)
+    sample = sample.drop(columns=[FILE_KEY, ROW_KEY])
     names = default_covariates(args, sample, args.score_b) if names is None else names
     pred = load_predictions(sample, score=args.score, label=args.label, positive=args.positive,
                             weight=args.weight, covariates=[args.score_b, *names],
@@ -47,7 +56,8 @@ def _groups(args, settings, thresholds, files, spill, names, default_covariates)
     found = compare_models(pred, args.score_b, covariates=names, thresholds=thresholds,
                            n_findings=settings.n_findings, holdout=settings.holdout,
                            seed=settings.seed)
-    return found, pred, names
+    searched, looked = searched_rows(found, pred, args.score_b, names)
+    return found, pred, names, searched, keys[pred.row[looked]]
 
 
 def _classical(engine, columns, args) -> tuple[dict, dict]:
@@ -85,6 +95,7 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
     """
     from mcviz.cli.screen import cancel_engine, make_engine
     from mcviz.compare.at_scale import ORDERED_KINDS, check_score_b, compare_on_engine
+    from mcviz.compare.groups_at_scale import confirm_groups
     from mcviz.engines.base import expand_paths
 
     require_engine(args.engine)
@@ -100,10 +111,10 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                              temp_directory=spill, spark_master=args.spark_master)
         try:
             def work() -> dict:
-                engine.overview()
+                n_all = int(engine.overview()[0])
                 check_score_b(engine, args.score_b)  # B's rows checked on every row first
-                found, pred, names = _groups(args, settings, thresholds, files, spill, asked,
-                                            default_covariates)
+                found, pred, names, searched, keys = _groups(
+                    args, settings, thresholds, files, spill, asked, default_covariates)
                 orders = [c for c in names if pred.covariate_kinds.get(c) != "nominal"
                           and engine.kinds.get(c) in ORDERED_KINDS]
                 skipped = [c for c in names if pred.covariate_kinds.get(c) != "nominal"
@@ -112,13 +123,24 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                 if skipped:
                     notes.append(f"Not ordered by {', '.join(map(repr, skipped))} on the "
                                  "engine (dates and times: use --engine numpy).")
-                notes.append(
-                    f"Regressions and improvements were searched and confirmed on a random "
-                    f"sample of {pred.n:,} rows (their held-out rows); every other number is "
-                    f"measured on all rows by {args.engine}.")
+                source, count = engine.source, getattr(engine, "n", None)
+                try:
+                    regressions, improvements, n_held = confirm_groups(
+                        engine, found, score_b=args.score_b, searched=searched, keys=keys,
+                        n=n_all)
+                finally:  # every other number is measured on all rows
+                    engine.source = source
+                    if count is not None:
+                        engine.n = count
+                if found.search is not None:
+                    notes.append(
+                        f"Regressions and improvements were searched on {int(keys.shape[0]):,} "
+                        f"rows of a random sample of {pred.n:,} and confirmed by "
+                        f"{args.engine} on the {n_held:,} rows not searched; every other "
+                        f"number is measured on all rows.")
                 output = compare_on_engine(
                     engine, score_b=args.score_b, orders=orders, thresholds=thresholds,
-                    regressions=found.regressions, improvements=found.improvements,
+                    regressions=regressions, improvements=improvements,
                     notes=notes, validated=True, classical=_classical(engine, columns, args))
                 return output
 

@@ -17,9 +17,9 @@ computed by the engine on every row, with the in-memory formulas (:mod:`mcviz.co
   :func:`~mcviz.engines.calibration.spark_ordered_path`), the path read at the end of every
   run of tied values, exactly as in memory.
 
-The groups where B is worse or better (``regressions``, ``improvements``) are searched and
-confirmed as in memory on a random sample of the rows (:func:`compare_models` on the sample:
-its held-out rows); the notice says so. Each model's classical measures (ECE, ...) come from
+The groups where B is worse or better (``regressions``, ``improvements``) are searched on a
+random sample of the rows (:func:`compare_models` on the sample) and confirmed by the engine on
+every row the search did not look at (:mod:`mcviz.compare.groups_at_scale`); the notice says so. Each model's classical measures (ECE, ...) come from
 the caller (``mcviz compare --engine``: one ``GROUP BY`` by score each,
 :func:`~mcviz.engines.calibration.score_runs_table`). With the whole file as the sample every
 number equals the in-memory comparison (``tests/engines/test_compare_engines.py``: 1e-9).

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from mcviz.stats.cumulative import CumulativeResult
     from mcviz.stats.measures import ClassicalMeasures
 
-__all__ = ["AVERAGE_SCORE", "ComparisonFinding", "ModelComparison", "compare_models"]
+__all__ = ["AVERAGE_SCORE", "ComparisonFinding", "ModelComparison", "compare_models",
+           "comparison_finding"]
 
 AVERAGE_SCORE = "average score"
 """The name of the ordering variable :math:`(S^A + S^B)/2` (the search's and the headline's)."""
@@ -473,25 +474,42 @@ def _search(pred: Predictions, scores_b: np.ndarray, names: list[str],
 
 def _finding(pred: Predictions, scores_b: np.ndarray, finding, members: np.ndarray,
              held: np.ndarray, rank: int, group: str) -> ComparisonFinding:
-    from mcviz.compare.words import finding_sentence
-
     rows = members[held[members]]
     weight, label = pred.weight[rows], pred.label[rows]
-    cal_a = mean_interval(label - pred.score[rows], weight)
-    cal_b = mean_interval(label - scores_b[rows], weight)
+    return comparison_finding(finding, rank=rank, group=group, size=int(members.size),
+                              n=pred.n, holdout_size=int(rows.size),
+                              calibration_a=mean_interval(label - pred.score[rows], weight),
+                              calibration_b=mean_interval(label - scores_b[rows], weight),
+                              index=members)
+
+
+def comparison_finding(finding, *, rank: int, group: str, size: int, n: int, holdout_size: int,
+                       calibration_a: tuple, calibration_b: tuple,
+                       index: np.ndarray) -> ComparisonFinding:
+    """A search finding on the paired difference as a group where B is worse or better.
+
+    ``finding`` is the search's (held-out effect, interval, D/sigma, p, Holm); ``size`` its
+    rows among ``n``; ``calibration_a``/``_b`` the held-out (mean, low, high) of R - S under A
+    and B. Confirmed: the search confirms it and the interval excludes 0 on its side. The one
+    constructor for the in-memory comparison and the comparison on an engine.
+    """
+    from mcviz.compare.words import finding_sentence
+
     worse = finding.mean_residual > 0
     confirmed = bool(finding.confirmed and (finding.ci_low > 0 if worse else finding.ci_high < 0))
-    share = members.size / pred.n
+    share = size / n
     return ComparisonFinding(
         rank=rank, description=finding.description,
         sentence=finding_sentence(group or finding.description, share, finding.mean_residual,
-                                  finding.ci_low, finding.ci_high, cal_a[0], cal_b[0],
-                                  finding.p_adjusted, confirmed),
-        size=int(members.size), share=share, effect=float(finding.mean_residual),
+                                  finding.ci_low, finding.ci_high, calibration_a[0],
+                                  calibration_b[0], finding.p_adjusted, confirmed),
+        size=int(size), share=share, effect=float(finding.mean_residual),
         ci_low=float(finding.ci_low), ci_high=float(finding.ci_high),
         kuiper_z=float(finding.holdout_kuiper_z), p_value=float(finding.p_value),
         p_adjusted=float(finding.p_adjusted), confirmed=confirmed,
-        holdout_size=int(rows.size), calibration_a=cal_a[0], calibration_b=cal_b[0],
-        calibration_a_ci=(cal_a[1], cal_a[2]), calibration_b_ci=(cal_b[1], cal_b[2]),
-        index=members, group=group,
+        holdout_size=int(holdout_size), calibration_a=calibration_a[0],
+        calibration_b=calibration_b[0],
+        calibration_a_ci=(calibration_a[1], calibration_a[2]),
+        calibration_b_ci=(calibration_b[1], calibration_b[2]),
+        index=index, group=group,
     )

@@ -119,6 +119,7 @@ __all__ = [
     "sigma_bernoulli",
     "sigma_floored",
     "sigma_from_variance",
+    "thick_block_ends",
 ]
 
 POOL_MIN_ROWS = 200
@@ -371,16 +372,32 @@ def pool_block_starts(run_end: np.ndarray, informative: np.ndarray | None = None
     if informative is not None and cut.size > 1:
         counts = np.add.reduceat(np.asarray(informative, dtype=np.int64),
                                  np.concatenate(([0], cut[:-1] + 1)))
-        keep, held = [], 0
-        for k, count in enumerate(counts.tolist()):  # at most POOL_BLOCKS + 1 blocks
-            held += count
-            if held >= POOL_MIN_INFORMATIVE or k == counts.size - 1:
-                keep.append(k)
-                held = 0
-        if len(keep) > 1 and counts[keep[-2] + 1:].sum() < POOL_MIN_INFORMATIVE:
-            keep.pop(-2)  # the last block, too thin alone, joins the one before
-        cut = cut[keep]
+        cut = cut[thick_block_ends(counts)]
     return np.concatenate(([0], cut[:-1] + 1))
+
+
+def thick_block_ends(informative_counts: np.ndarray) -> list[int]:
+    """Indices of the blocks that end a merged block (:func:`pool_block_starts`).
+
+    ``informative_counts`` are the informative rows of each block in score order; a block with
+    fewer than :data:`POOL_MIN_INFORMATIVE` (with the thin blocks before it) joins the next,
+    and a thin last stretch joins the block before.
+
+    Examples
+    --------
+    >>> thick_block_ends(np.array([50, 60, 120, 30]))
+    [1, 3]
+    """
+    counts = np.asarray(informative_counts, dtype=np.int64)
+    keep, held = [], 0
+    for k, count in enumerate(counts.tolist()):  # at most POOL_BLOCKS + 1 blocks
+        held += count
+        if held >= POOL_MIN_INFORMATIVE or k == counts.size - 1:
+            keep.append(k)
+            held = 0
+    if len(keep) > 1 and counts[keep[-2] + 1:].sum() < POOL_MIN_INFORMATIVE:
+        keep.pop(-2)  # the last block, too thin alone, joins the one before
+    return keep
 
 
 def _pair_sums(weight: np.ndarray, starts: np.ndarray) -> np.ndarray:

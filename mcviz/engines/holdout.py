@@ -34,7 +34,7 @@ from mcviz.subpopulations import Condition
 
 __all__ = ["FILE_KEY", "ROW_KEY", "SUMS", "dialect_of", "exclude_rows", "held_out_rows",
            "held_out_sums", "keyed_source", "mean_interval_from_sums", "query_frame",
-           "role_rows_sql", "sample_keys"]
+           "role_rows_sql", "sample_keys", "sorted_batches"]
 
 SUMS = ("rows", "w", "wd", "wdd", "ww", "wws", "wwss", "ws", "wr", "third")
 r"""Per finding: rows, :math:`\sum W`, :math:`\sum W d`, :math:`\sum W^2 d^2`, :math:`\sum W^2`,
@@ -195,3 +195,36 @@ def mean_interval_from_sums(rows: float, total: float, wv: float, wvv: float, ww
     spread = max(wvv - 2.0 * mean * wwv + mean**2 * ww, 0.0) / total**2
     se = float(np.sqrt(spread * rows / (rows - 1))) if rows > 1 else float("inf")
     return mean, mean - Z_95 * se, mean + Z_95 * se
+
+
+def sorted_batches(engine, q: sql.Query, text: str, order: str, *, rows: int = 1 << 17):
+    """Yield the rows of ``text`` sorted by the SQL expression ``order``, as column dicts.
+
+    DuckDB streams an Arrow reader (it sorts out of core, under its memory limit); Spark sorts
+    and hands the partitions to the driver one after another (``toLocalIterator``), ``rows``
+    rows at a time. Tied rows come in any order: callers never depend on it.
+    """
+    sorted_text = f"SELECT * FROM ({text}) AS z ORDER BY {order}"
+    if engine.name == "duckdb":
+        import duckdb
+        import pyarrow as pa
+
+        try:
+            reader = engine.con.sql(sorted_text, params=q.params).to_arrow_reader(rows)
+            for batch in reader:
+                yield {name: batch.column(name).to_numpy(zero_copy_only=False)
+                       for name in batch.schema.names}
+        except (duckdb.Error, pa.ArrowException) as error:
+            raise ValidationError(f"DuckDB could not sort the held-out rows: "
+                                  f"{str(error).splitlines()[0]} Raise --memory-limit or free "
+                                  "disk space for spilling.") from None
+        return
+    frame = engine.spark.sql(sorted_text, args=q.params)
+    names, buffer = frame.columns, []
+    for row in frame.toLocalIterator(prefetchPartitions=True):
+        buffer.append(tuple(row))
+        if len(buffer) == rows:
+            yield dict(zip(names, (np.array(c) for c in zip(*buffer, strict=True)), strict=True))
+            buffer = []
+    if buffer:
+        yield dict(zip(names, (np.array(c) for c in zip(*buffer, strict=True)), strict=True))

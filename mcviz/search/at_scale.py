@@ -30,6 +30,7 @@ rounding: tested to 1e-9).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from mcviz.engines.base import ScreenResult
     from mcviz.io import Predictions
 
-__all__ = ["confirm_at_scale", "effect_from_sums", "sample_rows"]
+__all__ = ["confirm_at_scale", "effect_from_sums", "remeasured", "sample_rows"]
 
 
 def effect_from_sums(sums: np.ndarray) -> tuple[float, ...]:
@@ -130,13 +131,34 @@ def confirm_at_scale(result: SearchResult, pred: Predictions, engine, *,
          for k, f in enumerate(findings)]
     tested = [_p_value(pred, engine, f, z[k], sums[k], result.seed) if sums[k, 0]
               else (np.nan, "brownian") for k, f in enumerate(findings)]
+    listed, subs = _remeasured(result, pred, z, tested, sums,
+                               [int(all_rows.loc[f.rank, "size"]) for f in findings],
+                               everywhere.n)
+    population = result.subpopulations.subpopulations[0]
+    sub_set = replace(result.subpopulations, subpopulations=(population, *subs))
+    mde = result.mde
+    shift = minimum_detectable_effect(everywhere.sigma0, everywhere.n, max(n_held, 1),
+                                      mde.shares, n_tests=mde.n_tests, alpha=mde.alpha)
+    mde = MinimumDetectableEffect(mde.shares, shift, mde.alpha, mde.power, mde.n_tests)
+    return replace(result, findings=tuple(listed), subpopulations=sub_set, mde=mde), n_held
+
+
+def _remeasured(result: SearchResult, pred: Predictions, z: Sequence[float],
+                tested: Sequence[tuple[float, str]], sums: np.ndarray, sizes: Sequence[int],
+                n: int) -> tuple[list[Finding], list]:
+    """The findings with held-out D/sigma ``z``, (p, kind) ``tested`` and :data:`SUMS` ``sums``.
+
+    Holm over the findings, the effect from the sums, the sentence (``sizes`` of ``n`` rows),
+    then listed by held-out evidence as in memory.
+    """
+    findings = result.findings
     adjusted = holm(np.array([p for p, _ in tested]))
     binary = pred.response_kind == "binary"
     measured = []
     for k, f in enumerate(findings):
         mean, low, high, ratio, predicted, observed = effect_from_sums(sums[k])
-        size = int(all_rows.loc[f.rank, "size"])
-        share = size / everywhere.n if everywhere.n else np.nan
+        size = int(sizes[k])
+        share = size / n if n else np.nan
         kind = tested[k][1]
         measured.append(replace(
             f, holdout_size=int(sums[k, 0]), holdout_kuiper_z=z[k], p_value=float(tested[k][0]),
@@ -147,15 +169,29 @@ def confirm_at_scale(result: SearchResult, pred: Predictions, engine, *,
                               predicted=predicted, observed=observed,
                               confirmed=is_confirmed(kind, adjusted[k]), p_kind=kind,
                               binary=binary)))
-    listed, subs = _by_held_out_evidence(measured, np.array([f.search_kuiper_z
-                                                             for f in findings]))
+    return _by_held_out_evidence(measured, np.array([f.search_kuiper_z for f in findings]))
+
+
+def remeasured(result: SearchResult, pred: Predictions, *, z: Sequence[float],
+               sums: np.ndarray, sizes: Sequence[int], n: int) -> SearchResult:
+    r"""``result`` with every finding's held-out numbers measured elsewhere, relisted.
+
+    For real-valued responses (the paired difference of ``mcviz compare --engine``): ``z`` the
+    held-out :math:`D/\sigma` (Appendix C eq. (6) with its pooled floor), ``sums`` the
+    :data:`SUMS` of each finding's held-out rows, ``sizes`` its rows among ``n``. The p-value
+    is the Brownian-range tail (void, NaN, when the weights depend on the labels), as
+    :func:`mcviz.search._confirm.holdout_p_values` gives for real-valued responses.
+    """
+    if pred.response_kind == "binary":
+        raise ValueError("remeasured takes real-valued responses (binary: confirm_at_scale)")
+    void = pred.weights_depend_on_label
+    tested = [(np.nan, "void") if void else
+              ((float(brownian_range_sf(np.float64(z[k]))) if sums[k, 0] else np.nan),
+               "brownian") for k in range(len(result.findings))]
+    listed, subs = _remeasured(result, pred, z, tested, sums, sizes, n)
     population = result.subpopulations.subpopulations[0]
-    sub_set = replace(result.subpopulations, subpopulations=(population, *subs))
-    mde = result.mde
-    shift = minimum_detectable_effect(everywhere.sigma0, everywhere.n, max(n_held, 1),
-                                      mde.shares, n_tests=mde.n_tests, alpha=mde.alpha)
-    mde = MinimumDetectableEffect(mde.shares, shift, mde.alpha, mde.power, mde.n_tests)
-    return replace(result, findings=tuple(listed), subpopulations=sub_set, mde=mde), n_held
+    return replace(result, findings=tuple(listed), subpopulations=replace(
+        result.subpopulations, subpopulations=(population, *subs)))
 
 
 def sample_rows(covariates: int, *, holdout: float, max_conditions: int,

@@ -425,7 +425,7 @@ def assert_review_grid(at: AppTest, bins: tuple[int, ...] = (10, 20, 50)) -> lis
     assert {t["name"] for t in bands} == {"error rate: 95% band",
                                           "predicted error: 95% band"}
     assert "VECE" in _title(curves)
-    assert any(t.get("name", "").startswith("ĝ") for t in lcs["data"]), "the LCS curve"
+    assert any(t.get("name", "").startswith("observed rate, local") for t in lcs["data"]), "the LCS curve"
     assert "LCS" in _title(lcs)
     return drawn
 

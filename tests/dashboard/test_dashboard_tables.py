@@ -56,3 +56,32 @@ def test_the_variables_ranking_reads_in_words_with_help_on_every_header():
     assert empty["largest gap"] == "–" and empty["rows there"] == "–" and empty["where"] == "–"
     # Adult's longest texts still fit the 1440-px page's ~980-px table (no scroll)
     assert sum(content_widths(table).values()) <= 980, content_widths(table)
+
+
+def test_the_calibration_measures_tables_fit_the_page_without_a_sideways_scroll():
+    # the Calibration page shows each group of classical measures as a three-column grid in
+    # the main column (978 px at 1440×900 with the sidebar open); the columns are as wide as
+    # their longest text, so a long "what it says" cell (Hosmer-Lemeshow's caveat, 230
+    # characters) pushed the table past the page's edge (#40: the grid scrolled sideways)
+    from mcviz.io import Predictions
+    from mcviz.stats.measures import classical_measures
+
+    rng = np.random.default_rng(0)
+    score = rng.uniform(0.02, 0.98, 4000)
+    pred = Predictions.from_arrays(score, (rng.random(4000) < score).astype(int))
+    frame = classical_measures(pred).to_frame()
+    for group, rows in frame.groupby("group", sort=False):
+        shown = formatted(rows[["name", "value", "help"]].rename(
+            columns={"name": "measure", "help": "what it says"}))
+        width = sum(content_widths(shown).values())
+        assert width <= 978, (group, width, shown["what it says"].str.len().max())
+
+
+def test_negative_numbers_in_cells_carry_a_true_minus_and_zero_has_no_sign():
+    # #40: "-0.0001426" in the Groupings table beside "−0.0001426" in the sentences; and no
+    # "−0" for a number that rounds to zero
+    shown = formatted(pd.DataFrame({"error": [-0.0001426, -2.5e-06, -0.0, 0.25],
+                                    "n": [-3, 0, 1, 2]}))
+    assert shown["error"].tolist() == ["−0.0001426", "−2.5e-06", "0", "0.25"]
+    assert shown["n"].tolist() == ["−3", "0", "1", "2"]
+    assert not any("-" in cell.split("e")[0] for cell in shown["error"])

@@ -82,7 +82,7 @@ def _assert_engine_equals_memory(output, reference, engine):
     assert 0 < output["paired"]["paths"][3]["n_missing"] < 0.1 * N
     assert output["regressions"][0]["description"].startswith("region == r4")
     assert output["improvements"][0]["description"].startswith("region == r1")
-    assert f"measured on all rows by {engine}" in output["notice"]
+    assert f"confirmed by {engine} on the" in output["notice"]
 
 
 def test_duckdb_gives_the_in_memory_comparison(data_file):
@@ -127,11 +127,100 @@ def test_duckdb_refuses_bad_input_in_one_line(data_file, tmp_path):
         assert err.count("\n") == 1, err
 
 
+def _held_out_reference(path, sample_rows: int, names: list[str]):
+    """The groups' held-out numbers over every row but the sample's search rows, in memory.
+
+    The sample is drawn again as the CLI draws it (seed 0); its comparison's search names the
+    groups and the rows it looked at; the rest of the file is loaded as the search's rows
+    (score = the average score, response = it + the Brier difference, both on the 2^-30 grid)
+    and measured by the library in memory (multicalibration: eq. (6) with the pooled floor of
+    these rows), with Holm and the intervals written out here.
+    """
+    from mcviz import multicalibration, parse_filter
+    from mcviz.compare import compare_models
+    from mcviz.engines.duckdb_engine import read_sample
+    from mcviz.engines.holdout import ROW_KEY
+    from mcviz.io import load_predictions
+    from mcviz.stats.cumulative import brownian_range_sf
+    from mcviz.subpopulations import Subpopulation, select_rows
+
+    sample = read_sample([str(path)], sample_rows, 0, keys=True)
+    rows = sample[ROW_KEY].to_numpy()
+    sample = sample.drop(columns=[c for c in sample.columns if c.startswith("__mcviz")])
+    spred = load_predictions(sample, score="prod", label="y", weight="w",
+                             covariates=["chall", *names], drop_invalid=True)
+    found = compare_models(spred, "chall", covariates=names, thresholds=[0.2, 0.5])
+    grid = 2.0**-30
+
+    def search_rows(a, b, y, w, covariates):
+        """The search's rows: score = the average score, response = it + the difference."""
+        average = np.round((a + b) / 2.0 / grid) * grid
+        difference = np.round(((b - y) ** 2 - (a - y) ** 2) / grid) * grid
+        table = covariates.copy()
+        table["avg"], table["resp"], table["w"] = average, average + difference, w
+        return load_predictions(table, score="avg", label="resp", weight="w",
+                                covariates=names, response="continuous")
+
+    searched = search_rows(spred.score, np.asarray(spred.covariates["chall"], dtype=float),
+                           spred.label, spred.weight, spred.covariates[names])
+    looked = np.ones(searched.n, dtype=bool)
+    looked[found.search.holdout_index] = False  # the search's split, in its rows' order
+    frame = pd.read_parquet(path)
+    held = frame.drop(index=rows[spred.row[searched.row[looked]]]).reset_index(drop=True)
+    pred = search_rows(held["prod"].to_numpy(), held["chall"].to_numpy(),
+                       held["y"].to_numpy(float), held["w"].to_numpy(), held[names])
+    groups = [f.description for f in found.search.findings]
+    subs = [Subpopulation(k, len(parse_filter(g, pred)), parse_filter(g, pred), g,
+                          np.asarray(select_rows(pred, parse_filter(g, pred))))
+            for k, g in enumerate(groups, start=1)]
+    z = multicalibration(pred, subs).kuiper_z[1:]
+    p = np.array([float(brownian_range_sf(v)) for v in z])
+    rank = np.argsort(p)  # Holm, written out
+    steps = np.maximum.accumulate(np.minimum(1.0, (p.size - np.arange(p.size)) * p[rank]))
+    adjusted = np.empty(p.size)
+    adjusted[rank] = steps
+    out = {}
+    for k, sub in enumerate(subs):
+        m = sub.index
+        w, d = pred.weight[m], pred.label[m] - pred.score[m]
+        mean = float(w @ d / w.sum())
+        se = np.sqrt(np.sum(w**2 * (d - mean) ** 2) / w.sum() ** 2 * d.size / (d.size - 1))
+        out[groups[k]] = {"holdout_size": int(m.size), "kuiper_z": float(z[k]),
+                          "p_value": float(p[k]), "p_adjusted": float(adjusted[k]),
+                          "effect": mean, "ci_low": mean - 1.959963984540054 * se,
+                          "ci_high": mean + 1.959963984540054 * se}
+    return out, held.shape[0]
+
+
+def test_duckdb_confirms_the_groups_on_every_row_not_searched(data_file, monkeypatch):
+    import mcviz.compare.groups_at_scale as at_scale
+
+    monkeypatch.setattr(at_scale, "BATCH_ROWS", 333)  # tie runs (3-digit scores) cross batches
+    names = ["region", "age"]
+    status, output, err = _run(data_file, *ARGS, "--engine", "duckdb", "--sample-rows", "3000",
+                               "--covariates", ",".join(names))
+    assert status == 0, err
+    reference, n_held = _held_out_reference(data_file, 3000, names)
+    assert n_held == N - 2100
+    assert f"confirmed by duckdb on the {n_held:,} rows not searched" in output["notice"]
+    groups = output["regressions"] + output["improvements"]
+    assert groups and output["regressions"][0]["description"].startswith("region == r4")
+    for group in groups:
+        want = reference[group["description"]]
+        for key, value in want.items():
+            assert abs(group[key] - value) <= 1e-9 * max(1.0, abs(value)), (
+                group["description"], key, group[key], value)
+        assert group["holdout_size"] > 0.3 * group["size"]  # more than the sample's held-out
+
+
 @pytest.mark.spark
 def test_spark_gives_the_in_memory_paired_statistics(data_file):
     """The library on Spark (one local session): sums and every ordered path."""
+    from mcviz.compare import compare_models
     from mcviz.compare.at_scale import compare_on_engine
+    from mcviz.compare.groups_at_scale import confirm_groups, searched_rows
     from mcviz.engines.base import Columns
+    from mcviz.io import load_predictions
     from mcviz.engines.spark_engine import SparkEngine
 
     status, reference, err = _run(data_file, *ARGS)
@@ -141,6 +230,19 @@ def test_spark_gives_the_in_memory_paired_statistics(data_file):
                              partition_rows=1000)  # several range partitions to chain
         output = compare_on_engine(engine, score_b="chall", orders=["age"],
                                    thresholds=[0.2, 0.5])
+        # the groups confirmed by Spark on the rows the in-memory search held out
+        frame = pd.read_parquet(data_file)
+        pred = load_predictions(frame, score="prod", label="y", weight="w",
+                                covariates=["chall", "region", "age"])
+        found = compare_models(pred, "chall", covariates=["region", "age"],
+                               thresholds=[0.2, 0.5])
+        searched, looked = searched_rows(found, pred, "chall", ["region", "age"])
+        keys = np.column_stack((np.zeros(int(looked.sum()), dtype=np.int64), pred.row[looked]))
+        regressions, improvements, n_held = confirm_groups(
+            engine, found, score_b="chall", searched=searched, keys=keys, n=N)
+    assert n_held == N - int(looked.sum()) and regressions and improvements
+    for got, want in ((regressions, found.regressions), (improvements, found.improvements)):
+        _assert_same([f.as_json() for f in got], [f.as_json() for f in want])
     for block in ("n", "paired", "net_benefit"):
         _assert_same(output[block], reference[block], block)
     for model in ("a", "b"):

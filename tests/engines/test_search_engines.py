@@ -165,3 +165,18 @@ def test_sample_size_comes_from_the_memory_budget(planted_file, monkeypatch):
     output = _run(planted_file, "--engine", "duckdb", "--covariates",
                   "region,sex,occupation,age,income,x1,x2")
     assert output["sample"]["rows"] == rows < N
+
+
+def test_a_sample_of_the_named_columns_holds_the_same_rows(planted_file):
+    """The search's draw reads only the columns named on the command line: the same rows."""
+    from mcviz.engines.duckdb_engine import read_sample
+    from mcviz.engines.holdout import ROW_KEY
+
+    every = read_sample([str(planted_file)], 3000, 2, keys=True)
+    named = read_sample([str(planted_file)], 3000, 2, keys=True, columns=["score", "label", "w"])
+    assert list(named.columns[:3]) == ["score", "label", "w"] and named.shape[1] == 5
+    assert every.shape[1] > named.shape[1]
+    key = every.set_index(ROW_KEY).sort_index()
+    same = named.set_index(ROW_KEY).sort_index()
+    assert np.array_equal(key.index, same.index)  # the same rows
+    assert np.array_equal(key["score"].to_numpy(), same["score"].to_numpy())

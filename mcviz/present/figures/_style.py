@@ -31,7 +31,7 @@ MAX_POINTS = 10_000
 """No figure carries more points than this (paths are decimated before they reach a figure)."""
 
 
-LegendPlace = Literal["bottom", "inside", "none"]
+LegendPlace = Literal["bottom", "none"]
 ASSUMED_WIDTH = 560
 """Width (px) legends are laid out for when a figure has none: a half-screen grid cell."""
 
@@ -89,8 +89,8 @@ def apply_style(figure: go.Figure, *, title: str | None = None, subtitle: str | 
     ``top_axis``; the plot; the bottom axis's ticks and title; then, with ``legend="bottom"``,
     the legend at the bottom edge of the figure. The margins reserve the height of each band,
     the legend's rows estimated from its entries' text at the figure's width, so no legend
-    lies over an axis title (on screen and in exported images alike). ``legend="inside"``
-    puts it at the plot's top left on a translucent background.
+    lies over an axis title (on screen and in exported images alike). There is no place inside
+    the plot: a legend there covered data (the rising part of Review's age curves, #40).
     """
     size = PRESENTATION_FONT_SIZE if presentation else FONT_SIZE
     line = 1.35 * size
@@ -113,10 +113,6 @@ def apply_style(figure: go.Figure, *, title: str | None = None, subtitle: str | 
         legend_layout = {"orientation": "h", "yref": "container", "y": 0.0,
                          "yanchor": "bottom", "x": 0.0, "xanchor": "left",
                          "bgcolor": "rgba(0,0,0,0)", "font": {"size": legend_size}}
-    elif legend == "inside":
-        legend_layout = {"orientation": "v", "x": 0.01, "y": 0.99, "xanchor": "left",
-                         "yanchor": "top", "bgcolor": "rgba(255,255,255,0.75)",
-                         "font": {"size": legend_size}}
     figure.update_layout(
         template=_template(frozenset(trace.type for trace in figure.data) - _BASE_TRACES,
                            tick_size(presentation)),

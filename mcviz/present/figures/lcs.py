@@ -37,7 +37,7 @@ def _shade_boundary(figure: go.Figure, result: LocalCalibrationScore) -> None:
     for low, high in stretches:
         label = {} if (low, high) != labelled else {
             "annotation_text": "window at the range end", "annotation_font_size": 11,
-            # the legend sits top left: the label at the bottom of the stretch, inside the plot
+            # the label at the bottom of the stretch, inside the plot (the legend is below it)
             "annotation_position": "bottom right" if low > 0.5 else "bottom left"}
         figure.add_vrect(x0=low, x1=high, fillcolor=LIGHT_GRAY, opacity=0.35, line_width=0,
                          layer="below", name=BOUNDARY_NOTE, **label)
@@ -68,9 +68,9 @@ def lcs_figure(result: LocalCalibrationScore, *, title: str | None = None,
     ))
     figure.add_trace(go.Scatter(
         x=grid, y=result.fit, mode="lines+markers", marker={"size": 4},
-        line={"color": BLUE, "width": 2.5}, name=f"ĝ (k = {result.k:,})",
+        line={"color": BLUE, "width": 2.5}, name=f"observed rate, local (k = {result.k:,} rows)",
         customdata=np.column_stack((result.lower, result.upper, result.count)),
-        hovertemplate=("score %{x:.2f}: ĝ %{y:.3f} [%{customdata[0]:.3f}, "
+        hovertemplate=("score %{x:.2f}: observed rate %{y:.3f} [%{customdata[0]:.3f}, "
                        "%{customdata[1]:.3f}], %{customdata[2]:,} rows<extra></extra>"),
     ))
     figure.add_trace(go.Scatter(
@@ -94,6 +94,6 @@ def lcs_figure(result: LocalCalibrationScore, *, title: str | None = None,
         subtitle += " · scores jittered (N(0, 0.001²), as the authors)"
     apply_style(
         figure, title=title or "Local calibration curve", subtitle=subtitle,
-        presentation=presentation, height=height, legend="inside",
+        presentation=presentation, height=height, legend="bottom",
     )
     return figure

@@ -299,7 +299,7 @@ def variable_curves_figure(result: VariableCalibration, *, title: str | None = N
     apply_style(
         figure,
         title=title or f"Error and predicted error along {result.name}",
-        subtitle=subtitle, presentation=presentation, height=height, legend="inside",
+        subtitle=subtitle, presentation=presentation, height=height, legend="bottom",
     )
     return figure
 
@@ -385,6 +385,6 @@ def categorical_levels_figure(result: LevelCalibration, *, title: str | None = N
         subtitle += f" · {max_levels} of {len(result.levels)} levels shown"
     apply_style(
         figure, title=title or f"Error and predicted error by {result.name}",
-        subtitle=subtitle, presentation=presentation, height=height, legend="inside",
+        subtitle=subtitle, presentation=presentation, height=height, legend="bottom",
     )
     return figure

@@ -158,7 +158,9 @@ class ClassicalMeasures:
              f"≈ N(0, 1) under perfect calibration (p = {m.spiegelhalter_p:.3g})"
              if math.isfinite(m.spiegelhalter_p) else f"p {VOID_P_VALUES}"),
             (overall, "Hosmer-Lemeshow p", h.p_value,
-             f"χ² = {h.statistic:.4g} on {h.df} df over {h.df + 2} groups; {h.note}"
+             # the caveat (``h.note``) is said once under the table: in the row it ran past
+             # the table's right edge (#40)
+             f"χ² = {h.statistic:.4g} on {h.df} df over {h.df + 2} groups; depends on the grouping"
              if math.isfinite(h.p_value) else VOID_P_VALUES),
             (curve, "smECE", self.smooth.smece,
              f"smooth ECE, reflected Gaussian kernel of automatic width σ* = "

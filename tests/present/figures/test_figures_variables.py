@@ -88,7 +88,7 @@ def test_categorical_levels_caps_the_number_of_levels():
 def test_lcs_figure(pred):
     result = local_calibration_score(pred.score, pred.label)
     figure = lcs_figure(result)
-    curve = next(t for t in figure.data if t.name and t.name.startswith("ĝ"))
+    curve = next(t for t in figure.data if t.name and t.name.startswith("observed rate, local"))
     np.testing.assert_allclose(curve.y, result.fit)
     diagonal = next(t for t in figure.data if t.name == "perfect calibration")
     assert list(diagonal.x) == [0, 1]
