@@ -73,12 +73,13 @@ _BYTES_FIXED = 35_000_000
 _BYTES_PER_ROW = 330
 # Time besides the guided searches' own estimates and the method's (RecalibrationMethod.cost):
 # the judgement of the held-out rows and the comparison of the fix, as a challenger, with the
-# model (its statistics, bands, decisions), per row of data. Refitted to the CPU time of
-# `cd benchmarks && python bench_budget.py fix` (2026-11-29, load 26): platt 6x10^5 x 4
-# measured 8.9 s CPU where the estimate without this term said 3.5 s (0.39x), findings 4x10^5
-# x 6 11.7 s against 9.1 s; the missing 5.4 s and 2.6 s are 9.0e-6 and 6.4e-6 s per row.
+# model (its statistics, bands per covariate, decisions), per row and covariate. Refitted to the
+# CPU time of `cd benchmarks && python bench_budget.py fix` (2026-11-29, load 26-41): without
+# this term the estimates were 0.39x (platt, 6x10^5 rows x 4 covariates: 3.5 s against 8.1-8.9
+# s CPU), 0.35x (platt 3x10^5 x 8: 2.6 s against 7.4 s), 0.78x (findings 4x10^5 x 6) and 0.74x
+# (findings 2x10^5 x 4); the missing seconds are 2.0-2.3e-6 per row and covariate.
 _SECONDS_FIXED = 0.3
-_SECONDS_PER_ROW = 9e-6
+_SECONDS_PER_ROW_COVARIATE = 2.1e-6
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -216,7 +217,7 @@ def fix_estimate(rows: int, covariates: int, *, method: str = "findings",
     registered = get_method(method)
     method_bytes, method_seconds = registered.cost(rows, covariates)
     memory = _BYTES_FIXED + rows * _BYTES_PER_ROW + method_bytes
-    seconds = _SECONDS_FIXED + rows * _SECONDS_PER_ROW + method_seconds
+    seconds = _SECONDS_FIXED + rows * covariates * _SECONDS_PER_ROW_COVARIATE + method_seconds
     if search or registered.searches:
         searched = search_estimate(int(rows * (1 - holdout)), covariates)
         memory = max(memory, searched.bytes)
