@@ -98,6 +98,8 @@ SHAPES: dict[str, dict[str, dict]] = {
     "fix": {
         "platt": {"rows": 600_000, "covariates": 4, "method": "platt"},
         "findings": {"rows": 400_000, "covariates": 6, "method": "findings"},
+        "platt_wide": {"rows": 300_000, "covariates": 8, "method": "platt"},
+        "findings_small": {"rows": 200_000, "covariates": 4, "method": "findings"},
     },
 }
 

@@ -25,13 +25,15 @@ half the rows (score-stratified split, seed 0; ``findings`` searches its fit row
 at most) and judged by :func:`mcviz.recalibration.verify_fix` on the other half against one
 family: 300 Algorithm-1 subpopulations of the held-out rows plus the three planted segments.
 
-Columns: held-out D/sigma of each planted segment before -> after; the largest |z| after of a
-band (deciles of age and tenure, levels of region and channel; :func:`band_shifts`) that the fix
-made worse (|z| after above |z| before; "moved" counts those beyond the bound that all 31 bands
-of a calibrated fix stay within in 95% of draws, 3.15: :func:`band_bound`), the held-out log
-loss change with its 95% interval, the share of held-out M removed, wall seconds (CPU seconds)
-and the peak RSS of the child process beyond the data. The issue's bar: after the findings fix
-no planted segment keeps D/sigma >= 3, no band moves beyond the bound, log loss not worse.
+Columns: held-out D/sigma of each planted segment before -> after (in brackets: the same rows
+under the true probabilities, what the held-out labels' noise alone gives); the largest |z|
+after of a band (deciles of age and tenure, levels of region and channel; :func:`band_shifts`)
+that the fix made worse (|z| after above |z| before; "moved" counts those beyond the bound that
+all 31 bands of a calibrated fix stay within in 95% of draws, 3.15: :func:`band_bound`), the
+held-out log loss change with its 95% interval, the share of held-out M removed, wall seconds
+(CPU seconds) and the peak RSS of the child process beyond the data. The issue's bar: after the
+findings fix no planted segment keeps D/sigma >= 3, no band moves beyond the bound, log loss not
+worse.
 
 ``--null K``: the findings fix on K calibrated data sets (:func:`planted_fix_data` with
 ``calibrated=True``, ``--null-rows`` rows, seeds 0..K-1): how many get a term (a chance term has
@@ -124,6 +126,7 @@ def child(n: int, method: str, seed: int) -> dict:
     return {"segments": segments, "band_z": max(worse, default=0.0),
             "moved": len(result.bands_moved), "bands": len(result.bands),
             "oracle_z": _oracle_band_z(result, frame["truth"].to_numpy()),
+            "oracle_seg": _oracle_segments(result, frame["truth"].to_numpy()),
             "loss": [change.mean, change.low, change.high, change.direction],
             "m_removed": result.metric_reduction, "seconds": seconds, "cpu": cpu,
             "extra_mb": (peak - base) / 2**20, "map": result.recalibrator.describe(),
@@ -143,6 +146,24 @@ def _oracle_band_z(result, truth) -> float:
     before = result.eval_before
     perfect, position = rescored(before, truth[before.row])
     return max(abs(b.z_after) for b in band_shifts(before, perfect, position, COVARIATES))
+
+
+def _oracle_segments(result, truth) -> dict:
+    """Each planted segment's held-out D/sigma had the fix given the true probabilities.
+
+    What the held-out labels' noise alone gives on the same rows: a fitted term also carries
+    its estimation error from the fit rows, so its D/sigma after is this and more.
+    """
+    from mcviz.recalibration import rescored
+    from mcviz.stats.multical import multicalibration
+    from mcviz.subpopulations import filter_subpopulation
+
+    before = result.eval_before
+    perfect, _ = rescored(before, truth[before.row])
+    subs = [filter_subpopulation(perfect, d, id=k + 1)
+            for k, d in enumerate(PLANTED_SHAPES.values())]
+    z = multicalibration(perfect, subs).kuiper_z[1:]
+    return {kind: float(v) for kind, v in zip(PLANTED_SHAPES, z, strict=True)}
 
 
 def null_runs(k: int, n: int) -> None:
@@ -179,7 +200,8 @@ def main() -> None:
         print(json.dumps(child(int(args.child[0]), args.child[1], int(args.child[2]))))
         return
     kinds = list(PLANTED_SHAPES)
-    print("| rows | seed | method | " + " | ".join(f"{k}: D/σ before → after" for k in kinds)
+    print("| rows | seed | method | " + " | ".join(f"{k}: D/σ before → after (true)"
+                                                  for k in kinds)
           + " | worst band made worse, |z| (moved beyond the bound) "
             "| same bands, true probabilities |z| | held-out log loss change (95% CI) "
             "| M removed | recommended | seconds (CPU) "
@@ -196,8 +218,8 @@ def main() -> None:
                     print(f"| {n:,} | {seed} | {method} | {error} |", flush=True)
                     continue
                 r = json.loads(done.stdout)
-                cells = " | ".join(f"{r['segments'][k][0]:.1f} → {r['segments'][k][1]:.2f}"
-                                   for k in kinds)
+                cells = " | ".join(f"{r['segments'][k][0]:.1f} → {r['segments'][k][1]:.2f} "
+                                   f"({r['oracle_seg'][k]:.2f})" for k in kinds)
                 mean, low, high, word = r["loss"]
                 print(f"| {n:,} | {seed} | {method} | {cells} | {r['band_z']:.2f} ({r['moved']} "
                       f"of {r['bands']}) | {r['oracle_z']:.2f} | {word}: {mean:+.4f} ({low:+.4f} "

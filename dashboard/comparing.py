@@ -14,11 +14,10 @@ import numpy as np
 import pandas as pd
 
 from dashboard import state as s
-from mcviz.compare.words import points, relative, signed
-from mcviz.text import format_p, p_phrase
+from mcviz.compare.words import signed, verdict_parts
 from mcviz.errors import ValidationError
 from mcviz.settings import CompareSettings, parse_thresholds
-from mcviz.text import display_text
+from mcviz.text import display_text, format_fixed, format_p
 
 __all__ = ["CHALLENGER", "MARKS", "CompareRequest", "Line", "challenger_scores", "command_line",
            "deck_key", "deck_slides", "groups_table", "net_benefit_table", "request_from_state",
@@ -125,58 +124,15 @@ class Line:
 
 
 def verdict_lines(result: Any) -> list[Line]:
-    """Return the verdict in plain words, statistics in each line's tooltip."""
-    b = result.brier
-    kind = "good" if b.ci_high < 0 else ("bad" if b.ci_low > 0 else "neutral")
-    if kind == "good":
-        text = f"B predicts better than A overall: its Brier score is {relative(b.relative)} lower."
-    elif kind == "bad":
-        text = f"B predicts worse than A overall: its Brier score is {relative(b.relative)} higher."
-    else:
-        text = "Overall, A and B predict equally well: the difference is within chance."
-    lines = [Line(text, kind, f"Brier B {b.b:.4f}, A {b.a:.4f}; B − A {signed(b.difference)} "
-                              f"(95% CI {signed(b.ci_low)} to {signed(b.ci_high)}, paired); log "
-                              f"loss B − A {signed(result.log_loss.difference)}.")]
-    ca, cb = result.calibration_a, result.calibration_b
-    lines.append(Line(
-        f"Largest cumulative calibration gap: A {ca.kuiper * 100:.1f} percentage points, "
-        f"B {cb.kuiper * 100:.1f} percentage points.",
-        "neutral", f"A: D/σ {ca.kuiper_z:.2f}, {p_phrase(ca.p_value)}; B: D/σ "
-                   f"{cb.kuiper_z:.2f}, {p_phrase(cb.p_value)} (Kuiper, paper 000 eqs. 2, 5)."))
-    for name, found, bad in (("worse", result.regressions, True),
-                             ("better", result.improvements, False)):
-        confirmed = [f for f in found if f.confirmed]
-        if not confirmed:
-            lines.append(Line(f"No group where B is {name} than A was confirmed on held-out rows.",
-                              "neutral", "Guided search on the paired Brier difference; "
-                                         "Holm-adjusted held-out p-values."))
-        for f in confirmed:
-            lines.append(Line(
-                f"B is {name} for {f.group or f.description} ({f.share:.1%} of rows): there A's "
-                f"observed − predicted is {points(f.calibration_a)}, B's "
-                f"{points(f.calibration_b)}.", "bad" if bad else "good",
-                f"Held-out Brier B − A {f.effect:+.4f} (95% CI {f.ci_low:+.4f} to "
-                f"{f.ci_high:+.4f}); adjusted {p_phrase(f.p_adjusted)}; "
-                f"{f.holdout_size:,} held-out rows."))
-    net = result.net_benefit
-    for k, t in enumerate(net.thresholds):
-        gain = float(net.difference[k]) * 1000
-        low, high = float(net.ci_low[k]) * 1000, float(net.ci_high[k]) * 1000
-        if net.changed[k] == 0:
-            text, kind = f"At a threshold of {t:g}, switching changes no decision.", "neutral"
-        elif low > 0 or high < 0:
-            verb = "gains" if gain > 0 else "loses"
-            text = (f"At a threshold of {t:g}, switching to B {verb} {abs(gain):.1f} net true "
-                    "positives per 1,000 decisions.")
-            kind = "good" if gain > 0 else "bad"
-        else:
-            text = (f"At a threshold of {t:g}, switching to B changes the net benefit within "
-                    "chance.")
-            kind = "neutral"
-        lines.append(Line(text, kind, f"B − A {gain:+.1f} per 1,000 decisions (95% CI "
-                                      f"{low:+.1f} to {high:+.1f}); {net.changed[k]:.1%} of "
-                                      "decisions change."))
-    return lines
+    """Return the verdict in plain words, statistics in each line's tooltip.
+
+    The words are the comparison's own verdict (``result.verdict``: the report, the JSON and
+    the deck say the same sentences, #40); the tooltip says the statistics behind each.
+    """
+    fields = {name: getattr(result, name) for name in (
+        "brier", "log_loss", "calibration_a", "calibration_b", "paths", "regressions",
+        "improvements", "net_benefit")}
+    return [Line(text, kind, details) for text, kind, details in verdict_parts(**fields)]
 
 
 def summary_table(result: Any) -> pd.DataFrame:
@@ -197,17 +153,31 @@ def summary_table(result: Any) -> pd.DataFrame:
 def groups_table(found: tuple) -> pd.DataFrame:
     """Return regressions or improvements: one row per group, in plain units.
 
-    gap: held-out observed − predicted in percentage points under each model (:data:`GAP_NOTE`).
+    gap: held-out observed − predicted in percentage points under each model (:data:`GAP_NOTE`);
+    each header's help is :data:`GROUP_HELP`.
     """
-    return pd.DataFrame([{
-        "group": f.description, "share": f.share,
-        "Brier B − A, held-out (95% CI)": f"{f.effect:+.4f} ({f.ci_low:+.4f} to {f.ci_high:+.4f})",
-        "A: gap (points)": f.calibration_a * 100, "B: gap (points)": f.calibration_b * 100,
-        "adjusted p": format_p(f.p_adjusted),
-        "confirmed": "yes" if f.confirmed else "no",
-    } for f in found], columns=["group", "share", "Brier B − A, held-out (95% CI)",
-                                "A: gap (points)", "B: gap (points)", "adjusted p",
-                                "confirmed"])
+    return pd.DataFrame([{  # the group in words (its filter is on the button to Review)
+        "group": f.group or f.description, "share": f.share,
+        "loss B − A (95% CI)": f"{signed(f.effect)} ({signed(f.ci_low)} to {signed(f.ci_high)})",
+        "A: gap": f.calibration_a * 100, "B: gap": f.calibration_b * 100,
+        "adjusted p": f"{format_p(f.p_adjusted)}, {'confirmed' if f.confirmed else 'a lead'}",
+    } for f in found], columns=["group", "share", "loss B − A (95% CI)", "A: gap", "B: gap",
+                                "adjusted p"])
+
+
+GROUP_HELP = {
+    "group": "The group in words; its exact filter opens in Review (the buttons below).",
+    "share": "The group's share of all rows.",
+    "loss B − A (95% CI)": "Held-out Brier loss of B minus A's, per row, with its 95% interval: "
+                           "above 0, B's loss is higher there.",
+    "A: gap": "A's observed − predicted on the group's held-out rows, in percentage points "
+              "(negative: A over-predicts there).",
+    "B: gap": "B's observed − predicted on the group's held-out rows, in percentage points.",
+    "adjusted p": "Holm-adjusted held-out p-value; confirmed when below 0.05 and the interval "
+                  "excludes 0, else a lead.",
+}
+"""Hover help of :func:`groups_table`'s headers (the narrow headers keep the table on the page,
+#40: it ran 1,108 px wide in a 978-px column)."""
 
 
 def net_benefit_table(result: Any) -> pd.DataFrame:
@@ -216,7 +186,8 @@ def net_benefit_table(result: Any) -> pd.DataFrame:
     return pd.DataFrame({
         "threshold": net.thresholds, "A per 1,000": net.a * 1000, "B per 1,000": net.b * 1000,
         "B − A per 1,000": net.difference * 1000,
-        "95% CI (paired)": [f"{lo * 1000:+.1f} to {hi * 1000:+.1f}"
+        "95% CI (paired)": [f"{format_fixed(lo * 1000, signed=True)} to "
+                            f"{format_fixed(hi * 1000, signed=True)}"
                             for lo, hi in zip(net.ci_low, net.ci_high, strict=True)],
         "decisions changed": net.changed,
     })

@@ -18,10 +18,10 @@ from mcviz.io import Predictions
 from mcviz.settings import DecisionSettings, FixSettings
 from mcviz.settings import parse_thresholds as read_thresholds
 
-__all__ = ["FULL", "SECTION_HELD", "FixRun", "MethodOption", "ScopeView", "fix_json",
-           "fix_section", "fixed_source", "held_section", "method_options", "parse_thresholds",
-           "reviewed_findings", "run_fix", "scope_view", "scores_by_row", "summary_table",
-           "term_overlap"]
+__all__ = ["FULL", "SECTION_HELD", "FixRun", "MethodOption", "ScopeView", "fix_headline",
+           "fix_json", "fix_section", "fixed_source", "held_section", "method_options",
+           "parse_thresholds", "reviewed_findings", "run_fix", "scope_view", "scores_by_row",
+           "summary_table", "term_overlap"]
 
 FULL = "full population"
 SECTION_HELD = "fix_section_held"
@@ -268,7 +268,7 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
     from mcviz.present.figures import format_number
     from mcviz.present.verdict import Section, stated
 
-    sentences = [result.verdict[0].upper() + result.verdict[1:] + ".",
+    sentences = [fix_headline(result), f"In numbers: {result.verdict}.",
                  f"Fitted on {result.n_fit:,} rows, judged on {result.n_eval:,} held-out rows; "
                  f"map: {result.recalibrator.describe()}."]
     sentences += [s[0].upper() + s[1:] + "." for s in impact.sentences(thresholds[:4])]
@@ -295,12 +295,41 @@ def fix_next_step(result: Any) -> str:
     ship = result.accepted and result.meaningful if recommended is None else bool(recommended)
     if ship:
         return (f"Ship the {result.method} fix: on {result.n_eval:,} held-out rows it "
-                f"{result.verdict.split(' fix ', 1)[-1]}; download its map and apply it.")
+                f"{_fix_words(result)}; download its map and apply it.")
     if result.accepted:
         return (f"Don't ship the {result.method} fix yet: on {result.n_eval:,} held-out rows its "
                 "effect is within noise; collect more rows or try another method.")
     return (f"Don't ship the {result.method} fix: it made the held-out predictions worse; "
             "keep the model as it is or try another method.")
+
+
+def fix_headline(result: Any) -> str:
+    """The fix's judgement in words, for the Fix page's headline and the Review verdict (#40).
+
+    ``result.verdict`` (held-out M and log loss in numbers, as ``mcviz fix --json`` says) is
+    the details line under it.
+    """
+    head = "Recommended" if result.recommended else "Not recommended"
+    return f"{head}: the {result.method} fix {_fix_words(result)}."
+
+
+def _fix_words(result: Any) -> str:
+    """What the fix did on the held-out rows, in words: no M, no log-loss number (#40).
+
+    The numbers (held-out M and log loss before and after, the change's interval) are the fix
+    section's facts, shown beside it.
+    """
+    from mcviz.present.figures import format_percent
+
+    m = float(result.metric_reduction)
+    worst = (f"removes {format_percent(m)} of the worst subpopulation's miscalibration"
+             if m >= 0 else
+             f"adds {format_percent(-m)} to the worst subpopulation's miscalibration")
+    quality = {"better": "its probabilities score better (lower log loss, beyond noise)",
+               "worse": "its probabilities score worse (higher log loss, beyond noise)"}.get(
+        result.log_loss_change.direction,
+        "its probabilities score neither better nor worse beyond noise (log loss)")
+    return f"{worst}, and {quality}"
 
 
 def before_after_figures(result: Any) -> tuple:

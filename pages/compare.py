@@ -120,7 +120,7 @@ for title, found, word in (("Where B is worse (regressions)", result.regressions
         st.caption(f"No group where B is {word} was found.")
         continue
     ui.show_table(comparing.groups_table(found), percent=("share",),
-                  key=f"compare_{word}")
+                  help=comparing.GROUP_HELP, key=f"compare_{word}")
     ui.caption(comparing.GAP_NOTE)
     buttons = st.columns(min(len(found), 4))
     for k, finding in enumerate(found):

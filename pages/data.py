@@ -202,6 +202,6 @@ with kinds_slot:
     st.dataframe(tables.displayed(pd.DataFrame({"covariate": list(pred.covariate_kinds),
                                                 "kind": list(pred.covariate_kinds.values())})),
                  hide_index=True, height=200)
-with preview_slot:
-    st.caption("Preview (first 20 rows of the file)")
+with preview_slot, st.container(key="scrolls_sideways_preview"):  # the file's own columns:
+    st.caption("Preview (first 20 rows of the file; scroll sideways for every column)")
     st.dataframe(tables.displayed(frame.head(20)), height=240)  # shown, not the data

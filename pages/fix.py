@@ -71,8 +71,8 @@ except ValidationError as error:
     ui.show_error(error)
     st.stop()
 
-verdict = result.verdict[0].upper() + result.verdict[1:]
-(ui.show_success if result.recommended else ui.show_warning)(verdict)
+(ui.show_success if result.recommended else ui.show_warning)(fixing.fix_headline(result))
+ui.caption(f"In numbers: {result.verdict}.")
 ui.caption(result.reason[0].upper() + result.reason[1:])
 ui.caption(f"Map: {result.recalibrator.describe()} · fitted on {result.n_fit:,} rows, judged on "
            f"{result.n_eval:,} held-out rows.")

@@ -30,6 +30,7 @@ from mcviz.stats.cumulative import mean_rates
 from mcviz.subpopulations import (
     filter_subpopulation,
     group_subpopulations,
+    split_words,
     subpopulation_words,
 )
 from mcviz.text import display_text
@@ -120,10 +121,14 @@ def drill_down(sub, row: dict | None) -> None:
     between charts.
     """
     weight = float(pred.weight[sub.index].sum())
-    st.markdown(f"**{md(sub.description)}** · {sub.size:,} rows ({sub.size / pred.n:.1%}) · "
-                f"weight {format_number(weight)} ({weight / pred.weight_total:.1%} of the total)")
-    if sub.conditions:
-        st.markdown("Path of splits: " + " → ".join(md(c) for c in sub.conditions))
+    # words for people (#40); the exact filter, which a link re-parses, in the caption
+    st.markdown(f"**{md(subpopulation_words(pred, sub))}** · {sub.size:,} rows "
+                f"({sub.size / pred.n:.1%}) · weight {format_number(weight)} "
+                f"({weight / pred.weight_total:.1%} of the total)")
+    if len(sub.conditions) > 1:
+        st.markdown("Splits, in the order taken: "
+                    + " → ".join(md(step) for step in split_words(pred, sub)))
+    ui.caption(f"Filter: {sub.description}")
     note = None
     if row is not None and runs_:  # picked from the table: its own p is no test (#40)
         if runs_[0].search is None:
@@ -315,8 +320,9 @@ if runs_:
                 st.session_state[s.W_SELECTED] = int(value)
 
     left, right = ui.chart_slots(2)
-    with left:
-        st.caption("Top 50 subpopulations by normalised value (click a row to open it)")
+    with left, st.container(key="scrolls_sideways_subpopulations"):  # the filters are long
+        st.caption("Top 50 subpopulations by normalised value (click a row to open it; the "
+                   "filter is the last column: scroll sideways, or read it in words below)")
         p_name = ("p (void)" if LOW_PREVALENCE
                   else "p (all rows, unadjusted)" if search is not None else "p")
         shown = tables.displayed(tables.formatted(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_engine_arguments", "on_table", "require_engine", "sample_roles"]
+__all__ = ["add_engine_arguments", "engine_share", "on_table", "require_engine", "sample_roles"]
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -29,6 +29,40 @@ def require_engine(name: str) -> None:
     from mcviz.cli.screen import _require_engine
 
     _require_engine(name)
+
+
+def resident_bytes() -> int:
+    """This process's resident memory now (Linux ``/proc/self/statm``; 0 where unreadable)."""
+    import os
+
+    try:
+        with open("/proc/self/statm") as stream:
+            return int(stream.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def engine_share(memory_limit: str | None) -> str | None:
+    """DuckDB's share of ``--memory-limit``: the limit minus what this process holds now.
+
+    ``--memory-limit`` bounds the whole process: a search at scale keeps its sample's rows
+    and findings in Python while DuckDB sorts, so DuckDB gets the rest (at least a quarter of
+    the limit). None: no limit given (DuckDB's own default).
+
+    Examples
+    --------
+    >>> engine_share(None) is None
+    True
+    >>> int(engine_share("100GB")[:-3]) > 90_000
+    True
+    """
+    if memory_limit is None:
+        return None
+    from mcviz.budget import memory_budget
+
+    limit = memory_budget(memory_limit)
+    share = max(limit - resident_bytes() - (64 << 20), limit // 4)
+    return f"{share // 2**20}MiB"
 
 
 SAMPLE_ROWS = 10_000

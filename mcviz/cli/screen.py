@@ -172,11 +172,13 @@ def cancel_engine(engine: Engine) -> None:
 
 
 def read_sample_interruptible(
-    files: Sequence[str], rows: int, seed: int, temp_directory: str, *, keys: bool = False
+    files: Sequence[str], rows: int, seed: int, temp_directory: str, *, keys: bool = False,
+    memory_limit: str | None = None, columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Reservoir-sample the rows on a connection that a signal can interrupt.
 
-    ``keys``: each row also gets its file and row number (:func:`read_sample`).
+    ``keys``: each row also gets its file and row number (:func:`read_sample`);
+    ``memory_limit``: DuckDB's memory limit for the draw; ``columns``: only these are read.
     """
     try:
         import duckdb
@@ -186,10 +188,13 @@ def read_sample_interruptible(
         return read_sample(files, rows, seed, keys=keys)
     from mcviz.engines.duckdb_engine import read_sample
 
-    con = duckdb.connect(config={"temp_directory": temp_directory})
+    config = {"temp_directory": temp_directory}
+    if memory_limit is not None:
+        config["memory_limit"] = memory_limit
+    con = duckdb.connect(config=config)
     try:
-        return _common.interruptible(lambda: read_sample(files, rows, seed, con=con, keys=keys),
-                                     con.interrupt)
+        return _common.interruptible(lambda: read_sample(files, rows, seed, con=con, keys=keys,
+                                                         columns=columns), con.interrupt)
     finally:
         if not _common.work_abandoned():
             con.close()

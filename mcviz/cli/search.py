@@ -124,6 +124,7 @@ def run_sampled(args: argparse.Namespace) -> dict:
     On DuckDB and Spark the findings' held-out numbers are then measured on every row the
     search did not look at (:func:`mcviz.search.at_scale.confirm_at_scale`).
     """
+    from mcviz.cli.engine_options import engine_share
     from mcviz.cli.screen import cancel_engine, make_engine, read_sample_interruptible
     from mcviz.engines.base import expand_paths
 
@@ -143,12 +144,16 @@ def run_sampled(args: argparse.Namespace) -> dict:
     files = expand_paths(args.file)
     keyed = args.engine != "numpy"
     with tempfile.TemporaryDirectory(prefix="mcviz-search-", ignore_cleanup_errors=True) as spill:
-        sample = read_sample_interruptible(files, rows, args.seed, spill, keys=keyed)
+        share = engine_share(args.memory_limit) if args.engine == "duckdb" else None
+        sample = read_sample_interruptible(files, rows, args.seed, spill, keys=keyed,
+                                           memory_limit=share, columns=_read_columns(args))
         pred, result, columns, keys = _search_sample(args, sample, files, covariates, keyed)
         del sample
         if args.engine == "spark":  # the JVM's shuffle and spill files go there too
             os.environ["SPARK_LOCAL_DIRS"] = spill
-        engine = make_engine(args.engine, files, columns, memory_limit=args.memory_limit,
+        engine = make_engine(args.engine, files, columns,  # the limit bounds the process
+                             memory_limit=engine_share(args.memory_limit)
+                             if args.engine == "duckdb" else args.memory_limit,
                              drop_invalid=args.drop_invalid, temp_directory=spill,
                              spark_master=getattr(args, "spark_master", None))
         try:
@@ -165,6 +170,19 @@ def run_sampled(args: argparse.Namespace) -> dict:
         _write_findings(out, output, files=files, columns=columns,
                         kinds=dict(pred.covariate_kinds), engine=args.engine)
     return output
+
+
+def _read_columns(args: argparse.Namespace) -> list[str] | None:
+    """The sample's columns when the command line names every one (None: all columns).
+
+    The score, the label, the weight (or ``--no-weight``) and the covariates given: the draw
+    reads only those (the same rows), not every column of a wide file.
+    """
+    covariates = _common.split(args.covariates)
+    if not (args.score and args.label and covariates) or args.weight is None:
+        return None
+    names = [args.score, args.label, *([args.weight] if args.weight else []), *covariates]
+    return list(dict.fromkeys(names))
 
 
 def _write_findings(out, output: dict, **where) -> None:
@@ -197,7 +215,13 @@ def _budget_rows(args: argparse.Namespace, covariates: list[str] | None) -> int:
             count = 1  # the sample's read says what is wrong with the file
     else:
         count = len(covariates)
-    return sample_rows(max(count, 1), holdout=args.holdout, max_conditions=args.max_conditions)
+    budget = None  # --memory-limit bounds the process: the sample's search gets half of it
+    if getattr(args, "memory_limit", None) is not None and args.engine != "numpy":
+        from mcviz.budget import memory_budget
+
+        budget = min(memory_budget(None), memory_budget(args.memory_limit) // 2)
+    return sample_rows(max(count, 1), holdout=args.holdout, max_conditions=args.max_conditions,
+                       budget=budget)
 
 
 def _search_sample(args, sample, files, covariates, keyed: bool):

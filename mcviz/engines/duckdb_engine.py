@@ -261,12 +261,13 @@ class DuckDBEngine(Engine):
 
 
 def read_sample(files: Sequence[str], rows: int, seed: int, *, con=None,
-                keys: bool = False) -> pd.DataFrame:
+                keys: bool = False, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Read a reproducible random sample of at most ``rows`` rows of Parquet files.
 
     Uses DuckDB's reservoir sampling (one streaming pass), or the first rows via pyarrow when
     DuckDB is not installed. ``keys``: each row also gets its file and its row number in it
-    (:data:`mcviz.engines.holdout.FILE_KEY`, ``ROW_KEY``; DuckDB needed).
+    (:data:`mcviz.engines.holdout.FILE_KEY`, ``ROW_KEY``; DuckDB needed). ``columns``: only
+    these columns are read (the same rows are drawn: the reservoir depends on the row order).
     """
     try:
         import duckdb
@@ -285,8 +286,10 @@ def read_sample(files: Sequence[str], rows: int, seed: int, *, con=None,
         else:
             listed = ", ".join(f"'{_escape(f)}'" for f in files)
             source = f"read_parquet([{listed}], union_by_name = true)"
+        chosen = "*" if columns is None else ", ".join(
+            [*(sql.DUCKDB.ident(c) for c in columns), *((FILE_KEY, ROW_KEY) if keys else ())])
         return con.execute(
-            f"SELECT * FROM {source} "
+            f"SELECT {chosen} FROM {source} "
             f"USING SAMPLE reservoir({int(rows)} ROWS) REPEATABLE ({int(seed)})"
         ).df()
     finally:

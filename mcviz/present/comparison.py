@@ -139,8 +139,8 @@ def _group_slide(found: Any, worse: bool) -> Slide:
     title = short_title(f"Where B is {where}{lead}: {_group(found)}")
     facts = (
         ("rows", f"{found.size:,} ({found.share:.1%})"),
-        ("Brier B − A, held-out", f"{found.effect:+.4f} ({found.ci_low:+.4f} to "
-                                  f"{found.ci_high:+.4f})"),
+        ("Brier B − A, held-out", f"{signed(found.effect)} ({signed(found.ci_low)} to "
+                                  f"{signed(found.ci_high)})"),
         ("adjusted p (Holm)", format_p(found.p_adjusted)),
     )
     return Slide(title, (found.sentence,), facts, kind="finding", charts=(group_chart(found),))

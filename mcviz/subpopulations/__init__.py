@@ -73,7 +73,7 @@ if TYPE_CHECKING:
         full_population,
     )
     from mcviz.subpopulations.selection import is_score_column, select_rows
-    from mcviz.subpopulations.words import conditions_words, subpopulation_words
+    from mcviz.subpopulations.words import conditions_words, split_words, subpopulation_words
 
 _HOME = {  # name -> the module defining it (imported on first use: the search needs no Algorithm 1)
     "generate_subpopulations": "algorithm",
@@ -90,6 +90,7 @@ _HOME = {  # name -> the module defining it (imported on first use: the search n
     "select_rows": "selection",
     "conditions_words": "words",
     "subpopulation_words": "words",
+    "split_words": "words",
 }
 
 __all__ = [
@@ -108,6 +109,7 @@ __all__ = [
     "is_score_column",
     "parse_filter",
     "select_rows",
+    "split_words",
     "subpopulation_words",
 ]
 

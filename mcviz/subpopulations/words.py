@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mcviz.subpopulations.model import Condition, Subpopulation
 
 __all__ = ["FILTER_OPERATORS", "MAX_LEVELS_SAID", "conditions_words", "integer_columns",
-           "subpopulation_words"]
+           "split_words", "subpopulation_words"]
 
 MAX_LEVELS_SAID = 5
 """A sentence lists at most this many levels of a set, then "or K more"."""
@@ -210,10 +210,27 @@ def subpopulation_words(pred: Predictions, subpopulation: Subpopulation) -> str:
     Integer columns are read from the data; "or missing" where the group's rows hold missing
     values of a column bounded from below.
     """
+    conditions, integers, missing = _read_from_data(pred, subpopulation)
+    return conditions_words(conditions, score_column=pred.score_column, integers=integers,
+                            missing=missing)
+
+
+def split_words(pred: Predictions, subpopulation: Subpopulation) -> list[str]:
+    """Write each split of a subpopulation's path in plain words, in the order taken.
+
+    One entry per condition (the drill-down's "path of splits"), written as
+    :func:`subpopulation_words` writes the group, with no filter operator.
+    """
+    conditions, integers, missing = _read_from_data(pred, subpopulation)
+    return [conditions_words((condition,), score_column=pred.score_column, integers=integers,
+                             missing=missing) for condition in conditions]
+
+
+def _read_from_data(pred: Predictions, subpopulation: Subpopulation) -> tuple:
+    """The conditions, their whole-number columns and the columns with missing members."""
     conditions = tuple(subpopulation.conditions)
     columns = {c.column for c in conditions}
     members = np.asarray(subpopulation.index)
     missing = {c for c in columns if c in pred.covariate_kinds
                and bool(pred.covariate_column(c).missing[members].any())}
-    return conditions_words(conditions, score_column=pred.score_column,
-                            integers=integer_columns(pred, columns), missing=missing)
+    return conditions, integer_columns(pred, columns), missing

@@ -3,13 +3,16 @@
 One server for the module (Debian's chromium via Playwright, never `playwright install`); each
 page is opened by its address in a fresh browser context (a colleague opening a link) and
 fails on: an exception element; two texts of a chart that overlap (a legend over a title or
-over another text included); a chart whose data area is below 35% of its height; a chart
+over another text included); a legend box over a chart's plot area (where the data are); a
+table (a canvas grid) wider than its box or whose cells' text needs more than its columns
+give; a chart whose data area is below 35% of its height; a chart
 title, subtitle or (horizontal) axis title running past its chart's edge; one axis with the
 same tick label twice; a widget label, select box value, toggle, button, caption or tab cut by
 its box; and, at 1440×900, a Review grid (verdict included) that does not end on the first
 screen — for the full population, the argmax subpopulation, a searched finding, a period
 opened from Monitor and after a fix was judged (their sections join the verdict). Screenshots
-of the first screen and of the whole page go to test-artifacts/pages-<size>-<page>.png.
+of the first screen and of the whole page go to test-artifacts/pages-<size>-<page>.png. The
+pages include Compare with both models and Review with B beside A (``review-ab``).
 """
 
 from __future__ import annotations
@@ -61,6 +64,16 @@ PAGE_JS = """
           problems.push(`${name}: the legend covers '${t.textContent.slice(0, 30)}'`);
       }
     }
+    if (full && full._size) {  // no legend box over the plot area (it covered data, #40)
+      const z = full._size;
+      const area = {left: rect.left + z.l, top: rect.top + z.t,
+                    right: rect.left + z.l + z.w, bottom: rect.top + z.t + z.h};
+      for (const legend of legends) {
+        if (legend.left < area.right - 1 && area.left < legend.right - 1 &&
+            legend.top < area.bottom - 1 && area.top < legend.bottom - 1)
+          problems.push(`${name}: the legend lies over the plot area`);
+      }
+    }
     if (full && full._size.h / full.height < 0.35)
       problems.push(`${name}: data area ${(100 * full._size.h / full.height).toFixed(0)}% ` +
                     `of ${full.height} px`);
@@ -99,6 +112,38 @@ PAGE_JS = """
       problems.push(`cut widget text: '${text}' (${e.scrollWidth} > ${e.clientWidth} px)`);
     }
   }
+  // tables: st.dataframe draws its cells on a canvas (glide-data-grid). The grid's scroller
+  // must not scroll sideways (a column past the table's edge), and the cells' text — read
+  // from the accessible table glide keeps in the DOM, measured in the grid's font — must fit
+  // the columns' total width (the scroller's content; each column's own width is not in the
+  // DOM: dashboard.tables.content_widths sizes each to its longest text, tested there).
+  // Two tables may scroll sideways, their captions say so (their container's key starts with
+  // "scrolls_sideways"): the Data page's preview of the file's own columns, and the
+  // Subpopulations table, whose last column holds the filters (the drill-down says the
+  // chosen one in words).
+  const measure = document.createElement('canvas').getContext('2d');
+  document.querySelectorAll('[data-testid=stDataFrame]').forEach((grid, i) => {
+    if (!visible(grid) || grid.closest('[class*="st-key-scrolls_sideways"]')) return;
+    const scroller = grid.querySelector('.dvn-scroller');
+    const table = grid.querySelector('table');
+    if (!scroller || !table) return;
+    const rows = [...table.querySelectorAll('tr')].map(r => [...r.children].map(
+        c => (c.textContent || '').trim()));
+    const first = rows.length > 1 ? rows[1][0] || '' : '';
+    if (scroller.scrollWidth > scroller.clientWidth + 2)
+      problems.push(`table ${i} ('${first.slice(0, 30)}'): wider than its box ` +
+                    `(${scroller.scrollWidth} > ${scroller.clientWidth} px): a column runs ` +
+                    'past the edge');
+    measure.font = `14px ${getComputedStyle(grid).fontFamily || 'sans-serif'}`;
+    const need = [];
+    rows.forEach(row => row.forEach((text, c) => {
+      need[c] = Math.max(need[c] || 0, measure.measureText(text).width + 16);
+    }));
+    const total = need.reduce((a, b) => a + b, 0);
+    if (total > scroller.scrollWidth + 4)
+      problems.push(`table ${i} ('${first.slice(0, 30)}'): cells cut (their text needs ` +
+                    `${total.toFixed(0)} px, the columns have ${scroller.scrollWidth})`);
+  });
   const verdict = document.querySelector('.st-key-verdict');
   const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(visible).map(box);
   return {problems, plots: plots.length,
@@ -112,7 +157,9 @@ PAGES = (  # address, the charts it draws at least
     ("data?demo=adult", 1), ("review?demo=adult", 4), ("calibration?demo=adult", 3),
     ("variables?demo=adult", 2), ("subpopulations?demo=adult&sp=1&l=100", 2),
     ("groupings?demo=adult", 2), ("screening?demo=adult", 0), ("monitor?demo=flights", 1),
-    ("fix?demo=adult", 0), ("report?demo=adult", 0))
+    ("fix?demo=adult", 0), ("report?demo=adult", 0),
+    ("compare?demo=adult&score2=score_logistic&cthr=0.3", 2),  # both models (A and B)
+    ("review?demo=adult&scope=filter&filter=capital_gain%20%E2%89%A5%20100&rb=score_logistic", 6))
 REVIEW_SCOPES = {  # scope: (the address opened first, the button clicked there, then Review)
     "full": ("review?demo=adult", None),
     "argmax": ("review?demo=adult&sp=1&l=100&scope=argmax", None),
@@ -152,10 +199,16 @@ def _visit(browser, url: str, size: str, charts: int, name: str, then=None) -> d
         page.context.close()
 
 
+def _name(address: str) -> str:
+    """A page's name in test ids and screenshots: Review with both models is "review-ab"."""
+    name = address.split("?")[0]
+    return f"{name}-ab" if "rb=" in address else name
+
+
 @pytest.mark.parametrize("size", list(SIZES))
-@pytest.mark.parametrize(("address", "charts"), PAGES, ids=[p[0].split("?")[0] for p in PAGES])
+@pytest.mark.parametrize(("address", "charts"), PAGES, ids=[_name(p[0]) for p in PAGES])
 def test_every_page_holds(app_url, browser, address, charts, size):
-    page_name = address.split("?")[0]
+    page_name = _name(address)
     layout = _visit(browser, f"{app_url}/{address}{SIZES[size][2]}", size, charts,
                     f"pages-{size}-{page_name}")
     assert not layout["problems"], "\n".join(layout["problems"])

@@ -83,6 +83,15 @@ def test_worst_subpopulation_is_untested_until_the_null_is_computed():
     assert len(drilled) == 2, titles
     for title in drilled:
         assert "not yet tested against chance" in title and "(p " not in title, title
+    # the drill-down names the group and its splits in words; the filter is a caption (#40)
+    from mcviz.subpopulations.words import FILTER_OPERATORS
+    header = next(t for t in (m.value.replace("\\", "") for m in at.markdown)
+                  if " rows (" in t and "of the total" in t)
+    assert not any(op in header for op in FILTER_OPERATORS), header
+    for line in (m.value.replace("\\", "") for m in at.markdown):
+        if line.startswith("Splits, in the order taken"):
+            assert not any(op in line for op in FILTER_OPERATORS), line
+    assert any(t.startswith("Filter: ") for t in texts(at, "caption"))
 
     compute_null(at, 99)
     shown = {m.label: m.value for m in at.metric}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -30,19 +32,25 @@ def result():
 def test_groups_table_reads_each_group(result):
     table = comparing.groups_table(result.regressions)
     first = result.regressions[0]
-    assert table.loc[0, "group"] == "group == g4" == first.description
+    assert first.description == "group == g4"
+    assert table.loc[0, "group"] == "group is g4" == first.group  # people read words (#40)
     assert first.effect > 0
-    assert table.loc[0, "Brier B − A, held-out (95% CI)"] == (
-        f"{first.effect:+.4f} ({first.ci_low:+.4f} to {first.ci_high:+.4f})")
-    assert table.loc[0, "B: gap (points)"] == pytest.approx(
-        100 * first.calibration_b)
-    assert table.loc[0, "confirmed"] == "yes"
+    assert table.loc[0, "loss B − A (95% CI)"] == (
+        f"{first.effect:+.4f} ({first.ci_low:+.4f} to {first.ci_high:+.4f})".replace("-", "−"))
+    assert table.loc[0, "B: gap"] == pytest.approx(100 * first.calibration_b)
+    assert table.loc[0, "adjusted p"].endswith(", confirmed")
+    assert set(table.columns) == set(comparing.GROUP_HELP)  # every header has its help
+    # the table fits the page's 978-px column (#40: it ran 1,108 px wide)
+    from dashboard.tables import content_widths, formatted
+    assert sum(content_widths(formatted(table, percent=("share",))).values()) <= 978
 
 
 def test_verdict_lines_follow_the_intervals(result):
     lines = comparing.verdict_lines(result)
-    worse = [line for line in lines if line.text.startswith("B is worse for group is g4")]
-    better = [line for line in lines if line.text.startswith("B is better for group is g1")]
+    worse = [line for line in lines
+             if line.text.startswith("B predicts worse than A for group is g4")]
+    better = [line for line in lines
+              if line.text.startswith("B predicts better than A for group is g1")]
     assert [line.kind for line in worse] == ["bad"]
     assert [line.kind for line in better] == ["good"]
     assert "percentage points" in worse[0].text
@@ -51,6 +59,19 @@ def test_verdict_lines_follow_the_intervals(result):
     decision = next(line for line in lines if line.text.startswith("At a threshold of 0.3"))
     significant = net.ci_low[0] > 0 or net.ci_high[0] < 0
     assert ("within chance" in decision.text) == (not significant and net.changed[0] > 0)
+
+
+def test_the_verdict_is_one_set_of_words_with_the_statistics_on_hover(result):
+    # #40: the page's lines are the verdict the report, the JSON and the deck print, and no
+    # sentence carries a statistic (a Brier value, D/σ, a p-value); each line's help does
+    lines = comparing.verdict_lines(result)
+    assert [line.text for line in lines] == list(result.verdict)
+    for line in lines:
+        assert not re.search(r"D/σ|\bp [=<]|p-value|\d\.\d{4}|95% CI", line.text), line.text
+        assert line.help
+    assert "Brier score B" in lines[0].help
+    assert "D/σ" in lines[1].help
+    assert "D/σ" in lines[2].help
 
 
 def test_net_benefit_table_is_per_1000_decisions(result):

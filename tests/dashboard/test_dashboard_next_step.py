@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from types import SimpleNamespace as R
 
 import numpy as np
@@ -21,10 +23,17 @@ from mcviz.present.verdict import review_verdict
 ])
 def test_fix_next_step_follows_its_held_out_judgement(accepted, meaningful, word):
     result = R(method="platt", accepted=accepted, meaningful=meaningful, n_eval=1000,
-               verdict="the platt fix removes 60% of held-out M and improves log loss by 1%")
+               verdict="the platt fix removes 60% of held-out M; held-out log loss: better "
+               "(−2.5e-05 per row, 95% CI −4e-05 to −1e-05)", metric_reduction=0.6,
+               log_loss_change=R(direction="better" if meaningful else "no meaningful change"))
     step = fixing.fix_next_step(result)
     assert step.startswith(word)
     assert ("Ship" in step) == (accepted and meaningful)
+    # words for the meeting (#40): no statistic's symbol, no scientific notation
+    assert not re.search(r"\bM\b|e-0|e−0|σ|\bp [=<]", step), step
+    if accepted and meaningful:
+        assert "removes 60% of the worst subpopulation's miscalibration" in step
+        assert "score better" in step
 
 
 def test_a_fix_and_a_monitor_alarm_replace_the_verdicts_next_step():

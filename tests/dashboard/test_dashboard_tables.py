@@ -75,3 +75,13 @@ def test_the_calibration_measures_tables_fit_the_page_without_a_sideways_scroll(
             columns={"name": "measure", "help": "what it says"}))
         width = sum(content_widths(shown).values())
         assert width <= 978, (group, width, shown["what it says"].str.len().max())
+
+
+def test_negative_numbers_in_cells_carry_a_true_minus_and_zero_has_no_sign():
+    # #40: "-0.0001426" in the Groupings table beside "−0.0001426" in the sentences; and no
+    # "−0" for a number that rounds to zero
+    shown = formatted(pd.DataFrame({"error": [-0.0001426, -2.5e-06, -0.0, 0.25],
+                                    "n": [-3, 0, 1, 2]}))
+    assert shown["error"].tolist() == ["−0.0001426", "−2.5e-06", "0", "0.25"]
+    assert shown["n"].tolist() == ["−3", "0", "1", "2"]
+    assert not any("-" in cell.split("e")[0] for cell in shown["error"])

@@ -150,6 +150,7 @@ def test_held_out_numbers_are_measured_on_every_row_not_searched(planted_file):
         assert got["confirmed"] == (got["p_adjusted"] < 0.05)
     keys = [(not f["confirmed"], f["p_value"]) for f in output["findings"]]
     assert keys == sorted(keys)  # listed by the evidence of every held-out row
+    _assert_notice_counts(output["notice"] or "", output["findings"])
     assert output["findings"][0]["description"] == "region == r7"
     assert output["findings"][0]["holdout_size"] > 3 * 0.3 * output["findings"][0]["size"]
 
@@ -165,3 +166,31 @@ def test_sample_size_comes_from_the_memory_budget(planted_file, monkeypatch):
     output = _run(planted_file, "--engine", "duckdb", "--covariates",
                   "region,sex,occupation,age,income,x1,x2")
     assert output["sample"]["rows"] == rows < N
+
+
+def test_a_sample_of_the_named_columns_holds_the_same_rows(planted_file):
+    """The search's draw reads only the columns named on the command line: the same rows."""
+    from mcviz.engines.duckdb_engine import read_sample
+    from mcviz.engines.holdout import ROW_KEY
+
+    every = read_sample([str(planted_file)], 3000, 2, keys=True)
+    named = read_sample([str(planted_file)], 3000, 2, keys=True, columns=["score", "label", "w"])
+    assert list(named.columns[:3]) == ["score", "label", "w"] and named.shape[1] == 5
+    assert every.shape[1] > named.shape[1]
+    key = every.set_index(ROW_KEY).sort_index()
+    same = named.set_index(ROW_KEY).sort_index()
+    assert np.array_equal(key.index, same.index)  # the same rows
+    assert np.array_equal(key["score"].to_numpy(), same["score"].to_numpy())
+
+
+def _assert_notice_counts(notice: str, findings: list[dict]) -> None:
+    """The notice's sentence on confirmation counts the findings shown, not the sample's."""
+    unconfirmed = sum(not f["confirmed"] for f in findings)
+    if unconfirmed == 0:
+        assert "not confirmed" not in notice and "No finding is confirmed" not in notice
+    elif unconfirmed == len(findings):
+        assert "No finding is confirmed on the held-out rows" in notice, notice
+    else:
+        assert (f"{unconfirmed} of the {len(findings)} findings are not confirmed"
+                in notice), notice
+    assert notice.count("confirmed on the held-out rows") <= 1, notice

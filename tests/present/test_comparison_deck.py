@@ -102,7 +102,8 @@ def test_comparison_slides_read_back_with_the_comparison_numbers(tmp_path, compa
         where = "worse" if found in compared.regressions else "better"
         assert text.startswith(f"Where B is {where}")
         assert "==" not in text.splitlines()[0]  # the title in words
-        assert f"{found.effect:+.4f} ({found.ci_low:+.4f} to {found.ci_high:+.4f})" in text
+        assert (f"{found.effect:+.4f} ({found.ci_low:+.4f} to {found.ci_high:+.4f})"
+                .replace("-", "−") in text)  # a true minus (#40)
         (chart,) = _charts(slide)
         values = list(chart.chart.plots[0].series[0].values)
         np.testing.assert_allclose(values, [found.calibration_a * 100,

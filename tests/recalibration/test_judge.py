@@ -15,12 +15,14 @@ from mcviz.recalibration.verify import recommend
 
 EPS = 1e-9
 ABOVE = Change(mean=0.002, low=EPS, high=0.004)  # the whole interval above 0: worse
-STRADDLING = Change(mean=0.0, low=-0.001, high=0.001)
+STRADDLING = Change(mean=0.0005, low=-0.001, high=0.002)  # mean above 0, interval across it
+STRADDLING_BELOW = Change(mean=-0.0005, low=-0.002, high=0.001)
 BELOW = Change(mean=-0.002, low=-0.004, high=-EPS)  # the whole interval below 0: better
 
 
 @pytest.mark.parametrize(("change", "word"), [
     (ABOVE, "worse"), (STRADDLING, "no meaningful change"), (BELOW, "better"),
+    (STRADDLING_BELOW, "no meaningful change"),
     (Change(mean=0.001, low=0.0, high=0.002), "no meaningful change"),  # touches 0
     (Change(mean=-0.001, low=-0.002, high=0.0), "no meaningful change"),
 ])
@@ -31,7 +33,7 @@ def test_the_direction_follows_the_interval(change, word):
 
 
 @pytest.mark.parametrize(("change", "recommended"), [
-    (ABOVE, False), (STRADDLING, True), (BELOW, True)])
+    (ABOVE, False), (STRADDLING, True), (STRADDLING_BELOW, True), (BELOW, True)])
 def test_a_fix_is_recommended_unless_its_log_loss_is_worse_beyond_noise(change, recommended):
     ok, reason = recommend(change, ())
     assert ok is recommended

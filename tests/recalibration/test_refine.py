@@ -17,7 +17,7 @@ from scipy.stats import chi2
 
 from mcviz.io import load_predictions
 from mcviz.recalibration import holdout_split
-from mcviz.recalibration._findings import score_tests, weighted_holm
+from mcviz.recalibration._findings import score_tests, stepwise_tests, weighted_holm
 from mcviz.recalibration._refine import refine, refine_candidates
 from mcviz.search import holm
 from mcviz.subpopulations import parse_filter, select_rows
@@ -123,7 +123,7 @@ def test_candidates_refined_on_search_rows_keep_the_level_on_the_test_rows():
         pred = replace(base, label=(rng.random(base.n) < base.score).astype(base.label.dtype))
         candidates = refine_candidates(pred, eta, w, ["x < 0.5", "g == c", "k >= 3"], held,
                                        NAMES, 3, [])
-        tested = score_tests(pred, eta, w, candidates, held, sequence=True)
+        tested = stepwise_tests(pred, eta, w, candidates, held, 0.05)
         false_terms += min(t.p_adjusted for t in tested) < 0.05
         chosen = score_tests(pred, eta, w, candidates, ~held, sequence=True)
         on_search_rows += min(t.p_adjusted for t in chosen) < 0.05
@@ -141,18 +141,18 @@ def test_the_fix_tests_its_terms_on_rows_its_searches_never_saw(monkeypatch):
     from mcviz.recalibration.simulate import planted_fix_data
 
     seen, tested = [], []
-    searching, scoring = search.search_subpopulations, findings.score_tests
+    searching, scoring = search.search_subpopulations, findings.stepwise_tests
 
     def spy_search(pred, **options):
         seen.append(set(pred.row.tolist()))
         return searching(pred, **options)
 
-    def spy_score(pred, eta, w, descriptions, held, **options):
+    def spy_score(pred, eta, w, descriptions, held, level):
         tested.append(set(pred.row[held].tolist()))
-        return scoring(pred, eta, w, descriptions, held, **options)
+        return scoring(pred, eta, w, descriptions, held, level)
 
     monkeypatch.setattr(search, "search_subpopulations", spy_search)
-    monkeypatch.setattr(findings, "score_tests", spy_score)
+    monkeypatch.setattr(findings, "stepwise_tests", spy_score)
     frame = planted_fix_data(4_000, seed=2)
     pred = load_predictions(frame.drop(columns="truth"), score="score", label="label")
     Recalibrator("findings").fit(pred)
@@ -160,3 +160,42 @@ def test_the_fix_tests_its_terms_on_rows_its_searches_never_saw(monkeypatch):
     for k, held in enumerate(tested):
         assert not held & (seen[2 * k] | seen[2 * k + 1])
         assert 0.45 * pred.n <= len(held) <= 0.55 * pred.n
+
+
+def test_a_broad_group_gets_no_term_once_the_group_inside_it_has_one():
+    # "x < 0.3" holds the planted too-extreme segment "g == a and x < 0.3" and calibrated rows:
+    # alone it is significant, given the segment's term (fitted on the test rows) it is not
+    frame = _frame(20_000, seed=5, slope=0.5)
+    pred = _load(frame)
+    eta, w = logit(pred.score), np.ones(pred.n)
+    held = np.ones(pred.n, dtype=bool)
+    candidates = ["g == a and x < 0.3", "x < 0.3"]
+    plain = score_tests(pred, eta, w, candidates, held, sequence=True)
+    assert plain[1].p_adjusted < 1e-3  # significant because of the segment inside it
+    tested = stepwise_tests(pred, eta, w, candidates, held, 0.05)
+    assert tested[0].p_value == pytest.approx(plain[0].p_value, rel=1e-12)  # the first step
+    assert tested[0].p_adjusted < 1e-6
+    assert tested[1].p_adjusted > 0.05, tested[1]
+
+
+def test_a_group_only_a_pair_of_conditions_shows_is_found_from_scratch():
+    # an XOR: where h == r the odds x 2.2 below x = 0.5 and / 2.2 above, elsewhere / 1.5 below
+    # and x 1.5 above -- any condition on h alone or on x alone holds as much of one as of the
+    # other; the first group found from scratch is one of the h == r halves (Jaccard >= 0.8)
+    rng = np.random.default_rng(6)
+    n = 20_000
+    h = rng.choice(np.array(["p", "q", "r"]), n)
+    x = rng.uniform(0, 1, n)
+    k = rng.integers(0, 10, n)
+    s = expit(rng.normal(-0.5, 1.2, n))
+    xor = np.where(h == "r", 0.8, -0.4) * np.where(x < 0.5, 1.0, -1.0)
+    frame = pd.DataFrame({"score": s, "label": rng.random(n) < expit(logit(s) + xor),
+                          "g": pd.Categorical(h), "x": x, "k": k})
+    frame["label"] = frame["label"].astype(np.int8)
+    pred = load_predictions(frame, score="score", label="label", covariates=NAMES)
+    eta, w = logit(pred.score), np.ones(pred.n)
+    found = refine_candidates(pred, eta, w, [], np.zeros(pred.n, dtype=bool), NAMES, 3, [])
+    mask = _rows(pred, found[0])
+    halves = [(h == "r") & (x < 0.5), (h == "r") & (x >= 0.5)]
+    assert max((mask & c[pred.row]).sum() / (mask | c[pred.row]).sum() for c in halves) >= 0.8, \
+        found

@@ -73,3 +73,18 @@ def test_subpopulation_words_read_integers_and_missing_from_the_data():
     assert words == "age 30 to 40 and x 0.5 or more, or missing"
     # the description stays the exact expression: it selects the same rows again
     assert np.array_equal(select_rows(pred, parse_filter(sub.description, pred)), sub.index)
+
+
+def test_each_split_of_a_path_is_said_in_words():
+    from mcviz import Predictions
+    from mcviz.subpopulations import filter_subpopulation, split_words
+    from mcviz.subpopulations.words import FILTER_OPERATORS
+
+    rng = np.random.default_rng(0)
+    n = 500
+    pred = Predictions.from_arrays(rng.uniform(0.1, 0.9, n), rng.integers(0, 2, n), covariates={
+        "age": rng.integers(18, 90, n).astype(float), "sex": rng.choice(["F", "M"], n)})
+    sub = filter_subpopulation(pred, "age >= 30 and sex == M and age < 50")
+    steps = split_words(pred, sub)
+    assert steps == ["age 30 or more", "sex is M", "age below 50"]
+    assert not any(op in step for step in steps for op in FILTER_OPERATORS)

@@ -59,23 +59,25 @@ def cvar_curve_figure(curve: CVaRCurve, *, alpha: float | None = None, title: st
     figure = go.Figure(
         go.Scatter(
             x=curve.alpha, y=curve.value, mode="lines", line={"color": BLUE, "width": 2.5},
-            name="CVaR_α(|c|)",
-            hovertemplate="α = %{x:.3f}<br>CVaR = %{y:.4g}<extra></extra>",
+            name="mean |error| of the worst groups",
+            hovertemplate=("%{x:.0%} of the groups set aside (the least error first): mean "
+                           "|error| of the rest %{y:.4g}<extra></extra>"),
         )
     )
     figure.add_hline(y=curve.mean, line={"color": GRAY, "dash": "dot"},
-                     annotation_text=f"mean |c| = {curve.mean:.3g}",
+                     annotation_text=f"mean over all groups {curve.mean:.3g}",
                      annotation_position="bottom right")
     figure.add_hline(y=curve.maximum, line={"color": GRAY, "dash": "dash"},
-                     annotation_text=f"max |c| = {curve.maximum:.3g}",
+                     annotation_text=f"worst group {curve.maximum:.3g}",
                      annotation_position="top left")
     if alpha is not None:
         figure.add_vline(x=alpha, line={"color": ORANGE, "width": 2})
-    figure.update_xaxes(title="α (0 = mean over groups, 1 = worst group)", range=[0, 1])
-    figure.update_yaxes(title="CVaR_α of |calibration error|", rangemode="tozero")
+    figure.update_xaxes(title="share of groups set aside, least error first", range=[0, 1],
+                       tickformat=".0%")
+    figure.update_yaxes(title="mean |error| of the rest", rangemode="tozero")
     return apply_style(
         figure,
-        title=title or "CVaR of |error|, from mean to worst group",  # fits a half-width cell
+        title=title or "Mean |error|, from all groups to the worst",  # fits a half-width cell
         subtitle=curve.description,
         presentation=presentation,
     )
@@ -113,14 +115,14 @@ def group_errors_figure(groups: GroupErrors, *, title: str | None = None, sort: 
                 marker_color=colours,
                 error_x={"type": "data", "array": two_se[order], "color": GRAY},
                 customdata=np.stack([groups.size[order], groups.standard_error[order]], axis=1),
-                hovertemplate="%{y}<br>e = %{x:.4g}<br>size %{customdata[0]:,}"
-                "<br>se %{customdata[1]:.3g}<extra></extra>",
-                name="c(I)",
+                hovertemplate="%{y}<br>error %{x:.4g}<br>%{customdata[0]:,} rows"
+                "<br>standard error %{customdata[1]:.3g}<extra></extra>",
+                name="error of the group",
             )
         )
         figure.update_yaxes(autorange="reversed", type="category")
         # short enough for a half-width cell; the subtitle says how the error is computed
-        figure.update_xaxes(title="error e(I) ± 2 se (< 0: over-prediction)")
+        figure.update_xaxes(title="error ± 2 standard errors (below 0: over-prediction)")
         figure.add_vline(x=0, line={"color": GRAY})
         height = max(430, 22 * len(labels) + 160)
     else:
@@ -136,13 +138,13 @@ def group_errors_figure(groups: GroupErrors, *, title: str | None = None, sort: 
                 marker={"color": error[index], "colorscale": _DIVERGING, "cmid": 0,
                         "size": 5, "opacity": 0.7},
                 text=[groups.labels[i] for i in index],
-                hovertemplate="%{text}<br>mean score %{x:.3f}<br>e = %{y:.4g}<extra></extra>",
-                name="c(I)",
+                hovertemplate="%{text}<br>mean score %{x:.3f}<br>error %{y:.4g}<extra></extra>",
+                name="error of the group",
             )
         )
         figure.add_hline(y=0, line={"color": GRAY})
         figure.update_xaxes(title="mean score of the group")
-        figure.update_yaxes(title="calibration error e(I) = mean(label − score)")
+        figure.update_yaxes(title="error = mean(response − score)")
         height = None
     return apply_style(
         figure,
@@ -200,14 +202,14 @@ def local_error_histogram_figure(distribution: LocalErrorDistribution, *, title:
     figure = go.Figure(
         go.Bar(
             x=centres, y=distribution.mass, width=np.diff(edges), marker_color=colours,
-            hovertemplate="e ≈ %{x:.4g}<br>share %{y:.3%}<extra></extra>", name="share",
+            hovertemplate="error ≈ %{x:.4g}<br>share %{y:.3%}<extra></extra>", name="share",
         )
     )
     figure.add_vline(x=0, line={"color": GRAY})
     median = distribution.quantiles[0.5]
     figure.add_vline(x=median, line={"color": ORANGE, "dash": "dash"},
                      annotation_text=f"median {median:.3g}")
-    figure.update_xaxes(title="local calibration error e(I_x) = mean(label − score)")
+    figure.update_xaxes(title="local error = mean(response − score) near a point")
     figure.update_yaxes(title="share of points", tickformat=".0%")
     return apply_style(figure, title=title or "Distribution of local calibration errors",
                        subtitle=distribution.note, presentation=presentation)
@@ -222,7 +224,7 @@ def neighbourhood_tradeoff_figure(tradeoff: NeighbourhoodTradeoff, *, title: str
     """
     figure = go.Figure()
     figure.add_trace(go.Scatter(x=tradeoff.k, y=tradeoff.mean_absolute_error,
-                                mode="lines+markers", name="mean |local c|",
+                                mode="lines+markers", name="mean |local error|",
                                 line={"color": VERMILION}))
     figure.add_trace(go.Scatter(x=tradeoff.k, y=tradeoff.mean_standard_error,
                                 mode="lines+markers", name="mean standard error",

@@ -73,5 +73,20 @@ def test_histogram_and_tradeoff_figures(pred, local):
     np.testing.assert_allclose(np.sum(histogram.data[0].y), 1.0)
     tradeoff = neighbourhood_tradeoff(pred, ["x"], ks=(10, 100), max_centres=500)
     figure = neighbourhood_tradeoff_figure(tradeoff)
-    assert [trace.name for trace in figure.data][:2] == ["mean |local c|", "mean standard error"]
+    assert [trace.name for trace in figure.data][:2] == ["mean |local error|", "mean standard error"]
     assert list(figure.data[0].x) == [10, 100]
+
+
+def test_the_grouping_charts_speak_words_not_symbols(pred, local):
+    # #40: "CVaR_α of |calibration error|" and the legend "c(I)" where people read
+
+    for figure in (cvar_curve_figure(cvar_curve(local.groups), alpha=0.9),
+                   group_errors_figure(covariate_bins(pred, ["g", "x"], n_bins=3)),
+                   group_errors_figure(local.groups)):
+        layout = figure.layout
+        texts = [t.name or "" for t in figure.data]
+        texts += [layout.title.text or "", layout.xaxis.title.text or "",
+                  layout.yaxis.title.text or ""]
+        texts += [a.text or "" for a in layout.annotations]
+        for text in texts:
+            assert not any(symbol in text for symbol in ("CVaR", "α", "c(I)", "e(I)", "|c|")), text
