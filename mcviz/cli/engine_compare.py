@@ -15,7 +15,7 @@ import os
 import tempfile
 
 from mcviz.cli import _common
-from mcviz.cli.engine_options import require_engine, sample_roles
+from mcviz.cli.engine_options import engine_share, require_engine, sample_roles
 from mcviz.errors import ValidationError
 
 __all__ = ["compare_in_engine"]
@@ -45,7 +45,9 @@ def _groups(args, settings, thresholds, files, spill, names, default_covariates)
 
     rows = args.sample_rows or sample_rows(max(len(names or ()) or 8, 1),
                                            holdout=settings.holdout, max_conditions=3)
-    sample = read_sample_interruptible(files, rows, settings.seed, spill, keys=True)
+    sample = read_sample_interruptible(files, rows, settings.seed, spill, keys=True,
+                                       memory_limit=engine_share(args.memory_limit)
+                                       if args.engine == "duckdb" else None)
     keys = sample_keys(sample, files)
     sample = sample.drop(columns=[FILE_KEY, ROW_KEY])
     names = default_covariates(args, sample, args.score_b) if names is None else names
@@ -71,7 +73,7 @@ def _classical(engine, columns, args) -> tuple[dict, dict]:
     if engine.name == "duckdb":
         from mcviz.engines.tables import DuckDBTable
 
-        table = DuckDBTable(engine.files, memory_limit=args.memory_limit,
+        table = DuckDBTable(engine.files, memory_limit=engine_share(args.memory_limit),
                             temp_directory=engine.temp_directory)
     else:
         from mcviz.engines.tables import SparkTable
@@ -107,7 +109,9 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
         columns, _ = sample_roles(args, files, spill)
         if args.engine == "spark":
             os.environ["SPARK_LOCAL_DIRS"] = spill
-        engine = make_engine(args.engine, files, columns, memory_limit=args.memory_limit,
+        engine = make_engine(args.engine, files, columns,  # the sample's rows stay in Python
+                             memory_limit=engine_share(args.memory_limit)
+                             if args.engine == "duckdb" else args.memory_limit,
                              temp_directory=spill, spark_master=args.spark_master)
         try:
             def work() -> dict:
@@ -115,23 +119,32 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                 check_score_b(engine, args.score_b)  # B's rows checked on every row first
                 found, pred, names, searched, keys = _groups(
                     args, settings, thresholds, files, spill, asked, default_covariates)
+                if args.engine == "duckdb" and args.memory_limit is not None:
+                    # --memory-limit bounds the process: the sample stays in Python
+                    engine.con.execute(f"SET memory_limit = '{engine_share(args.memory_limit)}'")
                 orders = [c for c in names if pred.covariate_kinds.get(c) != "nominal"
                           and engine.kinds.get(c) in ORDERED_KINDS]
                 skipped = [c for c in names if pred.covariate_kinds.get(c) != "nominal"
                            and c not in orders]
-                notes = [found.notice] if found.notice else []
+                notes = []
                 if skipped:
                     notes.append(f"Not ordered by {', '.join(map(repr, skipped))} on the "
                                  "engine (dates and times: use --engine numpy).")
                 source, count = engine.source, getattr(engine, "n", None)
                 try:
-                    regressions, improvements, n_held = confirm_groups(
+                    regressions, improvements, n_held, said = confirm_groups(
                         engine, found, score_b=args.score_b, searched=searched, keys=keys,
                         n=n_all)
                 finally:  # every other number is measured on all rows
                     engine.source = source
                     if count is not None:
                         engine.n = count
+                notice = found.notice or ""
+                if found.search is not None and found.search.notice:  # the search's, at scale
+                    notice = notice.replace(f"Search: {found.search.notice}",
+                                            f"Search: {said}" if said else "").strip()
+                if notice:
+                    notes.insert(0, notice)
                 if found.search is not None:
                     notes.append(
                         f"Regressions and improvements were searched on {int(keys.shape[0]):,} "

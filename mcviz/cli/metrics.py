@@ -156,7 +156,10 @@ def _in_engine(args: argparse.Namespace) -> dict:
             from mcviz.engines.duckdb_engine import DuckDBEngine
 
             table.close()  # the screening engine streams the sorted rows itself
-            engine, block = (DuckDBEngine(table.files, columns, memory_limit=args.memory_limit),
+            from mcviz.cli.engine_options import engine_share
+
+            engine, block = (DuckDBEngine(table.files, columns,  # the runs stay in Python
+                                          memory_limit=engine_share(args.memory_limit)),
                              calibration_block)
         else:
             from mcviz.engines.spark_engine import SparkEngine

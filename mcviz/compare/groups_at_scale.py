@@ -121,8 +121,11 @@ def _stream(engine, score_b: str, conditions, n: int) -> _HeldOut:
 
 
 def confirm_groups(engine, comparison, *, score_b: str, searched, keys: np.ndarray,
-                   n: int) -> tuple[tuple, tuple, int]:
-    """Return (regressions, improvements, held-out rows) confirmed on every held-out row.
+                   n: int) -> tuple[tuple, tuple, int, str | None]:
+    """Return (regressions, improvements, held-out rows, the search's notice) at scale.
+
+    The notice is the sample search's, its sentence on which groups are confirmed stated for
+    every held-out row (:func:`mcviz.search.at_scale.held_out_notice`).
 
     Parameters
     ----------
@@ -141,7 +144,7 @@ def confirm_groups(engine, comparison, *, score_b: str, searched, keys: np.ndarr
     """
     search = comparison.search
     if search is None or not search.findings:
-        return (), (), 0
+        return (), (), 0, None
     findings = search.findings
     conditions = [f.subpopulation.conditions for f in findings]
     sizes = held_out_sums(engine, conditions)[:, 0]  # on all rows
@@ -169,7 +172,7 @@ def confirm_groups(engine, comparison, *, score_b: str, searched, keys: np.ndarr
             calibration_a=mean_interval_from_sums(*held.calibration[0, k]),
             calibration_b=mean_interval_from_sums(*held.calibration[1, k]),
             index=np.zeros(0, dtype=np.int64)))
-    return tuple(sides[0]), tuple(sides[1]), n_held
+    return tuple(sides[0]), tuple(sides[1]), n_held, result.notice
 
 
 def searched_rows(comparison, pred, score_b: str, names) -> tuple:

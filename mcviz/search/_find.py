@@ -696,11 +696,17 @@ def _shortfall(findings: list[Finding], wanted: int, stops: dict, min_rows: int)
             why.append("no other candidate deviated more than its parent")
         notes.append(f"{len(findings)} of the {wanted} findings asked for: " + "; ".join(why)
                      + ".")
+    confirmation = _confirmation_note(findings)
+    return notes + ([confirmation] if confirmation else [])
+
+
+def _confirmation_note(findings) -> str | None:
+    """Say which findings are not confirmed on the held-out rows (None: all are, or none)."""
     unconfirmed = sum(not f.confirmed for f in findings)
     if findings and unconfirmed == len(findings):
-        notes.append("No finding is confirmed on the held-out rows (every adjusted p ≥ "
-                     f"{RULES.alpha:g}): nothing here is more than chance would give.")
-    elif unconfirmed:
-        notes.append(f"{unconfirmed} of the {len(findings)} findings are not confirmed on the "
-                     f"held-out rows (adjusted p ≥ {RULES.alpha:g}): leads, not results.")
-    return notes
+        return ("No finding is confirmed on the held-out rows (every adjusted p ≥ "
+                f"{RULES.alpha:g}): nothing here is more than chance would give.")
+    if unconfirmed:
+        return (f"{unconfirmed} of the {len(findings)} findings are not confirmed on the "
+                f"held-out rows (adjusted p ≥ {RULES.alpha:g}): leads, not results.")
+    return None

@@ -49,6 +49,7 @@ from mcviz.search._find import (
     MinimumDetectableEffect,
     SearchResult,
     _by_held_out_evidence,
+    _confirmation_note,
 )
 from mcviz.search.rules import RULES
 from mcviz.stats.cumulative import brownian_range_sf
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
     from mcviz.engines.base import ScreenResult
     from mcviz.io import Predictions
 
-__all__ = ["confirm_at_scale", "effect_from_sums", "remeasured", "sample_rows"]
+__all__ = ["confirm_at_scale", "effect_from_sums", "held_out_notice", "remeasured",
+           "sample_rows"]
 
 
 def effect_from_sums(sums: np.ndarray) -> tuple[float, ...]:
@@ -140,7 +142,8 @@ def confirm_at_scale(result: SearchResult, pred: Predictions, engine, *,
     shift = minimum_detectable_effect(everywhere.sigma0, everywhere.n, max(n_held, 1),
                                       mde.shares, n_tests=mde.n_tests, alpha=mde.alpha)
     mde = MinimumDetectableEffect(mde.shares, shift, mde.alpha, mde.power, mde.n_tests)
-    return replace(result, findings=tuple(listed), subpopulations=sub_set, mde=mde), n_held
+    return replace(result, findings=tuple(listed), subpopulations=sub_set, mde=mde,
+                   notice=held_out_notice(result, listed)), n_held
 
 
 def _remeasured(result: SearchResult, pred: Predictions, z: Sequence[float],
@@ -172,6 +175,19 @@ def _remeasured(result: SearchResult, pred: Predictions, z: Sequence[float],
     return _by_held_out_evidence(measured, np.array([f.search_kuiper_z for f in findings]))
 
 
+def held_out_notice(result: SearchResult, findings: Sequence[Finding]) -> str | None:
+    """``result.notice`` with its sentence on the sample's confirmation replaced by ``findings``'.
+
+    The sample's held-out rows confirmed some findings; every held-out row may confirm others:
+    one statement, of the numbers shown.
+    """
+    before, after = _confirmation_note(result.findings), _confirmation_note(findings)
+    notice = result.notice or ""
+    if before:
+        notice = notice.replace(before, "").strip()
+    return " ".join(part for part in (notice, after) if part) or None
+
+
 def remeasured(result: SearchResult, pred: Predictions, *, z: Sequence[float],
                sums: np.ndarray, sizes: Sequence[int], n: int) -> SearchResult:
     r"""``result`` with every finding's held-out numbers measured elsewhere, relisted.
@@ -191,7 +207,8 @@ def remeasured(result: SearchResult, pred: Predictions, *, z: Sequence[float],
     listed, subs = _remeasured(result, pred, z, tested, sums, sizes, n)
     population = result.subpopulations.subpopulations[0]
     return replace(result, findings=tuple(listed), subpopulations=replace(
-        result.subpopulations, subpopulations=(population, *subs)))
+        result.subpopulations, subpopulations=(population, *subs)),
+        notice=held_out_notice(result, listed))
 
 
 def sample_rows(covariates: int, *, holdout: float, max_conditions: int,

@@ -69,6 +69,7 @@ from mcviz.stats.cumulative import cumulative_differences
 from mcviz.stats.smoothing import LoessCurve, check_span, sorted_quantile, spiked_fits
 from mcviz.stats.smoothing.curves import SPIKE_SHARE
 from mcviz.stats.smoothing.loess import MIN_EFFECTIVE_ROWS, NEAR, SPARSE_RATIO
+from mcviz.text import readable_number
 
 __all__ = [
     "VariableCalibration",
@@ -395,10 +396,13 @@ def _eligible(name: str, gap: LoessCurve, rates: list[LoessCurve],
 
 
 def _intervals(x: np.ndarray, mask: np.ndarray) -> str:
-    """Describe the runs of ``mask`` over the grid ``x`` in words: "[0, 3.5], [98, 120]"."""
+    """Describe the runs of ``mask`` over the grid ``x`` in words: "0 to 3.5, 98 to 120"."""
     edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
     runs = [(x[a], x[b - 1]) for a, b in zip(edges[::2], edges[1::2], strict=True)]
-    text = ", ".join(f"{lo:.4g}" if lo == hi else f"[{lo:.4g}, {hi:.4g}]" for lo, hi in runs[:4])
+    said = [readable_number(lo, digits=4) if lo == hi else  # no exponent in a warning (#40)
+            f"{readable_number(lo, digits=4)} to {readable_number(hi, digits=4)}"
+            for lo, hi in runs[:4]]
+    text = ", ".join(said)
     return text + (f" and {len(runs) - 4} more" if len(runs) > 4 else "")
 
 

@@ -460,7 +460,7 @@ def test_review_of_the_argmax_subpopulation_and_its_own_calibration():
     at.selectbox(key="w_scope").set_value("argmax").run()
     drawn = assert_review_grid(at)
     assert "Deviation from the full population" in _title(drawn[0])
-    assert "Fₖ − F̃ₖ" in drawn[0]["data"][0]["name"]
+    assert drawn[0]["data"][0]["name"] == "subpopulation − full population, summed"
     assert any(t.get("legendgroup") == "sub" for t in drawn[1]["data"])  # against the full
     description = argmax.split("\\: ", 1)[1].split(" — ")[0]  # escaped, as the caption shows it
     shown = [c for c in at.caption if c.value.endswith(" of 48,842 rows")]

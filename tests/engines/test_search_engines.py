@@ -150,6 +150,7 @@ def test_held_out_numbers_are_measured_on_every_row_not_searched(planted_file):
         assert got["confirmed"] == (got["p_adjusted"] < 0.05)
     keys = [(not f["confirmed"], f["p_value"]) for f in output["findings"]]
     assert keys == sorted(keys)  # listed by the evidence of every held-out row
+    _assert_notice_counts(output["notice"] or "", output["findings"])
     assert output["findings"][0]["description"] == "region == r7"
     assert output["findings"][0]["holdout_size"] > 3 * 0.3 * output["findings"][0]["size"]
 
@@ -180,3 +181,16 @@ def test_a_sample_of_the_named_columns_holds_the_same_rows(planted_file):
     same = named.set_index(ROW_KEY).sort_index()
     assert np.array_equal(key.index, same.index)  # the same rows
     assert np.array_equal(key["score"].to_numpy(), same["score"].to_numpy())
+
+
+def _assert_notice_counts(notice: str, findings: list[dict]) -> None:
+    """The notice's sentence on confirmation counts the findings shown, not the sample's."""
+    unconfirmed = sum(not f["confirmed"] for f in findings)
+    if unconfirmed == 0:
+        assert "not confirmed" not in notice and "No finding is confirmed" not in notice
+    elif unconfirmed == len(findings):
+        assert "No finding is confirmed on the held-out rows" in notice, notice
+    else:
+        assert (f"{unconfirmed} of the {len(findings)} findings are not confirmed"
+                in notice), notice
+    assert notice.count("confirmed on the held-out rows") <= 1, notice

@@ -88,7 +88,7 @@ def deviation_figure(result: DeviationResult, *, title: str | None = None,
     subtitle += f" of {result.n_full:,}" + _sigma_note(result.sigma_method)
     return _path_figure(
         result,
-        path_name="subpopulation − full population (Fₖ − F̃ₖ)",
+        path_name="subpopulation − full population, summed",  # no Fₖ − F̃ₖ for people (#40)
         y_title="cumulative gap",
         bottom_title="score in the subpopulation",
         axis_title=f"score (a tick every {100 // (TICKS - 1)}% of the group's rows)",  # half a
