@@ -35,6 +35,9 @@ held-out log loss change with its 95% interval, the share of held-out M removed,
 findings fix no planted segment keeps D/sigma >= 3, no band moves beyond the bound, log loss not
 worse.
 
+``--fit-noise DRAWS``: the noise floor of the bar (:func:`fit_noise`): how often a term of the
+right group and shape, fitted on as many rows as it is judged on, leaves held-out D/sigma >= 3.
+
 ``--null K``: the findings fix on K calibrated data sets (:func:`planted_fix_data` with
 ``calibrated=True``, ``--null-rows`` rows, seeds 0..K-1): how many get a term (a chance term has
 probability at most alpha / 3 = 1.7% per data set: the first pass's Bonferroni share; a pass runs
@@ -182,6 +185,44 @@ def null_runs(k: int, n: int) -> None:
     print(f"calibrated data sets with a term: {with_terms} of {k} ({n:,} rows each)")
 
 
+def fit_noise(draws: int, rows: int = 5_000, seed: int = 0) -> None:
+    """How far a correct term's own fit noise carries held-out D/sigma (the bar's noise floor).
+
+    A segment of ``rows`` fit rows and as many held-out rows, logits ~ N(-0.47, 0.86^2) (the
+    planted slope segment's, after the Platt base), labels from the true probabilities; the term
+    of the right shape (intercept and slope on the logit) fitted by maximum likelihood on the fit
+    rows; its held-out D/sigma (Kuiper's range of the cumulative differences in score order over
+    sigma, binary responses) against the true probabilities' on the same rows. Prints the share of
+    draws at or above 2.5, 3 and 3.27, and the 95% points. Measured (4,000 draws): 7.6% of
+    correct terms reach 3 (the true probabilities 1.2%); on the planted data at 10^6 rows, seed
+    2, the exact planted slope term fitted on the fit half leaves 3.24 (true: 1.19).
+    """
+    import numpy as np
+    from scipy.special import expit
+
+    from mcviz.recalibration._logistic import fit_logistic
+
+    rng = np.random.default_rng(seed)
+
+    def d_sigma(p, y):
+        walk = np.concatenate(([0.0], np.cumsum((y - p)[np.argsort(p, kind="stable")])))
+        return (walk.max() - walk.min()) / np.sqrt(np.sum(p * (1 - p)))
+
+    fitted, true = np.empty(draws), np.empty(draws)
+    for k in range(draws):
+        eta_fit, eta_held = rng.normal(-0.47, 0.86, (2, rows))
+        y_fit = (rng.random(rows) < expit(eta_fit)).astype(float)
+        y_held = (rng.random(rows) < expit(eta_held)).astype(float)
+        b, a = fit_logistic(np.column_stack((np.ones(rows), eta_fit)), y_fit, np.ones(rows))
+        fitted[k] = d_sigma(expit(b + a * eta_held), y_held)
+        true[k] = d_sigma(expit(eta_held), y_held)
+    for bar in (2.5, 3.0, 3.27):
+        print(f"held-out D/σ ≥ {bar}: a correct fitted term {np.mean(fitted >= bar):.1%}, "
+              f"the true probabilities {np.mean(true >= bar):.1%}")
+    print(f"95% points: fitted term {np.quantile(fitted, 0.95):.2f}, true probabilities "
+          f"{np.quantile(true, 0.95):.2f} ({draws:,} draws, {rows:,} + {rows:,} rows)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="200000,1000000")
@@ -192,7 +233,12 @@ def main() -> None:
     parser.add_argument("--null", type=int, default=0, metavar="K",
                         help="the findings fix on K calibrated data sets instead")
     parser.add_argument("--null-rows", type=int, default=4000)
+    parser.add_argument("--fit-noise", type=int, default=0, metavar="DRAWS",
+                        help="a correct term's own fit noise in held-out D/σ instead")
     args = parser.parse_args()
+    if args.fit_noise:
+        fit_noise(args.fit_noise)
+        return
     if args.null:
         null_runs(args.null, args.null_rows)
         return

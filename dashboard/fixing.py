@@ -288,17 +288,24 @@ def fix_section(result: Any, impact: Any, thresholds: Sequence[float]) -> Any:
 def fix_next_step(result: Any) -> str:
     """Say ship or don't ship, from the fix's judgement on held-out rows (one sentence).
 
-    Ship only when the held-out log loss improved beyond its 95% interval (``meaningful``);
-    a fix whose change is within noise is not worth shipping yet; a rejected one never.
+    Ship only a fix that is recommended (nothing got worse beyond noise) and that improved
+    something beyond noise: the held-out log loss (``meaningful``), or a confirmed finding's
+    own held-out rows (``finding_changes``). A fix whose every change is within noise is not
+    worth shipping yet (#40: the walk showed "Ship the findings fix" for a fix that moved
+    nothing); a rejected one never.
     """
-    recommended = getattr(result, "recommended", None)  # a stricter rule, when the fix has one
-    ship = result.accepted and result.meaningful if recommended is None else bool(recommended)
-    if ship:
+    recommended = getattr(result, "recommended", None)  # the fix's rule: nothing got worse
+    accepted = result.accepted if recommended is None else bool(recommended)
+    repaired = [d for d, c in getattr(result, "finding_changes", ()) if c.direction == "better"]
+    if accepted and (result.meaningful or repaired):
+        helped = (f"; it predicts better on the held-out rows of {len(repaired)} confirmed "
+                  f"finding{'s' if len(repaired) != 1 else ''}" if repaired else "")
         return (f"Ship the {result.method} fix: on {result.n_eval:,} held-out rows it "
-                f"{_fix_words(result)}; download its map and apply it.")
-    if result.accepted:
-        return (f"Don't ship the {result.method} fix yet: on {result.n_eval:,} held-out rows its "
-                "effect is within noise; collect more rows or try another method.")
+                f"{_fix_words(result)}{helped}; download its map and apply it.")
+    if accepted:
+        return (f"Don't ship the {result.method} fix yet: on {result.n_eval:,} held-out rows it "
+                f"{_fix_words(result)}, and no confirmed finding improved beyond noise; collect "
+                "more rows or try another method.")
     return (f"Don't ship the {result.method} fix: it made the held-out predictions worse; "
             "keep the model as it is or try another method.")
 

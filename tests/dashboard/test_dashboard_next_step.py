@@ -66,3 +66,16 @@ def test_a_fix_and_a_monitor_alarm_replace_the_verdicts_next_step():
                                  n_bootstrap=20)
     fixed = verdict.with_sections(section, fixing.fix_section(fix, impact, (0.5,)))
     assert fixed.next_step == fixing.fix_next_step(fix)  # the last section's step wins
+
+
+def test_a_recommended_fix_that_moved_nothing_is_not_shipped():
+    # seen on the Review walk (#40): "Ship the findings fix: ... adds 0.0649% to the worst
+    # subpopulation's miscalibration, and its probabilities score neither better nor worse"
+    within = R(direction="no meaningful change")
+    result = R(method="findings", accepted=True, recommended=True, meaningful=False,
+               n_eval=24_421, metric_reduction=-0.000649, log_loss_change=within,
+               finding_changes=(("age >= 60", within),))
+    step = fixing.fix_next_step(result)
+    assert step.startswith("Don't ship the findings fix yet"), step
+    repaired = R(**{**vars(result), "finding_changes": (("age >= 60", R(direction="better")),)})
+    assert fixing.fix_next_step(repaired).startswith("Ship the findings fix"), repaired
