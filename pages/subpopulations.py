@@ -353,8 +353,9 @@ if runs_:
     else:
         st.selectbox(
             "Drill down into", ids, key=s.W_SELECTED,
-            format_func=lambda i: ("★ " if i == argmax.id else "")
-            + display_text(f"#{i} · {by_id[i].description}"),
+            format_func=lambda i: ("★ " if i == argmax.id else "")  # in words below (#40)
+            + f"#{i} · {by_id[i].size:,} rows" + (" · the largest deviation"
+                                                   if i == argmax.id else ""),
         )
         selected = by_id[st.session_state[s.W_SELECTED]]
 

@@ -112,7 +112,7 @@ def group_chart(found: Any) -> SlideChart:
     return SlideChart(
         title="Observed − predicted in the group, held-out rows", kind="columns",
         series=(Series("observed − predicted (percentage points)", ("A", "B"), values,
-                       VERMILION),),
+                       VERMILION, colors=(BLUE, VERMILION)),),  # A and B as on every chart
         x_title="model", y_title="percentage points", categories=("A", "B"),
         note=f"95% intervals: {note}; below 0: the model over-predicts there",
         y_range=(low, high))

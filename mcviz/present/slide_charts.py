@@ -51,7 +51,8 @@ class Series:
     """One series: ``x`` and ``y`` (no NaN), or ``y`` against the chart's categories.
 
     ``style``: ``"line"``, ``"markers"`` (line and markers), ``"band"`` (a thin dashed edge of
-    a band), ``"dotted"``.
+    a band), ``"dotted"``. ``colors``: one per category of a column chart (two models' columns
+    told apart), else every column in ``color``.
     """
 
     name: str
@@ -59,6 +60,7 @@ class Series:
     y: tuple[float, ...]
     color: str = BLUE
     style: str = "line"
+    colors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

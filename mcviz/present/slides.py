@@ -403,6 +403,9 @@ def _style_series(drawn: Any, chart: SlideChart) -> None:
         if chart.kind == "columns":
             series.format.fill.solid()
             series.format.fill.fore_color.rgb = color
+            for point, own in zip(series.points, spec.colors, strict=False):  # per category
+                point.format.fill.solid()
+                point.format.fill.fore_color.rgb = RGBColor.from_string(own)
             continue
         series.smooth = False
         line = series.format.line

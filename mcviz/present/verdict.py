@@ -626,8 +626,8 @@ def next_step(*, ok: bool | None, findings: Sequence[FindingLine] = (), search: 
         more = f"; {len(findings) - 1:,} more confirmed" if len(findings) > 1 else ""
         direction = "down" if first.direction < 0 else "up"
         overall = "recalibrates the whole model and " if ok is False and full else ""
-        return (f"Open Fix: the findings fix {overall}adds a term for each confirmed finding "
-                f"(the first moves predictions {direction} by about "
+        return (f"Open Fix, where the findings fix {overall}adds a term for each confirmed "
+                f"finding (the first moves predictions {direction} by about "
                 f"{first.effect.lstrip('+−')} for its {format_count(first.size, 'row')}, "
                 f"{first.share}{more}); judge it on held-out rows before shipping.")
     untested = (selection is not None and selection.p_adjusted is None) or (

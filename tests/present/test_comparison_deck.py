@@ -108,6 +108,11 @@ def test_comparison_slides_read_back_with_the_comparison_numbers(tmp_path, compa
         values = list(chart.chart.plots[0].series[0].values)
         np.testing.assert_allclose(values, [found.calibration_a * 100,
                                             found.calibration_b * 100])
+        fills = [str(point.format.fill.fore_color.rgb)
+                 for point in chart.chart.plots[0].series[0].points]
+        lines = {str(s.format.line.color.rgb) for s in residuals.chart.plots[0].series
+                 if s.name.startswith(("A:", "B:"))}
+        assert fills[0] != fills[1] and set(fills) == lines  # A and B in their own colours
     assert texts[-1].startswith("Appendix")
     # user text: the bidi override and the line separator are shown, never acted on
     assert "[U+202E]" in "\n".join(texts)
