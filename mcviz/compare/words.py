@@ -167,17 +167,17 @@ def _decisions(net) -> list[tuple[str, str, str]]:
 def _next_step(brier, regressions) -> str:
     worse = [f for f in regressions if f.confirmed]
     if brier.ci_low > 0:
-        return "Keep A: B predicts worse overall."
+        return "Keep A, since B predicts worse overall."
     if brier.ci_high < 0 and not worse:
-        return ("Switch to B: it predicts better overall and is worse in no group confirmed on "
-                "held-out rows.")
+        return ("Switch to B, since it predicts better overall and is worse in no group "
+                "confirmed on held-out rows.")
     if brier.ci_high < 0:
         return (f"B predicts better overall but is worse in {len(worse)} confirmed group(s): "
                 "fix B there (mcviz fix) or keep A for those rows before switching.")
     if worse:
-        return ("Keep A, or fix B where it is worse: overall the models are equal within "
+        return ("Keep A, or fix B where it is worse, since overall the models are equal within "
                 "chance and B is worse in confirmed groups.")
-    return ("Neither model predicts better beyond chance: decide on other grounds (cost, "
+    return ("Neither model predicts better beyond chance, so decide on other grounds (cost, "
             "simplicity), or collect more labelled rows.")
 
 

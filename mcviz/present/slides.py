@@ -385,7 +385,9 @@ def _native_chart(page: Any, chart: SlideChart, left: float, top: float, width: 
         font.size, font.bold = Pt(16), True
     _style_series(drawn, chart)
     _style_axes(drawn, chart)
-    drawn.has_legend = True
+    drawn.has_legend = not any(spec.colors for spec in chart.series)  # columns named A, B
+    if not drawn.has_legend:
+        return
     drawn.legend.position = XL_LEGEND_POSITION.BOTTOM
     drawn.legend.include_in_layout = False
     drawn.legend.font.size = Pt(MIN_POINTS)

@@ -113,6 +113,7 @@ def test_comparison_slides_read_back_with_the_comparison_numbers(tmp_path, compa
         lines = {str(s.format.line.color.rgb) for s in residuals.chart.plots[0].series
                  if s.name.startswith(("A:", "B:"))}
         assert fills[0] != fills[1] and set(fills) == lines  # A and B in their own colours
+        assert not chart.chart.has_legend  # no one-colour legend entry for both
     assert texts[-1].startswith("Appendix")
     # user text: the bidi override and the line separator are shown, never acted on
     assert "[U+202E]" in "\n".join(texts)
