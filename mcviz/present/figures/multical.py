@@ -64,7 +64,7 @@ def subpopulation_scatter_figure(result: MulticalResult, *, selected: int | None
     wide = sizes.max() > 20 * max(sizes.min(), 1)
     figure.update_xaxes(title="subpopulation size (rows)", type="log" if wide else "linear",
                         dtick=1 if wide else None)
-    figure.update_yaxes(title="Dₖ / σₖ")
+    figure.update_yaxes(title="deviation from the full population (D/σ)")
     return apply_style(figure, title=title or "Subpopulations: click a point to open it",
                        presentation=presentation, height=height)
 
