@@ -286,9 +286,8 @@ def holdout_p_values(pred: Predictions, held_members: Sequence[np.ndarray], z: n
     group of many rows with very uneven weights).
     """
     p_values = np.array([float(brownian_range_sf(value)) for value in z])
-    kinds = p_value_kinds(pred, held_members)
-    if pred.weights_depend_on_label:
-        return np.full(len(p_values), np.nan)
+    kinds = p_value_kinds(pred, held_members)  # the one rule: void, simulated or Brownian
+    p_values[[k == "void" for k in kinds]] = np.nan  # Appendix B weights: no valid p-value
     run = np.concatenate(([0], np.cumsum(pred.run_end[:-1]))) if pred.n else np.zeros(0)
     for k, members in enumerate(held_members):
         if kinds[k] != "simulated":
