@@ -26,13 +26,15 @@ def test_fix_page_in_a_real_browser(tmp_path):
         page.get_by_text("Decision curve").first.wait_for(timeout=300_000)
         wait_idle(page, timeout=300_000)
         wait_charts(page, 5)  # 2 cumulative, 2 reliability, the decision curve
-        assert page.get_by_text("The findings fix removes").count() == 1
+        # the headline in words once (#40), its numbers once in the caption below it
+        assert page.get_by_text("of the worst subpopulation's miscalibration").count() == 1
+        assert page.get_by_text("In numbers:").count() == 1
         check_page(page, "fix-01-full-population")
         # the fix judged as a challenger is (#43): the Compare page's verdict and tables
         judged = page.get_by_text("Judged as a challenger").first
         judged.scroll_into_view_if_needed()
         judged.click()
-        page.get_by_text("Largest cumulative calibration gap").first.wait_for(timeout=60_000)
+        page.get_by_text("Largest cumulative gap between observed and predicted").first.wait_for(timeout=60_000)
         wait_idle(page)
         check_page(page, "fix-01b-as-challenger")
         scope = page.get_by_test_id("stSelectbox").filter(has_text="Scope")
