@@ -138,16 +138,9 @@ def test_verdict_section_is_held_for_its_own_analysis_only():
     assert mon.held_section(state, "key-b") is None
 
 
-def test_a_window_picked_on_the_heat_map_is_judged_by_the_monitors_adjusted_p():
-    """#40: Review opened from Monitor judges the picked cell by the monitor, never its own p.
-
-    Calibrated labels, six segments × 13 weeks: the cell a user clicks because it is the
-    reddest has a small own p by selection alone (checked below as the trap's precondition);
-    picked from Monitor its verdict is "one of 7 monitored series", tested by its series'
-    adjusted p. The same filter typed by the user (or edited) is judged by its own p.
-    """
-    from dashboard import review
-    from dashboard.runs import Scope, filter_subpopulation
+def _reddest_cell():
+    """Calibrated labels, six segments x 13 weeks: the monitor, and the cell with the smallest
+    own p (its filter, its series), which chance alone makes "significant" (asserted)."""
     from mcviz.stats.cumulative import cumulative_differences
 
     rng = np.random.default_rng(11)
@@ -158,15 +151,28 @@ def test_a_window_picked_on_the_heat_map_is_judged_by_the_monitors_adjusted_p():
         "g": rng.choice(list("abcdef"), n)})
     result = monitor_calibration(pred, settings=MonitorSettings(period="week", segments=["g"],
                                                                 draws=99))
-    cells = [(series, week) for series in range(len(result.series))
-             for week in range(result.periods.n_periods)]
+    cells = [(i, w) for i in range(len(result.series)) for w in range(result.periods.n_periods)]
     filters = [mon.review_filter(result, i, w, w, pred.covariates["when"].dtype)
                for i, w in cells]
     own = [float(cumulative_differences(pred, index=select_rows(pred, parse_filter(f, pred)))
                  .p_value) for f in filters]
     reddest = int(np.argmin(own))
-    expression, (series, _) = filters[reddest], cells[reddest]
     assert own[reddest] < 0.05  # the trap: chance alone makes the reddest cell "significant"
+    return pred, result, filters[reddest], cells[reddest][0]
+
+
+def test_a_window_picked_on_the_heat_map_is_judged_by_the_monitors_adjusted_p():
+    """#40: Review opened from Monitor judges the picked cell by the monitor, never its own p.
+
+    Calibrated labels, six segments × 13 weeks: the cell a user clicks because it is the
+    reddest has a small own p by selection alone (checked below as the trap's precondition);
+    picked from Monitor its verdict is "one of 7 monitored series", tested by its series'
+    adjusted p. The same filter typed by the user (or edited) is judged by its own p.
+    """
+    from dashboard import review
+    from dashboard.runs import Scope, filter_subpopulation
+
+    pred, result, expression, series = _reddest_cell()
     state = {mon.HELD: ("key", result)}
     mon.remember_pick(state, "key", expression, series, len(result.series))
     picked = mon.picked_selection(state, "key", expression)
@@ -198,24 +204,8 @@ def test_a_link_to_a_picked_window_is_never_judged_by_its_own_p_on_a_fresh_serve
     """
     from dashboard import review
     from dashboard.runs import Scope, filter_subpopulation
-    from mcviz.stats.cumulative import cumulative_differences
 
-    rng = np.random.default_rng(11)
-    n = 6000
-    score = rng.uniform(0.2, 0.8, n)
-    pred = Predictions.from_arrays(score, rng.random(n) < score, covariates={
-        "when": pd.Timestamp("2026-01-05") + pd.to_timedelta(rng.integers(0, 91, n), unit="D"),
-        "g": rng.choice(list("abcdef"), n)})
-    result = monitor_calibration(pred, settings=MonitorSettings(period="week", segments=["g"],
-                                                                draws=99))
-    cells = [(i, w) for i in range(len(result.series)) for w in range(result.periods.n_periods)]
-    filters = [mon.review_filter(result, i, w, w, pred.covariates["when"].dtype)
-               for i, w in cells]
-    own = [float(cumulative_differences(pred, index=select_rows(pred, parse_filter(f, pred)))
-                 .p_value) for f in filters]
-    reddest = int(np.argmin(own))
-    expression, (series, _) = filters[reddest], cells[reddest]
-    assert own[reddest] < 0.05  # the trap
+    pred, result, expression, series = _reddest_cell()
     live = {mon.HELD: ("key", result), s.W_SCOPE: "filter", s.W_FILTER: expression}
     mon.remember_pick(live, "key", expression, series, len(result.series))
     params = links.encode_state(live, "review")
