@@ -77,7 +77,8 @@ class Beam(Pruning):
                 root = beam[0]
                 children = [child for child in children if child.z - root.z >= self.rules.material(
                     root.z, child.count / max(root.count, 1))]
-            beam = _next_beam(children, self.rules.beam_width)
+            beam = _next_beam(children, self.rules.beam_width,
+                              [column.name for column in self.columns])
             beam = [Node(n.cuts, n.z, n.mean, n.count, self.members(n.cuts)) for n in beam]
             if not beam:
                 break
@@ -167,8 +168,9 @@ class Beam(Pruning):
                 continue
             cuts, grew = self._finished(entry.cuts, grow=grows < self.rules.grow_limit)
             grows += grew
-            cuts = self._apart_from(entry.cuts, cuts,
-                                    [o for node, o in accepted if node.z >= entry.z])
+            if entry.z >= self.small_z:  # a lead below it: only chance would move it
+                cuts = self._apart_from(entry.cuts, cuts,
+                                        [o for node, o in accepted if node.z >= entry.z])
             if not cuts:
                 self.stops["weak"] += 1
                 continue
@@ -240,7 +242,8 @@ class Beam(Pruning):
         redone = []
         for k, (node, members) in enumerate(accepted):
             others = [accepted[j][1] for j in strong  # distinct groups, not nested ones
-                      if j != k and not _same(members, accepted[j][1], self.rules.jaccard_fold)]
+                      if j != k and not _same(members, accepted[j][1], self.rules.jaccard_fold)
+                      ] if node.z >= self.small_z else []  # a weak lead stays as found
             cuts = self._outside(others)._finished(node.cuts, grow=False)[0] if others else ()
             if not cuts or cuts == node.cuts:
                 redone.append((node, members))
@@ -394,11 +397,16 @@ def _same(new: np.ndarray, old: np.ndarray, share: float) -> bool:
     return _inside(new, old) > share or _inside(old, new) > share
 
 
-def _next_beam(children: list[Node], width: int) -> list[Node]:
-    """Choose the best nodes, half under-, half over-predicted, one per covariates and side."""
+def _next_beam(children: list[Node], width: int, names: list[str]) -> list[Node]:
+    """Choose the best nodes, half under-, half over-predicted, one per covariates and side.
+
+    Covariates are told apart by ``names``: an integer column searched both as ranges and as
+    level sets is one covariate, so ``cnt < 1`` and ``cnt == 0`` (the same rows) do not take
+    two places of the beam (issue #42: 3 of level 1's 16 places went to such twins).
+    """
     unique: dict[tuple, Node] = {}
     for child in children:  # one node per set of covariates and direction: a diverse beam
-        key = (frozenset(cut.column for cut in child.cuts), child.mean >= 0)
+        key = (frozenset(names[cut.column] for cut in child.cuts), child.mean >= 0)
         if key not in unique or unique[key].z < child.z:
             unique[key] = child
     ranked = sorted(unique.values(), key=lambda node: -node.z)

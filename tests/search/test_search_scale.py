@@ -354,7 +354,8 @@ def test_level_one_expands_only_conditions_with_a_material_gain(monkeypatch):
     weak = {child.key() for child in children
             if child.z - root_z < RULES.material(root_z, child.count / beam.rows.size)}
     # without the rule, the beam's diversity choice would expand some of them
-    assert weak & {node.key() for node in _next_beam(children, RULES.beam_width)}
+    assert weak & {node.key() for node in _next_beam(children, RULES.beam_width,
+                                                   [c.name for c in beam.columns])}
     expanded = []
     expand = _beam.Beam.expand
 
