@@ -120,7 +120,8 @@ class Beam(Pruning):
         work grows with the rows, so the phase costs about what it costs on :math:`k` rows.
         Pruning stays on all the search rows (a subset's noise can drop a true condition).
         An entry whose finished conditions overlap no better finding is finished again outside
-        their rows (:meth:`_apart_from`), and an entry that lies mostly in an accepted finding's
+        their rows (:meth:`_apart_from`) when its D/sigma reaches :attr:`small_z` (below it, a
+        lead whose cut points only chance would move; issue #42's CPU bound), and an entry that lies mostly in an accepted finding's
         rows and ranks below the pool entry that finding came from is folded before it is
         refined (a variant of it: refining it would give the same finding again, at the cost of
         the examination budget); the findings are last re-chosen each outside the others
@@ -234,7 +235,8 @@ class Beam(Pruning):
         whose D/sigma could be confirmed (at least :attr:`small_z` when small groups
         are searched: a lead below it would only move the cut points by chance), and the
         result kept when it is the same finding re-chosen (:func:`_same`; else it moved
-        elsewhere); a finding that then overlaps a better one folds.
+        elsewhere); a finding that then overlaps a better one folds. A finding below
+        :attr:`small_z` stays as found (a lead: re-choosing it would move it by chance only).
         """
         strong = [k for k, (node, _) in enumerate(accepted) if node.z >= self.small_z]
         if len(accepted) < 2 or not strong:

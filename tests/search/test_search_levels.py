@@ -85,6 +85,19 @@ def test_integer_codes_are_searched_as_level_sets_too(seed):
     assert found.subpopulations.covariates.count("code") == 1  # one covariate, two views
 
 
+
+def test_the_two_views_of_an_integer_column_take_one_place_in_the_beam():
+    # "cnt < 1" and "cnt == 0" are the same rows: one covariate, one node per side (issue #42:
+    # 3 of level 1's 16 places went to such twins, a four-condition group lost its level)
+    from mcviz.search._beam import Node, _next_beam
+    from mcviz.search._columns import Cut
+
+    twins = [Node((Cut(0, "lt", hi=1.0),), 3.0, 0.01, 500),
+             Node((Cut(1, "in", levels=(0,)),), 3.0, 0.01, 500),
+             Node((Cut(2, "ge", lo=0.5),), 2.0, 0.01, 900)]
+    chosen = _next_beam(twins, 2, ["cnt", "cnt", "u"])
+    assert [node.cuts[0].column for node in chosen] == [0, 2]
+
 def test_only_whole_numbers_of_few_values_get_a_level_view():
     rng = np.random.default_rng(3)
     n = 3_000
