@@ -120,8 +120,7 @@ class Beam(Pruning):
         work grows with the rows, so the phase costs about what it costs on :math:`k` rows.
         Pruning stays on all the search rows (a subset's noise can drop a true condition).
         An entry whose finished conditions overlap no better finding is finished again outside
-        their rows (:meth:`_apart_from`) when its D/sigma reaches :attr:`small_z` (below it, a
-        lead whose cut points only chance would move; issue #42's CPU bound), and an entry that lies mostly in an accepted finding's
+        their rows (:meth:`_apart_from`), and an entry that lies mostly in an accepted finding's
         rows and ranks below the pool entry that finding came from is folded before it is
         refined (a variant of it: refining it would give the same finding again, at the cost of
         the examination budget); the findings are last re-chosen each outside the others
@@ -169,9 +168,8 @@ class Beam(Pruning):
                 continue
             cuts, grew = self._finished(entry.cuts, grow=grows < self.rules.grow_limit)
             grows += grew
-            if entry.z >= self.small_z:  # a lead below it: only chance would move it
-                cuts = self._apart_from(entry.cuts, cuts,
-                                        [o for node, o in accepted if node.z >= entry.z])
+            cuts = self._apart_from(entry.cuts, cuts,
+                                    [o for node, o in accepted if node.z >= entry.z])
             if not cuts:
                 self.stops["weak"] += 1
                 continue
@@ -235,8 +233,7 @@ class Beam(Pruning):
         whose D/sigma could be confirmed (at least :attr:`small_z` when small groups
         are searched: a lead below it would only move the cut points by chance), and the
         result kept when it is the same finding re-chosen (:func:`_same`; else it moved
-        elsewhere); a finding that then overlaps a better one folds. A finding below
-        :attr:`small_z` stays as found (a lead: re-choosing it would move it by chance only).
+        elsewhere); a finding that then overlaps a better one folds.
         """
         strong = [k for k, (node, _) in enumerate(accepted) if node.z >= self.small_z]
         if len(accepted) < 2 or not strong:
@@ -244,8 +241,7 @@ class Beam(Pruning):
         redone = []
         for k, (node, members) in enumerate(accepted):
             others = [accepted[j][1] for j in strong  # distinct groups, not nested ones
-                      if j != k and not _same(members, accepted[j][1], self.rules.jaccard_fold)
-                      ] if node.z >= self.small_z else []  # a weak lead stays as found
+                      if j != k and not _same(members, accepted[j][1], self.rules.jaccard_fold)]
             cuts = self._outside(others)._finished(node.cuts, grow=False)[0] if others else ()
             if not cuts or cuts == node.cuts:
                 redone.append((node, members))
