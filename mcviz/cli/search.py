@@ -34,16 +34,20 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mcviz.cli import _common
 from mcviz.errors import ValidationError
 
 if TYPE_CHECKING:  # the search and the engines are imported only when they run (--help: at once)
-    from mcviz.engines.base import ScreenResult
+    import numpy as np
+
+    from mcviz.engines.base import Columns, ScreenResult
+    from mcviz.io import Predictions
     from mcviz.search import SearchResult
 
-__all__ = ["register", "result_json", "run"]
+__all__ = ["AtScale", "register", "result_json", "run", "search_at_scale"]
 
 HELP = "find the subpopulations where the model is most miscalibrated (held-out confirmed)"
 
@@ -124,6 +128,37 @@ def run_sampled(args: argparse.Namespace) -> dict:
     On DuckDB and Spark the findings' held-out numbers are then measured on every row the
     search did not look at (:func:`mcviz.search.at_scale.measure_at_scale`).
     """
+    out = getattr(args, "out", None)
+    if out is not None:
+        _common.check_output(out, flag="--out", suffixes=(".parquet",))
+    at_scale = search_at_scale(args)
+    output = sampled_json(at_scale.result, at_scale.measured,
+                          sample_dropped=at_scale.pred.report.n_dropped, held=at_scale.held)
+    if out is not None:
+        _write_findings(out, output, files=at_scale.files, columns=at_scale.columns,
+                        kinds=dict(at_scale.pred.covariate_kinds), engine=args.engine)
+    return output
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AtScale:
+    """What a search at scale measured (:func:`search_at_scale`)."""
+
+    result: SearchResult
+    """The sample's search (its held-out numbers the sample's)."""
+    measured: ScreenResult
+    """The full population (row 0) and the findings measured on every row."""
+    held: tuple[SearchResult, int] | None
+    """The findings confirmed on every held-out row and that row count (None on numpy)."""
+    population: np.ndarray | None
+    """The :data:`mcviz.engines.holdout.SUMS` of all rows (None on numpy)."""
+    pred: Predictions
+    files: tuple[str, ...]
+    columns: Columns
+
+
+def search_at_scale(args: argparse.Namespace) -> AtScale:
+    """Draw the sample, search it, and measure the findings on every row (one sorted pass)."""
     from mcviz.cli.engine_options import engine_share
     from mcviz.cli.screen import cancel_engine, make_engine, read_sample_interruptible
     from mcviz.engines.base import expand_paths
@@ -138,9 +173,6 @@ def run_sampled(args: argparse.Namespace) -> dict:
         if getattr(args, option, None) is not None:
             raise ValidationError(f"--{option} is not supported when the search runs on a "
                                   f"sample (--engine {args.engine}); use one score column.")
-    out = getattr(args, "out", None)
-    if out is not None:
-        _common.check_output(out, flag="--out", suffixes=(".parquet",))
     files = expand_paths(args.file)
     keyed = args.engine != "numpy"
     with tempfile.TemporaryDirectory(prefix="mcviz-search-", ignore_cleanup_errors=True) as spill:
@@ -158,18 +190,15 @@ def run_sampled(args: argparse.Namespace) -> dict:
                              spark_master=getattr(args, "spark_master", None))
         try:
             if args.engine == "numpy":
-                measured, held = engine.screen(result.subpopulations), None
+                measured, held, population = engine.screen(result.subpopulations), None, None
             else:  # queries in native code: cancelled from the main thread on a signal
-                measured, held = _common.interruptible(
+                measured, held, population = _common.interruptible(
                     lambda: _measure(engine, result, pred, keys), lambda: cancel_engine(engine))
         finally:
             if not _common.work_abandoned():
                 engine.close()
-    output = sampled_json(result, measured, sample_dropped=pred.report.n_dropped, held=held)
-    if out is not None:
-        _write_findings(out, output, files=files, columns=columns,
-                        kinds=dict(pred.covariate_kinds), engine=args.engine)
-    return output
+    return AtScale(result=result, measured=measured, held=held, population=population,
+                   pred=pred, files=files, columns=columns)
 
 
 def _read_columns(args: argparse.Namespace) -> list[str] | None:
@@ -266,8 +295,9 @@ def _measure(engine, result, pred, keys):
 
     overview = engine.overview()  # every row validated once, without the join
     flag_searched(engine, keys)
-    measured, confirmed, n_held = measure_at_scale(result, pred, engine, overview=overview)
-    return measured, (confirmed, n_held)
+    measured, confirmed, n_held, population = measure_at_scale(result, pred, engine,
+                                                               overview=overview)
+    return measured, (confirmed, n_held), population
 
 
 def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped: int,

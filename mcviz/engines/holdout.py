@@ -142,13 +142,14 @@ class _Sums:
                              (np.abs(ww * w) * v * (s * s + (1.0 - s) ** 2)).sum())
 
 
-def screen_groups(engine, groups: Sequence[Sequence], *, sums: int | None = None,
+def screen_groups(engine, groups: Sequence[Sequence], *, sums: Sequence[int] = (),
                   overview: tuple | None = None):
     """Screen several lists of specs in ONE score-sorted pass (exact mode).
 
     Returns one :class:`~mcviz.engines.base.ScreenResult` per group (its ``n``: the rows of
     the group's first spec, e.g. the full population or :data:`HELD_OUT`; eq. (4)'s M over
-    the group) and, for group ``sums``, the :data:`SUMS` of each of its specs (None without):
+    the group) and, for the groups numbered in ``sums``, the :data:`SUMS` of each of their
+    specs, one row per spec in order (None without):
     on DuckDB added up from the same sorted batches, on Spark one aggregate query
     (:func:`held_out_sums`). Spec ids must be distinct across groups. ``overview``: the
     engine's :meth:`overview` when already taken (e.g. before :func:`flag_searched`'s join).
@@ -160,8 +161,9 @@ def screen_groups(engine, groups: Sequence[Sequence], *, sums: int | None = None
     starts = np.cumsum([0, *(len(group) for group in groups)])
     dropped = engine.overview()[1] if overview is None else overview[1]
     totals = None
+    positions = [p for k in sums for p in range(starts[k], starts[k + 1])]
     if engine.name == "duckdb":
-        summed = None if sums is None else _Sums(range(starts[sums], starts[sums + 1]))
+        summed = _Sums(positions) if positions else None
         accumulator = BatchAccumulator(MembershipPlan(flat), observe=summed)
         for batch in engine._batches(accumulator.plan, ordered=True):  # same package
             accumulator.add(*batch)
@@ -169,8 +171,8 @@ def screen_groups(engine, groups: Sequence[Sequence], *, sums: int | None = None
         totals = None if summed is None else summed.sums
     else:
         summaries = engine.exact_summaries(flat)
-        if sums is not None:
-            totals = held_out_sums(engine, [spec.conditions for spec in groups[sums]])
+        if positions:
+            totals = held_out_sums(engine, [flat[p].conditions for p in positions])
     results = []
     for k, group in enumerate(groups):
         part = summaries.take(np.arange(starts[k], starts[k + 1]))

@@ -115,7 +115,8 @@ def _p_value(pred: Predictions, engine, finding: Finding, z: float, sums: np.nda
 
 
 def measure_at_scale(result: SearchResult, pred: Predictions, engine, *,
-                     overview: tuple | None = None) -> tuple[ScreenResult, SearchResult, int]:
+                     overview: tuple | None = None,
+                     ) -> tuple[ScreenResult, SearchResult, int, np.ndarray]:
     r"""Measure ``result``'s findings on every row and on every held-out row in ONE sorted pass.
 
     ``engine`` (DuckDB or Spark) carries :func:`mcviz.engines.holdout.flag_searched`'s flag.
@@ -127,9 +128,10 @@ def measure_at_scale(result: SearchResult, pred: Predictions, engine, *,
 
     Returns
     -------
-    ScreenResult, SearchResult, int
+    ScreenResult, SearchResult, int, ndarray
         The findings on all rows; the findings with their held-out numbers, listed by
-        held-out evidence; the number of held-out rows.
+        held-out evidence (``n_holdout``: every held-out row); the number of held-out rows;
+        the :data:`SUMS` of all rows (the full population: its predicted and observed rates).
     """
     every = as_specs(result.subpopulations.subpopulations)
     base = max(spec.id for spec in every) + 1
@@ -137,12 +139,13 @@ def measure_at_scale(result: SearchResult, pred: Predictions, engine, *,
     held += [SubpopulationSpec(base + 1 + k, f.subpopulation.depth + 1,
                                (HELD_OUT, *f.subpopulation.conditions), f.description,
                                parent=base) for k, f in enumerate(result.findings)]
-    (everywhere, screened), sums = screen_groups(engine, [every, held], sums=1,
+    (everywhere, screened), sums = screen_groups(engine, [every, held], sums=(0, 1),
                                                  overview=overview)
+    population, sums = sums[0], sums[len(every):]
     confirmed, n_held = _confirmed(result, pred, engine, everywhere=everywhere,
                                    z=screened.table["kuiper_z"].to_numpy()[1:], sums=sums[1:],
                                    n_held=int(sums[0, 0]), flagged=True)
-    return everywhere, confirmed, n_held
+    return everywhere, confirmed, n_held, population
 
 
 def confirm_at_scale(result: SearchResult, pred: Predictions, engine, *,
@@ -193,7 +196,7 @@ def _confirmed(result: SearchResult, pred: Predictions, engine, *, everywhere: S
                                       mde.shares, n_tests=mde.n_tests, alpha=mde.alpha)
     mde = MinimumDetectableEffect(mde.shares, shift, mde.alpha, mde.power, mde.n_tests)
     return replace(result, findings=tuple(listed), subpopulations=sub_set, mde=mde,
-                   notice=held_out_notice(result, listed)), n_held
+                   n_holdout=int(n_held), notice=held_out_notice(result, listed)), n_held
 
 
 def _remeasured(result: SearchResult, pred: Predictions, z: Sequence[float],
