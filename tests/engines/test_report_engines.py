@@ -73,7 +73,8 @@ def test_every_row_sampled_gives_the_in_memory_report(planted_file):
     for got, want in zip(scale["findings"], memory["findings"], strict=True):
         for key, value in want.items():
             assert _close(got[key], value), (key, got[key], value)
-    assert scale["deck"] == [] and scale["slides"] == 0
+    assert scale["deck"] == []
+    assert scale["slides"] == 0
 
 
 def test_the_report_at_scale_has_the_numbers_of_metrics_and_search(planted_file):
