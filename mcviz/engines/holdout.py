@@ -148,8 +148,8 @@ def screen_groups(engine, groups: Sequence[Sequence], *, sums: Sequence[int] = (
 
     Returns one :class:`~mcviz.engines.base.ScreenResult` per group (its ``n``: the rows of
     the group's first spec, e.g. the full population or :data:`HELD_OUT`; eq. (4)'s M over
-    the group) and, for the groups numbered in ``sums``, the :data:`SUMS` of each of their
-    specs, one row per spec in order (None without):
+    the group) and the :data:`SUMS` of the specs at positions ``sums`` of the groups' specs
+    one after another, one row each (None without):
     on DuckDB added up from the same sorted batches, on Spark one aggregate query
     (:func:`held_out_sums`). Spec ids must be distinct across groups. ``overview``: the
     engine's :meth:`overview` when already taken (e.g. before :func:`flag_searched`'s join).
@@ -161,7 +161,7 @@ def screen_groups(engine, groups: Sequence[Sequence], *, sums: Sequence[int] = (
     starts = np.cumsum([0, *(len(group) for group in groups)])
     dropped = engine.overview()[1] if overview is None else overview[1]
     totals = None
-    positions = [p for k in sums for p in range(starts[k], starts[k + 1])]
+    positions = [int(p) for p in sums]
     if engine.name == "duckdb":
         summed = _Sums(positions) if positions else None
         accumulator = BatchAccumulator(MembershipPlan(flat), observe=summed)

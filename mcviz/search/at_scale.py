@@ -139,9 +139,10 @@ def measure_at_scale(result: SearchResult, pred: Predictions, engine, *,
     held += [SubpopulationSpec(base + 1 + k, f.subpopulation.depth + 1,
                                (HELD_OUT, *f.subpopulation.conditions), f.description,
                                parent=base) for k, f in enumerate(result.findings)]
-    (everywhere, screened), sums = screen_groups(engine, [every, held], sums=(0, 1),
-                                                 overview=overview)
-    population, sums = sums[0], sums[len(every):]
+    (everywhere, screened), sums = screen_groups(  # sums: the population, the held-out sets
+        engine, [every, held], sums=[0, *range(len(every), len(every) + len(held))],
+        overview=overview)
+    population, sums = sums[0], sums[1:]
     confirmed, n_held = _confirmed(result, pred, engine, everywhere=everywhere,
                                    z=screened.table["kuiper_z"].to_numpy()[1:], sums=sums[1:],
                                    n_held=int(sums[0, 0]), flagged=True)
