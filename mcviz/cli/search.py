@@ -13,7 +13,7 @@ are not confirmed (null when there is nothing to say). ``mde`` is the mean shift
 subpopulation of 1%, 5% and 20% of the rows needs to be confirmed with 80% power.
 
 At scale (``--engine duckdb`` or ``spark``, or ``--sample-rows`` given) the search runs on a
-random sample of the Parquet data (DuckDB's reservoir sample, as ``mcviz screen`` draws it) of
+simple random sample of the Parquet data (drawn by DuckDB, as ``mcviz screen`` draws it) of
 ``--sample-rows`` rows, by default as many as the memory budget allows
 (:func:`mcviz.search.at_scale.sample_rows`), and the engine then measures the findings'
 conditions on EVERY row: each finding gains ``all_rows_size``, ``all_rows_share``,
@@ -122,7 +122,7 @@ def run_sampled(args: argparse.Namespace) -> dict:
     """Search a random sample of the rows, then measure the findings on every row.
 
     On DuckDB and Spark the findings' held-out numbers are then measured on every row the
-    search did not look at (:func:`mcviz.search.at_scale.confirm_at_scale`).
+    search did not look at (:func:`mcviz.search.at_scale.measure_at_scale`).
     """
     from mcviz.cli.engine_options import engine_share
     from mcviz.cli.screen import cancel_engine, make_engine, read_sample_interruptible
@@ -256,13 +256,17 @@ def _search_sample(args, sample, files, covariates, keyed: bool):
 
 
 def _measure(engine, result, pred, keys):
-    """All rows' D/sigma of each finding, then its held-out numbers on every held-out row."""
-    from mcviz.engines.holdout import exclude_rows
-    from mcviz.search.at_scale import confirm_at_scale
+    """All rows' D/sigma of each finding and its held-out numbers on every held-out row.
 
-    measured = engine.screen(result.subpopulations)
-    exclude_rows(engine, keys)
-    confirmed, n_held = confirm_at_scale(result, pred, engine, everywhere=measured)
+    One sorted pass: the rows carry a flag "not searched" (a left join with the searched
+    keys), and each finding's held-out rows are one more subpopulation of the same screen.
+    """
+    from mcviz.engines.holdout import flag_searched
+    from mcviz.search.at_scale import measure_at_scale
+
+    overview = engine.overview()  # every row validated once, without the join
+    flag_searched(engine, keys)
+    measured, confirmed, n_held = measure_at_scale(result, pred, engine, overview=overview)
     return measured, (confirmed, n_held)
 
 
@@ -284,7 +288,9 @@ def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped
     if held is not None:
         result, n_held = held
     output = result_json(result)
-    table = measured.table.set_index("description")  # ids are the sample's ranks
+    # ids are the sample's ranks; a description names one set of rows (the full population
+    # may be a finding too: its row and row 0 are the same numbers)
+    table = measured.table.drop_duplicates("description").set_index("description")
     where = f"all rows ({measured.engine})"
     for item in output["findings"]:
         row = table.loc[item["description"]]
