@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mcviz.cli import _common
+from mcviz.cli.engine_options import add_engine_arguments
 from mcviz.errors import ValidationError
 
 __all__ = ["register", "run"]
@@ -42,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="reliability bin counts of the grids (default %(default)s)")
     parser.add_argument("--deck", action="append", metavar="OUT", default=[],
                         help="write the deck to OUT.pptx or OUT.pdf (may be given twice)")
+    add_engine_arguments(parser, "duckdb or spark: the verdict from every row of Parquet data "
+                         "(the calibration measured by the engine; the search of mcviz search "
+                         "--engine, confirmed on every row not searched); no --deck")
+    parser.add_argument("--sample-rows", type=int, metavar="N",
+                        help="with --engine duckdb or spark: rows sampled for the search (as "
+                        "mcviz search --engine; default from the memory budget)")
     parser.set_defaults(run=run)
 
 
@@ -52,6 +59,11 @@ def run(args: argparse.Namespace) -> dict:
     from mcviz.settings import SearchSettings
     from mcviz.stats.cumulative import cumulative_differences, mean_rates
 
+    if args.engine != "numpy":
+        return _at_scale(args)
+    if args.sample_rows is not None:
+        raise ValidationError("--sample-rows samples the search at scale: give it with "
+                              "--engine duckdb or spark (without --engine every row is loaded).")
     _common.check_decks(args.deck)  # the deck's parts, before the search (not after it)
     bins = _bins(args.bins)
     covariates = _common.split(args.covariates)
@@ -60,12 +72,17 @@ def run(args: argparse.Namespace) -> dict:
     search = search_subpopulations(pred, covariates=covariates, **dataclasses.asdict(settings))
     verdict = review_verdict(cumulative_differences(pred), total=pred.n, search=search,
                              rates=mean_rates(pred), binary=pred.response_kind == "binary")
-    found = {f.rank: f for f in search.findings}
     slides, written = 0, []
     if args.deck:
         slides, written = _write_decks(args, pred, search, verdict, bins)
+    return {**_verdict_json(pred.n, verdict, search), "slides": slides, "deck": written}
+
+
+def _verdict_json(n: int, verdict, search) -> dict:
+    """The keys of the report's JSON up to ``appendix`` (in memory and at scale)."""
+    found = {f.rank: f for f in search.findings}
     return {
-        "n": pred.n,
+        "n": n,
         "verdict": list(verdict.sentences),
         "next_step": verdict.next_step,
         "details": list(verdict.details),
@@ -76,9 +93,46 @@ def run(args: argparse.Namespace) -> dict:
                       "ci_high": _number(found[f.rank].ci_high), "share": f.share,
                       "p_adjusted": f.p_adjusted} for f in verdict.findings],
         "appendix": list(verdict.appendix),
-        "slides": slides,
-        "deck": written,
     }
+
+
+def _at_scale(args: argparse.Namespace) -> dict:
+    """The verdict from every row: the engine's calibration and the search at scale.
+
+    The full population's D/σ and p are the screen's row 0 of the one sorted pass that also
+    measures the findings on every row (:func:`mcviz.cli.search.search_at_scale`): the numbers
+    of ``mcviz metrics --engine``'s calibration block; the rates are that pass's sums; the
+    findings are ``mcviz search --engine``'s, confirmed on every row not searched. JSON: the
+    in-memory keys (no deck: ``slides`` 0, ``deck`` []) plus ``calibration``, ``engine``,
+    ``held_out`` and ``notice`` (what was measured where).
+    """
+    from mcviz.cli.search import search_at_scale
+    from mcviz.engines.calibration import population_calibration
+    from mcviz.engines.holdout import SUMS
+    from mcviz.present.verdict import review_verdict
+
+    if args.deck:
+        raise ValidationError(
+            f"--deck is not drawn with --engine {args.engine}: the deck's charts (cumulative "
+            "differences, reliability diagrams, each finding's curves) need the rows in memory. "
+            "Leave out --deck for the verdict and its numbers from every row, or write the deck "
+            "without --engine from a file that fits in memory.")
+    at_scale = search_at_scale(args)
+    search, n_held = at_scale.held
+    calibration = population_calibration(at_scale.measured)
+    sums = dict(zip(SUMS, (float(v) for v in at_scale.population), strict=True))
+    rates = (sums["ws"] / sums["w"], sums["wr"] / sums["w"])
+    verdict = review_verdict(calibration, total=calibration.n, search=search, rates=rates,
+                             binary=at_scale.pred.response_kind == "binary")
+    sample = at_scale.result
+    return {**_verdict_json(calibration.n, verdict, search), "slides": 0, "deck": [],
+            "calibration": {"kuiper": calibration.kuiper, "sigma": calibration.sigma,
+                            "kuiper_z": calibration.kuiper_z, "p_value": calibration.p_value},
+            "engine": args.engine, "held_out": {"engine": args.engine, "rows": n_held},
+            "notice": (f"measured by {args.engine} on all {calibration.n:,} rows; the search "
+                       f"looked at {sample.n_search:,} rows of a random sample of {sample.n:,} "
+                       f"and its findings are confirmed on the {n_held:,} rows it did not look "
+                       "at. No score band of the largest gap is given at scale.")}
 
 
 def _number(value: float) -> float | None:

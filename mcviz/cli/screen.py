@@ -1,8 +1,9 @@
 """``mcviz screen``: generate subpopulations, evaluate them on the full data.
 
 With ``--engine numpy`` (data that fits in memory) the subpopulations come from Algorithm 1 run on
-every row; with DuckDB or Spark, on an in-memory random sample of the rows (read with DuckDB's
-reservoir sampling, ``--sample-rows``, ``--seed``), and the engine then evaluates their
+every row; with DuckDB or Spark, on an in-memory simple random sample of the rows (drawn by DuckDB
+in one parallel scan, :func:`mcviz.engines.duckdb_engine.read_sample`; ``--sample-rows``,
+``--seed``), and the engine then evaluates their
 predicates on every row (one pass over the score-sorted rows). The per-subpopulation table is
 written to ``--out`` (Parquet, with the run's context in its metadata:
 :mod:`mcviz.engines.results`, which the dashboard's Screening page opens) and M with its
@@ -175,7 +176,7 @@ def read_sample_interruptible(
     files: Sequence[str], rows: int, seed: int, temp_directory: str, *, keys: bool = False,
     memory_limit: str | None = None, columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Reservoir-sample the rows on a connection that a signal can interrupt.
+    """Sample the rows (:func:`read_sample`) on a connection that a signal can interrupt.
 
     ``keys``: each row also gets its file and row number (:func:`read_sample`);
     ``memory_limit``: DuckDB's memory limit for the draw; ``columns``: only these are read.

@@ -13,7 +13,7 @@ are not confirmed (null when there is nothing to say). ``mde`` is the mean shift
 subpopulation of 1%, 5% and 20% of the rows needs to be confirmed with 80% power.
 
 At scale (``--engine duckdb`` or ``spark``, or ``--sample-rows`` given) the search runs on a
-random sample of the Parquet data (DuckDB's reservoir sample, as ``mcviz screen`` draws it) of
+simple random sample of the Parquet data (drawn by DuckDB, as ``mcviz screen`` draws it) of
 ``--sample-rows`` rows, by default as many as the memory budget allows
 (:func:`mcviz.search.at_scale.sample_rows`), and the engine then measures the findings'
 conditions on EVERY row: each finding gains ``all_rows_size``, ``all_rows_share``,
@@ -34,16 +34,20 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mcviz.cli import _common
 from mcviz.errors import ValidationError
 
 if TYPE_CHECKING:  # the search and the engines are imported only when they run (--help: at once)
-    from mcviz.engines.base import ScreenResult
+    import numpy as np
+
+    from mcviz.engines.base import Columns, ScreenResult
+    from mcviz.io import Predictions
     from mcviz.search import SearchResult
 
-__all__ = ["register", "result_json", "run"]
+__all__ = ["AtScale", "register", "result_json", "run", "search_at_scale"]
 
 HELP = "find the subpopulations where the model is most miscalibrated (held-out confirmed)"
 
@@ -122,8 +126,39 @@ def run_sampled(args: argparse.Namespace) -> dict:
     """Search a random sample of the rows, then measure the findings on every row.
 
     On DuckDB and Spark the findings' held-out numbers are then measured on every row the
-    search did not look at (:func:`mcviz.search.at_scale.confirm_at_scale`).
+    search did not look at (:func:`mcviz.search.at_scale.measure_at_scale`).
     """
+    out = getattr(args, "out", None)
+    if out is not None:
+        _common.check_output(out, flag="--out", suffixes=(".parquet",))
+    at_scale = search_at_scale(args)
+    output = sampled_json(at_scale.result, at_scale.measured,
+                          sample_dropped=at_scale.pred.report.n_dropped, held=at_scale.held)
+    if out is not None:
+        _write_findings(out, output, files=at_scale.files, columns=at_scale.columns,
+                        kinds=dict(at_scale.pred.covariate_kinds), engine=args.engine)
+    return output
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AtScale:
+    """What a search at scale measured (:func:`search_at_scale`)."""
+
+    result: SearchResult
+    """The sample's search (its held-out numbers the sample's)."""
+    measured: ScreenResult
+    """The full population (row 0) and the findings measured on every row."""
+    held: tuple[SearchResult, int] | None
+    """The findings confirmed on every held-out row and that row count (None on numpy)."""
+    population: np.ndarray | None
+    """The :data:`mcviz.engines.holdout.SUMS` of all rows (None on numpy)."""
+    pred: Predictions
+    files: tuple[str, ...]
+    columns: Columns
+
+
+def search_at_scale(args: argparse.Namespace) -> AtScale:
+    """Draw the sample, search it, and measure the findings on every row (one sorted pass)."""
     from mcviz.cli.engine_options import engine_share
     from mcviz.cli.screen import cancel_engine, make_engine, read_sample_interruptible
     from mcviz.engines.base import expand_paths
@@ -138,9 +173,6 @@ def run_sampled(args: argparse.Namespace) -> dict:
         if getattr(args, option, None) is not None:
             raise ValidationError(f"--{option} is not supported when the search runs on a "
                                   f"sample (--engine {args.engine}); use one score column.")
-    out = getattr(args, "out", None)
-    if out is not None:
-        _common.check_output(out, flag="--out", suffixes=(".parquet",))
     files = expand_paths(args.file)
     keyed = args.engine != "numpy"
     with tempfile.TemporaryDirectory(prefix="mcviz-search-", ignore_cleanup_errors=True) as spill:
@@ -158,18 +190,15 @@ def run_sampled(args: argparse.Namespace) -> dict:
                              spark_master=getattr(args, "spark_master", None))
         try:
             if args.engine == "numpy":
-                measured, held = engine.screen(result.subpopulations), None
+                measured, held, population = engine.screen(result.subpopulations), None, None
             else:  # queries in native code: cancelled from the main thread on a signal
-                measured, held = _common.interruptible(
+                measured, held, population = _common.interruptible(
                     lambda: _measure(engine, result, pred, keys), lambda: cancel_engine(engine))
         finally:
             if not _common.work_abandoned():
                 engine.close()
-    output = sampled_json(result, measured, sample_dropped=pred.report.n_dropped, held=held)
-    if out is not None:
-        _write_findings(out, output, files=files, columns=columns,
-                        kinds=dict(pred.covariate_kinds), engine=args.engine)
-    return output
+    return AtScale(result=result, measured=measured, held=held, population=population,
+                   pred=pred, files=files, columns=columns)
 
 
 def _read_columns(args: argparse.Namespace) -> list[str] | None:
@@ -256,14 +285,19 @@ def _search_sample(args, sample, files, covariates, keyed: bool):
 
 
 def _measure(engine, result, pred, keys):
-    """All rows' D/sigma of each finding, then its held-out numbers on every held-out row."""
-    from mcviz.engines.holdout import exclude_rows
-    from mcviz.search.at_scale import confirm_at_scale
+    """All rows' D/sigma of each finding and its held-out numbers on every held-out row.
 
-    measured = engine.screen(result.subpopulations)
-    exclude_rows(engine, keys)
-    confirmed, n_held = confirm_at_scale(result, pred, engine, everywhere=measured)
-    return measured, (confirmed, n_held)
+    One sorted pass: the rows carry a flag "not searched" (a left join with the searched
+    keys), and each finding's held-out rows are one more subpopulation of the same screen.
+    """
+    from mcviz.engines.holdout import flag_searched
+    from mcviz.search.at_scale import measure_at_scale
+
+    overview = engine.overview()  # every row validated once, without the join
+    flag_searched(engine, keys)
+    measured, confirmed, n_held, population = measure_at_scale(result, pred, engine,
+                                                               overview=overview)
+    return measured, (confirmed, n_held), population
 
 
 def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped: int,
@@ -284,7 +318,9 @@ def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped
     if held is not None:
         result, n_held = held
     output = result_json(result)
-    table = measured.table.set_index("description")  # ids are the sample's ranks
+    # ids are the sample's ranks; a description names one set of rows (the full population
+    # may be a finding too: its row and row 0 are the same numbers)
+    table = measured.table.drop_duplicates("description").set_index("description")
     where = f"all rows ({measured.engine})"
     for item in output["findings"]:
         row = table.loc[item["description"]]

@@ -48,9 +48,12 @@ def summarise_rows(
                             plan.encode(columns), adjacent=adjacent)
 
 
-def _summarise_codes(plan, score, label, weight, codes, *, adjacent) -> ChunkSummaries:
+def _summarise_codes(plan, score, label, weight, codes, *, adjacent,
+                     observe=None) -> ChunkSummaries:
     """:func:`summarise_rows` from the integer codes of :meth:`MembershipPlan.encode`."""
     members = plan.members_from_codes(codes, score.size)
+    if observe is not None:
+        observe(score, label, weight, members)
     evaluator = Evaluator(score, weight)
     return evaluator.summaries(label - score, members, adjacent=adjacent)
 
@@ -79,9 +82,13 @@ class BatchAccumulator:
     ([5, 3], [2.0, 0.4])
     """
 
-    def __init__(self, specs, *, adjacent: bool = False) -> None:
+    def __init__(self, specs, *, adjacent: bool = False, observe=None) -> None:
         self.plan = specs if isinstance(specs, MembershipPlan) else MembershipPlan(specs)
         self.adjacent = adjacent
+        self.observe = observe
+        """Called as ``observe(score, label, weight, members)`` on each chunk summarised (every
+        row once, in score order; ``members`` as :meth:`MembershipPlan.members`): other sums
+        over the same members without testing the conditions again."""
         self.total: ChunkSummaries | None = None
         self._held: dict | None = None
 
@@ -108,7 +115,7 @@ class BatchAccumulator:
 
     def _summarise(self, batch: dict) -> None:
         chunk = _summarise_codes(self.plan, batch["score"], batch["label"], batch["weight"],
-                                 batch["codes"], adjacent=self.adjacent)
+                                 batch["codes"], adjacent=self.adjacent, observe=self.observe)
         self.total = chunk if self.total is None else combine(self.total, chunk)
 
 

@@ -78,6 +78,7 @@ __all__ = [
     "arrow_columns",
     "as_specs",
     "assemble_result",
+    "exact_result",
     "expand_paths",
     "finish_screen",
 ]
@@ -306,16 +307,21 @@ class Engine(ABC):
         bins = _check_bins(bins)
         n, dropped, low, high = self.overview()
         if exact:
-            summaries = self.exact_summaries(specs)
-            stats = finish(summaries, SigmaMethod.BERNOULLI)  # eqs. (1), (2), (5)
-            return assemble_result(self.name, specs, count=stats.size,
-                                   weight=stats.weight_total, variance=summaries.variance,
-                                   kuiper=stats.kuiper, bound=None, bins=0, n=n,
-                                   n_dropped=dropped)
+            return exact_result(self.name, specs, self.exact_summaries(specs), n=n,
+                                n_dropped=dropped)
         _check_cells(len(specs), bins)
         scale = bins / (high - low) if high > low else 0.0
         summaries = self.histogram(specs, low, scale, bins)
         return finish_screen(self.name, specs, summaries, bins=bins, n=n, n_dropped=dropped)
+
+
+def exact_result(engine: str, specs: Sequence[SubpopulationSpec], summaries: ChunkSummaries, *,
+                 n: int, n_dropped: int) -> ScreenResult:
+    """Return the exact-mode ScreenResult of ``specs`` from chunk summaries (eqs. (1), (2), (5))."""
+    stats = finish(summaries, SigmaMethod.BERNOULLI)
+    return assemble_result(engine, specs, count=stats.size, weight=stats.weight_total,
+                           variance=summaries.variance, kuiper=stats.kuiper, bound=None, bins=0,
+                           n=n, n_dropped=n_dropped)
 
 
 def _check_bins(bins: int | None) -> int:

@@ -27,13 +27,16 @@ References
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from mcviz.core.brownian import brownian_range_sf
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import sigma_from_variance
 
-__all__ = ["KEY", "STEP", "VARIANCE", "PathAccumulator", "calibration_block", "score_runs_table",
+__all__ = ["KEY", "STEP", "VARIANCE", "PathAccumulator", "PopulationCalibration",
+           "calibration_block", "population_calibration", "score_runs_table",
            "spark_calibration_block", "spark_ordered_path"]
 
 
@@ -89,6 +92,35 @@ class PathAccumulator:
         z = float(safe_ratio(kuiper, sigma))
         return {"kuiper": kuiper, "ks": ks, "sigma": sigma, "kuiper_z": z,
                 "p_value": float(brownian_range_sf(z))}
+
+
+@dataclass(frozen=True, slots=True)
+class PopulationCalibration:
+    r"""The full population's calibration from an engine's exact screen (eqs. (1)-(3), (5)).
+
+    The numbers of :func:`calibration_block` (``mcviz metrics --engine``) from the screen's
+    full population row: its :math:`D` is the range of the same path at the origin and every
+    tie-run end, :math:`\sigma` eq. (5), ``p_value`` the Brownian-range tail of
+    :math:`D/\sigma`. No path is kept (a verdict says no score band of the largest gap).
+    """
+
+    n: int
+    weight_total: float
+    kuiper: float
+    sigma: float
+    kuiper_z: float
+    p_value: float
+
+
+def population_calibration(screen) -> PopulationCalibration:
+    """Read the full population's calibration from an exact :class:`ScreenResult` (row 0)."""
+    row = screen.table.iloc[0]
+    if row["depth"] != 0 or not screen.exact:
+        raise ValueError("the screen's first row must be the full population, measured exactly")
+    z = float(row["kuiper_z"])
+    return PopulationCalibration(n=int(row["size"]), weight_total=float(row["weight_total"]),
+                                 kuiper=float(row["kuiper"]), sigma=float(row["sigma"]),
+                                 kuiper_z=z, p_value=float(brownian_range_sf(z)))
 
 
 def calibration_block(engine) -> tuple[int, float, dict]:

@@ -256,18 +256,30 @@ class DuckDBEngine(Engine):
         return self._run(q, text)
 
     def sample(self, rows: int, seed: int) -> pd.DataFrame:
-        """Return a reservoir sample of ``rows`` rows (all columns), reproducible for a seed."""
+        """Return a random sample of ``rows`` rows (all columns), reproducible for a seed."""
         return read_sample(self.files, rows, seed, con=self.con)
 
 
 def read_sample(files: Sequence[str], rows: int, seed: int, *, con=None,
                 keys: bool = False, columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """Read a reproducible random sample of at most ``rows`` rows of Parquet files.
+    r"""Read a reproducible simple random sample of at most ``rows`` rows of Parquet files.
 
-    Uses DuckDB's reservoir sampling (one streaming pass), or the first rows via pyarrow when
-    DuckDB is not installed. ``keys``: each row also gets its file and its row number in it
+    The sample is the ``rows`` rows with the smallest :math:`h = H(H(r + 2^{40} f) \oplus s)`
+    (:math:`H` DuckDB's 64-bit hash, :math:`r` the row's number in file :math:`f`, :math:`s`
+    the seed, :math:`\oplus` exclusive or): for a hash that behaves as independent uniform
+    draws, the ``rows`` smallest of :math:`N` are a uniformly random
+    subset of that size (a simple random sample without replacement). It is one parallel scan
+    and a sort of slightly more than ``rows`` rows: the scan keeps only rows with
+    :math:`h < t`, :math:`t = 2^{64} \min(1, (m + 6\sqrt{m} + 100)/N)` for :math:`m` =
+    ``rows`` of :math:`N` rows in the files (the Parquet footers' counts), so fewer than
+    :math:`m` rows pass with probability below :math:`10^{-9}`; then it is drawn again from
+    every row. The drawn rows never depend on the order in which threads read them (DuckDB's
+    reproducible reservoir sample runs on one thread: 22.7 CPU s for 1.4e6 of 10^7 rows,
+    against 3.3 s here). All rows when ``rows`` >= N. Without DuckDB: the first rows (pyarrow).
+
+    ``keys``: each row also gets its file's index in ``files`` and its row number in the file
     (:data:`mcviz.engines.holdout.FILE_KEY`, ``ROW_KEY``; DuckDB needed). ``columns``: only
-    these columns are read (the same rows are drawn: the reservoir depends on the row order).
+    these columns are read (the same rows are drawn: the hash depends on the keys only).
     """
     try:
         import duckdb
@@ -281,20 +293,45 @@ def read_sample(files: Sequence[str], rows: int, seed: int, *, con=None,
     own = con is None
     con = duckdb.connect() if own else con
     try:
-        if keys:
-            source = keyed_source(files)
-        else:
-            listed = ", ".join(f"'{_escape(f)}'" for f in files)
-            source = f"read_parquet([{listed}], union_by_name = true)"
-        chosen = "*" if columns is None else ", ".join(
-            [*(sql.DUCKDB.ident(c) for c in columns), *((FILE_KEY, ROW_KEY) if keys else ())])
-        return con.execute(
-            f"SELECT {chosen} FROM {source} "
-            f"USING SAMPLE reservoir({int(rows)} ROWS) REPEATABLE ({int(seed)})"
-        ).df()
+        return _draw(con, files, int(rows), int(seed), keys=keys, columns=columns)
     finally:
         if own:
             con.close()
+
+
+def _draw(con, files: Sequence[str], rows: int, seed: int, *, keys: bool,
+          columns: Sequence[str] | None) -> pd.DataFrame:
+    """Draw the sample of :func:`read_sample` on an open connection."""
+    import math
+
+    con.execute("SET enable_progress_bar = false")  # never on stdout (--json)
+    cases = " ".join(f"WHEN {quote_literal(name)} THEN {k}" for k, name in enumerate(files))
+    keyed = (f"(SELECT * EXCLUDE ({FILE_KEY}), (CASE {FILE_KEY} {cases} END)::BIGINT AS "
+             f"{FILE_KEY} FROM {keyed_source(files)})")
+    # DuckDB's hash of several values, hash(row, file, seed), is not fit: samples of nearby
+    # seeds coincide (their overlap's variance 130x the hypergeometric one) and neighbouring
+    # rows are drawn together; hashing the key, then its hash xor the seed, is.
+    hashed = (f"hash(xor(hash({ROW_KEY} + ({FILE_KEY} << 40)), "
+              f"{seed % (1 << 64)}::UBIGINT))")
+    chosen = "* EXCLUDE (__mcviz_h)" if keys else f"* EXCLUDE (__mcviz_h, {FILE_KEY}, {ROW_KEY})"
+    if columns is not None:
+        chosen = ", ".join([*(sql.DUCKDB.ident(c) for c in columns),
+                            *((FILE_KEY, ROW_KEY) if keys else ())])
+    total = int(con.execute(f"SELECT COUNT(*) FROM {parquet_source(files)}").fetchone()[0])
+    share = (rows + 6.0 * math.sqrt(rows) + 100.0) / max(total, 1)
+
+    def draw(bounded: bool) -> pd.DataFrame:
+        where = ""
+        if bounded:
+            where = f"WHERE __mcviz_h < {math.floor(share * 2.0**64)}::UBIGINT"
+        return con.execute(
+            f"SELECT {chosen} FROM (SELECT *, {hashed} AS __mcviz_h FROM {keyed}) {where} "
+            f"ORDER BY __mcviz_h, {FILE_KEY}, {ROW_KEY} LIMIT {rows}").df()
+
+    if rows >= total or share >= 1.0:
+        return draw(False)
+    sample = draw(True)
+    return sample if len(sample) == rows else draw(False)
 
 
 FILE_KEY, ROW_KEY = "__mcviz_file", "__mcviz_row"

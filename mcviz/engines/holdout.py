@@ -26,15 +26,17 @@ from urllib.parse import unquote
 import numpy as np
 import pandas as pd
 
+from mcviz.core.membership import MembershipPlan
 from mcviz.engines import sql
 from mcviz.engines.duckdb_engine import FILE_KEY, ROW_KEY, keyed_source, quote_literal
 from mcviz.engines.sql import _valid_sql
 from mcviz.errors import ValidationError
 from mcviz.subpopulations import Condition
 
-__all__ = ["FILE_KEY", "ROW_KEY", "SUMS", "dialect_of", "exclude_rows", "held_out_rows",
-           "held_out_sums", "keyed_source", "mean_interval_from_sums", "query_frame",
-           "role_rows_sql", "sample_keys", "sorted_batches"]
+__all__ = ["FILE_KEY", "HELD", "HELD_OUT", "ROW_KEY", "SUMS", "dialect_of", "exclude_rows",
+           "flag_searched", "held_out_rows", "held_out_sums", "keyed_source",
+           "mean_interval_from_sums", "query_frame", "role_rows_sql", "sample_keys",
+           "screen_groups", "sorted_batches"]
 
 SUMS = ("rows", "w", "wd", "wdd", "ww", "wws", "wwss", "ws", "wr", "third")
 r"""Per finding: rows, :math:`\sum W`, :math:`\sum W d`, :math:`\sum W^2 d^2`, :math:`\sum W^2`,
@@ -44,12 +46,12 @@ r"""Per finding: rows, :math:`\sum W`, :math:`\sum W d`, :math:`\sum W^2 d^2`, :
 
 def sample_keys(sample: pd.DataFrame, files: Sequence[str]) -> np.ndarray:
     """Return the (file index, row number) of each row of a keyed sample, shape (n, 2)."""
-    index = {name: k for k, name in enumerate(files)}
-    try:
-        file_index = sample[FILE_KEY].map(index).to_numpy(dtype=np.int64)
-    except (ValueError, TypeError):  # a file name DuckDB spelled otherwise: never silently
-        raise ValidationError("the sample's rows could not be matched to their files.") from None
-    return np.column_stack((file_index, sample[ROW_KEY].to_numpy(dtype=np.int64)))
+    file_index = sample[FILE_KEY].to_numpy()
+    if file_index.dtype.kind not in "iu" or (file_index.size and not (
+            file_index.min() >= 0 and file_index.max() < len(files))):
+        raise ValidationError("the sample's rows could not be matched to their files.")
+    return np.column_stack((file_index.astype(np.int64),
+                            sample[ROW_KEY].to_numpy(dtype=np.int64)))
 
 
 def exclude_rows(engine, keys: np.ndarray) -> None:
@@ -78,12 +80,122 @@ def _exclude_duckdb(engine, keys: np.ndarray) -> None:
         f"AND k.r = t.{ROW_KEY})")
 
 
+HELD = "__mcviz_held"
+"""The boolean column :func:`flag_searched` adds: true on the rows the search did not look at."""
+
+HELD_OUT = Condition(HELD, "==", True)
+"""The condition of the held-out rows (after :func:`flag_searched`)."""
+
+
+def flag_searched(engine, keys: np.ndarray) -> None:
+    """Give ``engine``'s rows the column :data:`HELD`: true where (file, row) is NOT in ``keys``.
+
+    One left join of the rows with the searched rows' keys (``keys`` index ``engine.files``),
+    so that one score-sorted pass measures every row and the held-out rows together
+    (:func:`screen_groups`: the held-out sets are the findings' conditions with
+    :data:`HELD_OUT`), where :func:`exclude_rows` needed a pass of its own.
+    """
+    keys = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
+    if engine.name == "duckdb":
+        import pyarrow as pa
+
+        engine.con.register("__mcviz_searched", pa.table({"f": keys[:, 0], "r": keys[:, 1]}))
+        cases = " ".join(f"WHEN {quote_literal(name)} THEN {k}"
+                         for k, name in enumerate(engine.files))
+        engine.source = (
+            f"(SELECT t.* EXCLUDE ({FILE_KEY}, {ROW_KEY}), k.f IS NULL AS {HELD} FROM "
+            f"{keyed_source(engine.files)} AS t LEFT JOIN __mcviz_searched AS k ON "
+            f"k.f = (CASE t.{FILE_KEY} {cases} END) AND k.r = t.{ROW_KEY})")
+    elif engine.name == "spark":
+        from pyspark.sql import functions as F
+
+        keyed, searched = _spark_keyed(engine, keys)
+        searched = searched.withColumn(HELD, F.lit(False))
+        flagged = keyed.join(searched, [FILE_KEY, ROW_KEY], "left").drop(FILE_KEY, ROW_KEY)
+        flagged = flagged.withColumn(HELD, F.coalesce(F.col(HELD), F.lit(True)))
+        engine.source = "__mcviz_flagged"
+        flagged.createOrReplaceTempView(engine.source)
+        engine.n = 0  # counted again by the next overview
+    else:
+        raise ValidationError(f"held-out rows at scale need DuckDB or Spark, not {engine.name}.")
+    engine.kinds = {**engine.kinds, HELD: "bool"}
+
+
+class _Sums:
+    """The :data:`SUMS` of the specs at some positions, added up chunk by chunk."""
+
+    def __init__(self, positions: Sequence[int]) -> None:
+        self.positions = list(positions)
+        self.sums = np.zeros((len(self.positions), len(SUMS)))
+
+    def __call__(self, score, label, weight, members) -> None:
+        # products summed, not ``@``: a BLAS dot of a long vector costs 20-40x more CPU here
+        # (its threads spin on a busy machine)
+        for k, position in enumerate(self.positions):
+            rows = members[position]
+            s, r = np.take(score, rows), np.take(label, rows)
+            w = np.ones(rows.size) if weight is None else np.take(weight, rows)
+            d, ww, v = r - s, w * w, s * (1.0 - s)
+            wd, wwd = w * d, ww * d
+            self.sums[k] += (rows.size, w.sum(), wd.sum(), (wwd * d).sum(), ww.sum(), wwd.sum(),
+                             (ww * v).sum(), (w * s).sum(), (w * r).sum(),
+                             (np.abs(ww * w) * v * (s * s + (1.0 - s) ** 2)).sum())
+
+
+def screen_groups(engine, groups: Sequence[Sequence], *, sums: Sequence[int] = (),
+                  overview: tuple | None = None):
+    """Screen several lists of specs in ONE score-sorted pass (exact mode).
+
+    Returns one :class:`~mcviz.engines.base.ScreenResult` per group (its ``n``: the rows of
+    the group's first spec, e.g. the full population or :data:`HELD_OUT`; eq. (4)'s M over
+    the group) and the :data:`SUMS` of the specs at positions ``sums`` of the groups' specs
+    one after another, one row each (None without):
+    on DuckDB added up from the same sorted batches, on Spark one aggregate query
+    (:func:`held_out_sums`). Spec ids must be distinct across groups. ``overview``: the
+    engine's :meth:`overview` when already taken (e.g. before :func:`flag_searched`'s join).
+    """
+    from mcviz.core.batches import BatchAccumulator
+    from mcviz.engines.base import exact_result
+
+    flat = [spec for group in groups for spec in group]
+    starts = np.cumsum([0, *(len(group) for group in groups)])
+    dropped = engine.overview()[1] if overview is None else overview[1]
+    totals = None
+    positions = [int(p) for p in sums]
+    if engine.name == "duckdb":
+        summed = _Sums(positions) if positions else None
+        accumulator = BatchAccumulator(MembershipPlan(flat), observe=summed)
+        for batch in engine._batches(accumulator.plan, ordered=True):  # same package
+            accumulator.add(*batch)
+        summaries = accumulator.finish()
+        totals = None if summed is None else summed.sums
+    else:
+        summaries = engine.exact_summaries(flat)
+        if positions:
+            totals = held_out_sums(engine, [flat[p].conditions for p in positions])
+    results = []
+    for k, group in enumerate(groups):
+        part = summaries.take(np.arange(starts[k], starts[k + 1]))
+        results.append(exact_result(engine.name, group, part, n=int(part.count[0]),
+                                    n_dropped=dropped))
+    return results, totals
+
+
 def _same_file(uri: str, name: str) -> bool:
     path = unquote(uri[len("file:"):]) if uri.startswith("file:") else uri
     return os.path.normpath(path) == os.path.normpath(str(Path(name).resolve()))
 
 
 def _exclude_spark(engine, keys: np.ndarray) -> None:
+    keyed, searched = _spark_keyed(engine, keys)
+    held = keyed.join(searched, [FILE_KEY, ROW_KEY], "left_anti").drop(FILE_KEY, ROW_KEY)
+    engine.source = "__mcviz_held_out"
+    held.createOrReplaceTempView(engine.source)
+    engine.n = 0  # counted again by the next overview
+
+
+def _spark_keyed(engine, keys: np.ndarray):
+    """Return the engine's rows with their (file, row) keys and the searched keys (Spark)."""
     from pyspark.sql import functions as F
 
     frame = engine.spark.read.parquet(*engine.files)
@@ -100,11 +212,7 @@ def _exclude_spark(engine, keys: np.ndarray) -> None:
     files = engine.spark.createDataFrame(pairs, f"{FILE_KEY} string, f long")
     searched = engine.spark.createDataFrame(
         pd.DataFrame({"f": keys[:, 0], ROW_KEY: keys[:, 1]}), f"f long, {ROW_KEY} long")
-    searched = searched.join(F.broadcast(files), "f").drop("f")
-    held = keyed.join(searched, [FILE_KEY, ROW_KEY], "left_anti").drop(FILE_KEY, ROW_KEY)
-    engine.source = "__mcviz_held_out"
-    held.createOrReplaceTempView(engine.source)
-    engine.n = 0  # counted again by the next overview
+    return keyed, searched.join(F.broadcast(files), "f").drop("f")
 
 
 def role_rows_sql(engine, q: sql.Query) -> str:

@@ -36,7 +36,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mcviz.engines.holdout import SUMS, held_out_rows, held_out_sums, mean_interval_from_sums
+from mcviz.engines.base import SubpopulationSpec, as_specs
+from mcviz.engines.holdout import (
+    HELD_OUT,
+    SUMS,
+    held_out_rows,
+    held_out_sums,
+    mean_interval_from_sums,
+    screen_groups,
+)
 from mcviz.search._confirm import (
     holm,
     is_confirmed,
@@ -59,8 +67,8 @@ if TYPE_CHECKING:
     from mcviz.engines.base import ScreenResult
     from mcviz.io import Predictions
 
-__all__ = ["confirm_at_scale", "effect_from_sums", "held_out_notice", "remeasured",
-           "sample_rows"]
+__all__ = ["confirm_at_scale", "effect_from_sums", "held_out_notice", "measure_at_scale",
+           "remeasured", "sample_rows"]
 
 
 def effect_from_sums(sums: np.ndarray) -> tuple[float, ...]:
@@ -87,7 +95,7 @@ def effect_from_sums(sums: np.ndarray) -> tuple[float, ...]:
 
 
 def _p_value(pred: Predictions, engine, finding: Finding, z: float, sums: np.ndarray,
-             seed: int) -> tuple[float, str]:
+             seed: int, *, flagged: bool = False) -> tuple[float, str]:
     """Return the held-out p-value and its kind (:data:`mcviz.search._confirm.P_KINDS`)."""
     if pred.weights_depend_on_label:
         return np.nan, "void"
@@ -97,11 +105,48 @@ def _p_value(pred: Predictions, engine, finding: Finding, z: float, sums: np.nda
              and value["wwss"] ** 3 / value["third"] ** 2 < RULES.simulate_below)
     if not small:
         return float(brownian_range_sf(np.float64(z))), "brownian"
-    score, label, weight = held_out_rows(engine, finding.subpopulation.conditions)
+    conditions = tuple(finding.subpopulation.conditions)
+    score, label, weight = held_out_rows(engine, (HELD_OUT, *conditions) if flagged else
+                                         conditions)
     run = np.concatenate(([0], np.cumsum(score[1:] != score[:-1])))
     rng = np.random.default_rng([int(seed), zlib.crc32(finding.description.encode("utf-8"))])
     draws = int(min(RULES.simulated_draws, max(999, RULES.simulated_work // score.size)))
     return simulated_p(score, weight, run, label, rng, draws=draws)[0], "simulated"
+
+
+def measure_at_scale(result: SearchResult, pred: Predictions, engine, *,
+                     overview: tuple | None = None,
+                     ) -> tuple[ScreenResult, SearchResult, int, np.ndarray]:
+    r"""Measure ``result``'s findings on every row and on every held-out row in ONE sorted pass.
+
+    ``engine`` (DuckDB or Spark) carries :func:`mcviz.engines.holdout.flag_searched`'s flag.
+    The specs screened together: the full population and the findings (all rows), then the
+    held-out rows (:data:`~mcviz.engines.holdout.HELD_OUT`) and each finding's held-out rows
+    (its conditions and ``HELD_OUT``); on DuckDB the held-out :data:`SUMS` come from the same
+    batches. Each number is the one of :func:`confirm_at_scale` over the rows it names.
+    ``overview``: the engine's overview taken before the flag's join (it validates every row).
+
+    Returns
+    -------
+    ScreenResult, SearchResult, int, ndarray
+        The findings on all rows; the findings with their held-out numbers, listed by
+        held-out evidence (``n_holdout``: every held-out row); the number of held-out rows;
+        the :data:`SUMS` of all rows (the full population: its predicted and observed rates).
+    """
+    every = as_specs(result.subpopulations.subpopulations)
+    base = max(spec.id for spec in every) + 1
+    held = [SubpopulationSpec(base, 1, (HELD_OUT,), "held-out rows")]
+    held += [SubpopulationSpec(base + 1 + k, f.subpopulation.depth + 1,
+                               (HELD_OUT, *f.subpopulation.conditions), f.description,
+                               parent=base) for k, f in enumerate(result.findings)]
+    (everywhere, screened), sums = screen_groups(  # sums: the population, the held-out sets
+        engine, [every, held], sums=[0, *range(len(every), len(every) + len(held))],
+        overview=overview)
+    population, sums = sums[0], sums[1:]
+    confirmed, n_held = _confirmed(result, pred, engine, everywhere=everywhere,
+                                   z=screened.table["kuiper_z"].to_numpy()[1:], sums=sums[1:],
+                                   n_held=int(sums[0, 0]), flagged=True)
+    return everywhere, confirmed, n_held, population
 
 
 def confirm_at_scale(result: SearchResult, pred: Predictions, engine, *,
@@ -126,13 +171,22 @@ def confirm_at_scale(result: SearchResult, pred: Predictions, engine, *,
     """
     findings = result.findings
     screened = engine.screen([f.subpopulation for f in findings])
-    held, n_held = screened.table.set_index("id"), int(screened.n)
+    held = screened.table.set_index("id")
     sums = held_out_sums(engine, [f.subpopulation.conditions for f in findings])
+    return _confirmed(result, pred, engine, everywhere=everywhere,
+                      z=[float(held.loc[f.rank, "kuiper_z"]) for f in findings], sums=sums,
+                      n_held=int(screened.n), flagged=False)
+
+
+def _confirmed(result: SearchResult, pred: Predictions, engine, *, everywhere: ScreenResult,
+               z: Sequence[float], sums: np.ndarray, n_held: int,
+               flagged: bool) -> tuple[SearchResult, int]:
+    """Return :func:`confirm_at_scale`'s held-out numbers from each finding's D/sigma and sums."""
+    findings = result.findings
     all_rows = everywhere.table.set_index("id")
-    z = [float(held.loc[f.rank, "kuiper_z"]) if sums[k, 0] else np.nan
-         for k, f in enumerate(findings)]
-    tested = [_p_value(pred, engine, f, z[k], sums[k], result.seed) if sums[k, 0]
-              else (np.nan, "brownian") for k, f in enumerate(findings)]
+    z = [float(z[k]) if sums[k, 0] else np.nan for k in range(len(findings))]
+    tested = [_p_value(pred, engine, f, z[k], sums[k], result.seed, flagged=flagged)
+              if sums[k, 0] else (np.nan, "brownian") for k, f in enumerate(findings)]
     listed, subs = _remeasured(result, pred, z, tested, sums,
                                [int(all_rows.loc[f.rank, "size"]) for f in findings],
                                everywhere.n)
@@ -143,7 +197,7 @@ def confirm_at_scale(result: SearchResult, pred: Predictions, engine, *,
                                       mde.shares, n_tests=mde.n_tests, alpha=mde.alpha)
     mde = MinimumDetectableEffect(mde.shares, shift, mde.alpha, mde.power, mde.n_tests)
     return replace(result, findings=tuple(listed), subpopulations=sub_set, mde=mde,
-                   notice=held_out_notice(result, listed)), n_held
+                   n_holdout=int(n_held), notice=held_out_notice(result, listed)), n_held
 
 
 def _remeasured(result: SearchResult, pred: Predictions, z: Sequence[float],

@@ -194,3 +194,44 @@ def _assert_notice_counts(notice: str, findings: list[dict]) -> None:
         assert (f"{unconfirmed} of the {len(findings)} findings are not confirmed"
                 in notice), notice
     assert notice.count("confirmed on the held-out rows") <= 1, notice
+
+
+def test_the_sample_is_a_simple_random_sample(tmp_path):
+    """The drawn rows: exactly m distinct rows, each row equally likely, seeds independent.
+
+    Over 200 seeds of m = 100 of N = 1,000 rows in two files: each row's inclusion count is
+    Binomial(200, 0.1) (a chi-square with the binomial variance), two consecutive seeds'
+    samples overlap as a hypergeometric(N, m, m) count (mean 10, variance 8.1), and two
+    neighbouring rows are drawn together as often as any pair. DuckDB's hash(row, file, seed)
+    fails the last two (overlap variance about 130x; neighbours drawn together).
+    """
+    import duckdb
+    from scipy import stats
+
+    from mcviz.engines.duckdb_engine import read_sample
+
+    pd.DataFrame({"x": np.arange(700)}).to_parquet(tmp_path / "a.parquet")
+    pd.DataFrame({"x": np.arange(700, 1000)}).to_parquet(tmp_path / "b.parquet")
+    files = [str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")]
+    con = duckdb.connect()
+    drawn = np.zeros((200, 1000), dtype=bool)
+    for seed in range(200):
+        rows = read_sample(files, 100, seed, con=con)["x"].to_numpy()
+        assert rows.size == 100 == np.unique(rows).size
+        drawn[seed, rows] = True
+    again = read_sample(files, 100, 7, con=con, keys=True)
+    assert np.array_equal(np.flatnonzero(drawn[7]), np.sort(again["x"].to_numpy()))
+    assert set(again["__mcviz_file"]) <= {0, 1}
+    assert (again["__mcviz_row"] == again["x"] - 700 * again["__mcviz_file"]).all()
+    counts = drawn.sum(axis=0)
+    chi2 = ((counts - 20.0) ** 2).sum() / (20.0 * 0.9)
+    assert stats.chi2.sf(chi2, 999) > 1e-4
+    assert stats.chi2.cdf(chi2, 999) > 1e-4
+    overlap = (drawn[1:] & drawn[:-1]).sum(axis=1)
+    hyper = stats.hypergeom(1000, 100, 100)
+    assert abs(overlap.mean() - hyper.mean()) < 4 * np.sqrt(hyper.var() / overlap.size)
+    assert 0.6 < overlap.var() / hyper.var() < 1.6
+    together = (drawn[:, 1:] & drawn[:, :-1]).sum()  # expected 200 * 999 * (100*99)/(1000*999)
+    expected = 200 * 100 * 99 / 1000
+    assert abs(together - expected) < 5 * np.sqrt(expected)
+    assert len(read_sample(files, 5000, 1, con=con)) == 1000  # more than there are: all rows

@@ -1,0 +1,107 @@
+"""``mcviz report --engine duckdb``: the verdict from every row, with the numbers of the
+other engine commands.
+
+* every row sampled: the report equals the in-memory ``mcviz report`` (verdict, details, next
+  step, findings to 1e-9), except the headline's score band of the largest gap, which needs
+  the path (not kept at scale);
+* a smaller sample: the calibration is ``mcviz metrics --engine duckdb``'s calibration block
+  (to 1e-9) and the findings are ``mcviz search --engine duckdb``'s (the same sample, search
+  and held-out rows);
+* ``--deck`` with an engine is refused with a message naming it.
+
+Small data (8,000 rows): a few seconds each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("duckdb")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from bench_find import planted
+
+cli = pytest.importorskip("mcviz.cli")
+
+N = 8000
+ROLES = ("--score", "score", "--label", "label", "--weight", "w")
+
+
+@pytest.fixture(scope="module")
+def planted_file(tmp_path_factory):
+    frame, _ = planted(N, "level", 0.3, seed=3)
+    frame.insert(2, "w", np.random.default_rng(11).uniform(0.5, 2.0, len(frame)))
+    path = tmp_path_factory.mktemp("report_engines") / "planted.parquet"
+    frame.to_parquet(path)
+    return path
+
+
+def _run(command, path, *options, status=0) -> dict | str:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main([command, str(path), *ROLES, "--json", *options])
+    assert code == status, err.getvalue()
+    return json.loads(out.getvalue()) if status == 0 else err.getvalue()
+
+
+def _close(a, b) -> bool:
+    if a is None or b is None or isinstance(a, str):
+        return a == b
+    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def test_every_row_sampled_gives_the_in_memory_report(planted_file):
+    options = ("--findings", "3", "--seed", "2")
+    memory = _run("report", planted_file, *options)
+    scale = _run("report", planted_file, *options, "--engine", "duckdb", "--sample-rows", str(N))
+    assert scale["n"] == memory["n"] == N
+    assert memory["verdict"][0].startswith(scale["verdict"][0][:-1])  # less the gap's band
+    assert "the largest gap is where" in memory["verdict"][0]
+    assert "the largest gap" not in scale["verdict"][0]
+    for key in ("next_step", "details", "appendix"):
+        assert scale[key] == memory[key], key
+    assert scale["verdict"][1:] == memory["verdict"][1:]
+    assert [f["description"] for f in scale["findings"]] == [
+        f["description"] for f in memory["findings"]]
+    assert scale["findings"][0]["description"] == "region == r7"  # the planted group
+    for got, want in zip(scale["findings"], memory["findings"], strict=True):
+        for key, value in want.items():
+            assert _close(got[key], value), (key, got[key], value)
+    assert scale["deck"] == []
+    assert scale["slides"] == 0
+
+
+def test_the_report_at_scale_has_the_numbers_of_metrics_and_search(planted_file):
+    options = ("--findings", "3", "--seed", "2", "--engine", "duckdb", "--sample-rows", "3000")
+    report = _run("report", planted_file, *options)
+    search = _run("search", planted_file, *options)
+    metrics = _run("metrics", planted_file, "--engine", "duckdb")
+    for key in ("kuiper", "sigma", "kuiper_z", "p_value"):
+        assert _close(report["calibration"][key], metrics["calibration"][key]), key
+    assert report["n"] == metrics["n"] == N
+    assert report["held_out"] == search["held_out"] == {"engine": "duckdb", "rows": N - 2100}
+    confirmed = [f for f in search["findings"] if f["confirmed"]]  # the verdict's findings
+    assert confirmed, "the planted group is confirmed"
+    assert len(confirmed) < len(search["findings"])  # and the rule tells them apart
+    assert [f["description"] for f in report["findings"]] == [
+        f["description"] for f in confirmed]
+    for got, want in zip(report["findings"], confirmed, strict=True):
+        assert got["effect_value"] == want["mean_residual"]
+        assert (got["ci_low"], got["ci_high"]) == (want["ci_low"], want["ci_high"])
+        assert got["sentence"] == want["sentence"]
+    assert f"{N - 2100:,} held-out rows" in " ".join(report["details"])
+
+
+def test_a_deck_at_scale_is_refused_saying_what_to_do(planted_file, tmp_path):
+    err = _run("report", planted_file, "--engine", "duckdb", "--deck",
+               str(tmp_path / "out.pptx"), status=2)
+    assert "--deck is not drawn with --engine duckdb" in err
+    assert "without --engine" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out.pptx").exists()
