@@ -185,9 +185,16 @@ def test_dashboard_in_a_real_browser(tmp_path):
         page.get_by_text("Presentation mode").click()
         wait_idle(page)
         assert "pm=1" in page.url
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         for width in (1280, 1920):  # the larger page links end before the fixed toggle
             page.set_viewport_size({"width": width, "height": 1080 if width == 1920 else 720})
-            page.wait_for_timeout(500)
+            # the top navigation re-measures its links after a resize (rc-overflow hides them,
+            # opacity 0, while it measures): wait until it has settled, up to 30 s, then assert
+            try:
+                page.wait_for_function(f"({NAV_BESIDE_TOGGLE_JS})().shown >= 3", timeout=30_000)
+            except PlaywrightTimeout:
+                pass  # the assertion below reports what the navigation shows
             links = page.evaluate(NAV_BESIDE_TOGGLE_JS)
             assert links["shown"] >= 3, (width, links)
             assert links["right"] < links["toggle"], (width, links)
