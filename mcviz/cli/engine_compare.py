@@ -6,6 +6,12 @@ path on every row (:mod:`mcviz.compare.at_scale`). The groups where B is worse o
 searched on a random sample (``--sample-rows``; by default as many rows as the memory budget
 allows, as ``mcviz search --engine``) and confirmed by the engine on every row the search did
 not look at (:mod:`mcviz.compare.groups_at_scale`), the notice says so.
+
+When the sample holds every row (a table no larger than the sample: the engine counted the rows
+and refused any invalid one first), the comparison of the sample IS the comparison of the table:
+every number is the in-memory one (``mcviz compare`` without ``--engine``), and the engine's
+passes over the rows would only recompute them (to 1e-9, ``tests/engines/test_compare_engines.py``),
+so they are skipped and the notice says so (:data:`IN_MEMORY_WHEN_SAMPLED_WHOLE`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,10 @@ from mcviz.cli import _common
 from mcviz.cli.engine_options import engine_share, require_engine, sample_roles
 from mcviz.errors import ValidationError
 
-__all__ = ["compare_in_engine"]
+__all__ = ["IN_MEMORY_WHEN_SAMPLED_WHOLE", "compare_in_engine"]
+
+IN_MEMORY_WHEN_SAMPLED_WHOLE = True
+"""Skip the engine's passes when the sample holds every row (the tests set False to check them)."""
 
 
 def _refuse(args: argparse.Namespace) -> None:
@@ -53,7 +62,7 @@ def _groups(args, settings, thresholds, files, spill, names, default_covariates)
     names = default_covariates(args, sample, args.score_b) if names is None else names
     pred = load_predictions(sample, score=args.score, label=args.label, positive=args.positive,
                             weight=args.weight, covariates=[args.score_b, *names],
-                            drop_invalid=True)
+                            drop_invalid=True, **_common.kind_options(args))
     del sample
     found = compare_models(pred, args.score_b, covariates=names, thresholds=thresholds,
                            n_findings=settings.n_findings, holdout=settings.holdout,
@@ -88,6 +97,16 @@ def _classical(engine, columns, args) -> tuple[dict, dict]:
             table.close()
 
 
+def _in_memory(found, engine: str) -> dict:
+    """The JSON of the comparison of a sample that holds every row (module notes)."""
+    output = found.as_json()
+    said = (f"All {found.n:,} rows fit in the sample read into memory, so every number was "
+            f"computed there, as without --engine ({engine} counted and checked every row).")
+    output["notice"] = " ".join(filter(None, (found.notice, said)))
+    output["engine"] = engine
+    return output
+
+
 def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                       default_covariates) -> dict:
     """Run ``mcviz compare`` on the engine; return its JSON object.
@@ -119,6 +138,8 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                 check_score_b(engine, args.score_b)  # B's rows checked on every row first
                 found, pred, names, searched, keys = _groups(
                     args, settings, thresholds, files, spill, asked, default_covariates)
+                if IN_MEMORY_WHEN_SAMPLED_WHOLE and pred.n == n_all:
+                    return _in_memory(found, args.engine)
                 if args.engine == "duckdb" and args.memory_limit is not None:
                     # --memory-limit bounds the process: the sample stays in Python
                     engine.con.execute(f"SET memory_limit = '{engine_share(args.memory_limit)}'")
