@@ -39,15 +39,17 @@ def _refuse(args: argparse.Namespace) -> None:
         raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
 
 
-def _groups(args, settings, thresholds, files, spill, names, default_covariates):
-    """Compare on a random sample in memory: the groups' search (confirmed later by the engine).
+def _groups(args, settings, thresholds, files, spill, names, default_covariates, n_all):
+    """Search a random sample in memory for the groups (confirmed later by the engine).
 
-    Returns the comparison, the sample's predictions, the covariates, the search's rows and
-    the keys (file, row) of every row the search looked at.
+    Returns the search (:func:`~mcviz.compare.models.search_groups`; the whole comparison
+    when the sample holds all ``n_all`` rows), the sample's predictions, the covariates, the
+    search's rows and the keys (file, row) of every row the search looked at.
     """
     from mcviz.cli.screen import read_sample_interruptible
     from mcviz.compare import compare_models
     from mcviz.compare.groups_at_scale import searched_rows
+    from mcviz.compare.models import search_groups
     from mcviz.engines.holdout import FILE_KEY, ROW_KEY, sample_keys
     from mcviz.io import load_predictions
     from mcviz.search.at_scale import sample_rows
@@ -64,9 +66,11 @@ def _groups(args, settings, thresholds, files, spill, names, default_covariates)
                             weight=args.weight, covariates=[args.score_b, *names],
                             drop_invalid=True, **_common.kind_options(args))
     del sample
-    found = compare_models(pred, args.score_b, covariates=names, thresholds=thresholds,
-                           n_findings=settings.n_findings, holdout=settings.holdout,
-                           seed=settings.seed)
+    options = {"covariates": names, "n_findings": settings.n_findings,
+               "holdout": settings.holdout, "seed": settings.seed}
+    found = (compare_models(pred, args.score_b, thresholds=thresholds, **options)
+             if IN_MEMORY_WHEN_SAMPLED_WHOLE and pred.n == n_all else
+             search_groups(pred, args.score_b, **options))
     searched, looked = searched_rows(found, pred, args.score_b, names)
     return found, pred, names, searched, keys[pred.row[looked]]
 
@@ -137,7 +141,8 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                 n_all = int(engine.overview()[0])
                 check_score_b(engine, args.score_b)  # B's rows checked on every row first
                 found, pred, names, searched, keys = _groups(
-                    args, settings, thresholds, files, spill, asked, default_covariates)
+                    args, settings, thresholds, files, spill, asked, default_covariates,
+                    n_all)
                 if IN_MEMORY_WHEN_SAMPLED_WHOLE and pred.n == n_all:
                     return _in_memory(found, args.engine)
                 if args.engine == "duckdb" and args.memory_limit is not None:

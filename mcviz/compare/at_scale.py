@@ -153,15 +153,20 @@ def _net_benefit(sums: dict, t: np.ndarray) -> NetBenefitComparison:
                                 ci_high=high, treat_all=treat_all, changed=changed)
 
 
-def _ordered(engine, score_b: str, name: str, key: str, step: str, variance: str,
-             n_all: int) -> PathSummary:
-    """One path: ``step`` summed in the order of ``key`` (rows where it is missing left off)."""
+def _ordered(engine, score_b: str, key: str, paths: Sequence[tuple[str, str, str]],
+             n_all: int) -> list[PathSummary]:
+    """Paths summed in the order of ``key`` (rows where it is missing left off).
+
+    ``paths``: (name, step, variance) SQL of each path; on DuckDB they share ONE sorted pass
+    (each model's calibration and the paired path ordered by its score), on Spark one each.
+    """
     q = sql.Query(dialect_of(engine))
-    text = (f"SELECT {key} AS {KEY}, {step} AS {STEP}, {variance} AS {VARIANCE}, {sql.W} "
-            f"FROM ({_rows(engine, q, score_b)}) AS o WHERE {key} IS NOT NULL AND NOT "
-            f"isnan({key})")
+    steps = ", ".join(f"{step} AS {STEP}{j}, {variance} AS {VARIANCE}{j}"
+                      for j, (_, step, variance) in enumerate(paths))
+    text = (f"SELECT {key} AS {KEY}, {steps}, {sql.W} FROM ({_rows(engine, q, score_b)}) AS o "
+            f"WHERE {key} IS NOT NULL AND NOT isnan({key})")
     if engine.name == "duckdb":
-        accumulator = PathAccumulator()
+        accumulators = [PathAccumulator() for _ in paths]
         import duckdb
         import pyarrow as pa
 
@@ -169,35 +174,53 @@ def _ordered(engine, score_b: str, name: str, key: str, step: str, variance: str
             reader = engine.con.sql(f"{text} ORDER BY {KEY}", params=q.params).to_arrow_reader(
                 1 << 17)
             for batch in reader:
-                key, step, weight, variance = (batch.column(c).to_numpy(zero_copy_only=False)
-                                               for c in (KEY, STEP, sql.W, VARIANCE))
-                accumulator.add_steps(key, step, float(np.sum(weight)), float(np.sum(variance)))
+                column = batch.column
+                keys = column(KEY).to_numpy(zero_copy_only=False)
+                weight = float(np.sum(column(sql.W).to_numpy(zero_copy_only=False)))
+                for j, accumulator in enumerate(accumulators):
+                    accumulator.add_steps(
+                        keys, column(f"{STEP}{j}").to_numpy(zero_copy_only=False), weight,
+                        float(np.sum(column(f"{VARIANCE}{j}").to_numpy(zero_copy_only=False))))
         except (duckdb.Error, pa.ArrowException) as error:
-            raise ValidationError(f"DuckDB could not order the rows by {name!r}: "
+            raise ValidationError(f"DuckDB could not order the rows by {paths[0][0]!r}: "
                                   f"{str(error).splitlines()[0]} Raise --memory-limit or free "
                                   "disk space for spilling.") from None
-        rows, stats = accumulator.rows, accumulator.finish()
+        results = [(a.rows, a.finish()) for a in accumulators]
     else:
-        rows, _, stats = spark_ordered_path(engine, engine.spark.sql(text, args=q.params))
-    z = float(safe_ratio(stats["kuiper"], stats["sigma"]))
-    return PathSummary(order_by=name, kuiper=stats["kuiper"], ks=stats["ks"],
-                       sigma=stats["sigma"], kuiper_z=z, p_value=float(brownian_range_sf(z)),
-                       n=int(rows), n_missing=int(n_all - rows))
+        results = []
+        for j in range(len(paths)):
+            one = (f"SELECT {KEY}, {STEP}{j} AS {STEP}, {VARIANCE}{j} AS {VARIANCE}, {sql.W} "
+                   f"FROM ({text}) AS p")
+            rows, _, stats = spark_ordered_path(engine, engine.spark.sql(one, args=q.params))
+            results.append((rows, stats))
+    out = []
+    for (name, _, _), (rows, stats) in zip(paths, results, strict=True):
+        z = float(safe_ratio(stats["kuiper"], stats["sigma"]))
+        out.append(PathSummary(order_by=name, kuiper=stats["kuiper"], ks=stats["ks"],
+                               sigma=stats["sigma"], kuiper_z=z,
+                               p_value=float(brownian_range_sf(z)), n=int(rows),
+                               n_missing=int(n_all - rows)))
+    return out
 
 
 def _paths(engine, score_b: str, orders: Sequence[str], n_all: int,
            average: str) -> tuple[PathSummary, PathSummary, list[PathSummary]]:
-    """Each model's calibration path, and the paired paths (average score, A, B, covariates)."""
+    """Each model's calibration path, and the paired paths (average score, A, B, covariates).
+
+    Five sorts and more: by each score (its calibration and its paired path in one pass), by
+    the average score and by each covariate.
+    """
     s, r, w, ident = sql.S, sql.R, sql.W, dialect_of(engine).ident
     d = f"(({B} - {r}) * ({B} - {r}) - ({s} - {r}) * ({s} - {r}))"
-    calibration = [_ordered(engine, score_b, name, score, f"{w} * ({r} - {score})",
-                            f"{score} * (1.0 - {score}) * {w} * {w}", n_all)
-                   for name, score in ((engine.columns.score, s), (score_b, B))]
-    keys = [(average, f"(({s} + {B}) / 2.0)"), (engine.columns.score, s), (score_b, B)]
+    paired = (f"{w} * {d}", f"{w} * {w} * {d} * {d}")
+    by_score = [_ordered(engine, score_b, score, [
+        (name, f"{w} * ({r} - {score})", f"{score} * (1.0 - {score}) * {w} * {w}"),
+        (name, *paired)], n_all) for name, score in ((engine.columns.score, s), (score_b, B))]
+    keys = [(average, f"(({s} + {B}) / 2.0)")]
     keys += [(name, f"CAST({ident(name)} AS DOUBLE)") for name in orders]
-    paths = [_ordered(engine, score_b, name, key, f"{w} * {d}", f"{w} * {w} * {d} * {d}", n_all)
-             for name, key in keys]
-    return calibration[0], calibration[1], paths
+    paths = [_ordered(engine, score_b, key, [(name, *paired)], n_all)[0] for name, key in keys]
+    paths[1:1] = [by_score[0][1], by_score[1][1]]
+    return by_score[0][0], by_score[1][0], paths
 
 
 def compare_on_engine(engine, *, score_b: str, orders: Sequence[str], thresholds,

@@ -281,3 +281,23 @@ def test_spark_gives_the_in_memory_paired_statistics(data_file):
     for model in ("a", "b"):
         _assert_same(output["models"][model]["calibration"],
                      reference["models"][model]["calibration"])
+
+
+def test_duckdb_says_how_many_rows_were_not_searched_when_nothing_was_found(tmp_path):
+    """No group found on the sample: the notice keeps the search's reason and counts the
+    rows not searched (it said "confirmed ... on the 0 rows not searched")."""
+    rng = np.random.default_rng(4)
+    n = 3000
+    a = rng.uniform(0.1, 0.9, n)
+    frame = pd.DataFrame({"prod": a, "chall": np.clip(a + rng.normal(0, 0.01, n), 0, 1),
+                          "y": (rng.random(n) < a).astype(int),
+                          "region": rng.choice(["r1", "r2", "r3"], n)})
+    path = tmp_path / "noise.parquet"
+    frame.to_parquet(path)
+    status, output, err = _run(path, "--score", "prod", "--score-b", "chall", "--label", "y",
+                               "--no-weight", "--json", "--engine", "duckdb",
+                               "--sample-rows", "2000")
+    assert status == 0, err
+    assert output["regressions"] == output["improvements"] == []
+    assert "Search: 0 of the 6 findings asked for" in output["notice"], output["notice"]
+    assert "confirmed by duckdb on the 1,600 rows not searched" in output["notice"]
