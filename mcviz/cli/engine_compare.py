@@ -177,11 +177,18 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                         f"rows of a random sample of {pred.n:,} and confirmed by "
                         f"{args.engine} on the {n_held:,} rows not searched; every other "
                         f"number is measured on all rows.")
-                output = compare_on_engine(
+                if args.engine == "duckdb":  # the runs' sums from the passes sorted by score
+                    from mcviz.cli.metrics import _classical_from_engine
+                    from mcviz.settings import ENGINE_SCORE_RUNS
+
+                    measured = {"measures": lambda runs: _classical_from_engine(runs)[
+                        "classical"], "runs_limit": ENGINE_SCORE_RUNS}
+                else:
+                    measured = {"classical": _classical(engine, columns, args)}
+                return compare_on_engine(
                     engine, score_b=args.score_b, orders=orders, thresholds=thresholds,
                     regressions=regressions, improvements=improvements,
-                    notes=notes, validated=True, classical=_classical(engine, columns, args))
-                return output
+                    notes=notes, validated=True, **measured)
 
             return _common.interruptible(work, lambda: cancel_engine(engine))
         finally:
