@@ -6,6 +6,12 @@ path on every row (:mod:`mcviz.compare.at_scale`). The groups where B is worse o
 searched on a random sample (``--sample-rows``; by default as many rows as the memory budget
 allows, as ``mcviz search --engine``) and confirmed by the engine on every row the search did
 not look at (:mod:`mcviz.compare.groups_at_scale`), the notice says so.
+
+When the sample holds every row (a table no larger than the sample: the engine counted the rows
+and refused any invalid one first), the comparison of the sample IS the comparison of the table:
+every number is the in-memory one (``mcviz compare`` without ``--engine``), and the engine's
+passes over the rows would only recompute them (to 1e-9, ``tests/engines/test_compare_engines.py``),
+so they are skipped and the notice says so (:data:`IN_MEMORY_WHEN_SAMPLED_WHOLE`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,10 @@ from mcviz.cli import _common
 from mcviz.cli.engine_options import engine_share, require_engine, sample_roles
 from mcviz.errors import ValidationError
 
-__all__ = ["compare_in_engine"]
+__all__ = ["IN_MEMORY_WHEN_SAMPLED_WHOLE", "compare_in_engine"]
+
+IN_MEMORY_WHEN_SAMPLED_WHOLE = True
+"""Skip the engine's passes when the sample holds every row (the tests set False to check them)."""
 
 
 def _refuse(args: argparse.Namespace) -> None:
@@ -30,15 +39,17 @@ def _refuse(args: argparse.Namespace) -> None:
         raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
 
 
-def _groups(args, settings, thresholds, files, spill, names, default_covariates):
-    """Compare on a random sample in memory: the groups' search (confirmed later by the engine).
+def _groups(args, settings, thresholds, files, spill, names, default_covariates, n_all):
+    """Search a random sample in memory for the groups (confirmed later by the engine).
 
-    Returns the comparison, the sample's predictions, the covariates, the search's rows and
-    the keys (file, row) of every row the search looked at.
+    Returns the search (:func:`~mcviz.compare.models.search_groups`; the whole comparison
+    when the sample holds all ``n_all`` rows), the sample's predictions, the covariates, the
+    search's rows and the keys (file, row) of every row the search looked at.
     """
     from mcviz.cli.screen import read_sample_interruptible
     from mcviz.compare import compare_models
     from mcviz.compare.groups_at_scale import searched_rows
+    from mcviz.compare.models import search_groups
     from mcviz.engines.holdout import FILE_KEY, ROW_KEY, sample_keys
     from mcviz.io import load_predictions
     from mcviz.search.at_scale import sample_rows
@@ -53,11 +64,13 @@ def _groups(args, settings, thresholds, files, spill, names, default_covariates)
     names = default_covariates(args, sample, args.score_b) if names is None else names
     pred = load_predictions(sample, score=args.score, label=args.label, positive=args.positive,
                             weight=args.weight, covariates=[args.score_b, *names],
-                            drop_invalid=True)
+                            drop_invalid=True, **_common.kind_options(args))
     del sample
-    found = compare_models(pred, args.score_b, covariates=names, thresholds=thresholds,
-                           n_findings=settings.n_findings, holdout=settings.holdout,
-                           seed=settings.seed)
+    options = {"covariates": names, "n_findings": settings.n_findings,
+               "holdout": settings.holdout, "seed": settings.seed}
+    found = (compare_models(pred, args.score_b, thresholds=thresholds, **options)
+             if IN_MEMORY_WHEN_SAMPLED_WHOLE and pred.n == n_all else
+             search_groups(pred, args.score_b, **options))
     searched, looked = searched_rows(found, pred, args.score_b, names)
     return found, pred, names, searched, keys[pred.row[looked]]
 
@@ -86,6 +99,16 @@ def _classical(engine, columns, args) -> tuple[dict, dict]:
     finally:
         if engine.name == "duckdb":
             table.close()
+
+
+def _in_memory(found, engine: str) -> dict:
+    """The JSON of the comparison of a sample that holds every row (module notes)."""
+    output = found.as_json()
+    said = (f"All {found.n:,} rows fit in the sample read into memory, so every number was "
+            f"computed there, as without --engine ({engine} counted and checked every row).")
+    output["notice"] = " ".join(filter(None, (found.notice, said)))
+    output["engine"] = engine
+    return output
 
 
 def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
@@ -118,7 +141,10 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                 n_all = int(engine.overview()[0])
                 check_score_b(engine, args.score_b)  # B's rows checked on every row first
                 found, pred, names, searched, keys = _groups(
-                    args, settings, thresholds, files, spill, asked, default_covariates)
+                    args, settings, thresholds, files, spill, asked, default_covariates,
+                    n_all)
+                if IN_MEMORY_WHEN_SAMPLED_WHOLE and pred.n == n_all:
+                    return _in_memory(found, args.engine)
                 if args.engine == "duckdb" and args.memory_limit is not None:
                     # --memory-limit bounds the process: the sample stays in Python
                     engine.con.execute(f"SET memory_limit = '{engine_share(args.memory_limit)}'")
@@ -151,11 +177,18 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                         f"rows of a random sample of {pred.n:,} and confirmed by "
                         f"{args.engine} on the {n_held:,} rows not searched; every other "
                         f"number is measured on all rows.")
-                output = compare_on_engine(
+                if args.engine == "duckdb":  # the runs' sums from the passes sorted by score
+                    from mcviz.cli.metrics import _classical_from_engine
+                    from mcviz.settings import ENGINE_SCORE_RUNS
+
+                    measured = {"measures": lambda runs: _classical_from_engine(runs)[
+                        "classical"], "runs_limit": ENGINE_SCORE_RUNS}
+                else:
+                    measured = {"classical": _classical(engine, columns, args)}
+                return compare_on_engine(
                     engine, score_b=args.score_b, orders=orders, thresholds=thresholds,
                     regressions=regressions, improvements=improvements,
-                    notes=notes, validated=True, classical=_classical(engine, columns, args))
-                return output
+                    notes=notes, validated=True, **measured)
 
             return _common.interruptible(work, lambda: cancel_engine(engine))
         finally:

@@ -38,7 +38,14 @@ from mcviz.core.brownian import brownian_range_sf
 from mcviz.core.ratio import safe_ratio
 from mcviz.decision.net_benefit import check_thresholds
 from mcviz.engines import sql
-from mcviz.engines.calibration import KEY, STEP, VARIANCE, PathAccumulator, spark_ordered_path
+from mcviz.engines.calibration import (
+    KEY,
+    STEP,
+    VARIANCE,
+    PathAccumulator,
+    RunSums,
+    spark_ordered_path,
+)
 from mcviz.engines.holdout import dialect_of, mean_interval_from_sums, query_frame, role_rows_sql
 from mcviz.errors import ValidationError
 from mcviz.settings import LOG_LOSS_CLIP
@@ -47,6 +54,7 @@ __all__ = ["PathSummary", "check_score_b", "compare_on_engine"]
 
 B = "__mcviz_sb"
 """B's score in the engine's rows."""
+_LABEL = "__mcviz_rr"
 
 ORDERED_KINDS = ("int", "float", "bool")
 """Engine column kinds a covariate path is ordered by (their values as numbers)."""
@@ -153,15 +161,22 @@ def _net_benefit(sums: dict, t: np.ndarray) -> NetBenefitComparison:
                                 ci_high=high, treat_all=treat_all, changed=changed)
 
 
-def _ordered(engine, score_b: str, name: str, key: str, step: str, variance: str,
-             n_all: int) -> PathSummary:
-    """One path: ``step`` summed in the order of ``key`` (rows where it is missing left off)."""
+def _ordered(engine, score_b: str, key: str, paths: Sequence[tuple[str, str, str]],
+             n_all: int, runs: RunSums | None = None) -> list[PathSummary]:
+    """Paths summed in the order of ``key`` (rows where it is missing left off).
+
+    ``paths``: (name, step, variance) SQL of each path; on DuckDB they share ONE sorted pass
+    (each model's calibration and the paired path ordered by its score), on Spark one each.
+    ``runs`` (DuckDB, ``key`` a score): also the score's run sums for the classical measures.
+    """
     q = sql.Query(dialect_of(engine))
-    text = (f"SELECT {key} AS {KEY}, {step} AS {STEP}, {variance} AS {VARIANCE}, {sql.W} "
-            f"FROM ({_rows(engine, q, score_b)}) AS o WHERE {key} IS NOT NULL AND NOT "
-            f"isnan({key})")
+    steps = ", ".join(f"{step} AS {STEP}{j}, {variance} AS {VARIANCE}{j}"
+                      for j, (_, step, variance) in enumerate(paths))
+    label = "" if runs is None else f", {sql.R} AS {_LABEL}"
+    text = (f"SELECT {key} AS {KEY}, {steps}, {sql.W}{label} FROM "
+            f"({_rows(engine, q, score_b)}) AS o WHERE {key} IS NOT NULL AND NOT isnan({key})")
     if engine.name == "duckdb":
-        accumulator = PathAccumulator()
+        accumulators = [PathAccumulator() for _ in paths]
         import duckdb
         import pyarrow as pa
 
@@ -169,41 +184,75 @@ def _ordered(engine, score_b: str, name: str, key: str, step: str, variance: str
             reader = engine.con.sql(f"{text} ORDER BY {KEY}", params=q.params).to_arrow_reader(
                 1 << 17)
             for batch in reader:
-                key, step, weight, variance = (batch.column(c).to_numpy(zero_copy_only=False)
-                                               for c in (KEY, STEP, sql.W, VARIANCE))
-                accumulator.add_steps(key, step, float(np.sum(weight)), float(np.sum(variance)))
+                column = batch.column
+                keys = column(KEY).to_numpy(zero_copy_only=False)
+                weights = column(sql.W).to_numpy(zero_copy_only=False)
+                weight = float(np.sum(weights))
+                if runs is not None:
+                    runs.add(keys, column(_LABEL).to_numpy(zero_copy_only=False), weights)
+                for j, accumulator in enumerate(accumulators):
+                    accumulator.add_steps(
+                        keys, column(f"{STEP}{j}").to_numpy(zero_copy_only=False), weight,
+                        float(np.sum(column(f"{VARIANCE}{j}").to_numpy(zero_copy_only=False))))
         except (duckdb.Error, pa.ArrowException) as error:
-            raise ValidationError(f"DuckDB could not order the rows by {name!r}: "
+            raise ValidationError(f"DuckDB could not order the rows by {paths[0][0]!r}: "
                                   f"{str(error).splitlines()[0]} Raise --memory-limit or free "
                                   "disk space for spilling.") from None
-        rows, stats = accumulator.rows, accumulator.finish()
+        results = [(a.rows, a.finish()) for a in accumulators]
     else:
-        rows, _, stats = spark_ordered_path(engine, engine.spark.sql(text, args=q.params))
-    z = float(safe_ratio(stats["kuiper"], stats["sigma"]))
-    return PathSummary(order_by=name, kuiper=stats["kuiper"], ks=stats["ks"],
-                       sigma=stats["sigma"], kuiper_z=z, p_value=float(brownian_range_sf(z)),
-                       n=int(rows), n_missing=int(n_all - rows))
+        results = []
+        for j in range(len(paths)):
+            one = (f"SELECT {KEY}, {STEP}{j} AS {STEP}, {VARIANCE}{j} AS {VARIANCE}, {sql.W} "
+                   f"FROM ({text}) AS p")
+            rows, _, stats = spark_ordered_path(engine, engine.spark.sql(one, args=q.params))
+            results.append((rows, stats))
+    out = []
+    for (name, _, _), (rows, stats) in zip(paths, results, strict=True):
+        z = float(safe_ratio(stats["kuiper"], stats["sigma"]))
+        out.append(PathSummary(order_by=name, kuiper=stats["kuiper"], ks=stats["ks"],
+                               sigma=stats["sigma"], kuiper_z=z,
+                               p_value=float(brownian_range_sf(z)), n=int(rows),
+                               n_missing=int(n_all - rows)))
+    return out
 
 
-def _paths(engine, score_b: str, orders: Sequence[str], n_all: int,
-           average: str) -> tuple[PathSummary, PathSummary, list[PathSummary]]:
-    """Each model's calibration path, and the paired paths (average score, A, B, covariates)."""
+def _paths(engine, score_b: str, orders: Sequence[str], n_all: int, average: str,
+           runs: tuple = (None, None)) -> tuple[PathSummary, PathSummary, list[PathSummary]]:
+    """Each model's calibration path, and the paired paths (average score, A, B, covariates).
+
+    Five sorts and more: by each score (its calibration, its paired path and ``runs``' sums in
+    one pass), by the average score and by each covariate.
+    """
     s, r, w, ident = sql.S, sql.R, sql.W, dialect_of(engine).ident
     d = f"(({B} - {r}) * ({B} - {r}) - ({s} - {r}) * ({s} - {r}))"
-    calibration = [_ordered(engine, score_b, name, score, f"{w} * ({r} - {score})",
-                            f"{score} * (1.0 - {score}) * {w} * {w}", n_all)
-                   for name, score in ((engine.columns.score, s), (score_b, B))]
-    keys = [(average, f"(({s} + {B}) / 2.0)"), (engine.columns.score, s), (score_b, B)]
+    paired = (f"{w} * {d}", f"{w} * {w} * {d} * {d}")
+    by_score = [_ordered(engine, score_b, score, [
+        (name, f"{w} * ({r} - {score})", f"{score} * (1.0 - {score}) * {w} * {w}"),
+        (name, *paired)], n_all, side) for (name, score), side in
+        zip(((engine.columns.score, s), (score_b, B)), runs, strict=True)]
+    keys = [(average, f"(({s} + {B}) / 2.0)")]
     keys += [(name, f"CAST({ident(name)} AS DOUBLE)") for name in orders]
-    paths = [_ordered(engine, score_b, name, key, f"{w} * {d}", f"{w} * {w} * {d} * {d}", n_all)
-             for name, key in keys]
-    return calibration[0], calibration[1], paths
+    paths = [_ordered(engine, score_b, key, [(name, *paired)], n_all)[0] for name, key in keys]
+    paths[1:1] = [by_score[0][1], by_score[1][1]]
+    return by_score[0][0], by_score[1][0], paths
+
+
+def _run_sums(engine, score_b: str, limit: int) -> tuple[RunSums, RunSums]:
+    """Empty run sums of A and B, binned as :func:`score_runs_table` bins (one scan counts)."""
+    q = sql.Query(dialect_of(engine))
+    count = [f"approx_count_distinct(CAST({q.dialect.ident(name)} AS DOUBLE)) AS d{k}"
+             for k, name in enumerate((engine.columns.score, score_b))]
+    row = query_frame(engine, q, f"SELECT {', '.join(count)} FROM {engine.source}").iloc[0]
+    weighted = engine.columns.weight is not None
+    return tuple(RunSums(binned=int(row[f"d{k}"]) > limit, limit=limit, weighted=weighted)
+                 for k in range(2))
 
 
 def compare_on_engine(engine, *, score_b: str, orders: Sequence[str], thresholds,
                       regressions: tuple = (), improvements: tuple = (),
                       average: str = "average score", notes: Sequence[str] = (),
-                      validated: bool = False, classical: tuple = (None, None)) -> dict:
+                      validated: bool = False, classical: tuple = (None, None),
+                      measures=None, runs_limit: int | None = None) -> dict:
     """Return the JSON object of ``mcviz compare --json`` computed on the engine's rows.
 
     Parameters
@@ -223,6 +272,12 @@ def compare_on_engine(engine, *, score_b: str, orders: Sequence[str], thresholds
         True when the caller has run ``engine.overview()`` and :func:`check_score_b`.
     classical : (dict or None, dict or None)
         A's and B's ``"classical"`` blocks when the caller computed them (None: null).
+    measures : callable, optional
+        On DuckDB: ``measures(runs)`` turns a score's run sums (the keyword arguments of
+        :class:`~mcviz.stats.measures.runs.ScoreRuns`, :func:`score_runs_table`'s numbers)
+        into its ``"classical"`` block; the sums come from the pass sorted by that score
+        (:class:`~mcviz.engines.calibration.RunSums`; distinct scores, or fine bins above
+        ``runs_limit`` of them, as the ``GROUP BY`` decides), replacing ``classical``.
     """
     t = check_thresholds(thresholds)
     for name in orders:
@@ -238,7 +293,11 @@ def compare_on_engine(engine, *, score_b: str, orders: Sequence[str], thresholds
             f"FROM ({_rows(engine, q, score_b)}) AS c")
     row = query_frame(engine, q, text).iloc[0]
     sums = {name: float(row[name]) for name in terms}
-    calibration_a, calibration_b, paths = _paths(engine, score_b, orders, n_all, average)
+    runs = _run_sums(engine, score_b, runs_limit) if (
+        measures is not None and engine.name == "duckdb") else (None, None)
+    calibration_a, calibration_b, paths = _paths(engine, score_b, orders, n_all, average, runs)
+    if runs[0] is not None:
+        classical = tuple(measures(side.finish()) for side in runs)
     fields = {"brier": _difference(sums, "brier", "brier"),
               "log_loss": _difference(sums, "log", "log_loss"),
               "calibration_a": calibration_a, "calibration_b": calibration_b, "paths": paths,

@@ -143,8 +143,9 @@ def confirm_groups(engine, comparison, *, score_b: str, searched, keys: np.ndarr
         Rows of the data (for the shares).
     """
     search = comparison.search
-    if search is None or not search.findings:
-        return (), (), 0, None
+    if search is None or not search.findings:  # nothing to confirm: the search's own notice
+        return (), (), n - int(np.asarray(keys).reshape(-1, 2).shape[0]), (
+            None if search is None else search.notice)
     findings = search.findings
     conditions = [f.subpopulation.conditions for f in findings]
     sizes = held_out_sums(engine, conditions)[:, 0]  # on all rows

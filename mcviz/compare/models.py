@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from mcviz.stats.cumulative import CumulativeResult
     from mcviz.stats.measures import ClassicalMeasures
 
-__all__ = ["AVERAGE_SCORE", "ComparisonFinding", "ModelComparison", "compare_models",
-           "comparison_finding"]
+__all__ = ["AVERAGE_SCORE", "ComparisonFinding", "GroupSearch", "ModelComparison",
+           "compare_models", "comparison_finding", "search_groups"]
 
 AVERAGE_SCORE = "average score"
 """The name of the ordering variable :math:`(S^A + S^B)/2` (the search's and the headline's)."""
@@ -352,19 +352,11 @@ def _compare(pred: Predictions, scores_b: np.ndarray, name_b: str, names: list[s
                               loss="brier")
     logs = paired_difference(log_loss(score_a, label), log_loss(scores_b, label), weight,
                              loss="log_loss")
-    paths, notes = _paths(pred, scores_b, name_b, names)
+    paths = _paths(pred, scores_b, name_b, names)
     pred_b = _predictions_b(pred, scores_b, name_b)
-    search, regressions, improvements = None, (), ()
-    if not np.any(brier_loss(scores_b, label) - brier_loss(score_a, label)):
-        notes.append("The two scores give the same Brier loss on every row: there is no "
-                     "group where one model is better.")
-    elif not names:
-        notes.append("No covariates: the search for groups where B is worse or better did "
-                     "not run.")
-    else:
-        search, regressions, improvements = _search(pred, scores_b, names, settings, *run)
-        if search.notice:
-            notes.append(f"Search: {search.notice}")
+    groups = _groups(pred, scores_b, names, settings, run)
+    search, regressions, improvements = groups.search, groups.regressions, groups.improvements
+    notes = list(groups.notes)
     fields = {
         "n": pred.n, "score_a": pred.score_column, "score_b": name_b,
         "calibration_a": cumulative_differences(pred),
@@ -381,6 +373,67 @@ def _compare(pred: Predictions, scores_b: np.ndarray, name_b: str, names: list[s
     return ModelComparison(**fields, verdict=verdict, next_step=next_step)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class GroupSearch:
+    """Where B is worse or better: :func:`compare_models`' search alone (:func:`search_groups`)."""
+
+    search: SearchResult | None
+    regressions: tuple[ComparisonFinding, ...]
+    improvements: tuple[ComparisonFinding, ...]
+    notes: tuple[str, ...]
+    """The sentences :func:`compare_models` puts in its notice about the paths and the search."""
+    settings: CompareSettings
+
+    @property
+    def notice(self) -> str | None:
+        """The notes as one notice (None without)."""
+        return " ".join(self.notes) or None
+
+
+def search_groups(pred: Predictions, score_b: str | np.ndarray, *, covariates: Sequence[str],
+                  n_findings: int = CompareSettings.n_findings,
+                  holdout: float = CompareSettings.holdout,
+                  seed: int = CompareSettings.seed) -> GroupSearch:
+    """Run only the search of :func:`compare_models` (the same groups, numbers and notes).
+
+    For ``mcviz compare --engine`` on a sample of a larger table: the engine measures every
+    other number on all rows, so the sample's paths, calibration and classical measures
+    (most of :func:`compare_models`' work) would be thrown away.
+    """
+    _check(pred)
+    settings = CompareSettings(n_findings=n_findings, holdout=holdout, seed=seed)
+    scores_b, name_b = _score_b(pred, score_b)
+    names = [c for c in dict.fromkeys(covariates) if c != name_b]
+    for name in names:
+        pred.require_covariate(name, " to compare by")
+    return _groups(pred, scores_b, names, settings, (None, None))
+
+
+def _groups(pred: Predictions, scores_b: np.ndarray, names: list[str],
+            settings: CompareSettings, run: tuple) -> GroupSearch:
+    """The search on validated input, with the notes on the paths and the search."""
+    notes = _nominal_note(pred, names)
+    search, regressions, improvements = None, (), ()
+    if not np.any(brier_loss(scores_b, pred.label) - brier_loss(pred.score, pred.label)):
+        notes.append("The two scores give the same Brier loss on every row: there is no "
+                     "group where one model is better.")
+    elif not names:
+        notes.append("No covariates: the search for groups where B is worse or better did "
+                     "not run.")
+    else:
+        search, regressions, improvements = _search(pred, scores_b, names, settings, *run)
+        if search.notice:
+            notes.append(f"Search: {search.notice}")
+    return GroupSearch(search=search, regressions=regressions, improvements=improvements,
+                       notes=tuple(notes), settings=settings)
+
+
+def _nominal_note(pred: Predictions, names: list[str]) -> list[str]:
+    skipped = [name for name in names if pred.covariate_kinds.get(name) == "nominal"]
+    return [f"Not ordered by the nominal covariates {', '.join(map(repr, skipped))} (no "
+            "order); the search uses them."] if skipped else []
+
+
 def _predictions_b(pred: Predictions, scores_b: np.ndarray, name_b: str) -> Predictions:
     """Model B's predictions: B's scores, the same labels and weights, sorted by B."""
     return dataclasses.replace(
@@ -391,25 +444,20 @@ def _predictions_b(pred: Predictions, scores_b: np.ndarray, name_b: str) -> Pred
 
 
 def _paths(pred: Predictions, scores_b: np.ndarray, name_b: str,
-           names: list[str]) -> tuple[list[PairedPath], list[str]]:
+           names: list[str]) -> list[PairedPath]:
     """Return the paired paths by the average score, each score and each numeric covariate."""
     from mcviz.core.conditions import ordinal_values
 
     orders = [(AVERAGE_SCORE, (pred.score + scores_b) / 2.0), (pred.score_column, pred.score),
               (name_b, scores_b)]
-    skipped = []
     for name in names:
-        if pred.covariate_kinds.get(name) == "nominal":
-            skipped.append(name)
-            continue
-        orders.append((name, ordinal_values(pred.covariates[name])))
+        if pred.covariate_kinds.get(name) != "nominal":
+            orders.append((name, ordinal_values(pred.covariates[name])))
     paths = [paired_cumulative_differences(
         pred.score, scores_b, pred.label, order_values=values,
         weight=pred.weight if pred.weighted else None, order_by=name,
         void=pred.weights_depend_on_label) for name, values in orders]
-    notes = [f"Not ordered by the nominal covariates {', '.join(map(repr, skipped))} (no "
-             "order); the search uses them."] if skipped else []
-    return paths, notes
+    return paths
 
 
 def _search_predictions(pred: Predictions, scores_b: np.ndarray,

@@ -42,6 +42,25 @@ def last_run_start(score: np.ndarray) -> int:
     return int(np.searchsorted(score, score[-1], side="left"))
 
 
+def _holds_numbers(series: pd.Series) -> bool:
+    """True for integer and float columns (not booleans, not dates)."""
+    return series.dtype.kind in "iuf" if isinstance(series.dtype, np.dtype) else (
+        pd.api.types.is_integer_dtype(series) or pd.api.types.is_float_dtype(series))
+
+
+def _number_text(value: str) -> bool:
+    """True when ``value`` is a number's text, e.g. the level ``"42"`` of integer codes.
+
+    A numeric column declared nominal (``--nominal code``) is searched in memory as text levels
+    (the loader's ``astype("string")``: ``42`` -> ``"42"``); an engine reading the column as
+    numbers compares ``code in ("3", "42")`` as ``code in (3, 42)``, the same rows.
+    """
+    try:
+        return not np.isnan(float(value))
+    except ValueError:
+        return False
+
+
 def _is_nominal(series: pd.Series) -> bool:
     return isinstance(series.dtype, pd.CategoricalDtype) or not (
         pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
@@ -170,10 +189,11 @@ class MembershipPlan:
         if nominal:
             cuts = np.array(sorted({str(v) for v in values}), dtype=object)
             return "nominal", cuts
+        numbers = _holds_numbers(series)
         for c in conditions:
             if c.op in ("in", "not in", "==", "!=", "<", "<=", ">", ">=") and any(
-                    isinstance(v, str) for v in (c.value if isinstance(c.value, tuple | list)
-                                                 else (c.value,))):
+                    isinstance(v, str) and not (numbers and _number_text(v))
+                    for v in (c.value if isinstance(c.value, tuple | list) else (c.value,))):
                 raise ValidationError(
                     f"condition {c.column} {c.op} {c.value!r}: column {c.column!r} is numeric.",
                     column=c.column)

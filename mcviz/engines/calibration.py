@@ -35,7 +35,7 @@ from mcviz.core.brownian import brownian_range_sf
 from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import sigma_from_variance
 
-__all__ = ["KEY", "STEP", "VARIANCE", "PathAccumulator", "PopulationCalibration",
+__all__ = ["KEY", "STEP", "VARIANCE", "PathAccumulator", "PopulationCalibration", "RunSums",
            "calibration_block", "population_calibration", "score_runs_table",
            "spark_calibration_block", "spark_ordered_path"]
 
@@ -245,6 +245,71 @@ def spark_ordered_path(engine, frame) -> tuple[int, float, dict]:
 _RUN_SUMS = ("n", "w", "wr", "ww", "ws", "lo", "hi", "se", "ll", "sn", "sv")
 
 
+def fine_bins(limit: int) -> int:
+    """Fine bins per ECE bin of :func:`score_runs_table` above ``limit`` distinct scores."""
+    return max(limit // 100, 1) * 10
+
+
+class RunSums:
+    r""":func:`score_runs_table`'s sums from rows streamed in ascending score (a sorted pass).
+
+    For a pass that sorts the rows by score anyway (``mcviz compare --engine``: each model's
+    calibration path), so that its ``GROUP BY`` is not needed. A run is a distinct score, or with
+    ``binned`` the same fine bin as the ``GROUP BY``'s (the same double arithmetic): the rows of
+    a run are consecutive in score order, so each batch's runs are ``np.add.reduceat`` sums and a
+    run crossing a batch end is joined in :meth:`finish`. Memory: the runs' sums, as the
+    ``GROUP BY``'s result.
+    """
+
+    def __init__(self, *, binned: bool, limit: int, weighted: bool) -> None:
+        self.per_coarse = fine_bins(limit) if binned else None
+        self.weighted = weighted
+        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.totals = np.zeros(4)  # se, ll, sn, sv
+
+    def _keys(self, s: np.ndarray) -> np.ndarray:
+        if self.per_coarse is None:
+            return s
+        c = np.zeros(s.size, dtype=np.int64)
+        for k in range(1, 10):
+            c += s > k / 10
+        low = c.astype(float) / 10.0
+        sub = np.ceil((s - low) * (10.0 * self.per_coarse)).astype(np.int64) - 1
+        return c * self.per_coarse + np.clip(sub, 0, self.per_coarse - 1)
+
+    def add(self, s: np.ndarray, r: np.ndarray, w: np.ndarray) -> None:
+        """Take the next batch (scores ascending, continuing the previous batch)."""
+        if s.size == 0:
+            return
+        k = self._keys(s)
+        starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+        ends = np.append(starts[1:], s.size) - 1
+        wr = w * r
+        self.parts.append((k[starts], (ends - starts + 1).astype(float),
+                           *(np.add.reduceat(v, starts) for v in (w, wr, w * w, w * s)),
+                           s[starts], s[ends]))
+        clipped = np.clip(s, 1e-15, 1.0 - 1e-15)
+        tilt = 1.0 - 2.0 * s
+        self.totals += (float((w * (s - r) ** 2).sum()),
+                        float((wr * np.log(clipped) + (w - wr) * np.log(1.0 - clipped)).sum()),
+                        float((w * (r - s) * tilt).sum()),
+                        float((w * w * tilt * tilt * s * (1.0 - s)).sum()))
+
+    def finish(self) -> dict:
+        """Return the keyword arguments of :class:`~mcviz.stats.measures.runs.ScoreRuns`."""
+        k, n, w, wr, ww, ws, lo, hi = (np.concatenate(c) for c in zip(*self.parts, strict=True))
+        starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+        n, w, wr, ww, ws = (np.add.reduceat(v, starts) for v in (n, w, wr, ww, ws))
+        lo, hi = np.minimum.reduceat(lo, starts), np.maximum.reduceat(hi, starts)
+        score = lo if self.per_coarse is None else np.clip(ws / w, lo, hi)
+        se, ll, sn, sv = (float(v) for v in self.totals)
+        return {"score": score, "count": n.astype(np.int64), "weight": w, "positive": wr,
+                "square_weight": ww, "square_error": se, "log_likelihood": ll,
+                "spiegelhalter_numerator": sn, "spiegelhalter_variance": sv,
+                "weighted": self.weighted,
+                "bins": None if self.per_coarse is None else 10 * self.per_coarse}
+
+
 def score_runs_table(table, columns, *, limit: int) -> dict:
     r"""Return the rows' sums per distinct score, or per fine score bin (one aggregate pass).
 
@@ -275,7 +340,7 @@ def score_runs_table(table, columns, *, limit: int) -> dict:
     w = "1.0" if columns.weight is None else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)"
     if binned:
         # a multiple of 10 per ECE bin: the fine bins nest in 20 and 50 equal-width bins too
-        per_coarse = max(limit // 100, 1) * 10
+        per_coarse = fine_bins(limit)
         edges = " + ".join(f"CASE WHEN s > {q.bind(k / 10)} THEN 1 ELSE 0 END"
                            for k in range(1, 10))
         low = f"CAST(c AS DOUBLE) / {q.bind(10.0)}"
@@ -311,4 +376,4 @@ def score_runs_table(table, columns, *, limit: int) -> dict:
             "spiegelhalter_numerator": float(values["sn"].sum()),
             "spiegelhalter_variance": float(values["sv"].sum()),
             "weighted": columns.weight is not None,
-            "bins": 10 * max(limit // 100, 1) * 10 if binned else None}
+            "bins": 10 * fine_bins(limit) if binned else None}

@@ -34,6 +34,10 @@ ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 START_SECONDS = 60
+FULL_SCREENSHOTS = os.environ.get("MCVIZ_FULL_SCREENSHOTS") == "1"
+"""Also save each checked page whole (``<name>-full.png``: the viewport grown to the page's
+height, then restored) for a person to look at. Off by default: it asserts nothing and costs
+1-2 s of relayout per page (about two minutes over the browser tests)."""
 
 
 def require_browser() -> None:
@@ -214,7 +218,7 @@ def check_page(page, name: str) -> None:
     # the whole page: Streamlit scrolls inside its main element, so grow the viewport to it
     viewport = page.viewport_size
     height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
-    if height > viewport["height"]:
+    if FULL_SCREENSHOTS and height > viewport["height"]:
         page.set_viewport_size({"width": viewport["width"], "height": min(height, 8000)})
         page.wait_for_timeout(500)
         page.screenshot(path=ARTIFACTS / f"{name}-full.png")

@@ -1,11 +1,12 @@
 """Real browser on the Fix page: a fresh server's /fix on planted data, fit and judge, the
 before/after charts of a finding and the decision curve, no exception and no legend over an
-axis title."""
+axis title; then Review, with the fix in its verdict and the grid on the first screen."""
 
 from __future__ import annotations
 
 import pytest
 from browser_kit import app_page, check_page, open_page, wait_charts, wait_idle
+from test_pages_browser import PAGE_JS, assert_grid_on_the_first_screen
 
 from mcviz.recalibration.simulate import planted_fix_data
 
@@ -34,7 +35,8 @@ def test_fix_page_in_a_real_browser(tmp_path):
         judged = page.get_by_text("Judged as a challenger").first
         judged.scroll_into_view_if_needed()
         judged.click()
-        page.get_by_text("Largest cumulative gap between observed and predicted").first.wait_for(timeout=60_000)
+        page.get_by_text("Largest cumulative gap between observed and predicted").first.wait_for(
+            timeout=60_000)
         wait_idle(page)
         check_page(page, "fix-01b-as-challenger")
         scope = page.get_by_test_id("stSelectbox").filter(has_text="Scope")
@@ -44,3 +46,17 @@ def test_fix_page_in_a_real_browser(tmp_path):
         wait_idle(page, timeout=300_000)
         wait_charts(page, 5)
         check_page(page, "fix-02-finding")
+
+        # Review after the fix was judged: its section joins the verdict, and the verdict and
+        # the whole grid still fit the first 1440x900 screen (test_pages_browser's layout check)
+        open_page(page, "Review")
+        page.locator(".st-key-verdict").wait_for(timeout=300_000)
+        wait_charts(page, 4, timeout=300_000)
+        wait_idle(page, timeout=300_000)
+        page.wait_for_timeout(1_000)  # plotly's automargin redraw
+        page.evaluate("() => { const m = document.querySelector('[data-testid=stMain]');"
+                      " if (m) m.scrollTop = 0; window.scrollTo(0, 0); }")
+        expander = page.locator(".st-key-verdict [data-testid=stExpander] summary").first
+        assert "Fix" in expander.inner_text()
+        assert_grid_on_the_first_screen(page.evaluate(PAGE_JS))
+        check_page(page, "fix-03-review")

@@ -18,7 +18,7 @@ pages include Compare with both models and Review with B beside A (``review-ab``
 from __future__ import annotations
 
 import pytest
-from browser_kit import ARTIFACTS, wait_idle
+from browser_kit import ARTIFACTS, FULL_SCREENSHOTS, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -161,11 +161,12 @@ PAGES = (  # address, the charts it draws at least
     ("compare?demo=adult&score2=score_logistic&cthr=0.3", 2),  # both models (A and B)
     ("review?demo=adult&scope=filter&filter=capital_gain%20%E2%89%A5%20100&rb=score_logistic", 6))
 REVIEW_SCOPES = {  # scope: (the address opened first, the button clicked there, then Review)
-    "full": ("review?demo=adult", None),
+    # the full population at 1440x900 is test_review_browser's test_review_layout_holds (the
+    # verdict and the grid on the first screen) and test_every_page_holds[review-normal] here;
+    # the grid after a fix was judged is test_fix_browser's (on its planted data)
     "argmax": ("review?demo=adult&sp=1&l=100&scope=argmax", None),
     "finding": ("review?demo=flights&smode=searched&sp=1&scope=sub&ssub=1", None),
-    "monitor": ("monitor?demo=flights", "Open in Review"),
-    "fix": ("fix?demo=adult", "Fit and judge the fix")}
+    "monitor": ("monitor?demo=flights", "Open in Review")}
 
 
 def _visit(browser, url: str, size: str, charts: int, name: str, then=None) -> dict:
@@ -190,7 +191,7 @@ def _visit(browser, url: str, size: str, charts: int, name: str, then=None) -> d
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=ARTIFACTS / f"{name}.png")
         tall = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
-        if tall > height:
+        if FULL_SCREENSHOTS and tall > height:
             page.set_viewport_size({"width": width, "height": min(tall, 6000)})
             page.wait_for_timeout(800)
             page.screenshot(path=ARTIFACTS / f"{name}-full.png")
@@ -216,9 +217,8 @@ def test_every_page_holds(app_url, browser, address, charts, size):
 
 @pytest.mark.parametrize("scope", list(REVIEW_SCOPES))
 def test_review_grid_on_the_first_screen_for_every_scope(app_url, browser, scope):
-    """The verdict and the whole grid on the first 1440×900 screen: for the full population,
-    the argmax, a searched finding, a filter opened from Monitor (its section in the verdict),
-    and after a fix was judged on the Fix page (its section in the verdict)."""
+    """The verdict and the whole grid on the first 1440×900 screen: for the argmax, a searched
+    finding, and a filter opened from Monitor (its section in the verdict)."""
     address, button = REVIEW_SCOPES[scope]
     name = f"pages-review-scope-{scope}"
     if button is None:
@@ -226,25 +226,26 @@ def test_review_grid_on_the_first_screen_for_every_scope(app_url, browser, scope
     else:
         layout = _visit(browser, f"{app_url}/{address}", "normal", 0, name,
                         then=lambda page: _then_review(page, button))
+    assert_grid_on_the_first_screen(layout)
+
+
+def assert_grid_on_the_first_screen(layout: dict, height: int = 900) -> None:
+    """PAGE_JS's ``layout`` of a Review page: the verdict, at least 4 charts ending within
+    ``height`` px, no layout problem."""
     assert layout["verdict"] is not None
     assert layout["plots"] >= 4
-    assert layout["bottom"] <= 900, f"the grid ends at {layout['bottom']:.0f} px"
+    assert layout["bottom"] <= height, f"the grid ends at {layout['bottom']:.0f} px"
     assert not layout["problems"], "\n".join(layout["problems"])
 
 
 def _then_review(page, button: str) -> None:
-    """Press ``button`` (Monitor's "Open in Review", or Fix's fit) and come to Review."""
+    """Press Monitor's ``button`` ("Open in Review") and come to Review."""
     pressed = page.get_by_role("button", name=button)
     pressed.wait_for(timeout=300_000)
     wait_idle(page, timeout=300_000)
     pressed.click()
-    if button.startswith("Fit"):  # the fix is judged; its section joins Review's verdict
-        page.get_by_text("Decision curve").first.wait_for(timeout=600_000)
-        wait_idle(page, timeout=600_000)
-        assert page.get_by_test_id("stException").count() == 0
-        page.get_by_role("link", name="Review", exact=True).first.click()
     page.locator(".st-key-verdict").wait_for(timeout=300_000)
     page.locator(".js-plotly-plot >> visible=true").nth(3).wait_for(timeout=300_000)
     wait_idle(page, timeout=300_000)
     expander = page.locator(".st-key-verdict [data-testid=stExpander] summary").first
-    assert ("Monitoring" if button.startswith("Open") else "Fix") in expander.inner_text()
+    assert "Monitoring" in expander.inner_text()

@@ -166,3 +166,25 @@ def test_join_counts_unmatched_rows_and_refuses_no_match():
         join_challenger(a, pd.concat([b, b.head(1)]), id_column="id", score_b="score")
     with pytest.raises(ValidationError, match="--score-b 'p': no such column"):
         join_challenger(a, b, id_column="id", score_b="p")
+
+
+def test_the_search_alone_gives_the_comparisons_groups_and_notes():
+    """``search_groups`` (compare --engine's sample) = compare_models' groups and notice."""
+    from mcviz.compare.models import search_groups
+
+    a, b, label, covariates = _planted(6000, seed=0)
+    covariates = {**covariates, "level": np.arange(6000) % 3, "chall": b}
+    pred = load_predictions(pd.DataFrame({"a": a, "y": label, **covariates}), score="a",
+                            label="y", covariates=["group", "x", "level", "chall"],
+                            nominal=["level"])
+    whole = compare_models(pred, "chall", covariates=["group", "x", "level"])
+    alone = search_groups(pred, "chall", covariates=["group", "x", "level"])
+    assert [f.description for f in alone.search.findings] == [
+        f.description for f in whole.search.findings]
+    for name in ("regressions", "improvements"):
+        assert [f.as_json() for f in getattr(alone, name)] == [
+            f.as_json() for f in getattr(whole, name)]
+    assert alone.notice == whole.notice
+    assert alone.notice.startswith("Not ordered by the nominal covariates 'group', 'level'")
+    assert whole.regressions[0].description.startswith("group == g5")
+    assert whole.improvements[0].description.startswith("group == g2")

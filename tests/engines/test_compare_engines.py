@@ -85,7 +85,15 @@ def _assert_engine_equals_memory(output, reference, engine):
     assert f"confirmed by {engine} on the" in output["notice"]
 
 
-def test_duckdb_gives_the_in_memory_comparison(data_file):
+@pytest.fixture
+def engine_passes(monkeypatch):
+    """The engine's own passes even though the sample holds every row (they are checked)."""
+    import mcviz.cli.engine_compare as engine_compare
+
+    monkeypatch.setattr(engine_compare, "IN_MEMORY_WHEN_SAMPLED_WHOLE", False)
+
+
+def test_duckdb_gives_the_in_memory_comparison(data_file, engine_passes):
     status, reference, err = _run(data_file, *ARGS)
     assert status == 0, err
     status, output, err = _run(data_file, *ARGS, "--engine", "duckdb", "--sample-rows", str(N))
@@ -93,7 +101,7 @@ def test_duckdb_gives_the_in_memory_comparison(data_file):
     _assert_engine_equals_memory(output, reference, "duckdb")
 
 
-def test_duckdb_unweighted_gives_the_in_memory_paired_statistics(tmp_path):
+def test_duckdb_unweighted_gives_the_in_memory_paired_statistics(tmp_path, engine_passes):
     path = tmp_path / "unweighted.parquet"
     _frame(2000, seed=1).drop(columns="w").to_parquet(path)
     args = [a for a in ARGS if a not in ("--weight", "w")]
@@ -103,6 +111,31 @@ def test_duckdb_unweighted_gives_the_in_memory_paired_statistics(tmp_path):
     assert status == 0, err
     for block in ("n", "models", "paired", "net_benefit", "regressions", "improvements"):
         _assert_same(output[block], reference[block], block)
+
+
+def test_duckdb_on_a_table_the_sample_holds_computes_in_memory(data_file, monkeypatch):
+    """Every row in the (default-sized) sample: the in-memory comparison, no engine pass."""
+    import mcviz.compare.at_scale as at_scale
+    import mcviz.compare.groups_at_scale as groups_at_scale
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("the engine measured rows the sample already held")
+
+    status, reference, err = _run(data_file, *ARGS, "--nominal", "age")
+    assert status == 0, err
+    monkeypatch.setattr(at_scale, "_ordered", no_pass)
+    monkeypatch.setattr(groups_at_scale, "_stream", no_pass)
+    status, output, err = _run(data_file, *ARGS, "--nominal", "age", "--engine", "duckdb")
+    assert status == 0, err
+    assert output.pop("engine") == "duckdb"
+    said = (f"All {N:,} rows fit in the sample read into memory, so every number was computed "
+            "there, as without --engine (duckdb counted and checked every row).")
+    assert output.pop("notice") == f"{reference.pop('notice')} {said}"
+    _assert_same(output, reference)
+    assert output.keys() == reference.keys()
+    # --nominal reaches the engine's sample: age (integers) is a level set, not an order
+    assert [p["order_by"] for p in output["paired"]["paths"]] == [
+        "average score", "prod", "chall"]
 
 
 def test_duckdb_refuses_bad_input_in_one_line(data_file, tmp_path):
@@ -248,3 +281,23 @@ def test_spark_gives_the_in_memory_paired_statistics(data_file):
     for model in ("a", "b"):
         _assert_same(output["models"][model]["calibration"],
                      reference["models"][model]["calibration"])
+
+
+def test_duckdb_says_how_many_rows_were_not_searched_when_nothing_was_found(tmp_path):
+    """No group found on the sample: the notice keeps the search's reason and counts the
+    rows not searched (it said "confirmed ... on the 0 rows not searched")."""
+    rng = np.random.default_rng(4)
+    n = 3000
+    a = rng.uniform(0.1, 0.9, n)
+    frame = pd.DataFrame({"prod": a, "chall": np.clip(a + rng.normal(0, 0.01, n), 0, 1),
+                          "y": (rng.random(n) < a).astype(int),
+                          "region": rng.choice(["r1", "r2", "r3"], n)})
+    path = tmp_path / "noise.parquet"
+    frame.to_parquet(path)
+    status, output, err = _run(path, "--score", "prod", "--score-b", "chall", "--label", "y",
+                               "--no-weight", "--json", "--engine", "duckdb",
+                               "--sample-rows", "2000")
+    assert status == 0, err
+    assert output["regressions"] == output["improvements"] == []
+    assert "Search: 0 of the 6 findings asked for" in output["notice"], output["notice"]
+    assert "confirmed by duckdb on the 1,600 rows not searched" in output["notice"]

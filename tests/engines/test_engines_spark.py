@@ -148,3 +148,56 @@ def test_spark_m_equals_the_library_with_ties_across_partitions(spark, tmp_path,
     for low, high, rows in parts:
         assert rows == int(((frame["score"] >= low) & (frame["score"] <= high)).sum())
     assert_same_m(got, expected, sigma0_zero=case == "sigma0_zero")
+
+
+def test_report_on_spark_gives_the_duckdb_report(spark, tmp_path, monkeypatch):
+    """``mcviz report --engine spark`` in this module's session: DuckDB's report to 1e-9
+    (which tests/engines/test_report_engines.py checks against the in-memory report)."""
+    import contextlib
+    import io
+    import json
+    import sys
+    from pathlib import Path
+
+    from mcviz.cli import main
+    from mcviz.engines.spark_engine import SparkEngine
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from bench_find import planted
+
+    frame, _ = planted(6000, "level", 0.3, seed=3)
+    path = tmp_path / "planted.parquet"
+    frame.to_parquet(path)
+    monkeypatch.setattr(SparkEngine, "close", lambda self: None)  # the session is shared
+    outputs = {}
+    for engine in ("duckdb", "spark"):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = main(["report", str(path), "--score", "score", "--label", "label",
+                           "--no-weight", "--findings", "2", "--seed", "2", "--json",
+                           "--engine", engine, "--sample-rows", "4000"])
+        assert status == 0, engine
+        outputs[engine] = json.loads(out.getvalue())
+    got, want = outputs["spark"], outputs["duckdb"]
+    assert got["engine"] == "spark" and want["engine"] == "duckdb"
+    assert got["findings"] and want["findings"][0]["description"] == "region == r7"
+    assert got["held_out"] == {"engine": "spark", "rows": want["held_out"]["rows"]}
+    for key in ("n", "verdict", "next_step", "details", "appendix"):  # engine named: spark
+        assert got[key] == json.loads(json.dumps(want[key]).replace("duckdb", "spark")), key
+
+    def close(a, b, where):
+        if isinstance(b, dict):
+            assert a.keys() == b.keys(), where
+            for key in b:
+                close(a[key], b[key], f"{where}.{key}")
+        elif isinstance(b, float):
+            assert abs(a - b) <= 1e-9 * max(1.0, abs(b)), (where, a, b)
+        elif isinstance(b, list):
+            assert len(a) == len(b), where
+            for k, (x, y) in enumerate(zip(a, b, strict=True)):
+                close(x, y, f"{where}[{k}]")
+        else:
+            assert a == b, (where, a, b)
+
+    close(got["findings"], want["findings"], "findings")
+    close(got["calibration"], want["calibration"], "calibration")

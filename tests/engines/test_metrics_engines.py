@@ -186,3 +186,25 @@ def test_spark_runs_equal_duckdb_runs(spark, continuous):
         for name, value in duck.items():
             assert spark[name] == pytest.approx(value, rel=1e-12), name
         _check_runs(spark, pred, limit)
+
+
+@pytest.mark.parametrize("limit", [1 << 20, 200], ids=["exact", "binned"])
+def test_run_sums_of_a_sorted_pass_equal_the_group_by(continuous, rows, limit):
+    """``compare --engine``'s run sums from score-sorted batches of 7 rows (tie runs and bins
+    cross batch ends) = :func:`score_runs_table`'s ``GROUP BY`` (distinct scores or bins)."""
+    from mcviz.engines.calibration import RunSums
+
+    for path, columns, _ in (continuous, rows):
+        want = _runs(DuckDBTable(path), columns, limit)
+        frame = pd.read_parquet(path).sort_values("score", kind="stable")
+        weight = frame["w"] if columns.weight else pd.Series(1.0, index=frame.index)
+        summed = RunSums(binned=want["bins"] is not None, limit=limit,
+                         weighted=columns.weight is not None)
+        for start in range(0, len(frame), 7):
+            part = slice(start, start + 7)
+            summed.add(frame["score"].to_numpy(float)[part], frame["label"].to_numpy(float)[part],
+                       weight.to_numpy(float)[part])
+        got = summed.finish()
+        assert got.keys() == want.keys()
+        for name, value in want.items():
+            assert got[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name

@@ -235,3 +235,32 @@ def test_the_sample_is_a_simple_random_sample(tmp_path):
     expected = 200 * 100 * 99 / 1000
     assert abs(together - expected) < 5 * np.sqrt(expected)
     assert len(read_sample(files, 5000, 1, con=con)) == 1000  # more than there are: all rows
+
+
+def test_integer_codes_declared_nominal_are_level_sets_on_every_engine(tmp_path):
+    """``--nominal code`` on integer codes: the sample's search finds a level set (its levels
+    the codes' text); numpy and DuckDB count it on every row of the file (brute force here),
+    where the engines used to refuse the text levels on a numeric column."""
+    rng = np.random.default_rng(5)
+    n = 6000
+    code = rng.integers(0, 40, n)
+    score = rng.uniform(0.1, 0.8, n)
+    planted_codes = [3, 11, 19, 27]
+    label = rng.random(n) < np.clip(score + 0.3 * np.isin(code, planted_codes), 0.0, 1.0)
+    path = tmp_path / "codes.parquet"
+    pd.DataFrame({"score": score, "label": label.astype(int), "code": code,
+                  "x": rng.normal(size=n)}).to_parquet(path)
+    for engine in ("numpy", "duckdb"):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = cli.main(["search", str(path), "--score", "score", "--label", "label",
+                               "--no-weight", "--covariates", "code,x", "--nominal", "code",
+                               "--findings", "2", "--json", "--engine", engine,
+                               "--sample-rows", "3000"])
+        assert status == 0, engine
+        first = json.loads(out.getvalue())["findings"][0]
+        levels = first["description"].removeprefix("code in {").removesuffix("}")
+        assert first["description"].startswith("code in {"), first["description"]
+        values = [int(v.strip(' "')) for v in levels.split(",")]
+        assert set(values) == set(planted_codes), values
+        assert first["all_rows_size"] == int(np.isin(code, values).sum()), engine
