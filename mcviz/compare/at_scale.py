@@ -55,8 +55,13 @@ __all__ = ["PathSummary", "check_score_b", "compare_on_engine"]
 B = "__mcviz_sb"
 """B's score in the engine's rows."""
 _LABEL = "__mcviz_rr"
+_COUNT = "__mcviz_n"
 
 ORDERED_KINDS = ("int", "float", "bool")
+
+GROUPED_KEYS = 1 << 16
+"""A covariate with at most this many distinct values (approximately counted) orders its path
+from per-value sums (a hash aggregate) instead of a sort of every row."""
 """Engine column kinds a covariate path is ordered by (their values as numbers)."""
 
 
@@ -162,12 +167,16 @@ def _net_benefit(sums: dict, t: np.ndarray) -> NetBenefitComparison:
 
 
 def _ordered(engine, score_b: str, key: str, paths: Sequence[tuple[str, str, str]],
-             n_all: int, runs: RunSums | None = None) -> list[PathSummary]:
+             n_all: int, runs: RunSums | None = None, grouped: bool = False,
+             ) -> list[PathSummary]:
     """Paths summed in the order of ``key`` (rows where it is missing left off).
 
     ``paths``: (name, step, variance) SQL of each path; on DuckDB they share ONE sorted pass
     (each model's calibration and the paired path ordered by its score), on Spark one each.
     ``runs`` (DuckDB, ``key`` a score): also the score's run sums for the classical measures.
+    ``grouped`` (DuckDB, a key with few distinct values): the rows' sums per distinct key,
+    sorted, instead of the rows sorted: the path is read at the end of each run of tied keys
+    only, so its points, D and sigma are the same (one hash aggregate, no sort of the rows).
     """
     q = sql.Query(dialect_of(engine))
     steps = ", ".join(f"{step} AS {STEP}{j}, {variance} AS {VARIANCE}{j}"
@@ -180,10 +189,18 @@ def _ordered(engine, score_b: str, key: str, paths: Sequence[tuple[str, str, str
         import duckdb
         import pyarrow as pa
 
+        count = 0
+        if grouped:
+            sums = ", ".join(f"SUM({c}{j}) AS {c}{j}" for j in range(len(paths))
+                             for c in (STEP, VARIANCE))
+            text = (f"SELECT {KEY}, {sums}, SUM({sql.W}) AS {sql.W}, COUNT(*) AS {_COUNT} "
+                    f"FROM ({text}) AS g GROUP BY {KEY}")
         try:  # a relation streams the sorted rows (DuckDB sorts out of core)
             reader = engine.con.sql(f"{text} ORDER BY {KEY}", params=q.params).to_arrow_reader(
                 1 << 17)
             for batch in reader:
+                if grouped:
+                    count += int(np.sum(batch.column(_COUNT).to_numpy(zero_copy_only=False)))
                 column = batch.column
                 keys = column(KEY).to_numpy(zero_copy_only=False)
                 weights = column(sql.W).to_numpy(zero_copy_only=False)
@@ -198,7 +215,7 @@ def _ordered(engine, score_b: str, key: str, paths: Sequence[tuple[str, str, str
             raise ValidationError(f"DuckDB could not order the rows by {paths[0][0]!r}: "
                                   f"{str(error).splitlines()[0]} Raise --memory-limit or free "
                                   "disk space for spilling.") from None
-        results = [(a.rows, a.finish()) for a in accumulators]
+        results = [(count if grouped else a.rows, a.finish()) for a in accumulators]
     else:
         results = []
         for j in range(len(paths)):
@@ -216,6 +233,17 @@ def _ordered(engine, score_b: str, key: str, paths: Sequence[tuple[str, str, str
     return out
 
 
+def _few_values(engine, names: Sequence[str]) -> set[str]:
+    """The covariates with at most :data:`GROUPED_KEYS` distinct values (DuckDB; one scan)."""
+    if engine.name != "duckdb" or not names:
+        return set()
+    q = sql.Query(dialect_of(engine))
+    count = [f"approx_count_distinct({q.dialect.ident(name)}) AS d{k}"
+             for k, name in enumerate(names)]
+    row = query_frame(engine, q, f"SELECT {', '.join(count)} FROM {engine.source}").iloc[0]
+    return {name for k, name in enumerate(names) if int(row[f"d{k}"]) <= GROUPED_KEYS}
+
+
 def _paths(engine, score_b: str, orders: Sequence[str], n_all: int, average: str,
            runs: tuple = (None, None)) -> tuple[PathSummary, PathSummary, list[PathSummary]]:
     """Each model's calibration path, and the paired paths (average score, A, B, covariates).
@@ -230,9 +258,11 @@ def _paths(engine, score_b: str, orders: Sequence[str], n_all: int, average: str
         (name, f"{w} * ({r} - {score})", f"{score} * (1.0 - {score}) * {w} * {w}"),
         (name, *paired)], n_all, side) for (name, score), side in
         zip(((engine.columns.score, s), (score_b, B)), runs, strict=True)]
+    few = _few_values(engine, orders)
     keys = [(average, f"(({s} + {B}) / 2.0)")]
     keys += [(name, f"CAST({ident(name)} AS DOUBLE)") for name in orders]
-    paths = [_ordered(engine, score_b, key, [(name, *paired)], n_all)[0] for name, key in keys]
+    paths = [_ordered(engine, score_b, key, [(name, *paired)], n_all, grouped=name in few)[0]
+             for name, key in keys]
     paths[1:1] = [by_score[0][1], by_score[1][1]]
     return by_score[0][0], by_score[1][0], paths
 
