@@ -39,6 +39,7 @@ import numpy as np
 
 from mcviz.budget import Budget, Estimate, check
 from mcviz.core import Evaluator
+from mcviz.core.evaluator import GROUP_ELEMENTS
 from mcviz.core.sigma import pooled_response_variance
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
@@ -82,11 +83,26 @@ MDE_SHARES = (0.01, 0.05, 0.2)
 # row at 4-12 covariates, 1-2 x 10^5 rows; the memory constants follow it (within 1.5x).
 _BYTES_PER_ROW = 110
 _BYTES_PER_ROW_COVARIATE = 6
-_BYTES_FIXED = 6_500_000  # tracemalloc peak 11.8 MB at 30,000 x 10, holdout 0.3 (was 5 MB)
+_BYTES_FIXED = 3_000_000  # the scoring counted apart below (was 6.5 MB)
 _BYTES_FIXED_POINT = 16
 """Per row: the fixed-point copies of W(R-S) and S(1-S)W^2 (:meth:`Data.layout`)."""
 _BYTES_LAYOUT = 17
 """Per searched row, for each of the :data:`NODES_GATHERED` block layouts kept."""
+_BYTES_GATHERED = 17
+"""Per searched row, for each of the :data:`NODES_GATHERED` gathers :meth:`Data.at` keeps
+(``W(R-S)``, ``S(1-S)W^2``, the fold parity). The outside searches of a union's second arm
+(:meth:`~mcviz.search._beam.Beam._outside`) gather other row arrays, so the kept ones are
+then the largest (issue #42: a 30,000-row search's peak 15.4 MB against an estimate of 14.3)."""
+_SETS_SCORED = 6
+"""Member sets scored at once, in searched rows: a finding and each of its conditions dropped
+or a band widened (:meth:`~mcviz.search._prune.Pruning.prune`), or a cut's moved variants
+(:mod:`~mcviz.search._refine`). Measured (``tracemalloc`` and the sets' sizes, planted shapes
+of ``bench_find.py`` at 10,000-100,000 rows, with and without ties): at most 5.3 times the
+searched rows; a prune of 3 conditions with 3 bands scores 10 sets at most."""
+_BYTES_SCORED = 56
+"""Per member scored at once (up to ``GROUP_ELEMENTS`` at a time): the gathered positions,
+residual and variance pairs, tie runs, path and its values at run ends
+(:meth:`mcviz.core.Evaluator.summaries`); and 8 bytes per member of every set held."""
 # CPU time (user + sys) of the search, 2026-11-26 16:40 at load 1.7 after session 6's #30
 # changes (beam admission, bounded findings work above finish_rows, exact integer masked sums):
 # the planted three-condition shape of benchmarks/shapes.py 0.38-0.81 s at 10^5 x 8 and
@@ -260,8 +276,10 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
     Memory is :math:`O(n + \text{candidates})`: the split, per-row arrays of the residuals,
     covariate codes and the beam's member positions (measured constants, upper estimates), and
     up to ``RULES.masks_cached`` one-byte masks per searched row,
-    ``RULES.sets_cached`` times the searched rows' positions and the
-    fixed-point block layouts of :mod:`~mcviz.search._masked`; the score
+    ``RULES.sets_cached`` times the searched rows' positions, the
+    fixed-point block layouts of :mod:`~mcviz.search._masked` and the gathers of
+    :meth:`Data.at`, and the member sets scored at once with the core's work arrays over them
+    (:data:`_SETS_SCORED`, :data:`_BYTES_SCORED`); the score
     counts as one more covariate;
     time grows with the rows searched (at most ``RULES.max_search_rows``; the candidates are
     refined on at most ``RULES.finish_rows`` of them), the covariates and the depth.
@@ -281,10 +299,14 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
     work = ((1.0 - _REFINE_SHARE) * searched + _REFINE_SHARE * finished) / 0.5
     columns = covariates + 1  # the score is searched too (score bands)
     extra_masks = finished if searched > RULES.finish_rows else 0  # the refiner's own mask cache
+    scored = _SETS_SCORED * searched  # members of the sets scored at once
     memory = (_BYTES_FIXED + rows * (_BYTES_PER_ROW + _BYTES_PER_ROW_COVARIATE * columns)
               # masks: 1 B/row, and the members of recent conjunctions: 8 B per position
               + (searched + extra_masks) * (RULES.masks_cached + 8 * RULES.sets_cached)
-              + rows * _BYTES_FIXED_POINT + searched * NODES_GATHERED * _BYTES_LAYOUT)
+              + rows * _BYTES_FIXED_POINT
+              + searched * NODES_GATHERED * (_BYTES_LAYOUT + _BYTES_GATHERED)
+              # scoring: the sets held, their gathered work (a group at a time), (R-S, S(1-S))
+              + 8 * scored + _BYTES_SCORED * min(scored, GROUP_ELEMENTS) + 16 * rows)
     depth = (1 + max_conditions) / 4  # measured at max_conditions = 3
     seconds = _SECONDS_FIXED + work * columns * _SECONDS_PER_ROW_COVARIATE * depth
     return Estimate(

@@ -45,7 +45,8 @@ class Refining(SearchRows):
         (:func:`~mcviz.search._screen.best_level_prefix`); a numeric cut is the best of the
         current one and what the screen offers there (every threshold and band at the candidate
         cuts, and "is missing"), its points then moved to the best observed values between the
-        neighbouring candidate cuts. Other conditions (``is missing``) stay.
+        neighbouring candidate cuts (the current cut's points moved too, and the better of the
+        two kept). Other conditions (``is missing``) stay.
         """
         cut = cuts[i]
         if cut.op not in ("in", "lt", "ge", "band"):
@@ -62,7 +63,19 @@ class Refining(SearchRows):
         self.screened += count
         options = [cut] + [s.cut for s in screened]  # "is missing" too: "bmi >= 33" may be it
         keys = column.keys[others]  # gathered once for every option and variant
-        cut = self._best(options, keys, others)
+        best = self._best(options, keys, others)
+        if best == cut:
+            return self._points_moved(cut, column, keys, others)
+        # a screened option replaces the current cut only once both have their best points:
+        # the options' points are candidate cuts, the current cut's may lie between them
+        # (issue #42: "0.798 <= u < 0.890" lost to "u < 0.860" and never reached 0.9)
+        moved = [self._points_moved(option, column, keys, others) for option in (best, cut)]
+        return self._best(moved, keys, others)
+
+    def _points_moved(self, cut: Cut, column: Column, keys: np.ndarray,
+                      rows: np.ndarray) -> Cut:
+        """Each cut point moved to the best observed value between its neighbouring candidate
+        cuts (:func:`_neighbourhood`), one side after the other."""
         for side in ("lo", "hi"):
             current = getattr(cut, side)
             if np.isnan(current):
@@ -70,7 +83,7 @@ class Refining(SearchRows):
             values = _neighbourhood(column, keys, current, self.rules.refine_steps)
             variants = [_moved(cut, side, v) for v in values]
             variants = [v for v in variants if v.op != "band" or v.lo < v.hi]
-            cut = self._best_moved([cut, *variants], side, keys, others)
+            cut = self._best_moved([cut, *variants], side, keys, rows)
         return cut
 
     def _best_moved(self, options: list[Cut], side: str, keys: np.ndarray,

@@ -229,10 +229,13 @@ class SearchRules:
     ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
     join_tail: float = 0.1
     """A level joins a set within a finding's other conditions only when its own drift there is
-    beyond the ``1 - join_tail / L`` normal quantile (``L`` levels). Protects: about
-    ``join_tail`` unrelated levels join by chance. Set by: ``bench_find.py`` shape table. Test
-    (exercises it; not mutation-checked):
-    ``test_search_shapes.py::test_each_shape_is_the_first_finding``."""
+    beyond the ``1 - join_tail / L`` normal quantile (``L`` levels), or, when at least
+    ``1 / join_tail`` levels pass, beyond Benjamini-Hochberg's step-up threshold at
+    ``join_tail`` (:func:`~mcviz.search._screen.join_threshold`). Protects: about
+    ``join_tail`` unrelated levels join by chance, at most that share of a large set. Set by:
+    ``bench_find.py`` shape table (``--more levels25_d30``). Tests:
+    ``test_search_levels.py::test_the_join_threshold_is_benjamini_hochberg_step_up``,
+    ``test_search_levels.py::test_levels_that_fail_one_by_one_join_together``."""
     max_set_levels: int = 64
     """Level sets hold at most this many levels (the rest is described as a complement). Protects:
     a sentence a person can read. Set by: none (a bound). Test (fails when it drifts: checked with 2
