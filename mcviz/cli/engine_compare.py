@@ -42,9 +42,10 @@ def _refuse(args: argparse.Namespace) -> None:
 def _groups(args, settings, thresholds, files, spill, names, default_covariates, n_all):
     """Search a random sample in memory for the groups (confirmed later by the engine).
 
-    Returns the search (:func:`~mcviz.compare.models.search_groups`; the whole comparison
-    when the sample holds all ``n_all`` rows), the sample's predictions, the covariates, the
-    search's rows and the keys (file, row) of every row the search looked at.
+    Returns the search (:func:`~mcviz.compare.models.search_groups`), the sample's
+    predictions, the covariates, the search's rows and the keys (file, row) of every row the
+    search looked at; when the sample holds all ``n_all`` rows, the whole comparison and
+    None, None (nothing is left for the engine).
     """
     from mcviz.cli.screen import read_sample_interruptible
     from mcviz.compare import compare_models
@@ -68,9 +69,10 @@ def _groups(args, settings, thresholds, files, spill, names, default_covariates,
     del sample
     options = {"covariates": names, "n_findings": settings.n_findings,
                "holdout": settings.holdout, "seed": settings.seed}
-    found = (compare_models(pred, args.score_b, thresholds=thresholds, **options)
-             if IN_MEMORY_WHEN_SAMPLED_WHOLE and pred.n == n_all else
-             search_groups(pred, args.score_b, **options))
+    if IN_MEMORY_WHEN_SAMPLED_WHOLE and pred.n == n_all:  # the table's comparison itself
+        return compare_models(pred, args.score_b, thresholds=thresholds, **options), pred, \
+            names, None, None
+    found = search_groups(pred, args.score_b, **options)
     searched, looked = searched_rows(found, pred, args.score_b, names)
     return found, pred, names, searched, keys[pred.row[looked]]
 
@@ -143,7 +145,7 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                 found, pred, names, searched, keys = _groups(
                     args, settings, thresholds, files, spill, asked, default_covariates,
                     n_all)
-                if IN_MEMORY_WHEN_SAMPLED_WHOLE and pred.n == n_all:
+                if searched is None:
                     return _in_memory(found, args.engine)
                 if args.engine == "duckdb" and args.memory_limit is not None:
                     # --memory-limit bounds the process: the sample stays in Python

@@ -150,9 +150,11 @@ def test_spark_m_equals_the_library_with_ties_across_partitions(spark, tmp_path,
     assert_same_m(got, expected, sigma0_zero=case == "sigma0_zero")
 
 
-def test_report_on_spark_gives_the_duckdb_report(spark, tmp_path, monkeypatch):
-    """``mcviz report --engine spark`` in this module's session: DuckDB's report to 1e-9
-    (which tests/engines/test_report_engines.py checks against the in-memory report)."""
+def test_search_and_report_on_spark_give_duckdbs(spark, tmp_path, monkeypatch):
+    """``mcviz search|report --engine spark`` (4,000 of 6,000 rows sampled: the held-out rows
+    outside the sample too) in this module's session: DuckDB's JSON to 1e-9, the engine's
+    name aside. tests/engines/test_search_engines.py and test_report_engines.py check DuckDB's
+    against the in-memory search and report and a brute force over the rows not searched."""
     import contextlib
     import io
     import json
@@ -169,21 +171,15 @@ def test_report_on_spark_gives_the_duckdb_report(spark, tmp_path, monkeypatch):
     path = tmp_path / "planted.parquet"
     frame.to_parquet(path)
     monkeypatch.setattr(SparkEngine, "close", lambda self: None)  # the session is shared
-    outputs = {}
-    for engine in ("duckdb", "spark"):
+
+    def run(command, engine):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            status = main(["report", str(path), "--score", "score", "--label", "label",
+            status = main([command, str(path), "--score", "score", "--label", "label",
                            "--no-weight", "--findings", "2", "--seed", "2", "--json",
                            "--engine", engine, "--sample-rows", "4000"])
-        assert status == 0, engine
-        outputs[engine] = json.loads(out.getvalue())
-    got, want = outputs["spark"], outputs["duckdb"]
-    assert got["engine"] == "spark" and want["engine"] == "duckdb"
-    assert got["findings"] and want["findings"][0]["description"] == "region == r7"
-    assert got["held_out"] == {"engine": "spark", "rows": want["held_out"]["rows"]}
-    for key in ("n", "verdict", "next_step", "details", "appendix"):  # engine named: spark
-        assert got[key] == json.loads(json.dumps(want[key]).replace("duckdb", "spark")), key
+        assert status == 0, (command, engine)
+        return json.loads(out.getvalue())
 
     def close(a, b, where):
         if isinstance(b, dict):
@@ -199,5 +195,10 @@ def test_report_on_spark_gives_the_duckdb_report(spark, tmp_path, monkeypatch):
         else:
             assert a == b, (where, a, b)
 
-    close(got["findings"], want["findings"], "findings")
-    close(got["calibration"], want["calibration"], "calibration")
+    for command in ("search", "report"):
+        want, got = run(command, "duckdb"), run(command, "spark")
+        assert got["findings"][0]["description"] == "region == r7"  # the planted group
+        assert got["held_out"] == {"engine": "spark", "rows": 6000 - 2800}
+        if command == "search":
+            del want["search"]["seconds"], got["search"]["seconds"]
+        close(got, json.loads(json.dumps(want).replace("duckdb", "spark")), command)

@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from spark_available import spark_missing
 
 from mcviz import load_predictions, multicalibration, parse_filter
 from mcviz.subpopulations import Subpopulation, select_rows
@@ -89,15 +88,6 @@ def test_duckdb_with_every_row_sampled_gives_the_in_memory_search(planted_file, 
     output = _run(planted_file, "--engine", "duckdb", "--sample-rows", str(N))
     assert output["sample"] == {"rows": N, "n_dropped": 0, "searched": 5600, "held_out": 2400}
     _assert_equal_to_in_memory(output, in_memory, "duckdb")
-
-
-@pytest.mark.spark
-def test_spark_with_every_row_sampled_gives_the_in_memory_search(planted_file, in_memory):
-    missing = spark_missing()
-    if missing is not None:
-        pytest.skip(missing)
-    output = _run(planted_file, "--engine", "spark", "--sample-rows", str(N))
-    _assert_equal_to_in_memory(output, in_memory, "spark")
 
 
 def _brute_force(path, sample_rows: int, findings: list[dict]) -> list[dict]:
