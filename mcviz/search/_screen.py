@@ -571,7 +571,8 @@ def join_threshold(own: np.ndarray, tail: float, most: int) -> float:
     is unrelated, some level passes :math:`c_1` in :math:`t` of the draws, Simes). A set of
     many true levels of a few rows each failed :math:`c_1` one by one: 25 of 5,000 merchants
     at own D/sigma 30 kept 14--17 at :math:`c_1 = 4.1`; a true level now needs about
-    :math:`c_{25} = 3.3` (issue #42).
+    :math:`c_{25} = 3.3` (issue #42). ``most`` below :math:`k_0`: :math:`c_1` (the search uses
+    the step-up on columns of at least ``RULES.step_up_levels`` levels only).
     """
     levels = own.size
     if levels == 0:
@@ -625,7 +626,8 @@ def best_level_prefix(data: Data, rows: np.ndarray, column: Column, j: int, unde
     v0 = prior_precision(variance[observed])
     order = np.argsort(-level_priority(sums, variance[observed], v0, sign), kind="stable")
     own = _z(sign * sums, variance[observed])[order]  # each level's own drift there
-    joins = own >= join_threshold(own, RULES.join_tail, RULES.max_set_levels)
+    most = RULES.max_set_levels if observed.size >= RULES.step_up_levels else 0  # 0: c_1
+    joins = own >= join_threshold(own, RULES.join_tail, most)
     joins[0] = True  # the leader may be the set alone
     order = observed[order][joins][:RULES.max_set_levels]
     paths = _prefix_paths(codes, order, n_codes, block, n_blocks, weighted)

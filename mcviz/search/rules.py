@@ -236,6 +236,15 @@ class SearchRules:
     ``bench_find.py`` shape table (``--more levels25_d30``). Tests:
     ``test_search_levels.py::test_the_join_threshold_is_benjamini_hochberg_step_up``,
     ``test_search_levels.py::test_levels_that_fail_one_by_one_join_together``."""
+    step_up_levels: int = 1_000
+    """:attr:`join_tail`'s step-up is used on columns of at least this many levels present
+    (there the per-level threshold, 3.7 and more, loses true levels of a few rows each); on
+    fewer, one unrelated level is a large part of a set and the per-level threshold stays: with
+    the step-up on a 20-level column, a strongly miscalibrated group kept ``kind not in {8 of
+    20 levels}`` as a condition (``bench_find.py --more codes`` draw 7, J 0.61). Protects: sets of
+    few-level columns as before. Set by: ``bench_find.py --more codes,levels25_d30``. Test
+    (exercises it; not mutation-checked):
+    ``test_search_levels.py::test_levels_that_fail_one_by_one_join_together``."""
     max_set_levels: int = 64
     """Level sets hold at most this many levels (the rest is described as a complement). Protects:
     a sentence a person can read. Set by: none (a bound). Test (fails when it drifts: checked with 2
