@@ -83,7 +83,7 @@ MDE_SHARES = (0.01, 0.05, 0.2)
 # row at 4-12 covariates, 1-2 x 10^5 rows; the memory constants follow it (within 1.5x).
 _BYTES_PER_ROW = 110
 _BYTES_PER_ROW_COVARIATE = 6
-_BYTES_FIXED = 3_000_000  # the scoring counted apart below (was 6.5 MB)
+_BYTES_FIXED = 3_500_000  # the scoring counted apart below (was 6.5 MB)
 _BYTES_FIXED_POINT = 16
 """Per row: the fixed-point copies of W(R-S) and S(1-S)W^2 (:meth:`Data.layout`)."""
 _BYTES_LAYOUT = 17
@@ -93,16 +93,19 @@ _BYTES_GATHERED = 17
 (``W(R-S)``, ``S(1-S)W^2``, the fold parity). The outside searches of a union's second arm
 (:meth:`~mcviz.search._beam.Beam._outside`) gather other row arrays, so the kept ones are
 then the largest (issue #42: a 30,000-row search's peak 15.4 MB against an estimate of 14.3)."""
-_SETS_SCORED = 6
+_SETS_SCORED = 8
 """Member sets scored at once, in searched rows: a finding and each of its conditions dropped
 or a band widened (:meth:`~mcviz.search._prune.Pruning.prune`), or a cut's moved variants
-(:mod:`~mcviz.search._refine`). Measured (``tracemalloc`` and the sets' sizes, planted shapes
-of ``bench_find.py`` at 10,000-100,000 rows, with and without ties): at most 5.3 times the
-searched rows; a prune of 3 conditions with 3 bands scores 10 sets at most."""
-_BYTES_SCORED = 56
-"""Per member scored at once (up to ``GROUP_ELEMENTS`` at a time): the gathered positions,
-residual and variance pairs, tie runs, path and its values at run ends
-(:meth:`mcviz.core.Evaluator.summaries`); and 8 bytes per member of every set held."""
+(:mod:`~mcviz.search._refine`). Measured (the sets' sizes, planted shapes of ``bench_find.py``
+at 10,000-30,000 rows, with and without ties, 33 searches): at most 5.3 times the searched
+rows."""
+_BYTES_SCORED = 30
+"""Per member scored at once, up to ``GROUP_ELEMENTS`` at a time: the core's work arrays
+(gathered positions, residual and variance pairs, tie runs, the path;
+:meth:`mcviz.core.Evaluator.summaries`). With :data:`_BYTES_FIXED` fitted to two measures
+at once: the tracemalloc peak of planted searches (upper bound: 10,000 rows 7.95 MB, 30,000
+rows 15.4 MB, 100,000 rows 35.4 MB) and the peak RSS of ``bench_budget.py``'s searches
+(within 1.5x: 53 MB at 240,000 x 4, 45 MB at 160,000 x 12)."""
 # CPU time (user + sys) of the search, 2026-11-26 16:40 at load 1.7 after session 6's #30
 # changes (beam admission, bounded findings work above finish_rows, exact integer masked sums):
 # the planted three-condition shape of benchmarks/shapes.py 0.38-0.81 s at 10^5 x 8 and
@@ -278,7 +281,7 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
     up to ``RULES.masks_cached`` one-byte masks per searched row,
     ``RULES.sets_cached`` times the searched rows' positions, the
     fixed-point block layouts of :mod:`~mcviz.search._masked` and the gathers of
-    :meth:`Data.at`, and the member sets scored at once with the core's work arrays over them
+    :meth:`Data.at`, and the core's work arrays over the member sets scored at once
     (:data:`_SETS_SCORED`, :data:`_BYTES_SCORED`); the score
     counts as one more covariate;
     time grows with the rows searched (at most ``RULES.max_search_rows``; the candidates are
@@ -305,8 +308,8 @@ def search_estimate(rows: int, covariates: int, *, max_conditions: int = 3,
               + (searched + extra_masks) * (RULES.masks_cached + 8 * RULES.sets_cached)
               + rows * _BYTES_FIXED_POINT
               + searched * NODES_GATHERED * (_BYTES_LAYOUT + _BYTES_GATHERED)
-              # scoring: the sets held, their gathered work (a group at a time), (R-S, S(1-S))
-              + 8 * scored + _BYTES_SCORED * min(scored, GROUP_ELEMENTS) + 16 * rows)
+              # scoring: the core's work arrays over the sets scored at once (a group at a time)
+              + _BYTES_SCORED * min(scored, GROUP_ELEMENTS))
     depth = (1 + max_conditions) / 4  # measured at max_conditions = 3
     seconds = _SECONDS_FIXED + work * columns * _SECONDS_PER_ROW_COVARIATE * depth
     return Estimate(
