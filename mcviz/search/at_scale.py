@@ -282,7 +282,7 @@ def sample_rows(covariates: int, *, holdout: float, max_conditions: int,
     >>> sample_rows(10, holdout=0.3, max_conditions=3, budget="100GB")
     1428572
     >>> sample_rows(10, holdout=0.3, max_conditions=3, budget="250MB")  # to 1,000 rows
-    858378
+    738485
     """
     from mcviz.budget import as_budget
     from mcviz.search._find import search_estimate
