@@ -18,11 +18,14 @@ computed by the engine on every row, with the in-memory formulas (:mod:`mcviz.co
   run of tied values, exactly as in memory.
 
 The groups where B is worse or better (``regressions``, ``improvements``) are searched on a
-random sample of the rows (:func:`compare_models` on the sample) and confirmed by the engine on
-every row the search did not look at (:mod:`mcviz.compare.groups_at_scale`); the notice says so. Each model's classical measures (ECE, ...) come from
-the caller (``mcviz compare --engine``: one ``GROUP BY`` by score each,
-:func:`~mcviz.engines.calibration.score_runs_table`). With the whole file as the sample every
-number equals the in-memory comparison (``tests/engines/test_compare_engines.py``: 1e-9).
+random sample of the rows (:func:`~mcviz.compare.models.search_groups` on the sample) and
+confirmed by the engine on every row the search did not look at
+(:mod:`mcviz.compare.groups_at_scale`); the notice says so. Each model's classical measures
+(ECE, ...): on DuckDB from the run sums of the pass sorted by its score
+(:class:`~mcviz.engines.calibration.RunSums`, ``measures``), on Spark from the caller (one
+``GROUP BY`` by score each, :func:`~mcviz.engines.calibration.score_runs_table`). With the
+whole file as the sample every number equals the in-memory comparison
+(``tests/engines/test_compare_engines.py``: 1e-9).
 """
 
 from __future__ import annotations
@@ -58,11 +61,11 @@ _LABEL = "__mcviz_rr"
 _COUNT = "__mcviz_n"
 
 ORDERED_KINDS = ("int", "float", "bool")
+"""Engine column kinds a covariate path is ordered by (their values as numbers)."""
 
 GROUPED_KEYS = 1 << 16
 """A covariate with at most this many distinct values (approximately counted) orders its path
 from per-value sums (a hash aggregate) instead of a sort of every row."""
-"""Engine column kinds a covariate path is ordered by (their values as numbers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,19 +236,28 @@ def _ordered(engine, score_b: str, key: str, paths: Sequence[tuple[str, str, str
     return out
 
 
-def _few_values(engine, names: Sequence[str]) -> set[str]:
-    """The covariates with at most :data:`GROUPED_KEYS` distinct values (DuckDB; one scan)."""
-    if engine.name != "duckdb" or not names:
-        return set()
+def _distinct_counts(engine, score_b: str, orders: Sequence[str],
+                     scores: bool) -> dict[str | int, int]:
+    """Approximate distinct values, in ONE scan (DuckDB; empty on Spark).
+
+    Of each covariate in ``orders`` (keyed by its name) and, with ``scores``, of A's and B's
+    scores as doubles (keyed ``0`` and ``1``).
+    """
     q = sql.Query(dialect_of(engine))
-    count = [f"approx_count_distinct({q.dialect.ident(name)}) AS d{k}"
-             for k, name in enumerate(names)]
-    row = query_frame(engine, q, f"SELECT {', '.join(count)} FROM {engine.source}").iloc[0]
-    return {name for k, name in enumerate(names) if int(row[f"d{k}"]) <= GROUPED_KEYS}
+    ident = q.dialect.ident
+    counted = [(k, f"CAST({ident(name)} AS DOUBLE)")
+               for k, name in enumerate((engine.columns.score, score_b)) if scores]
+    counted += [(name, ident(name)) for name in orders]
+    if engine.name != "duckdb" or not counted:
+        return {}
+    text = ", ".join(f"approx_count_distinct({e}) AS d{k}" for k, (_, e) in enumerate(counted))
+    row = query_frame(engine, q, f"SELECT {text} FROM {engine.source}").iloc[0]
+    return {key: int(row[f"d{k}"]) for k, (key, _) in enumerate(counted)}
 
 
 def _paths(engine, score_b: str, orders: Sequence[str], n_all: int, average: str,
-           runs: tuple = (None, None)) -> tuple[PathSummary, PathSummary, list[PathSummary]]:
+           runs: tuple = (None, None), counts: dict | None = None,
+           ) -> tuple[PathSummary, PathSummary, list[PathSummary]]:
     """Each model's calibration path, and the paired paths (average score, A, B, covariates).
 
     Five sorts and more: by each score (its calibration, its paired path and ``runs``' sums in
@@ -258,7 +270,7 @@ def _paths(engine, score_b: str, orders: Sequence[str], n_all: int, average: str
         (name, f"{w} * ({r} - {score})", f"{score} * (1.0 - {score}) * {w} * {w}"),
         (name, *paired)], n_all, side) for (name, score), side in
         zip(((engine.columns.score, s), (score_b, B)), runs, strict=True)]
-    few = _few_values(engine, orders)
+    few = {name for name in orders if (counts or {}).get(name, GROUPED_KEYS + 1) <= GROUPED_KEYS}
     keys = [(average, f"(({s} + {B}) / 2.0)")]
     keys += [(name, f"CAST({ident(name)} AS DOUBLE)") for name in orders]
     paths = [_ordered(engine, score_b, key, [(name, *paired)], n_all, grouped=name in few)[0]
@@ -267,14 +279,13 @@ def _paths(engine, score_b: str, orders: Sequence[str], n_all: int, average: str
     return by_score[0][0], by_score[1][0], paths
 
 
-def _run_sums(engine, score_b: str, limit: int) -> tuple[RunSums, RunSums]:
-    """Empty run sums of A and B, binned as :func:`score_runs_table` bins (one scan counts)."""
-    q = sql.Query(dialect_of(engine))
-    count = [f"approx_count_distinct(CAST({q.dialect.ident(name)} AS DOUBLE)) AS d{k}"
-             for k, name in enumerate((engine.columns.score, score_b))]
-    row = query_frame(engine, q, f"SELECT {', '.join(count)} FROM {engine.source}").iloc[0]
+def _run_sums(engine, counts: dict, limit: int) -> tuple[RunSums, RunSums]:
+    """Empty run sums of A and B, binned as :func:`score_runs_table` bins.
+
+    ``counts``: their approximate distinct scores (:func:`_distinct_counts`).
+    """
     weighted = engine.columns.weight is not None
-    return tuple(RunSums(binned=int(row[f"d{k}"]) > limit, limit=limit, weighted=weighted)
+    return tuple(RunSums(binned=counts[k] > limit, limit=limit, weighted=weighted)
                  for k in range(2))
 
 
@@ -323,9 +334,11 @@ def compare_on_engine(engine, *, score_b: str, orders: Sequence[str], thresholds
             f"FROM ({_rows(engine, q, score_b)}) AS c")
     row = query_frame(engine, q, text).iloc[0]
     sums = {name: float(row[name]) for name in terms}
-    runs = _run_sums(engine, score_b, runs_limit) if (
-        measures is not None and engine.name == "duckdb") else (None, None)
-    calibration_a, calibration_b, paths = _paths(engine, score_b, orders, n_all, average, runs)
+    with_runs = measures is not None and engine.name == "duckdb"
+    counts = _distinct_counts(engine, score_b, orders, scores=with_runs)  # one scan
+    runs = _run_sums(engine, counts, runs_limit) if with_runs else (None, None)
+    calibration_a, calibration_b, paths = _paths(engine, score_b, orders, n_all, average, runs,
+                                                 counts)
     if runs[0] is not None:
         classical = tuple(measures(side.finish()) for side in runs)
     fields = {"brier": _difference(sums, "brier", "brier"),
