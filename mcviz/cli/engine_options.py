@@ -153,7 +153,9 @@ def on_table(args: argparse.Namespace, work):
     files = expand_paths(args.file)
     with tempfile.TemporaryDirectory(prefix="mcviz-engine-", ignore_cleanup_errors=True) as spill:
         columns, _ = sample_roles(args, files, spill)
-        table = open_table(args.engine, files, memory_limit=args.memory_limit,
+        # --memory-limit bounds the process: DuckDB gets what this process does not hold
+        limit = engine_share(args.memory_limit) if args.engine == "duckdb" else args.memory_limit
+        table = open_table(args.engine, files, memory_limit=limit,
                            temp_directory=spill, spark_master=args.spark_master)
         try:
             return _common.interruptible(lambda: work(table, columns), table.cancel)
