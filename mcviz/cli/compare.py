@@ -28,7 +28,7 @@ from mcviz.cli import _common
 from mcviz.errors import ValidationError
 from mcviz.text import display_text
 
-__all__ = ["check_score_b", "compare_frame", "register", "run", "text"]
+__all__ = ["register", "run", "text"]
 
 HELP = "compare two models on the same labelled rows: losses, calibration, groups, decisions"
 
@@ -74,7 +74,7 @@ def _frame(args: argparse.Namespace):
     if args.challenger is None:
         if args.id is not None:
             raise ValidationError("--id joins a --challenger file; give --challenger FILE too.")
-        check_score_b(args, frame)
+        _check_score_b(args, frame)
         return frame, None
     if args.id is None:
         raise ValidationError("--challenger needs --id COLUMN: the id joining the two files.")
@@ -83,7 +83,7 @@ def _frame(args: argparse.Namespace):
     return join_challenger(frame, challenger, id_column=args.id, score_b=args.score_b)
 
 
-def check_score_b(args: argparse.Namespace, frame) -> None:
+def _check_score_b(args: argparse.Namespace, frame) -> None:
     """Refuse a ``--score-b`` that is not a column of ``frame`` or is ``--score`` itself."""
     if args.score_b not in frame.columns:
         raise ValidationError(f"--score-b {args.score_b!r}: no such column in "
@@ -115,13 +115,20 @@ def run(args: argparse.Namespace) -> dict:
     if args.engine != "numpy":
         from mcviz.cli.engine_compare import compare_in_engine
 
-        return compare_in_engine(args, settings, thresholds, default_covariates=_covariates)
+        return compare_in_engine(args, settings, thresholds, default_covariates=_covariates,
+                                 in_memory=_compare_rows)
     _common.check_decks(args.deck)  # before any work
     frame, join = _frame(args)
-    return compare_frame(args, frame, join, settings, thresholds)
+    return _compare_frame(args, frame, join, settings, thresholds)
 
 
-def compare_frame(args: argparse.Namespace, frame, join, settings, thresholds) -> dict:
+def _compare_rows(args: argparse.Namespace, frame, settings, thresholds) -> dict:
+    """The comparison of rows read by ``--engine`` (no join): as without ``--engine``."""
+    _check_score_b(args, frame)
+    return _compare_frame(args, frame, None, settings, thresholds)
+
+
+def _compare_frame(args: argparse.Namespace, frame, join, settings, thresholds) -> dict:
     """Compare the two models on the rows of ``frame`` (joined: ``join``); the JSON object."""
     from mcviz.compare import compare_models
     from mcviz.io import load_predictions

@@ -113,12 +113,9 @@ def _classical(engine, columns, args) -> tuple[dict, dict]:
             table.close()
 
 
-def _in_memory(args, settings, thresholds, frame, rows: int) -> dict:
+def _in_memory(args, settings, thresholds, frame, rows: int, compare_rows) -> dict:
     """The comparison of a table the sample would hold whole, in memory (module notes)."""
-    from mcviz.cli.compare import check_score_b, compare_frame
-
-    check_score_b(args, frame)
-    output = compare_frame(args, frame, None, settings, thresholds)
+    output = compare_rows(args, frame, settings, thresholds)
     said = (f"All {output['n']:,} rows fit in the sample (up to {rows:,} rows), so they were "
             "read into memory and every number was computed there, as without --engine.")
     output["notice"] = " ".join(filter(None, (output.get("notice"), said)))
@@ -127,11 +124,13 @@ def _in_memory(args, settings, thresholds, frame, rows: int) -> dict:
 
 
 def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
-                      default_covariates) -> dict:
+                      default_covariates, in_memory) -> dict:
     """Run ``mcviz compare`` on the engine; return its JSON object.
 
     ``default_covariates(args, frame, score_b)`` names the covariates when none are asked for
-    (``mcviz compare``'s own rule, applied to the sample).
+    (``mcviz compare``'s own rule, applied to the sample); ``in_memory(args, frame, settings,
+    thresholds)`` is ``mcviz compare``'s JSON of rows read into memory (a table the sample
+    would hold whole).
     """
     from mcviz.cli.screen import cancel_engine, make_engine
     from mcviz.compare.at_scale import ORDERED_KINDS, check_score_b, compare_on_engine
@@ -151,7 +150,7 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
             frame = read_whole(files, spill, seed=settings.seed,
                                memory_limit=engine_share(args.memory_limit)
                                if args.engine == "duckdb" else None)
-            return _in_memory(args, settings, thresholds, frame, rows)
+            return _in_memory(args, settings, thresholds, frame, rows, in_memory)
         columns, _ = sample_roles(args, files, spill)
         if args.engine == "spark":
             os.environ["SPARK_LOCAL_DIRS"] = spill
