@@ -286,7 +286,9 @@ def read_sample(files: Sequence[str], rows: int, seed: int, *, con=None,
     :math:`m` rows pass with probability below :math:`10^{-9}`; then it is drawn again from
     every row. The drawn rows never depend on the order in which threads read them (DuckDB's
     reproducible reservoir sample runs on one thread: 22.7 CPU s for 1.4e6 of 10^7 rows,
-    against 3.3 s here). All rows when ``rows`` >= N. Without DuckDB: the first rows (pyarrow).
+    against 3.3 s here). All rows when ``rows`` >= N, read in file order without the hash
+    (an order no caller depends on: the search and the comparison order rows by their
+    content, :func:`mcviz.search.canonical_order`). Without DuckDB: the first rows (pyarrow).
 
     ``keys``: each row also gets its file's index in ``files`` and its row number in the file
     (:data:`mcviz.engines.holdout.FILE_KEY`, ``ROW_KEY``; DuckDB needed). ``columns``: only
@@ -339,7 +341,11 @@ def _draw(con, files: Sequence[str], rows: int, seed: int, *, keys: bool,
             f"SELECT {chosen} FROM (SELECT *, {hashed} AS __mcviz_h FROM {keyed}) {where} "
             f"ORDER BY __mcviz_h, {FILE_KEY}, {ROW_KEY} LIMIT {rows}").df()
 
-    if rows >= total or share >= 1.0:
+    if rows >= total:  # every row: read in file order, no hash and no sort
+        if columns is None:
+            return con.execute(f"SELECT * FROM {keyed if keys else parquet_source(files)}").df()
+        return con.execute(f"SELECT {chosen} FROM {keyed}").df()
+    if share >= 1.0:
         return draw(False)
     sample = draw(True)
     return sample if len(sample) == rows else draw(False)

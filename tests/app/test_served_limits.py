@@ -7,8 +7,10 @@ machine's processes), with ``server.disconnectedSessionTTL = 5`` and ``MCVIZ_SWE
 
 * The 10 MB CSV of 10^6 columns (it aborted the whole server with ``std::bad_alloc``) is refused
   with a message naming the limit, and a second session loads the demo meanwhile.
-* Three rounds of three sessions each upload a 10^6-row file and close: the server's RSS comes
-  back to within 300 MB of its idle level within the session TTL and the sweep.
+* Two rounds of three sessions each upload a 10^6-row file and close: the server's RSS comes
+  back to within 300 MB of its idle level within the session TTL and the sweep, both times (the
+  second round shows nothing was kept from the first; a third round cost 70 s of the suite and
+  adds no case: test_served.py's isolation test runs three rounds of two sessions).
 * A download's ``/media`` address stops answering once its session has closed.
 
 The numbers are written to test-artifacts/served-limits.json.
@@ -111,8 +113,8 @@ def test_memory_comes_back_after_sessions_with_million_row_uploads_close(server,
     warm.context.close()
     idle = settle(process.pid)
     NUMBERS["rss_idle_MB"] = idle / 2**20
-    files = {f"r{r}s{s}": big_session_file(f"r{r}s{s}") for r in range(3) for s in range(3)}
-    for round_ in range(3):
+    files = {f"r{r}s{s}": big_session_file(f"r{r}s{s}") for r in range(2) for s in range(3)}
+    for round_ in range(2):
         tags = [f"r{round_}s{s}" for s in range(3)]
         contexts, pages = open_sessions(browser, base, {tag: files[tag] for tag in tags},
                                         timeout=240_000)
