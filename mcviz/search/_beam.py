@@ -123,7 +123,9 @@ class Beam(Pruning):
         their rows (:meth:`_apart_from`), and an entry that lies mostly in an accepted finding's
         rows and ranks below the pool entry that finding came from is folded before it is
         refined (a variant of it: refining it would give the same finding again, at the cost of
-        the examination budget); the findings are last re-chosen each outside the others
+        the examination budget) -- when that finding's D/sigma reaches :attr:`small_z` (a lead
+        too weak to be confirmed folds nothing: a noise band's rows held the one entry that
+        leads to a planted group, issue #42, bench_find "score" draw 6); the findings are last re-chosen each outside the others
         (:meth:`_apart`).
         There an entry whose last condition fails
         :meth:`prune`'s test against the rest (:meth:`_noise_tail`) is not refined (it counts
@@ -149,7 +151,7 @@ class Beam(Pruning):
                 continue
             examined.add(shape)
             raw = self.members(entry.cuts[1:], self._first(entry.cuts[0]))
-            if any(_inside(raw, other) > self.rules.jaccard_fold
+            if any(_inside(raw, other) > self.rules.jaccard_fold and node.z >= self.small_z
                    and entry.z <= max(node.z, origin.get(node.key(), node.z))
                    for node, other in accepted):
                 self.stops["overlap"] += 1

@@ -23,6 +23,7 @@ from mcviz.search._columns import Cut
 from mcviz.search.rules import RULES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from shapes import shaped
 from shapes_more import shaped_more
 
 
@@ -106,6 +107,22 @@ def test_a_deeper_beam_grows_a_three_condition_finding():
         grown[grow_from] = (grew, sorted(columns[cut.column].name for cut in cuts))
     assert grown[3] == (True, ["chan", "kind", "u", "x"])
     assert grown[4] == (False, ["kind", "u", "x"])
+
+
+def test_a_weak_lead_does_not_fold_the_entry_that_leads_to_the_group():
+    """``chan == c2 and score >= 0.6`` (benchmarks/shapes.py "score", draw 6, own D/sigma 10.5):
+    the one pool entry that leads to it (``bmi band and score >= 0.36 and chan == c2``) lies
+    99% in the rows of a noise lead (``29.3 <= bmi < 39.1``, D/sigma on the search rows below
+    ``small_z``) whose pool entry ranked higher. Folded there before it is refined (the rule
+    before session lead13), the group is never examined and the first finding is ``kind ==
+    k10`` (held-out p_adj 0.54); a lead too weak to be confirmed folds nothing before
+    refinement now, and the group is the first finding."""
+    frame, mask, _ = shaped(100_000, "score", 6)
+    pred = Predictions.from_arrays(frame["score"].to_numpy(), frame["label"].to_numpy(),
+                                   covariates=frame.drop(columns=["score", "label"]))
+    first = search_subpopulations(pred, seed=6).findings[0]
+    assert _jaccard(first.subpopulation.index, _rows(pred, mask)) >= 0.8
+    assert first.confirmed
 
 
 def test_a_union_s_second_arm_is_reported(monkeypatch):
