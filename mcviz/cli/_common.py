@@ -221,12 +221,16 @@ def load_parquet_first(args: argparse.Namespace, *, covariates: Sequence[str] | 
     return apply_weighting(args, pred) if weighted else pred
 
 
-def load_file(args: argparse.Namespace, **options: object) -> Predictions:
-    """Load the file with the mapping given on the command line, before any ``--weighting``."""
+def load_file(args: argparse.Namespace, *, source: object = None,
+              **options: object) -> Predictions:
+    """Load the file with the mapping given on the command line, before any ``--weighting``.
+
+    ``source``: the rows already read (a DataFrame) in place of ``args.file``.
+    """
     from mcviz.io import load_predictions
 
     pred = load_predictions(
-        args.file,
+        args.file if source is None else source,
         score=args.score,
         probabilities=split(args.probabilities),
         label=args.label,

@@ -74,18 +74,23 @@ def _frame(args: argparse.Namespace):
     if args.challenger is None:
         if args.id is not None:
             raise ValidationError("--id joins a --challenger file; give --challenger FILE too.")
-        if args.score_b not in frame.columns:
-            raise ValidationError(f"--score-b {args.score_b!r}: no such column in "
-                                  f"{args.file!r}.", column=args.score_b)
-        if args.score_b == args.score:
-            raise ValidationError(f"--score-b {args.score_b!r} is the same column as --score: "
-                                  "give two different score columns.", column=args.score_b)
+        _check_score_b(args, frame)
         return frame, None
     if args.id is None:
         raise ValidationError("--challenger needs --id COLUMN: the id joining the two files.")
     challenger = read_table(args.challenger)
     challenger.columns = [str(c) for c in challenger.columns]
     return join_challenger(frame, challenger, id_column=args.id, score_b=args.score_b)
+
+
+def _check_score_b(args: argparse.Namespace, frame) -> None:
+    """Refuse a ``--score-b`` that is not a column of ``frame`` or is ``--score`` itself."""
+    if args.score_b not in frame.columns:
+        raise ValidationError(f"--score-b {args.score_b!r}: no such column in "
+                              f"{args.file!r}.", column=args.score_b)
+    if args.score_b == args.score:
+        raise ValidationError(f"--score-b {args.score_b!r} is the same column as --score: "
+                              "give two different score columns.", column=args.score_b)
 
 
 def _covariates(args: argparse.Namespace, frame, score_b: str) -> list[str]:
@@ -103,8 +108,6 @@ def _covariates(args: argparse.Namespace, frame, score_b: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> dict:
     """Load (and join) the rows, compare the two models, and return the JSON object."""
-    from mcviz.compare import compare_models
-    from mcviz.io import load_predictions
     from mcviz.settings import CompareSettings, parse_thresholds
 
     settings = _common.settings_from_arguments(CompareSettings, args)
@@ -112,9 +115,24 @@ def run(args: argparse.Namespace) -> dict:
     if args.engine != "numpy":
         from mcviz.cli.engine_compare import compare_in_engine
 
-        return compare_in_engine(args, settings, thresholds, default_covariates=_covariates)
+        return compare_in_engine(args, settings, thresholds, default_covariates=_covariates,
+                                 in_memory=_compare_rows)
     _common.check_decks(args.deck)  # before any work
     frame, join = _frame(args)
+    return _compare_frame(args, frame, join, settings, thresholds)
+
+
+def _compare_rows(args: argparse.Namespace, frame, settings, thresholds) -> dict:
+    """The comparison of rows read by ``--engine`` (no join): as without ``--engine``."""
+    _check_score_b(args, frame)
+    return _compare_frame(args, frame, None, settings, thresholds)
+
+
+def _compare_frame(args: argparse.Namespace, frame, join, settings, thresholds) -> dict:
+    """Compare the two models on the rows of ``frame`` (joined: ``join``); the JSON object."""
+    from mcviz.compare import compare_models
+    from mcviz.io import load_predictions
+
     score_b = args.score_b if join is None else join.score_column
     names = _covariates(args, frame, score_b)
     pred = load_predictions(

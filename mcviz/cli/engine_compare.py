@@ -7,11 +7,13 @@ searched on a random sample (``--sample-rows``; by default as many rows as the m
 allows, as ``mcviz search --engine``) and confirmed by the engine on every row the search did
 not look at (:mod:`mcviz.compare.groups_at_scale`), the notice says so.
 
-When the sample holds every row (a table no larger than the sample: the engine counted the rows
-and refused any invalid one first), the comparison of the sample IS the comparison of the table:
-every number is the in-memory one (``mcviz compare`` without ``--engine``), and the engine's
-passes over the rows would only recompute them (to 1e-9, ``tests/engines/test_compare_engines.py``),
-so they are skipped and the notice says so (:data:`IN_MEMORY_WHEN_SAMPLED_WHOLE`).
+When the sample would hold every row (the Parquet footers count no more rows than the sample's
+size), the comparison of the sample IS the comparison of the table: the rows are read as
+``mcviz compare`` without ``--engine`` reads them and compared there, with its checks and
+messages, and the JSON is that comparison's plus ``engine`` (the notice says so). The engine's
+passes over the rows would only recompute every number (to 1e-9,
+``tests/engines/test_compare_engines.py``), and its sample's hashed draw, roles sample and
+scans would cost more CPU than the comparison itself saves (:data:`IN_MEMORY_WHEN_SAMPLED_WHOLE`).
 """
 
 from __future__ import annotations
@@ -21,13 +23,21 @@ import os
 import tempfile
 
 from mcviz.cli import _common
-from mcviz.cli.engine_options import engine_share, require_engine, sample_roles
+from mcviz.cli.engine_options import (
+    engine_share,
+    read_whole,
+    refuse_unsupported,
+    require_engine,
+    rows_in_files,
+    sample_roles,
+)
 from mcviz.errors import ValidationError
 
 __all__ = ["IN_MEMORY_WHEN_SAMPLED_WHOLE", "compare_in_engine"]
 
 IN_MEMORY_WHEN_SAMPLED_WHOLE = True
-"""Skip the engine's passes when the sample holds every row (the tests set False to check them)."""
+"""Compare in memory when the sample would hold every row (the tests set False to check the
+engine's passes on such a table)."""
 
 
 def _refuse(args: argparse.Namespace) -> None:
@@ -39,24 +49,28 @@ def _refuse(args: argparse.Namespace) -> None:
         raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
 
 
-def _groups(args, settings, thresholds, files, spill, names, default_covariates, n_all):
-    """Search a random sample in memory for the groups (confirmed later by the engine).
+def _sample_size(args, settings, names) -> int:
+    """The rows of the groups' sample: ``--sample-rows``, or what the memory budget allows."""
+    from mcviz.search.at_scale import sample_rows
+
+    return args.sample_rows or sample_rows(max(len(names or ()) or 8, 1),
+                                           holdout=settings.holdout, max_conditions=3)
+
+
+def _groups(args, settings, rows, files, spill, names, default_covariates):
+    """Search a random sample of ``rows`` rows in memory for the groups (confirmed later by the
+    engine).
 
     Returns the search (:func:`~mcviz.compare.models.search_groups`), the sample's
     predictions, the covariates, the search's rows and the keys (file, row) of every row the
-    search looked at; when the sample holds all ``n_all`` rows, the whole comparison and
-    None, None (nothing is left for the engine).
+    search looked at.
     """
     from mcviz.cli.screen import read_sample_interruptible
-    from mcviz.compare import compare_models
     from mcviz.compare.groups_at_scale import searched_rows
     from mcviz.compare.models import search_groups
     from mcviz.engines.holdout import FILE_KEY, ROW_KEY, sample_keys
     from mcviz.io import load_predictions
-    from mcviz.search.at_scale import sample_rows
 
-    rows = args.sample_rows or sample_rows(max(len(names or ()) or 8, 1),
-                                           holdout=settings.holdout, max_conditions=3)
     sample = read_sample_interruptible(files, rows, settings.seed, spill, keys=True,
                                        memory_limit=engine_share(args.memory_limit)
                                        if args.engine == "duckdb" else None)
@@ -67,12 +81,8 @@ def _groups(args, settings, thresholds, files, spill, names, default_covariates,
                             weight=args.weight, covariates=[args.score_b, *names],
                             drop_invalid=True, **_common.kind_options(args))
     del sample
-    options = {"covariates": names, "n_findings": settings.n_findings,
-               "holdout": settings.holdout, "seed": settings.seed}
-    if IN_MEMORY_WHEN_SAMPLED_WHOLE and pred.n == n_all:  # the table's comparison itself
-        return compare_models(pred, args.score_b, thresholds=thresholds, **options), pred, \
-            names, None, None
-    found = search_groups(pred, args.score_b, **options)
+    found = search_groups(pred, args.score_b, covariates=names, n_findings=settings.n_findings,
+                          holdout=settings.holdout, seed=settings.seed)
     searched, looked = searched_rows(found, pred, args.score_b, names)
     return found, pred, names, searched, keys[pred.row[looked]]
 
@@ -103,22 +113,24 @@ def _classical(engine, columns, args) -> tuple[dict, dict]:
             table.close()
 
 
-def _in_memory(found, engine: str) -> dict:
-    """The JSON of the comparison of a sample that holds every row (module notes)."""
-    output = found.as_json()
-    said = (f"All {found.n:,} rows fit in the sample read into memory, so every number was "
-            f"computed there, as without --engine ({engine} counted and checked every row).")
-    output["notice"] = " ".join(filter(None, (found.notice, said)))
-    output["engine"] = engine
+def _in_memory(args, settings, thresholds, frame, rows: int, compare_rows) -> dict:
+    """The comparison of a table the sample would hold whole, in memory (module notes)."""
+    output = compare_rows(args, frame, settings, thresholds)
+    said = (f"All {output['n']:,} rows fit in the sample (up to {rows:,} rows), so they were "
+            "read into memory and every number was computed there, as without --engine.")
+    output["notice"] = " ".join(filter(None, (output.get("notice"), said)))
+    output["engine"] = args.engine
     return output
 
 
 def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
-                      default_covariates) -> dict:
+                      default_covariates, in_memory) -> dict:
     """Run ``mcviz compare`` on the engine; return its JSON object.
 
     ``default_covariates(args, frame, score_b)`` names the covariates when none are asked for
-    (``mcviz compare``'s own rule, applied to the sample).
+    (``mcviz compare``'s own rule, applied to the sample); ``in_memory(args, frame, settings,
+    thresholds)`` is ``mcviz compare``'s JSON of rows read into memory (a table the sample
+    would hold whole).
     """
     from mcviz.cli.screen import cancel_engine, make_engine
     from mcviz.compare.at_scale import ORDERED_KINDS, check_score_b, compare_on_engine
@@ -127,10 +139,18 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
 
     require_engine(args.engine)
     _refuse(args)
+    refuse_unsupported(args)
     files = expand_paths(args.file)
     asked = _common.split(args.covariates)
     asked = None if asked is None else [c for c in asked if c != args.score_b]
+    rows = _sample_size(args, settings, asked)
     with tempfile.TemporaryDirectory(prefix="mcviz-compare-", ignore_cleanup_errors=True) as spill:
+        total = rows_in_files(files)
+        if IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows:
+            frame = read_whole(files, spill, seed=settings.seed,
+                               memory_limit=engine_share(args.memory_limit)
+                               if args.engine == "duckdb" else None)
+            return _in_memory(args, settings, thresholds, frame, rows, in_memory)
         columns, _ = sample_roles(args, files, spill)
         if args.engine == "spark":
             os.environ["SPARK_LOCAL_DIRS"] = spill
@@ -143,10 +163,7 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                 n_all = int(engine.overview()[0])
                 check_score_b(engine, args.score_b)  # B's rows checked on every row first
                 found, pred, names, searched, keys = _groups(
-                    args, settings, thresholds, files, spill, asked, default_covariates,
-                    n_all)
-                if searched is None:
-                    return _in_memory(found, args.engine)
+                    args, settings, rows, files, spill, asked, default_covariates)
                 if args.engine == "duckdb" and args.memory_limit is not None:
                     # --memory-limit bounds the process: the sample stays in Python
                     engine.con.execute(f"SET memory_limit = '{engine_share(args.memory_limit)}'")

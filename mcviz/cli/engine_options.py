@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_engine_arguments", "engine_share", "on_table", "require_engine", "sample_roles"]
+__all__ = ["add_engine_arguments", "engine_share", "on_table", "read_whole", "refuse_unsupported",
+           "require_engine", "rows_in_files", "sample_roles"]
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -76,8 +77,18 @@ def sample_roles(args: argparse.Namespace, files, spill: str):
     ``--probabilities``, ``--response continuous``) are refused, naming the flag.
     """
     from mcviz.cli.screen import read_sample_interruptible, sample_columns
-    from mcviz.errors import ValidationError
     from mcviz.io import load_predictions
+
+    refuse_unsupported(args)
+    sample = read_sample_interruptible(files, SAMPLE_ROWS, 0, spill)
+    pred = load_predictions(sample, score=args.score, label=args.label, positive=args.positive,
+                            weight=args.weight, covariates=[], drop_invalid=True)
+    return sample_columns(pred, sample), sample
+
+
+def refuse_unsupported(args: argparse.Namespace) -> None:
+    """Refuse, naming the flag, an option the engines do not support (:func:`sample_roles`)."""
+    from mcviz.errors import ValidationError
 
     for flag, value in (("--drop-invalid", args.drop_invalid), ("--weighting", args.weighting),
                         ("--probabilities", args.probabilities),
@@ -85,10 +96,45 @@ def sample_roles(args: argparse.Namespace, files, spill: str):
         if value:
             raise ValidationError(f"{flag} is not supported with --engine {args.engine}; use "
                                   "--engine numpy.")
-    sample = read_sample_interruptible(files, SAMPLE_ROWS, 0, spill)
-    pred = load_predictions(sample, score=args.score, label=args.label, positive=args.positive,
-                            weight=args.weight, covariates=[], drop_invalid=True)
-    return sample_columns(pred, sample), sample
+
+
+def rows_in_files(files) -> int | None:
+    """The rows the Parquet footers count over ``files``; None when a footer cannot be read.
+
+    No row is read (the footers only): the engine's own read says what is wrong with a file.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    total = 0
+    for name in files:
+        try:
+            total += int(pq.ParquetFile(name).metadata.num_rows)
+        except (OSError, ValueError, TypeError, pa.ArrowException):
+            return None
+    return total
+
+
+def read_whole(files, spill: str, *, seed: int = 0, memory_limit: str | None = None):
+    """Every row of a table that the engine's sample would hold whole, as a DataFrame.
+
+    One file no larger than the in-memory input budget is read as ``mcviz`` reads it without
+    ``--engine`` (:func:`mcviz.io.read_table`: the same frame, so the same answer, and no
+    DuckDB); several files (or a larger one) by DuckDB, all rows in file order
+    (:func:`mcviz.engines.duckdb_engine.read_sample` with ``rows`` = every row).
+    """
+    import os
+
+    from mcviz.io import read_table
+    from mcviz.io.readers import default_max_bytes
+
+    if len(files) == 1 and os.path.getsize(files[0]) <= default_max_bytes():
+        return read_table(files[0])
+    from mcviz.cli.screen import read_sample_interruptible
+
+    total = rows_in_files(files)
+    return read_sample_interruptible(files, max(int(total or 0), 1), seed, spill,
+                                     memory_limit=memory_limit)
 
 
 def on_table(args: argparse.Namespace, work):

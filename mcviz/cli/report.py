@@ -45,29 +45,81 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="write the deck to OUT.pptx or OUT.pdf (may be given twice)")
     add_engine_arguments(parser, "duckdb or spark: the verdict from every row of Parquet data "
                          "(the calibration measured by the engine; the search of mcviz search "
-                         "--engine, confirmed on every row not searched); no --deck")
+                         "--engine, confirmed on every row not searched); in memory, "
+                         "--deck included, when the sample holds every row")
     parser.add_argument("--sample-rows", type=int, metavar="N",
                         help="with --engine duckdb or spark: rows sampled for the search (as "
                         "mcviz search --engine; default from the memory budget)")
     parser.set_defaults(run=run)
 
 
+IN_MEMORY_WHEN_SAMPLED_WHOLE = True
+"""With ``--engine``, report in memory when the sample would hold every row (the tests set
+False to check the engine's numbers on such a table)."""
+
+
 def run(args: argparse.Namespace) -> dict:
     """Load, measure, search, state the verdict and write the decks; return the JSON object."""
+    if args.engine != "numpy":
+        return _with_engine(args)
+    if args.sample_rows is not None:
+        raise ValidationError("--sample-rows samples the search at scale: give it with "
+                              "--engine duckdb or spark (without --engine every row is loaded).")
+    return _in_memory(args)
+
+
+def _with_engine(args: argparse.Namespace) -> dict:
+    """``--engine duckdb|spark``: in memory when the sample would hold every row, else at scale.
+
+    When the Parquet footers count no more rows than the search's sample (``--sample-rows``,
+    by default what the memory budget allows), every row would be read into memory anyway:
+    the report is then the in-memory one (the same verdict, findings and ``--deck`` as without
+    ``--engine``, read by the same reader for one file) plus ``engine`` and a ``notice``
+    saying so. Otherwise the verdict is measured on every row by the engine (:func:`_at_scale`).
+    """
+    import tempfile
+
+    from mcviz.cli.engine_options import engine_share, read_whole, require_engine, rows_in_files
+    from mcviz.cli.search import _budget_rows
+    from mcviz.engines.base import expand_paths
+
+    require_engine(args.engine)
+    for option in ("probabilities", "weighting", "rho"):  # as the search at scale refuses them
+        if getattr(args, option, None) is not None:
+            raise ValidationError(f"--{option} is not supported when the search runs on a "
+                                  f"sample (--engine {args.engine}); use one score column.")
+    rows = args.sample_rows
+    if rows is None:
+        rows = _budget_rows(args, _common.split(args.covariates))
+    if rows < 1:
+        raise ValidationError(f"--sample-rows must be positive, not {rows}.")
+    files = expand_paths(args.file)
+    total = rows_in_files(files)
+    if not (IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows):
+        return _at_scale(args, rows, total)
+    _common.check_decks(args.deck)  # before the read, not after it
+    with tempfile.TemporaryDirectory(prefix="mcviz-report-", ignore_cleanup_errors=True) as spill:
+        frame = read_whole(files, spill, seed=args.seed, memory_limit=engine_share(
+            args.memory_limit) if args.engine == "duckdb" else None)
+    output = _in_memory(args, frame)
+    output["engine"] = args.engine
+    output["notice"] = (f"All {output['n']:,} rows fit in the sample (up to {rows:,} rows), so "
+                        "they were read into memory and every number was computed there, as "
+                        "without --engine.")
+    return output
+
+
+def _in_memory(args: argparse.Namespace, source: object = None) -> dict:
+    """The report of rows loaded in memory: ``args.file`` or the frame ``source``."""
     from mcviz.present.verdict import review_verdict
     from mcviz.search import search_subpopulations
     from mcviz.settings import SearchSettings
     from mcviz.stats.cumulative import cumulative_differences, mean_rates
 
-    if args.engine != "numpy":
-        return _at_scale(args)
-    if args.sample_rows is not None:
-        raise ValidationError("--sample-rows samples the search at scale: give it with "
-                              "--engine duckdb or spark (without --engine every row is loaded).")
     _common.check_decks(args.deck)  # the deck's parts, before the search (not after it)
     bins = _bins(args.bins)
     covariates = _common.split(args.covariates)
-    pred = _common.load_from_arguments(args, covariates=covariates)
+    pred = _common.load_from_arguments(args, covariates=covariates, source=source)
     settings = _common.settings_from_arguments(SearchSettings, args)
     search = search_subpopulations(pred, covariates=covariates, **dataclasses.asdict(settings))
     verdict = review_verdict(cumulative_differences(pred), total=pred.n, search=search,
@@ -96,7 +148,7 @@ def _verdict_json(n: int, verdict, search) -> dict:
     }
 
 
-def _at_scale(args: argparse.Namespace) -> dict:
+def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     """The verdict from every row: the engine's calibration and the search at scale.
 
     The full population's D/σ and p are the screen's row 0 of the one sorted pass that also
@@ -112,11 +164,13 @@ def _at_scale(args: argparse.Namespace) -> dict:
     from mcviz.present.verdict import review_verdict
 
     if args.deck:
+        held = "" if total is None else f" ({rows:,} of {total:,})"
         raise ValidationError(
-            f"--deck is not drawn with --engine {args.engine}: the deck's charts (cumulative "
-            "differences, reliability diagrams, each finding's curves) need the rows in memory. "
-            "Leave out --deck for the verdict and its numbers from every row, or write the deck "
-            "without --engine from a file that fits in memory.")
+            f"--deck is not drawn with --engine {args.engine} when the sample holds only some "
+            f"of the rows{held}: the deck's charts (cumulative differences, reliability "
+            "diagrams, each finding's curves) need every row in memory. Give --sample-rows at "
+            "least the row count if memory allows, leave out --deck for the verdict and its "
+            "numbers from every row, or write the deck without --engine.")
     at_scale = search_at_scale(args)
     search, n_held = at_scale.held
     calibration = population_calibration(at_scale.measured)

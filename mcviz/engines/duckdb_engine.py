@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
-from mcviz.core.batches import BatchAccumulator
+from mcviz.core.batches import BatchAccumulator, usable_cores
 from mcviz.core.evaluator import ChunkSummaries
 from mcviz.core.membership import MembershipPlan
 from mcviz.engines import sql
@@ -116,6 +116,8 @@ class DuckDBEngine(Engine):
     temp_directory : str, optional
         Where to spill (default: a fresh temporary directory).
     threads : int, optional
+        DuckDB's threads, and the Python threads that summarise the sorted batches of exact
+        mode (default: DuckDB's default, and every core this process may use).
     drop_invalid : bool, default False
         Drop invalid rows (and count them) instead of raising.
     batch_rows : int, default :data:`BATCH_ROWS`
@@ -147,6 +149,7 @@ class DuckDBEngine(Engine):
             temp_directory = self._tmp.name
         self.temp_directory = temp_directory
         self.memory_limit = memory_limit
+        self.threads = threads
         try:
             self.con = connect(temp_directory, memory_limit=memory_limit, threads=threads)
         except ValidationError:
@@ -228,11 +231,19 @@ class DuckDBEngine(Engine):
                 f"for spilling in {self.temp_directory!r}.") from None
 
     def exact_summaries(self, specs: Sequence[SubpopulationSpec]) -> ChunkSummaries:
-        """One pass over the rows sorted by score (out of core), measured batch by batch."""
-        accumulator = BatchAccumulator(MembershipPlan(specs))
-        for score, label, weight, columns in self._batches(accumulator.plan, ordered=True):
-            accumulator.add(score, label, weight, columns)
-        return accumulator.finish()
+        """One pass over the rows sorted by score (out of core), measured batch by batch.
+
+        The batches are summarised on ``threads`` Python threads (default: every core) while
+        the next one streams in; the summaries are combined in score order.
+        """
+        accumulator = BatchAccumulator(MembershipPlan(specs), threads=self.threads or
+                                       usable_cores())
+        try:
+            for score, label, weight, columns in self._batches(accumulator.plan, ordered=True):
+                accumulator.add(score, label, weight, columns)
+            return accumulator.finish()
+        finally:
+            accumulator.close()
 
     def histogram(self, specs: Sequence[SubpopulationSpec], lo: float, scale: float,
                   bins: int) -> BinSummaries:
@@ -275,7 +286,9 @@ def read_sample(files: Sequence[str], rows: int, seed: int, *, con=None,
     :math:`m` rows pass with probability below :math:`10^{-9}`; then it is drawn again from
     every row. The drawn rows never depend on the order in which threads read them (DuckDB's
     reproducible reservoir sample runs on one thread: 22.7 CPU s for 1.4e6 of 10^7 rows,
-    against 3.3 s here). All rows when ``rows`` >= N. Without DuckDB: the first rows (pyarrow).
+    against 3.3 s here). All rows when ``rows`` >= N, read in file order without the hash
+    (an order no caller depends on: the search and the comparison order rows by their
+    content, :func:`mcviz.search.canonical_order`). Without DuckDB: the first rows (pyarrow).
 
     ``keys``: each row also gets its file's index in ``files`` and its row number in the file
     (:data:`mcviz.engines.holdout.FILE_KEY`, ``ROW_KEY``; DuckDB needed). ``columns``: only
@@ -328,7 +341,11 @@ def _draw(con, files: Sequence[str], rows: int, seed: int, *, keys: bool,
             f"SELECT {chosen} FROM (SELECT *, {hashed} AS __mcviz_h FROM {keyed}) {where} "
             f"ORDER BY __mcviz_h, {FILE_KEY}, {ROW_KEY} LIMIT {rows}").df()
 
-    if rows >= total or share >= 1.0:
+    if rows >= total:  # every row: read in file order, no hash and no sort
+        if columns is None:
+            return con.execute(f"SELECT * FROM {keyed if keys else parquet_source(files)}").df()
+        return con.execute(f"SELECT {chosen} FROM {keyed}").df()
+    if share >= 1.0:
         return draw(False)
     sample = draw(True)
     return sample if len(sample) == rows else draw(False)

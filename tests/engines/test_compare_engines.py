@@ -114,23 +114,26 @@ def test_duckdb_unweighted_gives_the_in_memory_paired_statistics(tmp_path, engin
 
 
 def test_duckdb_on_a_table_the_sample_holds_computes_in_memory(data_file, monkeypatch):
-    """Every row in the (default-sized) sample: the in-memory comparison, no engine pass."""
-    import mcviz.compare.at_scale as at_scale
-    import mcviz.compare.groups_at_scale as groups_at_scale
+    """Every row in the (default-sized) sample: the in-memory comparison; no engine is built,
+    no row is hashed or drawn (the file is read as without --engine)."""
+    import mcviz.cli.engine_options as engine_options
+    import mcviz.cli.screen as screen
 
     def no_pass(*args, **kwargs):
-        raise AssertionError("the engine measured rows the sample already held")
+        raise AssertionError("the engine worked on a table the sample holds whole")
 
     status, reference, err = _run(data_file, *ARGS, "--nominal", "age")
     assert status == 0, err
-    monkeypatch.setattr(at_scale, "_ordered", no_pass)
-    monkeypatch.setattr(groups_at_scale, "_stream", no_pass)
+    for module, name in ((screen, "make_engine"), (screen, "read_sample_interruptible"),
+                         (engine_options, "sample_roles")):
+        monkeypatch.setattr(module, name, no_pass)
     status, output, err = _run(data_file, *ARGS, "--nominal", "age", "--engine", "duckdb")
     assert status == 0, err
     assert output.pop("engine") == "duckdb"
-    said = (f"All {N:,} rows fit in the sample read into memory, so every number was computed "
-            "there, as without --engine (duckdb counted and checked every row).")
-    assert output.pop("notice") == f"{reference.pop('notice')} {said}"
+    notice, before = output.pop("notice"), reference.pop("notice")
+    assert notice.startswith(f"{before} All {N:,} rows fit in the sample (up to ")
+    assert notice.endswith(" rows), so they were read into memory and every number was "
+                           "computed there, as without --engine.")
     _assert_same(output, reference)
     assert output.keys() == reference.keys()
     # --nominal reaches the engine's sample: age (integers) is a level set, not an order
@@ -138,7 +141,11 @@ def test_duckdb_on_a_table_the_sample_holds_computes_in_memory(data_file, monkey
         "average score", "prod", "chall"]
 
 
-def test_duckdb_refuses_bad_input_in_one_line(data_file, tmp_path):
+@pytest.mark.parametrize("whole", [True, False], ids=["in_memory", "engine"])
+def test_duckdb_refuses_bad_input_in_one_line(data_file, tmp_path, monkeypatch, whole):
+    import mcviz.cli.engine_compare as engine_compare
+
+    monkeypatch.setattr(engine_compare, "IN_MEMORY_WHEN_SAMPLED_WHOLE", whole)
     frame = _frame()
     frame.loc[[3, 77, 1200], "chall"] = [1.5, np.nan, -0.1]
     bad = tmp_path / "bad.parquet"
@@ -146,6 +153,7 @@ def test_duckdb_refuses_bad_input_in_one_line(data_file, tmp_path):
     status, _, err = _run(bad, *ARGS, "--engine", "duckdb")
     assert status == 2
     assert "column 'chall': 3 of 5,000 rows are missing or outside [0, 1]" in err  # all rows
+    assert ("(rows 3, 77, 1200)" in err) == whole  # memory names them; the engine counts
     assert "Traceback" not in err
     for extra, flag in ((("--deck", str(tmp_path / "d.pptx")), "--deck"),
                         (("--score-b", "region"), "must be numbers"),

@@ -7,7 +7,9 @@ other engine commands.
 * a smaller sample: the calibration is ``mcviz metrics --engine duckdb``'s calibration block
   (to 1e-9) and the findings are ``mcviz search --engine duckdb``'s (the same sample, search
   and held-out rows);
-* ``--deck`` with an engine is refused with a message naming it.
+* the sample would hold every row (the default size here): the in-memory report itself, its
+  ``--deck`` the same deck as without ``--engine``, and no engine pass;
+* ``--deck`` with an engine on a sample smaller than the table is refused, saying what to do.
 
 Small data (8,000 rows): a few seconds each.
 """
@@ -56,7 +58,15 @@ def _close(a, b) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(b))
 
 
-def test_every_row_sampled_gives_the_in_memory_report(planted_file):
+@pytest.fixture
+def engine_passes(monkeypatch):
+    """The engine's own numbers even though the sample holds every row (they are checked)."""
+    import mcviz.cli.report as report
+
+    monkeypatch.setattr(report, "IN_MEMORY_WHEN_SAMPLED_WHOLE", False)
+
+
+def test_every_row_sampled_gives_the_in_memory_report(planted_file, engine_passes):
     options = ("--findings", "3", "--seed", "2")
     memory = _run("report", planted_file, *options)
     scale = _run("report", planted_file, *options, "--engine", "duckdb", "--sample-rows", str(N))
@@ -99,9 +109,77 @@ def test_the_report_at_scale_has_the_numbers_of_metrics_and_search(planted_file)
 
 
 def test_a_deck_at_scale_is_refused_saying_what_to_do(planted_file, tmp_path):
-    err = _run("report", planted_file, "--engine", "duckdb", "--deck",
+    err = _run("report", planted_file, "--engine", "duckdb", "--sample-rows", "3000", "--deck",
                str(tmp_path / "out.pptx"), status=2)
-    assert "--deck is not drawn with --engine duckdb" in err
-    assert "without --engine" in err
+    assert "--deck is not drawn with --engine duckdb when the sample holds only some" in err
+    assert "(3,000 of 8,000)" in err
+    assert "--sample-rows" in err and "without --engine" in err
     assert "Traceback" not in err
     assert not (tmp_path / "out.pptx").exists()
+
+
+def _deck_content(path) -> list:
+    """Every slide's texts, tables and native charts (their XML: the plotted numbers)."""
+    from pptx import Presentation
+
+    content = []
+    for slide in Presentation(str(path)).slides:
+        for shape in slide.shapes:
+            if shape.has_text_frame:
+                content.append(shape.text_frame.text)
+            if getattr(shape, "has_table", False):
+                content.append([[c.text for c in row.cells] for row in shape.table.rows])
+            if getattr(shape, "has_chart", False):
+                content.append(shape.chart.part.blob)
+    return content
+
+
+def test_a_table_the_sample_holds_gives_the_in_memory_report_and_deck(planted_file, tmp_path,
+                                                                        monkeypatch):
+    """The default sample holds all 8,000 rows: the report and its deck are the in-memory
+    ones (the same slides, texts and charts), and the engine measured nothing."""
+    pytest.importorskip("pptx")
+    import mcviz.cli.search as search
+
+    options = ("--findings", "3", "--seed", "2")
+    memory = _run("report", planted_file, *options, "--deck", str(tmp_path / "memory.pptx"))
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("the engine measured a table the sample holds whole")
+
+    monkeypatch.setattr(search, "search_at_scale", no_pass)
+    scale = _run("report", planted_file, *options, "--engine", "duckdb", "--deck",
+                 str(tmp_path / "scale.pptx"))
+    assert scale.pop("engine") == "duckdb"
+    assert scale.pop("notice").startswith(f"All {N:,} rows fit in the sample (up to ")
+    assert scale.pop("deck") == [str(tmp_path / "scale.pptx")]
+    assert memory.pop("deck") == [str(tmp_path / "memory.pptx")]
+    assert scale == memory
+    assert scale["slides"] > 3 and "the largest gap is where" in scale["verdict"][0]
+    assert _deck_content(tmp_path / "scale.pptx") == _deck_content(tmp_path / "memory.pptx")
+
+
+def test_several_files_the_sample_holds_are_read_whole_in_memory(planted_file, tmp_path):
+    """Two files of 3,000 and 5,000 rows (DuckDB reads them in file order): the in-memory
+    report of the one file they came from."""
+    import pandas as pd
+
+    frame = pd.read_parquet(planted_file)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    frame.iloc[:3000].to_parquet(parts / "a.parquet")
+    frame.iloc[3000:].to_parquet(parts / "b.parquet")
+    options = ("--findings", "3", "--seed", "2")
+    memory = _run("report", planted_file, *options)
+    scale = _run("report", str(parts / "*.parquet"), *options, "--engine", "duckdb")
+    assert scale.pop("engine") == "duckdb"
+    assert scale.pop("notice").startswith(f"All {N:,} rows fit in the sample (up to ")
+    assert scale.keys() == memory.keys()
+    for key, want in memory.items():
+        if key == "findings":
+            assert len(scale[key]) == len(want)
+            for got_finding, want_finding in zip(scale[key], want, strict=True):
+                for name, value in want_finding.items():
+                    assert _close(got_finding[name], value), (name, got_finding[name], value)
+        else:
+            assert scale[key] == want, key

@@ -227,6 +227,39 @@ def test_the_sample_is_a_simple_random_sample(tmp_path):
     assert len(read_sample(files, 5000, 1, con=con)) == 1000  # more than there are: all rows
 
 
+def test_a_sample_of_every_row_is_the_files_rows_in_file_order(tmp_path):
+    """``rows`` >= the row count: every row, read in file order (no hash, no sort), with the
+    same keys and columns as a drawn sample; pandas' read of the files is the reference."""
+    import duckdb
+
+    from mcviz.engines.duckdb_engine import read_sample
+
+    rng = np.random.default_rng(8)
+    parts = [pd.DataFrame({"x": np.arange(a, b), "y": rng.random(b - a)})
+             for a, b in ((0, 700), (700, 1000))]
+    files = []
+    for k, part in enumerate(parts):
+        part.to_parquet(tmp_path / f"{k}.parquet")
+        files.append(str(tmp_path / f"{k}.parquet"))
+    every = pd.concat(parts, ignore_index=True)
+    con = duckdb.connect()
+    drawn = read_sample(files, 10, 3, con=con, keys=True)  # a sample's columns, in order
+    for rows in (1000, 5000):
+        plain = read_sample(files, rows, 3, con=con)
+        pd.testing.assert_frame_equal(plain, every)
+        keyed = read_sample(files, rows, 3, con=con, keys=True)
+        assert list(keyed.columns) == list(drawn.columns)
+        assert set(keyed.columns) == {"x", "y", "__mcviz_file", "__mcviz_row"}
+        assert np.array_equal(keyed["x"], every["x"]) and np.array_equal(keyed["y"], every["y"])
+        assert np.array_equal(keyed["__mcviz_file"], np.repeat([0, 1], [700, 300]))
+        assert np.array_equal(keyed["__mcviz_row"], np.r_[np.arange(700), np.arange(300)])
+        named = read_sample(files, rows, 3, con=con, keys=True, columns=["y"])
+        assert list(named.columns) == list(read_sample(files, 10, 3, con=con, keys=True,
+                                                       columns=["y"]).columns)
+        assert np.array_equal(named["y"], every["y"])
+        assert list(read_sample(files, rows, 3, con=con, columns=["y"]).columns) == ["y"]
+
+
 def test_integer_codes_declared_nominal_are_level_sets_on_every_engine(tmp_path):
     """``--nominal code`` on integer codes: the sample's search finds a level set (its levels
     the codes' text); numpy and DuckDB count it on every row of the file (brute force here),
