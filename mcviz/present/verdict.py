@@ -265,12 +265,17 @@ def _rates(rates: tuple[float, float] | None, *, binary: bool) -> str:
             f"response was {format_number(observed, digits=3)}")
 
 
-def _largest_gap(result: Any, *, binary: bool) -> str:
+def _largest_gap(result: Any, *, binary: bool, deviation: bool = False) -> str:
     """Where the cumulative differences move most, in words (the full population's D).
 
     The path's lowest and highest points bound the band of scores over which observed minus
     predicted adds up to :math:`D` (eq. (2) of paper 000): said as positives more or fewer than
-    predicted, as a count for unweighted binary responses, else as a share of all rows.
+    predicted, as a count for unweighted binary responses, else as a share of all rows. With
+    ``deviation`` the path is a subpopulation's deviation from the full population (eqs. (5),
+    (8) of paper 003: its responses minus the full population's mean response at the same
+    scores, summed and divided by the subpopulation's weight), so the band is of the
+    subpopulation's scores and the amount is against the full population at those scores, a
+    count of the subpopulation's positives or a share of its rows.
     """
     path = getattr(result, "path", None)
     if path is None or getattr(result, "order_by", None) is not None or len(path) < 2:
@@ -283,10 +288,14 @@ def _largest_gap(result: Any, *, binary: bool) -> str:
     position = result.position
     band = f"{_score_percent(position[first + 1])} to {_score_percent(position[last])}"
     word = ("more" if gap > 0 else "fewer") if binary else ("higher" if gap > 0 else "lower")
+    against = "the full population has at the same scores" if deviation else "predicted"
     if binary and not result.weighted:
-        amount = f"about {format_count(abs(gap) * result.n)} {word} positives than predicted"
+        amount = f"about {format_count(abs(gap) * result.n)} {word} positives than {against}"
     else:
-        amount = f"{format_percent(abs(gap))} of all rows {word} than predicted"
+        rows = "its rows" if deviation else "all rows"
+        amount = f"{format_percent(abs(gap))} of {rows} {word} than {against}"
+    if deviation:
+        return f"; the largest gap is where its scores run from {band}: {amount}"
     return f"; the largest gap is where the model predicted {band}: {amount} there"
 
 
@@ -335,7 +344,7 @@ def calibration_sentence(result: Any, *, description: str = "full population",
     else:
         judged = ("is calibrated within what chance produces" if ok else
                   "is miscalibrated beyond chance")
-    tail = "" if ok or deviation else _largest_gap(result, binary=binary)
+    tail = "" if ok else _largest_gap(result, binary=binary, deviation=deviation)
     return f"{scope} {judged}{': ' + said if said else ''}{tail}.", ok
 
 
