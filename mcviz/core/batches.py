@@ -36,9 +36,9 @@ def usable_cores() -> int:
 class InOrder:
     """Chunk summaries computed on ``workers`` threads, combined in the order submitted.
 
-    Each :meth:`submit` runs ``function(*args, **kwargs)`` (it returns the :class:`ChunkSummaries` of the
-    next chunk in score order); at most ``workers`` chunks wait ahead (memory: that many
-    chunks' members), and the summaries are joined left to right exactly as
+    Each :meth:`submit` runs ``function(*args, **kwargs)``, which returns the
+    :class:`ChunkSummaries` of the next chunk in score order; at most ``workers`` chunks wait
+    ahead (memory: that many chunks' members), and the summaries are joined left to right as
     :func:`~mcviz.core.evaluator.combine_all` joins them: the same numbers for any number of
     workers. One worker: no thread, each chunk is summarised on the spot.
     """
