@@ -6,9 +6,10 @@ with ``nominal=``, what ``--nominal code`` does on the command line), searched w
 settings and the draw's seed. A draw is recovered when the first finding's Jaccard index with
 the planted group is at least 0.8 (``union``: the first finding covers the union, or each arm
 is among the first two; ``opposite``: each group among the first two) and its held-out
-p_adjusted is below 0.05. pysubgroup 0.9 (its own virtual environment, :func:`bench_find
-.run_pysubgroup`, without the id column) runs on ``--more-psg`` draws of each shape when asked,
-with a CPU limit per draw (:func:`psg_table`).
+p_adjusted is below 0.05. A missed draw's line says whether the search rows themselves prefer
+what was found (:func:`_wider_wins`). pysubgroup 0.9 (its own virtual environment,
+:func:`bench_find.run_pysubgroup`, without the id column) runs on ``--more-psg`` draws of each
+shape when asked, with a CPU limit per draw (:func:`psg_table`).
 """
 
 from __future__ import annotations
@@ -76,7 +77,37 @@ def more_draw(name: str, n: int, seed: int) -> dict:
     found = [np.asarray(f.subpopulation.index) for f in result.findings]
     ok, j, p = recovery(groups, found, [f.p_adjusted for f in result.findings], shape)
     return {"ok": ok, "j": j, "p": p, "s": seconds, "share": float(first.mean()),
-            "desc": " | ".join(f.description for f in result.findings[:2]) or "(none)"}
+            "desc": " | ".join(f.description for f in result.findings[:2]) or "(none)",
+            "chance": None if ok else _wider_wins(pred, result, groups, found)}
+
+
+def _wider_wins(pred, result, groups: list[np.ndarray], found: list[np.ndarray]) -> str:
+    """Of a missed draw: each planted group's D/sigma on the search rows beside that of the
+    finding (among the first two) that overlaps it most.
+
+    When every such finding's is at least the planted group's, the search rows themselves
+    prefer what was found: a search that maximises D/sigma there cannot do better (a miss of
+    chance, as levels25's oracle for level sets); otherwise the search missed a group its own
+    objective ranks higher (a search failure).
+    """
+    from bench_find import own_z
+
+    search = np.setdiff1d(np.arange(pred.n), result.holdout_index)
+    parts, chance = [], True
+    for group in groups:
+        z_group = own_z(pred, np.intersect1d(group, search))
+        overlaps = [_jaccard(group, f) for f in found[:2]]
+        if not overlaps or max(overlaps) == 0:
+            parts.append(f"planted {z_group:.2f}, no finding overlaps it")
+            chance = False
+            continue
+        k = int(np.argmax(overlaps))
+        z_found = own_z(pred, np.intersect1d(found[k], search))
+        chance &= z_found >= z_group
+        parts.append(f"planted {z_group:.2f}, finding {k + 1} {z_found:.2f}")
+    return ("search-row D/sigma " + "; ".join(parts)
+            + (": the search rows prefer the finding (chance)" if chance
+               else ": the search missed a group it ranks higher"))
 
 
 def _draws(name: str, first_seed: int, draws: int, draw) -> list[dict]:
@@ -86,7 +117,8 @@ def _draws(name: str, first_seed: int, draws: int, draw) -> list[dict]:
         rows.append(draw(seed))
         r = rows[-1]
         print(f"|   {name} draw {seed}: {'ok' if r['ok'] else 'missed'} J {r['j']:.2f} "
-              f"p {r['p']:.2g} {r['s']:.1f}s: {r['desc']}", flush=True)
+              f"p {r['p']:.2g} {r['s']:.1f}s: {r['desc']}"
+              + (f" [{r['chance']}]" if r.get("chance") else ""), flush=True)
     return rows
 
 

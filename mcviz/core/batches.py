@@ -5,19 +5,79 @@ An engine that can sort (DuckDB ``ORDER BY score``, a Spark range partition) han
 streams arbitrary score-sorted batches through :class:`BatchAccumulator`, which holds back the
 trailing run of tied scores of each batch until the next one arrives. The summaries of
 consecutive chunks combine in score order (:func:`~mcviz.core.evaluator.combine`), on one
-machine or on a driver.
+machine or on a driver. :class:`InOrder` summarises chunks on worker threads (the evaluator's
+numpy work releases the GIL) and still combines them in score order, so the result does not
+depend on the number of threads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections import deque
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from mcviz.core.evaluator import ChunkSummaries, Evaluator, combine
 from mcviz.core.membership import MembershipPlan, last_run_start
 
-__all__ = ["BatchAccumulator", "summarise_rows"]
+__all__ = ["BatchAccumulator", "InOrder", "summarise_rows", "usable_cores"]
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask; at least 1)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # pragma: no cover - platforms without affinity masks
+        return max(os.cpu_count() or 1, 1)
+
+
+class InOrder:
+    """Chunk summaries computed on ``workers`` threads, combined in the order submitted.
+
+    Each :meth:`submit` runs ``function(*args, **kwargs)``, which returns the
+    :class:`ChunkSummaries` of the next chunk in score order; at most ``workers`` chunks are
+    held at once (memory: that many chunks' members), and the summaries are joined in order as
+    :func:`~mcviz.core.evaluator.combine_all` joins them: the same numbers for any number of
+    workers. One worker: no thread, each chunk is summarised on the spot.
+    """
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = max(int(workers), 1)
+        self.total: ChunkSummaries | None = None
+        self._pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
+        self._pending: deque = deque()
+
+    def submit(self, function: Callable[..., ChunkSummaries], *args, **kwargs) -> None:
+        """Summarise the next chunk (later than every chunk submitted before)."""
+        if self._pool is None:
+            self._join(function(*args, **kwargs))
+            return
+        while len(self._pending) >= self.workers:  # at most ``workers`` chunks held at once
+            self._join(self._pending.popleft().result())
+        self._pending.append(self._pool.submit(function, *args, **kwargs))
+
+    def finish(self) -> ChunkSummaries | None:
+        """Wait for every chunk; return their combined summaries (None when none was given)."""
+        try:
+            while self._pending:
+                self._join(self._pending.popleft().result())
+        finally:
+            self.close()
+        return self.total
+
+    def close(self) -> None:
+        """Drop the chunks not started and stop the threads (after an error, too)."""
+        for future in self._pending:
+            future.cancel()
+        self._pending.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _join(self, chunk: ChunkSummaries) -> None:
+        self.total = chunk if self.total is None else combine(self.total, chunk)
 
 
 def summarise_rows(
@@ -63,7 +123,8 @@ class BatchAccumulator:
 
     Each batch's covariates are encoded on arrival (:meth:`MembershipPlan.encode`: the codes
     mean the same in every batch), so the rows held back between batches are plain numpy
-    arrays.
+    arrays. ``threads`` > 1: chunks are summarised on that many threads (:class:`InOrder`;
+    the same numbers); ``observe`` keeps one thread (it sees the chunks in order).
 
     Examples
     --------
@@ -82,15 +143,20 @@ class BatchAccumulator:
     ([5, 3], [2.0, 0.4])
     """
 
-    def __init__(self, specs, *, adjacent: bool = False, observe=None) -> None:
+    def __init__(self, specs, *, adjacent: bool = False, observe=None, threads: int = 1) -> None:
         self.plan = specs if isinstance(specs, MembershipPlan) else MembershipPlan(specs)
         self.adjacent = adjacent
         self.observe = observe
         """Called as ``observe(score, label, weight, members)`` on each chunk summarised (every
         row once, in score order; ``members`` as :meth:`MembershipPlan.members`): other sums
         over the same members without testing the conditions again."""
-        self.total: ChunkSummaries | None = None
+        self._chunks = InOrder(1 if observe is not None else threads)
         self._held: dict | None = None
+
+    @property
+    def total(self) -> ChunkSummaries | None:
+        """Combined summaries of the chunks summarised so far (None before the first)."""
+        return self._chunks.total
 
     def add(self, score, label, weight, columns: Mapping[str, object]) -> None:
         """Add the next batch (scores not below the previous batch's)."""
@@ -106,17 +172,23 @@ class BatchAccumulator:
 
     def finish(self) -> ChunkSummaries:
         """Summarise the rows held back and return the combined summaries."""
-        if self._held is not None and self._held["score"].size:
-            self._summarise(self._held)
-        self._held = None
-        if self.total is None:
-            return ChunkSummaries.empty(len(self.plan.specs))
-        return self.total
+        try:
+            if self._held is not None and self._held["score"].size:
+                self._summarise(self._held)
+            self._held = None
+            total = self._chunks.finish()
+        finally:
+            self._chunks.close()
+        return ChunkSummaries.empty(len(self.plan.specs)) if total is None else total
+
+    def close(self) -> None:
+        """Stop the worker threads without a result (e.g. when the batches stop on an error)."""
+        self._chunks.close()
 
     def _summarise(self, batch: dict) -> None:
-        chunk = _summarise_codes(self.plan, batch["score"], batch["label"], batch["weight"],
-                                 batch["codes"], adjacent=self.adjacent, observe=self.observe)
-        self.total = chunk if self.total is None else combine(self.total, chunk)
+        self._chunks.submit(_summarise_codes, self.plan, batch["score"], batch["label"],
+                            batch["weight"], batch["codes"], adjacent=self.adjacent,
+                            observe=self.observe)
 
 
 def _slice(batch: dict, start: int, stop: int) -> dict:

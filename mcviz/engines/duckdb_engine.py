@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
-from mcviz.core.batches import BatchAccumulator
+from mcviz.core.batches import BatchAccumulator, usable_cores
 from mcviz.core.evaluator import ChunkSummaries
 from mcviz.core.membership import MembershipPlan
 from mcviz.engines import sql
@@ -116,6 +116,8 @@ class DuckDBEngine(Engine):
     temp_directory : str, optional
         Where to spill (default: a fresh temporary directory).
     threads : int, optional
+        DuckDB's threads, and the Python threads that summarise the sorted batches of exact
+        mode (default: DuckDB's default, and every core this process may use).
     drop_invalid : bool, default False
         Drop invalid rows (and count them) instead of raising.
     batch_rows : int, default :data:`BATCH_ROWS`
@@ -147,6 +149,7 @@ class DuckDBEngine(Engine):
             temp_directory = self._tmp.name
         self.temp_directory = temp_directory
         self.memory_limit = memory_limit
+        self.threads = threads
         try:
             self.con = connect(temp_directory, memory_limit=memory_limit, threads=threads)
         except ValidationError:
@@ -228,11 +231,19 @@ class DuckDBEngine(Engine):
                 f"for spilling in {self.temp_directory!r}.") from None
 
     def exact_summaries(self, specs: Sequence[SubpopulationSpec]) -> ChunkSummaries:
-        """One pass over the rows sorted by score (out of core), measured batch by batch."""
-        accumulator = BatchAccumulator(MembershipPlan(specs))
-        for score, label, weight, columns in self._batches(accumulator.plan, ordered=True):
-            accumulator.add(score, label, weight, columns)
-        return accumulator.finish()
+        """One pass over the rows sorted by score (out of core), measured batch by batch.
+
+        The batches are summarised on ``threads`` Python threads (default: every core) while
+        the next one streams in; the summaries are combined in score order.
+        """
+        accumulator = BatchAccumulator(MembershipPlan(specs), threads=self.threads or
+                                       usable_cores())
+        try:
+            for score, label, weight, columns in self._batches(accumulator.plan, ordered=True):
+                accumulator.add(score, label, weight, columns)
+            return accumulator.finish()
+        finally:
+            accumulator.close()
 
     def histogram(self, specs: Sequence[SubpopulationSpec], lo: float, scale: float,
                   bins: int) -> BinSummaries:

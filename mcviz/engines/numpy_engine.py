@@ -4,8 +4,9 @@ Exact mode cuts the score-sorted rows of :class:`~mcviz.io.Predictions` into blo
 ends, finds each subpopulation's members in a block from integer codes prepared once per
 covariate (:class:`~mcviz.core.membership.MembershipPlan`: a child is tested only for the
 conditions it adds to its parent), summarises each block with the shared evaluator
-(:class:`~mcviz.core.evaluator.Evaluator`) and combines the summaries in score order;
-histogram mode feeds the same blocks to the
+(:class:`~mcviz.core.evaluator.Evaluator`) and combines the summaries in score order (the
+blocks run on every core, :class:`~mcviz.core.batches.InOrder`: the same numbers for any
+number of threads); histogram mode feeds the same blocks to the
 :class:`~mcviz.engines.base.HistogramAccumulator` of the other engines, so all engines share
 one bound.
 
@@ -22,7 +23,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from mcviz.core.evaluator import ChunkSummaries, Evaluator, combine_all
+from mcviz.core.batches import InOrder, usable_cores
+from mcviz.core.evaluator import ChunkSummaries, Evaluator
 from mcviz.core.membership import MembershipPlan
 from mcviz.engines.base import (
     BinSummaries,
@@ -46,17 +48,20 @@ class NumpyEngine(Engine):
     """Screen predictions held in memory.
 
     Build it from loaded :class:`~mcviz.io.Predictions` (:meth:`from_predictions`) or from files
-    (the constructor reads them whole, so they must fit in memory).
+    (the constructor reads them whole, so they must fit in memory). ``threads``: blocks of
+    exact mode summarised at once (default: every core this process may use).
     """
 
     name = "numpy"
 
-    def __init__(self, paths, columns: Columns, *, drop_invalid: bool = False) -> None:
+    def __init__(self, paths, columns: Columns, *, drop_invalid: bool = False,
+                 threads: int | None = None) -> None:
         import pyarrow.dataset as ds
 
         files = expand_paths(paths)
-        frame = ds.dataset(list(files), format="parquet").to_table().to_pandas()
         roles = {columns.score, columns.label, columns.weight}
+        frame = _text_as_categories(ds.dataset(list(files), format="parquet").to_table(),
+                                    roles).to_pandas()
         covariates = [c for c in frame.columns if c not in roles]
         pred = load_predictions(
             frame, score=columns.score, label=columns.label, positive=columns.positive,
@@ -69,7 +74,11 @@ class NumpyEngine(Engine):
         kinds = {}
         for name in covariates:
             series = raw[name]
-            if isinstance(series.dtype, pd.CategoricalDtype) or not (
+            if _text_categories(series):  # the categories of the text as read, sorted
+                raw[name] = series.cat.set_categories(
+                    pd.Index(sorted(series.cat.categories), dtype="string"))
+                kinds[name] = "nominal"
+            elif isinstance(series.dtype, pd.CategoricalDtype) or not (
                 pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
                 or pd.api.types.is_datetime64_any_dtype(series)
             ):
@@ -77,22 +86,23 @@ class NumpyEngine(Engine):
                 kinds[name] = "nominal"
             else:
                 kinds[name] = "ordinal"
-        self._init(dataclasses.replace(pred, covariates=raw, covariate_kinds=kinds))
+        self._init(dataclasses.replace(pred, covariates=raw, covariate_kinds=kinds), threads)
 
     @classmethod
-    def from_predictions(cls, pred: Predictions) -> NumpyEngine:
+    def from_predictions(cls, pred: Predictions, *, threads: int | None = None) -> NumpyEngine:
         """Build an engine over predictions already in memory."""
         engine = cls.__new__(cls)
-        engine._init(pred)
+        engine._init(pred, threads)
         return engine
 
-    def _init(self, pred: Predictions) -> None:
+    def _init(self, pred: Predictions, threads: int | None = None) -> None:
         if pred.response_kind != "binary":
             raise ValidationError("screening needs binary responses (eq. (5) of the sigma).")
         self.pred = pred
+        self.threads = usable_cores() if threads is None else max(int(threads), 1)
 
-    def _blocks(self, specs: Sequence[SubpopulationSpec]) -> Iterator[tuple]:
-        """(start, stop, members of every spec in rows start:stop) per block of rows."""
+    def _codes(self, specs: Sequence[SubpopulationSpec]) -> tuple[MembershipPlan, dict]:
+        """Return the membership plan of ``specs`` and the codes of the columns it names."""
         plan = MembershipPlan(specs)
         covariates = self.pred.covariates
         columns = {}
@@ -102,7 +112,11 @@ class NumpyEngine(Engine):
                 continue
             self.pred.require_covariate(name, " in the condition")
             columns[name] = covariates[name]
-        codes = plan.encode(columns)
+        return plan, plan.encode(columns)
+
+    def _blocks(self, specs: Sequence[SubpopulationSpec]) -> Iterator[tuple]:
+        """(start, stop, members of every spec in rows start:stop) per block of rows."""
+        plan, codes = self._codes(specs)
         for start, stop in _blocks(self.pred.run_end, BLOCK_ROWS):
             yield start, stop, plan.members_from_codes(
                 {k: v[start:stop] for k, v in codes.items()}, stop - start)
@@ -123,15 +137,54 @@ class NumpyEngine(Engine):
         return accumulator.summaries()
 
     def exact_summaries(self, specs: Sequence[SubpopulationSpec]) -> ChunkSummaries:
-        """Blocks of the score-sorted rows, cut at tie-run ends, summarised and combined."""
+        """Blocks of the score-sorted rows, cut at tie-run ends, summarised and combined.
+
+        The blocks are summarised on :attr:`threads` threads and combined in score order.
+        """
+        plan, codes = self._codes(specs)
+        blocks = list(_blocks(self.pred.run_end, BLOCK_ROWS))
+        chunks = InOrder(min(self.threads, len(blocks)))
+        try:
+            for start, stop in blocks:
+                chunks.submit(self._block_summaries, plan, codes, start, stop)
+            total = chunks.finish()
+        finally:
+            chunks.close()
+        return ChunkSummaries.empty(len(plan.specs)) if total is None else total
+
+    def _block_summaries(self, plan: MembershipPlan, codes: dict, start: int,
+                         stop: int) -> ChunkSummaries:
+        """Members and chunk summaries of rows start:stop (a block cut at tie-run ends)."""
         p = self.pred
-        chunks = []
-        for start, stop, members in self._blocks(specs):
-            evaluator = Evaluator(p.score[start:stop], p.weight[start:stop],
-                                  run_end=p.run_end[start:stop])
-            chunks.append(evaluator.summaries(  # eq. (5) only: screening is binary
-                p.label[start:stop] - p.score[start:stop], members, adjacent=False))
-        return combine_all(chunks)
+        members = plan.members_from_codes({k: v[start:stop] for k, v in codes.items()},
+                                          stop - start)
+        evaluator = Evaluator(p.score[start:stop], p.weight[start:stop],
+                              run_end=p.run_end[start:stop])
+        return evaluator.summaries(  # eq. (5) only: screening is binary
+            p.label[start:stop] - p.score[start:stop], members, adjacent=False)
+
+
+def _text_as_categories(table, roles: set):
+    """Text columns other than ``roles`` dictionary-encoded (pandas categoricals when read).
+
+    The loader's sort then moves integer codes, not millions of strings; the engine's
+    covariates end as they did before (categories: the text values, sorted).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for i, field in enumerate(table.schema):
+        if field.name not in roles and (pa.types.is_string(field.type)
+                                        or pa.types.is_large_string(field.type)):
+            table = table.set_column(i, field.name, pc.dictionary_encode(
+                table.column(i).combine_chunks()))
+    return table
+
+
+def _text_categories(series: pd.Series) -> bool:
+    """Return True for a categorical whose categories are all text."""
+    return isinstance(series.dtype, pd.CategoricalDtype) and all(
+        isinstance(c, str) for c in series.cat.categories)
 
 
 def _blocks(run_end: np.ndarray, rows: int) -> Iterator[tuple[int, int]]:

@@ -305,7 +305,8 @@ class Beam(Pruning):
         The cut points are refined on :attr:`refiner` (all the search rows when None), the
         conditions pruned on all the search rows; when a condition was dropped and others are
         left, those are refined again and, when ``grow``, a missing condition is sought
-        (:meth:`grow`) and the result pruned.
+        (:meth:`grow`) and the result pruned. A missing condition is also sought when the
+        finding has ``max_conditions`` conditions, or ``rules.grow_from`` under a deeper beam.
         """
         refiner = self.refiner or self  # cut points on a subset of the rows, at 10^6
         refined = refiner.refine(cuts)
@@ -314,8 +315,12 @@ class Beam(Pruning):
         if dropped:  # re-choose those left (none left: weak)
             cuts = refiner.refine(cuts)
         # grown when a condition was dropped, or when the beam's depth was reached (depth by
-        # evidence: past max_conditions only through grow's out-of-fold tests)
-        grew = bool(grow and cuts and (dropped or len(cuts) >= self.max_conditions))
+        # evidence: past max_conditions only through grow's out-of-fold tests) -- or the
+        # default depth, rules.grow_from, under a deeper beam: a deeper beam grows every finding
+        # the default one would (issue #42: at depth 4 a three-condition finding missing its
+        # fourth condition was left as it was)
+        reached = len(cuts) >= min(self.max_conditions, self.rules.grow_from)
+        grew = bool(grow and cuts and (dropped or reached))
         if grew:  # the strongest candidates (examined first) only
             grown = self.grow(cuts)
             if grown != cuts:

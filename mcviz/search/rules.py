@@ -98,6 +98,14 @@ class SearchRules:
     :meth:`~mcviz.search._prune.Pruning.grow` tries to complete; it screens every covariate.
     Protects: bounded finishing work. Set by: ``bench_find.py`` speed table. Test (exercises it;
     not mutation-checked): ``test_search_shapes.py::test_three_conditions_most_of_the_time``."""
+    grow_from: int = 3
+    """A finding of this many conditions is grown (:meth:`~mcviz.search._prune.Pruning.grow`, up
+    to :attr:`max_depth`) when the beam is deeper (``max_conditions`` 4 or 5); with
+    ``max_conditions`` at most this, a finding is grown once it reaches ``max_conditions``.
+    Protects: a deeper beam grows every finding the default depth 3 grows (issue #42:
+    ``bench_find.py --more four_depth4`` draw 10 stopped at three conditions, J 0.35, where depth
+    3 grows the fourth). Set by: the default ``max_conditions`` (3). Test (fails when it drifts:
+    checked with 4): ``test_search_more.py::test_a_deeper_beam_grows_a_three_condition_finding``."""
     grow_tries: int = 3
     """:meth:`~mcviz.search._prune.Pruning.grow`'s candidate conditions tested out of fold per step
     (the largest D/sigma first). Protects: bounded work per step. Set by: ``bench_find.py

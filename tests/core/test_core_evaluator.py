@@ -215,11 +215,15 @@ def test_batches_with_held_back_tie_runs_equal_one_pass():
     plan = MembershipPlan(specs)
     members = plan.members({"x": x, "c": c}, n)
     expected = finish(Evaluator(score, weight).summaries(label - score, members), "adjacent")
-    acc = BatchAccumulator(specs, adjacent=True)
     cuts = np.unique(np.r_[0, rng.integers(0, n, 9), n])  # anywhere, ties split on purpose
-    for a, b in itertools.pairwise(cuts):
-        acc.add(score[a:b], label[a:b], weight[a:b], {"x": x[a:b], "c": c.iloc[a:b]})
-    got = finish(acc.finish(), "adjacent")
+    summaries = []
+    for threads in (1, 3):  # chunks summarised on threads: the very same numbers
+        acc = BatchAccumulator(specs, adjacent=True, threads=threads)
+        for a, b in itertools.pairwise(cuts):
+            acc.add(score[a:b], label[a:b], weight[a:b], {"x": x[a:b], "c": c.iloc[a:b]})
+        summaries.append(acc.finish())
+    _fields_equal(summaries[1], summaries[0])
+    got = finish(summaries[0], "adjacent")
     np.testing.assert_array_equal(got.size, expected.size)
     np.testing.assert_allclose(got.kuiper, expected.kuiper, rtol=0, atol=1e-13)
     np.testing.assert_allclose(got.sigma, expected.sigma, rtol=0, atol=1e-13)
@@ -286,3 +290,40 @@ def test_cuts_are_the_first_run_starts_at_or_after_each_multiple_of_the_budget()
         expected = sorted({next((j for j in starts if j >= w), None)
                            for w in range(budget, positions.size, budget)} - {None})
         assert ev._cuts(positions, budget).tolist() == expected
+
+
+def _fields_equal(a: ChunkSummaries, b: ChunkSummaries) -> None:
+    from dataclasses import fields
+
+    for f in fields(a):
+        np.testing.assert_array_equal(getattr(a, f.name), getattr(b, f.name), err_msg=f.name)
+
+
+def test_in_order_combines_in_submission_order_whatever_finishes_first():
+    # later chunks finish first (shorter sleeps); combine is not commutative (high, low, the
+    # eq. (6) bridge), so joining in the order of completion would give other numbers
+    import time
+
+    from mcviz.core.batches import InOrder
+
+    score, label, weight, members = data(900, 11)
+    cuts = [0, 150, 300, 450, 600, 750, 900]  # tie runs (2-decimal scores) cut on purpose
+    parts = []
+    for a, b in itertools.pairwise(cuts):
+        ev = Evaluator(score[a:b], weight[a:b])
+        local = [m[(m >= a) & (m < b)] - a for m in members]
+        parts.append(ev.summaries(label[a:b] - score[a:b], local))
+    expected = combine_all(parts)
+    reversed_order = combine_all(parts[::-1])
+    assert not np.array_equal(reversed_order.high, expected.high)  # the order matters here
+
+    def late(k):
+        time.sleep(0.01 * (len(parts) - k))
+        return parts[k]
+
+    for workers in (1, 3):
+        chunks = InOrder(workers)
+        for k in range(len(parts)):
+            chunks.submit(late, k)
+        _fields_equal(chunks.finish(), expected)
+

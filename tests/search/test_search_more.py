@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from mcviz import Predictions, load_predictions, search_subpopulations
-from mcviz.search import _beam, _find
+from mcviz.search import _beam, _confirm, _find
+from mcviz.search._columns import Cut
 from mcviz.search.rules import RULES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -80,6 +81,31 @@ def test_four_conditions_are_found_at_the_default_depth(monkeypatch):
         # three conditions cannot bound the group: the finding is too wide
         assert _jaccard(shallow.subpopulation.index, planted) < 0.8
     assert found == 2
+
+
+def test_a_deeper_beam_grows_a_three_condition_finding():
+    """grow_from = 3: under ``max_conditions`` 4 a finding of three conditions is grown as at the
+    default depth 3. The planted four-condition group, given without its ``chan`` condition, gets
+    it back (the benchmark's four_depth4 draw 10 stopped there, J 0.35); with ``grow_from`` 4
+    (grown only at the beam's depth) it stays at three conditions."""
+    pred, _ = _planted(40_000, 1, _four, 14.0)
+    search, held, rank = _confirm.split_rows(pred, 0.3, np.random.default_rng(1),
+                                             max_search=10**6)
+    columns, _ = _find._columns(pred, list(pred.covariate_names), search, held)
+    data = _find._data(pred, (rank % 2).astype(bool), (search, held))
+    index = {column.name: j for j, column in enumerate(columns)}
+    kind = columns[index["kind"]].levels
+    three = (Cut(index["kind"], "in", levels=tuple(kind.index(f"k{k}") for k in (2, 5, 8))),
+             Cut(index["u"], "band", lo=0.25, hi=0.75), Cut(index["x"], "ge", lo=-0.3))
+    grown = {}
+    for grow_from in (3, 4):
+        beam = _beam.Beam(data, columns, search, 140, None,
+                          rules=replace(RULES, grow_from=grow_from))
+        beam.max_conditions = 4
+        cuts, grew = beam._finished(three, grow=True)
+        grown[grow_from] = (grew, sorted(columns[cut.column].name for cut in cuts))
+    assert grown[3] == (True, ["chan", "kind", "u", "x"])
+    assert grown[4] == (False, ["kind", "u", "x"])
 
 
 def test_a_union_s_second_arm_is_reported(monkeypatch):
