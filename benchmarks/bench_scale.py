@@ -15,7 +15,7 @@ seen) and finished. Under load from other processes CPU time is the more robust 
 Run: python benchmarks/bench_scale.py [--rows 1000000,10000000] [--limit-rows 100000000]
      [--limit-subpopulations L] [--limit-mode exact|hist] [--spark-master local[2]]
      [--engines library,numpy,duckdb-exact,duckdb-hist,spark-exact] [--bins 1000]
-     [--dir /tmp/mcviz-scale]
+     [--threads N] [--dir /tmp/mcviz-scale]
 """
 
 from __future__ import annotations
@@ -162,12 +162,12 @@ def child(args: argparse.Namespace) -> None:
     if engine_name == "numpy":
         from mcviz.engines.numpy_engine import NumpyEngine
 
-        engine = NumpyEngine(args.data, COLUMNS)
+        engine = NumpyEngine(args.data, COLUMNS, threads=args.threads)
     elif engine_name == "duckdb":
         from mcviz.engines.duckdb_engine import DuckDBEngine
 
         engine = DuckDBEngine(args.data, COLUMNS, memory_limit=args.memory_limit,
-                              temp_directory=temp)
+                              temp_directory=temp, threads=args.threads)
         threading.Thread(target=watch, daemon=True).start()
     else:
         from mcviz.engines.spark_engine import SparkEngine, local_session
@@ -196,6 +196,8 @@ def run_child(name: str, data: Path, specs: Path, args, memory_limit: str | None
     command = [sys.executable, __file__, "--child", name, "--data", str(data), "--specs",
                str(specs), "--bins", str(args.bins), "--spill-dir", str(args.dir),
                "--spark-master", args.spark_master]
+    if args.threads:
+        command += ["--threads", str(args.threads)]
     if memory_limit:
         command += ["--memory-limit", memory_limit]
     start = time.perf_counter()
@@ -253,6 +255,9 @@ def main() -> None:
                         default="library,numpy,duckdb-exact,duckdb-hist,spark-exact")
     parser.add_argument("--spark-master", default="local[2]")
     parser.add_argument("--bins", type=int, default=1000)
+    parser.add_argument("--threads", type=int,
+                        help="threads of the numpy and DuckDB engines (default: every core; 1 "
+                             "= the exact pass on one thread, DuckDB on one thread too)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dir", default=str(Path(tempfile.gettempdir()) / "mcviz-scale"))
     parser.add_argument("--child")

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from mcviz.cli import _common
-from mcviz.engines.base import Columns, Engine, expand_paths
+from mcviz.engines.base import Columns, Engine, as_specs, expand_paths
 from mcviz.engines.results import write_screen
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions, load_predictions
@@ -225,27 +225,29 @@ def run(args: argparse.Namespace) -> dict:
         del sample
         if args.engine == "spark":  # the JVM's shuffle and spill files go there too
             os.environ["SPARK_LOCAL_DIRS"] = spill
+        generate = {"covariates": covariates or list(pred.covariates.columns),
+                    "n_subpopulations": args.subpopulations, "min_size": args.min_size,
+                    "seed": args.seed}
+        kinds = pred.covariate_kinds
+        specs = None
+        if args.engine != "numpy":  # Algorithm 1 on the sample, before the engine starts:
+            specs = as_specs(generate_subpopulations(pred, **generate))  # conditions only
+            del pred  # the sample's rows and the members' index arrays are let go
         engine = make_engine(args.engine, files, columns, memory_limit=args.memory_limit,
                              drop_invalid=args.drop_invalid, temp_directory=spill,
                              spark_master=args.spark_master)
         options = ({"exact": False, "bins": args.histogram} if args.histogram is not None
                    else {"exact": True})
         try:
-            # In memory, Algorithm 1 runs on every row (on the sample's choice of covariates);
-            # out of core, on the sample.
-            subpopulations = generate_subpopulations(
-                engine.pred if args.engine == "numpy" else pred,
-                covariates=covariates or list(pred.covariates.columns),
-                n_subpopulations=args.subpopulations, min_size=args.min_size, seed=args.seed,
-            )
-            if args.engine == "numpy":  # Python code: the main thread's signal handlers run
-                result = engine.screen(subpopulations, **options)
+            if args.engine == "numpy":  # Algorithm 1 on every row; Python code: the main
+                subpopulations = generate_subpopulations(engine.pred, **generate)  # thread's
+                result = engine.screen(subpopulations, **options)  # signal handlers run
             else:  # a query in native code: cancelled from the main thread on a signal
-                result = _common.interruptible(lambda: engine.screen(subpopulations, **options),
+                result = _common.interruptible(lambda: engine.screen(specs, **options),
                                                lambda: cancel_engine(engine))
         finally:
             if not _common.work_abandoned():  # a query that ignored the cancel keeps its engine
                 engine.close()
     with _common.atomic_output(out) as temporary:
-        write_screen(result, temporary, files=files, columns=columns, kinds=pred.covariate_kinds)
+        write_screen(result, temporary, files=files, columns=columns, kinds=kinds)
     return result.summary()

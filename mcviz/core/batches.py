@@ -36,9 +36,9 @@ def usable_cores() -> int:
 class InOrder:
     """Chunk summaries computed on ``workers`` threads, combined in the order submitted.
 
-    Each :meth:`submit` runs ``function(*args, **kwargs)`` (it returns the :class:`ChunkSummaries` of the
-    next chunk in score order); at most ``workers`` chunks wait ahead (memory: that many
-    chunks' members), and the summaries are joined left to right exactly as
+    Each :meth:`submit` runs ``function(*args, **kwargs)``, which returns the
+    :class:`ChunkSummaries` of the next chunk in score order; at most ``workers`` chunks are
+    held at once (memory: that many chunks' members), and the summaries are joined in order as
     :func:`~mcviz.core.evaluator.combine_all` joins them: the same numbers for any number of
     workers. One worker: no thread, each chunk is summarised on the spot.
     """
@@ -54,9 +54,9 @@ class InOrder:
         if self._pool is None:
             self._join(function(*args, **kwargs))
             return
-        self._pending.append(self._pool.submit(function, *args, **kwargs))
-        while len(self._pending) > self.workers:
+        while len(self._pending) >= self.workers:  # at most ``workers`` chunks held at once
             self._join(self._pending.popleft().result())
+        self._pending.append(self._pool.submit(function, *args, **kwargs))
 
     def finish(self) -> ChunkSummaries | None:
         """Wait for every chunk; return their combined summaries (None when none was given)."""

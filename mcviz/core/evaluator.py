@@ -422,12 +422,12 @@ class Evaluator:
         out = ChunkSummaries.empty(len(indices), draws)
         sizes = np.fromiter((i.size for i in indices), dtype=np.int64, count=len(indices))
         pair = None
-        if base is None and one_d and not self.weighted and int(sizes.sum()) >= self.n:
-            # rows of (R - S, S(1 - S)), built over all n rows: worth it only when the members
-            # hold at least n positions in all (the search asks for a few small sets at a time)
+        if base is None and one_d and int(sizes.sum()) >= self.n:
+            # rows of (W(R - S), S(1 - S)W^2), built over all n rows: worth it only when the
+            # members hold at least n positions in all (the search asks for a few small sets)
             pair = np.empty((self.n, 2))
             pair[:, 0] = columns[:, 0]
-            if "variance" in self.__dict__:
+            if self.weighted or "variance" in self.__dict__:
                 pair[:, 1] = self.variance
             else:  # the same products, never kept apart
                 np.multiply(self.score, 1.0 - self.score, out=pair[:, 1])
@@ -470,8 +470,8 @@ class Evaluator:
         rounding; a reduction costs a fraction of a cumulative sum per value). Counts: exact
         integer sums per segment minus the per-segment cumulative sum of
         ``base`` (:meth:`_count_path`). The path is read at the last row of each tie run of
-        each segment. ``pair``: ``columns`` (one unweighted set) beside the eq. (5) terms, as
-        rows of two, gathered once for both.
+        each segment. ``pair``: ``columns`` (one set, weighted already) beside the eq. (5)
+        terms, as rows of two, gathered once for both.
         """
         parts = [indices[k] for k in group]
         lengths = np.fromiter((q.size for q in parts), dtype=np.int64, count=len(parts))

@@ -142,6 +142,9 @@ class MembershipPlan:
             for condition in self.added[k]:
                 if rows.size == 0:
                     break
+                if rows is everyone:  # every row: test the codes as they are (no gather)
+                    rows = np.flatnonzero(self._test(condition, codes[condition.column]))
+                    continue
                 # np.take / np.compress: several times faster than fancy and boolean indexing
                 rows = np.compress(self._test(condition, np.take(codes[condition.column], rows)),
                                    rows)

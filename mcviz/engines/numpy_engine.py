@@ -102,7 +102,7 @@ class NumpyEngine(Engine):
         self.threads = usable_cores() if threads is None else max(int(threads), 1)
 
     def _codes(self, specs: Sequence[SubpopulationSpec]) -> tuple[MembershipPlan, dict]:
-        """The membership plan of ``specs`` and the codes of every column it names (all rows)."""
+        """Return the membership plan of ``specs`` and the codes of the columns it names."""
         plan = MembershipPlan(specs)
         covariates = self.pred.covariates
         columns = {}
@@ -182,7 +182,7 @@ def _text_as_categories(table, roles: set):
 
 
 def _text_categories(series: pd.Series) -> bool:
-    """True for a categorical whose categories are all text (see :func:`_text_as_categories`)."""
+    """Return True for a categorical whose categories are all text."""
     return isinstance(series.dtype, pd.CategoricalDtype) and all(
         isinstance(c, str) for c in series.cat.categories)
 

@@ -265,29 +265,29 @@ def _rates(rates: tuple[float, float] | None, *, binary: bool) -> str:
             f"response was {format_number(observed, digits=3)}")
 
 
-def _largest_gap(result: Any, *, binary: bool) -> str:
+def _largest_gap(result: Any, *, binary: bool, deviation: bool = False) -> str:
     """Where the cumulative differences move most, in words (the full population's D).
 
-    The path's lowest and highest points bound the band of scores over which observed minus
-    predicted adds up to :math:`D` (eq. (2) of paper 000): said as positives more or fewer than
-    predicted, as a count for unweighted binary responses, else as a share of all rows.
+    The path's lowest and highest points bound the band over which they add up to D (eq. (2)
+    of paper 000): positives more or fewer than predicted (a count when unweighted binary, else
+    a share of all rows); with ``deviation`` (paper 003, eqs. (5), (8)), than the full
+    population has at the same scores.
     """
     path = getattr(result, "path", None)
     if path is None or getattr(result, "order_by", None) is not None or len(path) < 2:
         return ""
-    low, high = int(path.argmin()), int(path.argmax())
-    first, last = min(low, high), max(low, high)
+    first, last = sorted((int(path.argmin()), int(path.argmax())))
     gap = float(path[last] - path[first])
     if gap == 0 or last == first:
         return ""
-    position = result.position
-    band = f"{_score_percent(position[first + 1])} to {_score_percent(position[last])}"
+    band = " to ".join(_score_percent(result.position[k]) for k in (first + 1, last))
     word = ("more" if gap > 0 else "fewer") if binary else ("higher" if gap > 0 else "lower")
-    if binary and not result.weighted:
-        amount = f"about {format_count(abs(gap) * result.n)} {word} positives than predicted"
-    else:
-        amount = f"{format_percent(abs(gap))} of all rows {word} than predicted"
-    return f"; the largest gap is where the model predicted {band}: {amount} there"
+    against = "the full population has at the same scores" if deviation else "predicted"
+    amount = (f"about {format_count(abs(gap) * result.n)} {word} positives than {against}"
+              if binary and not result.weighted else f"{format_percent(abs(gap))} of "
+              f"{'its' if deviation else 'all'} rows {word} than {against}")
+    where = f"its scores run from {band}" if deviation else f"the model predicted {band}"
+    return f"; the largest gap is where {where}: {amount}{'' if deviation else ' there'}"
 
 
 def _score_percent(score: Any) -> str:
@@ -335,7 +335,7 @@ def calibration_sentence(result: Any, *, description: str = "full population",
     else:
         judged = ("is calibrated within what chance produces" if ok else
                   "is miscalibrated beyond chance")
-    tail = "" if ok or deviation else _largest_gap(result, binary=binary)
+    tail = "" if ok else _largest_gap(result, binary=binary, deviation=deviation)
     return f"{scope} {judged}{': ' + said if said else ''}{tail}.", ok
 
 

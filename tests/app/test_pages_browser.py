@@ -1,8 +1,12 @@
 """Every page at 1440×900 and at 1920×1080 in presentation mode, in a real browser (issue #40).
 
 One server for the module (Debian's chromium via Playwright, never `playwright install`); each
-page is opened by its address in a fresh browser context (a colleague opening a link) and
-fails on: an exception element; two texts of a chart that overlap (a legend over a title or
+page is opened by its address in a fresh browser context (a colleague opening a link) at
+1440×900 and checked, then the same session is switched to presentation mode by its toggle at
+1920×1080 (the address gains ``pm=1``) and checked again: one page load instead of two (a
+chromium page load costs 5-10 CPU s on these machines; opening the ``pm=1`` addresses
+themselves is test_review_browser's, test_compare_browser's and test_browser's). A page fails
+on: an exception element; two texts of a chart that overlap (a legend over a title or
 over another text included); a legend box over a chart's plot area (where the data are); a
 table (a canvas grid) wider than its box or whose cells' text needs more than its columns
 give; a chart whose data area is below 35% of its height; a chart
@@ -11,8 +15,8 @@ same tick label twice; a widget label, select box value, toggle, button, caption
 its box; and, at 1440×900, a Review grid (verdict included) that does not end on the first
 screen — for the full population, the argmax subpopulation, a searched finding, a period
 opened from Monitor and after a fix was judged (their sections join the verdict). Screenshots
-of the first screen and of the whole page go to test-artifacts/pages-<size>-<page>.png. The
-pages include Compare with both models and Review with B beside A (``review-ab``).
+of the first screen go to test-artifacts/pages-<size>-<page>.png. The pages include Compare
+with both models and Review with B beside A (``review-ab``).
 """
 
 from __future__ import annotations
@@ -180,24 +184,41 @@ def _visit(browser, url: str, size: str, charts: int, name: str, then=None) -> d
             timeout=180_000)
         if then is not None:
             then(page)
-        if charts:
-            page.locator(".js-plotly-plot >> visible=true").nth(charts - 1).wait_for(
-                timeout=180_000)
-        wait_idle(page, timeout=180_000)
-        page.wait_for_timeout(1_000)  # plotly's automargin redraw
-        exceptions = page.get_by_test_id("stException")
-        assert exceptions.count() == 0, f"{name}: {exceptions.first.inner_text()[:500]}"
-        layout = page.evaluate(PAGE_JS)
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=ARTIFACTS / f"{name}.png")
-        tall = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
-        if FULL_SCREENSHOTS and tall > height:
-            page.set_viewport_size({"width": width, "height": min(tall, 6000)})
-            page.wait_for_timeout(800)
-            page.screenshot(path=ARTIFACTS / f"{name}-full.png")
-        return layout
+        return _check(page, charts, name, height)
     finally:
         page.context.close()
+
+
+def _check(page, charts: int, name: str, height: int) -> dict:
+    """Wait for ``charts`` charts and the end of the run; the layout (PAGE_JS) and screenshots."""
+    if charts:
+        page.locator(".js-plotly-plot >> visible=true").nth(charts - 1).wait_for(
+            timeout=180_000)
+    wait_idle(page, timeout=180_000)
+    page.wait_for_timeout(1_000)  # plotly's automargin redraw
+    exceptions = page.get_by_test_id("stException")
+    assert exceptions.count() == 0, f"{name}: {exceptions.first.inner_text()[:500]}"
+    layout = page.evaluate(PAGE_JS)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / f"{name}.png")
+    tall = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    if FULL_SCREENSHOTS and tall > height:
+        width = page.viewport_size["width"]
+        page.set_viewport_size({"width": width, "height": min(tall, 6000)})
+        page.wait_for_timeout(800)
+        page.screenshot(path=ARTIFACTS / f"{name}-full.png")
+        page.set_viewport_size({"width": width, "height": height})
+    return layout
+
+
+def _present(page) -> None:
+    """Switch the open page to presentation mode at 1920×1080 by the sidebar's toggle."""
+    width, height, _ = SIZES["presentation"]
+    page.set_viewport_size({"width": width, "height": height})
+    page.get_by_test_id("stSidebar").get_by_text("Presentation mode", exact=True).click()
+    page.get_by_test_id("stSidebar").wait_for(state="hidden", timeout=60_000)
+    page.locator("[data-testid=stMain] h1, [data-testid=stMain] h2").first.wait_for(
+        timeout=180_000)
 
 
 def _name(address: str) -> str:
@@ -206,13 +227,23 @@ def _name(address: str) -> str:
     return f"{name}-ab" if "rb=" in address else name
 
 
-@pytest.mark.parametrize("size", list(SIZES))
 @pytest.mark.parametrize(("address", "charts"), PAGES, ids=[_name(p[0]) for p in PAGES])
-def test_every_page_holds(app_url, browser, address, charts, size):
+def test_every_page_holds(app_url, browser, address, charts):
     page_name = _name(address)
-    layout = _visit(browser, f"{app_url}/{address}{SIZES[size][2]}", size, charts,
-                    f"pages-{size}-{page_name}")
-    assert not layout["problems"], "\n".join(layout["problems"])
+    page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+    try:
+        page.goto(f"{app_url}/{address}")
+        page.locator("[data-testid=stMain] h1, [data-testid=stMain] h2").first.wait_for(
+            timeout=180_000)
+        normal = _check(page, charts, f"pages-normal-{page_name}", 900)
+        assert not normal["problems"], "1440x900:\n" + "\n".join(normal["problems"])
+        _present(page)
+        assert "pm=1" in page.url, page.url  # the link says so
+        shown = _check(page, charts, f"pages-presentation-{page_name}", 1080)
+        assert not shown["problems"], "presentation mode, 1920x1080:\n" + "\n".join(
+            shown["problems"])
+    finally:
+        page.context.close()
 
 
 @pytest.mark.parametrize("scope", list(REVIEW_SCOPES))

@@ -238,6 +238,43 @@ def test_subpopulation_scope_speaks_of_its_deviation_in_words():
     assert re.search(r"predicted \d+(\.\d+)?% positive and \d+(\.\d+)?% were", sentence)
 
 
+def test_deviation_names_the_band_and_the_positives_against_the_full_population():
+    """A subpopulation that is calibrated on average but short of positives in one score band:
+    the sentence names that band and about how many positives it lacks against the full
+    population at the same scores (simulated: every 5th row is the subpopulation; between
+    scores 0.4 and 0.6 its labels are drawn at score - 0.25 and elsewhere at score + 0.05, so
+    the full population there drops by 0.25/5 and the planted gap is 0.25 * 4/5 per row)."""
+    from mcviz.io import Predictions
+
+    rng = np.random.default_rng(3)
+    n = 40_000
+    score = np.sort(rng.random(n))
+    label = (rng.random(n) < score).astype(float)
+    sub = np.arange(n) % 5 == 0
+    band = sub & (score > 0.4) & (score < 0.6)
+    label[band] = rng.random(band.sum()) < score[band] - 0.25
+    rest = sub & ~band
+    label[rest] = rng.random(rest.sum()) < np.minimum(score[rest] + 0.05, 1.0)
+    pred = Predictions.from_arrays(score, label)
+    deviation = subpopulation_deviation(pred, np.flatnonzero(sub))
+    sentence, ok = calibration_sentence(deviation, description="every fifth", total=n,
+                                        deviation=True, rates=mean_rates(pred, index=sub))
+    assert not ok
+    found = re.search(r"the largest gap is where its scores run from (\d+)% to (\d+)%: about "
+                      r"([\d,]+) fewer positives than the full population has at the same "
+                      r"scores\.$", sentence)
+    assert found, sentence
+    low, high, count = int(found[1]), int(found[2]), int(found[3].replace(",", ""))
+    assert 30 <= low <= 42 and 58 <= high <= 70, sentence
+    planted = 0.25 * 0.8 * band.sum()  # about 320 positives
+    assert abs(count - planted) < 0.25 * planted, (count, planted)
+    # within chance of the full population (the same rows' labels drawn at the score): no band
+    calibrated = Predictions.from_arrays(score, (rng.random(n) < score).astype(float))
+    same, ok = calibration_sentence(subpopulation_deviation(calibrated, np.flatnonzero(sub)),
+                                    description="every fifth", total=n, deviation=True)
+    assert ok and "largest gap" not in same, same
+
+
 def test_untested_multicalibration_names_the_cost_and_the_next_step():
     m = R(metric_z=4.2, n_subpopulations=1000, argmax=R(description="age >= 40", size=7))
     text = multicalibration_sentence(m, None, estimate="about 3.5 s", words="age 40 or more")
