@@ -7,7 +7,9 @@ CPU time and the peak resident memory of that process tree (polled from /proc ev
 DuckDB's threads, Spark's JVM and Python workers included). "library" loads the file into
 :class:`~mcviz.io.Predictions`, selects each subpopulation's rows (``select_rows`` within its
 parent) and runs :func:`mcviz.multicalibration`; every M is printed to compare (the engines
-must agree with the library to 1e-12). DuckDB runs under SET memory_limit = --memory-limit.
+must agree with the library to 1e-12). --memory-limit bounds the DuckDB child as it bounds
+``mcviz screen``: DuckDB gets the limit minus what the process holds and the evaluator's
+buffers (:func:`mcviz.engines.memory.duckdb_share`).
 With --limit-rows N (off by default; 10^8 is the issue's case), DuckDB also screens N rows
 under that limit, and the table says whether it spilled to its temp_directory (largest size
 seen) and finished. Under load from other processes CPU time is the more robust number.
@@ -73,8 +75,10 @@ def write_data(directory: Path, rows: int, seed: int = 0) -> Path:
     return path
 
 
-def make_specs(path: Path, n_subpopulations: int, seed: int) -> tuple:
+def make_specs(path: Path, n_subpopulations: int, seed: int) -> dict:
+    """Algorithm 1's specs on a sample of at most 10^6 rows, and their members per row."""
     from mcviz.engines.duckdb_engine import read_sample
+    from mcviz.engines.memory import members_per_row
     from mcviz.io import load_predictions
     from mcviz.subpopulations import generate_subpopulations
 
@@ -82,7 +86,8 @@ def make_specs(path: Path, n_subpopulations: int, seed: int) -> tuple:
     pred = load_predictions(sample, score="score", label="label", weight="weight",
                             covariates=["x1", "x2", "cat", "flag"])
     subpopulations = generate_subpopulations(pred, n_subpopulations=n_subpopulations, seed=seed)
-    return as_specs(subpopulations)
+    per_row = members_per_row([s.index.size for s in subpopulations], pred.n)
+    return {"specs": as_specs(subpopulations), "members_per_row": per_row}
 
 
 # ------------------------------------------------------------------------------ child process
@@ -140,8 +145,25 @@ def _library(data: str, specs):
     return multicalibration(pred, subpopulations, sigma_method="bernoulli"), pred.n
 
 
+def _duckdb_limit(args: argparse.Namespace, drawn: dict) -> str | None:
+    """DuckDB's share of --memory-limit as ``mcviz screen`` gives it (the limit bounds the
+    process: what it holds and the evaluator's buffers are set aside)."""
+    from mcviz.core.batches import usable_cores
+    from mcviz.engines.duckdb_engine import BATCH_ROWS
+    from mcviz.engines.memory import duckdb_share, screen_reserve
+
+    if args.memory_limit is None:
+        return None
+    threads = 1 if args.child.endswith("hist") else (args.threads or usable_cores())
+    reserve = screen_reserve(drawn["members_per_row"], threads=threads, batch_rows=BATCH_ROWS)
+    if args.child.endswith("hist"):
+        reserve += 40 * len(drawn["specs"]) * args.bins
+    return duckdb_share(args.memory_limit, reserve=reserve, refuse=True, what="this screen")
+
+
 def child(args: argparse.Namespace) -> None:
-    specs = pickle.loads(Path(args.specs).read_bytes())
+    drawn = pickle.loads(Path(args.specs).read_bytes())
+    specs = drawn["specs"]
     engine_name, _, mode = args.child.partition("-")
     spill = {"max": 0}
     stop = threading.Event()
@@ -166,7 +188,7 @@ def child(args: argparse.Namespace) -> None:
     elif engine_name == "duckdb":
         from mcviz.engines.duckdb_engine import DuckDBEngine
 
-        engine = DuckDBEngine(args.data, COLUMNS, memory_limit=args.memory_limit,
+        engine = DuckDBEngine(args.data, COLUMNS, memory_limit=_duckdb_limit(args, drawn),
                               temp_directory=temp, threads=args.threads)
         threading.Thread(target=watch, daemon=True).start()
     else:
@@ -245,7 +267,9 @@ def main() -> None:
     parser.add_argument("--limit-rows", type=int, default=0,
                         help="rows for the extra memory-limited DuckDB run (default 0: skip; "
                              "the issue's case is 100000000)")
-    parser.add_argument("--memory-limit", default="1GB", help="DuckDB memory_limit of every run")
+    parser.add_argument("--memory-limit", default="1GB",
+                        help="memory limit of every DuckDB run (the whole process, as mcviz "
+                        "screen --memory-limit)")
     parser.add_argument("--limit-subpopulations", type=int,
                         help="subpopulations of the memory-limited run (default --subpopulations)")
     parser.add_argument("--limit-mode", choices=("exact", "hist"), default="exact",
@@ -293,10 +317,11 @@ def _prepare(directory: Path, rows: int, subpopulations: int, seed: int,
     print(f"data: {data} ({data.stat().st_size / 2**20:,.0f} MiB, "
           f"{time.perf_counter() - start:.0f} s)", flush=True)
     start = time.perf_counter()
-    specs = make_specs(data, subpopulations, seed)
+    drawn = make_specs(data, subpopulations, seed)
     specs_path = directory / f"specs_{rows}_{subpopulations}.pkl"
-    specs_path.write_bytes(pickle.dumps(specs))
-    print(f"{len(specs) - 1} subpopulations from a sample of at most 10^6 rows "
+    specs_path.write_bytes(pickle.dumps(drawn))
+    print(f"{len(drawn['specs']) - 1} subpopulations from a sample of at most 10^6 rows, "
+          f"{drawn['members_per_row']:.1f} members per row "
           f"({time.perf_counter() - start:.0f} s)", flush=True)
     return data, specs_path
 

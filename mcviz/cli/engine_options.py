@@ -32,23 +32,13 @@ def require_engine(name: str) -> None:
     _require_engine(name)
 
 
-def resident_bytes() -> int:
-    """This process's resident memory now (Linux ``/proc/self/statm``; 0 where unreadable)."""
-    import os
-
-    try:
-        with open("/proc/self/statm") as stream:
-            return int(stream.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def engine_share(memory_limit: str | None) -> str | None:
     """DuckDB's share of ``--memory-limit``: the limit minus what this process holds now.
 
     ``--memory-limit`` bounds the whole process: a search at scale keeps its sample's rows
-    and findings in Python while DuckDB sorts, so DuckDB gets the rest (at least a quarter of
-    the limit). None: no limit given (DuckDB's own default).
+    and findings in Python while DuckDB sorts, so DuckDB gets the rest, less its own overshoot
+    (:func:`mcviz.engines.memory.duckdb_share`; at least a quarter of the limit). None: no
+    limit given (DuckDB's own default).
 
     Examples
     --------
@@ -59,11 +49,9 @@ def engine_share(memory_limit: str | None) -> str | None:
     """
     if memory_limit is None:
         return None
-    from mcviz.budget import memory_budget
+    from mcviz.engines.memory import duckdb_share
 
-    limit = memory_budget(memory_limit)
-    share = max(limit - resident_bytes() - (64 << 20), limit // 4)
-    return f"{share // 2**20}MiB"
+    return duckdb_share(memory_limit)
 
 
 SAMPLE_ROWS = 10_000

@@ -28,6 +28,7 @@ import pandas as pd
 
 from mcviz.cli import _common
 from mcviz.engines.base import Columns, Engine, as_specs, expand_paths
+from mcviz.engines.memory import members_per_row
 from mcviz.engines.results import write_screen
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions, load_predictions
@@ -52,7 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="drop invalid rows (and say how many)")
     _common.add_kind_arguments(parser)
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy")
-    parser.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 2GB (spills beyond)")
+    parser.add_argument("--memory-limit", metavar="SIZE",
+                        help="memory limit of the whole screen with --engine duckdb, e.g. 2GB: "
+                        "DuckDB gets what this process and the screen's buffers leave, and spills "
+                        "beyond it; a limit too small to hold the screen is refused")
     master = _spark_master_default()
     parser.add_argument(
         "--spark-master", default=master, metavar="URL",
@@ -201,6 +205,30 @@ def read_sample_interruptible(
             con.close()
 
 
+def _duckdb_limit(files, limit: str, per_row: float, specs: int, bins: int | None) -> str:
+    """DuckDB's ``memory_limit`` when ``--memory-limit`` bounds the whole screen.
+
+    DuckDB gets the limit minus what this process holds now and what the screen's own buffers
+    will take beside it (:func:`~mcviz.engines.memory.screen_reserve`: one block of
+    :data:`~mcviz.engines.duckdb_engine.BATCH_ROWS` rows and its members, ``per_row`` per row
+    as Algorithm 1 found them on the sample, per summarising thread (a smaller table: one
+    block of all its rows); histogram mode: one thread and the ``specs`` x ``bins`` cells). A
+    limit that cannot hold the screen is refused with the smallest one that can
+    (:func:`~mcviz.engines.memory.duckdb_share`).
+    """
+    from mcviz.cli.engine_options import rows_in_files
+    from mcviz.core.batches import usable_cores
+    from mcviz.engines.duckdb_engine import BATCH_ROWS
+    from mcviz.engines.memory import duckdb_share, screen_reserve
+
+    threads = usable_cores() if bins is None else 1
+    reserve = screen_reserve(per_row, threads=threads, batch_rows=BATCH_ROWS,
+                             rows=rows_in_files(files))
+    if bins is not None:
+        reserve += 40 * specs * bins  # five float64 sums per (subpopulation, bin)
+    return duckdb_share(limit, reserve=reserve, refuse=True, what="this screen")
+
+
 def run(args: argparse.Namespace) -> dict:
     """Run ``mcviz screen``; return the summary (the table goes to ``--out``)."""
     out = Path(args.out)
@@ -229,11 +257,15 @@ def run(args: argparse.Namespace) -> dict:
                     "n_subpopulations": args.subpopulations, "min_size": args.min_size,
                     "seed": args.seed}
         kinds = pred.covariate_kinds
-        specs = None
+        specs, limit = None, args.memory_limit
         if args.engine != "numpy":  # Algorithm 1 on the sample, before the engine starts:
-            specs = as_specs(generate_subpopulations(pred, **generate))  # conditions only
-            del pred  # the sample's rows and the members' index arrays are let go
-        engine = make_engine(args.engine, files, columns, memory_limit=args.memory_limit,
+            subpopulations = generate_subpopulations(pred, **generate)
+            specs = as_specs(subpopulations)  # conditions only
+            per_row = members_per_row([s.index.size for s in subpopulations], pred.n)
+            del pred, subpopulations  # the sample's rows and the members' index arrays go
+            if args.engine == "duckdb" and limit is not None:
+                limit = _duckdb_limit(files, limit, per_row, len(specs), args.histogram)
+        engine = make_engine(args.engine, files, columns, memory_limit=limit,
                              drop_invalid=args.drop_invalid, temp_directory=spill,
                              spark_master=args.spark_master)
         options = ({"exact": False, "bins": args.histogram} if args.histogram is not None

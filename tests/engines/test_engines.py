@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -438,6 +439,27 @@ def test_cli_screen_json(parquet, tmp_path, capsys, engine):
     table = pd.read_parquet(out)
     assert len(table) == output["n_subpopulations"] == 31
     assert output["metric"] == pytest.approx(table["normalized"].max())
+
+
+def test_cli_screen_refuses_a_memory_limit_it_cannot_hold_and_names_one_it_can(
+        parquet, tmp_path, capsys):
+    # --memory-limit bounds the whole process (Python holds more than 50MB before DuckDB
+    # starts): refused in one line naming the flag and a limit that works, and that one works
+    out = tmp_path / "o.parquet"
+    args = ["screen", str(parquet), "--engine", "duckdb", "--subpopulations", "30",
+            "--sample-rows", "2000", "--seed", "4", "--out", str(out), "--json"]
+    assert main([*args, "--memory-limit", "50MB"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--memory-limit 50MB cannot hold this screen" in err
+    smallest = int(re.search(r"Give --memory-limit (\d+)MB or more\.$", err).group(1))
+    assert not out.exists()
+    assert main([*args, "--memory-limit", f"{smallest - 100}MB"]) == 2  # the smallest, to 100 MB
+    assert "cannot hold this screen" in capsys.readouterr().err
+    assert main([*args, "--memory-limit", f"{smallest}MB"]) == 0
+    bounded = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    assert bounded == json.loads(capsys.readouterr().out)
 
 
 def test_cli_engines_agree_and_histogram(parquet, tmp_path, capsys):
