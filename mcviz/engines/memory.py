@@ -18,7 +18,8 @@ buffers and sort keys).
 Measured (DuckDB 2.0, 2 cores, ``benchmarks/bench_scale.py`` data, score-sorted stream): the
 process's resident memory while DuckDB sorts minus the memory before it, against the limit
 given: 36 MiB over at 122 MiB, 29 at 191 MiB, 23 at 477 MiB, 24 at 954 MiB (10^7 rows) and
-69 MiB over at 1,907 MiB (10^8 rows, 4 GiB spilled). A limit of 57 MiB fails to sort 10^7 rows
+69 MiB over at 1,907 MiB (10^8 rows, 4 GiB spilled); opening the connection adds about 35 MiB
+before that. A limit of 57 MiB fails to sort 10^7 rows
 ("failed to pin block"), 122 MiB works: :data:`DUCKDB_FLOOR`.
 """
 
@@ -34,10 +35,11 @@ __all__ = ["BYTES_PER_MEMBER", "DUCKDB_FLOOR", "DUCKDB_OVER_FIXED", "DUCKDB_OVER
 MARGIN = 64 << 20
 """Bytes kept free beside DuckDB and the command's buffers (Python's own small allocations)."""
 
-DUCKDB_OVER_FIXED = 40 << 20
+DUCKDB_OVER_FIXED = 80 << 20
 DUCKDB_OVER_SHARE = 0.02
-"""DuckDB's resident memory beyond its ``memory_limit``: 40 MiB plus 2% of the limit (measured
-23-36 MiB at limits of 122-954 MiB, 69 MiB at 1,907 MiB; see the module docstring)."""
+"""DuckDB's resident memory beyond its ``memory_limit``: 80 MiB plus 2% of the limit. Measured:
+the connection itself takes about 35 MiB before any query, and a sort 23-36 MiB more than its
+limit at limits of 122-954 MiB, 69 MiB at 1,907 MiB (see the module docstring)."""
 
 DUCKDB_FLOOR = 128 << 20
 """The smallest ``memory_limit`` given to DuckDB: it sorts 10^7 rows in 122 MiB, not in 57."""
@@ -97,8 +99,11 @@ def screen_reserve(per_row: float, *, threads: int, batch_rows: int,
     """
     from mcviz.core.evaluator import GROUP_ELEMENTS
 
-    block = batch_rows if rows is None else min(batch_rows, max(int(rows), 1))
-    threads = max(min(int(threads), -(-max(int(rows or 1), 1) // block)), 1)
+    threads = max(int(threads), 1)
+    block = batch_rows
+    if rows is not None:  # a table of fewer rows: fewer and smaller blocks
+        block = min(batch_rows, max(int(rows), 1))
+        threads = min(threads, -(-max(int(rows), 1) // block))
     per_block = block * (BYTES_PER_MEMBER * max(float(per_row), 1.0) + ROW_BYTES)
     return int(threads * (per_block + 48 * GROUP_ELEMENTS))
 
