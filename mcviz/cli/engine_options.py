@@ -87,20 +87,10 @@ def refuse_unsupported(args: argparse.Namespace) -> None:
 
 
 def rows_in_files(files) -> int | None:
-    """The rows the Parquet footers count over ``files``; None when a footer cannot be read.
+    """Return the rows the Parquet footers count (:func:`mcviz.engines.base.rows_in_files`)."""
+    from mcviz.engines.base import rows_in_files as footer_rows
 
-    No row is read (the footers only): the engine's own read says what is wrong with a file.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    total = 0
-    for name in files:
-        try:
-            total += int(pq.ParquetFile(name).metadata.num_rows)
-        except (OSError, ValueError, TypeError, pa.ArrowException):
-            return None
-    return total
+    return footer_rows(files)
 
 
 def read_whole(files, spill: str, *, seed: int = 0, memory_limit: str | None = None):

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from mcviz.cli import _common
-from mcviz.engines.base import Columns, Engine, as_specs, expand_paths
+from mcviz.engines.base import Columns, Engine, as_specs, expand_paths, rows_in_files
 from mcviz.engines.memory import members_per_row
 from mcviz.engines.results import write_screen
 from mcviz.errors import ValidationError
@@ -216,7 +216,6 @@ def _duckdb_limit(files, limit: str, per_row: float, specs: int, bins: int | Non
     limit that cannot hold the screen is refused with the smallest one that can
     (:func:`~mcviz.engines.memory.duckdb_share`).
     """
-    from mcviz.cli.engine_options import rows_in_files
     from mcviz.core.batches import usable_cores
     from mcviz.engines.duckdb_engine import BATCH_ROWS
     from mcviz.engines.memory import duckdb_share, screen_reserve

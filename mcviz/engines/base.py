@@ -81,6 +81,7 @@ __all__ = [
     "exact_result",
     "expand_paths",
     "finish_screen",
+    "rows_in_files",
 ]
 
 DEFAULT_EXACT_BINS = 1024
@@ -402,6 +403,23 @@ class HistogramAccumulator:
         return BinSummaries(position=present // self.bins, bin=present % self.bins,
                             count=np.rint(s[0]).astype(np.int64), weight=s[1], diff=s[2],
                             positive=s[3], negative=s[4], variance=s[5])
+
+
+def rows_in_files(files) -> int | None:
+    """Return the rows the Parquet footers count over ``files`` (None: a footer unreadable).
+
+    No row is read (the footers only): the engine's own read says what is wrong with a file.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    total = 0
+    for name in files:
+        try:
+            total += int(pq.ParquetFile(name).metadata.num_rows)
+        except (OSError, ValueError, TypeError, pa.ArrowException):
+            return None
+    return total
 
 
 def arrow_blocks(batches, rows: int):
