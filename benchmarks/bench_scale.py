@@ -145,20 +145,24 @@ def _library(data: str, specs):
     return multicalibration(pred, subpopulations, sigma_method="bernoulli"), pred.n
 
 
-def _duckdb_limit(args: argparse.Namespace, drawn: dict) -> str | None:
-    """DuckDB's share of --memory-limit as ``mcviz screen`` gives it (the limit bounds the
-    process: what it holds and the evaluator's buffers are set aside)."""
+def _duckdb_limits(args: argparse.Namespace, drawn: dict) -> tuple:
+    """DuckDB's share of --memory-limit while it sorts and while the rows stream, as ``mcviz
+    screen`` gives them (the limit bounds the process: what it holds, and while the rows
+    stream the evaluator's buffers, are set aside)."""
     from mcviz.core.batches import usable_cores
     from mcviz.engines.duckdb_engine import BATCH_ROWS
     from mcviz.engines.memory import duckdb_share, screen_reserve
 
     if args.memory_limit is None:
-        return None
+        return None, None
     threads = 1 if args.child.endswith("hist") else (args.threads or usable_cores())
     reserve = screen_reserve(drawn["members_per_row"], threads=threads, batch_rows=BATCH_ROWS)
     if args.child.endswith("hist"):
         reserve += 40 * len(drawn["specs"]) * args.bins
-    return duckdb_share(args.memory_limit, reserve=reserve, refuse=True, what="this screen")
+        share = duckdb_share(args.memory_limit, reserve=reserve, refuse=True)
+        return share, share
+    stream = duckdb_share(args.memory_limit, reserve=reserve, refuse=True)
+    return duckdb_share(args.memory_limit), stream
 
 
 def child(args: argparse.Namespace) -> None:
@@ -188,8 +192,9 @@ def child(args: argparse.Namespace) -> None:
     elif engine_name == "duckdb":
         from mcviz.engines.duckdb_engine import DuckDBEngine
 
-        engine = DuckDBEngine(args.data, COLUMNS, memory_limit=_duckdb_limit(args, drawn),
-                              temp_directory=temp, threads=args.threads)
+        limit, stream_limit = _duckdb_limits(args, drawn)
+        engine = DuckDBEngine(args.data, COLUMNS, memory_limit=limit, temp_directory=temp,
+                              threads=args.threads, stream_memory_limit=stream_limit)
         threading.Thread(target=watch, daemon=True).start()
     else:
         from mcviz.engines.spark_engine import SparkEngine, local_session

@@ -108,8 +108,12 @@ def sample_columns(pred: Predictions, sample: pd.DataFrame) -> Columns:
 
 def make_engine(name: str, files, columns: Columns, *, memory_limit: str | None = None,
                 drop_invalid: bool = False, temp_directory: str | None = None,
-                spark_master: str | None = None) -> Engine:
-    """Build the named engine over the files (DuckDB spills into ``temp_directory``)."""
+                spark_master: str | None = None, stream_memory_limit: str | None = None) -> Engine:
+    """Build the named engine over the files (DuckDB spills into ``temp_directory``).
+
+    ``stream_memory_limit``: DuckDB's limit once the sorted rows stream (see
+    :class:`~mcviz.engines.duckdb_engine.DuckDBEngine`).
+    """
     if name == "numpy":
         from mcviz.engines.numpy_engine import NumpyEngine
 
@@ -120,7 +124,7 @@ def make_engine(name: str, files, columns: Columns, *, memory_limit: str | None 
         except ImportError:  # pragma: no cover
             raise ValidationError("the duckdb engine needs `pip install mcviz[duckdb]`.") from None
         return DuckDBEngine(files, columns, memory_limit=memory_limit, drop_invalid=drop_invalid,
-                            temp_directory=temp_directory)
+                            temp_directory=temp_directory, stream_memory_limit=stream_memory_limit)
     if name == "spark":
         try:
             from mcviz.engines.spark_engine import SparkEngine
@@ -205,16 +209,19 @@ def read_sample_interruptible(
             con.close()
 
 
-def _duckdb_limit(files, limit: str, per_row: float, specs: int, bins: int | None) -> str:
-    """DuckDB's ``memory_limit`` when ``--memory-limit`` bounds the whole screen.
+def _duckdb_limits(files, limit: str, per_row: float, specs: int,
+                   bins: int | None) -> tuple[str, str]:
+    """DuckDB's ``memory_limit`` while it sorts and while the rows stream, under ``limit``.
 
-    DuckDB gets the limit minus what this process holds now and what the screen's own buffers
-    will take beside it (:func:`~mcviz.engines.memory.screen_reserve`: one block of
+    ``--memory-limit`` bounds the whole screen. While DuckDB sorts it gets the limit minus
+    what this process holds now; once the sorted rows stream, that minus what the screen's
+    own buffers take beside it (:func:`~mcviz.engines.memory.screen_reserve`: one block of
     :data:`~mcviz.engines.duckdb_engine.BATCH_ROWS` rows and its members, ``per_row`` per row
     as Algorithm 1 found them on the sample, per summarising thread (a smaller table: one
-    block of all its rows); histogram mode: one thread and the ``specs`` x ``bins`` cells). A
-    limit that cannot hold the screen is refused with the smallest one that can
-    (:func:`~mcviz.engines.memory.duckdb_share`).
+    block of all its rows)); DuckDB writes out what no longer fits when the stream starts.
+    Histogram mode (no sort) gets the second limit all along, less one thread's block and the
+    ``specs`` x ``bins`` cells. A limit that cannot hold the screen is refused with the
+    smallest one that can (:func:`~mcviz.engines.memory.duckdb_share`).
     """
     from mcviz.core.batches import usable_cores
     from mcviz.engines.duckdb_engine import BATCH_ROWS
@@ -223,9 +230,12 @@ def _duckdb_limit(files, limit: str, per_row: float, specs: int, bins: int | Non
     threads = usable_cores() if bins is None else 1
     reserve = screen_reserve(per_row, threads=threads, batch_rows=BATCH_ROWS,
                              rows=rows_in_files(files))
-    if bins is not None:
+    if bins is not None:  # no sort: the cells sit beside DuckDB all along
         reserve += 40 * specs * bins  # five float64 sums per (subpopulation, bin)
-    return duckdb_share(limit, reserve=reserve, refuse=True, what="this screen")
+        share = duckdb_share(limit, reserve=reserve, refuse=True, what="this screen")
+        return share, share
+    stream = duckdb_share(limit, reserve=reserve, refuse=True, what="this screen")
+    return duckdb_share(limit), stream
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -256,15 +266,17 @@ def run(args: argparse.Namespace) -> dict:
                     "n_subpopulations": args.subpopulations, "min_size": args.min_size,
                     "seed": args.seed}
         kinds = pred.covariate_kinds
-        specs, limit = None, args.memory_limit
+        specs, limit, stream_limit = None, args.memory_limit, None
         if args.engine != "numpy":  # Algorithm 1 on the sample, before the engine starts:
             subpopulations = generate_subpopulations(pred, **generate)
             specs = as_specs(subpopulations)  # conditions only
             per_row = members_per_row([s.index.size for s in subpopulations], pred.n)
             del pred, subpopulations  # the sample's rows and the members' index arrays go
             if args.engine == "duckdb" and limit is not None:
-                limit = _duckdb_limit(files, limit, per_row, len(specs), args.histogram)
+                limit, stream_limit = _duckdb_limits(files, limit, per_row, len(specs),
+                                                     args.histogram)
         engine = make_engine(args.engine, files, columns, memory_limit=limit,
+                             stream_memory_limit=stream_limit,
                              drop_invalid=args.drop_invalid, temp_directory=spill,
                              spark_master=args.spark_master)
         options = ({"exact": False, "bins": args.histogram} if args.histogram is not None

@@ -116,6 +116,11 @@ class DuckDBEngine(Engine):
         Score, label and weight columns and the positive label.
     memory_limit : str, optional
         DuckDB's ``memory_limit`` (for example ``"2GB"``); larger intermediate results spill.
+    stream_memory_limit : str, optional
+        DuckDB's ``memory_limit`` once the sorted rows of exact mode start to stream (default:
+        ``memory_limit``): the evaluator's buffers then sit beside DuckDB, while the sort
+        before it may use their share too (``mcviz screen --memory-limit`` bounds the process
+        this way, :func:`mcviz.engines.memory.duckdb_share`).
     temp_directory : str, optional
         Where to spill (default: a fresh temporary directory).
     threads : int, optional
@@ -135,6 +140,7 @@ class DuckDBEngine(Engine):
         columns: Columns,
         *,
         memory_limit: str | None = None,
+        stream_memory_limit: str | None = None,
         temp_directory: str | None = None,
         threads: int | None = None,
         drop_invalid: bool = False,
@@ -152,6 +158,7 @@ class DuckDBEngine(Engine):
             temp_directory = self._tmp.name
         self.temp_directory = temp_directory
         self.memory_limit = memory_limit
+        self.stream_memory_limit = stream_memory_limit
         self.threads = threads
         try:
             self.con = connect(temp_directory, memory_limit=memory_limit, threads=threads)
@@ -222,16 +229,35 @@ class DuckDBEngine(Engine):
         weighted = self.columns.weight is not None
         try:  # a relation streams; a DB-API result would copy the rows first
             reader = self.con.sql(text, params=q.params).to_arrow_reader(self.batch_rows)
+            lowered = False
             for table in arrow_blocks(reader, self.batch_rows):
+                if not lowered and ordered and self.stream_memory_limit is not None:
+                    lowered = self._set_limit(self.stream_memory_limit)  # sorted: DuckDB
+                    # makes room for the evaluator's buffers
                 yield (table.column(sql.S).to_numpy(),
                        table.column(sql.R).to_numpy(),
                        table.column(sql.W).to_numpy() if weighted else None,
                        arrow_columns(table, sql.covariate_aliases(plan.columns)))
+            if lowered and self.memory_limit is not None:
+                self._set_limit(self.memory_limit)
         except (duckdb.Error, pa.ArrowException) as error:  # e.g. out of memory mid-sort
             raise ValidationError(
                 f"DuckDB could not stream the rows{_limit_text(self)}: "
                 f"{str(error).splitlines()[0]} Raise --memory-limit or free disk space "
                 f"for spilling in {self.temp_directory!r}.") from None
+
+    def _set_limit(self, limit: str) -> bool:
+        """Set DuckDB's memory limit while a query streams (``stream_memory_limit``).
+
+        Set from a second cursor of the same database (the first one is streaming); DuckDB
+        writes out what no longer fits. The limit goes back when the stream ends.
+        """
+        cursor = self.con.cursor()
+        try:
+            cursor.execute(f"SET memory_limit = {quote_literal(limit)}")
+        finally:
+            cursor.close()
+        return True
 
     def exact_summaries(self, specs: Sequence[SubpopulationSpec]) -> ChunkSummaries:
         """One pass over the rows sorted by score (out of core), measured batch by batch.
