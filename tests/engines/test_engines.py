@@ -509,6 +509,29 @@ def test_memory_limit_is_set_and_bad_limits_are_messages(parquet):
         DuckDBEngine(parquet, COLUMNS, memory_limit="lots")
 
 
+def test_duckdb_limit_is_lowered_while_the_sorted_rows_stream(parquet):
+    # the sort may use the evaluator's share; once rows stream DuckDB makes room, then gets
+    # its limit back (DuckDB's own setting, read from a second cursor)
+    from mcviz.core.membership import MembershipPlan
+
+    def setting(engine):
+        cursor = engine.con.cursor()
+        try:
+            return cursor.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        finally:
+            cursor.close()
+
+    with DuckDBEngine(parquet, COLUMNS, memory_limit="1GB", stream_memory_limit="300MB",
+                      batch_rows=2048) as engine:
+        seen = [setting(engine) for _ in engine._batches(MembershipPlan(()), ordered=True)]
+        after = setting(engine)
+        unsorted = [setting(engine) for _ in engine._batches(MembershipPlan(()), ordered=False)]
+    assert len(seen) == 2  # 3,000 rows in batches of 2,048
+    assert all(s.startswith("286.1 MiB") for s in seen), seen  # 300MB
+    assert after.startswith("953.6 MiB"), after  # 1GB
+    assert all(s.startswith("953.6 MiB") for s in unsorted), unsorted  # no sort: no change
+
+
 def test_drill_down_skips_row_groups_by_statistics(tmp_path):
     # Sorted by x2 in row groups of 200: a bare comparison lets DuckDB prune row groups.
     frame = make_frame(4000).sort_values("x2", kind="stable")
