@@ -17,6 +17,7 @@ import numpy as np
 from mcviz import Predictions, search_subpopulations
 from mcviz.cli.search import result_json
 from mcviz.search import _union
+from mcviz.search.rules import RULES
 
 
 def _planted(seed: int, shift_kind: float, shift_u: float, n: int = 20_000) -> Predictions:
@@ -111,3 +112,23 @@ def test_opposite_directions_are_never_joined():
     assert np.intersect1d(*[f.subpopulation.index for f in confirmed]).size == 0
     assert _union._pairs(result.findings) == []
     assert result.unions == ()
+
+
+def test_a_union_must_gain_materially_on_the_search_rows():
+    """Five findings asked of the planted union: a score band through both arms is confirmed too
+    (it carries their deviation). Its union with ``kind == k1`` gains 0.03 on the search rows
+    (a candidate pair: one direction, mostly apart) -- less than the search asks of a condition
+    (``RULES.material``) -- so only the arms' union is offered."""
+    pred = _planted(0, 0.12, 0.12)
+    result = search_subpopulations(pred, seed=0, n_findings=5)
+    confirmed = [f for f in result.findings if f.confirmed]
+    assert len(confirmed) == 3
+    band = next(f for f in confirmed if f.description.startswith("score"))
+    kind = next(f for f in confirmed if f.description.startswith("kind"))
+    assert (min(kind.rank, band.rank), max(kind.rank, band.rank)) in [
+        (a.rank, b.rank) for a, b, _ in _union._pairs(result.findings)]
+    both = np.union1d(kind.subpopulation.index, band.subpopulation.index)
+    gain = _z(pred, np.setdiff1d(both, result.holdout_index)) - kind.search_kuiper_z
+    assert 0 < gain < RULES.material(0.0, kept=kind.size / both.size)
+    assert [u.parts for u in result.unions] == [tuple(sorted(
+        f.rank for f in confirmed if f is not band))]
