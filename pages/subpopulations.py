@@ -231,6 +231,10 @@ def search_section(search) -> None:
         st.info("The search found no subpopulation to report.")
     for finding in search.findings:
         st.markdown(f"{finding.rank}\\. {md(finding.sentence)}")
+    for union in search.unions:  # confirmed findings offered as one problem
+        st.markdown(md(union.sentence), help="The union's held-out D/σ exceeds each part's; its "
+                    "p-value is Holm-adjusted over the findings and unions, and never below a "
+                    "part's. Each part stays a finding (and is fixed as one).")
     st.caption("p shown: each finding's p-value on the held-out rows (the search never saw "
                "them; Brownian-range, or simulated for small groups of 0/1 responses), "
                "Holm-adjusted over the findings reported.")

@@ -31,14 +31,23 @@ def _fields(node: ast.ClassDef) -> int:
 
 
 def long_records(trees: dict[str, ast.Module]) -> dict[str, int]:
-    """Frozen dataclasses with more than MAX_POSITIONAL fields: name -> fields."""
-    found: dict[str, int] = {}
+    """Frozen dataclasses with more than MAX_POSITIONAL fields: name -> fields.
+
+    A class's fields include those of the frozen classes it extends (named as its bases).
+    """
+    own: dict[str, tuple[int, list[str]]] = {}
     for tree in trees.values():
         for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef) and _frozen(node) and (
-                    count := _fields(node)) > MAX_POSITIONAL:
-                found[node.name] = max(count, found.get(node.name, 0))
-    return found
+            if isinstance(node, ast.ClassDef) and _frozen(node):
+                bases = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")
+                         for b in node.bases]
+                own[node.name] = (max(_fields(node), own.get(node.name, (0,))[0]), bases)
+
+    def count(name: str) -> int:
+        fields, bases = own[name]
+        return fields + sum(count(base) for base in bases if base in own and base != name)
+
+    return {name: total for name in own if (total := count(name)) > MAX_POSITIONAL}
 
 
 def positional_constructions(trees: dict[str, ast.Module], records: dict[str, int]) -> list[str]:
@@ -83,6 +92,10 @@ class Long:
 class Short:
     a: int
 
+@dataclass(frozen=True)
+class Extended(Short):
+{fields}
+
 @dataclass
 class Mutable:
 {fields}
@@ -92,9 +105,11 @@ module.Long(1, b=2, c=3, d=4, e=5, f=6, g=7)
 Long(a=1, b=2, c=3, d=4, e=5, f=6, g=7)
 Short(1)
 Mutable(1, 2, 3, 4, 5, 6, 7)
+Extended(1, 2, 3, 4, 5, 6, 7, 8)
 '''
     trees = {"x.py": ast.parse(source)}
     records = long_records(trees)
-    assert records == {"Long": 7}
+    assert records == {"Long": 7, "Extended": 8}  # its base's field counted
     assert positional_constructions(trees, records) == [
-        "x.py:28 Long(7 positional)", "x.py:29 Long(1 positional)"]
+        "x.py:38 Long(7 positional)", "x.py:39 Long(1 positional)",
+        "x.py:43 Extended(8 positional)"]

@@ -3,8 +3,11 @@
 Prints ``{"n", "search": {"max_conditions", "holdout", "seed", "candidates_scored", "seconds"},
 "mde": {"0.01", "0.05", "0.2"}, "findings": [{"rank", "confirmed", "holdout_kuiper_z",
 "p_adjusted", "p_value", "mean_residual", "ci_low", "ci_high", "holdout_size", "description",
-"size", "share", "kuiper_z", "sentence"}], "notice"}`` with findings in rank order, the held-out
-numbers first. ``holdout_kuiper_z`` is D/sigma over the held-out rows (where ``p_value`` and the
+"size", "share", "kuiper_z", "sentence"}], "unions": [{"parts", ...}], "notice"}`` with findings
+in rank order, the held-out numbers first. ``unions``: confirmed findings of one direction
+offered together as one problem (``parts``: their ranks; the other keys as a finding's, the
+description ``(A) or (B)``), when the union deviates more than each part on the search and the
+held-out rows (:mod:`mcviz.search._union`); empty when none is, and at scale. ``holdout_kuiper_z`` is D/sigma over the held-out rows (where ``p_value`` and the
 Holm-adjusted ``p_adjusted`` come from; ``confirmed`` is ``p_adjusted < 0.05``); the effect is
 the held-out weighted mean of observed - predicted with its 95% interval; ``kuiper_z`` is D/sigma
 over all rows, the searched ones included (not a test); ``sentence`` is the finding in words as
@@ -55,6 +58,8 @@ FINDING_KEYS = ("rank", "confirmed", "holdout_kuiper_z", "p_adjusted", "p_value"
                 "mean_residual", "ci_low", "ci_high", "holdout_size", "description", "size",
                 "share", "kuiper_z", "sentence")
 """Held-out numbers first (the text output prints them in this order)."""
+UNION_KEYS = ("parts", *FINDING_KEYS[1:])
+"""A union's keys: the ranks of its parts, then a finding's."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -117,6 +122,12 @@ def result_json(result: SearchResult) -> dict:
             {key: (finding.description if key == "description" else
                    _plain(getattr(finding, key))) for key in FINDING_KEYS}
             for finding in result.findings
+        ],
+        "unions": [
+            {key: ([int(r) for r in union.parts] if key == "parts" else
+                   union.description if key == "description" else
+                   _plain(getattr(union, key))) for key in UNION_KEYS}
+            for union in result.unions
         ],
         "notice": result.notice,
     }

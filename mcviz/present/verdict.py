@@ -543,8 +543,7 @@ def findings_sentences(search: Any, *, binary: bool = True,
     A finding is confirmed when the search says so (:attr:`mcviz.search.Finding.confirmed`:
     a valid held-out p-value, Holm-adjusted, below 0.05): the one rule, read here.
     """
-    confirmed = tuple(_finding_line(f, binary, search) for f in search.findings
-                      if f.confirmed)
+    confirmed = tuple(_finding_line(f, binary, search) for f in search.findings if f.confirmed)
     head = "The guided search"
     if search.findings and all(getattr(f, "p_kind", "") == "void"
                                or math.isnan(float(f.p_adjusted)) for f in search.findings):
@@ -555,7 +554,8 @@ def findings_sentences(search: Any, *, binary: bool = True,
     if confirmed:
         word = "finding" if len(confirmed) == 1 else "findings"
         return ((f"{head} confirmed {len(confirmed)} {word} on rows it did not search:",
-                 *(line.sentence for line in confirmed)), confirmed)
+                 *(line.sentence for line in confirmed),  # then confirmed unions of them
+                 *(u.sentence for u in getattr(search, "unions", ()) if u.confirmed)), confirmed)
     return ((f"{head} confirmed no group on rows it did not search: nothing it found is more "
              "than chance.", mde_sentence(search.mde, binary=binary)), ())
 

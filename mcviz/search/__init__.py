@@ -17,6 +17,8 @@ from mcviz.search._find import (
     search_estimate,
     search_subpopulations,
 )
+from mcviz.search._union import FindingUnion
 
-__all__ = ["Finding", "MinimumDetectableEffect", "SearchResult", "canonical_order", "holm",
-           "is_confirmed", "search_estimate", "search_subpopulations", "split_rows"]
+__all__ = ["Finding", "FindingUnion", "MinimumDetectableEffect", "SearchResult",
+           "canonical_order", "holm", "is_confirmed", "search_estimate", "search_subpopulations",
+           "split_rows"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -231,6 +232,40 @@ def is_confirmed(p_kind: str, p_adjusted: float, *, alpha: float = RULES.alpha) 
     (True, False, False)
     """
     return p_kind != "void" and bool(float(p_adjusted) < alpha)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Confirmation:
+    """A group's numbers on all, search and held-out rows: a finding's or a union's.
+
+    The attributes are described by :class:`~mcviz.search.Finding`, which extends it (as
+    :class:`~mcviz.search.FindingUnion` does).
+    """
+
+    size: int
+    share: float
+    kuiper_z: float
+    search_kuiper_z: float
+    holdout_size: int
+    holdout_kuiper_z: float
+    p_value: float
+    p_adjusted: float
+    p_kind: str
+    mean_residual: float
+    ci_low: float
+    ci_high: float
+    predicted: float
+    observed: float
+    observed_expected: float
+    sentence: str
+
+    @property
+    def confirmed(self) -> bool:
+        """True when the held-out p-value is valid and its Holm adjustment is below RULES.alpha.
+
+        The one rule (:func:`is_confirmed`); every surface reads it.
+        """
+        return is_confirmed(self.p_kind, self.p_adjusted)
 
 
 def p_value_kinds(pred: Predictions, held_members: Sequence[np.ndarray]) -> list[str]:

@@ -46,6 +46,7 @@ from mcviz.io import Predictions
 from mcviz.search._beam import Beam, Node, jaccard
 from mcviz.search._columns import prepare_columns, round_cut
 from mcviz.search._confirm import (
+    Confirmation,
     detectable_drift,
     effect,
     holdout_p_values,
@@ -58,6 +59,7 @@ from mcviz.search._confirm import (
     subsample_rows,
 )
 from mcviz.search._screen import NODES_GATHERED, Data, score_candidates
+from mcviz.search._union import FindingUnion, offer_unions
 from mcviz.search.rules import RULES
 from mcviz.settings import SearchSettings
 from mcviz.subpopulations import (
@@ -125,7 +127,7 @@ TABLE_COLUMNS = (
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class Finding:
+class Finding(Confirmation):
     r"""One subpopulation found by the search, with its held-out confirmation.
 
     Attributes
@@ -175,30 +177,6 @@ class Finding:
 
     rank: int
     subpopulation: Subpopulation
-    size: int
-    share: float
-    kuiper_z: float
-    search_kuiper_z: float
-    holdout_size: int
-    holdout_kuiper_z: float
-    p_value: float
-    p_adjusted: float
-    p_kind: str
-    mean_residual: float
-    ci_low: float
-    ci_high: float
-    predicted: float
-    observed: float
-    observed_expected: float
-    sentence: str
-
-    @property
-    def confirmed(self) -> bool:
-        """True when the held-out p-value is valid and its Holm adjustment is below RULES.alpha.
-
-        The one rule (:func:`~mcviz.search._confirm.is_confirmed`); every surface reads it.
-        """
-        return is_confirmed(self.p_kind, self.p_adjusted)
 
     @property
     def description(self) -> str:
@@ -245,6 +223,11 @@ class SearchResult:
     notice : str or None
     holdout_index : ndarray
         Positions (score order) of the held-out rows (read-only).
+    unions : tuple of FindingUnion
+        Confirmed findings of one direction offered together as one problem, when the union
+        deviates more than each part on the search and the held-out rows
+        (:mod:`mcviz.search._union`); never among ``findings`` (a union is no conjunction). Empty
+        when measured at scale (the engines re-measure findings only).
     """
 
     findings: tuple[Finding, ...]
@@ -261,6 +244,7 @@ class SearchResult:
     covariates: tuple[str, ...]
     notice: str | None
     holdout_index: np.ndarray
+    unions: tuple[FindingUnion, ...] = ()
 
     @property
     def table(self) -> pd.DataFrame:
@@ -457,6 +441,8 @@ def search_subpopulations(
     if progress is not None:
         progress(0.9, "confirming on held-out rows")
     findings, subs = _confirm(pred, data, columns, found, holdout_rows, int(seed), search_rows)
+    unions = offer_unions(pred, data, _whole(pred, data), findings, search_rows, holdout_rows,
+                          int(seed)) if sum(f.confirmed for f in findings) > 1 else ()
     notes += _shortfall(findings, int(n_findings), beam.stops, min_rows)
     notice, names = " ".join(notes) or None, tuple(dict.fromkeys(c.name for c in columns))
     sub_set = SubpopulationSet(subpopulations=(full_population(pred), *subs), notice=notice,
@@ -469,7 +455,8 @@ def search_subpopulations(
                         n_search=search_rows.size, n_holdout=holdout_rows.size,
                         max_conditions=int(max_conditions), holdout=float(holdout), seed=int(seed),
                         candidates_scored=beam.screened, seconds=time.perf_counter() - started,
-                        covariates=names, notice=notice, holdout_index=holdout_rows)
+                        covariates=names, notice=notice, holdout_index=holdout_rows,
+                        unions=unions)
 
 
 def _small_groups(min_share: float, n_search: int, n_holdout: int,
@@ -639,8 +626,7 @@ def _confirm(pred, data, columns, found, holdout_rows, seed, search_rows):
                                   describe_conditions(conditions), members))
         all_members.append(np.asarray(members))
         held_members.append(np.asarray(select_rows(pred, conditions, within=holdout_rows)))
-    whole = data if data.bernoulli else replace(  # all rows: the table's pooled floor
-        data, evaluator=Evaluator.from_predictions(pred), _nodes=[])
+    whole = _whole(pred, data)
     everywhere = score_candidates(whole, all_members)
     held = score_candidates(data, held_members)
     p_values = holdout_p_values(pred, held_members, held[:, 0],  # NaN: Appendix B weights
@@ -667,6 +653,12 @@ def _confirm(pred, data, columns, found, holdout_rows, seed, search_rows):
         ))
     searched = [np.asarray(select_rows(pred, sub.conditions, within=search_rows)) for sub in subs]
     return _by_held_out_evidence(findings, score_candidates(whole, searched)[:, 0])
+
+
+def _whole(pred: Predictions, data: Data) -> Data:
+    """Return ``data`` to score sets of all rows (real-valued responses: the pooled floor)."""
+    return data if data.bernoulli else replace(data, evaluator=Evaluator.from_predictions(pred),
+                                               _nodes=[])
 
 
 def _by_held_out_evidence(findings: list[Finding],

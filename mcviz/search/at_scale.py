@@ -197,7 +197,8 @@ def _confirmed(result: SearchResult, pred: Predictions, engine, *, everywhere: S
                                       mde.shares, n_tests=mde.n_tests, alpha=mde.alpha)
     mde = MinimumDetectableEffect(mde.shares, shift, mde.alpha, mde.power, mde.n_tests)
     return replace(result, findings=tuple(listed), subpopulations=sub_set, mde=mde,
-                   n_holdout=int(n_held), notice=held_out_notice(result, listed)), n_held
+                   n_holdout=int(n_held), notice=held_out_notice(result, listed),
+                   unions=()), n_held  # the sample's unions: not re-measured here
 
 
 def _remeasured(result: SearchResult, pred: Predictions, z: Sequence[float],
@@ -262,7 +263,7 @@ def remeasured(result: SearchResult, pred: Predictions, *, z: Sequence[float],
     population = result.subpopulations.subpopulations[0]
     return replace(result, findings=tuple(listed), subpopulations=replace(
         result.subpopulations, subpopulations=(population, *subs)),
-        notice=held_out_notice(result, listed))
+        notice=held_out_notice(result, listed), unions=())  # unions are not re-measured
 
 
 def sample_rows(covariates: int, *, holdout: float, max_conditions: int,

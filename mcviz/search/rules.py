@@ -139,6 +139,15 @@ class SearchRules:
     ``bench_find.py`` shape table (two groups). No test pins it yet:
     ``test_search_scale.py::test_polished_findings_are_grown_and_never_overlap`` exercises it
     but still passes with 0.95 (mutation check, 01:55 UTC)."""
+    union_overlap: float = 0.5
+    """Two confirmed findings of one direction are offered as a union (:mod:`mcviz.search._union`)
+    only when the rows they share are at most this share of the smaller's: mostly apart. Two
+    groups on unrelated columns share the other's share of their rows (the arms of
+    ``bench_find.py --more union``: 9-21%), so a bound of 10% would refuse the planted union;
+    the union's D/sigma must also exceed each part's, on the search and the held-out rows.
+    Protects: a union is never a finding seen again with a few rows added. Set by:
+    ``bench_find.py --more union`` (draws 0-14: the arms share 9-21% of the smaller).
+    Test (exercises it): ``test_search_union_offer.py::test_a_planted_union_is_offered``."""
     explained: float = 0.5
     """A candidate whose D/sigma outside the rows of better findings falls below this share of its
     own folds into them. Protects: a finding is not a better one seen through a window. Set by:

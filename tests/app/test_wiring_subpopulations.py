@@ -176,3 +176,34 @@ def test_searched_findings_read_as_sentences_with_held_out_p_values():
     assert at.selectbox(key="w_selected").value == 1
     next(b for b in at.button if b.label.startswith("Open in Review")).click().run()
     no_exceptions(at)
+
+
+def test_a_union_of_two_findings_is_said_below_them():
+    """Two arms of one error (kind == k1 or 0.6 <= u < 0.8, as tests/search/
+    test_search_union_offer.py plants them): the page lists the two findings, then one sentence
+    saying they are one problem, with the rows of either."""
+    import io
+
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    kind, u = rng.integers(0, 5, n), rng.uniform(size=n)
+    score = rng.uniform(0.2, 0.8, n)
+    label = rng.random(n) < np.clip(score + 0.12 * (kind == 1) + 0.12 * ((u >= 0.6) & (u < 0.8)),
+                                    0, 1)
+    buffer = io.StringIO()
+    pd.DataFrame({"score": score, "label": label.astype(int), "kind": [f"k{k}" for k in kind],
+                  "u": u}).to_csv(buffer, index=False)
+    at = subpopulations_page(buffer.getvalue().encode())
+    at.radio(key="w_sub_mode").set_value("searched").run()
+    at.button[0].click().run()
+    no_exceptions(at)
+    markdown = texts(at, "markdown")
+    union = [t for t in markdown if " are one problem: among rows with " in t]
+    assert len(union) == 1, [(k, t[:60]) for k, t in enumerate(markdown)]
+    assert "kind is k1" in union[0]
+    assert "u between 0.6" in union[0] or "u between 0.59" in union[0]
+    assert union[0].endswith("confirmed on held-out rows.")
+    assert markdown.index(union[0]) > max(markdown.index(t) for t in markdown
+                                          if t.startswith(("1. ", "2. ")))

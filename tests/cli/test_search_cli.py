@@ -34,7 +34,7 @@ def test_json_keys_and_first_finding(planted_file, capsys):
                        "--findings", "3", "--json"])
     assert status == 0
     output = json.loads(capsys.readouterr().out)
-    assert list(output) == ["n", "search", "mde", "findings", "notice"]
+    assert list(output) == ["n", "search", "mde", "findings", "unions", "notice"]
     assert output["n"] == 20_000
     assert list(output["search"]) == ["max_conditions", "holdout", "seed", "candidates_scored",
                                       "seconds"]

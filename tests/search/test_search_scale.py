@@ -167,8 +167,8 @@ def _assert_measured_on_all_rows(output, path, engine):
 @pytest.mark.parametrize("engine", ["duckdb", "numpy"])
 def test_search_on_a_sample_measures_findings_on_every_row(planted_file, capsys, engine):
     output = _run(capsys, planted_file, "--engine", engine, "--sample-rows", "25000")
-    assert list(output) == ["n", "search", "mde", "findings", "sample", "all_rows", "held_out",
-                            "notice"]
+    assert list(output) == ["n", "search", "mde", "findings", "unions", "sample", "all_rows",
+                            "held_out", "notice"]
     assert output["n"] == 25_000  # the findings' size and share are of the sample
     assert output["sample"] == {"rows": 25_000, "n_dropped": 0, "searched": 17_500,
                                 "held_out": 7_500}  # the default held-out share, 0.3
@@ -179,7 +179,7 @@ def test_search_on_a_sample_measures_findings_on_every_row(planted_file, capsys,
 
 def test_default_search_is_unchanged(planted_file, capsys):
     output = _run(capsys, planted_file)
-    assert list(output) == ["n", "search", "mde", "findings", "notice"]
+    assert list(output) == ["n", "search", "mde", "findings", "unions", "notice"]
     assert output["n"] == 40_000
     assert list(output["findings"][0]) == CONTRACT
 
