@@ -80,8 +80,8 @@ class FindingUnion(Confirmation):
     index: np.ndarray
 
 
-def _pairs(findings: Sequence) -> list[tuple[object, object, np.ndarray]]:
-    """Pairs of confirmed findings of one direction whose rows are mostly apart, and their union.
+def _pairs(findings: Sequence) -> list[tuple[object, object]]:
+    """Pairs of confirmed findings of one direction whose rows are mostly apart.
 
     Mostly apart: the rows they share are at most ``RULES.union_overlap`` of the smaller's.
     """
@@ -93,9 +93,8 @@ def _pairs(findings: Sequence) -> list[tuple[object, object, np.ndarray]]:
             continue
         rows_a, rows_b = np.asarray(a.subpopulation.index), np.asarray(b.subpopulation.index)
         common = np.intersect1d(rows_a, rows_b, assume_unique=True).size
-        if common > RULES.union_overlap * min(rows_a.size, rows_b.size):
-            continue
-        pairs.append((a, b, np.union1d(rows_a, rows_b)))
+        if common <= RULES.union_overlap * min(rows_a.size, rows_b.size):
+            pairs.append((a, b))
     return pairs
 
 
@@ -112,37 +111,35 @@ def offer_unions(pred: Predictions, data: Data, whole: Data, findings: Sequence,
     then on the held-out rows each part's ``holdout_kuiper_z``. Without the margin a finding
     joined with a small group that overlaps it and carries its deviation (a score band through
     both arms of a planted union) is offered for a gain of 0.03. Listed by held-out
-    :math:`D/\sigma`.
+    :math:`D/\sigma`. One pair's union is examined at a time (memory: the unions kept and one
+    more).
     """
-    pairs = _pairs(findings)
-    if not pairs:
+    kept = []  # (a, b, rows, search z, held-out rows, held-out z)
+    for a, b in _pairs(findings):
+        rows = np.union1d(a.subpopulation.index, b.subpopulation.index)
+        z = float(score_candidates(whole, [np.intersect1d(rows, search_rows)])[0, 0])
+        if any(z < part.search_kuiper_z + RULES.material(
+                z, kept=part.subpopulation.index.size / rows.size) for part in (a, b)):
+            continue
+        held_rows = np.intersect1d(rows, holdout_rows)
+        held = float(score_candidates(data, [held_rows])[0, 0])
+        if held > max(a.holdout_kuiper_z, b.holdout_kuiper_z):
+            kept.append((a, b, rows, z, held_rows, held))
+    if not kept:
         return ()
-    searched = score_candidates(whole, [np.intersect1d(m, search_rows) for _, _, m in pairs])
-    pairs = [(a, b, m) for (a, b, m), z in zip(pairs, searched[:, 0], strict=True)
-             if all(z >= part.search_kuiper_z + RULES.material(
-                 z, kept=part.subpopulation.index.size / m.size) for part in (a, b))]
-    held_members = [np.intersect1d(m, holdout_rows) for _, _, m in pairs]
-    held = score_candidates(data, held_members)[:, 0] if pairs else np.zeros(0)
-    keep = [k for k, (a, b, _) in enumerate(pairs)
-            if held[k] > max(a.holdout_kuiper_z, b.holdout_kuiper_z)]
-    if not keep:
-        return ()
-    pairs, held_members = [pairs[k] for k in keep], [held_members[k] for k in keep]
-    held = held[keep]
-    descriptions = [f"({a.description}) or ({b.description})" for a, b, _ in pairs]
-    p_values = holdout_p_values(pred, held_members, held, descriptions, seed)
+    held_members = [k[4] for k in kept]
+    descriptions = [f"({a.description}) or ({b.description})" for a, b, *_ in kept]
+    p_values = holdout_p_values(pred, held_members, np.array([k[5] for k in kept]),
+                                descriptions, seed)
     joint = holm(np.concatenate([[f.p_value for f in findings], p_values]))[len(findings):]
     kinds = p_value_kinds(pred, held_members)
-    members = [m for _, _, m in pairs]
-    everywhere = score_candidates(whole, members)[:, 0]
-    on_search = score_candidates(whole, [np.intersect1d(m, search_rows) for m in members])[:, 0]
+    everywhere = score_candidates(whole, [k[2] for k in kept])[:, 0]
     unions = []
-    for k, (a, b, rows) in enumerate(pairs):
+    for k, (a, b, rows, z, held_rows, held) in enumerate(kept):
         adjusted = max(float(joint[k]), a.p_adjusted, b.p_adjusted)
         rows.flags.writeable = False
-        unions.append(_union(pred, a, b, rows, held_members[k], descriptions[k], float(held[k]),
-                             (float(everywhere[k]), float(on_search[k])),
-                             (float(p_values[k]), adjusted, kinds[k])))
+        unions.append(_union(pred, a, b, rows, held_rows, descriptions[k], held,
+                             (float(everywhere[k]), z), (float(p_values[k]), adjusted, kinds[k])))
     return tuple(sorted(unions, key=lambda u: (-u.holdout_kuiper_z, u.parts)))
 
 

@@ -85,7 +85,7 @@ def test_a_weak_group_beside_a_strong_one_is_no_union():
     result = search_subpopulations(pred, seed=1, n_findings=3)
     confirmed = [f for f in result.findings if f.confirmed]
     assert sorted(f.description.split(" ")[0] for f in confirmed[:2]) == ["kind", "u"]
-    assert [(a.rank, b.rank) for a, b, _ in _union._pairs(result.findings)] == [
+    assert [(a.rank, b.rank) for a, b in _union._pairs(result.findings)] == [
         (confirmed[0].rank, confirmed[1].rank)]
     both = np.union1d(confirmed[0].subpopulation.index, confirmed[1].subpopulation.index)
     strong = max(_z(pred, _held(result, f.subpopulation.index)) for f in confirmed[:2])
@@ -126,7 +126,7 @@ def test_a_union_must_gain_materially_on_the_search_rows():
     band = next(f for f in confirmed if f.description.startswith("score"))
     kind = next(f for f in confirmed if f.description.startswith("kind"))
     assert (min(kind.rank, band.rank), max(kind.rank, band.rank)) in [
-        (a.rank, b.rank) for a, b, _ in _union._pairs(result.findings)]
+        (a.rank, b.rank) for a, b in _union._pairs(result.findings)]
     both = np.union1d(kind.subpopulation.index, band.subpopulation.index)
     gain = _z(pred, np.setdiff1d(both, result.holdout_index)) - kind.search_kuiper_z
     assert 0 < gain < RULES.material(0.0, kept=kind.size / both.size)
