@@ -530,15 +530,29 @@ def _prefix_paths(codes: np.ndarray, order: np.ndarray, n_codes: int, block: np.
     of ``len(order)`` x ``n_blocks``: memory O(rows + levels + len(order) x blocks) whatever the
     number of levels (never levels x blocks).
     """
+    return _prefix_paths_of(codes, [order], n_codes, block, n_blocks, weighted, keep)[0]
+
+
+def _prefix_paths_of(codes: np.ndarray, orders: list[np.ndarray], n_codes: int,
+                     block: np.ndarray, n_blocks: int, weighted: np.ndarray,
+                     keep: np.ndarray | None = None) -> list[np.ndarray]:
+    """:func:`_prefix_paths` of several orders over the same rows, from one pass over them.
+
+    The sums per level and block are those of one bincount over the levels of all the orders
+    (a bin adds its rows in row order whatever the bins' numbering: the same sums), then each
+    order's rows of that table are taken in its order.
+    """
+    levels = np.unique(np.concatenate(orders))
     rank = np.full(n_codes, -1, dtype=np.intp)
-    rank[order] = np.arange(order.size)
+    rank[levels] = np.arange(levels.size)
     ranks = rank.take(codes)
     if keep is not None:
         ranks[~keep] = -1
     inside = np.flatnonzero(ranks >= 0)
     index = ranks[inside] * n_blocks + block[inside]
-    table = np.bincount(index, weights=weighted[inside], minlength=order.size * n_blocks)
-    return np.cumsum(np.cumsum(table.reshape(order.size, n_blocks), axis=1), axis=0)
+    table = np.bincount(index, weights=weighted[inside],
+                        minlength=levels.size * n_blocks).reshape(levels.size, n_blocks)
+    return [np.cumsum(np.cumsum(table[rank[order]], axis=1), axis=0) for order in orders]
 
 
 def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j: int,
@@ -573,19 +587,20 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
     folds[1] = ~folds[0]
     whole_variance = variance[observed].sum(axis=1)
     whole_sums, whole_v0 = sums[observed].sum(axis=1), prior_precision(whole_variance)
-    fold_v0 = [prior_precision(variance[observed, fit]) for fit in (0, 1)]  # as the sign
+    fold_v0 = [prior_precision(variance[observed, fit]) for fit in (0, 1)]
+    oofs = {1.0: np.zeros(top), -1.0: np.zeros(top)}
+    for fit, test in ((0, 1), (1, 0)):  # both directions' orders scored in one pass
+        orders = [observed[np.argsort(-level_priority(
+            sums[observed, fit], variance[observed, fit], fold_v0[fit], sign), kind="stable")][:top]
+            for sign in oofs]
+        paths = _prefix_paths_of(codes, orders, n_codes, block, n_blocks, weighted, folds[test])
+        for sign, order, path in zip(oofs, orders, paths, strict=True):
+            oofs[sign] += _z(_ranges(path), np.cumsum(variance[order, test]))
     found = []
-    for sign in (1.0, -1.0):
+    for sign, oof in oofs.items():
         whole = level_priority(whole_sums, whole_variance, whole_v0, sign)
         whole = observed[np.argsort(-whole, kind="stable")][:top]
         sizes = np.cumsum(count[whole])  # the sets a size k* gives (on all the node's rows)
-        oof = np.zeros(top)
-        for fit, test in ((0, 1), (1, 0)):
-            priority = level_priority(sums[observed, fit], variance[observed, fit], fold_v0[fit],
-                                      sign)
-            order = observed[np.argsort(-priority, kind="stable")][:top]
-            paths = _prefix_paths(codes, order, n_codes, block, n_blocks, weighted, folds[test])
-            oof += _z(_ranges(paths), np.cumsum(variance[order, test]))
         oof /= np.sqrt(2.0)
         penalised = oof - RULES.set_penalty * np.log2(np.arange(1, top + 1))
         penalised[(sizes < min_rows) | (sizes >= rows.size)] = -np.inf  # usable sets only
