@@ -42,9 +42,9 @@ from mcviz.errors import ValidationError
 
 __all__ = ["BIDI_CONTROLS", "LINE_SEPARATORS", "MAX_NESTING", "P_FLOOR", "P_SMALLEST",
            "TIME_RESOLUTIONS", "check_nesting", "csv_text", "display_text", "format_count",
-           "format_fixed", "format_interval", "format_number", "format_p", "format_percent", "format_signed", "p_phrase",
-           "format_points",
-           "format_time", "readable_number", "sentence_text"]
+           "format_effect", "format_fixed", "format_interval", "format_number", "format_p",
+           "format_percent", "format_points", "format_signed", "format_time", "p_phrase",
+           "readable_number", "sentence_text"]
 
 BIDI_CONTROLS = frozenset(
     "\u202a\u202b\u202c\u202d\u202e"  # LRE, RLE, PDF, LRO, RLO
@@ -363,6 +363,24 @@ def format_points(fraction: object, *, digits: int = 3, signed: bool = False,
     """
     text = format_percent(fraction, digits=digits, signed=signed)
     return text[:-1] + " " + unit if text.endswith("%") else text
+
+
+def format_effect(mean: object, low: object, high: object, *,
+                  binary: bool = True) -> tuple[str, str]:
+    """Write a held-out effect (observed − predicted) and its interval, as findings state them.
+
+    Binary responses: signed percentage points and the interval in points; real-valued
+    responses: the numbers themselves.
+
+    >>> format_effect(-0.0324, -0.05, -0.0148)
+    ('−3.24 percentage points', '−5 to −1.48 percentage points')
+    >>> format_effect(0.25, 0.1, 0.4, binary=False)
+    ('0.25', '0.1 to 0.4')
+    """
+    if binary:
+        interval = format_interval(low, high, percent=True).replace("%", "")
+        return format_points(mean, signed=True), interval + " percentage points"
+    return format_number(mean, digits=3), format_interval(low, high)
 
 
 def format_count(value: object, noun: str = "", plural: str | None = None) -> str:

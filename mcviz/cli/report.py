@@ -10,7 +10,11 @@ the PDF was not (exit 2 only when no deck could be written).
 
 Prints ``{"n", "verdict": [sentences], "next_step": sentence, "details": [lines],
 "findings": [{"rank", "description", "sentence", "effect", "interval", "effect_value", "ci_low",
-"ci_high", "share", "p_adjusted"}], "appendix": [...], "slides", "deck": [paths written]}``.
+"ci_high", "share", "p_adjusted"}], "unions": [{"parts", "description", "sentence", "effect",
+"interval", "effect_value", "ci_low", "ci_high", "share", "p_adjusted"}], "appendix": [...],
+"slides", "deck": [paths written]}``. ``unions``: the confirmed findings of one direction the
+search offers as one problem (``mcviz search``'s ``unions``, confirmed ones only: the verdict
+states them; ``parts`` are the findings' ranks; none at scale).
 The verdict's sentences are words (no statistical symbol); ``details`` holds the statistics. A
 finding's ``description`` is its exact filter expression (it re-parses), ``sentence`` the same
 group in words; ``effect`` is observed − predicted on its held-out rows (negative: fewer
@@ -28,6 +32,7 @@ from pathlib import Path
 from mcviz.cli import _common
 from mcviz.cli.engine_options import add_engine_arguments
 from mcviz.errors import ValidationError
+from mcviz.text import format_effect, format_p, format_percent
 
 __all__ = ["register", "run"]
 
@@ -127,10 +132,12 @@ def _in_memory(args: argparse.Namespace, source: object = None) -> dict:
     slides, written = 0, []
     if args.deck:
         slides, written = _write_decks(args, pred, search, verdict, bins)
-    return {**_verdict_json(pred.n, verdict, search), "slides": slides, "deck": written}
+    binary = pred.response_kind == "binary"
+    return {**_verdict_json(pred.n, verdict, search, binary), "slides": slides,
+            "deck": written}
 
 
-def _verdict_json(n: int, verdict, search) -> dict:
+def _verdict_json(n: int, verdict, search, binary: bool) -> dict:
     """The keys of the report's JSON up to ``appendix`` (in memory and at scale)."""
     found = {f.rank: f for f in search.findings}
     return {
@@ -144,8 +151,22 @@ def _verdict_json(n: int, verdict, search) -> dict:
                       "ci_low": _number(found[f.rank].ci_low),
                       "ci_high": _number(found[f.rank].ci_high), "share": f.share,
                       "p_adjusted": f.p_adjusted} for f in verdict.findings],
+        "unions": _unions_json(search, binary),
         "appendix": list(verdict.appendix),
     }
+
+
+def _unions_json(search, binary: bool) -> list[dict]:
+    """The confirmed unions the verdict states (:attr:`mcviz.search.SearchResult.unions`), as
+    ``mcviz search`` gives them, with the effect written as a finding's (none at scale)."""
+    unions = [u for u in getattr(search, "unions", ()) if u.confirmed]
+    return [{"parts": [int(r) for r in u.parts], "description": u.description,
+             "sentence": u.sentence,
+             **dict(zip(("effect", "interval"), format_effect(
+                 u.mean_residual, u.ci_low, u.ci_high, binary=binary), strict=True)),
+             "effect_value": _number(u.mean_residual), "ci_low": _number(u.ci_low),
+             "ci_high": _number(u.ci_high), "share": format_percent(u.share),
+             "p_adjusted": format_p(u.p_adjusted)} for u in unions]
 
 
 def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
@@ -176,10 +197,11 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     calibration = population_calibration(at_scale.measured)
     sums = dict(zip(SUMS, (float(v) for v in at_scale.population), strict=True))
     rates = (sums["ws"] / sums["w"], sums["wr"] / sums["w"])
+    binary = at_scale.pred.response_kind == "binary"
     verdict = review_verdict(calibration, total=calibration.n, search=search, rates=rates,
-                             binary=at_scale.pred.response_kind == "binary")
+                             binary=binary)
     sample = at_scale.result
-    return {**_verdict_json(calibration.n, verdict, search), "slides": 0, "deck": [],
+    return {**_verdict_json(calibration.n, verdict, search, binary), "slides": 0, "deck": [],
             "calibration": {"kuiper": calibration.kuiper, "sigma": calibration.sigma,
                             "kuiper_z": calibration.kuiper_z, "p_value": calibration.p_value},
             "engine": args.engine, "held_out": {"engine": args.engine, "rows": n_held},

@@ -28,7 +28,7 @@ import pandas as pd
 
 from mcviz.cli import _common
 from mcviz.engines.base import Columns, Engine, as_specs, expand_paths, rows_in_files
-from mcviz.engines.memory import members_per_row
+from mcviz.engines.memory import duckdb_share, members_per_row
 from mcviz.engines.results import write_screen
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions, load_predictions
@@ -225,7 +225,7 @@ def _duckdb_limits(files, limit: str, per_row: float, specs: int,
     """
     from mcviz.core.batches import usable_cores
     from mcviz.engines.duckdb_engine import BATCH_ROWS
-    from mcviz.engines.memory import duckdb_share, screen_reserve
+    from mcviz.engines.memory import screen_reserve
 
     threads = usable_cores() if bins is None else 1
     reserve = screen_reserve(per_row, threads=threads, batch_rows=BATCH_ROWS,
@@ -249,7 +249,9 @@ def run(args: argparse.Namespace) -> dict:
     if args.sample_rows < 1:
         raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
     with tempfile.TemporaryDirectory(prefix="mcviz-screen-", ignore_cleanup_errors=True) as spill:
-        sample = read_sample_interruptible(files, args.sample_rows, args.seed, spill)
+        sample = read_sample_interruptible(  # under --memory-limit too (the process's share)
+            files, args.sample_rows, args.seed, spill,
+            memory_limit=None if args.memory_limit is None else duckdb_share(args.memory_limit))
         covariates = _common.split(args.covariates)
         # Invalid rows of the sample are skipped here: the engine validates every row of the
         # full data and reports counts of the file, not row numbers of a random sample.

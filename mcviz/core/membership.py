@@ -178,11 +178,11 @@ class MembershipPlan:
                                   "another.", column=name)
         keys, missing = ordinal_keys(series)
         position = np.searchsorted(cuts, keys, side="left")
-        equal = np.zeros(keys.size, dtype=bool)
-        inside = position < cuts.size
-        equal[inside] = cuts[position[inside]] == keys[inside]
-        codes = (2 * position + equal).astype(np.int32)
-        codes[missing] = 2 * cuts.size + 1
+        codes = position.astype(np.int32)
+        codes <<= 1  # 2 x (cuts below the key), + 1 when the key equals a cut
+        if cuts.size:  # past the last cut the clipped take compares with a smaller cut: False
+            codes += np.take(cuts, position, mode="clip") == keys
+        np.putmask(codes, missing, 2 * cuts.size + 1)
         return codes
 
     def _compile(self, name: str, series: pd.Series, nominal: bool):

@@ -52,7 +52,7 @@ from mcviz.io import VOID_P_VALUES
 from mcviz.settings import MATERIAL_GAP, MATERIAL_SHARE, VERDICT_LEVEL
 from mcviz.text import (
     format_count,
-    format_interval,
+    format_effect,
     format_number,
     format_p,
     format_percent,
@@ -509,13 +509,8 @@ GROUP_LEAD = "Among rows with "
 
 
 def _finding_line(finding: Any, binary: bool, search: Any) -> FindingLine:
-    if binary:
-        effect = format_points(finding.mean_residual, signed=True)
-        interval = format_interval(finding.ci_low, finding.ci_high,
-                                   percent=True).replace("%", "") + " percentage points"
-    else:
-        effect = format_number(finding.mean_residual, digits=3)
-        interval = format_interval(finding.ci_low, finding.ci_high)
+    effect, interval = format_effect(finding.mean_residual, finding.ci_low, finding.ci_high,
+                                     binary=binary)
     p = stated(format_p(finding.p_adjusted), VOID_P_VALUES)
     direction = (0 if not finding.mean_residual or math.isnan(finding.mean_residual)
                  else (1 if finding.mean_residual > 0 else -1))

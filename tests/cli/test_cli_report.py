@@ -6,6 +6,8 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from mcviz.present.verdict import signed_number, stated_direction
@@ -50,3 +52,31 @@ def test_report_json_says_nothing_to_fix_on_calibrated_rows(tmp_path, cli):
     assert out["findings"] == []
     # 6,000 rows: the MDE at 5% of the rows exceeds 2 points (mcviz.settings.MATERIAL_GAP)
     assert out["next_step"].startswith("Collect more rows")
+
+
+def test_report_json_lists_the_confirmed_union_with_the_searchs_numbers(tmp_path, cli):
+    """One problem over two groups (issue #42 item 4): the report states the union the search
+    offers, with the same members, held-out effect and adjusted p as ``mcviz search --json``."""
+    rng = np.random.default_rng(0)  # as tests/search/test_search_union_offer.py plants it
+    n = 20_000
+    kind, u = rng.integers(0, 5, n), rng.uniform(size=n)
+    score = rng.uniform(0.2, 0.8, n)
+    truth = score + 0.12 * (kind == 1) + 0.12 * ((u >= 0.6) & (u < 0.8))
+    source = tmp_path / "union.csv"
+    pd.DataFrame({"score": score, "y": (rng.random(n) < np.clip(truth, 0, 1)).astype(int),
+                  "kind": [f"k{k}" for k in kind], "u": u}).to_csv(source, index=False)
+    common = ("--score", "score", "--label", "y", "--covariates", "kind,u", "--findings", "3",
+              "--json")
+    searched = cli("search", source, *common)
+    reported = cli("report", source, *common)
+    assert searched.status == 0 and reported.status == 0, (searched.err, reported.err)
+    offered = [u for u in searched.json["unions"] if u["confirmed"]]
+    assert offered, searched.json["findings"]
+    union, stated = offered[0], reported.json["unions"][0]
+    assert len(reported.json["unions"]) == len(offered)
+    assert stated["parts"] == union["parts"] and stated["description"] == union["description"]
+    assert stated["effect_value"] == union["mean_residual"] > 0  # more positives than predicted
+    assert (stated["ci_low"], stated["ci_high"]) == (union["ci_low"], union["ci_high"])
+    assert stated["sentence"] == union["sentence"] and stated["sentence"] in reported.json["verdict"]
+    assert 100 * stated["effect_value"] == pytest.approx(signed_number(stated["effect"]), rel=5e-3)
+    assert stated_direction(stated["sentence"]) == 1

@@ -49,9 +49,10 @@ def _environment(tmp: Path) -> dict[str, str]:
 
 def _start_screen(big_file: Path, out: Path, tmp: Path) -> subprocess.Popen:
     # --memory-limit bounds the process: about 180 MB of Python and 100 MB of the screen's
-    # buffers beside DuckDB, which gets about 160 MB and spills (a smaller limit is refused)
+    # buffers beside DuckDB, which gets about 230 MB once the rows stream (below about 600MB
+    # the limit is refused)
     command = [sys.executable, "-m", "mcviz", "screen", str(big_file), "--engine", "duckdb",
-               "--memory-limit", "600MB", "--subpopulations", "200", "--sample-rows", "20000",
+               "--memory-limit", "800MB", "--subpopulations", "200", "--sample-rows", "20000",
                "--covariates", "a,b,c", "--out", str(out), "--json"]
     return subprocess.Popen(command, env=_environment(tmp), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
