@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
-import ctypes.util
 import gc
-import os
 import threading
 import traceback
 from collections.abc import Callable
@@ -145,11 +142,9 @@ _released_at = [0]
 
 
 def _rss() -> int:
-    try:
-        with open("/proc/self/statm") as stream:  # noqa: PTH123
-            return int(stream.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
+    from mcviz.engines.memory import resident_bytes
+
+    return resident_bytes()
 
 
 def _grown() -> bool:
@@ -160,17 +155,12 @@ def release_memory() -> None:
     """Collect garbage; return freed pages to the system (glibc ``malloc_trim``, Arrow's pool).
 
     Called by the sweep, and after a computation was refused or failed (the dashboard's error
-    path): what it allocated before failing goes back at once, not at the next sweep.
+    path): what it allocated before failing goes back at once, not at the next sweep
+    (:func:`mcviz.engines.memory.release_memory`).
     """
-    gc.collect()
-    with contextlib.suppress(ImportError, AttributeError, NotImplementedError):
-        import pyarrow as pa
+    from mcviz.engines.memory import release_memory as hand_back
 
-        pa.default_memory_pool().release_unused()
-    name = ctypes.util.find_library("c")
-    if name:
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(name).malloc_trim(0)
+    hand_back()
     _released_at[0] = _rss()
 
 

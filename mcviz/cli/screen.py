@@ -28,7 +28,7 @@ import pandas as pd
 
 from mcviz.cli import _common
 from mcviz.engines.base import Columns, Engine, as_specs, expand_paths, rows_in_files
-from mcviz.engines.memory import duckdb_share, members_per_row
+from mcviz.engines.memory import duckdb_share, members_per_row, release_memory
 from mcviz.engines.results import write_screen
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions, load_predictions
@@ -274,6 +274,7 @@ def run(args: argparse.Namespace) -> dict:
             specs = as_specs(subpopulations)  # conditions only
             per_row = members_per_row([s.index.size for s in subpopulations], pred.n)
             del pred, subpopulations  # the sample's rows and the members' index arrays go
+            release_memory()  # back to the system, not kept by the allocators beside DuckDB
             if args.engine == "duckdb" and limit is not None:
                 limit, stream_limit = _duckdb_limits(files, limit, per_row, len(specs),
                                                      args.histogram)
