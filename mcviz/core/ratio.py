@@ -39,10 +39,11 @@ def safe_ratio(numerator, denominator):
     """
     num = np.asarray(numerator, dtype=float)
     den = np.asarray(denominator, dtype=float)
-    if den.ndim == 0 and den > 0:  # one positive scale (a path over its total weight)
-        out = num / den
-        return float(out) if out.ndim == 0 else out
     positive = den > 0
+    if positive.all():  # every scale positive (a path over its total weight): a division
+        with np.errstate(invalid="ignore"):  # (inf / inf is nan either way)
+            out = num / den
+        return float(out) if out.ndim == 0 else out
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(positive, num / np.where(positive, den, 1.0),
                        np.sign(num) * np.where(num != 0, np.inf, 0.0))

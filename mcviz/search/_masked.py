@@ -39,6 +39,10 @@ import numpy as np
 BLOCK = 64
 """Rows per block (a power of two; 32-128 measured alike, 64 fastest on the benchmark)."""
 
+MASKED_TERMS = 1 << 20
+"""Mask terms (8 bytes each) :func:`masked_sums` holds at once: several masks of a node of up
+to 2^20 rows together, one at a time above."""
+
 
 @dataclass(frozen=True, slots=True)
 class Fixed:
@@ -114,26 +118,42 @@ def masked_sums(node: Layout, masks: list[np.ndarray]) -> np.ndarray:
     if node.size == 0:
         return out
     n_blocks = node.blocks.shape[0]
-    flat = np.zeros(n_blocks * BLOCK, dtype=np.int64)  # the mask as 0/1 (padding: 0)
-    indicator = flat.reshape(n_blocks, BLOCK)
-    for k, mask in enumerate(masks):
-        np.copyto(flat[: node.size], mask)
-        sums = np.einsum("ij,ij->i", node.blocks, indicator)  # exact: integers
-        at_end = np.cumsum(sums)
-        before = at_end - sums
-        read = at_end if node.valid is None else at_end[node.valid]
-        high = max(int(read.max()), 0) if read.size else 0
-        low = min(int(read.min()), 0) if read.size else 0
-        inside = np.flatnonzero((before + node.up >= high) | (before + node.down <= low))
-        if inside.size:  # blocks that may hold a higher or lower point: row by row
-            path = node.blocks[inside] * indicator[inside]
-            np.cumsum(path, axis=1, out=path)
-            path += before[inside, None]
-            where = True if node.ends is None else node.ends[inside]
-            high = max(high, int(path.max(where=where, initial=high)))
-            low = min(low, int(path.min(where=where, initial=low)))
-        out[k] = high, low, at_end[-1], np.einsum("i,i->", node.variance, flat[: node.size])
+    step = max(1, MASKED_TERMS // (n_blocks * BLOCK))
+    for first in range(0, len(masks), step):  # a few masks at a time: bounded memory
+        _masked_chunk(node, masks[first:first + step], out[first:first + step])
     return out
+
+
+def _masked_chunk(node: Layout, masks: list[np.ndarray], out: np.ndarray) -> None:
+    """Fill ``out`` (rows ``(k, 4)``) for :func:`masked_sums` of a few masks at once.
+
+    Every sum is an exact integer sum, so computing the masks together (one einsum, one
+    cumulative sum, the candidate blocks of all masks gathered at once) gives the numbers of
+    one mask at a time.
+    """
+    n_blocks = node.blocks.shape[0]
+    flat = np.zeros((len(masks), n_blocks * BLOCK), dtype=np.int64)  # masks as 0/1, padded
+    for k, mask in enumerate(masks):
+        np.copyto(flat[k, : node.size], mask)
+    indicator = flat.reshape(len(masks), n_blocks, BLOCK)
+    sums = np.einsum("kij,ij->ki", indicator, node.blocks)  # exact: integers
+    at_end = np.cumsum(sums, axis=1)
+    before = at_end - sums
+    read = at_end if node.valid is None else at_end[:, node.valid]
+    high = np.maximum(read.max(axis=1, initial=0), 0)  # the origin included
+    low = np.minimum(read.min(axis=1, initial=0), 0)
+    # blocks that may hold a higher or lower point: row by row
+    which, inside = np.nonzero((before + node.up >= high[:, None])
+                               | (before + node.down <= low[:, None]))
+    if inside.size:
+        path = node.blocks[inside] * indicator[which, inside]
+        np.cumsum(path, axis=1, out=path)
+        path += before[which, inside, None]
+        where = True if node.ends is None else node.ends[inside]
+        np.maximum.at(high, which, path.max(axis=1, where=where, initial=np.iinfo(np.int64).min))
+        np.minimum.at(low, which, path.min(axis=1, where=where, initial=np.iinfo(np.int64).max))
+    out[:, 0], out[:, 1], out[:, 2] = high, low, at_end[:, -1]
+    out[:, 3] = np.einsum("ki,i->k", flat[:, : node.size], node.variance)
 
 
 def level_sums(node: Layout, order: np.ndarray, starts: np.ndarray,

@@ -104,7 +104,8 @@ class Refining(SearchRows):
             return options[0]
         inside, base = inside[union], base[union]
         slab = np.flatnonzero(inside)
-        slab_in = np.array([option.mask_keys(keys[union[slab]]) for option in options])
+        slab_keys = keys[union[slab]]  # gathered once for every variant
+        slab_in = np.array([option.mask_keys(slab_keys) for option in options])
         scores = np.round(slab_variants_z(self.data, rows[union], base, slab, slab_in), 9)
         sizes = int(base.sum()) + slab_in.sum(axis=1)
         scores = np.where(sizes >= self.min_rows, scores, -np.inf)

@@ -30,6 +30,7 @@ level out of fold by a margin that grows with their size (:func:`_level_sets`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -318,6 +319,47 @@ def _z(ranges: np.ndarray, variance: np.ndarray) -> np.ndarray:
     return np.where(variance > 0, ranges / np.sqrt(safe), 0.0)
 
 
+@functools.lru_cache(maxsize=8)
+def _pairs(bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bin intervals ``low..high-1`` of :func:`_screen_numeric`, row by row (read-only).
+
+    Every pair ``low < high`` of ``0..bins`` but ``(0, bins)`` (all observed: "present",
+    scored apart), ordered by ``low`` then ``high``; the same for every column of ``bins`` bins.
+    """
+    low, high = np.triu_indices(bins + 1, k=1)
+    keep = ~((low == 0) & (high == bins))
+    low, high = low[keep], high[keep]
+    low.flags.writeable = high.flags.writeable = False
+    return low, high
+
+
+def _pair_ranges(paths: np.ndarray, missing_path: np.ndarray) -> np.ndarray:
+    """Range (origin included) of ``paths[high] - paths[low]`` for the pairs of :func:`_pairs`.
+
+    ``paths``: ``(bins + 1, blocks)`` prefix paths (single precision); an interval reaching
+    the last bin (``x >= lo``) holds the missing rows too, so ``missing_path`` is added to
+    its difference. Each row of prefix paths minus the rows after it, written into one
+    buffer of about 512 paths and reduced at once: the same single-precision differences,
+    maxima and minima as gathering each pair's two paths, without the gathers.
+    """
+    bins = paths.shape[0] - 1
+    total = max(bins * (bins + 1) // 2 - 1, 0)
+    highs = np.empty(total, dtype=paths.dtype)
+    lows = np.empty_like(highs)
+    buffer = np.empty((min(total, 512) + bins, paths.shape[1]), dtype=paths.dtype)
+    at = done = 0  # rows of ``buffer`` filled; pairs reduced
+    for a in range(bins):  # rows a + 1..bins minus row a, into the buffer
+        diff = buffer[at:at + bins - a]
+        np.subtract(paths[a + 1:], paths[a], out=diff)
+        diff[-1] += missing_path  # the interval a..bins-1 and the missing rows
+        at += diff.shape[0] - (a == 0)  # (0, bins) is "present": overwritten or left out
+        if at >= 512 or a == bins - 1:  # bounded memory: about 512 paths at a time
+            buffer[:at].max(axis=1, out=highs[done:done + at])
+            buffer[:at].min(axis=1, out=lows[done:done + at])
+            done, at = done + at, 0
+    return (np.maximum(highs, 0.0) - np.minimum(lows, 0.0)).astype(np.float64)
+
+
 def _screen_numeric(table, variance, count, column: Column, j: int):
     bins = column.n_codes - 1  # observed bins; code `bins` is missing
     prefix = np.zeros((bins + 1, table.shape[1]))
@@ -329,16 +371,8 @@ def _screen_numeric(table, variance, count, column: Column, j: int):
     var_prefix = np.concatenate(([0.0], np.cumsum(variance[:bins])))
     count_prefix = np.concatenate(([0], np.cumsum(count[:bins])))
     n_missing = int(count[bins])
-    low, high = np.triu_indices(bins + 1, k=1)  # bins low..high-1
-    keep = ~((low == 0) & (high == bins))  # all observed: "present", handled below
-    low, high = low[keep], high[keep]
-    ranges = np.empty(low.size)
-    for start in range(0, low.size, 512):  # bounded memory: 512 paths at a time
-        part = slice(start, start + 512)
-        diff = paths[high[part]] - paths[low[part]]
-        upper = high[part] == bins  # "x >= lo" includes the missing rows
-        diff[upper] += missing_path
-        ranges[part] = _ranges(diff)
+    low, high = _pairs(bins)  # bins low..high-1, all but (0, bins)
+    ranges = _pair_ranges(paths, missing_path)
     var_set = var_prefix[high] - var_prefix[low] + np.where(high == bins, variance[bins], 0.0)
     sizes = count_prefix[high] - count_prefix[low] + np.where(high == bins, n_missing, 0)
     z = _z(ranges, var_set)
@@ -478,7 +512,13 @@ def prior_precision(variance: np.ndarray) -> float:
     sets of fewer noise levels).
     """
     present = variance[variance > 0]
-    return float(np.median(present)) if present.size else 1.0
+    if not present.size:
+        return 1.0
+    half = present.size // 2  # np.median's value: the middle one, or the mean of the two
+    if present.size % 2:
+        return float(np.partition(present, half)[half])
+    middle = np.partition(present, (half - 1, half))
+    return float((middle[half - 1] + middle[half]) / 2.0)
 
 
 def _prefix_paths(codes: np.ndarray, order: np.ndarray, n_codes: int, block: np.ndarray,
@@ -490,15 +530,29 @@ def _prefix_paths(codes: np.ndarray, order: np.ndarray, n_codes: int, block: np.
     of ``len(order)`` x ``n_blocks``: memory O(rows + levels + len(order) x blocks) whatever the
     number of levels (never levels x blocks).
     """
+    return _prefix_paths_of(codes, [order], n_codes, block, n_blocks, weighted, keep)[0]
+
+
+def _prefix_paths_of(codes: np.ndarray, orders: list[np.ndarray], n_codes: int,
+                     block: np.ndarray, n_blocks: int, weighted: np.ndarray,
+                     keep: np.ndarray | None = None) -> list[np.ndarray]:
+    """:func:`_prefix_paths` of several orders over the same rows, from one pass over them.
+
+    The sums per level and block are those of one bincount over the levels of all the orders
+    (a bin adds its rows in row order whatever the bins' numbering: the same sums), then each
+    order's rows of that table are taken in its order.
+    """
+    levels = np.unique(np.concatenate(orders))
     rank = np.full(n_codes, -1, dtype=np.intp)
-    rank[order] = np.arange(order.size)
+    rank[levels] = np.arange(levels.size)
     ranks = rank.take(codes)
     if keep is not None:
         ranks[~keep] = -1
     inside = np.flatnonzero(ranks >= 0)
     index = ranks[inside] * n_blocks + block[inside]
-    table = np.bincount(index, weights=weighted[inside], minlength=order.size * n_blocks)
-    return np.cumsum(np.cumsum(table.reshape(order.size, n_blocks), axis=1), axis=0)
+    table = np.bincount(index, weights=weighted[inside],
+                        minlength=levels.size * n_blocks).reshape(levels.size, n_blocks)
+    return [np.cumsum(np.cumsum(table[rank[order]], axis=1), axis=0) for order in orders]
 
 
 def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j: int,
@@ -532,19 +586,21 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
     folds = [parity == 0, None]
     folds[1] = ~folds[0]
     whole_variance = variance[observed].sum(axis=1)
+    whole_sums, whole_v0 = sums[observed].sum(axis=1), prior_precision(whole_variance)
+    fold_v0 = [prior_precision(variance[observed, fit]) for fit in (0, 1)]
+    oofs = {1.0: np.zeros(top), -1.0: np.zeros(top)}
+    for fit, test in ((0, 1), (1, 0)):  # both directions' orders scored in one pass
+        orders = [observed[np.argsort(-level_priority(
+            sums[observed, fit], variance[observed, fit], fold_v0[fit], sign), kind="stable")][:top]
+            for sign in oofs]
+        paths = _prefix_paths_of(codes, orders, n_codes, block, n_blocks, weighted, folds[test])
+        for sign, order, path in zip(oofs, orders, paths, strict=True):
+            oofs[sign] += _z(_ranges(path), np.cumsum(variance[order, test]))
     found = []
-    for sign in (1.0, -1.0):
-        whole = level_priority(sums[observed].sum(axis=1), whole_variance,
-                               prior_precision(whole_variance), sign)
+    for sign, oof in oofs.items():
+        whole = level_priority(whole_sums, whole_variance, whole_v0, sign)
         whole = observed[np.argsort(-whole, kind="stable")][:top]
         sizes = np.cumsum(count[whole])  # the sets a size k* gives (on all the node's rows)
-        oof = np.zeros(top)
-        for fit, test in ((0, 1), (1, 0)):
-            v0 = prior_precision(variance[observed, fit])
-            priority = level_priority(sums[observed, fit], variance[observed, fit], v0, sign)
-            order = observed[np.argsort(-priority, kind="stable")][:top]
-            paths = _prefix_paths(codes, order, n_codes, block, n_blocks, weighted, folds[test])
-            oof += _z(_ranges(paths), np.cumsum(variance[order, test]))
         oof /= np.sqrt(2.0)
         penalised = oof - RULES.set_penalty * np.log2(np.arange(1, top + 1))
         penalised[(sizes < min_rows) | (sizes >= rows.size)] = -np.inf  # usable sets only
