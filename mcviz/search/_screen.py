@@ -521,6 +521,12 @@ def prior_precision(variance: np.ndarray) -> float:
     return float((middle[half - 1] + middle[half]) / 2.0)
 
 
+LEVEL_TABLE = 1 << 16
+"""Levels x blocks up to which :func:`_level_sets` sums every level's rows per fold and block
+at once (one bincount, 1 MiB at most: the sums of :func:`_prefix_paths_of`, whose bins hold
+the same rows in the same order); above it only the levels of the orders are summed."""
+
+
 def _prefix_paths(codes: np.ndarray, order: np.ndarray, n_codes: int, block: np.ndarray,
                   n_blocks: int, weighted: np.ndarray,
                   keep: np.ndarray | None = None) -> np.ndarray:
@@ -574,7 +580,8 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
     so a true set of many small levels is not lost because its best out-of-fold size fell below
     the minimum. When :math:`k^* \ge 2` that set is the candidate. ``count``: rows per code. Per-level
     sums are bincounts over the level codes and the paths are built for the first
-    ``RULES.max_set_levels`` levels only (:func:`_prefix_paths`): memory O(rows + levels).
+    ``RULES.max_set_levels`` levels only (:func:`_prefix_paths`): memory O(rows + levels)
+    (or a table of every level's sums per fold and block, up to :data:`LEVEL_TABLE` entries).
     """
     n_codes = column.n_codes
     weighted, row_variance, parity = data.at(rows)
@@ -583,8 +590,13 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
     variance = np.bincount(code_fold, weights=row_variance,
                            minlength=n_codes * 2).reshape(n_codes, 2)
     top = min(observed.size - 1, RULES.max_set_levels)
-    folds = [parity == 0, None]
-    folds[1] = ~folds[0]
+    by_block = folds = None
+    if n_codes * n_blocks <= LEVEL_TABLE:  # few levels: every level's block sums in one pass
+        by_block = np.bincount(code_fold * n_blocks + block, weights=weighted,
+                               minlength=n_codes * 2 * n_blocks).reshape(n_codes, 2, n_blocks)
+    else:
+        folds = [parity == 0, None]
+        folds[1] = ~folds[0]
     whole_variance = variance[observed].sum(axis=1)
     whole_sums, whole_v0 = sums[observed].sum(axis=1), prior_precision(whole_variance)
     fold_v0 = [prior_precision(variance[observed, fit]) for fit in (0, 1)]
@@ -593,7 +605,9 @@ def _level_sets(data: Data, rows, block, n_blocks: int, codes, column: Column, j
         orders = [observed[np.argsort(-level_priority(
             sums[observed, fit], variance[observed, fit], fold_v0[fit], sign), kind="stable")][:top]
             for sign in oofs]
-        paths = _prefix_paths_of(codes, orders, n_codes, block, n_blocks, weighted, folds[test])
+        paths = [np.cumsum(np.cumsum(by_block[order, test], axis=1), axis=0)
+                 for order in orders] if by_block is not None else _prefix_paths_of(
+            codes, orders, n_codes, block, n_blocks, weighted, folds[test])
         for sign, order, path in zip(oofs, orders, paths, strict=True):
             oofs[sign] += _z(_ranges(path), np.cumsum(variance[order, test]))
     found = []
