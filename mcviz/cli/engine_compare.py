@@ -28,9 +28,9 @@ from mcviz.cli.engine_options import (
     read_whole,
     refuse_unsupported,
     require_engine,
-    rows_in_files,
     sample_roles,
 )
+from mcviz.engines.base import rows_in_files
 from mcviz.errors import ValidationError
 
 __all__ = ["IN_MEMORY_WHEN_SAMPLED_WHOLE", "compare_in_engine"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 __all__ = ["add_engine_arguments", "engine_share", "on_table", "read_whole", "refuse_unsupported",
-           "require_engine", "rows_in_files", "sample_roles"]
+           "require_engine", "sample_roles"]
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -86,13 +86,6 @@ def refuse_unsupported(args: argparse.Namespace) -> None:
                                   "--engine numpy.")
 
 
-def rows_in_files(files) -> int | None:
-    """Return the rows the Parquet footers count (:func:`mcviz.engines.base.rows_in_files`)."""
-    from mcviz.engines.base import rows_in_files as footer_rows
-
-    return footer_rows(files)
-
-
 def read_whole(files, spill: str, *, seed: int = 0, memory_limit: str | None = None):
     """Every row of a table that the engine's sample would hold whole, as a DataFrame.
 
@@ -109,6 +102,7 @@ def read_whole(files, spill: str, *, seed: int = 0, memory_limit: str | None = N
     if len(files) == 1 and os.path.getsize(files[0]) <= default_max_bytes():
         return read_table(files[0])
     from mcviz.cli.screen import read_sample_interruptible
+    from mcviz.engines.base import rows_in_files
 
     total = rows_in_files(files)
     return read_sample_interruptible(files, max(int(total or 0), 1), seed, spill,

@@ -84,9 +84,9 @@ def _with_engine(args: argparse.Namespace) -> dict:
     """
     import tempfile
 
-    from mcviz.cli.engine_options import engine_share, read_whole, require_engine, rows_in_files
+    from mcviz.cli.engine_options import engine_share, read_whole, require_engine
     from mcviz.cli.search import _budget_rows
-    from mcviz.engines.base import expand_paths
+    from mcviz.engines.base import expand_paths, rows_in_files
 
     require_engine(args.engine)
     for option in ("probabilities", "weighting", "rho"):  # as the search at scale refuses them
