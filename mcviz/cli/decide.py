@@ -87,7 +87,7 @@ def _in_engine(args: argparse.Namespace) -> dict:
                               "--no-fix (and judge a fix with mcviz fix on a sample).")
     thresholds = parse_thresholds(args)
     result = on_table(args, lambda table, columns: net_benefit_table(
-        table, columns, thresholds=thresholds))
+        table, columns, thresholds=thresholds), what="this decision")
     return {"thresholds": thresholds, "n": result.n, "net_benefit": result.as_json(),
             "engine": args.engine}
 

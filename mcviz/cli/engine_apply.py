@@ -37,11 +37,17 @@ def check_engine_output(args: argparse.Namespace, engine: str) -> None:
 
 def apply_in_engine(args: argparse.Namespace, data: dict, fix) -> dict:
     """Check the rows, compile the map, write, read the scores back; return the JSON object."""
+    from mcviz.cli.engine_options import engine_share
+    from mcviz.engines.memory import AGGREGATE_RESERVE, WRITE_FLOOR
     from mcviz.engines.tables import open_table
 
     score = args.score or fix.score_column
+    limit = args.memory_limit  # with DuckDB, of the whole process (refused if it cannot hold)
+    if args.engine == "duckdb":
+        limit = engine_share(limit, reserve=AGGREGATE_RESERVE, what="this apply",
+                             floor=WRITE_FLOOR)
     with tempfile.TemporaryDirectory(prefix="mcviz-apply-", ignore_cleanup_errors=True) as spill:
-        table = open_table(args.engine, args.file, memory_limit=args.memory_limit,
+        table = open_table(args.engine, args.file, memory_limit=limit,
                            temp_directory=spill, spark_master=args.spark_master)
         try:
             n, mean_score, mean_recalibrated = score_table(table, data, score, Path(args.out),

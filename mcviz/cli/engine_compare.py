@@ -29,6 +29,7 @@ from mcviz.cli.engine_options import (
     refuse_unsupported,
     require_engine,
     sample_roles,
+    sample_share,
 )
 from mcviz.engines.base import rows_in_files
 from mcviz.errors import ValidationError
@@ -72,7 +73,7 @@ def _groups(args, settings, rows, files, spill, names, default_covariates):
     from mcviz.io import load_predictions
 
     sample = read_sample_interruptible(files, rows, settings.seed, spill, keys=True,
-                                       memory_limit=engine_share(args.memory_limit)
+                                       memory_limit=sample_share(args.memory_limit)
                                        if args.engine == "duckdb" else None)
     keys = sample_keys(sample, files)
     sample = sample.drop(columns=[FILE_KEY, ROW_KEY])
@@ -98,7 +99,7 @@ def _classical(engine, columns, args) -> tuple[dict, dict]:
     if engine.name == "duckdb":
         from mcviz.engines.tables import DuckDBTable
 
-        table = DuckDBTable(engine.files, memory_limit=engine_share(args.memory_limit),
+        table = DuckDBTable(engine.files, memory_limit=_passes_share(args, None),
                             temp_directory=engine.temp_directory)
     else:
         from mcviz.engines.tables import SparkTable
@@ -111,6 +112,28 @@ def _classical(engine, columns, args) -> tuple[dict, dict]:
     finally:
         if engine.name == "duckdb":
             table.close()
+
+
+def _passes_share(args: argparse.Namespace, rows: int | None) -> str | None:
+    """DuckDB's share of ``--memory-limit`` (of the whole process) during the engine's passes.
+
+    Beside DuckDB the comparison holds what this process holds now (the groups' sample and
+    search, once drawn) and the sorted stream's blocks with the score runs of the classical
+    measures (:func:`~mcviz.engines.memory.stream_reserve`: at most one run per row, about
+    :data:`~mcviz.settings.ENGINE_SCORE_RUNS`). Refused when DuckDB would get less than its
+    floor (:func:`mcviz.cli.engine_options.engine_share`): before the groups' sample is drawn,
+    and again after it.
+    """
+    from mcviz.compare.groups_at_scale import BATCH_ROWS
+    from mcviz.core.batches import usable_cores
+    from mcviz.engines.memory import stream_reserve
+    from mcviz.settings import ENGINE_SCORE_RUNS
+
+    runs = int(ENGINE_SCORE_RUNS * 1.05)
+    if rows is not None:
+        runs = min(int(rows), runs)
+    return engine_share(args.memory_limit, what="this comparison", reserve=stream_reserve(
+        threads=usable_cores(), batch_rows=BATCH_ROWS, rows=rows, runs=runs))
 
 
 def _in_memory(args, settings, thresholds, frame, rows: int, compare_rows) -> dict:
@@ -148,14 +171,14 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
         total = rows_in_files(files)
         if IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows:
             frame = read_whole(files, spill, seed=settings.seed,
-                               memory_limit=engine_share(args.memory_limit)
+                               memory_limit=sample_share(args.memory_limit)
                                if args.engine == "duckdb" else None)
             return _in_memory(args, settings, thresholds, frame, rows, in_memory)
         columns, _ = sample_roles(args, files, spill)
         if args.engine == "spark":
             os.environ["SPARK_LOCAL_DIRS"] = spill
         engine = make_engine(args.engine, files, columns,  # the sample's rows stay in Python
-                             memory_limit=engine_share(args.memory_limit)
+                             memory_limit=_passes_share(args, total)
                              if args.engine == "duckdb" else args.memory_limit,
                              temp_directory=spill, spark_master=args.spark_master)
         try:
@@ -166,7 +189,10 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                     args, settings, rows, files, spill, asked, default_covariates)
                 if args.engine == "duckdb" and args.memory_limit is not None:
                     # --memory-limit bounds the process: the sample stays in Python
-                    engine.con.execute(f"SET memory_limit = '{engine_share(args.memory_limit)}'")
+                    from mcviz.engines.memory import release_memory
+
+                    release_memory()  # what the groups' search freed goes back first
+                    engine.con.execute(f"SET memory_limit = '{_passes_share(args, total)}'")
                 orders = [c for c in names if pred.covariate_kinds.get(c) != "nominal"
                           and engine.kinds.get(c) in ORDERED_KINDS]
                 skipped = [c for c in names if pred.covariate_kinds.get(c) != "nominal"

@@ -40,7 +40,13 @@ def monitor_in_engine(args: argparse.Namespace, settings):
             raise ValidationError("no time column recognised in the file: name it with --time.")
         settings = dataclasses.replace(settings, time=time)
         del sample
-        table = open_table(args.engine, files, memory_limit=args.memory_limit,
+        limit = args.memory_limit  # with DuckDB, of the whole process (refused if it cannot)
+        if args.engine == "duckdb":
+            from mcviz.cli.engine_options import engine_share
+            from mcviz.engines.memory import MONITOR_RESERVE
+
+            limit = engine_share(limit, reserve=MONITOR_RESERVE, what="this monitor")
+        table = open_table(args.engine, files, memory_limit=limit,
                            temp_directory=spill, spark_master=args.spark_master)
         where = {"files": files, "columns": columns, "kinds": engine_kinds(table.kinds),
                  "engine": args.engine}

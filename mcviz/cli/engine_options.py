@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 __all__ = ["add_engine_arguments", "engine_share", "on_table", "read_whole", "refuse_unsupported",
-           "require_engine", "sample_roles"]
+           "require_engine", "sample_roles", "sample_share"]
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -17,8 +17,10 @@ def add_engine_arguments(parser: argparse.ArgumentParser, help_text: str) -> Non
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy",
                         help=help_text)
     parser.add_argument("--memory-limit", metavar="SIZE",
-                        help="memory limit of the engine, e.g. 2GB: DuckDB's memory_limit "
-                        "(spills beyond), Spark's driver memory in local mode")
+                        help="memory limit, e.g. 2GB: with duckdb, of the whole process (DuckDB "
+                        "gets what the command does not hold and spills beyond; a limit too "
+                        "small is refused naming one that works), Spark's driver memory in "
+                        "local mode")
     # no default here: the Spark engine's own (local mode), without importing it at start-up
     parser.add_argument("--spark-master", metavar="URL",
                         help="Spark master, e.g. spark://host:7077 (default: local mode, as "
@@ -32,13 +34,19 @@ def require_engine(name: str) -> None:
     _require_engine(name)
 
 
-def engine_share(memory_limit: str | None) -> str | None:
-    """DuckDB's share of ``--memory-limit``: the limit minus what this process holds now.
+def engine_share(memory_limit: str | None, *, reserve: int = 0, what: str = "this command",
+                 floor: int | None = None) -> str | None:
+    """Return DuckDB's share of ``--memory-limit`` while a command's main pass runs.
 
-    ``--memory-limit`` bounds the whole process: a search at scale keeps its sample's rows
-    and findings in Python while DuckDB sorts, so DuckDB gets the rest, less its own overshoot
-    (:func:`mcviz.engines.memory.duckdb_share`; at least a quarter of the limit). None: no
-    limit given (DuckDB's own default).
+    ``--memory-limit`` bounds the whole process, as ``mcviz screen``'s: DuckDB gets the limit
+    minus what this process holds now, ``reserve`` (what the command itself adds beside
+    DuckDB while it works: :data:`~mcviz.engines.memory.AGGREGATE_RESERVE`,
+    :func:`~mcviz.engines.memory.stream_reserve`), a margin and DuckDB's own overshoot
+    (:func:`mcviz.engines.memory.duckdb_share`). A limit that leaves DuckDB less than its
+    floor is refused (:class:`~mcviz.errors.ValidationError` naming ``--memory-limit`` and
+    the smallest limit that holds ``what``; ``floor``: DuckDB's least, by default
+    :data:`~mcviz.engines.memory.DUCKDB_FLOOR`). None: no limit given (DuckDB's default).
+    Every command with ``--memory-limit`` refuses this way: a limit it cannot hold.
 
     Examples
     --------
@@ -46,6 +54,22 @@ def engine_share(memory_limit: str | None) -> str | None:
     True
     >>> int(engine_share("100GB")[:-3]) > 90_000
     True
+    """
+    if memory_limit is None:
+        return None
+    from mcviz.engines.memory import DUCKDB_FLOOR, duckdb_share
+
+    return duckdb_share(memory_limit, reserve=reserve, refuse=True, what=what,
+                        floor=DUCKDB_FLOOR if floor is None else floor)
+
+
+def sample_share(memory_limit: str | None) -> str | None:
+    """DuckDB's share of ``--memory-limit`` while a sample is drawn (never refused here).
+
+    As ``mcviz screen``'s draw: the limit minus what this process holds, at least
+    :data:`~mcviz.engines.memory.DUCKDB_FLOOR` (or a quarter of the limit). The command
+    refuses a limit it cannot hold once it knows what it holds beside DuckDB
+    (:func:`engine_share`, after the sample's work). None: no limit given.
     """
     if memory_limit is None:
         return None
@@ -68,7 +92,9 @@ def sample_roles(args: argparse.Namespace, files, spill: str):
     from mcviz.io import load_predictions
 
     refuse_unsupported(args)
-    sample = read_sample_interruptible(files, SAMPLE_ROWS, 0, spill)
+    sample = read_sample_interruptible(  # under --memory-limit too (DuckDB's sample share)
+        files, SAMPLE_ROWS, 0, spill,
+        memory_limit=sample_share(args.memory_limit) if args.engine == "duckdb" else None)
     pred = load_predictions(sample, score=args.score, label=args.label, positive=args.positive,
                             weight=args.weight, covariates=[], drop_invalid=True)
     return sample_columns(pred, sample), sample
@@ -109,11 +135,15 @@ def read_whole(files, spill: str, *, seed: int = 0, memory_limit: str | None = N
                                      memory_limit=memory_limit)
 
 
-def on_table(args: argparse.Namespace, work):
+def on_table(args: argparse.Namespace, work, *, reserve: int | None = None,
+             what: str = "this command"):
     """Run ``work(table, columns)`` on ``args.file`` in ``args.engine``; return its result.
 
     The roles come from :func:`sample_roles`; the engine spills into a temporary directory
-    removed however the command ends, and a signal cancels the running query.
+    removed however the command ends, and a signal cancels the running query. DuckDB gets
+    :func:`engine_share` of ``--memory-limit``, ``reserve`` (default
+    :data:`~mcviz.engines.memory.AGGREGATE_RESERVE`) kept for what ``work`` holds beside it;
+    a limit that cannot hold ``what`` is refused before the table opens.
     """
     import tempfile
 
@@ -126,7 +156,12 @@ def on_table(args: argparse.Namespace, work):
     with tempfile.TemporaryDirectory(prefix="mcviz-engine-", ignore_cleanup_errors=True) as spill:
         columns, _ = sample_roles(args, files, spill)
         # --memory-limit bounds the process: DuckDB gets what this process does not hold
-        limit = engine_share(args.memory_limit) if args.engine == "duckdb" else args.memory_limit
+        limit = args.memory_limit
+        if args.engine == "duckdb":
+            from mcviz.engines.memory import AGGREGATE_RESERVE
+
+            limit = engine_share(limit, what=what,
+                                 reserve=AGGREGATE_RESERVE if reserve is None else reserve)
         table = open_table(args.engine, files, memory_limit=limit,
                            temp_directory=spill, spark_master=args.spark_master)
         try:

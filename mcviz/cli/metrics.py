@@ -156,10 +156,8 @@ def _in_engine(args: argparse.Namespace) -> dict:
             from mcviz.engines.duckdb_engine import DuckDBEngine
 
             table.close()  # the screening engine streams the sorted rows itself
-            from mcviz.cli.engine_options import engine_share
-
             engine, block = (DuckDBEngine(table.files, columns,  # the runs stay in Python
-                                          memory_limit=engine_share(args.memory_limit)),
+                                          memory_limit=_stream_share(args, table.files)),
                              calibration_block)
         else:
             from mcviz.engines.spark_engine import SparkEngine
@@ -171,13 +169,50 @@ def _in_engine(args: argparse.Namespace) -> dict:
         finally:
             engine.close()
 
-    columns, runs, (n, total, statistics) = on_table(args, work)
+    columns, runs, (n, total, statistics) = on_table(args, work, reserve=_runs_reserve(args),
+                                                     what="this metrics run")
     return {"n": n, "weight_total": total,
             "columns": {"score": columns.score, "probabilities": [], "label": columns.label,
                         "weight": columns.weight, "response": "binary", "covariates": []},
             "calibration": {**statistics, "p_value_kind": "brownian",
                             "unweighted_kuiper_z": None, "warnings": []},
             **_classical_from_engine(runs), "engine": args.engine}
+
+
+def _runs_reserve(args: argparse.Namespace) -> int:
+    """Return the bytes the score runs take beside DuckDB (--memory-limit bounds the process).
+
+    At most one run per row, and about :data:`~mcviz.settings.ENGINE_SCORE_RUNS` (a few per
+    cent more), :data:`~mcviz.engines.memory.RUN_BYTES` each.
+    """
+    from mcviz.engines.base import expand_paths, rows_in_files
+    from mcviz.engines.memory import AGGREGATE_RESERVE, RUN_BYTES
+    from mcviz.settings import ENGINE_SCORE_RUNS
+
+    if args.engine != "duckdb" or args.memory_limit is None:
+        return 0
+    runs = int(ENGINE_SCORE_RUNS * 1.05)
+    rows = rows_in_files(expand_paths(args.file))
+    if rows is not None:
+        runs = min(runs, int(rows))
+    return AGGREGATE_RESERVE + RUN_BYTES * runs
+
+
+def _stream_share(args: argparse.Namespace, files) -> str | None:
+    """Return DuckDB's share while the sorted rows stream (the runs already held).
+
+    Refused below its floor (:func:`mcviz.cli.engine_options.engine_share`).
+    """
+    from mcviz.cli.engine_options import engine_share
+    from mcviz.core.batches import usable_cores
+    from mcviz.engines.base import rows_in_files
+    from mcviz.engines.duckdb_engine import BATCH_ROWS
+    from mcviz.engines.memory import stream_reserve
+
+    if args.memory_limit is None:
+        return None
+    return engine_share(args.memory_limit, what="this metrics run", reserve=stream_reserve(
+        threads=usable_cores(), batch_rows=BATCH_ROWS, rows=rows_in_files(files)))
 
 
 def _classical_from_engine(parts: dict) -> dict:

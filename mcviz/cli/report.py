@@ -84,7 +84,7 @@ def _with_engine(args: argparse.Namespace) -> dict:
     """
     import tempfile
 
-    from mcviz.cli.engine_options import engine_share, read_whole, require_engine
+    from mcviz.cli.engine_options import read_whole, require_engine, sample_share
     from mcviz.cli.search import _budget_rows
     from mcviz.engines.base import expand_paths, rows_in_files
 
@@ -104,7 +104,7 @@ def _with_engine(args: argparse.Namespace) -> dict:
         return _at_scale(args, rows, total)
     _common.check_decks(args.deck)  # before the read, not after it
     with tempfile.TemporaryDirectory(prefix="mcviz-report-", ignore_cleanup_errors=True) as spill:
-        frame = read_whole(files, spill, seed=args.seed, memory_limit=engine_share(
+        frame = read_whole(files, spill, seed=args.seed, memory_limit=sample_share(
             args.memory_limit) if args.engine == "duckdb" else None)
     output = _in_memory(args, frame)
     output["engine"] = args.engine

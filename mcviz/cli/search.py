@@ -170,7 +170,7 @@ class AtScale:
 
 def search_at_scale(args: argparse.Namespace) -> AtScale:
     """Draw the sample, search it, and measure the findings on every row (one sorted pass)."""
-    from mcviz.cli.engine_options import engine_share
+    from mcviz.cli.engine_options import sample_share
     from mcviz.cli.screen import cancel_engine, make_engine, read_sample_interruptible
     from mcviz.engines.base import expand_paths
 
@@ -187,7 +187,7 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
     files = expand_paths(args.file)
     keyed = args.engine != "numpy"
     with tempfile.TemporaryDirectory(prefix="mcviz-search-", ignore_cleanup_errors=True) as spill:
-        share = engine_share(args.memory_limit) if args.engine == "duckdb" else None
+        share = sample_share(args.memory_limit) if args.engine == "duckdb" else None
         sample = read_sample_interruptible(files, rows, args.seed, spill, keys=keyed,
                                            memory_limit=share, columns=_read_columns(args))
         pred, result, columns, keys = _search_sample(args, sample, files, covariates, keyed)
@@ -195,7 +195,7 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
         if args.engine == "spark":  # the JVM's shuffle and spill files go there too
             os.environ["SPARK_LOCAL_DIRS"] = spill
         engine = make_engine(args.engine, files, columns,  # the limit bounds the process
-                             memory_limit=engine_share(args.memory_limit)
+                             memory_limit=_measure_share(args, files, result, pred)
                              if args.engine == "duckdb" else args.memory_limit,
                              drop_invalid=args.drop_invalid, temp_directory=spill,
                              spark_master=getattr(args, "spark_master", None))
@@ -210,6 +210,34 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
                 engine.close()
     return AtScale(result=result, measured=measured, held=held, population=population,
                    pred=pred, files=files, columns=columns)
+
+
+def _measure_share(args: argparse.Namespace, files, result: SearchResult,
+                   pred: Predictions) -> str | None:
+    """DuckDB's share of ``--memory-limit`` while the findings are measured on every row.
+
+    The sample and its search stay in Python; the sorted stream adds the blocks of
+    :func:`~mcviz.engines.memory.stream_reserve` with, per row, the full population, each
+    finding and their held-out rows (the members on the sample, twice: the held-out sets are
+    subsets of them). A limit that cannot hold them is refused
+    (:func:`mcviz.cli.engine_options.engine_share`), after the search's freed memory is
+    handed back (:func:`~mcviz.engines.memory.release_memory`).
+    """
+    from mcviz.cli.engine_options import engine_share
+    from mcviz.core.batches import usable_cores
+    from mcviz.engines.base import rows_in_files
+    from mcviz.engines.duckdb_engine import BATCH_ROWS
+    from mcviz.engines.memory import members_per_row, release_memory, stream_reserve
+
+    if args.memory_limit is None:
+        return None
+    release_memory()
+    # the population and each finding, and as many again: the held-out rows of each (fewer)
+    sizes = [2 * s.index.size for s in result.subpopulations.subpopulations]
+    per_row = max(members_per_row(sizes, pred.n), 2.0)
+    return engine_share(args.memory_limit, what="this search", reserve=stream_reserve(
+        threads=usable_cores(), batch_rows=BATCH_ROWS, rows=rows_in_files(files),
+        per_row=per_row))
 
 
 def _read_columns(args: argparse.Namespace) -> list[str] | None:

@@ -10,7 +10,10 @@ gets what is left, shrunk by what DuckDB allocates beyond its own ``memory_limit
 
 with :math:`L` the limit, :math:`R` this process's resident memory now
 (:func:`resident_bytes`), :math:`B` the buffers the command itself will add while DuckDB works
-(:func:`screen_reserve` for the exact screen), :math:`m_0` = :data:`MARGIN`, and DuckDB's own
+(:func:`screen_reserve` for the exact screen, :func:`stream_reserve` for the other sorted
+passes of ``mcviz metrics``, ``compare``, ``search`` and ``report``,
+:data:`AGGREGATE_RESERVE` for ``decide`` and ``apply``, :data:`MONITOR_RESERVE`),
+:math:`m_0` = :data:`MARGIN`, and DuckDB's own
 overshoot :math:`e_0 + e_1 \cdot` its limit (:data:`DUCKDB_OVER_FIXED`,
 :data:`DUCKDB_OVER_SHARE`: allocations outside its buffer manager, such as Arrow export
 buffers and sort keys).
@@ -21,6 +24,14 @@ given: 36 MiB over at 122 MiB, 29 at 191 MiB, 23 at 477 MiB, 24 at 954 MiB (10^7
 69 MiB over at 1,907 MiB (10^8 rows, 4 GiB spilled); opening the connection adds about 35 MiB
 before that. A limit of 57 MiB fails to sort 10^7 rows
 ("failed to pin block"), 122 MiB works: :data:`DUCKDB_FLOOR`.
+
+Every command with ``--memory-limit`` refuses a limit that leaves DuckDB less than its floor,
+naming the smallest that works. Each reserve was measured on 2*10^5, 2*10^6 and 2*10^7 rows
+(score, challenger, label, weight, two nominal covariates, a number, a day; ``--sample-rows
+20000`` for compare, search and report) at the smallest limit each command named: the peak
+RSS of every run stayed under the limit it was given (MB: decide 342 of 600, apply 534 of
+700, monitor 348 of 750, metrics 505 of 700, compare 459 of 700, search 385 of 600, report
+427 of 550, the largest of the three sizes each).
 """
 
 from __future__ import annotations
@@ -29,9 +40,10 @@ import os
 
 from mcviz.errors import ValidationError
 
-__all__ = ["BYTES_PER_MEMBER", "DUCKDB_FLOOR", "DUCKDB_OVER_FIXED", "DUCKDB_OVER_SHARE", "MARGIN",
-           "ROW_BYTES", "duckdb_share", "members_per_row", "release_memory", "resident_bytes",
-           "screen_reserve"]
+__all__ = ["AGGREGATE_RESERVE", "BYTES_PER_MEMBER", "DUCKDB_FLOOR", "DUCKDB_OVER_FIXED",
+           "DUCKDB_OVER_SHARE", "MARGIN", "MONITOR_RESERVE", "REPEAT_SLACK", "ROW_BYTES",
+           "RUN_BYTES", "WRITE_FLOOR", "duckdb_share", "members_per_row", "release_memory",
+           "resident_bytes", "screen_reserve", "stream_reserve"]
 
 MARGIN = 96 << 20
 """Bytes kept free beside DuckDB and the command's buffers (Python's own small allocations, and
@@ -46,6 +58,15 @@ limit at limits of 122-954 MiB, 69 MiB at 1,907 MiB (see the module docstring)."
 DUCKDB_FLOOR = 128 << 20
 """The smallest ``memory_limit`` given to DuckDB: it sorts 10^7 rows in 122 MiB, not in 57."""
 
+WRITE_FLOOR = 256 << 20
+"""The smallest ``memory_limit`` given to DuckDB for ``mcviz apply``'s Parquet write (``COPY
+... TO ... (FORMAT PARQUET)``, the rows' order kept). Measured (DuckDB 2.0, 2 cores, the map's
+column added to 9 columns): 2*10^7 rows in row groups of 1,048,576 (pyarrow's default) fail
+at 150 MiB ("failed to allocate"), are written at 200 MiB (peak RSS 371 MiB) and 250 MiB
+(420 MiB); 10^8 rows in row groups of 122,880 (DuckDB's) at 256 MiB (356 MiB, 49 s). The
+need follows the row groups read and written, not the row count (2*10^6 rows fit in 150 MiB);
+a file of larger row groups may need more, and DuckDB's error then says to raise the limit."""
+
 BYTES_PER_MEMBER = 12
 """Bytes the exact screen holds per member of a block: its position (8 bytes, int64) and the
 work of testing it (the parent's codes gathered, the test's mask, the concatenated indices of
@@ -57,6 +78,32 @@ ROW_BYTES = 64
 """Bytes per row of a block beside its members: score, label, weight and the variance terms
 (8 each), the (residual, variance) pairs (16), run ids and codes (about 12), and the Arrow batch
 it came from."""
+
+AGGREGATE_RESERVE = 32 << 20
+"""Bytes a command holds beside DuckDB while DuckDB only aggregates or writes (``mcviz decide``'s
+net benefit sums, ``mcviz apply``'s checks and its Parquet write, ``mcviz monitor``'s cells):
+the result frames and pyarrow's conversion buffers (one row, or a few per threshold).
+Measured with :func:`resident_bytes` at the check and the peak RSS after it (a thread polling
+``/proc/self/status``), ``mcviz decide --no-fix`` on 2*10^5, 2*10^6 and 2*10^7 rows at the
+smallest limit it names (600MB; DuckDB 155 MiB): 11, 31 and 68 MiB over the 206 MiB held,
+DuckDB's own use included."""
+
+MONITOR_RESERVE = 96 << 20
+"""Bytes ``mcviz monitor`` holds beside DuckDB: the cells, and the null draws' batches
+(:func:`mcviz.monitor.alarm.null_maxima` draws at most 4 million values at a time, a few
+float64 arrays of that size: the normal draws, their Cornish-Fisher term, the cells' and the
+series' sums), at most three arrays of that batch: 96 MiB. Measured (as
+:data:`AGGREGATE_RESERVE`): 52 weeks x 51 series, 999 draws, 21, 35 and 51 MiB over the
+184 MiB held at 2*10^5, 2*10^6 and 2*10^7 rows (the smallest limit named, 700-750MB); 19,999
+draws 34 MiB and 364 days x 51 series 47 MiB at 2*10^6 rows, DuckDB's grouped pass
+included."""
+
+RUN_BYTES = 96
+"""Bytes per score run the classical measures hold (``mcviz metrics``, ``mcviz compare``):
+five float64 sums per run (count, weight, positive, squared weight, the score), held twice
+while DuckDB's result frame becomes the arrays, and the run's share of the frame's index.
+Measured: 2^20 runs (2*10^6 distinct scores) left 39 MiB resident after the pass (37 bytes a
+run), 194 MiB over the check at the peak with DuckDB's GROUP BY (135 MiB) beside them."""
 
 
 def resident_bytes() -> int:
@@ -133,16 +180,44 @@ def screen_reserve(per_row: float, *, threads: int, batch_rows: int,
     return int(threads * (per_block + 48 * GROUP_ELEMENTS))
 
 
+def stream_reserve(*, threads: int, batch_rows: int, rows: int | None = None,
+                   per_row: float = 1.0, runs: int = 0) -> int:
+    r"""Bytes a command holds beside DuckDB while score-sorted rows stream into Python.
+
+    The blocks of :func:`screen_reserve` (``per_row`` members per row: 1, the full population,
+    for ``mcviz metrics``' calibration block and ``mcviz compare``'s paths; the findings and
+    their held-out rows for ``mcviz search`` and ``mcviz report``), plus :data:`RUN_BYTES`
+    per score run (``runs``) the classical measures gather as the rows pass.
+
+    Measured (resident at the check, peak RSS after it; DuckDB at the share the smallest named
+    limit leaves): ``mcviz metrics`` 2*10^7 rows, 41 MiB reserved, DuckDB 269 MiB: 306 MiB over
+    the 175 MiB held (sort included) against 491 MiB allowed (reserve, DuckDB and its
+    overshoot, :data:`MARGIN`); with 2*10^6 distinct scores (2^20 runs) the runs' check
+    reserved 132 MiB and the peak was 194 MiB over; ``mcviz compare`` 2*10^6 / 2*10^7 rows,
+    143 MiB, DuckDB 160 MiB: 213 / 253 MiB over 183 MiB against 482; ``mcviz search`` 2*10^6
+    rows (45 MiB, 173 MiB): 195 MiB over against 395, ``mcviz report`` 2*10^7 rows (45 MiB,
+    128 MiB): 236 MiB over against 352.
+
+    Examples
+    --------
+    >>> stream_reserve(threads=2, batch_rows=122_880) // 2**20
+    41
+    """
+    return screen_reserve(per_row, threads=threads, batch_rows=batch_rows,
+                          rows=rows) + RUN_BYTES * max(int(runs), 0)
+
+
 def duckdb_share(limit: str, *, reserve: int = 0, refuse: bool = False,
-                 what: str = "this command") -> str:
+                 what: str = "this command", floor: int = DUCKDB_FLOOR) -> str:
     r"""DuckDB's ``memory_limit`` when ``limit`` (``--memory-limit``) bounds the whole process.
 
     The limit minus this process's resident memory, ``reserve`` (what the command adds beside
     DuckDB) and :data:`MARGIN`, less DuckDB's own overshoot (module docstring). When that is
-    below :data:`DUCKDB_FLOOR` the limit cannot be held: ``refuse`` raises
-    :class:`~mcviz.errors.ValidationError` naming ``--memory-limit`` and the smallest limit
-    that works; otherwise DuckDB gets the larger of the floor and a quarter of the limit (the
-    search and comparison keep working under a tight limit, as before).
+    below ``floor`` (:data:`DUCKDB_FLOOR`; :data:`WRITE_FLOOR` for ``mcviz apply``'s write)
+    the limit cannot be held: ``refuse`` raises :class:`~mcviz.errors.ValidationError`
+    naming ``--memory-limit`` and the smallest limit that works; otherwise DuckDB gets the
+    larger of the floor and a quarter of the limit (a sample's draw, refused later by its
+    command if the limit cannot hold the rest).
 
     Examples
     --------
@@ -158,20 +233,29 @@ def duckdb_share(limit: str, *, reserve: int = 0, refuse: bool = False,
                               "'500MB'.") from None
     held = resident_bytes() + int(reserve) + MARGIN + DUCKDB_OVER_FIXED
     share = int((total - held) / (1.0 + DUCKDB_OVER_SHARE))
-    if share < DUCKDB_FLOOR:
+    if share < floor:
         if refuse:
-            over = MARGIN + DUCKDB_OVER_FIXED + DUCKDB_FLOOR * DUCKDB_OVER_SHARE
+            over = MARGIN + DUCKDB_OVER_FIXED + floor * DUCKDB_OVER_SHARE
             raise ValidationError(
                 f"--memory-limit {limit} cannot hold {what}: this process already holds "
                 f"{(held - reserve - MARGIN - DUCKDB_OVER_FIXED) / 1e6:,.0f} MB, {what} adds "
                 f"{reserve / 1e6:,.0f} MB beside DuckDB, DuckDB needs at least "
-                f"{DUCKDB_FLOOR / 1e6:,.0f} MB and {over / 1e6:,.0f} MB more are kept for its "
+                f"{floor / 1e6:,.0f} MB and {over / 1e6:,.0f} MB more are kept for its "
                 f"own allocations and a margin. Give --memory-limit "
-                f"{_round_up_mb(held + DUCKDB_FLOOR * (1.0 + DUCKDB_OVER_SHARE))}MB or more.")
-        share = max(DUCKDB_FLOOR, total // 4)
+                f"{_round_up_mb(held + floor * (1.0 + DUCKDB_OVER_SHARE))}MB or more.")
+        share = max(floor, total // 4)
     return f"{share // 2**20}MiB"
 
 
+REPEAT_SLACK = 25_000_000
+"""Bytes the limit a refusal names keeps to spare: a second run of the same command holds a few
+MB more or less (``mcviz search`` of 2*10^7 rows held 180 MB at its check once, 181 MB the
+next time: without the slack the 550MB the first run named was refused by the second)."""
+
+
 def _round_up_mb(size: float) -> int:
-    """``size`` in MB, rounded up to a multiple of 50 (a limit a person would type)."""
-    return int(-(-size // 50e6) * 50)
+    """Return ``size`` plus :data:`REPEAT_SLACK` in MB, rounded up to a multiple of 50.
+
+    A limit a person would type, with room for a second run's few MB more.
+    """
+    return int(-(-(size + REPEAT_SLACK) // 50e6) * 50)

@@ -24,6 +24,7 @@ from mcviz import cumulative_differences
 from mcviz.engines.base import Columns
 from mcviz.engines.calibration import calibration_block, score_runs_table
 from mcviz.engines.duckdb_engine import DuckDBEngine
+from mcviz.engines.memory import resident_bytes
 from mcviz.engines.tables import DuckDBTable
 from mcviz.io import load_predictions
 from mcviz.stats.binning import reliability_diagrams
@@ -75,7 +76,9 @@ def test_cli_metrics_engine_calibration_equals_numpy(cli, rows):
     path, columns, pred = rows
     weight = ["--weight", columns.weight] if columns.weight else ["--no-weight"]
     args = ["metrics", path, "--score", "score", "--label", "label", *weight, "--json"]
-    numpy_run, duck_run = cli(*args), cli(*args, "--engine", "duckdb", "--memory-limit", "300MB")
+    # --memory-limit bounds the whole process, this test worker's: 600 MB above what it holds
+    limit = f"{resident_bytes() // 10**6 + 600}MB"
+    numpy_run, duck_run = cli(*args), cli(*args, "--engine", "duckdb", "--memory-limit", limit)
     assert numpy_run.status == 0, numpy_run.err
     assert duck_run.status == 0, duck_run.err
     a, b = numpy_run.json, duck_run.json
