@@ -29,9 +29,11 @@ Every command with ``--memory-limit`` refuses a limit that leaves DuckDB less th
 naming the smallest that works. Each reserve was measured on 2*10^5, 2*10^6 and 2*10^7 rows
 (score, challenger, label, weight, two nominal covariates, a number, a day; ``--sample-rows
 20000`` for compare, search and report) at the smallest limit each command named: the peak
-RSS of every run stayed under the limit it was given (MB: decide 342 of 600, apply 534 of
-700, monitor 348 of 750, metrics 505 of 700, compare 459 of 700, search 385 of 600, report
-427 of 550, the largest of the three sizes each).
+RSS of every run stayed under the limit it was given (MB, at 2*10^7 rows: decide 340 of 600,
+apply 536 of 700 (458 at 10^8), monitor 330 of 650, metrics 504 of 700, compare 458 of 700,
+search 477 of 600, report 473 of 600). A sample's draw runs before the check, DuckDB given
+the limit less what the process holds (at least 128 MiB); the check after it names a limit
+that holds the sample too.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ WRITE_FLOOR = 256 << 20
 ... TO ... (FORMAT PARQUET)``, the rows' order kept). Measured (DuckDB 2.0, 2 cores, the map's
 column added to 9 columns): 2*10^7 rows in row groups of 1,048,576 (pyarrow's default) fail
 at 150 MiB ("failed to allocate"), are written at 200 MiB (peak RSS 371 MiB) and 250 MiB
-(420 MiB); 10^8 rows in row groups of 122,880 (DuckDB's) at 256 MiB (356 MiB, 49 s). The
+(420 MiB); 10^8 rows in row groups of 122,880 (DuckDB's) at 256 MiB (356 MiB, 49 s), and
+``mcviz apply --memory-limit 700MB`` (DuckDB 290 MiB) at a peak of 437 MiB in 63 s. The
 need follows the row groups read and written, not the row count (2*10^6 rows fit in 150 MiB);
 a file of larger row groups may need more, and DuckDB's error then says to raise the limit."""
 
@@ -85,16 +88,16 @@ net benefit sums, ``mcviz apply``'s checks and its Parquet write, ``mcviz monito
 the result frames and pyarrow's conversion buffers (one row, or a few per threshold).
 Measured with :func:`resident_bytes` at the check and the peak RSS after it (a thread polling
 ``/proc/self/status``), ``mcviz decide --no-fix`` on 2*10^5, 2*10^6 and 2*10^7 rows at the
-smallest limit it names (600MB; DuckDB 155 MiB): 11, 31 and 68 MiB over the 206 MiB held,
-DuckDB's own use included."""
+smallest limit it names (650, 600, 600MB; DuckDB 197, 155, 155 MiB): 6, 33 and 77 MiB over
+the 205-210 MiB held, DuckDB's own use included."""
 
 MONITOR_RESERVE = 96 << 20
 """Bytes ``mcviz monitor`` holds beside DuckDB: the cells, and the null draws' batches
 (:func:`mcviz.monitor.alarm.null_maxima` draws at most 4 million values at a time, a few
 float64 arrays of that size: the normal draws, their Cornish-Fisher term, the cells' and the
 series' sums), at most three arrays of that batch: 96 MiB. Measured (as
-:data:`AGGREGATE_RESERVE`): 52 weeks x 51 series, 999 draws, 21, 35 and 51 MiB over the
-184 MiB held at 2*10^5, 2*10^6 and 2*10^7 rows (the smallest limit named, 700-750MB); 19,999
+:data:`AGGREGATE_RESERVE`): 52 weeks x 51 series, 999 draws, 21, 27 and 45 MiB over the
+184-187 MiB held at 2*10^5, 2*10^6 and 2*10^7 rows (the smallest limit named, 650MB); 19,999
 draws 34 MiB and 364 days x 51 series 47 MiB at 2*10^6 rows, DuckDB's grouped pass
 included."""
 
@@ -102,8 +105,10 @@ RUN_BYTES = 96
 """Bytes per score run the classical measures hold (``mcviz metrics``, ``mcviz compare``):
 five float64 sums per run (count, weight, positive, squared weight, the score), held twice
 while DuckDB's result frame becomes the arrays, and the run's share of the frame's index.
-Measured: 2^20 runs (2*10^6 distinct scores) left 39 MiB resident after the pass (37 bytes a
-run), 194 MiB over the check at the peak with DuckDB's GROUP BY (135 MiB) beside them."""
+Measured: 2^20 runs (2*10^6 distinct scores) left 96 MiB more resident after the pass (267
+MiB against 171 at the check), and the pass peaked 211 MiB over the check with DuckDB's
+GROUP BY (137 MiB) beside them, against 448 MiB allowed (``mcviz metrics --memory-limit
+650MB``)."""
 
 
 def resident_bytes() -> int:
@@ -191,12 +196,11 @@ def stream_reserve(*, threads: int, batch_rows: int, rows: int | None = None,
 
     Measured (resident at the check, peak RSS after it; DuckDB at the share the smallest named
     limit leaves): ``mcviz metrics`` 2*10^7 rows, 41 MiB reserved, DuckDB 269 MiB: 306 MiB over
-    the 175 MiB held (sort included) against 491 MiB allowed (reserve, DuckDB and its
-    overshoot, :data:`MARGIN`); with 2*10^6 distinct scores (2^20 runs) the runs' check
-    reserved 132 MiB and the peak was 194 MiB over; ``mcviz compare`` 2*10^6 / 2*10^7 rows,
-    143 MiB, DuckDB 160 MiB: 213 / 253 MiB over 183 MiB against 482; ``mcviz search`` 2*10^6
-    rows (45 MiB, 173 MiB): 195 MiB over against 395, ``mcviz report`` 2*10^7 rows (45 MiB,
-    128 MiB): 236 MiB over against 352.
+    the 174 MiB held (its sort included) against 491 MiB allowed (reserve, DuckDB and its
+    overshoot, :data:`MARGIN`); ``mcviz compare`` 2*10^6 / 2*10^7 rows, 143 MiB reserved,
+    DuckDB 160 MiB: 223 / 252 MiB over the 184 MiB held against 482; ``mcviz search``
+    2*10^6 / 2*10^7 rows, 45 MiB, DuckDB 173-174 MiB: 196 / 283 MiB over the 172 MiB held
+    against 398; ``mcviz report`` 2*10^7 rows: 280 MiB over against 399.
 
     Examples
     --------
