@@ -111,7 +111,7 @@ def summarise_rows(
 def _summarise_codes(plan, score, label, weight, codes, *, adjacent,
                      observe=None) -> ChunkSummaries:
     """:func:`summarise_rows` from the integer codes of :meth:`MembershipPlan.encode`."""
-    members = plan.members_from_codes(codes, score.size)
+    members = plan.members_from_codes(codes, score.size, compiled=True)
     if observe is not None:
         observe(score, label, weight, members)
     evaluator = Evaluator(score, weight)

@@ -47,6 +47,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from mcviz.core import kernels
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.path import run_ends
 from mcviz.core.ratio import safe_ratio
@@ -343,6 +344,11 @@ class Evaluator:
         ChunkSummaries
         """
         residual = np.asarray(residual, dtype=float)
+        compiled = None if residual.ndim != 1 or adjacent else kernels.loops(
+            _member_count(members))
+        if compiled is not None:  # one pass per subpopulation (mcviz.core._compiled.walk)
+            return self._walk(compiled, residual * self.weight if self.weighted else residual,
+                              members)
         if residual.ndim == 1:  # weighted once (n values); 2-D: after the gather
             columns = (residual * self.weight if self.weighted else residual)[:, None]
         else:  # a member's N values are contiguous: one gather of a row per member
@@ -436,6 +442,34 @@ class Evaluator:
                                   pair=pair)
         return out if len(indices) == len(members) else _join_pieces(out, np.asarray(owner))
 
+    def _walk(self, compiled, values: np.ndarray, members) -> ChunkSummaries:
+        """Eq. (5) summaries by the compiled loop (:func:`mcviz.core._compiled.walk`).
+
+        Members given as a list are joined into one array a few million at a time
+        (:data:`WALK_MEMBERS`); :class:`~mcviz.core.kernels.FlatMembers` are read as they are.
+        """
+        out = ChunkSummaries.empty(len(members))
+        rows = np.empty((self.n, 4))
+        rows[:, 0] = values
+        rows[:, 1] = self.variance
+        rows[:, 2] = self._weight if self.weighted else 1.0
+        rows[:, 3] = self._run_starts()[self.run_id] if self.has_ties else np.arange(
+            1, self.n + 1)
+        floor = np.empty(0) if self.floor is None else self.floor
+        for first, stop, index, start, length in _flat_chunks(members):
+            compiled.walk(rows, floor, index, start, length, out.offset[first:stop],
+                          out.high[first:stop], out.low[first:stop], out.weight[first:stop],
+                          out.variance[first:stop], out.floor[first:stop])
+            out.count[first:stop] = length
+        return out
+
+    def _run_starts(self) -> np.ndarray:
+        """First row of tie run r + 1, for every run r (n after the last run)."""
+        if self._next_run_row is None:
+            self._next_run_row = np.append(
+                np.flatnonzero(self.run_id[1:] != self.run_id[:-1]) + 1, self.n)
+        return self._next_run_row
+
     def _cuts(self, positions: np.ndarray, budget: int) -> np.ndarray:
         """Where to cut sorted ``positions`` into pieces of about ``budget``: at tie-run starts.
 
@@ -446,10 +480,7 @@ class Evaluator:
         wanted = np.arange(budget, positions.size, budget)
         if not self.has_ties or not wanted.size:
             return wanted
-        if self._next_run_row is None:  # first row of run r + 1, for every run r (n at the end)
-            self._next_run_row = np.append(
-                np.flatnonzero(self.run_id[1:] != self.run_id[:-1]) + 1, self.n)
-        after = self._next_run_row[self.run_id[positions[wanted - 1]]]
+        after = self._run_starts()[self.run_id[positions[wanted - 1]]]
         cuts = np.searchsorted(positions, after)
         return np.unique(cuts[cuts < positions.size])
 
@@ -615,6 +646,36 @@ def _segmented_cumsum(values: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     for start, stop in zip(starts.tolist(), (starts + lengths).tolist(), strict=True):
         np.cumsum(values[:, start:stop], axis=1, out=path[:, start:stop])
     return path
+
+
+WALK_MEMBERS = 1 << 22
+"""Members of a list joined at once for the compiled loop (32 MiB of positions)."""
+
+
+def _member_count(members) -> int:
+    """Members in all (a mask counts its True values)."""
+    if isinstance(members, kernels.FlatMembers):
+        return members.total
+    return sum(int(np.count_nonzero(m)) if np.asarray(m).dtype == bool else len(m)
+               for m in members)
+
+
+def _flat_chunks(members) -> Iterable[tuple]:
+    """(first, stop, index, start, length): subpopulations first:stop as one flat array."""
+    if isinstance(members, kernels.FlatMembers):
+        yield 0, len(members), members.index, members.start, members.length
+        return
+    positions = [_positions(m) for m in members]
+    lengths = np.fromiter((p.size for p in positions), dtype=np.int64, count=len(positions))
+    first = 0
+    while first < len(positions):
+        stop = first + 1 + int(np.searchsorted(
+            np.cumsum(lengths[first + 1:]), WALK_MEMBERS - lengths[first], side="right"))
+        part = lengths[first:stop]
+        index = (np.concatenate(positions[first:stop], dtype=np.int64, casting="safe")
+                 if stop > first + 1 else positions[first].astype(np.int64, copy=False))
+        yield first, stop, index, np.concatenate(([0], np.cumsum(part)[:-1])), part
+        first = stop
 
 
 def _positions(member: np.ndarray) -> np.ndarray:

@@ -18,11 +18,13 @@ category among the categories in conditions, :math:`L` for any other category an
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from mcviz.core import kernels
 from mcviz.core.conditions import OPERATORS, ordinal_keys, value_key
 from mcviz.errors import ValidationError
 
@@ -108,6 +110,8 @@ class MembershipPlan:
         self._last_child = last_child
         self._samples: dict[str, pd.Series] = {}  # an empty series of each column's dtype
         self._tests: dict = {}  # condition -> its compiled test (see _compile_test)
+        self._flat: tuple | None = None  # the conditions as arrays (see _flat_plan)
+        self._buffers = threading.local()  # each thread's members buffer (see _flat_members)
 
     def encode(self, columns: Mapping[str, object]) -> dict[str, np.ndarray]:
         """Codes of every column the conditions name, for one batch (see the module docstring).
@@ -127,12 +131,20 @@ class MembershipPlan:
         """Sorted positions (within the batch of ``n`` rows) of each spec's members."""
         return self.members_from_codes(self.encode(columns), n)
 
-    def members_from_codes(self, codes: Mapping[str, np.ndarray], n: int) -> list[np.ndarray]:
+    def members_from_codes(self, codes: Mapping[str, np.ndarray], n: int, *,
+                           compiled: bool = False) -> list[np.ndarray] | kernels.FlatMembers:
         """As :meth:`members`, from codes of :meth:`encode` (e.g. a slice of the whole data's).
 
         A spec is tested only for the conditions it adds to its parent, on its parent's rows;
-        a parent's rows are held only until its last child is done.
+        a parent's rows are held only until its last child is done. ``compiled``: an engine's
+        pass, where the compiled loop (:func:`mcviz.core._compiled.flat_members`, the same
+        rows) runs when numba is installed and gives :class:`~mcviz.core.kernels.FlatMembers`
+        held in a buffer of this thread's: valid until the plan's next compiled call in the
+        same thread (an engine summarises a batch before it reads the next).
         """
+        loops = kernels.loops(force=True) if compiled else None
+        if loops is not None:
+            return self._flat_members(loops, codes, n)
         everyone = np.arange(n, dtype=np.int64)
         out: list[np.ndarray] = []
         held: dict[int, np.ndarray] = {}
@@ -154,6 +166,53 @@ class MembershipPlan:
             if parent is not None and self._last_child.get(parent) == k:
                 del held[parent]
         return out
+
+    def _flat_members(self, loops, codes: Mapping[str, np.ndarray], n: int) -> kernels.FlatMembers:
+        """:meth:`members_from_codes` by the compiled loop: every condition a table lookup."""
+        if self._flat is None:
+            self._flat = self._flat_plan()
+        parent, condition_start, condition_column, table_start, tables = self._flat
+        stacked = np.empty((len(self.columns), n), dtype=np.int32)
+        for c, name in enumerate(self.columns):
+            stacked[c] = codes[name]
+        buffer = getattr(self._buffers, "index", None)
+        if buffer is None:
+            buffer = np.empty(int(8 * n) + 16, dtype=np.int32 if n < 2**31 else np.int64)
+        buffer, total, start, length = loops.flat_members(
+            stacked, parent, condition_start, condition_column, table_start, tables, n, buffer)
+        self._buffers.index = buffer  # this thread's, used again by its next batch
+        index = buffer[:total]
+        return kernels.FlatMembers(index, start, length)
+
+    def _flat_plan(self) -> tuple:
+        """Return the conditions each spec adds as arrays: every test a table over the codes."""
+        column_of = {name: c for c, name in enumerate(self.columns)}
+        parent = np.array([-1 if p is None else p for p in self.parent], dtype=np.int64)
+        condition_start = np.zeros(len(self.specs) + 1, dtype=np.int64)
+        columns, tables, table_start, size = [], [], [], 0
+        for k, added in enumerate(self.added):
+            condition_start[k + 1] = condition_start[k] + len(added)
+            for condition in added:
+                table = self._table(condition)
+                columns.append(column_of[condition.column])
+                table_start.append(size)
+                tables.append(table)
+                size += table.size
+        return (parent, condition_start, np.array(columns, dtype=np.int64),
+                np.array(table_start, dtype=np.int64),
+                np.concatenate(tables) if tables else np.zeros(1, dtype=bool))
+
+    def _table(self, condition) -> np.ndarray:
+        """Condition ``condition`` as a lookup: entry x says whether code x passes."""
+        kind, cuts = self._compiled[condition.column]
+        top = (cuts.size + 1) if kind == "nominal" else (2 * cuts.size + 1)  # missing: top
+        self._test(condition, np.zeros(1, dtype=np.int32))  # compiles the test
+        op, parameter = self._tests[condition]
+        if op == "table":
+            table = np.zeros(top + 1, dtype=bool)
+            table[:parameter.size] = parameter[:top + 1]
+            return table
+        return np.asarray(op(np.arange(top + 1, dtype=np.int32), parameter), dtype=bool)
 
     # -- compilation ------------------------------------------------------------------------
 

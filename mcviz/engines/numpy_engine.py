@@ -157,7 +157,7 @@ class NumpyEngine(Engine):
         """Members and chunk summaries of rows start:stop (a block cut at tie-run ends)."""
         p = self.pred
         members = plan.members_from_codes({k: v[start:stop] for k, v in codes.items()},
-                                          stop - start)
+                                          stop - start, compiled=True)
         evaluator = Evaluator(p.score[start:stop], p.weight[start:stop],
                               run_end=p.run_end[start:stop])
         return evaluator.summaries(  # eq. (5) only: screening is binary

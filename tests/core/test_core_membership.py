@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcviz.core import MembershipPlan
+from mcviz.core import MembershipPlan, kernels
 from mcviz.engines.base import as_specs
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
@@ -42,29 +42,52 @@ CONDITIONS = [
 ]
 
 
-def test_each_operator_selects_what_select_rows_selects(pred):
-    specs = as_specs([list(c) for c in CONDITIONS])
-    members = MembershipPlan(specs).members(
-        {c: pred.covariates[c] for c in pred.covariates.columns}, pred.n)
+@pytest.fixture(params=["numpy", "compiled"])
+def compiled(request, monkeypatch):
+    """The numpy pass, or the compiled loop (:func:`mcviz.core._compiled.flat_members`)."""
+    if request.param == "numpy":
+        return False
+    pytest.importorskip("numba")
+    return True
+
+
+def test_each_operator_selects_what_select_rows_selects(pred, compiled):
+    specs = as_specs([list(c) for c in [*CONDITIONS, (
+        Condition("z", "<", 0.5), Condition("x", ">=", 3.0), Condition("cat", "!=", "c"))]])
+    plan = MembershipPlan(specs)
+    codes = plan.encode({c: pred.covariates[c] for c in pred.covariates.columns})
+    members = plan.members_from_codes(codes, pred.n, compiled=compiled)
+    assert isinstance(members, kernels.FlatMembers) is compiled
     assert members[0].size == pred.n  # the full population comes first
-    for spec, rows in zip(specs[1:], members[1:], strict=True):
+    for spec, rows in zip(specs[1:], list(members)[1:], strict=True):
         np.testing.assert_array_equal(rows, select_rows(pred, spec.conditions),
                                       err_msg=str(spec.conditions))
 
 
-def test_algorithm_1_paths_and_batches(pred):
+def test_algorithm_1_paths_and_batches(pred, compiled):
     generated = generate_subpopulations(pred, n_subpopulations=150, seed=2)
     plan = MembershipPlan(generated.subpopulations)
     assert sum(p is not None for p in plan.parent) > 100  # children tested on parents' rows
     codes = plan.encode({c: pred.covariates[c] for c in plan.columns})
-    whole = plan.members_from_codes(codes, pred.n)
+    whole = plan.members_from_codes(codes, pred.n, compiled=compiled)
     for sub, rows in zip(generated.subpopulations, whole, strict=True):
         np.testing.assert_array_equal(rows, sub.index)
-    # a batch's codes mean the same as the whole data's
-    batch = plan.members({c: pred.covariates[c].iloc[1000:2500] for c in plan.columns}, 1500)
-    for sub, rows in zip(generated.subpopulations, batch, strict=True):
-        expected = sub.index[(sub.index >= 1000) & (sub.index < 2500)] - 1000
-        np.testing.assert_array_equal(rows, expected)
+    # a batch's codes mean the same as the whole data's (batches of other sizes, one after
+    # another: the compiled loop writes each into the buffer the one before used)
+    for first, last in ((1000, 2500), (0, 7), (3990, 4000), (0, 4000)):
+        batch = plan.members_from_codes(plan.encode(
+            {c: pred.covariates[c].iloc[first:last] for c in plan.columns}), last - first,
+            compiled=compiled)
+        for sub, rows in zip(generated.subpopulations, batch, strict=True):
+            expected = sub.index[(sub.index >= first) & (sub.index < last)] - first
+            np.testing.assert_array_equal(rows, expected)
+
+
+def test_without_the_loops_members_are_lists(pred, monkeypatch):
+    monkeypatch.setattr(kernels, "enabled", False)
+    plan = MembershipPlan(as_specs([list(c) for c in CONDITIONS[:3]]))
+    codes = plan.encode({"x": pred.covariates["x"]})
+    assert isinstance(plan.members_from_codes(codes, pred.n, compiled=True), list)
 
 
 def test_errors_name_the_column(pred):
