@@ -225,11 +225,11 @@ def _duckdb_limits(files, limit: str, per_row: float, specs: int,
     """
     from mcviz.core.batches import usable_cores
     from mcviz.engines.duckdb_engine import BATCH_ROWS
-    from mcviz.engines.memory import screen_reserve
+    from mcviz.engines.memory import compiled_loops_reserve, screen_reserve
 
     threads = usable_cores() if bins is None else 1
     reserve = screen_reserve(per_row, threads=threads, batch_rows=BATCH_ROWS,
-                             rows=rows_in_files(files))
+                             rows=rows_in_files(files)) + compiled_loops_reserve()
     if bins is not None:  # no sort: the cells sit beside DuckDB all along
         reserve += 40 * specs * bins  # five float64 sums per (subpopulation, bin)
         share = duckdb_share(limit, reserve=reserve, refuse=True, what="this screen")

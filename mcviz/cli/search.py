@@ -227,7 +227,12 @@ def _measure_share(args: argparse.Namespace, files, result: SearchResult,
     from mcviz.core.batches import usable_cores
     from mcviz.engines.base import rows_in_files
     from mcviz.engines.duckdb_engine import BATCH_ROWS
-    from mcviz.engines.memory import members_per_row, release_memory, stream_reserve
+    from mcviz.engines.memory import (
+        compiled_loops_reserve,
+        members_per_row,
+        release_memory,
+        stream_reserve,
+    )
 
     if args.memory_limit is None:
         return None
@@ -237,7 +242,7 @@ def _measure_share(args: argparse.Namespace, files, result: SearchResult,
     per_row = max(members_per_row(sizes, pred.n), 2.0)
     return engine_share(args.memory_limit, what="this search", reserve=stream_reserve(
         threads=usable_cores(), batch_rows=BATCH_ROWS, rows=rows_in_files(files),
-        per_row=per_row))
+        per_row=per_row) + compiled_loops_reserve())
 
 
 def _read_columns(args: argparse.Namespace) -> list[str] | None:

@@ -25,7 +25,7 @@ from types import ModuleType
 
 import numpy as np
 
-__all__ = ["WORTH_LOADING", "FlatMembers", "enabled", "loops"]
+__all__ = ["WORTH_LOADING", "FlatMembers", "enabled", "loaded", "loops", "will_load"]
 
 WORTH_LOADING = 50_000_000
 """Members in one call from which numba's import (~0.7 s) pays for itself (numpy: ~22 ns a member,
@@ -52,6 +52,19 @@ def loops(members: int = 0, *, force: bool = False) -> ModuleType | None:
         return None
     _loaded = importlib.import_module("mcviz.core._compiled")
     return _loaded
+
+
+def loaded() -> bool:
+    """Whether this process loaded the compiled loops already (their memory is resident)."""
+    return _loaded is not None
+
+
+def will_load() -> bool:
+    """Whether an engine's pass (``loops(force=True)``) would load the loops now.
+
+    True when they are enabled, numba is installed and they are not loaded yet.
+    """
+    return enabled and _loaded is None and _installed()
 
 
 def _installed() -> bool:

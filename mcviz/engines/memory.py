@@ -31,7 +31,9 @@ naming the smallest that works. Each reserve was measured on 2*10^5, 2*10^6 and 
 20000`` for compare, search and report) at the smallest limit each command named: the peak
 RSS of every run stayed under the limit it was given (MB, at 2*10^7 rows: decide 340 of 600,
 apply 536 of 700 (458 at 10^8), monitor 330 of 650, metrics 504 of 700, compare 458 of 700,
-search 477 of 600, report 473 of 600). A sample's draw runs before the check, DuckDB given
+search and report 608 of 750 with :data:`COMPILED_LOOPS` reserved (the 477 and 473 of 600
+measured before the loops came were 599 and 604 MB with them), screen 787 of 950 (ℓ = 1000,
+a sample of 10^6 rows)). A sample's draw runs before the check, DuckDB given
 the limit less what the process holds (at least 128 MiB); the check after it names a limit
 that holds the sample too.
 """
@@ -42,10 +44,11 @@ import os
 
 from mcviz.errors import ValidationError
 
-__all__ = ["AGGREGATE_RESERVE", "BYTES_PER_MEMBER", "DUCKDB_FLOOR", "DUCKDB_OVER_FIXED",
-           "DUCKDB_OVER_SHARE", "MARGIN", "MONITOR_RESERVE", "REPEAT_SLACK", "ROW_BYTES",
-           "RUN_BYTES", "WRITE_FLOOR", "duckdb_share", "members_per_row", "release_memory",
-           "resident_bytes", "screen_reserve", "stream_reserve"]
+__all__ = ["AGGREGATE_RESERVE", "BYTES_PER_MEMBER", "COMPILED_LOOPS", "DUCKDB_FLOOR",
+           "DUCKDB_OVER_FIXED", "DUCKDB_OVER_SHARE", "MARGIN", "MONITOR_RESERVE", "REPEAT_SLACK",
+           "ROW_BYTES", "RUN_BYTES", "WRITE_FLOOR", "compiled_loops_reserve", "duckdb_share",
+           "members_per_row", "release_memory", "resident_bytes", "screen_reserve",
+           "stream_reserve"]
 
 MARGIN = 96 << 20
 """Bytes kept free beside DuckDB and the command's buffers (Python's own small allocations, and
@@ -100,6 +103,15 @@ series' sums), at most three arrays of that batch: 96 MiB. Measured (as
 184-187 MiB held at 2*10^5, 2*10^6 and 2*10^7 rows (the smallest limit named, 650MB); 19,999
 draws 34 MiB and 364 days x 51 series 47 MiB at 2*10^6 rows, DuckDB's grouped pass
 included."""
+
+COMPILED_LOOPS = 128 << 20
+"""Bytes the compiled loops (numba, :mod:`mcviz.core.kernels`) add the first time a process
+runs them: an engine's sorted pass loads them (``kernels.loops(force=True)``) after DuckDB got
+its share. Measured: ``mcviz search --engine duckdb`` of 2*10^5 rows (``--sample-rows
+20000``) ended holding 309 MiB with them and 189 MiB without (``kernels.enabled = False``),
+peaks 348 and 235 MiB; numba's import alone is 57 MiB, the rest comes when the cached loops
+first run. Without this reserve ``mcviz report`` of 2*10^7 rows at the 600MB it named peaked
+at 604 MB."""
 
 RUN_BYTES = 96
 """Bytes per score run the classical measures hold (``mcviz metrics``, ``mcviz compare``):
@@ -192,7 +204,10 @@ def stream_reserve(*, threads: int, batch_rows: int, rows: int | None = None,
     The blocks of :func:`screen_reserve` (``per_row`` members per row: 1, the full population,
     for ``mcviz metrics``' calibration block and ``mcviz compare``'s paths; the findings and
     their held-out rows for ``mcviz search`` and ``mcviz report``), plus :data:`RUN_BYTES`
-    per score run (``runs``) the classical measures gather as the rows pass.
+    per score run (``runs``) the classical measures gather as the rows pass. Callers add
+    :func:`compiled_loops_reserve` when the pass runs the compiled loops (``mcviz search`` and
+    ``report``, whose findings are screened; not ``metrics`` or ``compare``: measured, their
+    passes leave the loops unloaded).
 
     Measured (resident at the check, peak RSS after it; DuckDB at the share the smallest named
     limit leaves): ``mcviz metrics`` 2*10^7 rows, 41 MiB reserved, DuckDB 269 MiB: 306 MiB over
@@ -209,6 +224,17 @@ def stream_reserve(*, threads: int, batch_rows: int, rows: int | None = None,
     """
     return screen_reserve(per_row, threads=threads, batch_rows=batch_rows,
                           rows=rows) + RUN_BYTES * max(int(runs), 0)
+
+
+def compiled_loops_reserve() -> int:
+    """Return :data:`COMPILED_LOOPS` when the sorted pass will load the compiled loops, else 0.
+
+    0 when they are disabled, numba is missing, or this process loaded them already (then
+    what they hold is resident, counted by :func:`resident_bytes`).
+    """
+    from mcviz.core import kernels
+
+    return COMPILED_LOOPS if kernels.will_load() else 0
 
 
 def duckdb_share(limit: str, *, reserve: int = 0, refuse: bool = False,
