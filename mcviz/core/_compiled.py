@@ -75,8 +75,8 @@ def flat_members(codes, parent, condition_start, condition_column, table_start, 
     for k in range(specs):
         p = parent[k]
         source = n if p < 0 else length[p]
-        if m + source + 1 > index.size:  # grow (+1: the row written and not kept)
-            bigger = np.empty(max(2 * index.size, m + source + 1), index.dtype)
+        if m + source + 1 > index.size:  # grow by half (+1: the row written, not kept)
+            bigger = np.empty(max(index.size + index.size // 2, m + source + 1), index.dtype)
             bigger[:m] = index[:m]
             index = bigger
         if p >= 0:
