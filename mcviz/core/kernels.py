@@ -37,6 +37,7 @@ enabled = True
 """False: numpy's passes everywhere (the tests compare the two)."""
 
 _loaded: ModuleType | None = None
+_failed = False  # the loops could not be loaded (numpy's passes from then on)
 
 
 def loops(members: int = 0, *, force: bool = False) -> ModuleType | None:
@@ -45,14 +46,18 @@ def loops(members: int = 0, *, force: bool = False) -> ModuleType | None:
     They run when :data:`enabled`, numba is installed, and they are loaded already, or
     ``members >= WORTH_LOADING``, or ``force`` (an engine's pass over many rows).
     """
-    global _loaded
+    global _loaded, _failed
     if not enabled:
         return None
     if _loaded is not None:
         return _loaded
-    if not (force or members >= WORTH_LOADING) or not _installed():
+    if _failed or not (force or members >= WORTH_LOADING) or not _installed():
         return None
-    _loaded = importlib.import_module("mcviz.core._compiled")
+    try:
+        _loaded = importlib.import_module("mcviz.core._compiled")
+    except Exception:  # e.g. no cache directory numba can write: numpy's passes, same numbers
+        _failed = True
+        return None
     return _loaded
 
 
