@@ -25,11 +25,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scale import COLUMNS, make_specs, write_data  # noqa: E402
+from bench_scale import COLUMNS, make_specs, write_data
 
-from mcviz.core import kernels  # noqa: E402
-from mcviz.core.evaluator import Evaluator  # noqa: E402
-from mcviz.engines.numpy_engine import NumpyEngine  # noqa: E402
+from mcviz.core import kernels
+from mcviz.core.evaluator import Evaluator
+from mcviz.engines.numpy_engine import NumpyEngine
 
 
 def one_pass(engine, plan, columns, blocks, compiled: bool) -> tuple[float, float, int, list]:
