@@ -4,10 +4,10 @@ The evaluator (:class:`~mcviz.core.evaluator.Evaluator`) and the membership plan
 (:class:`~mcviz.core.membership.MembershipPlan`) each have a numpy pass and a compiled loop
 (:mod:`mcviz.core._compiled`) computing the same summaries (see there for to what precision).
 The compiled loop runs when numba is installed (``numba`` is a dependency; without it every
-pass is numpy's and nothing else changes) and the work is worth loading it: numba's import takes
-~0.7 s the first time in a process (and the first run after an install compiles the loops, a
-few seconds, cached on disk beside the module after that), while numpy's evaluator spends
-~22 ns per member. So a call with fewer than :data:`WORTH_LOADING` members keeps numpy unless
+pass is numpy's and nothing else changes) and the work is worth loading it: numba's import and
+the first call of the cached loops take ~1 s in a process (the first run after an install
+compiles the loops, ~6 s, cached on disk beside the module after that), while numpy's evaluator
+spends ~22 ns per member. So a call with fewer than :data:`WORTH_LOADING` members keeps numpy unless
 the loops are loaded already, and engines, whose work is large by construction, ask for them
 at the start (:func:`loops` with ``force=True``).
 
@@ -27,14 +27,17 @@ import numpy as np
 
 __all__ = ["WORTH_LOADING", "FlatMembers", "enabled", "loaded", "loops", "will_load"]
 
-WORTH_LOADING = 50_000_000
-"""Members in one call from which numba's import (~0.7 s) pays for itself (numpy: ~22 ns a member,
-~1.1 s for these)."""
+WORTH_LOADING = 100_000_000
+"""Members in one call from which loading the loops pays for itself: numba's import and the
+cached loops' first call took 1.0-1.4 s (``mcviz metrics --subpopulations 1000`` at 10^6 rows,
+4.2·10^7 members: the eq. (4) pass 0.8-1.2 s with numpy, 2.3 s with the loads), numpy ~23 ns
+a member (2.3 s for these)."""
 
 enabled = True
 """False: numpy's passes everywhere (the tests compare the two)."""
 
 _loaded: ModuleType | None = None
+_failed = False  # the loops could not be loaded (numpy's passes from then on)
 
 
 def loops(members: int = 0, *, force: bool = False) -> ModuleType | None:
@@ -43,14 +46,18 @@ def loops(members: int = 0, *, force: bool = False) -> ModuleType | None:
     They run when :data:`enabled`, numba is installed, and they are loaded already, or
     ``members >= WORTH_LOADING``, or ``force`` (an engine's pass over many rows).
     """
-    global _loaded
+    global _loaded, _failed
     if not enabled:
         return None
     if _loaded is not None:
         return _loaded
-    if not (force or members >= WORTH_LOADING) or not _installed():
+    if _failed or not (force or members >= WORTH_LOADING) or not _installed():
         return None
-    _loaded = importlib.import_module("mcviz.core._compiled")
+    try:
+        _loaded = importlib.import_module("mcviz.core._compiled")
+    except Exception:  # e.g. no cache directory numba can write: numpy's passes, same numbers
+        _failed = True
+        return None
     return _loaded
 
 

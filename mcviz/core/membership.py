@@ -177,7 +177,7 @@ class MembershipPlan:
             stacked[c] = codes[name]
         buffer = getattr(self._buffers, "index", None)
         if buffer is None:
-            buffer = np.empty(int(8 * n) + 16, dtype=np.int32 if n < 2**31 else np.int64)
+            buffer = np.empty(32 * n + 16, dtype=np.int32 if n < 2**31 else np.int64)
         buffer, total, start, length = loops.flat_members(
             stacked, parent, condition_start, condition_column, table_start, tables, n, buffer)
         self._buffers.index = buffer  # this thread's, used again by its next batch

@@ -36,6 +36,7 @@ from mcviz.engines.base import (
 )
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions, load_predictions
+from mcviz.io.covariates import take_rows
 from mcviz.subpopulations import is_score_column
 
 __all__ = ["NumpyEngine"]
@@ -70,7 +71,7 @@ class NumpyEngine(Engine):
         )
         # Conditions may name any column (also ones the loader drops as constant or all
         # missing), as in SQL: keep every covariate, in score order.
-        raw = frame[covariates].iloc[pred.row].reset_index(drop=True)
+        raw = take_rows(frame[covariates], pred.row)
         kinds = {}
         for name in covariates:
             series = raw[name]
@@ -101,8 +102,8 @@ class NumpyEngine(Engine):
         self.pred = pred
         self.threads = usable_cores() if threads is None else max(int(threads), 1)
 
-    def _codes(self, specs: Sequence[SubpopulationSpec]) -> tuple[MembershipPlan, dict]:
-        """Return the membership plan of ``specs`` and the codes of the columns it names."""
+    def _columns(self, specs: Sequence[SubpopulationSpec]) -> tuple[MembershipPlan, dict]:
+        """Return the membership plan of ``specs`` and the columns it names (score order)."""
         plan = MembershipPlan(specs)
         covariates = self.pred.covariates
         columns = {}
@@ -112,6 +113,11 @@ class NumpyEngine(Engine):
                 continue
             self.pred.require_covariate(name, " in the condition")
             columns[name] = covariates[name]
+        return plan, columns
+
+    def _codes(self, specs: Sequence[SubpopulationSpec]) -> tuple[MembershipPlan, dict]:
+        """Return the membership plan of ``specs`` and the codes of the columns it names."""
+        plan, columns = self._columns(specs)
         return plan, plan.encode(columns)
 
     def _blocks(self, specs: Sequence[SubpopulationSpec]) -> Iterator[tuple]:
@@ -141,23 +147,24 @@ class NumpyEngine(Engine):
 
         The blocks are summarised on :attr:`threads` threads and combined in score order.
         """
-        plan, codes = self._codes(specs)
+        plan, columns = self._columns(specs)
+        plan.encode({k: v.iloc[:1] for k, v in columns.items()})  # the codes' cuts, once
         blocks = list(_blocks(self.pred.run_end, BLOCK_ROWS))
         chunks = InOrder(min(self.threads, len(blocks)))
         try:
-            for start, stop in blocks:
-                chunks.submit(self._block_summaries, plan, codes, start, stop)
+            for start, stop in blocks:  # each block encoded on its thread
+                chunks.submit(self._block_summaries, plan, columns, start, stop)
             total = chunks.finish()
         finally:
             chunks.close()
         return ChunkSummaries.empty(len(plan.specs)) if total is None else total
 
-    def _block_summaries(self, plan: MembershipPlan, codes: dict, start: int,
+    def _block_summaries(self, plan: MembershipPlan, columns: dict, start: int,
                          stop: int) -> ChunkSummaries:
-        """Members and chunk summaries of rows start:stop (a block cut at tie-run ends)."""
+        """Codes, members and chunk summaries of rows start:stop (cut at tie-run ends)."""
         p = self.pred
-        members = plan.members_from_codes({k: v[start:stop] for k, v in codes.items()},
-                                          stop - start, compiled=True)
+        codes = plan.encode({k: v.iloc[start:stop] for k, v in columns.items()})
+        members = plan.members_from_codes(codes, stop - start, compiled=True)
         evaluator = Evaluator(p.score[start:stop], p.weight[start:stop],
                               run_end=p.run_end[start:stop])
         return evaluator.summaries(  # eq. (5) only: screening is binary

@@ -17,7 +17,7 @@ from mcviz.errors import ValidationError, describe_rows
 from mcviz.io.model import EVERY_VALUE_MISSING, SINGLE_VALUE
 from mcviz.io.predictions import PendingColumns
 
-__all__ = ["PendingCovariates", "covariates_in_order", "plan_covariates"]
+__all__ = ["PendingCovariates", "covariates_in_order", "plan_covariates", "take_rows"]
 
 
 class PendingCovariates(PendingColumns):
@@ -106,7 +106,7 @@ def covariates_in_order(
     Ordinal text columns become numbers (checked by :func:`plan_covariates`); nominal columns
     become categoricals whose missing values stay missing.
     """
-    ordered = columns.take(rows).reset_index(drop=True)  # one take for all columns
+    ordered = take_rows(columns, rows)
     dtypes = ordered.dtypes
     for name, kind in kinds.items():
         dtype = dtypes[name]
@@ -115,6 +115,26 @@ def covariates_in_order(
         elif kind == "nominal" and not isinstance(dtype, pd.CategoricalDtype):
             ordered[name] = ordered[name].astype("string").astype("category")
     return ordered
+
+
+def take_rows(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """Rows ``rows`` of ``frame`` in that order, with a RangeIndex (``frame.take``'s result).
+
+    Plain numpy columns and categoricals' codes are gathered by ``ndarray.take``: half the time
+    of pandas' ``take`` at 10^7 rows (0.58 s against 1.09-1.16 s for four columns), which checks
+    for fill values column by column.
+    """
+    out = {}
+    for name in frame.columns:
+        series = frame[name]
+        if isinstance(series.dtype, np.dtype) and series.dtype.kind in "biufmM":
+            out[name] = series.to_numpy().take(rows)
+        elif isinstance(series.dtype, pd.CategoricalDtype):
+            out[name] = pd.Categorical.from_codes(series.cat.codes.to_numpy().take(rows),
+                                                  dtype=series.dtype)
+        else:
+            out[name] = series.take(rows).reset_index(drop=True)
+    return pd.DataFrame(out, columns=frame.columns, index=pd.RangeIndex(len(rows)), copy=False)
 
 
 def _unusable(series: pd.Series, keep: np.ndarray | None, first: int) -> str:

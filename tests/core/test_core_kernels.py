@@ -140,3 +140,18 @@ def test_the_numpy_engine_screens_the_same_on_both_passes(tmp_path, monkeypatch)
     assert compiled.metric == pytest.approx(reference.metric, rel=1e-12)
     np.testing.assert_allclose(compiled.table["kuiper"], reference.table["kuiper"],
                                rtol=1e-12, atol=1e-15)
+
+
+def test_loops_that_cannot_load_leave_numpy_s_passes(monkeypatch):
+    import importlib
+
+    def refuse(name, *args, **kwargs):
+        raise RuntimeError("cannot cache function: no locator available")
+
+    monkeypatch.setattr(kernels, "_loaded", None)
+    monkeypatch.setattr(kernels, "_failed", False)
+    monkeypatch.setattr(importlib, "import_module", refuse)
+    assert kernels.loops(force=True) is None
+    score, label, weight, members = data(500, 3, ties=True)
+    got = Evaluator(score, weight).summaries(label - score, members, adjacent=False)
+    assert got.count[0] == 500

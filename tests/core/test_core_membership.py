@@ -83,6 +83,19 @@ def test_algorithm_1_paths_and_batches(pred, compiled):
             np.testing.assert_array_equal(rows, expected)
 
 
+def test_compiled_members_grow_a_small_buffer(pred):
+    # a fresh plan sized on 7 rows, then every row: the buffer of the first grows (and is
+    # read from the new one: a child reads its parent's rows back from the buffer)
+    generated = generate_subpopulations(pred, n_subpopulations=150, seed=2)
+    plan = MembershipPlan(generated.subpopulations)
+    codes = plan.encode({c: pred.covariates[c] for c in plan.columns})
+    small = plan.members_from_codes({k: v[:7] for k, v in codes.items()}, 7, compiled=True)
+    assert small.index.size < sum(s.index.size for s in generated.subpopulations) / 10
+    whole = plan.members_from_codes(codes, pred.n, compiled=True)
+    for sub, rows in zip(generated.subpopulations, whole, strict=True):
+        np.testing.assert_array_equal(rows, sub.index)
+
+
 def test_without_the_loops_members_are_lists(pred, monkeypatch):
     monkeypatch.setattr(kernels, "enabled", False)
     plan = MembershipPlan(as_specs([list(c) for c in CONDITIONS[:3]]))

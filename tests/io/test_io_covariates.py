@@ -137,3 +137,20 @@ def test_small_tables_keep_unique_text():
     # fewer than 200 values: unique text is not called an id by its content
     frame = _with_ids().head(50)
     assert "ref" in load_predictions(frame, score="score", label="label").covariate_kinds
+
+
+@pytest.mark.parametrize("rows", [[3, 0, 2, 1], [2, 2, 0], []])
+def test_take_rows_is_pandas_take_for_every_kind_of_column(rows):
+    from mcviz.io.covariates import take_rows
+
+    frame = pd.DataFrame({
+        "f": [0.5, np.nan, 2.0, 3.0], "i": [1, 2, 3, 4], "b": [True, False, True, False],
+        "cat": pd.Categorical(["a", None, "b", "a"]),
+        "s": pd.array(["x", None, "z", "w"], dtype="string"), "o": ["p", 1, None, 2.5],
+        "when": pd.to_datetime(["2024-01-01", None, "2024-03-01", "2024-04-01"]).tz_localize("UTC"),
+        "naive": pd.to_datetime(["2024-01-01", None, "2024-03-01", "2024-04-01"]),
+        "td": pd.to_timedelta([1, 2, None, 4], unit="D"),
+    })
+    rows = np.array(rows, dtype=np.int64)
+    pd.testing.assert_frame_equal(take_rows(frame, rows), frame.take(rows).reset_index(drop=True))
+    assert len(take_rows(frame[[]], rows)) == rows.size  # no columns: still one row per row
