@@ -69,9 +69,10 @@ def loaded() -> bool:
 def will_load() -> bool:
     """Whether an engine's pass (``loops(force=True)``) would load the loops now.
 
-    True when they are enabled, numba is installed and they are not loaded yet.
+    True when they are enabled, numba is installed, and they are neither loaded yet nor failed
+    to load.
     """
-    return enabled and _loaded is None and _installed()
+    return enabled and _loaded is None and not _failed and _installed()
 
 
 def _installed() -> bool:
