@@ -148,15 +148,16 @@ def _library(data: str, specs):
 def _duckdb_limits(args: argparse.Namespace, drawn: dict) -> tuple:
     """DuckDB's share of --memory-limit while it sorts and while the rows stream, as ``mcviz
     screen`` gives them (the limit bounds the process: what it holds, and while the rows
-    stream the evaluator's buffers, are set aside)."""
+    stream the evaluator's buffers and the compiled loops it loads, are set aside)."""
     from mcviz.core.batches import usable_cores
     from mcviz.engines.duckdb_engine import BATCH_ROWS
-    from mcviz.engines.memory import duckdb_share, screen_reserve
+    from mcviz.engines.memory import compiled_loops_reserve, duckdb_share, screen_reserve
 
     if args.memory_limit is None:
         return None, None
     threads = 1 if args.child.endswith("hist") else (args.threads or usable_cores())
-    reserve = screen_reserve(drawn["members_per_row"], threads=threads, batch_rows=BATCH_ROWS)
+    reserve = screen_reserve(drawn["members_per_row"], threads=threads,
+                             batch_rows=BATCH_ROWS) + compiled_loops_reserve()
     if args.child.endswith("hist"):
         reserve += 40 * len(drawn["specs"]) * args.bins
         share = duckdb_share(args.memory_limit, reserve=reserve, refuse=True)
