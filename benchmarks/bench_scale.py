@@ -149,7 +149,7 @@ def _duckdb_limits(args: argparse.Namespace, drawn: dict) -> tuple:
     """DuckDB's share of --memory-limit while it sorts and while the rows stream, as ``mcviz
     screen`` gives them (the limit bounds the process: what it holds, and while the rows
     stream the evaluator's buffers and the compiled loops it loads, are set aside)."""
-    from mcviz.core.batches import usable_cores
+    from mcviz.budget import usable_cores
     from mcviz.engines.duckdb_engine import BATCH_ROWS
     from mcviz.engines.memory import compiled_loops_reserve, duckdb_share, screen_reserve
 

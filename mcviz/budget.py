@@ -66,6 +66,7 @@ __all__ = [
     "subpopulations_estimate",
     "table_read_estimate",
     "time_budget",
+    "usable_cores",
 ]
 
 DEFAULT_SHARE = 0.25
@@ -684,3 +685,10 @@ def bootstrap_estimate(cells: int, *, thresholds: int, n_bootstrap: int,
                     advice="fewer bootstrap replicates (--bootstrap, default 1,000) or fewer "
                            "thresholds")
 
+
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask; at least 1)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # pragma: no cover - platforms without affinity masks
+        return max(os.cpu_count() or 1, 1)

@@ -125,7 +125,7 @@ def _passes_share(args: argparse.Namespace, rows: int | None) -> str | None:
     and again after it.
     """
     from mcviz.compare.groups_at_scale import BATCH_ROWS
-    from mcviz.core.batches import usable_cores
+    from mcviz.budget import usable_cores
     from mcviz.engines.memory import stream_reserve
     from mcviz.settings import ENGINE_SCORE_RUNS
 

@@ -204,7 +204,7 @@ def _stream_share(args: argparse.Namespace, files) -> str | None:
     Refused below its floor (:func:`mcviz.cli.engine_options.engine_share`).
     """
     from mcviz.cli.engine_options import engine_share
-    from mcviz.core.batches import usable_cores
+    from mcviz.budget import usable_cores
     from mcviz.engines.base import rows_in_files
     from mcviz.engines.duckdb_engine import BATCH_ROWS
     from mcviz.engines.memory import stream_reserve

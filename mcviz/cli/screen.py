@@ -223,7 +223,7 @@ def _duckdb_limits(files, limit: str, per_row: float, specs: int,
     ``specs`` x ``bins`` cells. A limit that cannot hold the screen is refused with the
     smallest one that can (:func:`~mcviz.engines.memory.duckdb_share`).
     """
-    from mcviz.core.batches import usable_cores
+    from mcviz.budget import usable_cores
     from mcviz.engines.duckdb_engine import BATCH_ROWS
     from mcviz.engines.memory import compiled_loops_reserve, screen_reserve
 

@@ -224,7 +224,7 @@ def _measure_share(args: argparse.Namespace, files, result: SearchResult,
     handed back (:func:`~mcviz.engines.memory.release_memory`).
     """
     from mcviz.cli.engine_options import engine_share
-    from mcviz.core.batches import usable_cores
+    from mcviz.budget import usable_cores
     from mcviz.engines.base import rows_in_files
     from mcviz.engines.duckdb_engine import BATCH_ROWS
     from mcviz.engines.memory import (

@@ -12,7 +12,6 @@ depend on the number of threads.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -22,15 +21,7 @@ import numpy as np
 from mcviz.core.evaluator import ChunkSummaries, Evaluator, combine
 from mcviz.core.membership import MembershipPlan, last_run_start
 
-__all__ = ["BatchAccumulator", "InOrder", "summarise_rows", "usable_cores"]
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on (its affinity mask; at least 1)."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:  # pragma: no cover - platforms without affinity masks
-        return max(os.cpu_count() or 1, 1)
+__all__ = ["BatchAccumulator", "InOrder", "summarise_rows"]
 
 
 class InOrder:

@@ -29,7 +29,8 @@ from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
-from mcviz.core.batches import BatchAccumulator, usable_cores
+from mcviz.budget import usable_cores
+from mcviz.core.batches import BatchAccumulator
 from mcviz.core.evaluator import ChunkSummaries
 from mcviz.core.membership import MembershipPlan
 from mcviz.engines import sql

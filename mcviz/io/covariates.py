@@ -15,7 +15,7 @@ import pandas as pd
 
 from mcviz.errors import ValidationError, describe_rows
 from mcviz.io.model import EVERY_VALUE_MISSING, SINGLE_VALUE
-from mcviz.io.predictions import PendingColumns
+from mcviz.io.predictions import PendingColumns, take_all
 
 __all__ = ["PendingCovariates", "covariates_in_order", "plan_covariates", "take_rows"]
 
@@ -120,20 +120,24 @@ def covariates_in_order(
 def take_rows(frame: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
     """Rows ``rows`` of ``frame`` in that order, with a RangeIndex (``frame.take``'s result).
 
-    Plain numpy columns and categoricals' codes are gathered by ``ndarray.take``: half the time
-    of pandas' ``take`` at 10^7 rows (0.58 s against 1.09-1.16 s for four columns), which checks
-    for fill values column by column.
+    Plain numpy columns and categoricals' codes are gathered by ``ndarray.take``
+    (:func:`~mcviz.io.predictions.take_all`: on several threads for many rows): one thread took
+    half the time of pandas' ``take`` at 10^7 rows (0.58 s against 1.09-1.16 s for four
+    columns), which checks for fill values column by column.
     """
-    out = {}
+    out, plain = {}, {}
     for name in frame.columns:
         series = frame[name]
         if isinstance(series.dtype, np.dtype) and series.dtype.kind in "biufmM":
-            out[name] = series.to_numpy().take(rows)
+            plain[name] = series.to_numpy()
         elif isinstance(series.dtype, pd.CategoricalDtype):
-            out[name] = pd.Categorical.from_codes(series.cat.codes.to_numpy().take(rows),
-                                                  dtype=series.dtype)
+            plain[name] = series.cat.codes.to_numpy()
         else:
             out[name] = series.take(rows).reset_index(drop=True)
+    for (name, values) in zip(plain, take_all(list(plain.values()), rows), strict=True):
+        dtype = frame[name].dtype
+        out[name] = pd.Categorical.from_codes(values, dtype=dtype) if isinstance(
+            dtype, pd.CategoricalDtype) else values
     return pd.DataFrame(out, columns=frame.columns, index=pd.RangeIndex(len(rows)), copy=False)
 
 
