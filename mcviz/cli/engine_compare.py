@@ -124,16 +124,12 @@ def _passes_share(args: argparse.Namespace, rows: int | None) -> str | None:
     floor (:func:`mcviz.cli.engine_options.engine_share`): before the groups' sample is drawn,
     and again after it.
     """
-    from mcviz.compare.groups_at_scale import BATCH_ROWS
     from mcviz.budget import usable_cores
-    from mcviz.engines.memory import stream_reserve
-    from mcviz.settings import ENGINE_SCORE_RUNS
+    from mcviz.compare.groups_at_scale import BATCH_ROWS
+    from mcviz.engines.memory import score_runs, stream_reserve
 
-    runs = int(ENGINE_SCORE_RUNS * 1.05)
-    if rows is not None:
-        runs = min(int(rows), runs)
     return engine_share(args.memory_limit, what="this comparison", reserve=stream_reserve(
-        threads=usable_cores(), batch_rows=BATCH_ROWS, rows=rows, runs=runs))
+        threads=usable_cores(), batch_rows=BATCH_ROWS, rows=rows, runs=score_runs(rows)))
 
 
 def _in_memory(args, settings, thresholds, frame, rows: int, compare_rows) -> dict:

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 from mcviz.budget import check, subpopulations_estimate
 from mcviz.cli import _common
 from mcviz.cli.engine_options import add_engine_arguments
-from mcviz.stats.cumulative import cumulative_differences
 from mcviz.errors import ValidationError
 from mcviz.io import VOID_P_VALUES, Predictions, roles_sentence
-from mcviz.stats.measures import classical_measures
 from mcviz.settings import SubpopulationSettings
+from mcviz.stats.cumulative import cumulative_differences
+from mcviz.stats.measures import classical_measures
 
 if TYPE_CHECKING:  # the multi-calibration block imports its modules when asked for
     from mcviz.stats.multical import MulticalResult
@@ -186,16 +186,11 @@ def _runs_reserve(args: argparse.Namespace) -> int:
     cent more), :data:`~mcviz.engines.memory.RUN_BYTES` each.
     """
     from mcviz.engines.base import expand_paths, rows_in_files
-    from mcviz.engines.memory import AGGREGATE_RESERVE, RUN_BYTES
-    from mcviz.settings import ENGINE_SCORE_RUNS
+    from mcviz.engines.memory import AGGREGATE_RESERVE, RUN_BYTES, score_runs
 
     if args.engine != "duckdb" or args.memory_limit is None:
         return 0
-    runs = int(ENGINE_SCORE_RUNS * 1.05)
-    rows = rows_in_files(expand_paths(args.file))
-    if rows is not None:
-        runs = min(runs, int(rows))
-    return AGGREGATE_RESERVE + RUN_BYTES * runs
+    return AGGREGATE_RESERVE + RUN_BYTES * score_runs(rows_in_files(expand_paths(args.file)))
 
 
 def _stream_share(args: argparse.Namespace, files) -> str | None:
@@ -203,8 +198,8 @@ def _stream_share(args: argparse.Namespace, files) -> str | None:
 
     Refused below its floor (:func:`mcviz.cli.engine_options.engine_share`).
     """
-    from mcviz.cli.engine_options import engine_share
     from mcviz.budget import usable_cores
+    from mcviz.cli.engine_options import engine_share
     from mcviz.engines.base import rows_in_files
     from mcviz.engines.duckdb_engine import BATCH_ROWS
     from mcviz.engines.memory import stream_reserve

@@ -223,8 +223,8 @@ def _measure_share(args: argparse.Namespace, files, result: SearchResult,
     (:func:`mcviz.cli.engine_options.engine_share`), after the search's freed memory is
     handed back (:func:`~mcviz.engines.memory.release_memory`).
     """
-    from mcviz.cli.engine_options import engine_share
     from mcviz.budget import usable_cores
+    from mcviz.cli.engine_options import engine_share
     from mcviz.engines.base import rows_in_files
     from mcviz.engines.duckdb_engine import BATCH_ROWS
     from mcviz.engines.memory import (

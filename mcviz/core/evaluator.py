@@ -653,9 +653,16 @@ WALK_MEMBERS = 1 << 22
 
 
 def _member_count(members) -> int:
-    """Members in all (a mask counts its True values)."""
+    """Members in all, as :func:`~mcviz.core.kernels.loops` needs them.
+
+    A mask's length bounds its members: its True values are counted only when that bound
+    could reach :data:`~mcviz.core.kernels.WORTH_LOADING` and the loops are not loaded yet.
+    """
     if isinstance(members, kernels.FlatMembers):
         return members.total
+    upper = sum(len(m) for m in members)
+    if upper < kernels.WORTH_LOADING or kernels.loaded():
+        return upper
     return sum(int(np.count_nonzero(m)) if np.asarray(m).dtype == bool else len(m)
                for m in members)
 

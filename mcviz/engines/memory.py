@@ -47,7 +47,7 @@ from mcviz.errors import ValidationError
 __all__ = ["AGGREGATE_RESERVE", "BYTES_PER_MEMBER", "COMPILED_LOOPS", "DUCKDB_FLOOR",
            "DUCKDB_OVER_FIXED", "DUCKDB_OVER_SHARE", "MARGIN", "MONITOR_RESERVE", "REPEAT_SLACK",
            "ROW_BYTES", "RUN_BYTES", "WRITE_FLOOR", "compiled_loops_reserve", "duckdb_share",
-           "members_per_row", "release_memory", "resident_bytes", "screen_reserve",
+           "members_per_row", "release_memory", "resident_bytes", "score_runs", "screen_reserve",
            "stream_reserve"]
 
 MARGIN = 96 << 20
@@ -224,6 +224,16 @@ def stream_reserve(*, threads: int, batch_rows: int, rows: int | None = None,
     """
     return screen_reserve(per_row, threads=threads, batch_rows=batch_rows,
                           rows=rows) + RUN_BYTES * max(int(runs), 0)
+
+
+def score_runs(rows: int | None) -> int:
+    """Score runs the classical measures may hold: a few per cent over
+    :data:`~mcviz.settings.ENGINE_SCORE_RUNS`, and at most one per row (``rows``; None:
+    unknown)."""
+    from mcviz.settings import ENGINE_SCORE_RUNS
+
+    runs = int(ENGINE_SCORE_RUNS * 1.05)
+    return runs if rows is None else min(runs, int(rows))
 
 
 def compiled_loops_reserve() -> int:
