@@ -84,7 +84,12 @@ def _with_engine(args: argparse.Namespace) -> dict:
     """
     import tempfile
 
-    from mcviz.cli.engine_options import read_whole, require_engine, sample_share
+    from mcviz.cli.engine_options import (
+        read_whole,
+        refuse_before_reading,
+        require_engine,
+        sample_share,
+    )
     from mcviz.cli.search import _budget_rows
     from mcviz.engines.base import expand_paths, rows_in_files
 
@@ -103,6 +108,7 @@ def _with_engine(args: argparse.Namespace) -> dict:
     if not (IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows):
         return _at_scale(args, rows, total)
     _common.check_decks(args.deck)  # before the read, not after it
+    refuse_before_reading(args, what="this report")  # DuckDB reads every row
     with tempfile.TemporaryDirectory(prefix="mcviz-report-", ignore_cleanup_errors=True) as spill:
         frame = read_whole(files, spill, seed=args.seed, memory_limit=sample_share(
             args.memory_limit) if args.engine == "duckdb" else None)
