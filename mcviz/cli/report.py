@@ -244,15 +244,18 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict, rows: in
     subs = {line.rank: {f.rank: f for f in search.findings}[line.rank].subpopulation
             for line in verdict.findings}
 
+    variable = next(iter(at_scale.pred.covariate_kinds), None)
+
     def count(table, columns):
         from mcviz.engines.calibration import score_runs_table
 
         runs = score_runs_table(table, columns, limit=ENGINE_SCORE_RUNS)
-        return columns, runs, {rank: _rows_where(table, sub) for rank, sub in subs.items()}
+        return (columns, runs, _level_curves(table, columns, at_scale.pred, variable),
+                {rank: _rows_where(table, sub) for rank, sub in subs.items()})
 
-    columns, parts, counts = on_table(args, count, reserve=_runs_reserve(args),
-                                      what="this report's deck")
-    full, about = _full_review(parts, bins)
+    columns, parts, curves, counts = on_table(args, count, reserve=_runs_reserve(args),
+                                              what="this report's deck")
+    full, about = _full_review(parts, bins, curves, variable)
     del parts
     notes = {rank: (f"Its charts are not drawn: its {size:,} rows are more than the {rows:,} "
                     "this run may hold in memory at once.")
@@ -320,13 +323,27 @@ def _finding_reserve(args: argparse.Namespace, rows: int, covariates: int
     return reserve, ""
 
 
-def _full_review(parts: dict, bins: tuple[int, ...]):
+def _full_review(parts: dict, bins: tuple[int, ...], curves, variable: str | None):
     """Return the full population's review results from the engine's runs (and how exact)."""
     from mcviz.present.review import review_from_runs
     from mcviz.stats.measures.runs import ScoreRuns
 
-    return review_from_runs(ScoreRuns(**parts), bins=bins, curves_note=(
-        "Curves along a variable are not drawn at scale for the full population."))
+    note = None
+    if curves is None:
+        note = ("No covariates in the mapping." if variable is None else
+                f"The curves along {variable} (numeric) are not drawn at scale.")
+    return review_from_runs(ScoreRuns(**parts), bins=bins, curves=curves, curves_note=note)
+
+
+def _level_curves(table, columns, pred, variable: str | None):
+    """Return the error and predicted error per level of a nominal text variable (GROUP BY)."""
+    if variable is None or pred.covariate_kinds.get(variable) != "nominal" or \
+            table.kinds.get(variable) != "string":
+        return None
+    from mcviz.engines.calibration import level_sums_table
+    from mcviz.stats.variable_levels import level_calibration_from_sums
+
+    return level_calibration_from_sums(variable, *level_sums_table(table, columns, variable))
 
 
 def _finding_charts(args, table, columns, at_scale, subs: dict, bins: tuple[int, ...]) -> dict:

@@ -124,8 +124,9 @@ def _chart_numbers(path) -> dict:
             title = chart.chart_title.text_frame.text
             where = "full" if head.startswith("The full population") else head.split(":")[0]
             drawn[(where, title)] = [
-                (s.name, [float(v.text) for v in s._element.xpath("./c:xVal//c:v")],
-                 [float(v.text) for v in s._element.xpath("./c:yVal//c:v")])
+                (s.name, [float(v.text) for v in s._element.xpath("./c:xVal//c:v")]
+                 or [v.text for v in s._element.xpath("./c:cat//c:v")],
+                 [float(v.text) for v in s._element.xpath("./c:yVal//c:v | ./c:val//c:v")])
                 for s in chart.plots[0].series]
     return drawn
 
@@ -187,6 +188,31 @@ def test_a_deck_at_scale_draws_every_row(planted_file, tmp_path):
             _same_series(drawn[("Finding 1", chart.title)], chart)
     said = " ".join(_slide_texts(out))
     assert f"Its charts are drawn from its {len(rows):,} rows alone" in said
+
+
+def test_a_deck_at_scale_draws_the_levels_of_a_nominal_variable(planted_file, tmp_path):
+    """The report's variable is nominal (the first of --covariates): its error and predicted
+    error per level are drawn from DuckDB's GROUP BY, the in-memory chart's numbers."""
+    pytest.importorskip("pptx")
+    import pandas as pd
+
+    from mcviz.io import load_predictions
+    from mcviz.present.review import review_results
+    from mcviz.present.slide_charts import curves_chart
+
+    out = tmp_path / "scale.pptx"
+    _run("report", planted_file, "--covariates", "occupation,region,age", "--seed", "2",
+         "--engine", "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
+    frame = pd.read_parquet(planted_file)
+    pred = load_predictions(frame, score="score", label="label", weight="w",
+                            covariates=["occupation", "region", "age"])
+    want = curves_chart(review_results(pred, None, variable="occupation", bins=(10,)).curves)
+    assert want.kind == "columns"
+    got = _chart_numbers(out)[("full", want.title)]
+    assert [name for name, _, _ in got] == [s.name for s in want.series]
+    for (_, levels, values), series in zip(got, want.series, strict=True):
+        assert tuple(levels) == want.categories
+        np.testing.assert_allclose(values, series.y, rtol=1e-9, atol=1e-12)
 
 
 def test_a_finding_too_large_to_hold_says_why_it_has_no_charts(planted_file, tmp_path,

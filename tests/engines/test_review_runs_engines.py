@@ -147,3 +147,38 @@ def test_review_from_fine_score_bins_stays_within_its_bounds(tmp_path, weighted,
     assert about["lcs_fit_within"] == pytest.approx(bound.max())
     # measured (no bound claimed): |delta LCS| up to 1.3e-5 on these shapes (LCS 1.5e-3-5.5e-3)
     assert abs(lcs.lcs - expected.lcs) <= 5e-5
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_levels_from_the_engine_s_sums_equal_the_rows(tmp_path, weighted):
+    """Error and predicted error per level (Kelly & Smyth's e and ê) from DuckDB's GROUP BY:
+    every field of level_calibration of the same rows, missing values as their own level."""
+    from mcviz.engines.calibration import level_sums_table
+    from mcviz.stats.variable_levels import level_calibration, level_calibration_from_sums
+
+    rng = np.random.default_rng(41)
+    n = 20_000
+    score = np.round(rng.beta(2, 2, n), 3)  # some scores at exactly 0.5
+    path, columns, pred = _table_rows(tmp_path, score, weighted, 42)
+    frame = pd.read_parquet(path)
+    level = rng.choice(["a", "b", "c10", "c2", "rare"], n, p=[0.4, 0.3, 0.2, 0.0995, 0.0005])
+    frame["group"] = pd.Series(level).where(rng.random(n) > 0.01)  # 1% missing
+    frame.to_parquet(path, index=False)
+    pred = load_predictions(frame, score="score", label="label",
+                            weight="w" if weighted else False, covariates=["group"])
+    table = open_table("duckdb", [str(path)])
+    try:
+        got = level_calibration_from_sums("group", *level_sums_table(table, columns, "group"))
+    finally:
+        table.close()
+    want = level_calibration(pred, "group")
+    assert got.levels == want.levels
+    assert want.levels[-1] == "(missing)"
+    for name in ("count", "effective_size", "weight_share", "error", "predicted", "gap",
+                 "error_lower", "error_upper", "predicted_lower", "predicted_upper",
+                 "gap_lower", "gap_upper"):
+        _close(getattr(got, name), getattr(want, name))
+    np.testing.assert_array_equal(got.eligible, want.eligible)
+    assert not got.eligible.all()  # the rare level is left out of VCE
+    _close([got.vce, got.vece, *got.vce_ci], [want.vce, want.vece, *want.vce_ci])
+    assert (got.vce_at, got.n, got.warnings) == (want.vce_at, want.n, want.warnings)
