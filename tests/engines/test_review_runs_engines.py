@@ -182,3 +182,39 @@ def test_levels_from_the_engine_s_sums_equal_the_rows(tmp_path, weighted):
     assert not got.eligible.all()  # the rare level is left out of VCE
     _close([got.vce, got.vece, *got.vce_ci], [want.vce, want.vece, *want.vce_ci])
     assert (got.vce_at, got.n, got.warnings) == (want.vce_at, want.n, want.warnings)
+
+
+@pytest.mark.spark
+def test_spark_s_sums_give_the_same_review(tmp_path):
+    """One Spark test (local[2]): its GROUP BY of the score and of a level give the rows'
+    review (path, reliability, LCS) and per-level errors to 1e-9."""
+    from spark_available import spark_table
+
+    from mcviz.engines.calibration import level_sums_table
+    from mcviz.stats.variable_levels import level_calibration, level_calibration_from_sums
+
+    rng = np.random.default_rng(51)
+    n = 20_000
+    path, columns, _ = _table_rows(tmp_path, np.round(rng.beta(2, 5, n), 3), True, 52)
+    frame = pd.read_parquet(path)
+    frame["group"] = rng.choice(["a", "b", "c"], n)
+    frame.to_parquet(path, index=False)
+    pred = load_predictions(frame, score="score", label="label", weight="w",
+                            covariates=["group"])
+    with spark_table(str(path)) as table:
+        runs = ScoreRuns(**score_runs_table(table, columns, limit=1 << 20))
+        levels = level_calibration_from_sums("group", *level_sums_table(table, columns, "group"))
+    got, about = review_from_runs(runs, bins=BINS)
+    want = review_results(pred, None, variable=None, bins=BINS)
+    assert about["exact"]
+    _close(got.cumulative.path, want.cumulative.path)
+    _close(got.cumulative.x, want.cumulative.x)
+    for mine, theirs in zip(got.reliability.full, want.reliability.full, strict=True):
+        for name in DIAGRAM:
+            _close(getattr(mine, name), getattr(theirs, name))
+    for name in CURVE:
+        _close(getattr(got.lcs, name), getattr(want.lcs, name))
+    expected = level_calibration(pred, "group")
+    assert levels.levels == expected.levels
+    for name in ("count", "error", "predicted", "gap", "gap_lower", "gap_upper"):
+        _close(getattr(levels, name), getattr(expected, name))
