@@ -196,6 +196,13 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     from mcviz.engines.holdout import SUMS
     from mcviz.present.verdict import review_verdict
 
+    if args.deck:  # the deck's GROUP BY beside its runs, after the search loaded its loops
+        from mcviz.cli.engine_options import refuse_before_reading
+        from mcviz.cli.metrics import _runs_reserve
+        from mcviz.engines.memory import compiled_loops_reserve
+
+        refuse_before_reading(args, what="this report's deck", reserve=lambda: _runs_reserve(
+            args) + compiled_loops_reserve())
     _common.check_decks(args.deck)  # before the search, not after it
     at_scale = search_at_scale(args)
     search, n_held = at_scale.held
@@ -240,6 +247,9 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict, rows: in
     from mcviz.present.deck import DeckInfo, deck_slides, scope_charts
     from mcviz.settings import ENGINE_SCORE_RUNS
 
+    from mcviz.engines.memory import release_memory
+
+    release_memory()  # what the search freed, handed back before DuckDB's share is measured
     bins = _bins(args.bins)
     subs = {line.rank: {f.rank: f for f in search.findings}[line.rank].subpopulation
             for line in verdict.findings}
@@ -268,9 +278,14 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict, rows: in
         if refused:
             notes |= dict.fromkeys(drawable, f"Its charts are not drawn: {refused}")
         else:
-            charts = on_table(args, lambda table, cols: _finding_charts(
-                args, table, cols, at_scale, drawable, bins), reserve=reserve,
-                what="drawing the findings' charts")
+            try:
+                charts = on_table(args, lambda table, cols: _finding_charts(
+                    args, table, cols, at_scale, drawable, bins), reserve=reserve,
+                    what="drawing the findings' charts")
+            except ValidationError as error:  # the limit, measured once the engine opens
+                if not str(error).startswith("--memory-limit"):
+                    raise
+                notes |= dict.fromkeys(drawable, f"Its charts are not drawn: {error}")
             notes |= {rank: (f"Its charts are drawn from its {counts[rank]:,} rows alone (its "
                              "own calibration, not its deviation from the full population).")
                       for rank in charts}
