@@ -190,6 +190,35 @@ def test_a_deck_at_scale_draws_every_row(planted_file, tmp_path):
     assert f"Its charts are drawn from its {len(rows):,} rows alone" in said
 
 
+def test_a_deck_at_scale_from_fine_score_bins_states_its_bounds(planted_file, tmp_path,
+                                                                monkeypatch):
+    """More distinct scores than the engine may return (the limit set to 2,000): the full
+    population's path is drawn at the fine bins' ends, each of its points one of the 8,000
+    rows' own path points, and the notice states the bounds."""
+    pytest.importorskip("pptx")
+    import pandas as pd
+
+    import mcviz.settings as settings
+    from mcviz.io import load_predictions
+    from mcviz.stats.cumulative import cumulative_differences
+
+    monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 2_000)
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
+                  "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
+    assert "from the rows summed in 2,000 fine score bins (the drawn path within" in (
+        report["notice"])
+    frame = pd.read_parquet(planted_file)
+    rows = cumulative_differences(load_predictions(frame, score="score", label="label",
+                                                   weight="w"))
+    (name, x, y), *_ = _chart_numbers(out)[("full", "Cumulative differences")]
+    assert name == "observed − predicted, summed"
+    assert 10 < len(x) < rows.x.size  # fewer points than the rows' path: the bins' ends
+    at = np.searchsorted(rows.x, np.asarray(x) - 1e-12)
+    np.testing.assert_allclose(rows.x[at], x, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(rows.path[at], y, rtol=1e-9, atol=1e-12)
+
+
 def test_a_deck_at_scale_draws_the_levels_of_a_nominal_variable(planted_file, tmp_path):
     """The report's variable is nominal (the first of --covariates): its error and predicted
     error per level are drawn from DuckDB's GROUP BY, the in-memory chart's numbers."""
