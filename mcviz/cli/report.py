@@ -260,12 +260,16 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict, rows: in
         from mcviz.engines.calibration import score_runs_table
 
         runs = score_runs_table(table, columns, limit=ENGINE_SCORE_RUNS)
-        return (columns, runs, _level_curves(table, columns, at_scale.pred, variable),
+        levels = _level_curves(table, columns, at_scale.pred, variable)
+        curves = (levels, None) if levels is not None else _numeric_curves(
+            table, columns, at_scale.pred, variable)
+        return (columns, runs, curves,
                 {rank: _rows_where(table, sub) for rank, sub in subs.items()})
 
-    columns, parts, curves, counts = on_table(args, count, reserve=_runs_reserve(args),
-                                              what="this report's deck")
-    full, about = _full_review(parts, bins, curves, variable)
+    columns, parts, (curves, along), counts = on_table(
+        args, count, reserve=_runs_reserve(args), what="this report's deck")
+    full, about = _full_review(parts, bins, curves, variable,
+                               along if curves is None else None)
     del parts
     notes = {rank: (f"Its charts are not drawn: its {size:,} rows are more than the {rows:,} "
                     "this run may hold in memory at once.")
@@ -301,6 +305,8 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict, rows: in
            f"from the rows summed in {about['bins']:,} fine score bins (the drawn path within "
            f"{about['path_within']:.2g} of every row's, the local calibration curve within "
            f"{about['lcs_fit_within']:.2g})")
+    if curves is not None and along is not None:  # a numeric variable's curves: how exactly
+        how += f"; the curves along {variable} {along}"
     return len(slides), written, (
         f" The deck's full-population charts were drawn by {args.engine} {how}; the charts "
         f"of {len(charts)} of {len(subs)} findings from their own rows, read by {args.engine}.")
@@ -338,7 +344,8 @@ def _finding_reserve(args: argparse.Namespace, rows: int, covariates: int
     return reserve, ""
 
 
-def _full_review(parts: dict, bins: tuple[int, ...], curves, variable: str | None):
+def _full_review(parts: dict, bins: tuple[int, ...], curves, variable: str | None,
+                 why: str | None = None):
     """Return the full population's review results from the engine's runs (and how exact)."""
     from mcviz.present.review import review_from_runs
     from mcviz.stats.measures.runs import ScoreRuns
@@ -346,7 +353,7 @@ def _full_review(parts: dict, bins: tuple[int, ...], curves, variable: str | Non
     note = None
     if curves is None:
         note = ("No covariates in the mapping." if variable is None else
-                f"The curves along {variable} (numeric) are not drawn at scale.")
+                why or f"The curves along {variable} are not drawn at scale.")
     return review_from_runs(ScoreRuns(**parts), bins=bins, curves=curves, curves_note=note)
 
 
@@ -359,6 +366,38 @@ def _level_curves(table, columns, pred, variable: str | None):
     from mcviz.stats.variable_levels import level_calibration_from_sums
 
     return level_calibration_from_sums(variable, *level_sums_table(table, columns, variable))
+
+
+def _numeric_curves(table, columns, pred, variable: str | None) -> tuple:
+    """Return the curves along a numeric variable from one ``GROUP BY``, and how exact.
+
+    :func:`~mcviz.engines.calibration.value_sums_table` then
+    :func:`~mcviz.stats.variable_sums.variable_calibration_from_sums`: the in-memory curves of
+    the rows when the groups are the distinct values (the span cross-validated on every row),
+    else those of the rows moved to their fine bin's mean value. Returns (curves, words): the
+    words say how exact, or why there are no curves (curves None).
+    """
+    if variable is None:
+        return None, None
+    if pred.covariate_kinds.get(variable) != "ordinal" or table.kinds.get(variable) not in (
+            "float", "int", "bool"):
+        return None, f"The curves along {variable} are not drawn at scale (not a number column)."
+    from mcviz.engines.calibration import value_sums_table
+    from mcviz.settings import ENGINE_SCORE_RUNS
+    from mcviz.stats.variable_sums import variable_calibration_from_sums
+
+    sums, missing, width = value_sums_table(table, columns, variable, limit=ENGINE_SCORE_RUNS)
+    try:
+        curves = variable_calibration_from_sums(variable, sums, missing=missing,
+                                                weighted=columns.weight is not None)
+    except ValidationError as error:
+        return None, str(error)
+    if width is None:
+        return curves, ("exactly, from the rows summed per distinct value (the span "
+                        "cross-validated on every row)")
+    return curves, (f"from the rows summed in {sums['n'].size:,} bins of {variable} "
+                    f"{width:.3g} wide: the curves of the rows each moved to its bin's mean "
+                    "value, by less than that width (no bound on the difference is claimed)")
 
 
 def _finding_charts(args, table, columns, at_scale, subs: dict, bins: tuple[int, ...]) -> dict:

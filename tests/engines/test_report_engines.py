@@ -173,7 +173,9 @@ def test_a_deck_at_scale_draws_every_row(planted_file, tmp_path):
     frame = pd.read_parquet(planted_file)
     pred = load_predictions(frame, score="score", label="label", weight="w")
     full = scope_charts(review_results(pred, None, variable=None, bins=(10,)))
-    assert [c.title for c in full] == [t for (w, t) in drawn if w == "full"]
+    # (the curves along age, the first covariate: test_..._along_a_numeric_variable)
+    assert [c.title for c in full] == [t for (w, t) in drawn if w == "full"
+                                       and not t.endswith(" along age")]
     for chart in full:
         _same_series(drawn[("full", chart.title)], chart)
     assert report["findings"][0]["description"] == "region == r7"
@@ -264,7 +266,8 @@ def test_a_finding_too_large_to_hold_says_why_it_has_no_charts(planted_file, tmp
     drawn = _chart_numbers(out)
     assert not [t for (w, t) in drawn if w == "Finding 1"]
     assert {t for (w, t) in drawn if w == "full"} == {
-        "Cumulative differences", "Reliability (10 score bins)", "Local calibration curve"}
+        "Cumulative differences", "Reliability (10 score bins)", "Local calibration curve",
+        "Error and predicted error along age"}
 
 
 def _deck_content(path) -> list:
@@ -332,3 +335,28 @@ def test_several_files_the_sample_holds_are_read_whole_in_memory(planted_file, t
                     assert _close(got_finding[name], value), (name, got_finding[name], value)
         else:
             assert scale[key] == want, key
+
+
+def test_a_deck_at_scale_draws_the_curves_along_a_numeric_variable(planted_file, tmp_path):
+    """The report's variable is numeric (age, the first of --covariates): its LOESS curves of
+    error and predicted error are drawn from DuckDB's GROUP BY of its values, every number of
+    the in-memory chart of the 8,000 rows, and the notice says how exactly."""
+    pytest.importorskip("pptx")
+    import pandas as pd
+
+    from mcviz.io import load_predictions
+    from mcviz.present.review import review_results
+    from mcviz.present.slide_charts import curves_chart
+
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--covariates", "age,region,occupation", "--seed",
+                  "2", "--engine", "duckdb", "--sample-rows", "3000", "--bins", "10",
+                  "--deck", str(out))
+    assert "the curves along age exactly, from the rows summed per distinct value" in (
+        report["notice"])
+    frame = pd.read_parquet(planted_file)
+    pred = load_predictions(frame, score="score", label="label", weight="w",
+                            covariates=["age", "region", "occupation"])
+    want = curves_chart(review_results(pred, None, variable="age", bins=(10,)).curves)
+    assert want.kind == "xy"
+    _same_series(_chart_numbers(out)[("full", want.title)], want)
