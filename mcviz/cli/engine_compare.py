@@ -26,6 +26,7 @@ from mcviz.cli import _common
 from mcviz.cli.engine_options import (
     engine_share,
     read_whole,
+    refuse_before_reading,
     refuse_unsupported,
     require_engine,
     sample_roles,
@@ -124,12 +125,17 @@ def _passes_share(args: argparse.Namespace, rows: int | None) -> str | None:
     floor (:func:`mcviz.cli.engine_options.engine_share`): before the groups' sample is drawn,
     and again after it.
     """
+    return engine_share(args.memory_limit, what="this comparison", reserve=_passes_reserve(rows))
+
+
+def _passes_reserve(rows: int | None) -> int:
+    """Bytes the engine's passes add beside DuckDB: the stream's blocks and the score runs."""
     from mcviz.budget import usable_cores
     from mcviz.compare.groups_at_scale import BATCH_ROWS
     from mcviz.engines.memory import score_runs, stream_reserve
 
-    return engine_share(args.memory_limit, what="this comparison", reserve=stream_reserve(
-        threads=usable_cores(), batch_rows=BATCH_ROWS, rows=rows, runs=score_runs(rows)))
+    return stream_reserve(threads=usable_cores(), batch_rows=BATCH_ROWS, rows=rows,
+                          runs=score_runs(rows))
 
 
 def _in_memory(args, settings, thresholds, frame, rows: int, compare_rows) -> dict:
@@ -165,7 +171,10 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
     rows = _sample_size(args, settings, asked)
     with tempfile.TemporaryDirectory(prefix="mcviz-compare-", ignore_cleanup_errors=True) as spill:
         total = rows_in_files(files)
-        if IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows:
+        whole = IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows
+        refuse_before_reading(args, what="this comparison",  # before any row is read
+                              reserve=0 if whole else lambda: _passes_reserve(total))
+        if whole:
             frame = read_whole(files, spill, seed=settings.seed,
                                memory_limit=sample_share(args.memory_limit)
                                if args.engine == "duckdb" else None)

@@ -13,7 +13,7 @@ import dataclasses
 import tempfile
 
 from mcviz.cli import _common
-from mcviz.cli.engine_options import require_engine, sample_roles
+from mcviz.cli.engine_options import refuse_before_reading, require_engine, sample_roles
 from mcviz.errors import ValidationError
 
 __all__ = ["monitor_in_engine"]
@@ -25,6 +25,7 @@ def monitor_in_engine(args: argparse.Namespace, settings):
     files, columns, the columns' kinds, engine), for ``--out``.
     """
     from mcviz.engines.base import expand_paths
+    from mcviz.engines.memory import MONITOR_RESERVE
     from mcviz.engines.results import engine_kinds
     from mcviz.engines.tables import open_table
     from mcviz.monitor.at_scale import monitor_table
@@ -32,6 +33,7 @@ def monitor_in_engine(args: argparse.Namespace, settings):
 
     require_engine(args.engine)
     files = expand_paths(args.file)
+    refuse_before_reading(args, reserve=MONITOR_RESERVE, what="this monitor")
     with tempfile.TemporaryDirectory(prefix="mcviz-monitor-", ignore_cleanup_errors=True) as spill:
         columns, sample = sample_roles(args, files, spill)
         time = settings.time or infer_time_column(
@@ -43,7 +45,6 @@ def monitor_in_engine(args: argparse.Namespace, settings):
         limit = args.memory_limit  # with DuckDB, of the whole process (refused if it cannot)
         if args.engine == "duckdb":
             from mcviz.cli.engine_options import engine_share
-            from mcviz.engines.memory import MONITOR_RESERVE
 
             limit = engine_share(limit, reserve=MONITOR_RESERVE, what="this monitor")
         table = open_table(args.engine, files, memory_limit=limit,

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_engine_arguments", "engine_share", "on_table", "read_whole", "refuse_unsupported",
-           "require_engine", "sample_roles", "sample_share"]
+__all__ = ["add_engine_arguments", "engine_share", "on_table", "read_whole",
+           "refuse_before_reading", "refuse_unsupported", "require_engine", "sample_roles",
+           "sample_share"]
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -61,6 +62,23 @@ def engine_share(memory_limit: str | None, *, reserve: int = 0, what: str = "thi
 
     return duckdb_share(memory_limit, reserve=reserve, refuse=True, what=what,
                         floor=DUCKDB_FLOOR if floor is None else floor)
+
+
+def refuse_before_reading(args: argparse.Namespace, *, reserve=0, what: str = "this command",
+                          floor: int | None = None) -> None:
+    """Refuse, before any row is read, a ``--memory-limit`` the command can never hold.
+
+    :func:`mcviz.engines.memory.refuse_before_reading` with ``--engine duckdb`` (``reserve``:
+    the command's fixed bytes beside DuckDB, the same as its later check's, or a function
+    returning them; ``floor``: DuckDB's least). A limit enough for this but not for what the
+    sample adds is still refused by the command's later check (:func:`engine_share`).
+    """
+    if getattr(args, "engine", "numpy") != "duckdb":
+        return
+    from mcviz.engines import memory
+
+    memory.refuse_before_reading(args.memory_limit, reserve=reserve, what=what,
+                                 floor=memory.DUCKDB_FLOOR if floor is None else floor)
 
 
 def sample_share(memory_limit: str | None) -> str | None:
@@ -143,25 +161,26 @@ def on_table(args: argparse.Namespace, work, *, reserve: int | None = None,
     removed however the command ends, and a signal cancels the running query. DuckDB gets
     :func:`engine_share` of ``--memory-limit``, ``reserve`` (default
     :data:`~mcviz.engines.memory.AGGREGATE_RESERVE`) kept for what ``work`` holds beside it;
-    a limit that cannot hold ``what`` is refused before the table opens.
+    a limit that cannot hold ``what`` is refused before the roles' sample is read
+    (:func:`refuse_before_reading`) and, counting what the sample left, before the table opens.
     """
     import tempfile
 
     from mcviz.cli import _common
     from mcviz.engines.base import expand_paths
+    from mcviz.engines.memory import AGGREGATE_RESERVE
     from mcviz.engines.tables import open_table
 
     require_engine(args.engine)
     files = expand_paths(args.file)
+    reserve = AGGREGATE_RESERVE if reserve is None else reserve
+    refuse_before_reading(args, reserve=reserve, what=what)
     with tempfile.TemporaryDirectory(prefix="mcviz-engine-", ignore_cleanup_errors=True) as spill:
         columns, _ = sample_roles(args, files, spill)
         # --memory-limit bounds the process: DuckDB gets what this process does not hold
         limit = args.memory_limit
         if args.engine == "duckdb":
-            from mcviz.engines.memory import AGGREGATE_RESERVE
-
-            limit = engine_share(limit, what=what,
-                                 reserve=AGGREGATE_RESERVE if reserve is None else reserve)
+            limit = engine_share(limit, what=what, reserve=reserve)
         table = open_table(args.engine, files, memory_limit=limit,
                            temp_directory=spill, spark_master=args.spark_master)
         try:

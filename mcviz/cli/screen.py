@@ -28,7 +28,12 @@ import pandas as pd
 
 from mcviz.cli import _common
 from mcviz.engines.base import Columns, Engine, as_specs, expand_paths, rows_in_files
-from mcviz.engines.memory import duckdb_share, members_per_row, release_memory
+from mcviz.engines.memory import (
+    duckdb_share,
+    members_per_row,
+    refuse_before_reading,
+    release_memory,
+)
 from mcviz.engines.results import write_screen
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions, load_predictions
@@ -223,6 +228,16 @@ def _duckdb_limits(files, limit: str, per_row: float, specs: int,
     ``specs`` x ``bins`` cells. A limit that cannot hold the screen is refused with the
     smallest one that can (:func:`~mcviz.engines.memory.duckdb_share`).
     """
+    reserve = _screen_reserve(files, per_row, specs, bins)
+    if bins is not None:  # no sort: the cells sit beside DuckDB all along
+        share = duckdb_share(limit, reserve=reserve, refuse=True, what="this screen")
+        return share, share
+    stream = duckdb_share(limit, reserve=reserve, refuse=True, what="this screen")
+    return duckdb_share(limit), stream
+
+
+def _screen_reserve(files, per_row: float, specs: int, bins: int | None) -> int:
+    """Bytes the screen holds beside DuckDB while the rows stream (:func:`_duckdb_limits`)."""
     from mcviz.budget import usable_cores
     from mcviz.engines.duckdb_engine import BATCH_ROWS
     from mcviz.engines.memory import compiled_loops_reserve, screen_reserve
@@ -232,10 +247,7 @@ def _duckdb_limits(files, limit: str, per_row: float, specs: int,
                              rows=rows_in_files(files)) + compiled_loops_reserve()
     if bins is not None:  # no sort: the cells sit beside DuckDB all along
         reserve += 40 * specs * bins  # five float64 sums per (subpopulation, bin)
-        share = duckdb_share(limit, reserve=reserve, refuse=True, what="this screen")
-        return share, share
-    stream = duckdb_share(limit, reserve=reserve, refuse=True, what="this screen")
-    return duckdb_share(limit), stream
+    return reserve
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -248,6 +260,10 @@ def run(args: argparse.Namespace) -> dict:
         _check_parquet(name)
     if args.sample_rows < 1:
         raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
+    # before the sample is drawn: the blocks at one member a row (the population), no cells
+    refuse_before_reading(args.memory_limit if args.engine == "duckdb" else None,
+                          what="this screen",
+                          reserve=lambda: _screen_reserve(files, 1.0, 0, args.histogram))
     with tempfile.TemporaryDirectory(prefix="mcviz-screen-", ignore_cleanup_errors=True) as spill:
         sample = read_sample_interruptible(  # under --memory-limit too (the process's share)
             files, args.sample_rows, args.seed, spill,

@@ -170,7 +170,7 @@ class AtScale:
 
 def search_at_scale(args: argparse.Namespace) -> AtScale:
     """Draw the sample, search it, and measure the findings on every row (one sorted pass)."""
-    from mcviz.cli.engine_options import sample_share
+    from mcviz.cli.engine_options import refuse_before_reading, sample_share
     from mcviz.cli.screen import cancel_engine, make_engine, read_sample_interruptible
     from mcviz.engines.base import expand_paths
 
@@ -186,6 +186,9 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
                                   f"sample (--engine {args.engine}); use one score column.")
     files = expand_paths(args.file)
     keyed = args.engine != "numpy"
+    # before the sample is drawn: the stream's blocks at their fewest members (the population
+    # and its held-out rows) and the compiled loops
+    refuse_before_reading(args, what="this search", reserve=lambda: _measure_reserve(files, 2.0))
     with tempfile.TemporaryDirectory(prefix="mcviz-search-", ignore_cleanup_errors=True) as spill:
         share = sample_share(args.memory_limit) if args.engine == "duckdb" else None
         sample = read_sample_interruptible(files, rows, args.seed, spill, keys=keyed,
@@ -223,16 +226,8 @@ def _measure_share(args: argparse.Namespace, files, result: SearchResult,
     (:func:`mcviz.cli.engine_options.engine_share`), after the search's freed memory is
     handed back (:func:`~mcviz.engines.memory.release_memory`).
     """
-    from mcviz.budget import usable_cores
     from mcviz.cli.engine_options import engine_share
-    from mcviz.engines.base import rows_in_files
-    from mcviz.engines.duckdb_engine import BATCH_ROWS
-    from mcviz.engines.memory import (
-        compiled_loops_reserve,
-        members_per_row,
-        release_memory,
-        stream_reserve,
-    )
+    from mcviz.engines.memory import members_per_row, release_memory
 
     if args.memory_limit is None:
         return None
@@ -240,9 +235,19 @@ def _measure_share(args: argparse.Namespace, files, result: SearchResult,
     # the population and each finding, and as many again: the held-out rows of each (fewer)
     sizes = [2 * s.index.size for s in result.subpopulations.subpopulations]
     per_row = max(members_per_row(sizes, pred.n), 2.0)
-    return engine_share(args.memory_limit, what="this search", reserve=stream_reserve(
-        threads=usable_cores(), batch_rows=BATCH_ROWS, rows=rows_in_files(files),
-        per_row=per_row) + compiled_loops_reserve())
+    return engine_share(args.memory_limit, what="this search",
+                        reserve=_measure_reserve(files, per_row))
+
+
+def _measure_reserve(files, per_row: float) -> int:
+    """Bytes the findings' sorted pass adds beside DuckDB, ``per_row`` members per row."""
+    from mcviz.budget import usable_cores
+    from mcviz.engines.base import rows_in_files
+    from mcviz.engines.duckdb_engine import BATCH_ROWS
+    from mcviz.engines.memory import compiled_loops_reserve, stream_reserve
+
+    return stream_reserve(threads=usable_cores(), batch_rows=BATCH_ROWS,
+                          rows=rows_in_files(files), per_row=per_row) + compiled_loops_reserve()
 
 
 def _read_columns(args: argparse.Namespace) -> list[str] | None:

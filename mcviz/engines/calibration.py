@@ -36,7 +36,7 @@ from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import sigma_from_variance
 
 __all__ = ["KEY", "STEP", "VARIANCE", "PathAccumulator", "PopulationCalibration", "RunSums",
-           "calibration_block", "population_calibration", "score_runs_table",
+           "calibration_block", "level_sums_table", "population_calibration", "score_runs_table",
            "spark_calibration_block", "spark_ordered_path"]
 
 
@@ -377,3 +377,38 @@ def score_runs_table(table, columns, *, limit: int) -> dict:
             "spiegelhalter_variance": float(values["sv"].sum()),
             "weighted": columns.weight is not None,
             "bins": 10 * fine_bins(limit) if binned else None}
+
+
+_LEVEL_SUMS = ("n", "w", "ww", "we", "wp", "wwe", "wwp", "wwpp", "wwep")
+
+
+def level_sums_table(table, columns, variable: str) -> tuple[tuple[str, ...], dict]:
+    r"""Return the levels of a text column and the rows' sums per level (one ``GROUP BY``).
+
+    The sums of :func:`mcviz.stats.variable_levels.level_calibration_from_sums` for binary
+    rows: the error :math:`e = \mathbb{1}[R \ne \mathbb{1}[S \ge 0.5]]` and the predicted
+    error :math:`\hat e = 1 - \max(S, 1 - S)` (Kelly & Smyth, Section 6; as
+    :func:`mcviz.stats.variable_curves.prediction_errors`). Levels ascending as text (as
+    pandas orders the categories of a text column), missing values last as ``"(missing)"``.
+    """
+    from mcviz.engines import sql
+    from mcviz.stats.variable_levels import MISSING_LEVEL
+
+    q = table.query()
+    s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+    r = sql.response_sql(columns, table.kinds, q)
+    w = "1.0" if columns.weight is None else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)"
+    level = q.dialect.ident(variable)
+    inner = (f"SELECT v, w, CASE WHEN (s >= 0.5) = (r >= 0.5) THEN 0.0 ELSE 1.0 END AS e, "
+             f"1.0 - GREATEST(s, 1.0 - s) AS p FROM (SELECT {level} AS v, {s} AS s, {r} AS r, "
+             f"{w} AS w FROM {table.source}) a")
+    parts = ["COUNT(*) AS n", "SUM(w) AS w", "SUM(w * w) AS ww", "SUM(w * e) AS we",
+             "SUM(w * p) AS wp", "SUM(w * w * e) AS wwe", "SUM(w * w * p) AS wwp",
+             "SUM(w * w * p * p) AS wwpp", "SUM(w * w * e * p) AS wwep"]
+    frame = table.frame(q, f"SELECT v, {', '.join(parts)} FROM ({inner}) t GROUP BY v")
+    missing = frame["v"].isna().to_numpy()
+    names = [MISSING_LEVEL if gone else str(v) for v, gone in zip(frame["v"], missing,
+                                                                   strict=True)]
+    order = sorted(range(len(names)), key=lambda i: (bool(missing[i]), names[i]))
+    return (tuple(names[i] for i in order),
+            {k: frame[k].to_numpy(dtype=float)[order] for k in _LEVEL_SUMS})

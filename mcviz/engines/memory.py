@@ -26,16 +26,20 @@ before that. A limit of 57 MiB fails to sort 10^7 rows
 ("failed to pin block"), 122 MiB works: :data:`DUCKDB_FLOOR`.
 
 Every command with ``--memory-limit`` refuses a limit that leaves DuckDB less than its floor,
-naming the smallest that works. Each reserve was measured on 2*10^5, 2*10^6 and 2*10^7 rows
-(score, challenger, label, weight, two nominal covariates, a number, a day; ``--sample-rows
-20000`` for compare, search and report) at the smallest limit each command named: the peak
-RSS of every run stayed under the limit it was given (MB, at 2*10^7 rows: decide 340 of 600,
-apply 536 of 700 (458 at 10^8), monitor 330 of 650, metrics 504 of 700, compare 458 of 700,
-search and report 608 of 750 with :data:`COMPILED_LOOPS` reserved (the 477 and 473 of 600
-measured before the loops came were 599 and 604 MB with them), screen 787 of 950 (ℓ = 1000,
-a sample of 10^6 rows)). A sample's draw runs before the check, DuckDB given
-the limit less what the process holds (at least 128 MiB); the check after it names a limit
-that holds the sample too.
+naming the smallest that works: first before any row is read (:func:`refuse_before_reading`:
+what the process holds at start-up, the command's fixed reserve, :data:`DRAW_RESIDUE`), then
+once the sample shows what the command will hold. Refused before reading, a child holds 0-20
+MiB over its start-up (2*10^5 rows); refused after its draw it held 51-129 MiB over it, and
+``mcviz screen --memory-limit 50MB`` of 2*10^6 rows reached 598 MiB. Each reserve was measured
+on 2*10^5, 2*10^6 and 2*10^7 rows (score, challenger, label, weight, two nominal covariates, a
+number, a day; ``--sample-rows 20000`` for compare, search and report) at the smallest limit
+each command named: the peak RSS of every run stayed under the limit it was given (MB, at
+2*10^7 rows: decide 340 of 600, apply 536 of 700 (458 at 10^8), monitor 330 of 650, metrics 504
+of 700, compare 458 of 700, search and report 608 of 750 with :data:`COMPILED_LOOPS` reserved
+(the 477 and 473 of 600 measured before the loops came were 599 and 604 MB with them), screen
+787 of 950 (ℓ = 1000, a sample of 10^6 rows)). A sample's draw runs between the two checks,
+DuckDB given the limit less what the process holds (at least 128 MiB); the check after it
+names a limit that holds the sample too.
 """
 
 from __future__ import annotations
@@ -44,11 +48,11 @@ import os
 
 from mcviz.errors import ValidationError
 
-__all__ = ["AGGREGATE_RESERVE", "BYTES_PER_MEMBER", "COMPILED_LOOPS", "DUCKDB_FLOOR",
-           "DUCKDB_OVER_FIXED", "DUCKDB_OVER_SHARE", "MARGIN", "MONITOR_RESERVE", "REPEAT_SLACK",
-           "ROW_BYTES", "RUN_BYTES", "WRITE_FLOOR", "compiled_loops_reserve", "duckdb_share",
-           "members_per_row", "release_memory", "resident_bytes", "score_runs", "screen_reserve",
-           "stream_reserve"]
+__all__ = ["AGGREGATE_RESERVE", "BYTES_PER_MEMBER", "COMPILED_LOOPS", "DRAW_RESIDUE",
+           "DUCKDB_FLOOR", "DUCKDB_OVER_FIXED", "DUCKDB_OVER_SHARE", "MARGIN", "MONITOR_RESERVE",
+           "REPEAT_SLACK", "ROW_BYTES", "RUN_BYTES", "WRITE_FLOOR", "compiled_loops_reserve",
+           "duckdb_share", "members_per_row", "refuse_before_reading", "release_memory",
+           "resident_bytes", "score_runs", "screen_reserve", "stream_reserve"]
 
 MARGIN = 96 << 20
 """Bytes kept free beside DuckDB and the command's buffers (Python's own small allocations, and
@@ -245,6 +249,44 @@ def compiled_loops_reserve() -> int:
     from mcviz.core import kernels
 
     return COMPILED_LOOPS if kernels.will_load() else 0
+
+
+DRAW_RESIDUE = 48 << 20
+"""Bytes a process holds more once a sample is drawn with DuckDB (the connection closed, the
+rows' frame gone, :func:`release_memory` called) than before: DuckDB's and Arrow's arenas,
+the first query's caches. Measured (2*10^5 rows, the check before the read against the check
+after it): 37-47 MiB for screen, decide, monitor, metrics, compare, search and report
+(10,000-row roles samples, 20,000-row search samples); the limit
+:func:`refuse_before_reading` names then holds the later check too, where the sample is small."""
+
+
+def refuse_before_reading(limit: str | None, *, reserve=0, what: str = "this command",
+                          floor: int = DUCKDB_FLOOR) -> None:
+    """Refuse, before any row is read, a ``limit`` (``--memory-limit``) that can never be held.
+
+    What is known before the first read: what this process holds once DuckDB is imported
+    (the interpreter, numpy, pandas, pyarrow, DuckDB's library: resident for the whole run),
+    :data:`DRAW_RESIDUE` (what drawing the sample leaves), the command's fixed ``reserve``
+    beside DuckDB (the same as its later check's: the score runs, the stream's blocks at their
+    fewest members, the compiled loops; or a function returning it, called only when a limit
+    is given), DuckDB's ``floor`` and the margins of :func:`duckdb_share`. A limit below
+    their sum raises
+    :class:`~mcviz.errors.ValidationError` naming ``--memory-limit`` and the smallest limit
+    that can work, before a sample is drawn: drawn first, the sample of ``mcviz screen
+    --memory-limit 50MB`` held 598 MiB before the refusal (2*10^6 rows). None: no limit.
+
+    Examples
+    --------
+    >>> refuse_before_reading(None)
+    >>> refuse_before_reading("100GB", reserve=lambda: 1 << 30)
+    """
+    if limit is None:
+        return
+    import duckdb  # noqa: F401 - its library stays resident for the whole run: count it now
+
+    reserve = reserve() if callable(reserve) else reserve
+    duckdb_share(limit, reserve=int(reserve) + DRAW_RESIDUE, refuse=True, what=what,
+                 floor=floor)
 
 
 def duckdb_share(limit: str, *, reserve: int = 0, refuse: bool = False,
