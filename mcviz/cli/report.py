@@ -385,7 +385,7 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, bins: tuple[int,
         del frame
         results = review_results(pred, None, bins=bins, variable=finding_variable(
             sub, covariates, next(iter(covariates), None)))
-        charts[rank] = review_charts(results)
+        charts[rank] = review_charts(results, population="the finding's rows")
     return charts
 
 

@@ -181,8 +181,12 @@ def test_a_deck_at_scale_draws_every_row(planted_file, tmp_path):
     covariates = [c for c in frame.columns if c not in ("score", "label", "w", "region")]
     own = load_predictions(rows, score="score", label="label", weight="w",
                            covariates=covariates)
-    mine = review_charts(review_results(own, None, variable="age", bins=(10,)))
+    mine = review_charts(review_results(own, None, variable="age", bins=(10,)),
+                         population="the finding's rows")
     assert {t for (w, t) in drawn if w == "Finding 1"} >= {c.title for c in mine}
+    # the finding's rows drawn on their own are never labelled the full population
+    assert not [name for (w, _), series in drawn.items() if w == "Finding 1"
+                for name, _, _ in series if name == "full population"]
     for chart in mine:
         if chart.kind == "xy":
             _same_series(drawn[("Finding 1", chart.title)], chart)
