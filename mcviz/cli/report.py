@@ -215,7 +215,7 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     sample = at_scale.result
     slides, written, drawn = 0, [], ""
     if args.deck:
-        slides, written, drawn = _deck_at_scale(args, at_scale, search, verdict, rows,
+        slides, written, drawn = _deck_at_scale(args, at_scale, search, verdict,
                                                 calibration.n)
     return {**_verdict_json(calibration.n, verdict, search, binary), "slides": slides,
             "deck": written,
@@ -228,7 +228,7 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
                        "at. No score band of the largest gap is given at scale." + drawn)}
 
 
-def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict, rows: int,
+def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
                    n: int) -> tuple[int, list[str], str]:
     """Write the decks from every row at scale; return the slides, paths and the notice's words.
 
@@ -236,20 +236,22 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict, rows: in
     (:func:`~mcviz.engines.calibration.score_runs_table`, then
     :func:`mcviz.present.review.review_from_runs`: the in-memory charts when the runs are the
     distinct scores, else within the bounds said). Each confirmed finding's rows are counted
-    (its ``WHERE``); when they are no more than the search's sample (what the memory budget
-    lets a search hold) and ``--memory-limit`` leaves room for them beside DuckDB
+    (its ``WHERE``); when they are no more than the rows the memory budget lets a search hold
+    (:func:`mcviz.cli.search._budget_rows`; never ``--sample-rows``, which only sizes the
+    search's sample) and ``--memory-limit`` leaves room for them beside DuckDB
     (:func:`~mcviz.search.search_estimate` of that many rows), they are read by the engine,
     one finding at a time, and drawn as the review draws a population of its own; otherwise
     the finding's slide says why it has no charts.
     """
     from mcviz.cli.engine_options import on_table
     from mcviz.cli.metrics import _runs_reserve
+    from mcviz.cli.search import _budget_rows
+    from mcviz.engines.memory import release_memory
     from mcviz.present.deck import DeckInfo, deck_slides, scope_charts
     from mcviz.settings import ENGINE_SCORE_RUNS
 
-    from mcviz.engines.memory import release_memory
-
     release_memory()  # what the search freed, handed back before DuckDB's share is measured
+    rows = _budget_rows(args, _common.split(args.covariates))  # what memory allows at once
     bins = _bins(args.bins)
     subs = {line.rank: {f.rank: f for f in search.findings}[line.rank].subpopulation
             for line in verdict.findings}
@@ -422,7 +424,7 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, bins: tuple[int,
         del frame
         results = review_results(pred, None, bins=bins, variable=finding_variable(
             sub, covariates, next(iter(covariates), None)))
-        charts[rank] = review_charts(results)
+        charts[rank] = review_charts(results, population="the finding's rows")
     return charts
 
 

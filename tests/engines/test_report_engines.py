@@ -183,8 +183,12 @@ def test_a_deck_at_scale_draws_every_row(planted_file, tmp_path):
     covariates = [c for c in frame.columns if c not in ("score", "label", "w", "region")]
     own = load_predictions(rows, score="score", label="label", weight="w",
                            covariates=covariates)
-    mine = review_charts(review_results(own, None, variable="age", bins=(10,)))
+    mine = review_charts(review_results(own, None, variable="age", bins=(10,)),
+                         population="the finding's rows")
     assert {t for (w, t) in drawn if w == "Finding 1"} >= {c.title for c in mine}
+    # the finding's rows drawn on their own are never labelled the full population
+    assert not [name for (w, _), series in drawn.items() if w == "Finding 1"
+                for name, _, _ in series if name == "full population"]
     for chart in mine:
         if chart.kind == "xy":
             _same_series(drawn[("Finding 1", chart.title)], chart)
@@ -246,23 +250,44 @@ def test_a_deck_at_scale_draws_the_levels_of_a_nominal_variable(planted_file, tm
         np.testing.assert_allclose(values, series.y, rtol=1e-9, atol=1e-12)
 
 
+def test_a_finding_larger_than_the_sample_is_drawn_when_memory_holds_it(planted_file, tmp_path,
+                                                                        monkeypatch):
+    """--sample-rows sizes the search's sample only: a finding of more rows than that is still
+    read and drawn when the memory budget holds it (the budget, not the sample, is the cap).
+    The finding is counted 5,000 rows larger than it is: more than the 3,000 sampled."""
+    pytest.importorskip("pptx")
+    import mcviz.cli.report as report_module
+
+    counted = report_module._rows_where
+    monkeypatch.setattr(report_module, "_rows_where",
+                        lambda table, sub: counted(table, sub) + 5_000)
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
+                  "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
+    assert "the charts of 1 of 1 findings" in report["notice"]
+    assert [t for (w, t) in _chart_numbers(out) if w == "Finding 1"]
+
+
 def test_a_finding_too_large_to_hold_says_why_it_has_no_charts(planted_file, tmp_path,
                                                                 monkeypatch):
     pytest.importorskip("pptx")
     import pandas as pd
 
     import mcviz.cli.report as report_module
+    import mcviz.cli.search as search_module
 
     counted = report_module._rows_where
     monkeypatch.setattr(report_module, "_rows_where",
                         lambda table, sub: counted(table, sub) + 1_000_000)
+    # what memory lets this run hold, not --sample-rows (which only sizes the search's sample)
+    monkeypatch.setattr(search_module, "_budget_rows", lambda args, covariates: 1_000_000)
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
                   "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
     assert "the charts of 0 of 1 findings" in report["notice"]
     said = " ".join(_slide_texts(out))
     rows = int((pd.read_parquet(planted_file)["region"] == "r7").sum()) + 1_000_000
-    assert f"Its charts are not drawn: its {rows:,} rows are more than the 3,000" in said
+    assert f"Its charts are not drawn: its {rows:,} rows are more than the 1,000,000" in said
     drawn = _chart_numbers(out)
     assert not [t for (w, t) in drawn if w == "Finding 1"]
     assert {t for (w, t) in drawn if w == "full"} == {
