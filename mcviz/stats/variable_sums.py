@@ -125,6 +125,8 @@ def variable_calibration_from_sums(
 
 def _check_values(variable: str, v: np.ndarray, n: np.ndarray) -> None:
     """Refuse what the in-memory curves refuse: infinite values, a single value."""
+    if not v.size:
+        raise ValidationError(f"covariate {variable!r} is missing on every row.", column=variable)
     infinite = ~np.isfinite(v)
     if infinite.any():
         raise ValidationError(

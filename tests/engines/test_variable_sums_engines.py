@@ -160,3 +160,22 @@ def test_spark_s_value_sums_give_the_same_curves(tmp_path):
     assert width is not None
     _same(variable_calibration_from_sums("x", sums, missing=missing, weighted=True),
           _in_memory(_moved(frame, width, 200), columns))
+
+
+def test_a_variable_missing_everywhere_or_single_valued_is_refused_as_in_memory(tmp_path):
+    """One value where V is present: the in-memory refusal in the same words; V missing on
+    every row (in memory the loader drops such a covariate): refused, not an IndexError."""
+    from mcviz.errors import ValidationError
+
+    path, frame, columns = _rows(tmp_path, "tied", False, 500)
+    frame["x"] = frame["x"].where(frame["x"].isna(), 3.0)
+    frame.to_parquet(path, index=False)
+    said = r"'x' takes a single value \(3\) on the \d+ rows where it is present"
+    with pytest.raises(ValidationError, match=said):
+        _in_memory(frame, columns)
+    with pytest.raises(ValidationError, match=said):
+        _from_engine(path, columns)
+    frame["x"] = np.nan
+    frame.to_parquet(path, index=False)
+    with pytest.raises(ValidationError, match="'x' is missing on every row"):
+        _from_engine(path, columns)
