@@ -34,7 +34,7 @@ from mcviz.cli.engine_options import (
     spark_limit,
 )
 from mcviz.engines.base import rows_in_files
-from mcviz.engines.memory import PYTHON_WORKER
+from mcviz.engines.memory import PLAIN_WORKER
 from mcviz.errors import ValidationError
 
 __all__ = ["IN_MEMORY_WHEN_SAMPLED_WHOLE", "compare_in_engine"]
@@ -177,7 +177,7 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
         if not (whole and args.engine == "spark"):  # read whole: no Spark, DuckDB reads
             refuse_before_reading(args, what="this comparison",  # before any row is read
                                   reserve=0 if whole else lambda: _passes_reserve(total),
-                                  worker=PYTHON_WORKER)
+                                  worker=PLAIN_WORKER)
         if whole:
             frame = read_whole(files, spill, seed=settings.seed,
                                memory_limit=sample_share(args.memory_limit)
@@ -188,7 +188,7 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
             os.environ["SPARK_LOCAL_DIRS"] = spill
         engine = make_engine(args.engine, files, columns,  # the sample's rows stay in Python
                              memory_limit=_passes_share(args, total) if args.engine == "duckdb"
-                             else spark_limit(args, worker=PYTHON_WORKER,
+                             else spark_limit(args, worker=PLAIN_WORKER,
                                               what="this comparison"),
                              temp_directory=spill, spark_master=args.spark_master)
         try:
