@@ -12,7 +12,12 @@ Prints ``{"n", "verdict": [sentences], "next_step": sentence, "details": [lines]
 "findings": [{"rank", "description", "sentence", "effect", "interval", "effect_value", "ci_low",
 "ci_high", "share", "p_adjusted"}], "unions": [{"parts", "description", "sentence", "effect",
 "interval", "effect_value", "ci_low", "ci_high", "share", "p_adjusted"}], "appendix": [...],
-"slides", "deck": [paths written]}``. ``unions``: the confirmed findings of one direction the
+"slides", "deck": [paths written]}``. With ``--engine duckdb|spark`` on a sample smaller than
+the table the deck is drawn from every row: the full population's charts from the engine's sums
+per distinct score (the in-memory charts; above 2^20 distinct scores from fine score bins, within
+the bounds the notice states), each confirmed finding's from its own rows read with its
+``WHERE`` when they fit in memory (else its slide says why it has none).
+``unions``: the confirmed findings of one direction the
 search offers as one problem (``mcviz search``'s ``unions``, confirmed ones only: the verdict
 states them; ``parts`` are the findings' ranks; none at scale).
 The verdict's sentences are words (no statistical symbol); ``details`` holds the statistics. A
@@ -50,8 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="write the deck to OUT.pptx or OUT.pdf (may be given twice)")
     add_engine_arguments(parser, "duckdb or spark: the verdict from every row of Parquet data "
                          "(the calibration measured by the engine; the search of mcviz search "
-                         "--engine, confirmed on every row not searched); in memory, "
-                         "--deck included, when the sample holds every row")
+                         "--engine, confirmed on every row not searched; --deck drawn from "
+                         "every row); in memory when the sample holds every row")
     parser.add_argument("--sample-rows", type=int, metavar="N",
                         help="with --engine duckdb or spark: rows sampled for the search (as "
                         "mcviz search --engine; default from the memory budget)")
@@ -183,22 +188,23 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     measures the findings on every row (:func:`mcviz.cli.search.search_at_scale`): the numbers
     of ``mcviz metrics --engine``'s calibration block; the rates are that pass's sums; the
     findings are ``mcviz search --engine``'s, confirmed on every row not searched. JSON: the
-    in-memory keys (no deck: ``slides`` 0, ``deck`` []) plus ``calibration``, ``engine``,
-    ``held_out`` and ``notice`` (what was measured where).
+    in-memory keys plus ``calibration``, ``engine``,
+    ``held_out`` and ``notice`` (what was measured where). With ``--deck`` the deck is drawn
+    as :func:`_deck_at_scale` says (the notice says how).
     """
     from mcviz.cli.search import search_at_scale
     from mcviz.engines.calibration import population_calibration
     from mcviz.engines.holdout import SUMS
     from mcviz.present.verdict import review_verdict
 
-    if args.deck:
-        held = "" if total is None else f" ({rows:,} of {total:,})"
-        raise ValidationError(
-            f"--deck is not drawn with --engine {args.engine} when the sample holds only some "
-            f"of the rows{held}: the deck's charts (cumulative differences, reliability "
-            "diagrams, each finding's curves) need every row in memory. Give --sample-rows at "
-            "least the row count if memory allows, leave out --deck for the verdict and its "
-            "numbers from every row, or write the deck without --engine.")
+    if args.deck:  # the deck's GROUP BY beside its runs, after the search loaded its loops
+        from mcviz.cli.engine_options import refuse_before_reading
+        from mcviz.cli.metrics import _runs_reserve
+        from mcviz.engines.memory import compiled_loops_reserve
+
+        refuse_before_reading(args, what="this report's deck", reserve=lambda: _runs_reserve(
+            args) + compiled_loops_reserve())
+    _common.check_decks(args.deck)  # before the search, not after it
     at_scale = search_at_scale(args)
     search, n_held = at_scale.held
     calibration = population_calibration(at_scale.measured)
@@ -208,14 +214,219 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     verdict = review_verdict(calibration, total=calibration.n, search=search, rates=rates,
                              binary=binary)
     sample = at_scale.result
-    return {**_verdict_json(calibration.n, verdict, search, binary), "slides": 0, "deck": [],
+    slides, written, drawn = 0, [], ""
+    if args.deck:
+        slides, written, drawn = _deck_at_scale(args, at_scale, search, verdict,
+                                                calibration.n)
+    return {**_verdict_json(calibration.n, verdict, search, binary), "slides": slides,
+            "deck": written,
             "calibration": {"kuiper": calibration.kuiper, "sigma": calibration.sigma,
                             "kuiper_z": calibration.kuiper_z, "p_value": calibration.p_value},
             "engine": args.engine, "held_out": {"engine": args.engine, "rows": n_held},
             "notice": (f"measured by {args.engine} on all {calibration.n:,} rows; the search "
                        f"looked at {sample.n_search:,} rows of a random sample of {sample.n:,} "
                        f"and its findings are confirmed on the {n_held:,} rows it did not look "
-                       "at. No score band of the largest gap is given at scale.")}
+                       "at. No score band of the largest gap is given at scale." + drawn)}
+
+
+def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
+                   n: int) -> tuple[int, list[str], str]:
+    """Write the decks from every row at scale; return the slides, paths and the notice's words.
+
+    The full population's charts come from one ``GROUP BY`` of the score
+    (:func:`~mcviz.engines.calibration.score_runs_table`, then
+    :func:`mcviz.present.review.review_from_runs`: the in-memory charts when the runs are the
+    distinct scores, else within the bounds said). Each confirmed finding's rows are counted
+    (its ``WHERE``); when they are no more than the rows the memory budget lets a search hold
+    (:func:`mcviz.cli.search._budget_rows`; never ``--sample-rows``, which only sizes the
+    search's sample) and ``--memory-limit`` leaves room for them beside DuckDB
+    (:func:`~mcviz.search.search_estimate` of that many rows), they are read by the engine,
+    one finding at a time, and drawn as the review draws a population of its own; otherwise
+    the finding's slide says why it has no charts.
+    """
+    from mcviz.cli.engine_options import on_table
+    from mcviz.cli.metrics import _runs_reserve
+    from mcviz.cli.search import _budget_rows
+    from mcviz.engines.memory import release_memory
+    from mcviz.present.deck import DeckInfo, deck_slides, scope_charts
+    from mcviz.settings import ENGINE_SCORE_RUNS
+
+    release_memory()  # what the search freed, handed back before DuckDB's share is measured
+    rows = _budget_rows(args, _common.split(args.covariates))  # what memory allows at once
+    bins = _bins(args.bins)
+    subs = {line.rank: {f.rank: f for f in search.findings}[line.rank].subpopulation
+            for line in verdict.findings}
+
+    variable = next(iter(at_scale.pred.covariate_kinds), None)
+
+    def count(table, columns):
+        from mcviz.engines.calibration import score_runs_table
+
+        runs = score_runs_table(table, columns, limit=ENGINE_SCORE_RUNS)
+        levels = _level_curves(table, columns, at_scale.pred, variable)
+        curves = (levels, None) if levels is not None else _numeric_curves(
+            table, columns, at_scale.pred, variable)
+        return (columns, runs, curves,
+                {rank: _rows_where(table, sub) for rank, sub in subs.items()})
+
+    columns, parts, (curves, along), counts = on_table(
+        args, count, reserve=_runs_reserve(args), what="this report's deck")
+    full, about = _full_review(parts, bins, curves, variable,
+                               along if curves is None else None)
+    del parts
+    notes = {rank: (f"Its charts are not drawn: its {size:,} rows are more than the {rows:,} "
+                    "this run may hold in memory at once.")
+             for rank, size in counts.items() if size > rows}
+    drawable = {rank: sub for rank, sub in subs.items() if rank not in notes}
+    charts: dict = {}
+    if drawable:
+        reserve, refused = _finding_reserve(args, max(counts[r] for r in drawable),
+                                            len(at_scale.pred.covariate_kinds))
+        if refused:
+            notes |= dict.fromkeys(drawable, f"Its charts are not drawn: {refused}")
+        else:
+            try:
+                charts = on_table(args, lambda table, cols: _finding_charts(
+                    args, table, cols, at_scale, drawable, bins), reserve=reserve,
+                    what="drawing the findings' charts")
+            except ValidationError as error:  # the limit, measured once the engine opens
+                if not str(error).startswith("--memory-limit"):
+                    raise
+                notes |= dict.fromkeys(drawable, f"Its charts are not drawn: {error}")
+            notes |= {rank: (f"Its charts are drawn from its {counts[rank]:,} rows alone (its "
+                             "own calibration, not its deviation from the full population).")
+                      for rank in charts}
+    model = f"score {columns.score}, label {columns.label}"
+    if columns.weight:
+        model += f", weight {columns.weight}"
+    info = DeckInfo(Path(at_scale.files[0]).name, model, n,
+                    datetime.now(UTC).strftime("%Y-%m-%d"))
+    slides = deck_slides(verdict, info, charts=charts, notes=notes,
+                         scope=("The full population", scope_charts(full)))
+    written = _common.write_decks(args.deck, slides)
+    how = ("exactly, from the rows summed per distinct score" if about["exact"] else
+           f"from the rows summed in {about['bins']:,} fine score bins (the drawn path within "
+           f"{about['path_within']:.2g} of every row's, the local calibration curve within "
+           f"{about['lcs_fit_within']:.2g})")
+    if curves is not None and along is not None:  # a numeric variable's curves: how exactly
+        how += f"; the curves along {variable} {along}"
+    return len(slides), written, (
+        f" The deck's full-population charts were drawn by {args.engine} {how}; the charts "
+        f"of {len(charts)} of {len(subs)} findings from their own rows, read by {args.engine}.")
+
+
+def _rows_where(table, sub) -> int:
+    """Count the rows of a finding (its conditions as SQL) in the engine's table."""
+    from mcviz.subpopulations.sql import predicate_sql
+
+    q = table.query()
+    where = predicate_sql(tuple(sub.conditions), table.kinds, q)
+    return int(table.frame(q, f"SELECT COUNT(*) AS n FROM {table.source} WHERE {where}")
+               ["n"].iloc[0])
+
+
+def _finding_reserve(args: argparse.Namespace, rows: int, covariates: int
+                     ) -> tuple[int, str]:
+    """Bytes a finding's rows and their charts take beside DuckDB; why not, when no room.
+
+    The search's estimate of that many rows (an upper estimate of what the review holds).
+    """
+    from mcviz.search import search_estimate
+
+    reserve = search_estimate(rows, max(covariates, 1), max_conditions=args.max_conditions,
+                              holdout=args.holdout).bytes
+    if args.engine != "duckdb" or args.memory_limit is None:
+        return reserve, ""
+    from mcviz.cli.engine_options import engine_share
+
+    try:
+        engine_share(args.memory_limit, reserve=reserve, what="drawing the findings' charts")
+    except ValidationError:
+        return reserve, (f"--memory-limit {args.memory_limit} leaves no room to read its "
+                         f"rows beside the engine (up to {rows:,} rows to hold).")
+    return reserve, ""
+
+
+def _full_review(parts: dict, bins: tuple[int, ...], curves, variable: str | None,
+                 why: str | None = None):
+    """Return the full population's review results from the engine's runs (and how exact)."""
+    from mcviz.present.review import review_from_runs
+    from mcviz.stats.measures.runs import ScoreRuns
+
+    note = None
+    if curves is None:
+        note = ("No covariates in the mapping." if variable is None else
+                why or f"The curves along {variable} are not drawn at scale.")
+    return review_from_runs(ScoreRuns(**parts), bins=bins, curves=curves, curves_note=note)
+
+
+def _level_curves(table, columns, pred, variable: str | None):
+    """Return the error and predicted error per level of a nominal text variable (GROUP BY)."""
+    if variable is None or pred.covariate_kinds.get(variable) != "nominal" or \
+            table.kinds.get(variable) != "string":
+        return None
+    from mcviz.engines.calibration import level_sums_table
+    from mcviz.stats.variable_levels import level_calibration_from_sums
+
+    return level_calibration_from_sums(variable, *level_sums_table(table, columns, variable))
+
+
+def _numeric_curves(table, columns, pred, variable: str | None) -> tuple:
+    """Return the curves along a numeric variable from one ``GROUP BY``, and how exact.
+
+    :func:`~mcviz.engines.calibration.value_sums_table` then
+    :func:`~mcviz.stats.variable_sums.variable_calibration_from_sums`: the in-memory curves of
+    the rows when the groups are the distinct values (the span cross-validated on every row),
+    else those of the rows moved to their fine bin's mean value. Returns (curves, words): the
+    words say how exact, or why there are no curves (curves None).
+    """
+    if variable is None:
+        return None, None
+    if pred.covariate_kinds.get(variable) != "ordinal" or table.kinds.get(variable) not in (
+            "float", "int", "bool"):
+        return None, f"The curves along {variable} are not drawn at scale (not a number column)."
+    from mcviz.engines.calibration import value_sums_table
+    from mcviz.settings import ENGINE_SCORE_RUNS
+    from mcviz.stats.variable_sums import variable_calibration_from_sums
+
+    sums, missing, width = value_sums_table(table, columns, variable, limit=ENGINE_SCORE_RUNS)
+    try:
+        curves = variable_calibration_from_sums(variable, sums, missing=missing,
+                                                weighted=columns.weight is not None)
+    except ValidationError as error:
+        return None, str(error)
+    if width is None:
+        return curves, ("exactly, from the rows summed per distinct value (the span "
+                        "cross-validated on every row)")
+    return curves, (f"from the rows summed in {sums['n'].size:,} bins of {variable} "
+                    f"{width:.3g} wide: the curves of the rows each moved to its bin's mean "
+                    "value, by less than that width (no bound on the difference is claimed)")
+
+
+def _finding_charts(args, table, columns, at_scale, subs: dict, bins: tuple[int, ...]) -> dict:
+    """Each finding's charts from its rows, read with its ``WHERE`` one finding at a time."""
+    from mcviz.present.deck import finding_variable
+    from mcviz.present.review import review_results
+    from mcviz.present.slide_charts import review_charts
+    from mcviz.subpopulations.sql import predicate_sql
+
+    covariates = list(at_scale.pred.covariate_kinds)
+    names = [columns.score, columns.label, *([columns.weight] if columns.weight else []),
+             *covariates]
+    mapped = argparse.Namespace(**{**vars(args), "score": columns.score, "label": columns.label,
+                                   "weight": columns.weight or ""})
+    charts = {}
+    for rank, sub in subs.items():
+        q = table.query()
+        where = predicate_sql(tuple(sub.conditions), table.kinds, q)
+        listed = ", ".join(q.dialect.ident(name) for name in dict.fromkeys(names))
+        frame = table.frame(q, f"SELECT {listed} FROM {table.source} WHERE {where}")
+        pred = _common.load_file(mapped, source=frame, covariates=covariates)
+        del frame
+        results = review_results(pred, None, bins=bins, variable=finding_variable(
+            sub, covariates, next(iter(covariates), None)))
+        charts[rank] = review_charts(results, population="the finding's rows")
+    return charts
 
 
 def _number(value: float) -> float | None:

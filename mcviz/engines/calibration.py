@@ -36,7 +36,7 @@ from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import sigma_from_variance
 
 __all__ = ["KEY", "STEP", "VARIANCE", "PathAccumulator", "PopulationCalibration", "RunSums",
-           "calibration_block", "population_calibration", "score_runs_table",
+           "calibration_block", "level_sums_table", "population_calibration", "score_runs_table",
            "spark_calibration_block", "spark_ordered_path"]
 
 
@@ -377,3 +377,92 @@ def score_runs_table(table, columns, *, limit: int) -> dict:
             "spiegelhalter_variance": float(values["sv"].sum()),
             "weighted": columns.weight is not None,
             "bins": 10 * fine_bins(limit) if binned else None}
+
+
+_LEVEL_SUMS = ("n", "w", "ww", "we", "wp", "wwe", "wwp", "wwpp", "wwep")
+
+
+def level_sums_table(table, columns, variable: str) -> tuple[tuple[str, ...], dict]:
+    r"""Return the levels of a text column and the rows' sums per level (one ``GROUP BY``).
+
+    The sums of :func:`mcviz.stats.variable_levels.level_calibration_from_sums` for binary
+    rows: the error :math:`e = \mathbb{1}[R \ne \mathbb{1}[S \ge 0.5]]` and the predicted
+    error :math:`\hat e = 1 - \max(S, 1 - S)` (Kelly & Smyth, Section 6; as
+    :func:`mcviz.stats.variable_curves.prediction_errors`). Levels ascending as text (as
+    pandas orders the categories of a text column), missing values last as ``"(missing)"``.
+    """
+    from mcviz.engines import sql
+    from mcviz.stats.variable_levels import MISSING_LEVEL
+
+    q = table.query()
+    s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+    r = sql.response_sql(columns, table.kinds, q)
+    w = "1.0" if columns.weight is None else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)"
+    level = q.dialect.ident(variable)
+    inner = (f"SELECT v, w, CASE WHEN (s >= 0.5) = (r >= 0.5) THEN 0.0 ELSE 1.0 END AS e, "
+             f"1.0 - GREATEST(s, 1.0 - s) AS p FROM (SELECT {level} AS v, {s} AS s, {r} AS r, "
+             f"{w} AS w FROM {table.source}) a")
+    parts = ["COUNT(*) AS n", "SUM(w) AS w", "SUM(w * w) AS ww", "SUM(w * e) AS we",
+             "SUM(w * p) AS wp", "SUM(w * w * e) AS wwe", "SUM(w * w * p) AS wwp",
+             "SUM(w * w * p * p) AS wwpp", "SUM(w * w * e * p) AS wwep"]
+    frame = table.frame(q, f"SELECT v, {', '.join(parts)} FROM ({inner}) t GROUP BY v")
+    missing = frame["v"].isna().to_numpy()
+    names = [MISSING_LEVEL if gone else str(v) for v, gone in zip(frame["v"], missing,
+                                                                   strict=True)]
+    order = sorted(range(len(names)), key=lambda i: (bool(missing[i]), names[i]))
+    return (tuple(names[i] for i in order),
+            {k: frame[k].to_numpy(dtype=float)[order] for k in _LEVEL_SUMS})
+
+
+def value_sums_table(table, columns, variable: str, *,
+                     limit: int) -> tuple[dict, dict, float | None]:
+    r"""Return the rows' sums per distinct value of a numeric column (one ``GROUP BY``).
+
+    The sums of :func:`mcviz.stats.variable_sums.variable_calibration_from_sums`
+    (:data:`~mcviz.stats.variable_sums.VALUE_SUMS`: Kelly & Smyth's :math:`e` and
+    :math:`\hat e` as :func:`level_sums_table` takes them, and :math:`R`, :math:`S`), ascending
+    by value, and those of the rows where the value is missing (NULL or NaN). With more than
+    ``limit`` distinct values (counted approximately) the groups are ``limit`` equal-width
+    bins of the column's range, each at its rows' mean value (kept within their range); the
+    third item is then the bins' width (else None).
+    """
+    from mcviz.engines import sql
+    from mcviz.stats.variable_sums import VALUE_SUMS
+
+    q = table.query()
+    raw = f"CAST({q.dialect.ident(variable)} AS DOUBLE)"
+    value = f"CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END"
+    accuracy = f", {q.bind(0.01)}" if table.dialect.name == "spark" else ""
+    overview = table.frame(q, f"SELECT approx_count_distinct({value}{accuracy}) AS d, "
+                              f"MIN({value}) AS lo, MAX({value}) AS hi FROM {table.source}")
+    low, high = float(overview["lo"].iloc[0]), float(overview["hi"].iloc[0])
+    width = None
+    if int(overview["d"].iloc[0]) > limit and np.isfinite(high - low) and high > low:
+        width = (high - low) / limit
+    q = table.query()
+    s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+    r = sql.response_sql(columns, table.kinds, q)
+    w = "1.0" if columns.weight is None else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)"
+    raw = f"CAST({q.dialect.ident(variable)} AS DOUBLE)"
+    value = f"CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END"
+    key = "v" if width is None else (  # (LEAST skips a NULL in DuckDB: missing stays NULL)
+        f"CASE WHEN v IS NULL THEN NULL ELSE LEAST(CAST(FLOOR((v - {q.bind(low)}) / "
+        f"{q.bind(width)}) AS BIGINT), {q.bind(limit - 1)}) END")
+    inner = (f"SELECT v, s, r, w, {key} AS k, CASE WHEN (s >= 0.5) = (r >= 0.5) THEN 0.0 "
+             "ELSE 1.0 END AS e, 1.0 - GREATEST(s, 1.0 - s) AS p FROM (SELECT "
+             f"{value} AS v, {s} AS s, {r} AS r, {w} AS w FROM {table.source}) a")
+    parts = ["COUNT(*) AS n", "SUM(w) AS w", "SUM(w * w) AS ww", "SUM(w * e) AS we",
+             "SUM(w * p) AS wp", "SUM(w * e * p) AS wep", "SUM(w * p * p) AS wpp",
+             "SUM(w * r) AS wr", "SUM(w * s) AS ws", "SUM(w * w * s * (1.0 - s)) AS wwv",
+             "MIN(v) AS lo", "MAX(v) AS hi", "SUM(v) AS sv"]
+    frame = table.frame(q, f"SELECT {', '.join(parts)} FROM ({inner}) t GROUP BY k")
+    gone = frame["lo"].isna().to_numpy()
+    lost = frame[gone]
+    frame = frame[~gone].sort_values("lo", kind="stable")
+    sums = {name: frame[name].to_numpy(dtype=float) for name in VALUE_SUMS if name != "v"}
+    sums["n"] = sums["n"].astype(np.int64)
+    lo, hi = frame["lo"].to_numpy(dtype=float), frame["hi"].to_numpy(dtype=float)
+    sums["v"] = lo if width is None else np.clip(frame["sv"].to_numpy(dtype=float) / sums["n"],
+                                                 lo, hi)
+    missing = {name: float(lost[name].sum()) for name in ("n", "w", "wr", "ws")}
+    return sums, missing, width

@@ -62,15 +62,17 @@ WORDS = ((" not in {", " is none of {"), (" in {", " is one of {"), (" == ", " i
 def deck_slides(verdict: Verdict, info: DeckInfo, *,
                 charts: Mapping[int, Sequence[SlideChart]] | None = None,
                 scope: tuple[str, Sequence[SlideChart]] | None = None,
-                sections: Mapping[int, Sequence[SlideChart]] | None = None) -> list[Slide]:
+                sections: Mapping[int, Sequence[SlideChart]] | None = None,
+                notes: Mapping[int, str] | None = None) -> list[Slide]:
     """Return the slides: title, verdict, scope, each confirmed finding, sections, appendix.
 
     ``charts`` maps a finding's rank to its charts (:func:`finding_charts`), ``scope`` gives the
     scope's name in words and its charts (:func:`scope_charts`), ``sections`` a section's
     position to its charts (:func:`section_charts`; else its own picture, if any). Charts go
-    two to a slide.
+    two to a slide. ``notes`` maps a finding's rank to a sentence said under its own (why its
+    charts are not drawn, or what they are drawn from).
     """
-    charts, sections = charts or {}, sections or {}
+    charts, sections, notes = charts or {}, sections or {}, notes or {}
     said = list(verdict.sentences)
     next_step = getattr(verdict, "next_step", "")
     if next_step:
@@ -88,7 +90,8 @@ def deck_slides(verdict: Verdict, info: DeckInfo, *,
     for line in verdict.findings:
         head = f"Finding {line.rank}: {group_words(line)}"
         pairs = _pairs(charts.get(line.rank, ()))
-        slides.append(Slide(short_title(head), (line.sentence,), _facts(line.facts),
+        said_here = (line.sentence, notes[line.rank]) if line.rank in notes else (line.sentence,)
+        slides.append(Slide(short_title(head), said_here, _facts(line.facts),
                             kind="finding", charts=pairs[0] if pairs else ()))
         slides.extend(Slide(short_title(f"Finding {line.rank}: {_titles(pair)}"),
                             kind="finding", charts=pair) for pair in pairs[1:])

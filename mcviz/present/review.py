@@ -35,7 +35,7 @@ from mcviz.subpopulations import Subpopulation
 from mcviz.stats.variables import level_calibration, variable_calibration
 
 __all__ = ["Compute", "ReviewResults", "corp_of", "corp_resamples", "own_cumulative",
-           "review_figures", "review_results", "subset_predictions"]
+           "review_figures", "review_from_runs", "review_results", "subset_predictions"]
 
 Compute = Callable[..., Any]
 """``compute(name, fn, *args, **kwargs)``: calls ``fn``; a page's version caches the call."""
@@ -125,6 +125,52 @@ def review_results(
     return ReviewResults(subpopulation=subpopulation, cumulative=cumulative, own=own,
                          reliability=reliability, variable=variable, curves=curves,
                          curves_note=curves_note, lcs=lcs, lcs_note=lcs_note, corp=corp_result)
+
+
+def review_from_runs(runs: Any, *, bins: tuple[int, ...], curves: Any = None,
+                     curves_note: str | None = None) -> tuple[ReviewResults, dict]:
+    r"""Return the full population's review results from an engine's score runs (no rows).
+
+    ``runs`` is a :class:`~mcviz.stats.measures.runs.ScoreRuns` (binary responses, from
+    :func:`mcviz.engines.calibration.score_runs_table`). The cumulative differences
+    (:func:`~mcviz.stats.cumulative.cumulative_from_runs`: eqs. (1), (2), (5)), the reliability
+    diagrams at ``bins`` (:func:`~mcviz.stats.binning.reliability_from_runs`, no bootstrap) and
+    the LCS (:func:`~mcviz.stats.smoothing.lcs_runs.lcs_from_runs`, paper 004 eq. (6)) are the
+    in-memory ones (to rounding) when each run is one distinct score. With fine score bins
+    (width :math:`h`) the returned dict says how far they may be: ``path_within`` (the
+    in-memory path lies within it of the drawn one; :math:`D` within twice it),
+    ``sigma_square_within`` (:math:`h \sum W^2 / W^2`), ``lcs_fit_within`` (the largest
+    per-point bound of the LCS curve), and ``reliability_exact`` the bin counts whose bins the
+    fine bins nest in (exact diagrams; others may count a fine bin's rows in the neighbouring
+    bin at their edges). ``curves`` (with ``curves_note``) are given by the caller.
+    """
+    from mcviz.stats.binning import reliability_from_runs
+    from mcviz.stats.cumulative import cumulative_from_runs
+    from mcviz.stats.smoothing.lcs_runs import lcs_from_runs
+
+    width = None if runs.bins is None else 1.0 / runs.bins
+    arrays = (runs.score, runs.count, runs.weight, runs.positive)
+    cumulative, beta = cumulative_from_runs(*arrays, runs.square_weight,
+                                            weighted=runs.weighted, bin_width=width)
+    reliability = reliability_from_runs(*arrays, runs.square_weight, n_bins=list(bins),
+                                        kind="equal_width", weighted=runs.weighted)
+    lcs, lcs_note, lcs_bound = None, None, None
+    try:
+        lcs, lcs_bound = lcs_from_runs(*arrays, weighted=runs.weighted, bin_width=width)
+    except ValidationError as error:
+        lcs_note = str(error)
+    total = float(runs.weight.sum())
+    about = {"runs": int(runs.score.size), "exact": width is None, "bins": runs.bins,
+             "path_within": beta,
+             "sigma_square_within": 0.0 if width is None else float(
+                 width * runs.square_weight.sum() / total**2),
+             "lcs_fit_within": (0.0 if lcs_bound is None or lcs_bound.size == 0
+                                else float(lcs_bound.max())),
+             "reliability_exact": [k for k in bins if runs.bins is None or runs.bins % k == 0]}
+    return ReviewResults(subpopulation=None, cumulative=cumulative, own=None,
+                         reliability=reliability, variable=None if curves is None
+                         else getattr(curves, "name", None), curves=curves,
+                         curves_note=curves_note, lcs=lcs, lcs_note=lcs_note), about
 
 
 def subset_predictions(pred: Predictions, index: Any) -> Predictions:

@@ -174,15 +174,20 @@ def _quantile_note(result: Any, ordered: str) -> str:
     return f"{ordered} at 25%, 50%, 75% of the rows: {values}"
 
 
-def reliability_chart(result: Any, *, title: str | None = None) -> SlideChart:
-    """Chart the reliability diagram at the result's first bin count: observed against predicted."""
+def reliability_chart(result: Any, *, title: str | None = None,
+                      population: str = "full population") -> SlideChart:
+    """Chart the reliability diagram at the result's first bin count: observed against predicted.
+
+    ``population`` names the rows the diagram is of (a finding's rows drawn on their own at
+    scale are not the full population).
+    """
     which = 0
     k = result.n_bins[which]
     series = pieces("perfect calibration", [0.0, 1.0], [0.0, 1.0], GRAY, "dotted")
     full = result.full[which]
     keep = np.asarray(full.count) > 0
     sub = result.has_subpopulation
-    series += pieces("full population", np.asarray(full.mean_score)[keep],
+    series += pieces(population, np.asarray(full.mean_score)[keep],
                       np.asarray(full.mean_response)[keep], GRAY if sub else BLUE, "markers")
     if sub:
         bins = result.subpopulation[which]
@@ -197,7 +202,8 @@ def reliability_chart(result: Any, *, title: str | None = None) -> SlideChart:
                       x_range=(0.0, 1.0), y_range=(0.0, 1.0) if binary else None)
 
 
-def counts_chart(result: Any, *, title: str | None = None) -> SlideChart:
+def counts_chart(result: Any, *, title: str | None = None,
+                 population: str = "full population") -> SlideChart:
     """Rows (or weight) per score bin: clustered columns, the subpopulation beside the full.
 
     With a subpopulation both are drawn as shares of their own total: a group of 2,000 rows
@@ -214,7 +220,7 @@ def counts_chart(result: Any, *, title: str | None = None) -> SlideChart:
     full = np.add.reduceat(full, starts)
     if not result.has_subpopulation:
         return SlideChart(title=title or f"{word.capitalize()} per score bin", kind="columns",
-                          series=(Series("full population", labels, tuple(full), BLUE),),
+                          series=(Series(population, labels, tuple(full), BLUE),),
                           x_title="score bin", y_title=word, categories=labels)
     sub = np.add.reduceat(np.asarray(result.histogram_subpopulation, dtype=float), starts)
     series = tuple(Series(f"{name} ({format_number(values.sum())} {word})", labels,
@@ -307,20 +313,22 @@ def lcs_chart(lcs: Any, *, title: str | None = None) -> SlideChart:
                       x_range=(0.0, 1.0), y_range=(0.0, 1.0))
 
 
-def review_charts(results: Any, *, counts: bool = True) -> tuple[SlideChart, ...]:
+def review_charts(results: Any, *, counts: bool = True,
+                  population: str = "full population") -> tuple[SlideChart, ...]:
     """Return a scope's charts in the deck's order, from its ``ReviewResults``.
 
     A subpopulation: its deviation from the full population, the reliability diagram, the rows
     per score bin, the curves along the variable, its own calibration, the LCS. The full
     population: its cumulative differences, reliability, rows per bin, curves, LCS. Results
     that are missing (with the reason in ``results``) are left out; so are the rows per bin
-    without ``counts``.
+    without ``counts``. ``population`` names the rows of a scope drawn as a population of its
+    own (the legend's "full population" otherwise).
     """
     sub = results.own is not None
     charts = [cumulative_chart(results.cumulative, deviation=sub),
-              reliability_chart(results.reliability)]
+              reliability_chart(results.reliability, population=population)]
     if counts:
-        charts.append(counts_chart(results.reliability))
+        charts.append(counts_chart(results.reliability, population=population))
     if results.curves is not None:
         charts.append(curves_chart(results.curves))
     if sub:

@@ -41,6 +41,7 @@ from mcviz.core.sigma import (
     resolve_sigma_method,
     sigma_adjacent,
     sigma_bernoulli,
+    sigma_from_variance,
 )
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
@@ -50,6 +51,7 @@ __all__ = [
     "CumulativeResult",
     "brownian_range_sf",
     "cumulative_differences",
+    "cumulative_from_runs",
     "decimate_path",
     "mean_rates",
     "sigma_adjacent",
@@ -258,6 +260,61 @@ def _cumulative(
         order_by=order_by,
         n_missing=n_missing,
     )
+
+
+def cumulative_from_runs(score: np.ndarray, count: np.ndarray, weight: np.ndarray,
+                         positive: np.ndarray, square_weight: np.ndarray, *, weighted: bool,
+                         bin_width: float | None = None) -> tuple[CumulativeResult, float]:
+    r"""Return the cumulative differences of binary rows given as sums per run (a GROUP BY).
+
+    The runs are :class:`mcviz.stats.measures.runs.ScoreRuns`' arrays: ascending ``score``
+    and per run the rows, :math:`\sum W`, :math:`\sum W R` and :math:`\sum W^2`. Returns
+    the result and the bound :math:`\beta` on how far the in-memory path can lie from it.
+
+    Runs of one distinct score each (``bin_width`` None): eq. (1) at the run ends,
+    :math:`C_k = \sum_{j \le k} (\sum W R - S_j \sum W)_j / \sum W`, is the in-memory path
+    itself (the same points, at the ends of tie runs), so :math:`D`, :math:`G`, eq. (5)'s
+    :math:`\sigma = \sqrt{\sum_j S_j (1 - S_j) \sum W^2_j} / \sum W` and :math:`p` are the
+    in-memory numbers up to the order of additions; :math:`\beta = 0`.
+
+    Fine score bins (``bin_width`` :math:`h`, each run at its rows' weighted mean score): the
+    bins hold whole tie runs and :math:`\sum W S = S_b \sum W` per bin, so the points drawn
+    are in-memory path points (those at the bins' ends) exactly. Between two of them the
+    in-memory path rises by at most :math:`\sum_{R=1} W (1 - S) < (\sum W R)_b (1 - S_b + h)`
+    and falls by at most :math:`\sum_{R=0} W S < (\sum W - \sum W R)_b (S_b + h)` (divided
+    by :math:`W`), so with :math:`\beta` the largest of these over the bins the in-memory path
+    lies within :math:`\beta` of the drawn one, :math:`D \le D_{\text{bins}} + 2\beta`,
+    :math:`G \le G_{\text{bins}} + \beta` (and not below them); each score moves by less
+    than :math:`h` and :math:`|\partial_S S(1-S)| \le 1`, so
+    :math:`|\sigma^2_{\text{bins}} - \sigma^2| \le h \sum W^2 / W^2`. The p-value is that
+    of the drawn :math:`D/\sigma` (the verdict's own is measured exactly by the engine's
+    sorted pass).
+    """
+    score = np.asarray(score, dtype=float)
+    weight = np.asarray(weight, dtype=float)
+    count = np.asarray(count, dtype=np.int64)
+    if score.size == 0:
+        raise ValidationError("there are no rows.")
+    weight_total = float(weight.sum())
+    steps = np.asarray(positive, dtype=float) - score * weight  # sum of W (R - S) per run
+    path = np.concatenate(([0.0], safe_ratio(np.cumsum(steps), weight_total)))  # eq. (1)
+    kuiper, ks = path_kuiper_ks(path)  # eq. (2)
+    sigma = float(sigma_from_variance(np.sum(score * (1.0 - score) * np.asarray(
+        square_weight, dtype=float)), weight_total))  # eq. (5)
+    rows = np.cumsum(count)
+    fraction = np.concatenate(([0.0], rows / float(rows[-1])))
+    x = (np.concatenate(([0.0], np.cumsum(weight) / weight_total)) if weighted else fraction)
+    beta = 0.0
+    if bin_width is not None:  # the largest rise or fall within a bin (docstring)
+        positive = np.asarray(positive, dtype=float)
+        beta = float(np.maximum(positive * (1.0 - score + bin_width),
+                                (weight - positive) * (score + bin_width)).max() / weight_total)
+    return CumulativeResult(
+        x=_readonly(x), fraction=_readonly(fraction),
+        position=_readonly(np.concatenate((score[:1], score))),
+        **path_statistics(path, kuiper, ks, sigma), n=int(rows[-1]),
+        weight_total=weight_total, weighted=weighted, sigma_method="bernoulli",
+        order_by=None, n_missing=0), beta
 
 
 def path_statistics(path: np.ndarray, kuiper: float, ks: float, sigma: float, *,

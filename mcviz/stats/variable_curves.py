@@ -562,6 +562,56 @@ def variable_calibration(
         values, [error, predicted], weight, None, span=span, degree=degree, exact=exact,
         sorted_x=sorted_values, grid_points=grid_points, spike_share=SPIKE_SHARE,
     )
+    curves = curves_from_fits(variable, fits, span, values, weight)
+    spikes = curves[0].x[curves[0].spike]
+    binned = vece(values, error, predicted, weight, sorted_variable=sorted_values,
+                  spikes=spikes)
+    hist_edges = np.linspace(sorted_values[0], sorted_values[-1], HISTOGRAM_BINS + 1)
+    counts = np.searchsorted(sorted_values, hist_edges, side="right")
+    counts[0] = 0
+    along = cumulative_differences(pred, order_by=variable, centred=True)  # no bandwidth
+    return assembled(
+        variable, curves, binned, hist_edges, np.diff(counts), n=int(values.size),
+        n_missing=n_missing, span=span, span_chosen=chosen,
+        along=(float(along.kuiper_z), float(along.p_value)),
+        rank_knots=_rank_knots(sorted_values, spikes),
+        dates=pd.api.types.is_datetime64_any_dtype(pred.covariates[variable]),
+    )
+
+
+def assembled(variable: str, curves: tuple, binned: tuple, hist_edges: np.ndarray,
+              hist_counts: np.ndarray, *, n: int, n_missing: int, span: float,
+              span_chosen: bool, along: tuple[float, float], rank_knots: np.ndarray,
+              dates: bool = False) -> VariableCalibration:
+    r"""Return the :class:`VariableCalibration` of its parts (rows or sums per value alike).
+
+    ``curves``: :func:`curves_from_fits`' tuple; ``binned``: :func:`vece`'s; ``along``:
+    Kuiper's :math:`D/\sigma` and p of the cumulative view along V.
+    """
+    gap, rates, vce, vce_at, vce_support, vce_ci, warnings = curves
+    value, edges, share, error_mean, predicted_mean = binned
+    return VariableCalibration(
+        name=variable, kind="ordinal",
+        error=rates[0], predicted=rates[1],
+        gap=gap, vce=vce, vce_at=vce_at, vce_support=vce_support, vece=value,
+        bin_edges=_readonly(edges), bin_weight=_readonly(share),
+        bin_error=_readonly(error_mean), bin_predicted=_readonly(predicted_mean),
+        histogram_edges=_readonly(hist_edges), histogram_counts=_readonly(hist_counts),
+        n=n, n_missing=n_missing, span=span, warnings=tuple(warnings), dates=dates,
+        vce_ci=vce_ci, vce_significant=bool(vce_ci[0] > 0 or vce_ci[1] < 0),
+        kuiper_z=along[0], p_value=along[1], span_chosen=span_chosen,
+        rank_knots=_readonly(rank_knots),
+    )
+
+
+def curves_from_fits(variable: str, fits, span: float, values: np.ndarray,
+                     weight: np.ndarray | None) -> tuple:
+    """Return the gap and rate curves of the fits, VCE(v*) (eq. (8)), v*, support and band.
+
+    ``values`` and ``weight``: the rows (weight None: counted), or distinct values with their
+    rows' weights (the support at v* sums them). Returns the gap (clipped), the two rates
+    (clipped, as drawn), VCE(v*), v*, its support, its band and the warnings.
+    """
     used = int(fits.degree.max(initial=0))
     gap = _clipped(fits.curve(np.array([1.0, -1.0]), span=span, degree=used), -1.0)
     rates = [fits.curve(np.array(c), span=span, degree=used) for c in ([1.0, 0.0], [0.0, 1.0])]
@@ -571,27 +621,8 @@ def variable_calibration(
     if not np.isfinite(vce):
         warnings.append(f"{variable}: no point of the curve has enough support; VCE(v*) is not "
                         "reported.")
-    value, edges, share, error_mean, predicted_mean = vece(
-        values, error, predicted, weight, sorted_variable=sorted_values,
-        spikes=gap.x[gap.spike],
-    )
-    hist_edges = np.linspace(sorted_values[0], sorted_values[-1], HISTOGRAM_BINS + 1)
-    counts = np.searchsorted(sorted_values, hist_edges, side="right")
-    counts[0] = 0
-    along = cumulative_differences(pred, order_by=variable, centred=True)  # no bandwidth
-    return VariableCalibration(
-        name=variable, kind="ordinal",
-        error=_clipped(rates[0], 0.0), predicted=_clipped(rates[1], 0.0),
-        gap=gap, vce=vce, vce_at=vce_at, vce_support=vce_support, vece=value,
-        bin_edges=_readonly(edges), bin_weight=_readonly(share),
-        bin_error=_readonly(error_mean), bin_predicted=_readonly(predicted_mean),
-        histogram_edges=_readonly(hist_edges), histogram_counts=_readonly(np.diff(counts)),
-        n=int(values.size), n_missing=n_missing, span=span, warnings=tuple(warnings),
-        dates=pd.api.types.is_datetime64_any_dtype(pred.covariates[variable]),
-        vce_ci=vce_ci, vce_significant=bool(vce_ci[0] > 0 or vce_ci[1] < 0),
-        kuiper_z=float(along.kuiper_z), p_value=float(along.p_value), span_chosen=chosen,
-        rank_knots=_rank_knots(sorted_values, gap.x[gap.spike]),
-    )
+    rates = [_clipped(rate, 0.0) for rate in rates]
+    return gap, rates, vce, vce_at, vce_support, vce_ci, warnings
 
 
 def _rank_knots(sorted_values: np.ndarray, spikes: np.ndarray) -> np.ndarray:
@@ -691,12 +722,21 @@ def cross_validated_span(
         values, error, predicted = values[rows], error[rows], predicted[rows]
         weight, sorted_values = None if weight is None else weight[rows], None
     ordered = sorted_copy(values) if sorted_values is None else sorted_values
+    return gcv_span(lambda span: spiked_fits(
+        values, [error, predicted], weight, np.empty(0), span=span, degree=degree, exact=exact,
+        sorted_x=ordered, spike_share=SPIKE_SHARE))
+
+
+def gcv_span(fits_at) -> float:
+    """Return the span of :data:`SPANS` whose gap fit ``fits_at(span)`` has the smallest GCV.
+
+    The rule of :func:`cross_validated_span` (the widest span wins ties), for fits of rows or
+    of their sums per value.
+    """
     combination = np.array([1.0, -1.0])
     best, best_score = SPANS[-1], np.inf
     for span in reversed(SPANS):
-        fits = spiked_fits(values, [error, predicted], weight, np.empty(0), span=span,
-                           degree=degree, exact=exact, sorted_x=ordered,
-                           spike_share=SPIKE_SHARE)
+        fits = fits_at(span)
         rss = float(combination @ fits.rss @ combination)
         shrink = 1.0 - fits.trace / fits.n
         score = rss / fits.weight_total / shrink**2 if shrink > 0 else np.inf  # GCV

@@ -28,7 +28,7 @@ from mcviz.core.sigma import sigma_from_variance
 from mcviz.io import Predictions
 from mcviz.stats.variable_curves import json_number, prediction_errors
 
-__all__ = ["LevelCalibration", "level_calibration"]
+__all__ = ["LevelCalibration", "level_calibration", "level_calibration_from_sums"]
 
 MISSING_LEVEL = "(missing)"
 MIN_LEVEL_ROWS = 30
@@ -185,9 +185,53 @@ def level_calibration(
     error_mean, error_se = mean_and_interval(error)
     predicted_mean, predicted_se = mean_and_interval(predicted)
     gap, gap_se = mean_and_interval(error - predicted)
+    square = np.bincount(codes, weights=w * w, minlength=size)
+    return _assembled(variable, levels, np.bincount(codes, minlength=size), total, square,
+                      (error_mean, error_se), (predicted_mean, predicted_se), (gap, gap_se),
+                      pred.n)
+
+
+def level_calibration_from_sums(variable: str, levels: tuple[str, ...], sums: dict
+                                ) -> LevelCalibration:
+    r"""Return :func:`level_calibration` of binary rows given as sums per level (a GROUP BY).
+
+    ``sums`` holds one array per level (in ``levels``' order): ``n`` rows, ``w``
+    :math:`\sum W`, ``ww`` :math:`\sum W^2`, ``we`` :math:`\sum W e`, ``wp``
+    :math:`\sum W \hat e`, ``wwe`` :math:`\sum W^2 e` (:math:`e^2 = e`), ``wwp``
+    :math:`\sum W^2 \hat e`, ``wwpp`` :math:`\sum W^2 \hat e^2` and ``wwep``
+    :math:`\sum W^2 e \hat e`. The means are the sums' ratios and
+    :math:`\sum W^2 (x - m)^2 = \sum W^2 x^2 - 2 m \sum W^2 x + m^2 \sum W^2`, so every
+    field is the in-memory one up to rounding (the intervals' variances by this expansion).
+    """
+    total = np.asarray(sums["w"], dtype=float)
+    square = np.asarray(sums["ww"], dtype=float)
+    safe = np.where(total > 0, total, 1.0)
+
+    def mean_and_interval(first: np.ndarray, weighted_first: np.ndarray,
+                          weighted_second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean = first / safe
+        variance = weighted_second - 2.0 * mean * weighted_first + mean * mean * square
+        return mean, sigma_from_variance(variance, total)
+
+    we, wp, wwe, wwp = (np.asarray(sums[k], dtype=float) for k in ("we", "wp", "wwe", "wwp"))
+    wwpp, wwep = np.asarray(sums["wwpp"], dtype=float), np.asarray(sums["wwep"], dtype=float)
+    return _assembled(variable, tuple(levels), np.asarray(sums["n"], dtype=np.int64), total,
+                      square, mean_and_interval(we, wwe, wwe),
+                      mean_and_interval(wp, wwp, wwpp),
+                      mean_and_interval(we - wp, wwe - wwp, wwe - 2.0 * wwep + wwpp),
+                      int(np.sum(sums["n"])))
+
+
+def _assembled(variable: str, levels: tuple[str, ...], count: np.ndarray, total: np.ndarray,
+               square: np.ndarray, error: tuple, predicted: tuple, gap_pair: tuple,
+               n: int) -> LevelCalibration:
+    """Assemble the result from each level's rows, weights and (mean, se) of e, ê, e - ê."""
+    (error_mean, error_se), (predicted_mean, predicted_se) = error, predicted
+    gap, gap_se = gap_pair
+    present = total > 0
     keep = np.flatnonzero(present)
     share = total / total.sum()
-    effective = total**2 / np.maximum(np.bincount(codes, weights=w * w, minlength=size), 1e-300)
+    effective = total**2 / np.maximum(square, 1e-300)
     eligible = (effective >= MIN_LEVEL_ROWS) & (Z95 * gap_se <= MAX_LEVEL_HALF_WIDTH) & present
     vce, vce_at, vce_support, warnings = _level_vce(variable, levels, gap, eligible, total, keep)
     vce_ci, significant = (float("nan"), float("nan")), False
@@ -205,7 +249,7 @@ def level_calibration(
         name=variable,
         kind="nominal",
         levels=tuple(levels[i] for i in keep),
-        count=pick(np.bincount(codes, minlength=size)),
+        count=pick(count),
         effective_size=pick(effective),
         weight_share=pick(share),
         error=pick(error_mean),
@@ -222,7 +266,7 @@ def level_calibration(
         vce_at=vce_at,
         vce_support=vce_support,
         vece=float(np.sum(share[keep] * np.abs(gap[keep]))),  # eq. (7), one bin per level
-        n=pred.n,
+        n=n,
         warnings=tuple(warnings),
         vce_ci=vce_ci,
         vce_significant=significant,

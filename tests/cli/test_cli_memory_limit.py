@@ -39,7 +39,7 @@ WRAPPER = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[2:]
 WHAT = {"screen": "this screen", "decide": "this decision", "apply": "this apply",
         "monitor": "this monitor",
         "metrics": "this metrics run", "compare": "this comparison", "search": "this search",
-        "report": "this search"}
+        "report": "this search", "report-deck": ("this report's deck", "this search")}
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +84,8 @@ def _argv(command: str, directory: Path, out: Path) -> list[str]:
                     "--thresholds", "0.2,0.5", *sampled],
         "search": ["search", rows, *roles, "--covariates", "region,age,seg", *sampled],
         "report": ["report", rows, *roles, "--covariates", "region,age,seg", *sampled],
+        "report-deck": ["report", rows, *roles, "--covariates", "region,age,seg", *sampled,
+                        "--deck", str(out.with_suffix(".pptx"))],
         "screen": ["screen", rows, "--covariates", "region,age,seg", "--out", str(out)],
     }[command] + ["--json", "--engine", "duckdb"]
 
@@ -101,7 +103,8 @@ def _smallest(err: str, limit: str, command: str) -> int:
     """The smallest limit (MB) a one-line refusal of ``limit`` names."""
     assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err
-    assert f"--memory-limit {limit} cannot hold {WHAT[command]}" in err
+    what = WHAT[command] if isinstance(WHAT[command], tuple) else (WHAT[command],)
+    assert any(f"--memory-limit {limit} cannot hold {w}" in err for w in what), err
     return int(re.search(r"Give --memory-limit (\d+)MB or more\.$", err.strip()).group(1))
 
 
@@ -136,7 +139,7 @@ def test_the_limit_named_holds_the_whole_process(data, tmp_path, command):
     out = tmp_path / "scored.parquet"
     argv = _argv(command, data, out)
     done, limit = _run(argv, "50MB", tmp_path / "peak")[0], "50MB"
-    for _ in range(2):  # the check before any read, then (the screen) the one after the sample
+    for _ in range(3):  # the check before any read, then (the screen) the one after the sample
         if done.returncode != 2:
             break
         limit = f"{_smallest(done.stderr, limit, command) + 50}MB"
@@ -146,3 +149,6 @@ def test_the_limit_named_holds_the_whole_process(data, tmp_path, command):
     assert peak < int(limit[:-2]) * 10**6, f"{command}: peak {peak / 1e6:,.0f} MB over {limit}"
     if command == "apply":
         assert len(pd.read_parquet(out)) == ROWS
+    if command == "report-deck":  # drawn from every row by DuckDB, within the limit
+        assert json.loads(done.stdout)["deck"] == [str(out.with_suffix(".pptx"))]
+        assert "full-population charts were drawn by duckdb" in json.loads(done.stdout)["notice"]

@@ -9,7 +9,9 @@ other engine commands.
   and held-out rows);
 * the sample would hold every row (the default size here): the in-memory report itself, its
   ``--deck`` the same deck as without ``--engine``, and no engine pass;
-* ``--deck`` with an engine on a sample smaller than the table is refused, saying what to do.
+* ``--deck`` with an engine on a sample smaller than the table: the full population's charts
+  are the in-memory ones of every row (drawn from DuckDB's sums per distinct score), each
+  confirmed finding's those of its own rows (read with its WHERE), or its slide says why not.
 
 Small data (8,000 rows): a few seconds each.
 """
@@ -108,14 +110,189 @@ def test_the_report_at_scale_has_the_numbers_of_metrics_and_search(planted_file)
     assert f"{N - 2100:,} held-out rows" in " ".join(report["details"])
 
 
-def test_a_deck_at_scale_is_refused_saying_what_to_do(planted_file, tmp_path):
-    err = _run("report", planted_file, "--engine", "duckdb", "--sample-rows", "3000", "--deck",
-               str(tmp_path / "out.pptx"), status=2)
-    assert "--deck is not drawn with --engine duckdb when the sample holds only some" in err
-    assert "(3,000 of 8,000)" in err
-    assert "--sample-rows" in err and "without --engine" in err
-    assert "Traceback" not in err
-    assert not (tmp_path / "out.pptx").exists()
+def _chart_numbers(path) -> dict:
+    """Each native chart's series by slide kind and chart title: [(name, x, y), ...]."""
+    from pptx import Presentation
+
+    drawn: dict = {}
+    for slide in Presentation(str(path)).slides:
+        head = next(s.text_frame.text for s in slide.shapes if s.has_text_frame)
+        for shape in slide.shapes:
+            if not getattr(shape, "has_chart", False):
+                continue
+            chart = shape.chart
+            title = chart.chart_title.text_frame.text
+            where = "full" if head.startswith("The full population") else head.split(":")[0]
+            drawn[(where, title)] = [
+                (s.name, [float(v.text) for v in s._element.xpath("./c:xVal//c:v")]
+                 or [v.text for v in s._element.xpath("./c:cat//c:v")],
+                 [float(v.text) for v in s._element.xpath("./c:yVal//c:v | ./c:val//c:v")])
+                for s in chart.plots[0].series]
+    return drawn
+
+
+def _same_series(got: list, chart) -> None:
+    """The drawn series hold the chart's numbers to 1e-9 (pieces of one name in order)."""
+    assert sorted(name for name, _, _ in got) == sorted(s.name for s in chart.series)
+    for name in {s.name for s in chart.series}:
+        pieces = [(x, y) for n, x, y in got if n == name]
+        wanted = [(s.x, s.y) for s in chart.series if s.name == name]
+        for (x, y), (want_x, want_y) in zip(pieces, wanted, strict=True):
+            np.testing.assert_allclose(x, want_x, rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(y, want_y, rtol=1e-9, atol=1e-12)
+
+
+def _slide_texts(path) -> list[str]:
+    from pptx import Presentation
+
+    return [shape.text_frame.text for slide in Presentation(str(path)).slides
+            for shape in slide.shapes if shape.has_text_frame]
+
+
+def test_a_deck_at_scale_draws_every_row(planted_file, tmp_path):
+    """A sample of 3,000 of the 8,000 rows: the full population's charts are those of the
+    8,000 rows in memory (its cumulative differences, reliability and LCS: every drawn number
+    to 1e-9, from DuckDB's sums per distinct score), and the confirmed finding's charts are
+    those of its own rows in memory (read with its WHERE)."""
+    pytest.importorskip("pptx")
+    import pandas as pd
+
+    from mcviz.io import load_predictions
+    from mcviz.present.deck import scope_charts
+    from mcviz.present.review import review_results
+    from mcviz.present.slide_charts import review_charts
+
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
+                  "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
+    assert report["deck"] == [str(out)]
+    assert report["slides"] > 5
+    assert "drawn by duckdb exactly, from the rows summed per distinct score" in report["notice"]
+    assert "the charts of 1 of 1 findings from their own rows" in report["notice"]
+    drawn = _chart_numbers(out)
+    frame = pd.read_parquet(planted_file)
+    pred = load_predictions(frame, score="score", label="label", weight="w")
+    full = scope_charts(review_results(pred, None, variable=None, bins=(10,)))
+    # (the curves along age, the first covariate: test_..._along_a_numeric_variable)
+    assert [c.title for c in full] == [t for (w, t) in drawn if w == "full"
+                                       and not t.endswith(" along age")]
+    for chart in full:
+        _same_series(drawn[("full", chart.title)], chart)
+    assert report["findings"][0]["description"] == "region == r7"
+    rows = frame[frame["region"] == "r7"]
+    covariates = [c for c in frame.columns if c not in ("score", "label", "w", "region")]
+    own = load_predictions(rows, score="score", label="label", weight="w",
+                           covariates=covariates)
+    mine = review_charts(review_results(own, None, variable="age", bins=(10,)),
+                         population="the finding's rows")
+    assert {t for (w, t) in drawn if w == "Finding 1"} >= {c.title for c in mine}
+    # the finding's rows drawn on their own are never labelled the full population
+    assert not [name for (w, _), series in drawn.items() if w == "Finding 1"
+                for name, _, _ in series if name == "full population"]
+    for chart in mine:
+        if chart.kind == "xy":
+            _same_series(drawn[("Finding 1", chart.title)], chart)
+    said = " ".join(_slide_texts(out))
+    assert f"Its charts are drawn from its {len(rows):,} rows alone" in said
+
+
+def test_a_deck_at_scale_from_fine_score_bins_states_its_bounds(planted_file, tmp_path,
+                                                                monkeypatch):
+    """More distinct scores than the engine may return (the limit set to 2,000): the full
+    population's path is drawn at the fine bins' ends, each of its points one of the 8,000
+    rows' own path points, and the notice states the bounds."""
+    pytest.importorskip("pptx")
+    import pandas as pd
+
+    import mcviz.settings as settings
+    from mcviz.io import load_predictions
+    from mcviz.stats.cumulative import cumulative_differences
+
+    monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 2_000)
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
+                  "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
+    assert "from the rows summed in 2,000 fine score bins (the drawn path within" in (
+        report["notice"])
+    frame = pd.read_parquet(planted_file)
+    rows = cumulative_differences(load_predictions(frame, score="score", label="label",
+                                                   weight="w"))
+    (name, x, y), *_ = _chart_numbers(out)[("full", "Cumulative differences")]
+    assert name == "observed − predicted, summed"
+    assert 10 < len(x) < rows.x.size  # fewer points than the rows' path: the bins' ends
+    at = np.searchsorted(rows.x, np.asarray(x) - 1e-12)
+    np.testing.assert_allclose(rows.x[at], x, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(rows.path[at], y, rtol=1e-9, atol=1e-12)
+
+
+def test_a_deck_at_scale_draws_the_levels_of_a_nominal_variable(planted_file, tmp_path):
+    """The report's variable is nominal (the first of --covariates): its error and predicted
+    error per level are drawn from DuckDB's GROUP BY, the in-memory chart's numbers."""
+    pytest.importorskip("pptx")
+    import pandas as pd
+
+    from mcviz.io import load_predictions
+    from mcviz.present.review import review_results
+    from mcviz.present.slide_charts import curves_chart
+
+    out = tmp_path / "scale.pptx"
+    _run("report", planted_file, "--covariates", "occupation,region,age", "--seed", "2",
+         "--engine", "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
+    frame = pd.read_parquet(planted_file)
+    pred = load_predictions(frame, score="score", label="label", weight="w",
+                            covariates=["occupation", "region", "age"])
+    want = curves_chart(review_results(pred, None, variable="occupation", bins=(10,)).curves)
+    assert want.kind == "columns"
+    got = _chart_numbers(out)[("full", want.title)]
+    assert [name for name, _, _ in got] == [s.name for s in want.series]
+    for (_, levels, values), series in zip(got, want.series, strict=True):
+        assert tuple(levels) == want.categories
+        np.testing.assert_allclose(values, series.y, rtol=1e-9, atol=1e-12)
+
+
+def test_a_finding_larger_than_the_sample_is_drawn_when_memory_holds_it(planted_file, tmp_path,
+                                                                        monkeypatch):
+    """--sample-rows sizes the search's sample only: a finding of more rows than that is still
+    read and drawn when the memory budget holds it (the budget, not the sample, is the cap).
+    The finding is counted 5,000 rows larger than it is: more than the 3,000 sampled."""
+    pytest.importorskip("pptx")
+    import mcviz.cli.report as report_module
+
+    counted = report_module._rows_where
+    monkeypatch.setattr(report_module, "_rows_where",
+                        lambda table, sub: counted(table, sub) + 5_000)
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
+                  "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
+    assert "the charts of 1 of 1 findings" in report["notice"]
+    assert [t for (w, t) in _chart_numbers(out) if w == "Finding 1"]
+
+
+def test_a_finding_too_large_to_hold_says_why_it_has_no_charts(planted_file, tmp_path,
+                                                                monkeypatch):
+    pytest.importorskip("pptx")
+    import pandas as pd
+
+    import mcviz.cli.report as report_module
+    import mcviz.cli.search as search_module
+
+    counted = report_module._rows_where
+    monkeypatch.setattr(report_module, "_rows_where",
+                        lambda table, sub: counted(table, sub) + 1_000_000)
+    # what memory lets this run hold, not --sample-rows (which only sizes the search's sample)
+    monkeypatch.setattr(search_module, "_budget_rows", lambda args, covariates: 1_000_000)
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
+                  "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
+    assert "the charts of 0 of 1 findings" in report["notice"]
+    said = " ".join(_slide_texts(out))
+    rows = int((pd.read_parquet(planted_file)["region"] == "r7").sum()) + 1_000_000
+    assert f"Its charts are not drawn: its {rows:,} rows are more than the 1,000,000" in said
+    drawn = _chart_numbers(out)
+    assert not [t for (w, t) in drawn if w == "Finding 1"]
+    assert {t for (w, t) in drawn if w == "full"} == {
+        "Cumulative differences", "Reliability (10 score bins)", "Local calibration curve",
+        "Error and predicted error along age"}
 
 
 def _deck_content(path) -> list:
@@ -183,3 +360,28 @@ def test_several_files_the_sample_holds_are_read_whole_in_memory(planted_file, t
                     assert _close(got_finding[name], value), (name, got_finding[name], value)
         else:
             assert scale[key] == want, key
+
+
+def test_a_deck_at_scale_draws_the_curves_along_a_numeric_variable(planted_file, tmp_path):
+    """The report's variable is numeric (age, the first of --covariates): its LOESS curves of
+    error and predicted error are drawn from DuckDB's GROUP BY of its values, every number of
+    the in-memory chart of the 8,000 rows, and the notice says how exactly."""
+    pytest.importorskip("pptx")
+    import pandas as pd
+
+    from mcviz.io import load_predictions
+    from mcviz.present.review import review_results
+    from mcviz.present.slide_charts import curves_chart
+
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--covariates", "age,region,occupation", "--seed",
+                  "2", "--engine", "duckdb", "--sample-rows", "3000", "--bins", "10",
+                  "--deck", str(out))
+    assert "the curves along age exactly, from the rows summed per distinct value" in (
+        report["notice"])
+    frame = pd.read_parquet(planted_file)
+    pred = load_predictions(frame, score="score", label="label", weight="w",
+                            covariates=["age", "region", "occupation"])
+    want = curves_chart(review_results(pred, None, variable="age", bins=(10,)).curves)
+    assert want.kind == "xy"
+    _same_series(_chart_numbers(out)[("full", want.title)], want)

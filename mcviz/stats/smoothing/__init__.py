@@ -13,9 +13,15 @@ from typing import TYPE_CHECKING
 from mcviz.core.arrays import Z95, sorted_copy
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.lazy import lazy_exports
-from mcviz.stats.smoothing._common import check_span, sorted_quantile
+from mcviz.stats.smoothing._common import check_span, counted_quantile, sorted_quantile
 from mcviz.stats.smoothing._kernel import _moments, _tricube_both
-from mcviz.stats.smoothing.curves import _grid, loess_curve, loess_fit_from_counts, spiked_fits
+from mcviz.stats.smoothing.curves import (
+    _grid,
+    loess_curve,
+    loess_fit_from_counts,
+    spiked_fits,
+    spiked_fits_from_sums,
+)
 from mcviz.stats.smoothing.density import reflected_density
 from mcviz.stats.smoothing.loess import LoessCurve, _loess_fits
 from mcviz.stats.smoothing.neighbours import knn_mean, neighbour_radius
@@ -29,6 +35,7 @@ __all__ = [
     "LocalCalibrationScore",
     "LoessCurve",
     "check_span",
+    "counted_quantile",
     "knn_mean",
     "local_calibration_score",
     "loess_curve",
@@ -37,6 +44,7 @@ __all__ = [
     "reflected_density",
     "sorted_quantile",
     "spiked_fits",
+    "spiked_fits_from_sums",
 ]
 
 # Names the tests import from here (Z95 and sorted_copy live in mcviz.core.arrays).

@@ -49,6 +49,32 @@ def sorted_quantile(sorted_x: np.ndarray, probabilities: np.ndarray | list[float
     return np.where(fraction > 0, low + fraction * (high - low), low)
 
 
+def counted_quantile(values: np.ndarray, counts: np.ndarray,
+                     probabilities: np.ndarray | list[float]) -> np.ndarray:
+    """:func:`sorted_quantile` of the rows that ascending distinct ``values`` stand for.
+
+    Each value stands for ``counts`` rows (an engine's ``GROUP BY``): the same positions, the
+    same order statistics, so the same quantiles as on the rows themselves.
+
+    Examples
+    --------
+    >>> counted_quantile(np.array([1.0, 2.0, 4.0]), np.array([1, 1, 1]), [0.25, 0.5]).tolist()
+    [1.5, 2.0]
+    >>> counted_quantile(np.array([1.0, 4.0]), np.array([3, 1]), [0.5, 1.0]).tolist()
+    [1.0, 4.0]
+    """
+    cum = np.cumsum(np.asarray(counts, dtype=np.int64))
+    n = int(cum[-1])
+    p = np.asarray(probabilities, dtype=float)
+    position = p * (n - 1)
+    below = np.floor(position).astype(np.int64)
+    above = np.minimum(below + 1, n - 1)
+    fraction = position - below
+    low = values[np.searchsorted(cum, below, side="right")]
+    high = values[np.searchsorted(cum, above, side="right")]
+    return np.where(fraction > 0, low + fraction * (high - low), low)
+
+
 def _checked_weight(weight: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
     """Return the weights as floats, refused unless positive, finite and of ``shape``."""
     if weight is None:

@@ -27,23 +27,29 @@ from mcviz.errors import ValidationError
 from mcviz.stats.smoothing._common import (
     _checked_weight,
     check_span,
+    counted_quantile,
     locate,
     sorted_copy,
     sorted_quantile,
 )
 from mcviz.stats.smoothing.loess import LoessCurve, _Fits, _loess_fits
 
-__all__ = ["loess_curve", "loess_fit_from_counts"]
+__all__ = ["loess_curve", "loess_fit_from_counts", "spiked_fits_from_sums"]
 
 SPIKE_SHARE = 0.05
 """A value holding at least this share of the weight is estimated from its own rows."""
 
 
-def _grid(sorted_x: np.ndarray, points: int) -> np.ndarray:
-    """Return the evaluation grid over the whole range of ``sorted_x`` (module notes)."""
+def _grid(sorted_x: np.ndarray, points: int, counts: np.ndarray | None = None) -> np.ndarray:
+    """Return the evaluation grid over the whole range of ``sorted_x`` (module notes).
+
+    ``counts``: ``sorted_x`` holds distinct values, each standing for that many rows.
+    """
     half = max(points // 2, 2)
     equal = np.linspace(sorted_x[0], sorted_x[-1], max(points - half, 2))
-    quantiles = sorted_quantile(sorted_x, np.linspace(0.0, 1.0, half))
+    probabilities = np.linspace(0.0, 1.0, half)
+    quantiles = (sorted_quantile(sorted_x, probabilities) if counts is None
+                 else counted_quantile(sorted_x, counts, probabilities))
     return np.unique(np.concatenate((equal, quantiles)))
 
 
@@ -178,6 +184,68 @@ def spiked_fits(
         rss, trace = rss + smooth.rss, trace + smooth.trace
     total = float(x.size if weight is None else weight.sum())
     return _merge(parts, smooth, rss, trace, x.size, total)
+
+
+def spiked_fits_from_sums(
+    values: np.ndarray,
+    counts: np.ndarray,
+    weight: np.ndarray,
+    squares: np.ndarray,
+    means: np.ndarray,
+    cross: np.ndarray,
+    at: np.ndarray | None,
+    *,
+    span: float,
+    degree: int,
+    exact: bool | None = None,
+    grid_points: int = 500,
+    spike_share: float | None = SPIKE_SHARE,
+) -> _Fits:
+    r""":func:`spiked_fits` of rows given by their sums per distinct value (a ``GROUP BY``).
+
+    ``values`` ascending and distinct; per value its rows (``counts``), :math:`\sum W`,
+    :math:`\sum W^2`, the weighted means of the m responses (shape (V, m)) and
+    :math:`\sum W y_a y_b` (shape (V, m, m)). Every step of :func:`spiked_fits` depends on the
+    rows only through these: spikes by their weight, the grid's quantiles by row positions
+    (:func:`counted_quantile`), a spike's estimate, :math:`\sum l_i^2` and residual sums from
+    its sums, the LOESS of the other values by :func:`_loess_fits` with ``counts`` (its
+    neighbourhoods count rows; its kernel sums run over values, whose rows share a kernel
+    weight). So the fits are those of the rows themselves, up to the order of additions.
+    """
+    values = np.asarray(values, dtype=float)
+    counts = np.asarray(counts, dtype=np.int64)
+    total = float(weight.sum())
+    spikes = (np.empty(0) if spike_share is None
+              else values[weight >= spike_share * total * (1 - 1e-12)])
+    rest = ~np.isin(values, spikes)
+    if np.count_nonzero(rest) == 1:  # one value left: its own point too
+        spikes, rest = np.union1d(spikes, values[rest]), np.zeros(values.size, dtype=bool)
+
+    def loess(keep: np.ndarray, points: np.ndarray) -> _Fits:
+        return _loess_fits(values[keep], list(means[keep].T), weight[keep], points, span=span,
+                           degree=degree, exact=exact, sorted_x=values[keep],
+                           counts=counts[keep], squares=squares[keep],
+                           cross=cross[keep].sum(axis=0))
+
+    if not spikes.size:
+        return loess(rest, _grid(values, grid_points, counts) if at is None else at)
+    if at is None:
+        smooth_at = (_grid(values[rest], grid_points, counts[rest]) if rest.any()
+                     else np.empty(0))
+        smooth_at, spike_at = smooth_at[~np.isin(smooth_at, spikes)], spikes
+    else:
+        on_spike = np.isin(at, spikes)
+        smooth_at, spike_at = at[~on_spike], at[on_spike]
+    index = np.searchsorted(values, spike_at)
+    parts = [(spike_at, means[index], squares[index] / weight[index] ** 2)]
+    spiked = ~rest & np.isin(values, spikes)
+    rss = (cross[spiked] - weight[spiked, None, None] * np.einsum(
+        "va,vb->vab", means[spiked], means[spiked])).sum(axis=0)  # sum W (y_a - m_a)(y_b - m_b)
+    trace, smooth = float(spikes.size), None
+    if rest.any():
+        smooth = loess(rest, smooth_at)
+        rss, trace = rss + smooth.rss, trace + smooth.trace
+    return _merge(parts, smooth, rss, trace, int(counts.sum()), total)
 
 
 def _merge(

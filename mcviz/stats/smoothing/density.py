@@ -18,23 +18,34 @@ import numpy as np
 __all__ = ["reflected_density"]
 
 
-def _reflected_bandwidth(s: np.ndarray) -> float:
+def _reflected_bandwidth(s: np.ndarray, count: np.ndarray | None = None) -> float:
     """R's ``bw.nrd0`` of the reflected sample (-s, s, 2 - s), without building it.
 
     For ascending ``s`` the reflected sample in ascending order is
     ``(-s[::-1], s, 2 - s[::-1])``, so its quantiles are read off by index and its variance
-    follows from the sums of s and s².
+    follows from the sums of s and s². With ``count`` the values ``s`` are distinct and
+    ``count`` rows stand at each (sums per distinct score): row ``i`` is read at the value
+    whose cumulative count first exceeds ``i``.
     """
-    n = s.size
+    if count is None:
+        n, first, second = s.size, float(s.sum()), float(s @ s)
+
+        def row(i: np.ndarray) -> np.ndarray:
+            return s[i]
+    else:
+        ends = np.cumsum(count)
+        n, first, second = int(ends[-1]), float(count @ s), float(count @ (s * s))
+
+        def row(i: np.ndarray) -> np.ndarray:
+            return s[np.searchsorted(ends, i, side="right")]
     size = 3 * n
-    first, second = float(s.sum()), float(s @ s)
     mean = (2.0 * n - first) / size
     total_square = 3.0 * second - 4.0 * first + 4.0 * n
     sd = float(np.sqrt(max(total_square - size * mean * mean, 0.0) / (size - 1)))
 
     def element(k: np.ndarray) -> np.ndarray:
-        return np.where(k < n, -s[np.clip(n - 1 - k, 0, n - 1)], np.where(
-            k < 2 * n, s[np.clip(k - n, 0, n - 1)], 2.0 - s[np.clip(size - 1 - k, 0, n - 1)]
+        return np.where(k < n, -row(np.clip(n - 1 - k, 0, n - 1)), np.where(
+            k < 2 * n, row(np.clip(k - n, 0, n - 1)), 2.0 - row(np.clip(size - 1 - k, 0, n - 1))
         ))
 
     position = np.array([0.25, 0.75]) * (size - 1)

@@ -272,15 +272,21 @@ def _solve_points(
 
 
 def _exact_point(
-    x: np.ndarray, ys: list[np.ndarray], w: np.ndarray, point: float, radius: float, degree: int
+    x: np.ndarray, ys: list[np.ndarray], w: np.ndarray, point: float, radius: float, degree: int,
+    w2: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float, float]:
-    """Direct weighted least squares at one point (used where bins would be too coarse)."""
+    """Direct weighted least squares at one point (used where bins would be too coarse).
+
+    ``w2``: the observations' sums of :math:`W^2` when each stands for several rows (counts);
+    None: :math:`W^2` itself.
+    """
+    squares = w * w if w2 is None else w2
     if radius <= 0:
         sel = x == point
         ws = w[sel]
         total = ws.sum()
         y = np.column_stack([column[sel] for column in ys])
-        return (ws @ y) / total, float((ws * ws).sum() / total**2), 1.0 / total
+        return (ws @ y) / total, float(squares[sel].sum() / total**2), 1.0 / total
     sel = np.abs(x - point) < radius
     if not sel.any():
         # Every neighbour sits exactly at the radius (tricube weight 0): their plain mean.
@@ -288,7 +294,7 @@ def _exact_point(
         ws = w[sel]
         total = ws.sum()
         y = np.column_stack([column[sel] for column in ys])
-        return (ws @ y) / total, float((ws * ws).sum() / total**2), 1.0 / total
+        return (ws @ y) / total, float(squares[sel].sum() / total**2), 1.0 / total
     y = np.column_stack([column[sel] for column in ys])
     z = (x[sel] - point) / radius
     kernel = (1.0 - np.abs(z) ** 3) ** 3 * w[sel]
@@ -297,7 +303,10 @@ def _exact_point(
     matrix = design.T @ (kernel[:, None] * design)
     v = np.linalg.lstsq(matrix, np.eye(d + 1)[:, 0], rcond=None)[0]
     smoother = kernel * (design @ v)
-    return smoother @ y, float(smoother @ smoother), float(v[0])
+    if w2 is None:
+        return smoother @ y, float(smoother @ smoother), float(v[0])
+    unit = smoother / w[sel]  # l / W: each of a value's rows has smoother weight W_i times it
+    return smoother @ y, float((unit * unit) @ w2[sel]), float(v[0])
 
 
 def _window_edges(
@@ -451,9 +460,13 @@ def _bin_index(
 def _bin_observations(
     x: np.ndarray, ys: list[np.ndarray], weight: np.ndarray | None, xs: np.ndarray,
     starts: np.ndarray, points: np.ndarray, radius: np.ndarray, q: int, taylor: bool,
-    rows: _RowCounts,
+    rows: _RowCounts, squares: np.ndarray | None = None, cross: np.ndarray | None = None,
 ) -> _Bins:
-    """Aggregate the observations into bins: the power sums of the module notes."""
+    r"""Aggregate the observations into bins: the power sums of the module notes.
+
+    ``squares`` and ``cross``: with counts, each observation's sum of :math:`W^2` and the
+    rows' total :math:`\sum W y_a y_b` (the observations' means cannot give them).
+    """
     m = len(ys)
     weighted = weight is not None
     index, bin_centres, offset, direct = _bin_index(x, xs, starts, points, radius, q, taylor,
@@ -476,15 +489,16 @@ def _bin_observations(
 
     w = weight  # (None when unweighted: every use below is for weighted rows only)
     wys = [w * column for column in ys] if weighted else ys
-    w2 = w * w if weighted else None
+    w2 = (w * w if squares is None else squares) if weighted else None
     columns = [per_bin(w if weighted else None)] + [per_bin(column) for column in wys]
-    squares = [per_bin(w2)] if weighted else [columns[0]]
-    cross = np.empty((m, m))  # only their totals enter the residual sums
-    for a in range(m):
-        for b in range(a, m):
-            cross[a, b] = cross[b, a] = float(np.dot(wys[a], ys[b]))
+    squared = [per_bin(w2)] if weighted else [columns[0]]
+    if cross is None:
+        cross = np.empty((m, m))  # only their totals enter the residual sums
+        for a in range(m):
+            for b in range(a, m):
+                cross[a, b] = cross[b, a] = float(np.dot(wys[a], ys[b]))
     if not taylor:
-        return _Bins(False, bin_centres, np.column_stack(columns), np.column_stack(squares),
+        return _Bins(False, bin_centres, np.column_stack(columns), np.column_stack(squared),
                      cross, direct)
     wu = w * offset if weighted else offset
     wu2 = wu * offset
@@ -492,13 +506,13 @@ def _bin_observations(
     second = [per_bin(wu2)] + [per_bin(wu2 * column) for column in ys]
     columns += first + second
     if weighted:
-        squares += [per_bin(w2 * offset), per_bin(w2 * offset * offset)]
+        squared += [per_bin(w2 * offset), per_bin(w2 * offset * offset)]
     else:
-        squares += [first[0], second[0]]
+        squared += [first[0], second[0]]
     keep = np.flatnonzero(columns[0] > 0)
     keep = keep[np.argsort(bin_centres[keep], kind="stable")]
     return _Bins(True, bin_centres[keep], np.column_stack(columns)[keep],
-                 np.column_stack(squares)[keep], cross, direct)
+                 np.column_stack(squared)[keep], cross, direct)
 
 
 def _binned_moments(
@@ -533,7 +547,7 @@ def _binned_moments(
 
 def _direct_fits(
     x: np.ndarray, ys: list[np.ndarray], w: np.ndarray, xs: np.ndarray, points: np.ndarray,
-    radius: np.ndarray, rows: np.ndarray, degree: int,
+    radius: np.ndarray, rows: np.ndarray, degree: int, w2: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fit the points ``rows`` directly from their windows' observations (one sort)."""
     fit = np.zeros((rows.size, len(ys)))
@@ -553,7 +567,8 @@ def _direct_fits(
     for j, i in enumerate(rows):
         sel = order[low[i]:high[i]]
         fit[j], l2[j], inverse11[j] = _exact_point(
-            x[sel], [column[sel] for column in ys], w[sel], points[i], radius[i], degree
+            x[sel], [column[sel] for column in ys], w[sel], points[i], radius[i], degree,
+            None if w2 is None else w2[sel],
         )
     return fit, l2, inverse11
 
@@ -622,12 +637,17 @@ def _loess_fits(
     exact: bool | None = None,
     sorted_x: np.ndarray | None = None,
     counts: np.ndarray | None = None,
+    squares: np.ndarray | None = None,
+    cross: np.ndarray | None = None,
 ) -> _Fits:
-    """LOESS fits of the columns of ``responses`` (n, m) at ``at``; see the module notes.
+    r"""LOESS fits of the columns of ``responses`` (n, m) at ``at``; see the module notes.
 
     ``counts``: ``x`` holds distinct values in ascending order, each standing for that many
     rows (:class:`_RowCounts`); ``weight`` and the responses are then the rows' sums of
-    :math:`W` and their weighted means, which gives the fits of the rows themselves.
+    :math:`W` and their weighted means, which gives the fits of the rows themselves; with
+    ``squares`` (the rows' :math:`\sum W^2` per value) and ``cross`` (their total
+    :math:`\sum W y_a y_b`, shape (m, m)) also the bands, :math:`\nu_1` and the residual
+    sums.
     """
     x = np.asarray(x, dtype=float)
     ys = [np.ascontiguousarray(column, dtype=float) for column in responses]
@@ -651,7 +671,8 @@ def _loess_fits(
 
     taylor = not (exact or (exact is None and distinct.size <= DISTINCT_LIMIT))
     bins = _bin_observations(
-        x, ys, None if weight is None else w, xs, starts, points, radius, q, taylor, rows
+        x, ys, None if weight is None else w, xs, starts, points, radius, q, taylor, rows,
+        squares, cross,
     )
     lo_d = np.searchsorted(distinct, points - radius, side="right")
     hi_d = np.searchsorted(distinct, points + radius, side="left")
@@ -673,7 +694,7 @@ def _loess_fits(
         )
     direct_rows = np.flatnonzero(direct)
     fit[direct_rows], l2[direct_rows], inverse11[direct_rows] = _direct_fits(
-        x, ys, w, xs, points, radius, direct_rows, degree
+        x, ys, w, xs, points, radius, direct_rows, degree, squares
     )
     flat = (radius <= 0) | (hi_d <= lo_d)  # plain means of tied or boundary rows
     degenerate = ill | ((radius > 0) & ((local_degree < degree) | (hi_d <= lo_d)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["knn_mean", "neighbour_radius"]
+__all__ = ["bisected_radius", "knn_mean", "neighbour_radius"]
 
 
 def neighbour_radius(sorted_x: np.ndarray, at: np.ndarray, q: int) -> np.ndarray:
@@ -37,6 +37,17 @@ def neighbour_radius(sorted_x: np.ndarray, at: np.ndarray, q: int) -> np.ndarray
     hi = lo.copy()  # i* <= hi, and i* = lo when the pair sum at lo lies clearly above 2v
     near = np.flatnonzero(pair_sum[np.minimum(lo, blocks - 1)] <= 2.0 * at + tol)
     hi[near] = np.searchsorted(pair_sum, 2.0 * at[near] + tol[near], side="right")
+    return bisected_radius(x, at, q, lo, hi).reshape(shape)
+
+
+def bisected_radius(x, at: np.ndarray, q: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Finish :func:`neighbour_radius`: bisect ``i*`` in ``[lo, hi]``, then take the radius.
+
+    ``x`` is anything indexed by arrays of row positions (the sorted values, or rows read
+    from sums per distinct value) with ``x.n`` or ``x.size`` rows.
+    """
+    n = int(getattr(x, "n", None) or x.size)
+    blocks = n - q + 1
     active = np.flatnonzero(lo < hi)
     while active.size:  # bisection for the first i with b(i) >= a(i), on the open ranges only
         mid = (lo[active] + hi[active]) // 2
@@ -47,7 +58,7 @@ def neighbour_radius(sorted_x: np.ndarray, at: np.ndarray, q: int) -> np.ndarray
         active = active[lo[active] < hi[active]]
     b = np.where(lo < blocks, x[np.minimum(lo, blocks - 1) + q - 1] - at, np.inf)
     a = np.where(lo > 0, at - x[np.maximum(lo - 1, 0)], np.inf)
-    return np.minimum(a, b).reshape(shape)
+    return np.minimum(a, b)
 
 
 def _window_bounds(
