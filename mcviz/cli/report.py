@@ -197,7 +197,8 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     from mcviz.engines.holdout import SUMS
     from mcviz.present.verdict import review_verdict
 
-    if args.deck:  # the deck's GROUP BY beside its runs, after the search loaded its loops
+    if args.deck and args.engine == "duckdb":  # the deck's GROUP BY beside its runs, after
+        # the search loaded its loops (Spark's limit: search_at_scale's check)
         from mcviz.cli.engine_options import refuse_before_reading
         from mcviz.cli.metrics import _runs_reserve
         from mcviz.engines.memory import compiled_loops_reserve

@@ -465,13 +465,13 @@ def spark_heap(limit: str | None, *, master: str, worker: int = 0, reserve: int 
     shell command), monitor 763 at 1350MB (717), metrics 1,137 at 1700MB (1,094), screen 1,372
     at 2050MB, search 1,774 at 2050MB, compare 1,529 at 2100MB (2GB refused for these three);
     at 2*10^6 rows decide 712 at 1550MB, apply 791 at 1450MB, monitor 868 at 1400MB, metrics
-    1,489 at 1750MB, screen 1,845 at 2150MB, search 1,874 at 2150MB, compare 1,725 at 2150MB
-    and, with today's constants, 1,717 at 1900MB (its JVM 1,090 MiB beside a heap of at most
-    568). Every peak stayed under its limit (the smallest limits were named by the constants of
-    the time: :data:`JVM_NON_HEAP` was raised from 400 to 544 MiB and compare's workers counted
-    as :data:`PLAIN_WORKER` after these runs; today's names are 100-250 MB larger, compare's
-    200 MB smaller: decide and monitor 1500MB, apply 1450MB, metrics and compare 1900MB,
-    screen, search and report 2300MB at 2*10^6 rows).
+    1,489 at 1750MB (1,418 at 2GB), screen 1,845 at 2150MB, search 1,874 at 2150MB, compare
+    1,725 at 2150MB and, with today's constants, 1,717 at 1900MB (its JVM 1,090 MiB beside a
+    heap of at most 568). Every peak stayed under its limit (the smallest limits were named by
+    the constants of the time: :data:`JVM_NON_HEAP` was raised from 400 to 544 MiB and
+    compare's workers counted as :data:`PLAIN_WORKER` after these runs; today's names are
+    100-250 MB larger, compare's 200 MB smaller: decide and monitor 1500MB, apply 1450MB,
+    metrics and compare 1900MB, screen, search and report 2300MB at 2*10^6 rows).
 
     Examples
     --------
