@@ -15,7 +15,9 @@ Prints ``{"n", "verdict": [sentences], "next_step": sentence, "details": [lines]
 "slides", "deck": [paths written]}``. With ``--engine duckdb|spark`` on a sample smaller than
 the table the deck is drawn from every row: the full population's charts from the engine's sums
 per distinct score (the in-memory charts; above 2^20 distinct scores from fine score bins, within
-the bounds the notice states), each confirmed finding's from its own rows read with its
+the bounds the notice states), the curves along the report's variable from its sums per level or
+per distinct value (above 2^20 values per fine bin, as the notice says), each confirmed
+finding's from its own rows read with its
 ``WHERE`` when they fit in memory (else its slide says why it has none).
 ``unions``: the confirmed findings of one direction the
 search offers as one problem (``mcviz search``'s ``unions``, confirmed ones only: the verdict

@@ -59,6 +59,17 @@ def _from_engine(path, columns, limit=1 << 20):
                                           weighted=columns.weight is not None), width, sums
 
 
+def _moved(frame, width, bins):
+    """The rows each moved to the mean value of its equal-width bin (missing stay missing)."""
+    x = frame["x"].to_numpy()
+    moved = frame.copy()
+    present = ~np.isnan(x)
+    slot = np.minimum(np.floor((x[present] - np.nanmin(x)) / width), bins - 1).astype(int)
+    mean = pd.Series(x[present]).groupby(slot).mean()
+    moved.loc[present, "x"] = mean.loc[slot].to_numpy()
+    return moved
+
+
 def _in_memory(frame, columns, **options):
     pred = load_predictions(frame, score="score", label="label",
                             weight=columns.weight or False, covariates=["x"])
@@ -123,13 +134,29 @@ def test_fine_bins_give_the_curves_of_the_rows_moved_to_their_bins(tmp_path):
     x = frame["x"].to_numpy()
     assert width == pytest.approx((np.nanmax(x) - np.nanmin(x)) / 300)
     assert sums["n"].size <= 300
-    moved = frame.copy()
+    moved = _moved(frame, width, 300)
     present = ~np.isnan(x)
-    slot = np.minimum(np.floor((x[present] - np.nanmin(x)) / width), 299).astype(int)
-    mean = pd.Series(x[present]).groupby(slot).mean()
-    moved.loc[present, "x"] = mean.loc[slot].to_numpy()
     assert np.abs(moved.loc[present, "x"].to_numpy() - x[present]).max() < width
     _same(got, _in_memory(moved, columns))
     rows = _in_memory(frame, columns, span=got.span)
     # measured, no bound claimed: the fits move by well under a percentage point here
     assert np.abs(np.interp(rows.gap.x, got.gap.x, got.gap.fit) - rows.gap.fit).max() < 0.01
+
+
+@pytest.mark.spark
+def test_spark_s_value_sums_give_the_same_curves(tmp_path):
+    """One Spark test (local[2]): its GROUP BY of the values gives the rows' curves to 1e-9
+    (spiked V, weighted, missing values), and its fine bins those of the moved rows."""
+    from spark_available import spark_table
+
+    path, frame, columns = _rows(tmp_path, "spiked", True, 6000, seed=12)
+    with spark_table(str(path)) as table:
+        exact = value_sums_table(table, columns, "x", limit=1 << 20)
+        binned = value_sums_table(table, columns, "x", limit=200)
+    assert exact[2] is None
+    _same(variable_calibration_from_sums("x", exact[0], missing=exact[1], weighted=True),
+          _in_memory(frame, columns))
+    sums, missing, width = binned
+    assert width is not None
+    _same(variable_calibration_from_sums("x", sums, missing=missing, weighted=True),
+          _in_memory(_moved(frame, width, 200), columns))
