@@ -37,14 +37,15 @@ def check_engine_output(args: argparse.Namespace, engine: str) -> None:
 
 def apply_in_engine(args: argparse.Namespace, data: dict, fix) -> dict:
     """Check the rows, compile the map, write, read the scores back; return the JSON object."""
-    from mcviz.cli.engine_options import engine_share
+    from mcviz.cli.engine_options import engine_share, spark_limit
     from mcviz.engines.memory import AGGREGATE_RESERVE, WRITE_FLOOR
     from mcviz.engines.tables import open_table
 
     score = args.score or fix.score_column
-    limit = args.memory_limit  # with DuckDB, of the whole process (refused if it cannot hold)
+    # the whole process (DuckDB), or this process, the JVM and Spark's workers (local Spark)
+    limit = spark_limit(args, what="this apply", note=True)
     if args.engine == "duckdb":
-        limit = engine_share(limit, reserve=AGGREGATE_RESERVE, what="this apply",
+        limit = engine_share(args.memory_limit, reserve=AGGREGATE_RESERVE, what="this apply",
                              floor=WRITE_FLOOR)
     with tempfile.TemporaryDirectory(prefix="mcviz-apply-", ignore_cleanup_errors=True) as spill:
         table = open_table(args.engine, args.file, memory_limit=limit,

@@ -31,8 +31,10 @@ from mcviz.cli.engine_options import (
     require_engine,
     sample_roles,
     sample_share,
+    spark_limit,
 )
 from mcviz.engines.base import rows_in_files
+from mcviz.engines.memory import PLAIN_WORKER
 from mcviz.errors import ValidationError
 
 __all__ = ["IN_MEMORY_WHEN_SAMPLED_WHOLE", "compare_in_engine"]
@@ -172,8 +174,10 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
     with tempfile.TemporaryDirectory(prefix="mcviz-compare-", ignore_cleanup_errors=True) as spill:
         total = rows_in_files(files)
         whole = IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows
-        refuse_before_reading(args, what="this comparison",  # before any row is read
-                              reserve=0 if whole else lambda: _passes_reserve(total))
+        if not (whole and args.engine == "spark"):  # read whole: no Spark, DuckDB reads
+            refuse_before_reading(args, what="this comparison",  # before any row is read
+                                  reserve=0 if whole else lambda: _passes_reserve(total),
+                                  worker=PLAIN_WORKER)
         if whole:
             frame = read_whole(files, spill, seed=settings.seed,
                                memory_limit=sample_share(args.memory_limit)
@@ -183,8 +187,9 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
         if args.engine == "spark":
             os.environ["SPARK_LOCAL_DIRS"] = spill
         engine = make_engine(args.engine, files, columns,  # the sample's rows stay in Python
-                             memory_limit=_passes_share(args, total)
-                             if args.engine == "duckdb" else args.memory_limit,
+                             memory_limit=_passes_share(args, total) if args.engine == "duckdb"
+                             else spark_limit(args, worker=PLAIN_WORKER,
+                                              what="this comparison"),
                              temp_directory=spill, spark_master=args.spark_master)
         try:
             def work() -> dict:

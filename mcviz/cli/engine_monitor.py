@@ -42,11 +42,12 @@ def monitor_in_engine(args: argparse.Namespace, settings):
             raise ValidationError("no time column recognised in the file: name it with --time.")
         settings = dataclasses.replace(settings, time=time)
         del sample
-        limit = args.memory_limit  # with DuckDB, of the whole process (refused if it cannot)
-        if args.engine == "duckdb":
-            from mcviz.cli.engine_options import engine_share
+        # the whole process (DuckDB), or this process, the JVM and Spark's workers (local Spark)
+        from mcviz.cli.engine_options import engine_share, spark_limit
 
-            limit = engine_share(limit, reserve=MONITOR_RESERVE, what="this monitor")
+        limit = spark_limit(args, what="this monitor")
+        if args.engine == "duckdb":
+            limit = engine_share(args.memory_limit, reserve=MONITOR_RESERVE, what="this monitor")
         table = open_table(args.engine, files, memory_limit=limit,
                            temp_directory=spill, spark_master=args.spark_master)
         where = {"files": files, "columns": columns, "kinds": engine_kinds(table.kinds),

@@ -10,7 +10,7 @@ import argparse
 
 __all__ = ["add_engine_arguments", "engine_share", "on_table", "read_whole",
            "refuse_before_reading", "refuse_unsupported", "require_engine", "sample_roles",
-           "sample_share"]
+           "sample_share", "spark_limit"]
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -18,10 +18,12 @@ def add_engine_arguments(parser: argparse.ArgumentParser, help_text: str) -> Non
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy",
                         help=help_text)
     parser.add_argument("--memory-limit", metavar="SIZE",
-                        help="memory limit, e.g. 2GB: with duckdb, of the whole process (DuckDB "
-                        "gets what the command does not hold and spills beyond; a limit too "
-                        "small is refused naming one that works), Spark's driver memory in "
-                        "local mode")
+                        help="memory limit of the whole run, e.g. 2GB (a limit too small is "
+                        "refused naming one that works): with duckdb, of this process (DuckDB "
+                        "gets what the command does not hold and spills beyond); with spark in "
+                        "local mode, of this process, the JVM and Spark's Python workers (the "
+                        "JVM's heap gets what they leave); with a cluster master, of the "
+                        "driver only")
     # no default here: the Spark engine's own (local mode), without importing it at start-up
     parser.add_argument("--spark-master", metavar="URL",
                         help="Spark master, e.g. spark://host:7077 (default: local mode, as "
@@ -65,20 +67,45 @@ def engine_share(memory_limit: str | None, *, reserve: int = 0, what: str = "thi
 
 
 def refuse_before_reading(args: argparse.Namespace, *, reserve=0, what: str = "this command",
-                          floor: int | None = None) -> None:
+                          floor: int | None = None, worker: int = 0) -> None:
     """Refuse, before any row is read, a ``--memory-limit`` the command can never hold.
 
     :func:`mcviz.engines.memory.refuse_before_reading` with ``--engine duckdb`` (``reserve``:
     the command's fixed bytes beside DuckDB, the same as its later check's, or a function
     returning them; ``floor``: DuckDB's least). A limit enough for this but not for what the
-    sample adds is still refused by the command's later check (:func:`engine_share`).
+    sample adds is still refused by the command's later check (:func:`engine_share`). With
+    ``--engine spark``, :func:`spark_limit` with what a sample's draw leaves (``worker``: the
+    bytes of each Python worker Spark starts for the command), and the note of a cluster
+    master.
     """
+    from mcviz.engines import memory
+
+    if getattr(args, "engine", "numpy") == "spark":
+        spark_limit(args, worker=worker, what=what, reserve=memory.DRAW_RESIDUE, note=True)
     if getattr(args, "engine", "numpy") != "duckdb":
         return
-    from mcviz.engines import memory
 
     memory.refuse_before_reading(args.memory_limit, reserve=reserve, what=what,
                                  floor=memory.DUCKDB_FLOOR if floor is None else floor)
+
+
+def spark_limit(args: argparse.Namespace, *, worker: int = 0, what: str = "this command",
+                reserve: int = 0, note: bool = False) -> str | None:
+    """Return the Spark JVM's heap under ``--memory-limit`` (Spark's form); None without one.
+
+    :func:`mcviz.engines.memory.spark_heap` for ``--spark-master`` (local mode by default):
+    in local mode the limit bounds this process, the JVM and Spark's Python workers
+    (``worker`` bytes each); a limit too small is refused naming one that works. None unless
+    ``--engine spark``.
+    """
+    if getattr(args, "engine", "numpy") != "spark" or args.memory_limit is None:
+        return None
+    from mcviz.cli.screen import _spark_master_default
+    from mcviz.engines.memory import spark_heap
+
+    master = getattr(args, "spark_master", None) or _spark_master_default()
+    return spark_heap(args.memory_limit, master=master, worker=worker, reserve=reserve,
+                      what=what, note=note)
 
 
 def sample_share(memory_limit: str | None) -> str | None:
@@ -154,7 +181,7 @@ def read_whole(files, spill: str, *, seed: int = 0, memory_limit: str | None = N
 
 
 def on_table(args: argparse.Namespace, work, *, reserve: int | None = None,
-             what: str = "this command"):
+             what: str = "this command", worker: int = 0):
     """Run ``work(table, columns)`` on ``args.file`` in ``args.engine``; return its result.
 
     The roles come from :func:`sample_roles`; the engine spills into a temporary directory
@@ -163,6 +190,7 @@ def on_table(args: argparse.Namespace, work, *, reserve: int | None = None,
     :data:`~mcviz.engines.memory.AGGREGATE_RESERVE`) kept for what ``work`` holds beside it;
     a limit that cannot hold ``what`` is refused before the roles' sample is read
     (:func:`refuse_before_reading`) and, counting what the sample left, before the table opens.
+    Spark's JVM gets :func:`spark_limit` (``worker``: the bytes of each Python worker).
     """
     import tempfile
 
@@ -174,13 +202,13 @@ def on_table(args: argparse.Namespace, work, *, reserve: int | None = None,
     require_engine(args.engine)
     files = expand_paths(args.file)
     reserve = AGGREGATE_RESERVE if reserve is None else reserve
-    refuse_before_reading(args, reserve=reserve, what=what)
+    refuse_before_reading(args, reserve=reserve, what=what, worker=worker)
     with tempfile.TemporaryDirectory(prefix="mcviz-engine-", ignore_cleanup_errors=True) as spill:
         columns, _ = sample_roles(args, files, spill)
         # --memory-limit bounds the process: DuckDB gets what this process does not hold
-        limit = args.memory_limit
+        limit = spark_limit(args, worker=worker, what=what)
         if args.engine == "duckdb":
-            limit = engine_share(limit, what=what, reserve=reserve)
+            limit = engine_share(args.memory_limit, what=what, reserve=reserve)
         table = open_table(args.engine, files, memory_limit=limit,
                            temp_directory=spill, spark_master=args.spark_master)
         try:

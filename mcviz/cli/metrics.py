@@ -169,8 +169,10 @@ def _in_engine(args: argparse.Namespace) -> dict:
         finally:
             engine.close()
 
+    from mcviz.engines.memory import PLAIN_WORKER
+
     columns, runs, (n, total, statistics) = on_table(args, work, reserve=_runs_reserve(args),
-                                                     what="this metrics run")
+                                                     what="this metrics run", worker=PLAIN_WORKER)
     return {"n": n, "weight_total": total,
             "columns": {"score": columns.score, "probabilities": [], "label": columns.label,
                         "weight": columns.weight, "response": "binary", "covariates": []},

@@ -115,7 +115,8 @@ def _with_engine(args: argparse.Namespace) -> dict:
     if not (IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows):
         return _at_scale(args, rows, total)
     _common.check_decks(args.deck)  # before the read, not after it
-    refuse_before_reading(args, what="this report")  # DuckDB reads every row
+    if args.engine == "duckdb":  # DuckDB reads every row (no Spark: nothing for its limit)
+        refuse_before_reading(args, what="this report")
     with tempfile.TemporaryDirectory(prefix="mcviz-report-", ignore_cleanup_errors=True) as spill:
         frame = read_whole(files, spill, seed=args.seed, memory_limit=sample_share(
             args.memory_limit) if args.engine == "duckdb" else None)
@@ -198,7 +199,8 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     from mcviz.engines.holdout import SUMS
     from mcviz.present.verdict import review_verdict
 
-    if args.deck:  # the deck's GROUP BY beside its runs, after the search loaded its loops
+    if args.deck and args.engine == "duckdb":  # the deck's GROUP BY beside its runs, after
+        # the search loaded its loops (Spark's limit: search_at_scale's check)
         from mcviz.cli.engine_options import refuse_before_reading
         from mcviz.cli.metrics import _runs_reserve
         from mcviz.engines.memory import compiled_loops_reserve

@@ -29,10 +29,13 @@ import pandas as pd
 from mcviz.cli import _common
 from mcviz.engines.base import Columns, Engine, as_specs, expand_paths, rows_in_files
 from mcviz.engines.memory import (
+    DRAW_RESIDUE,
+    PYTHON_WORKER,
     duckdb_share,
     members_per_row,
     refuse_before_reading,
     release_memory,
+    spark_heap,
 )
 from mcviz.engines.results import write_screen
 from mcviz.errors import ValidationError
@@ -59,9 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common.add_kind_arguments(parser)
     parser.add_argument("--engine", choices=("numpy", "duckdb", "spark"), default="numpy")
     parser.add_argument("--memory-limit", metavar="SIZE",
-                        help="memory limit of the whole screen with --engine duckdb, e.g. 2GB: "
-                        "DuckDB gets what this process and the screen's buffers leave, and spills "
-                        "beyond it; a limit too small to hold the screen is refused")
+                        help="memory limit of the whole screen, e.g. 2GB (a limit too small is "
+                        "refused naming one that works): with duckdb, of this process (DuckDB gets "
+                        "what the screen's buffers leave, and spills beyond it); with spark in "
+                        "local mode, of this process, the JVM and Spark's Python workers (the "
+                        "JVM's heap gets what they leave); with a cluster master, of the driver "
+                        "only")
     master = _spark_master_default()
     parser.add_argument(
         "--spark-master", default=master, metavar="URL",
@@ -117,7 +123,8 @@ def make_engine(name: str, files, columns: Columns, *, memory_limit: str | None 
     """Build the named engine over the files (DuckDB spills into ``temp_directory``).
 
     ``stream_memory_limit``: DuckDB's limit once the sorted rows stream (see
-    :class:`~mcviz.engines.duckdb_engine.DuckDBEngine`).
+    :class:`~mcviz.engines.duckdb_engine.DuckDBEngine`); ``memory_limit`` with Spark: the
+    JVM's heap (``spark.driver.memory``, :func:`~mcviz.engines.memory.spark_heap`).
     """
     if name == "numpy":
         from mcviz.engines.numpy_engine import NumpyEngine
@@ -136,9 +143,9 @@ def make_engine(name: str, files, columns: Columns, *, memory_limit: str | None 
         except ImportError:  # pragma: no cover
             raise ValidationError("the spark engine needs `pip install mcviz[spark]` and Java "
                                   "17.") from None
-        if spark_master is None:
-            return SparkEngine(files, columns, drop_invalid=drop_invalid)
-        return SparkEngine(files, columns, drop_invalid=drop_invalid, spark_master=spark_master)
+        master = {} if spark_master is None else {"spark_master": spark_master}
+        return SparkEngine(files, columns, drop_invalid=drop_invalid, memory=memory_limit,
+                           **master)
     raise ValidationError(f"unknown engine {name!r}; use numpy, duckdb or spark.")
 
 
@@ -264,6 +271,9 @@ def run(args: argparse.Namespace) -> dict:
     refuse_before_reading(args.memory_limit if args.engine == "duckdb" else None,
                           what="this screen",
                           reserve=lambda: _screen_reserve(files, 1.0, 0, args.histogram))
+    if args.engine == "spark":  # this process, the JVM and Spark's Python workers
+        spark_heap(args.memory_limit, master=args.spark_master, worker=PYTHON_WORKER,
+                   reserve=DRAW_RESIDUE, what="this screen", note=True)
     with tempfile.TemporaryDirectory(prefix="mcviz-screen-", ignore_cleanup_errors=True) as spill:
         sample = read_sample_interruptible(  # under --memory-limit too (the process's share)
             files, args.sample_rows, args.seed, spill,
@@ -294,6 +304,9 @@ def run(args: argparse.Namespace) -> dict:
             if args.engine == "duckdb" and limit is not None:
                 limit, stream_limit = _duckdb_limits(files, limit, per_row, len(specs),
                                                      args.histogram)
+            elif args.engine == "spark":  # the JVM's heap: what the rest leaves of the limit
+                limit = spark_heap(limit, master=args.spark_master, worker=PYTHON_WORKER,
+                                   what="this screen")
         engine = make_engine(args.engine, files, columns, memory_limit=limit,
                              stream_memory_limit=stream_limit,
                              drop_invalid=args.drop_invalid, temp_directory=spill,

@@ -170,9 +170,10 @@ class AtScale:
 
 def search_at_scale(args: argparse.Namespace) -> AtScale:
     """Draw the sample, search it, and measure the findings on every row (one sorted pass)."""
-    from mcviz.cli.engine_options import refuse_before_reading, sample_share
+    from mcviz.cli.engine_options import refuse_before_reading, sample_share, spark_limit
     from mcviz.cli.screen import cancel_engine, make_engine, read_sample_interruptible
     from mcviz.engines.base import expand_paths
+    from mcviz.engines.memory import PYTHON_WORKER
 
     covariates = _common.split(args.covariates)
     rows = args.sample_rows
@@ -188,7 +189,8 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
     keyed = args.engine != "numpy"
     # before the sample is drawn: the stream's blocks at their fewest members (the population
     # and its held-out rows) and the compiled loops
-    refuse_before_reading(args, what="this search", reserve=lambda: _measure_reserve(files, 2.0))
+    refuse_before_reading(args, what="this search", reserve=lambda: _measure_reserve(files, 2.0),
+                          worker=PYTHON_WORKER)
     with tempfile.TemporaryDirectory(prefix="mcviz-search-", ignore_cleanup_errors=True) as spill:
         share = sample_share(args.memory_limit) if args.engine == "duckdb" else None
         sample = read_sample_interruptible(files, rows, args.seed, spill, keys=keyed,
@@ -199,7 +201,8 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
             os.environ["SPARK_LOCAL_DIRS"] = spill
         engine = make_engine(args.engine, files, columns,  # the limit bounds the process
                              memory_limit=_measure_share(args, files, result, pred)
-                             if args.engine == "duckdb" else args.memory_limit,
+                             if args.engine == "duckdb"
+                             else spark_limit(args, worker=PYTHON_WORKER, what="this search"),
                              drop_invalid=args.drop_invalid, temp_directory=spill,
                              spark_master=getattr(args, "spark_master", None))
         try:

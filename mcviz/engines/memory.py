@@ -48,11 +48,39 @@ import os
 
 from mcviz.errors import ValidationError
 
-__all__ = ["AGGREGATE_RESERVE", "BYTES_PER_MEMBER", "COMPILED_LOOPS", "DRAW_RESIDUE",
-           "DUCKDB_FLOOR", "DUCKDB_OVER_FIXED", "DUCKDB_OVER_SHARE", "MARGIN", "MONITOR_RESERVE",
-           "REPEAT_SLACK", "ROW_BYTES", "RUN_BYTES", "WRITE_FLOOR", "compiled_loops_reserve",
-           "duckdb_share", "members_per_row", "refuse_before_reading", "release_memory",
-           "resident_bytes", "score_runs", "screen_reserve", "stream_reserve"]
+__all__ = [
+    "AGGREGATE_RESERVE",
+    "BYTES_PER_MEMBER",
+    "COMPILED_LOOPS",
+    "DRAW_RESIDUE",
+    "DUCKDB_FLOOR",
+    "DUCKDB_OVER_FIXED",
+    "DUCKDB_OVER_SHARE",
+    "JVM_NON_HEAP",
+    "MARGIN",
+    "MONITOR_RESERVE",
+    "PLAIN_WORKER",
+    "PYTHON_WORKER",
+    "REPEAT_SLACK",
+    "ROW_BYTES",
+    "RUN_BYTES",
+    "SPARK_DRIVER_RESERVE",
+    "SPARK_HEAP_FLOOR",
+    "SPARK_MARGIN",
+    "WORKER_DAEMON",
+    "WRITE_FLOOR",
+    "compiled_loops_reserve",
+    "duckdb_share",
+    "local_threads",
+    "members_per_row",
+    "refuse_before_reading",
+    "release_memory",
+    "resident_bytes",
+    "score_runs",
+    "screen_reserve",
+    "spark_heap",
+    "stream_reserve",
+]
 
 MARGIN = 96 << 20
 """Bytes kept free beside DuckDB and the command's buffers (Python's own small allocations, and
@@ -341,3 +369,146 @@ def _round_up_mb(size: float) -> int:
     A limit a person would type, with room for a second run's few MB more.
     """
     return int(-(-(size + REPEAT_SLACK) // 50e6) * 50)
+
+
+# --- Spark: --memory-limit bounds this process, the JVM it starts and Spark's Python workers ---
+
+SPARK_HEAP_FLOOR = 512 << 20
+"""The smallest JVM heap (``spark.driver.memory``) given to Spark: Spark refuses to start with
+less than 450 MiB of heap (1.5 x its 300 MiB reserved memory); 512 MiB runs every command."""
+
+JVM_NON_HEAP = 544 << 20
+"""The Spark JVM's resident memory beyond its heap: metaspace and class space (about 150 MiB
+after a simple query, more as the SQL's generated classes load), symbols (36), the garbage
+collector's tables (about 50), netty's and Arrow's direct buffers (43), the code cache (26),
+threads (12) and the shared libraries. Measured (OpenJDK 17, Spark 4.0, ``local[2]``, Native
+Memory Tracking after a grouped count and a ``mapInPandas``): 344 MiB committed beyond a 512
+MiB heap and 353 beyond a 1 GiB heap, the process's RSS 20-30 MiB above what it committed.
+Whole commands on 2*10^6 rows reached more: ``mcviz metrics`` 987 MiB with a heap of at most
+566 MiB (421 beyond it), ``mcviz compare`` 1,101 MiB with at most 566 (535 beyond it)."""
+
+SPARK_DRIVER_RESERVE = 80 << 20
+"""Bytes this Python process adds once Spark runs beside it: pyspark and py4j, the Arrow
+batches and rows the driver collects, the results. Measured: ``mcviz screen --engine spark``
+of 2*10^5 rows peaked 116 MiB over the 125 MiB it held at start, :data:`DRAW_RESIDUE`
+included."""
+
+PYTHON_WORKER = 336 << 20
+"""Resident bytes of one Python worker Spark starts for a command that screens in its workers
+(``mcviz screen``, ``search``, ``report``: pandas, pyarrow, mcviz's evaluator and
+its compiled loops, one partition's blocks). ``local[n]`` runs ``n`` at once beside the daemon
+they fork from (:data:`WORKER_DAEMON`). Measured (``mcviz screen --engine spark``, 2*10^5
+rows, ``local[2]``): 271 and 320 MiB in one run, 317 and 327 in the next; the daemon 45."""
+
+PLAIN_WORKER = 144 << 20
+"""Resident bytes of one Python worker that only sums Arrow batches (``mcviz metrics``'
+calibration block, ``mcviz compare``'s paths): 135-141 MiB each, beside a daemon of 45
+(2*10^5 and 2*10^6 rows, ``local[2]``)."""
+
+WORKER_DAEMON = 96 << 20
+"""Resident bytes of the daemons Spark's Python workers fork from (45 MiB each), and the small
+workers of a second kind of Python function: ``mcviz search --engine spark`` of 2*10^5 rows
+ran two daemons and two workers of 56 MiB beside its two of 267 MiB (746 MiB in all)."""
+
+SPARK_MARGIN = 64 << 20
+"""Bytes kept free beside the Spark run's parts (what varies between runs)."""
+
+
+def local_threads(master: str) -> int | None:
+    """Return the task threads of a ``local`` master (``local[*]``: the CPUs), None otherwise.
+
+    Examples
+    --------
+    >>> local_threads("local"), local_threads("local[2]"), local_threads("local[3, 2]")
+    (1, 2, 3)
+    >>> local_threads("spark://host:7077") is None
+    True
+    """
+    text = str(master).strip()
+    if not text.startswith("local"):
+        return None
+    inside = text[text.find("[") + 1:text.rfind("]")].split(",")[0].strip() if "[" in text else "1"
+    if inside == "*":
+        return os.cpu_count() or 1
+    try:
+        return max(int(inside), 1)
+    except ValueError:
+        return 1
+
+
+def spark_heap(limit: str | None, *, master: str, worker: int = 0, reserve: int = 0,
+               what: str = "this command", note: bool = False) -> str | None:
+    r"""Return the Spark JVM's heap (``spark.driver.memory``) under ``--memory-limit``.
+
+    In ``local`` mode the limit bounds the whole run: this Python process (what it holds now
+    and ``reserve`` more, :data:`SPARK_DRIVER_RESERVE`), the JVM it starts (its heap and
+    :data:`JVM_NON_HEAP`) and the Python workers Spark starts (``worker`` bytes each,
+    :data:`PYTHON_WORKER` or :data:`PLAIN_WORKER`; 0 for a command whose queries are SQL only;
+    one per task thread of the master, and :data:`WORKER_DAEMON`):
+
+    .. math::
+
+        \text{heap} = L - R - B - (w t + d) - J - m_0
+
+    A limit that leaves the heap less than :data:`SPARK_HEAP_FLOOR` raises
+    :class:`~mcviz.errors.ValidationError` naming ``--memory-limit`` and the smallest limit
+    that works. With a cluster master (``spark://...``, ``yarn``...) the executors' memory is
+    the cluster's: the limit bounds the driver only (this process and its JVM, no local
+    workers), and a one-line note on stderr says so (``note``: the first call of a run). None:
+    no limit (Spark's default heap).
+
+    Measured (``local[2]``, 2 cores shared with other jobs; the peak of the sum of the resident
+    memory of the command's process tree, polled every 20 ms from ``/proc``; the data of
+    ``tests/cli/test_cli_memory_limit.py``, ``--sample-rows 20000`` for search and compare; MiB
+    at the smallest limit each named, then at 2GB): at 2*10^5 rows decide 668 at 1350MB (674 at
+    2GB), apply 657 at 1300MB (1,025 at 2GB: a fork of the JVM counted twice while Hadoop ran a
+    shell command), monitor 763 at 1350MB (717), metrics 1,137 at 1700MB (1,094), screen 1,372
+    at 2050MB, search 1,774 at 2050MB, compare 1,529 at 2100MB (2GB refused for these three);
+    at 2*10^6 rows decide 712 at 1550MB, apply 791 at 1450MB, monitor 868 at 1400MB, metrics
+    1,489 at 1750MB (1,418 at 2GB), screen 1,845 at 2150MB, search 1,874 at 2150MB, compare
+    1,725 at 2150MB and, with today's constants, 1,717 at 1900MB (its JVM 1,090 MiB beside a
+    heap of at most 568). Every peak stayed under its limit (the smallest limits were named by
+    the constants of the time: :data:`JVM_NON_HEAP` was raised from 400 to 544 MiB and
+    compare's workers counted as :data:`PLAIN_WORKER` after these runs; today's names are
+    100-250 MB larger, compare's 200 MB smaller: decide and monitor 1500MB, apply 1450MB,
+    metrics and compare 1900MB, screen, search and report 2300MB at 2*10^6 rows).
+
+    Examples
+    --------
+    >>> spark_heap(None, master="local[2]") is None
+    True
+    >>> int(spark_heap("100GB", master="local[2]")[:-1]) > 90_000
+    True
+    """
+    if limit is None:
+        return None
+    from mcviz.budget import parse_bytes
+
+    try:
+        total = parse_bytes(limit)
+    except ValidationError:
+        raise ValidationError(f"--memory-limit {limit!r} is not a size such as '2GB' or "
+                              "'500MB'.") from None
+    threads = local_threads(master)
+    if threads is None:
+        import sys
+
+        if note:
+            sys.stderr.write(f"mcviz: note: with --spark-master {master} --memory-limit bounds "
+                             "the driver only (this process and its JVM); the executors' memory "
+                             "is the cluster's.\n")
+        workers = 0
+    else:
+        workers = int(worker) * threads + (WORKER_DAEMON if worker else 0)
+    resident, adds = resident_bytes(), int(reserve) + SPARK_DRIVER_RESERVE
+    held = resident + adds + workers + JVM_NON_HEAP
+    heap = total - held - SPARK_MARGIN
+    if heap < SPARK_HEAP_FLOOR:
+        raise ValidationError(
+            f"--memory-limit {limit} cannot hold {what} on Spark: this process holds "
+            f"{resident / 1e6:,.0f} MB and adds {adds / 1e6:,.0f} MB, Spark's Python workers "
+            f"{workers / 1e6:,.0f} MB, its JVM "
+            f"{JVM_NON_HEAP / 1e6:,.0f} MB beside a heap of at least "
+            f"{SPARK_HEAP_FLOOR / 1e6:,.0f} MB. Give --memory-limit "
+            f"{_round_up_mb(held + SPARK_MARGIN + SPARK_HEAP_FLOOR)}MB or more.")
+    return f"{heap >> 20}m"

@@ -130,7 +130,9 @@ def spark_session(master: str = "local[2]", *, app_name: str = "mcviz-screen",
 
     ``memory`` (Spark's form, e.g. ``"2048m"``) sets ``spark.driver.memory``: in ``local[...]``
     mode the driver's JVM holds the executors too, so it caps the whole job's heap (it takes
-    effect only when this call starts the JVM).
+    effect only when this call starts the JVM). ``--memory-limit`` gives it what the limit
+    leaves beside this process, the JVM's non-heap memory and Spark's Python workers
+    (:func:`mcviz.engines.memory.spark_heap`).
 
     ``local[...]`` masters are bound to 127.0.0.1 with the web UI off; any other master URL
     (``spark://host:7077``, ``yarn``, ``k8s://...``) keeps Spark's network defaults.
@@ -190,18 +192,22 @@ class SparkEngine(Engine):
     drop_invalid : bool, default False
     partition_rows : int, default :data:`PARTITION_ROWS`
         Rows per range partition of exact mode.
+    memory : str, optional
+        ``spark.driver.memory`` of a session started here (Spark's form, e.g. ``"1024m"``;
+        ``mcviz screen --memory-limit`` gives :func:`mcviz.engines.memory.spark_heap`).
     """
 
     name = "spark"
 
     def __init__(self, paths, columns: Columns, *, spark=None, spark_master: str = "local[2]",
-                 drop_invalid: bool = False, partition_rows: int = PARTITION_ROWS) -> None:
+                 drop_invalid: bool = False, partition_rows: int = PARTITION_ROWS,
+                 memory: str | None = None) -> None:
         self.files = spark_files(paths)
         self.columns = columns
         self.drop_invalid = drop_invalid
         self.partition_rows = int(partition_rows)
         self._own = spark is None
-        self.spark = spark_session(spark_master) if spark is None else spark
+        self.spark = spark_session(spark_master, memory=memory) if spark is None else spark
         frame = self.spark.read.parquet(*self.files)
         self.view = "__mcviz_data"
         frame.createOrReplaceTempView(self.view)

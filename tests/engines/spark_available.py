@@ -18,6 +18,17 @@ def spark_missing() -> str | None:
     return None
 
 
+def skip_module_without_spark() -> None:
+    """Skip the calling test module when Spark cannot run here; on CI (CI=true), fail it."""
+    import pytest
+
+    missing = spark_missing()
+    if missing is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the Spark tests: {missing}", pytrace=False)
+        pytest.skip(missing, allow_module_level=True)
+
+
 @contextlib.contextmanager
 def local_spark():
     """Yield a local[2] Spark session, stopped afterwards; skip the test when Spark is missing."""

@@ -11,16 +11,12 @@ import os
 
 import numpy as np
 import pytest
-from spark_available import spark_missing
+from spark_available import skip_module_without_spark
 
 from mcviz.engines import Columns, NumpyEngine
 from mcviz.subpopulations import Condition, generate_subpopulations
 
-_MISSING = spark_missing()
-if _MISSING is not None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the Spark tests: {_MISSING}", pytrace=False)
-    pytest.skip(_MISSING, allow_module_level=True)
+skip_module_without_spark()
 
 from test_engines import COLUMNS, HANDMADE, assert_same, assert_same_m, make_frame  # noqa: E402
 
