@@ -119,7 +119,7 @@ def lcs_from_runs(score: np.ndarray, count: np.ndarray, weight: np.ndarray,
         raise ValidationError(f"span must lie in (0, 1], not {span!r}.")
     if s.size == 0 or grid_points < 2:
         raise ValidationError("the LCS needs rows and at least two grid points.")
-    rows = _Rows(s, count)
+    rows = _Rows(score=s, count=count)
     n = rows.n
     k = int(np.floor(span * n))
     if k < 1:
