@@ -151,3 +151,20 @@ def test_a_finding_s_deviation_from_fine_bins_is_that_of_scores_at_their_bins_ce
     # averages whole fine bins), D/sigma within 0.7 of the rows' 22-27
     assert abs(got.kuiper_z - rows.kuiper_z) < 1.5
     assert change < 0.3 * rows.kuiper
+
+
+@pytest.mark.spark
+def test_spark_s_runs_give_the_same_deviation(tmp_path):
+    """One Spark test (local[2]): its GROUP BY of the score over every row and over the
+    finding's WHERE give the rows' deviation to 1e-9."""
+    from spark_available import spark_table
+
+    score = np.round(np.random.default_rng(61).beta(2, 5, 20_000), 3)
+    path, frame, columns = _rows(tmp_path, score, True, 62)
+    pred = _pred(frame, True)
+    sub = filter_subpopulation(pred, FINDING)
+    with spark_table(str(path)) as table:
+        full = ScoreRuns(**score_runs_table(table, columns, limit=1 << 20))
+        mine = ScoreRuns(**score_runs_table(table, columns, limit=1 << 20,
+                                            conditions=tuple(sub.conditions), binned=False))
+    _same_deviation(deviation_from_runs(full, mine), subpopulation_deviation(pred, sub.index))
