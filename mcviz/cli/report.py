@@ -289,10 +289,11 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
         if refused:
             why |= dict.fromkeys(readable, refused.rstrip("."))
             readable = set()
-    charts, notes, read, refused = _findings_drawn(args, at_scale, subs, readable, bins,
-                                                   full_runs, full.reliability, reserve)
+    charts, notes, read, refused, exact = _findings_drawn(
+        args, at_scale, subs, readable, bins, full_runs, full.reliability, reserve)
     why |= dict.fromkeys(readable - read, refused)
-    notes |= {rank: _finding_note(full_runs, counts[rank], why.get(rank)) for rank in charts}
+    notes |= {rank: _finding_note(full_runs, rank in exact, counts[rank], why.get(rank))
+              for rank in charts}
     model = f"score {columns.score}, label {columns.label}"
     if columns.weight:
         model += f", weight {columns.weight}"
@@ -308,10 +309,13 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
     if curves is not None and along is not None:  # a numeric variable's curves: how exactly
         how += f"; the curves along {variable} {along}"
     return len(slides), written, (
-        f" The deck's full-population charts were drawn by {args.engine} {how}; each "
-        f"finding's deviation from the full population (of {len(charts)} of {len(subs)} "
-        f"findings) from every row {_deviation_words(full_runs)}, its other charts from its "
-        f"own rows read by {args.engine} for {len(read)} of them.")
+        f" The deck's full-population charts were drawn by {args.engine} {how}; the "
+        f"deviation from the full population of {len(charts)} of {len(subs)} findings from "
+        f"every row: {len(exact)} {_deviation_words(full_runs, True)}"
+        + ("" if len(exact) == len(charts) else
+           f", {len(charts) - len(exact)} {_deviation_words(full_runs, False)}")
+        + f"; their other charts from their own rows, read by {args.engine}, for {len(read)}"
+        " of them.")
 
 
 def _rows_where(table, sub) -> int:
@@ -401,34 +405,38 @@ def _numeric_curves(table, columns, pred, variable: str | None) -> tuple:
                     "value, by less than that width (no bound on the difference is claimed)")
 
 
-def _deviation_words(runs) -> str:
-    """How exactly a finding's deviation from the full population is drawn from the runs."""
+def _deviation_words(runs, exact: bool) -> str:
+    """Return how exactly a finding's deviation from the full population is drawn."""
     if runs.bins is None:
         return "exactly, from the rows summed per distinct score"
+    if exact:
+        return ("exactly, from its rows summed per distinct score and every row summed "
+                "between them")
     return (f"from the rows summed in {runs.bins:,} fine score bins, every score moved to its "
             f"bin's centre (by at most {0.5 / runs.bins:.2g}; the full population's average is "
             "then taken over whole fine bins: D and sigma may differ from the rows', D/sigma "
             "less)")
 
 
-def _finding_note(full_runs, rows: int, why: str | None) -> str:
+def _finding_note(full_runs, exact: bool, rows: int, why: str | None) -> str:
     """Return what a finding's charts at scale are drawn from (said on its slide)."""
     said = (f"Its deviation from the full population is drawn from every row "
-            f"{_deviation_words(full_runs)}; ")
+            f"{_deviation_words(full_runs, exact)}; ")
     if why is None:
         return said + f"its other charts from its {rows:,} rows."
     return said + (f"its curves are not drawn ({why}); its own calibration and local "
                    "calibration from its rows summed per "
-                   + ("distinct score." if full_runs.bins is None else "fine score bin."))
+                   + ("distinct score." if exact else "fine score bin."))
 
 
 def _findings_drawn(args, at_scale, subs: dict, readable: set, bins: tuple[int, ...],
                     full_runs, full_reliability, reserve: int
-                    ) -> tuple[dict, dict, set, str]:
+                    ) -> tuple[dict, dict, set, str, set]:
     """Return the findings' charts, notes, the findings whose rows were read, and why not.
 
     Charts: rank -> charts; notes: rank -> why a finding has none; why not: why the findings
-    of ``readable`` left out of those read were not read (a ``--memory-limit`` too small).
+    of ``readable`` left out of those read were not read (a ``--memory-limit`` too small);
+    last, the findings whose deviation is exact (:func:`_finding_charts`).
 
     The finding's runs (its ``WHERE``) beside the full population's give its deviation and
     reliability; the findings in ``readable`` are also read row by row (``reserve`` bytes
@@ -442,28 +450,33 @@ def _findings_drawn(args, at_scale, subs: dict, readable: set, bins: tuple[int, 
     refused = ""
     for rows in ((readable, set()) if readable else (set(),)):
         try:
-            charts = on_table(args, lambda table, cols, rows=rows: _finding_charts(
+            charts, exact = on_table(args, lambda table, cols, rows=rows: _finding_charts(
                 args, table, cols, at_scale, subs, rows, bins, full_runs, full_reliability),
                 reserve=runs_reserve + (reserve if rows else 0),
                 what="drawing the findings' charts")
-            return charts, {}, set(rows), refused
+            return charts, {}, set(rows), refused, exact
         except ValidationError as error:  # the limit, measured once the engine opens
             if not str(error).startswith("--memory-limit"):
                 raise
             refused = str(error).rstrip(".")
-    return {}, dict.fromkeys(subs, f"Its charts are not drawn: {refused}."), set(), refused
+    return ({}, dict.fromkeys(subs, f"Its charts are not drawn: {refused}."), set(), refused,
+            set())
 
 
 def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
-                    bins: tuple[int, ...], full_runs, full_reliability) -> dict:
-    """Each finding's charts as in memory, one finding at a time.
+                    bins: tuple[int, ...], full_runs, full_reliability) -> tuple[dict, set]:
+    """Return each finding's charts as in memory (one finding at a time), and the exact ones.
 
     Its runs by a ``GROUP BY`` of the score with its ``WHERE`` (grouped as the full
-    population's), then :func:`mcviz.present.review.finding_review_from_runs`; a finding in
-    ``readable`` is also read with its ``WHERE`` and reviewed as a population of its own for
-    its own calibration, curves and LCS.
+    population's; with DuckDB per distinct score whenever the finding has few enough, every
+    row then summed between them by
+    :func:`~mcviz.engines.calibration.comparison_sums_table`: its deviation exact), then
+    :func:`mcviz.present.review.finding_review_from_runs`; a finding in ``readable`` is also
+    read with its ``WHERE`` and reviewed as a population of its own for its own calibration,
+    curves and LCS.
     """
-    from mcviz.engines.calibration import score_runs_table
+    from mcviz.engines.calibration import comparison_sums_table, score_runs_table
+    from mcviz.stats.deviation import deviation_edges
     from mcviz.present.deck import finding_variable
     from mcviz.present.review import finding_review_from_runs, review_results
     from mcviz.present.slide_charts import review_charts
@@ -476,11 +489,17 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
              *covariates]
     mapped = argparse.Namespace(**{**vars(args), "score": columns.score, "label": columns.label,
                                    "weight": columns.weight or ""})
-    charts = {}
+    charts, exact = {}, set()
+    binned = full_runs.bins is not None
     for rank, sub in subs.items():
-        runs = ScoreRuns(**score_runs_table(table, columns, limit=ENGINE_SCORE_RUNS,
-                                            conditions=tuple(sub.conditions),
-                                            binned=full_runs.bins is not None))
+        runs = ScoreRuns(**score_runs_table(
+            table, columns, limit=ENGINE_SCORE_RUNS, conditions=tuple(sub.conditions),
+            binned=None if binned and table.dialect.name == "duckdb" else binned))
+        comparison = None
+        if binned and runs.bins is None:  # every row summed between its distinct scores
+            comparison = comparison_sums_table(table, columns, deviation_edges(runs.score))
+        if runs.bins is None:
+            exact.add(rank)
         rows = None
         if rank in readable:
             q = table.query()
@@ -492,9 +511,10 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
             rows = review_results(pred, None, bins=bins, variable=finding_variable(
                 sub, covariates, next(iter(covariates), None)))
         results, _ = finding_review_from_runs(full_runs, runs, sub, bins=bins, rows=rows,
-                                              full_reliability=full_reliability)
+                                              full_reliability=full_reliability,
+                                              comparison=comparison)
         charts[rank] = review_charts(results)
-    return charts
+    return charts, exact
 
 
 def _number(value: float) -> float | None:

@@ -36,7 +36,8 @@ from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import sigma_from_variance
 
 __all__ = ["KEY", "STEP", "VARIANCE", "PathAccumulator", "PopulationCalibration", "RunSums",
-           "calibration_block", "level_sums_table", "population_calibration", "score_runs_table",
+           "calibration_block", "comparison_sums_table", "level_sums_table",
+           "population_calibration", "score_runs_table",
            "spark_calibration_block", "spark_ordered_path"]
 
 
@@ -324,34 +325,31 @@ def score_runs_table(table, columns, *, limit: int, conditions: tuple = (),
     :class:`~mcviz.stats.measures.runs.ScoreRuns` (arrays ascending by score).
 
     ``conditions`` (a subpopulation's, as SQL: :func:`~mcviz.subpopulations.sql.predicate_sql`)
-    sum only its rows; ``binned`` (the full population's choice) then says whether to group by
-    the same fine bins, and the table's rows are neither checked nor counted again.
+    sum only its rows (their distinct scores counted, the table's rows checked once before);
+    ``binned`` given (the full population's choice) groups by distinct scores or by the same
+    fine bins without counting.
     """
     from mcviz.engines import sql
 
     if binned is None:
         q = table.query()
-        overview = table.frame(q, sql.overview_sql(columns, table.kinds, q,
-                                                   table.source)).iloc[0]
-        sql.read_overview(overview, columns, table.kinds, drop_invalid=False)
-        q = table.query()
+        if not conditions:
+            overview = table.frame(q, sql.overview_sql(columns, table.kinds, q,
+                                                       table.source)).iloc[0]
+            sql.read_overview(overview, columns, table.kinds, drop_invalid=False)
+            q = table.query()
         s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
         # Spark's default relative error is 5% (10^6 distinct scores were once counted above
         # 2^20); 1% there, DuckDB's HyperLogLog as it is
         accuracy = f", {q.bind(0.01)}" if table.dialect.name == "spark" else ""
         distinct = table.frame(q, f"SELECT approx_count_distinct({s}{accuracy}) AS d FROM "
-                               f"{table.source}")
+                               f"{_rows_of(table, q, conditions)}")
         binned = int(distinct["d"].iloc[0]) > limit
     q = table.query()
     s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
     r = sql.response_sql(columns, table.kinds, q)
     w = "1.0" if columns.weight is None else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)"
-    source = table.source
-    if conditions:
-        from mcviz.subpopulations.sql import predicate_sql
-
-        source = (f"(SELECT * FROM {table.source} WHERE "
-                  f"{predicate_sql(tuple(conditions), table.kinds, q)}) f")
+    source = _rows_of(table, q, conditions)
     if binned:
         # a multiple of 10 per ECE bin: the fine bins nest in 20 and 50 equal-width bins too
         per_coarse = fine_bins(limit)
@@ -393,6 +391,60 @@ def score_runs_table(table, columns, *, limit: int, conditions: tuple = (),
             "weighted": columns.weight is not None,
             "bins": 10 * fine_bins(limit) if binned else None,
             "bin_index": (frame["kb"].to_numpy(dtype=np.int64)[order] if binned else None)}
+
+
+def _rows_of(table, q, conditions: tuple) -> str:
+    """Return the relation of the table's rows, or of those meeting ``conditions``."""
+    if not conditions:
+        return table.source
+    from mcviz.subpopulations.sql import predicate_sql
+
+    return (f"(SELECT * FROM {table.source} WHERE "
+            f"{predicate_sql(tuple(conditions), table.kinds, q)}) f")
+
+
+def comparison_sums_table(table, columns, edges: np.ndarray) -> tuple[np.ndarray, ...]:
+    r"""Return every row's count, :math:`\sum W` and :math:`\sum W R` in the bins of eq. (7).
+
+    Bin :math:`k` holds the rows with :math:`B_k < S \le B_{k+1}` (:math:`B_0 = -\infty`, the
+    ``edges`` :math:`B_1 < \dots < B_{q-1}` from
+    :func:`~mcviz.stats.deviation.deviation_edges`, :math:`B_q = \infty`): DuckDB's ``ASOF
+    LEFT JOIN`` of each row to the largest edge below its score, then a ``GROUP BY`` of the
+    bin (paper 003 eqs. (6)-(7), the comparison of
+    :func:`~mcviz.stats.deviation.deviation_from_runs`). Binary responses; DuckDB only.
+    """
+    import uuid
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mcviz.engines import sql
+    from mcviz.errors import ValidationError
+
+    if table.dialect.name != "duckdb":
+        raise ValidationError("the comparison's sums per bin are counted by DuckDB only.")
+    edges = np.asarray(edges, dtype=float)
+    path = Path(table.temp_directory) / f"mcviz-edges-{uuid.uuid4().hex}.parquet"
+    pq.write_table(pa.table({"k": np.arange(1, edges.size + 1, dtype=np.int64), "b": edges}),
+                   path)
+    try:
+        q = table.query()
+        s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+        r = sql.response_sql(columns, table.kinds, q)
+        w = ("1.0" if columns.weight is None
+             else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)")
+        frame = table.frame(q, f"SELECT COALESCE(e.k, 0) AS k, COUNT(*) AS n, SUM(t.w) AS w, "
+                               f"SUM(t.w * t.r) AS wr FROM (SELECT {s} AS s, {r} AS r, {w} AS w "
+                               f"FROM {table.source}) t ASOF LEFT JOIN "
+                               f"{table.relation(path)} e ON t.s > e.b GROUP BY 1")
+    finally:
+        path.unlink(missing_ok=True)
+    k = frame["k"].to_numpy(dtype=np.int64)
+    out = tuple(np.zeros(edges.size + 1, dtype=kind) for kind in (np.int64, float, float))
+    for array, name in zip(out, ("n", "w", "wr"), strict=True):
+        array[k] = frame[name].to_numpy(dtype=array.dtype)
+    return out
 
 
 _LEVEL_SUMS = ("n", "w", "ww", "we", "wp", "wwe", "wwp", "wwpp", "wwep")

@@ -176,7 +176,8 @@ def review_from_runs(runs: Any, *, bins: tuple[int, ...], curves: Any = None,
 
 def finding_review_from_runs(full_runs: Any, runs: Any, subpopulation: Subpopulation, *,
                              full_reliability: Any, bins: tuple[int, ...],
-                             rows: ReviewResults | None = None) -> tuple[ReviewResults, dict]:
+                             rows: ReviewResults | None = None,
+                             comparison: tuple | None = None) -> tuple[ReviewResults, dict]:
     """Return a finding's review results at scale, as :func:`review_results` draws it.
 
     ``full_runs`` and ``runs`` are the :class:`~mcviz.stats.measures.runs.ScoreRuns` of every
@@ -186,8 +187,10 @@ def finding_review_from_runs(full_runs: Any, runs: Any, subpopulation: Subpopula
     (21)), the reliability diagrams the finding's bins beside the full population's; its own
     calibration, the curves along its variable and the LCS are those of ``rows`` (the review
     of its rows read into memory, exact) when given, else from ``runs``
-    (:func:`review_from_runs`, no curves). The dict says how exact (:func:`review_from_runs`'s
-    for its own charts from runs, and ``deviation_exact``: runs of distinct scores).
+    (:func:`review_from_runs`, no curves). ``comparison``: every row's sums between the
+    finding's distinct scores (:func:`~mcviz.stats.deviation.deviation_from_runs`). The dict
+    says how exact (:func:`review_from_runs`'s for its own charts from runs, and
+    ``deviation_exact``: the finding's runs are its distinct scores).
     """
     from dataclasses import replace
 
@@ -210,7 +213,8 @@ def finding_review_from_runs(full_runs: Any, runs: Any, subpopulation: Subpopula
                           subpopulation_description=description)
     return ReviewResults(
         subpopulation=subpopulation,
-        cumulative=deviation_from_runs(full_runs, runs, description=description),
+        cumulative=deviation_from_runs(full_runs, runs, description=description,
+                                       comparison=comparison),
         own=rows.cumulative, reliability=reliability, variable=rows.variable,
         curves=rows.curves, curves_note=rows.curves_note, lcs=rows.lcs,
         lcs_note=rows.lcs_note), about

@@ -68,7 +68,8 @@ from mcviz.io import (
 )
 from mcviz.stats.cumulative import path_statistics
 
-__all__ = ["DeviationResult", "deviation_from_runs", "subpopulation_deviation"]
+__all__ = ["DeviationResult", "deviation_edges", "deviation_from_runs",
+           "subpopulation_deviation"]
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DeviationResult:
@@ -232,8 +233,8 @@ def subpopulation_deviation(
         void=pred.weights_depend_on_label)
 
 
-def deviation_from_runs(full: Any, sub: Any, *, description: str | None = None
-                        ) -> DeviationResult:
+def deviation_from_runs(full: Any, sub: Any, *, description: str | None = None,
+                        comparison: tuple | None = None) -> DeviationResult:
     r"""Return the deviation of a subpopulation from the full population, from sums per run.
 
     ``full`` and ``sub`` are :class:`~mcviz.stats.measures.runs.ScoreRuns` of binary rows (an
@@ -259,7 +260,15 @@ def deviation_from_runs(full: Any, sub: Any, *, description: str | None = None
     U-shaped scores, weighted or not; ``tests/engines/test_deviation_runs_engines.py``),
     :math:`D` and :math:`\sigma` each came out 16-25% larger than the rows', their ratio
     :math:`D/\sigma` within 0.7 of the rows' 22-27.
+
+    ``comparison`` (with ``sub`` per distinct score and ``full`` in fine bins): the rows,
+    :math:`\sum W` and :math:`\sum W R` of every row in each bin of eq. (7), counted by the
+    engine at :func:`deviation_edges` of the subpopulation's scores
+    (:func:`mcviz.engines.calibration.comparison_sums_table`): the bins are then the rows'
+    own, and the result the in-memory one again (to 1e-9).
     """
+    if comparison is not None:
+        return _with_comparison(full, sub, comparison, description)
     if (full.bins is None) != (sub.bins is None) or full.bins != sub.bins:
         raise ValidationError("the subpopulation's runs and the full population's must be "
                               "grouped alike (both per distinct score, or the same fine bins).")
@@ -278,6 +287,31 @@ def deviation_from_runs(full: Any, sub: Any, *, description: str | None = None
     count = np.asarray(full.count, dtype=np.int64)
     full_count = np.add.reduceat(count, bounds[:-1])
     full_mean = _bin_sums(full.positive, bounds) / _bin_sums(full.weight, bounds)  # eq. (26)
+    return _from_sums(sub, full_count, full_mean, distinct, bin_edges, int(count.sum()),
+                      description)
+
+
+def _with_comparison(full: Any, sub: Any, comparison: tuple,
+                     description: str | None) -> DeviationResult:
+    """Return :func:`deviation_from_runs` with every row's sums per bin counted apart."""
+    if sub.bins is not None:
+        raise ValidationError("the comparison's bins are those of the subpopulation's distinct "
+                              "scores: give its runs per distinct score.")
+    where = np.asarray(sub.score, dtype=float)
+    if where.size == 0:
+        raise ValidationError("subpopulation_deviation needs a subpopulation with rows.")
+    _, distinct, bin_edges, _ = _bins(where, where)
+    full_count, full_weight, full_positive = (np.asarray(v) for v in comparison)
+    if full_count.size != distinct.size or not (full_count > 0).all():
+        raise ValidationError("the comparison must count rows in every bin of eq. (7).")
+    return _from_sums(sub, full_count.astype(np.int64),
+                      full_positive.astype(float) / full_weight.astype(float),  # eq. (26)
+                      distinct, bin_edges, int(np.asarray(full.count).sum()), description)
+
+
+def _from_sums(sub: Any, full_count: np.ndarray, full_mean: np.ndarray, distinct: np.ndarray,
+               bin_edges: np.ndarray, n_full: int, description: str | None) -> DeviationResult:
+    """Return the deviation from the subpopulation's runs and the full population's bins."""
     weight, rows = np.asarray(sub.weight, dtype=float), np.asarray(sub.count, dtype=np.int64)
     weight_total = float(weight.sum())
     sigma = float(sigma_from_variance(np.sum(np.asarray(sub.square_weight, dtype=float)
@@ -290,7 +324,7 @@ def deviation_from_runs(full: Any, sub: Any, *, description: str | None = None
         np.cumsum(np.asarray(sub.positive, dtype=float)), np.cumsum(weight * full_mean),
         weight_total=weight_total, sigma=sigma, x=x, fraction=fraction, distinct=distinct,
         bin_edges=bin_edges, full=(full_count, full_mean, full_mean * (1.0 - full_mean)),
-        n=int(rows.sum()), n_full=int(count.sum()), weighted=bool(sub.weighted),
+        n=int(rows.sum()), n_full=n_full, weighted=bool(sub.weighted),
         method=SigmaMethod.BERNOULLI.value, description=description, void=False)
 
 
@@ -328,6 +362,21 @@ def _assembled(sub_sum: np.ndarray, full_sum: np.ndarray, *, weight_total: float
     )
 
 
+def deviation_edges(distinct: np.ndarray) -> np.ndarray:
+    r"""Return the inner edges :math:`B_1, \dots, B_{q-1}` of eq. (7) between ascending scores.
+
+    The midpoints between consecutive distinct subpopulation scores, guarded so that every
+    score lies in its own right-closed bin (:math:`B_{k-1} < S_k \le B_k`; a midpoint that
+    rounds up to the next score is moved down to the score before).
+
+    >>> deviation_edges(np.array([0.1, 0.2, 0.4])).round(6).tolist()
+    [0.15, 0.3]
+    """
+    distinct = np.asarray(distinct, dtype=float)
+    middle = 0.5 * (distinct[:-1] + distinct[1:])
+    return np.where(middle >= distinct[1:], distinct[:-1], middle)
+
+
 def _bins(score: np.ndarray, sub_score: np.ndarray) -> tuple[np.ndarray, ...]:
     """Return the subpopulation's run ends, distinct scores, bin edges and full-row bounds.
 
@@ -338,8 +387,7 @@ def _bins(score: np.ndarray, sub_score: np.ndarray) -> tuple[np.ndarray, ...]:
     """
     ends = np.flatnonzero(run_ends(sub_score))
     distinct = sub_score[ends]
-    middle = 0.5 * (distinct[:-1] + distinct[1:])
-    middle = np.where(middle >= distinct[1:], distinct[:-1], middle)
+    middle = deviation_edges(distinct)
     bin_edges = np.concatenate(([-np.inf], middle, [np.inf]))
     bounds = np.concatenate(([0], np.searchsorted(score, middle, side="right"), [score.size]))
     return ends, distinct, bin_edges, bounds

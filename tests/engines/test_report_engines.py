@@ -172,9 +172,9 @@ def test_a_deck_at_scale_draws_every_row(planted_file, tmp_path):
     assert report["deck"] == [str(out)]
     assert report["slides"] > 5
     assert "drawn by duckdb exactly, from the rows summed per distinct score" in report["notice"]
-    assert ("each finding's deviation from the full population (of 1 of 1 findings) from "
-            "every row exactly, from the rows summed per distinct score, its other charts from "
-            "its own rows read by duckdb for 1 of them") in report["notice"]
+    assert ("the deviation from the full population of 1 of 1 findings from every row: 1 "
+            "exactly, from the rows summed per distinct score; their other charts from their "
+            "own rows, read by duckdb, for 1 of them.") in report["notice"]
     drawn = _chart_numbers(out)
     frame = pd.read_parquet(planted_file)
     pred = load_predictions(frame, score="score", label="label", weight="w")
@@ -234,6 +234,19 @@ def test_a_deck_at_scale_from_fine_score_bins_states_its_bounds(planted_file, tm
     at = np.searchsorted(rows.x, np.asarray(x) - 1e-12)
     np.testing.assert_allclose(rows.x[at], x, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(rows.path[at], y, rtol=1e-9, atol=1e-12)
+    # the finding (fewer distinct scores than the limit): its deviation exact, every row
+    # summed between its scores
+    from mcviz.present.slide_charts import cumulative_chart
+    from mcviz.stats.deviation import subpopulation_deviation
+    from mcviz.subpopulations.filters import filter_subpopulation
+
+    assert ("1 exactly, from its rows summed per distinct score and every row summed between "
+            "them") in report["notice"]
+    everyone = load_predictions(frame, score="score", label="label", weight="w",
+                                covariates=["region"])
+    sub = filter_subpopulation(everyone, "region == r7")
+    want = cumulative_chart(subpopulation_deviation(everyone, sub.index), deviation=True)
+    _same_series(_chart_numbers(out)[("Finding 1", want.title)], want)
 
 
 def test_a_deck_at_scale_draws_the_levels_of_a_nominal_variable(planted_file, tmp_path):
@@ -275,7 +288,7 @@ def test_a_finding_larger_than_the_sample_is_drawn_when_memory_holds_it(planted_
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
                   "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
-    assert "its other charts from its own rows read by duckdb for 1 of them" in report["notice"]
+    assert "their own rows, read by duckdb, for 1 of them" in report["notice"]
     assert "Error and predicted error along age" in [
         t for (w, t) in _chart_numbers(out) if w == "Finding 1"]
 
@@ -304,8 +317,8 @@ def test_a_finding_too_large_to_hold_is_drawn_from_its_runs(planted_file, tmp_pa
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
                   "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
-    assert "(of 1 of 1 findings)" in report["notice"]
-    assert "its other charts from its own rows read by duckdb for 0 of them" in report["notice"]
+    assert "the full population of 1 of 1 findings" in report["notice"]
+    assert "their own rows, read by duckdb, for 0 of them" in report["notice"]
     said = " ".join(_slide_texts(out))
     frame = pd.read_parquet(planted_file)
     rows = int((frame["region"] == "r7").sum()) + 1_000_000
