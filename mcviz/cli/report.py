@@ -419,14 +419,15 @@ def _deviation_words(runs, exact: bool) -> str:
 
 
 def _finding_note(full_runs, exact: bool, rows: int, why: str | None) -> str:
-    """Return what a finding's charts at scale are drawn from (said on its slide)."""
-    said = (f"Its deviation from the full population is drawn from every row "
-            f"{_deviation_words(full_runs, exact)}; ")
+    """Return what a finding's charts at scale are drawn from (said on its slide, briefly)."""
+    said = ("Its deviation from the full population: from every row, exactly. " if exact else
+            f"Its deviation from the full population: from every row in {full_runs.bins:,} "
+            f"fine score bins (scores moved by at most {0.5 / full_runs.bins:.2g}; D and σ "
+            "may differ from its rows'). ")
     if why is None:
-        return said + f"its other charts from its {rows:,} rows."
-    return said + (f"its curves are not drawn ({why}); its own calibration and local "
-                   "calibration from its rows summed per "
-                   + ("distinct score." if exact else "fine score bin."))
+        return said + f"Its other charts: from its {rows:,} rows."
+    return said + (f"No curves: {why}. Its own calibration and local calibration: from its "
+                   "rows summed per " + ("distinct score." if exact else "fine score bin."))
 
 
 def _findings_drawn(args, at_scale, subs: dict, readable: set, bins: tuple[int, ...],

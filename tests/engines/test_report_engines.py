@@ -203,8 +203,8 @@ def test_a_deck_at_scale_draws_every_row(planted_file, tmp_path):
                 np.testing.assert_allclose(values, series.y, rtol=1e-9, atol=1e-12)
     said = " ".join(_slide_texts(out))
     rows = int((frame["region"] == "r7").sum())
-    assert ("Its deviation from the full population is drawn from every row exactly, from the "
-            f"rows summed per distinct score; its other charts from its {rows:,} rows.") in said
+    assert ("Its deviation from the full population: from every row, exactly. Its other "
+            f"charts: from its {rows:,} rows.") in said
 
 
 def test_a_deck_at_scale_from_fine_score_bins_states_its_bounds(planted_file, tmp_path,
@@ -322,8 +322,9 @@ def test_a_finding_too_large_to_hold_is_drawn_from_its_runs(planted_file, tmp_pa
     said = " ".join(_slide_texts(out))
     frame = pd.read_parquet(planted_file)
     rows = int((frame["region"] == "r7").sum()) + 1_000_000
-    assert (f"its curves are not drawn (its {rows:,} rows are more than the 1,000,000 this "
-            "run may hold in memory at once)") in said
+    assert (f"No curves: its {rows:,} rows are more than the 1,000,000 this run may hold in "
+            "memory at once. Its own calibration and local calibration: from its rows summed "
+            "per distinct score.") in said
     drawn = _chart_numbers(out)
     everyone = load_predictions(frame, score="score", label="label", weight="w",
                                 covariates=["region"])
