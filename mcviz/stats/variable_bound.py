@@ -206,16 +206,18 @@ def _taylor_sizes(coef: np.ndarray, low: np.ndarray, high: np.ndarray
     return size, rise
 
 
-def _cells(part: dict, limit: int) -> dict:
-    """The window's bins, or runs of neighbouring bins when more than ``limit`` (sums added)."""
-    size = part["lo"].size
+def _cells(bins: dict, first: int, last: int, limit: int) -> dict:
+    """Bins ``first:last``, or that many runs of neighbouring bins when more than ``limit``
+    (their sums from the prefix sums ``bins["cum_*"]``)."""
+    size = last - first
     if size <= limit:
-        return part
-    starts = np.linspace(0, size, limit + 1).astype(np.int64)[:-1]
-    ends = np.append(starts[1:], size) - 1
-    out = {"lo": part["lo"][starts], "hi": part["hi"][ends]}
+        return {name: bins[name][..., first:last] for name in ("lo", "hi", "w", "w_move", "y",
+                                                                "y_move")}
+    starts = first + np.linspace(0, size, limit + 1).astype(np.int64)
+    out = {"lo": bins["lo"][starts[:-1]], "hi": bins["hi"][starts[1:] - 1]}
     for name in ("w", "w_move", "y", "y_move"):
-        out[name] = np.add.reduceat(part[name], starts, axis=-1)
+        cum = bins[f"cum_{name}"]
+        out[name] = cum[..., starts[1:]] - cum[..., starts[:-1]]
     return out
 
 
@@ -248,20 +250,30 @@ def _point_bound(v: float, h: float, delta: float, degree: int, bins: dict) -> n
     inf = np.full(count, np.inf)
     if low_h <= 0:
         return inf
-    lo, hi = bins["lo"], bins["hi"]
-    if np.count_nonzero((lo > v - low_h) & (hi < v + low_h)) < degree + 1:
+    lo, hi, c = bins["lo"], bins["hi"], bins["c"]
+    inside = (np.searchsorted(hi, v + low_h, side="left")
+              - np.searchsorted(lo, v - low_h, side="right"))  # bins wholly inside
+    if inside < degree + 1:
         return inf
-    part = slice(int(np.searchsorted(hi, v - h - delta, side="right")),
-                 int(np.searchsorted(lo, v + h + delta, side="left")))
-    window = {name: values[..., part] for name, values in bins.items()}
-    z_moved = (window["c"] - v) / h
-    kernel = _tricube(z_moved)
-    design = np.vander(z_moved, degree + 1, increasing=True)
+    first = int(np.searchsorted(hi, v - h - delta, side="right"))
+    last = int(np.searchsorted(lo, v + h + delta, side="left"))
+    near = slice(int(np.searchsorted(c, v - h, side="right")),
+                 int(np.searchsorted(c, v + h, side="left")))  # the moved rows' window
+    z_moved = (c[near] - v) / h
+    kernel = 1.0 - np.abs(z_moved) ** 3
+    kernel = kernel * kernel * kernel
+    powers = np.empty((2 * degree + 1, z_moved.size))
+    powers[0] = kernel
+    for j in range(1, 2 * degree + 1):
+        np.multiply(powers[j - 1], z_moved, out=powers[j])  # K z^j
+    moments = np.einsum("ji,i->j", powers, bins["w"][near])  # (einsum: no threaded BLAS)
+    index = np.add.outer(np.arange(degree + 1), np.arange(degree + 1))
     try:
-        inverse = np.linalg.inv(design.T @ ((kernel * window["w"])[:, None] * design))
+        inverse = np.linalg.inv(moments[index])
     except np.linalg.LinAlgError:
         return inf
-    beta = inverse @ (design.T @ (kernel * window["y_signed"]).T)  # (d + 1, responses)
+    ratio = np.einsum("ri,ji->jr", bins["y_signed"][:, near], powers[: degree + 1])
+    beta = inverse @ ratio  # (d + 1, responses): sum (W y) K z^j per bin
     rows = degree + 1
     multipliers = [np.eye(rows)[j] for j in range(rows)] + [beta[:, r] for r in range(count)]
     coef = np.zeros((rows + rows * len(multipliers), 2 * degree + 1))
@@ -269,7 +281,8 @@ def _point_bound(v: float, h: float, delta: float, degree: int, bins: dict) -> n
     for k in range(rows):  # q_k z^j (j = 0..d), then q_k P'_r (r = each response)
         for m, other in enumerate(multipliers):
             coef[rows + k * len(multipliers) + m] = np.convolve(inverse[k], other)
-    by_weight, by_response = _spreads(coef, _cells(window, CELLS), v, h, low_h, delta)
+    by_weight, by_response = _spreads(coef, _cells(bins, first, last, CELLS), v, h, low_h,
+                                      delta)
     by_weight = by_weight[rows:].reshape(rows, len(multipliers))
     mixing = by_weight[:, :rows]
     if not np.max(np.abs(np.linalg.eigvals(mixing))) < 1.0:
@@ -317,6 +330,10 @@ def fine_bin_bound(fits, sums: dict, *, degree: int, thin: np.ndarray, sigma: fl
         bins = {"lo": lo[rest], "hi": hi[rest], "c": c[rest], "w": w[rest],
                 "w_move": w[rest] * move, "y": absolute, "y_move": absolute * move,
                 "y_signed": np.stack((we, wp, we - wp))[:, rest]}
+        for name in ("w", "w_move", "y", "y_move"):  # prefix sums: runs of bins (_cells)
+            values = bins[name]
+            bins[f"cum_{name}"] = np.concatenate(
+                (np.zeros((*values.shape[:-1], 1)), np.cumsum(values, axis=-1)), axis=-1)
         regular = ~fits.spike & ~fits.degenerate & (fits.radius > 0) & (fits.degree == degree)
         for g in np.flatnonzero(regular):
             bounds[:, g] = _point_bound(float(fits.at[g]), float(fits.radius[g]), delta, degree,

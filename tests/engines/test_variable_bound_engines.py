@@ -4,11 +4,13 @@ then ``variable_calibration_from_sums``, against the curves of the original rows
 the same grid points and span (``spiked_fits``, the fits ``variable_calibration`` draws) and
 ``variable_calibration`` itself (VECE, D/sigma along V).
 
-Measured here (20,000 weighted rows, 5% missing; measured error / bound over the supported
-points, largest): smooth (1,430 bins) 0.007, step (2,000 bins, span 0.3) 0.023, heavy ties
-(489 bins of 2-decimal values) 0.014, skewed (log-normal, 942 bins) 0.015; rows placed in each
-bin at the edge that moves the fit most (200 bins) 0.28. The bound is a worst case over where
-the rows sit within their bins; real rows' moves mostly cancel.
+Measured here (20,000 weighted rows, 5% missing; over the supported points, the largest bound
+and the largest measured distance / bound of the three curves): smooth (1,443 bins) 0.7
+percentage points, 0.006; step (2,000 bins, span 0.3) 1.1 points, 0.020; heavy ties (494 bins
+of 2-decimal values) 1.4 points, 0.020; skewed (log-normal, 992 bins) 3.9 points, 0.006; rows
+placed in each bin at the edge that moves the fit most (200 bins): 0.28. VECE measured 2% to
+8% of its bound, D/sigma 0.5% to 5%. The bound is a worst case over where the rows sit within
+their bins; real rows' moves mostly cancel (``benchmarks/bench_variable_bound.py``).
 """
 
 from __future__ import annotations
