@@ -16,7 +16,8 @@ Prints ``{"n", "verdict": [sentences], "next_step": sentence, "details": [lines]
 the table the deck is drawn from every row: the full population's charts from the engine's sums
 per distinct score (the in-memory charts; above 2^20 distinct scores from fine score bins, within
 the bounds the notice states), the curves along the report's variable from its sums per level or
-per distinct value (above 2^20 values per fine bin, as the notice says), each confirmed
+per distinct value (above 2^20 values per fine bin, the notice, ``curves_within`` and the slide
+stating how far each point can be from the curve from every row), each confirmed
 finding's from its own rows read with its
 ``WHERE`` when they fit in memory (else its slide says why it has none).
 ``unions``: the confirmed findings of one direction the
@@ -192,7 +193,9 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     findings are ``mcviz search --engine``'s, confirmed on every row not searched. JSON: the
     in-memory keys plus ``calibration``, ``engine``,
     ``held_out`` and ``notice`` (what was measured where). With ``--deck`` the deck is drawn
-    as :func:`_deck_at_scale` says (the notice says how).
+    as :func:`_deck_at_scale` says (the notice says how); ``curves_within`` then holds the
+    bound of the curves along the numeric variable when they come from fine bins
+    (:meth:`~mcviz.stats.variable_bound.FineBinBound.record`).
     """
     from mcviz.cli.search import search_at_scale
     from mcviz.engines.calibration import population_calibration
@@ -217,10 +220,10 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     verdict = review_verdict(calibration, total=calibration.n, search=search, rates=rates,
                              binary=binary)
     sample = at_scale.result
-    slides, written, drawn = 0, [], ""
+    slides, written, drawn, within = 0, [], "", None
     if args.deck:
-        slides, written, drawn = _deck_at_scale(args, at_scale, search, verdict,
-                                                calibration.n)
+        slides, written, drawn, within = _deck_at_scale(args, at_scale, search, verdict,
+                                                        calibration.n)
     return {**_verdict_json(calibration.n, verdict, search, binary), "slides": slides,
             "deck": written,
             "calibration": {"kuiper": calibration.kuiper, "sigma": calibration.sigma,
@@ -229,12 +232,14 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
             "notice": (f"measured by {args.engine} on all {calibration.n:,} rows; the search "
                        f"looked at {sample.n_search:,} rows of a random sample of {sample.n:,} "
                        f"and its findings are confirmed on the {n_held:,} rows it did not look "
-                       "at. No score band of the largest gap is given at scale." + drawn)}
+                       "at. No score band of the largest gap is given at scale." + drawn),
+            **({} if within is None else {"curves_within": within})}
 
 
 def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
-                   n: int) -> tuple[int, list[str], str]:
-    """Write the decks from every row at scale; return the slides, paths and the notice's words.
+                   n: int) -> tuple[int, list[str], str, dict | None]:
+    """Write the decks from every row at scale; return the slides, paths, the notice's words
+    and the bound of the curves along the variable when drawn from fine bins (JSON).
 
     The full population's charts come from one ``GROUP BY`` of the score
     (:func:`~mcviz.engines.calibration.score_runs_table`, then
@@ -308,6 +313,7 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
            f"{about['lcs_fit_within']:.2g})")
     if curves is not None and along is not None:  # a numeric variable's curves: how exactly
         how += f"; the curves along {variable} {along}"
+    within = getattr(curves, "within", None)
     return len(slides), written, (
         f" The deck's full-population charts were drawn by {args.engine} {how}; the "
         f"deviation from the full population of {len(charts)} of {len(subs)} findings from "
@@ -315,7 +321,7 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
         + ("" if len(exact) == len(charts) else
            f", {len(charts) - len(exact)} {_deviation_words(full_runs, False)}")
         + f"; their other charts from their own rows, read by {args.engine}, for {len(read)}"
-        " of them.")
+        " of them."), None if within is None else within.record()
 
 
 def _rows_where(table, sub) -> int:
@@ -400,9 +406,10 @@ def _numeric_curves(table, columns, pred, variable: str | None) -> tuple:
     if width is None:
         return curves, ("exactly, from the rows summed per distinct value (the span "
                         "cross-validated on every row)")
+    said = "no bound on the difference" if curves.within is None else curves.within.words()
     return curves, (f"from the rows summed in {sums['n'].size:,} bins of {variable} "
                     f"{width:.3g} wide: the curves of the rows each moved to its bin's mean "
-                    "value, by less than that width (no bound on the difference is claimed)")
+                    f"value, by less than that width ({said})")
 
 
 def _deviation_words(runs, exact: bool) -> str:

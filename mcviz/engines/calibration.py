@@ -492,7 +492,8 @@ def value_sums_table(table, columns, variable: str, *,
     by value, and those of the rows where the value is missing (NULL or NaN). With more than
     ``limit`` distinct values (counted approximately) the groups are ``limit`` equal-width
     bins of the column's range, each at its rows' mean value (kept within their range); the
-    third item is then the bins' width (else None).
+    third item is then the bins' width (else None). ``lo`` and ``hi``: each group's smallest
+    and largest value (what :mod:`mcviz.stats.variable_bound` bounds the fine bins' curves by).
     """
     from mcviz.engines import sql
     from mcviz.stats.variable_sums import VALUE_SUMS
@@ -532,5 +533,6 @@ def value_sums_table(table, columns, variable: str, *,
     lo, hi = frame["lo"].to_numpy(dtype=float), frame["hi"].to_numpy(dtype=float)
     sums["v"] = lo if width is None else np.clip(frame["sv"].to_numpy(dtype=float) / sums["n"],
                                                  lo, hi)
+    sums["lo"], sums["hi"] = lo, hi  # each group's range: the bound of fine bins
     missing = {name: float(lost[name].sum()) for name in ("n", "w", "wr", "ws")}
     return sums, missing, width

@@ -436,6 +436,33 @@ def test_a_deck_at_scale_draws_the_curves_along_a_numeric_variable(planted_file,
     _same_series(_chart_numbers(out)[("full", want.title)], want)
 
 
+def test_a_deck_at_scale_from_fine_bins_of_a_numeric_variable_states_their_bound(
+        planted_file, tmp_path, monkeypatch):
+    """More distinct values of x1 than the engine may return (the limit set to 2,000 for its
+    8,000): the curves along x1 come from fine bins, and the notice, the JSON
+    (``curves_within``) and the curves slide's note say how far each point can be from the
+    curve from every row."""
+    pytest.importorskip("pptx")
+    import mcviz.settings as settings
+
+    monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 2_000)
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--covariates", "x1,region,occupation", "--seed",
+                  "2", "--engine", "duckdb", "--sample-rows", "3000", "--bins", "10",
+                  "--deck", str(out))
+    within = report["curves_within"]
+    assert 0 < within["rates_within"] < 1
+    assert within["bins"] <= 2_000
+    said = (f"each point of the curves is within {100 * within['rates_within']:.2g} percentage "
+            "points of the curve from every row at the same span")
+    assert "the curves along x1 from the rows summed in" in report["notice"]
+    assert said in report["notice"]
+    note = (f"dotted: too few rows; each point within {100 * within['rates_within']:.2g} "
+            "percentage points of the curve from every row")
+    texts = _slide_texts(out)
+    assert note in texts, [t for t in texts if "dotted" in t]
+
+
 def test_every_surface_counts_the_covariates_named(planted_file, tmp_path):
     """--covariates age,region,occupation (three named): the appendix says three covariates
     (the score's own bands, searched beside them, are not counted as one) in memory and at
