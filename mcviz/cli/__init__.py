@@ -286,11 +286,27 @@ def _engine_failure(error: BaseException) -> str | None:
     module = type(error).__module__ or ""
     if not module.startswith(("pyspark", "py4j")):
         return None
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = str(error)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     causes = [line for line in lines if "Error" in line.split(":")[0]]
-    cause = (causes[-1] if causes else lines[0] if lines else type(error).__name__)[:300]
-    return (f"the Spark job failed: {cause} (an executor's Python needs mcviz and its "
-            "dependencies; see the Spark logs for the rest).")
+    lost = [line.rsplit("): ", 1)[-1] for line in lines if "most recent failure" in line]
+    cause = (causes[-1] if causes else lost[-1] if lost else lines[0] if lines
+             else type(error).__name__)[:300]
+    if any(word in text for word in ("ModuleNotFoundError", "ImportError")):
+        hint = "an executor's Python needs mcviz and its dependencies"
+    elif any(word in text for word in _OUT_OF_MEMORY):
+        hint = ("Spark ran short of memory: give a larger --memory-limit (or Spark's executors "
+                "more memory)")
+    else:
+        hint = "the cause is Spark's"
+    return f"the Spark job failed: {cause} ({hint}; see the Spark logs for the rest)."
+
+
+_OUT_OF_MEMORY = ("OutOfMemoryError", "SparkOutOfMemoryError", "TaskResultLost",
+                  "Java heap space", "GC overhead limit exceeded")
+"""Words of a Spark failure that memory caused (a task's result evicted from the block manager
+before the driver fetched it, ``TaskResultLost``, was seen with ``mcviz compare --engine spark
+--memory-limit 2GB`` of 3*10^6 rows, its sample sized from the machine's budget)."""
 
 
 def _main(argv: Sequence[str] | None) -> int:

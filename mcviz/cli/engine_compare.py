@@ -32,6 +32,7 @@ from mcviz.cli.engine_options import (
     sample_roles,
     sample_share,
     spark_limit,
+    spark_room,
 )
 from mcviz.engines.base import rows_in_files
 from mcviz.engines.memory import PLAIN_WORKER
@@ -53,12 +54,66 @@ def _refuse(args: argparse.Namespace) -> None:
         raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
 
 
-def _sample_size(args, settings, names) -> int:
-    """The rows of the groups' sample: ``--sample-rows``, or what the memory budget allows."""
+SAMPLE_VALUE_BYTES = 80
+"""Bytes per value of the groups' sample (its rows times the file's columns and the two keys)
+that drawing and searching it add to this process at their peak. Measured (``mcviz compare
+--engine spark``'s draw and groups' search in one process, 9 columns and 4 covariates, 30 Nov
+2026): 552,370 rows peaked 411 MiB over the 174 MiB held before the draw (71 bytes per value),
+1,428,572 rows 808 MiB (54); the draw alone (DuckDB's hashed sample) 370 and 808 MiB, not
+bounded by DuckDB's ``memory_limit``. The search's own estimate
+(:func:`~mcviz.search.search_estimate`) said 142 and 368 MiB."""
+
+ROOM_SLACK = 32 << 20
+"""Bytes of Spark's room (:func:`~mcviz.cli.engine_options.spark_room`) left unused by the
+sample: what this process adds between sizing the sample and sizing the JVM's heap (the roles'
+10,000-row sample is read between them; the size is taken again just before the heap)."""
+
+SAMPLE_ROW_FLOOR = 800
+"""The least bytes per sample row :func:`_sample_reserve` counts (a narrow file's keys, codes
+and the search's per-row arrays)."""
+
+
+def _sample_size(args, settings, names, files) -> int:
+    """The rows of the groups' sample: ``--sample-rows``, or what the memory budget allows.
+
+    The budget is the default one without ``--memory-limit``. With it, half the limit, as
+    ``mcviz search --engine`` gives its sample (the engine's passes need the rest), in rows
+    of :func:`_row_bytes` each; on Spark in local mode also no more than what the JVM and its
+    Python workers leave at their least (:func:`~mcviz.cli.engine_options.spark_room`): the
+    JVM runs while the sample is drawn and searched (it checked every row first), and its heap
+    is sized with the sample's bytes reserved (:func:`_sample_reserve`).
+    """
     from mcviz.search.at_scale import sample_rows
 
-    return args.sample_rows or sample_rows(max(len(names or ()) or 8, 1),
-                                           holdout=settings.holdout, max_conditions=3)
+    if args.sample_rows:
+        return args.sample_rows
+    covariates = max(len(names or ()) or 8, 1)
+    rows = sample_rows(covariates, holdout=settings.holdout, max_conditions=3)
+    if args.memory_limit is None or args.engine == "numpy":
+        return rows
+    from mcviz.budget import memory_budget
+
+    budget = min(memory_budget(None), memory_budget(args.memory_limit) // 2)
+    room = spark_room(args, worker=PLAIN_WORKER)
+    if room is not None:  # (less what this process may add before the JVM's heap is sized)
+        budget = min(budget, room - ROOM_SLACK)
+    return max(min(rows, budget // _row_bytes(files)), 1_000)
+
+
+def _row_bytes(files) -> int:
+    """Bytes a sample row costs at the peak of its draw and search (:data:`SAMPLE_VALUE_BYTES`)."""
+    import pyarrow.parquet as pq
+
+    try:
+        columns = len(pq.read_schema(files[0]).names)
+    except (OSError, ValueError, TypeError, IndexError):
+        columns = 8  # the draw says what is wrong with the file
+    return max(SAMPLE_VALUE_BYTES * (columns + 2), SAMPLE_ROW_FLOOR)
+
+
+def _sample_reserve(args, rows: int, files) -> int:
+    """Bytes the groups' sample of ``rows`` rows adds while Spark's JVM runs (0 on DuckDB)."""
+    return rows * _row_bytes(files) if args.engine == "spark" else 0
 
 
 def _groups(args, settings, rows, files, spill, names, default_covariates):
@@ -170,7 +225,7 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
     files = expand_paths(args.file)
     asked = _common.split(args.covariates)
     asked = None if asked is None else [c for c in asked if c != args.score_b]
-    rows = _sample_size(args, settings, asked)
+    rows = _sample_size(args, settings, asked, files)
     with tempfile.TemporaryDirectory(prefix="mcviz-compare-", ignore_cleanup_errors=True) as spill:
         total = rows_in_files(files)
         whole = IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows
@@ -186,10 +241,11 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
         columns, _ = sample_roles(args, files, spill)
         if args.engine == "spark":
             os.environ["SPARK_LOCAL_DIRS"] = spill
+            rows = min(rows, _sample_size(args, settings, asked, files))  # what is held now
         engine = make_engine(args.engine, files, columns,  # the sample's rows stay in Python
                              memory_limit=_passes_share(args, total) if args.engine == "duckdb"
-                             else spark_limit(args, worker=PLAIN_WORKER,
-                                              what="this comparison"),
+                             else spark_limit(args, worker=PLAIN_WORKER, what="this comparison",
+                                              reserve=_sample_reserve(args, rows, files)),
                              temp_directory=spill, spark_master=args.spark_master)
         try:
             def work() -> dict:

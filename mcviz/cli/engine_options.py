@@ -108,6 +108,21 @@ def spark_limit(args: argparse.Namespace, *, worker: int = 0, what: str = "this 
                       what=what, note=note)
 
 
+def spark_room(args: argparse.Namespace, *, worker: int = 0) -> int | None:
+    """Bytes this process may add while Spark runs at its least under ``--memory-limit``.
+
+    :func:`mcviz.engines.memory.spark_room` for ``--spark-master`` (local mode by default);
+    None unless ``--engine spark`` with a limit.
+    """
+    if getattr(args, "engine", "numpy") != "spark" or args.memory_limit is None:
+        return None
+    from mcviz.cli.screen import _spark_master_default
+    from mcviz.engines import memory
+
+    master = getattr(args, "spark_master", None) or _spark_master_default()
+    return memory.spark_room(args.memory_limit, master=master, worker=worker)
+
+
 def sample_share(memory_limit: str | None) -> str | None:
     """DuckDB's share of ``--memory-limit`` while a sample is drawn (never refused here).
 

@@ -79,6 +79,7 @@ __all__ = [
     "score_runs",
     "screen_reserve",
     "spark_heap",
+    "spark_room",
     "stream_reserve",
 ]
 
@@ -482,6 +483,47 @@ def spark_heap(limit: str | None, *, master: str, worker: int = 0, reserve: int 
     """
     if limit is None:
         return None
+    total, workers = _spark_parts(limit, master=master, worker=worker, note=note)
+    resident, adds = resident_bytes(), int(reserve) + SPARK_DRIVER_RESERVE
+    held = resident + adds + workers + JVM_NON_HEAP
+    heap = total - held - SPARK_MARGIN
+    if heap < SPARK_HEAP_FLOOR:
+        raise ValidationError(
+            f"--memory-limit {limit} cannot hold {what} on Spark: this process holds "
+            f"{resident / 1e6:,.0f} MB and adds {adds / 1e6:,.0f} MB, Spark's Python workers "
+            f"{workers / 1e6:,.0f} MB, its JVM "
+            f"{JVM_NON_HEAP / 1e6:,.0f} MB beside a heap of at least "
+            f"{SPARK_HEAP_FLOOR / 1e6:,.0f} MB. Give --memory-limit "
+            f"{_round_up_mb(held + SPARK_MARGIN + SPARK_HEAP_FLOOR)}MB or more.")
+    return f"{heap >> 20}m"
+
+
+def spark_room(limit: str, *, master: str, worker: int = 0) -> int:
+    r"""Bytes this process may still add while Spark runs beside it at its least, under ``limit``.
+
+    What :func:`spark_heap` leaves above :data:`SPARK_HEAP_FLOOR` with no ``reserve``:
+    :math:`L - R - B - (w t + d) - J - m_0 - \text{floor}` (0 when negative). A command that
+    works in this process while the JVM runs (``mcviz compare --engine spark`` searches its
+    sample with the JVM started) sizes that work from it, then passes the work's bytes to
+    :func:`spark_heap` as ``reserve``: the heap is then at least the floor and the whole run
+    within the limit. Without the limit's room a ``compare --engine spark --memory-limit 2GB``
+    of 10^7 rows, its sample sized from the machine's budget (1,428,572 rows), peaked at
+    2.95 GiB (``benchmarks/bench_engines.py``, 30 Nov 2026).
+
+    Examples
+    --------
+    >>> spark_room("100GB", master="local[2]") > 90 * 2**30
+    True
+    >>> spark_room("1GB", master="local[2]", worker=PLAIN_WORKER)
+    0
+    """
+    total, workers = _spark_parts(limit, master=master, worker=worker, note=False)
+    held = resident_bytes() + SPARK_DRIVER_RESERVE + workers + JVM_NON_HEAP
+    return max(total - held - SPARK_MARGIN - SPARK_HEAP_FLOOR, 0)
+
+
+def _spark_parts(limit: str, *, master: str, worker: int, note: bool) -> tuple[int, int]:
+    """Return the limit in bytes and the bytes of Spark's Python workers in ``master``'s mode."""
     from mcviz.budget import parse_bytes
 
     try:
@@ -497,18 +539,5 @@ def spark_heap(limit: str | None, *, master: str, worker: int = 0, reserve: int 
             sys.stderr.write(f"mcviz: note: with --spark-master {master} --memory-limit bounds "
                              "the driver only (this process and its JVM); the executors' memory "
                              "is the cluster's.\n")
-        workers = 0
-    else:
-        workers = int(worker) * threads + (WORKER_DAEMON if worker else 0)
-    resident, adds = resident_bytes(), int(reserve) + SPARK_DRIVER_RESERVE
-    held = resident + adds + workers + JVM_NON_HEAP
-    heap = total - held - SPARK_MARGIN
-    if heap < SPARK_HEAP_FLOOR:
-        raise ValidationError(
-            f"--memory-limit {limit} cannot hold {what} on Spark: this process holds "
-            f"{resident / 1e6:,.0f} MB and adds {adds / 1e6:,.0f} MB, Spark's Python workers "
-            f"{workers / 1e6:,.0f} MB, its JVM "
-            f"{JVM_NON_HEAP / 1e6:,.0f} MB beside a heap of at least "
-            f"{SPARK_HEAP_FLOOR / 1e6:,.0f} MB. Give --memory-limit "
-            f"{_round_up_mb(held + SPARK_MARGIN + SPARK_HEAP_FLOOR)}MB or more.")
-    return f"{heap >> 20}m"
+        return total, 0
+    return total, int(worker) * threads + (WORKER_DAEMON if worker else 0)

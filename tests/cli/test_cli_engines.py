@@ -56,6 +56,22 @@ def test_a_failed_spark_job_is_one_line(cli, monkeypatch, tmp_path):
         "mcviz: error: the Spark job failed: ModuleNotFoundError: No module named 'mcviz' (an "
         "executor's Python needs mcviz and its dependencies; see the Spark logs for the rest)."]
 
+    def lost(args):  # (the line Spark 4.0 gave for mcviz compare under too small a heap)
+        raise PythonException(
+            "An error occurred while calling o142.getResult.\n: org.apache.spark.SparkException"
+            ": Job aborted due to stage failure: Task 0 in stage 36.0 failed 1 times, most "
+            "recent failure: Lost task 0.0 in stage 36.0 (TID 33) (192.0.2.2 executor driver): "
+            "TaskResultLost (result lost from block manager)\nDriver stacktrace:\n\tat org."
+            "apache.spark.scheduler.DAGScheduler.abortStage(DAGScheduler.scala:4568)\n")
+
+    monkeypatch.setattr(mcviz.cli.metrics, "_in_engine", lost)
+    run = cli("metrics", data, "--engine", "spark")
+    assert run.status == 1
+    assert run.err.strip().splitlines() == [
+        "mcviz: error: the Spark job failed: TaskResultLost (result lost from block manager) "
+        "(Spark ran short of memory: give a larger --memory-limit (or Spark's executors more "
+        "memory); see the Spark logs for the rest)."]
+
     def other(args):
         raise RuntimeError("not an engine's")
 
