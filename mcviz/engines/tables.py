@@ -187,12 +187,24 @@ class SparkTable(Table):
         return self.spark.sql(text, args=q.params)
 
     def frame(self, q: sql.Query, text: str) -> pd.DataFrame:
-        """Run a (small-result) statement; return its rows."""
+        """Run a statement; return its rows (as Arrow batches, then one pandas frame).
+
+        Not ``collect()``: a Python ``Row`` and a ``dict`` per row held the driver at 1,530 MiB
+        for the score runs of ``mcviz metrics --engine spark`` of 3*10^6 rows (2^20 fine bins
+        of 11 sums; the process tree at 2,591 MiB under ``--memory-limit 2GB``). The values
+        and dtypes are ``collect()``'s, and an empty result keeps its columns; timestamps,
+        which Arrow gives in the session's time zone (UTC:
+        :func:`~mcviz.engines.spark_engine.spark_session`), are given without it, as
+        ``collect()`` gave them.
+        """
         try:
-            rows = self._sql(q, text).collect()
+            frame = self._sql(q, text).toArrow().to_pandas()
         except Exception as error:  # Py4J / Spark errors: one line
             raise ValidationError(f"Spark could not run the query: {_first_line(error)}") from None
-        return pd.DataFrame([r.asDict() for r in rows])
+        for name in frame.columns:
+            if isinstance(frame[name].dtype, pd.DatetimeTZDtype):
+                frame[name] = frame[name].dt.tz_convert("UTC").dt.tz_localize(None)
+        return frame
 
     def write_parquet(self, q: sql.Query, text: str, out: str | Path) -> None:
         """Write a directory of Parquet part files (Spark's own layout) at ``out``."""
