@@ -16,7 +16,8 @@ Prints ``{"n", "verdict": [sentences], "next_step": sentence, "details": [lines]
 the table the deck is drawn from every row: the full population's charts from the engine's sums
 per distinct score (the in-memory charts; above 2^20 distinct scores from fine score bins, within
 the bounds the notice states), the curves along the report's variable from its sums per level or
-per distinct value (above 2^20 values per fine bin, as the notice says), each confirmed
+per distinct value (above 2^20 values per fine bin, the notice, ``curves_within`` and the slide
+stating how far each point can be from the curve from every row), each confirmed
 finding's from its own rows read with its
 ``WHERE`` when they fit in memory (else its slide says why it has none).
 ``unions``: the confirmed findings of one direction the
@@ -192,7 +193,9 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     findings are ``mcviz search --engine``'s, confirmed on every row not searched. JSON: the
     in-memory keys plus ``calibration``, ``engine``,
     ``held_out`` and ``notice`` (what was measured where). With ``--deck`` the deck is drawn
-    as :func:`_deck_at_scale` says (the notice says how).
+    as :func:`_deck_at_scale` says (the notice says how); ``curves_within`` then holds the
+    bound of the curves along the numeric variable when they come from fine bins
+    (:meth:`~mcviz.stats.variable_bound.FineBinBound.record`).
     """
     from mcviz.cli.search import search_at_scale
     from mcviz.engines.calibration import population_calibration
@@ -217,10 +220,10 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
     verdict = review_verdict(calibration, total=calibration.n, search=search, rates=rates,
                              binary=binary)
     sample = at_scale.result
-    slides, written, drawn = 0, [], ""
+    slides, written, drawn, within = 0, [], "", None
     if args.deck:
-        slides, written, drawn = _deck_at_scale(args, at_scale, search, verdict,
-                                                calibration.n)
+        slides, written, drawn, within = _deck_at_scale(args, at_scale, search, verdict,
+                                                        calibration.n)
     return {**_verdict_json(calibration.n, verdict, search, binary), "slides": slides,
             "deck": written,
             "calibration": {"kuiper": calibration.kuiper, "sigma": calibration.sigma,
@@ -229,12 +232,14 @@ def _at_scale(args: argparse.Namespace, rows: int, total: int | None) -> dict:
             "notice": (f"measured by {args.engine} on all {calibration.n:,} rows; the search "
                        f"looked at {sample.n_search:,} rows of a random sample of {sample.n:,} "
                        f"and its findings are confirmed on the {n_held:,} rows it did not look "
-                       "at. No score band of the largest gap is given at scale." + drawn)}
+                       "at. No score band of the largest gap is given at scale." + drawn),
+            **({} if within is None else {"curves_within": within})}
 
 
 def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
-                   n: int) -> tuple[int, list[str], str]:
-    """Write the decks from every row at scale; return the slides, paths and the notice's words.
+                   n: int) -> tuple[int, list[str], str, dict | None]:
+    """Write the decks from every row at scale; return the slides, paths, the notice's words
+    and the bound of the curves along the variable when drawn from fine bins (JSON).
 
     The full population's charts come from one ``GROUP BY`` of the score
     (:func:`~mcviz.engines.calibration.score_runs_table`, then
@@ -253,6 +258,7 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
     from mcviz.engines.memory import release_memory
     from mcviz.present.deck import DeckInfo, deck_slides, scope_charts
     from mcviz.settings import ENGINE_SCORE_RUNS
+    from mcviz.stats.measures.runs import ScoreRuns
 
     release_memory()  # what the search freed, handed back before DuckDB's share is measured
     rows = _budget_rows(args, _common.split(args.covariates))  # what memory allows at once
@@ -274,31 +280,25 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
 
     columns, parts, (curves, along), counts = on_table(
         args, count, reserve=_runs_reserve(args), what="this report's deck")
-    full, about = _full_review(parts, bins, curves, variable,
-                               along if curves is None else None)
+    full_runs = ScoreRuns(**parts)
     del parts
-    notes = {rank: (f"Its charts are not drawn: its {size:,} rows are more than the {rows:,} "
-                    "this run may hold in memory at once.")
-             for rank, size in counts.items() if size > rows}
-    drawable = {rank: sub for rank, sub in subs.items() if rank not in notes}
-    charts: dict = {}
-    if drawable:
-        reserve, refused = _finding_reserve(args, max(counts[r] for r in drawable),
+    full, about = _full_review(full_runs, bins, curves, variable,
+                               along if curves is None else None)
+    why = {rank: (f"its {size:,} rows are more than the {rows:,} this run may hold in memory "
+                  "at once") for rank, size in counts.items() if size > rows}
+    readable = {rank for rank in subs if rank not in why}
+    reserve = 0
+    if readable:
+        reserve, refused = _finding_reserve(args, max(counts[r] for r in readable),
                                             len(at_scale.pred.covariate_kinds))
         if refused:
-            notes |= dict.fromkeys(drawable, f"Its charts are not drawn: {refused}")
-        else:
-            try:
-                charts = on_table(args, lambda table, cols: _finding_charts(
-                    args, table, cols, at_scale, drawable, bins), reserve=reserve,
-                    what="drawing the findings' charts")
-            except ValidationError as error:  # the limit, measured once the engine opens
-                if not str(error).startswith("--memory-limit"):
-                    raise
-                notes |= dict.fromkeys(drawable, f"Its charts are not drawn: {error}")
-            notes |= {rank: (f"Its charts are drawn from its {counts[rank]:,} rows alone (its "
-                             "own calibration, not its deviation from the full population).")
-                      for rank in charts}
+            why |= dict.fromkeys(readable, refused.rstrip("."))
+            readable = set()
+    charts, notes, read, refused, exact = _findings_drawn(
+        args, at_scale, subs, readable, bins, full_runs, full.reliability, reserve)
+    why |= dict.fromkeys(readable - read, refused)
+    notes |= {rank: _finding_note(full_runs, rank in exact, counts[rank], why.get(rank))
+              for rank in charts}
     model = f"score {columns.score}, label {columns.label}"
     if columns.weight:
         model += f", weight {columns.weight}"
@@ -313,9 +313,15 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
            f"{about['lcs_fit_within']:.2g})")
     if curves is not None and along is not None:  # a numeric variable's curves: how exactly
         how += f"; the curves along {variable} {along}"
+    within = getattr(curves, "within", None)
     return len(slides), written, (
-        f" The deck's full-population charts were drawn by {args.engine} {how}; the charts "
-        f"of {len(charts)} of {len(subs)} findings from their own rows, read by {args.engine}.")
+        f" The deck's full-population charts were drawn by {args.engine} {how}; the "
+        f"deviation from the full population of {len(charts)} of {len(subs)} findings from "
+        f"every row: {len(exact)} {_deviation_words(full_runs, True)}"
+        + ("" if len(exact) == len(charts) else
+           f", {len(charts) - len(exact)} {_deviation_words(full_runs, False)}")
+        + f"; their other charts from their own rows, read by {args.engine}, for {len(read)}"
+        " of them."), None if within is None else within.record()
 
 
 def _rows_where(table, sub) -> int:
@@ -350,17 +356,16 @@ def _finding_reserve(args: argparse.Namespace, rows: int, covariates: int
     return reserve, ""
 
 
-def _full_review(parts: dict, bins: tuple[int, ...], curves, variable: str | None,
+def _full_review(runs, bins: tuple[int, ...], curves, variable: str | None,
                  why: str | None = None):
     """Return the full population's review results from the engine's runs (and how exact)."""
     from mcviz.present.review import review_from_runs
-    from mcviz.stats.measures.runs import ScoreRuns
 
     note = None
     if curves is None:
         note = ("No covariates in the mapping." if variable is None else
                 why or f"The curves along {variable} are not drawn at scale.")
-    return review_from_runs(ScoreRuns(**parts), bins=bins, curves=curves, curves_note=note)
+    return review_from_runs(runs, bins=bins, curves=curves, curves_note=note)
 
 
 def _level_curves(table, columns, pred, variable: str | None):
@@ -401,16 +406,90 @@ def _numeric_curves(table, columns, pred, variable: str | None) -> tuple:
     if width is None:
         return curves, ("exactly, from the rows summed per distinct value (the span "
                         "cross-validated on every row)")
+    said = "no bound on the difference" if curves.within is None else curves.within.words()
     return curves, (f"from the rows summed in {sums['n'].size:,} bins of {variable} "
                     f"{width:.3g} wide: the curves of the rows each moved to its bin's mean "
-                    "value, by less than that width (no bound on the difference is claimed)")
+                    f"value, by less than that width ({said})")
 
 
-def _finding_charts(args, table, columns, at_scale, subs: dict, bins: tuple[int, ...]) -> dict:
-    """Each finding's charts from its rows, read with its ``WHERE`` one finding at a time."""
+def _deviation_words(runs, exact: bool) -> str:
+    """Return how exactly a finding's deviation from the full population is drawn."""
+    if runs.bins is None:
+        return "exactly, from the rows summed per distinct score"
+    if exact:
+        return ("exactly, from its rows summed per distinct score and every row summed "
+                "between them")
+    return (f"from the rows summed in {runs.bins:,} fine score bins, every score moved to its "
+            f"bin's centre (by at most {0.5 / runs.bins:.2g}; the full population's average is "
+            "then taken over whole fine bins: D and sigma may differ from the rows', D/sigma "
+            "less)")
+
+
+def _finding_note(full_runs, exact: bool, rows: int, why: str | None) -> str:
+    """Return what a finding's charts at scale are drawn from (said on its slide, briefly)."""
+    said = ("Its deviation from the full population: from every row, exactly. " if exact else
+            f"Its deviation from the full population: from every row in {full_runs.bins:,} "
+            f"fine score bins (scores moved by at most {0.5 / full_runs.bins:.2g}; D and σ "
+            "may differ from its rows'). ")
+    if why is None:
+        return said + f"Its other charts: from its {rows:,} rows."
+    return said + (f"No curves: {why}. Its own calibration and local calibration: from its "
+                   "rows summed per " + ("distinct score." if exact else "fine score bin."))
+
+
+def _findings_drawn(args, at_scale, subs: dict, readable: set, bins: tuple[int, ...],
+                    full_runs, full_reliability, reserve: int
+                    ) -> tuple[dict, dict, set, str, set]:
+    """Return the findings' charts, notes, the findings whose rows were read, and why not.
+
+    Charts: rank -> charts; notes: rank -> why a finding has none; why not: why the findings
+    of ``readable`` left out of those read were not read (a ``--memory-limit`` too small);
+    last, the findings whose deviation is exact (:func:`_finding_charts`).
+
+    The finding's runs (its ``WHERE``) beside the full population's give its deviation and
+    reliability; the findings in ``readable`` are also read row by row (``reserve`` bytes
+    beside the engine) for their other charts. A limit too small for that is tried again
+    without reading rows; too small for the runs, every finding's slide says why.
+    """
+    from mcviz.cli.engine_options import on_table
+    from mcviz.cli.metrics import _runs_reserve
+
+    runs_reserve = 2 * _runs_reserve(args)  # the full population's runs held, a finding's
+    refused = ""
+    for rows in ((readable, set()) if readable else (set(),)):
+        try:
+            charts, exact = on_table(args, lambda table, cols, rows=rows: _finding_charts(
+                args, table, cols, at_scale, subs, rows, bins, full_runs, full_reliability),
+                reserve=runs_reserve + (reserve if rows else 0),
+                what="drawing the findings' charts")
+            return charts, {}, set(rows), refused, exact
+        except ValidationError as error:  # the limit, measured once the engine opens
+            if not str(error).startswith("--memory-limit"):
+                raise
+            refused = str(error).rstrip(".")
+    return ({}, dict.fromkeys(subs, f"Its charts are not drawn: {refused}."), set(), refused,
+            set())
+
+
+def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
+                    bins: tuple[int, ...], full_runs, full_reliability) -> tuple[dict, set]:
+    """Return each finding's charts as in memory (one finding at a time), and the exact ones.
+
+    Its runs by a ``GROUP BY`` of the score with its ``WHERE`` (grouped as the full
+    population's; with DuckDB per distinct score whenever the finding has few enough, every
+    row then summed between them by
+    :func:`~mcviz.engines.calibration.comparison_sums_table`: its deviation exact), then
+    :func:`mcviz.present.review.finding_review_from_runs`; a finding in ``readable`` is also
+    read with its ``WHERE`` and reviewed as a population of its own for its own calibration,
+    curves and LCS.
+    """
+    from mcviz.engines.calibration import comparison_sums_table, score_runs_table
+    from mcviz.stats.deviation import deviation_edges
     from mcviz.present.deck import finding_variable
-    from mcviz.present.review import review_results
+    from mcviz.present.review import finding_review_from_runs, review_results
     from mcviz.present.slide_charts import review_charts
+    from mcviz.settings import ENGINE_SCORE_RUNS
+    from mcviz.stats.measures.runs import ScoreRuns
     from mcviz.subpopulations.sql import predicate_sql
 
     covariates = list(at_scale.pred.covariate_kinds)
@@ -418,18 +497,32 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, bins: tuple[int,
              *covariates]
     mapped = argparse.Namespace(**{**vars(args), "score": columns.score, "label": columns.label,
                                    "weight": columns.weight or ""})
-    charts = {}
+    charts, exact = {}, set()
+    binned = full_runs.bins is not None
     for rank, sub in subs.items():
-        q = table.query()
-        where = predicate_sql(tuple(sub.conditions), table.kinds, q)
-        listed = ", ".join(q.dialect.ident(name) for name in dict.fromkeys(names))
-        frame = table.frame(q, f"SELECT {listed} FROM {table.source} WHERE {where}")
-        pred = _common.load_file(mapped, source=frame, covariates=covariates)
-        del frame
-        results = review_results(pred, None, bins=bins, variable=finding_variable(
-            sub, covariates, next(iter(covariates), None)))
-        charts[rank] = review_charts(results, population="the finding's rows")
-    return charts
+        runs = ScoreRuns(**score_runs_table(
+            table, columns, limit=ENGINE_SCORE_RUNS, conditions=tuple(sub.conditions),
+            binned=None if binned and table.dialect.name == "duckdb" else binned))
+        comparison = None
+        if binned and runs.bins is None:  # every row summed between its distinct scores
+            comparison = comparison_sums_table(table, columns, deviation_edges(runs.score))
+        if runs.bins is None:
+            exact.add(rank)
+        rows = None
+        if rank in readable:
+            q = table.query()
+            where = predicate_sql(tuple(sub.conditions), table.kinds, q)
+            listed = ", ".join(q.dialect.ident(name) for name in dict.fromkeys(names))
+            frame = table.frame(q, f"SELECT {listed} FROM {table.source} WHERE {where}")
+            pred = _common.load_file(mapped, source=frame, covariates=covariates)
+            del frame
+            rows = review_results(pred, None, bins=bins, variable=finding_variable(
+                sub, covariates, next(iter(covariates), None)))
+        results, _ = finding_review_from_runs(full_runs, runs, sub, bins=bins, rows=rows,
+                                              full_reliability=full_reliability,
+                                              comparison=comparison)
+        charts[rank] = review_charts(results)
+    return charts, exact
 
 
 def _number(value: float) -> float | None:

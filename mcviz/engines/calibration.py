@@ -36,7 +36,8 @@ from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import sigma_from_variance
 
 __all__ = ["KEY", "STEP", "VARIANCE", "PathAccumulator", "PopulationCalibration", "RunSums",
-           "calibration_block", "level_sums_table", "population_calibration", "score_runs_table",
+           "calibration_block", "comparison_sums_table", "level_sums_table",
+           "population_calibration", "score_runs_table",
            "spark_calibration_block", "spark_ordered_path"]
 
 
@@ -310,7 +311,8 @@ class RunSums:
                 "bins": None if self.per_coarse is None else 10 * self.per_coarse}
 
 
-def score_runs_table(table, columns, *, limit: int) -> dict:
+def score_runs_table(table, columns, *, limit: int, conditions: tuple = (),
+                     binned: bool | None = None) -> dict:
     r"""Return the rows' sums per distinct score, or per fine score bin (one aggregate pass).
 
     ``table`` is a :class:`mcviz.engines.tables.Table` (rows checked first, as the screening
@@ -318,26 +320,36 @@ def score_runs_table(table, columns, *, limit: int) -> dict:
     a few per cent more may come back) each run is one distinct score; otherwise the runs are
     about ``limit`` equal-width bins nested in the ECE's 10 (:mod:`mcviz.stats.measures.runs`;
     a multiple of 10 per ECE bin), each at its weighted mean score (kept within its rows'
-    range). Returns the keyword arguments of
+    range) and with its bin's number (``bin_index``: bin :math:`k` holds the scores in
+    :math:`(k h, (k + 1) h]`, the first also 0). Returns the keyword arguments of
     :class:`~mcviz.stats.measures.runs.ScoreRuns` (arrays ascending by score).
+
+    ``conditions`` (a subpopulation's, as SQL: :func:`~mcviz.subpopulations.sql.predicate_sql`)
+    sum only its rows (their distinct scores counted, the table's rows checked once before);
+    ``binned`` given (the full population's choice) groups by distinct scores or by the same
+    fine bins without counting.
     """
     from mcviz.engines import sql
 
-    q = table.query()
-    overview = table.frame(q, sql.overview_sql(columns, table.kinds, q, table.source)).iloc[0]
-    sql.read_overview(overview, columns, table.kinds, drop_invalid=False)
-    q = table.query()
-    s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
-    # Spark's default relative error is 5% (10^6 distinct scores were once counted above 2^20);
-    # 1% there, DuckDB's HyperLogLog as it is
-    accuracy = f", {q.bind(0.01)}" if table.dialect.name == "spark" else ""
-    distinct = table.frame(q, f"SELECT approx_count_distinct({s}{accuracy}) AS d FROM "
-                           f"{table.source}")
-    binned = int(distinct["d"].iloc[0]) > limit
+    if binned is None:
+        q = table.query()
+        if not conditions:
+            overview = table.frame(q, sql.overview_sql(columns, table.kinds, q,
+                                                       table.source)).iloc[0]
+            sql.read_overview(overview, columns, table.kinds, drop_invalid=False)
+            q = table.query()
+        s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+        # Spark's default relative error is 5% (10^6 distinct scores were once counted above
+        # 2^20); 1% there, DuckDB's HyperLogLog as it is
+        accuracy = f", {q.bind(0.01)}" if table.dialect.name == "spark" else ""
+        distinct = table.frame(q, f"SELECT approx_count_distinct({s}{accuracy}) AS d FROM "
+                               f"{_rows_of(table, q, conditions)}")
+        binned = int(distinct["d"].iloc[0]) > limit
     q = table.query()
     s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
     r = sql.response_sql(columns, table.kinds, q)
     w = "1.0" if columns.weight is None else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)"
+    source = _rows_of(table, q, conditions)
     if binned:
         # a multiple of 10 per ECE bin: the fine bins nest in 20 and 50 equal-width bins too
         per_coarse = fine_bins(limit)
@@ -348,11 +360,11 @@ def score_runs_table(table, columns, *, limit: int) -> dict:
         sub = (f"LEAST(GREATEST(CAST(CEIL((s - {low}) * {q.bind(10.0 * per_coarse)}) AS BIGINT)"
                f" - 1, 0), {q.bind(per_coarse - 1)})")
         inner = (f"SELECT s, r, w, c * {q.bind(per_coarse)} + {sub} AS k FROM (SELECT s, r, w, "
-                 f"{edges} AS c FROM (SELECT {s} AS s, {r} AS r, {w} AS w FROM {table.source}) "
+                 f"{edges} AS c FROM (SELECT {s} AS s, {r} AS r, {w} AS w FROM {source}) "
                  "a) b")
     else:
         inner = f"SELECT s, r, w, s AS k FROM (SELECT {s} AS s, {r} AS r, {w} AS w FROM " \
-                f"{table.source}) a"
+                f"{source}) a"
     clip_low, clip_high = q.bind(1e-15), q.bind(1.0 - 1e-15)
     clipped = f"LEAST(GREATEST(s, {clip_low}), {clip_high})"
     parts = ["COUNT(*) AS n", "SUM(w) AS w", "SUM(w * r) AS wr", "SUM(w * w) AS ww",
@@ -360,7 +372,8 @@ def score_runs_table(table, columns, *, limit: int) -> dict:
              "SUM(w * (s - r) * (s - r)) AS se",
              f"SUM(w * (r * LN({clipped}) + (1.0 - r) * LN(1.0 - {clipped}))) AS ll",
              "SUM(w * (r - s) * (1.0 - 2.0 * s)) AS sn",
-             "SUM(w * w * (1.0 - 2.0 * s) * (1.0 - 2.0 * s) * s * (1.0 - s)) AS sv"]
+             "SUM(w * w * (1.0 - 2.0 * s) * (1.0 - 2.0 * s) * s * (1.0 - s)) AS sv",
+             f"{'MIN(k)' if binned else '0'} AS kb"]
     frame = table.frame(q, f"SELECT {', '.join(parts)} FROM ({inner}) t GROUP BY k")
     values = {name: frame[name].to_numpy(dtype=float) for name in _RUN_SUMS}
     order = np.argsort(values["lo"], kind="stable")  # runs never overlap: by their lowest score
@@ -376,7 +389,62 @@ def score_runs_table(table, columns, *, limit: int) -> dict:
             "spiegelhalter_numerator": float(values["sn"].sum()),
             "spiegelhalter_variance": float(values["sv"].sum()),
             "weighted": columns.weight is not None,
-            "bins": 10 * fine_bins(limit) if binned else None}
+            "bins": 10 * fine_bins(limit) if binned else None,
+            "bin_index": (frame["kb"].to_numpy(dtype=np.int64)[order] if binned else None)}
+
+
+def _rows_of(table, q, conditions: tuple) -> str:
+    """Return the relation of the table's rows, or of those meeting ``conditions``."""
+    if not conditions:
+        return table.source
+    from mcviz.subpopulations.sql import predicate_sql
+
+    return (f"(SELECT * FROM {table.source} WHERE "
+            f"{predicate_sql(tuple(conditions), table.kinds, q)}) f")
+
+
+def comparison_sums_table(table, columns, edges: np.ndarray) -> tuple[np.ndarray, ...]:
+    r"""Return every row's count, :math:`\sum W` and :math:`\sum W R` in the bins of eq. (7).
+
+    Bin :math:`k` holds the rows with :math:`B_k < S \le B_{k+1}` (:math:`B_0 = -\infty`, the
+    ``edges`` :math:`B_1 < \dots < B_{q-1}` from
+    :func:`~mcviz.stats.deviation.deviation_edges`, :math:`B_q = \infty`): DuckDB's ``ASOF
+    LEFT JOIN`` of each row to the largest edge below its score, then a ``GROUP BY`` of the
+    bin (paper 003 eqs. (6)-(7), the comparison of
+    :func:`~mcviz.stats.deviation.deviation_from_runs`). Binary responses; DuckDB only.
+    """
+    import uuid
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mcviz.engines import sql
+    from mcviz.errors import ValidationError
+
+    if table.dialect.name != "duckdb":
+        raise ValidationError("the comparison's sums per bin are counted by DuckDB only.")
+    edges = np.asarray(edges, dtype=float)
+    path = Path(table.temp_directory) / f"mcviz-edges-{uuid.uuid4().hex}.parquet"
+    pq.write_table(pa.table({"k": np.arange(1, edges.size + 1, dtype=np.int64), "b": edges}),
+                   path)
+    try:
+        q = table.query()
+        s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+        r = sql.response_sql(columns, table.kinds, q)
+        w = ("1.0" if columns.weight is None
+             else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)")
+        frame = table.frame(q, f"SELECT COALESCE(e.k, 0) AS k, COUNT(*) AS n, SUM(t.w) AS w, "
+                               f"SUM(t.w * t.r) AS wr FROM (SELECT {s} AS s, {r} AS r, {w} AS w "
+                               f"FROM {table.source}) t ASOF LEFT JOIN "
+                               f"{table.relation(path)} e ON t.s > e.b GROUP BY 1")
+    finally:
+        path.unlink(missing_ok=True)
+    k = frame["k"].to_numpy(dtype=np.int64)
+    out = tuple(np.zeros(edges.size + 1, dtype=kind) for kind in (np.int64, float, float))
+    for array, name in zip(out, ("n", "w", "wr"), strict=True):
+        array[k] = frame[name].to_numpy(dtype=array.dtype)
+    return out
 
 
 _LEVEL_SUMS = ("n", "w", "ww", "we", "wp", "wwe", "wwp", "wwpp", "wwep")
@@ -424,7 +492,8 @@ def value_sums_table(table, columns, variable: str, *,
     by value, and those of the rows where the value is missing (NULL or NaN). With more than
     ``limit`` distinct values (counted approximately) the groups are ``limit`` equal-width
     bins of the column's range, each at its rows' mean value (kept within their range); the
-    third item is then the bins' width (else None).
+    third item is then the bins' width (else None). ``lo`` and ``hi``: each group's smallest
+    and largest value (what :mod:`mcviz.stats.variable_bound` bounds the fine bins' curves by).
     """
     from mcviz.engines import sql
     from mcviz.stats.variable_sums import VALUE_SUMS
@@ -464,5 +533,6 @@ def value_sums_table(table, columns, variable: str, *,
     lo, hi = frame["lo"].to_numpy(dtype=float), frame["hi"].to_numpy(dtype=float)
     sums["v"] = lo if width is None else np.clip(frame["sv"].to_numpy(dtype=float) / sums["n"],
                                                  lo, hi)
+    sums["lo"], sums["hi"] = lo, hi  # each group's range: the bound of fine bins
     missing = {name: float(lost[name].sum()) for name in ("n", "w", "wr", "ws")}
     return sums, missing, width

@@ -34,8 +34,9 @@ from mcviz.stats.smoothing import local_calibration_score
 from mcviz.subpopulations import Subpopulation
 from mcviz.stats.variables import level_calibration, variable_calibration
 
-__all__ = ["Compute", "ReviewResults", "corp_of", "corp_resamples", "own_cumulative",
-           "review_figures", "review_from_runs", "review_results", "subset_predictions"]
+__all__ = ["Compute", "ReviewResults", "corp_of", "corp_resamples", "finding_review_from_runs",
+           "own_cumulative", "review_figures", "review_from_runs", "review_results",
+           "subset_predictions"]
 
 Compute = Callable[..., Any]
 """``compute(name, fn, *args, **kwargs)``: calls ``fn``; a page's version caches the call."""
@@ -171,6 +172,52 @@ def review_from_runs(runs: Any, *, bins: tuple[int, ...], curves: Any = None,
                          reliability=reliability, variable=None if curves is None
                          else getattr(curves, "name", None), curves=curves,
                          curves_note=curves_note, lcs=lcs, lcs_note=lcs_note), about
+
+
+def finding_review_from_runs(full_runs: Any, runs: Any, subpopulation: Subpopulation, *,
+                             full_reliability: Any, bins: tuple[int, ...],
+                             rows: ReviewResults | None = None,
+                             comparison: tuple | None = None) -> tuple[ReviewResults, dict]:
+    """Return a finding's review results at scale, as :func:`review_results` draws it.
+
+    ``full_runs`` and ``runs`` are the :class:`~mcviz.stats.measures.runs.ScoreRuns` of every
+    row and of the finding's rows (its ``WHERE``), grouped alike; ``full_reliability`` the
+    full population's diagrams (:func:`review_from_runs`). The deviation from the full
+    population is :func:`~mcviz.stats.deviation.deviation_from_runs` (paper 003 eqs. (5)-(13),
+    (21)), the reliability diagrams the finding's bins beside the full population's; its own
+    calibration, the curves along its variable and the LCS are those of ``rows`` (the review
+    of its rows read into memory, exact) when given, else from ``runs``
+    (:func:`review_from_runs`, no curves). ``comparison``: every row's sums between the
+    finding's distinct scores (:func:`~mcviz.stats.deviation.deviation_from_runs`). The dict
+    says how exact (:func:`review_from_runs`'s for its own charts from runs, and
+    ``deviation_exact``: the finding's runs are its distinct scores).
+    """
+    from dataclasses import replace
+
+    from mcviz.stats.binning import reliability_from_runs
+    from mcviz.stats.deviation import deviation_from_runs
+
+    description = subpopulation.description
+    about: dict = {"deviation_exact": runs.bins is None, "bins": runs.bins}
+    if rows is None:
+        rows, own_about = review_from_runs(runs, bins=bins, curves_note=(
+            "The curves along its variable need its rows, which were not read."))
+        about |= {"own": own_about}
+        mine = rows.reliability
+    else:
+        mine = reliability_from_runs(runs.score, runs.count, runs.weight, runs.positive,
+                                     runs.square_weight, n_bins=list(bins),
+                                     kind="equal_width", weighted=runs.weighted)
+    reliability = replace(full_reliability, subpopulation=mine.full,
+                          histogram_subpopulation=mine.histogram_full,
+                          subpopulation_description=description)
+    return ReviewResults(
+        subpopulation=subpopulation,
+        cumulative=deviation_from_runs(full_runs, runs, description=description,
+                                       comparison=comparison),
+        own=rows.cumulative, reliability=reliability, variable=rows.variable,
+        curves=rows.curves, curves_note=rows.curves_note, lcs=rows.lcs,
+        lcs_note=rows.lcs_note), about
 
 
 def subset_predictions(pred: Predictions, index: Any) -> Predictions:

@@ -273,8 +273,20 @@ def curves_chart(curves: Any, *, title: str | None = None) -> SlideChart:
                          s.style) for s in series]
     return SlideChart(title=title or f"Error and predicted error along {curves.name}", kind="xy",
                       series=tuple(_clip(series, y_range)), x_title=str(curves.name),
-                      y_title="error rate", note="dotted: too few rows to read the curve",
+                      y_title="error rate", note=_curves_note(curves),
                       y_percent=True, x_range=x_range, y_range=y_range, x_dates=dates)
+
+
+def _curves_note(curves: Any) -> str:
+    """The curves chart's note: dotted points, and the bound when drawn from fine bins."""
+    within = getattr(curves, "within", None)
+    if within is None:
+        return "dotted: too few rows to read the curve"
+    rates, _without = within.rates_within()
+    if not math.isfinite(rates):
+        return "dotted: too few rows; drawn from fine bins of the variable, with no bound"
+    return (f"dotted: too few rows; each point within {100 * rates:.2g} percentage points of "
+            "the curve from every row")
 
 
 def nice_range(low: float, high: float) -> tuple[float, float]:

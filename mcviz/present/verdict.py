@@ -657,7 +657,8 @@ def _search_appendix(search: Any, *, binary: bool, level: float) -> tuple[str, s
     """Write the search's method and its minimum detectable effect for the appendix."""
     count = len(search.findings)
     return (f"Search: up to {int(search.max_conditions)} conditions on "
-            f"{len(search.covariates):,} covariates, ranked by D/σ on {int(search.n_search):,} "
+            f"{format_count(len(search.covariates), 'covariate')} and the score's own bands, "
+            f"ranked by D/σ on {int(search.n_search):,} "
             f"rows; each finding tested on {int(search.n_holdout):,} held-out rows (a "
             "Brownian-range p-value, or a simulated one for small groups of 0/1 responses), "
             f"Holm-adjusted over the {count:,} finding{'' if count == 1 else 's'} reported "

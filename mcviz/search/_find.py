@@ -219,7 +219,8 @@ class SearchResult:
         Candidate subpopulations screened.
     seconds : float
     covariates : tuple of str
-        The covariates searched.
+        The covariates searched (those asked for, less any left out for too many levels); the
+        score's own bands, searched beside them, are not counted among them.
     notice : str or None
     holdout_index : ndarray
         Positions (score order) of the held-out rows (read-only).
@@ -444,7 +445,8 @@ def search_subpopulations(
     unions = offer_unions(pred, data, _whole(pred, data), findings, search_rows, holdout_rows,
                           int(seed)) if sum(f.confirmed for f in findings) > 1 else ()
     notes += _shortfall(findings, int(n_findings), beam.stops, min_rows)
-    notice, names = " ".join(notes) or None, tuple(dict.fromkeys(c.name for c in columns))
+    notice = " ".join(notes) or None  # names: the covariates searched, not the score's bands
+    names = tuple(dict.fromkeys(c.name for c in columns if not c.is_score))
     sub_set = SubpopulationSet(subpopulations=(full_population(pred), *subs), notice=notice,
                                seed=int(seed), min_size=min_rows, n_requested=int(n_findings),
                                covariates=names, n_paths=0, source="searched")

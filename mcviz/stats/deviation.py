@@ -48,6 +48,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,8 @@ from mcviz.io import (
 )
 from mcviz.stats.cumulative import path_statistics
 
-__all__ = ["DeviationResult", "subpopulation_deviation"]
+__all__ = ["DeviationResult", "deviation_edges", "deviation_from_runs",
+           "subpopulation_deviation"]
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DeviationResult:
@@ -218,17 +220,128 @@ def subpopulation_deviation(
     run_of = np.repeat(np.arange(distinct.size), np.diff(np.concatenate(([-1], ends))))
     member_mean = full_mean[run_of]
     weight_total = float(sub_weight.sum())
-    f_sub = np.cumsum(sub_weight * sub_label)[ends] / weight_total  # eq. (5) / (25)
-    f_full = np.cumsum(sub_weight * member_mean)[ends] / weight_total  # eq. (8) / (27)
-    f_sub = np.concatenate(([0.0], f_sub))
-    f_full = np.concatenate(([0.0], f_full))
-    path = f_sub - f_full
-    kuiper, ks = path_kuiper_ks(path)  # eqs. (13), (12)
     spread = (member_mean * (1.0 - member_mean) if method is SigmaMethod.BERNOULLI
               else full_variance[run_of])
-    sigma = _sigma(pred, method, members, sub_weight**2, spread, weight_total)
-
     x, fraction = path_axes(sub_weight, ends, weighted=pred.weighted)  # eq. (28)
+    return _assembled(
+        np.cumsum(sub_weight * sub_label)[ends], np.cumsum(sub_weight * member_mean)[ends],
+        weight_total=weight_total,
+        sigma=_sigma(pred, method, members, sub_weight**2, spread, weight_total),
+        x=x, fraction=fraction, distinct=distinct, bin_edges=bin_edges,
+        full=(full_count, full_mean, full_variance), n=int(n), n_full=pred.n,
+        weighted=pred.weighted, method=method.value, description=description,
+        void=pred.weights_depend_on_label)
+
+
+def deviation_from_runs(full: Any, sub: Any, *, description: str | None = None,
+                        comparison: tuple | None = None) -> DeviationResult:
+    r"""Return the deviation of a subpopulation from the full population, from sums per run.
+
+    ``full`` and ``sub`` are :class:`~mcviz.stats.measures.runs.ScoreRuns` of binary rows (an
+    engine's ``GROUP BY`` of the score over every row, and over the subpopulation's rows with
+    its ``WHERE``: :func:`mcviz.engines.calibration.score_runs_table`). Everything
+    :func:`subpopulation_deviation` computes from rows depends on them only through these sums:
+    tied subpopulation scores are one bin (eq. (7), edges between distinct scores), so
+    :math:`F_k` (eq. (5)/(25)) is a cumulative sum of the runs' :math:`\sum W R`,
+    :math:`\tilde F_k` (eq. (8)/(27)) of :math:`\tilde R_k \sum W` with :math:`\tilde R_k`
+    (eq. (6)/(26)) the full runs' :math:`\sum W R / \sum W` between two edges, and
+    eq. (21)/(31)'s :math:`\sigma^2 W^2 = \sum_k \tilde R_k (1 - \tilde R_k) \sum W^2`.
+    Hence, with runs of one distinct score each, the result is the in-memory one of the same
+    rows up to the order of additions (``tests/engines/test_review_runs_engines.py``: 1e-9).
+
+    Fine score bins (both runs binned alike, width :math:`h`): each run stands at the centre
+    :math:`(k + \tfrac12) h` of its bin :math:`k` (``bin_index``), the subpopulation's and the
+    full population's rows of one bin at the same point. The result is then exactly the
+    in-memory deviation of the rows with every score moved to its bin's centre (by at most
+    :math:`h/2`); the subpopulation's own :math:`F` is exact at the bins' ends. What moves is
+    :math:`\tilde R`: the bins of eq. (7) become whole fine bins (a subpopulation of 19% of
+    60,000 rows: about 30 rows per bin instead of about 5), so :math:`\tilde R` averages more
+    rows. No bound is claimed; measured on 60,000 rows in 2,000 bins (continuous and
+    U-shaped scores, weighted or not; ``tests/engines/test_deviation_runs_engines.py``),
+    :math:`D` and :math:`\sigma` each came out 16-25% larger than the rows', their ratio
+    :math:`D/\sigma` within 0.7 of the rows' 22-27.
+
+    ``comparison`` (with ``sub`` per distinct score and ``full`` in fine bins): the rows,
+    :math:`\sum W` and :math:`\sum W R` of every row in each bin of eq. (7), counted by the
+    engine at :func:`deviation_edges` of the subpopulation's scores
+    (:func:`mcviz.engines.calibration.comparison_sums_table`): the bins are then the rows'
+    own, and the result the in-memory one again (to 1e-9).
+    """
+    if comparison is not None:
+        return _with_comparison(full, sub, comparison, description)
+    if (full.bins is None) != (sub.bins is None) or full.bins != sub.bins:
+        raise ValidationError("the subpopulation's runs and the full population's must be "
+                              "grouped alike (both per distinct score, or the same fine bins).")
+    if full.bins is None:
+        where, full_where = np.asarray(sub.score, dtype=float), np.asarray(full.score,
+                                                                           dtype=float)
+    else:  # the centre of each fine bin (docstring)
+        where, full_where = ((np.asarray(runs.bin_index, dtype=float) + 0.5) / full.bins
+                             for runs in (sub, full))
+    if where.size == 0:
+        raise ValidationError("subpopulation_deviation needs a subpopulation with rows.")
+    _, distinct, bin_edges, bounds = _bins(full_where, where)
+    if not (np.diff(bounds) > 0).all():  # every bin holds its subpopulation's own rows
+        raise ValidationError("the subpopulation's scores are not among the full "
+                              "population's runs.")
+    count = np.asarray(full.count, dtype=np.int64)
+    full_count = np.add.reduceat(count, bounds[:-1])
+    full_mean = _bin_sums(full.positive, bounds) / _bin_sums(full.weight, bounds)  # eq. (26)
+    return _from_sums(sub, full_count, full_mean, distinct, bin_edges, int(count.sum()),
+                      description)
+
+
+def _with_comparison(full: Any, sub: Any, comparison: tuple,
+                     description: str | None) -> DeviationResult:
+    """Return :func:`deviation_from_runs` with every row's sums per bin counted apart."""
+    if sub.bins is not None:
+        raise ValidationError("the comparison's bins are those of the subpopulation's distinct "
+                              "scores: give its runs per distinct score.")
+    where = np.asarray(sub.score, dtype=float)
+    if where.size == 0:
+        raise ValidationError("subpopulation_deviation needs a subpopulation with rows.")
+    _, distinct, bin_edges, _ = _bins(where, where)
+    full_count, full_weight, full_positive = (np.asarray(v) for v in comparison)
+    if full_count.size != distinct.size or not (full_count > 0).all():
+        raise ValidationError("the comparison must count rows in every bin of eq. (7).")
+    return _from_sums(sub, full_count.astype(np.int64),
+                      full_positive.astype(float) / full_weight.astype(float),  # eq. (26)
+                      distinct, bin_edges, int(np.asarray(full.count).sum()), description)
+
+
+def _from_sums(sub: Any, full_count: np.ndarray, full_mean: np.ndarray, distinct: np.ndarray,
+               bin_edges: np.ndarray, n_full: int, description: str | None) -> DeviationResult:
+    """Return the deviation from the subpopulation's runs and the full population's bins."""
+    weight, rows = np.asarray(sub.weight, dtype=float), np.asarray(sub.count, dtype=np.int64)
+    weight_total = float(weight.sum())
+    sigma = float(sigma_from_variance(np.sum(np.asarray(sub.square_weight, dtype=float)
+                                             * full_mean * (1.0 - full_mean)),
+                                      weight_total))  # eq. (21) / (31)
+    fraction = np.concatenate(([0.0], np.cumsum(rows) / float(rows.sum())))
+    x = (np.concatenate(([0.0], np.cumsum(weight) / weight_total)) if sub.weighted
+         else fraction)  # eq. (28)
+    return _assembled(
+        np.cumsum(np.asarray(sub.positive, dtype=float)), np.cumsum(weight * full_mean),
+        weight_total=weight_total, sigma=sigma, x=x, fraction=fraction, distinct=distinct,
+        bin_edges=bin_edges, full=(full_count, full_mean, full_mean * (1.0 - full_mean)),
+        n=int(rows.sum()), n_full=n_full, weighted=bool(sub.weighted),
+        method=SigmaMethod.BERNOULLI.value, description=description, void=False)
+
+
+def _assembled(sub_sum: np.ndarray, full_sum: np.ndarray, *, weight_total: float,
+               sigma: float, x: np.ndarray, fraction: np.ndarray, distinct: np.ndarray,
+               bin_edges: np.ndarray, full: tuple, n: int, n_full: int, weighted: bool,
+               method: str, description: str | None, void: bool) -> DeviationResult:
+    r"""Return the path and the result from the cumulative sums at each run's end.
+
+    ``sub_sum`` and ``full_sum`` are :math:`\sum_{j \le k} W_j R_j` and
+    :math:`\sum_{j \le k} W_j \tilde R_j` at the end of each distinct subpopulation score.
+    """
+    f_sub = np.concatenate(([0.0], sub_sum / weight_total))  # eq. (5) / (25)
+    f_full = np.concatenate(([0.0], full_sum / weight_total))  # eq. (8) / (27)
+    path = f_sub - f_full
+    kuiper, ks = path_kuiper_ks(path)  # eqs. (13), (12)
+    full_count, full_mean, full_variance = full
     return DeviationResult(
         x=_readonly(x),
         fraction=_readonly(fraction),
@@ -239,14 +352,29 @@ def subpopulation_deviation(
         full_mean=_readonly(full_mean),
         full_variance=_readonly(full_variance),
         full_count=_readonly(full_count),
-        **path_statistics(path, kuiper, ks, sigma, void=pred.weights_depend_on_label),
-        n=int(n),
-        n_full=pred.n,
+        **path_statistics(path, kuiper, ks, sigma, void=void),
+        n=n,
+        n_full=n_full,
         weight_total=weight_total,
-        weighted=pred.weighted,
-        sigma_method=method.value,
+        weighted=weighted,
+        sigma_method=method,
         description=description,
     )
+
+
+def deviation_edges(distinct: np.ndarray) -> np.ndarray:
+    r"""Return the inner edges :math:`B_1, \dots, B_{q-1}` of eq. (7) between ascending scores.
+
+    The midpoints between consecutive distinct subpopulation scores, guarded so that every
+    score lies in its own right-closed bin (:math:`B_{k-1} < S_k \le B_k`; a midpoint that
+    rounds up to the next score is moved down to the score before).
+
+    >>> deviation_edges(np.array([0.1, 0.2, 0.4])).round(6).tolist()
+    [0.15, 0.3]
+    """
+    distinct = np.asarray(distinct, dtype=float)
+    middle = 0.5 * (distinct[:-1] + distinct[1:])
+    return np.where(middle >= distinct[1:], distinct[:-1], middle)
 
 
 def _bins(score: np.ndarray, sub_score: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -259,8 +387,7 @@ def _bins(score: np.ndarray, sub_score: np.ndarray) -> tuple[np.ndarray, ...]:
     """
     ends = np.flatnonzero(run_ends(sub_score))
     distinct = sub_score[ends]
-    middle = 0.5 * (distinct[:-1] + distinct[1:])
-    middle = np.where(middle >= distinct[1:], distinct[:-1], middle)
+    middle = deviation_edges(distinct)
     bin_edges = np.concatenate(([-np.inf], middle, [np.inf]))
     bounds = np.concatenate(([0], np.searchsorted(score, middle, side="right"), [score.size]))
     return ends, distinct, bin_edges, bounds

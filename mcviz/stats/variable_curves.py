@@ -69,6 +69,7 @@ from mcviz.stats.cumulative import cumulative_differences
 from mcviz.stats.smoothing import LoessCurve, check_span, sorted_quantile, spiked_fits
 from mcviz.stats.smoothing.curves import SPIKE_SHARE
 from mcviz.stats.smoothing.loess import MIN_EFFECTIVE_ROWS, NEAR, SPARSE_RATIO
+from mcviz.stats.variable_bound import FineBinBound
 from mcviz.text import readable_number
 
 __all__ = [
@@ -155,6 +156,11 @@ class VariableCalibration:
         V at the row quantiles 0%, 1%, ..., 100% of the rows outside the spikes (101 order
         statistics; empty when every row is at a spike): the ranks a quantile-spaced axis
         draws V at.
+    within : FineBinBound or None
+        Drawn from an engine's fine bins of V (more distinct values than it returns): how far
+        each drawn point, VCE(v*), VECE and :math:`D/\sigma` can be from those of the rows
+        themselves (:mod:`mcviz.stats.variable_bound`). None: drawn from the rows, or from
+        their sums per distinct value (exact).
     """
 
     name: str
@@ -183,6 +189,7 @@ class VariableCalibration:
     p_value: float = float("nan")
     span_chosen: bool = False
     rank_knots: np.ndarray = field(default_factory=lambda: np.empty(0))
+    within: FineBinBound | None = None
 
     def record(self) -> dict:
         """Return the JSON-ready summary (the fields of ``mcviz variables --json``)."""
@@ -198,7 +205,7 @@ class VariableCalibration:
             "p_value": json_number(self.p_value), "span": float(self.span),
             "span_chosen": self.span_chosen, "n": self.n,
             "spikes": [value(v) for v in spikes], "warnings": list(self.warnings),
-        }
+        } | ({} if self.within is None else {"within": self.within.record()})
 
 
 
@@ -582,7 +589,7 @@ def variable_calibration(
 def assembled(variable: str, curves: tuple, binned: tuple, hist_edges: np.ndarray,
               hist_counts: np.ndarray, *, n: int, n_missing: int, span: float,
               span_chosen: bool, along: tuple[float, float], rank_knots: np.ndarray,
-              dates: bool = False) -> VariableCalibration:
+              dates: bool = False, within: FineBinBound | None = None) -> VariableCalibration:
     r"""Return the :class:`VariableCalibration` of its parts (rows or sums per value alike).
 
     ``curves``: :func:`curves_from_fits`' tuple; ``binned``: :func:`vece`'s; ``along``:
@@ -600,7 +607,7 @@ def assembled(variable: str, curves: tuple, binned: tuple, hist_edges: np.ndarra
         n=n, n_missing=n_missing, span=span, warnings=tuple(warnings), dates=dates,
         vce_ci=vce_ci, vce_significant=bool(vce_ci[0] > 0 or vce_ci[1] < 0),
         kuiper_z=along[0], p_value=along[1], span_chosen=span_chosen,
-        rank_knots=_readonly(rank_knots),
+        rank_knots=_readonly(rank_knots), within=within,
     )
 
 

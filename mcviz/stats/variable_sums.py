@@ -30,11 +30,11 @@ the generalised cross-validation runs on every row (the sums hold them all), so 
 and then the curves, can differ from the in-memory ones there (the same span as the
 in-memory rule applied to all rows).
 
-Fine bins (``bin_width`` :math:`h`: more distinct values than the engine returns): each
-bin's rows are placed at their mean value, a move of less than :math:`h` per row. The
-results are exactly those of the rows so moved; against the rows themselves no bound is
-claimed (a window's :math:`q`-th nearest row and the decile edges move by up to :math:`h`,
-the LOESS fit by its slope times :math:`h`): the notice says so, and the test measures it.
+Fine bins (more distinct values than the engine returns): each bin's rows are placed at
+their mean value, a move of less than the bin's width per row. The results are exactly those
+of the rows so moved. Given each bin's smallest and largest value (``lo``, ``hi``), the result
+also carries how far each drawn point of the curves, VCE(v*), VECE and :math:`D/\sigma` can
+be from those of the rows themselves (``within``; derived in :mod:`mcviz.stats.variable_bound`).
 
 References
 ----------
@@ -53,6 +53,7 @@ from mcviz.errors import ValidationError
 from mcviz.stats.cumulative import path_statistics
 from mcviz.stats.smoothing import counted_quantile, spiked_fits_from_sums
 from mcviz.stats.smoothing.curves import SPIKE_SHARE
+from mcviz.stats.variable_bound import fine_bin_bound
 from mcviz.stats.variable_curves import (
     HISTOGRAM_BINS,
     VariableCalibration,
@@ -78,7 +79,9 @@ def variable_calibration_from_sums(
     ----------
     variable : str
     sums : dict
-        One array per name of :data:`VALUE_SUMS`, ``v`` ascending and distinct (V present).
+        One array per name of :data:`VALUE_SUMS`, ``v`` ascending and distinct (V present);
+        optionally ``lo`` and ``hi``, each group's smallest and largest value (fine bins: the
+        result's ``within`` then bounds the difference from the rows; module notes).
     weighted : bool
         The rows have a weight column (else :math:`W = 1` and ``w`` equals ``n``).
     missing : dict, optional
@@ -111,6 +114,11 @@ def variable_calibration_from_sums(
         span = gcv_span(lambda s: fits_at(np.empty(0), s))
     fits = fits_at(None, span)
     curves = curves_from_fits(variable, fits, span, v, w if weighted else n.astype(float))
+    along, sigma, centre = _along(sums, missing)
+    within = None
+    if "lo" in sums and (np.asarray(sums["hi"]) > np.asarray(sums["lo"])).any():
+        within = fine_bin_bound(fits, sums, degree=degree, thin=curves[0].thin, sigma=sigma,
+                                centre=centre)
     spikes = curves[0].x[curves[0].spike]
     hist_edges = np.linspace(v[0], v[-1], HISTOGRAM_BINS + 1)
     cum = np.concatenate(([0], np.cumsum(n)))
@@ -119,7 +127,7 @@ def variable_calibration_from_sums(
     return assembled(
         variable, curves, _vece(v, n, w, we, wp, spikes), hist_edges, np.diff(counts),
         n=int(n.sum()), n_missing=0 if missing is None else int(missing["n"]), span=span,
-        span_chosen=chosen, along=_along(sums, missing), rank_knots=_rank_knots(v, n, spikes),
+        span_chosen=chosen, along=along, rank_knots=_rank_knots(v, n, spikes), within=within,
     )
 
 
@@ -167,12 +175,13 @@ def _vece(v: np.ndarray, n: np.ndarray, w: np.ndarray, we: np.ndarray, wp: np.nd
             error_mean, predicted_mean)  # eq. (7)
 
 
-def _along(sums: dict, missing: dict | None) -> tuple[float, float]:
+def _along(sums: dict, missing: dict | None) -> tuple[tuple[float, float], float, float]:
     r"""Kuiper's :math:`D/\sigma` and p of the centred cumulative differences along V.
 
     Paper 003, eq. (1) at the ends of the values' runs of the residuals :math:`R - S - c`,
     :math:`c` the weighted mean residual of every row (V missing or not), eq. (5)'s
-    :math:`\sigma`, the Brownian-bridge range's p (the path is pinned at its end).
+    :math:`\sigma`, the Brownian-bridge range's p (the path is pinned at its end). Returns
+    them, :math:`\sigma` and :math:`c`.
     """
     w, wr, ws = (np.asarray(sums[k], dtype=float) for k in ("w", "wr", "ws"))
     weight_total = float(w.sum())
@@ -185,7 +194,7 @@ def _along(sums: dict, missing: dict | None) -> tuple[float, float]:
     kuiper, ks = path_kuiper_ks(path)  # eq. (2)
     sigma = float(sigma_from_variance(float(np.sum(sums["wwv"])), weight_total))  # eq. (5)
     stats = path_statistics(path, kuiper, ks, sigma, bridge=True)
-    return float(stats["kuiper_z"]), float(stats["p_value"])
+    return (float(stats["kuiper_z"]), float(stats["p_value"])), sigma, centre
 
 
 def _rank_knots(v: np.ndarray, n: np.ndarray, spikes: np.ndarray) -> np.ndarray:

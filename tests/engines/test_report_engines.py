@@ -152,15 +152,19 @@ def _slide_texts(path) -> list[str]:
 def test_a_deck_at_scale_draws_every_row(planted_file, tmp_path):
     """A sample of 3,000 of the 8,000 rows: the full population's charts are those of the
     8,000 rows in memory (its cumulative differences, reliability and LCS: every drawn number
-    to 1e-9, from DuckDB's sums per distinct score), and the confirmed finding's charts are
-    those of its own rows in memory (read with its WHERE)."""
+    to 1e-9, from DuckDB's sums per distinct score), and the confirmed finding's are those the
+    in-memory deck draws for it: its deviation from the full population (paper 003, from its
+    runs beside every row's), its reliability and share of rows per score bin beside the full
+    population's, its curves, own calibration and LCS (its rows, read with its WHERE) — the
+    same titles, legends and numbers to 1e-9."""
     pytest.importorskip("pptx")
     import pandas as pd
 
     from mcviz.io import load_predictions
-    from mcviz.present.deck import scope_charts
+    from mcviz.present.deck import finding_variable, scope_charts
     from mcviz.present.review import review_results
     from mcviz.present.slide_charts import review_charts
+    from mcviz.subpopulations.filters import filter_subpopulation
 
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
@@ -168,7 +172,9 @@ def test_a_deck_at_scale_draws_every_row(planted_file, tmp_path):
     assert report["deck"] == [str(out)]
     assert report["slides"] > 5
     assert "drawn by duckdb exactly, from the rows summed per distinct score" in report["notice"]
-    assert "the charts of 1 of 1 findings from their own rows" in report["notice"]
+    assert ("the deviation from the full population of 1 of 1 findings from every row: 1 "
+            "exactly, from the rows summed per distinct score; their other charts from their "
+            "own rows, read by duckdb, for 1 of them.") in report["notice"]
     drawn = _chart_numbers(out)
     frame = pd.read_parquet(planted_file)
     pred = load_predictions(frame, score="score", label="label", weight="w")
@@ -179,21 +185,26 @@ def test_a_deck_at_scale_draws_every_row(planted_file, tmp_path):
     for chart in full:
         _same_series(drawn[("full", chart.title)], chart)
     assert report["findings"][0]["description"] == "region == r7"
-    rows = frame[frame["region"] == "r7"]
-    covariates = [c for c in frame.columns if c not in ("score", "label", "w", "region")]
-    own = load_predictions(rows, score="score", label="label", weight="w",
-                           covariates=covariates)
-    mine = review_charts(review_results(own, None, variable="age", bins=(10,)),
-                         population="the finding's rows")
-    assert {t for (w, t) in drawn if w == "Finding 1"} >= {c.title for c in mine}
-    # the finding's rows drawn on their own are never labelled the full population
-    assert not [name for (w, _), series in drawn.items() if w == "Finding 1"
-                for name, _, _ in series if name == "full population"]
+    covariates = [c for c in frame.columns if c not in ("score", "label", "w")]
+    everyone = load_predictions(frame, score="score", label="label", weight="w",
+                                covariates=covariates)
+    sub = filter_subpopulation(everyone, "region == r7")
+    mine = review_charts(review_results(everyone, sub, bins=(10,), variable=finding_variable(
+        sub, covariates, covariates[0])))
+    assert [c.title for c in mine] == [t for (w, t) in drawn if w == "Finding 1"]
+    assert mine[0].title == "Deviation from the full population"
     for chart in mine:
         if chart.kind == "xy":
             _same_series(drawn[("Finding 1", chart.title)], chart)
+        else:  # the shares of rows per score bin: the finding's beside the full population's
+            got = drawn[("Finding 1", chart.title)]
+            assert [name for name, _, _ in got] == [s.name for s in chart.series]
+            for (_, _, values), series in zip(got, chart.series, strict=True):
+                np.testing.assert_allclose(values, series.y, rtol=1e-9, atol=1e-12)
     said = " ".join(_slide_texts(out))
-    assert f"Its charts are drawn from its {len(rows):,} rows alone" in said
+    rows = int((frame["region"] == "r7").sum())
+    assert ("Its deviation from the full population: from every row, exactly. Its other "
+            f"charts: from its {rows:,} rows.") in said
 
 
 def test_a_deck_at_scale_from_fine_score_bins_states_its_bounds(planted_file, tmp_path,
@@ -223,6 +234,19 @@ def test_a_deck_at_scale_from_fine_score_bins_states_its_bounds(planted_file, tm
     at = np.searchsorted(rows.x, np.asarray(x) - 1e-12)
     np.testing.assert_allclose(rows.x[at], x, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(rows.path[at], y, rtol=1e-9, atol=1e-12)
+    # the finding (fewer distinct scores than the limit): its deviation exact, every row
+    # summed between its scores
+    from mcviz.present.slide_charts import cumulative_chart
+    from mcviz.stats.deviation import subpopulation_deviation
+    from mcviz.subpopulations.filters import filter_subpopulation
+
+    assert ("1 exactly, from its rows summed per distinct score and every row summed between "
+            "them") in report["notice"]
+    everyone = load_predictions(frame, score="score", label="label", weight="w",
+                                covariates=["region"])
+    sub = filter_subpopulation(everyone, "region == r7")
+    want = cumulative_chart(subpopulation_deviation(everyone, sub.index), deviation=True)
+    _same_series(_chart_numbers(out)[("Finding 1", want.title)], want)
 
 
 def test_a_deck_at_scale_draws_the_levels_of_a_nominal_variable(planted_file, tmp_path):
@@ -264,17 +288,26 @@ def test_a_finding_larger_than_the_sample_is_drawn_when_memory_holds_it(planted_
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
                   "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
-    assert "the charts of 1 of 1 findings" in report["notice"]
-    assert [t for (w, t) in _chart_numbers(out) if w == "Finding 1"]
+    assert "their own rows, read by duckdb, for 1 of them" in report["notice"]
+    assert "Error and predicted error along age" in [
+        t for (w, t) in _chart_numbers(out) if w == "Finding 1"]
 
 
-def test_a_finding_too_large_to_hold_says_why_it_has_no_charts(planted_file, tmp_path,
-                                                                monkeypatch):
+def test_a_finding_too_large_to_hold_is_drawn_from_its_runs(planted_file, tmp_path,
+                                                           monkeypatch):
+    """A finding of more rows than memory holds is not read: its deviation from the full
+    population, reliability, rows per bin, own calibration and LCS come from its runs (a GROUP
+    BY with its WHERE; the in-memory numbers), its curves are left out and its slide says
+    why."""
     pytest.importorskip("pptx")
     import pandas as pd
 
     import mcviz.cli.report as report_module
     import mcviz.cli.search as search_module
+    from mcviz.io import load_predictions
+    from mcviz.present.review import review_results
+    from mcviz.present.slide_charts import review_charts
+    from mcviz.subpopulations.filters import filter_subpopulation
 
     counted = report_module._rows_where
     monkeypatch.setattr(report_module, "_rows_where",
@@ -284,12 +317,28 @@ def test_a_finding_too_large_to_hold_says_why_it_has_no_charts(planted_file, tmp
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
                   "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
-    assert "the charts of 0 of 1 findings" in report["notice"]
+    assert "the full population of 1 of 1 findings" in report["notice"]
+    assert "their own rows, read by duckdb, for 0 of them" in report["notice"]
     said = " ".join(_slide_texts(out))
-    rows = int((pd.read_parquet(planted_file)["region"] == "r7").sum()) + 1_000_000
-    assert f"Its charts are not drawn: its {rows:,} rows are more than the 1,000,000" in said
+    frame = pd.read_parquet(planted_file)
+    rows = int((frame["region"] == "r7").sum()) + 1_000_000
+    assert (f"No curves: its {rows:,} rows are more than the 1,000,000 this run may hold in "
+            "memory at once. Its own calibration and local calibration: from its rows summed "
+            "per distinct score.") in said
     drawn = _chart_numbers(out)
-    assert not [t for (w, t) in drawn if w == "Finding 1"]
+    everyone = load_predictions(frame, score="score", label="label", weight="w",
+                                covariates=["region"])
+    sub = filter_subpopulation(everyone, "region == r7")
+    mine = [c for c in review_charts(review_results(everyone, sub, bins=(10,), variable=None))
+            if c.kind == "xy"]
+    assert [c.title for c in mine] == [
+        "Deviation from the full population", "Reliability (10 score bins)",
+        "Own calibration of the subpopulation", "Local calibration curve"]
+    assert [t for (w, t) in drawn if w == "Finding 1"] == [
+        mine[0].title, mine[1].title, "Share of weight per score bin", *[c.title for c in
+                                                                         mine[2:]]]
+    for chart in mine:
+        _same_series(drawn[("Finding 1", chart.title)], chart)
     assert {t for (w, t) in drawn if w == "full"} == {
         "Cumulative differences", "Reliability (10 score bins)", "Local calibration curve",
         "Error and predicted error along age"}
@@ -385,3 +434,57 @@ def test_a_deck_at_scale_draws_the_curves_along_a_numeric_variable(planted_file,
     want = curves_chart(review_results(pred, None, variable="age", bins=(10,)).curves)
     assert want.kind == "xy"
     _same_series(_chart_numbers(out)[("full", want.title)], want)
+
+
+def test_a_deck_at_scale_from_fine_bins_of_a_numeric_variable_states_their_bound(
+        planted_file, tmp_path, monkeypatch):
+    """More distinct values of x1 than the engine may return (the limit set to 2,000 for its
+    8,000): the curves along x1 come from fine bins, and the notice, the JSON
+    (``curves_within``) and the curves slide's note say how far each point can be from the
+    curve from every row."""
+    pytest.importorskip("pptx")
+    import mcviz.settings as settings
+
+    monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 2_000)
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--covariates", "x1,region,occupation", "--seed",
+                  "2", "--engine", "duckdb", "--sample-rows", "3000", "--bins", "10",
+                  "--deck", str(out))
+    within = report["curves_within"]
+    assert 0 < within["rates_within"] < 1
+    assert within["bins"] <= 2_000
+    said = (f"each point of the curves is within {100 * within['rates_within']:.2g} percentage "
+            "points of the curve from every row at the same span")
+    assert "the curves along x1 from the rows summed in" in report["notice"]
+    assert said in report["notice"]
+    note = (f"dotted: too few rows; each point within {100 * within['rates_within']:.2g} "
+            "percentage points of the curve from every row")
+    texts = _slide_texts(out)
+    assert note in texts, [t for t in texts if "dotted" in t]
+
+
+def test_every_surface_counts_the_covariates_named(planted_file, tmp_path):
+    """--covariates age,region,occupation (three named): the appendix says three covariates
+    (the score's own bands, searched beside them, are not counted as one) in memory and at
+    scale, in the JSON and on the deck's appendix slide (the Report page shows the same
+    appendix); the search's ``covariates`` are the three named."""
+    pytest.importorskip("pptx")
+    import pandas as pd
+
+    from mcviz.io import load_predictions
+    from mcviz.search import search_subpopulations
+
+    options = ("--covariates", "age,region,occupation", "--findings", "3", "--seed", "2")
+    memory = _run("report", planted_file, *options)
+    out = tmp_path / "scale.pptx"
+    scale = _run("report", planted_file, *options, "--engine", "duckdb", "--sample-rows",
+                 "3000", "--bins", "10", "--deck", str(out))
+    said = "up to 3 conditions on 3 covariates and the score's own bands, ranked by D/σ"
+    for report in (memory, scale):
+        assert [line for line in report["appendix"] if said in line], report["appendix"]
+    assert [text for text in _slide_texts(out) if said in text]
+    pred = load_predictions(pd.read_parquet(planted_file), score="score", label="label",
+                            weight="w", covariates=["age", "region", "occupation"])
+    search = search_subpopulations(pred, covariates=["age", "region", "occupation"],
+                                   n_findings=1)
+    assert search.covariates == ("age", "region", "occupation")

@@ -77,6 +77,9 @@ class ScoreRuns:
         The rows have a weight column.
     bins : int or None
         None: one run per distinct score (exact); else the number of fine equal-width bins.
+    bin_index : ndarray of int or None
+        With fine bins, each run's bin :math:`k` (its rows' scores in
+        :math:`(k/\\text{bins}, (k+1)/\\text{bins}]`, the first bin also 0); else None.
     """
 
     score: np.ndarray
@@ -90,6 +93,7 @@ class ScoreRuns:
     spiegelhalter_variance: float
     weighted: bool
     bins: int | None = None
+    bin_index: np.ndarray | None = None
 
 
 @dataclass(frozen=True, slots=True)
