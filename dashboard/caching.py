@@ -45,6 +45,7 @@ def _runtime() -> Any:
 
 if janitor.start(_runtime, CACHE, interval=float(os.environ.get("MCVIZ_SWEEP_SECONDS", "15"))) \
         and _runtime() is not None:  # once per server process: not in a test's process
+    janitor.arrow_on_malloc()
     janitor.freeze_startup_objects()
 
 

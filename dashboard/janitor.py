@@ -13,7 +13,9 @@ the C allocator and Arrow's memory pool to hand freed memory back to the system.
 address thus answers while its session lives and for at most ``server.disconnectedSessionTTL``
 plus one sweep ``interval`` after its tab closed. :func:`start` runs it every ``interval``
 seconds in one daemon thread per process. Expired sessions are also removed from Streamlit's
-session storage and shut down (Streamlit only stops listing them until someone connects).
+session storage and shut down (Streamlit only stops listing them until someone connects), and
+given an empty session state (Streamlit's runtime loop may still hold the last one).
+:func:`arrow_on_malloc` makes the server's Arrow allocate with malloc, which the sweep can trim.
 
 Plain Python: the Streamlit runtime is passed in (duck-typed), so the sweep is unit-tested with
 stand-ins.
@@ -29,8 +31,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["OUT_OF_MEMORY", "freeze_startup_objects", "guarded", "release_memory", "start",
-           "sweep"]
+__all__ = ["OUT_OF_MEMORY", "arrow_on_malloc", "freeze_startup_objects", "guarded",
+           "release_memory", "start", "sweep"]
 
 OUT_OF_MEMORY = (
     "out of memory: this computation needed more memory than the server could give it (other "
@@ -58,7 +60,26 @@ def _end_expired_sessions(runtime: Any) -> int:
     for _, info in removed:
         with contextlib.suppress(Exception):  # a half-closed session: its files go below
             info.session.shutdown()
+        _drop_session_state(info.session)
     return len(removed)
+
+
+def _drop_session_state(session: Any) -> None:
+    """Give an ended session an empty session state, so that what it held can be freed.
+
+    Streamlit's runtime loop keeps the last session it sent messages to in a loop variable
+    (``Runtime._loop_coroutine``'s ``active_session_info``) until another session connects, and
+    with it that session's state: its frame and predictions, and its widgets' callbacks, whose
+    page globals hold the upload's frame again. Measured on a server after four 10^6-row
+    sessions closed and were reaped (``gc.get_referrers`` with the startup objects unfrozen):
+    the last one's 1,000,000 x 4 frame, its predictions and 35 MB in Arrow's pool reachable only
+    that way; the RSS stayed at idle + 290 MB with them, idle + 219 MB without.
+    """
+    state = getattr(session, "_session_state", None)
+    if state is None:
+        return
+    with contextlib.suppress(Exception):  # another Streamlit version: leave it alone
+        session._session_state = type(state)()
 
 
 def _orphaned(runtime: Any, manager: str, held: str) -> list[str]:
@@ -199,6 +220,24 @@ def _drop_locals(error: BaseException) -> None:
         seen.add(id(error))
         traceback.clear_frames(error.__traceback__)
         error = error.__cause__ or error.__context__
+
+
+def arrow_on_malloc() -> str:
+    """Make the C allocator (glibc malloc) Arrow's default memory pool; returns its name.
+
+    Arrow's default pool is mimalloc, which keeps the pages a thread allocated until that
+    thread calls into it again: the CSV reader's threads (Arrow's CPU pool) parse an upload and
+    then sleep, and :func:`release_memory` (``release_unused``, from the janitor's thread)
+    reaches none of it. Measured on a server after four 10^6-row sessions closed and were
+    reaped: Arrow's allocations back to 1.7 MB, yet mimalloc's 1 GiB region still resident at
+    182 MB (29 MB idle). With malloc, ``malloc_trim`` hands such pages back from every thread's
+    arena: the RSS came back to idle + 112 MB instead of idle + 219 MB. Called once per server
+    process, before any data are read.
+    """
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())
+    return pa.default_memory_pool().backend_name
 
 
 def freeze_startup_objects() -> int:

@@ -132,18 +132,22 @@ def test_a_failed_computation_hands_memory_back_and_reads_as_a_message(monkeypat
 def test_frozen_objects_are_thawed_at_exit_so_duckdb_does_not_report_leaks():
     # gc.freeze() keeps DuckDB's objects alive past its module's teardown unless they are
     # handed back at exit; nanobind then prints "nanobind: leaked N instances" on stderr.
+    pytest.importorskip("duckdb")
+    done = in_a_child("import duckdb, pandas as pd\n"
+                      "from dashboard.janitor import freeze_startup_objects\n"
+                      "con = duckdb.connect(); frame = pd.DataFrame({'a': [1, 2]})\n"
+                      "con.execute('SELECT * FROM frame').fetchdf()\n"
+                      "freeze_startup_objects()\n")
+    assert "leaked" not in done.stderr
+
+
+def in_a_child(code: str):
+    """Run ``code`` in a fresh interpreter at the repository's root; its completed process."""
     import subprocess
     import sys
 
-    pytest.importorskip("duckdb")
-    code = ("import duckdb, pandas as pd\n"
-            "from dashboard.janitor import freeze_startup_objects\n"
-            "con = duckdb.connect(); frame = pd.DataFrame({'a': [1, 2]})\n"
-            "con.execute('SELECT * FROM frame').fetchdf()\n"
-            "freeze_startup_objects()\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=Path(__file__).resolve().parents[2])
-    assert "leaked" not in done.stderr
 
 
 def test_downloads_of_a_session_the_sweep_shuts_down_are_deleted(monkeypatch):
@@ -206,3 +210,44 @@ def test_the_sweep_hands_memory_back_when_the_process_grew(monkeypatch):
     monkeypatch.setattr(janitor, "_released_at", [10 * 2**30])
     janitor.sweep(None)
     assert calls == [1]  # not grown: nothing to hand back
+
+
+def test_a_session_the_sweep_ends_lets_go_of_its_state_while_something_still_holds_it():
+    """Streamlit's runtime loop keeps the last session it flushed in a loop variable until
+    another session connects: what that session's state held (its upload's frame, the widgets'
+    callbacks and their page globals) must still be freed once the sweep has ended it."""
+    import gc
+    import weakref
+    from dataclasses import dataclass, field
+
+    class Frame:  # stands for an upload's frame
+        pass
+
+    @dataclass
+    class State:  # stands for streamlit's SessionState (a dataclass of dicts)
+        values: dict = field(default_factory=dict)
+
+    frame = Frame()
+    held = weakref.ref(frame)
+    session = SimpleNamespace(shutdown=lambda: None, _session_state=State({"frame": frame}))
+    session._session_state.values["callback"] = lambda: session  # a cycle through the session
+    del frame
+    expired = [("gone", SimpleNamespace(session=session))]
+    storage = SimpleNamespace(_cache=SimpleNamespace(expire=lambda: expired))
+    manager = SimpleNamespace(list_sessions=lambda: [], _session_storage=storage)
+    sweep(SimpleNamespace(uploaded_file_mgr=Uploads([]), _session_mgr=manager))
+    gc.collect()
+    assert held() is None, "the ended session's state still holds its frame"
+    assert session._session_state == State()  # the session itself (still held) stays usable
+
+
+def test_arrow_allocates_with_malloc_once_the_server_asked_for_it():
+    """Arrow's default pool becomes the C allocator's (mimalloc's pages stay with the threads
+    that allocated them; malloc_trim reaches malloc's). In a child: the pool is per process."""
+    done = in_a_child("import pyarrow as pa\n"
+                      "from dashboard.janitor import arrow_on_malloc\n"
+                      "arrow_on_malloc()\n"
+                      "table = pa.table({'a': list(range(100_000))})\n"
+                      "print(pa.default_memory_pool().backend_name,\n"
+                      "      pa.system_memory_pool().bytes_allocated() >= table.nbytes)\n")
+    assert done.stdout.split() == ["system", "True"], done.stdout
