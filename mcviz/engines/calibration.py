@@ -308,7 +308,8 @@ class RunSums:
                 "square_weight": ww, "square_error": se, "log_likelihood": ll,
                 "spiegelhalter_numerator": sn, "spiegelhalter_variance": sv,
                 "weighted": self.weighted,
-                "bins": None if self.per_coarse is None else 10 * self.per_coarse}
+                "bins": None if self.per_coarse is None else 10 * self.per_coarse,
+                "bin_index": None if self.per_coarse is None else k[starts]}
 
 
 def score_runs_table(table, columns, *, limit: int, conditions: tuple = (),
