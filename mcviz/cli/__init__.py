@@ -284,6 +284,9 @@ def _engine_failure(error: BaseException) -> str | None:
     lacks mcviz).
     """
     module = type(error).__module__ or ""
+    if isinstance(error, ConnectionError) and _from_py4j(error):
+        return ("Spark's JVM stopped during the run (it may have run out of memory: give a "
+                "larger --memory-limit; see the Spark logs for the rest).")
     if not module.startswith(("pyspark", "py4j")):
         return None
     text = str(error)
@@ -300,6 +303,18 @@ def _engine_failure(error: BaseException) -> str | None:
     else:
         hint = "the cause is Spark's"
     return f"the Spark job failed: {cause} ({hint}; see the Spark logs for the rest)."
+
+
+def _from_py4j(error: BaseException) -> bool:
+    """Whether ``error`` was raised inside py4j (the bridge to Spark's JVM): a refused
+    connection there means the JVM is gone (``mcviz compare --engine spark --memory-limit
+    2GB`` of 10^7 rows once ended so, with a traceback, on a heap at its 512 MiB floor)."""
+    trace = error.__traceback__
+    while trace is not None:
+        if "py4j" in trace.tb_frame.f_code.co_filename:
+            return True
+        trace = trace.tb_next
+    return False
 
 
 _OUT_OF_MEMORY = ("OutOfMemoryError", "SparkOutOfMemoryError", "TaskResultLost",

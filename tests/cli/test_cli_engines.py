@@ -72,6 +72,24 @@ def test_a_failed_spark_job_is_one_line(cli, monkeypatch, tmp_path):
         "(Spark ran short of memory: give a larger --memory-limit (or Spark's executors more "
         "memory); see the Spark logs for the rest)."]
 
+    def gone(args):  # the JVM died: py4j's connection to it is refused
+        import py4j.java_gateway
+
+        def connect():
+            raise ConnectionRefusedError(111, "Connection refused")
+
+        code = compile("def call(connect):\n    connect()\n", py4j.java_gateway.__file__, "exec")
+        space: dict = {}
+        exec(code, space)  # a frame of py4j's file, as a refused connection inside py4j has
+        space["call"](connect)
+
+    monkeypatch.setattr(mcviz.cli.metrics, "_in_engine", gone)
+    run = cli("metrics", data, "--engine", "spark")
+    assert run.status == 1
+    assert run.err.strip().splitlines() == [
+        "mcviz: error: Spark's JVM stopped during the run (it may have run out of memory: give a "
+        "larger --memory-limit; see the Spark logs for the rest)."]
+
     def other(args):
         raise RuntimeError("not an engine's")
 
