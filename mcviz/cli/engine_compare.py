@@ -73,12 +73,12 @@ SAMPLE_ROW_FLOOR = 800
 and the search's per-row arrays)."""
 
 
-def _sample_size(args, settings, names, files) -> int:
+def _sample_size(args, settings, names, row_bytes: int) -> int:
     """The rows of the groups' sample: ``--sample-rows``, or what the memory budget allows.
 
     The budget is the default one without ``--memory-limit``. With it, half the limit, as
     ``mcviz search --engine`` gives its sample (the engine's passes need the rest), in rows
-    of :func:`_row_bytes` each; on Spark in local mode also no more than what the JVM and its
+    of ``row_bytes`` each (:func:`_row_bytes`); on Spark in local mode also no more than what the JVM and its
     Python workers leave at their least (:func:`~mcviz.cli.engine_options.spark_room`): the
     JVM runs while the sample is drawn and searched (it checked every row first), and its heap
     is sized with the sample's bytes reserved (:func:`_sample_reserve`).
@@ -97,7 +97,7 @@ def _sample_size(args, settings, names, files) -> int:
     room = spark_room(args, worker=PLAIN_WORKER)
     if room is not None:  # (less what this process may add before the JVM's heap is sized)
         budget = min(budget, room - ROOM_SLACK)
-    return max(min(rows, budget // _row_bytes(files)), 1_000)
+    return max(min(rows, budget // row_bytes), 1_000)
 
 
 def _row_bytes(files) -> int:
@@ -111,9 +111,9 @@ def _row_bytes(files) -> int:
     return max(SAMPLE_VALUE_BYTES * (columns + 2), SAMPLE_ROW_FLOOR)
 
 
-def _sample_reserve(args, rows: int, files) -> int:
+def _sample_reserve(args, rows: int, row_bytes: int) -> int:
     """Bytes the groups' sample of ``rows`` rows adds while Spark's JVM runs (0 on DuckDB)."""
-    return rows * _row_bytes(files) if args.engine == "spark" else 0
+    return rows * row_bytes if args.engine == "spark" else 0
 
 
 def _groups(args, settings, rows, files, spill, names, default_covariates):
@@ -225,7 +225,7 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
     files = expand_paths(args.file)
     asked = _common.split(args.covariates)
     asked = None if asked is None else [c for c in asked if c != args.score_b]
-    rows = _sample_size(args, settings, asked, files)
+    rows = _sample_size(args, settings, asked, row_bytes := _row_bytes(files))
     with tempfile.TemporaryDirectory(prefix="mcviz-compare-", ignore_cleanup_errors=True) as spill:
         total = rows_in_files(files)
         whole = IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows
@@ -241,11 +241,11 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
         columns, _ = sample_roles(args, files, spill)
         if args.engine == "spark":
             os.environ["SPARK_LOCAL_DIRS"] = spill
-            rows = min(rows, _sample_size(args, settings, asked, files))  # what is held now
+            rows = min(rows, _sample_size(args, settings, asked, row_bytes))  # held now
         engine = make_engine(args.engine, files, columns,  # the sample's rows stay in Python
                              memory_limit=_passes_share(args, total) if args.engine == "duckdb"
                              else spark_limit(args, worker=PLAIN_WORKER, what="this comparison",
-                                              reserve=_sample_reserve(args, rows, files)),
+                                              reserve=_sample_reserve(args, rows, row_bytes)),
                              temp_directory=spill, spark_master=args.spark_master)
         try:
             def work() -> dict:

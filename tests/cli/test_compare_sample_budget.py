@@ -58,11 +58,11 @@ def test_a_sample_row_counts_every_column_of_the_file_and_its_keys(files):
 @pytest.mark.parametrize("limit", ["2GB", "3GB", "6GB"])
 def test_spark_sample_fits_beside_the_jvm_and_its_heap_is_sized_with_it(files, limit):
     args, settings = _args("spark", limit)
-    rows = ec._sample_size(args, settings, NAMES, files)
+    rows = ec._sample_size(args, settings, NAMES, ec._row_bytes(files))
     room = engine_options.spark_room(args, worker=memory.PLAIN_WORKER)
     cap = sample_rows(len(NAMES), holdout=settings.holdout, max_conditions=3)
     share = min(room - ec.ROOM_SLACK, parse_bytes(limit) // 2)
-    reserve = ec._sample_reserve(args, rows, files)
+    reserve = ec._sample_reserve(args, rows, ec._row_bytes(files))
     assert reserve == rows * ec._row_bytes(files)
     # (this process's resident memory moves by a few MB between the two reads)
     assert abs(rows - max(min(cap, share // ec._row_bytes(files)), 1_000)) <= (
@@ -75,22 +75,22 @@ def test_spark_sample_fits_beside_the_jvm_and_its_heap_is_sized_with_it(files, l
 
 def test_without_a_limit_the_sample_is_the_machine_budgets(files):
     args, settings = _args("spark", None)
-    assert ec._sample_size(args, settings, NAMES, files) == sample_rows(
+    assert ec._sample_size(args, settings, NAMES, ec._row_bytes(files)) == sample_rows(
         len(NAMES), holdout=settings.holdout, max_conditions=3)
 
 
 def test_duckdb_sample_takes_at_most_half_the_limit_and_reserves_nothing_beside_duckdb(files):
     args, settings = _args("duckdb", "1GB")
-    rows = ec._sample_size(args, settings, NAMES, files)
+    rows = ec._sample_size(args, settings, NAMES, ec._row_bytes(files))
     assert 1_000 < rows and rows * ec._row_bytes(files) <= parse_bytes("1GB") // 2
-    assert ec._sample_reserve(args, rows, files) == 0  # DuckDB's share counts what is held
+    assert ec._sample_reserve(args, rows, ec._row_bytes(files)) == 0  # DuckDB's share counts what is held
 
 
 def test_a_sample_the_limit_cannot_hold_is_refused_naming_a_limit(files):
     args, settings = _args("spark", "2GB", "--sample-rows", "1400000")
-    rows = ec._sample_size(args, settings, NAMES, files)
+    rows = ec._sample_size(args, settings, NAMES, ec._row_bytes(files))
     assert rows == 1_400_000
     with pytest.raises(ValidationError, match=r"--memory-limit 2GB cannot hold this comparison"
                        r".*Give --memory-limit \d+MB or more"):
         engine_options.spark_limit(args, worker=memory.PLAIN_WORKER, what="this comparison",
-                                   reserve=ec._sample_reserve(args, rows, files))
+                                   reserve=ec._sample_reserve(args, rows, ec._row_bytes(files)))
