@@ -42,6 +42,7 @@ References
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 
@@ -71,6 +72,13 @@ __all__ = [
 
 GROUP_ELEMENTS = 1 << 18
 """Members x response columns gathered at once (a few MB per work array)."""
+
+THREAD_MEMBERS = 1 << 22
+"""Members in all from which the groups of :meth:`Evaluator._summarise` are summarised by
+several threads (:func:`_workers`); each group writes its own rows of the summaries, so the
+numbers are the same whatever the threads and their order. Below it, a thread's start costs
+more than it saves. Each thread holds one group's work arrays (:data:`GROUP_ELEMENTS`
+members: a few MB)."""
 
 RUN_SUMS = 8
 """Sum tie runs first when members are at least this many times the runs (see
@@ -437,9 +445,21 @@ class Evaluator:
                 pair[:, 1] = self.variance
             else:  # the same products, never kept apart
                 np.multiply(self.score, 1.0 - self.score, out=pair[:, 1])
-        for group in _groups(sizes, budget):
-            self._summarise_group(columns, base, indices, group, out, adjacent=adjacent,
-                                  pair=pair)
+        groups = list(_groups(sizes, budget))
+        workers = _workers(int(sizes.sum()), len(groups))
+        if workers > 1:  # groups fill disjoint rows of ``out``: the same numbers in any order
+            from concurrent.futures import ThreadPoolExecutor
+
+            _ = self.variance, self.run_id if self.has_ties else None  # computed once, here
+            with ThreadPoolExecutor(workers) as pool:
+                for done in [pool.submit(self._summarise_group, columns, base, indices, group,
+                                         out, adjacent=adjacent, pair=pair)
+                             for group in groups]:
+                    done.result()
+        else:
+            for group in groups:
+                self._summarise_group(columns, base, indices, group, out, adjacent=adjacent,
+                                      pair=pair)
         return out if len(indices) == len(members) else _join_pieces(out, np.asarray(owner))
 
     def _walk(self, compiled, values: np.ndarray, members) -> ChunkSummaries:
@@ -683,6 +703,22 @@ def _flat_chunks(members) -> Iterable[tuple]:
                  if stop > first + 1 else positions[first].astype(np.int64, copy=False))
         yield first, stop, index, np.concatenate(([0], np.cumsum(part)[:-1])), part
         first = stop
+
+
+def _workers(members: int, groups: int) -> int:
+    """Threads to summarise ``groups`` holding ``members`` in all (1: this thread alone).
+
+    One per core this process may run on (its affinity mask), up to the groups, from
+    :data:`THREAD_MEMBERS` members: numpy's gathers, cumulative sums and reductions release
+    the interpreter lock, and each group is summarised from cache-sized arrays.
+    """
+    if members < THREAD_MEMBERS or groups < 2:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - platforms without affinity masks
+        cores = os.cpu_count() or 1
+    return max(min(cores, groups), 1)
 
 
 def _positions(member: np.ndarray) -> np.ndarray:
