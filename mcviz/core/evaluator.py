@@ -75,10 +75,13 @@ GROUP_ELEMENTS = 1 << 18
 
 THREAD_MEMBERS = 1 << 22
 """Members in all from which the groups of :meth:`Evaluator._summarise` are summarised by
-several threads (:func:`_workers`); each group writes its own rows of the summaries, so the
-numbers are the same whatever the threads and their order. Below it, a thread's start costs
-more than it saves. Each thread holds one group's work arrays (:data:`GROUP_ELEMENTS`
-members: a few MB)."""
+several threads (:func:`_workers`); each group writes its own rows of the summaries, and the
+pieces a subpopulation is cut into do not depend on the threads, so the numbers are the same
+whatever the threads and their order. Below it, a thread's start costs more than it saves."""
+
+THREAD_WORKERS = 2
+"""Threads at most; the groups are then :data:`GROUP_ELEMENTS` over the threads, so the work
+arrays in flight hold as many values as one thread's (the memory estimates stand)."""
 
 RUN_SUMS = 8
 """Sum tie runs first when members are at least this many times the runs (see
@@ -424,7 +427,9 @@ class Evaluator:
         the eq. (5) terms, row by row, so that one gather fetches both (the same cache lines;
         the same values as two gathers).
         """
-        budget = max(GROUP_ELEMENTS // columns.shape[1], 1)
+        # pieces of at most half a group, whatever the threads (the same pieces, the same
+        # rounding); groups of GROUP_ELEMENTS over the threads: as many values in work arrays
+        budget = max(GROUP_ELEMENTS // (THREAD_WORKERS * columns.shape[1]), 1)
         indices, owner = [], []
         for k, member in enumerate(members):
             positions = _positions(member)
@@ -445,9 +450,9 @@ class Evaluator:
                 pair[:, 1] = self.variance
             else:  # the same products, never kept apart
                 np.multiply(self.score, 1.0 - self.score, out=pair[:, 1])
-        groups = list(_groups(sizes, budget))
-        workers = _workers(int(sizes.sum()), len(groups))
-        if workers > 1:  # groups fill disjoint rows of ``out``: the same numbers in any order
+        workers = _workers(int(sizes.sum()))
+        groups = list(_groups(sizes, max(GROUP_ELEMENTS // (workers * columns.shape[1]), 1)))
+        if workers > 1 and len(groups) > 1:  # each group fills its own rows of ``out``
             from concurrent.futures import ThreadPoolExecutor
 
             _ = self.variance, self.run_id if self.has_ties else None  # computed once, here
@@ -705,20 +710,20 @@ def _flat_chunks(members) -> Iterable[tuple]:
         first = stop
 
 
-def _workers(members: int, groups: int) -> int:
-    """Threads to summarise ``groups`` holding ``members`` in all (1: this thread alone).
+def _workers(members: int) -> int:
+    """Threads to summarise groups holding ``members`` in all (1: this thread alone).
 
-    One per core this process may run on (its affinity mask), up to the groups, from
-    :data:`THREAD_MEMBERS` members: numpy's gathers, cumulative sums and reductions release
-    the interpreter lock, and each group is summarised from cache-sized arrays.
+    From :data:`THREAD_MEMBERS` members, one per core this process may run on (its affinity
+    mask), at most :data:`THREAD_WORKERS`: numpy's gathers, cumulative sums and reductions
+    release the interpreter lock, and each group is summarised from cache-sized arrays.
     """
-    if members < THREAD_MEMBERS or groups < 2:
+    if members < THREAD_MEMBERS:
         return 1
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - platforms without affinity masks
         cores = os.cpu_count() or 1
-    return max(min(cores, groups), 1)
+    return max(min(cores, THREAD_WORKERS), 1)
 
 
 def _positions(member: np.ndarray) -> np.ndarray:

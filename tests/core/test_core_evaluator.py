@@ -245,7 +245,7 @@ def test_label_statistics_match_brute_force_loop(ties, weighted, method, group_e
     monkeypatch.setattr(module, "GROUP_ELEMENTS", group_elements)
     ran_on = set()
     if threads > 1:
-        monkeypatch.setattr(module, "_workers", lambda members, groups: min(threads, groups))
+        monkeypatch.setattr(module, "_workers", lambda members: threads)
         summarise = Evaluator._summarise_group
 
         def recorded(self, *args, **kwargs):
@@ -272,16 +272,14 @@ def test_label_statistics_match_brute_force_loop(ties, weighted, method, group_e
         assert ran_on and threading.get_ident() not in ran_on
 
 
-def test_workers_start_at_thread_members_and_never_exceed_the_groups(monkeypatch):
+def test_workers_start_at_thread_members_and_never_exceed_the_cores_or_two(monkeypatch):
     import mcviz.core.evaluator as module
 
     monkeypatch.setattr(module.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    assert module._workers(module.THREAD_MEMBERS - 1, 50) == 1
-    assert module._workers(module.THREAD_MEMBERS, 50) == 4
-    assert module._workers(module.THREAD_MEMBERS, 3) == 3
-    assert module._workers(module.THREAD_MEMBERS, 1) == 1
+    assert module._workers(module.THREAD_MEMBERS - 1) == 1
+    assert module._workers(module.THREAD_MEMBERS) == module.THREAD_WORKERS == 2
     monkeypatch.setattr(module.os, "sched_getaffinity", lambda pid: {0})
-    assert module._workers(10 * module.THREAD_MEMBERS, 50) == 1
+    assert module._workers(10 * module.THREAD_MEMBERS) == 1
 
 
 def test_label_statistics_of_real_valued_responses_match_brute_force_loop():
