@@ -394,9 +394,11 @@ def _numeric_curves(table, columns, pred, variable: str | None) -> tuple:
     """
     if variable is None:
         return None, None
-    if pred.covariate_kinds.get(variable) != "ordinal" or table.kinds.get(variable) not in (
-            "float", "int", "bool"):
-        return None, f"The curves along {variable} are not drawn at scale (not a number column)."
+    kind = table.kinds.get(variable)
+    if pred.covariate_kinds.get(variable) != "ordinal" or kind not in (
+            "float", "int", "bool", "timestamp"):
+        return None, (f"The curves along {variable} are not drawn at scale (not a number or "
+                      "time column).")
     from mcviz.engines.calibration import value_sums_table
     from mcviz.settings import ENGINE_SCORE_RUNS
     from mcviz.stats.variable_sums import variable_calibration_from_sums
@@ -404,16 +406,26 @@ def _numeric_curves(table, columns, pred, variable: str | None) -> tuple:
     sums, missing, width = value_sums_table(table, columns, variable, limit=ENGINE_SCORE_RUNS)
     try:
         curves = variable_calibration_from_sums(variable, sums, missing=missing,
-                                                weighted=columns.weight is not None)
+                                                weighted=columns.weight is not None,
+                                                dates=kind == "timestamp")
     except ValidationError as error:
         return None, str(error)
     if width is None:
         return curves, ("exactly, from the rows summed per distinct value (the span "
                         "cross-validated on every row)")
     said = "no bound on the difference" if curves.within is None else curves.within.words()
+    wide = _duration(width) if kind == "timestamp" else f"{width:.3g}"
     return curves, (f"from the rows summed in {sums['n'].size:,} bins of {variable} "
-                    f"{width:.3g} wide: the curves of the rows each moved to its bin's mean "
+                    f"{wide} wide: the curves of the rows each moved to its bin's mean "
                     f"value, by less than that width ({said})")
+
+
+def _duration(nanoseconds: float) -> str:
+    """Word a span of time in its largest whole unit ("1.5 days", "40 s")."""
+    for unit, size in (("days", 86_400e9), ("h", 3_600e9), ("min", 60e9), ("s", 1e9)):
+        if nanoseconds >= size:
+            return f"{nanoseconds / size:.3g} {unit}"
+    return f"{nanoseconds:.3g} ns"
 
 
 def _deviation_words(runs, exact: bool) -> str:
