@@ -10,14 +10,14 @@ the PDF was not (exit 2 only when no deck could be written).
 
 Prints ``{"n", "verdict": [sentences], "next_step": sentence, "details": [lines],
 "findings": [{"rank", "description", "sentence", "effect", "interval", "effect_value", "ci_low",
-"ci_high", "share", "p_adjusted"}], "unions": [{"parts", "description", "sentence", "effect",
-"interval", "effect_value", "ci_low", "ci_high", "share", "p_adjusted"}], "appendix": [...],
-"slides", "deck": [paths written]}``. With ``--engine duckdb|spark`` on a sample smaller than
-the table the deck is drawn from every row: the full population's charts from the engine's sums
-per distinct score (the in-memory charts; above 2^20 distinct scores from fine score bins, within
-the bounds the notice states), the curves along the report's variable from its sums per level or
-per distinct value (above 2^20 values per fine bin, the notice, ``curves_within`` and the slide
-stating how far each point can be from the curve from every row), each confirmed
+"ci_high", "size", "share", "p_adjusted"}], "unions": [{"parts", "description", "sentence",
+"effect", "interval", "effect_value", "ci_low", "ci_high", "share", "p_adjusted"}],
+"appendix": [...], "slides", "deck": [paths written]}``. With ``--engine duckdb|spark`` on a
+sample smaller than the table the deck is drawn from every row: the full population's charts from
+the engine's sums per distinct score (the in-memory charts; above 2^20 distinct scores from fine
+score bins, within the bounds the notice states), the curves along the report's variable from its
+sums per level or per distinct value (above 2^20 values per fine bin, the notice, ``curves_within``
+and the slide stating how far each point can be from the curve from every row), each confirmed
 finding's from its own rows read with its
 ``WHERE`` when they fit in memory (else its slide says why it has none).
 ``unions``: the confirmed findings of one direction the
@@ -27,7 +27,10 @@ The verdict's sentences are words (no statistical symbol); ``details`` holds the
 finding's ``description`` is its exact filter expression (it re-parses), ``sentence`` the same
 group in words; ``effect`` is observed − predicted on its held-out rows (negative: fewer
 positives than predicted), written as the deck writes it, ``effect_value``, ``ci_low`` and
-``ci_high`` the same numbers as fractions.
+``ci_high`` the same numbers as fractions; ``size`` and ``share`` (as the deck writes it) count
+its rows among all ``n`` rows -- at scale every row's, as its sentence, the next step and the
+deck state them (``mcviz search --engine``'s ``size``; the sample's is that command's
+``sample_size``).
 """
 
 from __future__ import annotations
@@ -164,7 +167,8 @@ def _verdict_json(n: int, verdict, search, binary: bool) -> dict:
                       "effect": f.effect, "interval": f.interval,
                       "effect_value": _number(found[f.rank].mean_residual),
                       "ci_low": _number(found[f.rank].ci_low),
-                      "ci_high": _number(found[f.rank].ci_high), "share": f.share,
+                      "ci_high": _number(found[f.rank].ci_high),
+                      "size": int(found[f.rank].size), "share": f.share,
                       "p_adjusted": f.p_adjusted} for f in verdict.findings],
         "unions": _unions_json(search, binary),
         "appendix": list(verdict.appendix),
@@ -441,9 +445,11 @@ def _numeric_curves(table, columns, pred, variable: str | None) -> tuple:
     """
     if variable is None:
         return None, None
-    if pred.covariate_kinds.get(variable) != "ordinal" or table.kinds.get(variable) not in (
-            "float", "int", "bool"):
-        return None, f"The curves along {variable} are not drawn at scale (not a number column)."
+    kind = table.kinds.get(variable)
+    if pred.covariate_kinds.get(variable) != "ordinal" or kind not in (
+            "float", "int", "bool", "timestamp"):
+        return None, (f"The curves along {variable} are not drawn at scale (not a number or "
+                      "time column).")
     from mcviz.engines.calibration import value_sums_table
     from mcviz.settings import ENGINE_SCORE_RUNS
     from mcviz.stats.variable_sums import variable_calibration_from_sums
@@ -451,16 +457,26 @@ def _numeric_curves(table, columns, pred, variable: str | None) -> tuple:
     sums, missing, width = value_sums_table(table, columns, variable, limit=ENGINE_SCORE_RUNS)
     try:
         curves = variable_calibration_from_sums(variable, sums, missing=missing,
-                                                weighted=columns.weight is not None)
+                                                weighted=columns.weight is not None,
+                                                dates=kind == "timestamp")
     except ValidationError as error:
         return None, str(error)
     if width is None:
         return curves, ("exactly, from the rows summed per distinct value (the span "
                         "cross-validated on every row)")
     said = "no bound on the difference" if curves.within is None else curves.within.words()
+    wide = _duration(width) if kind == "timestamp" else f"{width:.3g}"
     return curves, (f"from the rows summed in {sums['n'].size:,} bins of {variable} "
-                    f"{width:.3g} wide: the curves of the rows each moved to its bin's mean "
+                    f"{wide} wide: the curves of the rows each moved to its bin's mean "
                     f"value, by less than that width ({said})")
+
+
+def _duration(nanoseconds: float) -> str:
+    """Word a span of time in its largest whole unit ("1.5 days", "40 s")."""
+    for unit, size in (("days", 86_400e9), ("h", 3_600e9), ("min", 60e9), ("s", 1e9)):
+        if nanoseconds >= size:
+            return f"{nanoseconds / size:.3g} {unit}"
+    return f"{nanoseconds:.3g} ns"
 
 
 def _deviation_words(runs, exact: bool) -> str:

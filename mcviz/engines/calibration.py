@@ -558,6 +558,9 @@ def value_sums_table(table, columns, variable: str, *,
                      limit: int) -> tuple[dict, dict, float | None]:
     r"""Return the rows' sums per distinct value of a numeric column (one ``GROUP BY``).
 
+    A timestamp or date column is summed by its nanoseconds since 1970-01-01 as a DOUBLE
+    (:func:`~mcviz.engines.sql.nanoseconds_sql`: the values the in-memory curves put along it).
+
     The sums of :func:`mcviz.stats.variable_sums.variable_calibration_from_sums`
     (:data:`~mcviz.stats.variable_sums.VALUE_SUMS`: Kelly & Smyth's :math:`e` and
     :math:`\hat e` as :func:`level_sums_table` takes them, and :math:`R`, :math:`S`), ascending
@@ -570,9 +573,16 @@ def value_sums_table(table, columns, variable: str, *,
     from mcviz.engines import sql
     from mcviz.stats.variable_sums import VALUE_SUMS
 
+    def number(q) -> str:  # the value as DOUBLE, NULL where missing (NaN too)
+        if table.kinds.get(variable) == "timestamp":  # nanoseconds, as the in-memory keys
+            nanos = sql.nanoseconds_sql(q.dialect.ident(variable), table.types.get(variable, ""),
+                                        q)
+            return f"CAST({nanos} AS DOUBLE)"
+        raw = f"CAST({q.dialect.ident(variable)} AS DOUBLE)"
+        return f"CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END"
+
     q = table.query()
-    raw = f"CAST({q.dialect.ident(variable)} AS DOUBLE)"
-    value = f"CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END"
+    value = number(q)
     accuracy = f", {q.bind(0.01)}" if table.dialect.name == "spark" else ""
     overview = table.frame(q, f"SELECT approx_count_distinct({value}{accuracy}) AS d, "
                               f"MIN({value}) AS lo, MAX({value}) AS hi FROM {table.source}")
@@ -584,8 +594,7 @@ def value_sums_table(table, columns, variable: str, *,
     s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
     r = sql.response_sql(columns, table.kinds, q)
     w = "1.0" if columns.weight is None else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)"
-    raw = f"CAST({q.dialect.ident(variable)} AS DOUBLE)"
-    value = f"CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END"
+    value = number(q)
     key = "v" if width is None else (  # (LEAST skips a NULL in DuckDB: missing stays NULL)
         f"CASE WHEN v IS NULL THEN NULL ELSE LEAST(CAST(FLOOR((v - {q.bind(low)}) / "
         f"{q.bind(width)}) AS BIGINT), {q.bind(limit - 1)}) END")
