@@ -72,6 +72,12 @@ SHAPES: dict[str, dict[str, dict]] = {
         "adult_like": {"rows": 200_000, "l": 1_000, "repeats": 1},
         "repeats": {"rows": 100_000, "l": 500, "repeats": 4},
     },
+    "classical": {  # the classical measures (beside Algorithm 1 in `mcviz metrics`)
+        "distinct": {"rows": 1_000_000, "ties": False, "weighted": False},
+        "tied": {"rows": 1_000_000, "ties": True, "weighted": False},
+        "weighted": {"rows": 1_000_000, "ties": False, "weighted": True},
+        "rows_3m": {"rows": 3_000_000, "ties": False, "weighted": False},
+    },
     "search": {
         "few": {"rows": 600_000, "covariates": 4},
         "many": {"rows": 400_000, "covariates": 12},
@@ -264,6 +270,23 @@ def _child(case: str, p: dict) -> dict:
         def run():
             return [multicalibration(pred, generate_subpopulations(
                 pred, n_subpopulations=p["l"], seed=seed)) for seed in range(p["repeats"])]
+    elif case == "classical":
+        import numpy as np
+
+        from mcviz.budget import classical_estimate
+        from mcviz.io import Predictions
+        from mcviz.stats.measures import classical_measures
+
+        rng = np.random.default_rng(0)
+        score = rng.random(p["rows"])
+        label = (rng.random(p["rows"]) < score).astype(int)
+        pred = Predictions.from_arrays(score.round(2) if p["ties"] else score, label,
+                                       weight=rng.uniform(0.5, 2, p["rows"]) if p["weighted"]
+                                       else None)
+        estimate = classical_estimate(p["rows"], int(pred.run_end.sum()))
+
+        def run():
+            return classical_measures(pred)
     elif case == "search":
         from mcviz.search import search_estimate, search_subpopulations
 

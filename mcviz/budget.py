@@ -51,6 +51,7 @@ __all__ = [
     "as_budget",
     "bootstrap_estimate",
     "check",
+    "classical_estimate",
     "default_budget",
     "format_bytes",
     "format_seconds",
@@ -515,6 +516,30 @@ def subpopulations_estimate(rows: int, subpopulations: int, repeats: int = 1) ->
         seconds=members * SUBPOP_SECONDS_PER_MEMBER,
         advice="choose fewer subpopulations (ℓ) or fewer repeats, or screen the data out of "
                "core with `mcviz screen --engine duckdb`",
+    )
+
+
+# The classical measures of one population (mcviz.stats.measures.classical_measures): measured
+# peak RSS above the input 159-166 bytes per row with distinct scores (10^6 and 3x10^6 rows,
+# weighted or not) and 85 with 101 distinct scores (10^6 rows): about 90 per row and 80 per
+# run of tied scores; CPU 0.24-0.6 s per 10^6 rows at load 11 (benchmarks/bench_budget.py
+# "classical", 30 Nov 2026).
+CLASSICAL_BYTES_PER_ROW = 90
+CLASSICAL_BYTES_PER_RUN = 80
+CLASSICAL_SECONDS_PER_ROW = 1.0e-6
+
+
+def classical_estimate(rows: int, runs: int | None = None) -> Estimate:
+    """Return the cost of the classical measures of ``rows`` rows in ``runs`` tied-score runs.
+
+    ``runs``: the distinct scores (default ``rows``: none tied, the most).
+    """
+    runs = rows if runs is None else runs
+    return Estimate(
+        what=f"the classical measures of {rows:,} rows",
+        bytes=int(rows * CLASSICAL_BYTES_PER_ROW + runs * CLASSICAL_BYTES_PER_RUN),
+        seconds=rows * CLASSICAL_SECONDS_PER_ROW,
+        advice="sample rows, or compute them out of core with `mcviz metrics --engine duckdb`",
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mcviz.budget import check, subpopulations_estimate
@@ -91,6 +92,7 @@ def run(args: argparse.Namespace) -> dict:
     pred = _common.apply_weighting(args, loaded)
     _check_subpopulations(args, pred)  # refused before the other measures, not after them
     result = cumulative_differences(pred)
+    classical = _classical_started(args, pred)  # beside the multi-calibration block
     output: dict = {
         "n": pred.n,
         "weight_total": pred.weight_total,
@@ -105,9 +107,10 @@ def run(args: argparse.Namespace) -> dict:
             "unweighted_kuiper_z": None,  # beside D/sigma when the weights depend on the labels
             "warnings": [],
         },
-        "classical": _classical(pred),
+        "classical": None,
     }
     block = metrics_block(args, pred, unweighted=loaded)
+    output["classical"] = classical()
     if block is not None:
         output["multicalibration"] = block
     if pred.weights_depend_on_label:
@@ -275,15 +278,50 @@ def _columns(pred: Predictions) -> dict:
     }
 
 
-def _classical(pred: Predictions) -> dict | None:
-    """Return the ``"classical"`` block; None (and a note) for responses outside [0, 1]."""
+def _classical(pred: Predictions) -> tuple[dict | None, str | None]:
+    """Return the ``"classical"`` block and a note (None and why for responses outside [0, 1])."""
     if pred.response_kind != "binary":
         try:
-            return classical_measures(pred).as_json()
+            return classical_measures(pred).as_json(), None
         except ValidationError as error:  # the measures need responses in [0, 1]
-            print(f"mcviz: note: classical measures not computed: {error}", file=sys.stderr)
-            return None
-    return classical_measures(pred).as_json()
+            return None, f"mcviz: note: classical measures not computed: {error}"
+    return classical_measures(pred).as_json(), None
+
+
+def _classical_started(args: argparse.Namespace, pred: Predictions) -> Callable[[], dict | None]:
+    """Start the ``"classical"`` block; return what waits for it (and prints its note).
+
+    In a thread of its own, beside the multi-calibration block, when that block is asked, the
+    process may run on two cores or more, and the memory budget holds both at once (Algorithm
+    1's :func:`~mcviz.budget.subpopulations_estimate` plus
+    :func:`~mcviz.budget.classical_estimate`: they run at the same time); else now, before the
+    block. The same numbers either way: the measures read the score-sorted arrays, which
+    nothing writes, and the note is printed when they are joined (stderr keeps its order).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mcviz.budget import classical_estimate, memory_budget, usable_cores
+
+    need = classical_estimate(pred.n, int(pred.run_end.sum())).bytes
+    if _asked(args) and _generates(args):
+        n_subpopulations, _, _, repeats = _settings(args)
+        need += subpopulations_estimate(pred.n, n_subpopulations, repeats).bytes
+    if not _asked(args) or usable_cores() < 2 or need > memory_budget():
+        done = _classical(pred)
+        future = None
+    else:
+        done = None
+        pool = ThreadPoolExecutor(1, thread_name_prefix="mcviz-classical")
+        future = pool.submit(_classical, pred)
+        pool.shutdown(wait=False)  # its thread ends with the measures
+
+    def joined() -> dict | None:
+        block, note = done if future is None else future.result()
+        if note:
+            print(note, file=sys.stderr)
+        return block
+
+    return joined
 
 
 def _settings(args: argparse.Namespace) -> tuple[int, int, int, int]:

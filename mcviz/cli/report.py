@@ -10,14 +10,14 @@ the PDF was not (exit 2 only when no deck could be written).
 
 Prints ``{"n", "verdict": [sentences], "next_step": sentence, "details": [lines],
 "findings": [{"rank", "description", "sentence", "effect", "interval", "effect_value", "ci_low",
-"ci_high", "share", "p_adjusted"}], "unions": [{"parts", "description", "sentence", "effect",
-"interval", "effect_value", "ci_low", "ci_high", "share", "p_adjusted"}], "appendix": [...],
-"slides", "deck": [paths written]}``. With ``--engine duckdb|spark`` on a sample smaller than
-the table the deck is drawn from every row: the full population's charts from the engine's sums
-per distinct score (the in-memory charts; above 2^20 distinct scores from fine score bins, within
-the bounds the notice states), the curves along the report's variable from its sums per level or
-per distinct value (above 2^20 values per fine bin, the notice, ``curves_within`` and the slide
-stating how far each point can be from the curve from every row), each confirmed
+"ci_high", "size", "share", "p_adjusted"}], "unions": [{"parts", "description", "sentence",
+"effect", "interval", "effect_value", "ci_low", "ci_high", "share", "p_adjusted"}],
+"appendix": [...], "slides", "deck": [paths written]}``. With ``--engine duckdb|spark`` on a
+sample smaller than the table the deck is drawn from every row: the full population's charts from
+the engine's sums per distinct score (the in-memory charts; above 2^20 distinct scores from fine
+score bins, within the bounds the notice states), the curves along the report's variable from its
+sums per level or per distinct value (above 2^20 values per fine bin, the notice, ``curves_within``
+and the slide stating how far each point can be from the curve from every row), each confirmed
 finding's from its own rows read with its
 ``WHERE`` when they fit in memory (else its slide says why it has none).
 ``unions``: the confirmed findings of one direction the
@@ -27,7 +27,10 @@ The verdict's sentences are words (no statistical symbol); ``details`` holds the
 finding's ``description`` is its exact filter expression (it re-parses), ``sentence`` the same
 group in words; ``effect`` is observed − predicted on its held-out rows (negative: fewer
 positives than predicted), written as the deck writes it, ``effect_value``, ``ci_low`` and
-``ci_high`` the same numbers as fractions.
+``ci_high`` the same numbers as fractions; ``size`` and ``share`` (as the deck writes it) count
+its rows among all ``n`` rows -- at scale every row's, as its sentence, the next step and the
+deck state them (``mcviz search --engine``'s ``size``; the sample's is that command's
+``sample_size``).
 """
 
 from __future__ import annotations
@@ -164,7 +167,8 @@ def _verdict_json(n: int, verdict, search, binary: bool) -> dict:
                       "effect": f.effect, "interval": f.interval,
                       "effect_value": _number(found[f.rank].mean_residual),
                       "ci_low": _number(found[f.rank].ci_low),
-                      "ci_high": _number(found[f.rank].ci_high), "share": f.share,
+                      "ci_high": _number(found[f.rank].ci_high),
+                      "size": int(found[f.rank].size), "share": f.share,
                       "p_adjusted": f.p_adjusted} for f in verdict.findings],
         "unions": _unions_json(search, binary),
         "appendix": list(verdict.appendix),
@@ -275,11 +279,11 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
         levels = _level_curves(table, columns, at_scale.pred, variable)
         curves = (levels, None) if levels is not None else _numeric_curves(
             table, columns, at_scale.pred, variable)
-        return (columns, runs, curves,
-                {rank: _rows_where(table, sub) for rank, sub in subs.items()})
+        return columns, runs, curves, _finding_counts(table, columns, subs)
 
-    columns, parts, (curves, along), counts = on_table(
+    columns, parts, (curves, along), counted = on_table(
         args, count, reserve=_runs_reserve(args), what="this report's deck")
+    counts = {rank: size for rank, (size, _) in counted.items()}
     full_runs = ScoreRuns(**parts)
     del parts
     full, about = _full_review(full_runs, bins, curves, variable,
@@ -294,8 +298,9 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
         if refused:
             why |= dict.fromkeys(readable, refused.rstrip("."))
             readable = set()
+    grouped = _finding_grouping(args, full_runs, counted, reserve, readable)
     charts, notes, read, refused, exact = _findings_drawn(
-        args, at_scale, subs, readable, bins, full_runs, full.reliability, reserve)
+        args, at_scale, subs, readable, bins, full_runs, full.reliability, reserve, grouped)
     why |= dict.fromkeys(readable - read, refused)
     notes |= {rank: _finding_note(full_runs, rank in exact, counts[rank], why.get(rank))
               for rank in charts}
@@ -324,14 +329,64 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
         " of them."), None if within is None else within.record()
 
 
-def _rows_where(table, sub) -> int:
-    """Count the rows of a finding (its conditions as SQL) in the engine's table."""
-    from mcviz.subpopulations.sql import predicate_sql
+def _finding_counts(table, columns, subs: dict) -> dict:
+    """Return each finding's rows and approximate distinct scores (rank -> pair), one scan.
 
-    q = table.query()
-    where = predicate_sql(tuple(sub.conditions), table.kinds, q)
-    return int(table.frame(q, f"SELECT COUNT(*) AS n FROM {table.source} WHERE {where}")
-               ["n"].iloc[0])
+    :func:`~mcviz.engines.calibration.finding_counts_table`: every finding's ``COUNT`` and
+    ``approx_count_distinct`` with its ``WHERE`` in one aggregate over the rows.
+    """
+    from mcviz.engines.calibration import finding_counts_table
+
+    pairs = finding_counts_table(table, columns, tuple(tuple(sub.conditions)
+                                                       for sub in subs.values()))
+    return dict(zip(subs, pairs, strict=True))
+
+
+def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: set) -> dict:
+    """Return how each finding's runs are grouped: rank -> (binned, bytes its runs take).
+
+    Per distinct score (its deviation exact: every row summed between its scores when the
+    full population is in fine bins) when its approximate distinct scores, a few per cent
+    more, fit the room :func:`exact_runs_limit` leaves beside the full population's runs and,
+    for a finding whose rows are read (``readable``), their ``reserve``; else in the full
+    population's fine bins.
+    """
+    from mcviz.cli.metrics import _runs_reserve
+    from mcviz.engines.memory import RUN_BYTES, finding_runs_bytes
+
+    binned = full_runs.bins is not None
+    limits = {held: exact_runs_limit(args, reserve=_runs_reserve(args) + held)
+              for held in {reserve if rank in readable else 0 for rank in counted}}
+    grouped = {}
+    for rank, (size, distinct) in counted.items():
+        runs = min(int(distinct * 1.05) + 1, size)
+        if binned and runs > limits[reserve if rank in readable else 0]:
+            grouped[rank] = (True, RUN_BYTES * full_runs.score.size)
+        else:
+            grouped[rank] = (False, finding_runs_bytes(runs))
+    return grouped
+
+
+def exact_runs_limit(args: argparse.Namespace, *, reserve: int = 0) -> int:
+    """Return the most distinct scores a finding's exact runs may have (the memory budget).
+
+    Half the room left beside the engine (:func:`mcviz.engines.memory.duckdb_room` under
+    ``--memory-limit`` with DuckDB: the limit less this process's resident memory,
+    ``reserve``, DuckDB's floor, overshoot and a margin), else half the memory budget
+    (:func:`mcviz.budget.memory_budget`; with Spark and ``--memory-limit`` a quarter of it,
+    the JVM holding the rest), over :data:`~mcviz.engines.memory.FINDING_RUN_BYTES`; never
+    below :data:`~mcviz.settings.ENGINE_SCORE_RUNS` (the full population's runs, reserved
+    twice).
+    """
+    from mcviz import settings
+    from mcviz.budget import memory_budget
+    from mcviz.engines.memory import FINDING_RUN_BYTES, duckdb_room
+
+    room = memory_budget(None) // 2
+    if args.memory_limit is not None:
+        room = min(room, duckdb_room(args.memory_limit, reserve=reserve) // 2
+                   if args.engine == "duckdb" else memory_budget(args.memory_limit) // 4)
+    return max(settings.ENGINE_SCORE_RUNS, int(room // FINDING_RUN_BYTES))
 
 
 def _finding_reserve(args: argparse.Namespace, rows: int, covariates: int
@@ -390,9 +445,11 @@ def _numeric_curves(table, columns, pred, variable: str | None) -> tuple:
     """
     if variable is None:
         return None, None
-    if pred.covariate_kinds.get(variable) != "ordinal" or table.kinds.get(variable) not in (
-            "float", "int", "bool"):
-        return None, f"The curves along {variable} are not drawn at scale (not a number column)."
+    kind = table.kinds.get(variable)
+    if pred.covariate_kinds.get(variable) != "ordinal" or kind not in (
+            "float", "int", "bool", "timestamp"):
+        return None, (f"The curves along {variable} are not drawn at scale (not a number or "
+                      "time column).")
     from mcviz.engines.calibration import value_sums_table
     from mcviz.settings import ENGINE_SCORE_RUNS
     from mcviz.stats.variable_sums import variable_calibration_from_sums
@@ -400,16 +457,26 @@ def _numeric_curves(table, columns, pred, variable: str | None) -> tuple:
     sums, missing, width = value_sums_table(table, columns, variable, limit=ENGINE_SCORE_RUNS)
     try:
         curves = variable_calibration_from_sums(variable, sums, missing=missing,
-                                                weighted=columns.weight is not None)
+                                                weighted=columns.weight is not None,
+                                                dates=kind == "timestamp")
     except ValidationError as error:
         return None, str(error)
     if width is None:
         return curves, ("exactly, from the rows summed per distinct value (the span "
                         "cross-validated on every row)")
     said = "no bound on the difference" if curves.within is None else curves.within.words()
+    wide = _duration(width) if kind == "timestamp" else f"{width:.3g}"
     return curves, (f"from the rows summed in {sums['n'].size:,} bins of {variable} "
-                    f"{width:.3g} wide: the curves of the rows each moved to its bin's mean "
+                    f"{wide} wide: the curves of the rows each moved to its bin's mean "
                     f"value, by less than that width ({said})")
+
+
+def _duration(nanoseconds: float) -> str:
+    """Word a span of time in its largest whole unit ("1.5 days", "40 s")."""
+    for unit, size in (("days", 86_400e9), ("h", 3_600e9), ("min", 60e9), ("s", 1e9)):
+        if nanoseconds >= size:
+            return f"{nanoseconds / size:.3g} {unit}"
+    return f"{nanoseconds:.3g} ns"
 
 
 def _deviation_words(runs, exact: bool) -> str:
@@ -438,7 +505,7 @@ def _finding_note(full_runs, exact: bool, rows: int, why: str | None) -> str:
 
 
 def _findings_drawn(args, at_scale, subs: dict, readable: set, bins: tuple[int, ...],
-                    full_runs, full_reliability, reserve: int
+                    full_runs, full_reliability, reserve: int, grouped: dict
                     ) -> tuple[dict, dict, set, str, set]:
     """Return the findings' charts, notes, the findings whose rows were read, and why not.
 
@@ -449,18 +516,23 @@ def _findings_drawn(args, at_scale, subs: dict, readable: set, bins: tuple[int, 
     The finding's runs (its ``WHERE``) beside the full population's give its deviation and
     reliability; the findings in ``readable`` are also read row by row (``reserve`` bytes
     beside the engine) for their other charts. A limit too small for that is tried again
-    without reading rows; too small for the runs, every finding's slide says why.
+    without reading rows; too small for the runs, every finding's slide says why. ``grouped``:
+    :func:`_finding_grouping` (the largest finding's runs reserved beside the full
+    population's).
     """
     from mcviz.cli.engine_options import on_table
     from mcviz.cli.metrics import _runs_reserve
 
-    runs_reserve = 2 * _runs_reserve(args)  # the full population's runs held, a finding's
     refused = ""
     for rows in ((readable, set()) if readable else (set(),)):
+        # the largest finding's runs (and rows, when read) beside the full population's
+        held = max((size + (reserve if rank in rows else 0) for rank, (_, size)
+                    in grouped.items()), default=0) if _runs_reserve(args) else 0
         try:
             charts, exact = on_table(args, lambda table, cols, rows=rows: _finding_charts(
-                args, table, cols, at_scale, subs, rows, bins, full_runs, full_reliability),
-                reserve=runs_reserve + (reserve if rows else 0),
+                args, table, cols, at_scale, subs, rows, bins, full_runs, full_reliability,
+                grouped),
+                reserve=_runs_reserve(args) + held,
                 what="drawing the findings' charts")
             return charts, {}, set(rows), refused, exact
         except ValidationError as error:  # the limit, measured once the engine opens
@@ -472,23 +544,25 @@ def _findings_drawn(args, at_scale, subs: dict, readable: set, bins: tuple[int, 
 
 
 def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
-                    bins: tuple[int, ...], full_runs, full_reliability) -> tuple[dict, set]:
+                    bins: tuple[int, ...], full_runs, full_reliability,
+                    grouped: dict) -> tuple[dict, set]:
     """Return each finding's charts as in memory (one finding at a time), and the exact ones.
 
-    Its runs by a ``GROUP BY`` of the score with its ``WHERE`` (grouped as the full
-    population's; with DuckDB per distinct score whenever the finding has few enough, every
-    row then summed between them by
-    :func:`~mcviz.engines.calibration.comparison_sums_table`: its deviation exact), then
+    Its runs by a ``GROUP BY`` of the score with its ``WHERE``, per distinct score or in the
+    full population's fine bins as ``grouped`` says (:func:`_finding_grouping`; no count
+    first); per distinct score with the full population in fine bins, every row is then
+    summed between them by :func:`~mcviz.engines.calibration.comparison_sums_table` (DuckDB
+    or Spark): its deviation exact. Then
     :func:`mcviz.present.review.finding_review_from_runs`; a finding in ``readable`` is also
     read with its ``WHERE`` and reviewed as a population of its own for its own calibration,
     curves and LCS.
     """
     from mcviz.engines.calibration import comparison_sums_table, score_runs_table
-    from mcviz.stats.deviation import deviation_edges
     from mcviz.present.deck import finding_variable
     from mcviz.present.review import finding_review_from_runs, review_results
     from mcviz.present.slide_charts import review_charts
     from mcviz.settings import ENGINE_SCORE_RUNS
+    from mcviz.stats.deviation import deviation_edges
     from mcviz.stats.measures.runs import ScoreRuns
     from mcviz.subpopulations.sql import predicate_sql
 
@@ -502,7 +576,7 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
     for rank, sub in subs.items():
         runs = ScoreRuns(**score_runs_table(
             table, columns, limit=ENGINE_SCORE_RUNS, conditions=tuple(sub.conditions),
-            binned=None if binned and table.dialect.name == "duckdb" else binned))
+            binned=grouped[rank][0]))
         comparison = None
         if binned and runs.bins is None:  # every row summed between its distinct scores
             comparison = comparison_sums_table(table, columns, deviation_edges(runs.score))

@@ -19,13 +19,17 @@ At scale (``--engine duckdb`` or ``spark``, or ``--sample-rows`` given) the sear
 simple random sample of the Parquet data (drawn by DuckDB, as ``mcviz screen`` draws it) of
 ``--sample-rows`` rows, by default as many as the memory budget allows
 (:func:`mcviz.search.at_scale.sample_rows`), and the engine then measures the findings'
-conditions on EVERY row: each finding gains ``all_rows_size``, ``all_rows_share``,
+conditions on EVERY row: a finding's ``size`` and ``share`` (and its sentence, the report's
+and the deck's) count its rows among every row (``n``, the object's ``size_counts``:
+``"all_rows"``), its ``sample_size`` and ``sample_share`` the sample's rows (``sample.rows``),
+where ``kuiper_z`` and ``search_kuiper_z`` are measured; each finding gains ``sample_size``,
+``sample_share``, ``all_rows_size`` and ``all_rows_share`` (equal to ``size`` and ``share``),
 ``all_rows_kuiper_z`` (D/sigma, eqs. (2) and (5) of paper 000), ``all_rows_p_value`` (its
 Brownian-range tail, which includes the rows searched and is not adjusted for the search) and
-``measured_on`` (``"all rows (duckdb)"``); the object gains ``sample``, ``all_rows``,
-``held_out`` and ``notice``. On DuckDB and Spark the held-out numbers (``holdout_size``,
-``holdout_kuiper_z``, ``p_value``, Holm's ``p_adjusted``, ``confirmed``, the effect and its
-interval, the sentence) are measured by the engine on every row the search did not look at
+``measured_on`` (``"all rows (duckdb)"``); the object gains ``size_counts``, ``sample``,
+``all_rows``, ``held_out`` and ``notice``. On DuckDB and Spark the held-out numbers
+(``holdout_size``, ``holdout_kuiper_z``, ``p_value``, Holm's ``p_adjusted``, ``confirmed``, the
+effect and its interval, the sentence) are measured by the engine on every row the search did not look at
 (the sample's held-out rows and every row outside the sample: ``held_out.rows``), and the
 findings are listed by that evidence; with ``--engine numpy --sample-rows N`` they are the
 sample's held-out rows' (``held_out`` null).
@@ -144,7 +148,8 @@ def run_sampled(args: argparse.Namespace) -> dict:
         _common.check_output(out, flag="--out", suffixes=(".parquet",))
     at_scale = search_at_scale(args)
     output = sampled_json(at_scale.result, at_scale.measured,
-                          sample_dropped=at_scale.pred.report.n_dropped, held=at_scale.held)
+                          sample_dropped=at_scale.pred.report.n_dropped, held=at_scale.held,
+                          sized=at_scale.sized)
     if out is not None:
         _write_findings(out, output, files=at_scale.files, columns=at_scale.columns,
                         kinds=dict(at_scale.pred.covariate_kinds), engine=args.engine)
@@ -163,6 +168,10 @@ class AtScale:
     """The findings confirmed on every held-out row and that row count (None on numpy)."""
     population: np.ndarray | None
     """The :data:`mcviz.engines.holdout.SUMS` of all rows (None on numpy)."""
+    sized: SearchResult
+    """The findings as every surface shows them: ``held``'s on DuckDB and Spark, else the
+    sample's with every row's ``size``, ``share`` and sentence
+    (:func:`mcviz.search.at_scale.at_all_rows`)."""
     pred: Predictions
     files: tuple[str, ...]
     columns: Columns
@@ -215,7 +224,20 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
             if not _common.work_abandoned():
                 engine.close()
     return AtScale(result=result, measured=measured, held=held, population=population,
+                   sized=held[0] if held is not None else _sized(result, pred, measured),
                    pred=pred, files=files, columns=columns)
+
+
+def _sized(result: SearchResult, pred: Predictions, measured: ScreenResult) -> SearchResult:
+    """Give the sample's findings their rows among all rows (:func:`at_all_rows`).
+
+    ``measured``: the full population and the findings, each named by its description.
+    """
+    from mcviz.search.at_scale import at_all_rows
+
+    size = measured.table.drop_duplicates("description").set_index("description")["size"]
+    return at_all_rows(result, pred, sizes=[int(size[f.description]) for f in result.findings],
+                       n=measured.n)
 
 
 def _measure_share(args: argparse.Namespace, files, result: SearchResult,
@@ -273,9 +295,8 @@ def _write_findings(out, output: dict, **where) -> None:
     from mcviz.engines.results import KIND_COLUMNS, write_results
 
     rows = [{"id": 0, "description": "full population", "size": output["n"]}]
-    # size: the finding's rows in the files (all_rows_size when the sample is not every row)
-    rows += [{"id": f["rank"], **{k: v for k, v in f.items() if k != "rank"},
-              "sample_size": f["size"], "size": f.get("all_rows_size", f["size"])}
+    # size, share: the finding's rows among all rows of the files (sample_size: the sample's)
+    rows += [{"id": f["rank"], **{k: v for k, v in f.items() if k != "rank"}}
              for f in output["findings"]]
     frame = pd.DataFrame(rows, columns=list(dict.fromkeys([*KIND_COLUMNS["search"], *rows[-1]])))
     with _common.atomic_output(out) as temporary:
@@ -353,22 +374,29 @@ def _measure(engine, result, pred, keys):
 
 
 def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped: int,
-                 held: tuple[SearchResult, int] | None = None) -> dict:
+                 sized: SearchResult, held: tuple[SearchResult, int] | None = None) -> dict:
     """Return the JSON object of a search on a sample, the findings measured on every row.
 
-    The keys of :func:`result_json`, each finding with ``all_rows_size``, ``all_rows_share``,
-    ``all_rows_kuiper_z``, ``all_rows_p_value`` and ``measured_on``, then ``sample``,
-    ``all_rows``, ``held_out`` and ``notice``. ``held``: the findings confirmed on every
-    held-out row and their number (DuckDB, Spark); None: confirmed on the sample's held-out
-    rows (``held_out`` null).
+    The keys of :func:`result_json`, each finding with ``sample_size``, ``sample_share``,
+    ``all_rows_size``, ``all_rows_share``, ``all_rows_kuiper_z``, ``all_rows_p_value`` and
+    ``measured_on``, then ``size_counts``, ``sample``, ``all_rows``, ``held_out`` and
+    ``notice``. ``size`` and ``share`` count a finding's rows among every row (``size_counts``:
+    ``"all_rows"``; ``n`` is ``all_rows.n``; equal to ``all_rows_size`` and ``all_rows_share``), as
+    its sentence, the report and the deck state them; ``sample_size`` and ``sample_share``
+    count them in the sample the search looked at (``result``: its rows ``sample.rows``), where
+    ``kuiper_z`` and ``search_kuiper_z`` were measured. ``sized``: the findings as shown
+    (:attr:`AtScale.sized`). ``held``: the findings confirmed on every held-out row and their
+    number (DuckDB, Spark); None: confirmed on the sample's held-out rows (``held_out`` null).
     """
     import numpy as np
 
     from mcviz.core import brownian_range_sf
 
     sample_held = result.n_holdout
+    own = {f.description: f for f in result.findings}  # the sample's counts
+    result = sized
     if held is not None:
-        result, n_held = held
+        n_held = held[1]
     output = result_json(result)
     # ids are the sample's ranks; a description names one set of rows (the full population
     # may be a finding too: its row and row 0 are the same numbers)
@@ -377,9 +405,12 @@ def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped
     for item in output["findings"]:
         row = table.loc[item["description"]]
         z = float(row["kuiper_z"])
+        size = int(row["size"])
+        share = size / measured.n if measured.n else float("nan")
+        sample = own[item["description"]]
         item.update({
-            "all_rows_size": int(row["size"]),
-            "all_rows_share": float(row["size"]) / measured.n if measured.n else float("nan"),
+            "sample_size": int(sample.size), "sample_share": float(sample.share),
+            "all_rows_size": size, "all_rows_share": share,
             "all_rows_kuiper_z": z,
             "all_rows_p_value": float(brownian_range_sf(np.float64(z))),
             "measured_on": where,
@@ -399,6 +430,8 @@ def sampled_json(result: SearchResult, measured: ScreenResult, *, sample_dropped
     if result.notice:
         notice += f" {result.notice}"
     del output["notice"]  # re-added last, with the sample's part
+    output["n"] = measured.n  # the rows size and share count (the sample's: sample.rows)
+    output["size_counts"] = "all_rows"
     output["sample"] = {"rows": result.n, "n_dropped": int(sample_dropped),
                         "searched": result.n_search, "held_out": sample_held}
     output["all_rows"] = {"engine": measured.engine, "n": measured.n,

@@ -42,6 +42,7 @@ References
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 
@@ -71,6 +72,16 @@ __all__ = [
 
 GROUP_ELEMENTS = 1 << 18
 """Members x response columns gathered at once (a few MB per work array)."""
+
+THREAD_MEMBERS = 1 << 22
+"""Members in all from which the groups of :meth:`Evaluator._summarise` are summarised by
+several threads (:func:`_workers`); each group writes its own rows of the summaries, and the
+pieces a subpopulation is cut into do not depend on the threads, so the numbers are the same
+whatever the threads and their order. Below it, a thread's start costs more than it saves."""
+
+THREAD_WORKERS = 2
+"""Threads at most; the groups are then :data:`GROUP_ELEMENTS` over the threads, so the work
+arrays in flight hold as many values as one thread's (the memory estimates stand)."""
 
 RUN_SUMS = 8
 """Sum tie runs first when members are at least this many times the runs (see
@@ -416,7 +427,9 @@ class Evaluator:
         the eq. (5) terms, row by row, so that one gather fetches both (the same cache lines;
         the same values as two gathers).
         """
-        budget = max(GROUP_ELEMENTS // columns.shape[1], 1)
+        # pieces of at most half a group, whatever the threads (the same pieces, the same
+        # rounding); groups of GROUP_ELEMENTS over the threads: as many values in work arrays
+        budget = max(GROUP_ELEMENTS // (THREAD_WORKERS * columns.shape[1]), 1)
         indices, owner = [], []
         for k, member in enumerate(members):
             positions = _positions(member)
@@ -437,9 +450,21 @@ class Evaluator:
                 pair[:, 1] = self.variance
             else:  # the same products, never kept apart
                 np.multiply(self.score, 1.0 - self.score, out=pair[:, 1])
-        for group in _groups(sizes, budget):
-            self._summarise_group(columns, base, indices, group, out, adjacent=adjacent,
-                                  pair=pair)
+        workers = _workers(int(sizes.sum()))
+        groups = list(_groups(sizes, max(GROUP_ELEMENTS // (workers * columns.shape[1]), 1)))
+        if workers > 1 and len(groups) > 1:  # each group fills its own rows of ``out``
+            from concurrent.futures import ThreadPoolExecutor
+
+            _ = self.variance, self.run_id if self.has_ties else None  # computed once, here
+            with ThreadPoolExecutor(workers) as pool:
+                for done in [pool.submit(self._summarise_group, columns, base, indices, group,
+                                         out, adjacent=adjacent, pair=pair)
+                             for group in groups]:
+                    done.result()
+        else:
+            for group in groups:
+                self._summarise_group(columns, base, indices, group, out, adjacent=adjacent,
+                                      pair=pair)
         return out if len(indices) == len(members) else _join_pieces(out, np.asarray(owner))
 
     def _walk(self, compiled, values: np.ndarray, members) -> ChunkSummaries:
@@ -683,6 +708,22 @@ def _flat_chunks(members) -> Iterable[tuple]:
                  if stop > first + 1 else positions[first].astype(np.int64, copy=False))
         yield first, stop, index, np.concatenate(([0], np.cumsum(part)[:-1])), part
         first = stop
+
+
+def _workers(members: int) -> int:
+    """Threads to summarise groups holding ``members`` in all (1: this thread alone).
+
+    From :data:`THREAD_MEMBERS` members, one per core this process may run on (its affinity
+    mask), at most :data:`THREAD_WORKERS`: numpy's gathers, cumulative sums and reductions
+    release the interpreter lock, and each group is summarised from cache-sized arrays.
+    """
+    if members < THREAD_MEMBERS:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - platforms without affinity masks
+        cores = os.cpu_count() or 1
+    return max(min(cores, THREAD_WORKERS), 1)
 
 
 def _positions(member: np.ndarray) -> np.ndarray:

@@ -36,7 +36,8 @@ from mcviz.core.ratio import safe_ratio
 from mcviz.core.sigma import sigma_from_variance
 
 __all__ = ["KEY", "STEP", "VARIANCE", "PathAccumulator", "PopulationCalibration", "RunSums",
-           "calibration_block", "comparison_sums_table", "level_sums_table",
+           "calibration_block", "comparison_sums_table", "finding_counts_table",
+           "level_sums_table",
            "population_calibration", "score_runs_table",
            "spark_calibration_block", "spark_ordered_path"]
 
@@ -404,15 +405,47 @@ def _rows_of(table, q, conditions: tuple) -> str:
             f"{predicate_sql(tuple(conditions), table.kinds, q)}) f")
 
 
+def finding_counts_table(table, columns, conditions: tuple) -> list[tuple[int, int]]:
+    r"""Return each subpopulation's rows and (approximate) distinct scores, in one scan.
+
+    ``conditions``: one tuple of conditions per subpopulation (as
+    :func:`score_runs_table` takes them). One aggregate over every row, a ``COUNT`` and an
+    ``approx_count_distinct`` of the score per subpopulation (``CASE WHEN`` its ``WHERE``),
+    instead of two scans per subpopulation: what :func:`score_runs_table` needs to choose its
+    runs (``binned``) and the report its memory reserve.
+    """
+    from mcviz.subpopulations.sql import predicate_sql
+
+    if not conditions:
+        return []
+    q = table.query()
+    s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+    accuracy = f", {q.bind(0.01)}" if table.dialect.name == "spark" else ""  # as above
+    parts = []
+    for i, found in enumerate(conditions):
+        where = predicate_sql(tuple(found), table.kinds, q)
+        parts += [f"COUNT(CASE WHEN {where} THEN 1 END) AS n{i}",
+                  f"approx_count_distinct(CASE WHEN {where} THEN {s} END{accuracy}) AS d{i}"]
+    row = table.frame(q, f"SELECT {', '.join(parts)} FROM {table.source}").iloc[0]
+    return [(int(row[f"n{i}"]), min(int(row[f"d{i}"]), int(row[f"n{i}"])))
+            for i in range(len(conditions))]
+
+
 def comparison_sums_table(table, columns, edges: np.ndarray) -> tuple[np.ndarray, ...]:
     r"""Return every row's count, :math:`\sum W` and :math:`\sum W R` in the bins of eq. (7).
 
     Bin :math:`k` holds the rows with :math:`B_k < S \le B_{k+1}` (:math:`B_0 = -\infty`, the
     ``edges`` :math:`B_1 < \dots < B_{q-1}` from
-    :func:`~mcviz.stats.deviation.deviation_edges`, :math:`B_q = \infty`): DuckDB's ``ASOF
-    LEFT JOIN`` of each row to the largest edge below its score, then a ``GROUP BY`` of the
-    bin (paper 003 eqs. (6)-(7), the comparison of
-    :func:`~mcviz.stats.deviation.deviation_from_runs`). Binary responses; DuckDB only.
+    :func:`~mcviz.stats.deviation.deviation_edges`, :math:`B_q = \infty`; paper 003 eqs.
+    (6)-(7), the comparison of :func:`~mcviz.stats.deviation.deviation_from_runs`), each
+    row's :math:`k` the number of edges below its score. The edges are written as Parquet and
+    read back by the engine. DuckDB: an ``ASOF LEFT JOIN`` of each row to the largest edge
+    below its score, then a ``GROUP BY`` of the bin. Spark (no ASOF join): the rows and the
+    edges in one relation cut into cells of the score (:data:`COMPARISON_CELLS` equal-width
+    cells, a window per cell: distributed, no global sort, no Python over rows); in its cell,
+    ordered by score with a row before an edge of the same value, a row takes the last edge
+    before it (``last(k, true)``), and a row with none in its cell the count of the edges in
+    the cells below (computed here from the same ``FLOOR(b * cells)``). Binary responses.
     """
     import uuid
     from pathlib import Path
@@ -421,12 +454,10 @@ def comparison_sums_table(table, columns, edges: np.ndarray) -> tuple[np.ndarray
     import pyarrow.parquet as pq
 
     from mcviz.engines import sql
-    from mcviz.errors import ValidationError
 
-    if table.dialect.name != "duckdb":
-        raise ValidationError("the comparison's sums per bin are counted by DuckDB only.")
     edges = np.asarray(edges, dtype=float)
-    path = Path(table.temp_directory) / f"mcviz-edges-{uuid.uuid4().hex}.parquet"
+    path = Path(getattr(table, "temp_directory", None) or _spill_directory()) / \
+        f"mcviz-edges-{uuid.uuid4().hex}.parquet"
     pq.write_table(pa.table({"k": np.arange(1, edges.size + 1, dtype=np.int64), "b": edges}),
                    path)
     try:
@@ -435,17 +466,57 @@ def comparison_sums_table(table, columns, edges: np.ndarray) -> tuple[np.ndarray
         r = sql.response_sql(columns, table.kinds, q)
         w = ("1.0" if columns.weight is None
              else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)")
-        frame = table.frame(q, f"SELECT COALESCE(e.k, 0) AS k, COUNT(*) AS n, SUM(t.w) AS w, "
-                               f"SUM(t.w * t.r) AS wr FROM (SELECT {s} AS s, {r} AS r, {w} AS w "
-                               f"FROM {table.source}) t ASOF LEFT JOIN "
-                               f"{table.relation(path)} e ON t.s > e.b GROUP BY 1")
+        rows = f"(SELECT {s} AS s, {r} AS r, {w} AS w FROM {table.source}) t"
+        if table.dialect.name == "duckdb":
+            frame = table.frame(q, f"SELECT COALESCE(e.k, 0) AS k, COUNT(*) AS n, "
+                                   f"SUM(t.w) AS w, SUM(t.w * t.r) AS wr FROM {rows} ASOF "
+                                   f"LEFT JOIN {table.relation(path)} e ON t.s > e.b GROUP BY 1")
+            k = frame["k"].to_numpy(dtype=np.int64)
+        else:
+            k, frame = _cell_comparison(table, q, rows, table.relation(path), edges)
     finally:
-        path.unlink(missing_ok=True)
-    k = frame["k"].to_numpy(dtype=np.int64)
+        _remove(path)
     out = tuple(np.zeros(edges.size + 1, dtype=kind) for kind in (np.int64, float, float))
     for array, name in zip(out, ("n", "w", "wr"), strict=True):
-        array[k] = frame[name].to_numpy(dtype=array.dtype)
+        np.add.at(array, k, frame[name].to_numpy(dtype=array.dtype))
     return out
+
+
+COMPARISON_CELLS = 1 << 20
+"""Equal-width score cells of Spark's :func:`comparison_sums_table` (each a window of its rows
+and edges; one output group per cell and edge at most)."""
+
+
+def _cell_comparison(table, q, rows: str, edge_relation: str, edges: np.ndarray):
+    """Spark's bins of eq. (7): (each group's bin, the frame of its sums); see the caller."""
+    cells = q.bind(float(COMPARISON_CELLS))
+    union = (f"SELECT s, r, w, 0 AS e, CAST(NULL AS BIGINT) AS k FROM {rows} UNION ALL "
+             f"SELECT b AS s, 0.0 AS r, 0.0 AS w, 1 AS e, k FROM {edge_relation}")
+    ordered = (f"SELECT c, e, r, w, last(k, true) OVER (PARTITION BY c ORDER BY s, e ROWS "
+               "BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS kk FROM (SELECT s, r, w, e, k, "
+               f"CAST(FLOOR(s * {cells}) AS BIGINT) AS c FROM ({union}) u) v")
+    frame = table.frame(q, f"SELECT c, kk, COUNT(*) AS n, SUM(w) AS w, SUM(w * r) AS wr FROM "
+                           f"({ordered}) x WHERE e = 0 GROUP BY c, kk")
+    edge_cells = np.floor(edges * float(COMPARISON_CELLS)).astype(np.int64)
+    kk = frame["kk"].to_numpy(dtype=float, na_value=np.nan)
+    below = np.searchsorted(edge_cells, frame["c"].to_numpy(dtype=np.int64), side="left")
+    return np.where(np.isnan(kk), below, kk).astype(np.int64), frame
+
+
+def _spill_directory() -> str:
+    import tempfile
+
+    return tempfile.gettempdir()
+
+
+def _remove(path) -> None:
+    """Remove a file or a directory Spark wrote."""
+    import shutil
+
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 _LEVEL_SUMS = ("n", "w", "ww", "we", "wp", "wwe", "wwp", "wwpp", "wwep")
@@ -487,6 +558,9 @@ def value_sums_table(table, columns, variable: str, *,
                      limit: int) -> tuple[dict, dict, float | None]:
     r"""Return the rows' sums per distinct value of a numeric column (one ``GROUP BY``).
 
+    A timestamp or date column is summed by its nanoseconds since 1970-01-01 as a DOUBLE
+    (:func:`~mcviz.engines.sql.nanoseconds_sql`: the values the in-memory curves put along it).
+
     The sums of :func:`mcviz.stats.variable_sums.variable_calibration_from_sums`
     (:data:`~mcviz.stats.variable_sums.VALUE_SUMS`: Kelly & Smyth's :math:`e` and
     :math:`\hat e` as :func:`level_sums_table` takes them, and :math:`R`, :math:`S`), ascending
@@ -499,9 +573,16 @@ def value_sums_table(table, columns, variable: str, *,
     from mcviz.engines import sql
     from mcviz.stats.variable_sums import VALUE_SUMS
 
+    def number(q) -> str:  # the value as DOUBLE, NULL where missing (NaN too)
+        if table.kinds.get(variable) == "timestamp":  # nanoseconds, as the in-memory keys
+            nanos = sql.nanoseconds_sql(q.dialect.ident(variable), table.types.get(variable, ""),
+                                        q)
+            return f"CAST({nanos} AS DOUBLE)"
+        raw = f"CAST({q.dialect.ident(variable)} AS DOUBLE)"
+        return f"CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END"
+
     q = table.query()
-    raw = f"CAST({q.dialect.ident(variable)} AS DOUBLE)"
-    value = f"CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END"
+    value = number(q)
     accuracy = f", {q.bind(0.01)}" if table.dialect.name == "spark" else ""
     overview = table.frame(q, f"SELECT approx_count_distinct({value}{accuracy}) AS d, "
                               f"MIN({value}) AS lo, MAX({value}) AS hi FROM {table.source}")
@@ -513,8 +594,7 @@ def value_sums_table(table, columns, variable: str, *,
     s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
     r = sql.response_sql(columns, table.kinds, q)
     w = "1.0" if columns.weight is None else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)"
-    raw = f"CAST({q.dialect.ident(variable)} AS DOUBLE)"
-    value = f"CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END"
+    value = number(q)
     key = "v" if width is None else (  # (LEAST skips a NULL in DuckDB: missing stays NULL)
         f"CASE WHEN v IS NULL THEN NULL ELSE LEAST(CAST(FLOOR((v - {q.bind(low)}) / "
         f"{q.bind(width)}) AS BIGINT), {q.bind(limit - 1)}) END")

@@ -56,6 +56,7 @@ __all__ = [
     "DUCKDB_FLOOR",
     "DUCKDB_OVER_FIXED",
     "DUCKDB_OVER_SHARE",
+    "FINDING_RUN_BYTES",
     "JVM_NON_HEAP",
     "MARGIN",
     "MONITOR_RESERVE",
@@ -70,7 +71,9 @@ __all__ = [
     "WORKER_DAEMON",
     "WRITE_FLOOR",
     "compiled_loops_reserve",
+    "duckdb_room",
     "duckdb_share",
+    "finding_runs_bytes",
     "local_threads",
     "members_per_row",
     "refuse_before_reading",
@@ -154,6 +157,34 @@ Measured: 2^20 runs (2*10^6 distinct scores) left 96 MiB more resident after the
 MiB against 171 at the check), and the pass peaked 211 MiB over the check with DuckDB's
 GROUP BY (137 MiB) beside them, against 448 MiB allowed (``mcviz metrics --memory-limit
 650MB``)."""
+
+
+FINDING_RUN_BYTES = 256
+"""Bytes per distinct score a finding's exact runs take at their peak in ``mcviz report
+--engine``'s deck: DuckDB's result frame of the ``GROUP BY`` (12 sums) and the arrays made of it
+(:func:`~mcviz.engines.calibration.score_runs_table`), the edges of eq. (7) and every row's sums
+between them (:func:`~mcviz.engines.calibration.comparison_sums_table`) and the path of
+:func:`~mcviz.stats.deviation.deviation_from_runs`. Measured with ``tracemalloc`` (3*10^6
+continuous scores, the full population in 1,048,500 fine bins, a finding of 1,499,602 distinct
+scores): 201 bytes per run at the peak (the ``GROUP BY``'s frame becoming arrays), 136 held
+once the deviation is drawn; DuckDB's own work is in its share."""
+
+
+def finding_runs_bytes(runs: int) -> int:
+    """Bytes a finding's exact runs take (:data:`FINDING_RUN_BYTES` each)."""
+    return FINDING_RUN_BYTES * max(int(runs), 0)
+
+
+def duckdb_room(limit: str, *, reserve: int = 0, floor: int = DUCKDB_FLOOR) -> int:
+    """Bytes ``limit`` (``--memory-limit``) leaves beyond what :func:`duckdb_share` counts.
+
+    The limit less this process's resident memory, ``reserve``, :data:`MARGIN`, DuckDB's
+    overshoot and its ``floor``: what a command may add beside DuckDB (0 when nothing).
+    """
+    from mcviz.budget import parse_bytes
+
+    held = resident_bytes() + int(reserve) + MARGIN + DUCKDB_OVER_FIXED
+    return max(int(parse_bytes(limit) - held - floor * (1.0 + DUCKDB_OVER_SHARE)), 0)
 
 
 def resident_bytes() -> int:

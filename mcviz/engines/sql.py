@@ -41,6 +41,7 @@ __all__ = [
     "Dialect",
     "Query",
     "condition_sql",
+    "nanoseconds_sql",
     "predicate_sql",
     "response_sql",
     "rows_sql",
@@ -74,6 +75,20 @@ def rows_sql(columns: Columns, kinds: Mapping[str, str], q: Query, source: str,
     if drop_invalid:
         text += f" WHERE {_valid_sql(columns, kinds, q)}"
     return text + (f" ORDER BY {S}" if order else "")
+
+
+def nanoseconds_sql(ident: str, type_name: str, q: Query) -> str:
+    """Return a timestamp or date column as BIGINT nanoseconds since 1970-01-01.
+
+    What the in-memory keys hold (:mod:`mcviz.io.columns`, ``"time"``): a timestamp without a
+    zone, its wall time; with a zone, its instant (UTC); a date, its midnight. ``type_name``:
+    the engine's type of the column (``table.types``). Spark holds microseconds (times 1000;
+    its session's time zone is UTC, so a timestamp without a zone keeps its wall time).
+    """
+    if q.dialect.name == "duckdb":
+        whole = type_name.upper() == "DATE"
+        return f"epoch_ns({f'CAST({ident} AS TIMESTAMP)' if whole else ident})"
+    return f"(unix_micros(CAST({ident} AS TIMESTAMP)) * 1000)"
 
 
 def covariate_aliases(covariates: Sequence[str]) -> dict[str, str]:

@@ -112,10 +112,7 @@ def _time_value(table, time: str, kind: str, q: sql.Query) -> str:
     ident = q.dialect.ident(time)
     if kind != "datetime":
         return f"CAST({ident} AS DOUBLE)"
-    if q.dialect.name == "duckdb":
-        whole = table.types.get(time, "").upper() == "DATE"
-        return f"epoch_ns({f'CAST({ident} AS TIMESTAMP)' if whole else ident})"
-    return f"(unix_micros(CAST({ident} AS TIMESTAMP)) * 1000)"
+    return sql.nanoseconds_sql(ident, table.types.get(time, ""), q)
 
 
 def _time_range(table, time: str) -> tuple[str, object, object]:

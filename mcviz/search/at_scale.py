@@ -67,8 +67,8 @@ if TYPE_CHECKING:
     from mcviz.engines.base import ScreenResult
     from mcviz.io import Predictions
 
-__all__ = ["confirm_at_scale", "effect_from_sums", "held_out_notice", "measure_at_scale",
-           "remeasured", "sample_rows"]
+__all__ = ["at_all_rows", "confirm_at_scale", "effect_from_sums", "held_out_notice",
+           "measure_at_scale", "remeasured", "sample_rows"]
 
 
 def effect_from_sums(sums: np.ndarray) -> tuple[float, ...]:
@@ -130,7 +130,8 @@ def measure_at_scale(result: SearchResult, pred: Predictions, engine, *,
     -------
     ScreenResult, SearchResult, int, ndarray
         The findings on all rows; the findings with their held-out numbers, listed by
-        held-out evidence (``n_holdout``: every held-out row); the number of held-out rows;
+        held-out evidence (``n_holdout``: every held-out row; ``size``, ``share``: every
+        row's, as the sentences say); the number of held-out rows;
         the :data:`SUMS` of all rows (the full population: its predicted and observed rates).
     """
     every = as_specs(result.subpopulations.subpopulations)
@@ -160,8 +161,8 @@ def confirm_at_scale(result: SearchResult, pred: Predictions, engine, *,
     engine : DuckDBEngine or SparkEngine
         Narrowed by :func:`mcviz.engines.holdout.exclude_rows` to the rows not searched.
     everywhere : ScreenResult
-        The findings measured on all rows (their sizes for the sentences; :math:`\sigma` of
-        all rows for the MDE).
+        The findings measured on all rows (their ``size`` and ``share``, stated by the
+        sentences; :math:`\sigma` of all rows for the MDE).
 
     Returns
     -------
@@ -206,8 +207,10 @@ def _remeasured(result: SearchResult, pred: Predictions, z: Sequence[float],
                 n: int) -> tuple[list[Finding], list]:
     """The findings with held-out D/sigma ``z``, (p, kind) ``tested`` and :data:`SUMS` ``sums``.
 
-    Holm over the findings, the effect from the sums, the sentence (``sizes`` of ``n`` rows),
-    then listed by held-out evidence as in memory.
+    Holm over the findings, the effect from the sums, ``size`` and ``share`` (``sizes`` of
+    ``n`` rows: every row's, as the sentence states them), then listed by held-out evidence as
+    in memory. The sample's counts stay in the sample's search (and each subpopulation's
+    ``index``: its members among the sample's rows).
     """
     findings = result.findings
     adjusted = holm(np.array([p for p, _ in tested]))
@@ -219,7 +222,8 @@ def _remeasured(result: SearchResult, pred: Predictions, z: Sequence[float],
         share = size / n if n else np.nan
         kind = tested[k][1]
         measured.append(replace(
-            f, holdout_size=int(sums[k, 0]), holdout_kuiper_z=z[k], p_value=float(tested[k][0]),
+            f, size=size, share=share,  # every row's: the one count every surface shows
+            holdout_size=int(sums[k, 0]), holdout_kuiper_z=z[k], p_value=float(tested[k][0]),
             p_adjusted=float(adjusted[k]), p_kind=kind, mean_residual=mean, ci_low=low,
             ci_high=high, predicted=predicted, observed=observed, observed_expected=ratio,
             sentence=sentence(subpopulation_words(pred, f.subpopulation), size=size,
@@ -228,6 +232,44 @@ def _remeasured(result: SearchResult, pred: Predictions, z: Sequence[float],
                               confirmed=is_confirmed(kind, adjusted[k]), p_kind=kind,
                               binary=binary)))
     return _by_held_out_evidence(measured, np.array([f.search_kuiper_z for f in findings]))
+
+
+def at_all_rows(result: SearchResult, pred: Predictions, *, sizes: Sequence[int],
+                n: int) -> SearchResult:
+    """Give ``result``'s findings the ``size`` and ``share`` of every row, stated by the sentence.
+
+    The held-out numbers stay unchanged (the sample's held-out rows'). For a sample's search
+    measured on every row but confirmed in memory (``mcviz search --engine numpy
+    --sample-rows``): ``sizes`` each finding's rows among all ``n`` rows, in
+    ``result.findings``' order.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from mcviz.io import load_predictions
+    >>> from mcviz.search import search_subpopulations
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.integers(0, 4, 4000)
+    >>> s = rng.uniform(0.2, 0.8, 4000)
+    >>> y = (rng.random(4000) < np.clip(s + 0.25 * (x == 3), 0, 1)).astype(int)
+    >>> pred = load_predictions(pd.DataFrame({"s": s, "y": y, "x": x}), score="s", label="y",
+    ...                         covariates=["x"], nominal=["x"])
+    >>> found = search_subpopulations(pred, n_findings=1, seed=0)
+    >>> sized = at_all_rows(found, pred, sizes=[12_345], n=40_000)
+    >>> sized.findings[0].size, round(sized.findings[0].share, 4)
+    (12345, 0.3086)
+    >>> "(12,345 rows, 30.9% of all)" in sized.findings[0].sentence
+    True
+    """
+    binary = pred.response_kind == "binary"
+    findings = []
+    for f, size in zip(result.findings, sizes, strict=True):
+        share = int(size) / n if n else np.nan
+        findings.append(replace(f, size=int(size), share=share, sentence=sentence(
+            subpopulation_words(pred, f.subpopulation), size=int(size), share=share,
+            effect=f.mean_residual, low=f.ci_low, high=f.ci_high, predicted=f.predicted,
+            observed=f.observed, confirmed=f.confirmed, p_kind=f.p_kind, binary=binary)))
+    return replace(result, findings=tuple(findings))
 
 
 def held_out_notice(result: SearchResult, findings: Sequence[Finding]) -> str | None:

@@ -71,7 +71,7 @@ VALUE_SUMS = ("v", "n", "w", "ww", "we", "wp", "wep", "wpp", "wr", "ws", "wwv")
 def variable_calibration_from_sums(
     variable: str, sums: dict, *, weighted: bool, missing: dict | None = None,
     span: float | None = None, degree: int = 2, grid_points: int = 500,
-    exact: bool | None = None,
+    exact: bool | None = None, dates: bool = False,
 ) -> VariableCalibration:
     r""":func:`~mcviz.stats.variable_curves.variable_calibration` from sums per value.
 
@@ -90,6 +90,9 @@ def variable_calibration_from_sums(
     span, degree, grid_points, exact
         As :func:`~mcviz.stats.variable_curves.variable_calibration` (span None: chosen by
         generalised cross-validation on every row; module notes).
+    dates : bool, default False
+        V is a datetime covariate summed by its nanoseconds since 1970-01-01 (as the
+        in-memory curves place it; the figures write the abscissae as dates).
 
     Raises
     ------
@@ -128,6 +131,7 @@ def variable_calibration_from_sums(
         variable, curves, _vece(v, n, w, we, wp, spikes), hist_edges, np.diff(counts),
         n=int(n.sum()), n_missing=0 if missing is None else int(missing["n"]), span=span,
         span_chosen=chosen, along=along, rank_knots=_rank_knots(v, n, spikes), within=within,
+        dates=dates,
     )
 
 

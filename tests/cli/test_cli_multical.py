@@ -189,3 +189,36 @@ def test_subpopulations_over_the_budget_are_refused_before_any_other_measure(
         in done.err
     assert "Traceback" not in done.err
     assert done.out == ""
+
+
+@pytest.mark.parametrize("cores,budget,beside", [(2, "1GB", True), (1, "1GB", False),
+                                                 (2, "2.5MB", False)])
+def test_classical_measures_run_beside_the_block_only_when_cores_and_budget_hold_both(
+        cli, random_file, monkeypatch, cores, budget, beside):
+    # beside Algorithm 1 in a thread of their own with two cores and a budget for both at once
+    # (3,000 rows, 2,000 subpopulations: ~2.2 MB for the block + ~0.51 MB for the measures,
+    # so 2.5 MB holds the block alone); the same numbers wherever they ran
+    import threading
+
+    import mcviz.budget as budget_module
+    import mcviz.cli.metrics as metrics
+
+    ran_in = []
+    measures = metrics.classical_measures
+
+    def recorded(*args, **kwargs):
+        ran_in.append(threading.current_thread().name)
+        return measures(*args, **kwargs)
+
+    monkeypatch.setattr(metrics, "classical_measures", recorded)
+    monkeypatch.setattr(budget_module, "usable_cores", lambda: cores)
+    monkeypatch.setenv("MCVIZ_MEMORY_BUDGET", budget)
+    base = ["metrics", str(random_file), "--score", "score", "--label", "label", "--json"]
+    done = cli(*base, "--covariates", "age,hours,occupation", "--subpopulations", "2000",
+               "--min-size", "20")
+    assert done.status == 0, done.err
+    assert len(ran_in) == 1
+    assert ran_in[0].startswith("mcviz-classical") is beside
+    assert (ran_in[0] == threading.main_thread().name) is not beside
+    plain = cli(*base)  # no block: the measures alone, in this thread
+    assert json.loads(done.out)["classical"] == json.loads(plain.out)["classical"]

@@ -232,14 +232,27 @@ def test_batches_with_held_back_tie_runs_equal_one_pass():
 @pytest.mark.parametrize("ties", [True, False])
 @pytest.mark.parametrize("weighted", [True, False])
 @pytest.mark.parametrize("method", ["bernoulli", "adjacent"])
-@pytest.mark.parametrize("group_elements", [64, 1 << 18])  # pieces of 16 members, or whole
-def test_label_statistics_match_brute_force_loop(ties, weighted, method, group_elements,
+@pytest.mark.parametrize("group_elements,threads", [(64, 1), (1 << 18, 1), (64, 3)])
+def test_label_statistics_match_brute_force_loop(ties, weighted, method, group_elements, threads,
                                                  monkeypatch):
     # label_statistics takes 0/1 responses (the integer path when unweighted and eq. (5)) and
-    # must give what the plain loop gives, for 1-D responses and for every column of 2-D ones
+    # must give what the plain loop gives, for 1-D responses and for every column of 2-D ones;
+    # groups of 16 members summarised by three threads too (as from THREAD_MEMBERS members)
+    import threading
+
     import mcviz.core.evaluator as module
 
     monkeypatch.setattr(module, "GROUP_ELEMENTS", group_elements)
+    ran_on = set()
+    if threads > 1:
+        monkeypatch.setattr(module, "_workers", lambda members: threads)
+        summarise = Evaluator._summarise_group
+
+        def recorded(self, *args, **kwargs):
+            ran_on.add(threading.get_ident())
+            return summarise(self, *args, **kwargs)
+
+        monkeypatch.setattr(Evaluator, "_summarise_group", recorded)
     score, _, weight, members = data(700, 5, ties=ties)
     rng = np.random.default_rng(4)
     draws = rng.random((score.size, 4)) < score[:, None]
@@ -255,6 +268,18 @@ def test_label_statistics_match_brute_force_loop(ties, weighted, method, group_e
                 assert one.kuiper[k] == pytest.approx(kuiper, abs=1e-13)
                 assert both.kuiper[k, j] == pytest.approx(kuiper, abs=1e-13)
                 assert one.sigma[k] == pytest.approx(sigma, abs=1e-13)
+    if threads > 1:  # every group was summarised by the pool's threads, not this one
+        assert ran_on and threading.get_ident() not in ran_on
+
+
+def test_workers_start_at_thread_members_and_never_exceed_the_cores_or_two(monkeypatch):
+    import mcviz.core.evaluator as module
+
+    monkeypatch.setattr(module.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert module._workers(module.THREAD_MEMBERS - 1) == 1
+    assert module._workers(module.THREAD_MEMBERS) == module.THREAD_WORKERS == 2
+    monkeypatch.setattr(module.os, "sched_getaffinity", lambda pid: {0})
+    assert module._workers(10 * module.THREAD_MEMBERS) == 1
 
 
 def test_label_statistics_of_real_valued_responses_match_brute_force_loop():

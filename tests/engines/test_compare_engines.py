@@ -115,7 +115,14 @@ def test_duckdb_unweighted_gives_the_in_memory_paired_statistics(tmp_path, engin
 
 def test_duckdb_on_a_table_the_sample_holds_computes_in_memory(data_file, monkeypatch):
     """Every row in the (default-sized) sample: the in-memory comparison; no engine is built,
-    no row is hashed or drawn (the file is read as without --engine)."""
+    no row is hashed or drawn (the file is read as without --engine).
+
+    Each stub replaces the name where the command looks it up: ``engine_compare`` binds
+    ``sample_roles`` when first imported, so it is imported before the stubs (imported first
+    under them, it kept the stub for every later test of the process: ``-n 2`` failed three
+    tests of this file), and its own name is stubbed (the stub of ``engine_options`` alone
+    never reached the comparison once the module was imported)."""
+    import mcviz.cli.engine_compare as engine_compare
     import mcviz.cli.engine_options as engine_options
     import mcviz.cli.screen as screen
 
@@ -125,7 +132,7 @@ def test_duckdb_on_a_table_the_sample_holds_computes_in_memory(data_file, monkey
     status, reference, err = _run(data_file, *ARGS, "--nominal", "age")
     assert status == 0, err
     for module, name in ((screen, "make_engine"), (screen, "read_sample_interruptible"),
-                         (engine_options, "sample_roles")):
+                         (engine_options, "sample_roles"), (engine_compare, "sample_roles")):
         monkeypatch.setattr(module, name, no_pass)
     status, output, err = _run(data_file, *ARGS, "--nominal", "age", "--engine", "duckdb")
     assert status == 0, err

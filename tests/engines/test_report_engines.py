@@ -249,6 +249,48 @@ def test_a_deck_at_scale_from_fine_score_bins_states_its_bounds(planted_file, tm
     _same_series(_chart_numbers(out)[("Finding 1", want.title)], want)
 
 
+@pytest.mark.parametrize("held", [True, False], ids=["budget-holds", "budget-short"])
+def test_a_finding_above_the_engine_s_runs_is_exact_when_the_budget_holds_it(
+        planted_file, tmp_path, monkeypatch, held):
+    """The engine's limit set to 100 runs: the full population's 8,000 scores are fine bins
+    and the finding's 171 distinct scores are more than 100. The memory budget holds its runs:
+    its deviation is drawn exactly (its runs per distinct score, every row summed between
+    them), the in-memory chart to 1e-9. The budget set short (100 runs): fine bins, said."""
+    pytest.importorskip("pptx")
+    import pandas as pd
+
+    import mcviz.cli.report as report_module
+    import mcviz.settings as settings
+    from mcviz.io import load_predictions
+    from mcviz.present.slide_charts import cumulative_chart
+    from mcviz.stats.deviation import subpopulation_deviation
+    from mcviz.subpopulations.filters import filter_subpopulation
+
+    monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 100)
+    if not held:
+        monkeypatch.setattr(report_module, "exact_runs_limit", lambda args, reserve=0: 100)
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
+                  "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
+    frame = pd.read_parquet(planted_file)
+    everyone = load_predictions(frame, score="score", label="label", weight="w",
+                                covariates=["region"])
+    sub = filter_subpopulation(everyone, "region == r7")
+    assert np.unique(everyone.score[sub.index]).size > 100
+    want = cumulative_chart(subpopulation_deviation(everyone, sub.index), deviation=True)
+    got = _chart_numbers(out)[("Finding 1", want.title)]
+    said = " ".join(_slide_texts(out))
+    if held:
+        assert ("1 exactly, from its rows summed per distinct score and every row summed "
+                "between them") in report["notice"]
+        assert "Its deviation from the full population: from every row, exactly." in said
+        _same_series(got, want)
+    else:
+        assert "1 from the rows summed in 100 fine score bins" in report["notice"]
+        assert "Its deviation from the full population: from every row in 100 fine" in said
+        assert len(got[0][1]) < len(want.series[0].x)  # one point per fine bin
+
+
 def test_a_deck_at_scale_draws_the_levels_of_a_nominal_variable(planted_file, tmp_path):
     """The report's variable is nominal (the first of --covariates): its error and predicted
     error per level are drawn from DuckDB's GROUP BY, the in-memory chart's numbers."""
@@ -282,9 +324,9 @@ def test_a_finding_larger_than_the_sample_is_drawn_when_memory_holds_it(planted_
     pytest.importorskip("pptx")
     import mcviz.cli.report as report_module
 
-    counted = report_module._rows_where
-    monkeypatch.setattr(report_module, "_rows_where",
-                        lambda table, sub: counted(table, sub) + 5_000)
+    counted = report_module._finding_counts
+    monkeypatch.setattr(report_module, "_finding_counts", lambda *a: {
+        rank: (size + 5_000, distinct) for rank, (size, distinct) in counted(*a).items()})
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
                   "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
@@ -309,9 +351,9 @@ def test_a_finding_too_large_to_hold_is_drawn_from_its_runs(planted_file, tmp_pa
     from mcviz.present.slide_charts import review_charts
     from mcviz.subpopulations.filters import filter_subpopulation
 
-    counted = report_module._rows_where
-    monkeypatch.setattr(report_module, "_rows_where",
-                        lambda table, sub: counted(table, sub) + 1_000_000)
+    counted = report_module._finding_counts
+    monkeypatch.setattr(report_module, "_finding_counts", lambda *a: {
+        rank: (size + 1_000_000, distinct) for rank, (size, distinct) in counted(*a).items()})
     # what memory lets this run hold, not --sample-rows (which only sizes the search's sample)
     monkeypatch.setattr(search_module, "_budget_rows", lambda args, covariates: 1_000_000)
     out = tmp_path / "scale.pptx"

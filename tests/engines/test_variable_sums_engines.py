@@ -179,3 +179,51 @@ def test_a_variable_missing_everywhere_or_single_valued_is_refused_as_in_memory(
     frame.to_parquet(path, index=False)
     with pytest.raises(ValidationError, match="'x' is missing on every row"):
         _from_engine(path, columns)
+
+
+@pytest.mark.parametrize("kind", ["naive", "zoned", "date"])
+def test_curves_along_a_time_column_equal_the_rows(tmp_path, kind):
+    # a timestamp (wall time), a zoned one (its instant) and a date column (midnight), summed
+    # by their nanoseconds since 1970: the in-memory curves along them, to 1e-9, as dates
+    rng = np.random.default_rng(11)
+    n = 6000
+    hours = rng.integers(0, 24 * 90, n)
+    when = pd.Timestamp("2025-03-01") + pd.to_timedelta(hours, unit="h")
+    if kind == "zoned":
+        when = when.tz_localize("Europe/Paris", nonexistent="shift_forward", ambiguous=False)
+    score = rng.uniform(0.02, 0.98, n)
+    drift = 0.15 * np.sin(hours / (24 * 14.0))
+    frame = pd.DataFrame({"score": score, "label": (rng.random(n) < np.clip(score + drift, 0, 1)
+                                                    ).astype(int), "x": when})
+    if kind == "date":
+        frame["x"] = frame["x"].dt.normalize()
+    frame.loc[rng.random(n) < 0.05, "x"] = pd.NaT
+    path = tmp_path / "rows.parquet"
+    if kind == "date":  # a Parquet DATE column
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        table = table.set_column(2, "x", table.column("x").cast(pa.date32()))
+        pq.write_table(table, path)
+        frame = pq.read_table(path).to_pandas()
+        frame["x"] = pd.to_datetime(frame["x"])
+    else:
+        frame.to_parquet(path, index=False)
+    columns = Columns("score", "label", None)
+    table = open_table("duckdb", [str(path)])
+    try:
+        assert table.kinds["x"] == "timestamp"
+        sums, missing, width = value_sums_table(table, columns, "x", limit=1 << 20)
+    finally:
+        table.close()
+    assert width is None
+    got = variable_calibration_from_sums("x", sums, missing=missing, weighted=False, dates=True)
+    want = _in_memory(frame, columns)
+    assert want.dates and got.dates
+    assert want.n_missing > 200
+    _same(got, want)
+    first = pd.Timestamp(frame["x"].min())
+    if first.tzinfo is not None:
+        first = first.tz_convert("UTC").tz_localize(None)
+    assert got.histogram_edges[0] == float(first.value)  # nanoseconds of the first time

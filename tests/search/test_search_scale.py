@@ -43,8 +43,8 @@ cli = pytest.importorskip("mcviz.cli")
 CONTRACT = ["rank", "confirmed", "holdout_kuiper_z", "p_adjusted", "p_value", "mean_residual",
             "ci_low", "ci_high", "holdout_size", "description", "size", "share", "kuiper_z",
             "sentence"]
-ALL_ROWS = ["all_rows_size", "all_rows_share", "all_rows_kuiper_z", "all_rows_p_value",
-            "measured_on"]
+ALL_ROWS = ["sample_size", "sample_share", "all_rows_size", "all_rows_share",
+            "all_rows_kuiper_z", "all_rows_p_value", "measured_on"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -149,8 +149,9 @@ def _assert_measured_on_all_rows(output, path, engine):
     reference = _in_memory(path, [f["description"] for f in findings])
     for k, finding in enumerate(findings, start=1):
         assert finding["measured_on"] == f"all rows ({engine})"
-        assert finding["all_rows_size"] == reference.size[k]
-        assert finding["all_rows_share"] == pytest.approx(reference.size[k] / 40_000, abs=1e-12)
+        assert finding["all_rows_size"] == finding["size"] == reference.size[k]
+        assert finding["all_rows_share"] == finding["share"] == pytest.approx(
+            reference.size[k] / 40_000, abs=1e-12)
         z = reference.kuiper_z[k]
         assert abs(finding["all_rows_kuiper_z"] - z) <= 1e-9 * max(1.0, abs(z))
         assert finding["all_rows_p_value"] == pytest.approx(reference.p_value[k], rel=1e-9,
@@ -167,9 +168,10 @@ def _assert_measured_on_all_rows(output, path, engine):
 @pytest.mark.parametrize("engine", ["duckdb", "numpy"])
 def test_search_on_a_sample_measures_findings_on_every_row(planted_file, capsys, engine):
     output = _run(capsys, planted_file, "--engine", engine, "--sample-rows", "25000")
-    assert list(output) == ["n", "search", "mde", "findings", "unions", "sample", "all_rows",
-                            "held_out", "notice"]
-    assert output["n"] == 25_000  # the findings' size and share are of the sample
+    assert list(output) == ["n", "search", "mde", "findings", "unions", "size_counts", "sample",
+                            "all_rows", "held_out", "notice"]
+    assert output["n"] == 40_000  # the findings' size and share are of every row
+    assert output["size_counts"] == "all_rows"
     assert output["sample"] == {"rows": 25_000, "n_dropped": 0, "searched": 17_500,
                                 "held_out": 7_500}  # the default held-out share, 0.3
     # the planted group (on this draw narrowed by an income condition: seeds 1-5 give it alone)
