@@ -8,7 +8,7 @@ test-artifacts/server-<port>.log (a file: a pipe nobody reads can fill and stall
 * :func:`start_app` / :func:`stop_app`, or the context :func:`served` (options: the session TTL,
   the janitor's sweep, an address-space cap, extra environment);
 * :func:`launched` (chromium), :func:`app_page` (a server, chromium and one page opened at an
-  address and waited for);
+  address and waited for), :func:`page_at` (that page in a new session of a running server);
 * :func:`open_page`, :func:`wait_idle`, :func:`wait_charts`, :func:`check_page` (no exception
   element, no legend over an axis title, a screenshot).
 """
@@ -161,6 +161,24 @@ def app_page(path: str = "/", *, heading: str = "Data", width: int = 1440, heigh
         page.get_by_role("heading", name=heading).first.wait_for(timeout=timeout)
         wait_idle(page)
         yield page
+
+
+@contextlib.contextmanager
+def page_at(browser, base: str, path: str = "/", *, heading: str = "Data", width: int = 1440,
+            height: int = 900, timeout: float = 120_000, **context_options) -> Iterator:
+    """A page in a fresh browser context (a new session: someone opening a link) of the server
+    at ``base``, at ``path`` once its ``heading`` shows; the context is closed after."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    context = browser.new_context(viewport={"width": width, "height": height},
+                                  **context_options)
+    try:
+        page = context.new_page()
+        page.goto(base + path, wait_until="domcontentloaded")
+        page.get_by_role("heading", name=heading).first.wait_for(timeout=timeout)
+        wait_idle(page)
+        yield page
+    finally:
+        context.close()
 
 
 def open_page(page, title: str) -> None:
