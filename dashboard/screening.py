@@ -83,8 +83,8 @@ def _search_view(screen: ScreenTable) -> TableView:
         "rows": findings["size"],
         "observed − predicted (held out)": [format_points(v, signed=True, unit="points")
                                             for v in findings["mean_residual"]],
-        "95% interval": [format_interval(a, b, percent=True)
-                         for a, b in zip(findings["ci_low"], findings["ci_high"], strict=True)],
+        "95% interval (points)": [format_interval(100 * a, 100 * b) for a, b in
+                                  zip(findings["ci_low"], findings["ci_high"], strict=True)],
         "adjusted p (held out)": [p_phrase(p) for p in findings["p_adjusted"]],
         "D/σ (held out)": findings["holdout_kuiper_z"],
         "filter": findings["description"],
@@ -94,7 +94,8 @@ def _search_view(screen: ScreenTable) -> TableView:
                     "drill into the full population below.")
     else:
         best = findings.iloc[0]
-        headline = (f"{len(findings):,} findings, {confirmed:,} confirmed on the rows the search "
+        headline = (f"{len(findings):,} finding{'s' if len(findings) != 1 else ''}, "
+                    f"{confirmed:,} confirmed on the rows the search "
                     f"never saw (Holm-adjusted). First: **{_md(best['description'])}** — "
                     f"{int(best['size']):,} rows, held-out adjusted {p_phrase(best['p_adjusted'])}.")
     return TableView(

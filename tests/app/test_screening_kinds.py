@@ -13,6 +13,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from test_pages import metrics, new_app, no_exceptions, shown
 
 
@@ -61,6 +62,11 @@ def test_search_and_monitor_tables_open_and_drill_down(tmp_path, capsys, monkeyp
     assert metrics(at)["Rows"] == "6,000"
     assert first["description"] in shown(at.info[0].value)
     assert "confirmed on the rows the search never saw" in at.info[0].value
+    written = pd.read_parquet(found).iloc[1]  # the first finding's interval, in points
+    interval = at.dataframe[0].value["95% interval (points)"].iloc[0]
+    low, high = (float(v.replace("−", "-")) for v in interval.split(" to "))
+    assert low == pytest.approx(100 * written["ci_low"], rel=2e-3)  # three digits
+    assert high == pytest.approx(100 * written["ci_high"], rel=2e-3)
     size = first["all_rows_size"] if "all_rows_size" in first else first["size"]
     planted = int((frame["x"] > 0.8).sum())
     assert abs(size - planted) <= 0.05 * planted  # the planted group, found
