@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mcviz.budget import check, subpopulations_estimate
@@ -302,11 +302,14 @@ def _classical_started(args: argparse.Namespace, pred: Predictions) -> Callable[
 
     from mcviz.budget import classical_estimate, memory_budget, usable_cores
 
-    need = classical_estimate(pred.n, int(pred.run_end.sum())).bytes
-    if _asked(args) and _generates(args):
-        n_subpopulations, _, _, repeats = _settings(args)
-        need += subpopulations_estimate(pred.n, n_subpopulations, repeats).bytes
-    if not _asked(args) or usable_cores() < 2 or need > memory_budget():
+    beside = _asked(args) and usable_cores() >= 2
+    if beside:
+        need = classical_estimate(pred.n, int(pred.run_end.sum())).bytes
+        if _generates(args):
+            n_subpopulations, _, _, repeats = _settings(args)
+            need += subpopulations_estimate(pred.n, n_subpopulations, repeats).bytes
+        beside = need <= memory_budget()
+    if not beside:
         done = _classical(pred)
         future = None
     else:

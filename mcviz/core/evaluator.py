@@ -42,7 +42,6 @@ References
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 
@@ -719,11 +718,9 @@ def _workers(members: int) -> int:
     """
     if members < THREAD_MEMBERS:
         return 1
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - platforms without affinity masks
-        cores = os.cpu_count() or 1
-    return max(min(cores, THREAD_WORKERS), 1)
+    from mcviz.budget import usable_cores
+
+    return min(usable_cores(), THREAD_WORKERS)
 
 
 def _positions(member: np.ndarray) -> np.ndarray:

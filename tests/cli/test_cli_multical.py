@@ -191,7 +191,7 @@ def test_subpopulations_over_the_budget_are_refused_before_any_other_measure(
     assert done.out == ""
 
 
-@pytest.mark.parametrize("cores,budget,beside", [(2, "1GB", True), (1, "1GB", False),
+@pytest.mark.parametrize(("cores", "budget", "beside"), [(2, "1GB", True), (1, "1GB", False),
                                                  (2, "2.5MB", False)])
 def test_classical_measures_run_beside_the_block_only_when_cores_and_budget_hold_both(
         cli, random_file, monkeypatch, cores, budget, beside):

@@ -232,7 +232,7 @@ def test_batches_with_held_back_tie_runs_equal_one_pass():
 @pytest.mark.parametrize("ties", [True, False])
 @pytest.mark.parametrize("weighted", [True, False])
 @pytest.mark.parametrize("method", ["bernoulli", "adjacent"])
-@pytest.mark.parametrize("group_elements,threads", [(64, 1), (1 << 18, 1), (64, 3)])
+@pytest.mark.parametrize(("group_elements", "threads"), [(64, 1), (1 << 18, 1), (64, 3)])
 def test_label_statistics_match_brute_force_loop(ties, weighted, method, group_elements, threads,
                                                  monkeypatch):
     # label_statistics takes 0/1 responses (the integer path when unweighted and eq. (5)) and
@@ -269,16 +269,19 @@ def test_label_statistics_match_brute_force_loop(ties, weighted, method, group_e
                 assert both.kuiper[k, j] == pytest.approx(kuiper, abs=1e-13)
                 assert one.sigma[k] == pytest.approx(sigma, abs=1e-13)
     if threads > 1:  # every group was summarised by the pool's threads, not this one
-        assert ran_on and threading.get_ident() not in ran_on
+        assert ran_on
+        assert threading.get_ident() not in ran_on
 
 
 def test_workers_start_at_thread_members_and_never_exceed_the_cores_or_two(monkeypatch):
+    import os
+
     import mcviz.core.evaluator as module
 
-    monkeypatch.setattr(module.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     assert module._workers(module.THREAD_MEMBERS - 1) == 1
     assert module._workers(module.THREAD_MEMBERS) == module.THREAD_WORKERS == 2
-    monkeypatch.setattr(module.os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert module._workers(10 * module.THREAD_MEMBERS) == 1
 
 
