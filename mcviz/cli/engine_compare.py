@@ -34,7 +34,7 @@ from mcviz.cli.engine_options import (
     spark_room,
 )
 from mcviz.engines.base import rows_in_files
-from mcviz.engines.memory import PLAIN_WORKER
+from mcviz.engines.memory import PLAIN_WORKER, release_memory
 from mcviz.errors import ValidationError
 
 __all__ = ["IN_MEMORY_WHEN_SAMPLED_WHOLE", "compare_in_engine"]
@@ -251,11 +251,9 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                 check_score_b(engine, args.score_b)  # B's rows checked on every row first
                 found, pred, names, searched, keys = _groups(
                     args, settings, rows, files, spill, asked, default_covariates)
+                release_memory()  # what the groups' search freed, before the passes (module)
                 if args.engine == "duckdb" and args.memory_limit is not None:
                     # --memory-limit bounds the process: the sample stays in Python
-                    from mcviz.engines.memory import release_memory
-
-                    release_memory()  # what the groups' search freed goes back first
                     engine.con.execute(f"SET memory_limit = '{_passes_share(args, total)}'")
                 orders = [c for c in names if pred.covariate_kinds.get(c) != "nominal"
                           and engine.kinds.get(c) in ORDERED_KINDS]

@@ -149,6 +149,8 @@ def run_sampled(args: argparse.Namespace) -> dict:
     output = sampled_json(at_scale.result, at_scale.measured,
                           sample_dropped=at_scale.pred.report.n_dropped, held=at_scale.held,
                           sized=at_scale.sized)
+    if at_scale.sample_note:
+        output["notice"] = f"{output['notice']} {at_scale.sample_note}"
     if out is not None:
         _write_findings(out, output, files=at_scale.files, columns=at_scale.columns,
                         kinds=dict(at_scale.pred.covariate_kinds), engine=args.engine)
@@ -174,6 +176,8 @@ class AtScale:
     pred: Predictions
     files: tuple[str, ...]
     columns: Columns
+    sample_note: str = ""
+    """Why the sample is smaller than without ``--memory-limit`` (:func:`_spark_sample_rows`)."""
 
 
 def search_at_scale(args: argparse.Namespace) -> AtScale:
@@ -184,9 +188,9 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
     from mcviz.engines.memory import PYTHON_WORKER
 
     covariates = _common.split(args.covariates)
-    rows = args.sample_rows
+    rows, sample_note = args.sample_rows, ""
     if rows is None:
-        rows = _budget_rows(args, covariates)
+        rows, sample_note = _spark_sample_rows(args, _budget_rows(args, covariates))
     if rows < 1:
         raise ValidationError(f"--sample-rows must be positive, not {rows}.")
     for option in ("probabilities", "weighting", "rho"):
@@ -205,6 +209,10 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
                                            memory_limit=share, columns=_read_columns(args))
         pred, result, columns, keys = _search_sample(args, sample, files, covariates, keyed)
         del sample
+        if args.engine == "spark":  # what the search freed goes back before the JVM's heap
+            from mcviz.engines.memory import release_memory  # is sized from what is left
+
+            release_memory()
         engine = make_engine(args.engine, files, columns,  # the limit bounds the process
                              memory_limit=_measure_share(args, files, result, pred)
                              if args.engine == "duckdb"
@@ -222,7 +230,7 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
                 engine.close()
     return AtScale(result=result, measured=measured, held=held, population=population,
                    sized=held[0] if held is not None else _sized(result, pred, measured),
-                   pred=pred, files=files, columns=columns)
+                   pred=pred, files=files, columns=columns, sample_note=sample_note)
 
 
 def _sized(result: SearchResult, pred: Predictions, measured: ScreenResult) -> SearchResult:
@@ -321,6 +329,57 @@ def _budget_rows(args: argparse.Namespace, covariates: list[str] | None) -> int:
         budget = min(memory_budget(None), memory_budget(args.memory_limit) // 2)
     return sample_rows(max(count, 1), holdout=args.holdout, max_conditions=args.max_conditions,
                        budget=budget)
+
+
+SPARK_SAMPLE_HELD = 64 << 20
+"""Bytes this process holds after a sample's search beyond what it held before the draw,
+whatever the sample's rows (with :data:`SPARK_SAMPLE_ROW_HELD` a row), once what the search
+freed is handed back (:func:`~mcviz.engines.memory.release_memory`): what it keeps while Spark's
+JVM and workers run beside it. Measured (the draw with keys and the search of
+:func:`search_at_scale` in one process, then the release, on the 10^7-row file of
+``benchmarks/bench_engines.py`` with 4 covariates; 30 Nov 2026), MiB over the 117 held before:
+100,000 rows 65, 1,428,572 rows 160 (before the release 102 and 505; with ``--min-share 0.05``
+200,000 rows 73 and 600,000 rows 115)."""
+
+SPARK_SAMPLE_ROW_HELD = 160
+"""Bytes a sample row keeps in this process after its search (the loaded columns, the keys of
+the searched rows, the search's indices), beside :data:`SPARK_SAMPLE_HELD`: 71-105 measured
+(above), counted at 160 (the model says 282 MiB at 1,428,572 rows where 160 were held)."""
+
+SPARK_SAMPLE_FLOOR = 100_000
+"""The fewest rows ``mcviz search --engine spark`` sizes its sample down to under
+``--memory-limit``: below them the limit is refused, naming one that holds them."""
+
+ROOM_SLACK = 32 << 20
+"""Bytes of Spark's room left unused by the sample (what varies between runs)."""
+
+
+def _spark_sample_rows(args: argparse.Namespace, rows: int) -> tuple[int, str]:
+    """The sample's rows under ``--memory-limit`` with local Spark, and the note saying so.
+
+    The sample is searched before the JVM starts, but what the search keeps stays in this
+    process while the JVM (its heap at least :data:`~mcviz.engines.memory.SPARK_HEAP_FLOOR`)
+    and Spark's Python workers (:data:`~mcviz.engines.memory.PYTHON_WORKER` each) run: the
+    sample gets the room they leave (:func:`~mcviz.cli.engine_options.spark_room`) at
+    :data:`SPARK_SAMPLE_ROW_HELD` a row beside :data:`SPARK_SAMPLE_HELD`. A limit whose room
+    holds fewer than :data:`SPARK_SAMPLE_FLOOR` rows is refused before any row is read, naming
+    the least limit that holds them. Other engines, a cluster master or no limit: ``rows``.
+    """
+    from mcviz.cli.engine_options import spark_limit, spark_room
+    from mcviz.engines.memory import PYTHON_WORKER
+
+    room, master = spark_room(args, worker=PYTHON_WORKER), getattr(args, "spark_master", None)
+    if room is None or (master and not str(master).startswith("local")):  # a cluster's driver
+        return rows, ""
+    fits = max(room - SPARK_SAMPLE_HELD - ROOM_SLACK, 0) // SPARK_SAMPLE_ROW_HELD
+    if fits < min(SPARK_SAMPLE_FLOOR, rows):  # raises, naming the limit that holds them
+        spark_limit(args, worker=PYTHON_WORKER, what="this search", reserve=ROOM_SLACK
+                    + SPARK_SAMPLE_HELD + SPARK_SAMPLE_ROW_HELD * min(SPARK_SAMPLE_FLOOR, rows))
+    if fits >= rows:
+        return rows, ""
+    return fits, (f"The sample was sized from --memory-limit {args.memory_limit} (what Spark's "
+                  f"JVM and Python workers leave this process): {fits:,} rows, not "
+                  f"{rows:,}; a larger limit or --sample-rows gives a larger one.")
 
 
 def _search_sample(args, sample, files, covariates, keyed: bool):
