@@ -170,8 +170,9 @@ deviation reads (:func:`~mcviz.engines.calibration.finding_runs_table`: the scor
 reliability and LCS from its runs, whose working arrays are the peak. Measured
 (``benchmarks/bench_finding_runs.py``: the deck's charts of one finding whose rows are not read,
 the full population in 1,048,500 fine bins): Python's allocations (``tracemalloc``) peaked
-at 196 bytes a run (988,494 continuous scores), 188 (974,888 tied), 220 (1,898,053 weighted:
-two more sums a run, and its own abscissa); 240 holds the weighted with 9% to spare. DuckDB's
+at 196 bytes a run (988,494 continuous scores), 188 (974,888 tied), 203 (1,898,053), 197
+(3,902,459), 220 (1,898,053 weighted: two more sums a run, and its own abscissa); 240 holds the
+weighted with 9% to spare. DuckDB's
 work on them is :data:`FINDING_ENGINE_RUN_BYTES`."""
 
 FINDING_ENGINE_RUN_BYTES = 64
