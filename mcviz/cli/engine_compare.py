@@ -19,7 +19,6 @@ scans would cost more CPU than the comparison itself saves (:data:`IN_MEMORY_WHE
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 
 from mcviz.cli import _common
@@ -240,7 +239,6 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
             return _in_memory(args, settings, thresholds, frame, rows, in_memory)
         columns, _ = sample_roles(args, files, spill)
         if args.engine == "spark":
-            os.environ["SPARK_LOCAL_DIRS"] = spill
             rows = min(rows, _sample_size(args, settings, asked, row_bytes))  # held now
         engine = make_engine(args.engine, files, columns,  # the sample's rows stay in Python
                              memory_limit=_passes_share(args, total) if args.engine == "duckdb"

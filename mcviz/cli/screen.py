@@ -120,8 +120,9 @@ def sample_columns(pred: Predictions, sample: pd.DataFrame) -> Columns:
 def make_engine(name: str, files, columns: Columns, *, memory_limit: str | None = None,
                 drop_invalid: bool = False, temp_directory: str | None = None,
                 spark_master: str | None = None, stream_memory_limit: str | None = None) -> Engine:
-    """Build the named engine over the files (DuckDB spills into ``temp_directory``).
+    """Build the named engine over the files (spilling into ``temp_directory``).
 
+    DuckDB spills there, and so does a JVM started here (its shuffle and spill files).
     ``stream_memory_limit``: DuckDB's limit once the sorted rows stream (see
     :class:`~mcviz.engines.duckdb_engine.DuckDBEngine`); ``memory_limit`` with Spark: the
     JVM's heap (``spark.driver.memory``, :func:`~mcviz.engines.memory.spark_heap`).
@@ -145,7 +146,7 @@ def make_engine(name: str, files, columns: Columns, *, memory_limit: str | None 
                                   "17.") from None
         master = {} if spark_master is None else {"spark_master": spark_master}
         return SparkEngine(files, columns, drop_invalid=drop_invalid, memory=memory_limit,
-                           **master)
+                           local_dirs=temp_directory, **master)
     raise ValidationError(f"unknown engine {name!r}; use numpy, duckdb or spark.")
 
 
@@ -288,8 +289,6 @@ def run(args: argparse.Namespace) -> dict:
         )
         columns = sample_columns(pred, sample)
         del sample
-        if args.engine == "spark":  # the JVM's shuffle and spill files go there too
-            os.environ["SPARK_LOCAL_DIRS"] = spill
         generate = {"covariates": covariates or list(pred.covariates.columns),
                     "n_subpopulations": args.subpopulations, "min_size": args.min_size,
                     "seed": args.seed}

@@ -39,7 +39,6 @@ Without those options (the default) the whole file is loaded and searched in mem
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -206,8 +205,6 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
                                            memory_limit=share, columns=_read_columns(args))
         pred, result, columns, keys = _search_sample(args, sample, files, covariates, keyed)
         del sample
-        if args.engine == "spark":  # the JVM's shuffle and spill files go there too
-            os.environ["SPARK_LOCAL_DIRS"] = spill
         engine = make_engine(args.engine, files, columns,  # the limit bounds the process
                              memory_limit=_measure_share(args, files, result, pred)
                              if args.engine == "duckdb"

@@ -47,6 +47,7 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import math
@@ -76,7 +77,7 @@ from mcviz.engines.base import (
 from mcviz.errors import ValidationError
 
 __all__ = ["PARTITION_ROWS", "SparkEngine", "local_session", "spark_files", "spark_kind",
-           "spark_session"]
+           "spark_local_dirs", "spark_session"]
 
 PARTITION_ROWS = 1 << 21
 """Rows per range partition (at least one partition per core). A Python worker holds one
@@ -119,13 +120,37 @@ def _quiet_pandas_warning() -> None:
         category=FutureWarning)
 
 
+@contextlib.contextmanager
+def spark_local_dirs(directory: str | None) -> Iterator[None]:
+    """Point ``SPARK_LOCAL_DIRS`` at ``directory`` inside the block, then restore it.
+
+    The JVM that ``spark-submit`` starts copies this process's environment, so a Spark started
+    inside the block writes its shuffle and spill files into ``directory`` (a run's temporary
+    directory). The variable is restored when the block ends (removed when it was unset): the
+    run's directory is deleted when the run ends, and a Spark started later by this process
+    must not inherit it. None: the variable is left as it is.
+    """
+    if directory is None:
+        yield
+        return
+    previous = os.environ.get("SPARK_LOCAL_DIRS")
+    os.environ["SPARK_LOCAL_DIRS"] = str(directory)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("SPARK_LOCAL_DIRS", None)
+        else:
+            os.environ["SPARK_LOCAL_DIRS"] = previous
+
+
 def local_session(master: str = "local[2]", *, app_name: str = "mcviz-screen"):
     """Start (or reuse) a local SparkSession bound to 127.0.0.1 with the web UI off."""
     return spark_session(master, app_name=app_name)
 
 
 def spark_session(master: str = "local[2]", *, app_name: str = "mcviz-screen",
-                  memory: str | None = None):
+                  memory: str | None = None, local_dirs: str | None = None):
     """Start (or reuse) a SparkSession for ``master``.
 
     ``memory`` (Spark's form, e.g. ``"2048m"``) sets ``spark.driver.memory``: in ``local[...]``
@@ -133,6 +158,9 @@ def spark_session(master: str = "local[2]", *, app_name: str = "mcviz-screen",
     effect only when this call starts the JVM). ``--memory-limit`` gives it what the limit
     leaves beside this process, the JVM's non-heap memory and Spark's Python workers
     (:func:`mcviz.engines.memory.spark_heap`).
+
+    ``local_dirs``: the directory a JVM started by this call spills into
+    (:func:`spark_local_dirs`; ``SPARK_LOCAL_DIRS`` is restored once it has started).
 
     ``local[...]`` masters are bound to 127.0.0.1 with the web UI off; any other master URL
     (``spark://host:7077``, ``yarn``, ``k8s://...``) keeps Spark's network defaults.
@@ -159,7 +187,8 @@ def spark_session(master: str = "local[2]", *, app_name: str = "mcviz-screen",
                    .config("spark.ui.enabled", "false")
                    .config("spark.sql.shuffle.partitions", "4"))
     try:
-        return builder.getOrCreate()
+        with spark_local_dirs(local_dirs):
+            return builder.getOrCreate()
     except RuntimeError as error:  # pyspark's JAVA_GATEWAY_EXITED and kin
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValidationError(
@@ -195,19 +224,22 @@ class SparkEngine(Engine):
     memory : str, optional
         ``spark.driver.memory`` of a session started here (Spark's form, e.g. ``"1024m"``;
         ``mcviz screen --memory-limit`` gives :func:`mcviz.engines.memory.spark_heap`).
+    local_dirs : str, optional
+        Where a JVM started here spills (:func:`spark_local_dirs`).
     """
 
     name = "spark"
 
     def __init__(self, paths, columns: Columns, *, spark=None, spark_master: str = "local[2]",
                  drop_invalid: bool = False, partition_rows: int = PARTITION_ROWS,
-                 memory: str | None = None) -> None:
+                 memory: str | None = None, local_dirs: str | None = None) -> None:
         self.files = spark_files(paths)
         self.columns = columns
         self.drop_invalid = drop_invalid
         self.partition_rows = int(partition_rows)
         self._own = spark is None
-        self.spark = spark_session(spark_master, memory=memory) if spark is None else spark
+        self.spark = (spark_session(spark_master, memory=memory, local_dirs=local_dirs)
+                      if spark is None else spark)
         frame = self.spark.read.parquet(*self.files)
         self.view = "__mcviz_data"
         frame.createOrReplaceTempView(self.view)

@@ -16,7 +16,6 @@ single-quoted strings (:func:`~mcviz.engines.duckdb_engine.quote_literal`).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import tempfile
@@ -165,13 +164,13 @@ class SparkTable(Table):
     dialect = sql.SPARK
 
     def __init__(self, paths, *, spark=None, spark_master: str = "local[2]",
-                 memory_limit: str | None = None) -> None:
+                 memory_limit: str | None = None, local_dirs: str | None = None) -> None:
         from mcviz.engines.spark_engine import spark_files, spark_kind, spark_session
 
         self.files = spark_files(paths)
         self._own = spark is None
-        self.spark = (spark_session(spark_master, memory=spark_memory(memory_limit))
-                      if spark is None else spark)
+        self.spark = (spark_session(spark_master, memory=spark_memory(memory_limit),
+                                    local_dirs=local_dirs) if spark is None else spark)
         try:
             frame = self.spark.read.parquet(*self.files)
         except Exception as error:  # AnalysisException and kin: one line, not a traceback
@@ -262,14 +261,16 @@ def spark_memory(limit: str | None) -> str | None:
 
 def open_table(engine: str, paths, *, memory_limit: str | None = None,
                temp_directory: str | None = None, spark_master: str | None = None) -> Table:
-    """Open the files on the named engine (``duckdb`` or ``spark``)."""
+    """Open the files on the named engine (``duckdb`` or ``spark``).
+
+    Both spill into ``temp_directory`` (a JVM started here: its shuffle and spill files,
+    :func:`~mcviz.engines.spark_engine.spark_local_dirs`).
+    """
     if engine == "duckdb":
         return DuckDBTable(paths, memory_limit=memory_limit, temp_directory=temp_directory)
     if engine == "spark":
-        if temp_directory is not None:  # the JVM's shuffle and spill files go there too
-            os.environ["SPARK_LOCAL_DIRS"] = temp_directory
         options = {} if spark_master is None else {"spark_master": spark_master}
-        return SparkTable(paths, memory_limit=memory_limit, **options)
+        return SparkTable(paths, memory_limit=memory_limit, local_dirs=temp_directory, **options)
     raise ValidationError(f"unknown engine {engine!r}; use duckdb or spark.")
 
 
