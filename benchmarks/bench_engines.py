@@ -1,4 +1,4 @@
-"""apply, monitor, decide, search and compare on numpy, DuckDB, Spark: wall, CPU, memory, spill.
+"""apply, monitor, decide, search, compare, metrics and report on numpy, DuckDB, Spark: wall, CPU, memory, spill.
 
 Generates --rows rows of planted predictions (:func:`mcviz.recalibration.simulate.planted_fix_data`
 in chunks of 10^6, plus a timestamp over 52 weeks and a 50-level segment column) to one Parquet
@@ -16,7 +16,10 @@ process, under ``nice -n 10``:
   file with a second score (:func:`write_compare_data`: A's score moved up by 0.08 in region
   r1 and by a small deterministic noise elsewhere, clipped to [0.001, 0.999]);
 * ``metrics FILE`` (the calibration block and the classical measures; on the engines from one
-  ``GROUP BY`` by score, or 2^20 fine score bins above that many distinct scores).
+  ``GROUP BY`` by score, or 2^20 fine score bins above that many distinct scores);
+* ``report FILE --covariates region,age,channel,tenure --deck OUT.pptx`` (the review: the
+  verdict, the four charts of the full population and of each of up to 5 findings, the curves
+  along each covariate; on the engines from sums, the findings searched on a sample).
 
 For each run it prints the wall time, the CPU time and the peak resident memory of the process
 tree (polled from /proc every 0.2 s: DuckDB's threads, Spark's JVM and Python workers
@@ -135,6 +138,10 @@ def command(name: str, engine: str, data: Path, fix_map: Path, out_dir: Path,
     if name == "monitor":
         return ["monitor", str(data), "--score", "score", "--label", "label", "--no-weight",
                 "--time", "when", "--period", "week", "--segments", "segment", "--json", *tail]
+    if name == "report":  # the verdict and the deck
+        return ["report", str(data), "--score", "score", "--label", "label", "--no-weight",
+                *covariates, "--findings", "5", "--deck", str(out_dir / f"deck_{engine}.pptx"),
+                "--json", *tail]
     if name == "metrics":  # the calibration block and the classical measures
         return ["metrics", str(data), "--score", "score", "--label", "label", "--no-weight",
                 "--json", *tail]
@@ -230,6 +237,8 @@ def _summary(name: str, result: dict) -> object:
     if name == "compare":
         return [output["paired"]["brier_difference"], output["paired"]["kuiper_z"],
                 [f["description"] for f in output["regressions"]]]
+    if name == "report":
+        return [output.get("verdict"), [f.get("description") for f in output.get("findings", [])]]
     if name == "metrics":
         return [output["calibration"]["kuiper_z"], output["classical"]["ece"],
                 output["classical"]["ici"], output.get("classical_runs")]

@@ -349,10 +349,19 @@ def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: se
     full population is in fine bins) when its approximate distinct scores, a few per cent
     more, fit the room :func:`exact_runs_limit` leaves beside the full population's runs and,
     for a finding whose rows are read (``readable``), their ``reserve``; else in the full
-    population's fine bins.
+    population's fine bins. With DuckDB under ``--memory-limit`` the findings share one
+    engine: the largest held beside it (runs, and rows when read) and DuckDB's need for the
+    most runs (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES` each) must fit the room
+    together; the exact finding of most runs goes to fine bins until they do.
     """
     from mcviz.cli.metrics import _runs_reserve
-    from mcviz.engines.memory import RUN_BYTES, finding_runs_bytes
+    from mcviz.engines.memory import (
+        FINDING_ENGINE_RUN_BYTES,
+        FINDING_RUN_BYTES,
+        RUN_BYTES,
+        duckdb_room,
+        finding_runs_bytes,
+    )
 
     binned = full_runs.bins is not None
     limits = {held: exact_runs_limit(args, reserve=_runs_reserve(args) + held)
@@ -364,29 +373,43 @@ def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: se
             grouped[rank] = (True, RUN_BYTES * full_runs.score.size)
         else:
             grouped[rank] = (False, finding_runs_bytes(runs))
-    return grouped
+    if not binned or args.engine != "duckdb" or args.memory_limit is None:
+        return grouped
+    room = duckdb_room(args.memory_limit, reserve=_runs_reserve(args))
+    while True:
+        exact = {rank: size for rank, (fine, size) in grouped.items() if not fine}
+        held = max((size + (reserve if rank in readable else 0)
+                    for rank, (_, size) in grouped.items()), default=0)
+        widest = max(exact, key=exact.get, default=None)
+        if widest is None or held + FINDING_ENGINE_RUN_BYTES * (
+                exact[widest] // FINDING_RUN_BYTES) <= room:
+            return grouped
+        grouped[widest] = (True, RUN_BYTES * full_runs.score.size)
 
 
 def exact_runs_limit(args: argparse.Namespace, *, reserve: int = 0) -> int:
     """Return the most distinct scores a finding's exact runs may have (the memory budget).
 
-    Half the room left beside the engine (:func:`mcviz.engines.memory.duckdb_room` under
-    ``--memory-limit`` with DuckDB: the limit less this process's resident memory,
-    ``reserve``, DuckDB's floor, overshoot and a margin), else half the memory budget
-    (:func:`mcviz.budget.memory_budget`; with Spark and ``--memory-limit`` a quarter of it,
-    the JVM holding the rest), over :data:`~mcviz.engines.memory.FINDING_RUN_BYTES`; never
-    below :data:`~mcviz.settings.ENGINE_SCORE_RUNS` (the full population's runs, reserved
-    twice).
+    With DuckDB under ``--memory-limit``: the room left beside the engine
+    (:func:`mcviz.engines.memory.duckdb_room`: the limit less this process's resident memory,
+    ``reserve``, DuckDB's floor, overshoot and a margin) over what a run costs here
+    (:data:`~mcviz.engines.memory.FINDING_RUN_BYTES`, reserved beside DuckDB) and in DuckDB
+    (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES`, left in its share); else half the
+    memory budget (:func:`mcviz.budget.memory_budget`; with Spark and ``--memory-limit`` a
+    quarter of it, the JVM holding the rest) over
+    :data:`~mcviz.engines.memory.FINDING_RUN_BYTES`. Never below
+    :data:`~mcviz.settings.ENGINE_SCORE_RUNS` (the full population's runs, reserved twice).
     """
     from mcviz import settings
     from mcviz.budget import memory_budget
-    from mcviz.engines.memory import FINDING_RUN_BYTES, duckdb_room
+    from mcviz.engines.memory import FINDING_ENGINE_RUN_BYTES, FINDING_RUN_BYTES, duckdb_room
 
-    room = memory_budget(None) // 2
+    runs = memory_budget(None) // 2 // FINDING_RUN_BYTES
     if args.memory_limit is not None:
-        room = min(room, duckdb_room(args.memory_limit, reserve=reserve) // 2
-                   if args.engine == "duckdb" else memory_budget(args.memory_limit) // 4)
-    return max(settings.ENGINE_SCORE_RUNS, int(room // FINDING_RUN_BYTES))
+        runs = min(runs, duckdb_room(args.memory_limit, reserve=reserve)
+                   // (FINDING_RUN_BYTES + FINDING_ENGINE_RUN_BYTES) if args.engine == "duckdb"
+                   else memory_budget(args.memory_limit) // 4 // FINDING_RUN_BYTES)
+    return max(settings.ENGINE_SCORE_RUNS, int(runs))
 
 
 def _finding_reserve(args: argparse.Namespace, rows: int, covariates: int
@@ -557,7 +580,11 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
     read with its ``WHERE`` and reviewed as a population of its own for its own calibration,
     curves and LCS.
     """
-    from mcviz.engines.calibration import comparison_sums_table, score_runs_table
+    from mcviz.engines.calibration import (
+        comparison_sums_table,
+        finding_runs_table,
+        score_runs_table,
+    )
     from mcviz.present.deck import finding_variable
     from mcviz.present.review import finding_review_from_runs, review_results
     from mcviz.present.slide_charts import review_charts
@@ -574,12 +601,10 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
     charts, exact = {}, set()
     binned = full_runs.bins is not None
     for rank, sub in subs.items():
-        runs = ScoreRuns(**score_runs_table(
+        runs = ScoreRuns(**(score_runs_table(
             table, columns, limit=ENGINE_SCORE_RUNS, conditions=tuple(sub.conditions),
-            binned=grouped[rank][0]))
-        comparison = None
-        if binned and runs.bins is None:  # every row summed between its distinct scores
-            comparison = comparison_sums_table(table, columns, deviation_edges(runs.score))
+            binned=True) if grouped[rank][0] else finding_runs_table(
+            table, columns, tuple(sub.conditions))))
         if runs.bins is None:
             exact.add(rank)
         rows = None
@@ -592,10 +617,16 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
             del frame
             rows = review_results(pred, None, bins=bins, variable=finding_variable(
                 sub, covariates, next(iter(covariates), None)))
-        results, _ = finding_review_from_runs(full_runs, runs, sub, bins=bins, rows=rows,
-                                              full_reliability=full_reliability,
-                                              comparison=comparison)
+        # every row summed between its distinct scores (held by the review alone: let go
+        # once the deviation is drawn)
+        results, _ = finding_review_from_runs(
+            full_runs, runs, sub, bins=bins, rows=rows, full_reliability=full_reliability,
+            comparison=comparison_sums_table(table, columns, deviation_edges(runs.score))
+            if binned and runs.bins is None else None)
         charts[rank] = review_charts(results)
+        # before the next finding's runs: else its runs and results (about 150 bytes a run)
+        # are held beside the next one's peak
+        del runs, rows, results
     return charts, exact
 
 

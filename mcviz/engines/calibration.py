@@ -37,6 +37,7 @@ from mcviz.core.sigma import sigma_from_variance
 
 __all__ = ["KEY", "STEP", "VARIANCE", "PathAccumulator", "PopulationCalibration", "RunSums",
            "calibration_block", "comparison_sums_table", "finding_counts_table",
+           "finding_runs_table",
            "level_sums_table",
            "population_calibration", "score_runs_table",
            "spark_calibration_block", "spark_ordered_path"]
@@ -395,6 +396,44 @@ def score_runs_table(table, columns, *, limit: int, conditions: tuple = (),
             "bin_index": (frame["kb"].to_numpy(dtype=np.int64)[order] if binned else None)}
 
 
+def finding_runs_table(table, columns, conditions: tuple) -> dict:
+    r"""Return a subpopulation's rows summed per distinct score: what its deviation reads.
+
+    One ``GROUP BY`` of the score over the rows meeting ``conditions`` (as
+    :func:`score_runs_table` takes them), ordered by the engine, of only the sums
+    :func:`~mcviz.stats.deviation.deviation_from_runs` (paper 003 eqs. (5)-(8), (21)), the
+    reliability diagrams, the cumulative path and the LCS read from a run: its score, rows and
+    :math:`\sum W R`, and with a weight column :math:`\sum W` and :math:`\sum W^2` (without
+    one both equal the rows, and ``square_weight`` is ``weight``). The totals of the classical
+    measures are not read (NaN). Returns the keyword arguments of
+    :class:`~mcviz.stats.measures.runs.ScoreRuns` (``bins`` None: exact).
+    """
+    from mcviz.engines import sql
+
+    q = table.query()
+    s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+    r = sql.response_sql(columns, table.kinds, q)
+    weighted = columns.weight is not None
+    w = f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)" if weighted else None
+    parts = ["COUNT(*) AS n", "SUM(r) AS wr" if w is None else "SUM(w * r) AS wr",
+             *(["SUM(w) AS w", "SUM(w * w) AS ww"] if weighted else [])]
+    inner = (f"SELECT {s} AS s, {r} AS r{'' if w is None else f', {w} AS w'} FROM "
+             f"{_rows_of(table, q, conditions)}")
+    frame = table.frame(q, f"SELECT s, {', '.join(parts)} FROM ({inner}) a GROUP BY s "
+                           "ORDER BY s")
+    count = frame.pop("n").to_numpy(dtype=np.int64)
+    arrays = {name: frame.pop(name).to_numpy(dtype=float)
+              for name in ("s", "wr", *(("w", "ww") if weighted else ()))}
+    del frame
+    weight = arrays["w"] if weighted else count.astype(float)
+    nan = float("nan")
+    return {"score": arrays["s"], "count": count, "weight": weight, "positive": arrays["wr"],
+            "square_weight": arrays["ww"] if weighted else weight, "square_error": nan,
+            "log_likelihood": nan, "spiegelhalter_numerator": nan,
+            "spiegelhalter_variance": nan, "weighted": weighted, "bins": None,
+            "bin_index": None}
+
+
 def _rows_of(table, q, conditions: tuple) -> str:
     """Return the relation of the table's rows, or of those meeting ``conditions``."""
     if not conditions:
@@ -467,18 +506,19 @@ def comparison_sums_table(table, columns, edges: np.ndarray) -> tuple[np.ndarray
         w = ("1.0" if columns.weight is None
              else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)")
         rows = f"(SELECT {s} AS s, {r} AS r, {w} AS w FROM {table.source}) t"
+        weight = "COUNT(*)" if columns.weight is None else "SUM(t.w)"
         if table.dialect.name == "duckdb":
             frame = table.frame(q, f"SELECT COALESCE(e.k, 0) AS k, COUNT(*) AS n, "
-                                   f"SUM(t.w) AS w, SUM(t.w * t.r) AS wr FROM {rows} ASOF "
+                                   f"{weight} AS w, SUM(t.w * t.r) AS wr FROM {rows} ASOF "
                                    f"LEFT JOIN {table.relation(path)} e ON t.s > e.b GROUP BY 1")
-            k = frame["k"].to_numpy(dtype=np.int64)
+            k = frame.pop("k").to_numpy(dtype=np.int64)
         else:
             k, frame = _cell_comparison(table, q, rows, table.relation(path), edges)
     finally:
         _remove(path)
     out = tuple(np.zeros(edges.size + 1, dtype=kind) for kind in (np.int64, float, float))
     for array, name in zip(out, ("n", "w", "wr"), strict=True):
-        np.add.at(array, k, frame[name].to_numpy(dtype=array.dtype))
+        np.add.at(array, k, frame.pop(name).to_numpy(dtype=array.dtype))
     return out
 
 

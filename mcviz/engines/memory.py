@@ -56,6 +56,7 @@ __all__ = [
     "DUCKDB_FLOOR",
     "DUCKDB_OVER_FIXED",
     "DUCKDB_OVER_SHARE",
+    "FINDING_ENGINE_RUN_BYTES",
     "FINDING_RUN_BYTES",
     "JVM_NON_HEAP",
     "MARGIN",
@@ -159,15 +160,27 @@ GROUP BY (137 MiB) beside them, against 448 MiB allowed (``mcviz metrics --memor
 650MB``)."""
 
 
-FINDING_RUN_BYTES = 256
-"""Bytes per distinct score a finding's exact runs take at their peak in ``mcviz report
---engine``'s deck: DuckDB's result frame of the ``GROUP BY`` (12 sums) and the arrays made of it
-(:func:`~mcviz.engines.calibration.score_runs_table`), the edges of eq. (7) and every row's sums
-between them (:func:`~mcviz.engines.calibration.comparison_sums_table`) and the path of
-:func:`~mcviz.stats.deviation.deviation_from_runs`. Measured with ``tracemalloc`` (3*10^6
-continuous scores, the full population in 1,048,500 fine bins, a finding of 1,499,602 distinct
-scores): 201 bytes per run at the peak (the ``GROUP BY``'s frame becoming arrays), 136 held
-once the deviation is drawn; DuckDB's own work is in its share."""
+FINDING_RUN_BYTES = 240
+"""Bytes per distinct score a finding's exact runs take in this process at their peak in
+``mcviz report --engine``'s deck (reserved beside the engine): its runs of only the sums its
+deviation reads (:func:`~mcviz.engines.calibration.finding_runs_table`: the score, rows and
+:math:`\\sum WR`, 32 bytes a run unweighted), every row's sums between its scores
+(:func:`~mcviz.engines.calibration.comparison_sums_table`, 24), the deviation of
+:func:`~mcviz.stats.deviation.deviation_from_runs` (72 held) and the finding's own path,
+reliability and LCS from its runs, whose working arrays are the peak. Measured
+(``benchmarks/bench_finding_runs.py``: the deck's charts of one finding whose rows are not read,
+the full population in 1,048,500 fine bins): Python's allocations (``tracemalloc``) peaked
+at 196 bytes a run (988,494 continuous scores), 188 (974,888 tied), 203 (1,898,053), 197
+(3,902,459), 220 (1,898,053 weighted: two more sums a run, and its own abscissa); 240 holds the
+weighted with 9% to spare. DuckDB's
+work on them is :data:`FINDING_ENGINE_RUN_BYTES`."""
+
+FINDING_ENGINE_RUN_BYTES = 64
+"""Bytes per distinct score of a finding DuckDB needs, beyond its floor, to sum every row between
+the finding's scores (:func:`~mcviz.engines.calibration.comparison_sums_table`'s ASOF join of
+every row to the edges of eq. (7)), left in its share. Measured on 8*10^6 rows and a finding of
+4,001,288 distinct scores: under a ``memory_limit`` of 128 MiB (32 bytes an edge) DuckDB ran out
+of memory; 256, 384 and 512 MiB ran (the ``GROUP BY`` too)."""
 
 
 def finding_runs_bytes(runs: int) -> int:

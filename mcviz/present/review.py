@@ -199,6 +199,11 @@ def finding_review_from_runs(full_runs: Any, runs: Any, subpopulation: Subpopula
 
     description = subpopulation.description
     about: dict = {"deviation_exact": runs.bins is None, "bins": runs.bins}
+    # the deviation first, then the comparison let go (when the caller holds none) before
+    # the finding's own charts are made from its runs
+    cumulative = deviation_from_runs(full_runs, runs, description=description,
+                                     comparison=comparison)
+    del comparison
     if rows is None:
         rows, own_about = review_from_runs(runs, bins=bins, curves_note=(
             "The curves along its variable need its rows, which were not read."))
@@ -213,9 +218,7 @@ def finding_review_from_runs(full_runs: Any, runs: Any, subpopulation: Subpopula
                           subpopulation_description=description)
     return ReviewResults(
         subpopulation=subpopulation,
-        cumulative=deviation_from_runs(full_runs, runs, description=description,
-                                       comparison=comparison),
-        own=rows.cumulative, reliability=reliability, variable=rows.variable,
+        cumulative=cumulative, own=rows.cumulative, reliability=reliability, variable=rows.variable,
         curves=rows.curves, curves_note=rows.curves_note, lcs=rows.lcs,
         lcs_note=rows.lcs_note), about
 

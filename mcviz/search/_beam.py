@@ -376,13 +376,19 @@ class Beam(Pruning):
         The growing step (:meth:`grow`, for a finding of fewer than the most conditions) puts
         back a condition the subset's refinement lost (a threshold refined into a band there,
         then pruned: ``benchmarks/search_rules.md``).
+
+        When pruning the re-chosen conditions leaves none (they deviate no more than all the
+        search rows), the finding's own conditions, which passed :meth:`prune` on the same rows
+        when it was accepted, are grown instead; a result with no condition keeps the finding
+        as found: all the rows are the full population, never a finding (their larger D/sigma
+        would otherwise replace it).
         """
-        cuts = self.prune(self.refine(node.cuts))
-        if cuts and len(cuts) < self.depth:
+        cuts = self.prune(self.refine(node.cuts)) or node.cuts
+        if len(cuts) < self.depth:
             grown = self.grow(cuts)
             if grown != cuts:
                 cuts = self.prune(grown)
-        if cuts == node.cuts:
+        if not cuts or cuts == node.cuts:
             return node, members
         found = self.members(cuts)
         z, _, _, mean = self.scores([cuts])[0]

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from browser_kit import ARTIFACTS, app_page, check_page, open_page, wait_charts, wait_idle
+from browser_kit import (
+    ARTIFACTS,
+    check_page,
+    open_page,
+    page_at,
+    served,
+    wait_charts,
+    wait_idle,
+)
 from mcviz_app_testdata import synthetic_csv
 
 pytestmark = pytest.mark.browser
@@ -43,9 +51,25 @@ NAV_BESIDE_TOGGLE_JS = """() => {
 }"""
 
 
-def test_page_address_on_a_fresh_server():
+SESSIONS: list[str] = []
+"""The tests that opened a session on the module's server (conftest's ``app_url``), in order."""
+
+
+@contextlib.contextmanager
+def fresh_server(app_url: str):
+    """The module's server while no session has used it (then it is fresh: the next test opens
+    the dashboard on it), else a server of its own."""
+    if SESSIONS:
+        with served() as (_, base):
+            yield base
+    else:
+        yield app_url
+
+
+def test_page_address_on_a_fresh_server(app_url, browser):
     """/review opened first on a server no session has used: the whole app, not the page alone."""
-    with app_page("/review?demo=adult&var=age", heading="Review") as page:
+    with served() as (_, fresh), page_at(browser, fresh, "/review?demo=adult&var=age",
+                                         heading="Review") as page:
         navigation = page.get_by_test_id("stSidebarNav")
         for title in ("Data", "Review", "Calibration", "Subpopulations", "Report"):
             assert navigation.get_by_role("link", name=title, exact=True).count() == 1
@@ -78,8 +102,8 @@ def test_page_address_on_a_fresh_server():
     # /data first on another fresh server (the default page is served at / only: Streamlit
     # showed "Page not found" over it), then / and /?page=data: the Data page, no box, and
     # Data marked as the current page (at /data no page was)
-    with app_page("/data?demo=adult", heading="Data") as page:
-        base = page.url.split("/data")[0]
+    with fresh_server(app_url) as base, page_at(browser, base, "/data?demo=adult") as page:
+        SESSIONS.append("page address")
         for address in ("/data", "/", "/?page=data"):
             if address != "/data":
                 page.goto(base + address, wait_until="domcontentloaded")
@@ -112,10 +136,13 @@ def visit_pages(page, *, start: int, prefix: str = "", skip: tuple[str, ...] = (
         check_page(page, f"{number:02d}-{prefix}{title.lower()}")
 
 
-def test_dashboard_in_a_real_browser(tmp_path):
+def test_dashboard_in_a_real_browser(tmp_path, app_url, browser):
+    """The whole dashboard in one session, on the module's server (a new session at /: after
+    test_page_address_on_a_fresh_server's /data session when both run)."""
     csv_path = tmp_path / "predictions.csv"
     csv_path.write_bytes(synthetic_csv(20_000))
-    with app_page(accept_downloads=True) as page:
+    SESSIONS.append("dashboard")
+    with page_at(browser, app_url, accept_downloads=True) as page:
         # the demo is analysed at once; no Deploy button or developer menu
         assert page.get_by_text("Validation summary").count() == 1
         assert page.get_by_test_id("stAppDeployButton").count() == 0

@@ -27,7 +27,11 @@ import pytest
 pytest.importorskip("duckdb")
 
 from mcviz.engines.base import Columns
-from mcviz.engines.calibration import comparison_sums_table, score_runs_table
+from mcviz.engines.calibration import (
+    comparison_sums_table,
+    finding_runs_table,
+    score_runs_table,
+)
 from mcviz.engines.tables import open_table
 from mcviz.io import load_predictions
 from mcviz.present.review import finding_review_from_runs, review_from_runs, review_results
@@ -36,7 +40,7 @@ from mcviz.stats.deviation import (
     deviation_from_runs,
     subpopulation_deviation,
 )
-from mcviz.stats.measures.runs import ScoreRuns
+from mcviz.stats.measures.runs import ScoreRuns, score_runs
 from mcviz.subpopulations.filters import filter_subpopulation
 
 BINS = (10, 20)
@@ -128,6 +132,36 @@ def test_a_finding_s_deviation_from_runs_equals_the_rows(tmp_path, weighted, tie
 
 
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("ties", [True, False], ids=["tied", "distinct"])
+def test_a_finding_s_runs_for_its_deviation_are_the_sums_of_its_rows(tmp_path, weighted, ties):
+    """The deck's runs of a finding (only the sums its deviation and charts read, ordered by
+    DuckDB): each distinct score's rows, sum W, sum W R and sum W^2 of the finding's rows in
+    memory; the totals of the classical measures are not read (NaN)."""
+    rng = np.random.default_rng(31)
+    score = rng.beta(2, 5, 20_000)
+    path, frame, columns = _rows(tmp_path, np.round(score, 3) if ties else score, weighted, 32)
+    pred = _pred(frame, weighted)
+    sub = filter_subpopulation(pred, FINDING)
+    table = open_table("duckdb", [str(path)])
+    try:
+        got = ScoreRuns(**finding_runs_table(table, columns, tuple(sub.conditions)))
+    finally:
+        table.close()
+    want = score_runs(pred.subset(sub.index))
+    assert got.bins is None
+    assert got.weighted == weighted
+    assert got.score.size == np.unique(pred.score[sub.index]).size
+    if ties:
+        assert got.score.size < sub.size  # runs of tied rows
+    np.testing.assert_array_equal(got.score, want.score)
+    np.testing.assert_array_equal(got.count, want.count)
+    for name in ("weight", "positive", "square_weight"):
+        _close(getattr(got, name), getattr(want, name), 1e-12)
+    assert np.isnan([got.square_error, got.log_likelihood, got.spiegelhalter_numerator,
+                     got.spiegelhalter_variance]).all()
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("shape", ["tied", "beta", "u"])
 def test_a_finding_s_deviation_with_every_row_summed_between_its_scores_equals_the_rows(
         tmp_path, weighted, shape):
@@ -145,8 +179,7 @@ def test_a_finding_s_deviation_with_every_row_summed_between_its_scores_equals_t
     table = open_table("duckdb", [str(path)])
     try:
         full = ScoreRuns(**score_runs_table(table, columns, limit=15_000))
-        mine = ScoreRuns(**score_runs_table(table, columns, limit=15_000,
-                                            conditions=tuple(sub.conditions)))
+        mine = ScoreRuns(**finding_runs_table(table, columns, tuple(sub.conditions)))
         edges = deviation_edges(mine.score)
         comparison = comparison_sums_table(table, columns, edges)
     finally:
@@ -230,8 +263,7 @@ def test_spark_sums_every_row_between_a_finding_s_scores_as_the_rows(tmp_path, m
     sub = filter_subpopulation(pred, FINDING)
     with spark_table(str(path)) as table:
         full = ScoreRuns(**score_runs_table(table, columns, limit=200))
-        mine = ScoreRuns(**score_runs_table(table, columns, limit=200,
-                                            conditions=tuple(sub.conditions), binned=False))
+        mine = ScoreRuns(**finding_runs_table(table, columns, tuple(sub.conditions)))
         edges = deviation_edges(mine.score)
         comparison = comparison_sums_table(table, columns, edges)
         (rows, distinct), = calibration.finding_counts_table(table, columns,

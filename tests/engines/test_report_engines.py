@@ -530,3 +530,44 @@ def test_every_surface_counts_the_covariates_named(planted_file, tmp_path):
     search = search_subpopulations(pred, covariates=["age", "region", "occupation"],
                                    n_findings=1)
     assert search.covariates == ("age", "region", "occupation")
+
+
+@pytest.mark.parametrize("read_reserve", [150_000, 190_000], ids=["both-fit", "together-short"])
+def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, read_reserve):
+    """Each finding alone fits the room (runs at FINDING_RUN_BYTES here and
+    FINDING_ENGINE_RUN_BYTES in DuckDB; a read finding's rows beside them), but one engine
+    serves them all: the largest held beside it and DuckDB's need for the most runs must fit
+    together, else the finding of most runs goes to fine bins (worked by hand: 260,784 +
+    47,104 > 288,000 bytes)."""
+    import argparse
+    from types import SimpleNamespace
+
+    import mcviz.cli.metrics as metrics_module
+    import mcviz.cli.report as report_module
+    import mcviz.engines.memory as memory
+    import mcviz.settings as settings
+
+    room = 1000 * 288  # a finding of 1,000 runs alone fills it
+    monkeypatch.setattr(memory, "FINDING_RUN_BYTES", 224)
+    monkeypatch.setattr(memory, "FINDING_ENGINE_RUN_BYTES", 64)
+    monkeypatch.setattr(memory, "duckdb_room", lambda limit, reserve=0: room - reserve)
+    monkeypatch.setattr(metrics_module, "_runs_reserve", lambda args: 0)
+    monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 100)  # the limits' floor below them
+    args = argparse.Namespace(engine="duckdb", memory_limit="2GB")
+    # a finding's run costs 224 bytes here and 64 in DuckDB: 1,000 fill the room
+    assert report_module.exact_runs_limit(args) == 1000
+    assert report_module.exact_runs_limit(args, reserve=190_000) == 340
+    full = SimpleNamespace(bins=1000, score=np.zeros(1000))
+    # finding 1: its rows read, 316 runs (300 distinct, +5%); finding 2: 736 runs
+    counted = {1: (400, 300), 2: (5000, 700)}
+    grouped = report_module._finding_grouping(args, full, counted, read_reserve, {1})
+    assert grouped[1] == (False, 224 * 316)
+    assert grouped[2][0] is (read_reserve == 190_000)
+    if read_reserve == 150_000:
+        assert grouped[2] == (False, 224 * 736)
+    # without --memory-limit nothing is shared out: both exact
+    grouped = report_module._finding_grouping(argparse.Namespace(engine="duckdb",
+                                                                 memory_limit=None),
+                                              full, counted, read_reserve, {1})
+    assert not grouped[1][0]
+    assert not grouped[2][0]
