@@ -52,7 +52,39 @@ def engine_files(args: argparse.Namespace) -> tuple[str, ...]:
         for name in files:
             check_parquet(name, what=f"mcviz {args.command} --engine {args.engine}",
                           instead="analyse it in memory without --engine")
+        _check_numeric_scores(args, files[0])
     return files
+
+
+def _check_numeric_scores(args: argparse.Namespace, first: str) -> None:
+    """Refuse a score stored as text in the Parquet file, naming it.
+
+    The engines compare and sort it as a number: the search's score bands ended in "column
+    'score' is nominal; '<' needs an ordered covariate".
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mcviz.errors import ValidationError
+
+    try:
+        schema = pq.read_schema(first)
+    except (OSError, pa.ArrowException):  # said where the rows are read
+        return
+    for flag in ("score", "score_b"):
+        name = getattr(args, flag, None)
+        if not name or name not in schema.names:
+            continue
+        kind = schema.field(name).type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+                or pa.types.is_decimal(kind)):
+            held = ("text" if pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                    else f"{kind} values")
+            raise ValidationError(
+                f"column {name!r} holds {held} in {first!r}; --engine {args.engine} "
+                "needs a numeric score: cast it to float in the file (e.g. pandas: "
+                f"df[{name!r}] = df[{name!r}].astype(float)), or analyse it in memory without "
+                "--engine.", column=name)
 
 
 def engine_share(memory_limit: str | None, *, reserve: int = 0, what: str = "this command",

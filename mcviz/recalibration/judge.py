@@ -304,8 +304,11 @@ def _band_codes(values, kind: str) -> tuple[np.ndarray, list[str]]:
         numbers[missing] = np.nan
         present = numbers[~missing]
         codes, words = np.zeros(series.size, dtype=np.int64), []
-        if present.size:
-            edges = np.unique(np.quantile(present, np.linspace(0, 1, DECILES + 1)))
+        if present.size:  # deciles of the finite values; an infinite one widens an end band
+            finite = present[np.isfinite(present)]
+            inner = (np.quantile(finite, np.linspace(0, 1, DECILES + 1)) if finite.size
+                     else np.empty(0))
+            edges = np.unique(np.concatenate(([present.min()], inner, [present.max()])))
             codes = np.searchsorted(edges[1:-1], np.nan_to_num(numbers, nan=edges[0]),
                                     side="right")
             b = [f"{v:.4g}" for v in edges]

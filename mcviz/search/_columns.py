@@ -77,8 +77,12 @@ class Column:
 
 def prepare_columns(
     pred: Predictions, names: list[str], search_rows: np.ndarray
-) -> tuple[list[Column], list[str]]:
-    """Prepare each covariate; return the columns and the names left out (too many levels).
+) -> tuple[list[Column], list[tuple[str, str]]]:
+    """Prepare each covariate; return the columns and those left out, each with why.
+
+    Left out: a nominal covariate of more than ``RULES.max_levels`` levels, and a numeric one
+    holding infinite values (no bin edge or condition can bound them; ``mcviz variables``
+    refuses to draw along it for the same reason), each ``(name, why)``.
 
     The covariates are read as numpy arrays (:meth:`~mcviz.io.Predictions.covariate_columns`:
     from a Parquet file without pandas when it can, else from the DataFrame; the same values).
@@ -89,9 +93,11 @@ def prepare_columns(
         value = values[name]
         if value.kind in ("nominal", "bool"):
             if len(value.levels) > RULES.max_levels:
-                left_out.append(name)
+                left_out.append((name, f"nominal with more than {RULES.max_levels:,} levels"))
                 continue
             columns.append(_nominal(name, value))
+        elif value.kind != "time" and (infinite := int(np.isinf(value.keys).sum())):
+            left_out.append((name, f"{infinite:,} of {value.keys.size:,} rows infinite"))
         else:
             columns.append(_numeric(name, value, search_rows))
             view = integer_levels(columns[-1])

@@ -600,8 +600,8 @@ def _columns(pred: Predictions, names: list[str], search_rows: np.ndarray,
                      f"{pred.n - holdout_rows.size:,} rows not held out.")
     columns, left_out = prepare_columns(pred, names, search_rows)
     if left_out:
-        notes.append(f"not searched: {', '.join(map(repr, left_out))} (nominal with more than "
-                     f"{RULES.max_levels:,} levels).")
+        notes.append("not searched: "
+                     + ", ".join(f"{name!r} ({why})" for name, why in left_out) + ".")
     if not columns:
         raise ValidationError("search: no covariate can be searched (" + " ".join(notes) + ")")
     return columns, notes

@@ -8,6 +8,7 @@ where the work can be done, in the right file with the right mode.
 import json
 import os
 import stat
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -436,3 +437,46 @@ def test_a_huge_bootstrap_is_refused_by_its_estimate_before_the_replicates(cli, 
                         "--bootstrap", "100000", "--thresholds", thresholds),
                     "refused before starting", "bootstrap", "--bootstrap")
     assert "replicates" in line
+
+
+@pytest.mark.parametrize("argv", [["search"], ["report"], ["decide"], ["fix"],
+                                  ["compare", "--score-b", "score_b"]], ids=lambda a: a[0])
+def test_a_covariate_with_infinite_values_is_left_out_of_the_search_by_name(cli, tmp_path,
+                                                                            argv):
+    """``age`` = inf in a third of the rows ended in "OverflowError: cannot convert float
+    infinity to integer" (the search's whole-number view of a column) in every command that
+    searches; the fix's bands took numpy's "invalid value in subtract" (inf - inf)."""
+    rng = np.random.default_rng(0)
+    n = 3_000
+    frame = pd.DataFrame({"score": rng.uniform(0, 1, n), "score_b": rng.uniform(0, 1, n),
+                          "label": rng.integers(0, 2, n), "region": rng.choice(["a", "b"], n),
+                          "age": rng.integers(20, 70, n).astype(float)})
+    frame.loc[::3, "age"] = np.inf
+    source = tmp_path / "inf.parquet"
+    frame.to_parquet(source)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        run = cli(argv[0], source, *argv[1:], "--score", "score", "--label", "label",
+                  "--covariates", "region,age", "--json")
+    assert run.status == 0, run.err
+    assert "Traceback" not in run.err
+    if argv[0] == "search":
+        notice = run.json["notice"]
+        assert "not searched: 'age' (1,000 of 3,000 rows infinite)" in notice, notice
+
+
+@pytest.mark.parametrize("argv", [["search"], ["report"], ["decide", "--no-fix"],
+                                  ["compare", "--score-b", "score_b"], ["metrics"]],
+                         ids=lambda a: a[0])
+def test_a_score_stored_as_text_is_refused_by_the_engines_naming_it(cli, files, tmp_path, argv):
+    """A Parquet score of strings ("0.42"): the search on DuckDB said "column 'score' is
+    nominal; '<' needs an ordered covariate" when it measured its score bands on every row."""
+    pytest.importorskip("duckdb")
+    frame = pd.read_parquet(files / "pred.parquet")
+    frame["score_b"] = frame["score"]
+    frame["score"] = frame["score"].astype(str)
+    source = tmp_path / "text.parquet"
+    frame.to_parquet(source)
+    _refused(cli(argv[0], source, *argv[1:], "--engine", "duckdb", "--score", "score",
+                 "--label", "label"), "column 'score' holds text", "text.parquet",
+             "needs a numeric score")
