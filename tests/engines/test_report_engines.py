@@ -268,7 +268,8 @@ def test_a_finding_above_the_engine_s_runs_is_exact_when_the_budget_holds_it(
 
     monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 100)
     if not held:
-        monkeypatch.setattr(report_module, "exact_runs_limit", lambda args, reserve=0: 100)
+        monkeypatch.setattr(report_module, "exact_runs_limit",
+                            lambda args, reserve=0, weighted=False: 100)
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
                   "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
