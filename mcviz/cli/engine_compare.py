@@ -23,6 +23,7 @@ import tempfile
 
 from mcviz.cli import _common
 from mcviz.cli.engine_options import (
+    engine_files,
     engine_share,
     read_whole,
     refuse_before_reading,
@@ -227,12 +228,11 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
     from mcviz.cli.screen import cancel_engine, make_engine
     from mcviz.compare.at_scale import ORDERED_KINDS, check_score_b, compare_on_engine
     from mcviz.compare.groups_at_scale import confirm_groups
-    from mcviz.engines.base import expand_paths
 
     require_engine(args.engine)
     _refuse(args)
     refuse_unsupported(args)
-    files = expand_paths(args.file)
+    files = engine_files(args)
     asked = _common.split(args.covariates)
     asked = None if asked is None else [c for c in asked if c != args.score_b]
     rows = _sample_size(args, settings, asked, row_bytes := _row_bytes(files))
