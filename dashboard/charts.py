@@ -28,7 +28,7 @@ from mcviz.stats.binning import calibration_metrics, reliability_diagrams
 from mcviz.stats.measures import classical_measures
 from mcviz.stats.smoothing import local_calibration_score
 from mcviz.stats.variables import level_calibration, rank_variables, variable_calibration
-from mcviz.subpopulations import subpopulation_words
+from mcviz.subpopulations import on_score_alone, subpopulation_words
 
 BIN_KIND_TITLES = {"equal_width": "Equal-width bins", "equal_count": "Equal-count bins"}
 CORP = "corp"
@@ -238,7 +238,18 @@ def review_cells(item: Current, scope: runs.Scope, variable: str | None, *,
     return compute(f"review:{scope.cache_key}:{variable}:{own_calibration}:{corp}:{note}",
                    item.key, review.review_figures, results, presentation=presentation,
                    height=REVIEW_HEIGHT[presentation], own_calibration=own_calibration,
-                   bins=list(bin_counts()), p_note=note)
+                   bins=list(bin_counts()), p_note=note,
+                   score_alone=on_score_alone_scope(item, scope))
+
+
+def on_score_alone_scope(item: Current, scope: runs.Scope) -> bool:
+    """Whether the scope is a group bounded by the score alone.
+
+    Such a scope is drawn and judged by its own calibration: its deviation from the full
+    population is zero by construction (:func:`mcviz.subpopulations.on_score_alone`).
+    """
+    sub = None if scope.is_full else scope.subpopulation
+    return sub is not None and on_score_alone(item.pred, tuple(sub.conditions))
 
 
 def review_section(item: Current, runs_: tuple) -> ReportSection | None:

@@ -11,7 +11,7 @@ from mcviz.present.review import ReviewResults, corp_of, corp_resamples, review_
 from mcviz.present.review import review_results as _review_results
 from mcviz.present.verdict import Selection, Verdict, review_verdict
 from mcviz.stats.cumulative import mean_rates
-from mcviz.subpopulations import subpopulation_words
+from mcviz.subpopulations import on_score_alone, subpopulation_words
 from mcviz.text import format_p
 
 __all__ = ["ReviewResults", "chosen_note", "corp_of", "corp_resamples", "deck_of",
@@ -39,7 +39,9 @@ def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any
     search (argmax or id of a searched run) by ``Finding.confirmed``; a filter or a level,
     which the user wrote, by its own deviation — unless Monitor picked it from its heat map:
     ``picked`` (:func:`dashboard.monitor.picked_selection`) judges it by the monitor's
-    adjusted p-value, never its own.
+    adjusted p-value, never its own. A group bounded by the score alone is said and judged by
+    its own calibration (:func:`mcviz.subpopulations.on_score_alone`: its deviation from the
+    full population is zero by construction).
     """
     sub = results.subpopulation
     run = runs_[0] if runs_ else None
@@ -55,10 +57,12 @@ def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any
         selection = picked
     argmax_words = (None if generated is None else
                     subpopulation_words(pred, generated.argmax))
+    own = (sub is not None and results.own is not None
+           and on_score_alone(pred, tuple(sub.conditions)))  # its deviation is zero by construction
     return review_verdict(
-        results.cumulative,
+        results.own if own else results.cumulative,
         description="full population" if sub is None else subpopulation_words(pred, sub),
-        total=pred.n, deviation=sub is not None,
+        total=pred.n, deviation=sub is not None and not own, own=own,
         rates=mean_rates(pred, index=None if sub is None else sub.index),
         selection=selection, finding=finding, multicalibration=generated, null=null,
         null_estimate=null_estimate, argmax_words=argmax_words, search=search,
@@ -157,6 +161,7 @@ def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source
         deck_slides,
         finding_charts,
         scope_charts,
+        score_alone_notes,
         section_charts,
     )
 
@@ -168,6 +173,11 @@ def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source
     charts = ({} if search is None or not verdict.findings else
               finding_charts(pred, search, verdict, bins=bins, variable=variable,
                              compute=compute))
-    drawn = None if scope is None else (scope[0], scope_charts(scope[1]))
-    return deck_slides(verdict, info, charts=charts, scope=drawn,
+    sub = None if scope is None else scope[1].subpopulation
+    alone = sub is not None and on_score_alone(pred, tuple(sub.conditions))
+    drawn = (None if scope is None else
+             (scope[0], scope_charts(scope[1], deviation=not alone)))
+    notes = {} if search is None else score_alone_notes(
+        pred, {f.rank: f.subpopulation for f in search.findings})
+    return deck_slides(verdict, info, charts=charts, scope=drawn, notes=notes,
                        sections=section_charts(verdict.sections))

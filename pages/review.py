@@ -20,6 +20,7 @@ from dashboard.text import code
 from dashboard.text import escape_markdown as md
 from mcviz.errors import ValidationError
 from mcviz.present.report import ExportUnavailableError, chromium_path, slide_image
+from mcviz.present.verdict import SCORE_ALONE
 from mcviz.text import display_text
 
 ui.setup_page("review", "Review")
@@ -95,10 +96,15 @@ if not scope.is_full:
     if scope.kind == "argmax":  # the verdict below names the group and how it was chosen
         pick_detail.caption(f"{scope.subpopulation.size:,} of {pred.n:,} rows",
                             help=display_text(scope.description))
-    own_calibration = pick_own.toggle(
-        "Own calibration", key="w_review_own",
-        help="Top left: the subpopulation's own calibration instead of its deviation from the "
-             "full population.")
+    if charts.on_score_alone_scope(analysis, scope):  # its deviation: zero by construction
+        pick_own.caption("Own calibration", help=display_text(
+            f"Top left: the group's own calibration. {SCORE_ALONE[0].upper()}"
+            f"{SCORE_ALONE[1:]}, so it is judged by its own."))
+    else:
+        own_calibration = pick_own.toggle(
+            "Own calibration", key="w_review_own",
+            help="Top left: the subpopulation's own calibration instead of its deviation from "
+                 "the full population.")
 
 corp = pick_corp.toggle(
     "CORP", key="w_review_corp",

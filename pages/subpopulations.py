@@ -28,8 +28,10 @@ from mcviz.present.verdict import Selection, selected_sentence, selection_detail
 from mcviz.settings import NullSettings, SearchSettings, SubpopulationSettings
 from mcviz.stats.cumulative import mean_rates
 from mcviz.subpopulations import (
+    SCORE_ALONE,
     filter_subpopulation,
     group_subpopulations,
+    on_score_alone,
     split_words,
     subpopulation_words,
 )
@@ -137,13 +139,18 @@ def drill_down(sub, row: dict | None) -> None:
         note = review.chosen_note_by_id(sub.id, runs_, null, largest=largest)
     left, right = ui.chart_slots(2)
     with left:
-        deviation = ui.compute(f"deviation:{sub.description}", analysis.key,
-                               subpopulation_deviation, pred, sub.index,
-                               description=sub.description)
-        ui.show_figure(ui.figure(deviation_figure, deviation,
-                                 f"dev:{analysis.key}:{sub.description}:{note}",
-                                 title="Deviation from the full population", p_note=note),
-                       key=f"dev_{sub.id}_{sub.description}")
+        if on_score_alone(pred, tuple(sub.conditions)):  # a flat line and a D/σ of noise
+            ui.show_info("Deviation from the full population: not drawn. "
+                         f"{SCORE_ALONE[0].upper()}{SCORE_ALONE[1:]}; its own calibration "
+                         "(beside) shows its gap.")
+        else:
+            deviation = ui.compute(f"deviation:{sub.description}", analysis.key,
+                                   subpopulation_deviation, pred, sub.index,
+                                   description=sub.description)
+            ui.show_figure(ui.figure(deviation_figure, deviation,
+                                     f"dev:{analysis.key}:{sub.description}:{note}",
+                                     title="Deviation from the full population", p_note=note),
+                           key=f"dev_{sub.id}_{sub.description}")
     with right:
         own = ui.compute(f"own:{sub.description}", analysis.key, runs.own_cumulative, pred,
                          sub.index)

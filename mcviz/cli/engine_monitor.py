@@ -13,7 +13,12 @@ import dataclasses
 import tempfile
 
 from mcviz.cli import _common
-from mcviz.cli.engine_options import refuse_before_reading, require_engine, sample_roles
+from mcviz.cli.engine_options import (
+    engine_files,
+    refuse_before_reading,
+    require_engine,
+    sample_roles,
+)
 from mcviz.errors import ValidationError
 
 __all__ = ["monitor_in_engine"]
@@ -24,7 +29,6 @@ def monitor_in_engine(args: argparse.Namespace, settings):
     With it, where the rows are (the keywords of :func:`mcviz.engines.results.write_results`:
     files, columns, the columns' kinds, engine), for ``--out``.
     """
-    from mcviz.engines.base import expand_paths
     from mcviz.engines.memory import MONITOR_RESERVE
     from mcviz.engines.results import engine_kinds
     from mcviz.engines.tables import open_table
@@ -32,7 +36,7 @@ def monitor_in_engine(args: argparse.Namespace, settings):
     from mcviz.monitor.periods import infer_time_column
 
     require_engine(args.engine)
-    files = expand_paths(args.file)
+    files = engine_files(args)
     refuse_before_reading(args, reserve=MONITOR_RESERVE, what="this monitor")
     with tempfile.TemporaryDirectory(prefix="mcviz-monitor-", ignore_cleanup_errors=True) as spill:
         columns, sample = sample_roles(args, files, spill)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_engine_arguments", "engine_share", "on_table", "read_whole",
+__all__ = ["add_engine_arguments", "engine_files", "engine_share", "on_table", "read_whole",
            "refuse_before_reading", "refuse_unsupported", "require_engine", "sample_roles",
            "sample_share", "spark_limit"]
 
@@ -35,6 +35,24 @@ def require_engine(name: str) -> None:
     from mcviz.cli.screen import _require_engine
 
     _require_engine(name)
+
+
+def engine_files(args: argparse.Namespace) -> tuple[str, ...]:
+    """Return the files ``args.file`` names (:func:`~mcviz.engines.base.expand_paths`).
+
+    DuckDB and Spark read Parquet only: a file that is not (a CSV, a FIFO) is refused in one
+    line naming it, before any work (it ended in a DuckDB traceback); the numpy engine's
+    commands read a CSV in memory.
+    """
+    from mcviz.cli.screen import check_parquet
+    from mcviz.engines.base import expand_paths
+
+    files = expand_paths(args.file)
+    if args.engine in ("duckdb", "spark"):
+        for name in files:
+            check_parquet(name, what=f"mcviz {args.command} --engine {args.engine}",
+                          instead="analyse it in memory without --engine")
+    return files
 
 
 def engine_share(memory_limit: str | None, *, reserve: int = 0, what: str = "this command",
@@ -210,12 +228,11 @@ def on_table(args: argparse.Namespace, work, *, reserve: int | None = None,
     import tempfile
 
     from mcviz.cli import _common
-    from mcviz.engines.base import expand_paths
     from mcviz.engines.memory import AGGREGATE_RESERVE
     from mcviz.engines.tables import open_table
 
     require_engine(args.engine)
-    files = expand_paths(args.file)
+    files = engine_files(args)
     reserve = AGGREGATE_RESERVE if reserve is None else reserve
     refuse_before_reading(args, reserve=reserve, what=what, worker=worker)
     with tempfile.TemporaryDirectory(prefix="mcviz-engine-", ignore_cleanup_errors=True) as spill:

@@ -96,15 +96,17 @@ def _with_engine(args: argparse.Namespace) -> dict:
     import tempfile
 
     from mcviz.cli.engine_options import (
+        engine_files,
         read_whole,
         refuse_before_reading,
         require_engine,
         sample_share,
     )
     from mcviz.cli.search import _budget_rows
-    from mcviz.engines.base import expand_paths, rows_in_files
+    from mcviz.engines.base import rows_in_files
 
     require_engine(args.engine)
+    files = engine_files(args)  # a CSV: one line, before the budget reads a schema
     for option in ("probabilities", "weighting", "rho"):  # as the search at scale refuses them
         if getattr(args, option, None) is not None:
             raise ValidationError(f"--{option} is not supported when the search runs on a "
@@ -114,7 +116,6 @@ def _with_engine(args: argparse.Namespace) -> dict:
         rows = _budget_rows(args, _common.split(args.covariates))
     if rows < 1:
         raise ValidationError(f"--sample-rows must be positive, not {rows}.")
-    files = expand_paths(args.file)
     total = rows_in_files(files)
     if not (IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows):
         return _at_scale(args, rows, total)
@@ -260,7 +261,7 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
     from mcviz.cli.metrics import _runs_reserve
     from mcviz.cli.search import _budget_rows
     from mcviz.engines.memory import release_memory
-    from mcviz.present.deck import DeckInfo, deck_slides, scope_charts
+    from mcviz.present.deck import DeckInfo, deck_slides, scope_charts, score_alone_notes
     from mcviz.settings import ENGINE_SCORE_RUNS
     from mcviz.stats.measures.runs import ScoreRuns
 
@@ -302,8 +303,9 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
     charts, notes, read, refused, exact = _findings_drawn(
         args, at_scale, subs, readable, bins, full_runs, full.reliability, reserve, grouped)
     why |= dict.fromkeys(readable - read, refused)
-    notes |= {rank: _finding_note(full_runs, rank in exact, counts[rank], why.get(rank))
-              for rank in charts}
+    alone = score_alone_notes(at_scale.pred, subs)
+    notes |= {rank: _finding_note(full_runs, rank in exact, counts[rank], why.get(rank),
+                                  alone.get(rank)) for rank in charts}
     model = f"score {columns.score}, label {columns.label}"
     if columns.weight:
         model += f", weight {columns.weight}"
@@ -520,9 +522,14 @@ def _deviation_words(runs, exact: bool) -> str:
             "less)")
 
 
-def _finding_note(full_runs, exact: bool, rows: int, why: str | None) -> str:
-    """Return what a finding's charts at scale are drawn from (said on its slide, briefly)."""
-    said = ("Its deviation from the full population: from every row, exactly. " if exact else
+def _finding_note(full_runs, exact: bool, rows: int, why: str | None,
+                  alone: str | None = None) -> str:
+    """Return what a finding's charts at scale are drawn from (said on its slide, briefly).
+
+    ``alone``: the finding is bounded by the score alone, its deviation not drawn (why).
+    """
+    said = (f"{alone} " if alone else
+            "Its deviation from the full population: from every row, exactly. " if exact else
             f"Its deviation from the full population: from every row in {full_runs.bins:,} "
             f"fine score bins (scores moved by at most {0.5 / full_runs.bins:.2g}; D and σ "
             "may differ from its rows'). ")
@@ -596,6 +603,7 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
     from mcviz.settings import ENGINE_SCORE_RUNS
     from mcviz.stats.deviation import deviation_edges
     from mcviz.stats.measures.runs import ScoreRuns
+    from mcviz.subpopulations import on_score_alone
     from mcviz.subpopulations.sql import predicate_sql
 
     covariates = list(at_scale.pred.covariate_kinds)
@@ -628,7 +636,8 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
             full_runs, runs, sub, bins=bins, rows=rows, full_reliability=full_reliability,
             comparison=list(comparison_sums_table(table, columns, deviation_edges(runs.score)))
             if binned and runs.bins is None else None)
-        charts[rank] = review_charts(results)
+        charts[rank] = review_charts(results, deviation=not on_score_alone(
+            at_scale.pred, tuple(sub.conditions)))
         # before the next finding's runs: else its runs and results (about 150 bytes a run)
         # are held beside the next one's peak
         del runs, rows, results
@@ -658,7 +667,13 @@ def _write_decks(args: argparse.Namespace, pred: object, search: object, verdict
     A PDF that cannot be made here is said in one line and left out
     (:func:`mcviz.cli._common.write_decks`).
     """
-    from mcviz.present.deck import DeckInfo, deck_slides, finding_charts, scope_charts
+    from mcviz.present.deck import (
+        DeckInfo,
+        deck_slides,
+        finding_charts,
+        scope_charts,
+        score_alone_notes,
+    )
     from mcviz.present.review import review_results
 
     model = f"score {pred.score_column}, label {pred.label_column}"  # type: ignore[attr-defined]
@@ -669,7 +684,9 @@ def _write_decks(args: argparse.Namespace, pred: object, search: object, verdict
     covariates = list(pred.covariate_kinds)  # type: ignore[attr-defined]
     full = review_results(pred, None, variable=next(iter(covariates), None),  # type: ignore
                           bins=bins)
+    subs = {f.rank: f.subpopulation for f in search.findings}  # type: ignore[attr-defined]
     slides = deck_slides(verdict, info,  # type: ignore[arg-type]
                          charts=finding_charts(pred, search, verdict, bins=bins),  # type: ignore
-                         scope=("The full population", scope_charts(full)))
+                         scope=("The full population", scope_charts(full)),
+                         notes=score_alone_notes(pred, subs))
     return len(slides), _common.write_decks(args.deck, slides)

@@ -162,11 +162,14 @@ def _require_engine(name: str) -> None:
                        install="pip install 'mcviz[spark]' (and Java 17)")
 
 
-def _check_parquet(name: str) -> None:
+def check_parquet(name: str, *, what: str = "mcviz screen",
+                  instead: str = "analyse a file that fits in memory with mcviz metrics or "
+                                 "mcviz subpopulations") -> None:
     """Refuse a file that is not Parquet (a CSV, a FIFO) in one line, before any work.
 
     Every engine reads Parquet only (DuckDB's ``read_parquet``, the pyarrow fallback); a CSV
-    ended in the engine's traceback.
+    ended in the engine's traceback. ``what`` reads the files (the command, its engine) and
+    ``instead`` says what else to do.
     """
     try:
         regular = stat.S_ISREG(os.stat(name).st_mode)
@@ -176,11 +179,10 @@ def _check_parquet(name: str) -> None:
     except OSError as error:
         raise ValidationError(f"file {name!r} cannot be read ({error.strerror}).") from None
     if not regular or head != b"PAR1":
-        what = "not a regular file" if not regular else "not a Parquet file"
+        kind = "not a regular file" if not regular else "not a Parquet file"
         raise ValidationError(
-            f"mcviz screen reads Parquet files, and {name!r} is {what}. Convert a CSV first "
-            "(e.g. pandas: pd.read_csv(FILE).to_parquet('FILE.parquet')), or analyse a file "
-            "that fits in memory with mcviz metrics or mcviz subpopulations.")
+            f"{what} reads Parquet files, and {name!r} is {kind}. Convert a CSV first "
+            f"(e.g. pandas: pd.read_csv(FILE).to_parquet('FILE.parquet')), or {instead}.")
 
 
 def cancel_engine(engine: Engine) -> None:
@@ -265,7 +267,7 @@ def run(args: argparse.Namespace) -> dict:
     _require_engine(args.engine)
     files = expand_paths(args.file)
     for name in files:
-        _check_parquet(name)
+        check_parquet(name)
     if args.sample_rows < 1:
         raise ValidationError(f"--sample-rows must be positive, not {args.sample_rows}.")
     # before the sample is drawn: the blocks at one member a row (the population), no cells

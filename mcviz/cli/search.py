@@ -182,11 +182,16 @@ class AtScale:
 
 def search_at_scale(args: argparse.Namespace) -> AtScale:
     """Draw the sample, search it, and measure the findings on every row (one sorted pass)."""
-    from mcviz.cli.engine_options import refuse_before_reading, sample_share, spark_limit
+    from mcviz.cli.engine_options import (
+        engine_files,
+        refuse_before_reading,
+        sample_share,
+        spark_limit,
+    )
     from mcviz.cli.screen import cancel_engine, make_engine, read_sample_interruptible
-    from mcviz.engines.base import expand_paths
     from mcviz.engines.memory import PYTHON_WORKER
 
+    files = engine_files(args)  # a CSV: one line, before the budget reads a schema
     covariates = _common.split(args.covariates)
     rows, sample_note = args.sample_rows, ""
     if rows is None:
@@ -197,7 +202,6 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
         if getattr(args, option, None) is not None:
             raise ValidationError(f"--{option} is not supported when the search runs on a "
                                   f"sample (--engine {args.engine}); use one score column.")
-    files = expand_paths(args.file)
     keyed = args.engine != "numpy"
     # before the sample is drawn: the stream's blocks at their fewest members (the population
     # and its held-out rows) and the compiled loops

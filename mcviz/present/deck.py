@@ -40,13 +40,15 @@ from mcviz.present.slides import (
     short_title,
     write_pptx,
 )
-from mcviz.present.verdict import Section, Verdict, stated
+from mcviz.present.verdict import SCORE_ALONE, Section, Verdict, stated
 
 __all__ = ["DeckInfo", "Slide", "clean_text", "deck_slides", "filter_words", "finding_charts",
-           "pdf_unavailable",
-           "scope_charts", "section_charts", "short_title", "write_deck", "write_pdf",
-           "write_pptx"]
+           "pdf_unavailable", "scope_charts", "score_alone_notes", "section_charts",
+           "short_title", "write_deck", "write_pdf", "write_pptx"]
 
+SCORE_ALONE_NOTE = (f"{SCORE_ALONE[0].upper()}{SCORE_ALONE[1:]}: it is not drawn; its own "
+                    "calibration shows the gap.")
+"""A finding bounded by the score alone: said under its sentence on its slide."""
 NO_VALUE = "no finite value on these rows"
 """Why a fact has no value when its source did not say (``stated``)."""
 PDF_TIMEOUT = 120.0
@@ -151,12 +153,26 @@ def _facts(facts: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
 # Charts: read from results already computed
 
 
-def scope_charts(results: Any) -> tuple[SlideChart, ...]:
+def scope_charts(results: Any, *, deviation: bool = True) -> tuple[SlideChart, ...]:
     """Return a scope's charts: calibration, reliability, curves and LCS (two slides).
 
     Read from its :class:`~mcviz.present.review.ReviewResults`; nothing is recomputed.
+    ``deviation`` False: a group bounded by the score alone, drawn by its own calibration
+    (:func:`~mcviz.present.slide_charts.review_charts`).
     """
-    return review_charts(results, counts=False)
+    return review_charts(results, counts=False, deviation=deviation)
+
+
+def score_alone_notes(pred: Any, subpopulations: Mapping[int, Any]) -> dict[int, str]:
+    """Return the note of each finding (rank -> sentence) bounded by the score alone.
+
+    Its slide says why its deviation from the full population is not drawn
+    (:data:`~mcviz.present.verdict.SCORE_ALONE`).
+    """
+    from mcviz.subpopulations import on_score_alone
+
+    return {rank: SCORE_ALONE_NOTE for rank, sub in subpopulations.items()
+            if on_score_alone(pred, tuple(sub.conditions))}
 
 
 def finding_variable(subpopulation: Any, covariates: Sequence[str],
@@ -187,8 +203,11 @@ def finding_charts(pred: Any, search: Any, verdict: Verdict, *,
     Each finding's results are :func:`mcviz.present.review.review_results` of its rows (through
     ``compute``, which may hold them already): its deviation from the full population,
     reliability, the curves along the finding's first variable, its own calibration and LCS.
+    A finding bounded by the score alone has no deviation drawn (:func:`score_alone_notes`
+    says why on its slide).
     """
     from mcviz.present.review import direct, review_results
+    from mcviz.subpopulations import on_score_alone
 
     by_rank = {finding.rank: finding for finding in search.findings}
     covariates = list(pred.covariate_kinds)
@@ -199,7 +218,8 @@ def finding_charts(pred: Any, search: Any, verdict: Verdict, *,
             pred, sub, key=f"finding:{sub.description}", bins=tuple(bins),
             variable=finding_variable(sub, covariates, variable or next(iter(covariates), None)),
             compute=compute or direct)
-        drawn[line.rank] = review_charts(results)
+        drawn[line.rank] = review_charts(
+            results, deviation=not on_score_alone(pred, tuple(sub.conditions)))
     return drawn
 
 

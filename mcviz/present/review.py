@@ -254,19 +254,22 @@ def corp_of(pred: Predictions, index: Any, **options: Any) -> Any:
 
 def review_figures(
     results: ReviewResults, *, presentation: bool = False, height: int = 420,
-    own_calibration: bool = False, p_note: str | None = None, **_key: object,
+    own_calibration: bool = False, p_note: str | None = None, score_alone: bool = False,
+    **_key: object,
 ) -> list[go.Figure | str]:
     """Return the four cells of the grid: a figure, or the reason (text) when there is none.
 
     With ``own_calibration`` a subpopulation's first cell shows its own calibration instead
-    of its deviation from the full population. ``p_note`` replaces a subpopulation's own
+    of its deviation from the full population; so it does for a group bounded by the score
+    alone (``score_alone``: :func:`mcviz.subpopulations.on_score_alone`), whose deviation
+    is zero by construction and would show nothing. ``p_note`` replaces a subpopulation's own
     p-value in the first cell's subtitle when it was chosen for being extreme ("largest of
     1,000: not yet tested against chance"). ``_key`` only keys a caller's cache.
     """
     options = {"presentation": presentation, "height": height}
     if results.own is None:
         first = cumulative_figure(results.cumulative, title="Cumulative differences", **options)
-    elif own_calibration:
+    elif own_calibration or score_alone:
         first = cumulative_figure(results.own, title="Own calibration of the subpopulation",
                                   p_note=p_note, **options)
     else:

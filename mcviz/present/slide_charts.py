@@ -325,26 +325,32 @@ def lcs_chart(lcs: Any, *, title: str | None = None) -> SlideChart:
                       x_range=(0.0, 1.0), y_range=(0.0, 1.0))
 
 
-def review_charts(results: Any, *, counts: bool = True,
-                  population: str = "full population") -> tuple[SlideChart, ...]:
+def review_charts(results: Any, *, counts: bool = True, population: str = "full population",
+                  deviation: bool = True) -> tuple[SlideChart, ...]:
     """Return a scope's charts in the deck's order, from its ``ReviewResults``.
 
     A subpopulation: its deviation from the full population, the reliability diagram, the rows
-    per score bin, the curves along the variable, its own calibration, the LCS. The full
+    per score bin, the curves along the variable, its own calibration, the LCS. Without
+    ``deviation`` (a group bounded by the score alone, whose deviation is zero by construction:
+    :func:`mcviz.subpopulations.on_score_alone`) its own calibration comes first and the
+    deviation is not drawn. The full
     population: its cumulative differences, reliability, rows per bin, curves, LCS. Results
     that are missing (with the reason in ``results``) are left out; so are the rows per bin
     without ``counts``. ``population`` names the rows of a scope drawn as a population of its
     own (the legend's "full population" otherwise).
     """
     sub = results.own is not None
-    charts = [cumulative_chart(results.cumulative, deviation=sub),
+    own = (cumulative_chart(results.own, title="Own calibration of the subpopulation")
+           if sub else None)
+    charts = [own if sub and not deviation else
+              cumulative_chart(results.cumulative, deviation=sub),
               reliability_chart(results.reliability, population=population)]
     if counts:
         charts.append(counts_chart(results.reliability, population=population))
     if results.curves is not None:
         charts.append(curves_chart(results.curves))
-    if sub:
-        charts.append(cumulative_chart(results.own, title="Own calibration of the subpopulation"))
+    if sub and deviation:
+        charts.append(own)
     if results.lcs is not None:
         charts.append(lcs_chart(results.lcs))
     return tuple(charts)

@@ -50,6 +50,7 @@ from typing import Any
 
 from mcviz.io import VOID_P_VALUES
 from mcviz.settings import MATERIAL_GAP, MATERIAL_SHARE, VERDICT_LEVEL
+from mcviz.subpopulations import SCORE_ALONE
 from mcviz.text import (
     format_count,
     format_effect,
@@ -61,7 +62,7 @@ from mcviz.text import (
     sentence_text,
 )
 
-__all__ = ["FindingLine", "Section", "Selection", "Verdict", "calibration_sentence",
+__all__ = ["SCORE_ALONE", "FindingLine", "Section", "Selection", "Verdict", "calibration_sentence",
            "findings_sentences", "mde_sentence", "multicalibration_sentence", "review_verdict",
            "signed_number", "stated", "stated_direction", "variable_details",
            "variable_sentence"]
@@ -265,7 +266,7 @@ def _rates(rates: tuple[float, float] | None, *, binary: bool) -> str:
             f"response was {format_number(observed, digits=3)}")
 
 
-def _largest_gap(result: Any, *, binary: bool, deviation: bool = False) -> str:
+def _largest_gap(result: Any, *, binary: bool, deviation: bool = False, own: bool = False) -> str:
     """Where the cumulative differences move most, in words (the full population's D).
 
     The path's lowest and highest points bound the band over which they add up to D (eq. (2)
@@ -285,7 +286,7 @@ def _largest_gap(result: Any, *, binary: bool, deviation: bool = False) -> str:
     against = "the full population has at the same scores" if deviation else "predicted"
     amount = (f"about {format_count(abs(gap) * result.n)} {word} positives than {against}"
               if binary and not result.weighted else f"{format_percent(abs(gap))} of "
-              f"{'its' if deviation else 'all'} rows {word} than {against}")
+              f"{'its' if deviation or own else 'all'} rows {word} than {against}")
     where = f"its scores run from {band}" if deviation else f"the model predicted {band}"
     return f"; the largest gap is where {where}: {amount}{'' if deviation else ' there'}"
 
@@ -299,14 +300,14 @@ def _score_percent(score: Any) -> str:
 def calibration_sentence(result: Any, *, description: str = "full population",
                          total: int | None = None, deviation: bool = False,
                          rates: tuple[float, float] | None = None, binary: bool = True,
-                         level: float = LEVEL) -> tuple[str, bool | None]:
+                         level: float = LEVEL, own: bool = False) -> tuple[str, bool | None]:
     r"""State a scope's calibration in words; returns ``(sentence, ok)``.
 
     ``result`` has ``kuiper_z`` (:math:`D/\sigma`), ``p_value`` (P(range of Brownian motion on
     [0, 1] > :math:`D/\sigma`)) and ``n``; with ``deviation`` it is the subpopulation's
     deviation from the full population (paper 003) and ``description`` the subpopulation in
-    words. ``ok`` is True when p ≥ ``level`` (within chance), None when p is void. The numbers
-    themselves are in :func:`calibration_details`.
+    words; with ``own`` the subpopulation's own (:data:`SCORE_ALONE`). ``ok`` is True when
+    p ≥ ``level`` (within chance), None when p is void. The numbers: :func:`calibration_details`.
 
     >>> from types import SimpleNamespace as R
     >>> calibration_sentence(R(kuiper_z=2.08, p_value=0.148, n=48842), rates=(0.239, 0.2393))[0]
@@ -317,7 +318,7 @@ def calibration_sentence(result: Any, *, description: str = "full population",
     """  # noqa: E501
     size = int(result.n)
     said = _rates(rates, binary=binary)
-    if deviation:
+    if deviation or own:
         scope = f"The subpopulation {description} ({_share(size, total or size)})"
     else:
         scope = f"Over all {format_count(size, 'row')} the model"
@@ -335,16 +336,16 @@ def calibration_sentence(result: Any, *, description: str = "full population",
     else:
         judged = ("is calibrated within what chance produces" if ok else
                   "is miscalibrated beyond chance")
-    tail = "" if ok else _largest_gap(result, binary=binary, deviation=deviation)
+    tail = "" if ok else _largest_gap(result, binary=binary, deviation=deviation, own=own)
     return f"{scope} {judged}{': ' + said if said else ''}{tail}.", ok
 
 
 def calibration_details(result: Any, *, deviation: bool = False,
-                        selected: bool = False) -> str:
+                        selected: bool = False, own: bool = False) -> str:
     r"""Write the statistics of :func:`calibration_sentence`: :math:`D/\sigma` and its p.
 
     ``selected``: the scope was chosen for being extreme, so its own p-value is no test and is
-    not given.
+    not given. ``own``: a subpopulation's own cumulative differences (:data:`SCORE_ALONE`).
 
     >>> from types import SimpleNamespace as R
     >>> calibration_details(R(kuiper_z=2.08, p_value=0.148))
@@ -354,6 +355,7 @@ def calibration_details(result: Any, *, deviation: bool = False,
     """  # noqa: E501
     z = format_number(result.kuiper_z, digits=3)
     head = ("Deviation from the full population (paper 003)" if deviation
+            else f"Own calibration (Tygert; {SCORE_ALONE})" if own
             else "Cumulative differences (Tygert)")
     if selected:
         return f"{head}: D/σ = {z} on its own rows (no test: it was chosen for being extreme)."
@@ -504,8 +506,9 @@ def variable_details(curves: Any, n_variables: int) -> str | None:
             f"after {count:,} variable{'' if count == 1 else 's'} (Bonferroni){vce}.")
 
 
-GROUP_LEAD = "Among rows with "
-"""How a finding's sentence starts (:func:`mcviz.search._confirm.sentence`), the group next."""
+GROUP_LEAD = "Among rows "
+"""How a finding's sentence starts (:func:`mcviz.search._confirm.sentence`), the group next:
+"with region is r7" or, bounded by the score alone, "where the model predicts below 33.3%"."""
 
 
 def _finding_line(finding: Any, binary: bool, search: Any) -> FindingLine:
@@ -525,6 +528,7 @@ def _finding_line(finding: Any, binary: bool, search: Any) -> FindingLine:
     said = str(finding.sentence)  # "Among rows with <group> (<n> rows, …": its words
     cut = said.rfind(" (", 0, max(said.find(" rows, "), 0))
     group = said[len(GROUP_LEAD):cut] if said.startswith(GROUP_LEAD) and cut > 0 else ""
+    group = group[len("with "):] if group.startswith("with ") else group
     return FindingLine(rank=int(finding.rank), expression=str(finding.description), group=group,
                        sentence=said, effect=effect, interval=interval,
                        share=format_percent(finding.share), size=int(finding.size),
@@ -670,7 +674,7 @@ def _search_appendix(search: Any, *, binary: bool, level: float) -> tuple[str, s
 def _scope_headline(cumulative: Any, *, description: str, total: int, deviation: bool,
                     rates: tuple[float, float] | None, selection: Selection | None,
                     finding: Any, search: Any, binary: bool,
-                    level: float) -> tuple[str, bool | None, list[str]]:
+                    level: float, own: bool = False) -> tuple[str, bool | None, list[str]]:
     """Return the scope's headline, whether it is calibrated, and its details line.
 
     A finding: its sentence, judged by ``Finding.confirmed``; a selected group: by its
@@ -681,17 +685,18 @@ def _scope_headline(cumulative: Any, *, description: str, total: int, deviation:
         return str(finding.sentence), ok, [
             _finding_line(finding, binary, search).details if search is not None
             else f"Adjusted p {_p_phrase(format_p(finding.p_adjusted))}.",
-            calibration_details(cumulative, deviation=deviation, selected=True)]
+            calibration_details(cumulative, deviation=deviation, selected=True, own=own)]
     if selection is not None:
         first, ok = selected_sentence(selection, description=description,
                                       size=int(cumulative.n), total=total, rates=rates,
                                       binary=binary, level=level)
-        return first, ok, [calibration_details(cumulative, deviation=deviation, selected=True),
+        return first, ok, [calibration_details(cumulative, deviation=deviation, selected=True,
+                                               own=own),
                            selection_details(selection)]
     first, ok = calibration_sentence(cumulative, description=description, total=total,
                                      deviation=deviation, rates=rates, binary=binary,
-                                     level=level)
-    return first, ok, [calibration_details(cumulative, deviation=deviation)]
+                                     level=level, own=own)
+    return first, ok, [calibration_details(cumulative, deviation=deviation, own=own)]
 
 
 def review_verdict(
@@ -699,7 +704,7 @@ def review_verdict(
     *,
     description: str = "full population",
     total: int | None = None,
-    deviation: bool = False,
+    deviation: bool = False, own: bool = False,
     rates: tuple[float, float] | None = None,
     selection: Selection | None = None,
     finding: Any = None,
@@ -720,13 +725,12 @@ def review_verdict(
     ----------
     cumulative : CumulativeResult or DeviationResult
         The scope's cumulative differences (a subpopulation: ``deviation=True``, its deviation
-        from the full population).
+        from the full population; ``own=True``, its own: :data:`SCORE_ALONE`).
     description, total : str, int
         The scope in words (:func:`mcviz.subpopulations.subpopulation_words`) and the full
         population's size.
     rates : (float, float), optional
-        What the model predicted and what happened in the scope
-        (:func:`mcviz.stats.cumulative.mean_rates`).
+        What the model predicted and what happened (:func:`mcviz.stats.cumulative.mean_rates`).
     selection : Selection, optional
         The scope was chosen for being extreme among generated subpopulations: judged by its
         adjusted p-value, never by its own.
@@ -750,7 +754,7 @@ def review_verdict(
     first, ok, details = _scope_headline(
         cumulative, description=description, total=total or size, deviation=deviation,
         rates=rates, selection=selection, finding=finding, search=search, binary=binary,
-        level=level)
+        level=level, own=own)
     sentences = [first]
     findings: tuple[FindingLine, ...] = ()
     appendix = ["Calibration: cumulative differences of response − score (Tygert); D/σ is "
@@ -789,7 +793,7 @@ def review_verdict(
                         "Bonferroni-adjusted over the numeric covariates.")
     step = next_step(ok=ok, findings=findings, search=search, selection=selection,
                      multicalibration=multicalibration, null=null, n=total or size,
-                     binary=binary, full=not deviation and finding is None)
+                     binary=binary, full=not (deviation or own) and finding is None)
     verdict = Verdict(sentences=tuple(sentences), findings=findings, calibrated=ok,
                       appendix=tuple(appendix), details=tuple(dict.fromkeys(details)),
                       next_step=step)

@@ -72,7 +72,12 @@ if TYPE_CHECKING:
         SubpopulationSet,
         full_population,
     )
-    from mcviz.subpopulations.selection import is_score_column, select_rows
+    from mcviz.subpopulations.selection import (
+        SCORE_ALONE,
+        is_score_column,
+        on_score_alone,
+        select_rows,
+    )
     from mcviz.subpopulations.words import conditions_words, split_words, subpopulation_words
 
 _HOME = {  # name -> the module defining it (imported on first use: the search needs no Algorithm 1)
@@ -86,7 +91,9 @@ _HOME = {  # name -> the module defining it (imported on first use: the search n
     "Subpopulation": "model",
     "SubpopulationSet": "model",
     "full_population": "model",
+    "SCORE_ALONE": "selection",
     "is_score_column": "selection",
+    "on_score_alone": "selection",
     "select_rows": "selection",
     "conditions_words": "words",
     "subpopulation_words": "words",
@@ -96,6 +103,7 @@ _HOME = {  # name -> the module defining it (imported on first use: the search n
 __all__ = [
     "MISSING_RULE",
     "OPERATORS",
+    "SCORE_ALONE",
     "Condition",
     "Subpopulation",
     "SubpopulationSet",
@@ -107,6 +115,7 @@ __all__ = [
     "generate_subpopulations",
     "group_subpopulations",
     "is_score_column",
+    "on_score_alone",
     "parse_filter",
     "select_rows",
     "split_words",

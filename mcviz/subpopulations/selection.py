@@ -47,6 +47,30 @@ def is_score_column(pred: Predictions, column: str) -> bool:
     return column == pred.score_column and column not in pred.covariate_kinds
 
 
+SCORE_ALONE = ("bounded by the model's score alone, the group holds every row at its scores, "
+               "so its deviation from the full population is zero by construction")
+"""Why a group bounded by the score alone is judged and drawn by its own calibration
+(:func:`on_score_alone`)."""
+
+
+def on_score_alone(pred: Predictions, conditions: Sequence[Condition]) -> bool:
+    """Return True when every one of ``conditions`` (at least one) bounds the score itself.
+
+    Such a group holds every row at its scores, so its deviation from the full population
+    (paper 003: the full population's average response in a bin around each of its scores,
+    eqs. (6)-(7)) is its own response there: zero by construction but for the two end bins,
+    which reach past the group. It is judged and drawn by its own calibration instead
+    (:data:`SCORE_ALONE`).
+
+    >>> from mcviz.io.predictions import Predictions
+    >>> from mcviz.subpopulations.model import Condition
+    >>> pred = Predictions.from_arrays([0.1, 0.5], [0, 1])
+    >>> on_score_alone(pred, [Condition("score", "<", 0.3)]), on_score_alone(pred, [])
+    (True, False)
+    """
+    return bool(conditions) and all(is_score_column(pred, c.column) for c in conditions)
+
+
 def _require_covariates(pred: Predictions, names: Sequence[str], role: str) -> None:
     """Raise a ValidationError naming the first of ``names`` that is not a covariate."""
     for name in names:

@@ -85,3 +85,46 @@ def test_report_is_headed_by_the_verdict():
     import html as html_module
 
     assert html_module.escape(verdict, quote=True) in html
+
+
+def test_a_score_filter_is_drawn_and_judged_by_its_own_calibration():
+    # bounded by the score alone, the group's deviation from the full population is zero by
+    # construction: it showed a flat line and said "calibrated like the full population"
+    import json
+
+    shown = {}
+    for expression in ("score_gbm >= 0.6", "age >= 50"):
+        at = AppTest.from_file(APP, default_timeout=180)
+        at.query_params.update({"page": "review", "demo": "adult", "scope": "filter",
+                                "filter": expression})
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        first = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+        toggles = [t.key for t in at.toggle]
+        shown[expression] = first, toggles, _verdict_text(at)
+    first, toggles, text = shown["score_gbm >= 0.6"]
+    assert first.startswith("Own calibration of the subpopulation"), first
+    assert "w_review_own" not in toggles  # nothing to switch to
+    assert "like the full population" not in text
+    assert ("where the model predicts 60% or more (8,027 rows, 16.4% of all) is calibrated "
+            "within what chance produces") in text  # its own words, not the deviation's
+    first, toggles, text = shown["age >= 50"]  # a covariate's group keeps its deviation
+    assert first.startswith("Deviation from the full population"), first
+    assert "w_review_own" in toggles
+
+
+def test_the_drill_down_of_a_score_filter_says_why_no_deviation_is_drawn():
+    import json
+
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    at.switch_page("pages/subpopulations.py").run()
+    at.text_input(key="w_filter").set_value("score_gbm >= 0.6").run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = " ".join(i.value for i in at.info).replace("\\", "")
+    assert "Deviation from the full population: not drawn. Bounded by the model's score" in said
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert not any(t.startswith("Deviation") for t in titles), titles
+    assert any(t.startswith("The subpopulation's own calibration") for t in titles), titles
+    at.text_input(key="w_filter").set_value("age >= 50").run()  # a covariate: drawn
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert any(t.startswith("Deviation from the full population") for t in titles), titles

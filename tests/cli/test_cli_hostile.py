@@ -401,6 +401,20 @@ def test_screen_on_a_csv_is_one_line_with_or_without_duckdb(cli, files, tmp_path
     assert not (tmp_path / "out.parquet").exists()
 
 
+@pytest.mark.parametrize("argv", [
+    ["metrics"], ["search"], ["report"], ["decide", "--no-fix"], ["compare", "--score-b", "x"],
+    ["monitor", "--time", "x"]], ids=lambda argv: argv[0])
+def test_every_engine_command_on_a_csv_is_one_line_naming_it(cli, files, tmp_path, argv):
+    """``mcviz metrics|search|report|decide|compare|monitor FILE.csv --engine duckdb`` ended in
+    DuckDB's traceback ("No magic bytes found at end of file"); ``screen`` alone said so."""
+    pytest.importorskip("duckdb")
+    csv = tmp_path / "pred.csv"
+    pd.read_parquet(files / "pred.parquet").to_csv(csv, index=False)
+    _refused(cli(argv[0], csv, *argv[1:], "--engine", "duckdb", "--score", "score", "--label",
+                 "label"), f"mcviz {argv[0]} --engine duckdb reads Parquet files", "pred.csv",
+             "without --engine")
+
+
 def test_screen_engine_duckdb_on_a_csv_without_duckdb_names_what_to_install(
         cli, files, tmp_path, without):
     without("duckdb")
