@@ -1,10 +1,12 @@
 """What a finding's exact runs cost at their peak in ``mcviz report --engine duckdb``'s deck.
 
 :data:`mcviz.engines.memory.FINDING_RUN_BYTES` (bytes per distinct score of a finding whose
-deviation is drawn exactly) against the measured peak, as ``bench_budget.py`` measures: each
+deviation is drawn exactly; :data:`~mcviz.engines.memory.FINDING_WEIGHTED_RUN_BYTES` with a
+weight column) against the measured peak, as ``bench_budget.py`` measures: each
 shape runs in a fresh subprocess under an address-space cap (4 GB by default). The child opens
-the Parquet file with DuckDB under a 384MB limit (at least 64 bytes per edge of eq. (7) beside
-its 128 MiB floor: :data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES`), takes the full
+the Parquet file with DuckDB under a 384MB limit (well over
+:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES` per edge of eq. (7) beside its 128 MiB
+floor), takes the full
 population's runs (fine bins above 2^20 distinct scores) and the finding's counts as the deck
 does, collects
 garbage and trims, resets the kernel's peak-RSS mark (``/proc/self/clear_refs``), then draws the
@@ -40,6 +42,7 @@ SHAPES = {
     "runs_1m": {"rows": 2_000_000, "share": 0.5, "round": None, "weighted": False},
     "runs_2m": {"rows": 4_000_000, "share": 0.5, "round": None, "weighted": False},
     "runs_4m": {"rows": 8_000_000, "share": 0.5, "round": None, "weighted": False},
+    "weighted_1m": {"rows": 2_000_000, "share": 0.5, "round": None, "weighted": True},
     "weighted_2m": {"rows": 4_000_000, "share": 0.5, "round": None, "weighted": True},
     "tied_1m": {"rows": 6_000_000, "share": 0.5, "round": 6, "weighted": False},
 }
@@ -106,7 +109,7 @@ def _child(p: dict) -> dict:
     sub = filter_subpopulation(small, f"x < {p['share']}")
     (size, distinct), = finding_counts_table(table, columns, (tuple(sub.conditions),))
     at_scale = SimpleNamespace(pred=SimpleNamespace(covariate_kinds={"x": "ordinal"}))
-    grouped = {1: (False, finding_runs_bytes(distinct))}
+    grouped = {1: (False, finding_runs_bytes(distinct, weighted=p["weighted"]))}
     gc.collect()
     pa.default_memory_pool().release_unused()
     ctypes.CDLL("libc.so.6").malloc_trim(0)

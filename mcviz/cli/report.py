@@ -354,19 +354,22 @@ def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: se
     population's fine bins. With DuckDB under ``--memory-limit`` the findings share one
     engine: the largest held beside it (runs, and rows when read) and DuckDB's need for the
     most runs (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES` each) must fit the room
-    together; the exact finding of most runs goes to fine bins until they do.
+    together; the exact finding of most runs goes to fine bins until they do. A run costs
+    :func:`~mcviz.engines.memory.finding_run_bytes` of the rows' kind (weighted or not).
     """
     from mcviz.cli.metrics import _runs_reserve
     from mcviz.engines.memory import (
         FINDING_ENGINE_RUN_BYTES,
-        FINDING_RUN_BYTES,
         RUN_BYTES,
         duckdb_room,
+        finding_run_bytes,
         finding_runs_bytes,
     )
 
     binned = full_runs.bins is not None
-    limits = {held: exact_runs_limit(args, reserve=_runs_reserve(args) + held)
+    weighted = bool(full_runs.weighted)
+    limits = {held: exact_runs_limit(args, reserve=_runs_reserve(args) + held,
+                                     weighted=weighted)
               for held in {reserve if rank in readable else 0 for rank in counted}}
     grouped = {}
     for rank, (size, distinct) in counted.items():
@@ -374,7 +377,7 @@ def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: se
         if binned and runs > limits[reserve if rank in readable else 0]:
             grouped[rank] = (True, RUN_BYTES * full_runs.score.size)
         else:
-            grouped[rank] = (False, finding_runs_bytes(runs))
+            grouped[rank] = (False, finding_runs_bytes(runs, weighted=weighted))
     if not binned or args.engine != "duckdb" or args.memory_limit is None:
         return grouped
     room = duckdb_room(args.memory_limit, reserve=_runs_reserve(args))
@@ -384,33 +387,35 @@ def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: se
                     for rank, (_, size) in grouped.items()), default=0)
         widest = max(exact, key=exact.get, default=None)
         if widest is None or held + FINDING_ENGINE_RUN_BYTES * (
-                exact[widest] // FINDING_RUN_BYTES) <= room:
+                exact[widest] // finding_run_bytes(weighted)) <= room:
             return grouped
         grouped[widest] = (True, RUN_BYTES * full_runs.score.size)
 
 
-def exact_runs_limit(args: argparse.Namespace, *, reserve: int = 0) -> int:
+def exact_runs_limit(args: argparse.Namespace, *, reserve: int = 0,
+                     weighted: bool = False) -> int:
     """Return the most distinct scores a finding's exact runs may have (the memory budget).
 
     With DuckDB under ``--memory-limit``: the room left beside the engine
     (:func:`mcviz.engines.memory.duckdb_room`: the limit less this process's resident memory,
     ``reserve``, DuckDB's floor, overshoot and a margin) over what a run costs here
-    (:data:`~mcviz.engines.memory.FINDING_RUN_BYTES`, reserved beside DuckDB) and in DuckDB
-    (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES`, left in its share); else half the
-    memory budget (:func:`mcviz.budget.memory_budget`; with Spark and ``--memory-limit`` a
-    quarter of it, the JVM holding the rest) over
-    :data:`~mcviz.engines.memory.FINDING_RUN_BYTES`. Never below
+    (:func:`~mcviz.engines.memory.finding_run_bytes`, ``weighted`` rows or not, reserved
+    beside DuckDB) and in DuckDB (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES`,
+    left in its share); else half the memory budget (:func:`mcviz.budget.memory_budget`; with
+    Spark and ``--memory-limit`` a quarter of it, the JVM holding the rest) over the former.
+    Never below
     :data:`~mcviz.settings.ENGINE_SCORE_RUNS` (the full population's runs, reserved twice).
     """
     from mcviz import settings
     from mcviz.budget import memory_budget
-    from mcviz.engines.memory import FINDING_ENGINE_RUN_BYTES, FINDING_RUN_BYTES, duckdb_room
+    from mcviz.engines.memory import FINDING_ENGINE_RUN_BYTES, duckdb_room, finding_run_bytes
 
-    runs = memory_budget(None) // 2 // FINDING_RUN_BYTES
+    per_run = finding_run_bytes(weighted)
+    runs = memory_budget(None) // 2 // per_run
     if args.memory_limit is not None:
         runs = min(runs, duckdb_room(args.memory_limit, reserve=reserve)
-                   // (FINDING_RUN_BYTES + FINDING_ENGINE_RUN_BYTES) if args.engine == "duckdb"
-                   else memory_budget(args.memory_limit) // 4 // FINDING_RUN_BYTES)
+                   // (per_run + FINDING_ENGINE_RUN_BYTES) if args.engine == "duckdb"
+                   else memory_budget(args.memory_limit) // 4 // per_run)
     return max(settings.ENGINE_SCORE_RUNS, int(runs))
 
 
@@ -625,11 +630,11 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
             del frame
             rows = review_results(pred, None, bins=bins, variable=finding_variable(
                 sub, covariates, next(iter(covariates), None)))
-        # every row summed between its distinct scores (held by the review alone: let go
-        # once the deviation is drawn)
+        # every row summed between its distinct scores (handed over as a list: its sums let
+        # go as the deviation reads them)
         results, _ = finding_review_from_runs(
             full_runs, runs, sub, bins=bins, rows=rows, full_reliability=full_reliability,
-            comparison=comparison_sums_table(table, columns, deviation_edges(runs.score))
+            comparison=list(comparison_sums_table(table, columns, deviation_edges(runs.score)))
             if binned and runs.bins is None else None)
         charts[rank] = review_charts(results, deviation=not on_score_alone(
             at_scale.pred, tuple(sub.conditions)))

@@ -105,7 +105,8 @@ def _stream(engine, score_b: str, conditions, n: int) -> _HeldOut:
     held = _HeldOut(n, len(conditions), engine.columns.weight is not None)
     names = (sql.S, _B, sql.R, sql.W)
     carry = None
-    for batch in sorted_batches(engine, q, text, f"({sql.S} + {_B}) / 2.0", rows=BATCH_ROWS):
+    for batch in sorted_batches(engine, q, text, f"({sql.S} + {_B}) / 2.0", rows=BATCH_ROWS,
+                                n=n):  # the held-out rows (engine.n is 0 once they are narrowed)
         if carry is not None:
             batch = {c: np.concatenate((carry[c], batch[c])) for c in batch}
         average = np.round((batch[sql.S] + batch[_B]) / 2.0 / _GRID) * _GRID

@@ -9,7 +9,7 @@ import numpy as np
 
 from mcviz.core.path import integer_codes
 
-__all__ = ["Z95", "readonly", "sorted_copy", "weighted_quantile"]
+__all__ = ["Z95", "after_zero", "readonly", "sorted_copy", "weighted_quantile"]
 
 Z95 = 1.959963984540054
 """The 97.5% quantile of the standard normal distribution (two-sided 95% bands)."""
@@ -32,6 +32,25 @@ def readonly(array) -> np.ndarray:
         array = np.ascontiguousarray(array)
     array.flags.writeable = False
     return array
+
+
+def after_zero(values: np.ndarray, scale: float | None = None) -> np.ndarray:
+    """Return ``concatenate(([0.0], values / scale))`` (or of ``values``): no copy between.
+
+    The same numbers (each value divided once), written straight into the result: a path's
+    points after its origin without a second array of their size.
+
+    >>> after_zero(np.array([1.0, 3.0]), 2.0).tolist()
+    [0.0, 0.5, 1.5]
+    """
+    out = np.empty(np.size(values) + 1)
+    out[0] = 0.0
+    if scale is None:
+        out[1:] = values
+    else:
+        with np.errstate(invalid="ignore"):  # inf / inf is nan either way
+            np.divide(values, scale, out=out[1:])
+    return out
 
 
 def weighted_quantile(

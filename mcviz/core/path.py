@@ -138,7 +138,8 @@ def path_kuiper_ks(path: np.ndarray) -> tuple[float, float]:
     >>> path_kuiper_ks(np.array([0.0, 0.25, -0.125]))
     (0.375, 0.25)
     """
-    return float(path.max() - path.min()), float(np.abs(path).max())  # eq. (2)
+    high, low = float(path.max()), float(path.min())  # max |C| = max(|max C|, |min C|)
+    return high - low, max(abs(high), abs(low))  # eq. (2)
 
 
 def path_axes(

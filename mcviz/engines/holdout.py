@@ -312,13 +312,15 @@ next one prefetched, ``mcviz compare --engine spark --memory-limit 2GB`` of 10^7
 its JVM (a heap of 512 MiB) in ``toLocalIteratorAndServe`` (30 Nov 2026)."""
 
 
-def sorted_batches(engine, q: sql.Query, text: str, order: str, *, rows: int = 1 << 17):
+def sorted_batches(engine, q: sql.Query, text: str, order: str, *, rows: int = 1 << 17,
+                   n: int | None = None):
     """Yield the rows of ``text`` sorted by the SQL expression ``order``, as column dicts.
 
     DuckDB streams an Arrow reader (it sorts out of core, under its memory limit); Spark sorts
-    into range partitions of at most :data:`SORTED_PARTITION_ROWS` of ``engine.n`` rows and
-    hands them to the driver one after another (``toLocalIterator``, no prefetch), ``rows``
-    rows at a time. Tied rows come in any order: callers never depend on it.
+    into range partitions of at most :data:`SORTED_PARTITION_ROWS` of ``n`` rows (the rows of
+    ``text``; by default ``engine.n``, which :func:`exclude_rows` sets to 0 until the next
+    overview) and hands them to the driver one after another (``toLocalIterator``, no
+    prefetch), ``rows`` rows at a time. Tied rows come in any order: callers never depend on it.
     """
     sorted_text = f"SELECT * FROM ({text}) AS z ORDER BY {order}"
     if engine.name == "duckdb":
@@ -338,8 +340,8 @@ def sorted_batches(engine, q: sql.Query, text: str, order: str, *, rows: int = 1
     from pyspark.sql import functions
 
     key = functions.expr(order)  # range partitions of at most SORTED_PARTITION_ROWS rows
-    parts = max(int(np.ceil(max(int(getattr(engine, "n", 0) or 0), 1) / SORTED_PARTITION_ROWS)),
-                4)
+    n = int(getattr(engine, "n", 0) or 0) if n is None else int(n)
+    parts = max(int(np.ceil(max(n, 1) / SORTED_PARTITION_ROWS)), 4)
     frame = (engine.spark.sql(text, args=q.params).repartitionByRange(parts, key)
              .sortWithinPartitions(key))
     names, buffer = frame.columns, []

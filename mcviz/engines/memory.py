@@ -58,6 +58,7 @@ __all__ = [
     "DUCKDB_OVER_SHARE",
     "FINDING_ENGINE_RUN_BYTES",
     "FINDING_RUN_BYTES",
+    "FINDING_WEIGHTED_RUN_BYTES",
     "JVM_NON_HEAP",
     "MARGIN",
     "MONITOR_RESERVE",
@@ -74,6 +75,7 @@ __all__ = [
     "compiled_loops_reserve",
     "duckdb_room",
     "duckdb_share",
+    "finding_run_bytes",
     "finding_runs_bytes",
     "local_threads",
     "members_per_row",
@@ -160,32 +162,47 @@ GROUP BY (137 MiB) beside them, against 448 MiB allowed (``mcviz metrics --memor
 650MB``)."""
 
 
-FINDING_RUN_BYTES = 240
+FINDING_RUN_BYTES = 144
 """Bytes per distinct score a finding's exact runs take in this process at their peak in
-``mcviz report --engine``'s deck (reserved beside the engine): its runs of only the sums its
+``mcviz report --engine``'s deck (reserved beside the engine), unweighted rows
+(:data:`FINDING_WEIGHTED_RUN_BYTES` with a weight column): its runs of only the sums its
 deviation reads (:func:`~mcviz.engines.calibration.finding_runs_table`: the score, rows and
 :math:`\\sum WR`, 32 bytes a run unweighted), every row's sums between its scores
-(:func:`~mcviz.engines.calibration.comparison_sums_table`, 24), the deviation of
-:func:`~mcviz.stats.deviation.deviation_from_runs` (72 held) and the finding's own path,
-reliability and LCS from its runs, whose working arrays are the peak. Measured
-(``benchmarks/bench_finding_runs.py``: the deck's charts of one finding whose rows are not read,
-the full population in 1,048,500 fine bins): Python's allocations (``tracemalloc``) peaked
-at 196 bytes a run (988,494 continuous scores), 188 (974,888 tied), 203 (1,898,053), 197
-(3,902,459), 220 (1,898,053 weighted: two more sums a run, and its own abscissa); 240 holds the
-weighted with 9% to spare. DuckDB's
-work on them is :data:`FINDING_ENGINE_RUN_BYTES`."""
+(:func:`~mcviz.engines.calibration.comparison_sums_table`, 24, handed over: its row counts
+kept as the deviation's, the rest let go once read), the deviation of
+:func:`~mcviz.stats.deviation.deviation_from_runs` (72 held, made with one working array a
+run), then the finding's own LCS (its density binned
+:data:`~mcviz.stats.smoothing.lcs_runs.DENSITY_PIECE` runs at a time), reliability and path (on
+the deviation's axes: 8 held). Measured (``benchmarks/bench_finding_runs.py``: the deck's charts
+of one finding whose rows are not read, the full population in 1,048,500 fine bins): Python's
+allocations (``tracemalloc``) peaked at 126 bytes a run (988,494 continuous scores) and 133
+(974,888 tied), against 196 and 188 before (240 reserved); 144 holds them with 8% to spare."""
 
-FINDING_ENGINE_RUN_BYTES = 64
+FINDING_WEIGHTED_RUN_BYTES = 156
+""":data:`FINDING_RUN_BYTES` with a weight column: :math:`\\sum W` and :math:`\\sum W^2` a run
+more, and the deviation's own abscissa (eq. (28)). Measured as there: 142 bytes a run (988,494
+weighted scores; before, 220 at 1,898,053), 10% to spare."""
+
+FINDING_ENGINE_RUN_BYTES = 16
 """Bytes per distinct score of a finding DuckDB needs, beyond its floor, to sum every row between
 the finding's scores (:func:`~mcviz.engines.calibration.comparison_sums_table`'s ASOF join of
 every row to the edges of eq. (7)), left in its share. Measured on 8*10^6 rows and a finding of
-4,001,288 distinct scores: under a ``memory_limit`` of 128 MiB (32 bytes an edge) DuckDB ran out
-of memory; 256, 384 and 512 MiB ran (the ``GROUP BY`` too)."""
+4,001,288 distinct scores: under a ``memory_limit`` of 128 MiB (its floor) DuckDB ran out of
+memory; 136 MiB (2 bytes an edge beyond the floor), 144, 160, 192, 224, 256, 384 and 512 MiB ran
+(the ``GROUP BY`` too). 16 keeps eight times the least that ran."""
 
 
-def finding_runs_bytes(runs: int) -> int:
-    """Bytes a finding's exact runs take (:data:`FINDING_RUN_BYTES` each)."""
-    return FINDING_RUN_BYTES * max(int(runs), 0)
+def finding_run_bytes(weighted: bool = False) -> int:
+    """Return the bytes a finding's exact run takes (with a weight column or not).
+
+    :data:`FINDING_RUN_BYTES`, or :data:`FINDING_WEIGHTED_RUN_BYTES` when ``weighted``.
+    """
+    return FINDING_WEIGHTED_RUN_BYTES if weighted else FINDING_RUN_BYTES
+
+
+def finding_runs_bytes(runs: int, *, weighted: bool = False) -> int:
+    """Bytes a finding's exact runs take (:func:`finding_run_bytes` each)."""
+    return finding_run_bytes(weighted) * max(int(runs), 0)
 
 
 def duckdb_room(limit: str, *, reserve: int = 0, floor: int = DUCKDB_FLOOR) -> int:

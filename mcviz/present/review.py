@@ -129,7 +129,8 @@ def review_results(
 
 
 def review_from_runs(runs: Any, *, bins: tuple[int, ...], curves: Any = None,
-                     curves_note: str | None = None) -> tuple[ReviewResults, dict]:
+                     curves_note: str | None = None, axes: tuple | None = None,
+                     ) -> tuple[ReviewResults, dict]:
     r"""Return the full population's review results from an engine's score runs (no rows).
 
     ``runs`` is a :class:`~mcviz.stats.measures.runs.ScoreRuns` (binary responses, from
@@ -143,7 +144,8 @@ def review_from_runs(runs: Any, *, bins: tuple[int, ...], curves: Any = None,
     ``sigma_square_within`` (:math:`h \sum W^2 / W^2`), ``lcs_fit_within`` (the largest
     per-point bound of the LCS curve), and ``reliability_exact`` the bin counts whose bins the
     fine bins nest in (exact diagrams; others may count a fine bin's rows in the neighbouring
-    bin at their edges). ``curves`` (with ``curves_note``) are given by the caller.
+    bin at their edges). ``curves`` (with ``curves_note``) are given by the caller; ``axes``
+    the path's axes already drawn for these runs (``cumulative_from_runs``).
     """
     from mcviz.stats.binning import reliability_from_runs
     from mcviz.stats.cumulative import cumulative_from_runs
@@ -151,15 +153,16 @@ def review_from_runs(runs: Any, *, bins: tuple[int, ...], curves: Any = None,
 
     width = None if runs.bins is None else 1.0 / runs.bins
     arrays = (runs.score, runs.count, runs.weight, runs.positive)
-    cumulative, beta = cumulative_from_runs(*arrays, runs.square_weight,
-                                            weighted=runs.weighted, bin_width=width)
-    reliability = reliability_from_runs(*arrays, runs.square_weight, n_bins=list(bins),
-                                        kind="equal_width", weighted=runs.weighted)
+    # the small results first: their working arrays then never stand beside the path's
     lcs, lcs_note, lcs_bound = None, None, None
     try:
         lcs, lcs_bound = lcs_from_runs(*arrays, weighted=runs.weighted, bin_width=width)
     except ValidationError as error:
         lcs_note = str(error)
+    reliability = reliability_from_runs(*arrays, runs.square_weight, n_bins=list(bins),
+                                        kind="equal_width", weighted=runs.weighted)
+    cumulative, beta = cumulative_from_runs(*arrays, runs.square_weight,
+                                            weighted=runs.weighted, bin_width=width, axes=axes)
     total = float(runs.weight.sum())
     about = {"runs": int(runs.score.size), "exact": width is None, "bins": runs.bins,
              "path_within": beta,
@@ -204,9 +207,11 @@ def finding_review_from_runs(full_runs: Any, runs: Any, subpopulation: Subpopula
     cumulative = deviation_from_runs(full_runs, runs, description=description,
                                      comparison=comparison)
     del comparison
-    if rows is None:
+    if rows is None:  # its own path on the deviation's axes (its distinct scores: the same)
         rows, own_about = review_from_runs(runs, bins=bins, curves_note=(
-            "The curves along its variable need its rows, which were not read."))
+            "The curves along its variable need its rows, which were not read."),
+            axes=None if runs.bins is not None else (
+                cumulative.x, cumulative.fraction, cumulative.position))
         about |= {"own": own_about}
         mine = rows.reliability
     else:

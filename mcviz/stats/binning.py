@@ -583,7 +583,10 @@ def reliability_from_runs(
     weight = np.asarray(weight, dtype=float)
     score = np.asarray(score, dtype=float)
     positive = np.asarray(positive, dtype=float)
-    arrays = BinArrays(score, positive / weight, weight, np.arange(score.size),
+    # no bootstrap: the labels are never read (the bins' sums are given); the runs' ends
+    # only by equal-count bins
+    arrays = BinArrays(score, np.empty(0), weight, np.arange(score.size if kind ==
+                                                             "equal_count" else 0),
                        {"ws": weight * score, "wr": positive, "wrr": positive,
                         "ww": np.asarray(square_weight, dtype=float)})
     generator = np.random.default_rng(0)  # unused by these two kinds
@@ -615,7 +618,7 @@ def _diagrams(
     """The diagrams of ``specs``; ``rows``: each entry of ``arrays`` is a run of that many rows."""
     score, label, weight = arrays.score, arrays.label, arrays.weight
     n = score.size if rows is None else int(rows.sum())
-    row_at = None if rows is None else np.concatenate(([0], np.cumsum(rows)))
+    through = None if rows is None else np.cumsum(rows)  # rows through each entry
     z = float(ndtri(0.5 + confidence / 2.0))
     boot_score = [np.full((n_bootstrap, b.size - 1), np.nan) for _, b, _, _ in specs]
     boot_response = [np.full((n_bootstrap, b.size - 1), np.nan) for _, b, _, _ in specs]
@@ -630,7 +633,8 @@ def _diagrams(
                 boot_response[i][r] = replicate.sums("wr", bounds) / total
     diagrams = []
     for i, (n_bins, bounds, low, high) in enumerate(specs):
-        count = np.diff(bounds if row_at is None else row_at[bounds])
+        count = np.diff(bounds if through is None else np.where(
+            bounds > 0, through[np.maximum(bounds - 1, 0)], 0))
         total = arrays.sums("w", bounds)
         squares = arrays.sums("ww", bounds)
         with np.errstate(divide="ignore", invalid="ignore"):

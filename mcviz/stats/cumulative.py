@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mcviz.core.arrays import after_zero
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.brownian import BROWNIAN_RANGE_MEAN, bridge_range_sf, brownian_range_sf
 from mcviz.core.path import cumulative_path, path_axes, path_kuiper_ks, run_ends, value_order
@@ -264,7 +265,8 @@ def _cumulative(
 
 def cumulative_from_runs(score: np.ndarray, count: np.ndarray, weight: np.ndarray,
                          positive: np.ndarray, square_weight: np.ndarray, *, weighted: bool,
-                         bin_width: float | None = None) -> tuple[CumulativeResult, float]:
+                         bin_width: float | None = None, axes: tuple | None = None,
+                         ) -> tuple[CumulativeResult, float]:
     r"""Return the cumulative differences of binary rows given as sums per run (a GROUP BY).
 
     The runs are :class:`mcviz.stats.measures.runs.ScoreRuns`' arrays: ascending ``score``
@@ -289,6 +291,10 @@ def cumulative_from_runs(score: np.ndarray, count: np.ndarray, weight: np.ndarra
     :math:`|\sigma^2_{\text{bins}} - \sigma^2| \le h \sum W^2 / W^2`. The p-value is that
     of the drawn :math:`D/\sigma` (the verdict's own is measured exactly by the engine's
     sorted pass).
+
+    ``axes``: the ``(x, fraction, position)`` already drawn for these runs (a finding's
+    deviation from its distinct scores: eq. (28)'s axes and the scores, the same numbers),
+    shared instead of made again.
     """
     score = np.asarray(score, dtype=float)
     weight = np.asarray(weight, dtype=float)
@@ -296,14 +302,27 @@ def cumulative_from_runs(score: np.ndarray, count: np.ndarray, weight: np.ndarra
     if score.size == 0:
         raise ValidationError("there are no rows.")
     weight_total = float(weight.sum())
-    steps = np.asarray(positive, dtype=float) - score * weight  # sum of W (R - S) per run
-    path = np.concatenate(([0.0], safe_ratio(np.cumsum(steps), weight_total)))  # eq. (1)
+    # one working array a run beside what is returned: each step in place, the same values
+    work = score * weight
+    np.subtract(np.asarray(positive, dtype=float), work, out=work)  # sum of W (R - S) per run
+    np.cumsum(work, out=work)
+    path = (after_zero(work, weight_total) if weight_total > 0
+            else after_zero(safe_ratio(work, weight_total)))  # eq. (1)
     kuiper, ks = path_kuiper_ks(path)  # eq. (2)
-    sigma = float(sigma_from_variance(np.sum(score * (1.0 - score) * np.asarray(
-        square_weight, dtype=float)), weight_total))  # eq. (5)
-    rows = np.cumsum(count)
-    fraction = np.concatenate(([0.0], rows / float(rows[-1])))
-    x = (np.concatenate(([0.0], np.cumsum(weight) / weight_total)) if weighted else fraction)
+    np.subtract(1.0, score, out=work)
+    np.multiply(score, work, out=work)
+    work *= np.asarray(square_weight, dtype=float)
+    sigma = float(sigma_from_variance(np.sum(work), weight_total))  # eq. (5)
+    del work
+    n = int(count.sum())
+    if axes is not None and all(np.size(axis) == score.size + 1 for axis in axes):
+        x, fraction, position = axes
+    else:
+        rows = np.cumsum(count)
+        fraction = after_zero(rows, float(rows[-1]))
+        del rows
+        x = after_zero(np.cumsum(weight), weight_total) if weighted else fraction
+        position = np.concatenate((score[:1], score))
     beta = 0.0
     if bin_width is not None:  # the largest rise or fall within a bin (docstring)
         positive = np.asarray(positive, dtype=float)
@@ -311,8 +330,7 @@ def cumulative_from_runs(score: np.ndarray, count: np.ndarray, weight: np.ndarra
                                 (weight - positive) * (score + bin_width)).max() / weight_total)
     return CumulativeResult(
         x=_readonly(x), fraction=_readonly(fraction),
-        position=_readonly(np.concatenate((score[:1], score))),
-        **path_statistics(path, kuiper, ks, sigma), n=int(rows[-1]),
+        position=_readonly(position), **path_statistics(path, kuiper, ks, sigma), n=n,
         weight_total=weight_total, weighted=weighted, sigma_method="bernoulli",
         order_by=None, n_missing=0), beta
 

@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from mcviz.core.arrays import after_zero
 from mcviz.core.arrays import readonly as _readonly
 from mcviz.core.path import path_axes, path_kuiper_ks, run_ends
 from mcviz.core.sigma import (
@@ -224,7 +225,8 @@ def subpopulation_deviation(
               else full_variance[run_of])
     x, fraction = path_axes(sub_weight, ends, weighted=pred.weighted)  # eq. (28)
     return _assembled(
-        np.cumsum(sub_weight * sub_label)[ends], np.cumsum(sub_weight * member_mean)[ends],
+        after_zero(np.cumsum(sub_weight * sub_label)[ends], weight_total),  # eq. (5) / (25)
+        after_zero(np.cumsum(sub_weight * member_mean)[ends], weight_total),  # (8) / (27)
         weight_total=weight_total,
         sigma=_sigma(pred, method, members, sub_weight**2, spread, weight_total),
         x=x, fraction=fraction, distinct=distinct, bin_edges=bin_edges,
@@ -265,7 +267,9 @@ def deviation_from_runs(full: Any, sub: Any, *, description: str | None = None,
     :math:`\sum W` and :math:`\sum W R` of every row in each bin of eq. (7), counted by the
     engine at :func:`deviation_edges` of the subpopulation's scores
     (:func:`mcviz.engines.calibration.comparison_sums_table`): the bins are then the rows'
-    own, and the result the in-memory one again (to 1e-9).
+    own, and the result the in-memory one again (to 1e-9). Given as a list it is handed
+    over: emptied as it is read, its sums let go once their means are taken (its row counts
+    are the result's).
     """
     if comparison is not None:
         return _with_comparison(full, sub, comparison, description)
@@ -300,13 +304,19 @@ def _with_comparison(full: Any, sub: Any, comparison: tuple,
     where = np.asarray(sub.score, dtype=float)
     if where.size == 0:
         raise ValidationError("subpopulation_deviation needs a subpopulation with rows.")
-    _, distinct, bin_edges, _ = _bins(where, where)
+    # its distinct scores (its runs) and eq. (7)'s edges between them
+    distinct = where if bool(np.all(where[1:] > where[:-1])) else where[run_ends(where)]
+    bin_edges = np.concatenate(([-np.inf], deviation_edges(distinct), [np.inf]))
     full_count, full_weight, full_positive = (np.asarray(v) for v in comparison)
+    if isinstance(comparison, list):  # handed over: its sums let go once read
+        comparison.clear()
     if full_count.size != distinct.size or not (full_count > 0).all():
         raise ValidationError("the comparison must count rows in every bin of eq. (7).")
-    return _from_sums(sub, full_count.astype(np.int64),
-                      full_positive.astype(float) / full_weight.astype(float),  # eq. (26)
-                      distinct, bin_edges, int(np.asarray(full.count).sum()), description)
+    full_mean = (full_positive.astype(float, copy=False)
+                 / full_weight.astype(float, copy=False))  # eq. (26)
+    del full_weight, full_positive
+    return _from_sums(sub, full_count.astype(np.int64, copy=False), full_mean, distinct,
+                      bin_edges, int(np.asarray(full.count).sum()), description)
 
 
 def _from_sums(sub: Any, full_count: np.ndarray, full_mean: np.ndarray, distinct: np.ndarray,
@@ -314,31 +324,40 @@ def _from_sums(sub: Any, full_count: np.ndarray, full_mean: np.ndarray, distinct
     """Return the deviation from the subpopulation's runs and the full population's bins."""
     weight, rows = np.asarray(sub.weight, dtype=float), np.asarray(sub.count, dtype=np.int64)
     weight_total = float(weight.sum())
-    sigma = float(sigma_from_variance(np.sum(np.asarray(sub.square_weight, dtype=float)
-                                             * full_mean * (1.0 - full_mean)),
-                                      weight_total))  # eq. (21) / (31)
-    fraction = np.concatenate(([0.0], np.cumsum(rows) / float(rows.sum())))
-    x = (np.concatenate(([0.0], np.cumsum(weight) / weight_total)) if sub.weighted
-         else fraction)  # eq. (28)
+    # one working array a run beside what is returned (the same operations, in place)
+    below = 1.0 - full_mean
+    work = np.asarray(sub.square_weight, dtype=float) * full_mean
+    work *= below
+    sigma = float(sigma_from_variance(np.sum(work), weight_total))  # eq. (21) / (31)
+    del work
+    full_variance = full_mean * below
+    del below
+    through = np.cumsum(rows)
+    fraction = after_zero(through, float(through[-1]))
+    del through
+    x = after_zero(np.cumsum(weight), weight_total) if sub.weighted else fraction  # eq. (28)
+    f_sub = after_zero(np.cumsum(np.asarray(sub.positive, dtype=float)), weight_total)
+    work = weight * full_mean
+    np.cumsum(work, out=work)
+    f_full = after_zero(work, weight_total)
+    del work
     return _assembled(
-        np.cumsum(np.asarray(sub.positive, dtype=float)), np.cumsum(weight * full_mean),
-        weight_total=weight_total, sigma=sigma, x=x, fraction=fraction, distinct=distinct,
-        bin_edges=bin_edges, full=(full_count, full_mean, full_mean * (1.0 - full_mean)),
+        f_sub, f_full, weight_total=weight_total, sigma=sigma, x=x, fraction=fraction,
+        distinct=distinct, bin_edges=bin_edges, full=(full_count, full_mean, full_variance),
         n=int(rows.sum()), n_full=n_full, weighted=bool(sub.weighted),
         method=SigmaMethod.BERNOULLI.value, description=description, void=False)
 
 
-def _assembled(sub_sum: np.ndarray, full_sum: np.ndarray, *, weight_total: float,
+def _assembled(f_sub: np.ndarray, f_full: np.ndarray, *, weight_total: float,
                sigma: float, x: np.ndarray, fraction: np.ndarray, distinct: np.ndarray,
                bin_edges: np.ndarray, full: tuple, n: int, n_full: int, weighted: bool,
                method: str, description: str | None, void: bool) -> DeviationResult:
-    r"""Return the path and the result from the cumulative sums at each run's end.
+    r"""Return the path and the result from the two cumulative functions.
 
-    ``sub_sum`` and ``full_sum`` are :math:`\sum_{j \le k} W_j R_j` and
-    :math:`\sum_{j \le k} W_j \tilde R_j` at the end of each distinct subpopulation score.
+    ``f_sub`` and ``f_full`` are 0, then :math:`\sum_{j \le k} W_j R_j / W` (eq. (5) / (25))
+    and :math:`\sum_{j \le k} W_j \tilde R_j / W` (eq. (8) / (27)) at the end of each distinct
+    subpopulation score.
     """
-    f_sub = np.concatenate(([0.0], sub_sum / weight_total))  # eq. (5) / (25)
-    f_full = np.concatenate(([0.0], full_sum / weight_total))  # eq. (8) / (27)
     path = f_sub - f_full
     kuiper, ks = path_kuiper_ks(path)  # eqs. (13), (12)
     full_count, full_mean, full_variance = full

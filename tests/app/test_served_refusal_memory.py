@@ -3,8 +3,8 @@
 One real server for the module (``streamlit run app.py`` on 127.0.0.1, a free port), started
 under an 8 GB address-space cap (``RLIMIT_AS``, as ``prlimit --as`` sets it; only the server is
 capped: chromium dies under such a cap), driven by Debian's chromium through Playwright. Its
-session TTL is 10 s and its sweep 5 s (the shipped 120 s TTL alone is two minutes; 30 s and
-15 s, as before, only made a passing run wait about 30 s longer for the sessions to be reaped).
+session TTL is 2 s and its sweep 1 s (the shipped 120 s TTL alone is two minutes; 30 s and
+15 s, then 10 s and 5 s, only made a passing run wait longer for the sessions to be reaped).
 The idle RSS is read once, after one session opened the demo and closed (the libraries
 imported), and both cases are held to it.
 
@@ -46,7 +46,7 @@ pytestmark = pytest.mark.browser
 CAP = 8_000_000_000
 MARGIN = 300 * 2**20
 WITHIN = 120.0
-TTL, SWEEP = 10, 5
+TTL, SWEEP = 2, 1
 """The server's: closed sessions are reaped within TTL + SWEEP seconds."""
 NUMBERS: dict[str, object] = {}
 

@@ -127,7 +127,7 @@ def test_a_finding_s_deviation_from_runs_equals_the_rows(tmp_path, weighted, tie
                          "interval_high"):
                 _close(getattr(a, name), getattr(b, name))
     _close(review.reliability.histogram_subpopulation, memory.reliability.histogram_subpopulation)
-    for name in ("path", "kuiper", "sigma"):  # its own calibration, from its runs
+    for name in ("x", "fraction", "position", "path", "kuiper", "sigma"):  # its own, from runs
         _close(getattr(review.own, name), getattr(memory.own, name))
 
 
@@ -190,6 +190,10 @@ def test_a_finding_s_deviation_with_every_row_summed_between_its_scores_equals_t
     got = deviation_from_runs(full, mine, comparison=comparison)
     want = subpopulation_deviation(pred, sub.index)
     _same_deviation(got, want)
+    # handed over as a list (the deck's way: its sums let go as read), the same deviation
+    handed = list(comparison)
+    _same_deviation(deviation_from_runs(full, mine, comparison=handed), want)
+    assert handed == []
 
 
 @pytest.mark.parametrize("shape", ["beta", "u"])

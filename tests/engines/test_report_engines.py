@@ -268,7 +268,8 @@ def test_a_finding_above_the_engine_s_runs_is_exact_when_the_budget_holds_it(
 
     monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 100)
     if not held:
-        monkeypatch.setattr(report_module, "exact_runs_limit", lambda args, reserve=0: 100)
+        monkeypatch.setattr(report_module, "exact_runs_limit",
+                            lambda args, reserve=0, weighted=False: 100)
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
                   "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
@@ -557,7 +558,7 @@ def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, re
     # a finding's run costs 224 bytes here and 64 in DuckDB: 1,000 fill the room
     assert report_module.exact_runs_limit(args) == 1000
     assert report_module.exact_runs_limit(args, reserve=190_000) == 340
-    full = SimpleNamespace(bins=1000, score=np.zeros(1000))
+    full = SimpleNamespace(bins=1000, score=np.zeros(1000), weighted=False)
     # finding 1: its rows read, 316 runs (300 distinct, +5%); finding 2: 736 runs
     counted = {1: (400, 300), 2: (5000, 700)}
     grouped = report_module._finding_grouping(args, full, counted, read_reserve, {1})
@@ -571,3 +572,32 @@ def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, re
                                               full, counted, read_reserve, {1})
     assert not grouped[1][0]
     assert not grouped[2][0]
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_a_finding_s_runs_are_budgeted_at_the_bytes_of_their_kind(monkeypatch, weighted):
+    """Weighted rows' runs cost more (two more sums a run, the deviation's own abscissa):
+    with 224 bytes a run unweighted, 352 weighted and 64 in DuckDB, a room of 288,000 bytes
+    holds 1,000 unweighted runs and 692 weighted (288,000 // 416), so a finding of 700
+    distinct scores (736 runs with the 5% margin) is exact unweighted and in fine bins
+    weighted (worked by hand)."""
+    import argparse
+    from types import SimpleNamespace
+
+    import mcviz.cli.metrics as metrics_module
+    import mcviz.cli.report as report_module
+    import mcviz.engines.memory as memory
+    import mcviz.settings as settings
+
+    monkeypatch.setattr(memory, "FINDING_RUN_BYTES", 224)
+    monkeypatch.setattr(memory, "FINDING_WEIGHTED_RUN_BYTES", 352)
+    monkeypatch.setattr(memory, "FINDING_ENGINE_RUN_BYTES", 64)
+    monkeypatch.setattr(memory, "duckdb_room", lambda limit, reserve=0: 288_000 - reserve)
+    monkeypatch.setattr(metrics_module, "_runs_reserve", lambda args: 0)
+    monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 100)
+    args = argparse.Namespace(engine="duckdb", memory_limit="2GB")
+    assert report_module.exact_runs_limit(args, weighted=weighted) == (692 if weighted
+                                                                        else 1000)
+    full = SimpleNamespace(bins=1000, score=np.zeros(1000), weighted=weighted)
+    grouped = report_module._finding_grouping(args, full, {1: (5000, 700)}, 0, set())
+    assert grouped[1] == ((True, memory.RUN_BYTES * 1000) if weighted else (False, 224 * 736))

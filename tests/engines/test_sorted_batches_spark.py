@@ -51,3 +51,43 @@ def test_the_stream_is_sorted_across_many_partitions(tmp_path, monkeypatch):
     np.testing.assert_array_equal(got_s, np.sort(frame["s"].to_numpy()))
     np.testing.assert_array_equal(np.sort(got_i), np.arange(2_000))  # each row once
     np.testing.assert_array_equal(got_s, frame["s"].to_numpy()[got_i])  # rows kept whole
+
+
+def test_the_held_out_stream_is_cut_by_the_rows_held_out(tmp_path, monkeypatch):
+    """``mcviz compare --engine spark``'s held-out pass: its rows are counted after the searched
+    rows are taken out (``exclude_rows`` leaves ``engine.n`` at 0), and the stream is cut by
+    that count, not into the floor's four partitions (four of 2.4*10^6 rows at 10^7 ran the
+    JVM out of heap serialising one as a task result). Every held-out row once: the sums
+    against numpy's over the rows not searched."""
+    from mcviz.compare import groups_at_scale
+    from mcviz.engines import holdout
+    from mcviz.engines.base import Columns
+    from mcviz.engines.holdout import exclude_rows
+    from mcviz.engines.spark_engine import SparkEngine
+
+    rng = np.random.default_rng(12)
+    frame = pd.DataFrame({"s": rng.random(2_000).round(3), "sb": rng.random(2_000).round(3),
+                          "y": rng.integers(0, 2, 2_000)})
+    path = tmp_path / "rows.parquet"
+    frame.to_parquet(path, index=False)
+    monkeypatch.setattr(holdout, "SORTED_PARTITION_ROWS", 128)
+    served = []
+    with local_spark() as session:
+        frames = type(session.range(1))
+        iterate = frames.toLocalIterator
+
+        def spy(self, prefetchPartitions=False):
+            served.append(self.rdd.getNumPartitions())
+            return iterate(self, prefetchPartitions=prefetchPartitions)
+
+        monkeypatch.setattr(frames, "toLocalIterator", spy)
+        engine = SparkEngine(path, Columns("s", "y", None), spark=session)
+        engine.overview()
+        exclude_rows(engine, np.column_stack((np.zeros(500, dtype=np.int64), np.arange(500))))
+        held = groups_at_scale._stream(engine, "sb", [()], 1_500)
+    assert served == [12]  # ceil(1,500 / 128)
+    rest = frame.iloc[500:]
+    v = (rest["y"] - rest["s"]).to_numpy()
+    np.testing.assert_allclose(held.calibration[0, 0], [1_500, 1_500, v.sum(), v @ v, v.sum(),
+                                                        1_500], rtol=1e-12)
+    assert held.sums[0, 0] == 1_500

@@ -18,14 +18,16 @@ import numpy as np
 __all__ = ["reflected_density"]
 
 
-def _reflected_bandwidth(s: np.ndarray, count: np.ndarray | None = None) -> float:
+def _reflected_bandwidth(s: np.ndarray, count: np.ndarray | None = None, *,
+                         rows: np.ndarray | None = None) -> float:
     """R's ``bw.nrd0`` of the reflected sample (-s, s, 2 - s), without building it.
 
     For ascending ``s`` the reflected sample in ascending order is
     ``(-s[::-1], s, 2 - s[::-1])``, so its quantiles are read off by index and its variance
     follows from the sums of s and s². With ``count`` the values ``s`` are distinct and
     ``count`` rows stand at each (sums per distinct score): row ``i`` is read at the value
-    whose cumulative count first exceeds ``i``.
+    whose cumulative count first exceeds ``i``; ``rows`` is the count as float when held (no
+    converted copy for the sums).
     """
     if count is None:
         n, first, second = s.size, float(s.sum()), float(s @ s)
@@ -33,8 +35,10 @@ def _reflected_bandwidth(s: np.ndarray, count: np.ndarray | None = None) -> floa
         def row(i: np.ndarray) -> np.ndarray:
             return s[i]
     else:
-        ends = np.cumsum(count)
-        n, first, second = int(ends[-1]), float(count @ s), float(count @ (s * s))
+        rows = count if rows is None else rows  # int64 @ float converts it: the same values
+        first, second = float(rows @ s), float(rows @ (s * s))
+        ends = np.cumsum(count)  # after the sums' working arrays are let go
+        n = int(ends[-1])
 
         def row(i: np.ndarray) -> np.ndarray:
             return s[np.searchsorted(ends, i, side="right")]
@@ -66,24 +70,88 @@ def _linear_binning(position: np.ndarray, w: np.ndarray | float, points: int) ->
     cell c + 1; whatever lands outside cells 0..points-1 is dropped (BinDist's edge rules).
     The positions are ascending, so each cell's rows are one run, summed by ``reduceat``.
     """
-    binned = np.zeros(points)
-    begin = int(np.searchsorted(position, -1.0, side="left"))
-    end = int(np.searchsorted(position, float(points), side="left"))
-    if begin == end:
+    sums = _CellSums(points)
+    sums.add(position, w)
+    return sums.binned()
+
+
+class _CellSums:
+    """Each cell's two sums of :func:`_linear_binning`, gathered from ascending pieces.
+
+    A cell's rows summed in one piece give the sums of the whole; only a cell cut between
+    pieces (more rows than a piece) is summed piece by piece (the order of additions).
+    """
+
+    def __init__(self, points: int) -> None:
+        self.points = points
+        # cells -1..points-1 (a position in [-1, 0) still gives cell 0 its upper share)
+        self.lower, self.upper = np.zeros(points + 1), np.zeros(points + 1)
+        self.filled = np.zeros(points + 1, dtype=bool)
+
+    def add(self, position: np.ndarray, w: np.ndarray | float) -> bool:
+        """Add the rows at ``position`` (ascending); True when one lies beyond the last cell."""
+        begin = int(np.searchsorted(position, -1.0, side="left"))
+        end = int(np.searchsorted(position, float(self.points), side="left"))
+        if begin < end:
+            position = position[begin:end]
+            cell = np.floor(position)
+            upper = np.multiply(position - cell, w if np.isscalar(w) else w[begin:end])
+            lower = (w if np.isscalar(w) else w[begin:end]) - upper
+            first = int(cell[0])
+            runs = np.searchsorted(position, np.arange(first, int(cell[-1]) + 1, dtype=float))
+            full = np.diff(np.append(runs, position.size)) > 0  # reduceat repeats at empties
+            at = np.arange(first, first + runs.size)[full] + 1
+            self.lower[at] += np.add.reduceat(lower, runs)[full]
+            self.upper[at] += np.add.reduceat(upper, runs)[full]
+            self.filled[at] = True
+        return end < position.size
+
+    def binned(self) -> np.ndarray:
+        """Return cells 0..points-1: each its rows' lower shares, then the cell below's upper."""
+        binned = np.zeros(self.points)
+        cells = np.arange(-1, self.points)
+        for values, target in ((self.lower, cells), (self.upper, cells + 1)):
+            keep = self.filled & (target >= 0) & (target < self.points)
+            binned[target[keep]] += values[keep]
         return binned
-    position = position[begin:end]
-    cell = np.floor(position)
-    upper = np.multiply(position - cell, w if np.isscalar(w) else w[begin:end])
-    lower = (w if np.isscalar(w) else w[begin:end]) - upper
-    first = int(cell[0])
-    runs = np.searchsorted(position, np.arange(first, int(cell[-1]) + 1, dtype=float))
-    empty = np.diff(np.append(runs, position.size)) == 0  # reduceat would repeat a value
-    cells = np.arange(first, first + runs.size)
-    for values, target in ((lower, cells), (upper, cells + 1)):
-        sums = np.add.reduceat(values, runs)
-        keep = ~empty & (target >= 0) & (target < points)
-        binned[target[keep]] += sums[keep]
-    return binned
+
+
+def _binned_copy(sample: np.ndarray, shift: float, scale: float, weight: np.ndarray | None,
+                 share: float, grid: tuple[float, float, int], piece: int | None) -> np.ndarray:
+    """:func:`_linear_binning` of the copy ``shift + scale·s`` in pieces of ``piece`` rows.
+
+    A row weighs ``share`` (without ``weight``), else its weight over ``share``; ``grid`` is
+    (from, cell width, cells). Each piece's positions and weights are the whole copy's,
+    element by element (the same operations on the same values); a piece
+    ends where its last cell begins (that cell goes whole into the next piece) unless the
+    piece is that one cell. None: one piece.
+    """
+    lo, delta, points = grid
+    n = sample.size
+    piece = n if piece is None else max(int(piece), 1)
+    sums = _CellSums(points)
+    start = 0
+    while start < n:
+        stop = min(start + piece, n)
+        w: np.ndarray | float = share
+        if scale == 1.0:
+            position = (sample[start:stop] + shift) - lo
+            if weight is not None:
+                w = weight[start:stop] / share
+        else:  # shift - s, ascending once reversed
+            position = ((shift - sample[n - stop:n - start]) - lo)[::-1]
+            if weight is not None:
+                w = (weight[n - stop:n - start] / share)[::-1]
+        position /= delta
+        if stop < n:  # the last cell goes whole into the next piece when another is there
+            cut = int(np.searchsorted(position, np.floor(position[-1]), side="left"))
+            if cut > 0:
+                position, stop = position[:cut], start + cut
+                w = w if np.isscalar(w) else w[:cut]
+        if sums.add(position, w):
+            break
+        start = stop
+    return sums.binned()
 
 
 def _r_density(
@@ -93,6 +161,8 @@ def _r_density(
     high_value: float,
     bandwidth: float,
     points: int = 512,
+    *,
+    piece: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gaussian kernel density as R's ``density(x, bw, from, to)`` computes it.
 
@@ -101,22 +171,18 @@ def _r_density(
     cells spanning [from - 4·bw, to + 4·bw]; values beyond that range are dropped, the edge
     cells keep their share, the total mass is not renormalised), then convolved by FFT.
     Returns R's internal grid ``xords`` and density ``kords``; R's ``approx(xords, kords, x)``
-    is ``np.interp``.
+    is ``np.interp``. ``piece``: bin ``piece`` rows at a time (:func:`_binned_copy`: a few
+    arrays of that size, not of the sample's; the same numbers while no cell holds more rows).
     """
     lo = low_value - 4.0 * bandwidth
     up = high_value + 4.0 * bandwidth
     delta = (up - lo) / (points - 1)
     binned = np.zeros(2 * points)
-    shared = None if weight is None else weight / (weight.sum() * len(copies))
     for sample, shift, scale in copies:
-        w = 1.0 / (sample.size * len(copies)) if shared is None else shared
-        if scale == 1.0:
-            position = (sample + shift) - lo
-        else:  # shift - s, ascending once reversed
-            position = ((shift - sample) - lo)[::-1]
-            w = w if shared is None else w[::-1]
-        position /= delta
-        binned[:points] += _linear_binning(position, w, points)
+        share = (1.0 / (sample.size * len(copies)) if weight is None
+                 else weight.sum() * len(copies))
+        binned[:points] += _binned_copy(sample, shift, scale, weight, share,
+                                        (lo, delta, points), piece)
     kords = np.linspace(0.0, 2.0 * (up - lo), 2 * points)
     kords[points + 1 :] = -kords[points - 1 : 0 : -1]
     kernel = np.exp(-0.5 * (kords / bandwidth) ** 2) / (bandwidth * np.sqrt(2.0 * np.pi))

@@ -50,6 +50,13 @@ from mcviz.stats.smoothing.neighbours import _window_bounds, _window_sums, bisec
 __all__ = ["lcs_from_runs"]
 
 
+DENSITY_PIECE = 1 << 18
+"""Runs binned at a time for the density (:func:`~mcviz.stats.smoothing.density._r_density`'s
+``piece``): its working arrays are a few of this size (about 12 MB), not of the runs'. The
+numbers are those of one piece while no cell of the density's 512 holds more runs (the cells
+of a piece are summed whole; a larger cell is summed piece by piece)."""
+
+
 class _Rows:
     """The sorted rows of runs, read by position without building them."""
 
@@ -60,6 +67,10 @@ class _Rows:
 
     def __getitem__(self, i):
         return self.score[np.searchsorted(self.ends, i, side="right")]
+
+    def before(self, run: np.ndarray) -> np.ndarray:
+        """Rows before each run (the rows through run - 1; 0 before the first)."""
+        return np.where(run > 0, self.ends[np.maximum(run - 1, 0)], 0)
 
 
 def _radius(rows: _Rows, at: np.ndarray, q: int) -> np.ndarray:
@@ -107,7 +118,9 @@ def lcs_from_runs(score: np.ndarray, count: np.ndarray, weight: np.ndarray,
     r"""Return :func:`~mcviz.stats.smoothing.local_calibration_score` of runs, and its bound.
 
     ``score`` ascending (distinct, or fine bins of width ``bin_width``), per run its rows
-    ``count``, :math:`\sum W` and :math:`\sum W R` (unweighted: ``weight`` equals ``count``).
+    ``count``, :math:`\sum W` and :math:`\sum W R` (unweighted: ``weight`` equals ``count``,
+    as float, and stands for it). Beside the runs it holds their cumulative rows and a few
+    arrays of :data:`DENSITY_PIECE` runs (the density binned piece by piece).
     The bound is None for distinct scores (the in-memory result up to rounding), else
     :math:`|\hat g_{\text{bins}}(l_j) - \hat g(l_j)|` at most, per grid point (module notes).
     LCS :math:`= \sum_j w_j (\hat g(l_j) - l_j)^2` (eq. (6) of paper 004).
@@ -119,6 +132,9 @@ def lcs_from_runs(score: np.ndarray, count: np.ndarray, weight: np.ndarray,
         raise ValidationError(f"span must lie in (0, 1], not {span!r}.")
     if s.size == 0 or grid_points < 2:
         raise ValidationError("the LCS needs rows and at least two grid points.")
+    # the bandwidth first: its sums' working arrays never stand beside the cumulative rows
+    # (unweighted, w is the rows as float and stands for them)
+    bandwidth = _reflected_bandwidth(s, count, rows=w if not weighted else None)
     rows = _Rows(score=s, count=count)
     n = rows.n
     k = int(np.floor(span * n))
@@ -128,18 +144,16 @@ def lcs_from_runs(score: np.ndarray, count: np.ndarray, weight: np.ndarray,
     grid = _grid(s, grid_points)
     radius = _radius(rows, grid, k)
     lo, hi = _window_bounds(s, grid, radius)  # whole runs: every tied row is in or out
-    ends = np.concatenate(([0], rows.ends))
-    window = ends[hi] - ends[lo]  # rows in each window
+    window = rows.before(hi) - rows.before(lo)  # rows in each window
     total, labelled = _window_sums([w, wr], lo, hi)
     mean = labelled / total
     events = mean * window if weighted else labelled
     fit = np.clip(mean, 0.0, 1.0)
     internal = max(grid_points, 512)
     internal = internal if internal == 512 else int(2 ** np.ceil(np.log2(internal)))
-    bandwidth = _reflected_bandwidth(s, count)
-    mass = w if weighted else count.astype(float)
     density_grid, density_values = _r_density([(s, 0.0, -1.0), (s, 0.0, 1.0), (s, 2.0, -1.0)],
-                                              mass, 0.0, 1.0, bandwidth, internal)
+                                              w, 0.0, 1.0, bandwidth, internal,
+                                              piece=DENSITY_PIECE)
     density = np.interp(grid, density_grid, density_values)
     weights = density / density.sum() if density.sum() > 0 else np.full(grid.size, 1 / grid.size)
     lower, upper = _probit_band(fit, window)
@@ -153,6 +167,5 @@ def lcs_from_runs(score: np.ndarray, count: np.ndarray, weight: np.ndarray,
         density_y=_readonly(3.0 * np.interp(density_x, density_grid, density_values)),
         bandwidth=bandwidth, boundary=_readonly((grid <= below) | (grid >= above)),
         boundary_below=below, boundary_above=above, jitter=False)
-    bound = None if bin_width is None else _bin_bound(s, w if weighted else count.astype(float),
-                                                      grid, radius, float(bin_width))
+    bound = None if bin_width is None else _bin_bound(s, w, grid, radius, float(bin_width))
     return result, bound
