@@ -71,8 +71,7 @@ def _check_numeric_scores(args: argparse.Namespace, first: str) -> None:
         schema = pq.read_schema(first)
     except (OSError, pa.ArrowException):  # said where the rows are read
         return
-    for flag in ("score", "score_b"):
-        name = getattr(args, flag, None)
+    for name in (getattr(args, "score", None),):  # compare checks --score-b itself
         if not name or name not in schema.names:
             continue
         kind = schema.field(name).type

@@ -106,7 +106,6 @@ def _with_engine(args: argparse.Namespace) -> dict:
     from mcviz.engines.base import rows_in_files
 
     require_engine(args.engine)
-    files = engine_files(args)  # a CSV: one line, before the budget reads a schema
     for option in ("probabilities", "weighting", "rho"):  # as the search at scale refuses them
         if getattr(args, option, None) is not None:
             raise ValidationError(f"--{option} is not supported when the search runs on a "
@@ -116,6 +115,7 @@ def _with_engine(args: argparse.Namespace) -> dict:
         rows = _budget_rows(args, _common.split(args.covariates))
     if rows < 1:
         raise ValidationError(f"--sample-rows must be positive, not {rows}.")
+    files = engine_files(args)  # a CSV or a text score: one line
     total = rows_in_files(files)
     if not (IN_MEMORY_WHEN_SAMPLED_WHOLE and total is not None and total <= rows):
         return _at_scale(args, rows, total)

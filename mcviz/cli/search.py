@@ -191,7 +191,6 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
     from mcviz.cli.screen import cancel_engine, make_engine, read_sample_interruptible
     from mcviz.engines.memory import PYTHON_WORKER
 
-    files = engine_files(args)  # a CSV: one line, before the budget reads a schema
     covariates = _common.split(args.covariates)
     rows, sample_note = args.sample_rows, ""
     if rows is None:
@@ -202,6 +201,7 @@ def search_at_scale(args: argparse.Namespace) -> AtScale:
         if getattr(args, option, None) is not None:
             raise ValidationError(f"--{option} is not supported when the search runs on a "
                                   f"sample (--engine {args.engine}); use one score column.")
+    files = engine_files(args)  # a CSV or a text score: one line (the limit refused first)
     keyed = args.engine != "numpy"
     # before the sample is drawn: the stream's blocks at their fewest members (the population
     # and its held-out rows) and the compiled loops

@@ -91,3 +91,37 @@ def test_the_held_out_stream_is_cut_by_the_rows_held_out(tmp_path, monkeypatch):
     np.testing.assert_allclose(held.calibration[0, 0], [1_500, 1_500, v.sum(), v @ v, v.sum(),
                                                         1_500], rtol=1e-12)
     assert held.sums[0, 0] == 1_500
+
+
+@pytest.mark.parametrize("how", ["exclude", "flag"])
+def test_the_searched_rows_leave_by_a_broadcast_join_not_a_sort(tmp_path, how):
+    """The rows the search looked at are taken out (``exclude_rows``) or flagged
+    (``flag_searched``) by a broadcast hash join on one long key: a sort-merge join on (file,
+    row) sorted 10^7 rows in four partitions and ran a 566 MiB heap out (``mcviz compare
+    --engine spark --memory-limit 3GB``). The rows kept are the rows not searched, across two
+    files (the key's file part)."""
+    from mcviz.engines.base import Columns
+    from mcviz.engines.holdout import HELD, exclude_rows, flag_searched
+    from mcviz.engines.spark_engine import SparkEngine
+
+    rng = np.random.default_rng(5)
+    paths = []
+    for k in range(2):
+        frame = pd.DataFrame({"s": rng.random(1_000), "y": rng.integers(0, 2, 1_000),
+                              "id": np.arange(1_000) + 1_000 * k})
+        paths.append(tmp_path / f"part{k}.parquet")
+        frame.to_parquet(paths[-1], index=False)
+    searched = np.array([[0, 3], [0, 999], [1, 0], [1, 500]], dtype=np.int64)
+    with local_spark() as session:
+        engine = SparkEngine([str(p) for p in paths], Columns("s", "y", None), spark=session)
+        engine.overview()
+        (exclude_rows if how == "exclude" else flag_searched)(engine, searched)
+        view = session.table(engine.source)
+        plan = view._jdf.queryExecution().executedPlan().toString()
+        rows = view.toPandas()
+    assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan, plan
+    taken = {3, 999, 1_000, 1_500}
+    if how == "flag":
+        assert sorted(rows.loc[~rows[HELD], "id"]) == sorted(taken)
+        rows = rows[rows[HELD]]
+    assert sorted(rows["id"]) == sorted(set(range(2_000)) - taken)
