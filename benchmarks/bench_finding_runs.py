@@ -108,7 +108,8 @@ def _child(p: dict) -> dict:
                                     covariates={"x": rng.random(100)})
     sub = filter_subpopulation(small, f"x < {p['share']}")
     (size, distinct), = finding_counts_table(table, columns, (tuple(sub.conditions),))
-    at_scale = SimpleNamespace(pred=SimpleNamespace(covariate_kinds={"x": "ordinal"}))
+    at_scale = SimpleNamespace(pred=SimpleNamespace(covariate_kinds={"x": "ordinal"},
+                                                score_column="score"))
     grouped = {1: (False, finding_runs_bytes(distinct, weighted=p["weighted"]))}
     gc.collect()
     pa.default_memory_pool().release_unused()
