@@ -110,8 +110,8 @@ def flag_searched(engine, keys: np.ndarray) -> None:
         from pyspark.sql import functions as F
 
         keyed, searched = _spark_keyed(engine, keys)
-        searched = F.broadcast(searched.withColumn(HELD, F.lit(False)))
-        flagged = keyed.join(searched, SPARK_KEY, "left").drop(SPARK_KEY)
+        searched = searched.withColumn(HELD, F.lit(False))
+        flagged = keyed.join(searched, [FILE_KEY, ROW_KEY], "left").drop(FILE_KEY, ROW_KEY)
         flagged = flagged.withColumn(HELD, F.coalesce(F.col(HELD), F.lit(True)))
         engine.source = "__mcviz_flagged"
         flagged.createOrReplaceTempView(engine.source)
@@ -187,30 +187,15 @@ def _same_file(uri: str, name: str) -> bool:
 
 
 def _exclude_spark(engine, keys: np.ndarray) -> None:
-    from pyspark.sql import functions as F
-
     keyed, searched = _spark_keyed(engine, keys)
-    held = keyed.join(F.broadcast(searched), SPARK_KEY, "left_anti").drop(SPARK_KEY)
+    held = keyed.join(searched, [FILE_KEY, ROW_KEY], "left_anti").drop(FILE_KEY, ROW_KEY)
     engine.source = "__mcviz_held_out"
     held.createOrReplaceTempView(engine.source)
     engine.n = 0  # counted again by the next overview
 
 
-SPARK_KEY = "__mcviz_key"
-"""One long per row on Spark: its file's position times 2^40 plus its row index in the file."""
-FILE_SHIFT = 1 << 40
-"""Row indices below 2^40 (10^12 rows a file); positions of up to 2^23 files."""
-
-
 def _spark_keyed(engine, keys: np.ndarray):
-    """Return the engine's rows with one key each (:data:`SPARK_KEY`) and the searched keys.
-
-    The searched keys are one long column, joined by broadcast (a hash of the sample's keys
-    beside each task): the rows stream through in their own partitions, unsorted. A
-    sort-merge join on (file, row) sorted the table in ``spark.sql.shuffle.partitions`` (4)
-    partitions of 2.5*10^6 rows at 10^7 and ran a 566 MiB heap out (``mcviz compare
-    --engine spark --memory-limit 3GB``'s held-out pass).
-    """
+    """Return the engine's rows with their (file, row) keys and the searched keys (Spark)."""
     from pyspark.sql import functions as F
 
     frame = engine.spark.read.parquet(*engine.files)
@@ -225,13 +210,9 @@ def _spark_keyed(engine, keys: np.ndarray):
                                   "given once; give each file once, as a local path.")
         pairs.append((uri, match[0]))
     files = engine.spark.createDataFrame(pairs, f"{FILE_KEY} string, f long")
-    keyed = (keyed.join(F.broadcast(files), FILE_KEY)
-             .withColumn(SPARK_KEY, F.col("f") * FILE_SHIFT + F.col(ROW_KEY))
-             .drop("f", FILE_KEY, ROW_KEY))
-    keys = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
     searched = engine.spark.createDataFrame(
-        pd.DataFrame({SPARK_KEY: keys[:, 0] * FILE_SHIFT + keys[:, 1]}), f"{SPARK_KEY} long")
-    return keyed, searched
+        pd.DataFrame({"f": keys[:, 0], ROW_KEY: keys[:, 1]}), f"f long, {ROW_KEY} long")
+    return keyed, searched.join(F.broadcast(files), "f").drop("f")
 
 
 def role_rows_sql(engine, q: sql.Query) -> str:
