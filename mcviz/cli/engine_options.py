@@ -71,19 +71,19 @@ def _check_numeric_scores(args: argparse.Namespace, first: str) -> None:
         schema = pq.read_schema(first)
     except (OSError, pa.ArrowException):  # said where the rows are read
         return
-    for name in (getattr(args, "score", None),):  # compare checks --score-b itself
-        if not name or name not in schema.names:
-            continue
-        kind = schema.field(name).type
-        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
-                or pa.types.is_decimal(kind)):
-            held = ("text" if pa.types.is_string(kind) or pa.types.is_large_string(kind)
-                    else f"{kind} values")
-            raise ValidationError(
-                f"column {name!r} holds {held} in {first!r}; --engine {args.engine} "
-                "needs a numeric score: cast it to float in the file (e.g. pandas: "
-                f"df[{name!r}] = df[{name!r}].astype(float)), or analyse it in memory without "
-                "--engine.", column=name)
+    name = getattr(args, "score", None)  # compare checks --score-b itself
+    if not name or name not in schema.names:
+        return
+    kind = schema.field(name).type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+            or pa.types.is_decimal(kind)):
+        held = ("text" if pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                else f"{kind} values")
+        raise ValidationError(
+            f"column {name!r} holds {held} in {first!r}; --engine {args.engine} "
+            "needs a numeric score: cast it to float in the file (e.g. pandas: "
+            f"df[{name!r}] = df[{name!r}].astype(float)), or analyse it in memory without "
+            "--engine.", column=name)
 
 
 def engine_share(memory_limit: str | None, *, reserve: int = 0, what: str = "this command",
