@@ -143,6 +143,19 @@ def launched() -> Iterator:
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        new_context = browser.new_context
+
+        def watched_context(**options):
+            """A context whose pages record the app's run state (:data:`RUN_STATE_JS`)."""
+            context = new_context(**options)
+            context.add_init_script(RUN_STATE_JS)
+            # an action (click, upload) waits for its element as long as the pages' headings
+            # (Playwright's 30 s timed out under load 30-40 on main and here: a menu click, an
+            # upload right after the page's first run)
+            context.set_default_timeout(120_000)
+            return context
+
+        browser.new_context = watched_context
         try:
             yield browser
         finally:
@@ -183,20 +196,56 @@ def page_at(browser, base: str, path: str = "/", *, heading: str = "Data", width
 
 def open_page(page, title: str) -> None:
     """Click a page in the navigation (sidebar, or the top bar in presentation mode)."""
-    page.get_by_role("link", name=title, exact=True).first.click()
+    # the link is waited for as long as the heading (30 s, Playwright's default, was too short
+    # under load right after a new session opened)
+    page.get_by_role("link", name=title, exact=True).first.click(timeout=120_000)
     page.get_by_role("heading", name=title).first.wait_for(timeout=120_000)
 
 
-def wait_idle(page, timeout: float = 120_000) -> None:
-    """Wait until the app stops running (the "Running..." status widget disappears)."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+RUN_STATE_FUNCTION = """
+() => {
+  if (window.__mcvizRuns) return;
+  // the app root's data-test-script-state (initial / running / rerunRequested / notRunning, as
+  // Streamlit's own e2e wait_for_app_run reads it): when it last changed, and the last input
+  const runs = window.__mcvizRuns = {changed: performance.now(), input: -Infinity};
+  const input = () => { runs.input = performance.now(); };
+  for (const name of ['pointerdown', 'keydown', 'input', 'change'])
+    window.addEventListener(name, input, true);
+  new MutationObserver(() => { runs.changed = performance.now(); }).observe(
+      document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
+}
+"""
+RUN_STATE_JS = f"({RUN_STATE_FUNCTION})()"
+"""An init script (added to every context :func:`launched` makes): ``window.__mcvizRuns``
+holds when the app root's run state last changed and when the last input event came."""
 
-    status = page.locator("[data-testid=stStatusWidgetRunningIcon], "
-                          "[data-testid=stStatusWidgetRunningManIcon]").first
-    # the widget shows up shortly after a run starts; a quick run may never show it
-    with contextlib.suppress(PlaywrightTimeout):
-        status.wait_for(state="visible", timeout=1_000)
-    status.wait_for(state="hidden", timeout=timeout)
+IDLE_JS = """
+([quiet, answer]) => {
+  const runs = window.__mcvizRuns, now = performance.now();
+  const root = document.querySelector('[data-testid=stApp]');
+  if (!runs || !root || root.getAttribute('data-test-script-state') !== 'notRunning')
+    return false;
+  // no run since the last input: that input may still ask for one (wait `answer` ms for it)
+  return now - runs.changed >= quiet && (runs.changed > runs.input || now - runs.input >= answer);
+}
+"""
+QUIET_MS = 300
+"""How long the app must have been idle (no run state change) before :func:`wait_idle` returns."""
+ANSWER_MS = 1_000
+"""How long an input that started no run is given to start one (the old fixed wait)."""
+
+
+def wait_idle(page, timeout: float = 120_000) -> None:
+    """Wait until the app stops running: its root says ``notRunning`` and has said so for
+    :data:`QUIET_MS`, and the last input (click, key, upload) is followed by a run, or is
+    :data:`ANSWER_MS` old (an input that asks for no run).
+
+    Before, a fixed 1 s wait for the "Running..." widget ran on every call (Streamlit shows
+    it only once a run is 500 ms old, so a quick run never showed it and the call lost 1 s).
+    """
+    if not page.evaluate("() => Boolean(window.__mcvizRuns)"):  # a context not from launched()
+        page.evaluate(RUN_STATE_FUNCTION)
+    page.wait_for_function(IDLE_JS, arg=[QUIET_MS, ANSWER_MS], timeout=timeout)
 
 
 def wait_charts(page, count: int = 1, timeout: float = 120_000) -> None:
