@@ -1,10 +1,12 @@
 """Real browser on the Compare page: a fresh server's /compare link (Adult demo, the GBM against
-the logistic model) at 1440x900, then in presentation mode at 1920x1080; no exception, no legend
-over an axis title, the verdict, both charts and a group to open in Review.
+the logistic model) opened in presentation mode (``pm=1`` in the address) at 1920x1080; no
+exception, no legend over an axis title, the verdict, both charts and a group to open in Review.
 
-One server and chromium for the module (conftest's ``app_url`` and ``browser``): the first case
-opens its link on the fresh server, the others open theirs in a new browser context (a new
-session, as a colleague opening the link; a fresh server per case cost about 15 s each)."""
+The same link at 1440x900 (and switched to presentation mode by its toggle), and Review with
+both models (the link "Open in Review" gives), are test_pages_browser's test_every_page_holds
+[compare] and [review-ab]: the same checks and what these pages show (its ``HOLDS``), on one
+page load each. One server and chromium for the module (conftest's ``app_url`` and
+``browser``)."""
 
 from __future__ import annotations
 
@@ -16,11 +18,9 @@ pytestmark = pytest.mark.browser
 LINK = "/compare?demo=adult&score2=score_logistic&cthr=0.3"
 
 
-@pytest.mark.parametrize(("width", "height", "presentation"),
-                         [(1440, 900, False), (1920, 1080, True)])
-def test_compare_page_in_a_real_browser(app_url, browser, width, height, presentation):
-    link = LINK + ("&pm=1" if presentation else "")
-    with page_at(browser, app_url, link, heading="Compare two models", width=width,
+def test_compare_link_in_presentation_mode(app_url, browser):
+    width, height = 1920, 1080
+    with page_at(browser, app_url, LINK + "&pm=1", heading="Compare two models", width=width,
                  height=height) as page:
         page.get_by_text("Next step:").first.wait_for(timeout=300_000)
         wait_idle(page, timeout=300_000)
@@ -31,16 +31,3 @@ def test_compare_page_in_a_real_browser(app_url, browser, width, height, present
         opener.first.wait_for(timeout=120_000)
         assert opener.count() >= 1
         check_page(page, f"compare-{width}x{height}")
-
-
-def test_review_with_both_models_in_a_real_browser(app_url, browser):
-    # the link "Open in Review" gives on the Compare page: the group as the scope, B beside A
-    from urllib.parse import quote
-
-    link = f"/review?demo=adult&scope=filter&filter={quote('capital_gain ≥ 100')}&rb=score_logistic"
-    with page_at(browser, app_url, link, heading="Review", width=1440, height=900) as page:
-        page.get_by_text("Model B:").first.wait_for(timeout=300_000)
-        wait_idle(page, timeout=300_000)
-        wait_charts(page, 6)  # A's four charts and B's two
-        assert page.get_by_role("button", name="Show A only").count() == 1
-        check_page(page, "review-both-models-1440x900")

@@ -5,7 +5,7 @@ page is opened by its address in a fresh browser context (a colleague opening a 
 1440×900 and checked, then the same session is switched to presentation mode by its toggle at
 1920×1080 (the address gains ``pm=1``) and checked again: one page load instead of two (a
 chromium page load costs 5-10 CPU s on these machines; opening the ``pm=1`` addresses
-themselves is test_review_browser's, test_compare_browser's and test_browser's). A page fails
+themselves is test_review_browser's (Data, Subpopulations) and test_compare_browser's). A page fails
 on: an exception element; two texts of a chart that overlap (a legend over a title or
 over another text included); a legend box over a chart's plot area (where the data are); a
 table (a canvas grid) wider than its box or whose cells' text needs more than its columns
@@ -13,10 +13,14 @@ give; a chart whose data area is below 35% of its height; a chart
 title, subtitle or (horizontal) axis title running past its chart's edge; one axis with the
 same tick label twice; a widget label, select box value, toggle, button, caption or tab cut by
 its box; and, at 1440×900, a Review grid (verdict included) that does not end on the first
-screen — for the full population, the argmax subpopulation, a searched finding, a period
-opened from Monitor and after a fix was judged (their sections join the verdict). Screenshots
+screen — here for the full population and a period opened from Monitor; for the argmax
+subpopulation and a searched finding in test_review_browser (where their links reopen) and
+after a fix was judged in test_fix_browser (their sections join the verdict). Screenshots
 of the first screen go to test-artifacts/pages-<size>-<page>.png. The pages include Compare
-with both models and Review with B beside A (``review-ab``).
+with both models and Review with B beside A (``review-ab``). Some pages are also checked for
+what they show (``HOLDS``, in both sizes): Review (LAYOUT_JS: no two texts of a chart
+overlapping, rotated ones included; headline numbers not smaller than tick labels; the
+verdict), Compare (its verdict and a group to open in Review) and Review with B (B's charts).
 """
 
 from __future__ import annotations
@@ -156,6 +160,53 @@ PAGE_JS = """
 }
 """
 
+LAYOUT_JS = """
+() => {
+  const box = e => e.getBoundingClientRect();
+  const visible = e => {
+    const r = box(e);
+    if (r.width < 1 || r.height < 1 || !e.textContent.trim()) return false;
+    for (let n = e; n && n.nodeType === 1; n = n.parentNode) {
+      const s = getComputedStyle(n);
+      if (s.display === 'none' || s.visibility === 'hidden' || s.opacity === '0') return false;
+    }
+    return true;
+  };
+  const size = e => parseFloat(getComputedStyle(e).fontSize);
+  const charts = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, i) => {
+    const texts = [...plot.querySelectorAll('svg text')].filter(visible);
+    const overlaps = [];
+    for (let a = 0; a < texts.length; a++) {
+      for (let b = a + 1; b < texts.length; b++) {
+        const p = box(texts[a]), q = box(texts[b]);
+        const dx = Math.min(p.right, q.right) - Math.max(p.left, q.left);
+        const dy = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
+        if (dx > 1 && dy > 1) overlaps.push(
+          `'${texts[a].textContent.slice(0, 40)}' / '${texts[b].textContent.slice(0, 40)}'`);
+      }
+    }
+    const full = plot._fullLayout;
+    const ticks = [...plot.querySelectorAll('g.xtick text, g.ytick text')].filter(visible);
+    const title = plot.querySelector('g.g-gtitle text');
+    const spans = title ? [...title.querySelectorAll('tspan')].filter(
+        t => t.textContent.trim() && t !== title.firstElementChild) : [];
+    const sub = spans.length ? Math.min(...spans.map(size)) : null;
+    const rect = box(plot);
+    charts.push({
+      index: i, title: title ? title.textContent.slice(0, 40) : '', overlaps,
+      dataShare: full._size.h / full.height, height: full.height,
+      tick: ticks.length ? Math.max(...ticks.map(size)) : 0, headline: sub,
+      top: rect.top, bottom: rect.bottom,
+    });
+  });
+  const verdict = document.querySelector('.st-key-verdict');
+  return {charts, verdict: verdict ? {top: box(verdict).top, bottom: box(verdict).bottom,
+                                      text: verdict.innerText} : null};
+}
+"""
+
+
 SIZES = {"normal": (1440, 900, ""), "presentation": (1920, 1080, "&pm=1")}
 PAGES = (  # address, the charts it draws at least
     ("data?demo=adult", 1), ("review?demo=adult", 4), ("calibration?demo=adult", 3),
@@ -165,12 +216,63 @@ PAGES = (  # address, the charts it draws at least
     ("compare?demo=adult&score2=score_logistic&cthr=0.3", 2),  # both models (A and B)
     ("review?demo=adult&scope=filter&filter=capital_gain%20%E2%89%A5%20100&rb=score_logistic", 6))
 REVIEW_SCOPES = {  # scope: (the address opened first, the button clicked there, then Review)
-    # the full population at 1440x900 is test_review_browser's test_review_layout_holds (the
-    # verdict and the grid on the first screen) and test_every_page_holds[review-normal] here;
-    # the grid after a fix was judged is test_fix_browser's (on its planted data)
-    "argmax": ("review?demo=adult&sp=1&l=100&scope=argmax", None),
-    "finding": ("review?demo=flights&smode=searched&sp=1&scope=sub&ssub=1", None),
+    # the full population is test_every_page_holds[review] here (LAYOUT_JS too, and the grid on
+    # the first screen at 1440x900); the argmax and a searched finding are checked where their
+    # links are reopened (test_review_browser's test_argmax_link_reopens_on_a_fresh_browser and
+    # test_searched_finding_link_reopens_on_a_fresh_browser), the grid after a fix was judged
+    # in test_fix_browser (on its planted data)
     "monitor": ("monitor?demo=flights", "Open in Review")}
+
+
+def review_layout_problems(layout: dict, name: str) -> list[str]:
+    """LAYOUT_JS's ``layout`` of a Review page: two texts of a chart that overlap (rotated texts
+    included), a data area below 35% of a chart, headline numbers smaller than tick labels."""
+    problems = []
+    for chart in layout["charts"]:
+        label = f"{name} chart {chart['index']} ({chart['title']})"
+        if chart["overlaps"]:
+            problems.append(f"{label}: overlapping texts {chart['overlaps'][:5]}")
+        if chart["dataShare"] < 0.35:
+            problems.append(f"{label}: data area {chart['dataShare']:.0%} of "
+                            f"{chart['height']} px")
+        if chart["headline"] is not None and chart["headline"] < chart["tick"]:
+            problems.append(f"{label}: headline {chart['headline']} px < ticks "
+                            f"{chart['tick']} px")
+    return problems
+
+
+def _review_holds(page, size: str, layout: dict) -> None:
+    """The full population's Review (once test_review_browser's test_review_layout_holds): four
+    charts, LAYOUT_JS's checks, the verdict; at 1440x900 the verdict and grid on one screen."""
+    review = page.evaluate(LAYOUT_JS)
+    assert len(review["charts"]) == 4, review["charts"]
+    problems = review_layout_problems(review, f"review-{size}")
+    assert not problems, "\n".join(problems)
+    assert review["verdict"] is not None
+    assert "calibrated" in review["verdict"]["text"]
+    if size == "normal":
+        assert_grid_on_the_first_screen(layout)
+
+
+def _compare_holds(page, size: str, layout: dict) -> None:
+    """Compare with both models (once test_compare_browser's 1440x900 case): the next step, the
+    verdict, a group to open in Review (the groups' buttons come after the charts)."""
+    page.get_by_text("Next step:").first.wait_for(timeout=300_000)
+    assert page.get_by_text("B predicts worse than A overall").count() == 1
+    opener = page.get_by_role("button", name="Open in Review: capital_gain")
+    opener.first.wait_for(timeout=120_000)
+    assert opener.count() >= 1
+
+
+def _review_ab_holds(page, size: str, layout: dict) -> None:
+    """Review with B beside A, the link Compare's "Open in Review" gives (once
+    test_compare_browser's test_review_with_both_models_in_a_real_browser)."""
+    page.get_by_text("Model B:").first.wait_for(timeout=300_000)
+    assert page.get_by_role("button", name="Show A only").count() == 1
+
+
+HOLDS = {"review": _review_holds, "compare": _compare_holds, "review-ab": _review_ab_holds}
+"""What a page shows besides its layout, checked in both sizes: ``check(page, size, layout)``."""
 
 
 def _visit(browser, url: str, size: str, charts: int, name: str, then=None) -> dict:
@@ -237,11 +339,15 @@ def test_every_page_holds(app_url, browser, address, charts):
             timeout=180_000)
         normal = _check(page, charts, f"pages-normal-{page_name}", 900)
         assert not normal["problems"], "1440x900:\n" + "\n".join(normal["problems"])
+        if page_name in HOLDS:
+            HOLDS[page_name](page, "normal", normal)
         _present(page)
         assert "pm=1" in page.url, page.url  # the link says so
         shown = _check(page, charts, f"pages-presentation-{page_name}", 1080)
         assert not shown["problems"], "presentation mode, 1920x1080:\n" + "\n".join(
             shown["problems"])
+        if page_name in HOLDS:
+            HOLDS[page_name](page, "presentation", shown)
     finally:
         page.context.close()
 

@@ -2,10 +2,13 @@
 
 One server for the module (Debian's chromium via Playwright, never `playwright install`); each
 test opens fresh browser contexts (no cookies, no session: a colleague opening a link). The
-layout test reads the text boxes of the plotly SVGs (getBoundingClientRect) and fails on any
-two texts of a chart that overlap, on a data area below 35% of a chart's height, on headline
-numbers (the subtitle line) smaller than tick labels, and, at 1440×900, on a grid or verdict
-that does not fit the first screen. Screenshots go to test-artifacts/.
+argmax and the searched finding reopened by their links are also checked for the layout
+(test_pages_browser's PAGE_JS: the verdict and the whole grid on the first 1440×900 screen, no
+overlapping or cut text). The full population's layout (LAYOUT_JS: no two texts of a chart
+overlapping, a data area of at least 35% of each chart, headline numbers not smaller than tick
+labels, the verdict; at 1440×900 the grid on the first screen) is test_pages_browser's
+test_every_page_holds[review], at 1440×900 and in presentation mode at 1920×1080.
+Screenshots go to test-artifacts/.
 """
 
 from __future__ import annotations
@@ -14,55 +17,9 @@ import urllib.parse
 
 import pytest
 from browser_kit import ARTIFACTS, wait_idle
+from test_pages_browser import LAYOUT_JS, PAGE_JS, assert_grid_on_the_first_screen
 
 pytestmark = pytest.mark.browser
-
-LAYOUT_JS = """
-() => {
-  const box = e => e.getBoundingClientRect();
-  const visible = e => {
-    const r = box(e);
-    if (r.width < 1 || r.height < 1 || !e.textContent.trim()) return false;
-    for (let n = e; n && n.nodeType === 1; n = n.parentNode) {
-      const s = getComputedStyle(n);
-      if (s.display === 'none' || s.visibility === 'hidden' || s.opacity === '0') return false;
-    }
-    return true;
-  };
-  const size = e => parseFloat(getComputedStyle(e).fontSize);
-  const charts = [];
-  document.querySelectorAll('.js-plotly-plot').forEach((plot, i) => {
-    const texts = [...plot.querySelectorAll('svg text')].filter(visible);
-    const overlaps = [];
-    for (let a = 0; a < texts.length; a++) {
-      for (let b = a + 1; b < texts.length; b++) {
-        const p = box(texts[a]), q = box(texts[b]);
-        const dx = Math.min(p.right, q.right) - Math.max(p.left, q.left);
-        const dy = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
-        if (dx > 1 && dy > 1) overlaps.push(
-          `'${texts[a].textContent.slice(0, 40)}' / '${texts[b].textContent.slice(0, 40)}'`);
-      }
-    }
-    const full = plot._fullLayout;
-    const ticks = [...plot.querySelectorAll('g.xtick text, g.ytick text')].filter(visible);
-    const title = plot.querySelector('g.g-gtitle text');
-    const spans = title ? [...title.querySelectorAll('tspan')].filter(
-        t => t.textContent.trim() && t !== title.firstElementChild) : [];
-    const sub = spans.length ? Math.min(...spans.map(size)) : null;
-    const rect = box(plot);
-    charts.push({
-      index: i, title: title ? title.textContent.slice(0, 40) : '', overlaps,
-      dataShare: full._size.h / full.height, height: full.height,
-      tick: ticks.length ? Math.max(...ticks.map(size)) : 0, headline: sub,
-      top: rect.top, bottom: rect.bottom,
-    });
-  });
-  const verdict = document.querySelector('.st-key-verdict');
-  return {charts, verdict: verdict ? {top: box(verdict).top, bottom: box(verdict).bottom,
-                                      text: verdict.innerText} : null};
-}
-"""
-
 
 def _fresh_page(browser, width: int = 1440, height: int = 900):
     """A new context: no cookies, no session state (a colleague's browser)."""
@@ -74,41 +31,10 @@ def _review(page, url: str, charts: int = 4) -> dict:
     page.locator(".st-key-verdict").wait_for(timeout=120_000)
     page.locator(".js-plotly-plot >> visible=true").nth(charts - 1).wait_for(timeout=120_000)
     wait_idle(page)
-    page.wait_for_timeout(800)  # plotly's automargin redraw
+    page.wait_for_timeout(1_000)  # plotly's automargin redraw
     exceptions = page.get_by_test_id("stException")
     assert exceptions.count() == 0, exceptions.first.inner_text()[:500]
     return page.evaluate(LAYOUT_JS)
-
-
-@pytest.mark.parametrize(("width", "height", "presentation"), [
-    (1440, 900, False),
-    (1920, 1080, True)])
-def test_review_layout_holds(app_url, browser, width, height, presentation):
-    page = _fresh_page(browser, width, height)
-    name = f"review-{width}x{height}-{'presentation' if presentation else 'normal'}"
-    layout = _review(page, f"{app_url}/review?demo=adult" + ("&pm=1" if presentation else ""))
-    page.screenshot(path=ARTIFACTS / f"{name}.png")
-    charts = layout["charts"]
-    assert len(charts) == 4, charts
-    problems = []
-    for chart in charts:
-        label = f"{name} chart {chart['index']} ({chart['title']})"
-        if chart["overlaps"]:
-            problems.append(f"{label}: overlapping texts {chart['overlaps'][:5]}")
-        if chart["dataShare"] < 0.35:
-            problems.append(f"{label}: data area {chart['dataShare']:.0%} of "
-                            f"{chart['height']} px")
-        if chart["headline"] is not None and chart["headline"] < chart["tick"]:
-            problems.append(f"{label}: headline {chart['headline']} px < ticks "
-                            f"{chart['tick']} px")
-    assert not problems, "\n".join(problems)
-    verdict = layout["verdict"]
-    assert verdict is not None
-    assert "calibrated" in verdict["text"]
-    if (width, height, presentation) == (1440, 900, False):  # the first screen holds it all
-        assert verdict["top"] >= 0
-        assert max(c["bottom"] for c in charts) <= height, [c["bottom"] for c in charts]
-    page.context.close()
 
 
 FINDING_SHOWN = ("() => [...document.querySelectorAll('[data-testid=stSelectbox] input')]"
@@ -127,6 +53,9 @@ def _query(url: str) -> dict[str, str]:
 def test_argmax_link_reopens_on_a_fresh_browser(app_url, browser):
     page = _fresh_page(browser)
     _review(page, f"{app_url}/review?demo=adult&sp=1&l=100&scope=argmax")
+    # the verdict and the whole grid on the first 1440x900 screen, no layout problem
+    assert_grid_on_the_first_screen(page.evaluate(PAGE_JS))
+    page.screenshot(path=ARTIFACTS / "pages-review-scope-argmax.png")
     shown = page.locator("[data-testid=stCaptionContainer]").filter(has_text="rows ·")
     described = shown.first.inner_text()
     link = page.url
@@ -172,6 +101,8 @@ def test_searched_finding_link_reopens_on_a_fresh_browser(app_url, browser):
     fresh = _fresh_page(browser)
     layout = _review(fresh, link)
     fresh.wait_for_function(FINDING_SHOWN, timeout=120_000)
+    # the verdict and the whole grid on the first 1440x900 screen, no layout problem
+    assert_grid_on_the_first_screen(fresh.evaluate(PAGE_JS))
     assert [v for v in _selected(fresh) if v.startswith("finding #1")] == scope_text
     assert sentence.split("· ", 1)[1] in layout["verdict"]["text"]
     # the scope is the finding: its deviation from the full population is drawn

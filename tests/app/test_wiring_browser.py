@@ -1,22 +1,23 @@
 """Real browser: the guided search names a planted group as its first finding (issue #19).
 
-Reuses the server and page helpers of test_browser.py (Debian's chromium, never
-`playwright install`). Screenshots go to test-artifacts/ (wiring-*.png).
+One server and chromium for the module (conftest's ``app_url`` and ``browser``; Debian's
+chromium, never `playwright install`), a new session per test. Screenshots go to
+test-artifacts/ (wiring-*.png).
 """
 
 from __future__ import annotations
 
 import pytest
-from browser_kit import app_page, check_page, open_page, wait_charts, wait_idle
+from browser_kit import check_page, open_page, page_at, wait_charts, wait_idle
 from wiring_testdata import PLANTED, PLANTED_WORDS, planted_csv
 
 pytestmark = pytest.mark.browser
 
 
-def test_planted_group_is_the_first_finding(tmp_path):
+def test_planted_group_is_the_first_finding(tmp_path, app_url, browser):
     path = tmp_path / "planted.csv"
     path.write_bytes(planted_csv(100_000, shift=0.1))  # region == r7 (2%) under-predicted by 0.1
-    with app_page() as page:
+    with page_at(browser, app_url) as page:
         page.locator("input[type=file]").set_input_files(str(path))
         page.get_by_text("Analysing the uploaded file").wait_for(timeout=120_000)
         wait_idle(page)
@@ -43,7 +44,8 @@ def test_planted_group_is_the_first_finding(tmp_path):
 
 
 def _wired_pages(page, prefix: str) -> None:
-    """Subpopulations with its null, Calibration with CORP, Variables, Review with CORP."""
+    """Subpopulations with its null, Calibration with CORP, Review with CORP (the pages as they
+    open, Variables included, are test_pages_browser's test_every_page_holds, in both modes)."""
     open_page(page, "Subpopulations")
     wait_idle(page)
     if page.get_by_text("Null median of M/σ₀").count() == 0:  # else held from the first pass
@@ -65,10 +67,6 @@ def _wired_pages(page, prefix: str) -> None:
     wait_charts(page, 3)
     check_page(page, f"{prefix}calibration-corp")
 
-    open_page(page, "Variables")
-    wait_charts(page, 2)
-    check_page(page, f"{prefix}variables")
-
     open_page(page, "Review")
     # the toggle is labelled "CORP" since accae61 (the label fits at 1440)
     page.get_by_text("CORP", exact=True).first.click()
@@ -78,9 +76,9 @@ def _wired_pages(page, prefix: str) -> None:
     check_page(page, f"{prefix}review-corp")
 
 
-def test_wired_pages_at_1440_and_in_presentation_mode():
+def test_wired_pages_at_1440_and_in_presentation_mode(app_url, browser):
     """The demo: every page this work changed, at 1440x900, then 1920x1080 presentation."""
-    with app_page() as page:
+    with page_at(browser, app_url) as page:
         _wired_pages(page, "wiring-1440-")
         page.set_viewport_size({"width": 1920, "height": 1080})
         page.get_by_text("Presentation mode").click()
