@@ -249,7 +249,7 @@ def on_score_alone_scope(item: Current, scope: runs.Scope) -> bool:
     population is zero by construction (:func:`mcviz.subpopulations.on_score_alone`).
     """
     sub = None if scope.is_full else scope.subpopulation
-    return sub is not None and on_score_alone(item.pred, tuple(sub.conditions))
+    return on_score_alone(item.pred, sub)
 
 
 def review_section(item: Current, runs_: tuple) -> ReportSection | None:

@@ -57,8 +57,8 @@ def scope_verdict(pred: Predictions, results: ReviewResults, runs_: Sequence[Any
         selection = picked
     argmax_words = (None if generated is None else
                     subpopulation_words(pred, generated.argmax))
-    own = (sub is not None and results.own is not None
-           and on_score_alone(pred, tuple(sub.conditions)))  # its deviation is zero by construction
+    own = (results.own is not None
+           and on_score_alone(pred, sub))  # its deviation is zero by construction
     return review_verdict(
         results.own if own else results.cumulative,
         description="full population" if sub is None else subpopulation_words(pred, sub),
@@ -174,7 +174,7 @@ def deck_of(pred: Predictions, verdict: Verdict, runs_: Sequence[Any], *, source
               finding_charts(pred, search, verdict, bins=bins, variable=variable,
                              compute=compute))
     sub = None if scope is None else scope[1].subpopulation
-    alone = sub is not None and on_score_alone(pred, tuple(sub.conditions))
+    alone = on_score_alone(pred, sub)
     drawn = (None if scope is None else
              (scope[0], scope_charts(scope[1], deviation=not alone)))
     notes = {} if search is None else score_alone_notes(

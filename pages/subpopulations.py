@@ -139,7 +139,7 @@ def drill_down(sub, row: dict | None) -> None:
         note = review.chosen_note_by_id(sub.id, runs_, null, largest=largest)
     left, right = ui.chart_slots(2)
     with left:
-        if on_score_alone(pred, tuple(sub.conditions)):  # a flat line and a D/σ of noise
+        if on_score_alone(pred, sub):  # a flat line and a D/σ of noise
             ui.show_info("Deviation from the full population: not drawn. "
                          f"{SCORE_ALONE[0].upper()}{SCORE_ALONE[1:]}; its own calibration "
                          "(beside) shows its gap.")

@@ -636,8 +636,7 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
             full_runs, runs, sub, bins=bins, rows=rows, full_reliability=full_reliability,
             comparison=list(comparison_sums_table(table, columns, deviation_edges(runs.score)))
             if binned and runs.bins is None else None)
-        charts[rank] = review_charts(results, deviation=not on_score_alone(
-            at_scale.pred, tuple(sub.conditions)))
+        charts[rank] = review_charts(results, deviation=not on_score_alone(at_scale.pred, sub))
         # before the next finding's runs: else its runs and results (about 150 bytes a run)
         # are held beside the next one's peak
         del runs, rows, results

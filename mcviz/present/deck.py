@@ -172,7 +172,7 @@ def score_alone_notes(pred: Any, subpopulations: Mapping[int, Any]) -> dict[int,
     from mcviz.subpopulations import on_score_alone
 
     return {rank: SCORE_ALONE_NOTE for rank, sub in subpopulations.items()
-            if on_score_alone(pred, tuple(sub.conditions))}
+            if on_score_alone(pred, sub)}
 
 
 def finding_variable(subpopulation: Any, covariates: Sequence[str],
@@ -219,7 +219,7 @@ def finding_charts(pred: Any, search: Any, verdict: Verdict, *,
             variable=finding_variable(sub, covariates, variable or next(iter(covariates), None)),
             compute=compute or direct)
         drawn[line.rank] = review_charts(
-            results, deviation=not on_score_alone(pred, tuple(sub.conditions)))
+            results, deviation=not on_score_alone(pred, sub))
     return drawn
 
 

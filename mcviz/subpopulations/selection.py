@@ -13,7 +13,7 @@ from mcviz.core.conditions import OPERATORS, index_dtype, value_key
 from mcviz.errors import ValidationError
 from mcviz.io import Predictions
 from mcviz.io.columns import CovariateColumn, column_of_series
-from mcviz.subpopulations.model import Condition
+from mcviz.subpopulations.model import Condition, Subpopulation
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,8 +53,10 @@ SCORE_ALONE = ("bounded by the model's score alone, the group holds every row at
 (:func:`on_score_alone`)."""
 
 
-def on_score_alone(pred: Predictions, conditions: Sequence[Condition]) -> bool:
-    """Return True when every one of ``conditions`` (at least one) bounds the score itself.
+def on_score_alone(pred: Predictions, scope: Sequence[Condition] | Subpopulation | None) -> bool:
+    """Return True when every condition of ``scope`` (at least one) bounds the score itself.
+
+    ``scope`` is a sequence of conditions, a subpopulation, or None (the full population).
 
     Such a group holds every row at its scores, so its deviation from the full population
     (paper 003: the full population's average response in a bin around each of its scores,
@@ -67,7 +69,12 @@ def on_score_alone(pred: Predictions, conditions: Sequence[Condition]) -> bool:
     >>> pred = Predictions.from_arrays([0.1, 0.5], [0, 1])
     >>> on_score_alone(pred, [Condition("score", "<", 0.3)]), on_score_alone(pred, [])
     (True, False)
+    >>> on_score_alone(pred, None), on_score_alone(pred, Subpopulation(
+    ...     id=1, depth=0, conditions=(Condition("score", "<", 0.3),),
+    ...     description="score < 0.3", index=np.array([0])))
+    (False, True)
     """
+    conditions = tuple(getattr(scope, "conditions", scope) or ())
     return bool(conditions) and all(is_score_column(pred, c.column) for c in conditions)
 
 

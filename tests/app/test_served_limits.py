@@ -8,10 +8,8 @@ about 15 s longer). Driven by Debian's chromium through Playwright.
 
 * The 10 MB CSV of 10^6 columns (it aborted the whole server with ``std::bad_alloc``) is refused
   with a message naming the limit, and a second session loads the demo meanwhile.
-* Two rounds of three sessions each upload a 10^6-row file and close: the server's RSS comes
-  back to within 300 MB of its idle level within the session TTL and the sweep, both times (the
-  second round shows nothing was kept from the first; a third round cost 70 s of the suite and
-  adds no case: test_served.py's isolation test runs three rounds of two sessions).
+* (Rounds of sessions uploading 10^6-row files, their memory coming back within the session TTL
+  and the sweep: test_served_refusal_memory.py, on one server with the other memory cases.)
 * A download's ``/media`` address stops answering once its session has closed.
 
 The numbers are written to test-artifacts/served-limits.json.
@@ -26,22 +24,12 @@ import urllib.request
 
 import pytest
 from browser_kit import ARTIFACTS, healthy, launched, open_page, served, wait_idle
-from test_served import (
-    big_session_file,
-    no_exception,
-    open_sessions,
-    rss,
-    rss_within,
-    upload,
-    wait_text,
-)
+from test_served import no_exception, rss, upload, wait_text
 
 pytestmark = pytest.mark.browser
 
 CAP = 8_000_000_000
 """The server's address-space cap (the issue's)."""
-MARGIN = 300 * 2**20
-"""After the sessions closed, the server's RSS may exceed its idle RSS by at most this."""
 TTL = 2
 SWEEP = 1
 NUMBERS: dict[str, float] = {}
@@ -66,12 +54,6 @@ def browser(server):
 
 SETTLE = TTL + 2 * SWEEP + 3
 """Seconds within which closed sessions expired (TTL) and the sweep ran twice."""
-
-
-def settle(pid: int) -> int:
-    """RSS once closed sessions expired (TTL) and the sweep ran twice."""
-    time.sleep(SETTLE)
-    return rss(pid)
 
 
 def million_columns() -> bytes:
@@ -102,35 +84,6 @@ def test_the_million_column_csv_is_refused_and_the_demo_loads_beside_it(server, 
     assert process.poll() is None
     one.context.close()
     two.context.close()
-
-
-def test_memory_comes_back_after_sessions_with_million_row_uploads_close(server, browser):
-    process, base = server
-    warm = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-    # the libraries imported, the demo shown, then closed: idle
-    warm.goto(base + "/", timeout=120_000)
-    wait_text(warm, "Rows read", timeout=120_000)
-    wait_idle(warm)
-    warm.context.close()
-    idle = settle(process.pid)
-    NUMBERS["rss_idle_MB"] = idle / 2**20
-    files = {f"r{r}s{s}": big_session_file(f"r{r}s{s}") for r in range(2) for s in range(3)}
-    for round_ in range(2):
-        tags = [f"r{round_}s{s}" for s in range(3)]
-        contexts, pages = open_sessions(browser, base, {tag: files[tag] for tag in tags},
-                                        timeout=240_000)
-        for page in pages:
-            no_exception(page)
-        NUMBERS[f"rss_round_{round_ + 1}_open_MB"] = rss(process.pid) / 2**20
-        for context in contexts:
-            context.close()
-        # polled against the bound until the same deadline: ends once the memory is back
-        closed, waited = rss_within(process.pid, idle + MARGIN, SETTLE)
-        NUMBERS[f"rss_round_{round_ + 1}_closed_MB"] = closed / 2**20
-        NUMBERS[f"round_{round_ + 1}_seconds_to_come_back"] = round(waited, 1)
-    after = closed
-    NUMBERS["rss_after_MB"] = after / 2**20
-    assert after <= idle + MARGIN, NUMBERS
 
 
 def test_a_download_address_stops_answering_once_its_session_closed(server, browser):

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 import pytest
-from spark_available import skip_module_without_spark
+from spark_available import shared_spark, skip_module_without_spark
 
 from mcviz.engines import Columns, NumpyEngine
 from mcviz.subpopulations import Condition, generate_subpopulations
@@ -25,12 +25,7 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="module")
 def spark():
-    from mcviz.engines.spark_engine import local_session
-
-    session = local_session("local[2]")
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    return shared_spark()
 
 
 @pytest.fixture(scope="module")

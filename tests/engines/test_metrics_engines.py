@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from spark_available import local_spark
+from spark_available import shared_spark
 
 from mcviz import cumulative_differences
 from mcviz.engines.base import Columns
@@ -36,9 +36,8 @@ KEYS = ("kuiper", "ks", "sigma", "kuiper_z", "p_value")
 
 @pytest.fixture(scope="module")
 def spark():
-    """One local[2] session for every Spark test of this file (skipped without Spark)."""
-    with local_spark() as session:
-        yield session
+    """The process's local[2] session (skipped without Spark)."""
+    return shared_spark()
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["unweighted", "weighted"])
