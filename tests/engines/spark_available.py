@@ -41,6 +41,8 @@ def shared_spark():
     its one JVM per process either way). Measured at load 17-40 (h21x): stop, new context and a
     400-row screen 113-135 s against 26-31 s for the same screen in the kept session. A test
     that stops it (a command closing the session it found) leaves the next caller a new one.
+    Each call sets the session's runtime configuration back to what it was when started
+    (:func:`_reset_conf`): what one test sets (e.g. tiny file splits) must not reach the next.
     """
     import pytest
 
@@ -55,7 +57,24 @@ def shared_spark():
         if not _SHARED:
             atexit.register(_stop_shared)
         _SHARED[:] = [session]
+        _STARTED_CONF.clear()
+        _STARTED_CONF.update(session.conf.getAll)
+    _reset_conf(_SHARED[0])
     return _SHARED[0]
+
+
+_STARTED_CONF: dict = {}  # the shared session's runtime configuration when it started
+
+
+def _reset_conf(session) -> None:
+    """Unset what was set on ``session`` since it started, and set back what was changed."""
+    for key, value in session.conf.getAll.items():
+        if _STARTED_CONF.get(key) == value or not session.conf.isModifiable(key):
+            continue
+        if key in _STARTED_CONF:
+            session.conf.set(key, _STARTED_CONF[key])
+        else:
+            session.conf.unset(key)
 
 
 def _stop_shared() -> None:

@@ -94,3 +94,15 @@ def test_no_key_searched_keeps_every_row(tmp_path):
         engine.overview()
         exclude_rows(engine, np.zeros((0, 2), dtype=np.int64))
         assert session.table(engine.source).count() == len(frame)
+
+
+def test_what_one_test_sets_on_the_shared_session_is_gone_for_the_next():
+    """The tests of a process share one session (spark_available.shared_spark): the tiny file
+    splits and Arrow batches set above must not reach the next test's reads."""
+    with local_spark() as session:
+        default = session.conf.get("spark.sql.files.maxPartitionBytes")
+        session.conf.set("spark.sql.files.maxPartitionBytes", "4096")
+        session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
+    with local_spark() as session:
+        assert session.conf.get("spark.sql.files.maxPartitionBytes") == default
+        assert session.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") != "64"
