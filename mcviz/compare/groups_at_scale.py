@@ -8,7 +8,8 @@ and every row outside the sample -- was chosen without looking at a label, so al
 held out (as for ``mcviz search --engine``, :mod:`mcviz.search.at_scale`). This module measures
 each group the search reported on those rows, by the engine:
 
-* the rows, sorted by :math:`(S_A + S_B)/2` (DuckDB out of core; Spark partition by partition),
+* the rows, sorted by :math:`(S_A + S_B)/2` (DuckDB out of core; Spark partition by partition,
+  through files on a local master: :func:`mcviz.engines.holdout.local_sorted_batches`),
   stream once through the core's evaluator in batches cut at tie-run ends
   (:class:`~mcviz.core.evaluator.Evaluator`, :func:`~mcviz.core.evaluator.combine`): per group
   the path of eqs. (1)-(2) and Appendix C eq. (6) over its tie runs, the bridge term between

@@ -36,9 +36,9 @@ from mcviz.errors import ValidationError
 from mcviz.subpopulations import Condition
 
 __all__ = ["FILE_KEY", "HELD", "HELD_OUT", "ROW_KEY", "SUMS", "dialect_of", "exclude_rows",
-           "flag_searched", "held_out_rows", "held_out_sums", "keyed_source",
-           "mean_interval_from_sums", "query_frame", "role_rows_sql", "sample_keys",
-           "screen_groups", "searched_codes", "sorted_batches"]
+           "flag_searched", "held_out_rows", "held_out_sums", "keyed_source", "local_master",
+           "local_sorted_batches", "mean_interval_from_sums", "query_frame", "role_rows_sql",
+           "sample_keys", "screen_groups", "searched_codes", "sorted_batches", "spill_root"]
 
 SUMS = ("rows", "w", "wd", "wdd", "ww", "wws", "wwss", "ws", "wr", "third")
 r"""Per finding: rows, :math:`\sum W`, :math:`\sum W d`, :math:`\sum W^2 d^2`, :math:`\sum W^2`,
@@ -350,21 +350,25 @@ def mean_interval_from_sums(rows: float, total: float, wv: float, wvv: float, ww
 
 
 SORTED_PARTITION_ROWS = 1 << 19
-"""Rows of a partition :func:`sorted_batches` hands Spark's driver at a time: the JVM holds a
-whole partition as it serves it. With ``ORDER BY``'s four partitions of 2.5*10^6 rows and the
+"""Rows of a range partition of :func:`sorted_batches` on Spark. On a cluster the JVM holds a
+whole partition as it serves it: with ``ORDER BY``'s four partitions of 2.5*10^6 rows and the
 next one prefetched, ``mcviz compare --engine spark --memory-limit 2GB`` of 10^7 rows stopped
-its JVM (a heap of 512 MiB) in ``toLocalIteratorAndServe`` (30 Nov 2026)."""
+its JVM (a heap of 512 MiB) in ``toLocalIteratorAndServe`` (30 Nov 2026). On a local master
+the partitions go through files (:func:`local_sorted_batches`), and this only sets the tasks'
+size (each Python worker streams its partition batch by batch)."""
 
 
 def sorted_batches(engine, q: sql.Query, text: str, order: str, *, rows: int = 1 << 17,
                    n: int | None = None):
     """Yield the rows of ``text`` sorted by the SQL expression ``order``, as column dicts.
 
-    DuckDB streams an Arrow reader (it sorts out of core, under its memory limit); Spark sorts
+    DuckDB streams an Arrow reader (it sorts out of core, under its memory limit). Spark sorts
     into range partitions of at most :data:`SORTED_PARTITION_ROWS` of ``n`` rows (the rows of
     ``text``; by default ``engine.n``, which :func:`exclude_rows` sets to 0 until the next
-    overview) and hands them to the driver one after another (``toLocalIterator``, no
-    prefetch), ``rows`` rows at a time. Tied rows come in any order: callers never depend on it.
+    overview), each sorted within itself; a local master (``spark.master`` ``local...``) hands
+    them over through files (:func:`local_sorted_batches`), a cluster master through
+    ``toLocalIterator`` (no prefetch; a cluster's workers write to their own disks, not the
+    driver's), ``rows`` rows at a time. Tied rows come in any order: callers never depend on it.
     """
     sorted_text = f"SELECT * FROM ({text}) AS z ORDER BY {order}"
     if engine.name == "duckdb":
@@ -388,6 +392,9 @@ def sorted_batches(engine, q: sql.Query, text: str, order: str, *, rows: int = 1
     parts = max(int(np.ceil(max(n, 1) / SORTED_PARTITION_ROWS)), 4)
     frame = (engine.spark.sql(text, args=q.params).repartitionByRange(parts, key)
              .sortWithinPartitions(key))
+    if local_master(engine.spark):
+        yield from local_sorted_batches(frame, rows=rows, root=spill_root(engine.spark))
+        return
     names, buffer = frame.columns, []
     for row in frame.toLocalIterator(prefetchPartitions=False):  # one partition in the heap
         buffer.append(tuple(row))
@@ -396,3 +403,128 @@ def sorted_batches(engine, q: sql.Query, text: str, order: str, *, rows: int = 1
             buffer = []
     if buffer:
         yield dict(zip(names, (np.array(c) for c in zip(*buffer, strict=True)), strict=True))
+
+
+def local_master(spark) -> bool:
+    """Whether ``spark`` runs on a local master (its workers write to this machine's disk)."""
+    return str(spark.sparkContext.master).startswith("local")
+
+
+def spill_root(spark) -> str:
+    """Return the directory a local Spark spills into.
+
+    The JVM's ``SPARK_LOCAL_DIRS`` (the first of them; ``--temp-directory`` sets it when mcviz
+    starts the JVM), else ``spark.local.dir``, else Python's temporary directory (``TMPDIR``).
+    """
+    import tempfile
+
+    try:
+        jvm = spark.sparkContext._jvm
+        configured = (jvm.java.lang.System.getenv("SPARK_LOCAL_DIRS")
+                      or spark.sparkContext.getConf().get("spark.local.dir"))
+    except Exception:  # no JVM to ask (e.g. a Spark Connect session)
+        configured = None
+    for directory in str(configured or "").split(","):
+        if directory and Path(directory).is_dir():
+            return directory
+    return tempfile.gettempdir()
+
+
+def local_sorted_batches(frame, *, rows: int, root: str):
+    """Yield a range-partitioned, sorted Spark ``frame``'s rows in order, through local files.
+
+    A local master only (its workers and the driver share this machine's disk). In
+    ``mapInArrow`` each Python worker writes its partition's Arrow record batches, as they come,
+    to an Arrow IPC stream file named by the partition id in a directory made here under
+    ``root`` (:func:`spill_root`, where Spark spills), written under a temporary name and then
+    renamed (a retried task replaces the same file), and returns only (partition, rows). The
+    driver then reads the files in partition order, batch by batch, deleting each once read,
+    and yields ``rows`` rows at a time; the directory goes in a ``finally`` (on an error, when
+    the consumer stops early, on KeyboardInterrupt). Range partitions hold disjoint, ordered key
+    ranges (equal keys in one partition), so files in partition order, each sorted, are the
+    rows in key order; a tie run is never split across files, and a consumer that carries the
+    last tie run of a batch over (:func:`mcviz.compare.groups_at_scale._stream`) sees it whole.
+
+    No sorted partition passes through the JVM's heap: ``toLocalIterator`` fetched each one as
+    one task result (26.5 MB at 2^19 rows) and a 544 MiB heap died on the 11th at 10^7 rows
+    (30 Nov 2026). Memory here: one Arrow batch plus the ``rows``-row buffer; the files are
+    disk, counted in no memory budget. Disk: the rows once more, uncompressed (8 bytes a float
+    column, a bit a boolean one: 32 + k/8 bytes a row for ``compare``'s four floats and k groups,
+    about 290 MB for the 9.09*10^6 held-out rows of ``compare`` at 10^7, as measured beside the
+    shuffle's files, 1 Dec 2026), at most once all are written; each file goes as soon as it is
+    read.
+    """
+    import tempfile
+
+    import pyarrow as pa
+
+    names = frame.columns
+    directory = Path(tempfile.mkdtemp(prefix="mcviz-sorted-", dir=root))
+    try:
+        written = frame.mapInArrow(partial(_write_partition, str(directory)),
+                                   "part LONG, rows LONG").collect()
+        counts: dict[int, int] = {}
+        for part, count in written:
+            counts[int(part)] = counts.get(int(part), 0) + int(count)
+        pending, held, total = [], 0, 0
+        for part in sorted(p for p, count in counts.items() if count):  # the key ranges' order
+            path = directory / f"{part}.arrow"
+            with pa.OSFile(str(path), "rb") as source, pa.ipc.open_stream(source) as reader:
+                for batch in reader:
+                    total += batch.num_rows
+                    pending.append(batch)
+                    held += batch.num_rows
+                    while held >= rows:
+                        table = pa.Table.from_batches(pending, schema=batch.schema)
+                        yield _columns(table.slice(0, rows), names)
+                        pending = table.slice(rows).to_batches()
+                        held -= rows
+            path.unlink()
+        if held:
+            yield _columns(pa.Table.from_batches(pending), names)
+        if total != sum(counts.values()):
+            raise RuntimeError(f"Spark wrote {sum(counts.values())} sorted rows, {total} read")
+    finally:
+        _remove_directory(directory)
+
+
+def _remove_directory(directory: Path, tries: int = 20) -> None:
+    """Delete ``directory``; retried while a worker of a failed job still writes in it."""
+    import shutil
+    import time
+
+    for _ in range(tries):
+        shutil.rmtree(directory, ignore_errors=True)
+        if not directory.exists():
+            return
+        time.sleep(0.5)
+
+
+def _columns(table, names) -> dict:
+    return {name: table.column(name).to_numpy() for name in names}
+
+
+def _write_partition(directory: str, batches):
+    """Executor side of :func:`local_sorted_batches`: write one partition, yield its rows."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    part = context.partitionId()
+    temporary = Path(directory) / f".{part}.{context.attemptNumber()}.tmp"
+    count, writer = 0, None
+    try:
+        with pa.OSFile(str(temporary), "wb") as sink:
+            for batch in batches:
+                if writer is None:
+                    writer = pa.ipc.new_stream(sink, batch.schema)
+                writer.write_batch(batch)
+                count += batch.num_rows
+            if writer is None:  # an empty partition: nothing to read
+                yield pa.RecordBatch.from_pydict({"part": [part], "rows": [0]})
+                return
+            writer.close()
+        temporary.replace(Path(directory) / f"{part}.arrow")
+    finally:
+        temporary.unlink(missing_ok=True)
+    yield pa.RecordBatch.from_pydict({"part": [part], "rows": [count]})

@@ -262,18 +262,26 @@ def test_duckdb_confirms_the_groups_on_every_row_not_searched(data_file, monkeyp
 
 
 @pytest.mark.spark
-def test_spark_gives_the_in_memory_paired_statistics(data_file):
-    """The library on Spark (one local session): sums and every ordered path."""
+def test_spark_gives_the_in_memory_paired_statistics(data_file, monkeypatch):
+    """The library on Spark (one local session): sums and every ordered path. The groups'
+    held-out rows reach the driver through files (``holdout.local_sorted_batches``), never
+    through ``toLocalIterator`` (the JVM's heap)."""
     from mcviz.compare import compare_models
     from mcviz.compare.at_scale import compare_on_engine
     from mcviz.compare.groups_at_scale import confirm_groups, searched_rows
     from mcviz.engines.base import Columns
-    from mcviz.io import load_predictions
     from mcviz.engines.spark_engine import SparkEngine
+    from mcviz.io import load_predictions
 
     status, reference, err = _run(data_file, *ARGS)
     assert status == 0, err
     with local_spark() as session:
+        frames = type(session.range(1))
+
+        def refused(self, prefetchPartitions=False):
+            raise AssertionError("a local master's sorted rows went through the JVM's heap")
+
+        monkeypatch.setattr(frames, "toLocalIterator", refused)
         engine = SparkEngine(data_file, Columns("prod", "y", "w"), spark=session,
                              partition_rows=1000)  # several range partitions to chain
         output = compare_on_engine(engine, score_b="chall", orders=["age"],

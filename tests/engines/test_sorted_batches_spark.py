@@ -1,6 +1,8 @@
 """Spark's sorted stream (``holdout.sorted_batches``) in many range partitions, one at a time.
 
-The JVM holds the partition it serves, so the rows are cut into partitions of at most
+On a cluster master (here: the local session taken for one, ``holdout.local_master`` patched;
+a local master's path, through files, is tests/engines/test_sorted_files_spark.py)
+the JVM holds the partition it serves, so the rows are cut into partitions of at most
 ``SORTED_PARTITION_ROWS`` (a heap of 512 MiB stopped on four partitions of 2.5*10^6 rows, one
 prefetched, in ``mcviz compare --engine spark`` of 10^7 rows). Here 2,000 rows in partitions of
 128: every row comes back once, in the order of the sort key (against numpy's sort).
@@ -29,6 +31,7 @@ def test_the_stream_is_sorted_across_many_partitions(tmp_path, monkeypatch):
     path = tmp_path / "rows.parquet"
     frame.to_parquet(path, index=False)
     monkeypatch.setattr(holdout, "SORTED_PARTITION_ROWS", 128)
+    monkeypatch.setattr(holdout, "local_master", lambda spark: False)  # a cluster's path
     served = []
     with local_spark() as session:
         frames = type(session.range(1))  # pyspark's classic DataFrame
@@ -71,6 +74,7 @@ def test_the_held_out_stream_is_cut_by_the_rows_held_out(tmp_path, monkeypatch):
     path = tmp_path / "rows.parquet"
     frame.to_parquet(path, index=False)
     monkeypatch.setattr(holdout, "SORTED_PARTITION_ROWS", 128)
+    monkeypatch.setattr(holdout, "local_master", lambda spark: False)  # a cluster's path
     served = []
     with local_spark() as session:
         frames = type(session.range(1))
