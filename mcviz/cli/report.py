@@ -625,7 +625,7 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
             q = table.query()
             where = predicate_sql(tuple(sub.conditions), table.kinds, q)
             listed = ", ".join(q.dialect.ident(name) for name in dict.fromkeys(names))
-            frame = table.frame(q, f"SELECT {listed} FROM {table.source} WHERE {where}")
+            frame = table.large_frame(q, f"SELECT {listed} FROM {table.source} WHERE {where}")
             pred = _common.load_file(mapped, source=frame, covariates=covariates)
             del frame
             rows = review_results(pred, None, bins=bins, variable=finding_variable(

@@ -377,7 +377,7 @@ def score_runs_table(table, columns, *, limit: int, conditions: tuple = (),
              "SUM(w * (r - s) * (1.0 - 2.0 * s)) AS sn",
              "SUM(w * w * (1.0 - 2.0 * s) * (1.0 - 2.0 * s) * s * (1.0 - s)) AS sv",
              f"{'MIN(k)' if binned else '0'} AS kb"]
-    frame = table.frame(q, f"SELECT {', '.join(parts)} FROM ({inner}) t GROUP BY k")
+    frame = table.large_frame(q, f"SELECT {', '.join(parts)} FROM ({inner}) t GROUP BY k")
     values = {name: frame[name].to_numpy(dtype=float) for name in _RUN_SUMS}
     order = np.argsort(values["lo"], kind="stable")  # runs never overlap: by their lowest score
     values = {name: v[order] for name, v in values.items()}
@@ -419,8 +419,8 @@ def finding_runs_table(table, columns, conditions: tuple) -> dict:
              *(["SUM(w) AS w", "SUM(w * w) AS ww"] if weighted else [])]
     inner = (f"SELECT {s} AS s, {r} AS r{'' if w is None else f', {w} AS w'} FROM "
              f"{_rows_of(table, q, conditions)}")
-    frame = table.frame(q, f"SELECT s, {', '.join(parts)} FROM ({inner}) a GROUP BY s "
-                           "ORDER BY s")
+    frame = table.large_frame(q, f"SELECT s, {', '.join(parts)} FROM ({inner}) a GROUP BY s "
+                                 "ORDER BY s")
     count = frame.pop("n").to_numpy(dtype=np.int64)
     arrays = {name: frame.pop(name).to_numpy(dtype=float)
               for name in ("s", "wr", *(("w", "ww") if weighted else ()))}
@@ -535,8 +535,8 @@ def _cell_comparison(table, q, rows: str, edge_relation: str, edges: np.ndarray)
     ordered = (f"SELECT c, e, r, w, last(k, true) OVER (PARTITION BY c ORDER BY s, e ROWS "
                "BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS kk FROM (SELECT s, r, w, e, k, "
                f"CAST(FLOOR(s * {cells}) AS BIGINT) AS c FROM ({union}) u) v")
-    frame = table.frame(q, f"SELECT c, kk, COUNT(*) AS n, SUM(w) AS w, SUM(w * r) AS wr FROM "
-                           f"({ordered}) x WHERE e = 0 GROUP BY c, kk")
+    frame = table.large_frame(q, f"SELECT c, kk, COUNT(*) AS n, SUM(w) AS w, SUM(w * r) AS wr "
+                                 f"FROM ({ordered}) x WHERE e = 0 GROUP BY c, kk")
     edge_cells = np.floor(edges * float(COMPARISON_CELLS)).astype(np.int64)
     kk = frame["kk"].to_numpy(dtype=float, na_value=np.nan)
     below = np.searchsorted(edge_cells, frame["c"].to_numpy(dtype=np.int64), side="left")
@@ -645,7 +645,7 @@ def value_sums_table(table, columns, variable: str, *,
              "SUM(w * p) AS wp", "SUM(w * e * p) AS wep", "SUM(w * p * p) AS wpp",
              "SUM(w * r) AS wr", "SUM(w * s) AS ws", "SUM(w * w * s * (1.0 - s)) AS wwv",
              "MIN(v) AS lo", "MAX(v) AS hi", "SUM(v) AS sv"]
-    frame = table.frame(q, f"SELECT {', '.join(parts)} FROM ({inner}) t GROUP BY k")
+    frame = table.large_frame(q, f"SELECT {', '.join(parts)} FROM ({inner}) t GROUP BY k")
     gone = frame["lo"].isna().to_numpy()
     lost = frame[gone]
     frame = frame[~gone].sort_values("lo", kind="stable")

@@ -59,6 +59,13 @@ class Table:
         """Run a (small-result) statement; return its rows."""
         raise NotImplementedError
 
+    def large_frame(self, q: sql.Query, text: str) -> pd.DataFrame:
+        """Run a statement of many rows (runs per distinct score); return its rows in order.
+
+        :meth:`frame` here; Spark on a local master brings them through files instead.
+        """
+        return self.frame(q, text)
+
     def write_parquet(self, q: sql.Query, text: str, out: str | Path) -> None:
         """Write the rows of a statement to ``out`` as Parquet."""
         raise NotImplementedError
@@ -157,6 +164,10 @@ class DuckDBTable(Table):
             self._tmp = None
 
 
+ROW_GROUP = 16 << 20
+"""Bytes of a Parquet row group :meth:`SparkTable.large_frame` has its writers buffer."""
+
+
 class SparkTable(Table):
     """Parquet files (paths or URIs) read by Spark, as the temporary view ``__mcviz_table``."""
 
@@ -200,6 +211,44 @@ class SparkTable(Table):
             frame = self._sql(q, text).toArrow().to_pandas()
         except Exception as error:  # Py4J / Spark errors: one line
             raise ValidationError(f"Spark could not run the query: {_first_line(error)}") from None
+        for name in frame.columns:
+            if isinstance(frame[name].dtype, pd.DatetimeTZDtype):
+                frame[name] = frame[name].dt.tz_convert("UTC").dt.tz_localize(None)
+        return frame
+
+    def large_frame(self, q: sql.Query, text: str) -> pd.DataFrame:
+        """Run a statement of many rows; return them in order, not through the JVM's heap.
+
+        On a local master the executors write the rows as Parquet part files under the
+        directory Spark spills into (:func:`~mcviz.engines.holdout.spill_root`); they are read
+        here in part order (a sorted result's ranges in order) and the directory removed. Else
+        :meth:`frame`. ``toArrow`` gathers every Arrow batch in the JVM's heap before serving it:
+        a report at 10^7 rows (``--memory-limit 2450MB``, a heap of 550 MiB) died there in
+        a finding's runs per distinct score (issue #44).
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from mcviz.engines.holdout import local_master, spill_root
+
+        if not local_master(self.spark):
+            return self.frame(q, text)
+        directory = Path(tempfile.mkdtemp(prefix="mcviz-frame-", dir=spill_root(self.spark)))
+        try:
+            try:  # row groups of 16 MiB: the writers' buffers in the heap, not 128 MiB each
+                self._sql(q, text).write.option("parquet.block.size", str(ROW_GROUP)).parquet(
+                    str(directory / "rows"))
+            except Exception as error:  # Py4J / Spark errors: one line
+                raise ValidationError(f"Spark could not run the query: "
+                                      f"{_first_line(error)}") from None
+            parts = sorted((directory / "rows").glob("part-*.parquet"))
+            if not parts:  # no rows: the result's columns as toArrow gives them
+                return self.frame(q, text)
+            table = pa.concat_tables([pq.read_table(part) for part in parts])
+            frame = table.to_pandas()
+            del table
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
         for name in frame.columns:
             if isinstance(frame[name].dtype, pd.DatetimeTZDtype):
                 frame[name] = frame[name].dt.tz_convert("UTC").dt.tz_localize(None)
