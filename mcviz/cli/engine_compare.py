@@ -155,6 +155,11 @@ def _classical(engine, columns, args) -> tuple[dict, dict]:
     Arrow, then pandas) left this process at 513 MiB (174 at its start) through the paths'
     passes, beside a JVM of up to 1,144 MiB and two Python workers of 140 and their daemon: the
     tree's peak 2,082 MB, over the limit; with it 235 MiB (30 Nov 2026).
+
+    On Spark they are measured before the groups' held-out pass: that pass's Python workers
+    stay resident for about a minute after it (440 MiB at 10^7 rows), and these runs' Arrow
+    results peak in this process (644 MiB); at 2GB the two together took the tree to 2,330 MB
+    with a group found (1 Dec 2026).
     """
     from dataclasses import replace
 
@@ -274,6 +279,8 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                 if skipped:
                     notes.append(f"Not ordered by {', '.join(map(repr, skipped))} on the "
                                  "engine (dates and times: use --engine numpy).")
+                if args.engine == "spark":  # before the held-out pass (see _classical)
+                    classical = _classical(engine, columns, args)
                 source, count = engine.source, getattr(engine, "n", None)
                 try:
                     regressions, improvements, n_held, said = confirm_groups(
@@ -302,7 +309,7 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
                     measured = {"measures": lambda runs: _classical_from_engine(runs)[
                         "classical"], "runs_limit": ENGINE_SCORE_RUNS}
                 else:
-                    measured = {"classical": _classical(engine, columns, args)}
+                    measured = {"classical": classical}
                 return compare_on_engine(
                     engine, score_b=args.score_b, orders=orders, thresholds=thresholds,
                     regressions=regressions, improvements=improvements,

@@ -299,7 +299,7 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
         if refused:
             why |= dict.fromkeys(readable, refused.rstrip("."))
             readable = set()
-    grouped = _finding_grouping(args, full_runs, counted, reserve, readable)
+    grouped = _finding_grouping(args, full_runs, counted, reserve, readable, rows=n)
     charts, notes, read, refused, exact = _findings_drawn(
         args, at_scale, subs, readable, bins, full_runs, full.reliability, reserve, grouped)
     why |= dict.fromkeys(readable - read, refused)
@@ -344,7 +344,8 @@ def _finding_counts(table, columns, subs: dict) -> dict:
     return dict(zip(subs, pairs, strict=True))
 
 
-def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: set) -> dict:
+def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: set, *,
+                      rows: int = 0) -> dict:
     """Return how each finding's runs are grouped: rank -> (binned, bytes its runs take).
 
     Per distinct score (its deviation exact: every row summed between its scores when the
@@ -353,12 +354,15 @@ def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: se
     for a finding whose rows are read (``readable``), their ``reserve``; else in the full
     population's fine bins. With DuckDB under ``--memory-limit`` the findings share one
     engine: the largest held beside it (runs, and rows when read) and DuckDB's need for the
-    most runs (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES` each) must fit the room
-    together; the exact finding of most runs goes to fine bins until they do. A run costs
+    most runs (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES` each) and the table's
+    ``rows`` (:data:`~mcviz.engines.memory.FINDING_ENGINE_ROW_BYTES` each: every row joins the
+    edges) must fit the room together; the exact finding of most runs goes to fine bins until
+    they do (its slide and the notice then say fine bins). A run costs
     :func:`~mcviz.engines.memory.finding_run_bytes` of the rows' kind (weighted or not).
     """
     from mcviz.cli.metrics import _runs_reserve
     from mcviz.engines.memory import (
+        FINDING_ENGINE_ROW_BYTES,
         FINDING_ENGINE_RUN_BYTES,
         RUN_BYTES,
         duckdb_room,
@@ -387,7 +391,8 @@ def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: se
                     for rank, (_, size) in grouped.items()), default=0)
         widest = max(exact, key=exact.get, default=None)
         if widest is None or held + FINDING_ENGINE_RUN_BYTES * (
-                exact[widest] // finding_run_bytes(weighted)) <= room:
+                exact[widest] // finding_run_bytes(weighted)) + FINDING_ENGINE_ROW_BYTES * int(
+                rows) <= room:
             return grouped
         grouped[widest] = (True, RUN_BYTES * full_runs.score.size)
 

@@ -56,6 +56,7 @@ __all__ = [
     "DUCKDB_FLOOR",
     "DUCKDB_OVER_FIXED",
     "DUCKDB_OVER_SHARE",
+    "FINDING_ENGINE_ROW_BYTES",
     "FINDING_ENGINE_RUN_BYTES",
     "FINDING_RUN_BYTES",
     "FINDING_WEIGHTED_RUN_BYTES",
@@ -190,6 +191,16 @@ every row to the edges of eq. (7)), left in its share. Measured on 8*10^6 rows a
 4,001,288 distinct scores: under a ``memory_limit`` of 128 MiB (its floor) DuckDB ran out of
 memory; 136 MiB (2 bytes an edge beyond the floor), 144, 160, 192, 224, 256, 384 and 512 MiB ran
 (the ``GROUP BY`` too). 16 keeps eight times the least that ran."""
+
+FINDING_ENGINE_ROW_BYTES = 3
+"""Bytes per row of the table DuckDB needs, beside :data:`FINDING_ENGINE_RUN_BYTES` per edge and
+its floor, for the same ASOF join (every row joins, so its need grows with the rows, not only
+with the edges). Measured (``/work/tmp22/h22d/asof.py``: the join and its ``GROUP BY`` alone,
+2 threads, the 10^7- and 10^8-row ``bench_engines`` files, a finding of 5,232,651 edges): 10^7
+rows ran out of memory at 128 MiB and ran at 160 and 200 MiB; 10^8 rows ran out of memory at
+304 MiB ("failed to pin block of size 256.0 KiB", after 84 s: ``mcviz report --engine duckdb
+--memory-limit 2GB``'s failure at 10^8) and ran at 450 MiB. The floor and 16 bytes an edge
+give 208 MiB there; 3 bytes a row more give 494 MiB at 10^8 rows (237 MiB at 10^7)."""
 
 
 def finding_run_bytes(weighted: bool = False) -> int:

@@ -257,14 +257,8 @@ def test_a_finding_above_the_engine_s_runs_is_exact_when_the_budget_holds_it(
     its deviation is drawn exactly (its runs per distinct score, every row summed between
     them), the in-memory chart to 1e-9. The budget set short (100 runs): fine bins, said."""
     pytest.importorskip("pptx")
-    import pandas as pd
-
     import mcviz.cli.report as report_module
     import mcviz.settings as settings
-    from mcviz.io import load_predictions
-    from mcviz.present.slide_charts import cumulative_chart
-    from mcviz.stats.deviation import subpopulation_deviation
-    from mcviz.subpopulations.filters import filter_subpopulation
 
     monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 100)
     if not held:
@@ -273,15 +267,30 @@ def test_a_finding_above_the_engine_s_runs_is_exact_when_the_budget_holds_it(
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
                   "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out))
+    _check_finding_deviation(planted_file, report, out, exact=held)
+
+
+def _check_finding_deviation(planted_file, report: dict, out, *, exact: bool) -> None:
+    """Finding 1 (region == r7, 171 distinct scores, the full population in 100 fine bins):
+    its deviation the in-memory one to 1e-9 when ``exact``, else one point per fine bin; the
+    notice and its slide say which."""
+    import pandas as pd
+
+    from mcviz.io import load_predictions
+    from mcviz.present.slide_charts import cumulative_chart
+    from mcviz.stats.deviation import subpopulation_deviation
+    from mcviz.subpopulations.filters import filter_subpopulation
+
     frame = pd.read_parquet(planted_file)
     everyone = load_predictions(frame, score="score", label="label", weight="w",
                                 covariates=["region"])
     sub = filter_subpopulation(everyone, "region == r7")
+    assert report["findings"][0]["description"] == "region == r7"
     assert np.unique(everyone.score[sub.index]).size > 100
     want = cumulative_chart(subpopulation_deviation(everyone, sub.index), deviation=True)
     got = _chart_numbers(out)[("Finding 1", want.title)]
     said = " ".join(_slide_texts(out))
-    if held:
+    if exact:
         assert ("1 exactly, from its rows summed per distinct score and every row summed "
                 "between them") in report["notice"]
         assert "Its deviation from the full population: from every row, exactly." in said
@@ -601,3 +610,27 @@ def test_a_finding_s_runs_are_budgeted_at_the_bytes_of_their_kind(monkeypatch, w
     full = SimpleNamespace(bins=1000, score=np.zeros(1000), weighted=weighted)
     grouped = report_module._finding_grouping(args, full, {1: (5000, 700)}, 0, set())
     assert grouped[1] == ((True, memory.RUN_BYTES * 1000) if weighted else (False, 224 * 736))
+
+
+@pytest.mark.parametrize("rows_fit", [True, False], ids=["rows-fit", "rows-short"])
+def test_a_finding_s_exact_deviation_leaves_duckdb_room_for_every_row_s_join(
+        planted_file, tmp_path, monkeypatch, rows_fit):
+    """The full population in 100 fine bins, the finding's 171 distinct scores held exactly:
+    its deviation sums every row between them (an ASOF join of every row, whose need in
+    DuckDB grows with the rows: FINDING_ENGINE_ROW_BYTES; 10^8 rows ran a 304 MiB share out
+    of memory after 84 s). Under --memory-limit 4GB with the real 3 bytes a row, the 8,000
+    rows fit: the deviation is the in-memory one to 1e-9. With 10^6 bytes a row (8 GB for
+    8,000 rows, more than the room) the report still completes, the finding's deviation from
+    the fine bins, and the notice and its slide say so."""
+    pytest.importorskip("pptx")
+    import mcviz.engines.memory as memory
+    import mcviz.settings as settings
+
+    monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 100)
+    if not rows_fit:
+        monkeypatch.setattr(memory, "FINDING_ENGINE_ROW_BYTES", 10**6)
+    out = tmp_path / "scale.pptx"
+    report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
+                  "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out),
+                  "--memory-limit", "4GB")
+    _check_finding_deviation(planted_file, report, out, exact=rows_fit)
