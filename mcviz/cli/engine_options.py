@@ -245,7 +245,7 @@ def read_whole(files, spill: str, *, seed: int = 0, memory_limit: str | None = N
 
 
 def on_table(args: argparse.Namespace, work, *, reserve: int | None = None,
-             what: str = "this command", worker: int = 0):
+             what: str = "this command", worker: int = 0, spark_reserve: int = 0):
     """Run ``work(table, columns)`` on ``args.file`` in ``args.engine``; return its result.
 
     The roles come from :func:`sample_roles`; the engine spills into a temporary directory
@@ -254,7 +254,8 @@ def on_table(args: argparse.Namespace, work, *, reserve: int | None = None,
     :data:`~mcviz.engines.memory.AGGREGATE_RESERVE`) kept for what ``work`` holds beside it;
     a limit that cannot hold ``what`` is refused before the roles' sample is read
     (:func:`refuse_before_reading`) and, counting what the sample left, before the table opens.
-    Spark's JVM gets :func:`spark_limit` (``worker``: the bytes of each Python worker).
+    Spark's JVM gets :func:`spark_limit` (``worker``: the bytes of each Python worker;
+    ``spark_reserve``: bytes ``work`` adds here beside the JVM).
     """
     import tempfile
 
@@ -269,7 +270,7 @@ def on_table(args: argparse.Namespace, work, *, reserve: int | None = None,
     with tempfile.TemporaryDirectory(prefix="mcviz-engine-", ignore_cleanup_errors=True) as spill:
         columns, _ = sample_roles(args, files, spill)
         # --memory-limit bounds the process: DuckDB gets what this process does not hold
-        limit = spark_limit(args, worker=worker, what=what)
+        limit = spark_limit(args, worker=worker, what=what, reserve=spark_reserve)
         if args.engine == "duckdb":
             limit = engine_share(args.memory_limit, what=what, reserve=reserve)
         table = open_table(args.engine, files, memory_limit=limit,

@@ -406,8 +406,11 @@ def exact_runs_limit(args: argparse.Namespace, *, reserve: int = 0,
     ``reserve``, DuckDB's floor, overshoot and a margin) over what a run costs here
     (:func:`~mcviz.engines.memory.finding_run_bytes`, ``weighted`` rows or not, reserved
     beside DuckDB) and in DuckDB (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES`,
-    left in its share); else half the memory budget (:func:`mcviz.budget.memory_budget`; with
-    Spark and ``--memory-limit`` a quarter of it, the JVM holding the rest) over the former.
+    left in its share); with Spark under ``--memory-limit`` what this process may add beside
+    the JVM at its least heap (:func:`mcviz.cli.engine_options.spark_room`) less ``reserve``
+    over the former (a quarter of the limit let a finding of 4*10^6 distinct scores go exact
+    at 10^7 rows under 2450MB: the process tree peaked at 2,982 MB, issue #44); else half the
+    memory budget (:func:`mcviz.budget.memory_budget`) over the former.
     Never below
     :data:`~mcviz.settings.ENGINE_SCORE_RUNS` (the full population's runs, reserved twice).
     """
@@ -417,7 +420,11 @@ def exact_runs_limit(args: argparse.Namespace, *, reserve: int = 0,
 
     per_run = finding_run_bytes(weighted)
     runs = memory_budget(None) // 2 // per_run
-    if args.memory_limit is not None:
+    if args.memory_limit is not None and args.engine == "spark":  # the JVM at its least
+        from mcviz.cli.engine_options import spark_room
+
+        runs = min(runs, max(spark_room(args) - reserve, 0) // per_run)
+    elif args.memory_limit is not None:
         runs = min(runs, duckdb_room(args.memory_limit, reserve=reserve)
                    // (per_run + FINDING_ENGINE_RUN_BYTES) if args.engine == "duckdb"
                    else memory_budget(args.memory_limit) // 4 // per_run)
@@ -566,13 +573,15 @@ def _findings_drawn(args, at_scale, subs: dict, readable: set, bins: tuple[int, 
     refused = ""
     for rows in ((readable, set()) if readable else (set(),)):
         # the largest finding's runs (and rows, when read) beside the full population's
+        # (with Spark taken from the JVM's heap: the runs are this process's, issue #44)
+        spark = args.engine == "spark" and args.memory_limit is not None
         held = max((size + (reserve if rank in rows else 0) for rank, (_, size)
-                    in grouped.items()), default=0) if _runs_reserve(args) else 0
+                    in grouped.items()), default=0) if _runs_reserve(args) or spark else 0
         try:
             charts, exact = on_table(args, lambda table, cols, rows=rows: _finding_charts(
                 args, table, cols, at_scale, subs, rows, bins, full_runs, full_reliability,
                 grouped),
-                reserve=_runs_reserve(args) + held,
+                reserve=_runs_reserve(args) + held, spark_reserve=held if spark else 0,
                 what="drawing the findings' charts")
             return charts, {}, set(rows), refused, exact
         except ValidationError as error:  # the limit, measured once the engine opens
