@@ -511,14 +511,17 @@ def comparison_sums_table(table, columns, edges: np.ndarray) -> tuple[np.ndarray
             frame = table.frame(q, f"SELECT COALESCE(e.k, 0) AS k, COUNT(*) AS n, "
                                    f"{weight} AS w, SUM(t.w * t.r) AS wr FROM {rows} ASOF "
                                    f"LEFT JOIN {table.relation(path)} e ON t.s > e.b GROUP BY 1")
-            k = frame.pop("k").to_numpy(dtype=np.int64)
-        else:
-            k, frame = _cell_comparison(table, q, rows, table.relation(path), edges)
+            parts = iter([(frame.pop("k").to_numpy(dtype=np.int64), frame)])
+            del frame
+        else:  # one part file at a time (issue #44: the whole frame peaked the driver)
+            parts = _cell_comparison(table, q, rows, table.relation(path), edges)
+        out = tuple(np.zeros(edges.size + 1, dtype=kind) for kind in (np.int64, float, float))
+        for k, frame in parts:
+            for array, name in zip(out, ("n", "w", "wr"), strict=True):
+                np.add.at(array, k, frame.pop(name).to_numpy(dtype=array.dtype))
+            del k, frame
     finally:
         _remove(path)
-    out = tuple(np.zeros(edges.size + 1, dtype=kind) for kind in (np.int64, float, float))
-    for array, name in zip(out, ("n", "w", "wr"), strict=True):
-        np.add.at(array, k, frame.pop(name).to_numpy(dtype=array.dtype))
     return out
 
 
@@ -528,19 +531,25 @@ and edges; one output group per cell and edge at most)."""
 
 
 def _cell_comparison(table, q, rows: str, edge_relation: str, edges: np.ndarray):
-    """Spark's bins of eq. (7): (each group's bin, the frame of its sums); see the caller."""
+    """Yield Spark's bins of eq. (7) per part file: each group's bin, the frame of its sums.
+
+    See the caller.
+    """
     cells = q.bind(float(COMPARISON_CELLS))
     union = (f"SELECT s, r, w, 0 AS e, CAST(NULL AS BIGINT) AS k FROM {rows} UNION ALL "
              f"SELECT b AS s, 0.0 AS r, 0.0 AS w, 1 AS e, k FROM {edge_relation}")
     ordered = (f"SELECT c, e, r, w, last(k, true) OVER (PARTITION BY c ORDER BY s, e ROWS "
                "BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS kk FROM (SELECT s, r, w, e, k, "
                f"CAST(FLOOR(s * {cells}) AS BIGINT) AS c FROM ({union}) u) v")
-    frame = table.large_frame(q, f"SELECT c, kk, COUNT(*) AS n, SUM(w) AS w, SUM(w * r) AS wr "
-                                 f"FROM ({ordered}) x WHERE e = 0 GROUP BY c, kk")
     edge_cells = np.floor(edges * float(COMPARISON_CELLS)).astype(np.int64)
-    kk = frame["kk"].to_numpy(dtype=float, na_value=np.nan)
-    below = np.searchsorted(edge_cells, frame["c"].to_numpy(dtype=np.int64), side="left")
-    return np.where(np.isnan(kk), below, kk).astype(np.int64), frame
+    for frame in table.large_parts(q, f"SELECT c, kk, COUNT(*) AS n, SUM(w) AS w, "
+                                      f"SUM(w * r) AS wr FROM ({ordered}) x WHERE e = 0 "
+                                      "GROUP BY c, kk"):
+        kk = frame.pop("kk").to_numpy(dtype=float, na_value=np.nan)
+        below = np.searchsorted(edge_cells, frame.pop("c").to_numpy(dtype=np.int64),
+                                side="left")
+        yield np.where(np.isnan(kk), below, kk).astype(np.int64), frame
+        del kk, below, frame
 
 
 def _spill_directory() -> str:

@@ -66,6 +66,10 @@ class Table:
         """
         return self.frame(q, text)
 
+    def large_parts(self, q: sql.Query, text: str):
+        """Yield a statement's rows as frames, one part at a time (here: one, :meth:`frame`)."""
+        yield self.frame(q, text)
+
     def write_parquet(self, q: sql.Query, text: str, out: str | Path) -> None:
         """Write the rows of a statement to ``out`` as Parquet."""
         raise NotImplementedError
@@ -221,18 +225,29 @@ class SparkTable(Table):
 
         On a local master the executors write the rows as Parquet part files under the
         directory Spark spills into (:func:`~mcviz.engines.holdout.spill_root`); they are read
-        here in part order (a sorted result's ranges in order) and the directory removed. Else
-        :meth:`frame`. ``toArrow`` gathers every Arrow batch in the JVM's heap before serving it:
-        a report at 10^7 rows (``--memory-limit 2450MB``, a heap of 550 MiB) died there in
-        a finding's runs per distinct score (issue #44).
+        here in part order (a sorted result's ranges in order) and the directory removed
+        (:meth:`large_parts`). Else :meth:`frame`. ``toArrow`` gathers every Arrow batch in the
+        JVM's heap before serving it: a report at 10^7 rows (``--memory-limit 2450MB``, a heap
+        of 550 MiB) died there in the comparison's sums per cell (issue #44).
         """
-        import pyarrow as pa
+        parts = list(self.large_parts(q, text))
+        if len(parts) == 1:
+            return parts[0]
+        return pd.concat(parts, ignore_index=True)
+
+    def large_parts(self, q: sql.Query, text: str):
+        """Yield a statement's rows as frames, one Parquet part file at a time, in part order.
+
+        As :meth:`large_frame` (which joins them); a consumer that sums them part by part holds
+        one part's rows at once. Not on a local master: one frame (:meth:`frame`).
+        """
         import pyarrow.parquet as pq
 
         from mcviz.engines.holdout import local_master, spill_root
 
         if not local_master(self.spark):
-            return self.frame(q, text)
+            yield self.frame(q, text)
+            return
         directory = Path(tempfile.mkdtemp(prefix="mcviz-frame-", dir=spill_root(self.spark)))
         try:
             try:  # row groups of 16 MiB: the writers' buffers in the heap, not 128 MiB each
@@ -243,16 +258,17 @@ class SparkTable(Table):
                                       f"{_first_line(error)}") from None
             parts = sorted((directory / "rows").glob("part-*.parquet"))
             if not parts:  # no rows: the result's columns as toArrow gives them
-                return self.frame(q, text)
-            table = pa.concat_tables([pq.read_table(part) for part in parts])
-            frame = table.to_pandas()
-            del table
+                yield self.frame(q, text)
+            for part in parts:
+                frame = pq.read_table(part).to_pandas()
+                part.unlink()
+                for name in frame.columns:
+                    if isinstance(frame[name].dtype, pd.DatetimeTZDtype):
+                        frame[name] = frame[name].dt.tz_convert("UTC").dt.tz_localize(None)
+                yield frame
+                del frame
         finally:
             shutil.rmtree(directory, ignore_errors=True)
-        for name in frame.columns:
-            if isinstance(frame[name].dtype, pd.DatetimeTZDtype):
-                frame[name] = frame[name].dt.tz_convert("UTC").dt.tz_localize(None)
-        return frame
 
     def write_parquet(self, q: sql.Query, text: str, out: str | Path) -> None:
         """Write a directory of Parquet part files (Spark's own layout) at ``out``."""
