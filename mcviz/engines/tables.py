@@ -168,6 +168,14 @@ class DuckDBTable(Table):
             self._tmp = None
 
 
+def _naive_utc(frame: pd.DataFrame) -> pd.DataFrame:
+    """Spark's zoned timestamps as naive UTC (as ``collect()`` gave them); return ``frame``."""
+    for name in frame.columns:
+        if isinstance(frame[name].dtype, pd.DatetimeTZDtype):
+            frame[name] = frame[name].dt.tz_convert("UTC").dt.tz_localize(None)
+    return frame
+
+
 ROW_GROUP = 16 << 20
 """Bytes of a Parquet row group :meth:`SparkTable.large_frame` has its writers buffer."""
 
@@ -215,10 +223,7 @@ class SparkTable(Table):
             frame = self._sql(q, text).toArrow().to_pandas()
         except Exception as error:  # Py4J / Spark errors: one line
             raise ValidationError(f"Spark could not run the query: {_first_line(error)}") from None
-        for name in frame.columns:
-            if isinstance(frame[name].dtype, pd.DatetimeTZDtype):
-                frame[name] = frame[name].dt.tz_convert("UTC").dt.tz_localize(None)
-        return frame
+        return _naive_utc(frame)
 
     def large_frame(self, q: sql.Query, text: str) -> pd.DataFrame:
         """Run a statement of many rows; return them in order, not through the JVM's heap.
@@ -262,10 +267,7 @@ class SparkTable(Table):
             for part in parts:
                 frame = pq.read_table(part).to_pandas()
                 part.unlink()
-                for name in frame.columns:
-                    if isinstance(frame[name].dtype, pd.DatetimeTZDtype):
-                        frame[name] = frame[name].dt.tz_convert("UTC").dt.tz_localize(None)
-                yield frame
+                yield _naive_utc(frame)
                 del frame
         finally:
             shutil.rmtree(directory, ignore_errors=True)
