@@ -13,8 +13,9 @@ process, under ``nice -n 10``:
   sized from the memory budget searched in memory, the findings measured on every row and
   confirmed on every row not searched);
 * ``compare FILE --score-b score_b --covariates region,age,channel,tenure`` on a copy of the
-  file with a second score (:func:`write_compare_data`: A's score moved up by 0.08 in region
-  r1 and by a small deterministic noise elsewhere, clipped to [0.001, 0.999]);
+  file with a second score (:func:`write_compare_data`: A's score moved up by 0.15 where
+  region is r1 and channel is web, equal elsewhere, clipped to [0.001, 0.999]: a group where B
+  is worse, which the comparison finds and confirms on the rows not searched);
 * ``metrics FILE`` (the calibration block and the classical measures; on the engines from one
   ``GROUP BY`` by score, or 2^20 fine score bins above that many distinct scores);
 * ``report FILE --covariates region,age,channel,tenure --deck OUT.pptx`` (the review: the
@@ -105,16 +106,23 @@ def write_map(directory: Path) -> Path:
 
 
 def write_compare_data(data: Path) -> Path:
-    """The data with a second model's score ``score_b`` (DuckDB COPY: no rows in memory)."""
+    """The data with a second model's score ``score_b``, worse in one group (DuckDB COPY).
+
+    ``score_b`` is A's score plus 0.15 where ``region == 'r1' AND channel == 'web'`` (5% of
+    the rows at 10^7), A's score elsewhere, clipped to [0.001, 0.999]: the comparison's
+    groups' search finds B worse there, so the held-out pass (the rows not searched, through
+    Spark's Python workers) runs and is measured. The file before (A moved up by 0.08 in
+    region r1 and by a small hashed noise elsewhere, ``*_ab.parquet``) gave no group at any
+    sample size, and the benchmark never ran that pass (1 Dec 2026). No rows in memory.
+    """
     import duckdb
 
-    path = data.with_name(data.stem + "_ab.parquet")
+    path = data.with_name(data.stem + "_ab_planted.parquet")
     if path.exists():
         return path
-    noise = "((hash(age, tenure, score) % 2001)::DOUBLE - 1000.0) / 50000.0"
     con = duckdb.connect()
-    con.execute(f"COPY (SELECT *, LEAST(GREATEST(score + CASE WHEN region = 'r1' THEN 0.08 "
-                f"ELSE 0.0 END + {noise}, 0.001), 0.999) AS score_b FROM "
+    con.execute(f"COPY (SELECT *, LEAST(GREATEST(score + CASE WHEN region = 'r1' AND channel = "
+                f"'web' THEN 0.15 ELSE 0.0 END, 0.001), 0.999) AS score_b FROM "
                 f"read_parquet('{data}')) TO '{path.with_suffix('.tmp')}' (FORMAT parquet)")
     con.close()
     path.with_suffix(".tmp").rename(path)

@@ -423,11 +423,13 @@ def _measure(engine, result, pred, keys):
     One sorted pass: the rows carry a flag "not searched" (a left join with the searched
     keys), and each finding's held-out rows are one more subpopulation of the same screen.
     """
-    from mcviz.engines.holdout import flag_searched
+    from mcviz.engines.holdout import condition_columns, flag_searched
     from mcviz.search.at_scale import measure_at_scale
 
     overview = engine.overview()  # every row validated once, without the join
-    flag_searched(engine, keys)
+    # the rows keep the roles and the columns of the subpopulations screened, nothing else
+    flag_searched(engine, keys, columns=condition_columns(
+        s.conditions for s in result.subpopulations.subpopulations))
     measured, confirmed, n_held, population = measure_at_scale(result, pred, engine,
                                                                overview=overview)
     return measured, (confirmed, n_held), population

@@ -43,6 +43,7 @@ from mcviz.core.sigma import SigmaMethod
 from mcviz.engines import sql
 from mcviz.engines.holdout import (
     SUMS,
+    condition_columns,
     dialect_of,
     exclude_rows,
     held_out_sums,
@@ -151,7 +152,8 @@ def confirm_groups(engine, comparison, *, score_b: str, searched, keys: np.ndarr
     findings = search.findings
     conditions = [f.subpopulation.conditions for f in findings]
     sizes = held_out_sums(engine, conditions)[:, 0]  # on all rows
-    exclude_rows(engine, keys)
+    # the roles, B's score and the groups' columns: what the held-out pass reads (_stream)
+    exclude_rows(engine, keys, columns=[score_b, *condition_columns(conditions)])
     q = sql.Query(dialect_of(engine))
     n_held = int(query_frame(engine, q, f"SELECT COUNT(*) AS n FROM "
                                         f"({role_rows_sql(engine, q)}) AS h").iloc[0]["n"])

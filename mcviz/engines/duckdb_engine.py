@@ -44,6 +44,7 @@ from mcviz.engines.base import (
     arrow_columns,
     expand_paths,
 )
+from mcviz.engines.spark_tasks import FILE_KEY, ROW_KEY
 from mcviz.errors import ValidationError
 
 __all__ = ["BATCH_ROWS", "FILE_KEY", "ROW_KEY", "DuckDBEngine", "connect", "duckdb_kind",
@@ -381,8 +382,8 @@ def _draw(con, files: Sequence[str], rows: int, seed: int, *, keys: bool,
     return sample if len(sample) == rows else draw(False)
 
 
-FILE_KEY, ROW_KEY = "__mcviz_file", "__mcviz_row"
-"""Columns of a keyed sample: the file's path as the engine read it, the row's number in it."""
+# FILE_KEY, ROW_KEY: the columns of a keyed sample, the file's path as the engine read it and the
+# row's number in it (defined with the Spark workers' functions, which read them too)
 
 
 def keyed_source(files: Sequence[str]) -> str:

@@ -14,13 +14,18 @@ their rows (:func:`held_out_rows`). :math:`D/\sigma` comes from the engine's own
 screen over the narrowed rows.
 
 Memory: the searched keys (two 8-byte integers per searched row, at most
-``RULES.max_search_rows``) go to the engine; everything else stays in it.
+``RULES.max_search_rows``) go to the engine; everything else stays in it. The narrowed rows
+carry only the columns read after (:func:`kept_columns`: the roles and the columns the caller
+names), not every column of the files: on Spark each row passes through a Python worker, and
+with every column (and pandas imported for the function) those workers held 190 MiB each in
+``mcviz compare`` and 384 MiB in ``mcviz search`` at 10^7 rows, where 144 and 336 were counted
+(1 Dec 2026). The workers' functions live in :mod:`mcviz.engines.spark_tasks` (light to import).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from urllib.parse import unquote
@@ -30,15 +35,25 @@ import pandas as pd
 
 from mcviz.core.membership import MembershipPlan
 from mcviz.engines import sql
-from mcviz.engines.duckdb_engine import FILE_KEY, ROW_KEY, keyed_source, quote_literal
+from mcviz.engines.duckdb_engine import keyed_source, quote_literal
+from mcviz.engines.spark_tasks import (
+    FILE_KEY,
+    HELD,
+    ROW_BITS,
+    ROW_KEY,
+    file_path,
+    searched_partition,
+    write_partition,
+)
 from mcviz.engines.sql import _valid_sql
 from mcviz.errors import ValidationError
 from mcviz.subpopulations import Condition
 
-__all__ = ["FILE_KEY", "HELD", "HELD_OUT", "ROW_KEY", "SUMS", "dialect_of", "exclude_rows",
-           "flag_searched", "held_out_rows", "held_out_sums", "keyed_source", "local_master",
-           "local_sorted_batches", "mean_interval_from_sums", "query_frame", "role_rows_sql",
-           "sample_keys", "screen_groups", "searched_codes", "sorted_batches", "spill_root"]
+__all__ = ["FILE_KEY", "HELD", "HELD_OUT", "ROW_BITS", "ROW_KEY", "SUMS", "condition_columns",
+           "dialect_of", "exclude_rows", "flag_searched", "held_out_rows", "held_out_sums",
+           "kept_columns", "keyed_source", "local_master", "local_sorted_batches",
+           "mean_interval_from_sums", "query_frame", "role_rows_sql", "sample_keys",
+           "screen_groups", "searched_codes", "sorted_batches", "spill_root"]
 
 SUMS = ("rows", "w", "wd", "wdd", "ww", "wws", "wwss", "ws", "wr", "third")
 r"""Per finding: rows, :math:`\sum W`, :math:`\sum W d`, :math:`\sum W^2 d^2`, :math:`\sum W^2`,
@@ -56,48 +71,72 @@ def sample_keys(sample: pd.DataFrame, files: Sequence[str]) -> np.ndarray:
                             sample[ROW_KEY].to_numpy(dtype=np.int64)))
 
 
-def exclude_rows(engine, keys: np.ndarray) -> None:
+def kept_columns(engine, columns: Iterable[str]) -> list[str]:
+    """Return the columns the narrowed rows keep: the roles (score, label, weight), ``columns``.
+
+    ``columns``: every other column read from the narrowed engine (the conditions' columns,
+    B's score...), in order, each once; :data:`HELD` is left out (the flag is made, not read).
+    A column the data lacks is refused.
+    """
+    roles = (engine.columns.score, engine.columns.label, engine.columns.weight)
+    names = [c for c in dict.fromkeys((*roles, *columns)) if c is not None and c != HELD]
+    for name in names:
+        if name not in engine.kinds:
+            raise ValidationError(f"no column {name!r} in the data.")
+    return names
+
+
+def condition_columns(condition_sets: Iterable[Sequence[Condition]]) -> list[str]:
+    """Return the columns conditions read (each once, in order), for :func:`kept_columns`."""
+    return list(dict.fromkeys(c.column for conditions in condition_sets for c in conditions))
+
+
+def exclude_rows(engine, keys: np.ndarray, *, columns: Iterable[str]) -> None:
     """Narrow ``engine`` (DuckDB or Spark) to the rows whose (file index, row) is NOT in ``keys``.
 
-    ``keys`` index ``engine.files``. The engine's ``source`` becomes the anti-join; its later
-    screens, sums and row reads see only those rows (and its overview counts them).
+    ``keys`` index ``engine.files``. The engine's ``source`` becomes the anti-join, with the
+    columns of :func:`kept_columns` (the roles and ``columns``) only; its later screens, sums
+    and row reads see only those rows (and its overview counts them).
     """
     keys = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
+    kept = kept_columns(engine, columns)
     if engine.name == "duckdb":
-        _exclude_duckdb(engine, keys)
+        _exclude_duckdb(engine, keys, kept)
     elif engine.name == "spark":
-        _exclude_spark(engine, keys)
+        _exclude_spark(engine, keys, kept)
     else:
         raise ValidationError(f"held-out rows at scale need DuckDB or Spark, not {engine.name}.")
 
 
-def _exclude_duckdb(engine, keys: np.ndarray) -> None:
+def _chosen_duckdb(kept: Sequence[str]) -> str:
+    return ", ".join(f"t.{sql.DUCKDB.ident(name)}" for name in kept)
+
+
+def _exclude_duckdb(engine, keys: np.ndarray, kept: Sequence[str]) -> None:
     import pyarrow as pa
 
     engine.con.register("__mcviz_searched", pa.table({"f": keys[:, 0], "r": keys[:, 1]}))
     cases = " ".join(f"WHEN {quote_literal(name)} THEN {k}" for k, name in enumerate(engine.files))
     engine.source = (
-        f"(SELECT t.* EXCLUDE ({FILE_KEY}, {ROW_KEY}) FROM {keyed_source(engine.files)} AS t "
+        f"(SELECT {_chosen_duckdb(kept)} FROM {keyed_source(engine.files)} AS t "
         f"ANTI JOIN __mcviz_searched AS k ON k.f = (CASE t.{FILE_KEY} {cases} END) "
         f"AND k.r = t.{ROW_KEY})")
-
-
-HELD = "__mcviz_held"
-"""The boolean column :func:`flag_searched` adds: true on the rows the search did not look at."""
 
 HELD_OUT = Condition(HELD, "==", True)
 """The condition of the held-out rows (after :func:`flag_searched`)."""
 
 
-def flag_searched(engine, keys: np.ndarray) -> None:
+def flag_searched(engine, keys: np.ndarray, *, columns: Iterable[str]) -> None:
     """Give ``engine``'s rows the column :data:`HELD`: true where (file, row) is NOT in ``keys``.
 
     One left join of the rows with the searched rows' keys (``keys`` index ``engine.files``),
     so that one score-sorted pass measures every row and the held-out rows together
     (:func:`screen_groups`: the held-out sets are the findings' conditions with
-    :data:`HELD_OUT`), where :func:`exclude_rows` needed a pass of its own.
+    :data:`HELD_OUT`), where :func:`exclude_rows` needed a pass of its own. The rows keep the
+    columns of :func:`kept_columns` (the roles and ``columns``) and the flag only.
     """
     keys = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
+    kept = kept_columns(engine, columns)
     if engine.name == "duckdb":
         import pyarrow as pa
 
@@ -105,12 +144,12 @@ def flag_searched(engine, keys: np.ndarray) -> None:
         cases = " ".join(f"WHEN {quote_literal(name)} THEN {k}"
                          for k, name in enumerate(engine.files))
         engine.source = (
-            f"(SELECT t.* EXCLUDE ({FILE_KEY}, {ROW_KEY}), k.f IS NULL AS {HELD} FROM "
+            f"(SELECT {_chosen_duckdb(kept)}, k.f IS NULL AS {HELD} FROM "
             f"{keyed_source(engine.files)} AS t LEFT JOIN __mcviz_searched AS k ON "
             f"k.f = (CASE t.{FILE_KEY} {cases} END) AND k.r = t.{ROW_KEY})")
     elif engine.name == "spark":
         engine.source = "__mcviz_flagged"
-        _spark_searched(engine, keys, flag=True).createOrReplaceTempView(engine.source)
+        _spark_searched(engine, keys, kept, flag=True).createOrReplaceTempView(engine.source)
         engine.n = 0  # counted again by the next overview
     else:
         raise ValidationError(f"held-out rows at scale need DuckDB or Spark, not {engine.name}.")
@@ -182,14 +221,10 @@ def _same_file(uri: str, name: str) -> bool:
     return os.path.normpath(path) == os.path.normpath(str(Path(name).resolve()))
 
 
-def _exclude_spark(engine, keys: np.ndarray) -> None:
+def _exclude_spark(engine, keys: np.ndarray, kept: Sequence[str]) -> None:
     engine.source = "__mcviz_held_out"
-    _spark_searched(engine, keys, flag=False).createOrReplaceTempView(engine.source)
+    _spark_searched(engine, keys, kept, flag=False).createOrReplaceTempView(engine.source)
     engine.n = 0  # counted again by the next overview
-
-
-ROW_BITS = 40
-"""A searched row's code is ``file index * 2**ROW_BITS + row number`` (rows of a file < 2^40)."""
 
 
 def searched_codes(keys: np.ndarray) -> np.ndarray:
@@ -200,18 +235,16 @@ def searched_codes(keys: np.ndarray) -> np.ndarray:
     return np.unique((keys[:, 0] << ROW_BITS) | keys[:, 1])
 
 
-def _file_path(uri: str) -> str:
-    """Return a file URI (or path) as a normalised local path (to match Spark's names)."""
-    return os.path.normpath(unquote(uri[len("file:"):]) if uri.startswith("file:") else uri)
-
-
-def _spark_searched(engine, keys: np.ndarray, *, flag: bool):
+def _spark_searched(engine, keys: np.ndarray, kept: Sequence[str], *, flag: bool):
     """Return the engine's rows but the searched ones (``flag``: all, with :data:`HELD`), Spark.
 
     No join: each Python worker tests its rows' (file, row) codes against the sorted searched
-    codes (one broadcast array, 8 bytes a searched row) by binary search, batch by batch. The
-    sort-merge anti-join this replaces sorted partitions of 2.5*10^6 rows and ran a 550 MiB
-    heap out at 10^7 rows; a broadcast hash join dispatched 20 MB tasks and hung (30 Nov 2026).
+    codes (one broadcast array, 8 bytes a searched row) by binary search, batch by batch
+    (:func:`~mcviz.engines.spark_tasks.searched_partition`). The sort-merge anti-join this
+    replaces sorted partitions of 2.5*10^6 rows and ran a 550 MiB heap out at 10^7 rows; a
+    broadcast hash join dispatched 20 MB tasks and hung (30 Nov 2026). Only the columns
+    ``kept`` (:func:`kept_columns`) and the two keys go to the workers: Spark cannot prune the
+    columns a Python function is given.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, StructField, StructType
@@ -219,44 +252,23 @@ def _spark_searched(engine, keys: np.ndarray, *, flag: bool):
     frame = engine.spark.read.parquet(*engine.files)
     targets: dict[str, int] = {}
     for k, name in enumerate(engine.files):
-        targets.setdefault(_file_path(str(Path(name).resolve())), k)
+        targets.setdefault(file_path(str(Path(name).resolve())), k)
     for uri in frame.inputFiles():  # the files Spark reads, listed without reading them
         if sum(_same_file(uri, name) for name in engine.files) != 1:
             raise ValidationError(f"Spark read a file {uri!r} that is not one of the files "
                                   "given once; give each file once, as a local path.")
-    keyed = frame.select("*", F.col("_metadata.file_path").alias(FILE_KEY),
+    keyed = frame.select(*(F.col(sql.SPARK.ident(name)) for name in kept),
+                         F.col("_metadata.file_path").alias(FILE_KEY),
                          F.col("_metadata.row_index").alias(ROW_KEY))
     previous = getattr(engine, "searched_broadcast", None)
     if previous is not None:
         previous.unpersist()
     engine.searched_broadcast = engine.spark.sparkContext.broadcast(searched_codes(keys))
-    fields = list(frame.schema.fields) + ([StructField(HELD, BooleanType())] if flag else [])
-    task = partial(_searched_partition, engine.searched_broadcast, targets, flag)
+    schema = keyed.schema
+    fields = [schema[name] for name in kept] + (
+        [StructField(HELD, BooleanType())] if flag else [])
+    task = partial(searched_partition, engine.searched_broadcast, targets, flag)
     return keyed.mapInArrow(task, StructType(fields))
-
-
-def _searched_partition(codes_broadcast, targets: dict, flag: bool, batches):
-    """Executor side of :func:`_spark_searched`: drop (or flag) the searched rows of a batch."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    codes = codes_broadcast.value
-    for batch in batches:
-        uris = pc.dictionary_encode(batch.column(FILE_KEY))
-        names = [_file_path(uri) for uri in uris.dictionary.to_pylist()]
-        if any(name not in targets for name in names):
-            raise RuntimeError(f"Spark read a file not given: {names}")
-        files = np.array([targets[name] for name in names], dtype=np.int64)
-        code = (files[uris.indices.to_numpy(zero_copy_only=False)] << ROW_BITS) | (
-            batch.column(ROW_KEY).to_numpy(zero_copy_only=False).astype(np.int64))
-        at = np.minimum(np.searchsorted(codes, code), max(codes.size - 1, 0))
-        searched = codes[at] == code if codes.size else np.zeros(code.size, dtype=bool)
-        rest = batch.select([n for n in batch.schema.names if n not in (FILE_KEY, ROW_KEY)])
-        if flag:
-            yield pa.RecordBatch.from_arrays([*rest.columns, pa.array(~searched)],
-                                             names=[*rest.schema.names, HELD])
-        else:
-            yield rest.filter(pa.array(~searched))
 
 
 def role_rows_sql(engine, q: sql.Query) -> str:
@@ -461,7 +473,7 @@ def local_sorted_batches(frame, *, rows: int, root: str):
     names = frame.columns
     directory = Path(tempfile.mkdtemp(prefix="mcviz-sorted-", dir=root))
     try:
-        written = frame.mapInArrow(partial(_write_partition, str(directory)),
+        written = frame.mapInArrow(partial(write_partition, str(directory)),
                                    "part LONG, rows LONG").collect()
         counts: dict[int, int] = {}
         for part, count in written:
@@ -502,29 +514,3 @@ def _remove_directory(directory: Path, tries: int = 20) -> None:
 
 def _columns(table, names) -> dict:
     return {name: table.column(name).to_numpy() for name in names}
-
-
-def _write_partition(directory: str, batches):
-    """Executor side of :func:`local_sorted_batches`: write one partition, yield its rows."""
-    import pyarrow as pa
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    part = context.partitionId()
-    temporary = Path(directory) / f".{part}.{context.attemptNumber()}.tmp"
-    count, writer = 0, None
-    try:
-        with pa.OSFile(str(temporary), "wb") as sink:
-            for batch in batches:
-                if writer is None:
-                    writer = pa.ipc.new_stream(sink, batch.schema)
-                writer.write_batch(batch)
-                count += batch.num_rows
-            if writer is None:  # an empty partition: nothing to read
-                yield pa.RecordBatch.from_pydict({"part": [part], "rows": [0]})
-                return
-            writer.close()
-        temporary.replace(Path(directory) / f"{part}.arrow")
-    finally:
-        temporary.unlink(missing_ok=True)
-    yield pa.RecordBatch.from_pydict({"part": [part], "rows": [count]})

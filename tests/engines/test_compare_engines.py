@@ -324,3 +324,38 @@ def test_duckdb_says_how_many_rows_were_not_searched_when_nothing_was_found(tmp_
     assert output["regressions"] == output["improvements"] == []
     assert "Search: 0 of the 6 findings asked for" in output["notice"], output["notice"]
     assert "confirmed by duckdb on the 1,600 rows not searched" in output["notice"]
+
+
+@pytest.mark.spark
+def test_spark_measures_the_classical_before_the_groups_held_out_pass(data_file, monkeypatch):
+    """``mcviz compare --engine spark`` measures A's and B's classical measures before the
+    groups' held-out pass (522eb49): that pass's Python workers stay resident for about a
+    minute after it, and the classical runs' Arrow results peak in the driver; the two together
+    took a 10^7-row comparison at 2GB to 2,330 MB. The calls' order, recorded by wrappers, on a
+    sample that finds a group (so that the held-out pass runs)."""
+    import mcviz.cli.engine_compare as engine_compare
+    import mcviz.cli.screen as screen
+    import mcviz.compare.groups_at_scale as groups
+    from mcviz.engines.spark_engine import SparkEngine
+
+    calls = []
+    classical, exclude = engine_compare._classical, groups.exclude_rows
+
+    def classical_spy(*args, **kwargs):
+        calls.append("classical")
+        return classical(*args, **kwargs)
+
+    def exclude_spy(*args, **kwargs):
+        calls.append("held-out pass")
+        return exclude(*args, **kwargs)
+
+    monkeypatch.setattr(engine_compare, "_classical", classical_spy)
+    monkeypatch.setattr(groups, "exclude_rows", exclude_spy)
+    with local_spark() as session:
+        monkeypatch.setattr(screen, "make_engine", lambda name, files, columns, **_: SparkEngine(
+            files, columns, spark=session))  # the shared session, not a JVM of its own
+        status, output, err = _run(data_file, *ARGS, "--engine", "spark", "--sample-rows",
+                                   "3000", "--covariates", "region,age")
+    assert status == 0, err
+    assert output["regressions"][0]["description"].startswith("region == r4")
+    assert calls == ["classical", "held-out pass"]

@@ -63,7 +63,8 @@ def test_the_rows_kept_are_numpy_s_rows_not_searched(tmp_path, how):
         session.conf.set("spark.sql.files.maxPartitionBytes", "4096")  # a file in many splits
         engine = SparkEngine(paths, Columns("s", "y", None), spark=session)
         engine.overview()
-        (exclude_rows if how == "exclude" else flag_searched)(engine, keys)
+        (exclude_rows if how == "exclude" else flag_searched)(engine, keys,
+                                                                columns=["file", "row"])
         plan = session.table(engine.source)._jdf.queryExecution().executedPlan().toString()
         rows = session.table(engine.source).toPandas()
         sums = session.sql(f"SELECT COUNT(*) AS n, SUM(y - s) AS d FROM {engine.source}"
@@ -92,7 +93,7 @@ def test_no_key_searched_keeps_every_row(tmp_path):
     with local_spark() as session:
         engine = SparkEngine(paths, Columns("s", "y", None), spark=session)
         engine.overview()
-        exclude_rows(engine, np.zeros((0, 2), dtype=np.int64))
+        exclude_rows(engine, np.zeros((0, 2), dtype=np.int64), columns=())
         assert session.table(engine.source).count() == len(frame)
 
 

@@ -87,7 +87,8 @@ def test_the_held_out_stream_is_cut_by_the_rows_held_out(tmp_path, monkeypatch):
         monkeypatch.setattr(frames, "toLocalIterator", spy)
         engine = SparkEngine(path, Columns("s", "y", None), spark=session)
         engine.overview()
-        exclude_rows(engine, np.column_stack((np.zeros(500, dtype=np.int64), np.arange(500))))
+        exclude_rows(engine, np.column_stack((np.zeros(500, dtype=np.int64), np.arange(500))),
+                     columns=["sb"])
         held = groups_at_scale._stream(engine, "sb", [()], 1_500)
     assert served == [12]  # ceil(1,500 / 128)
     rest = frame.iloc[500:]
@@ -117,7 +118,8 @@ def test_the_searched_rows_leave_across_files(tmp_path, how):
     with local_spark() as session:
         engine = SparkEngine([str(p) for p in paths], Columns("s", "y", None), spark=session)
         engine.overview()
-        (exclude_rows if how == "exclude" else flag_searched)(engine, searched)
+        (exclude_rows if how == "exclude" else flag_searched)(engine, searched,
+                                                                columns=["id"])
         rows = session.table(engine.source).toPandas()
     taken = {3, 999, 1_000, 1_500}
     if how == "flag":

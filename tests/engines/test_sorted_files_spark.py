@@ -143,7 +143,7 @@ def test_no_file_is_left_when_a_worker_raises(tmp_path, spilled, monkeypatch):
     from mcviz.engines.spark_engine import SparkEngine
 
     session, spill = spilled
-    real = holdout._write_partition
+    real = holdout.write_partition
 
     def failing(directory, batches):  # pickled by value: a nested function
         from pyspark import TaskContext
@@ -152,7 +152,7 @@ def test_no_file_is_left_when_a_worker_raises(tmp_path, spilled, monkeypatch):
             raise RuntimeError("planted failure")
         yield from real(directory, batches)
 
-    monkeypatch.setattr(holdout, "_write_partition", failing)
+    monkeypatch.setattr(holdout, "write_partition", failing)
     _, paths = _files(tmp_path)
     engine = SparkEngine(paths, Columns("s", "y", None), spark=session)
     engine.n = N
