@@ -35,7 +35,7 @@ from mcviz.cli.engine_options import (
     spark_room,
 )
 from mcviz.engines.base import rows_in_files
-from mcviz.engines.memory import PLAIN_WORKER, release_memory
+from mcviz.engines.memory import COMPARE_WORKER, release_memory
 from mcviz.errors import ValidationError
 
 __all__ = ["IN_MEMORY_WHEN_SAMPLED_WHOLE", "compare_in_engine"]
@@ -94,7 +94,7 @@ def _sample_size(args, settings, names, row_bytes: int) -> int:
     from mcviz.budget import memory_budget
 
     budget = min(memory_budget(None), memory_budget(args.memory_limit) // 2)
-    room = spark_room(args, worker=PLAIN_WORKER)
+    room = spark_room(args, worker=COMPARE_WORKER)
     if room is not None:  # (less what this process may add before the JVM's heap is sized)
         budget = min(budget, room - ROOM_SLACK)
     return max(min(rows, budget // row_bytes), 1_000)
@@ -247,7 +247,7 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
         if not (whole and args.engine == "spark"):  # read whole: no Spark, DuckDB reads
             refuse_before_reading(args, what="this comparison",  # before any row is read
                                   reserve=0 if whole else lambda: _passes_reserve(total),
-                                  worker=PLAIN_WORKER)
+                                  worker=COMPARE_WORKER)
         if whole:
             frame = read_whole(files, spill, seed=settings.seed,
                                memory_limit=sample_share(args.memory_limit)
@@ -258,7 +258,7 @@ def compare_in_engine(args: argparse.Namespace, settings, thresholds, *,
             rows = min(rows, _sample_size(args, settings, asked, row_bytes))  # held now
         engine = make_engine(args.engine, files, columns,  # the sample's rows stay in Python
                              memory_limit=_passes_share(args, total) if args.engine == "duckdb"
-                             else spark_limit(args, worker=PLAIN_WORKER, what="this comparison",
+                             else spark_limit(args, worker=COMPARE_WORKER, what="this comparison",
                                               reserve=_sample_reserve(args, rows, row_bytes)),
                              temp_directory=spill, spark_master=args.spark_master)
         try:

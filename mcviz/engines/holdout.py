@@ -24,11 +24,9 @@ with every column (and pandas imported for the function) those workers held 190 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
@@ -217,8 +215,8 @@ def screen_groups(engine, groups: Sequence[Sequence], *, sums: Sequence[int] = (
 
 
 def _same_file(uri: str, name: str) -> bool:
-    path = unquote(uri[len("file:"):]) if uri.startswith("file:") else uri
-    return os.path.normpath(path) == os.path.normpath(str(Path(name).resolve()))
+    """Whether Spark's ``uri`` and the path ``name`` are one file (symbolic links followed)."""
+    return Path(file_path(uri)).resolve() == Path(name).resolve()
 
 
 def _exclude_spark(engine, keys: np.ndarray, kept: Sequence[str]) -> None:
@@ -250,13 +248,13 @@ def _spark_searched(engine, keys: np.ndarray, kept: Sequence[str], *, flag: bool
     from pyspark.sql.types import BooleanType, StructField, StructType
 
     frame = engine.spark.read.parquet(*engine.files)
-    targets: dict[str, int] = {}
-    for k, name in enumerate(engine.files):
-        targets.setdefault(file_path(str(Path(name).resolve())), k)
+    targets: dict[str, int] = {}  # each file as Spark names it -> its index in engine.files
     for uri in frame.inputFiles():  # the files Spark reads, listed without reading them
-        if sum(_same_file(uri, name) for name in engine.files) != 1:
+        same = [k for k, name in enumerate(engine.files) if _same_file(uri, name)]
+        if len(same) != 1:
             raise ValidationError(f"Spark read a file {uri!r} that is not one of the files "
                                   "given once; give each file once, as a local path.")
+        targets[file_path(uri)] = same[0]
     keyed = frame.select(*(F.col(sql.SPARK.ident(name)) for name in kept),
                          F.col("_metadata.file_path").alias(FILE_KEY),
                          F.col("_metadata.row_index").alias(ROW_KEY))

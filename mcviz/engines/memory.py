@@ -51,6 +51,7 @@ from mcviz.errors import ValidationError
 __all__ = [
     "AGGREGATE_RESERVE",
     "BYTES_PER_MEMBER",
+    "COMPARE_WORKER",
     "COMPILED_LOOPS",
     "DRAW_RESIDUE",
     "DUCKDB_FLOOR",
@@ -466,17 +467,31 @@ batches and rows the driver collects, the results. Measured: ``mcviz screen --en
 of 2*10^5 rows peaked 116 MiB over the 125 MiB it held at start, :data:`DRAW_RESIDUE`
 included."""
 
-PYTHON_WORKER = 336 << 20
+PYTHON_WORKER = 384 << 20
 """Resident bytes of one Python worker Spark starts for a command that screens in its workers
 (``mcviz screen``, ``search``, ``report``: pandas, pyarrow, mcviz's evaluator and
 its compiled loops, one partition's blocks). ``local[n]`` runs ``n`` at once beside the daemon
 they fork from (:data:`WORKER_DAEMON`). Measured (``mcviz screen --engine spark``, 2*10^5
-rows, ``local[2]``): 271 and 320 MiB in one run, 317 and 327 in the next; the daemon 45."""
+rows, ``local[2]``): 271 and 320 MiB in one run, 317 and 327 in the next; the daemon 45. At
+10^7 rows (``mcviz search --engine spark --memory-limit 3GB``, ``benchmarks/bench_engines.py``'s
+file, the peak of each worker's resident memory polled every 0.2 s, 1 Dec 2026) the workers
+that flag the searched rows and screen the sorted partitions reached 384 MiB each with every
+column of the file in the flagging, 379 with only the columns read (336 counted then)."""
 
 PLAIN_WORKER = 144 << 20
 """Resident bytes of one Python worker that only sums Arrow batches (``mcviz metrics``'
-calibration block, ``mcviz compare``'s paths): 135-141 MiB each, beside a daemon of 45
-(2*10^5 and 2*10^6 rows, ``local[2]``)."""
+calibration block): 135-141 MiB each, beside a daemon of 45 (2*10^5 and 2*10^6 rows,
+``local[2]``)."""
+
+COMPARE_WORKER = 224 << 20
+"""Resident bytes of one Python worker of ``mcviz compare --engine spark``: it sums the paths'
+Arrow batches, and, when the sample finds a group, drops the searched rows
+(:func:`mcviz.engines.holdout.exclude_rows`) and writes the sorted held-out rows to files
+(:func:`~mcviz.engines.holdout.local_sorted_batches`); pyspark's own worker loads pandas for
+a ``mapInArrow`` either way. Measured at 10^7 rows (the ``bench_engines`` file with B worse in
+one group, ``--memory-limit 2GB``, ``local[2]``, each worker's peak polled every 0.2 s, 1 Dec
+2026): 227 and 214 MiB with every column of the file in the held-out pass, 214 and 209 with
+only the columns read (144 counted then: the tree peaked at 2,004 and 1,940 MB)."""
 
 WORKER_DAEMON = 96 << 20
 """Resident bytes of the daemons Spark's Python workers fork from (45 MiB each), and the small

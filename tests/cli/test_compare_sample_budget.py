@@ -59,7 +59,7 @@ def test_a_sample_row_counts_every_column_of_the_file_and_its_keys(files):
 def test_spark_sample_fits_beside_the_jvm_and_its_heap_is_sized_with_it(files, limit):
     args, settings = _args("spark", limit)
     rows = ec._sample_size(args, settings, NAMES, ec._row_bytes(files))
-    room = engine_options.spark_room(args, worker=memory.PLAIN_WORKER)
+    room = engine_options.spark_room(args, worker=memory.COMPARE_WORKER)
     cap = sample_rows(len(NAMES), holdout=settings.holdout, max_conditions=3)
     share = min(room - ec.ROOM_SLACK, parse_bytes(limit) // 2)
     reserve = ec._sample_reserve(args, rows, ec._row_bytes(files))
@@ -69,7 +69,7 @@ def test_spark_sample_fits_beside_the_jvm_and_its_heap_is_sized_with_it(files, l
         (8 << 20) // ec._row_bytes(files))
     if rows > 1_000:  # the least sample, 1,000 rows, is refused below when it cannot fit
         assert reserve <= share + (8 << 20)
-        heap = engine_options.spark_limit(args, worker=memory.PLAIN_WORKER, reserve=reserve)
+        heap = engine_options.spark_limit(args, worker=memory.COMPARE_WORKER, reserve=reserve)
         assert int(heap[:-1]) << 20 >= memory.SPARK_HEAP_FLOOR
 
 
@@ -92,5 +92,5 @@ def test_a_sample_the_limit_cannot_hold_is_refused_naming_a_limit(files):
     assert rows == 1_400_000
     with pytest.raises(ValidationError, match=r"--memory-limit 2GB cannot hold this comparison"
                        r".*Give --memory-limit \d+MB or more"):
-        engine_options.spark_limit(args, worker=memory.PLAIN_WORKER, what="this comparison",
+        engine_options.spark_limit(args, worker=memory.COMPARE_WORKER, what="this comparison",
                                    reserve=ec._sample_reserve(args, rows, ec._row_bytes(files)))

@@ -84,3 +84,22 @@ def test_a_column_the_data_lacks_is_refused(tmp_path):
         engine = SparkEngine(path, Columns("s", "y", None), spark=session)
         with pytest.raises(ValidationError, match="no column 'region' in the data"):
             exclude_rows(engine, np.zeros((0, 2), dtype=np.int64), columns=["region"])
+
+
+def test_a_file_given_by_a_symbolic_link_is_read(tmp_path):
+    """Spark names a file by the path it was given (a link's, not its target's): the searched
+    rows of a file given through a symbolic link are matched, not refused as "not given"."""
+    from mcviz.engines.base import Columns
+    from mcviz.engines.holdout import exclude_rows
+    from mcviz.engines.spark_engine import SparkEngine
+
+    frame, path = _file(tmp_path)
+    (tmp_path / "links").mkdir()
+    link = tmp_path / "links" / "rows.parquet"
+    link.symlink_to(path)
+    keys = np.column_stack((np.zeros(100, dtype=np.int64), np.arange(0, 600, 6)))
+    with local_spark() as session:
+        engine = SparkEngine(str(link), Columns("s", "y", None), spark=session)
+        exclude_rows(engine, keys, columns=["row"])
+        rows = session.table(engine.source).toPandas()
+    assert sorted(rows["row"]) == sorted(frame.loc[frame["row"] % 6 != 0, "row"])
