@@ -38,7 +38,7 @@ from mcviz.engines.base import rows_in_files
 from mcviz.engines.memory import COMPARE_WORKER, release_memory
 from mcviz.errors import ValidationError
 
-__all__ = ["IN_MEMORY_WHEN_SAMPLED_WHOLE", "compare_in_engine"]
+__all__ = ["IN_MEMORY_WHEN_SAMPLED_WHOLE", "SPARK_SAMPLE_FLOOR", "compare_in_engine"]
 
 IN_MEMORY_WHEN_SAMPLED_WHOLE = True
 """Compare in memory when the sample would hold every row (the tests set False to check the
@@ -68,6 +68,13 @@ ROOM_SLACK = 32 << 20
 sample: what this process adds between sizing the sample and sizing the JVM's heap (the roles'
 10,000-row sample is read between them; the size is taken again just before the heap)."""
 
+SPARK_SAMPLE_FLOOR = 100_000
+"""The fewest rows ``mcviz compare --engine spark --memory-limit`` sizes the groups' sample down
+to (as ``mcviz search --engine spark``): a limit whose room holds fewer is refused before any
+row is read, naming one that holds them. Without it the limit named at 10^7 rows (2050MB, once
+the workers were counted at :data:`~mcviz.engines.memory.COMPARE_WORKER`) left room for a
+sample of 1,146 rows, whose search found a group of ages by chance (1 Dec 2026)."""
+
 SAMPLE_ROW_FLOOR = 800
 """The least bytes per sample row :func:`_sample_reserve` counts (a narrow file's keys, codes
 and the search's per-row arrays)."""
@@ -81,7 +88,8 @@ def _sample_size(args, settings, names, row_bytes: int) -> int:
     of ``row_bytes`` each (:func:`_row_bytes`); on Spark in local mode also no more than what the JVM and its
     Python workers leave at their least (:func:`~mcviz.cli.engine_options.spark_room`): the
     JVM runs while the sample is drawn and searched (it checked every row first), and its heap
-    is sized with the sample's bytes reserved (:func:`_sample_reserve`).
+    is sized with the sample's bytes reserved (:func:`_sample_reserve`). A limit whose room holds
+    fewer than :data:`SPARK_SAMPLE_FLOOR` rows is refused there, naming one that holds them.
     """
     from mcviz.search.at_scale import sample_rows
 
@@ -97,6 +105,10 @@ def _sample_size(args, settings, names, row_bytes: int) -> int:
     room = spark_room(args, worker=COMPARE_WORKER)
     if room is not None:  # (less what this process may add before the JVM's heap is sized)
         budget = min(budget, room - ROOM_SLACK)
+        least = min(SPARK_SAMPLE_FLOOR, rows)
+        if max(budget, 0) // row_bytes < least:  # raises, naming the limit that holds them
+            spark_limit(args, worker=COMPARE_WORKER, what="this comparison",
+                        reserve=ROOM_SLACK + least * row_bytes)
     return max(min(rows, budget // row_bytes), 1_000)
 
 

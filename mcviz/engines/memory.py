@@ -531,8 +531,8 @@ def spark_heap(limit: str | None, *, master: str, worker: int = 0, reserve: int 
     In ``local`` mode the limit bounds the whole run: this Python process (what it holds now
     and ``reserve`` more, :data:`SPARK_DRIVER_RESERVE`), the JVM it starts (its heap and
     :data:`JVM_NON_HEAP`) and the Python workers Spark starts (``worker`` bytes each,
-    :data:`PYTHON_WORKER` or :data:`PLAIN_WORKER`; 0 for a command whose queries are SQL only;
-    one per task thread of the master, and :data:`WORKER_DAEMON`):
+    :data:`PYTHON_WORKER`, :data:`COMPARE_WORKER` or :data:`PLAIN_WORKER`; 0 for a command
+    whose queries are SQL only; one per task thread of the master, and :data:`WORKER_DAEMON`):
 
     .. math::
 
@@ -559,7 +559,10 @@ def spark_heap(limit: str | None, *, master: str, worker: int = 0, reserve: int 
     the constants of the time: :data:`JVM_NON_HEAP` was raised from 400 to 544 MiB and
     compare's workers counted as :data:`PLAIN_WORKER` after these runs; today's names are
     100-250 MB larger, compare's 200 MB smaller: decide and monitor 1500MB, apply 1450MB,
-    metrics and compare 1900MB, screen, search and report 2300MB at 2*10^6 rows).
+    metrics and compare 1900MB, screen, search and report 2300MB at 2*10^6 rows). Since the
+    10^7-row runs of 1 Dec 2026 a screening worker counts 384 MiB (:data:`PYTHON_WORKER`)
+    and compare's :data:`COMPARE_WORKER` 224: those names are about 100 MB (screen, search,
+    report) and 170 MB (compare) larger.
 
     Examples
     --------

@@ -15,6 +15,8 @@ computes, in this process, against the limit's algebra; the run itself is measur
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -55,7 +57,7 @@ def test_a_sample_row_counts_every_column_of_the_file_and_its_keys(files):
     assert ec._row_bytes(["/no/such.parquet"]) == ec.SAMPLE_ROW_FLOOR
 
 
-@pytest.mark.parametrize("limit", ["2GB", "3GB", "6GB"])
+@pytest.mark.parametrize("limit", ["2500MB", "3GB", "6GB"])
 def test_spark_sample_fits_beside_the_jvm_and_its_heap_is_sized_with_it(files, limit):
     args, settings = _args("spark", limit)
     rows = ec._sample_size(args, settings, NAMES, ec._row_bytes(files))
@@ -94,3 +96,18 @@ def test_a_sample_the_limit_cannot_hold_is_refused_naming_a_limit(files):
                        r".*Give --memory-limit \d+MB or more"):
         engine_options.spark_limit(args, worker=memory.COMPARE_WORKER, what="this comparison",
                                    reserve=ec._sample_reserve(args, rows, ec._row_bytes(files)))
+
+
+def test_a_limit_too_small_for_the_least_sample_is_refused_naming_one_that_holds_it(
+        files, monkeypatch):
+    """At 10^7 rows the limit named for the JVM's least heap alone (2050MB) left a sample of
+    1,146 rows; a limit whose room holds fewer than ``SPARK_SAMPLE_FLOOR`` rows is refused,
+    naming one whose room holds them."""
+    monkeypatch.setattr(memory, "resident_bytes", lambda: 130 << 20)  # a fresh mcviz's
+    args, settings = _args("spark", "2GB")
+    with pytest.raises(ValidationError, match=r"--memory-limit 2GB cannot hold this "
+                       r"comparison on Spark.*Give --memory-limit \d+MB or more\.$") as refused:
+        ec._sample_size(args, settings, NAMES, ec._row_bytes(files))
+    named = int(re.search(r"Give --memory-limit (\d+)MB", str(refused.value)).group(1))
+    args, settings = _args("spark", f"{named}MB")
+    assert ec._sample_size(args, settings, NAMES, ec._row_bytes(files)) >= ec.SPARK_SAMPLE_FLOOR
