@@ -111,9 +111,10 @@ def write_compare_data(data: Path) -> Path:
     ``score_b`` is A's score plus 0.15 where ``region == 'r1' AND channel == 'web'`` (5% of
     the rows at 10^7), A's score elsewhere, clipped to [0.001, 0.999]: the comparison's
     groups' search finds B worse there, so the held-out pass (the rows not searched, through
-    Spark's Python workers) runs and is measured. The file before (A moved up by 0.08 in
-    region r1 and by a small hashed noise elsewhere, ``*_ab.parquet``) gave no group at any
-    sample size, and the benchmark never ran that pass (1 Dec 2026). No rows in memory.
+    Spark's Python workers) runs and is measured. In the file before (A moved up by 0.08 in
+    region r1 and by a small hashed noise elsewhere, ``*_ab.parquet``) the 10^7 samples of
+    DuckDB and Spark found no group, and the benchmark never ran that pass (1 Dec 2026). No
+    rows in memory.
     """
     import duckdb
 

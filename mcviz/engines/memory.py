@@ -491,7 +491,9 @@ Arrow batches, and, when the sample finds a group, drops the searched rows
 a ``mapInArrow`` either way. Measured at 10^7 rows (the ``bench_engines`` file with B worse in
 one group, ``--memory-limit 2GB``, ``local[2]``, each worker's peak polled every 0.2 s, 1 Dec
 2026): 227 and 214 MiB with every column of the file in the held-out pass, 214 and 209 with
-only the columns read (144 counted then: the tree peaked at 2,004 and 1,940 MB)."""
+only the columns read (144 counted then; the tree peaked at 1,940 MB). Counted so, 2GB is
+refused at 10^7 rows, naming 2150MB (the sample's floor,
+:data:`mcviz.cli.engine_compare.SPARK_SAMPLE_FLOOR`), where the tree peaked at 1,861 MB."""
 
 WORKER_DAEMON = 96 << 20
 """Resident bytes of the daemons Spark's Python workers fork from (45 MiB each), and the small
