@@ -354,14 +354,18 @@ def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: se
     for a finding whose rows are read (``readable``), their ``reserve``; else in the full
     population's fine bins. With DuckDB under ``--memory-limit`` the findings share one
     engine: the largest held beside it (runs, and rows when read) and DuckDB's need for the
-    most runs (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES` each) and the table's
-    ``rows`` (:data:`~mcviz.engines.memory.FINDING_ENGINE_ROW_BYTES` each: every row joins the
-    edges) must fit the room together; the exact finding of most runs goes to fine bins until
-    they do (its slide and the notice then say fine bins). A run costs
+    most runs (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES` each) and a
+    :data:`~mcviz.engines.memory.COMPARISON_PASSES`-th of the table's ``rows``
+    (:data:`~mcviz.engines.memory.FINDING_ENGINE_ROW_BYTES` each: every row joins the edges,
+    in passes of score ranges that each fit DuckDB's share,
+    :func:`~mcviz.engines.calibration.comparison_passes`) must fit the room together; the exact
+    finding of most runs goes to fine bins until they do (its slide and the notice then say
+    fine bins). A run costs
     :func:`~mcviz.engines.memory.finding_run_bytes` of the rows' kind (weighted or not).
     """
     from mcviz.cli.metrics import _runs_reserve
     from mcviz.engines.memory import (
+        COMPARISON_PASSES,
         FINDING_ENGINE_ROW_BYTES,
         FINDING_ENGINE_RUN_BYTES,
         RUN_BYTES,
@@ -391,8 +395,8 @@ def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: se
                     for rank, (_, size) in grouped.items()), default=0)
         widest = max(exact, key=exact.get, default=None)
         if widest is None or held + FINDING_ENGINE_RUN_BYTES * (
-                exact[widest] // finding_run_bytes(weighted)) + FINDING_ENGINE_ROW_BYTES * int(
-                rows) <= room:
+                exact[widest] // finding_run_bytes(weighted)) + FINDING_ENGINE_ROW_BYTES * -(
+                -int(rows) // COMPARISON_PASSES) <= room:
             return grouped
         grouped[widest] = (True, RUN_BYTES * full_runs.score.size)
 
@@ -648,7 +652,8 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
         # go as the deviation reads them)
         results, _ = finding_review_from_runs(
             full_runs, runs, sub, bins=bins, rows=rows, full_reliability=full_reliability,
-            comparison=list(comparison_sums_table(table, columns, deviation_edges(runs.score)))
+            comparison=list(comparison_sums_table(
+                table, columns, deviation_edges(runs.score), full_runs=full_runs))
             if binned and runs.bins is None else None)
         charts[rank] = review_charts(results, deviation=not on_score_alone(at_scale.pred, sub))
         # before the next finding's runs: else its runs and results (about 150 bytes a run)

@@ -51,6 +51,7 @@ from mcviz.errors import ValidationError
 __all__ = [
     "AGGREGATE_RESERVE",
     "BYTES_PER_MEMBER",
+    "COMPARISON_PASSES",
     "COMPILED_LOOPS",
     "DRAW_RESIDUE",
     "DUCKDB_FLOOR",
@@ -200,7 +201,18 @@ with the edges). Measured (``/work/tmp22/h22d/asof.py``: the join and its ``GROU
 rows ran out of memory at 128 MiB and ran at 160 and 200 MiB; 10^8 rows ran out of memory at
 304 MiB ("failed to pin block of size 256.0 KiB", after 84 s: ``mcviz report --engine duckdb
 --memory-limit 2GB``'s failure at 10^8) and ran at 450 MiB. The floor and 16 bytes an edge
-give 208 MiB there; 3 bytes a row more give 494 MiB at 10^8 rows (237 MiB at 10^7)."""
+give 208 MiB there; 3 bytes a row more give 494 MiB at 10^8 rows (237 MiB at 10^7). The
+join is cut into passes of score ranges that each fit DuckDB's share
+(:func:`~mcviz.engines.calibration.comparison_passes`), so a pass needs this for its own rows
+only."""
+
+COMPARISON_PASSES = 8
+"""The passes a finding's exact deviation may take in DuckDB when the report decides it exact:
+its edges (:data:`FINDING_ENGINE_RUN_BYTES` each) and an eighth of the table's rows
+(:data:`FINDING_ENGINE_ROW_BYTES` each) must fit the room beside what this process holds. Each
+pass scans the score and label of every row (the rows outside its score range filtered out
+before the join), so this bounds the time, not the memory: every pass is planned to fit
+DuckDB's share whatever the rows."""
 
 
 def finding_run_bytes(weighted: bool = False) -> int:

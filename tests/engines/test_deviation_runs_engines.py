@@ -302,3 +302,72 @@ def test_one_scan_counts_every_finding_s_rows_and_distinct_scores(tmp_path):
         want = np.unique(pred.score[sub.index]).size
         assert rows == sub.size
         assert abs(distinct - want) <= 0.05 * want, (distinct, want)
+
+
+def _brute_comparison(frame, edges, weighted):
+    """Every row's bin of eq. (7) (the edges below its score) and its sums, in numpy."""
+    score = frame["score"].to_numpy()
+    k = np.searchsorted(edges, score, side="left")  # edges strictly below the score
+    w = frame["w"].to_numpy() if weighted else np.ones(score.size)
+    r = frame["label"].to_numpy(dtype=float)
+    q = edges.size + 1
+    return k, (np.bincount(k, minlength=q), np.bincount(k, w, minlength=q),
+               np.bincount(k, w * r, minlength=q))
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("shape", ["tied", "beta"])
+def test_every_row_summed_between_a_finding_s_scores_in_passes_that_fit_duckdb(
+        tmp_path, monkeypatch, weighted, shape):
+    """DuckDB's ASOF join of every row to the finding's edges grows with the rows (10^8 rows
+    ran a 304 MiB share out of memory): cut into passes of score ranges planned from the full
+    population's fine bins, each within DuckDB's memory_limit (1 GiB, its floor off: 896 MiB,
+    here at 2,000 rows a pass: FINDING_ENGINE_ROW_BYTES raised to 469,762), the sums are the
+    one join's and numpy's, and the deviation the in-memory one to 1e-9. 30,000 rows, tied
+    to 0.001 (500 fine bins, edges on scores) or continuous (15,000 fine bins). Each pass's
+    rows, counted in numpy, fit the budget it was planned for; a sparse set of edges makes
+    bins of more rows than a pass holds: those passes join nothing, and still sum right."""
+    import mcviz.engines.memory as memory
+    from mcviz.engines.calibration import comparison_passes
+
+    budget = (1 << 30) - memory.DUCKDB_FLOOR
+    monkeypatch.setattr(memory, "FINDING_ENGINE_ROW_BYTES", budget // 2_000)
+    rng = np.random.default_rng(93)
+    score = rng.beta(2, 5, 30_000)
+    path, frame, columns = _rows(tmp_path, np.round(score, 3) if shape == "tied" else score,
+                                 weighted, 94)
+    pred = _pred(frame, weighted)
+    sub = filter_subpopulation(pred, FINDING)
+    sparse = np.array([0.05, 0.1, 0.1005, 0.2, 0.4, 0.41, 0.8, 0.85, 0.9, 0.95])
+    table = open_table("duckdb", [str(path)], memory_limit="1GiB")
+    try:
+        full = ScoreRuns(**score_runs_table(table, columns,
+                                            limit=500 if shape == "tied" else 15_000))
+        mine = ScoreRuns(**finding_runs_table(table, columns, tuple(sub.conditions)))
+        edges = deviation_edges(mine.score)
+        comparison = comparison_sums_table(table, columns, edges, full_runs=full)
+        apart = comparison_sums_table(table, columns, sparse, full_runs=full)
+    finally:
+        table.close()
+    assert full.bins is not None and mine.bins is None
+    for cut, got in ((edges, comparison), (sparse, apart)):
+        k, want = _brute_comparison(frame, cut, weighted)
+        np.testing.assert_array_equal(got[0], want[0])
+        _close(got[1], want[1])
+        _close(got[2], want[2])
+        passes = comparison_passes(cut, full, budget)
+        assert passes[0][0] == 0 and passes[-1][1] == cut.size
+        assert all(b[0] == a[1] + 1 for a, b in zip(passes, passes[1:], strict=False))
+        rows = [int(((k >= a) & (k <= b)).sum()) for a, b in passes]
+        joined = [(a, b, n) for (a, b), n in zip(passes, rows, strict=True) if a < b]
+        assert all(memory.FINDING_ENGINE_ROW_BYTES * n + memory.FINDING_ENGINE_RUN_BYTES
+                   * (b - a + 1) <= budget for a, b, n in joined)
+        if cut is edges:
+            assert len(joined) >= 10  # 30,000 rows at most 2,000 a pass
+        else:
+            assert 0 < len(joined) < len(passes)  # bins of more rows than a pass: no join
+            assert max(rows) > 2_000
+    if shape == "tied":
+        assert np.isin(edges, pred.score).any()
+    _same_deviation(deviation_from_runs(full, mine, comparison=comparison),
+                    subpopulation_deviation(pred, sub.index))

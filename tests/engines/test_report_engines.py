@@ -612,25 +612,38 @@ def test_a_finding_s_runs_are_budgeted_at_the_bytes_of_their_kind(monkeypatch, w
     assert grouped[1] == ((True, memory.RUN_BYTES * 1000) if weighted else (False, 224 * 736))
 
 
-@pytest.mark.parametrize("rows_fit", [True, False], ids=["rows-fit", "rows-short"])
+@pytest.mark.parametrize("row_bytes", [3, 10**6, 10**7],
+                         ids=["rows-fit", "rows-in-passes", "rows-short"])
 def test_a_finding_s_exact_deviation_leaves_duckdb_room_for_every_row_s_join(
-        planted_file, tmp_path, monkeypatch, rows_fit):
+        planted_file, tmp_path, monkeypatch, row_bytes):
     """The full population in 100 fine bins, the finding's 171 distinct scores held exactly:
     its deviation sums every row between them (an ASOF join of every row, whose need in
     DuckDB grows with the rows: FINDING_ENGINE_ROW_BYTES; 10^8 rows ran a 304 MiB share out
-    of memory after 84 s). Under --memory-limit 4GB with the real 3 bytes a row, the 8,000
-    rows fit: the deviation is the in-memory one to 1e-9. With 10^6 bytes a row (8 GB for
-    8,000 rows, more than the room) the report still completes, the finding's deviation from
-    the fine bins, and the notice and its slide say so."""
+    of memory after 84 s), in passes of score ranges that each fit DuckDB's share
+    (comparison_passes). Under --memory-limit 4GB with the real 3 bytes a row, the 8,000
+    rows join in one pass: the deviation is the in-memory one to 1e-9. With 10^6 bytes a row
+    (8 GB for 8,000 rows, more than DuckDB's share of about 3 GB) the join takes several
+    passes and the deviation is still the in-memory one: only an eighth of the rows
+    (COMPARISON_PASSES) need fit the room. With 10^7 bytes a row even that eighth (10 GB)
+    does not: the report still completes, the finding's deviation from the fine bins, and
+    the notice and its slide say so."""
     pytest.importorskip("pptx")
+    import mcviz.engines.calibration as calibration
     import mcviz.engines.memory as memory
     import mcviz.settings as settings
 
     monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 100)
-    if not rows_fit:
-        monkeypatch.setattr(memory, "FINDING_ENGINE_ROW_BYTES", 10**6)
+    monkeypatch.setattr(memory, "FINDING_ENGINE_ROW_BYTES", row_bytes)
+    planned = []
+    plan = calibration.comparison_passes
+    monkeypatch.setattr(calibration, "comparison_passes",
+                        lambda *a: planned.append(plan(*a)) or planned[-1])
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
                   "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out),
                   "--memory-limit", "4GB")
-    _check_finding_deviation(planted_file, report, out, exact=rows_fit)
+    _check_finding_deviation(planted_file, report, out, exact=row_bytes < 10**7)
+    if row_bytes == 3:
+        assert planned and all(len(p) == 1 for p in planned)
+    elif row_bytes == 10**6:
+        assert max(len(p) for p in planned) >= 3  # 8,000 rows, at most about 3,000 a pass
