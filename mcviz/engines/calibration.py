@@ -470,8 +470,8 @@ def finding_counts_table(table, columns, conditions: tuple) -> list[tuple[int, i
             for i in range(len(conditions))]
 
 
-def comparison_sums_table(table, columns, edges: np.ndarray, *,
-                          full_runs=None) -> tuple[np.ndarray, ...]:
+def comparison_sums_table(table, columns, edges: np.ndarray, *, full_runs=None,
+                          interval=None) -> tuple[np.ndarray, ...]:
     r"""Return every row's count, :math:`\sum W` and :math:`\sum W R` in the bins of eq. (7).
 
     Bin :math:`k` holds the rows with :math:`B_k < S \le B_{k+1}` (:math:`B_0 = -\infty`, the
@@ -489,10 +489,18 @@ def comparison_sums_table(table, columns, edges: np.ndarray, *,
     ordered by score with a row before an edge of the same value, a row takes the last edge
     before it (``last(k, true)``), and a row with none in its cell the count of the edges in
     the cells below (computed here from the same ``FLOOR(b * cells)``). Binary responses.
+
+    ``interval``: the finding's runs when its conditions bound the score alone (an interval
+    of it: every row at its scores is its row). Then no row is joined: a row of an inner bin
+    (:math:`S_k \le B_k < S \le B_{k+1} < S_{k+2}`) lies between two of its scores, so in
+    the interval, so at one of its scores, :math:`S_{k+1}`: the inner bins are its runs, and
+    only the two end bins are summed (a ``WHERE`` and an aggregate each; any engine).
     """
+    import itertools
     import uuid
     from pathlib import Path
 
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -511,7 +519,14 @@ def comparison_sums_table(table, columns, edges: np.ndarray, *,
                  else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)")
             return f"(SELECT {s} AS s, {r} AS r, {w} AS w FROM {table.source}) t"
 
-        if table.dialect.name == "duckdb":
+        if interval is not None:  # a score interval: the inner bins are its runs
+            m = edges.size
+            parts = itertools.chain(_asof_comparison(
+                table, rows, "", edges, [(0, 0), (m, m)] if m else [(0, 0)],
+                weighted=columns.weight is not None), [(np.arange(1, m), pd.DataFrame(
+                    {"n": interval.count[1:m], "w": interval.weight[1:m],
+                     "wr": interval.positive[1:m]}))])
+        elif table.dialect.name == "duckdb":
             parts = _asof_comparison(table, rows, table.relation(path), edges, comparison_passes(
                 edges, full_runs, _join_budget(table)), weighted=columns.weight is not None)
         else:  # one part file at a time (issue #44: the whole frame peaked the driver)

@@ -20,6 +20,8 @@ Reference: :func:`mcviz.stats.deviation.subpopulation_deviation` of the same row
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -349,15 +351,17 @@ def test_every_row_summed_between_a_finding_s_scores_in_passes_that_fit_duckdb(
         apart = comparison_sums_table(table, columns, sparse, full_runs=full)
     finally:
         table.close()
-    assert full.bins is not None and mine.bins is None
+    assert full.bins is not None
+    assert mine.bins is None
     for cut, got in ((edges, comparison), (sparse, apart)):
         k, want = _brute_comparison(frame, cut, weighted)
         np.testing.assert_array_equal(got[0], want[0])
         _close(got[1], want[1])
         _close(got[2], want[2])
         passes = comparison_passes(cut, full, budget)
-        assert passes[0][0] == 0 and passes[-1][1] == cut.size
-        assert all(b[0] == a[1] + 1 for a, b in zip(passes, passes[1:], strict=False))
+        assert passes[0][0] == 0
+        assert passes[-1][1] == cut.size
+        assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(passes))
         rows = [int(((k >= a) & (k <= b)).sum()) for a, b in passes]
         joined = [(a, b, n) for (a, b), n in zip(passes, rows, strict=True) if a < b]
         assert all(memory.FINDING_ENGINE_ROW_BYTES * n + memory.FINDING_ENGINE_RUN_BYTES
@@ -370,4 +374,48 @@ def test_every_row_summed_between_a_finding_s_scores_in_passes_that_fit_duckdb(
     if shape == "tied":
         assert np.isin(edges, pred.score).any()
     _same_deviation(deviation_from_runs(full, mine, comparison=comparison),
+                    subpopulation_deviation(pred, sub.index))
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("shape", ["tied", "beta"])
+@pytest.mark.parametrize("interval", ["score >= 0.1 and score < 0.35", "score <= 0.2"])
+def test_a_score_interval_s_inner_bins_are_its_runs_with_no_join(tmp_path, monkeypatch,
+                                                                  weighted, shape, interval):
+    """A finding that bounds the score alone holds every row at its scores: every row between
+    its scores is its own (the inner bins of eq. (7) are its runs), only the two end bins sum
+    rows outside it. Given its runs (``interval``) DuckDB runs no join (no ASOF in any query),
+    and the sums are numpy's bins of every row: counts exactly, sums and the deviation to
+    1e-9. 30,000 rows, tied to 0.001 (edges on scores) or continuous."""
+    rng = np.random.default_rng(95)
+    score = rng.beta(2, 5, 30_000)
+    path, frame, columns = _rows(tmp_path, np.round(score, 3) if shape == "tied" else score,
+                                 weighted, 96)
+    pred = _pred(frame, weighted)
+    sub = filter_subpopulation(pred, interval)
+    table = open_table("duckdb", [str(path)], memory_limit="1GiB")
+    queries = []
+    through = type(table).frame
+    monkeypatch.setattr(type(table), "frame",
+                        lambda self, q, text: queries.append(text) or through(self, q, text))
+    try:
+        full = ScoreRuns(**score_runs_table(table, columns, limit=500))
+        mine = ScoreRuns(**finding_runs_table(table, columns, tuple(sub.conditions)))
+        edges = deviation_edges(mine.score)
+        queries.clear()
+        got = comparison_sums_table(table, columns, edges, full_runs=full, interval=mine)
+    finally:
+        table.close()
+    assert full.bins is not None
+    assert mine.bins is None
+    assert edges.size > 100
+    assert len(queries) == 2
+    assert not any("ASOF" in text for text in queries)
+    _, want = _brute_comparison(frame, edges, weighted)
+    np.testing.assert_array_equal(got[0], want[0])
+    _close(got[1], want[1])
+    _close(got[2], want[2])
+    assert want[0][-1] > mine.count[-1]  # the end bins reach past it
+    assert (want[0][0] > mine.count[0]) == (">=" in interval)
+    _same_deviation(deviation_from_runs(full, mine, comparison=got),
                     subpopulation_deviation(pred, sub.index))

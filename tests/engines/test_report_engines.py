@@ -583,6 +583,42 @@ def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, re
     assert not grouped[2][0]
 
 
+def test_a_score_interval_finding_leaves_duckdb_no_join_to_room(monkeypatch):
+    """As the together-short case above (finding 2 of 736 runs goes to fine bins: 260,784
+    held + 47,104 in DuckDB > 288,000), but finding 2 bounds the score alone (an interval):
+    its deviation joins no row (comparison_sums_table's interval), so DuckDB needs no room
+    for it and it stays exact; a finding with a '!=' on the score is no interval."""
+    import argparse
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    import mcviz.cli.metrics as metrics_module
+    import mcviz.cli.report as report_module
+    import mcviz.engines.memory as memory
+    import mcviz.settings as settings
+    from mcviz.io import load_predictions
+    from mcviz.subpopulations.model import Condition
+
+    monkeypatch.setattr(memory, "FINDING_RUN_BYTES", 224)
+    monkeypatch.setattr(memory, "FINDING_ENGINE_RUN_BYTES", 64)
+    monkeypatch.setattr(memory, "duckdb_room", lambda limit, reserve=0: 288_000 - reserve)
+    monkeypatch.setattr(metrics_module, "_runs_reserve", lambda args: 0)
+    monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 100)
+    args = argparse.Namespace(engine="duckdb", memory_limit="2GB")
+    full = SimpleNamespace(bins=1000, score=np.zeros(1000), weighted=False)
+    counted = {1: (400, 300), 2: (5000, 700)}
+    grouped = report_module._finding_grouping(args, full, counted, 190_000, {1},
+                                              intervals={2})
+    assert grouped == {1: (False, 224 * 316), 2: (False, 224 * 736)}
+    pred = load_predictions(pd.DataFrame({"score": [0.1, 0.5], "label": [0, 1], "g": [1, 2]}),
+                            score="score", label="label", covariates=["g"])
+    found = [SimpleNamespace(conditions=c) for c in (
+        (Condition("score", ">=", 0.2), Condition("score", "<", 0.6)),
+        (Condition("score", "!=", 0.5),), (Condition("g", "==", 1),))]
+    assert [report_module._score_interval(pred, f) for f in found] == [True, False, False]
+
+
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 def test_a_finding_s_runs_are_budgeted_at_the_bytes_of_their_kind(monkeypatch, weighted):
     """Weighted rows' runs cost more (two more sums a run, the deviation's own abscissa):
@@ -644,6 +680,7 @@ def test_a_finding_s_exact_deviation_leaves_duckdb_room_for_every_row_s_join(
                   "--memory-limit", "4GB")
     _check_finding_deviation(planted_file, report, out, exact=row_bytes < 10**7)
     if row_bytes == 3:
-        assert planned and all(len(p) == 1 for p in planned)
+        assert planned
+        assert all(len(p) == 1 for p in planned)
     elif row_bytes == 10**6:
         assert max(len(p) for p in planned) >= 3  # 8,000 rows, at most about 3,000 a pass
