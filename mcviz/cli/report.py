@@ -621,7 +621,8 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
     full population's fine bins as ``grouped`` says (:func:`_finding_grouping`; no count
     first); per distinct score with the full population in fine bins, every row is then
     summed between them by :func:`~mcviz.engines.calibration.comparison_sums_table` (DuckDB
-    or Spark): its deviation exact. Then
+    in passes that fit its share, or Spark; a finding on the score alone joins no row, its
+    ``interval``): its deviation exact. Then
     :func:`mcviz.present.review.finding_review_from_runs`; a finding in ``readable`` is also
     read with its ``WHERE`` and reviewed as a population of its own for its own calibration,
     curves and LCS.

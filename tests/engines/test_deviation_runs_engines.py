@@ -306,6 +306,15 @@ def test_one_scan_counts_every_finding_s_rows_and_distinct_scores(tmp_path):
         assert abs(distinct - want) <= 0.05 * want, (distinct, want)
 
 
+def _beta_rows(tmp_path, shape, weighted, seed, finding):
+    """30,000 rows of Beta(2, 5) scores, tied to 0.001 or not; the finding's rows."""
+    score = np.random.default_rng(seed).beta(2, 5, 30_000)
+    path, frame, columns = _rows(tmp_path, np.round(score, 3) if shape == "tied" else score,
+                                 weighted, seed + 1)
+    pred = _pred(frame, weighted)
+    return path, frame, columns, pred, filter_subpopulation(pred, finding)
+
+
 def _brute_comparison(frame, edges, weighted):
     """Every row's bin of eq. (7) (the edges below its score) and its sums, in numpy."""
     score = frame["score"].to_numpy()
@@ -334,12 +343,7 @@ def test_every_row_summed_between_a_finding_s_scores_in_passes_that_fit_duckdb(
 
     budget = (1 << 30) - memory.DUCKDB_FLOOR
     monkeypatch.setattr(memory, "FINDING_ENGINE_ROW_BYTES", budget // 2_000)
-    rng = np.random.default_rng(93)
-    score = rng.beta(2, 5, 30_000)
-    path, frame, columns = _rows(tmp_path, np.round(score, 3) if shape == "tied" else score,
-                                 weighted, 94)
-    pred = _pred(frame, weighted)
-    sub = filter_subpopulation(pred, FINDING)
+    path, frame, columns, pred, sub = _beta_rows(tmp_path, shape, weighted, 93, FINDING)
     sparse = np.array([0.05, 0.1, 0.1005, 0.2, 0.4, 0.41, 0.8, 0.85, 0.9, 0.95])
     table = open_table("duckdb", [str(path)], memory_limit="1GiB")
     try:
@@ -387,12 +391,7 @@ def test_a_score_interval_s_inner_bins_are_its_runs_with_no_join(tmp_path, monke
     rows outside it. Given its runs (``interval``) DuckDB runs no join (no ASOF in any query),
     and the sums are numpy's bins of every row: counts exactly, sums and the deviation to
     1e-9. 30,000 rows, tied to 0.001 (edges on scores) or continuous."""
-    rng = np.random.default_rng(95)
-    score = rng.beta(2, 5, 30_000)
-    path, frame, columns = _rows(tmp_path, np.round(score, 3) if shape == "tied" else score,
-                                 weighted, 96)
-    pred = _pred(frame, weighted)
-    sub = filter_subpopulation(pred, interval)
+    path, frame, columns, pred, sub = _beta_rows(tmp_path, shape, weighted, 95, interval)
     table = open_table("duckdb", [str(path)], memory_limit="1GiB")
     queries = []
     through = type(table).frame
@@ -417,5 +416,27 @@ def test_a_score_interval_s_inner_bins_are_its_runs_with_no_join(tmp_path, monke
     _close(got[2], want[2])
     assert want[0][-1] > mine.count[-1]  # the end bins reach past it
     assert (want[0][0] > mine.count[0]) == (">=" in interval)
+    _same_deviation(deviation_from_runs(full, mine, comparison=got),
+                    subpopulation_deviation(pred, sub.index))
+
+
+@pytest.mark.spark
+def test_spark_sums_a_score_interval_s_end_bins_alone(tmp_path):
+    """Spark, a finding on the score alone (``interval``): its inner bins are its runs, the two
+    end bins two aggregates (no window over the cells); every bin numpy's, the deviation the
+    rows' to 1e-9 (30,000 rows tied to 0.001)."""
+    from spark_available import spark_table
+
+    path, frame, columns, pred, sub = _beta_rows(tmp_path, "tied", True, 97,
+                                                 "score >= 0.1 and score < 0.3")
+    with spark_table(str(path)) as table:
+        full = ScoreRuns(**score_runs_table(table, columns, limit=200))
+        mine = ScoreRuns(**finding_runs_table(table, columns, tuple(sub.conditions)))
+        edges = deviation_edges(mine.score)
+        got = comparison_sums_table(table, columns, edges, interval=mine)
+    _, want = _brute_comparison(frame, edges, True)
+    np.testing.assert_array_equal(got[0], want[0])
+    _close(got[1], want[1])
+    _close(got[2], want[2])
     _same_deviation(deviation_from_runs(full, mine, comparison=got),
                     subpopulation_deviation(pred, sub.index))

@@ -542,13 +542,17 @@ def test_every_surface_counts_the_covariates_named(planted_file, tmp_path):
     assert search.covariates == ("age", "region", "occupation")
 
 
-@pytest.mark.parametrize("read_reserve", [150_000, 190_000], ids=["both-fit", "together-short"])
-def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, read_reserve):
+@pytest.mark.parametrize(("read_reserve", "intervals"), [
+    (150_000, set()), (190_000, set()), (190_000, {2})],
+    ids=["both-fit", "together-short", "together-short-interval"])
+def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, read_reserve,
+                                                                 intervals):
     """Each finding alone fits the room (runs at FINDING_RUN_BYTES here and
     FINDING_ENGINE_RUN_BYTES in DuckDB; a read finding's rows beside them), but one engine
     serves them all: the largest held beside it and DuckDB's need for the most runs must fit
     together, else the finding of most runs goes to fine bins (worked by hand: 260,784 +
-    47,104 > 288,000 bytes)."""
+    47,104 > 288,000 bytes). Unless that finding bounds the score alone (an interval): its
+    deviation joins no row, DuckDB needs no room for it, and it stays exact."""
     import argparse
     from types import SimpleNamespace
 
@@ -570,10 +574,11 @@ def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, re
     full = SimpleNamespace(bins=1000, score=np.zeros(1000), weighted=False)
     # finding 1: its rows read, 316 runs (300 distinct, +5%); finding 2: 736 runs
     counted = {1: (400, 300), 2: (5000, 700)}
-    grouped = report_module._finding_grouping(args, full, counted, read_reserve, {1})
+    grouped = report_module._finding_grouping(args, full, counted, read_reserve, {1},
+                                              intervals=intervals)
     assert grouped[1] == (False, 224 * 316)
-    assert grouped[2][0] is (read_reserve == 190_000)
-    if read_reserve == 150_000:
+    assert grouped[2][0] is (read_reserve == 190_000 and not intervals)
+    if read_reserve == 150_000 or intervals:
         assert grouped[2] == (False, 224 * 736)
     # without --memory-limit nothing is shared out: both exact
     grouped = report_module._finding_grouping(argparse.Namespace(engine="duckdb",
@@ -583,40 +588,25 @@ def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, re
     assert not grouped[2][0]
 
 
-def test_a_score_interval_finding_leaves_duckdb_no_join_to_room(monkeypatch):
-    """As the together-short case above (finding 2 of 736 runs goes to fine bins: 260,784
-    held + 47,104 in DuckDB > 288,000), but finding 2 bounds the score alone (an interval):
-    its deviation joins no row (comparison_sums_table's interval), so DuckDB needs no room
-    for it and it stays exact; a finding with a '!=' on the score is no interval."""
-    import argparse
+def test_a_finding_on_the_score_alone_is_an_interval_of_it():
+    """Only a finding whose every condition bounds the score (<, <=, >, >=) is an interval
+    of it (its deviation joins no row); a '!=' on the score or a covariate is not."""
     from types import SimpleNamespace
 
     import pandas as pd
 
-    import mcviz.cli.metrics as metrics_module
     import mcviz.cli.report as report_module
-    import mcviz.engines.memory as memory
-    import mcviz.settings as settings
     from mcviz.io import load_predictions
     from mcviz.subpopulations.model import Condition
 
-    monkeypatch.setattr(memory, "FINDING_RUN_BYTES", 224)
-    monkeypatch.setattr(memory, "FINDING_ENGINE_RUN_BYTES", 64)
-    monkeypatch.setattr(memory, "duckdb_room", lambda limit, reserve=0: 288_000 - reserve)
-    monkeypatch.setattr(metrics_module, "_runs_reserve", lambda args: 0)
-    monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 100)
-    args = argparse.Namespace(engine="duckdb", memory_limit="2GB")
-    full = SimpleNamespace(bins=1000, score=np.zeros(1000), weighted=False)
-    counted = {1: (400, 300), 2: (5000, 700)}
-    grouped = report_module._finding_grouping(args, full, counted, 190_000, {1},
-                                              intervals={2})
-    assert grouped == {1: (False, 224 * 316), 2: (False, 224 * 736)}
     pred = load_predictions(pd.DataFrame({"score": [0.1, 0.5], "label": [0, 1], "g": [1, 2]}),
                             score="score", label="label", covariates=["g"])
     found = [SimpleNamespace(conditions=c) for c in (
         (Condition("score", ">=", 0.2), Condition("score", "<", 0.6)),
-        (Condition("score", "!=", 0.5),), (Condition("g", "==", 1),))]
-    assert [report_module._score_interval(pred, f) for f in found] == [True, False, False]
+        (Condition("score", "!=", 0.5),), (Condition("g", "==", 1),),
+        (Condition("score", "<", 0.6), Condition("g", "==", 1)))]
+    assert [report_module._score_interval(pred, f) for f in found] == [True, False, False,
+                                                                        False]
 
 
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
