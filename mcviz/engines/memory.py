@@ -223,7 +223,7 @@ continuous 10^7, 2.0*10^5 (2%)     136        --         <= 8          32
 weighted 10^7, 5.0*10^6            154        141        13-26         105
 ties (6 decimals) 10^7, 9.9*10^5   139        133        5-11          44
 ties (3 decimals) 10^7, 10^3       135        --         <= 7          29
-10^8 (10 ties a score), 10^3       230        160        32-102        286
+10^8 (10 ties a score), 10^3       230        195        67-102        286
 10^8, 4.0*10^6 spaced              350        300        172-222       347
 10^8, 5.2*10^6 (h22d's finding)    450        304        176-322       365
 =================================  =========  =========  ============  =====
@@ -237,7 +237,7 @@ less than its share of them. (Tables of at most 2^20 distinct scores, as the tie
 take no join in the report: their findings' runs are exact.) Through the passes at 10^8
 (``channel == 'web'``, 3,999,346 edges, the 10^8 ``bench_engines`` file): 3 passes under
 300 MB (the 2GB report's share; 78 s, 40 CPU s) and 6 under 200 MB (95 s, 40 CPU s) ran,
-exact. Not measured: a pass of more than 10^8 rows (a share above about 414 MiB on a larger
+exact; ``region == 'r1'`` (1,248,584 edges): 2 passes under 300 MB (47 s, 37 CPU s), exact. Not measured: a pass of more than 10^8 rows (a share above about 414 MiB on a larger
 table), where the need a row may grow further."""
 
 COMPARISON_PASSES = 8
