@@ -57,8 +57,14 @@ def _file(p: dict) -> Path:
     path = FOLDER / (f"rows{p['rows']}_{p['round']}_{int(p['weighted'])}.parquet")
     if path.exists():
         return path
-    rng = np.random.default_rng(7)
-    n = p["rows"]
+    pq.write_table(pa.table(shape_columns(np.random.default_rng(7), p["rows"], p)), path)
+    return path
+
+
+def shape_columns(rng, n: int, p: dict) -> dict:
+    """``n`` rows of a shape: score (rounded to ``p['round']`` decimals), label, x, (w)."""
+    import numpy as np
+
     score = rng.random(n)
     if p["round"] is not None:
         score = np.round(score, p["round"])
@@ -67,8 +73,7 @@ def _file(p: dict) -> Path:
     columns = {"score": score, "label": label, "x": x}
     if p["weighted"]:
         columns["w"] = rng.uniform(0.3, 2.5, n)
-    pq.write_table(pa.table(columns), path)
-    return path
+    return columns
 
 
 def _status(field: str) -> int:
@@ -134,19 +139,24 @@ def _child(p: dict) -> dict:
             "cpu_seconds": cpu, "full_bins": full.bins}
 
 
-def measure(shape: str, *, trace: bool, duckdb_limit: str = "384MB", cap: int = CAP) -> dict:
-    """Run one shape in a subprocess under an address-space cap; returns the measurement."""
-    params = {**SHAPES[shape], "path": str(_file(SHAPES[shape])), "trace": trace,
-              "duckdb_limit": duckdb_limit}
-
+def run_child(script: str, params: dict, *, cap: int, timeout: int
+              ) -> subprocess.CompletedProcess:
+    """Run ``script --child PARAMS`` (JSON) in a subprocess under an address-space cap."""
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT)),
            "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, __file__, "--child", json.dumps(params)],
+    return subprocess.run([sys.executable, script, "--child", json.dumps(params)],
                           capture_output=True, text=True, env=env, preexec_fn=limit,
-                          timeout=1800, check=False)
+                          timeout=timeout, check=False)
+
+
+def measure(shape: str, *, trace: bool, duckdb_limit: str = "384MB", cap: int = CAP) -> dict:
+    """Run one shape in a subprocess under an address-space cap; returns the measurement."""
+    params = {**SHAPES[shape], "path": str(_file(SHAPES[shape])), "trace": trace,
+              "duckdb_limit": duckdb_limit}
+    done = run_child(__file__, params, cap=cap, timeout=1800)
     if done.returncode != 0:
         raise RuntimeError(f"{shape} failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -299,7 +299,9 @@ def _deck_at_scale(args: argparse.Namespace, at_scale, search, verdict,
         if refused:
             why |= dict.fromkeys(readable, refused.rstrip("."))
             readable = set()
-    grouped = _finding_grouping(args, full_runs, counted, reserve, readable, rows=n)
+    grouped = _finding_grouping(args, full_runs, counted, reserve, readable, rows=n,
+                                intervals={rank for rank, sub in subs.items()
+                                           if _score_interval(at_scale.pred, sub)})
     charts, notes, read, refused, exact = _findings_drawn(
         args, at_scale, subs, readable, bins, full_runs, full.reliability, reserve, grouped)
     why |= dict.fromkeys(readable - read, refused)
@@ -344,8 +346,20 @@ def _finding_counts(table, columns, subs: dict) -> dict:
     return dict(zip(subs, pairs, strict=True))
 
 
+def _score_interval(pred, sub) -> bool:
+    """Whether a finding is an interval of the score (its conditions bound the score alone).
+
+    Every row at its scores is then its row: its deviation needs no join
+    (:func:`~mcviz.engines.calibration.comparison_sums_table`'s ``interval``).
+    """
+    from mcviz.subpopulations import on_score_alone
+
+    return on_score_alone(pred, sub) and all(c.op in ("<", "<=", ">", ">=")
+                                             for c in sub.conditions)
+
+
 def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: set, *,
-                      rows: int = 0) -> dict:
+                      rows: int = 0, intervals: set = frozenset()) -> dict:
     """Return how each finding's runs are grouped: rank -> (binned, bytes its runs take).
 
     Per distinct score (its deviation exact: every row summed between its scores when the
@@ -354,14 +368,19 @@ def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: se
     for a finding whose rows are read (``readable``), their ``reserve``; else in the full
     population's fine bins. With DuckDB under ``--memory-limit`` the findings share one
     engine: the largest held beside it (runs, and rows when read) and DuckDB's need for the
-    most runs (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES` each) and the table's
-    ``rows`` (:data:`~mcviz.engines.memory.FINDING_ENGINE_ROW_BYTES` each: every row joins the
-    edges) must fit the room together; the exact finding of most runs goes to fine bins until
-    they do (its slide and the notice then say fine bins). A run costs
+    most runs (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES` each) and a
+    :data:`~mcviz.engines.memory.COMPARISON_PASSES`-th of the table's ``rows``
+    (:data:`~mcviz.engines.memory.FINDING_ENGINE_ROW_BYTES` each: every row joins the edges,
+    in passes of score ranges that each fit DuckDB's share,
+    :func:`~mcviz.engines.calibration.comparison_passes`) must fit the room together; the exact
+    finding of most runs goes to fine bins until they do (its slide and the notice then say
+    fine bins); a finding of ``intervals`` (:func:`_score_interval`) joins nothing and needs
+    no more than the floor there. A run costs
     :func:`~mcviz.engines.memory.finding_run_bytes` of the rows' kind (weighted or not).
     """
     from mcviz.cli.metrics import _runs_reserve
     from mcviz.engines.memory import (
+        COMPARISON_PASSES,
         FINDING_ENGINE_ROW_BYTES,
         FINDING_ENGINE_RUN_BYTES,
         RUN_BYTES,
@@ -386,13 +405,14 @@ def _finding_grouping(args, full_runs, counted: dict, reserve: int, readable: se
         return grouped
     room = duckdb_room(args.memory_limit, reserve=_runs_reserve(args))
     while True:
-        exact = {rank: size for rank, (fine, size) in grouped.items() if not fine}
+        exact = {rank: size for rank, (fine, size) in grouped.items()
+                 if not fine and rank not in intervals}
         held = max((size + (reserve if rank in readable else 0)
                     for rank, (_, size) in grouped.items()), default=0)
         widest = max(exact, key=exact.get, default=None)
         if widest is None or held + FINDING_ENGINE_RUN_BYTES * (
-                exact[widest] // finding_run_bytes(weighted)) + FINDING_ENGINE_ROW_BYTES * int(
-                rows) <= room:
+                exact[widest] // finding_run_bytes(weighted)) + FINDING_ENGINE_ROW_BYTES * -(
+                -int(rows) // COMPARISON_PASSES) <= room:
             return grouped
         grouped[widest] = (True, RUN_BYTES * full_runs.score.size)
 
@@ -601,7 +621,8 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
     full population's fine bins as ``grouped`` says (:func:`_finding_grouping`; no count
     first); per distinct score with the full population in fine bins, every row is then
     summed between them by :func:`~mcviz.engines.calibration.comparison_sums_table` (DuckDB
-    or Spark): its deviation exact. Then
+    in passes that fit its share, or Spark; a finding on the score alone joins no row, its
+    ``interval``): its deviation exact. Then
     :func:`mcviz.present.review.finding_review_from_runs`; a finding in ``readable`` is also
     read with its ``WHERE`` and reviewed as a population of its own for its own calibration,
     curves and LCS.
@@ -648,7 +669,9 @@ def _finding_charts(args, table, columns, at_scale, subs: dict, readable: set,
         # go as the deviation reads them)
         results, _ = finding_review_from_runs(
             full_runs, runs, sub, bins=bins, rows=rows, full_reliability=full_reliability,
-            comparison=list(comparison_sums_table(table, columns, deviation_edges(runs.score)))
+            comparison=list(comparison_sums_table(
+                table, columns, deviation_edges(runs.score), full_runs=full_runs,
+                interval=runs if _score_interval(at_scale.pred, sub) else None))
             if binned and runs.bins is None else None)
         charts[rank] = review_charts(results, deviation=not on_score_alone(at_scale.pred, sub))
         # before the next finding's runs: else its runs and results (about 150 bytes a run)

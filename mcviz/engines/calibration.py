@@ -470,7 +470,8 @@ def finding_counts_table(table, columns, conditions: tuple) -> list[tuple[int, i
             for i in range(len(conditions))]
 
 
-def comparison_sums_table(table, columns, edges: np.ndarray) -> tuple[np.ndarray, ...]:
+def comparison_sums_table(table, columns, edges: np.ndarray, *, full_runs=None,
+                          interval=None) -> tuple[np.ndarray, ...]:
     r"""Return every row's count, :math:`\sum W` and :math:`\sum W R` in the bins of eq. (7).
 
     Bin :math:`k` holds the rows with :math:`B_k < S \le B_{k+1}` (:math:`B_0 = -\infty`, the
@@ -479,16 +480,27 @@ def comparison_sums_table(table, columns, edges: np.ndarray) -> tuple[np.ndarray
     (6)-(7), the comparison of :func:`~mcviz.stats.deviation.deviation_from_runs`), each
     row's :math:`k` the number of edges below its score. The edges are written as Parquet and
     read back by the engine. DuckDB: an ``ASOF LEFT JOIN`` of each row to the largest edge
-    below its score, then a ``GROUP BY`` of the bin. Spark (no ASOF join): the rows and the
+    below its score, then a ``GROUP BY`` of the bin, in the passes of
+    :func:`comparison_passes` (one when the join fits DuckDB's ``memory_limit``, or no
+    ``full_runs``: the full population's fine bins, that say where the rows lie). Spark (no
+    ASOF join): the rows and the
     edges in one relation cut into cells of the score (:data:`COMPARISON_CELLS` equal-width
     cells, a window per cell: distributed, no global sort, no Python over rows); in its cell,
     ordered by score with a row before an edge of the same value, a row takes the last edge
     before it (``last(k, true)``), and a row with none in its cell the count of the edges in
     the cells below (computed here from the same ``FLOOR(b * cells)``). Binary responses.
+
+    ``interval``: the finding's runs when its conditions bound the score alone (an interval
+    of it: every row at its scores is its row). Then no row is joined: a row of an inner bin
+    (:math:`S_k \le B_k < S \le B_{k+1} < S_{k+2}`) lies between two of its scores, so in
+    the interval, so at one of its scores, :math:`S_{k+1}`: the inner bins are its runs, and
+    only the two end bins are summed (a ``WHERE`` and an aggregate each; any engine).
     """
+    import itertools
     import uuid
     from pathlib import Path
 
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -500,21 +512,26 @@ def comparison_sums_table(table, columns, edges: np.ndarray) -> tuple[np.ndarray
     pq.write_table(pa.table({"k": np.arange(1, edges.size + 1, dtype=np.int64), "b": edges}),
                    path)
     try:
-        q = table.query()
-        s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
-        r = sql.response_sql(columns, table.kinds, q)
-        w = ("1.0" if columns.weight is None
-             else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)")
-        rows = f"(SELECT {s} AS s, {r} AS r, {w} AS w FROM {table.source}) t"
-        weight = "COUNT(*)" if columns.weight is None else "SUM(t.w)"
-        if table.dialect.name == "duckdb":
-            frame = table.frame(q, f"SELECT COALESCE(e.k, 0) AS k, COUNT(*) AS n, "
-                                   f"{weight} AS w, SUM(t.w * t.r) AS wr FROM {rows} ASOF "
-                                   f"LEFT JOIN {table.relation(path)} e ON t.s > e.b GROUP BY 1")
-            parts = iter([(frame.pop("k").to_numpy(dtype=np.int64), frame)])
-            del frame
+        def rows(q) -> str:
+            s = f"CAST({q.dialect.ident(columns.score)} AS DOUBLE)"
+            r = sql.response_sql(columns, table.kinds, q)
+            w = ("1.0" if columns.weight is None
+                 else f"CAST({q.dialect.ident(columns.weight)} AS DOUBLE)")
+            return f"(SELECT {s} AS s, {r} AS r, {w} AS w FROM {table.source}) t"
+
+        if interval is not None:  # a score interval: the inner bins are its runs
+            m = edges.size
+            parts = itertools.chain(_asof_comparison(
+                table, rows, "", edges, [(0, 0), (m, m)] if m else [(0, 0)],
+                weighted=columns.weight is not None), [(np.arange(1, m), pd.DataFrame(
+                    {"n": interval.count[1:m], "w": interval.weight[1:m],
+                     "wr": interval.positive[1:m]}))])
+        elif table.dialect.name == "duckdb":
+            parts = _asof_comparison(table, rows, table.relation(path), edges, comparison_passes(
+                edges, full_runs, _join_budget(table)), weighted=columns.weight is not None)
         else:  # one part file at a time (issue #44: the whole frame peaked the driver)
-            parts = _cell_comparison(table, q, rows, table.relation(path), edges)
+            q = table.query()
+            parts = _cell_comparison(table, q, rows(q), table.relation(path), edges)
         out = tuple(np.zeros(edges.size + 1, dtype=kind) for kind in (np.int64, float, float))
         for k, frame in parts:
             for array, name in zip(out, ("n", "w", "wr"), strict=True):
@@ -523,6 +540,96 @@ def comparison_sums_table(table, columns, edges: np.ndarray) -> tuple[np.ndarray
     finally:
         _remove(path)
     return out
+
+
+def _join_budget(table) -> int | None:
+    """Bytes of DuckDB's ``memory_limit`` beyond its floor (None: no limit, one pass)."""
+    limit = getattr(table, "memory_limit", None)
+    if limit is None:
+        return None
+    from mcviz.budget import parse_bytes
+    from mcviz.engines.memory import DUCKDB_FLOOR
+
+    return max(parse_bytes(limit) - DUCKDB_FLOOR, 0)
+
+
+def comparison_passes(edges: np.ndarray, full_runs, budget: int | None
+                      ) -> list[tuple[int, int]]:
+    r"""Cut DuckDB's join of every row to the ``edges`` into passes that each fit ``budget``.
+
+    A pass ``(a, b)`` sums the rows of the bins :math:`a \le k \le b` of
+    :func:`comparison_sums_table` (:math:`B_a < S \le B_{b+1}`; no lower bound for
+    :math:`a = 0`, no upper for :math:`b = q - 1`, :math:`q` = ``edges.size + 1``), the ASOF
+    join's right side only those bins' edges (:math:`B_a, \dots, B_b`): a row never joins
+    outside its pass, so the passes' sums, added by bin, are the one join's. Its need in
+    DuckDB beyond the floor grows with its edges and its rows
+    (:data:`~mcviz.engines.memory.FINDING_ENGINE_RUN_BYTES` and
+    :data:`~mcviz.engines.memory.FINDING_ENGINE_ROW_BYTES` each, measured on the one join:
+    10^8 rows ran out of memory in 304 MiB); a pass of one bin joins nothing (a ``WHERE``
+    and an aggregate), so it fits in any share. The rows of a pass are bounded above from the
+    full population's fine bins (``full_runs``: bin :math:`j` holds
+    :math:`(j h, (j + 1) h]`, the first also the scores below; one fine bin more on each side
+    for rounding), and the passes taken greedily in score order, each as many bins as
+    ``budget`` holds: with every bin's edges and rows bounded by the budget, the memory of
+    each pass is bounded independently of the table's rows (only the number of passes, each
+    a scan of the score, grows with them). No budget or no fine bins: one pass.
+    """
+    from mcviz.engines.memory import FINDING_ENGINE_ROW_BYTES, FINDING_ENGINE_RUN_BYTES
+
+    edges = np.asarray(edges, dtype=float)
+    m = edges.size
+    if budget is None or full_runs is None or getattr(full_runs, "bins", None) is None:
+        return [(0, m)]
+    bins = int(full_runs.bins)
+    per_bin = np.zeros(bins, dtype=np.int64)
+    np.add.at(per_bin, np.clip(np.asarray(full_runs.bin_index, dtype=np.int64), 0, bins - 1),
+              np.asarray(full_runs.count, dtype=np.int64))
+    below = np.concatenate(([0], np.cumsum(per_bin)))  # below[j]: rows of the bins < j
+    at = np.floor(np.clip(edges, -1.0, 2.0) * bins).astype(np.int64)
+    # rows with k <= j (S <= B_{j+1}): at most / at least; every row at k <= q - 1
+    most = np.append(below[np.clip(at + 2, 1, bins)], below[-1])
+    least = np.append(below[np.clip(at - 1, 0, bins - 1)], below[-1])
+    cost = FINDING_ENGINE_ROW_BYTES * most + FINDING_ENGINE_RUN_BYTES * np.arange(m + 1)
+    passes, first = [], 0
+    while first <= m:
+        base = 0 if first == 0 else (FINDING_ENGINE_ROW_BYTES * int(least[first - 1])
+                                     + FINDING_ENGINE_RUN_BYTES * (first - 1))
+        last = max(int(np.searchsorted(cost, base + budget, side="right")) - 1, first)
+        passes.append((first, last))
+        first = last + 1
+    return passes
+
+
+def _asof_comparison(table, rows, edge_relation: str, edges: np.ndarray,
+                     passes: list[tuple[int, int]], *, weighted: bool):
+    """Yield DuckDB's bins of eq. (7) per pass of :func:`comparison_passes` (each its frame).
+
+    See :func:`comparison_sums_table`; ``rows(q)``: the rows' relation ``t`` (``s``, ``r``,
+    ``w``). One pass: the one join of every row.
+    """
+    weight = "SUM(t.w)" if weighted else "COUNT(*)"
+    sums = f"COUNT(*) AS n, {weight} AS w, SUM(t.w * t.r) AS wr"
+    m = edges.size
+    for first, last in passes:
+        q = table.query()
+        where = []
+        if first > 0:
+            where.append(f"t.s > {q.bind(float(edges[first - 1]))}")
+        if last < m:
+            where.append(f"(t.s <= {q.bind(float(edges[last]))}"
+                         + (" OR t.s IS NULL)" if first == 0 else ")"))
+        source = f"(SELECT * FROM {rows(q)} WHERE {' AND '.join(where)}) t" if where else rows(q)
+        if first == last:  # one bin: no join
+            frame = table.frame(q, f"SELECT {sums} FROM {source} HAVING COUNT(*) > 0")
+            yield np.full(len(frame), first, dtype=np.int64), frame
+        else:
+            right = (edge_relation if (first, last) == (0, m) else
+                     f"(SELECT k, b FROM {edge_relation} WHERE k BETWEEN "
+                     f"{q.bind(max(first, 1))} AND {q.bind(last)})")
+            frame = table.frame(q, f"SELECT COALESCE(e.k, 0) AS k, {sums} FROM {source} ASOF "
+                                   f"LEFT JOIN {right} e ON t.s > e.b GROUP BY 1")
+            yield frame.pop("k").to_numpy(dtype=np.int64), frame
+        del frame
 
 
 COMPARISON_CELLS = 1 << 20

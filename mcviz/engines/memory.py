@@ -52,6 +52,7 @@ __all__ = [
     "AGGREGATE_RESERVE",
     "BYTES_PER_MEMBER",
     "COMPARE_WORKER",
+    "COMPARISON_PASSES",
     "COMPILED_LOOPS",
     "DRAW_RESIDUE",
     "DUCKDB_FLOOR",
@@ -191,7 +192,10 @@ the finding's scores (:func:`~mcviz.engines.calibration.comparison_sums_table`'s
 every row to the edges of eq. (7)), left in its share. Measured on 8*10^6 rows and a finding of
 4,001,288 distinct scores: under a ``memory_limit`` of 128 MiB (its floor) DuckDB ran out of
 memory; 136 MiB (2 bytes an edge beyond the floor), 144, 160, 192, 224, 256, 384 and 512 MiB ran
-(the ``GROUP BY`` too). 16 keeps eight times the least that ran."""
+(the ``GROUP BY`` too). 16 keeps eight times the least that ran. Measured again on other
+shapes with :data:`FINDING_ENGINE_ROW_BYTES` (there): at 10^7 rows and fewer the need beyond
+the floor stays under 3 bytes an edge; at 10^8 rows it grows with the edges (4*10^6 evenly
+spaced edges out of memory at 300 MiB, where 10^3 ran at 230)."""
 
 FINDING_ENGINE_ROW_BYTES = 3
 """Bytes per row of the table DuckDB needs, beside :data:`FINDING_ENGINE_RUN_BYTES` per edge and
@@ -201,7 +205,49 @@ with the edges). Measured (``/work/tmp22/h22d/asof.py``: the join and its ``GROU
 rows ran out of memory at 128 MiB and ran at 160 and 200 MiB; 10^8 rows ran out of memory at
 304 MiB ("failed to pin block of size 256.0 KiB", after 84 s: ``mcviz report --engine duckdb
 --memory-limit 2GB``'s failure at 10^8) and ran at 450 MiB. The floor and 16 bytes an edge
-give 208 MiB there; 3 bytes a row more give 494 MiB at 10^8 rows (237 MiB at 10^7)."""
+give 208 MiB there; 3 bytes a row more give 494 MiB at 10^8 rows (237 MiB at 10^7). The
+join is cut into passes of score ranges that each fit DuckDB's share
+(:func:`~mcviz.engines.calibration.comparison_passes`), so a pass needs this for its own rows
+only.
+
+Measured on several shapes (``benchmarks/bench_finding_join.py``, 2 threads, the least
+``memory_limit`` that ran bisected in separate processes, each run's sums equal numpy's;
+"need" beyond the 128 MiB floor, "model" 16 an edge + 3 a row beyond it, MiB):
+
+=================================  =========  =========  ============  =====
+shape (rows, finding's edges)      ran at     failed at  need          model
+=================================  =========  =========  ============  =====
+continuous 2*10^6, 1.0*10^6        128        --         0             21
+weighted 4*10^6, 2.0*10^6          128        --         0             42
+continuous 10^7, 5.0*10^6          141        --         <= 13         105
+continuous 10^7, 2.0*10^5 (2%)     136        --         <= 8          32
+weighted 10^7, 5.0*10^6            154        141        13-26         105
+ties (6 decimals) 10^7, 9.9*10^5   139        133        5-11          44
+ties (3 decimals) 10^7, 10^3       135        --         <= 7          29
+10^8 (10 ties a score), 10^3       230        195        67-102        286
+10^8, 4.0*10^6 spaced              350        300        172-222       347
+10^8, 5.2*10^6 (h22d's finding)    450        304        176-322       365
+=================================  =========  =========  ============  =====
+
+So the model holds everywhere measured: it gives at least 1.1x the least limit that ran
+beyond the floor (10^8 rows, 5.2*10^6 edges), 1.6x (10^8, 4*10^6), 2.8x (10^8, 10^3) and 4x
+or more at 10^7 rows and fewer. The need a row grows with the rows (up to 10^7 rows the join
+fits in the floor or nearly; at 10^8 about 1 byte a row with few edges, 2 with millions), so
+the constants are set by the 10^8 runs, and a pass, with fewer rows than the table, needs
+less than its share of them. (Tables of at most 2^20 distinct scores, as the tied ones here,
+take no join in the report: their findings' runs are exact.) Through the passes at 10^8
+(``channel == 'web'``, 3,999,346 edges, the 10^8 ``bench_engines`` file): 3 passes under
+300 MB (the 2GB report's share; 78 s, 40 CPU s) and 6 under 200 MB (95 s, 40 CPU s) ran,
+exact; ``region == 'r1'`` (1,248,584 edges): 2 passes under 300 MB (47 s, 37 CPU s), exact. Not measured: a pass of more than 10^8 rows (a share above about 414 MiB on a larger
+table), where the need a row may grow further."""
+
+COMPARISON_PASSES = 8
+"""The passes a finding's exact deviation may take in DuckDB when the report decides it exact:
+its edges (:data:`FINDING_ENGINE_RUN_BYTES` each) and an eighth of the table's rows
+(:data:`FINDING_ENGINE_ROW_BYTES` each) must fit the room beside what this process holds. Each
+pass scans the score and label of every row (the rows outside its score range filtered out
+before the join), so this bounds the time, not the memory: every pass is planned to fit
+DuckDB's share whatever the rows."""
 
 
 def finding_run_bytes(weighted: bool = False) -> int:

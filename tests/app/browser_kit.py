@@ -9,8 +9,8 @@ test-artifacts/server-<port>.log (a file: a pipe nobody reads can fill and stall
   the janitor's sweep, an address-space cap, extra environment);
 * :func:`launched` (chromium), :func:`app_page` (a server, chromium and one page opened at an
   address and waited for), :func:`page_at` (that page in a new session of a running server);
-* :func:`open_page`, :func:`wait_idle`, :func:`wait_charts`, :func:`check_page` (no exception
-  element, no legend over an axis title, a screenshot).
+* :func:`open_page`, :func:`wait_idle`, :func:`wait_charts`, :func:`wait_charts_settled`,
+  :func:`check_page` (no exception element, no legend over an axis title, a screenshot).
 """
 
 from __future__ import annotations
@@ -251,6 +251,51 @@ def wait_idle(page, timeout: float = 120_000) -> None:
 def wait_charts(page, count: int = 1, timeout: float = 120_000) -> None:
     """Wait until at least ``count`` plotly charts are drawn (charts in hidden tabs excluded)."""
     page.locator(".js-plotly-plot >> visible=true").nth(count - 1).wait_for(timeout=timeout)
+
+
+CHARTS_SETTLED_JS = """
+([quiet, token]) => {
+  const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(
+      p => p.getBoundingClientRect().width > 0);
+  const round = r => [r.left, r.top, r.width, r.height].map(Math.round);
+  // each visible chart's box, its plot area (plotly's margins: automargin redraws move them)
+  // and every text's box (a redraw that only moves labels shows here)
+  const now = performance.now(), shape = JSON.stringify([
+      document.fonts ? document.fonts.status : '',
+      plots.map(p => {
+        const z = p._fullLayout && p._fullLayout._size;
+        return [round(p.getBoundingClientRect()), z ? [z.l, z.r, z.t, z.b, z.w, z.h] : null,
+                [...p.querySelectorAll('svg text')].map(t => round(t.getBoundingClientRect()))];
+      })]);
+  const seen = window.__mcvizCharts;
+  if (!seen || seen.token !== token || seen.shape !== shape) {
+    window.__mcvizCharts = {token, shape, since: now};
+    return false;
+  }
+  return plots.every(p => p._fullLayout) && (!document.fonts || document.fonts.status ===
+      'loaded') && now - seen.since >= quiet;
+}
+"""
+"""True once the visible charts (their boxes, plot areas and texts) and the fonts have not
+changed for ``quiet`` ms (polled every animation frame; ``token`` starts a new watch)."""
+SETTLED_MS = 400
+"""How long the charts must hold still before their layout is measured."""
+_SETTLE_TOKENS = iter(range(1, 10**9))
+
+
+def wait_charts_settled(page, timeout: float = 120_000) -> None:
+    """Wait until the visible charts hold still for :data:`SETTLED_MS` (plotly's automargin
+    redraw, fonts loading, a resize): their layout is measured after.
+
+    Before, a fixed 1 s wait stood here (``wait_for_timeout(1_000)``, about 30 of them over the
+    browser tests); a probe of Review, Calibration, Variables and Compare at 1440 and 1920 px
+    (h23t) saw the charts drawn in their final boxes and margins at once, and one change after
+    (the fonts loaded, 270 ms later), which this wait also waits for. Measured: 0.42 s a call
+    (9 calls of test_pages_browser at load 14); a chart moved every 250 ms for 2 s was waited
+    for (2.4 s), a still one not (0.46 s).
+    """
+    page.wait_for_function(CHARTS_SETTLED_JS, arg=[SETTLED_MS, next(_SETTLE_TOKENS)],
+                           timeout=timeout)
 
 
 OVERLAPS_JS = """

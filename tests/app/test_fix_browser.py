@@ -5,7 +5,14 @@ axis title; then Review, with the fix in its verdict and the grid on the first s
 from __future__ import annotations
 
 import pytest
-from browser_kit import app_page, check_page, open_page, wait_charts, wait_idle
+from browser_kit import (
+    app_page,
+    check_page,
+    open_page,
+    wait_charts,
+    wait_charts_settled,
+    wait_idle,
+)
 from test_pages_browser import PAGE_JS, assert_grid_on_the_first_screen
 
 from mcviz.recalibration.simulate import planted_fix_data
@@ -53,7 +60,7 @@ def test_fix_page_in_a_real_browser(tmp_path):
         page.locator(".st-key-verdict").wait_for(timeout=300_000)
         wait_charts(page, 4, timeout=300_000)
         wait_idle(page, timeout=300_000)
-        page.wait_for_timeout(1_000)  # plotly's automargin redraw
+        wait_charts_settled(page)  # plotly's automargin redraw, the fonts
         page.evaluate("() => { const m = document.querySelector('[data-testid=stMain]');"
                       " if (m) m.scrollTop = 0; window.scrollTo(0, 0); }")
         expander = page.locator(".st-key-verdict [data-testid=stExpander] summary").first

@@ -26,7 +26,7 @@ verdict), Compare (its verdict and a group to open in Review) and Review with B 
 from __future__ import annotations
 
 import pytest
-from browser_kit import ARTIFACTS, FULL_SCREENSHOTS, wait_idle
+from browser_kit import ARTIFACTS, FULL_SCREENSHOTS, wait_charts_settled, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -297,7 +297,7 @@ def _check(page, charts: int, name: str, height: int) -> dict:
         page.locator(".js-plotly-plot >> visible=true").nth(charts - 1).wait_for(
             timeout=180_000)
     wait_idle(page, timeout=180_000)
-    page.wait_for_timeout(1_000)  # plotly's automargin redraw
+    wait_charts_settled(page)  # plotly's automargin redraw, the fonts
     exceptions = page.get_by_test_id("stException")
     assert exceptions.count() == 0, f"{name}: {exceptions.first.inner_text()[:500]}"
     layout = page.evaluate(PAGE_JS)

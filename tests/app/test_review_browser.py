@@ -16,7 +16,7 @@ from __future__ import annotations
 import urllib.parse
 
 import pytest
-from browser_kit import ARTIFACTS, wait_idle
+from browser_kit import ARTIFACTS, wait_charts_settled, wait_idle
 from test_pages_browser import LAYOUT_JS, PAGE_JS, assert_grid_on_the_first_screen
 
 pytestmark = pytest.mark.browser
@@ -31,7 +31,7 @@ def _review(page, url: str, charts: int = 4) -> dict:
     page.locator(".st-key-verdict").wait_for(timeout=120_000)
     page.locator(".js-plotly-plot >> visible=true").nth(charts - 1).wait_for(timeout=120_000)
     wait_idle(page)
-    page.wait_for_timeout(1_000)  # plotly's automargin redraw
+    wait_charts_settled(page)  # plotly's automargin redraw, the fonts
     exceptions = page.get_by_test_id("stException")
     assert exceptions.count() == 0, exceptions.first.inner_text()[:500]
     return page.evaluate(LAYOUT_JS)

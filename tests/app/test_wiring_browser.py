@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from browser_kit import check_page, open_page, page_at, wait_charts, wait_idle
-from wiring_testdata import PLANTED, PLANTED_WORDS, planted_csv
+from wiring_testdata import PLANTED_WORDS, planted_csv
 
 pytestmark = pytest.mark.browser
 
@@ -43,6 +43,10 @@ def test_planted_group_is_the_first_finding(tmp_path, app_url, browser):
         check_page(page, "wiring-02-searched-presentation")
 
 
+NULL_DRAWS = 19
+"""The null distribution's draws set on the Subpopulations page (the fewest it takes)."""
+
+
 def _wired_pages(page, prefix: str) -> None:
     """Subpopulations with its null, Calibration with CORP, Review with CORP (the pages as they
     open, Variables included, are test_pages_browser's test_every_page_holds, in both modes)."""
@@ -53,8 +57,19 @@ def _wired_pages(page, prefix: str) -> None:
             page.get_by_role("button", name="Compute", exact=True).click()
             wait_idle(page, timeout=300_000)
             page.get_by_text("Not yet tested against chance").first.wait_for(timeout=300_000)
+        # the fewest draws the widget takes (19, not 200): the page's wiring is what is tested
+        # here (the null's numbers are test_wiring_subpopulations' and tests/stats'); 200 draws
+        # over the demo's 1,000 subpopulations cost 6.7 s of CPU (h23t)
+        draws = page.get_by_role("spinbutton", name="Null draws")
+        draws.fill(str(NULL_DRAWS))
+        draws.press("Enter")
+        # the cost estimate is of those draws (the rerun took the value)
+        page.get_by_text(f"null distribution of M: {NULL_DRAWS} draws").first.wait_for(
+            timeout=120_000)
+        wait_idle(page)
         page.get_by_role("button", name="Compute the null distribution").click()
         page.get_by_text("Null median of M/σ₀").first.wait_for(timeout=180_000)
+    assert page.get_by_text(f"{NULL_DRAWS} draws of").count() >= 1  # the null of those draws
     wait_idle(page)
     wait_charts(page, 2)
     check_page(page, f"{prefix}subpopulations-null")

@@ -20,6 +20,8 @@ Reference: :func:`mcviz.stats.deviation.subpopulation_deviation` of the same row
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -302,3 +304,139 @@ def test_one_scan_counts_every_finding_s_rows_and_distinct_scores(tmp_path):
         want = np.unique(pred.score[sub.index]).size
         assert rows == sub.size
         assert abs(distinct - want) <= 0.05 * want, (distinct, want)
+
+
+def _beta_rows(tmp_path, shape, weighted, seed, finding):
+    """30,000 rows of Beta(2, 5) scores, tied to 0.001 or not; the finding's rows."""
+    score = np.random.default_rng(seed).beta(2, 5, 30_000)
+    path, frame, columns = _rows(tmp_path, np.round(score, 3) if shape == "tied" else score,
+                                 weighted, seed + 1)
+    pred = _pred(frame, weighted)
+    return path, frame, columns, pred, filter_subpopulation(pred, finding)
+
+
+def _brute_comparison(frame, edges, weighted):
+    """Every row's bin of eq. (7) (the edges below its score) and its sums, in numpy."""
+    score = frame["score"].to_numpy()
+    k = np.searchsorted(edges, score, side="left")  # edges strictly below the score
+    w = frame["w"].to_numpy() if weighted else np.ones(score.size)
+    r = frame["label"].to_numpy(dtype=float)
+    q = edges.size + 1
+    return k, (np.bincount(k, minlength=q), np.bincount(k, w, minlength=q),
+               np.bincount(k, w * r, minlength=q))
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("shape", ["tied", "beta"])
+def test_every_row_summed_between_a_finding_s_scores_in_passes_that_fit_duckdb(
+        tmp_path, monkeypatch, weighted, shape):
+    """DuckDB's ASOF join of every row to the finding's edges grows with the rows (10^8 rows
+    ran a 304 MiB share out of memory): cut into passes of score ranges planned from the full
+    population's fine bins, each within DuckDB's memory_limit (1 GiB, its floor off: 896 MiB,
+    here at 2,000 rows a pass: FINDING_ENGINE_ROW_BYTES raised to 469,762), the sums are the
+    one join's and numpy's, and the deviation the in-memory one to 1e-9. 30,000 rows, tied
+    to 0.001 (500 fine bins, edges on scores) or continuous (15,000 fine bins). Each pass's
+    rows, counted in numpy, fit the budget it was planned for; a sparse set of edges makes
+    bins of more rows than a pass holds: those passes join nothing, and still sum right."""
+    import mcviz.engines.memory as memory
+    from mcviz.engines.calibration import comparison_passes
+
+    budget = (1 << 30) - memory.DUCKDB_FLOOR
+    monkeypatch.setattr(memory, "FINDING_ENGINE_ROW_BYTES", budget // 2_000)
+    path, frame, columns, pred, sub = _beta_rows(tmp_path, shape, weighted, 93, FINDING)
+    sparse = np.array([0.05, 0.1, 0.1005, 0.2, 0.4, 0.41, 0.8, 0.85, 0.9, 0.95])
+    table = open_table("duckdb", [str(path)], memory_limit="1GiB")
+    try:
+        full = ScoreRuns(**score_runs_table(table, columns,
+                                            limit=500 if shape == "tied" else 15_000))
+        mine = ScoreRuns(**finding_runs_table(table, columns, tuple(sub.conditions)))
+        edges = deviation_edges(mine.score)
+        comparison = comparison_sums_table(table, columns, edges, full_runs=full)
+        apart = comparison_sums_table(table, columns, sparse, full_runs=full)
+    finally:
+        table.close()
+    assert full.bins is not None
+    assert mine.bins is None
+    for cut, got in ((edges, comparison), (sparse, apart)):
+        k, want = _brute_comparison(frame, cut, weighted)
+        np.testing.assert_array_equal(got[0], want[0])
+        _close(got[1], want[1])
+        _close(got[2], want[2])
+        passes = comparison_passes(cut, full, budget)
+        assert passes[0][0] == 0
+        assert passes[-1][1] == cut.size
+        assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(passes))
+        rows = [int(((k >= a) & (k <= b)).sum()) for a, b in passes]
+        joined = [(a, b, n) for (a, b), n in zip(passes, rows, strict=True) if a < b]
+        assert all(memory.FINDING_ENGINE_ROW_BYTES * n + memory.FINDING_ENGINE_RUN_BYTES
+                   * (b - a + 1) <= budget for a, b, n in joined)
+        if cut is edges:
+            assert len(joined) >= 10  # 30,000 rows at most 2,000 a pass
+        else:
+            assert 0 < len(joined) < len(passes)  # bins of more rows than a pass: no join
+            assert max(rows) > 2_000
+    if shape == "tied":
+        assert np.isin(edges, pred.score).any()
+    _same_deviation(deviation_from_runs(full, mine, comparison=comparison),
+                    subpopulation_deviation(pred, sub.index))
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("shape", ["tied", "beta"])
+@pytest.mark.parametrize("interval", ["score >= 0.1 and score < 0.35", "score <= 0.2"])
+def test_a_score_interval_s_inner_bins_are_its_runs_with_no_join(tmp_path, monkeypatch,
+                                                                  weighted, shape, interval):
+    """A finding that bounds the score alone holds every row at its scores: every row between
+    its scores is its own (the inner bins of eq. (7) are its runs), only the two end bins sum
+    rows outside it. Given its runs (``interval``) DuckDB runs no join (no ASOF in any query),
+    and the sums are numpy's bins of every row: counts exactly, sums and the deviation to
+    1e-9. 30,000 rows, tied to 0.001 (edges on scores) or continuous."""
+    path, frame, columns, pred, sub = _beta_rows(tmp_path, shape, weighted, 95, interval)
+    table = open_table("duckdb", [str(path)], memory_limit="1GiB")
+    queries = []
+    through = type(table).frame
+    monkeypatch.setattr(type(table), "frame",
+                        lambda self, q, text: queries.append(text) or through(self, q, text))
+    try:
+        full = ScoreRuns(**score_runs_table(table, columns, limit=500))
+        mine = ScoreRuns(**finding_runs_table(table, columns, tuple(sub.conditions)))
+        edges = deviation_edges(mine.score)
+        queries.clear()
+        got = comparison_sums_table(table, columns, edges, full_runs=full, interval=mine)
+    finally:
+        table.close()
+    assert full.bins is not None
+    assert mine.bins is None
+    assert edges.size > 100
+    assert len(queries) == 2
+    assert not any("ASOF" in text for text in queries)
+    _, want = _brute_comparison(frame, edges, weighted)
+    np.testing.assert_array_equal(got[0], want[0])
+    _close(got[1], want[1])
+    _close(got[2], want[2])
+    assert want[0][-1] > mine.count[-1]  # the end bins reach past it
+    assert (want[0][0] > mine.count[0]) == (">=" in interval)
+    _same_deviation(deviation_from_runs(full, mine, comparison=got),
+                    subpopulation_deviation(pred, sub.index))
+
+
+@pytest.mark.spark
+def test_spark_sums_a_score_interval_s_end_bins_alone(tmp_path):
+    """Spark, a finding on the score alone (``interval``): its inner bins are its runs, the two
+    end bins two aggregates (no window over the cells); every bin numpy's, the deviation the
+    rows' to 1e-9 (30,000 rows tied to 0.001)."""
+    from spark_available import spark_table
+
+    path, frame, columns, pred, sub = _beta_rows(tmp_path, "tied", True, 97,
+                                                 "score >= 0.1 and score < 0.3")
+    with spark_table(str(path)) as table:
+        full = ScoreRuns(**score_runs_table(table, columns, limit=200))
+        mine = ScoreRuns(**finding_runs_table(table, columns, tuple(sub.conditions)))
+        edges = deviation_edges(mine.score)
+        got = comparison_sums_table(table, columns, edges, interval=mine)
+    _, want = _brute_comparison(frame, edges, True)
+    np.testing.assert_array_equal(got[0], want[0])
+    _close(got[1], want[1])
+    _close(got[2], want[2])
+    _same_deviation(deviation_from_runs(full, mine, comparison=got),
+                    subpopulation_deviation(pred, sub.index))

@@ -542,13 +542,17 @@ def test_every_surface_counts_the_covariates_named(planted_file, tmp_path):
     assert search.covariates == ("age", "region", "occupation")
 
 
-@pytest.mark.parametrize("read_reserve", [150_000, 190_000], ids=["both-fit", "together-short"])
-def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, read_reserve):
+@pytest.mark.parametrize(("read_reserve", "intervals"), [
+    (150_000, set()), (190_000, set()), (190_000, {2})],
+    ids=["both-fit", "together-short", "together-short-interval"])
+def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, read_reserve,
+                                                                 intervals):
     """Each finding alone fits the room (runs at FINDING_RUN_BYTES here and
     FINDING_ENGINE_RUN_BYTES in DuckDB; a read finding's rows beside them), but one engine
     serves them all: the largest held beside it and DuckDB's need for the most runs must fit
     together, else the finding of most runs goes to fine bins (worked by hand: 260,784 +
-    47,104 > 288,000 bytes)."""
+    47,104 > 288,000 bytes). Unless that finding bounds the score alone (an interval): its
+    deviation joins no row, DuckDB needs no room for it, and it stays exact."""
     import argparse
     from types import SimpleNamespace
 
@@ -570,10 +574,11 @@ def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, re
     full = SimpleNamespace(bins=1000, score=np.zeros(1000), weighted=False)
     # finding 1: its rows read, 316 runs (300 distinct, +5%); finding 2: 736 runs
     counted = {1: (400, 300), 2: (5000, 700)}
-    grouped = report_module._finding_grouping(args, full, counted, read_reserve, {1})
+    grouped = report_module._finding_grouping(args, full, counted, read_reserve, {1},
+                                              intervals=intervals)
     assert grouped[1] == (False, 224 * 316)
-    assert grouped[2][0] is (read_reserve == 190_000)
-    if read_reserve == 150_000:
+    assert grouped[2][0] is (read_reserve == 190_000 and not intervals)
+    if read_reserve == 150_000 or intervals:
         assert grouped[2] == (False, 224 * 736)
     # without --memory-limit nothing is shared out: both exact
     grouped = report_module._finding_grouping(argparse.Namespace(engine="duckdb",
@@ -581,6 +586,27 @@ def test_findings_sharing_duckdb_keep_its_need_for_the_most_runs(monkeypatch, re
                                               full, counted, read_reserve, {1})
     assert not grouped[1][0]
     assert not grouped[2][0]
+
+
+def test_a_finding_on_the_score_alone_is_an_interval_of_it():
+    """Only a finding whose every condition bounds the score (<, <=, >, >=) is an interval
+    of it (its deviation joins no row); a '!=' on the score or a covariate is not."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    import mcviz.cli.report as report_module
+    from mcviz.io import load_predictions
+    from mcviz.subpopulations.model import Condition
+
+    pred = load_predictions(pd.DataFrame({"score": [0.1, 0.5], "label": [0, 1], "g": [1, 2]}),
+                            score="score", label="label", covariates=["g"])
+    found = [SimpleNamespace(conditions=c) for c in (
+        (Condition("score", ">=", 0.2), Condition("score", "<", 0.6)),
+        (Condition("score", "!=", 0.5),), (Condition("g", "==", 1),),
+        (Condition("score", "<", 0.6), Condition("g", "==", 1)))]
+    assert [report_module._score_interval(pred, f) for f in found] == [True, False, False,
+                                                                        False]
 
 
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
@@ -612,25 +638,39 @@ def test_a_finding_s_runs_are_budgeted_at_the_bytes_of_their_kind(monkeypatch, w
     assert grouped[1] == ((True, memory.RUN_BYTES * 1000) if weighted else (False, 224 * 736))
 
 
-@pytest.mark.parametrize("rows_fit", [True, False], ids=["rows-fit", "rows-short"])
+@pytest.mark.parametrize("row_bytes", [3, 10**6, 10**7],
+                         ids=["rows-fit", "rows-in-passes", "rows-short"])
 def test_a_finding_s_exact_deviation_leaves_duckdb_room_for_every_row_s_join(
-        planted_file, tmp_path, monkeypatch, rows_fit):
+        planted_file, tmp_path, monkeypatch, row_bytes):
     """The full population in 100 fine bins, the finding's 171 distinct scores held exactly:
     its deviation sums every row between them (an ASOF join of every row, whose need in
     DuckDB grows with the rows: FINDING_ENGINE_ROW_BYTES; 10^8 rows ran a 304 MiB share out
-    of memory after 84 s). Under --memory-limit 4GB with the real 3 bytes a row, the 8,000
-    rows fit: the deviation is the in-memory one to 1e-9. With 10^6 bytes a row (8 GB for
-    8,000 rows, more than the room) the report still completes, the finding's deviation from
-    the fine bins, and the notice and its slide say so."""
+    of memory after 84 s), in passes of score ranges that each fit DuckDB's share
+    (comparison_passes). Under --memory-limit 4GB with the real 3 bytes a row, the 8,000
+    rows join in one pass: the deviation is the in-memory one to 1e-9. With 10^6 bytes a row
+    (8 GB for 8,000 rows, more than DuckDB's share of about 3 GB) the join takes several
+    passes and the deviation is still the in-memory one: only an eighth of the rows
+    (COMPARISON_PASSES) need fit the room. With 10^7 bytes a row even that eighth (10 GB)
+    does not: the report still completes, the finding's deviation from the fine bins, and
+    the notice and its slide say so."""
     pytest.importorskip("pptx")
+    import mcviz.engines.calibration as calibration
     import mcviz.engines.memory as memory
     import mcviz.settings as settings
 
     monkeypatch.setattr(settings, "ENGINE_SCORE_RUNS", 100)
-    if not rows_fit:
-        monkeypatch.setattr(memory, "FINDING_ENGINE_ROW_BYTES", 10**6)
+    monkeypatch.setattr(memory, "FINDING_ENGINE_ROW_BYTES", row_bytes)
+    planned = []
+    plan = calibration.comparison_passes
+    monkeypatch.setattr(calibration, "comparison_passes",
+                        lambda *a: planned.append(plan(*a)) or planned[-1])
     out = tmp_path / "scale.pptx"
     report = _run("report", planted_file, "--findings", "3", "--seed", "2", "--engine",
                   "duckdb", "--sample-rows", "3000", "--bins", "10", "--deck", str(out),
                   "--memory-limit", "4GB")
-    _check_finding_deviation(planted_file, report, out, exact=rows_fit)
+    _check_finding_deviation(planted_file, report, out, exact=row_bytes < 10**7)
+    if row_bytes == 3:
+        assert planned
+        assert all(len(p) == 1 for p in planned)
+    elif row_bytes == 10**6:
+        assert max(len(p) for p in planned) >= 3  # 8,000 rows, at most about 3,000 a pass
