@@ -382,10 +382,6 @@ def _draw(con, files: Sequence[str], rows: int, seed: int, *, keys: bool,
     return sample if len(sample) == rows else draw(False)
 
 
-# FILE_KEY, ROW_KEY: the columns of a keyed sample, the file's path as the engine read it and the
-# row's number in it (defined with the Spark workers' functions, which read them too)
-
-
 def keyed_source(files: Sequence[str]) -> str:
     """Return ``read_parquet`` over the files with each row's file path and row number."""
     listed = ", ".join(quote_literal(f) for f in files)

@@ -110,15 +110,22 @@ def _chosen_duckdb(kept: Sequence[str]) -> str:
     return ", ".join(f"t.{sql.DUCKDB.ident(name)}" for name in kept)
 
 
-def _exclude_duckdb(engine, keys: np.ndarray, kept: Sequence[str]) -> None:
+def _searched_duckdb(engine, keys: np.ndarray) -> str:
+    """Register the searched keys as ``__mcviz_searched``; return the join condition.
+
+    The condition matches a keyed row ``t`` (:func:`keyed_source`) to its key ``k``.
+    """
     import pyarrow as pa
 
     engine.con.register("__mcviz_searched", pa.table({"f": keys[:, 0], "r": keys[:, 1]}))
     cases = " ".join(f"WHEN {quote_literal(name)} THEN {k}" for k, name in enumerate(engine.files))
-    engine.source = (
-        f"(SELECT {_chosen_duckdb(kept)} FROM {keyed_source(engine.files)} AS t "
-        f"ANTI JOIN __mcviz_searched AS k ON k.f = (CASE t.{FILE_KEY} {cases} END) "
-        f"AND k.r = t.{ROW_KEY})")
+    return f"k.f = (CASE t.{FILE_KEY} {cases} END) AND k.r = t.{ROW_KEY}"
+
+
+def _exclude_duckdb(engine, keys: np.ndarray, kept: Sequence[str]) -> None:
+    on = _searched_duckdb(engine, keys)
+    engine.source = (f"(SELECT {_chosen_duckdb(kept)} FROM {keyed_source(engine.files)} AS t "
+                     f"ANTI JOIN __mcviz_searched AS k ON {on})")
 
 HELD_OUT = Condition(HELD, "==", True)
 """The condition of the held-out rows (after :func:`flag_searched`)."""
@@ -136,15 +143,10 @@ def flag_searched(engine, keys: np.ndarray, *, columns: Iterable[str]) -> None:
     keys = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
     kept = kept_columns(engine, columns)
     if engine.name == "duckdb":
-        import pyarrow as pa
-
-        engine.con.register("__mcviz_searched", pa.table({"f": keys[:, 0], "r": keys[:, 1]}))
-        cases = " ".join(f"WHEN {quote_literal(name)} THEN {k}"
-                         for k, name in enumerate(engine.files))
+        on = _searched_duckdb(engine, keys)
         engine.source = (
             f"(SELECT {_chosen_duckdb(kept)}, k.f IS NULL AS {HELD} FROM "
-            f"{keyed_source(engine.files)} AS t LEFT JOIN __mcviz_searched AS k ON "
-            f"k.f = (CASE t.{FILE_KEY} {cases} END) AND k.r = t.{ROW_KEY})")
+            f"{keyed_source(engine.files)} AS t LEFT JOIN __mcviz_searched AS k ON {on})")
     elif engine.name == "spark":
         engine.source = "__mcviz_flagged"
         _spark_searched(engine, keys, kept, flag=True).createOrReplaceTempView(engine.source)
